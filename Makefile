@@ -1,0 +1,53 @@
+# movelab: the commands a user runs. `make reproduce` sets everything up and runs the papers'
+# reproductions; `make test` runs every test; `make bench` runs the speed benchmarks.
+SHELL := /bin/bash
+VENV   := .venv
+PY     := $(VENV)/bin/python
+CLI    := $(VENV)/bin/movelab
+DEPS_STAMP := $(VENV)/.movelab-deps
+INSTALL_STAMP := $(VENV)/.movelab-installed
+RUST_SOURCES := $(shell find crates -name '*.rs' -o -name 'Cargo.toml' -o -name '*.h' 2>/dev/null) \
+                Cargo.toml $(wildcard Cargo.lock) pyproject.toml $(shell find presets -type f 2>/dev/null)
+PY_DEPS := maturin>=1.5,<2 typer>=0.12 rich>=13 numpy>=1.26 pandas>=2.0 matplotlib>=3.8 \
+           pytest>=8 hypothesis>=6 ruff>=0.5
+REPORTS ?= reports
+
+.PHONY: install reproduce test test-rust test-python lint bench clean
+
+install: $(INSTALL_STAMP)
+
+$(PY):
+	python3 -m venv $(VENV)
+
+$(DEPS_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(foreach d,$(PY_DEPS),'$(d)')
+	touch $@
+
+# Rebuilds the Rust extension only when Rust sources or presets changed; Python sources are
+# installed editable, so editing them needs no reinstall.
+$(INSTALL_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release -q
+	touch $@
+
+reproduce: install
+	$(CLI) reproduce all --out $(REPORTS)
+
+test: install test-rust lint test-python
+
+test-rust:
+	cargo test --workspace --exclude movelab-py
+	cargo clippy --workspace --all-targets -- -D warnings
+
+lint: install
+	$(VENV)/bin/ruff check python
+
+test-python: install
+	$(VENV)/bin/pytest -q python/tests
+
+bench: install
+	$(CLI) bench dram --out $(REPORTS)/bench
+	$(CLI) bench host all --out $(REPORTS)/bench-host
+
+clean:
+	rm -rf target $(VENV) $(REPORTS)

@@ -1,0 +1,6 @@
+//! Bindings for the dram part of movelab.
+use pyo3::prelude::*;
+
+pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}

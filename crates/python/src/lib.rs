@@ -1,0 +1,18 @@
+//! movelab-py: the Python extension module `movelab._core`.
+//!
+//! Bindings only: each submodule converts between Python objects and the Rust crates' types and
+//! holds no modelling logic of its own. The Python package `movelab` wraps these in an idiomatic API.
+use pyo3::prelude::*;
+
+mod dram;
+mod host;
+mod ipc;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    dram::register(m)?;
+    host::register(m)?;
+    ipc::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,19 @@
+"""movelab: a laboratory for bulk data movement (memory copy and initialisation) on server platforms.
+
+Two halves share one vocabulary of operations:
+
+* :mod:`movelab.dram` -- a fast, command-level DRAM simulator with in-DRAM copy (RowClone) and energy;
+* :mod:`movelab.host` -- a real asynchronous copy runtime with a software copy engine, IPC, and the
+  benchmarks that measure this machine.
+
+The heavy lifting is in Rust (``movelab._core``); this package is a thin, idiomatic layer over it.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("movelab")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0.0.0"
+
+__all__ = ["__version__"]

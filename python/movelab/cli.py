@@ -1,0 +1,41 @@
+"""The ``movelab`` command line: one root command with a sub-command per half of the project."""
+
+from __future__ import annotations
+
+import typer
+
+from movelab.dram.cli import app as dram_app
+from movelab.host.cli import bench_host_app
+from movelab.reproduce.cli import app as reproduce_app
+from movelab.dram.cli import bench_dram
+
+app = typer.Typer(
+    name="movelab",
+    help="movelab: simulate and measure bulk data movement (copy and initialisation).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+bench_app = typer.Typer(help="Speed benchmarks of the simulator and measurements of this machine.",
+                        no_args_is_help=True)
+bench_app.command("dram")(bench_dram)
+bench_app.add_typer(bench_host_app, name="host")
+
+app.add_typer(dram_app, name="dram")
+app.add_typer(reproduce_app, name="reproduce")
+app.add_typer(bench_app, name="bench")
+
+
+@app.command()
+def version() -> None:
+    """Print movelab's version."""
+    from movelab import __version__
+
+    typer.echo(__version__)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
