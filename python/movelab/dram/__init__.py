@@ -1,0 +1,1 @@
+"""The DRAM simulator's Python API."""
