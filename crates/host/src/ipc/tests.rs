@@ -1,0 +1,407 @@
+//! Tests of the IPC endpoints: every path in every rendezvous order, the fallback, the
+//! authentication, errors, and a real second process (this test binary re-executed).
+use super::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const T: Option<Duration> = Some(Duration::from_secs(10));
+
+fn sock_path(tag: &str) -> std::path::PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir().join(format!(
+        "movelab-ipc-{tag}-{}-{}.sock",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// Two connected endpoints in this process (the progress threads make them independent peers).
+fn pair(a: Options, b: Options) -> (Connection, Connection) {
+    let p = sock_path("pair");
+    let l = Listener::bind(&p, a).unwrap();
+    let p2 = p.clone();
+    let h = std::thread::spawn(move || connect(&p2, b).unwrap());
+    let server = l.accept(Some(Duration::from_secs(10))).unwrap();
+    (server, h.join().unwrap())
+}
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Order {
+    WriterFirst,
+    ReaderFirst,
+    Both,
+}
+
+/// Move `n` bytes from `w` to `r` in the given rendezvous order; returns both transfers.
+fn transfer(
+    w: &Connection,
+    r: &Connection,
+    n: usize,
+    order: Order,
+    seed: u8,
+) -> (Transfer, Transfer) {
+    let src = pattern(n, seed);
+    let mut dst = vec![0u8; n + 5];
+    let (tw, tr) = std::thread::scope(|s| match order {
+        Order::WriterFirst => {
+            let pw = w.iwrite(&src).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            let tr = r.read(&mut dst, T).unwrap();
+            (pw.wait(T).unwrap(), tr)
+        }
+        Order::ReaderFirst => {
+            let dst = &mut dst;
+            let h = s.spawn(move || r.read(dst, T).unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+            let tw = w.write(&src, T).unwrap();
+            (tw, h.join().unwrap())
+        }
+        Order::Both => {
+            let pw = w.iwrite(&src).unwrap();
+            let pr = r.iread(&mut dst).unwrap();
+            let tw = pw.wait(T).unwrap();
+            (tw, pr.wait(T).unwrap())
+        }
+    });
+    assert_eq!(&dst[..n], &src[..], "bytes differ ({n} bytes, {order:?})");
+    assert!(
+        dst[n..].iter().all(|&b| b == 0),
+        "bytes written past the message"
+    );
+    assert_eq!((tw.bytes, tr.bytes), (n, n));
+    assert_eq!(tw.direction, Direction::Write);
+    assert_eq!(tr.direction, Direction::Read);
+    (tw, tr)
+}
+
+#[test]
+fn every_path_every_order_both_directions() {
+    for path in [
+        TransferPath::SingleCopy,
+        TransferPath::TwoCopy,
+        TransferPath::Socket,
+    ] {
+        let opts = Options {
+            path,
+            slot_size: 4096 * 4,
+            ring_slots: 3,
+            ..Options::default()
+        };
+        let (a, b) = pair(opts.clone(), Options::default());
+        assert_eq!(a.preferred_path(), path);
+        assert_eq!(
+            b.preferred_path(),
+            path,
+            "the stricter preference wins on both sides"
+        );
+        for order in [Order::WriterFirst, Order::ReaderFirst, Order::Both] {
+            for (i, n) in [0usize, 1, 4097, 200_003].into_iter().enumerate() {
+                let (tw, tr) = transfer(&a, &b, n, order, i as u8);
+                assert_eq!((tw.path, tr.path), (path, path), "{path:?} {order:?} {n}");
+                assert!(tw.note.is_none() && tr.note.is_none());
+                let (tw, tr) = transfer(&b, &a, n, order, 7 + i as u8);
+                assert_eq!(
+                    (tw.path, tr.path),
+                    (path, path),
+                    "reverse {path:?} {order:?} {n}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn forced_refusal_falls_back_to_two_copy_with_a_note() {
+    let deny = Options {
+        deny_single_copy: true,
+        ..Options::default()
+    };
+    let (a, b) = pair(deny.clone(), deny);
+    for order in [Order::WriterFirst, Order::ReaderFirst, Order::Both] {
+        let (tw, tr) = transfer(&a, &b, 300_000, order, 3);
+        assert_eq!(
+            (tw.path, tr.path),
+            (TransferPath::TwoCopy, TransferPath::TwoCopy)
+        );
+        for t in [&tw, &tr] {
+            let note = t.note.as_deref().unwrap_or("");
+            assert!(
+                note.contains("deny_single_copy") && note.contains("two-copy"),
+                "note: {note}"
+            );
+        }
+    }
+    // Only the reader refused: when the reader pulls it falls back, when the writer pushes it does not.
+    let (w, r) = pair(
+        Options::default(),
+        Options {
+            deny_single_copy: true,
+            ..Options::default()
+        },
+    );
+    let (tw, _) = transfer(&w, &r, 10_000, Order::WriterFirst, 1);
+    assert_eq!(tw.path, TransferPath::TwoCopy);
+    let (tw, tr) = transfer(&w, &r, 10_000, Order::ReaderFirst, 2);
+    assert_eq!(
+        (tw.path, tr.path),
+        (TransferPath::SingleCopy, TransferPath::SingleCopy)
+    );
+}
+
+#[test]
+fn size_mismatch_fails_both_sides_and_the_stream_goes_on() {
+    let (a, b) = pair(Options::default(), Options::default());
+    let src = vec![1u8; 100];
+    let mut small = vec![0u8; 10];
+    let pw = a.iwrite(&src).unwrap();
+    let e = b.read(&mut small, T).unwrap_err();
+    assert_eq!(
+        e,
+        IpcError::SizeMismatch {
+            write_len: 100,
+            read_len: 10
+        }
+    );
+    assert!(matches!(pw.wait(T), Err(IpcError::SizeMismatch { .. })));
+    assert!(e.to_string().contains("100 bytes"));
+    // Reader first, writer detects it.
+    let mut small = vec![0u8; 10];
+    let pr = b.iread(&mut small).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(matches!(
+        a.write(&src, T),
+        Err(IpcError::SizeMismatch { .. })
+    ));
+    assert!(matches!(pr.wait(T), Err(IpcError::SizeMismatch { .. })));
+    transfer(&a, &b, 50, Order::Both, 9);
+}
+
+#[test]
+fn cookies_timeouts_and_closed_peers() {
+    let (a, b) = pair(Options::default(), Options::default());
+    assert_eq!(a.check(999), Err(IpcError::UnknownCookie(999)));
+    assert_eq!(a.wait(999, T), Err(IpcError::UnknownCookie(999)));
+    let src = vec![5u8; 64];
+    // SAFETY: src outlives the operation: it is waited for (failed) below before src drops.
+    let c = unsafe { a.iwrite_raw(src.as_ptr(), src.len()).unwrap() };
+    assert!(!a.check(c).unwrap());
+    let t0 = Instant::now();
+    assert!(matches!(
+        a.wait(c, Some(Duration::from_millis(50))),
+        Err(IpcError::WaitTimeout { .. })
+    ));
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    drop(b); // the peer goes away with the write unmatched
+    assert_eq!(a.wait(c, T), Err(IpcError::PeerClosed));
+    assert_eq!(
+        a.wait(c, T),
+        Err(IpcError::UnknownCookie(c)),
+        "a waited cookie is forgotten"
+    );
+    assert!(a.is_closed());
+    assert!(matches!(a.write(&src, T), Err(IpcError::Closed(_))));
+}
+
+#[test]
+fn close_fails_local_pending_operations() {
+    let (a, _b) = pair(Options::default(), Options::default());
+    let mut dst = vec![0u8; 8];
+    // SAFETY: dst outlives the operation: close() finishes it before dst drops.
+    let c = unsafe { a.iread_raw(dst.as_mut_ptr(), dst.len()).unwrap() };
+    a.close();
+    assert!(matches!(a.wait(c, T), Err(IpcError::Closed(_))));
+    assert!(matches!(a.read(&mut dst, T), Err(IpcError::Closed(_))));
+}
+
+#[test]
+fn a_peer_lying_about_its_pid_is_refused() {
+    let p = sock_path("auth");
+    let l = Listener::bind(&p, Options::default()).unwrap();
+    let fd = sys::seqpacket_socket().unwrap();
+    sys::connect(&fd, &p).unwrap().unwrap();
+    let forged = proto::Msg::new(
+        proto::Kind::Hello,
+        proto::VERSION,
+        std::process::id() as u64 + 1,
+        0,
+        8,
+        4096,
+    );
+    sys::send_msg(&fd, &forged.encode(&[]), None).unwrap();
+    let e = l.accept(Some(Duration::from_secs(5))).err().unwrap();
+    assert!(matches!(e, IpcError::Auth(_)), "{e}");
+    assert!(e.to_string().contains("SO_PEERCRED"), "{e}");
+}
+
+#[test]
+fn bad_inputs_give_clear_errors() {
+    let long = "x".repeat(200);
+    assert!(matches!(
+        Listener::bind(&long, Options::default()),
+        Err(IpcError::BadPath { .. })
+    ));
+    let bad = Options {
+        slot_size: 1000,
+        ..Options::default()
+    };
+    assert!(matches!(
+        Listener::bind(sock_path("bad"), bad),
+        Err(IpcError::InvalidOption(_))
+    ));
+    let quick = Options {
+        timeout: Duration::from_millis(100),
+        ..Options::default()
+    };
+    assert!(matches!(
+        connect(sock_path("nobody"), quick.clone()),
+        Err(IpcError::Timeout { .. })
+    ));
+    let l = Listener::bind(sock_path("idle"), quick).unwrap();
+    assert!(matches!(l.accept(None), Err(IpcError::Timeout { .. })));
+    assert!(TransferPath::parse("teleport").is_err());
+    assert_eq!(
+        TransferPath::parse("auto").unwrap(),
+        TransferPath::SingleCopy
+    );
+}
+
+fn process_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is valid for writes.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+#[test]
+fn waiting_for_the_peer_does_not_spin() {
+    let (a, b) = pair(Options::default(), Options::default());
+    let src = vec![7u8; 4096];
+    let mut dst = vec![0u8; 4096];
+    let pw = a.iwrite(&src).unwrap();
+    let cpu0 = process_cpu();
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            b.read(&mut dst, T).unwrap();
+        });
+        pw.wait(T).unwrap();
+    });
+    let (wall, cpu) = (t0.elapsed(), process_cpu() - cpu0);
+    assert!(wall >= Duration::from_millis(290));
+    assert!(
+        cpu < Duration::from_millis(60),
+        "waiting burned {cpu:?} of CPU in {wall:?}"
+    );
+    assert_eq!(dst, src);
+}
+
+/// Entry point of the child process of `a_second_process_in_every_order`: does nothing unless
+/// the environment names a socket.
+#[test]
+fn ipc_child_entry() {
+    let Ok(p) = std::env::var("MOVELAB_IPC_CHILD") else {
+        return;
+    };
+    let deny = std::env::var("MOVELAB_IPC_DENY").is_ok();
+    let c = connect(
+        &p,
+        Options {
+            deny_single_copy: deny,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    for (i, order) in ["writer-first", "reader-first", "both"].iter().enumerate() {
+        let n = 1 << 20;
+        // Parent -> child.
+        let mut dst = vec![0u8; n];
+        if *order == "writer-first" {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        let t = c.read(&mut dst, T).unwrap();
+        assert_eq!(dst, pattern(n, i as u8), "child received wrong bytes");
+        // Child -> parent; the child reports the path of its read in the first byte... of nothing:
+        // the parent checks its own transfer's path.
+        if *order == "reader-first" {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        let back = pattern(n, 100 + i as u8);
+        let tw = c.write(&back, T).unwrap();
+        let code = |p: TransferPath| p.as_str().as_bytes()[0];
+        c.write(&[code(t.path), code(tw.path)], T).unwrap();
+    }
+}
+
+#[test]
+fn a_second_process_in_every_order() {
+    for deny in [false, true] {
+        let p = sock_path("proc");
+        let l = Listener::bind(&p, Options::default()).unwrap();
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "ipc::tests::ipc_child_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("MOVELAB_IPC_CHILD", &p);
+        if deny {
+            cmd.env("MOVELAB_IPC_DENY", "1");
+        }
+        let mut child = cmd.spawn().unwrap();
+        let c = l.accept(Some(Duration::from_secs(20))).unwrap();
+        assert_eq!(
+            c.peer().pid as u32,
+            child.id(),
+            "SO_PEERCRED names the child"
+        );
+        for (i, order) in ["writer-first", "reader-first", "both"].iter().enumerate() {
+            let n = 1 << 20;
+            let src = pattern(n, i as u8);
+            if *order == "reader-first" {
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            let tw = c.write(&src, T).unwrap();
+            let mut back = vec![0u8; n];
+            if *order == "writer-first" {
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            let tr = c.read(&mut back, T).unwrap();
+            assert_eq!(
+                back,
+                pattern(n, 100 + i as u8),
+                "parent received wrong bytes ({order})"
+            );
+            let mut codes = [0u8; 2];
+            c.read(&mut codes, T).unwrap();
+            let want = if deny { b't' } else { b's' };
+            // With the child refusing, every transfer the child performs falls back; the parent's
+            // own copies (pushes when the child read first) may still be single copy.
+            if !deny {
+                assert_eq!(
+                    (tw.path, tr.path),
+                    (TransferPath::SingleCopy, TransferPath::SingleCopy)
+                );
+                assert_eq!(codes, [want, want], "paths seen by the child ({order})");
+            } else {
+                assert!(
+                    codes.contains(&b't')
+                        || tw.path == TransferPath::TwoCopy
+                        || tr.path == TransferPath::TwoCopy
+                );
+            }
+        }
+        let status = child.wait().unwrap();
+        assert!(status.success(), "child failed: {status}");
+    }
+}
