@@ -1,0 +1,1 @@
+//! Timing kernels of the host benchmarks (section 4 of the paper); driven from Python.

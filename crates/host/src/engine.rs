@@ -1,0 +1,297 @@
+//! The copy-engine trait: the mechanism behind [`crate::Runtime`].
+//!
+//! An engine receives operations ([`Op`]: a copy or a fill on raw memory) and signals their
+//! [`Completion`] records. The runtime owns cookies, the cookie table and waiting; an engine only
+//! moves bytes. New mechanisms (a hardware engine such as Intel DSA) implement [`Engine`] and
+//! register a name in [`crate::engines::registry`].
+use crate::error::{HostError, Result};
+use crate::sys;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// What an operation does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// Copy `len` bytes from `src` to the destination (memmove semantics when they overlap).
+    Copy { src: *const u8 },
+    /// Set `len` bytes of the destination to `value`.
+    Fill { value: u8 },
+}
+
+/// One operation on raw memory, as engines see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Op {
+    pub kind: OpKind,
+    pub dst: *mut u8,
+    pub len: usize,
+    /// Allocate the destination in the cache (ordinary stores) even above the streaming threshold.
+    pub cache_dst: bool,
+}
+
+// SAFETY: an Op is a description of memory, not an owner of it; whoever submits it guarantees the
+// memory stays valid until completion (see `Runtime::submit_raw`), whichever thread moves the bytes.
+unsafe impl Send for Op {}
+// SAFETY: as above; an Op is never mutated through a shared reference.
+unsafe impl Sync for Op {}
+
+impl Op {
+    /// A copy of `len` bytes from `src` to `dst`.
+    pub fn copy(src: *const u8, dst: *mut u8, len: usize) -> Self {
+        Op {
+            kind: OpKind::Copy { src },
+            dst,
+            len,
+            cache_dst: false,
+        }
+    }
+    /// A fill of `len` bytes at `dst` with `value`.
+    pub fn fill(dst: *mut u8, value: u8, len: usize) -> Self {
+        Op {
+            kind: OpKind::Fill { value },
+            dst,
+            len,
+            cache_dst: false,
+        }
+    }
+    /// The same operation with the destination allocated in the cache.
+    pub fn in_cache(mut self, cache_dst: bool) -> Self {
+        self.cache_dst = cache_dst;
+        self
+    }
+
+    /// Move the bytes of this operation (or of one chunk of it) in the calling thread.
+    ///
+    /// # Safety
+    /// The memory the op describes must be valid for the whole call.
+    pub unsafe fn execute(&self, nt: bool) {
+        match self.kind {
+            // SAFETY: forwarded caller guarantee.
+            OpKind::Copy { src } if nt => unsafe {
+                crate::kernel::copy_nt(self.dst, src, self.len)
+            },
+            // SAFETY: forwarded caller guarantee.
+            OpKind::Copy { src } => unsafe { crate::kernel::copy(self.dst, src, self.len) },
+            // SAFETY: forwarded caller guarantee.
+            OpKind::Fill { value } if nt => unsafe {
+                crate::kernel::fill_nt(self.dst, value, self.len)
+            },
+            // SAFETY: forwarded caller guarantee.
+            OpKind::Fill { value } => unsafe { crate::kernel::fill(self.dst, value, self.len) },
+        }
+    }
+
+    /// Do source and destination overlap (copies only)?
+    pub fn is_overlapping(&self) -> bool {
+        match self.kind {
+            OpKind::Copy { src } => {
+                crate::kernel::overlaps(src as usize, self.dst as usize, self.len)
+            }
+            OpKind::Fill { .. } => false,
+        }
+    }
+}
+
+/// Parameters of an engine. Every field has a default; `channels` etc. only matter to `thread`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EngineConfig {
+    /// Number of channels (worker threads) of the thread engine.
+    pub channels: usize,
+    /// Descriptors each channel's ring can hold before submitters wait for room.
+    pub ring_capacity: usize,
+    /// Operations of at least this many bytes use non-temporal (cache-bypassing) stores, unless
+    /// the operation asks for its destination in the cache.
+    pub nt_threshold: usize,
+    /// Operations of at least this many bytes are split across all channels.
+    pub split_threshold: usize,
+    /// Pin each worker to a core.
+    pub pin: bool,
+    /// Cores for the workers, channel i on `cpus[i % len]`; empty = the last cores, counting down.
+    pub cpus: Vec<usize>,
+    /// How long an idle worker (and a waiter) spins before going to sleep, in microseconds.
+    pub spin_us: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            channels: 1,
+            ring_capacity: 1024,
+            nt_threshold: 1 << 20,
+            split_threshold: 1 << 20,
+            pin: true,
+            cpus: Vec::new(),
+            spin_us: 50,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Check ranges; the error names the field.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=256).contains(&self.channels) {
+            return Err(HostError::InvalidConfig(format!(
+                "channels = {}: expected 1..=256",
+                self.channels
+            )));
+        }
+        if !(2..=1 << 20).contains(&self.ring_capacity) {
+            return Err(HostError::InvalidConfig(format!(
+                "ring_capacity = {}: expected 2..=1048576",
+                self.ring_capacity
+            )));
+        }
+        if self.spin_us > 1_000_000 {
+            return Err(HostError::InvalidConfig(format!(
+                "spin_us = {}: expected <= 1000000",
+                self.spin_us
+            )));
+        }
+        let cpus = sys::available_cpus();
+        if let Some(c) = self.cpus.iter().find(|c| !cpus.contains(c)) {
+            return Err(HostError::InvalidConfig(format!(
+                "cpus contains {c}, which is not available (have {cpus:?})"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Timestamps of one traced operation (nanoseconds on [`sys::now_ns`]'s clock; 0 = not reached).
+#[derive(Debug, Default)]
+pub struct Stamps {
+    pub submit_start: AtomicU64,
+    pub submit_end: AtomicU64,
+    pub dequeued: AtomicU64,
+    pub copied: AtomicU64,
+}
+
+/// The completion record of one operation: how many parts are still outstanding.
+///
+/// The runtime holds one guard part while submitting, so an engine adds its parts
+/// ([`Completion::add_parts`]) before it dispatches any and the count cannot reach zero early.
+#[derive(Debug)]
+pub struct Completion {
+    remaining: AtomicU32,
+    waiters: AtomicU32,
+    aborted: AtomicBool,
+    pub stamps: Option<Box<Stamps>>,
+}
+
+impl Completion {
+    /// A record with one (guard) part outstanding.
+    pub fn new(trace: bool) -> Self {
+        LIVE_RECORDS.fetch_add(1, Ordering::Relaxed);
+        Completion {
+            remaining: AtomicU32::new(1),
+            waiters: AtomicU32::new(0),
+            aborted: AtomicBool::new(false),
+            stamps: trace.then(Box::default),
+        }
+    }
+
+    /// Announce `n` more parts.
+    pub fn add_parts(&self, n: u32) {
+        self.remaining.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// One part finished; wakes sleeping waiters when it was the last.
+    pub fn part_done(&self) {
+        if self.remaining.fetch_sub(1, Ordering::SeqCst) == 1
+            && self.waiters.load(Ordering::SeqCst) > 0
+        {
+            sys::futex_wake_all(&self.remaining);
+        }
+    }
+
+    /// Mark the operation as failed (it will still complete).
+    pub fn abort(&self) {
+        self.aborted.store(true, Ordering::Release);
+    }
+
+    /// Has every part finished?
+    pub fn is_done(&self) -> bool {
+        self.remaining.load(Ordering::Acquire) == 0
+    }
+
+    /// Did the operation fail?
+    pub fn is_aborted(&self) -> bool {
+        self.aborted.load(Ordering::Acquire)
+    }
+
+    /// Block until done: spin for `spin`, then sleep on the record (no busy polling).
+    pub fn wait(&self, spin: Duration) {
+        if self.is_done() {
+            return;
+        }
+        let start = Instant::now();
+        let mut n = 0u32;
+        while start.elapsed() < spin {
+            for _ in 0..64 {
+                if self.is_done() {
+                    return;
+                }
+                std::hint::spin_loop();
+            }
+            n += 1;
+            if n.is_multiple_of(16) && self.is_done() {
+                return;
+            }
+        }
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        loop {
+            let r = self.remaining.load(Ordering::SeqCst);
+            if r == 0 {
+                break;
+            }
+            sys::futex_wait(&self.remaining, r);
+        }
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn stamp(&self, which: fn(&Stamps) -> &AtomicU64) {
+        if let Some(s) = &self.stamps {
+            which(s).store(sys::now_ns().max(1), Ordering::Release);
+        }
+    }
+}
+
+static LIVE_RECORDS: AtomicUsize = AtomicUsize::new(0);
+
+/// Completion records alive in this process (a leak check for tests).
+pub fn live_records() -> usize {
+    LIVE_RECORDS.load(Ordering::Relaxed)
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        LIVE_RECORDS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A mechanism that moves bytes.
+pub trait Engine: Send + Sync {
+    /// The registry name.
+    fn name(&self) -> &'static str;
+    /// The configuration it was built with.
+    fn config(&self) -> &EngineConfig;
+    /// Start one operation. The engine calls [`Completion::add_parts`] for the parts it creates
+    /// before dispatching them and [`Completion::part_done`] once per part when its bytes have
+    /// moved (a synchronous engine may simply move the bytes and return).
+    ///
+    /// # Safety
+    /// The memory the op describes must stay valid, and not be accessed by anyone else, until
+    /// `done` reports completion.
+    unsafe fn start(&self, op: &Op, done: &std::sync::Arc<Completion>);
+    /// Start several operations; engines may batch doorbells.
+    ///
+    /// # Safety
+    /// As [`Engine::start`] for every op.
+    unsafe fn start_batch(&self, ops: &[(Op, std::sync::Arc<Completion>)]) {
+        for (op, done) in ops {
+            // SAFETY: forwarded caller guarantee.
+            unsafe { self.start(op, done) };
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! `thread`: a software copy engine (the "onload" idea: a spare core plays the copy engine).
+//!
+//! * N channels; each is a worker thread pinned to a core (by default the last cores, so that
+//!   the application keeps core 0) and a bounded lock-free MPSC descriptor ring ([`Ring`]).
+//! * Small operations go to the channels round-robin; operations of at least
+//!   `split_threshold` bytes are cut into page-aligned chunks, one per channel. Overlapping
+//!   copies are never split: one channel does them with memmove.
+//! * Operations of at least `nt_threshold` bytes are written with non-temporal stores unless
+//!   they ask for their destination in the cache.
+//! * An idle worker spins for `spin_us`, then announces that it sleeps and waits on its
+//!   doorbell (a futex); a submitter rings the doorbell only when the worker sleeps.
+//! * Dropping the engine lets every worker drain its ring (all in-flight operations complete)
+//!   and joins the workers.
+use crate::engine::{Completion, Engine, EngineConfig, Op, OpKind, Stamps};
+use crate::error::{HostError, Result};
+use crate::ring::Ring;
+use crate::sys;
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// One chunk of work on one channel.
+struct Desc {
+    op: Op,
+    nt: bool,
+    done: Arc<Completion>,
+}
+
+struct Channel {
+    ring: Ring<Desc>,
+    doorbell: AtomicU32,
+    sleeping: AtomicU32,
+    stop: AtomicBool,
+    /// Core the worker is pinned to, when pinning succeeded.
+    pinned: AtomicUsize,
+}
+
+const NOT_PINNED: usize = usize::MAX;
+
+impl Channel {
+    fn ring_doorbell(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) != 0 {
+            self.doorbell.fetch_add(1, Ordering::SeqCst);
+            sys::futex_wake_all(&self.doorbell);
+        }
+    }
+
+    fn push(&self, mut d: Desc) {
+        loop {
+            match self.ring.push(d) {
+                Ok(()) => return,
+                Err(back) => {
+                    // Ring full: make sure the worker is awake, then wait for room.
+                    d = back;
+                    self.ring_doorbell();
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+}
+
+/// The software copy engine.
+pub struct ThreadEngine {
+    config: EngineConfig,
+    channels: Vec<Arc<Channel>>,
+    workers: Vec<JoinHandle<()>>,
+    next: AtomicUsize,
+}
+
+impl ThreadEngine {
+    /// Start `config.channels` workers.
+    pub fn new(config: EngineConfig) -> Result<Self> {
+        config.validate()?;
+        let cpus = if config.cpus.is_empty() {
+            let mut c = sys::available_cpus();
+            c.reverse();
+            c
+        } else {
+            config.cpus.clone()
+        };
+        let mut engine = ThreadEngine {
+            config: config.clone(),
+            channels: Vec::new(),
+            workers: Vec::new(),
+            next: AtomicUsize::new(0),
+        };
+        for i in 0..config.channels {
+            let ch = Arc::new(Channel {
+                ring: Ring::new(config.ring_capacity),
+                doorbell: AtomicU32::new(0),
+                sleeping: AtomicU32::new(0),
+                stop: AtomicBool::new(false),
+                pinned: AtomicUsize::new(NOT_PINNED),
+            });
+            let cpu = (config.pin && !cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+            let spin = Duration::from_micros(config.spin_us);
+            let worker_ch = ch.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("movelab-copy-{i}"))
+                .spawn(move || worker(worker_ch, cpu, spin))
+                .map_err(|e| HostError::Os(format!("cannot start copy worker {i}: {e}")))?;
+            engine.channels.push(ch);
+            engine.workers.push(handle);
+        }
+        Ok(engine)
+    }
+
+    /// The core each channel's worker is pinned to (None where pinning was off or refused).
+    pub fn pinned_cpus(&self) -> Vec<Option<usize>> {
+        self.channels
+            .iter()
+            .map(|c| match c.pinned.load(Ordering::Acquire) {
+                NOT_PINNED => None,
+                cpu => Some(cpu),
+            })
+            .collect()
+    }
+
+    /// Cut an op into (chunk, channel) pairs.
+    fn plan(&self, op: &Op) -> Vec<(Op, usize)> {
+        let n = self.channels.len();
+        if n == 1 || op.len < self.config.split_threshold || op.is_overlapping() {
+            let ch = self.next.fetch_add(1, Ordering::Relaxed) % n;
+            return vec![(*op, ch)];
+        }
+        let per = op.len.div_ceil(n).next_multiple_of(4096);
+        let first = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut parts = Vec::with_capacity(n);
+        let mut off = 0;
+        let mut k = 0;
+        while off < op.len {
+            let len = per.min(op.len - off);
+            // Pointer arithmetic with wrapping_add: no memory is touched here.
+            let kind = match op.kind {
+                OpKind::Copy { src } => OpKind::Copy {
+                    src: src.wrapping_add(off),
+                },
+                fill => fill,
+            };
+            parts.push((
+                Op {
+                    kind,
+                    dst: op.dst.wrapping_add(off),
+                    len,
+                    cache_dst: op.cache_dst,
+                },
+                (first + k) % n,
+            ));
+            off += len;
+            k += 1;
+        }
+        parts
+    }
+
+    fn dispatch(&self, op: &Op, done: &Arc<Completion>, touched: &mut [bool]) {
+        let nt = !op.cache_dst && op.len >= self.config.nt_threshold;
+        let parts = self.plan(op);
+        done.add_parts(parts.len() as u32);
+        for (chunk, ch) in parts {
+            self.channels[ch].push(Desc {
+                op: chunk,
+                nt,
+                done: done.clone(),
+            });
+            touched[ch] = true;
+        }
+    }
+}
+
+impl Engine for ThreadEngine {
+    fn name(&self) -> &'static str {
+        "thread"
+    }
+    fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+    unsafe fn start(&self, op: &Op, done: &Arc<Completion>) {
+        let mut touched = vec![false; self.channels.len()];
+        self.dispatch(op, done, &mut touched);
+        for (ch, t) in self.channels.iter().zip(touched) {
+            if t {
+                ch.ring_doorbell();
+            }
+        }
+    }
+    unsafe fn start_batch(&self, ops: &[(Op, Arc<Completion>)]) {
+        let mut touched = vec![false; self.channels.len()];
+        for (op, done) in ops {
+            self.dispatch(op, done, &mut touched);
+        }
+        for (ch, t) in self.channels.iter().zip(touched) {
+            if t {
+                ch.ring_doorbell();
+            }
+        }
+    }
+}
+
+impl Drop for ThreadEngine {
+    fn drop(&mut self) {
+        for ch in &self.channels {
+            ch.stop.store(true, Ordering::SeqCst);
+            ch.doorbell.fetch_add(1, Ordering::SeqCst);
+            sys::futex_wake_all(&ch.doorbell);
+        }
+        for w in self.workers.drain(..) {
+            // A worker cannot panic on user data; if it did, its operations stay incomplete and
+            // the runtime (which outlives this call only via its table) reports them aborted.
+            let _ = w.join();
+        }
+        // Anything left in a ring (only possible if a worker died) completes as aborted.
+        for ch in &self.channels {
+            while let Some(d) = ch.ring.pop() {
+                d.done.abort();
+                d.done.part_done();
+            }
+        }
+    }
+}
+
+fn execute(d: Desc) {
+    d.done.stamp(|s: &Stamps| &s.dequeued);
+    // SAFETY: the submitter guaranteed (Engine::start contract) that the memory stays valid and
+    // untouched until the completion record reports done, which happens only below.
+    unsafe { d.op.execute(d.nt) };
+    d.done.stamp(|s: &Stamps| &s.copied);
+    d.done.part_done();
+}
+
+fn worker(ch: Arc<Channel>, cpu: Option<usize>, spin: Duration) {
+    if let Some(c) = cpu {
+        if sys::pin_current_thread(c).is_ok() {
+            ch.pinned.store(c, Ordering::Release);
+        }
+    }
+    loop {
+        if let Some(d) = ch.ring.pop() {
+            execute(d);
+            continue;
+        }
+        if ch.stop.load(Ordering::Acquire) && ch.ring.is_empty() {
+            return;
+        }
+        // Spin briefly: a new descriptor right after the last one is served without a wake-up.
+        let t0 = Instant::now();
+        let mut found = false;
+        while t0.elapsed() < spin {
+            for _ in 0..32 {
+                if !ch.ring.is_empty() {
+                    found = true;
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+            if found || ch.stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        if found {
+            continue;
+        }
+        // Sleep: announce it, re-check, then wait for the doorbell to change.
+        let seen = ch.doorbell.load(Ordering::SeqCst);
+        ch.sleeping.store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if ch.ring.is_empty() && !ch.stop.load(Ordering::SeqCst) {
+            sys::futex_wait(&ch.doorbell, seen);
+        }
+        ch.sleeping.store(0, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,658 @@
+//! The API of Table 1 of the paper (copy / icopy / check / wait) plus fill, batches and wait_all,
+//! over any [`Engine`].
+//!
+//! Cookies are issued in increasing order per runtime and name a completion record in the cookie
+//! table until they are waited for; `check` polls a record, `wait` sleeps on it (after a short
+//! spin) and retires the cookie. Waiting for a cookie twice, or for one never issued, is
+//! [`HostError::UnknownCookie`], never a hang.
+use crate::engine::{Completion, Engine, EngineConfig, Op, Stamps};
+use crate::engines;
+use crate::error::{HostError, Result};
+use crate::sys;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Names one asynchronous operation of one runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Cookie(pub u64);
+
+/// Where the time of one traced operation went, in nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Trace {
+    /// Inside the submit call (cookie, completion record, descriptor into the ring, doorbell).
+    pub submit_ns: u64,
+    /// From the end of submit until an engine worker picked the descriptor up.
+    pub queue_ns: u64,
+    /// Moving the bytes.
+    pub copy_ns: u64,
+    /// From the end of the copy until `wait` returned to the caller.
+    pub complete_ns: u64,
+}
+
+/// A copy engine plus its cookie table: the object applications use.
+pub struct Runtime {
+    engine: Box<dyn Engine>,
+    table: Mutex<HashMap<u64, Arc<Completion>>>,
+    next: AtomicU64,
+    spin: Duration,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("engine", &self.engine.name())
+            .field("config", self.engine.config())
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// Build the engine called `name` (see [`engines::registry`]).
+    pub fn new(name: &str, config: &EngineConfig) -> Result<Self> {
+        let engine = engines::create(name, config)?;
+        Ok(Self::with_engine(engine))
+    }
+
+    /// Wrap an engine built elsewhere.
+    pub fn with_engine(engine: Box<dyn Engine>) -> Self {
+        let spin = Duration::from_micros(engine.config().spin_us);
+        Runtime {
+            engine,
+            table: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            spin,
+        }
+    }
+
+    /// The engine's registry name.
+    pub fn name(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    /// The engine's configuration.
+    pub fn config(&self) -> &EngineConfig {
+        self.engine.config()
+    }
+
+    /// Number of cookies issued and not yet waited for.
+    pub fn outstanding(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Arc<Completion>>> {
+        // The table stays consistent even if a holder panicked (single inserts/removes).
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn check_op(op: &Op) -> Result<()> {
+        if op.len == 0 {
+            return Ok(());
+        }
+        if op.dst.is_null() {
+            return Err(HostError::NullPointer("destination"));
+        }
+        if let crate::engine::OpKind::Copy { src } = op.kind {
+            if src.is_null() {
+                return Err(HostError::NullPointer("source"));
+            }
+        }
+        if (op.dst as usize).checked_add(op.len).is_none() {
+            return Err(HostError::OutOfBounds {
+                offset: op.dst as usize,
+                len: op.len,
+                size: usize::MAX,
+            });
+        }
+        Ok(())
+    }
+
+    /// Start `ops`; returns their completion records (and cookies if `register`).
+    ///
+    /// # Safety
+    /// As [`Runtime::submit_raw`].
+    unsafe fn start(
+        &self,
+        ops: &[Op],
+        trace: bool,
+        register: bool,
+    ) -> Result<Vec<(Cookie, Arc<Completion>)>> {
+        for op in ops {
+            Self::check_op(op)?;
+        }
+        let t0 = if trace { sys::now_ns().max(1) } else { 0 };
+        let mut started: Vec<(Op, Arc<Completion>)> = Vec::with_capacity(ops.len());
+        for op in ops {
+            let done = Arc::new(Completion::new(trace));
+            if let Some(s) = &done.stamps {
+                s.submit_start.store(t0, Ordering::Relaxed);
+            }
+            started.push((*op, done));
+        }
+        let first = self.next.fetch_add(ops.len() as u64, Ordering::Relaxed);
+        if register {
+            let mut t = self.lock();
+            for (i, (_, done)) in started.iter().enumerate() {
+                t.insert(first + i as u64, done.clone());
+            }
+        }
+        // SAFETY: forwarded caller guarantee (memory valid until each record reports done).
+        unsafe { self.engine.start_batch(&started) };
+        let out = started
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, done))| {
+                done.stamp(|s: &Stamps| &s.submit_end);
+                done.part_done(); // release the submit guard part
+                (Cookie(first + i as u64), done)
+            })
+            .collect();
+        Ok(out)
+    }
+
+    /// Submit a batch of operations; returns one cookie per op, in order.
+    ///
+    /// # Safety
+    /// Every op's memory must stay valid, and must not be read (destination) or written (source
+    /// or destination) by anyone else, until its cookie has been waited for (or `check` returned
+    /// true), or until the runtime is dropped (which waits for all operations).
+    pub unsafe fn submit_raw(&self, ops: &[Op], trace: bool) -> Result<Vec<Cookie>> {
+        // SAFETY: forwarded caller guarantee.
+        Ok(unsafe { self.start(ops, trace, true) }?
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect())
+    }
+
+    /// Non-blocking copy of `len` bytes from `src` to `dst` (memmove semantics on overlap).
+    ///
+    /// # Safety
+    /// As [`Runtime::submit_raw`].
+    pub unsafe fn icopy_raw(
+        &self,
+        src: *const u8,
+        dst: *mut u8,
+        len: usize,
+        cache_dst: bool,
+    ) -> Result<Cookie> {
+        // SAFETY: forwarded caller guarantee.
+        let c = unsafe { self.submit_raw(&[Op::copy(src, dst, len).in_cache(cache_dst)], false) }?;
+        Ok(c[0])
+    }
+
+    /// Non-blocking fill of `len` bytes at `dst` with `value`.
+    ///
+    /// # Safety
+    /// As [`Runtime::submit_raw`].
+    pub unsafe fn ifill_raw(
+        &self,
+        dst: *mut u8,
+        value: u8,
+        len: usize,
+        cache_dst: bool,
+    ) -> Result<Cookie> {
+        // SAFETY: forwarded caller guarantee.
+        let c =
+            unsafe { self.submit_raw(&[Op::fill(dst, value, len).in_cache(cache_dst)], false) }?;
+        Ok(c[0])
+    }
+
+    /// Blocking operation on raw memory (submits and waits before returning).
+    ///
+    /// # Safety
+    /// The op's memory must be valid for the duration of the call.
+    pub unsafe fn run_raw(&self, op: Op) -> Result<()> {
+        // SAFETY: forwarded caller guarantee; we wait for completion before returning.
+        let started = unsafe { self.start(&[op], false, false) }?;
+        for (c, done) in started {
+            done.wait(self.spin);
+            if done.is_aborted() {
+                return Err(HostError::Aborted(c.0));
+            }
+        }
+        Ok(())
+    }
+
+    /// Has the operation completed? Does not retire the cookie.
+    pub fn check(&self, cookie: Cookie) -> Result<bool> {
+        let t = self.lock();
+        let done = t.get(&cookie.0).ok_or(HostError::UnknownCookie(cookie.0))?;
+        if done.is_done() && done.is_aborted() {
+            return Err(HostError::Aborted(cookie.0));
+        }
+        Ok(done.is_done())
+    }
+
+    /// Wait for the operation to complete and retire its cookie.
+    pub fn wait(&self, cookie: Cookie) -> Result<()> {
+        self.wait_traced(cookie).map(|_| ())
+    }
+
+    /// As [`Runtime::wait`], returning where the time went (zeros unless submitted with trace).
+    pub fn wait_traced(&self, cookie: Cookie) -> Result<Trace> {
+        let done = self
+            .lock()
+            .get(&cookie.0)
+            .cloned()
+            .ok_or(HostError::UnknownCookie(cookie.0))?;
+        done.wait(self.spin);
+        let end = sys::now_ns();
+        if self.lock().remove(&cookie.0).is_none() {
+            // Someone else waited for it concurrently and retired it first.
+            return Err(HostError::UnknownCookie(cookie.0));
+        }
+        if done.is_aborted() {
+            return Err(HostError::Aborted(cookie.0));
+        }
+        Ok(match &done.stamps {
+            Some(s) => {
+                let g = |a: &AtomicU64| a.load(Ordering::Acquire);
+                let (s0, s1, d, c) = (
+                    g(&s.submit_start),
+                    g(&s.submit_end),
+                    g(&s.dequeued),
+                    g(&s.copied),
+                );
+                // The cpu engine dequeues inside submit: queueing is then zero.
+                let d = d.max(s1);
+                Trace {
+                    submit_ns: s1.saturating_sub(s0),
+                    queue_ns: d.saturating_sub(s1),
+                    copy_ns: c.max(d).saturating_sub(d),
+                    complete_ns: end.saturating_sub(c.max(d)),
+                }
+            }
+            None => Trace::default(),
+        })
+    }
+
+    /// Wait for every outstanding cookie and retire them all; reports the first failure.
+    pub fn wait_all(&self) -> Result<()> {
+        let all: Vec<(u64, Arc<Completion>)> = self.lock().drain().collect();
+        let mut first_err = None;
+        for (c, done) in all {
+            done.wait(self.spin);
+            if done.is_aborted() && first_err.is_none() {
+                first_err = Some(HostError::Aborted(c));
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Blocking copy of `src` into `dst` (lengths must match).
+    pub fn copy(&self, src: &[u8], dst: &mut [u8]) -> Result<()> {
+        self.copy_opts(src, dst, false)
+    }
+
+    /// Blocking copy with the choice of allocating the destination in the cache.
+    pub fn copy_opts(&self, src: &[u8], dst: &mut [u8], cache_dst: bool) -> Result<()> {
+        if src.len() != dst.len() {
+            return Err(HostError::LengthMismatch {
+                src: src.len(),
+                dst: dst.len(),
+            });
+        }
+        // SAFETY: both slices are borrowed for the whole call and run_raw waits before returning.
+        unsafe {
+            self.run_raw(Op::copy(src.as_ptr(), dst.as_mut_ptr(), src.len()).in_cache(cache_dst))
+        }
+    }
+
+    /// Blocking copy inside one buffer: `len` bytes from `src_off` to `dst_off` (memmove).
+    pub fn copy_within(
+        &self,
+        buf: &mut [u8],
+        src_off: usize,
+        dst_off: usize,
+        len: usize,
+    ) -> Result<()> {
+        for off in [src_off, dst_off] {
+            if off.checked_add(len).is_none_or(|end| end > buf.len()) {
+                return Err(HostError::OutOfBounds {
+                    offset: off,
+                    len,
+                    size: buf.len(),
+                });
+            }
+        }
+        let base = buf.as_mut_ptr();
+        // SAFETY: both ranges were checked to lie inside `buf`, which is borrowed mutably for the
+        // whole call; run_raw waits before returning.
+        unsafe { self.run_raw(Op::copy(base.add(src_off), base.add(dst_off), len)) }
+    }
+
+    /// Blocking fill of `dst` with `value`.
+    pub fn fill(&self, dst: &mut [u8], value: u8) -> Result<()> {
+        // SAFETY: dst is borrowed mutably for the whole call; run_raw waits before returning.
+        unsafe { self.run_raw(Op::fill(dst.as_mut_ptr(), value, dst.len())) }
+    }
+
+    /// Run `f` with a [`Scope`] in which asynchronous operations may borrow buffers; returns only
+    /// after every operation started in the scope has completed (also when `f` panics).
+    pub fn scope<'env, F, T>(&'env self, f: F) -> T
+    where
+        F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
+    {
+        let scope = Scope {
+            rt: self,
+            started: Mutex::new(Vec::new()),
+            _scope: PhantomData,
+            _env: PhantomData,
+        };
+        struct Finish<'a, 's, 'e>(&'a Scope<'s, 'e>);
+        impl Drop for Finish<'_, '_, '_> {
+            fn drop(&mut self) {
+                self.0.finish();
+            }
+        }
+        let guard = Finish(&scope);
+        let out = f(guard.0);
+        drop(guard);
+        out
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        // Engines drain their queues on drop; wait here too so that no record is left pending.
+        for (_, done) in self.lock().drain() {
+            done.wait(self.spin);
+        }
+    }
+}
+
+/// Asynchronous operations on borrowed buffers. Created by [`Runtime::scope`]; every buffer
+/// passed in stays borrowed until the scope ends, and the scope ends only after its operations
+/// have completed, so a buffer can never be freed or reused while the engine writes it.
+pub struct Scope<'scope, 'env: 'scope> {
+    rt: &'env Runtime,
+    started: Mutex<Vec<(Cookie, Arc<Completion>)>>,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'scope, 'env> Scope<'scope, 'env> {
+    fn submit(&self, ops: &[Op], trace: bool) -> Result<Vec<Cookie>> {
+        // SAFETY: the ops' memory is borrowed for 'env by the public callers; finish() (run
+        // before `Runtime::scope` returns, even on panic) waits for every record started here.
+        let started = unsafe { self.rt.start(ops, trace, true) }?;
+        let cookies = started.iter().map(|(c, _)| *c).collect();
+        self.started
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(started);
+        Ok(cookies)
+    }
+
+    /// Start copying `src` into `dst` (lengths must match).
+    pub fn icopy(&self, src: &'env [u8], dst: &'env mut [u8]) -> Result<Cookie> {
+        self.icopy_opts(src, dst, false)
+    }
+
+    /// As [`Scope::icopy`], choosing whether the destination is allocated in the cache.
+    pub fn icopy_opts(
+        &self,
+        src: &'env [u8],
+        dst: &'env mut [u8],
+        cache_dst: bool,
+    ) -> Result<Cookie> {
+        if src.len() != dst.len() {
+            return Err(HostError::LengthMismatch {
+                src: src.len(),
+                dst: dst.len(),
+            });
+        }
+        let op = Op::copy(src.as_ptr(), dst.as_mut_ptr(), src.len()).in_cache(cache_dst);
+        Ok(self.submit(&[op], false)?[0])
+    }
+
+    /// Start copying `len` bytes inside `buf` from `src_off` to `dst_off` (memmove semantics).
+    pub fn icopy_within(
+        &self,
+        buf: &'env mut [u8],
+        src_off: usize,
+        dst_off: usize,
+        len: usize,
+    ) -> Result<Cookie> {
+        for off in [src_off, dst_off] {
+            if off.checked_add(len).is_none_or(|end| end > buf.len()) {
+                return Err(HostError::OutOfBounds {
+                    offset: off,
+                    len,
+                    size: buf.len(),
+                });
+            }
+        }
+        let base = buf.as_mut_ptr();
+        // wrapping_add: in bounds (checked above), no memory is touched here.
+        let op = Op::copy(base.wrapping_add(src_off), base.wrapping_add(dst_off), len);
+        Ok(self.submit(&[op], false)?[0])
+    }
+
+    /// Start filling `dst` with `value`.
+    pub fn ifill(&self, dst: &'env mut [u8], value: u8) -> Result<Cookie> {
+        Ok(self.submit(&[Op::fill(dst.as_mut_ptr(), value, dst.len())], false)?[0])
+    }
+
+    /// Start several copies at once (one doorbell per channel); one cookie per pair.
+    pub fn icopy_batch(&self, pairs: Vec<(&'env [u8], &'env mut [u8])>) -> Result<Vec<Cookie>> {
+        let mut ops = Vec::with_capacity(pairs.len());
+        for (src, dst) in pairs {
+            if src.len() != dst.len() {
+                return Err(HostError::LengthMismatch {
+                    src: src.len(),
+                    dst: dst.len(),
+                });
+            }
+            ops.push(Op::copy(src.as_ptr(), dst.as_mut_ptr(), src.len()));
+        }
+        self.submit(&ops, false)
+    }
+
+    /// See [`Runtime::check`].
+    pub fn check(&self, cookie: Cookie) -> Result<bool> {
+        self.rt.check(cookie)
+    }
+
+    /// See [`Runtime::wait`].
+    pub fn wait(&self, cookie: Cookie) -> Result<()> {
+        self.rt.wait(cookie)
+    }
+
+    /// Wait for every operation started in this scope.
+    pub fn wait_all(&self) -> Result<()> {
+        let started: Vec<_> =
+            std::mem::take(&mut *self.started.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut first_err = None;
+        for (c, done) in started {
+            done.wait(self.rt.spin);
+            let waited = self.rt.lock().remove(&c.0).is_some();
+            if waited && done.is_aborted() && first_err.is_none() {
+                first_err = Some(HostError::Aborted(c.0));
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    fn finish(&self) {
+        let _ = self.wait_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread_rt(channels: usize) -> Runtime {
+        let cfg = EngineConfig {
+            channels,
+            split_threshold: 64 << 10,
+            nt_threshold: 32 << 10,
+            ..Default::default()
+        };
+        Runtime::new("thread", &cfg).unwrap()
+    }
+
+    fn pattern(n: usize, seed: u8) -> Vec<u8> {
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    #[test]
+    fn registry_names_and_errors() {
+        let names: Vec<_> = engines::registry().iter().map(|e| e.name).collect();
+        assert_eq!(names, ["cpu", "thread"]);
+        let err = Runtime::new("dma9000", &EngineConfig::default()).unwrap_err();
+        assert!(
+            err.to_string().contains("dma9000") && err.to_string().contains("thread"),
+            "{err}"
+        );
+        let err = Runtime::new(
+            "thread",
+            &EngineConfig {
+                channels: 0,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, HostError::InvalidConfig(ref m) if m.contains("channels")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn blocking_copy_fill_and_mismatch() {
+        for name in ["cpu", "thread"] {
+            let rt = Runtime::new(
+                name,
+                &EngineConfig {
+                    channels: 2,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            for n in [0usize, 1, 63, 4096, 3 << 20] {
+                let src = pattern(n, 3);
+                let mut dst = vec![0u8; n];
+                rt.copy(&src, &mut dst).unwrap();
+                assert_eq!(src, dst, "{name} {n}");
+                rt.fill(&mut dst, 0xEE).unwrap();
+                assert!(dst.iter().all(|&b| b == 0xEE));
+            }
+            let mut dst = vec![0u8; 3];
+            assert_eq!(
+                rt.copy(&[1, 2], &mut dst),
+                Err(HostError::LengthMismatch { src: 2, dst: 3 })
+            );
+            assert_eq!(rt.outstanding(), 0);
+        }
+    }
+
+    #[test]
+    fn overlapping_copies_are_memmove() {
+        let rt = thread_rt(2);
+        for (s, d, len) in [
+            (0usize, 100usize, 1000usize),
+            (100, 0, 1000),
+            (0, 1, 200_000),
+            (1, 0, 200_000),
+        ] {
+            let mut buf = pattern(300_000, 9);
+            let mut want = buf.clone();
+            want.copy_within(s..s + len, d);
+            rt.copy_within(&mut buf, s, d, len).unwrap();
+            assert!(buf == want, "overlap {s}->{d} x{len}");
+        }
+        let mut buf = vec![0u8; 10];
+        assert!(matches!(
+            rt.copy_within(&mut buf, 5, 0, 6),
+            Err(HostError::OutOfBounds { .. })
+        ));
+        assert!(matches!(
+            rt.copy_within(&mut buf, usize::MAX, 0, 6),
+            Err(HostError::OutOfBounds { .. })
+        ));
+    }
+
+    #[test]
+    fn cookies_unknown_and_double_wait_are_errors() {
+        for name in ["cpu", "thread"] {
+            let rt = Runtime::new(name, &EngineConfig::default()).unwrap();
+            assert_eq!(rt.wait(Cookie(42)), Err(HostError::UnknownCookie(42)));
+            assert_eq!(rt.check(Cookie(42)), Err(HostError::UnknownCookie(42)));
+            let src = pattern(1 << 20, 1);
+            let mut dst = vec![0u8; 1 << 20];
+            rt.scope(|s| {
+                let c = s.icopy(&src, &mut dst).unwrap();
+                while !s.check(c).unwrap() {
+                    std::hint::spin_loop();
+                }
+                s.wait(c).unwrap();
+                assert_eq!(s.wait(c), Err(HostError::UnknownCookie(c.0)));
+                assert_eq!(s.check(c), Err(HostError::UnknownCookie(c.0)));
+            });
+            assert_eq!(src, dst);
+        }
+    }
+
+    #[test]
+    fn scope_waits_for_everything_and_retires_cookies() {
+        let rt = thread_rt(2);
+        let srcs: Vec<Vec<u8>> = (0..20)
+            .map(|i| pattern(10_000 * (i + 1), i as u8))
+            .collect();
+        let mut dsts: Vec<Vec<u8>> = srcs.iter().map(|s| vec![0u8; s.len()]).collect();
+        let mut zero = vec![1u8; 0];
+        rt.scope(|s| {
+            let pairs = srcs
+                .iter()
+                .map(|v| v.as_slice())
+                .zip(dsts.iter_mut().map(|v| v.as_mut_slice()))
+                .collect();
+            let cookies = s.icopy_batch(pairs).unwrap();
+            assert_eq!(cookies.len(), 20);
+            s.icopy(&[], &mut zero).unwrap();
+            // no wait: the scope must wait on exit
+        });
+        assert_eq!(srcs, dsts);
+        assert_eq!(rt.outstanding(), 0);
+    }
+
+    #[test]
+    fn wait_all_and_trace() {
+        let rt = thread_rt(1);
+        let src = pattern(4096, 5);
+        let mut dst = vec![0u8; 4096];
+        // SAFETY: both buffers outlive the wait below.
+        let c = unsafe { rt.submit_raw(&[Op::copy(src.as_ptr(), dst.as_mut_ptr(), 4096)], true) }
+            .unwrap()[0];
+        let t = rt.wait_traced(c).unwrap();
+        assert!(t.copy_ns > 0 && t.submit_ns > 0, "{t:?}");
+        assert_eq!(src, dst);
+        // SAFETY: as above.
+        unsafe {
+            rt.ifill_raw(dst.as_mut_ptr(), 7, 4096, false).unwrap();
+            rt.icopy_raw(src.as_ptr(), dst.as_mut_ptr(), 0, false)
+                .unwrap();
+        }
+        rt.wait_all().unwrap();
+        assert!(dst.iter().all(|&b| b == 7));
+        assert_eq!(rt.outstanding(), 0);
+    }
+
+    #[test]
+    fn null_pointers_are_rejected() {
+        let rt = thread_rt(1);
+        let mut d = [0u8; 4];
+        // SAFETY: the null source is rejected before any memory is touched.
+        let e = unsafe { rt.icopy_raw(std::ptr::null(), d.as_mut_ptr(), 4, false) }.unwrap_err();
+        assert_eq!(e, HostError::NullPointer("source"));
+        // SAFETY: zero-length ops never touch memory.
+        unsafe { rt.run_raw(Op::copy(std::ptr::null(), std::ptr::null_mut(), 0)) }.unwrap();
+    }
+}

@@ -1,0 +1,124 @@
+//! Thin wrappers over the operating system: CPU affinity, the number of CPUs, and a futex-style
+//! wait/wake on a 32-bit atomic (Linux futex; elsewhere a yield loop).
+use std::sync::atomic::AtomicU32;
+#[cfg(not(target_os = "linux"))]
+use std::sync::atomic::Ordering;
+
+/// Number of CPUs this process may run on.
+pub fn available_cpus() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most size_of::<cpu_set_t>() bytes.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+                let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+                    .filter(|&c| libc::CPU_ISSET(c, &set))
+                    .collect();
+                if !cpus.is_empty() {
+                    return cpus;
+                }
+            }
+        }
+    }
+    let n = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    (0..n).collect()
+}
+
+/// Pin the calling thread to one CPU. Returns an error (never panics) when the OS refuses.
+pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(format!("cpu {cpu} is out of range"));
+        }
+        // SAFETY: cpu_set_t is plain data and cpu < CPU_SETSIZE; pid 0 means the calling thread.
+        let rc = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        if rc != 0 {
+            return Err(format!(
+                "sched_setaffinity(cpu {cpu}): {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = cpu;
+        Err("thread pinning is not supported on this OS".into())
+    }
+}
+
+/// Undo [`pin_current_thread`]: allow the calling thread to run on every available CPU.
+pub fn unpin_current_thread() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: as in pin_current_thread; every index is < CPU_SETSIZE.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for c in available_cpus() {
+                libc::CPU_SET(c, &mut set);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+}
+
+/// Sleep while `word` still holds `expected` (spurious wake-ups possible: callers re-check).
+pub fn futex_wait(word: &AtomicU32, expected: u32) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `word` is a live, aligned 32-bit atomic for the duration of the call; FUTEX_WAIT
+        // only reads it and never writes through the pointer.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                expected,
+                std::ptr::null::<libc::timespec>(),
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        if word.load(Ordering::Acquire) == expected {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Wake every thread sleeping in [`futex_wait`] on `word`.
+pub fn futex_wake_all(word: &AtomicU32) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `word` is a live, aligned 32-bit atomic; FUTEX_WAKE does not access its memory.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = word.load(Ordering::Relaxed);
+    }
+}
+
+/// Nanoseconds since a process-wide origin (monotonic); used for the breakdown timestamps.
+pub fn now_ns() -> u64 {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    let origin = ORIGIN.get_or_init(Instant::now);
+    origin.elapsed().as_nanos() as u64
+}
