@@ -405,3 +405,32 @@ fn a_second_process_in_every_order() {
         assert!(status.success(), "child failed: {status}");
     }
 }
+
+#[test]
+fn benchmark_kernels_measure_every_path() {
+    for path in [
+        TransferPath::SingleCopy,
+        TransferPath::TwoCopy,
+        TransferPath::Socket,
+    ] {
+        let (a, b) = pair(
+            Options {
+                path,
+                ..Options::default()
+            },
+            Options::default(),
+        );
+        let sizes = [64usize, 300_000];
+        let rows = std::thread::scope(|s| {
+            let h = s.spawn(|| bench::serve(&b, &sizes, true));
+            let rows = bench::drive(&a, &sizes, true).unwrap();
+            h.join().unwrap().unwrap();
+            rows
+        });
+        assert_eq!(rows.len(), 2);
+        for r in rows {
+            assert_eq!(r.path, path);
+            assert!(r.latency_ns > 0.0 && r.bandwidth_mb_s > 0.0, "{r:?}");
+        }
+    }
+}
