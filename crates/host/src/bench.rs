@@ -1,1 +1,688 @@
-//! Timing kernels of the host benchmarks (section 4 of the paper); driven from Python.
+//! Timing kernels of the host benchmarks (section 4 of the paper), driven from Python through
+//! [`run`]: a benchmark name plus a JSON spec in, JSON rows out.
+//!
+//! * `latency`: blocking copy (cpu: memcpy in the caller; thread: icopy then wait) vs size, with
+//!   hot buffers (the same buffers every time) or cold ones (cycled through regions much larger
+//!   than the last-level cache, as the paper moves its pointers through 64 MB buffers).
+//! * `bandwidth`: a window of outstanding icopy operations (the paper's 128), then wait_all.
+//! * `overlap`: the paper's Overlap = (Tcopy + Tcompute - Ttotal) / Tcopy, with a compute loop that
+//!   touches no memory and takes about 1.5 x Tcopy.
+//! * `pollution`: time to walk a cache-resident working set column-wise after a large copy: no
+//!   copy, cpu copy, thread engine copy (streaming stores) and thread copy into the cache.
+//! * `breakdown`: where a small asynchronous copy's time goes (submit, queueing, copy,
+//!   completion), with the worker spinning (busy engine) or asleep (idle engine).
+//!
+//! The calling thread is pinned to the first available core during a run and the engine's workers
+//! to the last ones, so on a 2-core machine the engine owns the other core.
+use crate::engine::{EngineConfig, Op};
+use crate::error::{HostError, Result};
+use crate::runtime::Runtime;
+use crate::sys;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::hint::black_box;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What a benchmark run measures (every field has a default).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Spec {
+    /// Engines to measure, by registry name.
+    pub engines: Vec<String>,
+    /// Channels of the thread engine.
+    pub channels: usize,
+    /// Copy sizes in bytes (latency, bandwidth, overlap, breakdown).
+    pub sizes: Vec<usize>,
+    /// "hot" and/or "cold" (latency, overlap).
+    pub cache: Vec<String>,
+    /// Bytes of each of the source and destination regions that cold buffers cycle through.
+    pub cold_region: usize,
+    /// Outstanding operations in the bandwidth test.
+    pub window: usize,
+    /// Working-set sizes of the pollution test.
+    pub ws_sizes: Vec<usize>,
+    /// Size of the copy in the pollution test.
+    pub copy_bytes: usize,
+    /// Streaming-store threshold of the thread engine (None: the engine's default).
+    pub nt_threshold: Option<usize>,
+    /// Split threshold of the thread engine (None: the engine's default).
+    pub split_threshold: Option<usize>,
+    /// Bytes moved per (engine, size) point; sets the iteration count.
+    pub budget_bytes: usize,
+    /// Bounds on iterations per point.
+    pub min_iters: usize,
+    pub max_iters: usize,
+    /// Repetitions of the pollution and overlap measurements.
+    pub reps: usize,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec {
+            engines: vec!["cpu".into(), "thread".into()],
+            channels: 1,
+            sizes: vec![64, 4096, 65536, 1 << 20, 4 << 20],
+            cache: vec!["hot".into(), "cold".into()],
+            cold_region: 256 << 20,
+            window: 128,
+            ws_sizes: vec![512 << 10],
+            copy_bytes: 64 << 20,
+            nt_threshold: None,
+            split_threshold: None,
+            budget_bytes: 512 << 20,
+            min_iters: 5,
+            max_iters: 20_000,
+            reps: 15,
+        }
+    }
+}
+
+impl Spec {
+    fn config(&self) -> EngineConfig {
+        let mut c = EngineConfig {
+            channels: self.channels,
+            ..Default::default()
+        };
+        if let Some(t) = self.nt_threshold {
+            c.nt_threshold = t;
+        }
+        if let Some(t) = self.split_threshold {
+            c.split_threshold = t;
+        }
+        c
+    }
+    fn iters(&self, size: usize) -> usize {
+        (self.budget_bytes / size.max(64)).clamp(self.min_iters.max(1), self.max_iters.max(1))
+    }
+    fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(HostError::InvalidConfig(m));
+        if let Some(c) = self.cache.iter().find(|c| *c != "hot" && *c != "cold") {
+            return bad(format!("cache '{c}': expected \"hot\" or \"cold\""));
+        }
+        if self.sizes.iter().any(|&s| s == 0 || s > 1 << 32) {
+            return bad("sizes must be between 1 byte and 4 GiB".into());
+        }
+        if self.cold_region < 1 << 20 || self.cold_region > 8 << 30 {
+            return bad(format!(
+                "cold_region {}: expected 1 MiB ..= 8 GiB",
+                self.cold_region
+            ));
+        }
+        if self.window == 0 || self.window > 4096 {
+            return bad(format!("window {}: expected 1..=4096", self.window));
+        }
+        if self
+            .ws_sizes
+            .iter()
+            .any(|&s| !(4096..=1 << 30).contains(&s))
+            || self.copy_bytes > 4 << 30
+        {
+            return bad("ws_sizes must be 4 KiB ..= 1 GiB and copy_bytes <= 4 GiB".into());
+        }
+        Ok(())
+    }
+}
+
+/// Run benchmark `name` with `spec_json` (a JSON object of [`Spec`] fields); returns JSON rows.
+pub fn run(name: &str, spec_json: &str) -> Result<String> {
+    let spec: Spec = if spec_json.trim().is_empty() {
+        Spec::default()
+    } else {
+        serde_json::from_str(spec_json)
+            .map_err(|e| HostError::InvalidConfig(format!("benchmark spec: {e}")))?
+    };
+    spec.validate()?;
+    let _pin = PinCaller::new();
+    let rows = match name {
+        "latency" => latency(&spec)?,
+        "bandwidth" => bandwidth(&spec)?,
+        "overlap" => overlap(&spec)?,
+        "pollution" => pollution(&spec)?,
+        "breakdown" => breakdown(&spec)?,
+        other => {
+            return Err(HostError::InvalidConfig(format!(
+                "unknown benchmark '{other}' (known: latency, bandwidth, overlap, pollution, breakdown)"
+            )))
+        }
+    };
+    serde_json::to_string(&rows).map_err(|e| HostError::InvalidConfig(e.to_string()))
+}
+
+/// Pins the benchmark thread to the first core for the duration of a run, then restores its mask.
+struct PinCaller(Vec<usize>);
+impl PinCaller {
+    fn new() -> Self {
+        let before = sys::current_affinity();
+        if let Some(&c) = sys::available_cpus().first() {
+            let _ = sys::pin_current_thread(c);
+        }
+        PinCaller(before)
+    }
+}
+impl Drop for PinCaller {
+    fn drop(&mut self) {
+        sys::set_affinity(&self.0);
+    }
+}
+
+/// A page-aligned, pre-faulted byte region.
+struct Region {
+    buf: Vec<u8>,
+    off: usize,
+    len: usize,
+}
+
+impl Region {
+    fn new(len: usize, seed: u8) -> Self {
+        let mut buf = vec![0u8; len + 4096];
+        let off = (4096 - buf.as_ptr() as usize % 4096) % 4096;
+        // Touch every page (and give the bytes a pattern) so page faults stay out of the timing.
+        for (i, b) in buf.iter_mut().enumerate().step_by(64) {
+            *b = (i as u8).wrapping_add(seed);
+        }
+        Region { buf, off, len }
+    }
+    fn ptr(&mut self, at: usize) -> *mut u8 {
+        debug_assert!(at <= self.len);
+        self.buf[self.off + at..].as_mut_ptr()
+    }
+}
+
+/// Cold regions are big; keep the last pair for the next call of the same size.
+static COLD: Mutex<Option<(Region, Region)>> = Mutex::new(None);
+
+fn with_cold<T>(len: usize, f: impl FnOnce(&mut Region, &mut Region) -> T) -> T {
+    let mut g = COLD.lock().unwrap_or_else(|e| e.into_inner());
+    if g.as_ref().is_none_or(|(s, _)| s.len != len) {
+        *g = None;
+        *g = Some((Region::new(len, 1), Region::new(len, 2)));
+    }
+    let (s, d) = g.as_mut().expect("just filled");
+    f(s, d)
+}
+
+/// Sorted-sample statistics.
+fn stats(mut v: Vec<f64>) -> (f64, f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    (q(0.5), q(0.99), mean, v[0])
+}
+
+/// Buffer pair provider: hot = the same pair each time; cold = the next slot of big regions.
+struct Buffers {
+    hot: Option<(Region, Region)>,
+    size: usize,
+    slot: usize,
+    slots: usize,
+}
+
+impl Buffers {
+    fn new(cache: &str, size: usize, cold_region: usize) -> Self {
+        let stride = size.next_multiple_of(64);
+        if cache == "hot" {
+            Buffers {
+                hot: Some((Region::new(size, 1), Region::new(size, 2))),
+                size,
+                slot: 0,
+                slots: 1,
+            }
+        } else {
+            Buffers {
+                hot: None,
+                size,
+                slot: 0,
+                slots: (cold_region / stride).max(1),
+            }
+        }
+    }
+    /// Source and destination pointers for the next operation.
+    fn next(&mut self, cold_region: usize) -> (*const u8, *mut u8) {
+        let stride = self.size.next_multiple_of(64);
+        match &mut self.hot {
+            Some((s, d)) => (s.ptr(0) as *const u8, d.ptr(0)),
+            None => {
+                let at = (self.slot % self.slots) * stride;
+                self.slot += 1;
+                with_cold(cold_region.max(stride), |s, d| {
+                    (s.ptr(at) as *const u8, d.ptr(at))
+                })
+            }
+        }
+    }
+}
+
+/// A blocking copy the way each engine's benchmark does it: memcpy for cpu, icopy+wait otherwise.
+///
+/// # Safety
+/// `src`/`dst` valid and disjoint for `len` bytes.
+unsafe fn round_trip(rt: &Runtime, src: *const u8, dst: *mut u8, len: usize) -> Result<()> {
+    if rt.name() == "cpu" {
+        // SAFETY: forwarded caller guarantee; run_raw waits before returning.
+        unsafe { rt.run_raw(Op::copy(src, dst, len)) }
+    } else {
+        // SAFETY: forwarded caller guarantee; we wait right away.
+        let c = unsafe { rt.icopy_raw(src, dst, len, false) }?;
+        rt.wait(c)
+    }
+}
+
+#[derive(Serialize)]
+struct LatencyRow {
+    engine: String,
+    channels: usize,
+    size_bytes: usize,
+    cache: String,
+    latency_ns: f64,
+    p99_ns: f64,
+    mean_ns: f64,
+    min_ns: f64,
+    iters: usize,
+}
+
+fn latency(spec: &Spec) -> Result<Vec<Value>> {
+    let mut rows = Vec::new();
+    for engine in &spec.engines {
+        let rt = Runtime::new(engine, &spec.config())?;
+        for cache in &spec.cache {
+            for &size in &spec.sizes {
+                let mut bufs = Buffers::new(cache, size, spec.cold_region);
+                let iters = spec.iters(size);
+                for _ in 0..iters.min(50) {
+                    let (s, d) = bufs.next(spec.cold_region);
+                    // SAFETY: the pointers come from live regions of at least `size` bytes.
+                    unsafe { round_trip(&rt, s, d, size) }?;
+                }
+                let mut samples = Vec::with_capacity(iters);
+                for _ in 0..iters {
+                    let (s, d) = bufs.next(spec.cold_region);
+                    let t = Instant::now();
+                    // SAFETY: as above.
+                    unsafe { round_trip(&rt, s, d, size) }?;
+                    samples.push(t.elapsed().as_nanos() as f64);
+                }
+                let (p50, p99, mean, min) = stats(samples);
+                rows.push(LatencyRow {
+                    engine: engine.clone(),
+                    channels: if engine == "cpu" { 0 } else { spec.channels },
+                    size_bytes: size,
+                    cache: cache.clone(),
+                    latency_ns: p50,
+                    p99_ns: p99,
+                    mean_ns: mean,
+                    min_ns: min,
+                    iters,
+                });
+            }
+        }
+    }
+    to_values(rows)
+}
+
+#[derive(Serialize)]
+struct BandwidthRow {
+    engine: String,
+    channels: usize,
+    size_bytes: usize,
+    window: usize,
+    bandwidth_mb_s: f64,
+    bytes: usize,
+    seconds: f64,
+}
+
+fn bandwidth(spec: &Spec) -> Result<Vec<Value>> {
+    let mut rows = Vec::new();
+    for engine in &spec.engines {
+        let rt = Runtime::new(engine, &spec.config())?;
+        for &size in &spec.sizes {
+            let stride = size.next_multiple_of(64);
+            let region = spec.cold_region.max(stride);
+            let window = spec.window.min(region / stride).max(1);
+            let windows = (spec.budget_bytes / (window * size)).clamp(2, 2000);
+            let slots = region / stride;
+            let mut slot = 0usize;
+            let mut run_window = |rt: &Runtime| -> Result<()> {
+                with_cold(region, |s, d| {
+                    for _ in 0..window {
+                        let at = (slot % slots) * stride;
+                        slot += 1;
+                        let (sp, dp) = (s.ptr(at) as *const u8, d.ptr(at));
+                        if rt.name() == "cpu" {
+                            // SAFETY: disjoint regions, in bounds; blocking.
+                            unsafe { rt.run_raw(Op::copy(sp, dp, size)) }?;
+                        } else {
+                            // SAFETY: the regions stay alive (COLD lock held) until wait_all below.
+                            unsafe { rt.icopy_raw(sp, dp, size, false) }?;
+                        }
+                    }
+                    rt.wait_all()
+                })
+            };
+            run_window(&rt)?; // warm-up
+            let t = Instant::now();
+            for _ in 0..windows {
+                run_window(&rt)?;
+            }
+            let secs = t.elapsed().as_secs_f64();
+            let bytes = windows * window * size;
+            rows.push(BandwidthRow {
+                engine: engine.clone(),
+                channels: if engine == "cpu" { 0 } else { spec.channels },
+                size_bytes: size,
+                window,
+                bandwidth_mb_s: bytes as f64 / secs / 1e6,
+                bytes,
+                seconds: secs,
+            });
+        }
+    }
+    to_values(rows)
+}
+
+/// A compute loop that touches no memory: a dependent chain of multiply-adds.
+#[inline(never)]
+fn compute(iters: u64) -> u64 {
+    let mut x = black_box(0x9E37_79B9_7F4A_7C15u64);
+    for i in 0..iters {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(i | 1);
+    }
+    black_box(x)
+}
+
+/// Loop iterations per nanosecond of [`compute`] on this core.
+fn calibrate_compute() -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        compute(2_000_000);
+        best = best.min(t.elapsed().as_nanos() as f64);
+    }
+    2_000_000.0 / best.max(1.0)
+}
+
+#[derive(Serialize)]
+struct OverlapRow {
+    engine: String,
+    channels: usize,
+    size_bytes: usize,
+    cache: String,
+    overlap: f64,
+    t_copy_ns: f64,
+    t_compute_ns: f64,
+    t_total_ns: f64,
+    reps: usize,
+}
+
+fn overlap(spec: &Spec) -> Result<Vec<Value>> {
+    let per_ns = calibrate_compute();
+    let mut rows = Vec::new();
+    for engine in &spec.engines {
+        let rt = Runtime::new(engine, &spec.config())?;
+        for cache in &spec.cache {
+            for &size in &spec.sizes {
+                let mut bufs = Buffers::new(cache, size, spec.cold_region);
+                let reps = spec
+                    .iters(size)
+                    .clamp(spec.reps.max(3), spec.reps.max(3) * 20);
+                // Tcopy: icopy immediately followed by wait (memcpy for cpu).
+                let mut copy = Vec::with_capacity(reps);
+                for i in 0..reps + 3 {
+                    let (s, d) = bufs.next(spec.cold_region);
+                    let t = Instant::now();
+                    // SAFETY: live regions of at least `size` bytes.
+                    unsafe { round_trip(&rt, s, d, size) }?;
+                    if i >= 3 {
+                        copy.push(t.elapsed().as_nanos() as f64);
+                    }
+                }
+                let t_copy = stats(copy).0;
+                let n = ((t_copy * 1.5).max(2_000.0) * per_ns) as u64;
+                // Tcompute and Ttotal, interleaved so that drift hits both alike.
+                let (mut comp, mut total) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+                for _ in 0..reps {
+                    let t = Instant::now();
+                    compute(n);
+                    comp.push(t.elapsed().as_nanos() as f64);
+                    let (s, d) = bufs.next(spec.cold_region);
+                    let t = Instant::now();
+                    if rt.name() == "cpu" {
+                        // SAFETY: live regions; the cpu engine's copy is blocking.
+                        unsafe { rt.run_raw(Op::copy(s, d, size)) }?;
+                        compute(n);
+                    } else {
+                        // SAFETY: live regions; waited below before the next use.
+                        let c = unsafe { rt.icopy_raw(s, d, size, false) }?;
+                        compute(n);
+                        rt.wait(c)?;
+                    }
+                    total.push(t.elapsed().as_nanos() as f64);
+                }
+                let (t_compute, t_total) = (stats(comp).0, stats(total).0);
+                rows.push(OverlapRow {
+                    engine: engine.clone(),
+                    channels: if engine == "cpu" { 0 } else { spec.channels },
+                    size_bytes: size,
+                    cache: cache.clone(),
+                    overlap: (t_copy + t_compute - t_total) / t_copy,
+                    t_copy_ns: t_copy,
+                    t_compute_ns: t_compute,
+                    t_total_ns: t_total,
+                    reps,
+                });
+            }
+        }
+    }
+    to_values(rows)
+}
+
+/// Walk the working set column-wise (rows of 4 KiB, one load per 64-byte line); returns a sum so
+/// the loads cannot be optimised away.
+#[inline(never)]
+fn walk(ws: &[u8]) -> u64 {
+    const ROW: usize = 4096;
+    let rows = ws.len() / ROW;
+    let mut sum = 0u64;
+    for col in (0..ROW).step_by(64) {
+        for r in 0..rows {
+            sum = sum.wrapping_add(ws[r * ROW + col] as u64);
+        }
+    }
+    black_box(sum)
+}
+
+#[derive(Serialize)]
+struct PollutionRow {
+    engine: String,
+    case: String,
+    ws_bytes: usize,
+    size_bytes: usize,
+    access_ns: f64,
+    walk_ns: f64,
+    vs_none: f64,
+    reps: usize,
+}
+
+fn pollution(spec: &Spec) -> Result<Vec<Value>> {
+    let thread = Runtime::new("thread", &spec.config())?;
+    let cpu = Runtime::new("cpu", &EngineConfig::default())?;
+    let size = spec.copy_bytes;
+    let mut src = Region::new(size, 3);
+    let mut dst = Region::new(size, 4);
+    let cases = ["none", "cpu", "thread", "thread_cache"];
+    let mut rows = Vec::new();
+    for &ws_bytes in &spec.ws_sizes {
+        let ws_bytes = ws_bytes.next_multiple_of(4096);
+        let ws: Vec<u8> = (0..ws_bytes).map(|i| i as u8).collect();
+        let lines = (ws_bytes / 64) as f64;
+        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+        for _ in 0..spec.reps.max(3) {
+            for (k, case) in cases.iter().enumerate() {
+                for _ in 0..3 {
+                    walk(&ws); // make the working set cache-resident
+                }
+                let (s, d) = (src.ptr(0) as *const u8, dst.ptr(0));
+                let op = Op::copy(s, d, size);
+                match *case {
+                    "none" => {}
+                    // SAFETY: src/dst are live, disjoint regions of `size` bytes; blocking calls.
+                    "cpu" => unsafe { cpu.run_raw(op) }?,
+                    // SAFETY: as above.
+                    "thread" => unsafe { thread.run_raw(op) }?,
+                    // SAFETY: as above.
+                    _ => unsafe { thread.run_raw(op.in_cache(true)) }?,
+                }
+                let t = Instant::now();
+                walk(&ws);
+                samples[k].push(t.elapsed().as_nanos() as f64);
+            }
+        }
+        let medians: Vec<f64> = samples.into_iter().map(|v| stats(v).0).collect();
+        for (k, case) in cases.iter().enumerate() {
+            rows.push(PollutionRow {
+                engine: match *case {
+                    "none" => "none".into(),
+                    "cpu" => "cpu".into(),
+                    _ => "thread".into(),
+                },
+                case: case.to_string(),
+                ws_bytes,
+                size_bytes: if *case == "none" { 0 } else { size },
+                access_ns: medians[k] / lines,
+                walk_ns: medians[k],
+                vs_none: medians[k] / medians[0],
+                reps: spec.reps.max(3),
+            });
+        }
+    }
+    to_values(rows)
+}
+
+#[derive(Serialize)]
+struct BreakdownRow {
+    engine: String,
+    size_bytes: usize,
+    worker: String,
+    submit_ns: f64,
+    queue_ns: f64,
+    copy_ns: f64,
+    complete_ns: f64,
+    total_ns: f64,
+    iters: usize,
+}
+
+fn breakdown(spec: &Spec) -> Result<Vec<Value>> {
+    let mut rows = Vec::new();
+    for engine in &spec.engines {
+        let rt = Runtime::new(engine, &spec.config())?;
+        let idle_gap = Duration::from_micros(rt.config().spin_us * 4 + 200);
+        for &size in &spec.sizes {
+            let mut src = Region::new(size, 5);
+            let mut dst = Region::new(size, 6);
+            let states: &[&str] = if engine == "cpu" {
+                &["caller"]
+            } else {
+                &["spinning", "asleep"]
+            };
+            for &state in states {
+                let iters = if state == "asleep" {
+                    spec.iters(size).min(300)
+                } else {
+                    spec.iters(size).min(5000)
+                };
+                let mut parts: [Vec<f64>; 5] = Default::default();
+                for i in 0..iters + 10 {
+                    if state == "asleep" {
+                        std::thread::sleep(idle_gap);
+                    }
+                    let op = Op::copy(src.ptr(0), dst.ptr(0), size);
+                    let t = Instant::now();
+                    // SAFETY: live, disjoint regions; waited right below.
+                    let c = unsafe { rt.submit_raw(&[op], true) }?[0];
+                    let tr = rt.wait_traced(c)?;
+                    let total = t.elapsed().as_nanos() as f64;
+                    if i >= 10 {
+                        let vals = [tr.submit_ns, tr.queue_ns, tr.copy_ns, tr.complete_ns];
+                        for (p, v) in parts.iter_mut().zip(vals) {
+                            p.push(v as f64);
+                        }
+                        parts[4].push(total);
+                    }
+                }
+                let [a, b, c, d, e] = parts.map(|v| stats(v).0);
+                rows.push(BreakdownRow {
+                    engine: engine.clone(),
+                    size_bytes: size,
+                    worker: state.into(),
+                    submit_ns: a,
+                    queue_ns: b,
+                    copy_ns: c,
+                    complete_ns: d,
+                    total_ns: e,
+                    iters,
+                });
+            }
+        }
+    }
+    to_values(rows)
+}
+
+fn to_values<T: Serialize>(rows: Vec<T>) -> Result<Vec<Value>> {
+    rows.into_iter()
+        .map(|r| serde_json::to_value(r).map_err(|e| HostError::InvalidConfig(e.to_string())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quick() -> String {
+        r#"{"sizes":[64,65536],"cold_region":4194304,"budget_bytes":1048576,"min_iters":3,"max_iters":50,
+            "reps":3,"ws_sizes":[65536],"copy_bytes":2097152}"#
+            .into()
+    }
+
+    #[test]
+    fn every_benchmark_runs_and_reports_its_figure() {
+        for (name, field) in [
+            ("latency", "latency_ns"),
+            ("bandwidth", "bandwidth_mb_s"),
+            ("overlap", "overlap"),
+            ("pollution", "access_ns"),
+            ("breakdown", "total_ns"),
+        ] {
+            let rows: Vec<Value> = serde_json::from_str(&run(name, &quick()).unwrap()).unwrap();
+            assert!(!rows.is_empty(), "{name}");
+            for r in &rows {
+                assert!(
+                    r["engine"].is_string() && r["size_bytes"].is_u64(),
+                    "{name}: {r}"
+                );
+                assert!(
+                    r[field].as_f64().is_some_and(|v| v.is_finite()),
+                    "{name}: {r}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bad_specs_are_clear_errors() {
+        assert!(run("nope", "{}")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown benchmark"));
+        assert!(run("latency", r#"{"cache":["warm"]}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("warm"));
+        assert!(run("latency", r#"{"sizez":[1]}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("sizez"));
+        assert!(run("latency", r#"{"sizes":[0]}"#).is_err());
+    }
+}

@@ -59,7 +59,7 @@ impl Runtime {
 
     /// Wrap an engine built elsewhere.
     pub fn with_engine(engine: Box<dyn Engine>) -> Self {
-        let spin = Duration::from_micros(engine.config().spin_us);
+        let spin = Duration::from_micros(engine.config().wait_spin_us);
         Runtime {
             engine,
             table: Mutex::new(HashMap::new()),

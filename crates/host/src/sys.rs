@@ -4,27 +4,60 @@ use std::sync::atomic::AtomicU32;
 #[cfg(not(target_os = "linux"))]
 use std::sync::atomic::Ordering;
 
-/// Number of CPUs this process may run on.
+/// The CPUs of this machine that are online (the candidates for pinning workers).
+///
+/// Deliberately not the calling thread's affinity mask: a benchmark that pinned its own thread
+/// to core 0 must still get its engine workers on the other cores.
 pub fn available_cpus() -> Vec<usize> {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most size_of::<cpu_set_t>() bytes.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-                let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-                    .filter(|&c| libc::CPU_ISSET(c, &set))
-                    .collect();
-                if !cpus.is_empty() {
-                    return cpus;
-                }
-            }
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        if n > 0 {
+            return (0..n as usize).collect();
         }
     }
     let n = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
     (0..n).collect()
+}
+
+/// The calling thread's current affinity mask (empty if it cannot be read).
+pub fn current_affinity() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+                return (0..libc::CPU_SETSIZE as usize)
+                    .filter(|&c| libc::CPU_ISSET(c, &set))
+                    .collect();
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// Restrict the calling thread to `cpus` (ignored when empty or refused).
+pub fn set_affinity(cpus: &[usize]) {
+    #[cfg(target_os = "linux")]
+    {
+        if cpus.is_empty() {
+            return;
+        }
+        // SAFETY: as in pin_current_thread; indices are checked against CPU_SETSIZE.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+                libc::CPU_SET(c, &mut set);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpus;
 }
 
 /// Pin the calling thread to one CPU. Returns an error (never panics) when the OS refuses.
@@ -52,21 +85,6 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
     {
         let _ = cpu;
         Err("thread pinning is not supported on this OS".into())
-    }
-}
-
-/// Undo [`pin_current_thread`]: allow the calling thread to run on every available CPU.
-pub fn unpin_current_thread() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: as in pin_current_thread; every index is < CPU_SETSIZE.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for c in available_cpus() {
-                libc::CPU_SET(c, &mut set);
-            }
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
     }
 }
 

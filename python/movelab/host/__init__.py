@@ -1,1 +1,135 @@
-"""The host runtime: a real asynchronous copy engine, IPC between processes, and host benchmarks."""
+"""The host runtime: a real asynchronous copy engine, IPC between processes, and host benchmarks.
+
+``Engine`` is the API of Table 1 of the I/OAT user-space paper on this machine::
+
+    from movelab.host import Engine
+    eng = Engine("thread", channels=1)      # software copy engine on the other core
+    cookie = eng.icopy(src, dst)            # returns at once
+    ...                                     # compute while the engine copies
+    eng.wait(cookie)                        # dst now holds src
+
+Buffers are anything with the buffer protocol that is C-contiguous: ``bytes`` (as a source only),
+``bytearray``, ``memoryview`` and NumPy arrays. The engine holds both buffers from ``icopy`` until
+``wait``/``wait_all`` so they cannot be freed (or a bytearray resized) while in flight; waiting
+releases the GIL. Bad input raises ``ValueError`` (sizes, cookies, configuration) or ``TypeError``
+(not a buffer, read-only destination). The mechanics live in Rust (``movelab_host``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, Self
+
+from movelab import _core
+
+__all__ = ["Engine", "cpus", "engines"]
+
+
+def engines() -> dict[str, str]:
+    """The registered copy engines: name -> one-line description."""
+    return dict(_core.host_engines())
+
+
+def cpus() -> list[int]:
+    """The CPUs this process may run on (engine workers are pinned to the last ones)."""
+    return list(_core.host_cpus())
+
+
+class Engine:
+    """A copy engine and its cookie table.
+
+    Args:
+        name: ``"cpu"`` (memcpy in the caller: every operation completes inside the call) or
+            ``"thread"`` (worker threads pinned to cores, fed through lock-free rings).
+        channels: worker threads of the thread engine; large copies are split across them.
+        nt_threshold: operations of at least this many bytes use non-temporal stores (bypass the
+            caches) unless called with ``cache=True``. Default 1 MiB.
+        split_threshold: operations of at least this many bytes are split across channels.
+        pin: pin each worker to a core.
+        spin_us: how long an idle worker spins before sleeping (default 100 us).
+        ring_capacity: descriptors per channel ring.
+        wait_spin_us: how long ``wait`` spins before sleeping (default 1000 us).
+    """
+
+    def __init__(
+        self,
+        name: str = "thread",
+        channels: int = 1,
+        *,
+        nt_threshold: int | None = None,
+        split_threshold: int | None = None,
+        pin: bool = True,
+        spin_us: int | None = None,
+        ring_capacity: int | None = None,
+        wait_spin_us: int | None = None,
+    ) -> None:
+        if not isinstance(channels, int) or channels < 1:
+            raise ValueError(f"channels must be a positive integer, got {channels!r}")
+        self._e = _core.HostEngine(
+            name, channels, nt_threshold, split_threshold, pin, spin_us, ring_capacity, wait_spin_us
+        )
+
+    @property
+    def name(self) -> str:
+        return self._e.name
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The engine's configuration (channels, thresholds, pinning, ...)."""
+        return json.loads(self._e.config_json())
+
+    @property
+    def outstanding(self) -> int:
+        """Cookies issued and not yet waited for."""
+        return self._e.outstanding
+
+    def copy(self, src: Any, dst: Any, nbytes: int | None = None, *, cache: bool = False) -> None:
+        """Blocking copy of ``src`` into ``dst`` (overlapping views of one buffer: memmove).
+
+        Without ``nbytes`` both buffers must have the same size in bytes. ``cache=True`` allocates
+        the destination in the cache even above the streaming-store threshold."""
+        self._e.copy(src, dst, nbytes, cache)
+
+    def icopy(self, src: Any, dst: Any, nbytes: int | None = None, *, cache: bool = False) -> int:
+        """Start a copy; returns a cookie for :meth:`check` / :meth:`wait`."""
+        return self._e.icopy(src, dst, nbytes, cache)
+
+    def icopy_batch(self, pairs: Iterable[tuple[Any, Any]]) -> list[int]:
+        """Start several copies (``(src, dst)`` pairs) with one doorbell per channel."""
+        return self._e.icopy_batch(list(pairs))
+
+    def fill(self, dst: Any, value: int, nbytes: int | None = None, *, cache: bool = False) -> None:
+        """Blocking fill of ``dst`` (or its first ``nbytes``) with the byte ``value``."""
+        self._e.fill(dst, value, nbytes, cache)
+
+    def ifill(self, dst: Any, value: int, nbytes: int | None = None, *, cache: bool = False) -> int:
+        """Start a fill; returns a cookie."""
+        return self._e.ifill(dst, value, nbytes, cache)
+
+    def check(self, cookie: int) -> bool:
+        """Has the operation completed? (Does not retire the cookie.)"""
+        return self._e.check(cookie)
+
+    def wait(self, cookie: int) -> None:
+        """Wait for the operation (GIL released), retire the cookie and release its buffers.
+        A cookie can be waited for once: a second wait raises ``ValueError``."""
+        self._e.wait(cookie)
+
+    def wait_all(self) -> None:
+        """Wait for every outstanding operation and release all held buffers."""
+        self._e.wait_all()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wait_all()
+
+    def __repr__(self) -> str:
+        return f"Engine({self.name!r}, channels={self.config['channels']})"
+
+# IPC endpoints between processes (Table 2 of the paper): see movelab.host.ipc.
+from movelab.host.ipc import Connection, Listener, connect, listen
+
+__all__ += ["Connection", "Listener", "connect", "listen"]

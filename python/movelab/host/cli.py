@@ -1,6 +1,226 @@
-"""``movelab bench host NAME``: the host benchmarks (filled in by the host runtime work)."""
+"""``movelab bench host NAME``: measure this machine's copy latency, bandwidth, compute-copy
+overlap, cache pollution, small-copy breakdown and IPC; ``all`` runs every one into a report folder.
+
+Each command prints a table (or JSON rows with ``--format json``) and writes ``NAME.csv`` and
+``NAME.png`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Any
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from movelab.host import bench
 
 bench_host_app = typer.Typer(help="Measure this machine: copy latency, bandwidth, overlap, pollution, IPC.",
                              no_args_is_help=True)
+
+DEFAULT_OUT = Path("reports/bench-host")
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+
+
+# Columns shown in the table of each benchmark (all fields go to the CSV / JSON).
+_COLUMNS = {
+    "latency": ["engine", "channels", "cache", "size_bytes", "latency_ns", "p99_ns", "iters"],
+    "bandwidth": ["engine", "channels", "size_bytes", "window", "bandwidth_mb_s"],
+    "overlap": ["engine", "channels", "cache", "size_bytes", "t_copy_ns", "t_compute_ns", "t_total_ns", "overlap"],
+    "pollution": ["case", "ws_bytes", "size_bytes", "access_ns", "vs_none"],
+    "breakdown": ["engine", "worker", "size_bytes", "submit_ns", "queue_ns", "copy_ns", "complete_ns", "total_ns"],
+    "ipc": ["path", "requested_path", "size_bytes", "latency_ns", "bandwidth_mb_s", "note"],
+}
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:,.0f}"
+    if v is None:
+        return ""
+    return str(v)
+
+
+def _table(name: str, rows: list[dict[str, Any]]) -> Table:
+    cols = [c for c in _COLUMNS[name] if any(c in r for r in rows)]
+    t = Table(title=f"movelab bench host {name}")
+    for c in cols:
+        t.add_column(c, justify="left" if c in ("engine", "cache", "case", "path", "worker", "note") else "right")
+    for r in rows:
+        t.add_row(*[bench.human_bytes(r[c]) if c.endswith("bytes") and isinstance(r.get(c), int) and r[c] > 0
+                    else _fmt(r.get(c)) for c in cols])
+    return t
+
+
+def _parse_sizes(sizes: str | None) -> list[int] | None:
+    if sizes is None:
+        return None
+    out = []
+    for part in sizes.split(","):
+        p = part.strip().lower()
+        mult = 1
+        for suf, m in (("kib", 1 << 10), ("mib", 1 << 20), ("gib", 1 << 30), ("k", 1 << 10), ("m", 1 << 20)):
+            if p.endswith(suf):
+                p, mult = p[: -len(suf)], m
+                break
+        try:
+            n = int(p) * mult
+        except ValueError:
+            raise typer.BadParameter(f"not a size: {part!r} (use bytes, or e.g. 64k, 4m)") from None
+        if n <= 0:
+            raise typer.BadParameter(f"sizes must be positive, got {part!r}")
+        out.append(n)
+    return out
+
+
+def _one(name: str, quick: bool, fmt: Format, out: Path, **overrides: Any) -> None:
+    err = Console(stderr=True)
+    try:
+        with err.status(f"running {name} ...", spinner="dots"):
+            rows = bench.run(name, quick=quick, **overrides)
+    except (ValueError, TypeError) as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    files = bench.write_outputs(name, rows, out)
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps(rows) + "\n")
+    else:
+        Console().print(_table(name, rows))
+    err.print(f"wrote {', '.join(str(f) for f in files)}")
+
+
+_QUICK = typer.Option(False, "--quick", help="A tiny run (a second or two), for tests and smoke checks.")
+_FORMAT = typer.Option(Format.table, "--format", help="table (rich) or json (rows on stdout).")
+_OUT = typer.Option(DEFAULT_OUT, "--out", help="Folder for the CSV and PNG.")
+_SIZES = typer.Option(None, "--sizes", help="Comma-separated sizes, e.g. 64,4k,1m (default: the benchmark's).")
+_CHANNELS = typer.Option(None, "--channels", help="Thread-engine channel counts (repeatable).")
+_ENGINES = typer.Option(None, "--engine", help="Engines to measure (repeatable): cpu, thread.")
+_CACHE = typer.Option(None, "--cache", help="hot and/or cold (repeatable).")
+_WINDOW = typer.Option(None, "--window", help="Outstanding icopy operations (128).")
+_WS = typer.Option(None, "--ws", help="Working-set sizes, e.g. 512k,8m.")
+_COPY_SIZE = typer.Option(None, "--copy-size", help="Size of the copy (64m).")
+_SKIP = typer.Option(None, "--skip", help="Benchmarks to leave out (repeatable).")
+
+
+@bench_host_app.command()
+def latency(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES,
+            channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
+            cache: list[str] | None = _CACHE) -> None:
+    """Copy latency vs size, hot and cold caches (cpu = memcpy, thread = icopy + wait)."""
+    _one("latency", quick, fmt, out, sizes=_parse_sizes(sizes), channels=channels or None,
+         engines=engine or None, cache=cache or None)
+
+
+@bench_host_app.command()
+def bandwidth(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES,
+              channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
+              window: int | None = _WINDOW) -> None:
+    """Copy bandwidth vs size with a window of outstanding icopy operations (cold buffers)."""
+    _one("bandwidth", quick, fmt, out, sizes=_parse_sizes(sizes), channels=channels or None,
+         engines=engine or None, window=window)
+
+
+@bench_host_app.command()
+def overlap(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES,
+            channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
+            cache: list[str] | None = _CACHE) -> None:
+    """Compute-copy overlap: (Tcopy + Tcompute - Ttotal) / Tcopy with Tcompute > Tcopy."""
+    _one("overlap", quick, fmt, out, sizes=_parse_sizes(sizes), channels=channels or None,
+         engines=engine or None, cache=cache or None)
+
+
+@bench_host_app.command()
+def pollution(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT,
+              ws: str | None = _WS,
+              copy_size: str | None = _COPY_SIZE,
+              channels: list[int] | None = _CHANNELS) -> None:
+    """Access time of a cache-resident working set after a large copy: none / cpu / thread."""
+    cs = _parse_sizes(copy_size)
+    _one("pollution", quick, fmt, out, ws_sizes=_parse_sizes(ws), copy_bytes=cs[0] if cs else None,
+         channels=channels or None)
+
+
+@bench_host_app.command()
+def breakdown(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES,
+              engine: list[str] | None = _ENGINES) -> None:
+    """Where a small asynchronous copy's time goes: submit, queueing, copy, completion."""
+    _one("breakdown", quick, fmt, out, sizes=_parse_sizes(sizes), engines=engine or None)
+
+
+@bench_host_app.command()
+def ipc(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES) -> None:
+    """IPC latency and bandwidth: single copy vs shared-memory two copy vs plain socket."""
+    _one("ipc", quick, fmt, out, sizes=_parse_sizes(sizes))
+
+
+@bench_host_app.command("all")
+def run_all(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT,
+            skip: list[str] | None = _SKIP) -> None:
+    """Run every host benchmark with a progress bar; write a report folder (CSV + PNG per
+    benchmark, results.json with every row, the machine and the issue's bars)."""
+    names = [n for n in bench.BENCHMARKS if n not in (skip or [])]
+    unknown = set(skip or []) - set(bench.BENCHMARKS)
+    if unknown:
+        raise typer.BadParameter(f"unknown benchmark(s) to skip: {', '.join(sorted(unknown))}")
+    err = Console(stderr=True)
+    results: dict[str, list[dict[str, Any]]] = {}
+    failures: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    total = sum(bench.count_points(n, quick) for n in names)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err) as prog:
+        task = prog.add_task("host benchmarks", total=total)
+        for name in names:
+            t0 = time.monotonic()
+            steps = 0
+
+            def step(what: str, name: str = name) -> None:
+                nonlocal steps
+                if steps:
+                    prog.advance(task)
+                steps += 1
+                prog.update(task, description=f"{name}: {what}")
+
+            try:
+                rows = bench.run(name, quick=quick, progress=step)
+            except Exception as e:  # noqa: BLE001 - one failing benchmark must not lose the others' results
+                failures[name] = f"{type(e).__name__}: {e}"
+                rows = []
+            prog.advance(task, max(1, bench.count_points(name, quick) - steps + 1))
+            seconds[name] = round(time.monotonic() - t0, 2)
+            results[name] = rows
+            if rows:
+                bench.write_outputs(name, rows, out)
+    report = {
+        "machine": bench.machine(),
+        "quick": quick,
+        "seconds": seconds,
+        "bars": bench.bars(results),
+        "failures": failures,
+        "results": results,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(report, indent=1))
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps(report) + "\n")
+    else:
+        con = Console()
+        for name in names:
+            if results.get(name):
+                con.print(_table(name, results[name]))
+        con.print_json(json.dumps(report["bars"]))
+    for name, msg in failures.items():
+        err.print(f"[red]{name} failed:[/red] {msg}")
+    err.print(f"report written to {out}/")
+    if failures:
+        raise typer.Exit(1)
