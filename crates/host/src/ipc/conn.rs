@@ -12,8 +12,12 @@
 //!   WDONE;
 //! * both at once (case 3, the posts cross): the reader pulls; the writer ignores the crossing RPOST.
 //!
-//! Waiting sides sleep on a condition variable (a futex); the progress thread sleeps in poll(2) on
-//! the socket and an eventfd. Nothing spins.
+//! Nothing spins. Whoever holds the protocol runs it: a caller blocked in `wait` runs it itself,
+//! sleeping in poll(2) on the socket (the peer's message wakes the waiting thread directly);
+//! otherwise the per-connection progress thread runs it, sleeping in poll(2) on the socket and an
+//! eventfd, so that transfers progress while the callers compute. Other waiters sleep on a
+//! condition variable (a futex). Small posts are handled by the posting thread at once when the
+//! protocol is free; large ones are left to the progress thread, so `iwrite`/`iread` do not copy.
 //!
 //! # The fallback
 //! When the kernel refuses cross-process access (EPERM under Yama ptrace_scope, ENOSYS under
@@ -32,6 +36,7 @@ use super::sys::{self, Mapping, PeerCred, Recv, VmError};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -185,6 +190,9 @@ struct Shared {
     state: Mutex<State>,
     cond: Condvar,
     wake: OwnedFd,
+    /// Callers blocked in `wait` that run the protocol themselves; the progress thread stands
+    /// aside while there are any.
+    waiters: AtomicUsize,
 }
 
 impl Shared {
@@ -201,11 +209,23 @@ impl Shared {
         drop(st);
         self.cond.notify_all();
     }
+
+    /// Wake everyone sleeping on the condition variable, without a lost wake-up.
+    fn notify(&self) {
+        let _g = self.lock();
+        self.cond.notify_all();
+    }
 }
+
+/// Posts up to this size are processed by the posting thread at once when the protocol is free
+/// (saving a thread hop); larger ones are left to the progress thread so that `iwrite`/`iread`
+/// return without copying.
+const INLINE_POST_MAX: usize = 64 * 1024;
 
 /// One end of an IPC connection. Cheap to share across threads (`&Connection` is `Sync`).
 pub struct Connection {
     shared: Arc<Shared>,
+    engine: Arc<Mutex<Progress>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     peer: PeerCred,
     path: TransferPath,
@@ -394,6 +414,7 @@ fn handshake(sock: OwnedFd, opts: &Options, timeout: Duration) -> IpcResult<Conn
         }),
         cond: Condvar::new(),
         wake: sys::eventfd()?,
+        waiters: AtomicUsize::new(0),
     });
     let engine = Progress {
         shared: shared.clone(),
@@ -417,13 +438,19 @@ fn handshake(sock: OwnedFd, opts: &Options, timeout: Duration) -> IpcResult<Conn
         receiving: BTreeMap::new(),
         outbox: VecDeque::new(),
         shut: false,
+        buf: vec![0u8; proto::MAX_MSG],
+        close_deadline: None,
+        finished: false,
     };
+    let engine = Arc::new(Mutex::new(engine));
+    let (sh, en) = (shared.clone(), engine.clone());
     let thread = std::thread::Builder::new()
         .name("movelab-ipc".into())
-        .spawn(move || engine.run())
+        .spawn(move || progress_thread(sh, en))
         .map_err(|e| IpcError::os("spawning the IPC progress thread", e))?;
     Ok(Connection {
         shared,
+        engine,
         thread: Mutex::new(Some(thread)),
         peer: cred,
         path,
@@ -475,6 +502,14 @@ impl Connection {
             len,
         });
         drop(st);
+        if len <= INLINE_POST_MAX {
+            if let Ok(mut e) = self.engine.try_lock() {
+                e.turn(0);
+                drop(e);
+                self.shared.notify();
+                return Ok(cookie);
+            }
+        }
         sys::eventfd_signal(&self.shared.wake);
         Ok(cookie)
     }
@@ -544,37 +579,71 @@ impl Connection {
     /// On timeout the operation stays in flight and can be waited for again.
     pub fn wait(&self, cookie: u64, timeout: Option<Duration>) -> IpcResult<Transfer> {
         let deadline = timeout.map(|t| Instant::now() + t);
+        let timeout_err = || IpcError::WaitTimeout {
+            cookie,
+            ms: timeout.map(|t| t.as_millis() as u64).unwrap_or(0),
+        };
         let mut st = self.shared.lock();
-        loop {
+        let mut registered = false;
+        let result = loop {
             match st.ops.get(&cookie) {
-                None => return Err(IpcError::UnknownCookie(cookie)),
+                None => break Err(IpcError::UnknownCookie(cookie)),
                 Some(Status::Pending) => {}
                 Some(_) => {
-                    return match st.ops.remove(&cookie) {
+                    break match st.ops.remove(&cookie) {
                         Some(Status::Done(t)) => Ok(t),
                         Some(Status::Failed(e)) => Err(e),
                         _ => Err(IpcError::UnknownCookie(cookie)),
                     }
                 }
             }
-            st = match deadline {
-                None => self.shared.cond.wait(st).unwrap_or_else(|p| p.into_inner()),
+            let left = match deadline {
+                None => None,
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return Err(IpcError::WaitTimeout {
-                            cookie,
-                            ms: timeout.map(|t| t.as_millis() as u64).unwrap_or(0),
-                        });
+                        break Err(timeout_err());
                     }
-                    self.shared
-                        .cond
-                        .wait_timeout(st, d - now)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
+                    Some(d - now)
                 }
             };
+            if !registered {
+                // From now on the progress thread stands aside and this thread runs the
+                // protocol: the peer's messages wake it directly (one thread hop fewer).
+                registered = true;
+                self.shared.waiters.fetch_add(1, Ordering::SeqCst);
+            }
+            // Holding the state lock across try_lock and cond.wait: a release of the engine
+            // (notified under the state lock) cannot slip in between and be missed.
+            if let Ok(mut e) = self.engine.try_lock() {
+                drop(st);
+                let finished = e.turn(left.map(|l| ms(l).max(1)).unwrap_or(-1));
+                drop(e);
+                self.shared.notify();
+                st = self.shared.lock();
+                if finished {
+                    continue; // every pending op has been failed: the next check returns
+                }
+            } else {
+                st = match left {
+                    None => self.shared.cond.wait(st).unwrap_or_else(|p| p.into_inner()),
+                    Some(l) => {
+                        self.shared
+                            .cond
+                            .wait_timeout(st, l)
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0
+                    }
+                };
+            }
+        };
+        drop(st);
+        if registered && self.shared.waiters.fetch_sub(1, Ordering::SeqCst) == 1 {
+            // The last waiter leaves: hand the protocol back to the progress thread.
+            sys::eventfd_signal(&self.shared.wake);
+            self.shared.notify();
         }
+        result
     }
 
     /// Close the connection: tell the peer, wait (briefly) until it acknowledges so that it can no
@@ -583,6 +652,7 @@ impl Connection {
     pub fn close(&self) {
         self.shared.lock().closing = true;
         sys::eventfd_signal(&self.shared.wake);
+        self.shared.notify();
         let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(h) = handle {
             let _ = h.join();
@@ -698,29 +768,185 @@ struct Progress {
     receiving: BTreeMap<u64, Receiving>,
     outbox: VecDeque<Vec<u8>>,
     shut: bool,
+    buf: Vec<u8>,
+    close_deadline: Option<Instant>,
+    /// The connection is over: every pending op has been failed.
+    finished: bool,
+}
+
+/// The progress thread: runs the protocol whenever no caller is waiting (so that transfers
+/// progress while the callers compute), and sleeps in poll(2) on the socket and the eventfd.
+fn progress_thread(shared: Arc<Shared>, engine: Arc<Mutex<Progress>>) {
+    loop {
+        {
+            let mut st = shared.lock();
+            while shared.waiters.load(Ordering::SeqCst) > 0 && !st.closing && st.dead.is_none() {
+                st = shared.cond.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        let mut e = engine.lock().unwrap_or_else(|p| p.into_inner());
+        if e.turn(0) {
+            return;
+        }
+        let (sock, events, timeout) = e.poll_plan();
+        drop(e);
+        shared.notify();
+        let mut fds = [
+            libc::pollfd {
+                fd: sock,
+                events,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: shared.wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        if sys::poll(&mut fds, timeout).is_err() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
 }
 
 impl Progress {
-    fn run(mut self) {
-        let why = match self.event_loop() {
-            Ok(w) => w,
-            Err(e) => e.to_string(),
+    /// One round of the protocol: handle new posts, block at most `block_ms` (negative: until
+    /// something happens) for the socket or the eventfd, handle what arrived, send replies.
+    /// Returns true once the connection is over.
+    fn turn(&mut self, block_ms: i32) -> bool {
+        if self.finished {
+            return true;
+        }
+        match self.step(block_ms) {
+            Ok(None) => false,
+            Ok(Some(why)) => {
+                self.finalize(why);
+                true
+            }
+            Err(e) => {
+                self.finalize(e.to_string());
+                true
+            }
+        }
+    }
+
+    /// The socket, its poll events and the poll timeout for a caller that sleeps without the
+    /// engine lock.
+    fn poll_plan(&self) -> (std::os::fd::RawFd, libc::c_short, i32) {
+        let mut events = libc::POLLIN;
+        if !self.outbox.is_empty() {
+            events |= libc::POLLOUT;
+        }
+        let timeout = match self.close_deadline {
+            Some(d) => ms(d.saturating_duration_since(Instant::now())).max(1),
+            None => -1,
+        };
+        (self.sock.as_raw_fd(), events, timeout)
+    }
+
+    fn process_posts(&mut self) -> IpcResult<()> {
+        let (posts, closing) = {
+            let mut st = self.shared.lock();
+            (std::mem::take(&mut st.submit), st.closing)
         };
         if !self.shut {
-            sys::shutdown_write(&self.sock);
+            for p in posts {
+                self.on_post(p)?;
+            }
+            self.pump()?;
         }
-        let closed_here = self.shared.lock().closing;
+        self.flush()?;
+        if closing && !self.shut && self.outbox.is_empty() {
+            sys::shutdown_write(&self.sock);
+            self.shut = true;
+            self.close_deadline = Some(Instant::now() + Duration::from_secs(2));
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, block_ms: i32) -> IpcResult<Option<String>> {
+        self.process_posts()?;
+        let (sock, events, plan) = self.poll_plan();
+        if let Some(d) = self.close_deadline {
+            if Instant::now() >= d {
+                return Ok(Some(
+                    "closed (the peer did not acknowledge within 2 s)".into(),
+                ));
+            }
+        }
+        let timeout = match (block_ms, plan) {
+            (b, p) if b < 0 => p,
+            (b, p) if p < 0 => b,
+            (b, p) => b.min(p),
+        };
+        let mut fds = [
+            libc::pollfd {
+                fd: sock,
+                events,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.shared.wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        sys::poll(&mut fds, timeout)?;
+        if fds[1].revents != 0 {
+            sys::eventfd_drain(&self.shared.wake);
+        }
+        if fds[0].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+            let mut buf = std::mem::take(&mut self.buf);
+            let r = self.receive_all(&mut buf);
+            self.buf = buf;
+            if let Some(why) = r? {
+                return Ok(Some(why));
+            }
+        }
+        self.process_posts()?;
+        Ok(None)
+    }
+
+    fn receive_all(&mut self, buf: &mut [u8]) -> IpcResult<Option<String>> {
+        loop {
+            match sys::recv_msg(&self.sock, buf)? {
+                Recv::WouldBlock => return Ok(None),
+                Recv::Eof => {
+                    return Ok(Some(if self.shut {
+                        "closed".into()
+                    } else {
+                        "peer closed".into()
+                    }));
+                }
+                Recv::Msg(n, _fd) => {
+                    if self.shut {
+                        continue; // closing: drain until the peer's EOF
+                    }
+                    let (m, payload) = Msg::decode(&buf[..n]).map_err(IpcError::Protocol)?;
+                    self.on_msg(m, payload)?;
+                }
+            }
+        }
+    }
+
+    /// The connection is over: shut the socket, fail what is pending, refuse new operations.
+    fn finalize(&mut self, why: String) {
+        self.finished = true;
+        if !self.shut {
+            sys::shutdown_write(&self.sock);
+            self.shut = true;
+        }
+        let mut st = self.shared.lock();
+        let closed_here = st.closing;
         let err = |why: &str| {
             if closed_here {
                 IpcError::Closed(why.to_string())
+            } else if why == "peer closed" {
+                IpcError::PeerClosed
             } else {
-                match why {
-                    "peer closed" => IpcError::PeerClosed,
-                    w => IpcError::Closed(w.to_string()),
-                }
+                IpcError::Closed(why.to_string())
             }
         };
-        let mut st = self.shared.lock();
         for s in st.ops.values_mut() {
             if matches!(s, Status::Pending) {
                 *s = Status::Failed(err(&why));
@@ -733,81 +959,6 @@ impl Progress {
         });
         drop(st);
         self.shared.cond.notify_all();
-    }
-
-    fn event_loop(&mut self) -> IpcResult<String> {
-        let mut buf = vec![0u8; proto::MAX_MSG];
-        let mut close_deadline: Option<Instant> = None;
-        loop {
-            let (posts, closing) = {
-                let mut st = self.shared.lock();
-                (std::mem::take(&mut st.submit), st.closing)
-            };
-            if !self.shut {
-                for p in posts {
-                    self.on_post(p)?;
-                }
-                self.pump()?;
-            }
-            self.flush()?;
-            if closing && !self.shut && self.outbox.is_empty() {
-                sys::shutdown_write(&self.sock);
-                self.shut = true;
-                close_deadline = Some(Instant::now() + Duration::from_secs(2));
-            }
-            let timeout = match close_deadline {
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Ok("closed (the peer did not acknowledge within 2 s)".into());
-                    }
-                    ms(left).max(1)
-                }
-                None => -1,
-            };
-            let mut events = libc::POLLIN;
-            if !self.outbox.is_empty() {
-                events |= libc::POLLOUT;
-            }
-            let mut fds = [
-                libc::pollfd {
-                    fd: self.sock.as_raw_fd(),
-                    events,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.shared.wake.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            sys::poll(&mut fds, timeout)?;
-            if fds[1].revents != 0 {
-                sys::eventfd_drain(&self.shared.wake);
-            }
-            if fds[0].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-                loop {
-                    match sys::recv_msg(&self.sock, &mut buf)? {
-                        Recv::WouldBlock => break,
-                        Recv::Eof => {
-                            return Ok(if self.shut {
-                                "closed".into()
-                            } else {
-                                "peer closed".into()
-                            });
-                        }
-                        Recv::Msg(n, _fd) => {
-                            if self.shut {
-                                continue; // closing: drain until the peer's EOF
-                            }
-                            let (m, payload) =
-                                Msg::decode(&buf[..n]).map_err(IpcError::Protocol)?;
-                            self.on_msg(m, payload)?;
-                        }
-                    }
-                }
-            }
-        }
     }
 
     fn send(&mut self, m: Msg, payload: &[u8]) {
