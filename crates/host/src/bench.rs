@@ -410,6 +410,8 @@ struct OverlapRow {
     size_bytes: usize,
     cache: String,
     overlap: f64,
+    /// The same formula on the minimum of each time (robust to preemption on a busy machine).
+    overlap_min: f64,
     t_copy_ns: f64,
     t_compute_ns: f64,
     t_total_ns: f64,
@@ -438,7 +440,7 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
                         copy.push(t.elapsed().as_nanos() as f64);
                     }
                 }
-                let t_copy = stats(copy).0;
+                let (t_copy, _, _, t_copy_min) = stats(copy);
                 let n = ((t_copy * 1.5).max(2_000.0) * per_ns) as u64;
                 // Tcompute and Ttotal, interleaved so that drift hits both alike.
                 let (mut comp, mut total) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
@@ -460,13 +462,15 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
                     }
                     total.push(t.elapsed().as_nanos() as f64);
                 }
-                let (t_compute, t_total) = (stats(comp).0, stats(total).0);
+                let ((t_compute, _, _, comp_min), (t_total, _, _, total_min)) =
+                    (stats(comp), stats(total));
                 rows.push(OverlapRow {
                     engine: engine.clone(),
                     channels: if engine == "cpu" { 0 } else { spec.channels },
                     size_bytes: size,
                     cache: cache.clone(),
                     overlap: (t_copy + t_compute - t_total) / t_copy,
+                    overlap_min: (t_copy_min + comp_min - total_min) / t_copy_min,
                     t_copy_ns: t_copy,
                     t_compute_ns: t_compute,
                     t_total_ns: t_total,
@@ -506,7 +510,15 @@ struct PollutionRow {
 }
 
 fn pollution(spec: &Spec) -> Result<Vec<Value>> {
-    let thread = Runtime::new("thread", &spec.config())?;
+    // The caller spin-waits for the engine's copy (instead of sleeping), so that no other task
+    // runs on its core in the meantime and the only cache traffic is the copy's own.
+    let thread = Runtime::new(
+        "thread",
+        &EngineConfig {
+            wait_spin_us: 1_000_000,
+            ..spec.config()
+        },
+    )?;
     let cpu = Runtime::new("cpu", &EngineConfig::default())?;
     let size = spec.copy_bytes;
     let mut src = Region::new(size, 3);
@@ -577,25 +589,36 @@ fn breakdown(spec: &Spec) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for engine in &spec.engines {
         let rt = Runtime::new(engine, &spec.config())?;
-        let idle_gap = Duration::from_micros(rt.config().spin_us * 4 + 200);
+        let cfg = rt.config().clone();
         for &size in &spec.sizes {
             let mut src = Region::new(size, 5);
             let mut dst = Region::new(size, 6);
-            let states: &[&str] = if engine == "cpu" {
-                &["caller"]
+            // The worker's idle state when the copy arrives: still spinning (back-to-back copies),
+            // napping (a gap longer than the spin), or parked (a gap longer than park_after).
+            let states: &[(&str, u64)] = if engine == "cpu" {
+                &[("caller", 0)]
             } else {
-                &["spinning", "asleep"]
+                &[
+                    ("spinning", 0),
+                    ("napping", cfg.spin_us * 3 + 100),
+                    ("parked", cfg.park_after_us + 3000),
+                ]
             };
-            for &state in states {
-                let iters = if state == "asleep" {
-                    spec.iters(size).min(300)
-                } else {
-                    spec.iters(size).min(5000)
+            for &(state, gap_us) in states {
+                let gap = Duration::from_micros(gap_us);
+                let iters = match state {
+                    "parked" => spec
+                        .iters(size)
+                        .clamp(3, 40)
+                        .min((spec.max_iters / 10).max(3)),
+                    "napping" => spec.iters(size).min(300),
+                    _ => spec.iters(size).min(5000),
                 };
                 let mut parts: [Vec<f64>; 5] = Default::default();
-                for i in 0..iters + 10 {
-                    if state == "asleep" {
-                        std::thread::sleep(idle_gap);
+                let warm = if gap_us > 0 { 1 } else { 10 };
+                for i in 0..iters + warm {
+                    if gap_us > 0 {
+                        std::thread::sleep(gap);
                     }
                     let op = Op::copy(src.ptr(0), dst.ptr(0), size);
                     let t = Instant::now();
@@ -603,7 +626,7 @@ fn breakdown(spec: &Spec) -> Result<Vec<Value>> {
                     let c = unsafe { rt.submit_raw(&[op], true) }?[0];
                     let tr = rt.wait_traced(c)?;
                     let total = t.elapsed().as_nanos() as f64;
-                    if i >= 10 {
+                    if i >= warm {
                         let vals = [tr.submit_ns, tr.queue_ns, tr.copy_ns, tr.complete_ns];
                         for (p, v) in parts.iter_mut().zip(vals) {
                             p.push(v as f64);

@@ -112,6 +112,12 @@ pub struct EngineConfig {
     /// How long an idle worker spins before going to sleep, in microseconds. Longer than a
     /// wake-up (about 50 us on a virtual machine) so that a steady stream never waits for one.
     pub spin_us: u64,
+    /// After spinning, an idle worker naps: it polls its ring every `nap_us` microseconds
+    /// (a timed sleep; submitters need no system call to wake it) ...
+    pub nap_us: u64,
+    /// ... until it has been idle for `park_after_us`; then it parks on its doorbell (a futex) and
+    /// the next submitter wakes it with a system call.
+    pub park_after_us: u64,
     /// How long `wait` spins before sleeping on the completion record, in microseconds.
     pub wait_spin_us: u64,
 }
@@ -126,6 +132,8 @@ impl Default for EngineConfig {
             pin: true,
             cpus: Vec::new(),
             spin_us: 100,
+            nap_us: 20,
+            park_after_us: 20_000,
             wait_spin_us: 1000,
         }
     }

@@ -646,6 +646,34 @@ mod tests {
     }
 
     #[test]
+    fn parked_and_napping_workers_are_woken() {
+        // No spinning at all: every idle period ends in a nap (first engine) or a park (second),
+        // so every submit races with the worker going to sleep. None may be lost (a lost
+        // wake-up would hang this test).
+        for park_after_us in [1_000_000, 0] {
+            let cfg = EngineConfig {
+                channels: 2,
+                spin_us: 0,
+                nap_us: 1,
+                park_after_us,
+                wait_spin_us: 0,
+                ..Default::default()
+            };
+            let rt = Runtime::new("thread", &cfg).unwrap();
+            let src = pattern(4096, 7);
+            for i in 0..1500usize {
+                let mut dst = vec![0u8; 1 + i % 4096];
+                let n = dst.len();
+                rt.copy(&src[..n], &mut dst).unwrap();
+                assert_eq!(dst, src[..n]);
+                if i % 100 == 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn null_pointers_are_rejected() {
         let rt = thread_rt(1);
         let mut d = [0u8; 4];

@@ -88,6 +88,19 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
     }
 }
 
+/// Ask for timed sleeps of the calling thread to overshoot by at most `ns` (Linux timer slack).
+pub fn set_timer_slack_ns(ns: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
+        unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = ns;
+}
+
 /// Sleep while `word` still holds `expected` (spurious wake-ups possible: callers re-check).
 pub fn futex_wait(word: &AtomicU32, expected: u32) {
     #[cfg(target_os = "linux")]

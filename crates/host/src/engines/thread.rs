@@ -7,8 +7,10 @@
 //!   copies are never split: one channel does them with memmove.
 //! * Operations of at least `nt_threshold` bytes are written with non-temporal stores unless
 //!   they ask for their destination in the cache.
-//! * An idle worker spins for `spin_us`, then announces that it sleeps and waits on its
-//!   doorbell (a futex); a submitter rings the doorbell only when the worker sleeps.
+//! * An idle worker spins for `spin_us`; then naps (polls its ring every `nap_us` with a timed
+//!   sleep, so it burns no core yet submitters still need no system call) until it has been idle
+//!   for `park_after_us`; then it announces that it sleeps and parks on its doorbell (a futex).
+//!   A submitter rings the doorbell (a system call) only when the worker is parked.
 //! * Dropping the engine lets every worker drain its ring (all in-flight operations complete)
 //!   and joins the workers.
 use crate::engine::{Completion, Engine, EngineConfig, Op, OpKind, Stamps};
@@ -96,11 +98,15 @@ impl ThreadEngine {
                 pinned: AtomicUsize::new(NOT_PINNED),
             });
             let cpu = (config.pin && !cpus.is_empty()).then(|| cpus[i % cpus.len()]);
-            let spin = Duration::from_micros(config.spin_us);
+            let idle = Idle {
+                spin: Duration::from_micros(config.spin_us),
+                nap: Duration::from_micros(config.nap_us),
+                park_after: Duration::from_micros(config.park_after_us),
+            };
             let worker_ch = ch.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("movelab-copy-{i}"))
-                .spawn(move || worker(worker_ch, cpu, spin))
+                .spawn(move || worker(worker_ch, cpu, idle))
                 .map_err(|e| HostError::Os(format!("cannot start copy worker {i}: {e}")))?;
             engine.channels.push(ch);
             engine.workers.push(handle);
@@ -230,12 +236,39 @@ fn execute(d: Desc) {
     d.done.part_done();
 }
 
-fn worker(ch: Arc<Channel>, cpu: Option<usize>, spin: Duration) {
+/// How an idle worker backs off.
+#[derive(Clone, Copy)]
+struct Idle {
+    spin: Duration,
+    nap: Duration,
+    park_after: Duration,
+}
+
+/// Spin on the ring for `d`; true if work (or a stop request) arrived.
+fn spin_for(ch: &Channel, d: Duration) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < d {
+        for _ in 0..32 {
+            if !ch.ring.is_empty() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if ch.stop.load(Ordering::Relaxed) {
+            return true;
+        }
+    }
+    false
+}
+
+fn worker(ch: Arc<Channel>, cpu: Option<usize>, idle: Idle) {
     if let Some(c) = cpu {
         if sys::pin_current_thread(c).is_ok() {
             ch.pinned.store(c, Ordering::Release);
         }
     }
+    // Naps should last what we ask, not the default 50 us timer slack.
+    sys::set_timer_slack_ns(1_000);
     loop {
         if let Some(d) = ch.ring.pop() {
             execute(d);
@@ -244,25 +277,24 @@ fn worker(ch: Arc<Channel>, cpu: Option<usize>, spin: Duration) {
         if ch.stop.load(Ordering::Acquire) && ch.ring.is_empty() {
             return;
         }
-        // Spin briefly: a new descriptor right after the last one is served without a wake-up.
-        let t0 = Instant::now();
-        let mut found = false;
-        while t0.elapsed() < spin {
-            for _ in 0..32 {
-                if !ch.ring.is_empty() {
-                    found = true;
-                    break;
-                }
-                std::hint::spin_loop();
-            }
-            if found || ch.stop.load(Ordering::Relaxed) {
+        // 1. Spin: a descriptor right after the last one is served without any sleep.
+        if spin_for(&ch, idle.spin) {
+            continue;
+        }
+        // 2. Nap: poll with short timed sleeps; submitters still make no system call.
+        let idle_since = Instant::now();
+        let mut woke = false;
+        while idle_since.elapsed() < idle.park_after {
+            std::thread::sleep(idle.nap);
+            if !ch.ring.is_empty() || ch.stop.load(Ordering::Relaxed) {
+                woke = true;
                 break;
             }
         }
-        if found {
+        if woke {
             continue;
         }
-        // Sleep: announce it, re-check, then wait for the doorbell to change.
+        // 3. Park: announce it, re-check, then wait for the doorbell to change.
         let seen = ch.doorbell.load(Ordering::SeqCst);
         ch.sleeping.store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
