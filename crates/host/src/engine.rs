@@ -94,7 +94,7 @@ impl Op {
 
 /// Parameters of an engine. Every field has a default; `channels` etc. only matter to `thread`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
     /// Number of channels (worker threads) of the thread engine.
     pub channels: usize,

@@ -186,39 +186,12 @@ impl PyEngine {
 
 #[pymethods]
 impl PyEngine {
+    /// `config_json`: a JSON object of `EngineConfig` fields (missing fields take defaults).
     #[new]
-    #[pyo3(signature = (name = "thread", channels = 1, nt_threshold = None, split_threshold = None,
-                        pin = true, spin_us = None, ring_capacity = None, wait_spin_us = None))]
-    fn new(
-        name: &str,
-        channels: usize,
-        nt_threshold: Option<usize>,
-        split_threshold: Option<usize>,
-        pin: bool,
-        spin_us: Option<u64>,
-        ring_capacity: Option<usize>,
-        wait_spin_us: Option<u64>,
-    ) -> PyResult<Self> {
-        let mut cfg = EngineConfig {
-            channels,
-            pin,
-            ..Default::default()
-        };
-        if let Some(v) = nt_threshold {
-            cfg.nt_threshold = v;
-        }
-        if let Some(v) = split_threshold {
-            cfg.split_threshold = v;
-        }
-        if let Some(v) = spin_us {
-            cfg.spin_us = v;
-        }
-        if let Some(v) = ring_capacity {
-            cfg.ring_capacity = v;
-        }
-        if let Some(v) = wait_spin_us {
-            cfg.wait_spin_us = v;
-        }
+    #[pyo3(signature = (name = "thread", config_json = "{}"))]
+    fn new(name: &str, config_json: &str) -> PyResult<Self> {
+        let cfg: EngineConfig = serde_json::from_str(config_json)
+            .map_err(|e| PyValueError::new_err(format!("invalid engine configuration: {e}")))?;
         Ok(PyEngine {
             rt: Runtime::new(name, &cfg).map_err(to_py)?,
             held: Mutex::new(HashMap::new()),

@@ -50,6 +50,9 @@ class Engine:
         spin_us: how long an idle worker spins before sleeping (default 100 us).
         ring_capacity: descriptors per channel ring.
         wait_spin_us: how long ``wait`` spins before sleeping (default 1000 us).
+        **more: further engine settings: ``nap_us`` (poll interval of a napping worker, 20 us),
+            ``park_after_us`` (idle time before a worker parks on its futex, 20000 us),
+            ``cpus`` (cores for the workers). Unknown names raise ``ValueError``.
     """
 
     def __init__(
@@ -63,12 +66,29 @@ class Engine:
         spin_us: int | None = None,
         ring_capacity: int | None = None,
         wait_spin_us: int | None = None,
+        **more: Any,
     ) -> None:
-        if not isinstance(channels, int) or channels < 1:
+        if not isinstance(channels, int) or isinstance(channels, bool) or channels < 1:
             raise ValueError(f"channels must be a positive integer, got {channels!r}")
-        self._e = _core.HostEngine(
-            name, channels, nt_threshold, split_threshold, pin, spin_us, ring_capacity, wait_spin_us
-        )
+        options = {
+            "channels": channels,
+            "pin": bool(pin),
+            "nt_threshold": nt_threshold,
+            "split_threshold": split_threshold,
+            "spin_us": spin_us,
+            "ring_capacity": ring_capacity,
+            "wait_spin_us": wait_spin_us,
+            **more,
+        }
+        for key, value in options.items():
+            if key == "cpus":
+                continue
+            if value is not None and not isinstance(value, bool | int):
+                raise ValueError(f"{key} must be an integer, got {value!r}")
+            if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                raise ValueError(f"{key} must be non-negative, got {value}")
+        config = {k: v for k, v in options.items() if v is not None}
+        self._e = _core.HostEngine(name, json.dumps(config))
 
     @property
     def name(self) -> str:
