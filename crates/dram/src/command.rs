@@ -182,3 +182,48 @@ pub struct LogHeader {
     /// Whether the controller refreshed (so the checker can verify the refresh interval).
     pub refresh: bool,
 }
+
+/// Receives every command a controller issues, in issue order.
+pub trait CommandSink {
+    fn record(&mut self, r: &CommandRecord);
+}
+
+impl CommandSink for Vec<CommandRecord> {
+    fn record(&mut self, r: &CommandRecord) {
+        self.push(*r);
+    }
+}
+
+/// Writes the command log in the text format [`CommandRecord::to_line`] describes, after the
+/// [`LOG_MAGIC`] line and the `# spec` header line.
+pub struct LogWriter<W: std::io::Write> {
+    out: W,
+    error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> LogWriter<W> {
+    pub fn new(mut out: W, header: &LogHeader) -> std::io::Result<Self> {
+        writeln!(out, "{LOG_MAGIC}")?;
+        let json = serde_json::to_string(header).map_err(std::io::Error::other)?;
+        writeln!(out, "# spec {json}")?;
+        Ok(LogWriter { out, error: None })
+    }
+    /// Flushes and reports the first write error, if any happened.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl<W: std::io::Write> CommandSink for LogWriter<W> {
+    fn record(&mut self, r: &CommandRecord) {
+        if self.error.is_none() {
+            if let Err(e) = writeln!(self.out, "{}", r.to_line()) {
+                self.error = Some(e);
+            }
+        }
+    }
+}

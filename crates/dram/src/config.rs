@@ -103,6 +103,9 @@ pub struct ControllerConfig {
     pub bank_xor: bool,
     /// Mechanism for bulk copy/init requests: "baseline" (data crosses the channel) or "rowclone".
     pub bulk: String,
+    /// Lines the controller's baseline copy engine reads before it writes them out (its stream
+    /// buffer); 64 lines = one 4 KB page.
+    pub bulk_buffer_lines: usize,
 }
 
 impl Default for ControllerConfig {
@@ -118,6 +121,7 @@ impl Default for ControllerConfig {
             mapper: "RoBaRaCoCh".into(),
             bank_xor: false,
             bulk: "baseline".into(),
+            bulk_buffer_lines: 64,
         }
     }
 }
@@ -134,7 +138,7 @@ pub struct EnergyConfig {
 /// Default channel energy per bit. Chosen so that, on the RowClone paper's DDR3-1066 system, the
 /// channel is about 40% of a 4 KB copy's DRAM-plus-channel energy, as that paper states
 /// (Seshadri et al., MICRO 2013, section 1); docs/dram.md shows the derivation.
-pub const DEFAULT_IO_PJ_PER_BIT: f64 = 15.0;
+pub const DEFAULT_IO_PJ_PER_BIT: f64 = 13.0;
 
 impl Default for EnergyConfig {
     fn default() -> Self {
@@ -363,6 +367,9 @@ impl Config {
         one_of("controller.refresh", &c.refresh, &["all-bank", "none"])?;
         one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
         one_of("controller.bulk", &c.bulk, &["baseline", "rowclone"])?;
+        if c.bulk_buffer_lines == 0 {
+            return Err(ConfigError::invalid(src, "controller.bulk_buffer_lines", "must be at least 1"));
+        }
         if c.read_queue == 0 || c.write_queue == 0 {
             return Err(ConfigError::invalid(src, "controller.read_queue", "queues need at least one entry"));
         }

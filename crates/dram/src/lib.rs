@@ -6,11 +6,18 @@
 //! IDD-based energy model, an independent timing checker that replays the command log, and trace
 //! readers and generators. What is not: anything above the memory controller (cores, caches,
 //! engines live in movelab-platform). Depends on no other movelab crate.
+pub mod bulk_baseline;
 pub mod command;
 pub mod config;
+pub mod controller;
+pub mod device;
+pub mod energy;
 pub mod error;
 pub mod mapper;
 pub mod request;
+pub mod rowclone;
 pub mod scheduler;
 pub mod spec;
+pub mod stats;
+pub mod system;
 pub mod units;

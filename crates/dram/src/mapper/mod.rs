@@ -9,9 +9,10 @@ use crate::spec::Organization;
 mod ch_ra_ba_ro_co;
 mod line_interleave;
 mod ro_ba_ra_co_ch;
+mod ro_ra_ba_ch_co;
 
 /// The mapper names a config may use.
-pub const MAPPERS: &[&str] = &["RoBaRaCoCh", "ChRaBaRoCo", "line-interleave"];
+pub const MAPPERS: &[&str] = &["RoBaRaCoCh", "ChRaBaRoCo", "RoRaBaChCo", "line-interleave"];
 
 /// Where a line lives. `column` counts cache lines (bursts) within the row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -139,6 +140,7 @@ pub fn build(name: &str, org: &Organization, bank_xor: bool) -> Option<Box<dyn A
     match name {
         "RoBaRaCoCh" => Some(Box::new(ro_ba_ra_co_ch::mapper(org, bank_xor))),
         "ChRaBaRoCo" => Some(Box::new(ch_ra_ba_ro_co::mapper(org, bank_xor))),
+        "RoRaBaChCo" => Some(Box::new(ro_ra_ba_ch_co::mapper(org, bank_xor))),
         "line-interleave" => Some(Box::new(line_interleave::mapper(org, bank_xor))),
         _ => None,
     }
@@ -166,7 +168,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn unmap_inverts_map(addr in 0u64..(1u64 << 40), which in 0usize..3, xor in any::<bool>()) {
+        fn unmap_inverts_map(addr in 0u64..(1u64 << 40), which in 0usize..4, xor in any::<bool>()) {
             let o = org();
             let m = build(MAPPERS[which], &o, xor).unwrap();
             let cap = o.capacity_bytes();
