@@ -13,6 +13,7 @@ pub mod controller;
 pub mod device;
 pub mod energy;
 pub mod error;
+pub mod experiments;
 pub mod mapper;
 pub mod request;
 pub mod rowclone;
