@@ -9,8 +9,10 @@
 pub mod command;
 pub mod config;
 pub mod error;
+pub mod generator;
 pub mod mapper;
 pub mod request;
 pub mod scheduler;
 pub mod spec;
+pub mod trace;
 pub mod units;
