@@ -108,7 +108,7 @@ impl FromStr for TraceFormat {
 /// or `R`, `W`, `COPY`, `INIT`, is native; three tokens whose second is a DRAMsim3 operation
 /// (`READ`, `WRITE`, `P_MEM_RD`, ...) is DRAMsim3. Keywords are matched case-insensitively.
 pub fn detect_format(line: &str) -> Option<TraceFormat> {
-    let mut tokens = strip_comment(line).split_whitespace();
+    let mut tokens = strip_comment(line).split_ascii_whitespace();
     let first = tokens.next()?;
     if first.eq_ignore_ascii_case("LD") || first.eq_ignore_ascii_case("ST") {
         return Some(TraceFormat::Ramulator);
@@ -149,8 +149,8 @@ pub fn from_reader<R: BufRead>(
 /// Returns `line` without a `#` comment and without surrounding white space.
 pub(crate) fn strip_comment(line: &str) -> &str {
     match line.find('#') {
-        Some(i) => line[..i].trim(),
-        None => line.trim(),
+        Some(i) => line[..i].trim_ascii(),
+        None => line.trim_ascii(),
     }
 }
 
@@ -217,6 +217,13 @@ pub(crate) fn shorten(tok: &str) -> String {
         end -= 1;
     }
     format!("{}...", &tok[..end])
+}
+
+fn not_utf8(e: &std::str::Utf8Error) -> String {
+    format!(
+        "not valid UTF-8 text (bad byte at column {})",
+        e.valid_up_to() + 1
+    )
 }
 
 /// The per-format line parsers with their state (the previous arrival, for order checks).
@@ -367,12 +374,7 @@ impl<R: BufRead> TraceReader<R> {
     }
 
     fn line_text(&self) -> Result<&str, TraceError> {
-        std::str::from_utf8(&self.buf).map_err(|e| {
-            self.error(format!(
-                "not valid UTF-8 text (bad byte at column {})",
-                e.valid_up_to() + 1
-            ))
-        })
+        std::str::from_utf8(&self.buf).map_err(|e| self.error(not_utf8(&e)))
     }
 
     fn next_item(&mut self) -> Option<Result<TraceItem, TraceError>> {
@@ -386,11 +388,11 @@ impl<R: BufRead> TraceReader<R> {
                     Err(e) => return Some(Err(e)),
                 }
             }
-            let text = match std::str::from_utf8(&self.buf) {
-                Ok(t) => t,
-                Err(_) => return Some(Err(self.line_text().err()?)),
+            let parsed = match std::str::from_utf8(&self.buf) {
+                Ok(text) => self.parser.parse(text),
+                Err(e) => Err(not_utf8(&e)),
             };
-            match self.parser.parse(text) {
+            match parsed {
                 Ok(Some(item)) => return Some(Ok(item)),
                 Ok(None) => continue,
                 Err(what) => return Some(Err(self.error(what))),
