@@ -17,6 +17,28 @@
 //! comment (see [`detect_format`]). Writers ([`write_native`], [`write_ramulator`],
 //! [`write_dramsim3`]) save generated traffic, for movelab itself or for the other simulators.
 //!
+//! ```
+//! use movelab_dram::request::{Op, Request, TraceItem};
+//! use movelab_dram::trace::{from_reader, write_ramulator, TraceFormat};
+//!
+//! # fn main() -> Result<(), movelab_dram::error::TraceError> {
+//! let text = "# two requests\nLD 0x40\nST 0x80\n";
+//! let reader = from_reader(text.as_bytes(), "example.trace", TraceFormat::Auto)?;
+//! assert_eq!(reader.format(), TraceFormat::Ramulator);
+//! let items = reader.collect::<Result<Vec<TraceItem>, _>>()?;
+//! assert_eq!(items[0], TraceItem::Req(Request { addr: 0x40, op: Op::Read, arrival: None }));
+//!
+//! let bad = from_reader("LD 0x40\nLD zz\n".as_bytes(), "bad.trace", TraceFormat::Auto)?;
+//! let err = bad.collect::<Result<Vec<_>, _>>().unwrap_err();
+//! assert_eq!(err.to_string(), "bad.trace:2: address: 'zz' is not a number (decimal, or hexadecimal with 0x)");
+//!
+//! let mut out = Vec::new();
+//! write_ramulator(items, &mut out)?;
+//! assert_eq!(out, b"LD 0x40\nST 0x80\n");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! What is not here: compressed traces, and any interpretation of addresses (that is the address
 //! mapper's job) or of timing (the consumer decides when an item with no arrival is offered).
 use crate::error::TraceError;
