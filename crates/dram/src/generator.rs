@@ -19,6 +19,22 @@
 //! 1.0 gives only reads and 0.0 only writes. Requests carry no arrival cycle (`arrival: None`):
 //! the consumer offers one per cycle.
 //!
+//! ```
+//! use movelab_dram::generator::GeneratorSpec;
+//!
+//! let spec = GeneratorSpec::from_toml_str(
+//!     "kind = \"random\"\ncount = 1000\nread_fraction = 0.8\nseed = 1\nfootprint_bytes = \"64M\"\n",
+//!     "workload.toml",
+//! )?;
+//! let requests: Vec<_> = spec.build()?.collect();
+//! assert_eq!(requests.len(), 1000);
+//! assert_eq!(requests, spec.build()?.collect::<Vec<_>>()); // same seed, same sequence
+//!
+//! let err = GeneratorSpec::from_toml_str("kind = \"stream\"\ncount = 1\nread_fraction = 1.5\n", "w.toml");
+//! assert_eq!(err.unwrap_err().to_string(), "w.toml: generator.read_fraction: 1.5 is not within 0..=1");
+//! # Ok::<(), movelab_dram::error::ConfigError>(())
+//! ```
+//!
 //! What is not here: bulk-operation generators and traffic from cores (movelab-platform).
 use crate::error::ConfigError;
 use crate::request::{Op, Request, TraceItem};

@@ -45,7 +45,7 @@ impl Dramsim3Parser {
         if text.is_empty() {
             return Ok(None);
         }
-        let mut tokens = text.split_whitespace();
+        let mut tokens = text.split_ascii_whitespace();
         let (Some(addr), Some(op), Some(cycle), None) =
             (tokens.next(), tokens.next(), tokens.next(), tokens.next())
         else {

@@ -17,6 +17,28 @@
 //! comment (see [`detect_format`]). Writers ([`write_native`], [`write_ramulator`],
 //! [`write_dramsim3`]) save generated traffic, for movelab itself or for the other simulators.
 //!
+//! ```
+//! use movelab_dram::request::{Op, Request, TraceItem};
+//! use movelab_dram::trace::{from_reader, write_ramulator, TraceFormat};
+//!
+//! # fn main() -> Result<(), movelab_dram::error::TraceError> {
+//! let text = "# two requests\nLD 0x40\nST 0x80\n";
+//! let reader = from_reader(text.as_bytes(), "example.trace", TraceFormat::Auto)?;
+//! assert_eq!(reader.format(), TraceFormat::Ramulator);
+//! let items = reader.collect::<Result<Vec<TraceItem>, _>>()?;
+//! assert_eq!(items[0], TraceItem::Req(Request { addr: 0x40, op: Op::Read, arrival: None }));
+//!
+//! let bad = from_reader("LD 0x40\nLD zz\n".as_bytes(), "bad.trace", TraceFormat::Auto)?;
+//! let err = bad.collect::<Result<Vec<_>, _>>().unwrap_err();
+//! assert_eq!(err.to_string(), "bad.trace:2: address: 'zz' is not a number (decimal, or hexadecimal with 0x)");
+//!
+//! let mut out = Vec::new();
+//! write_ramulator(items, &mut out)?;
+//! assert_eq!(out, b"LD 0x40\nST 0x80\n");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! What is not here: compressed traces, and any interpretation of addresses (that is the address
 //! mapper's job) or of timing (the consumer decides when an item with no arrival is offered).
 use crate::error::TraceError;
@@ -108,7 +130,7 @@ impl FromStr for TraceFormat {
 /// or `R`, `W`, `COPY`, `INIT`, is native; three tokens whose second is a DRAMsim3 operation
 /// (`READ`, `WRITE`, `P_MEM_RD`, ...) is DRAMsim3. Keywords are matched case-insensitively.
 pub fn detect_format(line: &str) -> Option<TraceFormat> {
-    let mut tokens = strip_comment(line).split_whitespace();
+    let mut tokens = strip_comment(line).split_ascii_whitespace();
     let first = tokens.next()?;
     if first.eq_ignore_ascii_case("LD") || first.eq_ignore_ascii_case("ST") {
         return Some(TraceFormat::Ramulator);
@@ -149,8 +171,8 @@ pub fn from_reader<R: BufRead>(
 /// Returns `line` without a `#` comment and without surrounding white space.
 pub(crate) fn strip_comment(line: &str) -> &str {
     match line.find('#') {
-        Some(i) => line[..i].trim(),
-        None => line.trim(),
+        Some(i) => line[..i].trim_ascii(),
+        None => line.trim_ascii(),
     }
 }
 
@@ -217,6 +239,13 @@ pub(crate) fn shorten(tok: &str) -> String {
         end -= 1;
     }
     format!("{}...", &tok[..end])
+}
+
+fn not_utf8(e: &std::str::Utf8Error) -> String {
+    format!(
+        "not valid UTF-8 text (bad byte at column {})",
+        e.valid_up_to() + 1
+    )
 }
 
 /// The per-format line parsers with their state (the previous arrival, for order checks).
@@ -367,12 +396,7 @@ impl<R: BufRead> TraceReader<R> {
     }
 
     fn line_text(&self) -> Result<&str, TraceError> {
-        std::str::from_utf8(&self.buf).map_err(|e| {
-            self.error(format!(
-                "not valid UTF-8 text (bad byte at column {})",
-                e.valid_up_to() + 1
-            ))
-        })
+        std::str::from_utf8(&self.buf).map_err(|e| self.error(not_utf8(&e)))
     }
 
     fn next_item(&mut self) -> Option<Result<TraceItem, TraceError>> {
@@ -386,11 +410,11 @@ impl<R: BufRead> TraceReader<R> {
                     Err(e) => return Some(Err(e)),
                 }
             }
-            let text = match std::str::from_utf8(&self.buf) {
-                Ok(t) => t,
-                Err(_) => return Some(Err(self.line_text().err()?)),
+            let parsed = match std::str::from_utf8(&self.buf) {
+                Ok(text) => self.parser.parse(text),
+                Err(e) => Err(not_utf8(&e)),
             };
-            match self.parser.parse(text) {
+            match parsed {
                 Ok(Some(item)) => return Some(Ok(item)),
                 Ok(None) => continue,
                 Err(what) => return Some(Err(self.error(what))),

@@ -64,7 +64,7 @@ impl NativeParser {
         if text.is_empty() {
             return Ok(None);
         }
-        let mut tokens = text.split_whitespace();
+        let mut tokens = text.split_ascii_whitespace();
         let mut op = tokens.next().ok_or_else(|| SYNTAX.to_string())?;
         let mut arrival = None;
         if let Some(cycle) = op.strip_prefix('@') {

@@ -20,7 +20,7 @@ pub(crate) fn parse_line(line: &str) -> Result<Option<TraceItem>, String> {
     if text.is_empty() {
         return Ok(None);
     }
-    let mut tokens = text.split_whitespace();
+    let mut tokens = text.split_ascii_whitespace();
     let (Some(kind), Some(addr), None) = (tokens.next(), tokens.next(), tokens.next()) else {
         return Err(format!("'{}': {SYNTAX}", shorten(text)));
     };
