@@ -29,12 +29,24 @@ pub struct BaselineOp {
 
 impl BaselineOp {
     pub fn new(op: u32, lines: Vec<(Option<u64>, u64)>) -> BaselineOp {
-        BaselineOp { op, lines, next: 0, batch: VecDeque::new(), reads_in_flight: 0, writes_in_flight: 0, phase: Phase::Fill, last_done: 0 }
+        BaselineOp {
+            op,
+            lines,
+            next: 0,
+            batch: VecDeque::new(),
+            reads_in_flight: 0,
+            writes_in_flight: 0,
+            phase: Phase::Fill,
+            last_done: 0,
+        }
     }
 
     /// All lines written.
     pub fn finished(&self) -> bool {
-        self.next >= self.lines.len() && self.batch.is_empty() && self.reads_in_flight == 0 && self.writes_in_flight == 0
+        self.next >= self.lines.len()
+            && self.batch.is_empty()
+            && self.reads_in_flight == 0
+            && self.writes_in_flight == 0
     }
 
     pub fn on_done(&mut self, op: Op, time: u64) {
@@ -49,7 +61,14 @@ impl BaselineOp {
 
     /// Offers as many reads or writes to the channels as they accept now.
     /// Returns whether it queued anything.
-    pub fn pump(&mut self, now: u64, buffer: usize, mapper: &dyn AddressMapper, chans: &mut [Controller], seq: &mut u64) -> bool {
+    pub fn pump(
+        &mut self,
+        now: u64,
+        buffer: usize,
+        mapper: &dyn AddressMapper,
+        chans: &mut [Controller],
+        seq: &mut u64,
+    ) -> bool {
         let before = *seq;
         loop {
             match self.phase {

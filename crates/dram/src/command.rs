@@ -123,7 +123,10 @@ impl CommandRecord {
             self.column
         );
         if let Some(d) = self.dst {
-            s.push_str(&format!(" {} {} {} {}", d.bank_group, d.bank, d.row, d.column));
+            s.push_str(&format!(
+                " {} {} {} {}",
+                d.bank_group, d.bank, d.row, d.column
+            ));
         }
         s
     }
@@ -133,11 +136,16 @@ impl CommandRecord {
         let err = |what: String| LogError::Line { line: lineno, what };
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() != 8 && f.len() != 12 {
-            return Err(err(format!("expected 8 fields (12 for TR), found {}", f.len())));
+            return Err(err(format!(
+                "expected 8 fields (12 for TR), found {}",
+                f.len()
+            )));
         }
-        let kind = CommandKind::from_mnemonic(f[1]).ok_or_else(|| err(format!("unknown command '{}'", f[1])))?;
+        let kind = CommandKind::from_mnemonic(f[1])
+            .ok_or_else(|| err(format!("unknown command '{}'", f[1])))?;
         let num = |i: usize, name: &str| -> Result<u64, LogError> {
-            f[i].parse::<u64>().map_err(|_| err(format!("{name} '{}' is not a non-negative integer", f[i])))
+            f[i].parse::<u64>()
+                .map_err(|_| err(format!("{name} '{}' is not a non-negative integer", f[i])))
         };
         let num32 = |i: usize, name: &str| -> Result<u32, LogError> {
             u32::try_from(num(i, name)?).map_err(|_| err(format!("{name} '{}' is too large", f[i])))

@@ -11,10 +11,22 @@ use std::collections::BTreeMap;
 
 /// The built-in configuration presets (`presets/configs/*.toml`).
 pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
-    ("ddr3-1600k-bench", include_str!("../../../presets/configs/ddr3-1600k-bench.toml")),
-    ("rowclone-ddr3-1066", include_str!("../../../presets/configs/rowclone-ddr3-1066.toml")),
-    ("ddr4-2400r", include_str!("../../../presets/configs/ddr4-2400r.toml")),
-    ("ddr4-3200aa-2ch", include_str!("../../../presets/configs/ddr4-3200aa-2ch.toml")),
+    (
+        "ddr3-1600k-bench",
+        include_str!("../../../presets/configs/ddr3-1600k-bench.toml"),
+    ),
+    (
+        "rowclone-ddr3-1066",
+        include_str!("../../../presets/configs/rowclone-ddr3-1066.toml"),
+    ),
+    (
+        "ddr4-2400r",
+        include_str!("../../../presets/configs/ddr4-2400r.toml"),
+    ),
+    (
+        "ddr4-3200aa-2ch",
+        include_str!("../../../presets/configs/ddr4-3200aa-2ch.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.
@@ -144,7 +156,9 @@ pub const DEFAULT_IO_PJ_PER_BIT: f64 = 35.0;
 
 impl Default for EnergyConfig {
     fn default() -> Self {
-        EnergyConfig { io_pj_per_bit: DEFAULT_IO_PJ_PER_BIT }
+        EnergyConfig {
+            io_pj_per_bit: DEFAULT_IO_PJ_PER_BIT,
+        }
     }
 }
 
@@ -175,14 +189,20 @@ pub fn builtin_config_names() -> Vec<&'static str> {
 }
 
 fn builtin_config_value(name: &str) -> Result<toml::Value, ConfigError> {
-    let (_, text) = BUILTIN_CONFIGS.iter().find(|(n, _)| *n == name).ok_or_else(|| ConfigError::Unknown {
-        kind: "config preset",
-        name: name.into(),
-        known: builtin_config_names().join(", "),
-    })?;
+    let (_, text) = BUILTIN_CONFIGS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| ConfigError::Unknown {
+            kind: "config preset",
+            name: name.into(),
+            known: builtin_config_names().join(", "),
+        })?;
     text.parse::<toml::Table>()
         .map(toml::Value::Table)
-        .map_err(|e| ConfigError::Syntax { source_name: format!("presets/configs/{name}.toml"), what: e.to_string() })
+        .map_err(|e| ConfigError::Syntax {
+            source_name: format!("presets/configs/{name}.toml"),
+            what: e.to_string(),
+        })
 }
 
 impl Config {
@@ -204,14 +224,19 @@ impl Config {
     pub fn from_toml_str(text: &str, source_name: &str) -> Result<Config, ConfigError> {
         let v = text
             .parse::<toml::Table>()
-            .map_err(|e| ConfigError::Syntax { source_name: source_name.into(), what: e.to_string() })?;
+            .map_err(|e| ConfigError::Syntax {
+                source_name: source_name.into(),
+                what: e.to_string(),
+            })?;
         Config::from_value(toml::Value::Table(v), source_name)
     }
 
     /// Reads a TOML file.
     pub fn from_file(path: &std::path::Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::Io { path: path.display().to_string(), what: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
+            path: path.display().to_string(),
+            what: e.to_string(),
+        })?;
         Config::from_toml_str(&text, &path.display().to_string())
     }
 
@@ -221,7 +246,11 @@ impl Config {
             Some(p) => {
                 let mut base = builtin_config_value(p)?;
                 if base.get("preset").is_some() {
-                    return Err(ConfigError::invalid(format!("presets/configs/{p}.toml"), "preset", "presets do not nest"));
+                    return Err(ConfigError::invalid(
+                        format!("presets/configs/{p}.toml"),
+                        "preset",
+                        "presets do not nest",
+                    ));
                 }
                 merge_toml(&mut base, v.clone());
                 base
@@ -233,15 +262,23 @@ impl Config {
         }
         let cfg: Config = merged
             .try_into()
-            .map_err(|e: toml::de::Error| ConfigError::Syntax { source_name: source_name.into(), what: e.message().to_string() })?;
+            .map_err(|e: toml::de::Error| ConfigError::Syntax {
+                source_name: source_name.into(),
+                what: e.message().to_string(),
+            })?;
         cfg.resolve(source_name)?; // validate everything now
         Ok(cfg)
     }
 
     /// Layers `overrides` (a TOML table shaped like a config) on top of this config.
-    pub fn with_overrides(&self, overrides: toml::Value, source_name: &str) -> Result<Config, ConfigError> {
-        let mut base = toml::Value::try_from(self)
-            .map_err(|e| ConfigError::invalid(source_name, "", format!("cannot serialise config: {e}")))?;
+    pub fn with_overrides(
+        &self,
+        overrides: toml::Value,
+        source_name: &str,
+    ) -> Result<Config, ConfigError> {
+        let mut base = toml::Value::try_from(self).map_err(|e| {
+            ConfigError::invalid(source_name, "", format!("cannot serialise config: {e}"))
+        })?;
         merge_toml(&mut base, overrides);
         Config::from_value(base, source_name)
     }
@@ -250,16 +287,22 @@ impl Config {
     pub fn resolve(&self, src: &str) -> Result<DramSpec, ConfigError> {
         let standards = builtin_standards()?;
         let d = &self.dram;
-        let std_file = standards.iter().find(|s| s.speed.contains_key(&d.speed)).ok_or_else(|| ConfigError::Unknown {
-            kind: "speed bin (dram.speed)",
-            name: d.speed.clone(),
-            known: known(standards.iter().flat_map(|s| s.speed.keys().cloned())),
-        })?;
-        let part = std_file.part.get(&d.part).ok_or_else(|| ConfigError::Unknown {
-            kind: "part (dram.part) for this standard",
-            name: d.part.clone(),
-            known: known(std_file.part.keys().cloned()),
-        })?;
+        let std_file = standards
+            .iter()
+            .find(|s| s.speed.contains_key(&d.speed))
+            .ok_or_else(|| ConfigError::Unknown {
+                kind: "speed bin (dram.speed)",
+                name: d.speed.clone(),
+                known: known(standards.iter().flat_map(|s| s.speed.keys().cloned())),
+            })?;
+        let part = std_file
+            .part
+            .get(&d.part)
+            .ok_or_else(|| ConfigError::Unknown {
+                kind: "part (dram.part) for this standard",
+                name: d.part.clone(),
+                known: known(std_file.part.keys().cloned()),
+            })?;
         let speed = &std_file.speed[&d.speed];
         let mut timing = BTreeMap::new();
         for (k, v) in speed {
@@ -267,39 +310,64 @@ impl Config {
                 continue;
             }
             let n = v.as_integer().filter(|n| *n >= 0).ok_or_else(|| {
-                ConfigError::invalid(format!("speed bin {}", d.speed), k, "expected a non-negative integer")
+                ConfigError::invalid(
+                    format!("speed bin {}", d.speed),
+                    k,
+                    "expected a non-negative integer",
+                )
             })?;
             timing.insert(k.clone(), n as u64);
         }
-        let tck = *timing
-            .get("tCK_ps")
-            .ok_or_else(|| ConfigError::invalid(format!("speed bin {}", d.speed), "tCK_ps", "missing"))?;
+        let tck = *timing.get("tCK_ps").ok_or_else(|| {
+            ConfigError::invalid(format!("speed bin {}", d.speed), "tCK_ps", "missing")
+        })?;
         if tck == 0 {
-            return Err(ConfigError::invalid(src, "dram.timing.tCK_ps", "must be positive"));
+            return Err(ConfigError::invalid(
+                src,
+                "dram.timing.tCK_ps",
+                "must be positive",
+            ));
         }
-        timing.insert("nRFC".into(), ((part.trfc_ns * 1000.0) / tck as f64).ceil() as u64);
-        timing.insert("nREFI".into(), ((part.trefi_ns * 1000.0) / tck as f64).floor() as u64);
+        timing.insert(
+            "nRFC".into(),
+            ((part.trfc_ns * 1000.0) / tck as f64).ceil() as u64,
+        );
+        timing.insert(
+            "nREFI".into(),
+            ((part.trefi_ns * 1000.0) / tck as f64).floor() as u64,
+        );
         for (k, v) in &d.timing {
             if !timing.contains_key(k) {
                 return Err(ConfigError::invalid(
                     src,
                     format!("dram.timing.{k}"),
-                    format!("unknown timing parameter (known: {})", known(timing.keys().cloned())),
+                    format!(
+                        "unknown timing parameter (known: {})",
+                        known(timing.keys().cloned())
+                    ),
                 ));
             }
             timing.insert(k.clone(), *v);
         }
         for must_be_positive in ["tCK_ps", "nBL", "nREFI"] {
             if timing.get(must_be_positive) == Some(&0) {
-                return Err(ConfigError::invalid(src, format!("dram.timing.{must_be_positive}"), "must be positive"));
+                return Err(ConfigError::invalid(
+                    src,
+                    format!("dram.timing.{must_be_positive}"),
+                    "must be positive",
+                ));
             }
         }
         let h = &std_file.standard;
         let o = &d.org;
         let bank_groups = o.bank_groups.unwrap_or(h.bank_groups);
         let banks = o.banks.unwrap_or(part.banks);
-        if bank_groups == 0 || banks == 0 || banks % bank_groups != 0 {
-            return Err(ConfigError::invalid(src, "dram.org.banks", format!("{banks} banks do not split into {bank_groups} bank groups")));
+        if bank_groups == 0 || banks == 0 || !banks.is_multiple_of(bank_groups) {
+            return Err(ConfigError::invalid(
+                src,
+                "dram.org.banks",
+                format!("{banks} banks do not split into {bank_groups} bank groups"),
+            ));
         }
         let org = Organization {
             channels: d.channels,
@@ -315,7 +383,11 @@ impl Config {
         };
         let pow2 = |v: u32, key: &str| -> Result<(), ConfigError> {
             if v == 0 || !v.is_power_of_two() {
-                return Err(ConfigError::invalid(src, key, format!("{v} must be a power of two (the address mappers slice bits)")));
+                return Err(ConfigError::invalid(
+                    src,
+                    key,
+                    format!("{v} must be a power of two (the address mappers slice bits)"),
+                ));
             }
             Ok(())
         };
@@ -326,33 +398,70 @@ impl Config {
         pow2(org.rows, "dram.org.rows")?;
         pow2(org.columns, "dram.org.columns")?;
         if org.columns < org.burst_length {
-            return Err(ConfigError::invalid(src, "dram.org.columns", "fewer columns than one burst"));
+            return Err(ConfigError::invalid(
+                src,
+                "dram.org.columns",
+                "fewer columns than one burst",
+            ));
         }
-        if org.subarray_rows < 2 || org.subarray_rows > org.rows || org.rows % org.subarray_rows != 0 {
+        if org.subarray_rows < 2
+            || org.subarray_rows > org.rows
+            || !org.rows.is_multiple_of(org.subarray_rows)
+        {
             return Err(ConfigError::invalid(
                 src,
                 "dram.org.subarray_rows",
-                format!("{} must be at least 2 and divide the {} rows", org.subarray_rows, org.rows),
+                format!(
+                    "{} must be at least 2 and divide the {} rows",
+                    org.subarray_rows, org.rows
+                ),
             ));
         }
         let mut currents = part.currents.clone();
         {
-            let mut cv = toml::Value::try_from(&currents).map_err(|e| ConfigError::invalid(src, "dram.currents", e.to_string()))?;
-            let tbl = cv.as_table_mut().ok_or_else(|| ConfigError::invalid(src, "dram.currents", "not a table"))?;
+            let mut cv = toml::Value::try_from(&currents)
+                .map_err(|e| ConfigError::invalid(src, "dram.currents", e.to_string()))?;
+            let tbl = cv
+                .as_table_mut()
+                .ok_or_else(|| ConfigError::invalid(src, "dram.currents", "not a table"))?;
             for (k, v) in &d.currents {
                 if !tbl.contains_key(k) {
-                    return Err(ConfigError::invalid(src, format!("dram.currents.{k}"), format!("unknown current (known: {})", known(tbl.keys().cloned()))));
+                    return Err(ConfigError::invalid(
+                        src,
+                        format!("dram.currents.{k}"),
+                        format!("unknown current (known: {})", known(tbl.keys().cloned())),
+                    ));
                 }
                 if !v.is_finite() || *v < 0.0 {
-                    return Err(ConfigError::invalid(src, format!("dram.currents.{k}"), "must be a non-negative number"));
+                    return Err(ConfigError::invalid(
+                        src,
+                        format!("dram.currents.{k}"),
+                        "must be a non-negative number",
+                    ));
                 }
                 tbl.insert(k.clone(), toml::Value::Float(*v));
             }
-            currents = cv.try_into().map_err(|e: toml::de::Error| ConfigError::invalid(src, "dram.currents", e.to_string()))?;
+            currents = cv.try_into().map_err(|e: toml::de::Error| {
+                ConfigError::invalid(src, "dram.currents", e.to_string())
+            })?;
         }
-        let (rules, windows) = resolve_rules(&format!("standard {}", h.name), &h.rules, &h.windows, &timing)?;
+        let (rules, windows) = resolve_rules(
+            &format!("standard {}", h.name),
+            &h.rules,
+            &h.windows,
+            &timing,
+        )?;
         self.check_controller(src)?;
-        Ok(DramSpec { standard: h.name.clone(), speed: d.speed.clone(), part: d.part.clone(), org, timing, rules, windows, currents })
+        Ok(DramSpec {
+            standard: h.name.clone(),
+            speed: d.speed.clone(),
+            part: d.part.clone(),
+            org,
+            timing,
+            rules,
+            windows,
+            currents,
+        })
     }
 
     fn check_controller(&self, src: &str) -> Result<(), ConfigError> {
@@ -361,19 +470,35 @@ impl Config {
             if allowed.contains(&v) {
                 Ok(())
             } else {
-                Err(ConfigError::invalid(src, key, format!("'{v}' is not one of: {}", allowed.join(", "))))
+                Err(ConfigError::invalid(
+                    src,
+                    key,
+                    format!("'{v}' is not one of: {}", allowed.join(", ")),
+                ))
             }
         };
-        one_of("controller.scheduler", &c.scheduler, crate::scheduler::SCHEDULERS)?;
+        one_of(
+            "controller.scheduler",
+            &c.scheduler,
+            crate::scheduler::SCHEDULERS,
+        )?;
         one_of("controller.row_policy", &c.row_policy, &["open", "closed"])?;
         one_of("controller.refresh", &c.refresh, &["all-bank", "none"])?;
         one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
         one_of("controller.bulk", &c.bulk, &["baseline", "rowclone"])?;
         if c.bulk_buffer_lines == 0 {
-            return Err(ConfigError::invalid(src, "controller.bulk_buffer_lines", "must be at least 1"));
+            return Err(ConfigError::invalid(
+                src,
+                "controller.bulk_buffer_lines",
+                "must be at least 1",
+            ));
         }
         if c.read_queue == 0 || c.write_queue == 0 {
-            return Err(ConfigError::invalid(src, "controller.read_queue", "queues need at least one entry"));
+            return Err(ConfigError::invalid(
+                src,
+                "controller.read_queue",
+                "queues need at least one entry",
+            ));
         }
         let (lo, hi) = (c.write_low_watermark, c.write_high_watermark);
         if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) || lo >= hi {
@@ -384,7 +509,11 @@ impl Config {
             ));
         }
         if !self.energy.io_pj_per_bit.is_finite() || self.energy.io_pj_per_bit < 0.0 {
-            return Err(ConfigError::invalid(src, "energy.io_pj_per_bit", "must be a non-negative number"));
+            return Err(ConfigError::invalid(
+                src,
+                "energy.io_pj_per_bit",
+                "must be a non-negative number",
+            ));
         }
         Ok(())
     }

@@ -47,9 +47,21 @@ pub enum JobMech {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobKind {
     /// Fast Parallel Mode: ACT src, ACTC dst (same subarray), PRE.
-    Fpm { bank: BankId, src_row: u32, dst_row: u32, copied: bool },
+    Fpm {
+        bank: BankId,
+        src_row: u32,
+        dst_row: u32,
+        copied: bool,
+    },
     /// Pipelined Serial Mode: open both rows, one TR per (src column, dst column), close both.
-    Psm { src: BankId, src_row: u32, dst: BankId, dst_row: u32, cols: Vec<(u32, u32)>, next: usize },
+    Psm {
+        src: BankId,
+        src_row: u32,
+        dst: BankId,
+        dst_row: u32,
+        cols: Vec<(u32, u32)>,
+        next: usize,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,7 +231,17 @@ impl Controller {
     /// Queues a line request. The caller checked [`Controller::can_accept`].
     pub fn enqueue(&mut self, loc: &Location, op: Op, now: u64, seq: u64, tag: Tag) {
         let bank = self.dev.bank_id(loc.rank, loc.bank_group, loc.bank);
-        let e = Entry { bank, row: loc.row, col: loc.column, op, arrival: now, seq, tag, needed_act: false, needed_pre: false };
+        let e = Entry {
+            bank,
+            row: loc.row,
+            col: loc.column,
+            op,
+            arrival: now,
+            seq,
+            tag,
+            needed_act: false,
+            needed_pre: false,
+        };
         let idx = match self.free.pop() {
             Some(i) => {
                 self.slab[i as usize] = e;
@@ -256,7 +278,12 @@ impl Controller {
     fn start_jobs(&mut self) {
         let mut i = 0;
         while i < self.waiting_jobs.len() {
-            let free = self.waiting_jobs[i].1.banks().iter().flatten().all(|b| !self.bank_owned[*b as usize]);
+            let free = self.waiting_jobs[i]
+                .1
+                .banks()
+                .iter()
+                .flatten()
+                .all(|b| !self.bank_owned[*b as usize]);
             if free {
                 if let Some((seq, job)) = self.waiting_jobs.remove(i) {
                     for b in job.banks().iter().flatten() {
@@ -273,9 +300,23 @@ impl Controller {
     /// The next command a job needs, or None when it is finished.
     fn job_next(&self, ji: usize) -> Option<Pending> {
         let job = &self.jobs[ji].1;
-        let p = |kind, bank: BankId, row, col, dst| Some(Pending { kind, bank, row, col, dst, source: Source::Job(ji) });
+        let p = |kind, bank: BankId, row, col, dst| {
+            Some(Pending {
+                kind,
+                bank,
+                row,
+                col,
+                dst,
+                source: Source::Job(ji),
+            })
+        };
         match &job.kind {
-            JobKind::Fpm { bank, src_row, dst_row, copied } => {
+            JobKind::Fpm {
+                bank,
+                src_row,
+                dst_row,
+                copied,
+            } => {
                 let open = self.dev.open_row(*bank);
                 if !copied {
                     match open {
@@ -284,10 +325,24 @@ impl Controller {
                         Some(r) => p(CommandKind::Pre, *bank, r, 0, None),
                     }
                 } else {
-                    open.map(|r| Pending { kind: CommandKind::Pre, bank: *bank, row: r, col: 0, dst: None, source: Source::Job(ji) })
+                    open.map(|r| Pending {
+                        kind: CommandKind::Pre,
+                        bank: *bank,
+                        row: r,
+                        col: 0,
+                        dst: None,
+                        source: Source::Job(ji),
+                    })
                 }
             }
-            JobKind::Psm { src, src_row, dst, dst_row, cols, next } => {
+            JobKind::Psm {
+                src,
+                src_row,
+                dst,
+                dst_row,
+                cols,
+                next,
+            } => {
                 if *next < cols.len() {
                     for (b, row) in [(*src, *src_row), (*dst, *dst_row)] {
                         match self.dev.open_row(b) {
@@ -297,7 +352,13 @@ impl Controller {
                         }
                     }
                     let (sc, dc) = cols[*next];
-                    p(CommandKind::Tr, *src, *src_row, sc, Some((*dst, *dst_row, dc)))
+                    p(
+                        CommandKind::Tr,
+                        *src,
+                        *src_row,
+                        sc,
+                        Some((*dst, *dst_row, dc)),
+                    )
                 } else {
                     for b in [*src, *dst] {
                         if let Some(r) = self.dev.open_row(b) {
@@ -311,13 +372,30 @@ impl Controller {
     }
 
     fn bank_candidate(&self, flat: usize) -> Option<Pending> {
-        let q = if self.write_mode { &self.wq[flat] } else { &self.rq[flat] };
+        let q = if self.write_mode {
+            &self.wq[flat]
+        } else {
+            &self.rq[flat]
+        };
         let &oldest = q.front()?;
         let e = &self.slab[oldest as usize];
         let bank = e.bank;
-        let col_kind = |op: Op| if op == Op::Read { CommandKind::Rd } else { CommandKind::Wr };
+        let col_kind = |op: Op| {
+            if op == Op::Read {
+                CommandKind::Rd
+            } else {
+                CommandKind::Wr
+            }
+        };
         match self.dev.open_row(bank) {
-            None => Some(Pending { kind: CommandKind::Act, bank, row: e.row, col: 0, dst: None, source: Source::Entry(oldest) }),
+            None => Some(Pending {
+                kind: CommandKind::Act,
+                bank,
+                row: e.row,
+                col: 0,
+                dst: None,
+                source: Source::Entry(oldest),
+            }),
             Some(r) => {
                 let hit = if self.sched.offers_row_hits() {
                     q.iter().copied().find(|&i| self.slab[i as usize].row == r)
@@ -327,9 +405,23 @@ impl Controller {
                 match hit {
                     Some(i) => {
                         let h = &self.slab[i as usize];
-                        Some(Pending { kind: col_kind(h.op), bank, row: r, col: h.col, dst: None, source: Source::Entry(i) })
+                        Some(Pending {
+                            kind: col_kind(h.op),
+                            bank,
+                            row: r,
+                            col: h.col,
+                            dst: None,
+                            source: Source::Entry(i),
+                        })
                     }
-                    None => Some(Pending { kind: CommandKind::Pre, bank, row: r, col: 0, dst: None, source: Source::Entry(oldest) }),
+                    None => Some(Pending {
+                        kind: CommandKind::Pre,
+                        bank,
+                        row: r,
+                        col: 0,
+                        dst: None,
+                        source: Source::Entry(oldest),
+                    }),
                 }
             }
         }
@@ -345,10 +437,14 @@ impl Controller {
 
     fn update_write_mode_inner(&mut self) {
         if !self.write_mode {
-            if self.wq_len as f64 > self.wr_hi * self.wq_cap as f64 || (self.rq_len == 0 && self.wq_len > 0) {
+            if self.wq_len as f64 > self.wr_hi * self.wq_cap as f64
+                || (self.rq_len == 0 && self.wq_len > 0)
+            {
                 self.write_mode = true;
             }
-        } else if (self.wq_len as f64) < self.wr_lo * self.wq_cap as f64 && self.rq_len > 0 || self.wq_len == 0 {
+        } else if (self.wq_len as f64) < self.wr_lo * self.wq_cap as f64 && self.rq_len > 0
+            || self.wq_len == 0
+        {
             self.write_mode = false;
         }
     }
@@ -377,10 +473,25 @@ impl Controller {
                     }
                 }
                 let b0 = self.dev.bank_id(r as u32, 0, 0);
-                let kind = if self.dev.any_open(r as u32) { CommandKind::Prea } else { CommandKind::Ref };
+                let kind = if self.dev.any_open(r as u32) {
+                    CommandKind::Prea
+                } else {
+                    CommandKind::Ref
+                };
                 let at = self.dev.earliest(kind, b0, None);
                 if at <= now {
-                    self.issue(Pending { kind, bank: b0, row: 0, col: 0, dst: None, source: Source::Refresh }, now, &mut log);
+                    self.issue(
+                        Pending {
+                            kind,
+                            bank: b0,
+                            row: 0,
+                            col: 0,
+                            dst: None,
+                            source: Source::Refresh,
+                        },
+                        now,
+                        &mut log,
+                    );
                     if kind == CommandKind::Ref {
                         self.refresh_pending[r] = false;
                         self.refresh_due[r] += self.n_refi;
@@ -400,7 +511,11 @@ impl Controller {
             }
             if let Some(p) = self.job_next(ji) {
                 let at = self.dev.earliest(p.kind, p.bank, p.dst.map(|d| d.0));
-                self.cands.push(Candidate { seq, is_hit: p.kind == CommandKind::Tr, ready_at: at });
+                self.cands.push(Candidate {
+                    seq,
+                    is_hit: p.kind == CommandKind::Tr,
+                    ready_at: at,
+                });
                 self.pend.push(p);
             }
         }
@@ -418,7 +533,11 @@ impl Controller {
                 }
                 let Source::Entry(i) = p.source else { continue };
                 let at = self.dev.earliest(p.kind, p.bank, None);
-                self.cands.push(Candidate { seq: self.slab[i as usize].seq, is_hit: matches!(p.kind, CommandKind::Rd | CommandKind::Wr), ready_at: at });
+                self.cands.push(Candidate {
+                    seq: self.slab[i as usize].seq,
+                    is_hit: matches!(p.kind, CommandKind::Rd | CommandKind::Wr),
+                    ready_at: at,
+                });
                 self.pend.push(p);
             }
         }
@@ -444,19 +563,28 @@ impl Controller {
         if self.closed_row && matches!(kind, CommandKind::Rd | CommandKind::Wr) {
             if let Source::Entry(i) = p.source {
                 let flat = p.bank.flat as usize;
-                let others = self.rq[flat].iter().chain(self.wq[flat].iter()).any(|&j| j != i && self.slab[j as usize].row == p.row);
+                let others = self.rq[flat]
+                    .iter()
+                    .chain(self.wq[flat].iter())
+                    .any(|&j| j != i && self.slab[j as usize].row == p.row);
                 if !others {
-                    kind = if kind == CommandKind::Rd { CommandKind::Rda } else { CommandKind::Wra };
+                    kind = if kind == CommandKind::Rd {
+                        CommandKind::Rda
+                    } else {
+                        CommandKind::Wra
+                    };
                 }
             }
         }
         if kind == CommandKind::Prea {
             let base = p.bank.rank * (self.dev.banks() / self.refresh_pending.len() as u32);
             let per_rank = self.dev.banks() / self.refresh_pending.len() as u32;
-            self.counters.banks_closed_by_prea +=
-                (base..base + per_rank).filter(|&f| self.dev.open_row(self.dev.bank_from_flat(f)).is_some()).count() as u64;
+            self.counters.banks_closed_by_prea += (base..base + per_rank)
+                .filter(|&f| self.dev.open_row(self.dev.bank_from_flat(f)).is_some())
+                .count() as u64;
         }
-        self.dev.issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
+        self.dev
+            .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
         self.bank_dirty[p.bank.flat as usize] = true;
         if let Some((d, _, _)) = p.dst {
             self.bank_dirty[d.flat as usize] = true;
@@ -477,9 +605,18 @@ impl Controller {
                 rank: p.bank.rank,
                 bank_group: p.bank.bank_group,
                 bank: p.bank.bank,
-                row: if matches!(kind, CommandKind::Prea | CommandKind::Ref) { 0 } else { p.row },
+                row: if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
+                    0
+                } else {
+                    p.row
+                },
                 column: p.col,
-                dst: p.dst.map(|(b, r, c)| TransferDst { bank_group: b.bank_group, bank: b.bank, row: r, column: c }),
+                dst: p.dst.map(|(b, r, c)| TransferDst {
+                    bank_group: b.bank_group,
+                    bank: b.bank,
+                    row: r,
+                    column: c,
+                }),
             });
         }
         match p.source {
@@ -496,7 +633,11 @@ impl Controller {
     fn complete_entry(&mut self, i: u32, kind: CommandKind, now: u64) {
         let e = self.slab[i as usize];
         let flat = e.bank.flat as usize;
-        let q = if e.op == Op::Read { &mut self.rq[flat] } else { &mut self.wq[flat] };
+        let q = if e.op == Op::Read {
+            &mut self.rq[flat]
+        } else {
+            &mut self.wq[flat]
+        };
         if let Some(pos) = q.iter().position(|&j| j == i) {
             q.remove(pos);
         }
@@ -521,13 +662,21 @@ impl Controller {
             let t = now + self.n_cwl + self.n_bl;
             c.write_latency.add(t - e.arrival);
             // A bulk write is done once its data is in the cells and its bank could close again.
-            let t = if matches!(e.tag, Tag::BulkLine { .. }) { t + self.n_wr + self.n_rp } else { t };
+            let t = if matches!(e.tag, Tag::BulkLine { .. }) {
+                t + self.n_wr + self.n_rp
+            } else {
+                t
+            };
             (t, t - e.arrival)
         };
         let _ = (lat, kind);
         c.last_done = c.last_done.max(done_at);
         if e.tag != Tag::Trace {
-            self.done.push(Done { time: done_at, tag: e.tag, op: e.op });
+            self.done.push(Done {
+                time: done_at,
+                tag: e.tag,
+                op: e.op,
+            });
         }
     }
 
@@ -562,7 +711,11 @@ impl Controller {
         self.counters.last_done = self.counters.last_done.max(t);
         match job.then {
             Some(next) => self.waiting_jobs.push_front((seq, *next)),
-            None => self.done.push(Done { time: t, tag: Tag::BulkJob { op: job.op }, op: Op::Write }),
+            None => self.done.push(Done {
+                time: t,
+                tag: Tag::BulkJob { op: job.op },
+                op: Op::Write,
+            }),
         }
     }
 

@@ -83,13 +83,23 @@ impl ChannelDevices {
     }
 
     pub fn bank_id(&self, rank: u32, bank_group: u32, bank: u32) -> BankId {
-        BankId { rank, bank_group, bank, flat: rank * self.banks_per_rank + bank_group * self.banks_per_group + bank }
+        BankId {
+            rank,
+            bank_group,
+            bank,
+            flat: rank * self.banks_per_rank + bank_group * self.banks_per_group + bank,
+        }
     }
 
     pub fn bank_from_flat(&self, flat: u32) -> BankId {
         let rank = flat / self.banks_per_rank;
         let in_rank = flat % self.banks_per_rank;
-        BankId { rank, bank_group: in_rank / self.banks_per_group, bank: in_rank % self.banks_per_group, flat }
+        BankId {
+            rank,
+            bank_group: in_rank / self.banks_per_group,
+            bank: in_rank % self.banks_per_group,
+            flat,
+        }
     }
 
     pub fn banks_per_rank(&self) -> u32 {
@@ -149,7 +159,9 @@ impl ChannelDevices {
                     .max(self.bank_next[d.flat as usize][TK_TRD])
             }
             _ => {
-                let mut t = r[k].max(self.group_next[self.group_index(b)][k]).max(self.bank_next[b.flat as usize][k]);
+                let mut t = r[k]
+                    .max(self.group_next[self.group_index(b)][k])
+                    .max(self.bank_next[b.flat as usize][k]);
                 if matches!(kind, CommandKind::Act | CommandKind::Actc) {
                     t = t.max(self.window_earliest(k, b.rank));
                 }
@@ -223,7 +235,14 @@ impl ChannelDevices {
     }
 
     /// Records `kind` issued at `now`: updates open rows and every timing horizon it affects.
-    pub fn issue(&mut self, kind: CommandKind, b: BankId, row: u32, dst: Option<(BankId, u32)>, now: u64) {
+    pub fn issue(
+        &mut self,
+        kind: CommandKind,
+        b: BankId,
+        row: u32,
+        dst: Option<(BankId, u32)>,
+        now: u64,
+    ) {
         let k = kind.index();
         match kind {
             CommandKind::Tr => {
@@ -235,8 +254,13 @@ impl ChannelDevices {
                     let (scope, to, lat) = self.rules_from[k][i];
                     let t = now + lat;
                     match scope {
-                        Scope::Bankgroup => self.group_next[gi][to] = self.group_next[gi][to].max(t),
-                        Scope::Rank => self.rank_next[b.rank as usize][to] = self.rank_next[b.rank as usize][to].max(t),
+                        Scope::Bankgroup => {
+                            self.group_next[gi][to] = self.group_next[gi][to].max(t)
+                        }
+                        Scope::Rank => {
+                            self.rank_next[b.rank as usize][to] =
+                                self.rank_next[b.rank as usize][to].max(t)
+                        }
                         _ => {}
                     }
                 }

@@ -4,9 +4,9 @@
 //! data crossing the memory channel (what in-DRAM copy saves).
 //!
 //! Units: V x mA x ns = pJ. All results in nJ for the whole memory system.
+use crate::command::CommandKind;
 use crate::controller::ChannelCounters;
 use crate::device::RankActivity;
-use crate::command::CommandKind;
 use crate::spec::DramSpec;
 use crate::stats::EnergyBreakdown;
 
@@ -35,7 +35,9 @@ impl CommandEnergy {
         let vpp = |a: f64, b: f64| c.vpp * (a - b).max(0.0);
         CommandEnergy {
             act: chips * (c.vdd * (c.idd0 - c.idd3n) * t_ras + vpp(c.ipp0, c.ipp3n) * t_ras),
-            pre: chips * (c.vdd * (c.idd0 - c.idd2n) * (t_rc - t_ras) + vpp(c.ipp0, c.ipp2n) * (t_rc - t_ras)),
+            pre: chips
+                * (c.vdd * (c.idd0 - c.idd2n) * (t_rc - t_ras)
+                    + vpp(c.ipp0, c.ipp2n) * (t_rc - t_ras)),
             read: chips * (c.vdd * (c.idd4r - c.idd3n) * t_bl + vpp(c.ipp4r, c.ipp3n) * t_bl),
             write: chips * (c.vdd * (c.idd4w - c.idd3n) * t_bl + vpp(c.ipp4w, c.ipp3n) * t_bl),
             refresh: chips * (c.vdd * (c.idd5 - c.idd3n) * t_rfc + vpp(c.ipp5, c.ipp3n) * t_rfc),
@@ -47,12 +49,19 @@ impl CommandEnergy {
 }
 
 /// The energy breakdown of a channel's run.
-pub fn channel_energy(e: &CommandEnergy, c: &ChannelCounters, activity: &[RankActivity]) -> EnergyBreakdown {
+pub fn channel_energy(
+    e: &CommandEnergy,
+    c: &ChannelCounters,
+    activity: &[RankActivity],
+) -> EnergyBreakdown {
     let n = |k: CommandKind| c.commands[k.index()] as f64;
     // ACTC raises a wordline and restores a full row, like an ACTIVATE.
     let acts = n(CommandKind::Act) + n(CommandKind::Actc);
     // Auto-precharge forms and PREA close banks too.
-    let pres = n(CommandKind::Pre) + n(CommandKind::Rda) + n(CommandKind::Wra) + c.banks_closed_by_prea as f64;
+    let pres = n(CommandKind::Pre)
+        + n(CommandKind::Rda)
+        + n(CommandKind::Wra)
+        + c.banks_closed_by_prea as f64;
     let reads = n(CommandKind::Rd) + n(CommandKind::Rda);
     let writes = n(CommandKind::Wr) + n(CommandKind::Wra);
     let trs = n(CommandKind::Tr);
@@ -68,11 +77,20 @@ pub fn channel_energy(e: &CommandEnergy, c: &ChannelCounters, activity: &[RankAc
         write_nj: writes * e.write / 1000.0,
         transfer_nj: trs * (e.read + e.write) / 1000.0,
         refresh_nj: n(CommandKind::Ref) * e.refresh / 1000.0,
-        background_nj: (act_cyc as f64 * e.active_bg_per_cycle + pre_cyc as f64 * e.precharged_bg_per_cycle) / 1000.0,
+        background_nj: (act_cyc as f64 * e.active_bg_per_cycle
+            + pre_cyc as f64 * e.precharged_bg_per_cycle)
+            / 1000.0,
         io_nj: (reads + writes) * e.io_per_burst / 1000.0,
         total_nj: 0.0,
     };
-    b.total_nj = b.activate_nj + b.precharge_nj + b.read_nj + b.write_nj + b.transfer_nj + b.refresh_nj + b.background_nj + b.io_nj;
+    b.total_nj = b.activate_nj
+        + b.precharge_nj
+        + b.read_nj
+        + b.write_nj
+        + b.transfer_nj
+        + b.refresh_nj
+        + b.background_nj
+        + b.io_nj;
     b
 }
 

@@ -5,18 +5,34 @@ use thiserror::Error;
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ConfigError {
     #[error("{source_name}: {key}: {what}")]
-    Invalid { source_name: String, key: String, what: String },
+    Invalid {
+        source_name: String,
+        key: String,
+        what: String,
+    },
     #[error("{source_name}: TOML syntax error: {what}")]
     Syntax { source_name: String, what: String },
     #[error("unknown {kind} '{name}' (known: {known})")]
-    Unknown { kind: &'static str, name: String, known: String },
+    Unknown {
+        kind: &'static str,
+        name: String,
+        known: String,
+    },
     #[error("cannot read {path}: {what}")]
     Io { path: String, what: String },
 }
 
 impl ConfigError {
-    pub fn invalid(source_name: impl Into<String>, key: impl Into<String>, what: impl Into<String>) -> Self {
-        ConfigError::Invalid { source_name: source_name.into(), key: key.into(), what: what.into() }
+    pub fn invalid(
+        source_name: impl Into<String>,
+        key: impl Into<String>,
+        what: impl Into<String>,
+    ) -> Self {
+        ConfigError::Invalid {
+            source_name: source_name.into(),
+            key: key.into(),
+            what: what.into(),
+        }
     }
 }
 
@@ -24,7 +40,11 @@ impl ConfigError {
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum TraceError {
     #[error("{source_name}:{line}: {what}")]
-    Line { source_name: String, line: usize, what: String },
+    Line {
+        source_name: String,
+        line: usize,
+        what: String,
+    },
     #[error("cannot read {path}: {what}")]
     Io { path: String, what: String },
     #[error("{0}")]

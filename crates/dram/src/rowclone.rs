@@ -59,16 +59,26 @@ pub fn baseline_lines(op: &BulkOp, line: u64) -> Vec<(Option<u64>, u64)> {
 }
 
 type RowKey = (u32, u32, u32, u32, u32); // channel, rank, bank group, bank, row
+/// Lines of one (source row, destination row) pair: (src column, dst column, src addr, dst addr).
+type RowPairs = BTreeMap<(RowKey, RowKey), Vec<(u32, u32, u64, u64)>>;
 
 fn key(l: &Location) -> RowKey {
     (l.channel, l.rank, l.bank_group, l.bank, l.row)
 }
 
 /// Splits `op` (operation index `op_idx`) for RowClone.
-pub fn split(op: &BulkOp, op_idx: u32, mapper: &dyn AddressMapper, org: &Organization, dev: &ChannelDevices) -> Split {
+pub fn split(
+    op: &BulkOp,
+    op_idx: u32,
+    mapper: &dyn AddressMapper,
+    org: &Organization,
+    dev: &ChannelDevices,
+) -> Split {
     let line = org.line_bytes();
     let mut out = Split::default();
-    let aligned = op.dst % line == 0 && op.bytes % line == 0 && matches!(op.kind, BulkKind::Init { value: 0 } | BulkKind::Copy { .. })
+    let aligned = op.dst.is_multiple_of(line)
+        && op.bytes.is_multiple_of(line)
+        && matches!(op.kind, BulkKind::Init { value: 0 } | BulkKind::Copy { .. })
         && match op.kind {
             BulkKind::Copy { src } => src % line == 0,
             BulkKind::Init { .. } => true,
@@ -83,18 +93,22 @@ pub fn split(op: &BulkOp, op_idx: u32, mapper: &dyn AddressMapper, org: &Organiz
     match op.kind {
         BulkKind::Copy { src } => {
             // (src row, dst row) -> [(src col, dst col, src addr, dst addr)]
-            let mut groups: BTreeMap<(RowKey, RowKey), Vec<(u32, u32, u64, u64)>> = BTreeMap::new();
+            let mut groups: RowPairs = BTreeMap::new();
             for i in 0..n {
                 let (sa, da) = (src + i * line, op.dst + i * line);
                 let (s, d) = (mapper.map(sa), mapper.map(da));
-                groups.entry((key(&s), key(&d))).or_default().push((s.column, d.column, sa, da));
+                groups
+                    .entry((key(&s), key(&d)))
+                    .or_default()
+                    .push((s.column, d.column, sa, da));
             }
             for ((s, d), lines) in groups {
                 let bytes = lines.len() as u64 * line;
                 let (sch, srank, sbg, sb, srow) = s;
                 let (dch, drank, dbg, db, drow) = d;
                 if sch != dch || srank != drank {
-                    out.baseline_lines.extend(lines.iter().map(|l| (Some(l.2), l.3)));
+                    out.baseline_lines
+                        .extend(lines.iter().map(|l| (Some(l.2), l.3)));
                     out.bytes.baseline += bytes;
                     continue;
                 }
@@ -102,15 +116,26 @@ pub fn split(op: &BulkOp, op_idx: u32, mapper: &dyn AddressMapper, org: &Organiz
                 let dbank = dev.bank_id(drank, dbg, db);
                 let cols: Vec<(u32, u32)> = lines.iter().map(|l| (l.0, l.1)).collect();
                 if sbank.flat != dbank.flat {
-                    out.jobs.push((sch, Job {
-                        op: op_idx,
-                        mech: JobMech::PsmInter,
-                        kind: JobKind::Psm { src: sbank, src_row: srow, dst: dbank, dst_row: drow, cols, next: 0 },
-                        then: None,
-                    }));
+                    out.jobs.push((
+                        sch,
+                        Job {
+                            op: op_idx,
+                            mech: JobMech::PsmInter,
+                            kind: JobKind::Psm {
+                                src: sbank,
+                                src_row: srow,
+                                dst: dbank,
+                                dst_row: drow,
+                                cols,
+                                next: 0,
+                            },
+                            then: None,
+                        },
+                    ));
                     out.bytes.psm_inter += bytes;
                 } else if dev.banks_per_rank() < 2 {
-                    out.baseline_lines.extend(lines.iter().map(|l| (Some(l.2), l.3)));
+                    out.baseline_lines
+                        .extend(lines.iter().map(|l| (Some(l.2), l.3)));
                     out.bytes.baseline += bytes;
                 } else if srow == drow {
                     // A copy onto itself moves nothing.
@@ -119,12 +144,20 @@ pub fn split(op: &BulkOp, op_idx: u32, mapper: &dyn AddressMapper, org: &Organiz
                     && lines.len() == lpr
                     && lines.iter().all(|l| l.0 == l.1)
                 {
-                    out.jobs.push((sch, Job {
-                        op: op_idx,
-                        mech: JobMech::Fpm,
-                        kind: JobKind::Fpm { bank: sbank, src_row: srow, dst_row: drow, copied: false },
-                        then: None,
-                    }));
+                    out.jobs.push((
+                        sch,
+                        Job {
+                            op: op_idx,
+                            mech: JobMech::Fpm,
+                            kind: JobKind::Fpm {
+                                bank: sbank,
+                                src_row: srow,
+                                dst_row: drow,
+                                copied: false,
+                            },
+                            then: None,
+                        },
+                    ));
                     out.bytes.fpm += bytes;
                 } else {
                     let tmp_bank = dev.bank_from_flat(other_bank(sbank.flat, dev, srank));
@@ -134,15 +167,32 @@ pub fn split(op: &BulkOp, op_idx: u32, mapper: &dyn AddressMapper, org: &Organiz
                     let second = Job {
                         op: op_idx,
                         mech: JobMech::PsmIntra,
-                        kind: JobKind::Psm { src: tmp_bank, src_row: tmp, dst: dbank, dst_row: drow, cols: back, next: 0 },
+                        kind: JobKind::Psm {
+                            src: tmp_bank,
+                            src_row: tmp,
+                            dst: dbank,
+                            dst_row: drow,
+                            cols: back,
+                            next: 0,
+                        },
                         then: None,
                     };
-                    out.jobs.push((sch, Job {
-                        op: op_idx,
-                        mech: JobMech::PsmIntra,
-                        kind: JobKind::Psm { src: sbank, src_row: srow, dst: tmp_bank, dst_row: tmp, cols: fwd, next: 0 },
-                        then: Some(Box::new(second)),
-                    }));
+                    out.jobs.push((
+                        sch,
+                        Job {
+                            op: op_idx,
+                            mech: JobMech::PsmIntra,
+                            kind: JobKind::Psm {
+                                src: sbank,
+                                src_row: srow,
+                                dst: tmp_bank,
+                                dst_row: tmp,
+                                cols: fwd,
+                                next: 0,
+                            },
+                            then: Some(Box::new(second)),
+                        },
+                    ));
                     out.bytes.psm_intra += bytes;
                 }
             }
@@ -158,25 +208,53 @@ pub fn split(op: &BulkOp, op_idx: u32, mapper: &dyn AddressMapper, org: &Organiz
                 let bank = dev.bank_id(rank, bg, b);
                 let zr = zero_row(org, row);
                 if cols.len() == lpr && row != zr {
-                    out.jobs.push((ch, Job {
-                        op: op_idx,
-                        mech: JobMech::Fpm,
-                        kind: JobKind::Fpm { bank, src_row: zr, dst_row: row, copied: false },
-                        then: None,
-                    }));
+                    out.jobs.push((
+                        ch,
+                        Job {
+                            op: op_idx,
+                            mech: JobMech::Fpm,
+                            kind: JobKind::Fpm {
+                                bank,
+                                src_row: zr,
+                                dst_row: row,
+                                copied: false,
+                            },
+                            then: None,
+                        },
+                    ));
                     out.bytes.fpm += bytes;
                 } else if dev.banks_per_rank() > 1 {
                     let zb = dev.bank_from_flat(other_bank(bank.flat, dev, rank));
-                    out.jobs.push((ch, Job {
-                        op: op_idx,
-                        mech: JobMech::PsmInter,
-                        kind: JobKind::Psm { src: zb, src_row: zr, dst: bank, dst_row: row, cols: cols.iter().map(|&c| (c, c)).collect(), next: 0 },
-                        then: None,
-                    }));
+                    out.jobs.push((
+                        ch,
+                        Job {
+                            op: op_idx,
+                            mech: JobMech::PsmInter,
+                            kind: JobKind::Psm {
+                                src: zb,
+                                src_row: zr,
+                                dst: bank,
+                                dst_row: row,
+                                cols: cols.iter().map(|&c| (c, c)).collect(),
+                                next: 0,
+                            },
+                            then: None,
+                        },
+                    ));
                     out.bytes.psm_inter += bytes;
                 } else {
-                    let loc_addr = |c: u32| mapper.unmap(&Location { channel: ch, rank, bank_group: bg, bank: b, row, column: c });
-                    out.baseline_lines.extend(cols.iter().map(|&c| (None, loc_addr(c))));
+                    let loc_addr = |c: u32| {
+                        mapper.unmap(&Location {
+                            channel: ch,
+                            rank,
+                            bank_group: bg,
+                            bank: b,
+                            row,
+                            column: c,
+                        })
+                    };
+                    out.baseline_lines
+                        .extend(cols.iter().map(|&c| (None, loc_addr(c))));
                     out.bytes.baseline += bytes;
                 }
             }

@@ -26,7 +26,9 @@ pub enum Scope {
 
 /// The command names a rule may use: the ten commands plus TRS / TRD, the source and destination
 /// sides of a TRANSFER in bank-scoped rules.
-pub const TIMING_KINDS: [&str; 12] = ["ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "TRS", "TRD"];
+pub const TIMING_KINDS: [&str; 12] = [
+    "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "TRS", "TRD",
+];
 /// Index of TRS / TRD in [`TIMING_KINDS`].
 pub const TK_TRS: usize = 10;
 pub const TK_TRD: usize = 11;
@@ -143,7 +145,11 @@ impl Organization {
     }
     /// Total capacity in bytes.
     pub fn capacity_bytes(&self) -> u64 {
-        self.channels as u64 * self.ranks as u64 * self.banks_per_rank() as u64 * self.rows as u64 * self.row_bytes()
+        self.channels as u64
+            * self.ranks as u64
+            * self.banks_per_rank() as u64
+            * self.rows as u64
+            * self.row_bytes()
     }
 }
 
@@ -220,8 +226,10 @@ pub fn builtin_standards() -> Result<Vec<StandardFile>, ConfigError> {
     BUILTIN_STANDARDS
         .iter()
         .map(|(name, text)| {
-            toml::from_str::<StandardFile>(text)
-                .map_err(|e| ConfigError::Syntax { source_name: format!("presets/dram/{name}"), what: e.to_string() })
+            toml::from_str::<StandardFile>(text).map_err(|e| ConfigError::Syntax {
+                source_name: format!("presets/dram/{name}"),
+                what: e.to_string(),
+            })
         })
         .collect()
 }
@@ -242,7 +250,10 @@ pub fn eval_latency(expr: &str, params: &BTreeMap<String, u64>) -> Result<u64, S
                 let v = if let Ok(n) = tok.parse::<i64>() {
                     n
                 } else {
-                    *params.get(tok).ok_or_else(|| format!("unknown timing parameter '{tok}' in '{expr}'"))? as i64
+                    *params
+                        .get(tok)
+                        .ok_or_else(|| format!("unknown timing parameter '{tok}' in '{expr}'"))?
+                        as i64
                 };
                 total += sign * v;
                 expect_term = false;
@@ -254,7 +265,9 @@ pub fn eval_latency(expr: &str, params: &BTreeMap<String, u64>) -> Result<u64, S
         return Err(format!("malformed latency expression '{expr}'"));
     }
     if total < 0 {
-        return Err(format!("latency '{expr}' evaluates to {total} clocks, below zero"));
+        return Err(format!(
+            "latency '{expr}' evaluates to {total} clocks, below zero"
+        ));
     }
     Ok(total as u64)
 }
@@ -268,31 +281,58 @@ pub fn resolve_rules(
 ) -> Result<(Vec<Rule>, Vec<Window>), ConfigError> {
     let kind = |k: &str, key: &str| {
         timing_kind_index(k).ok_or_else(|| {
-            ConfigError::invalid(source_name, key, format!("unknown command '{k}' (known: {})", TIMING_KINDS.join(", ")))
+            ConfigError::invalid(
+                source_name,
+                key,
+                format!("unknown command '{k}' (known: {})", TIMING_KINDS.join(", ")),
+            )
         })
     };
     let mut rules = Vec::new();
     for (i, r) in rows.iter().enumerate() {
         let key = format!("rules[{i}]");
-        let lat = eval_latency(&r.latency, params).map_err(|e| ConfigError::invalid(source_name, &key, e))?;
+        let lat = eval_latency(&r.latency, params)
+            .map_err(|e| ConfigError::invalid(source_name, &key, e))?;
         for f in &r.from {
             for t in &r.to {
-                rules.push(Rule { scope: r.scope, from: kind(f, &key)?, to: kind(t, &key)?, latency: lat });
+                rules.push(Rule {
+                    scope: r.scope,
+                    from: kind(f, &key)?,
+                    to: kind(t, &key)?,
+                    latency: lat,
+                });
             }
         }
     }
     let mut wins = Vec::new();
     for (i, w) in windows.iter().enumerate() {
         let key = format!("windows[{i}]");
-        let lat = eval_latency(&w.latency, params).map_err(|e| ConfigError::invalid(source_name, &key, e))?;
+        let lat = eval_latency(&w.latency, params)
+            .map_err(|e| ConfigError::invalid(source_name, &key, e))?;
         if w.scope != Scope::Rank {
-            return Err(ConfigError::invalid(source_name, key, "window rules are per rank (scope = \"rank\")"));
+            return Err(ConfigError::invalid(
+                source_name,
+                key,
+                "window rules are per rank (scope = \"rank\")",
+            ));
         }
         if w.count == 0 {
-            return Err(ConfigError::invalid(source_name, key, "count must be at least 1"));
+            return Err(ConfigError::invalid(
+                source_name,
+                key,
+                "count must be at least 1",
+            ));
         }
-        let kinds = w.commands.iter().map(|c| kind(c, &key)).collect::<Result<Vec<_>, _>>()?;
-        wins.push(Window { kinds, count: w.count, latency: lat });
+        let kinds = w
+            .commands
+            .iter()
+            .map(|c| kind(c, &key))
+            .collect::<Result<Vec<_>, _>>()?;
+        wins.push(Window {
+            kinds,
+            count: w.count,
+            latency: lat,
+        });
     }
     Ok((rules, wins))
 }

@@ -15,7 +15,13 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { exact: vec![0; Self::EXACT as usize], log: [0; 64], count: 0, sum: 0, max: 0 }
+        Histogram {
+            exact: vec![0; Self::EXACT as usize],
+            log: [0; 64],
+            count: 0,
+            sum: 0,
+            max: 0,
+        }
     }
 }
 
@@ -71,7 +77,11 @@ impl Histogram {
 
     pub fn summary(&self, tck_ps: u64) -> LatencyStats {
         let ns = |c: f64| c * tck_ps as f64 / 1000.0;
-        let mean = if self.count == 0 { 0.0 } else { self.sum as f64 / self.count as f64 };
+        let mean = if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        };
         LatencyStats {
             count: self.count,
             mean_cycles: mean,

@@ -53,7 +53,9 @@ where
     let cc = &config.controller;
     let mapper: Box<dyn AddressMapper> = mapper::build(&cc.mapper, &org, cc.bank_xor)
         .ok_or_else(|| Error::Request(format!("unknown mapper '{}'", cc.mapper)))?;
-    let mut chans: Vec<Controller> = (0..org.channels).map(|c| Controller::new(c, &spec, cc)).collect();
+    let mut chans: Vec<Controller> = (0..org.channels)
+        .map(|c| Controller::new(c, &spec, cc))
+        .collect();
     let rowclone_on = cc.bulk == "rowclone";
     let line = org.line_bytes();
     let capacity = org.capacity_bytes();
@@ -100,14 +102,20 @@ where
                     }
                     TraceItem::Bulk(b) => {
                         if b.bytes == 0 {
-                            return Err(Error::Request(format!("trace item {}: a bulk operation of 0 bytes", consumed + 1)));
+                            return Err(Error::Request(format!(
+                                "trace item {}: a bulk operation of 0 bytes",
+                                consumed + 1
+                            )));
                         }
                         let src_end = match b.kind {
                             BulkKind::Copy { src } => src.checked_add(b.bytes),
                             BulkKind::Init { .. } => Some(0),
                         };
                         if src_end.is_none() || b.dst.checked_add(b.bytes).is_none() {
-                            return Err(Error::Request(format!("trace item {}: bulk operation overflows the address space", consumed + 1)));
+                            return Err(Error::Request(format!(
+                                "trace item {}: bulk operation overflows the address space",
+                                consumed + 1
+                            )));
                         }
                         if b.bytes > capacity {
                             return Err(Error::Request(format!(
@@ -127,8 +135,15 @@ where
                             rowclone::split(&b, op, mapper.as_ref(), &org, &chans[0].dev)
                         } else {
                             let lines = rowclone::baseline_lines(&b, line);
-                            let bytes = BulkBytes { baseline: lines.len() as u64 * line, ..Default::default() };
-                            rowclone::Split { jobs: Vec::new(), baseline_lines: lines, bytes }
+                            let bytes = BulkBytes {
+                                baseline: lines.len() as u64 * line,
+                                ..Default::default()
+                            };
+                            rowclone::Split {
+                                jobs: Vec::new(),
+                                baseline_lines: lines,
+                                bytes,
+                            }
                         };
                         bulk_bytes.baseline += split.bytes.baseline;
                         bulk_bytes.fpm += split.bytes.fpm;
@@ -146,7 +161,14 @@ where
                         if parts == 0 {
                             bulk_hist.add(0);
                         } else {
-                            ops.insert(op, OpState { arrival: now, parts, done: now });
+                            ops.insert(
+                                op,
+                                OpState {
+                                    arrival: now,
+                                    parts,
+                                    done: now,
+                                },
+                            );
                         }
                         true
                     }
@@ -156,7 +178,7 @@ where
                     last_arrival = item.arrival().unwrap_or(last_arrival);
                     trace.next();
                     offer_at = now + 1;
-                    if consumed % progress_every == 0 {
+                    if consumed.is_multiple_of(progress_every) {
                         if let Some(p) = opts.progress.as_deref_mut() {
                             p(consumed);
                         }
@@ -169,7 +191,13 @@ where
 
         // 2. The baseline bulk engine offers its lines.
         for b in baseline_ops.iter_mut() {
-            b.pump(now, config.controller.bulk_buffer_lines, mapper.as_ref(), &mut chans, &mut seq);
+            b.pump(
+                now,
+                config.controller.bulk_buffer_lines,
+                mapper.as_ref(),
+                &mut chans,
+                &mut seq,
+            );
         }
 
         // 3. Every controller issues at most one command.
@@ -224,7 +252,13 @@ where
         // Reads that just returned may let the baseline engine move on to writing.
         let mut queued = false;
         for b in baseline_ops.iter_mut() {
-            queued |= b.pump(now, config.controller.bulk_buffer_lines, mapper.as_ref(), &mut chans, &mut seq);
+            queued |= b.pump(
+                now,
+                config.controller.bulk_buffer_lines,
+                mapper.as_ref(),
+                &mut chans,
+                &mut seq,
+            );
         }
         if queued {
             next = now + 1;
@@ -238,13 +272,20 @@ where
         if let Some(&Reverse((t, _, _))) = events.peek() {
             next = next.min(t.max(now + 1));
         }
-        let busy = chans.iter().any(|c| !c.idle()) || !baseline_ops.is_empty() || !events.is_empty() || trace.peek().is_some();
+        let busy = chans.iter().any(|c| !c.idle())
+            || !baseline_ops.is_empty()
+            || !events.is_empty()
+            || trace.peek().is_some();
         if !busy {
             break;
         }
         if next == u64::MAX {
             // Only refresh remains scheduled and nothing else is pending: done.
-            if chans.iter().all(|c| c.idle()) && baseline_ops.is_empty() && events.is_empty() && trace.peek().is_none() {
+            if chans.iter().all(|c| c.idle())
+                && baseline_ops.is_empty()
+                && events.is_empty()
+                && trace.peek().is_none()
+            {
                 break;
             }
             next = now + 1;
@@ -252,7 +293,10 @@ where
         now = next.max(now + 1);
     }
     if !ops.is_empty() {
-        return Err(Error::Request(format!("{} bulk operations did not complete (internal error)", ops.len())));
+        return Err(Error::Request(format!(
+            "{} bulk operations did not complete (internal error)",
+            ops.len()
+        )));
     }
 
     // Statistics.
@@ -272,7 +316,10 @@ where
     let (mut reads, mut writes) = (0, 0);
     for ch in chans.iter_mut() {
         ch.finish(end);
-        add_energy(&mut energy, &channel_energy(&e, &ch.counters, &ch.dev.activity));
+        add_energy(
+            &mut energy,
+            &channel_energy(&e, &ch.counters, &ch.dev.activity),
+        );
         read_h.merge(&ch.counters.read_latency);
         write_h.merge(&ch.counters.write_latency);
         row.hits += ch.counters.row.hits;
@@ -281,7 +328,8 @@ where
         reads += ch.counters.reads;
         writes += ch.counters.writes;
         for k in crate::command::CommandKind::ALL {
-            *commands.entry(k.mnemonic().to_string()).or_insert(0u64) += ch.counters.commands[k.index()];
+            *commands.entry(k.mnemonic().to_string()).or_insert(0u64) +=
+                ch.counters.commands[k.index()];
         }
     }
     let time_ns = end as f64 * tck as f64 / 1000.0;
@@ -304,10 +352,20 @@ where
         read_latency: read_h.summary(tck),
         write_latency: write_h.summary(tck),
         channel_bytes,
-        bandwidth_gb_s: if time_ns > 0.0 { channel_bytes as f64 / time_ns } else { 0.0 },
+        bandwidth_gb_s: if time_ns > 0.0 {
+            channel_bytes as f64 / time_ns
+        } else {
+            0.0
+        },
         row,
         commands,
         energy,
-        bulk: BulkStats { ops: copies + inits, copies, inits, bytes: bulk_bytes, latency: bulk_hist.summary(tck) },
+        bulk: BulkStats {
+            ops: copies + inits,
+            copies,
+            inits,
+            bytes: bulk_bytes,
+            latency: bulk_hist.summary(tck),
+        },
     })
 }

@@ -37,13 +37,18 @@ pub struct LatencyRow {
 pub fn run(config: &Config, bytes: u64) -> Result<Vec<LatencyRow>, Error> {
     let spec = config.resolve("config")?;
     let org = &spec.org;
-    if bytes == 0 || bytes % org.line_bytes() != 0 {
-        return Err(Error::Request(format!("size {bytes} must be a positive multiple of the {}-byte line", org.line_bytes())));
+    if bytes == 0 || !bytes.is_multiple_of(org.line_bytes()) {
+        return Err(Error::Request(format!(
+            "size {bytes} must be a positive multiple of the {}-byte line",
+            org.line_bytes()
+        )));
     }
     let m = mapper::build(&config.controller.mapper, org, config.controller.bank_xor)
         .ok_or_else(|| Error::Request(format!("unknown mapper '{}'", config.controller.mapper)))?;
     if org.banks_per_rank() < 2 || org.rows < 2 * org.subarray_rows {
-        return Err(Error::Request("the experiment needs two banks and two subarrays per bank".into()));
+        return Err(Error::Request(
+            "the experiment needs two banks and two subarrays per bank".into(),
+        ));
     }
     let at = |bank: u32, row: u32| {
         let flat = bank;
@@ -64,8 +69,18 @@ pub fn run(config: &Config, bytes: u64) -> Result<Vec<LatencyRow>, Error> {
     let zero_other_bank = at(1, zero_row(org, src_row));
     let zero_other_subarray = at(0, zero_row(org, src_row + org.subarray_rows));
 
-    let copy = |s: u64, d: u64| BulkOp { kind: BulkKind::Copy { src: s }, dst: d, bytes, arrival: Some(0) };
-    let zero = BulkOp { kind: BulkKind::Init { value: 0 }, dst: src, bytes, arrival: Some(0) };
+    let copy = |s: u64, d: u64| BulkOp {
+        kind: BulkKind::Copy { src: s },
+        dst: d,
+        bytes,
+        arrival: Some(0),
+    };
+    let zero = BulkOp {
+        kind: BulkKind::Init { value: 0 },
+        dst: src,
+        bytes,
+        arrival: Some(0),
+    };
     let cases: [(&str, &str, &str, BulkOp); 8] = [
         ("copy", "baseline", "baseline", copy(src, same_subarray)),
         ("copy", "fpm", "rowclone", copy(src, same_subarray)),
@@ -74,13 +89,22 @@ pub fn run(config: &Config, bytes: u64) -> Result<Vec<LatencyRow>, Error> {
         ("zero", "baseline", "baseline", zero),
         ("zero", "fpm", "rowclone", zero),
         ("zero", "psm-inter", "rowclone", copy(zero_other_bank, src)),
-        ("zero", "psm-intra", "rowclone", copy(zero_other_subarray, src)),
+        (
+            "zero",
+            "psm-intra",
+            "rowclone",
+            copy(zero_other_subarray, src),
+        ),
     ];
     let mut rows = Vec::new();
     for (operation, mechanism, bulk, op) in cases {
         let mut c = config.clone();
         c.controller.bulk = bulk.into();
-        let s = simulate(&c, std::iter::once(Ok(TraceItem::Bulk(op))), RunOptions::default())?;
+        let s = simulate(
+            &c,
+            std::iter::once(Ok(TraceItem::Bulk(op))),
+            RunOptions::default(),
+        )?;
         let e = &s.energy;
         rows.push(LatencyRow {
             operation: operation.into(),
@@ -104,12 +128,16 @@ mod tests {
 
     fn rows_with(over: &str) -> Vec<LatencyRow> {
         let base = Config::preset("rowclone-ddr3-1066").unwrap();
-        let c = base.with_overrides(over.parse::<toml::Table>().unwrap().into(), "test").unwrap();
+        let c = base
+            .with_overrides(over.parse::<toml::Table>().unwrap().into(), "test")
+            .unwrap();
         run(&c, 4096).unwrap()
     }
 
     fn get<'a>(rows: &'a [LatencyRow], op: &str, mech: &str) -> &'a LatencyRow {
-        rows.iter().find(|r| r.operation == op && r.mechanism == mech).unwrap()
+        rows.iter()
+            .find(|r| r.operation == op && r.mechanism == mech)
+            .unwrap()
     }
 
     #[test]
@@ -131,7 +159,10 @@ mod tests {
         // FPM is ACT, ACTC after nRAS, PRE after nRAS, done nRP later: 2 nRAS + nRP.
         let a = rows_with("");
         let b = rows_with("[dram.timing]\nnRAS = 30");
-        let spec = Config::preset("rowclone-ddr3-1066").unwrap().resolve("t").unwrap();
+        let spec = Config::preset("rowclone-ddr3-1066")
+            .unwrap()
+            .resolve("t")
+            .unwrap();
         let (ras, rp) = (spec.t("nRAS"), spec.t("nRP"));
         assert_eq!(get(&a, "copy", "fpm").cycles, 2 * ras + rp);
         assert_eq!(get(&b, "copy", "fpm").cycles, 2 * 30 + rp);
@@ -145,9 +176,15 @@ mod tests {
         let r = rows_with("");
         let l = |o, m| get(&r, o, m).latency_ns;
         let e = |o, m| get(&r, o, m).energy_uj;
-        assert!(l("copy", "fpm") < l("copy", "psm-inter") && l("copy", "psm-inter") < l("copy", "baseline"));
+        assert!(
+            l("copy", "fpm") < l("copy", "psm-inter")
+                && l("copy", "psm-inter") < l("copy", "baseline")
+        );
         assert!(l("copy", "psm-intra") > l("copy", "psm-inter"));
-        assert!(e("copy", "fpm") < e("copy", "psm-inter") && e("copy", "psm-inter") < e("copy", "psm-intra"));
+        assert!(
+            e("copy", "fpm") < e("copy", "psm-inter")
+                && e("copy", "psm-inter") < e("copy", "psm-intra")
+        );
         assert!(e("copy", "psm-intra") < e("copy", "baseline"));
         assert!(l("zero", "fpm") < l("zero", "baseline"));
     }
@@ -157,6 +194,9 @@ mod tests {
         let a = rows_with("");
         let b = rows_with("[energy]\nio_pj_per_bit = 70.0");
         assert!(get(&b, "copy", "baseline").energy_uj > get(&a, "copy", "baseline").energy_uj);
-        assert_eq!(get(&b, "copy", "fpm").energy_uj, get(&a, "copy", "fpm").energy_uj);
+        assert_eq!(
+            get(&b, "copy", "fpm").energy_uj,
+            get(&a, "copy", "fpm").energy_uj
+        );
     }
 }

@@ -4,5 +4,16 @@ use super::{BitSlicer, Field};
 use crate::spec::Organization;
 
 pub fn mapper(org: &Organization, bank_xor: bool) -> BitSlicer {
-    BitSlicer::new("ChRaBaRoCo", [Field::Column, Field::Row, Field::Bank, Field::Rank, Field::Channel], org, bank_xor)
+    BitSlicer::new(
+        "ChRaBaRoCo",
+        [
+            Field::Column,
+            Field::Row,
+            Field::Bank,
+            Field::Rank,
+            Field::Channel,
+        ],
+        org,
+        bank_xor,
+    )
 }

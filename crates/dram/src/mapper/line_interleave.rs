@@ -5,5 +5,16 @@ use super::{BitSlicer, Field};
 use crate::spec::Organization;
 
 pub fn mapper(org: &Organization, bank_xor: bool) -> BitSlicer {
-    BitSlicer::new("line-interleave", [Field::Channel, Field::Bank, Field::Rank, Field::Column, Field::Row], org, bank_xor)
+    BitSlicer::new(
+        "line-interleave",
+        [
+            Field::Channel,
+            Field::Bank,
+            Field::Rank,
+            Field::Column,
+            Field::Row,
+        ],
+        org,
+        bank_xor,
+    )
 }

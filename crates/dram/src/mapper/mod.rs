@@ -63,7 +63,12 @@ fn log2(v: u64) -> u32 {
 }
 
 impl BitSlicer {
-    pub fn new(name: &'static str, order_lsb_first: [Field; 5], org: &Organization, bank_xor: bool) -> BitSlicer {
+    pub fn new(
+        name: &'static str,
+        order_lsb_first: [Field; 5],
+        org: &Organization,
+        bank_xor: bool,
+    ) -> BitSlicer {
         let bits_of = |f: Field| match f {
             Field::Channel => log2(org.channels as u64),
             Field::Rank => log2(org.ranks as u64),
@@ -182,7 +187,11 @@ mod tests {
 
     #[test]
     fn robaracoch_puts_consecutive_lines_in_one_row() {
-        let o = Organization { channels: 1, ranks: 1, ..org() };
+        let o = Organization {
+            channels: 1,
+            ranks: 1,
+            ..org()
+        };
         let m = build("RoBaRaCoCh", &o, false).unwrap();
         let a = m.map(0);
         let b = m.map(64);

@@ -4,5 +4,16 @@ use super::{BitSlicer, Field};
 use crate::spec::Organization;
 
 pub fn mapper(org: &Organization, bank_xor: bool) -> BitSlicer {
-    BitSlicer::new("RoBaRaCoCh", [Field::Channel, Field::Column, Field::Rank, Field::Bank, Field::Row], org, bank_xor)
+    BitSlicer::new(
+        "RoBaRaCoCh",
+        [
+            Field::Channel,
+            Field::Column,
+            Field::Rank,
+            Field::Bank,
+            Field::Row,
+        ],
+        org,
+        bank_xor,
+    )
 }

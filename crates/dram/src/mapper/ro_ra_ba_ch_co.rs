@@ -6,5 +6,16 @@ use super::{BitSlicer, Field};
 use crate::spec::Organization;
 
 pub fn mapper(org: &Organization, bank_xor: bool) -> BitSlicer {
-    BitSlicer::new("RoRaBaChCo", [Field::Column, Field::Channel, Field::Bank, Field::Rank, Field::Row], org, bank_xor)
+    BitSlicer::new(
+        "RoRaBaChCo",
+        [
+            Field::Column,
+            Field::Channel,
+            Field::Bank,
+            Field::Rank,
+            Field::Row,
+        ],
+        org,
+        bank_xor,
+    )
 }

@@ -22,7 +22,11 @@ mod tests {
     use super::*;
     #[test]
     fn only_the_oldest_may_issue() {
-        let c = |seq, ready_at| Candidate { seq, is_hit: false, ready_at };
+        let c = |seq, ready_at| Candidate {
+            seq,
+            is_hit: false,
+            ready_at,
+        };
         assert_eq!(Fcfs.pick(&[c(3, 0), c(1, 5)], 0), None);
         assert_eq!(Fcfs.pick(&[c(3, 0), c(1, 5)], 5), Some(1));
     }

@@ -38,7 +38,11 @@ mod tests {
     use super::*;
     #[test]
     fn prefers_ready_hits_then_oldest() {
-        let c = |seq, is_hit, ready_at| Candidate { seq, is_hit, ready_at };
+        let c = |seq, is_hit, ready_at| Candidate {
+            seq,
+            is_hit,
+            ready_at,
+        };
         let s = FrFcfs;
         assert_eq!(s.pick(&[c(1, false, 0), c(5, true, 0)], 0), Some(1));
         assert_eq!(s.pick(&[c(1, false, 0), c(5, true, 3)], 0), Some(0));
