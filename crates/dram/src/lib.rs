@@ -6,6 +6,7 @@
 //! IDD-based energy model, an independent timing checker that replays the command log, and trace
 //! readers and generators. What is not: anything above the memory controller (cores, caches,
 //! engines live in movelab-platform). Depends on no other movelab crate.
+pub mod checker;
 pub mod command;
 pub mod config;
 pub mod error;
