@@ -155,6 +155,7 @@ impl ChannelDevices {
             CommandKind::Tr => {
                 let d = dst.unwrap_or(b);
                 r[k].max(self.group_next[self.group_index(b)][k])
+                    .max(self.group_next[self.group_index(d)][k])
                     .max(self.bank_next[b.flat as usize][TK_TRS])
                     .max(self.bank_next[d.flat as usize][TK_TRD])
             }
@@ -247,15 +248,16 @@ impl ChannelDevices {
         match kind {
             CommandKind::Tr => {
                 let (d, _) = dst.unwrap_or((b, row));
-                // Rank / bank-group scoped TR rules at the source's group; bank-scoped TRS/TRD rules
-                // at each side.
-                let gi = self.group_index(b);
+                // A TRANSFER uses the internal bus of both banks' groups: bank-group scoped TR rules
+                // apply at both; rank-scoped once; bank-scoped TRS / TRD rules at each side.
+                let (gi, gd) = (self.group_index(b), self.group_index(d));
                 for i in 0..self.rules_from[k].len() {
                     let (scope, to, lat) = self.rules_from[k][i];
                     let t = now + lat;
                     match scope {
                         Scope::Bankgroup => {
-                            self.group_next[gi][to] = self.group_next[gi][to].max(t)
+                            self.group_next[gi][to] = self.group_next[gi][to].max(t);
+                            self.group_next[gd][to] = self.group_next[gd][to].max(t);
                         }
                         Scope::Rank => {
                             self.rank_next[b.rank as usize][to] =
