@@ -199,7 +199,18 @@ fn dram_write_trace(generator_json: &str, path: &str, format: &str) -> PyResult<
     n.map_err(verr)
 }
 
+/// The text of a built-in paper-data file (`presets/papers/NAME.toml`).
+#[pyfunction]
+fn paper_data(name: &str) -> PyResult<String> {
+    movelab_dram::experiments::PAPER_DATA
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| t.to_string())
+        .ok_or_else(|| verr(format!("no paper data named '{name}'")))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(paper_data, m)?)?;
     m.add_function(wrap_pyfunction!(dram_config, m)?)?;
     m.add_function(wrap_pyfunction!(dram_presets, m)?)?;
     m.add_function(wrap_pyfunction!(dram_simulate, m)?)?;
