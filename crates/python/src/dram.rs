@@ -1,6 +1,221 @@
-//! Bindings for the dram part of movelab.
+//! Bindings for movelab-dram: configs, simulation, the command-log checker, presets and the
+//! RowClone latency experiment. Values cross as JSON strings; the Python layer turns them into
+//! dicts and DataFrames. Errors become `ValueError` (bad input) or `OSError` (files).
+use movelab_dram::checker;
+use movelab_dram::command::LogWriter;
+use movelab_dram::config::{builtin_config_names, Config};
+use movelab_dram::error::{Error, TraceError};
+use movelab_dram::experiments::rowclone_latency;
+use movelab_dram::generator::GeneratorSpec;
+use movelab_dram::request::TraceItem;
+use movelab_dram::spec::builtin_standards;
+use movelab_dram::system::{log_header, simulate, RunOptions};
+use movelab_dram::trace::{self, TraceFormat};
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use std::io::BufWriter;
+use std::path::Path;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn verr(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
+    serde_json::to_string(v).map_err(verr)
+}
+
+/// Builds a config. `kind`: "preset" (a built-in name or SPEED/PART), "file" (a TOML path),
+/// "toml" (TOML text) or "json" (a JSON object shaped like a config). `overrides`, a JSON object,
+/// is layered on top.
+fn load_config(kind: &str, value: &str, overrides: Option<&str>) -> PyResult<Config> {
+    let cfg = match kind {
+        "preset" => Config::preset(value).map_err(verr)?,
+        "file" => Config::from_file(Path::new(value)).map_err(verr)?,
+        "toml" => Config::from_toml_str(value, "config").map_err(verr)?,
+        "json" => {
+            let v: serde_json::Value = serde_json::from_str(value).map_err(verr)?;
+            let t = toml::Value::try_from(v).map_err(|e| verr(format!("config: {e}")))?;
+            Config::from_value(t, "config dict").map_err(verr)?
+        }
+        other => return Err(verr(format!("unknown config kind '{other}'"))),
+    };
+    match overrides {
+        Some(o) => {
+            let v: serde_json::Value = serde_json::from_str(o).map_err(verr)?;
+            let t = toml::Value::try_from(v).map_err(|e| verr(format!("overrides: {e}")))?;
+            cfg.with_overrides(t, "overrides").map_err(verr)
+        }
+        None => Ok(cfg),
+    }
+}
+
+/// The full config (after presets and overrides) and its resolved DRAM spec, as JSON.
+#[pyfunction]
+#[pyo3(signature = (kind, value, overrides=None))]
+fn dram_config(kind: &str, value: &str, overrides: Option<&str>) -> PyResult<String> {
+    let cfg = load_config(kind, value, overrides)?;
+    let spec = cfg.resolve("config").map_err(verr)?;
+    json(&serde_json::json!({ "config": cfg, "spec": spec }))
+}
+
+/// Built-in speed bins, parts and configuration presets, as JSON.
+#[pyfunction]
+fn dram_presets() -> PyResult<String> {
+    let stds = builtin_standards().map_err(verr)?;
+    let mut speeds = Vec::new();
+    let mut parts = Vec::new();
+    for s in &stds {
+        for (name, params) in &s.speed {
+            speeds.push(serde_json::json!({ "standard": s.standard.name, "name": name, "params": params }));
+        }
+        for (name, p) in &s.part {
+            parts.push(serde_json::json!({
+                "standard": s.standard.name, "name": name, "source": p.source, "density_gbit": p.density_gbit,
+                "device_width": p.device_width, "banks": p.banks, "rows": p.rows, "columns": p.columns,
+                "tRFC_ns": p.trfc_ns, "tREFI_ns": p.trefi_ns,
+            }));
+        }
+    }
+    let mut configs = Vec::new();
+    for name in builtin_config_names() {
+        let c = Config::preset(name).map_err(verr)?;
+        configs.push(serde_json::json!({ "name": name, "description": c.description, "source": c.source }));
+    }
+    json(&serde_json::json!({ "speeds": speeds, "parts": parts, "configs": configs }))
+}
+
+type Stream = Box<dyn Iterator<Item = Result<TraceItem, TraceError>> + Send>;
+
+fn open_stream(kind: &str, value: &str, format: &str) -> PyResult<Stream> {
+    let fmt = match format {
+        "auto" => TraceFormat::Auto,
+        "native" => TraceFormat::Native,
+        "ramulator" => TraceFormat::Ramulator,
+        "dramsim3" => TraceFormat::Dramsim3,
+        other => return Err(verr(format!("unknown trace format '{other}' (auto, native, ramulator, dramsim3)"))),
+    };
+    match kind {
+        "file" => trace::open_trace(Path::new(value), fmt).map_err(|e| match e {
+            TraceError::Io { .. } => PyOSError::new_err(e.to_string()),
+            _ => verr(e),
+        }),
+        "text" => {
+            let r = trace::from_reader(std::io::Cursor::new(value.as_bytes().to_vec()), "trace", fmt).map_err(verr)?;
+            Ok(Box::new(r))
+        }
+        "generator" => {
+            let spec = GeneratorSpec::from_json_str(value, "generator").map_err(verr)?;
+            let g = spec.build().map_err(verr)?;
+            Ok(Box::new(g.map(Ok)))
+        }
+        other => Err(verr(format!("unknown trace kind '{other}'"))),
+    }
+}
+
+/// Runs a simulation. Returns the stats as JSON. `progress(n)` is called every `progress_every`
+/// trace items.
+#[pyfunction]
+#[pyo3(signature = (config_json, trace_kind, trace_value, trace_format="auto", command_log=None, progress=None, progress_every=100_000))]
+#[allow(clippy::too_many_arguments)]
+fn dram_simulate(
+    py: Python<'_>,
+    config_json: &str,
+    trace_kind: &str,
+    trace_value: &str,
+    trace_format: &str,
+    command_log: Option<&str>,
+    progress: Option<Py<PyAny>>,
+    progress_every: u64,
+) -> PyResult<String> {
+    let cfg = load_config("json", config_json, None)?;
+    let stream = open_stream(trace_kind, trace_value, trace_format)?;
+    let spec = cfg.resolve("config").map_err(verr)?;
+    let mut writer = match command_log {
+        Some(p) => {
+            let f = std::fs::File::create(p).map_err(|e| PyOSError::new_err(format!("cannot create {p}: {e}")))?;
+            Some(LogWriter::new(BufWriter::new(f), &log_header(&cfg, &spec)).map_err(|e| PyOSError::new_err(e.to_string()))?)
+        }
+        None => None,
+    };
+    let result = py.detach(|| {
+        let mut cb = |n: u64| {
+            if let Some(p) = &progress {
+                Python::attach(|py| {
+                    let _ = p.call1(py, (n,));
+                });
+            }
+        };
+        let opts = RunOptions {
+            command_log: writer.as_mut().map(|w| w as &mut dyn movelab_dram::command::CommandSink),
+            progress: Some(&mut cb),
+            progress_every,
+        };
+        simulate(&cfg, stream, opts)
+    });
+    if let Some(w) = writer {
+        w.finish().map_err(|e| PyOSError::new_err(format!("writing the command log: {e}")))?;
+    }
+    let stats = result.map_err(|e| match e {
+        Error::Trace(TraceError::Io { .. }) => PyOSError::new_err(e.to_string()),
+        _ => verr(e),
+    })?;
+    json(&stats)
+}
+
+/// Checks a command log with the independent checker. Returns the report as JSON.
+#[pyfunction]
+fn dram_check(py: Python<'_>, path: &str) -> PyResult<String> {
+    let report = py.detach(|| checker::check_log_file(Path::new(path)));
+    match report {
+        Ok(r) => json(&r),
+        Err(e @ movelab_dram::error::LogError::Io { .. }) => Err(PyOSError::new_err(e.to_string())),
+        Err(e) => Err(verr(e)),
+    }
+}
+
+/// RowClone Table 3: 4 KB copy and zero latency/energy per mechanism, as JSON rows.
+#[pyfunction]
+#[pyo3(signature = (config_json, bytes=4096))]
+fn dram_rowclone_latency(py: Python<'_>, config_json: &str, bytes: u64) -> PyResult<String> {
+    let cfg = load_config("json", config_json, None)?;
+    let rows = py.detach(|| rowclone_latency::run(&cfg, bytes)).map_err(verr)?;
+    json(&rows)
+}
+
+/// Writes a generated trace to a file in native format, for use by other tools.
+#[pyfunction]
+#[pyo3(signature = (generator_json, path, format="native"))]
+fn dram_write_trace(generator_json: &str, path: &str, format: &str) -> PyResult<u64> {
+    let spec = GeneratorSpec::from_json_str(generator_json, "generator").map_err(verr)?;
+    let g = spec.build().map_err(verr)?;
+    let f = std::fs::File::create(path).map_err(|e| PyOSError::new_err(format!("cannot create {path}: {e}")))?;
+    let mut w = BufWriter::new(f);
+    let n = match format {
+        "native" => trace::write_native(g, &mut w),
+        "ramulator" => trace::write_ramulator(g, &mut w),
+        "dramsim3" => trace::write_dramsim3(g, &mut w),
+        other => return Err(verr(format!("unknown trace format '{other}'"))),
+    };
+    n.map_err(verr)
+}
+
+/// The text of a built-in paper-data file (`presets/papers/NAME.toml`).
+#[pyfunction]
+fn paper_data(name: &str) -> PyResult<String> {
+    movelab_dram::experiments::PAPER_DATA
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| t.to_string())
+        .ok_or_else(|| verr(format!("no paper data named '{name}'")))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(paper_data, m)?)?;
+    m.add_function(wrap_pyfunction!(dram_config, m)?)?;
+    m.add_function(wrap_pyfunction!(dram_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(dram_simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(dram_check, m)?)?;
+    m.add_function(wrap_pyfunction!(dram_rowclone_latency, m)?)?;
+    m.add_function(wrap_pyfunction!(dram_write_trace, m)?)?;
     Ok(())
 }

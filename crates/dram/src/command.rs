@@ -1,0 +1,237 @@
+//! DRAM commands and the issued-command log that the independent checker replays.
+use crate::error::LogError;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A DRAM command. `Actc` and `Tr` are RowClone's in-DRAM copy commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum CommandKind {
+    /// ACTIVATE: open a row.
+    Act,
+    /// PRECHARGE one bank.
+    Pre,
+    /// PRECHARGE all banks of a rank.
+    Prea,
+    /// READ a column (burst).
+    Rd,
+    /// WRITE a column (burst).
+    Wr,
+    /// READ with auto-precharge.
+    Rda,
+    /// WRITE with auto-precharge.
+    Wra,
+    /// All-bank REFRESH of a rank.
+    Ref,
+    /// RowClone FPM's second, back-to-back ACTIVATE to a row of the subarray already open:
+    /// copies the row buffer into that row.
+    Actc,
+    /// RowClone PSM's TRANSFER: one column from the open row of a source bank to the open row of a
+    /// destination bank over the chip's internal bus; no data crosses the channel.
+    Tr,
+}
+
+impl CommandKind {
+    pub const ALL: [CommandKind; 10] = [
+        CommandKind::Act,
+        CommandKind::Pre,
+        CommandKind::Prea,
+        CommandKind::Rd,
+        CommandKind::Wr,
+        CommandKind::Rda,
+        CommandKind::Wra,
+        CommandKind::Ref,
+        CommandKind::Actc,
+        CommandKind::Tr,
+    ];
+    pub fn mnemonic(self) -> &'static str {
+        match self {
+            CommandKind::Act => "ACT",
+            CommandKind::Pre => "PRE",
+            CommandKind::Prea => "PREA",
+            CommandKind::Rd => "RD",
+            CommandKind::Wr => "WR",
+            CommandKind::Rda => "RDA",
+            CommandKind::Wra => "WRA",
+            CommandKind::Ref => "REF",
+            CommandKind::Actc => "ACTC",
+            CommandKind::Tr => "TR",
+        }
+    }
+    pub fn from_mnemonic(s: &str) -> Option<CommandKind> {
+        CommandKind::ALL.into_iter().find(|c| c.mnemonic() == s)
+    }
+    /// Column commands that move a burst of data over the channel.
+    pub fn is_read(self) -> bool {
+        matches!(self, CommandKind::Rd | CommandKind::Rda)
+    }
+    pub fn is_write(self) -> bool {
+        matches!(self, CommandKind::Wr | CommandKind::Wra)
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for CommandKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.mnemonic())
+    }
+}
+
+/// One issued command, as written to the command log.
+///
+/// Fields that do not apply to a command are 0 (`row` for PRE, for example). For `Tr`, `bank_group`,
+/// `bank`, `row`, `column` are the source and `dst` holds the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandRecord {
+    pub cycle: u64,
+    pub kind: CommandKind,
+    pub channel: u32,
+    pub rank: u32,
+    pub bank_group: u32,
+    pub bank: u32,
+    pub row: u32,
+    pub column: u32,
+    pub dst: Option<TransferDst>,
+}
+
+/// The destination of a TRANSFER.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransferDst {
+    pub bank_group: u32,
+    pub bank: u32,
+    pub row: u32,
+    pub column: u32,
+}
+
+/// The first line of a command log: identifies the format and carries the resolved DRAM spec
+/// (organisation and every timing parameter), so that a log can be checked on its own.
+pub const LOG_MAGIC: &str = "# movelab-command-log v1";
+
+impl CommandRecord {
+    /// One log line: `cycle CMD channel rank bank_group bank row column [dst_bg dst_bank dst_row dst_col]`.
+    pub fn to_line(&self) -> String {
+        let mut s = format!(
+            "{} {} {} {} {} {} {} {}",
+            self.cycle,
+            self.kind,
+            self.channel,
+            self.rank,
+            self.bank_group,
+            self.bank,
+            self.row,
+            self.column
+        );
+        if let Some(d) = self.dst {
+            s.push_str(&format!(
+                " {} {} {} {}",
+                d.bank_group, d.bank, d.row, d.column
+            ));
+        }
+        s
+    }
+
+    /// Parses one log line (`lineno` is 1-based, for the error message).
+    pub fn parse_line(line: &str, lineno: usize) -> Result<CommandRecord, LogError> {
+        let err = |what: String| LogError::Line { line: lineno, what };
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 8 && f.len() != 12 {
+            return Err(err(format!(
+                "expected 8 fields (12 for TR), found {}",
+                f.len()
+            )));
+        }
+        let kind = CommandKind::from_mnemonic(f[1])
+            .ok_or_else(|| err(format!("unknown command '{}'", f[1])))?;
+        let num = |i: usize, name: &str| -> Result<u64, LogError> {
+            f[i].parse::<u64>()
+                .map_err(|_| err(format!("{name} '{}' is not a non-negative integer", f[i])))
+        };
+        let num32 = |i: usize, name: &str| -> Result<u32, LogError> {
+            u32::try_from(num(i, name)?).map_err(|_| err(format!("{name} '{}' is too large", f[i])))
+        };
+        let dst = if f.len() == 12 {
+            Some(TransferDst {
+                bank_group: num32(8, "dst bank group")?,
+                bank: num32(9, "dst bank")?,
+                row: num32(10, "dst row")?,
+                column: num32(11, "dst column")?,
+            })
+        } else {
+            None
+        };
+        if (kind == CommandKind::Tr) != dst.is_some() {
+            return Err(err("TR takes 12 fields and every other command 8".into()));
+        }
+        Ok(CommandRecord {
+            cycle: num(0, "cycle")?,
+            kind,
+            channel: num32(2, "channel")?,
+            rank: num32(3, "rank")?,
+            bank_group: num32(4, "bank group")?,
+            bank: num32(5, "bank")?,
+            row: num32(6, "row")?,
+            column: num32(7, "column")?,
+            dst,
+        })
+    }
+}
+
+/// The second line of a command log (after [`LOG_MAGIC`], as `# spec <json>`): everything a
+/// checker needs to know about the device that produced the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogHeader {
+    pub standard: String,
+    pub speed: String,
+    pub part: String,
+    pub org: crate::spec::Organization,
+    /// Every timing parameter in clocks (plus `tCK_ps`), by name.
+    pub timing: std::collections::BTreeMap<String, u64>,
+    /// Whether the controller refreshed (so the checker can verify the refresh interval).
+    pub refresh: bool,
+}
+
+/// Receives every command a controller issues, in issue order.
+pub trait CommandSink {
+    fn record(&mut self, r: &CommandRecord);
+}
+
+impl CommandSink for Vec<CommandRecord> {
+    fn record(&mut self, r: &CommandRecord) {
+        self.push(*r);
+    }
+}
+
+/// Writes the command log in the text format [`CommandRecord::to_line`] describes, after the
+/// [`LOG_MAGIC`] line and the `# spec` header line.
+pub struct LogWriter<W: std::io::Write> {
+    out: W,
+    error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> LogWriter<W> {
+    pub fn new(mut out: W, header: &LogHeader) -> std::io::Result<Self> {
+        writeln!(out, "{LOG_MAGIC}")?;
+        let json = serde_json::to_string(header).map_err(std::io::Error::other)?;
+        writeln!(out, "# spec {json}")?;
+        Ok(LogWriter { out, error: None })
+    }
+    /// Flushes and reports the first write error, if any happened.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl<W: std::io::Write> CommandSink for LogWriter<W> {
+    fn record(&mut self, r: &CommandRecord) {
+        if self.error.is_none() {
+            if let Err(e) = writeln!(self.out, "{}", r.to_line()) {
+                self.error = Some(e);
+            }
+        }
+    }
+}

@@ -1,0 +1,520 @@
+//! Simulation configuration: which DRAM (speed bin, part, organisation, overrides), how the memory
+//! controller drives it, and the energy model's channel parameter.
+//!
+//! A config is TOML (a file, a built-in preset, or a dict from Python) layered as
+//! built-in preset <- user file <- overrides. Every key is checked: an unknown key or a bad value
+//! names the source and the key.
+use crate::error::ConfigError;
+use crate::spec::{builtin_standards, resolve_rules, DramSpec, Organization};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The built-in configuration presets (`presets/configs/*.toml`).
+pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
+    (
+        "ddr3-1600k-bench",
+        include_str!("../../../presets/configs/ddr3-1600k-bench.toml"),
+    ),
+    (
+        "rowclone-ddr3-1066",
+        include_str!("../../../presets/configs/rowclone-ddr3-1066.toml"),
+    ),
+    (
+        "ddr4-2400r",
+        include_str!("../../../presets/configs/ddr4-2400r.toml"),
+    ),
+    (
+        "ddr4-3200aa-2ch",
+        include_str!("../../../presets/configs/ddr4-3200aa-2ch.toml"),
+    ),
+];
+
+/// A whole simulation configuration.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// A built-in preset this config starts from (already merged in by [`Config::from_value`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// What this configuration is.
+    #[serde(default)]
+    pub description: String,
+    /// Where its values come from.
+    #[serde(default)]
+    pub source: String,
+    pub dram: DramConfig,
+    #[serde(default)]
+    pub controller: ControllerConfig,
+    #[serde(default)]
+    pub energy: EnergyConfig,
+}
+
+/// The DRAM devices and their organisation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DramConfig {
+    /// Speed bin name, e.g. "DDR3-1600K" (see `movelab dram presets`).
+    pub speed: String,
+    /// Part name, e.g. "DDR3-4Gb-x8".
+    pub part: String,
+    /// Memory channels, each with its own controller.
+    #[serde(default = "one")]
+    pub channels: u32,
+    /// Ranks per channel.
+    #[serde(default = "one")]
+    pub ranks: u32,
+    /// Organisation overrides: rows, columns, banks, bank_groups, subarray_rows.
+    #[serde(default)]
+    pub org: OrgOverrides,
+    /// Timing overrides in clocks, by parameter name (nRCD, nRAS, nRFC, nREFI, ...).
+    #[serde(default)]
+    pub timing: BTreeMap<String, u64>,
+    /// Current/voltage overrides by name (idd0, vdd, ...).
+    #[serde(default)]
+    pub currents: BTreeMap<String, f64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Organisation overrides; any left out come from the part and the standard.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OrgOverrides {
+    pub rows: Option<u32>,
+    pub columns: Option<u32>,
+    /// Banks per rank.
+    pub banks: Option<u32>,
+    pub bank_groups: Option<u32>,
+    pub subarray_rows: Option<u32>,
+}
+
+/// The per-channel memory controller.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ControllerConfig {
+    /// Command scheduler: "frfcfs" (ready row hits first, then oldest) or "fcfs" (oldest only).
+    pub scheduler: String,
+    /// Row policy: "open" (rows stay open until a conflict) or "closed" (auto-precharge when no
+    /// queued request hits the row).
+    pub row_policy: String,
+    /// Read queue entries per channel.
+    pub read_queue: usize,
+    /// Write queue entries per channel.
+    pub write_queue: usize,
+    /// Enter write-drain mode when the write queue is fuller than this fraction (or reads run out).
+    pub write_high_watermark: f64,
+    /// Leave write-drain mode when the write queue falls below this fraction (and reads wait).
+    pub write_low_watermark: f64,
+    /// Refresh: "all-bank" (REF per rank every nREFI) or "none".
+    pub refresh: String,
+    /// Address mapper: "RoBaRaCoCh", "ChRaBaRoCo" or "line-interleave" (see docs/dram.md).
+    pub mapper: String,
+    /// XOR the bank index with low row bits (permutation-based interleaving) in the mapper.
+    pub bank_xor: bool,
+    /// Mechanism for bulk copy/init requests: "baseline" (data crosses the channel) or "rowclone".
+    pub bulk: String,
+    /// Lines the controller's baseline copy engine reads before it writes them out (its stream
+    /// buffer); 64 lines = one 4 KB page.
+    pub bulk_buffer_lines: usize,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            scheduler: "frfcfs".into(),
+            row_policy: "open".into(),
+            read_queue: 64,
+            write_queue: 64,
+            write_high_watermark: 0.8,
+            write_low_watermark: 0.2,
+            refresh: "all-bank".into(),
+            mapper: "RoBaRaCoCh".into(),
+            bank_xor: false,
+            bulk: "baseline".into(),
+            bulk_buffer_lines: 64,
+        }
+    }
+}
+
+/// Energy-model parameters that are not device currents.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EnergyConfig {
+    /// Energy of moving one bit over the memory channel (DRAM I/O drivers plus termination), pJ.
+    /// Default: see docs/dram.md, "Energy".
+    pub io_pj_per_bit: f64,
+}
+
+/// Default channel energy per bit, pJ. Fitted once to the RowClone paper's Table 3 (Seshadri et al.,
+/// MICRO 2013): its baseline 4 KB copy costs 3.6 uJ of DRAM-plus-channel energy, of which this
+/// model's IDD-based command energy (2 ACT, 1 PRE, 64 reads, 64 writes on the Micron 2Gb DDR3-1066
+/// x8 currents) is 1.28 uJ; the remaining 2.32 uJ over the 65,536 bits that cross the channel is
+/// 35 pJ/bit. Every other energy in that table is then a prediction (docs/dram.md, "Energy").
+pub const DEFAULT_IO_PJ_PER_BIT: f64 = 35.0;
+
+impl Default for EnergyConfig {
+    fn default() -> Self {
+        EnergyConfig {
+            io_pj_per_bit: DEFAULT_IO_PJ_PER_BIT,
+        }
+    }
+}
+
+fn known(names: impl Iterator<Item = String>) -> String {
+    names.collect::<Vec<_>>().join(", ")
+}
+
+/// Recursively merges `over` into `base` (tables merge key by key; anything else replaces).
+pub fn merge_toml(base: &mut toml::Value, over: toml::Value) {
+    match (base, over) {
+        (toml::Value::Table(b), toml::Value::Table(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(bv) => merge_toml(bv, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
+/// Names of the built-in configuration presets.
+pub fn builtin_config_names() -> Vec<&'static str> {
+    BUILTIN_CONFIGS.iter().map(|(n, _)| *n).collect()
+}
+
+fn builtin_config_value(name: &str) -> Result<toml::Value, ConfigError> {
+    let (_, text) = BUILTIN_CONFIGS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| ConfigError::Unknown {
+            kind: "config preset",
+            name: name.into(),
+            known: builtin_config_names().join(", "),
+        })?;
+    text.parse::<toml::Table>()
+        .map(toml::Value::Table)
+        .map_err(|e| ConfigError::Syntax {
+            source_name: format!("presets/configs/{name}.toml"),
+            what: e.to_string(),
+        })
+}
+
+impl Config {
+    /// A built-in preset by name, or "SPEED/PART" (e.g. "DDR3-1600K/DDR3-4Gb-x8") for one channel
+    /// and one rank with default controller settings.
+    pub fn preset(name: &str) -> Result<Config, ConfigError> {
+        if let Some((speed, part)) = name.split_once('/') {
+            let mut t = toml::Table::new();
+            let mut d = toml::Table::new();
+            d.insert("speed".into(), toml::Value::String(speed.into()));
+            d.insert("part".into(), toml::Value::String(part.into()));
+            t.insert("dram".into(), toml::Value::Table(d));
+            return Config::from_value(toml::Value::Table(t), name);
+        }
+        Config::from_value(builtin_config_value(name)?, &format!("preset {name}"))
+    }
+
+    /// Parses TOML text (`source_name` names it in errors).
+    pub fn from_toml_str(text: &str, source_name: &str) -> Result<Config, ConfigError> {
+        let v = text
+            .parse::<toml::Table>()
+            .map_err(|e| ConfigError::Syntax {
+                source_name: source_name.into(),
+                what: e.to_string(),
+            })?;
+        Config::from_value(toml::Value::Table(v), source_name)
+    }
+
+    /// Reads a TOML file.
+    pub fn from_file(path: &std::path::Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
+            path: path.display().to_string(),
+            what: e.to_string(),
+        })?;
+        Config::from_toml_str(&text, &path.display().to_string())
+    }
+
+    /// Builds a config from a TOML value; a `preset = "NAME"` key layers it over that preset.
+    pub fn from_value(v: toml::Value, source_name: &str) -> Result<Config, ConfigError> {
+        let mut merged = match v.get("preset").and_then(|p| p.as_str()) {
+            Some(p) => {
+                let mut base = builtin_config_value(p)?;
+                if base.get("preset").is_some() {
+                    return Err(ConfigError::invalid(
+                        format!("presets/configs/{p}.toml"),
+                        "preset",
+                        "presets do not nest",
+                    ));
+                }
+                merge_toml(&mut base, v.clone());
+                base
+            }
+            None => v,
+        };
+        if let Some(t) = merged.as_table_mut() {
+            t.remove("preset");
+        }
+        let cfg: Config = merged
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Syntax {
+                source_name: source_name.into(),
+                what: e.message().to_string(),
+            })?;
+        cfg.resolve(source_name)?; // validate everything now
+        Ok(cfg)
+    }
+
+    /// Layers `overrides` (a TOML table shaped like a config) on top of this config.
+    pub fn with_overrides(
+        &self,
+        overrides: toml::Value,
+        source_name: &str,
+    ) -> Result<Config, ConfigError> {
+        let mut base = toml::Value::try_from(self).map_err(|e| {
+            ConfigError::invalid(source_name, "", format!("cannot serialise config: {e}"))
+        })?;
+        merge_toml(&mut base, overrides);
+        Config::from_value(base, source_name)
+    }
+
+    /// Resolves the DRAM spec and checks the controller settings.
+    pub fn resolve(&self, src: &str) -> Result<DramSpec, ConfigError> {
+        let standards = builtin_standards()?;
+        let d = &self.dram;
+        let std_file = standards
+            .iter()
+            .find(|s| s.speed.contains_key(&d.speed))
+            .ok_or_else(|| ConfigError::Unknown {
+                kind: "speed bin (dram.speed)",
+                name: d.speed.clone(),
+                known: known(standards.iter().flat_map(|s| s.speed.keys().cloned())),
+            })?;
+        let part = std_file
+            .part
+            .get(&d.part)
+            .ok_or_else(|| ConfigError::Unknown {
+                kind: "part (dram.part) for this standard",
+                name: d.part.clone(),
+                known: known(std_file.part.keys().cloned()),
+            })?;
+        let speed = &std_file.speed[&d.speed];
+        let mut timing = BTreeMap::new();
+        for (k, v) in speed {
+            if k == "source" {
+                continue;
+            }
+            let n = v.as_integer().filter(|n| *n >= 0).ok_or_else(|| {
+                ConfigError::invalid(
+                    format!("speed bin {}", d.speed),
+                    k,
+                    "expected a non-negative integer",
+                )
+            })?;
+            timing.insert(k.clone(), n as u64);
+        }
+        let tck = *timing.get("tCK_ps").ok_or_else(|| {
+            ConfigError::invalid(format!("speed bin {}", d.speed), "tCK_ps", "missing")
+        })?;
+        if tck == 0 {
+            return Err(ConfigError::invalid(
+                src,
+                "dram.timing.tCK_ps",
+                "must be positive",
+            ));
+        }
+        timing.insert(
+            "nRFC".into(),
+            ((part.trfc_ns * 1000.0) / tck as f64).ceil() as u64,
+        );
+        timing.insert(
+            "nREFI".into(),
+            ((part.trefi_ns * 1000.0) / tck as f64).floor() as u64,
+        );
+        for (k, v) in &d.timing {
+            if !timing.contains_key(k) {
+                return Err(ConfigError::invalid(
+                    src,
+                    format!("dram.timing.{k}"),
+                    format!(
+                        "unknown timing parameter (known: {})",
+                        known(timing.keys().cloned())
+                    ),
+                ));
+            }
+            timing.insert(k.clone(), *v);
+        }
+        for must_be_positive in ["tCK_ps", "nBL", "nREFI"] {
+            if timing.get(must_be_positive) == Some(&0) {
+                return Err(ConfigError::invalid(
+                    src,
+                    format!("dram.timing.{must_be_positive}"),
+                    "must be positive",
+                ));
+            }
+        }
+        let h = &std_file.standard;
+        let o = &d.org;
+        let bank_groups = o.bank_groups.unwrap_or(h.bank_groups);
+        let banks = o.banks.unwrap_or(part.banks);
+        if bank_groups == 0 || banks == 0 || !banks.is_multiple_of(bank_groups) {
+            return Err(ConfigError::invalid(
+                src,
+                "dram.org.banks",
+                format!("{banks} banks do not split into {bank_groups} bank groups"),
+            ));
+        }
+        let org = Organization {
+            channels: d.channels,
+            ranks: d.ranks,
+            bank_groups,
+            banks_per_group: banks / bank_groups,
+            rows: o.rows.unwrap_or(part.rows),
+            columns: o.columns.unwrap_or(part.columns),
+            subarray_rows: o.subarray_rows.unwrap_or(h.subarray_rows),
+            device_width: part.device_width,
+            bus_width: h.bus_width,
+            burst_length: h.burst_length,
+        };
+        let pow2 = |v: u32, key: &str| -> Result<(), ConfigError> {
+            if v == 0 || !v.is_power_of_two() {
+                return Err(ConfigError::invalid(
+                    src,
+                    key,
+                    format!("{v} must be a power of two (the address mappers slice bits)"),
+                ));
+            }
+            Ok(())
+        };
+        pow2(org.channels, "dram.channels")?;
+        pow2(org.ranks, "dram.ranks")?;
+        pow2(org.bank_groups, "dram.org.bank_groups")?;
+        pow2(org.banks_per_group, "dram.org.banks")?;
+        pow2(org.rows, "dram.org.rows")?;
+        pow2(org.columns, "dram.org.columns")?;
+        if org.columns < org.burst_length {
+            return Err(ConfigError::invalid(
+                src,
+                "dram.org.columns",
+                "fewer columns than one burst",
+            ));
+        }
+        if org.subarray_rows < 2
+            || org.subarray_rows > org.rows
+            || !org.rows.is_multiple_of(org.subarray_rows)
+        {
+            return Err(ConfigError::invalid(
+                src,
+                "dram.org.subarray_rows",
+                format!(
+                    "{} must be at least 2 and divide the {} rows",
+                    org.subarray_rows, org.rows
+                ),
+            ));
+        }
+        let mut currents = part.currents.clone();
+        {
+            let mut cv = toml::Value::try_from(&currents)
+                .map_err(|e| ConfigError::invalid(src, "dram.currents", e.to_string()))?;
+            let tbl = cv
+                .as_table_mut()
+                .ok_or_else(|| ConfigError::invalid(src, "dram.currents", "not a table"))?;
+            for (k, v) in &d.currents {
+                if !tbl.contains_key(k) {
+                    return Err(ConfigError::invalid(
+                        src,
+                        format!("dram.currents.{k}"),
+                        format!("unknown current (known: {})", known(tbl.keys().cloned())),
+                    ));
+                }
+                if !v.is_finite() || *v < 0.0 {
+                    return Err(ConfigError::invalid(
+                        src,
+                        format!("dram.currents.{k}"),
+                        "must be a non-negative number",
+                    ));
+                }
+                tbl.insert(k.clone(), toml::Value::Float(*v));
+            }
+            currents = cv.try_into().map_err(|e: toml::de::Error| {
+                ConfigError::invalid(src, "dram.currents", e.to_string())
+            })?;
+        }
+        let (rules, windows) = resolve_rules(
+            &format!("standard {}", h.name),
+            &h.rules,
+            &h.windows,
+            &timing,
+        )?;
+        self.check_controller(src)?;
+        Ok(DramSpec {
+            standard: h.name.clone(),
+            speed: d.speed.clone(),
+            part: d.part.clone(),
+            org,
+            timing,
+            rules,
+            windows,
+            currents,
+        })
+    }
+
+    fn check_controller(&self, src: &str) -> Result<(), ConfigError> {
+        let c = &self.controller;
+        let one_of = |key: &str, v: &str, allowed: &[&str]| -> Result<(), ConfigError> {
+            if allowed.contains(&v) {
+                Ok(())
+            } else {
+                Err(ConfigError::invalid(
+                    src,
+                    key,
+                    format!("'{v}' is not one of: {}", allowed.join(", ")),
+                ))
+            }
+        };
+        one_of(
+            "controller.scheduler",
+            &c.scheduler,
+            crate::scheduler::SCHEDULERS,
+        )?;
+        one_of("controller.row_policy", &c.row_policy, &["open", "closed"])?;
+        one_of("controller.refresh", &c.refresh, &["all-bank", "none"])?;
+        one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
+        one_of("controller.bulk", &c.bulk, &["baseline", "rowclone"])?;
+        if c.bulk_buffer_lines == 0 {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.bulk_buffer_lines",
+                "must be at least 1",
+            ));
+        }
+        if c.read_queue == 0 || c.write_queue == 0 {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.read_queue",
+                "queues need at least one entry",
+            ));
+        }
+        let (lo, hi) = (c.write_low_watermark, c.write_high_watermark);
+        if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) || lo >= hi {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.write_low_watermark",
+                format!("need 0 <= low ({lo}) < high ({hi}) <= 1"),
+            ));
+        }
+        if !self.energy.io_pj_per_bit.is_finite() || self.energy.io_pj_per_bit < 0.0 {
+            return Err(ConfigError::invalid(
+                src,
+                "energy.io_pj_per_bit",
+                "must be a non-negative number",
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,742 @@
+//! The memory controller of one channel: read and write queues, write drain between watermarks,
+//! all-bank refresh, a named scheduler, open- or closed-row policy, and in-DRAM bulk jobs
+//! (RowClone FPM and PSM) that own their banks while they run.
+//!
+//! The controller is event-driven: [`Controller::tick`] issues at most one command at the given
+//! cycle and returns the next cycle at which anything could issue, so the caller skips idle time.
+use crate::command::{CommandKind, CommandRecord, CommandSink, TransferDst};
+use crate::config::ControllerConfig;
+use crate::device::{BankId, ChannelDevices};
+use crate::mapper::Location;
+use crate::request::Op;
+use crate::scheduler::{self, Candidate, Scheduler};
+use crate::spec::DramSpec;
+use crate::stats::{Histogram, RowStats};
+use std::collections::VecDeque;
+
+/// Who a queued request or a finished piece of work belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// A line request from the trace.
+    Trace,
+    /// A line of a bulk operation done over the channel (baseline), by operation index.
+    BulkLine { op: u32 },
+    /// A RowClone job of a bulk operation, by operation index.
+    BulkJob { op: u32 },
+}
+
+/// Work that finished: read data returned, a write's data written, or a bulk job completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Done {
+    /// When it is complete (read: data returned; write: data in the cells and bank ready to
+    /// precharge; job: its last precharge done).
+    pub time: u64,
+    pub tag: Tag,
+    pub op: Op,
+}
+
+/// RowClone mechanism of a job, for statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobMech {
+    Fpm,
+    PsmInter,
+    PsmIntra,
+}
+
+/// An in-DRAM bulk job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobKind {
+    /// Fast Parallel Mode: ACT src, ACTC dst (same subarray), PRE.
+    Fpm {
+        bank: BankId,
+        src_row: u32,
+        dst_row: u32,
+        copied: bool,
+    },
+    /// Pipelined Serial Mode: open both rows, one TR per (src column, dst column), close both.
+    Psm {
+        src: BankId,
+        src_row: u32,
+        dst: BankId,
+        dst_row: u32,
+        cols: Vec<(u32, u32)>,
+        next: usize,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    pub op: u32,
+    pub mech: JobMech,
+    pub kind: JobKind,
+    /// A job to run once this one is done (the second half of an intra-bank PSM).
+    pub then: Option<Box<Job>>,
+}
+
+impl Job {
+    fn banks(&self) -> [Option<u32>; 2] {
+        match &self.kind {
+            JobKind::Fpm { bank, .. } => [Some(bank.flat), None],
+            JobKind::Psm { src, dst, .. } => [Some(src.flat), Some(dst.flat)],
+        }
+    }
+    fn rank(&self) -> u32 {
+        match &self.kind {
+            JobKind::Fpm { bank, .. } => bank.rank,
+            JobKind::Psm { src, .. } => src.rank,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    bank: BankId,
+    row: u32,
+    col: u32,
+    op: Op,
+    arrival: u64,
+    seq: u64,
+    tag: Tag,
+    needed_act: bool,
+    needed_pre: bool,
+}
+
+/// What a candidate stands for.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Entry(u32),
+    Job(usize),
+    Refresh,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    kind: CommandKind,
+    bank: BankId,
+    row: u32,
+    col: u32,
+    dst: Option<(BankId, u32, u32)>,
+    source: Source,
+}
+
+/// Per-channel counters, merged into [`crate::stats::Stats`] at the end.
+#[derive(Debug, Clone, Default)]
+pub struct ChannelCounters {
+    pub commands: [u64; 10],
+    /// Banks closed by PREA (each counts as a precharge for energy).
+    pub banks_closed_by_prea: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub read_latency: Histogram,
+    pub write_latency: Histogram,
+    pub row: RowStats,
+    pub last_done: u64,
+    /// Scheduling passes made (a cost measure for the speed benchmark).
+    pub ticks: u64,
+}
+
+pub struct Controller {
+    pub channel: u32,
+    pub dev: ChannelDevices,
+    sched: Box<dyn Scheduler>,
+    closed_row: bool,
+    refresh: bool,
+    n_cl: u64,
+    n_bl: u64,
+    n_cwl: u64,
+    n_wr: u64,
+    n_rp: u64,
+    n_refi: u64,
+    slab: Vec<Entry>,
+    free: Vec<u32>,
+    rq: Vec<VecDeque<u32>>,
+    wq: Vec<VecDeque<u32>>,
+    rq_len: usize,
+    wq_len: usize,
+    rq_cap: usize,
+    wq_cap: usize,
+    wr_hi: f64,
+    wr_lo: f64,
+    write_mode: bool,
+    refresh_due: Vec<u64>,
+    refresh_pending: Vec<bool>,
+    jobs: Vec<(u64, Job)>,
+    waiting_jobs: VecDeque<(u64, Job)>,
+    bank_owned: Vec<bool>,
+    next_cmd_cycle: u64,
+    cands: Vec<Candidate>,
+    pend: Vec<Pending>,
+    /// Each bank's candidate from the request queues, recomputed only when the bank's queue, its
+    /// open row or the queue mode changed (the scan for a row hit is the costly part).
+    bank_cand: Vec<Option<Pending>>,
+    bank_dirty: Vec<bool>,
+    /// Finished work, drained by the memory system.
+    pub done: Vec<Done>,
+    pub counters: ChannelCounters,
+}
+
+impl Controller {
+    pub fn new(channel: u32, spec: &DramSpec, cfg: &ControllerConfig) -> Controller {
+        let dev = ChannelDevices::new(spec);
+        let banks = dev.banks() as usize;
+        let ranks = spec.org.ranks as usize;
+        let n_refi = spec.t("nREFI").max(1);
+        Controller {
+            channel,
+            dev,
+            sched: scheduler::build(&cfg.scheduler).unwrap_or_else(|| Box::new(scheduler::FrFcfs)),
+            closed_row: cfg.row_policy == "closed",
+            refresh: cfg.refresh == "all-bank",
+            n_cl: spec.t("nCL"),
+            n_bl: spec.t("nBL"),
+            n_cwl: spec.t("nCWL"),
+            n_wr: spec.t("nWR"),
+            n_rp: spec.t("nRP"),
+            n_refi,
+            slab: Vec::with_capacity(cfg.read_queue + cfg.write_queue),
+            free: Vec::new(),
+            rq: vec![VecDeque::new(); banks],
+            wq: vec![VecDeque::new(); banks],
+            rq_len: 0,
+            wq_len: 0,
+            rq_cap: cfg.read_queue,
+            wq_cap: cfg.write_queue,
+            wr_hi: cfg.write_high_watermark,
+            wr_lo: cfg.write_low_watermark,
+            write_mode: false,
+            refresh_due: vec![n_refi; ranks],
+            refresh_pending: vec![false; ranks],
+            jobs: Vec::new(),
+            waiting_jobs: VecDeque::new(),
+            bank_owned: vec![false; banks],
+            next_cmd_cycle: 0,
+            bank_cand: vec![None; banks],
+            bank_dirty: vec![true; banks],
+            cands: Vec::with_capacity(banks + 8),
+            pend: Vec::with_capacity(banks + 8),
+            done: Vec::new(),
+            counters: ChannelCounters::default(),
+        }
+    }
+
+    /// Whether the queue for `op` has room.
+    #[inline]
+    pub fn can_accept(&self, op: Op) -> bool {
+        match op {
+            Op::Read => self.rq_len < self.rq_cap,
+            Op::Write => self.wq_len < self.wq_cap,
+        }
+    }
+
+    /// Queues a line request. The caller checked [`Controller::can_accept`].
+    pub fn enqueue(&mut self, loc: &Location, op: Op, now: u64, seq: u64, tag: Tag) {
+        let bank = self.dev.bank_id(loc.rank, loc.bank_group, loc.bank);
+        let e = Entry {
+            bank,
+            row: loc.row,
+            col: loc.column,
+            op,
+            arrival: now,
+            seq,
+            tag,
+            needed_act: false,
+            needed_pre: false,
+        };
+        let idx = match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = e;
+                i
+            }
+            None => {
+                self.slab.push(e);
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.bank_dirty[bank.flat as usize] = true;
+        match op {
+            Op::Read => {
+                self.rq[bank.flat as usize].push_back(idx);
+                self.rq_len += 1;
+            }
+            Op::Write => {
+                self.wq[bank.flat as usize].push_back(idx);
+                self.wq_len += 1;
+            }
+        }
+    }
+
+    /// Queues an in-DRAM bulk job; it starts when its banks are free.
+    pub fn submit_job(&mut self, seq: u64, job: Job) {
+        self.waiting_jobs.push_back((seq, job));
+    }
+
+    /// Nothing queued, running or waiting.
+    pub fn idle(&self) -> bool {
+        self.rq_len == 0 && self.wq_len == 0 && self.jobs.is_empty() && self.waiting_jobs.is_empty()
+    }
+
+    fn start_jobs(&mut self) {
+        let mut i = 0;
+        while i < self.waiting_jobs.len() {
+            let free = self.waiting_jobs[i]
+                .1
+                .banks()
+                .iter()
+                .flatten()
+                .all(|b| !self.bank_owned[*b as usize]);
+            if free {
+                if let Some((seq, job)) = self.waiting_jobs.remove(i) {
+                    for b in job.banks().iter().flatten() {
+                        self.bank_owned[*b as usize] = true;
+                    }
+                    self.jobs.push((seq, job));
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// The next command a job needs, or None when it is finished.
+    fn job_next(&self, ji: usize) -> Option<Pending> {
+        let job = &self.jobs[ji].1;
+        let p = |kind, bank: BankId, row, col, dst| {
+            Some(Pending {
+                kind,
+                bank,
+                row,
+                col,
+                dst,
+                source: Source::Job(ji),
+            })
+        };
+        match &job.kind {
+            JobKind::Fpm {
+                bank,
+                src_row,
+                dst_row,
+                copied,
+            } => {
+                let open = self.dev.open_row(*bank);
+                if !copied {
+                    match open {
+                        None => p(CommandKind::Act, *bank, *src_row, 0, None),
+                        Some(r) if r == *src_row => p(CommandKind::Actc, *bank, *dst_row, 0, None),
+                        Some(r) => p(CommandKind::Pre, *bank, r, 0, None),
+                    }
+                } else {
+                    open.map(|r| Pending {
+                        kind: CommandKind::Pre,
+                        bank: *bank,
+                        row: r,
+                        col: 0,
+                        dst: None,
+                        source: Source::Job(ji),
+                    })
+                }
+            }
+            JobKind::Psm {
+                src,
+                src_row,
+                dst,
+                dst_row,
+                cols,
+                next,
+            } => {
+                if *next < cols.len() {
+                    for (b, row) in [(*src, *src_row), (*dst, *dst_row)] {
+                        match self.dev.open_row(b) {
+                            None => return p(CommandKind::Act, b, row, 0, None),
+                            Some(r) if r != row => return p(CommandKind::Pre, b, r, 0, None),
+                            _ => {}
+                        }
+                    }
+                    let (sc, dc) = cols[*next];
+                    p(
+                        CommandKind::Tr,
+                        *src,
+                        *src_row,
+                        sc,
+                        Some((*dst, *dst_row, dc)),
+                    )
+                } else {
+                    for b in [*src, *dst] {
+                        if let Some(r) = self.dev.open_row(b) {
+                            return p(CommandKind::Pre, b, r, 0, None);
+                        }
+                    }
+                    None
+                }
+            }
+        }
+    }
+
+    fn bank_candidate(&self, flat: usize) -> Option<Pending> {
+        let q = if self.write_mode {
+            &self.wq[flat]
+        } else {
+            &self.rq[flat]
+        };
+        let &oldest = q.front()?;
+        let e = &self.slab[oldest as usize];
+        let bank = e.bank;
+        let col_kind = |op: Op| {
+            if op == Op::Read {
+                CommandKind::Rd
+            } else {
+                CommandKind::Wr
+            }
+        };
+        match self.dev.open_row(bank) {
+            None => Some(Pending {
+                kind: CommandKind::Act,
+                bank,
+                row: e.row,
+                col: 0,
+                dst: None,
+                source: Source::Entry(oldest),
+            }),
+            Some(r) => {
+                let hit = if self.sched.offers_row_hits() {
+                    q.iter().copied().find(|&i| self.slab[i as usize].row == r)
+                } else {
+                    (e.row == r).then_some(oldest)
+                };
+                match hit {
+                    Some(i) => {
+                        let h = &self.slab[i as usize];
+                        Some(Pending {
+                            kind: col_kind(h.op),
+                            bank,
+                            row: r,
+                            col: h.col,
+                            dst: None,
+                            source: Source::Entry(i),
+                        })
+                    }
+                    None => Some(Pending {
+                        kind: CommandKind::Pre,
+                        bank,
+                        row: r,
+                        col: 0,
+                        dst: None,
+                        source: Source::Entry(oldest),
+                    }),
+                }
+            }
+        }
+    }
+
+    fn update_write_mode(&mut self) {
+        let before = self.write_mode;
+        self.update_write_mode_inner();
+        if before != self.write_mode {
+            self.bank_dirty.iter_mut().for_each(|d| *d = true);
+        }
+    }
+
+    fn update_write_mode_inner(&mut self) {
+        if !self.write_mode {
+            if self.wq_len as f64 > self.wr_hi * self.wq_cap as f64
+                || (self.rq_len == 0 && self.wq_len > 0)
+            {
+                self.write_mode = true;
+            }
+        } else if (self.wq_len as f64) < self.wr_lo * self.wq_cap as f64 && self.rq_len > 0
+            || self.wq_len == 0
+        {
+            self.write_mode = false;
+        }
+    }
+
+    /// Issues at most one command at cycle `now` and returns the next cycle at which a command
+    /// could issue (`u64::MAX` when nothing is queued).
+    pub fn tick<'s>(&mut self, now: u64, mut log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
+        if now < self.next_cmd_cycle {
+            return self.next_cmd_cycle;
+        }
+        self.counters.ticks += 1;
+        self.sweep_jobs(now);
+        self.start_jobs();
+        self.update_write_mode();
+        let mut next = u64::MAX;
+
+        // Refresh has priority: a rank with a refresh due takes no other command until its REF.
+        if self.refresh {
+            for r in 0..self.refresh_pending.len() {
+                if !self.refresh_pending[r] {
+                    if now >= self.refresh_due[r] {
+                        self.refresh_pending[r] = true;
+                    } else {
+                        next = next.min(self.refresh_due[r]);
+                        continue;
+                    }
+                }
+                let b0 = self.dev.bank_id(r as u32, 0, 0);
+                let kind = if self.dev.any_open(r as u32) {
+                    CommandKind::Prea
+                } else {
+                    CommandKind::Ref
+                };
+                let at = self.dev.earliest(kind, b0, None);
+                if at <= now {
+                    self.issue(
+                        Pending {
+                            kind,
+                            bank: b0,
+                            row: 0,
+                            col: 0,
+                            dst: None,
+                            source: Source::Refresh,
+                        },
+                        now,
+                        &mut log,
+                    );
+                    if kind == CommandKind::Ref {
+                        self.refresh_pending[r] = false;
+                        self.refresh_due[r] += self.n_refi;
+                    }
+                    return now + 1;
+                }
+                next = next.min(at);
+            }
+        }
+
+        self.cands.clear();
+        self.pend.clear();
+        for ji in 0..self.jobs.len() {
+            let (seq, ref job) = self.jobs[ji];
+            if self.refresh_pending[job.rank() as usize] {
+                continue;
+            }
+            if let Some(p) = self.job_next(ji) {
+                let at = self.dev.earliest(p.kind, p.bank, p.dst.map(|d| d.0));
+                self.cands.push(Candidate {
+                    seq,
+                    is_hit: p.kind == CommandKind::Tr,
+                    ready_at: at,
+                });
+                self.pend.push(p);
+            }
+        }
+        for flat in 0..self.bank_owned.len() {
+            if self.bank_owned[flat] {
+                continue;
+            }
+            if self.bank_dirty[flat] {
+                self.bank_cand[flat] = self.bank_candidate(flat);
+                self.bank_dirty[flat] = false;
+            }
+            if let Some(p) = self.bank_cand[flat] {
+                if self.refresh_pending[p.bank.rank as usize] {
+                    continue;
+                }
+                let Source::Entry(i) = p.source else { continue };
+                let at = self.dev.earliest(p.kind, p.bank, None);
+                self.cands.push(Candidate {
+                    seq: self.slab[i as usize].seq,
+                    is_hit: matches!(p.kind, CommandKind::Rd | CommandKind::Wr),
+                    ready_at: at,
+                });
+                self.pend.push(p);
+            }
+        }
+        match self.sched.pick(&self.cands, now) {
+            Some(i) => {
+                let p = self.pend[i];
+                self.issue(p, now, &mut log);
+                now + 1
+            }
+            None => {
+                for c in &self.cands {
+                    next = next.min(c.ready_at);
+                }
+                // A queue-mode switch or a job start can make new candidates: re-evaluate next cycle.
+                next.max(now + 1)
+            }
+        }
+    }
+
+    fn issue<'s>(&mut self, p: Pending, now: u64, log: &mut Option<&mut (dyn CommandSink + 's)>) {
+        let mut kind = p.kind;
+        // Closed-row policy: auto-precharge when no other queued request hits the row.
+        if self.closed_row && matches!(kind, CommandKind::Rd | CommandKind::Wr) {
+            if let Source::Entry(i) = p.source {
+                let flat = p.bank.flat as usize;
+                let others = self.rq[flat]
+                    .iter()
+                    .chain(self.wq[flat].iter())
+                    .any(|&j| j != i && self.slab[j as usize].row == p.row);
+                if !others {
+                    kind = if kind == CommandKind::Rd {
+                        CommandKind::Rda
+                    } else {
+                        CommandKind::Wra
+                    };
+                }
+            }
+        }
+        if kind == CommandKind::Prea {
+            let base = p.bank.rank * (self.dev.banks() / self.refresh_pending.len() as u32);
+            let per_rank = self.dev.banks() / self.refresh_pending.len() as u32;
+            self.counters.banks_closed_by_prea += (base..base + per_rank)
+                .filter(|&f| self.dev.open_row(self.dev.bank_from_flat(f)).is_some())
+                .count() as u64;
+        }
+        self.dev
+            .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
+        self.bank_dirty[p.bank.flat as usize] = true;
+        if let Some((d, _, _)) = p.dst {
+            self.bank_dirty[d.flat as usize] = true;
+        }
+        if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
+            let per_rank = self.dev.banks_per_rank();
+            for f in p.bank.rank * per_rank..(p.bank.rank + 1) * per_rank {
+                self.bank_dirty[f as usize] = true;
+            }
+        }
+        self.counters.commands[kind.index()] += 1;
+        self.next_cmd_cycle = now + 1;
+        if let Some(sink) = log.as_deref_mut() {
+            sink.record(&CommandRecord {
+                cycle: now,
+                kind,
+                channel: self.channel,
+                rank: p.bank.rank,
+                bank_group: p.bank.bank_group,
+                bank: p.bank.bank,
+                row: if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
+                    0
+                } else {
+                    p.row
+                },
+                column: p.col,
+                dst: p.dst.map(|(b, r, c)| TransferDst {
+                    bank_group: b.bank_group,
+                    bank: b.bank,
+                    row: r,
+                    column: c,
+                }),
+            });
+        }
+        match p.source {
+            Source::Entry(i) => match kind {
+                CommandKind::Act => self.slab[i as usize].needed_act = true,
+                CommandKind::Pre => self.slab[i as usize].needed_pre = true,
+                _ => self.complete_entry(i, kind, now),
+            },
+            Source::Job(ji) => self.advance_job(ji, kind, now),
+            Source::Refresh => {}
+        }
+    }
+
+    fn complete_entry(&mut self, i: u32, kind: CommandKind, now: u64) {
+        let e = self.slab[i as usize];
+        let flat = e.bank.flat as usize;
+        let q = if e.op == Op::Read {
+            &mut self.rq[flat]
+        } else {
+            &mut self.wq[flat]
+        };
+        if let Some(pos) = q.iter().position(|&j| j == i) {
+            q.remove(pos);
+        }
+        self.free.push(i);
+        let c = &mut self.counters;
+        if e.needed_pre {
+            c.row.conflicts += 1;
+        } else if e.needed_act {
+            c.row.misses += 1;
+        } else {
+            c.row.hits += 1;
+        }
+        let (done_at, lat) = if e.op == Op::Read {
+            self.rq_len -= 1;
+            c.reads += 1;
+            let t = now + self.n_cl + self.n_bl;
+            c.read_latency.add(t - e.arrival);
+            (t, t - e.arrival)
+        } else {
+            self.wq_len -= 1;
+            c.writes += 1;
+            let t = now + self.n_cwl + self.n_bl;
+            c.write_latency.add(t - e.arrival);
+            // A bulk write is done once its data is in the cells and its bank could close again.
+            let t = if matches!(e.tag, Tag::BulkLine { .. }) {
+                t + self.n_wr + self.n_rp
+            } else {
+                t
+            };
+            (t, t - e.arrival)
+        };
+        let _ = (lat, kind);
+        c.last_done = c.last_done.max(done_at);
+        if e.tag != Tag::Trace {
+            self.done.push(Done {
+                time: done_at,
+                tag: e.tag,
+                op: e.op,
+            });
+        }
+    }
+
+    fn advance_job(&mut self, ji: usize, kind: CommandKind, now: u64) {
+        let finished = {
+            let job = &mut self.jobs[ji].1;
+            match &mut job.kind {
+                JobKind::Fpm { copied, .. } => {
+                    if kind == CommandKind::Actc {
+                        *copied = true;
+                    }
+                }
+                JobKind::Psm { next, .. } => {
+                    if kind == CommandKind::Tr {
+                        *next += 1;
+                    }
+                }
+            }
+            kind == CommandKind::Pre
+        };
+        if finished && self.job_next(ji).is_none() {
+            self.finish_job(ji, now + self.n_rp);
+        }
+    }
+
+    fn finish_job(&mut self, ji: usize, t: u64) {
+        let (seq, job) = self.jobs.swap_remove(ji);
+        for b in job.banks().iter().flatten() {
+            self.bank_owned[*b as usize] = false;
+            self.bank_dirty[*b as usize] = true;
+        }
+        self.counters.last_done = self.counters.last_done.max(t);
+        match job.then {
+            Some(next) => self.waiting_jobs.push_front((seq, *next)),
+            None => self.done.push(Done {
+                time: t,
+                tag: Tag::BulkJob { op: job.op },
+                op: Op::Write,
+            }),
+        }
+    }
+
+    /// Jobs whose banks a refresh closed after their last data moved are finished by it.
+    fn sweep_jobs(&mut self, now: u64) {
+        let mut ji = 0;
+        while ji < self.jobs.len() {
+            let moved = match &self.jobs[ji].1.kind {
+                JobKind::Fpm { copied, .. } => *copied,
+                JobKind::Psm { cols, next, .. } => *next >= cols.len(),
+            };
+            if moved && self.job_next(ji).is_none() {
+                self.finish_job(ji, now);
+            } else {
+                ji += 1;
+            }
+        }
+    }
+
+    /// Settles time-weighted accounting at the end of a run.
+    pub fn finish(&mut self, end: u64) {
+        self.dev.settle_activity(end);
+    }
+}

@@ -1,0 +1,305 @@
+//! The state of one channel's DRAM devices as the controller sees it: which row each bank has
+//! open, and, for every command kind, the earliest cycle the timing rules allow it at each bank,
+//! bank group and rank. Issuing a command pushes those times forward by the rule table's latencies.
+//!
+//! This is the scheduler's readiness logic. It is deliberately not what checks the log: the
+//! independent checker (`checker.rs`) re-derives every rule from the command history.
+use crate::command::CommandKind;
+use crate::spec::{DramSpec, Scope, NK, TK_TRD, TK_TRS};
+use std::collections::VecDeque;
+
+/// A bank of this channel: rank, bank group, bank within group, and its flat index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BankId {
+    pub rank: u32,
+    pub bank_group: u32,
+    pub bank: u32,
+    /// rank * banks_per_rank + bank_group * banks_per_group + bank
+    pub flat: u32,
+}
+
+/// Time-weighted state of a rank, for the background energy.
+#[derive(Debug, Clone, Default)]
+pub struct RankActivity {
+    pub open_banks: u32,
+    pub since: u64,
+    /// Cycles with at least one bank open.
+    pub active_cycles: u64,
+    /// Cycles with all banks precharged.
+    pub precharged_cycles: u64,
+}
+
+pub struct ChannelDevices {
+    banks_per_rank: u32,
+    banks_per_group: u32,
+    groups_per_rank: u32,
+    ranks: u32,
+    /// rules_from[kind] = (scope, to-kind, latency)
+    rules_from: Vec<Vec<(Scope, usize, u64)>>,
+    /// (kinds counted, count, window) per window rule
+    windows: Vec<([bool; NK], usize, u64)>,
+    rank_next: Vec<[u64; NK]>,
+    group_next: Vec<[u64; NK]>,
+    bank_next: Vec<[u64; NK]>,
+    /// Per rank and window rule: the issue cycles of the last `count` counted commands.
+    window_hist: Vec<VecDeque<u64>>,
+    open_row: Vec<Option<u32>>,
+    pub activity: Vec<RankActivity>,
+}
+
+impl ChannelDevices {
+    pub fn new(spec: &DramSpec) -> ChannelDevices {
+        let o = &spec.org;
+        let mut rules_from = vec![Vec::new(); NK];
+        for r in &spec.rules {
+            rules_from[r.from].push((r.scope, r.to, r.latency));
+        }
+        let windows: Vec<([bool; NK], usize, u64)> = spec
+            .windows
+            .iter()
+            .map(|w| {
+                let mut k = [false; NK];
+                for &i in &w.kinds {
+                    k[i] = true;
+                }
+                (k, w.count as usize, w.latency)
+            })
+            .collect();
+        let banks = (o.ranks * o.banks_per_rank()) as usize;
+        ChannelDevices {
+            banks_per_rank: o.banks_per_rank(),
+            banks_per_group: o.banks_per_group,
+            groups_per_rank: o.bank_groups,
+            ranks: o.ranks,
+            rules_from,
+            window_hist: vec![VecDeque::new(); o.ranks as usize * windows.len()],
+            windows,
+            rank_next: vec![[0; NK]; o.ranks as usize],
+            group_next: vec![[0; NK]; (o.ranks * o.bank_groups) as usize],
+            bank_next: vec![[0; NK]; banks],
+            open_row: vec![None; banks],
+            activity: vec![RankActivity::default(); o.ranks as usize],
+        }
+    }
+
+    pub fn bank_id(&self, rank: u32, bank_group: u32, bank: u32) -> BankId {
+        BankId {
+            rank,
+            bank_group,
+            bank,
+            flat: rank * self.banks_per_rank + bank_group * self.banks_per_group + bank,
+        }
+    }
+
+    pub fn bank_from_flat(&self, flat: u32) -> BankId {
+        let rank = flat / self.banks_per_rank;
+        let in_rank = flat % self.banks_per_rank;
+        BankId {
+            rank,
+            bank_group: in_rank / self.banks_per_group,
+            bank: in_rank % self.banks_per_group,
+            flat,
+        }
+    }
+
+    pub fn banks_per_rank(&self) -> u32 {
+        self.banks_per_rank
+    }
+
+    pub fn banks(&self) -> u32 {
+        self.ranks * self.banks_per_rank
+    }
+
+    #[inline]
+    pub fn open_row(&self, b: BankId) -> Option<u32> {
+        self.open_row[b.flat as usize]
+    }
+
+    pub fn any_open(&self, rank: u32) -> bool {
+        self.activity[rank as usize].open_banks > 0
+    }
+
+    #[inline]
+    fn group_index(&self, b: BankId) -> usize {
+        (b.rank * self.groups_per_rank + b.bank_group) as usize
+    }
+
+    fn window_earliest(&self, kind: usize, rank: u32) -> u64 {
+        let mut t = 0;
+        for (wi, (kinds, count, lat)) in self.windows.iter().enumerate() {
+            if kinds[kind] {
+                let h = &self.window_hist[rank as usize * self.windows.len() + wi];
+                if h.len() >= *count {
+                    t = t.max(h[h.len() - count] + lat);
+                }
+            }
+        }
+        t
+    }
+
+    /// The earliest cycle at which `kind` may issue to bank `b` (for rank-level commands, PREA
+    /// and REF, any bank of the rank). For TR, `b` is the source and `dst` the destination.
+    #[inline]
+    pub fn earliest(&self, kind: CommandKind, b: BankId, dst: Option<BankId>) -> u64 {
+        let k = kind.index();
+        let r = &self.rank_next[b.rank as usize];
+        match kind {
+            CommandKind::Prea | CommandKind::Ref => {
+                let base = b.rank * self.banks_per_rank;
+                let mut t = r[k];
+                for i in base..base + self.banks_per_rank {
+                    t = t.max(self.bank_next[i as usize][k]);
+                }
+                t
+            }
+            CommandKind::Tr => {
+                let d = dst.unwrap_or(b);
+                r[k].max(self.group_next[self.group_index(b)][k])
+                    .max(self.group_next[self.group_index(d)][k])
+                    .max(self.bank_next[b.flat as usize][TK_TRS])
+                    .max(self.bank_next[d.flat as usize][TK_TRD])
+            }
+            _ => {
+                let mut t = r[k]
+                    .max(self.group_next[self.group_index(b)][k])
+                    .max(self.bank_next[b.flat as usize][k]);
+                if matches!(kind, CommandKind::Act | CommandKind::Actc) {
+                    t = t.max(self.window_earliest(k, b.rank));
+                }
+                t
+            }
+        }
+    }
+
+    fn apply_rules(&mut self, from: usize, b: BankId, now: u64) {
+        let gi = self.group_index(b);
+        for i in 0..self.rules_from[from].len() {
+            let (scope, to, lat) = self.rules_from[from][i];
+            let t = now + lat;
+            match scope {
+                Scope::Bank => {
+                    let n = &mut self.bank_next[b.flat as usize][to];
+                    *n = (*n).max(t);
+                }
+                Scope::Bankgroup => {
+                    let n = &mut self.group_next[gi][to];
+                    *n = (*n).max(t);
+                }
+                Scope::Rank => {
+                    let n = &mut self.rank_next[b.rank as usize][to];
+                    *n = (*n).max(t);
+                }
+                Scope::OtherRank => {
+                    for r in 0..self.ranks {
+                        if r != b.rank {
+                            let n = &mut self.rank_next[r as usize][to];
+                            *n = (*n).max(t);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn set_open(&mut self, b: BankId, row: Option<u32>, now: u64) {
+        let was = self.open_row[b.flat as usize].is_some();
+        self.open_row[b.flat as usize] = row;
+        let a = &mut self.activity[b.rank as usize];
+        let before = a.open_banks;
+        match (was, row.is_some()) {
+            (false, true) => a.open_banks += 1,
+            (true, false) => a.open_banks -= 1,
+            _ => {}
+        }
+        if (before == 0) != (a.open_banks == 0) {
+            let span = now.saturating_sub(a.since);
+            if before == 0 {
+                a.precharged_cycles += span;
+            } else {
+                a.active_cycles += span;
+            }
+            a.since = now;
+        }
+    }
+
+    /// Closes the activity accounting at `now` (end of simulation).
+    pub fn settle_activity(&mut self, now: u64) {
+        for a in &mut self.activity {
+            let span = now.saturating_sub(a.since);
+            if a.open_banks == 0 {
+                a.precharged_cycles += span;
+            } else {
+                a.active_cycles += span;
+            }
+            a.since = now;
+        }
+    }
+
+    /// Records `kind` issued at `now`: updates open rows and every timing horizon it affects.
+    pub fn issue(
+        &mut self,
+        kind: CommandKind,
+        b: BankId,
+        row: u32,
+        dst: Option<(BankId, u32)>,
+        now: u64,
+    ) {
+        let k = kind.index();
+        match kind {
+            CommandKind::Tr => {
+                let (d, _) = dst.unwrap_or((b, row));
+                // A TRANSFER uses the internal bus of both banks' groups: bank-group scoped TR rules
+                // apply at both; rank-scoped once; bank-scoped TRS / TRD rules at each side.
+                let (gi, gd) = (self.group_index(b), self.group_index(d));
+                for i in 0..self.rules_from[k].len() {
+                    let (scope, to, lat) = self.rules_from[k][i];
+                    let t = now + lat;
+                    match scope {
+                        Scope::Bankgroup => {
+                            self.group_next[gi][to] = self.group_next[gi][to].max(t);
+                            self.group_next[gd][to] = self.group_next[gd][to].max(t);
+                        }
+                        Scope::Rank => {
+                            self.rank_next[b.rank as usize][to] =
+                                self.rank_next[b.rank as usize][to].max(t)
+                        }
+                        _ => {}
+                    }
+                }
+                self.apply_rules(TK_TRS, b, now);
+                self.apply_rules(TK_TRD, d, now);
+                return;
+            }
+            CommandKind::Prea | CommandKind::Ref => {
+                self.apply_rules(k, b, now);
+                if kind == CommandKind::Prea {
+                    let base = b.rank * self.banks_per_rank;
+                    for i in base..base + self.banks_per_rank {
+                        let bi = self.bank_from_flat(i);
+                        self.set_open(bi, None, now);
+                    }
+                }
+                return;
+            }
+            _ => {}
+        }
+        self.apply_rules(k, b, now);
+        if matches!(kind, CommandKind::Act | CommandKind::Actc) {
+            for wi in 0..self.windows.len() {
+                if self.windows[wi].0[k] {
+                    let cap = self.windows[wi].1;
+                    let h = &mut self.window_hist[b.rank as usize * self.windows.len() + wi];
+                    h.push_back(now);
+                    while h.len() > cap {
+                        h.pop_front();
+                    }
+                }
+            }
+        }
+        match kind {
+            CommandKind::Act | CommandKind::Actc => self.set_open(b, Some(row), now),
+            CommandKind::Pre | CommandKind::Rda | CommandKind::Wra => self.set_open(b, None, now),
+            _ => {}
+        }
+    }
+}

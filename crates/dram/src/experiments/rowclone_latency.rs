@@ -1,0 +1,202 @@
+//! RowClone (MICRO 2013) section 7.1, Table 3: latency and DRAM-plus-channel energy of one 4 KB
+//! copy and one 4 KB zeroing on an idle memory system, for each mechanism.
+//!
+//! Every figure comes from simulating the command sequence through the controller: the pairs of
+//! rows are chosen through the configured address mapper so that the RowClone split picks the
+//! mechanism under study. Zeroing by PSM copies from a reserved zero row in another bank
+//! (inter-bank) or another subarray of the same bank (intra-bank).
+use crate::config::Config;
+use crate::error::Error;
+use crate::mapper::{self, Location};
+use crate::request::{BulkKind, BulkOp, TraceItem};
+use crate::rowclone::zero_row;
+use crate::system::{simulate, RunOptions};
+use serde::Serialize;
+
+/// One row of the table.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LatencyRow {
+    /// "copy" or "zero".
+    pub operation: String,
+    /// "baseline", "fpm", "psm-inter" or "psm-intra".
+    pub mechanism: String,
+    pub latency_ns: f64,
+    /// Energy of the operation's commands and of its data on the channel, in uJ (background
+    /// power over its duration is excluded, as in the paper's Table 3; it is in `background_uj`).
+    pub energy_uj: f64,
+    pub background_uj: f64,
+    pub cycles: u64,
+    /// Bytes each mechanism moved (the split really chose the mechanism named).
+    pub bytes_baseline: u64,
+    pub bytes_fpm: u64,
+    pub bytes_psm_inter: u64,
+    pub bytes_psm_intra: u64,
+}
+
+/// Runs the eight cases on `config` (the paper's system is the `rowclone-ddr3-1066` preset).
+pub fn run(config: &Config, bytes: u64) -> Result<Vec<LatencyRow>, Error> {
+    let spec = config.resolve("config")?;
+    let org = &spec.org;
+    if bytes == 0 || !bytes.is_multiple_of(org.line_bytes()) {
+        return Err(Error::Request(format!(
+            "size {bytes} must be a positive multiple of the {}-byte line",
+            org.line_bytes()
+        )));
+    }
+    let m = mapper::build(&config.controller.mapper, org, config.controller.bank_xor)
+        .ok_or_else(|| Error::Request(format!("unknown mapper '{}'", config.controller.mapper)))?;
+    if org.banks_per_rank() < 2 || org.rows < 2 * org.subarray_rows {
+        return Err(Error::Request(
+            "the experiment needs two banks and two subarrays per bank".into(),
+        ));
+    }
+    let at = |bank: u32, row: u32| {
+        let flat = bank;
+        m.unmap(&Location {
+            channel: 0,
+            rank: 0,
+            bank_group: flat % org.bank_groups,
+            bank: flat / org.bank_groups,
+            row,
+            column: 0,
+        })
+    };
+    let src_row = 1;
+    let src = at(0, src_row);
+    let same_subarray = at(0, src_row + 1);
+    let other_bank = at(1, src_row);
+    let other_subarray = at(0, src_row + org.subarray_rows);
+    let zero_other_bank = at(1, zero_row(org, src_row));
+    let zero_other_subarray = at(0, zero_row(org, src_row + org.subarray_rows));
+
+    let copy = |s: u64, d: u64| BulkOp {
+        kind: BulkKind::Copy { src: s },
+        dst: d,
+        bytes,
+        arrival: Some(0),
+    };
+    let zero = BulkOp {
+        kind: BulkKind::Init { value: 0 },
+        dst: src,
+        bytes,
+        arrival: Some(0),
+    };
+    let cases: [(&str, &str, &str, BulkOp); 8] = [
+        ("copy", "baseline", "baseline", copy(src, same_subarray)),
+        ("copy", "fpm", "rowclone", copy(src, same_subarray)),
+        ("copy", "psm-inter", "rowclone", copy(src, other_bank)),
+        ("copy", "psm-intra", "rowclone", copy(src, other_subarray)),
+        ("zero", "baseline", "baseline", zero),
+        ("zero", "fpm", "rowclone", zero),
+        ("zero", "psm-inter", "rowclone", copy(zero_other_bank, src)),
+        (
+            "zero",
+            "psm-intra",
+            "rowclone",
+            copy(zero_other_subarray, src),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (operation, mechanism, bulk, op) in cases {
+        let mut c = config.clone();
+        c.controller.bulk = bulk.into();
+        let s = simulate(
+            &c,
+            std::iter::once(Ok(TraceItem::Bulk(op))),
+            RunOptions::default(),
+        )?;
+        let e = &s.energy;
+        rows.push(LatencyRow {
+            operation: operation.into(),
+            mechanism: mechanism.into(),
+            latency_ns: s.bulk.latency.max_ns,
+            energy_uj: (e.total_nj - e.background_nj - e.refresh_nj) / 1000.0,
+            background_uj: e.background_nj / 1000.0,
+            cycles: s.bulk.latency.max_cycles,
+            bytes_baseline: s.bulk.bytes.baseline,
+            bytes_fpm: s.bulk.bytes.fpm,
+            bytes_psm_inter: s.bulk.bytes.psm_inter,
+            bytes_psm_intra: s.bulk.bytes.psm_intra,
+        });
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows_with(over: &str) -> Vec<LatencyRow> {
+        let base = Config::preset("rowclone-ddr3-1066").unwrap();
+        let c = base
+            .with_overrides(over.parse::<toml::Table>().unwrap().into(), "test")
+            .unwrap();
+        run(&c, 4096).unwrap()
+    }
+
+    fn get<'a>(rows: &'a [LatencyRow], op: &str, mech: &str) -> &'a LatencyRow {
+        rows.iter()
+            .find(|r| r.operation == op && r.mechanism == mech)
+            .unwrap()
+    }
+
+    #[test]
+    fn each_case_uses_the_mechanism_it_names() {
+        let rows = rows_with("");
+        for r in &rows {
+            let moved = match r.mechanism.as_str() {
+                "baseline" => r.bytes_baseline,
+                "fpm" => r.bytes_fpm,
+                "psm-inter" => r.bytes_psm_inter,
+                _ => r.bytes_psm_intra,
+            };
+            assert_eq!(moved, 4096, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn fpm_latency_follows_the_timing_rules() {
+        // FPM is ACT, ACTC after nRAS, PRE after nRAS, done nRP later: 2 nRAS + nRP.
+        let a = rows_with("");
+        let b = rows_with("[dram.timing]\nnRAS = 30");
+        let spec = Config::preset("rowclone-ddr3-1066")
+            .unwrap()
+            .resolve("t")
+            .unwrap();
+        let (ras, rp) = (spec.t("nRAS"), spec.t("nRP"));
+        assert_eq!(get(&a, "copy", "fpm").cycles, 2 * ras + rp);
+        assert_eq!(get(&b, "copy", "fpm").cycles, 2 * 30 + rp);
+        let tck = spec.t("tCK_ps") as f64 / 1000.0;
+        let moved = get(&b, "copy", "fpm").latency_ns - get(&a, "copy", "fpm").latency_ns;
+        assert!((moved - 2.0 * (30 - ras) as f64 * tck).abs() < 1e-6);
+    }
+
+    #[test]
+    fn orderings_of_table_3_hold() {
+        let r = rows_with("");
+        let l = |o, m| get(&r, o, m).latency_ns;
+        let e = |o, m| get(&r, o, m).energy_uj;
+        assert!(
+            l("copy", "fpm") < l("copy", "psm-inter")
+                && l("copy", "psm-inter") < l("copy", "baseline")
+        );
+        assert!(l("copy", "psm-intra") > l("copy", "psm-inter"));
+        assert!(
+            e("copy", "fpm") < e("copy", "psm-inter")
+                && e("copy", "psm-inter") < e("copy", "psm-intra")
+        );
+        assert!(e("copy", "psm-intra") < e("copy", "baseline"));
+        assert!(l("zero", "fpm") < l("zero", "baseline"));
+    }
+
+    #[test]
+    fn channel_energy_is_what_in_dram_copy_saves() {
+        let a = rows_with("");
+        let b = rows_with("[energy]\nio_pj_per_bit = 70.0");
+        assert!(get(&b, "copy", "baseline").energy_uj > get(&a, "copy", "baseline").energy_uj);
+        assert_eq!(
+            get(&b, "copy", "fpm").energy_uj,
+            get(&a, "copy", "fpm").energy_uj
+        );
+    }
+}

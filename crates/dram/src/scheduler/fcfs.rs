@@ -1,0 +1,33 @@
+//! FCFS: strictly in arrival order. Only the oldest request's next command may issue; younger
+//! requests wait even when their commands are ready.
+use super::{Candidate, Scheduler};
+
+pub struct Fcfs;
+
+impl Scheduler for Fcfs {
+    fn name(&self) -> &'static str {
+        "fcfs"
+    }
+    fn offers_row_hits(&self) -> bool {
+        false
+    }
+    fn pick(&self, cands: &[Candidate], now: u64) -> Option<usize> {
+        let (i, c) = cands.iter().enumerate().min_by_key(|(_, c)| c.seq)?;
+        (c.ready_at <= now).then_some(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn only_the_oldest_may_issue() {
+        let c = |seq, ready_at| Candidate {
+            seq,
+            is_hit: false,
+            ready_at,
+        };
+        assert_eq!(Fcfs.pick(&[c(3, 0), c(1, 5)], 0), None);
+        assert_eq!(Fcfs.pick(&[c(3, 0), c(1, 5)], 5), Some(1));
+    }
+}

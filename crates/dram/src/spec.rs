@@ -1,0 +1,338 @@
+//! The DRAM standard, speed bin and part, resolved from preset data into one [`DramSpec`].
+//!
+//! A standard file (`presets/dram/*.toml`) declares the organisation, the timing rules as rows of
+//! (scope, preceding commands, following commands, latency expression), the speed bins and the
+//! parts. Nothing about a particular standard is written in code: adding a bin or part is data.
+use crate::error::ConfigError;
+use crate::units::Picos;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The built-in standard files, compiled into the binary so a preset never goes missing.
+pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
+    ("ddr3.toml", include_str!("../../../presets/dram/ddr3.toml")),
+    ("ddr4.toml", include_str!("../../../presets/dram/ddr4.toml")),
+];
+
+/// Where two commands must meet for a rule to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Bank,
+    Bankgroup,
+    Rank,
+    OtherRank,
+}
+
+/// The command names a rule may use: the ten commands plus TRS / TRD, the source and destination
+/// sides of a TRANSFER in bank-scoped rules.
+pub const TIMING_KINDS: [&str; 12] = [
+    "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "TRS", "TRD",
+];
+/// Index of TRS / TRD in [`TIMING_KINDS`].
+pub const TK_TRS: usize = 10;
+pub const TK_TRD: usize = 11;
+/// Number of timing kinds.
+pub const NK: usize = 12;
+
+pub fn timing_kind_index(name: &str) -> Option<usize> {
+    TIMING_KINDS.iter().position(|k| *k == name)
+}
+
+/// A timing rule as written in a standard file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RuleRow {
+    pub scope: Scope,
+    pub from: Vec<String>,
+    pub to: Vec<String>,
+    pub latency: String,
+}
+
+/// A rolling-window rule (tFAW) as written in a standard file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WindowRow {
+    pub scope: Scope,
+    pub commands: Vec<String>,
+    pub count: u32,
+    pub latency: String,
+}
+
+/// A resolved timing rule: kinds are indices into [`TIMING_KINDS`], latency in clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Rule {
+    pub scope: Scope,
+    pub from: usize,
+    pub to: usize,
+    pub latency: u64,
+}
+
+/// A resolved window rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Window {
+    pub kinds: Vec<usize>,
+    pub count: u32,
+    pub latency: u64,
+}
+
+/// Device currents (mA) and supplies (V) for the IDD-based energy model.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Currents {
+    pub vdd: f64,
+    pub idd0: f64,
+    pub idd2n: f64,
+    pub idd3n: f64,
+    pub idd4r: f64,
+    pub idd4w: f64,
+    pub idd5: f64,
+    #[serde(default)]
+    pub vpp: f64,
+    #[serde(default)]
+    pub ipp0: f64,
+    #[serde(default)]
+    pub ipp2n: f64,
+    #[serde(default)]
+    pub ipp3n: f64,
+    #[serde(default)]
+    pub ipp4r: f64,
+    #[serde(default)]
+    pub ipp4w: f64,
+    #[serde(default)]
+    pub ipp5: f64,
+}
+
+/// The organisation of the simulated memory system.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Organization {
+    pub channels: u32,
+    pub ranks: u32,
+    pub bank_groups: u32,
+    /// Banks in each bank group (all banks of the rank when there are no groups).
+    pub banks_per_group: u32,
+    pub rows: u32,
+    /// Device columns per row (each `device_width` bits).
+    pub columns: u32,
+    pub subarray_rows: u32,
+    pub device_width: u32,
+    pub bus_width: u32,
+    pub burst_length: u32,
+}
+
+impl Organization {
+    pub fn banks_per_rank(&self) -> u32 {
+        self.bank_groups * self.banks_per_group
+    }
+    /// Chips that form one rank.
+    pub fn chips_per_rank(&self) -> u32 {
+        self.bus_width / self.device_width
+    }
+    /// Bytes moved by one burst: one cache line.
+    pub fn line_bytes(&self) -> u64 {
+        (self.bus_width / 8 * self.burst_length) as u64
+    }
+    /// Cache lines (bursts) per row; the log's column field counts these.
+    pub fn lines_per_row(&self) -> u32 {
+        self.columns / self.burst_length
+    }
+    /// Bytes of one row across a rank.
+    pub fn row_bytes(&self) -> u64 {
+        self.columns as u64 * (self.bus_width / 8) as u64
+    }
+    pub fn subarrays_per_bank(&self) -> u32 {
+        self.rows.div_ceil(self.subarray_rows)
+    }
+    /// Total capacity in bytes.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.channels as u64
+            * self.ranks as u64
+            * self.banks_per_rank() as u64
+            * self.rows as u64
+            * self.row_bytes()
+    }
+}
+
+/// A fully resolved DRAM description: what the controller, the energy model and the checker use.
+#[derive(Debug, Clone, Serialize)]
+pub struct DramSpec {
+    pub standard: String,
+    pub speed: String,
+    pub part: String,
+    pub org: Organization,
+    /// Every timing parameter in clocks (plus `tCK_ps`), by name.
+    pub timing: BTreeMap<String, u64>,
+    pub rules: Vec<Rule>,
+    pub windows: Vec<Window>,
+    pub currents: Currents,
+}
+
+impl DramSpec {
+    pub fn tck(&self) -> Picos {
+        Picos(self.timing["tCK_ps"])
+    }
+    /// A timing parameter in clocks. Panics only on a name that the resolver guaranteed exists;
+    /// use [`DramSpec::param`] for names that may be missing.
+    pub fn t(&self, name: &str) -> u64 {
+        self.param(name).unwrap_or(0)
+    }
+    pub fn param(&self, name: &str) -> Option<u64> {
+        self.timing.get(name).copied()
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Standard files
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StandardHeader {
+    pub name: String,
+    pub bank_groups: u32,
+    pub bus_width: u32,
+    pub burst_length: u32,
+    pub subarray_rows: u32,
+    pub rules: Vec<RuleRow>,
+    pub windows: Vec<WindowRow>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartRow {
+    pub source: String,
+    pub density_gbit: u32,
+    pub device_width: u32,
+    pub banks: u32,
+    pub rows: u32,
+    pub columns: u32,
+    #[serde(rename = "tRFC_ns")]
+    pub trfc_ns: f64,
+    #[serde(rename = "tREFI_ns")]
+    pub trefi_ns: f64,
+    pub currents: Currents,
+}
+
+/// One standard file: its header, speed bins (name -> params) and parts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StandardFile {
+    pub standard: StandardHeader,
+    pub speed: BTreeMap<String, BTreeMap<String, toml::Value>>,
+    pub part: BTreeMap<String, PartRow>,
+}
+
+/// All built-in standard files, parsed.
+pub fn builtin_standards() -> Result<Vec<StandardFile>, ConfigError> {
+    BUILTIN_STANDARDS
+        .iter()
+        .map(|(name, text)| {
+            toml::from_str::<StandardFile>(text).map_err(|e| ConfigError::Syntax {
+                source_name: format!("presets/dram/{name}"),
+                what: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Evaluates a latency expression: names and integers joined by `+` and `-`.
+pub fn eval_latency(expr: &str, params: &BTreeMap<String, u64>) -> Result<u64, String> {
+    let mut total: i64 = 0;
+    let mut sign: i64 = 1;
+    let mut expect_term = true;
+    let spaced = expr.replace('+', " + ").replace('-', " - ");
+    for tok in spaced.split_whitespace() {
+        match tok {
+            "+" | "-" if !expect_term => {
+                sign = if tok == "+" { 1 } else { -1 };
+                expect_term = true;
+            }
+            _ if expect_term => {
+                let v = if let Ok(n) = tok.parse::<i64>() {
+                    n
+                } else {
+                    *params
+                        .get(tok)
+                        .ok_or_else(|| format!("unknown timing parameter '{tok}' in '{expr}'"))?
+                        as i64
+                };
+                total += sign * v;
+                expect_term = false;
+            }
+            _ => return Err(format!("malformed latency expression '{expr}'")),
+        }
+    }
+    if expect_term {
+        return Err(format!("malformed latency expression '{expr}'"));
+    }
+    if total < 0 {
+        return Err(format!(
+            "latency '{expr}' evaluates to {total} clocks, below zero"
+        ));
+    }
+    Ok(total as u64)
+}
+
+/// Resolves rule rows against a parameter set.
+pub fn resolve_rules(
+    source_name: &str,
+    rows: &[RuleRow],
+    windows: &[WindowRow],
+    params: &BTreeMap<String, u64>,
+) -> Result<(Vec<Rule>, Vec<Window>), ConfigError> {
+    let kind = |k: &str, key: &str| {
+        timing_kind_index(k).ok_or_else(|| {
+            ConfigError::invalid(
+                source_name,
+                key,
+                format!("unknown command '{k}' (known: {})", TIMING_KINDS.join(", ")),
+            )
+        })
+    };
+    let mut rules = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let key = format!("rules[{i}]");
+        let lat = eval_latency(&r.latency, params)
+            .map_err(|e| ConfigError::invalid(source_name, &key, e))?;
+        for f in &r.from {
+            for t in &r.to {
+                rules.push(Rule {
+                    scope: r.scope,
+                    from: kind(f, &key)?,
+                    to: kind(t, &key)?,
+                    latency: lat,
+                });
+            }
+        }
+    }
+    let mut wins = Vec::new();
+    for (i, w) in windows.iter().enumerate() {
+        let key = format!("windows[{i}]");
+        let lat = eval_latency(&w.latency, params)
+            .map_err(|e| ConfigError::invalid(source_name, &key, e))?;
+        if w.scope != Scope::Rank {
+            return Err(ConfigError::invalid(
+                source_name,
+                key,
+                "window rules are per rank (scope = \"rank\")",
+            ));
+        }
+        if w.count == 0 {
+            return Err(ConfigError::invalid(
+                source_name,
+                key,
+                "count must be at least 1",
+            ));
+        }
+        let kinds = w
+            .commands
+            .iter()
+            .map(|c| kind(c, &key))
+            .collect::<Result<Vec<_>, _>>()?;
+        wins.push(Window {
+            kinds,
+            count: w.count,
+            latency: lat,
+        });
+    }
+    Ok((rules, wins))
+}

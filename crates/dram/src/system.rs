@@ -1,0 +1,371 @@
+//! The memory system: an in-order frontend that offers a trace's items, the address mapper, one
+//! controller per channel, and the bulk-operation bookkeeping. [`simulate`] runs a trace to the end
+//! and returns its [`Stats`]; time advances straight to the next cycle at which anything can happen.
+use crate::bulk_baseline::BaselineOp;
+use crate::command::{CommandSink, LogHeader};
+use crate::config::Config;
+use crate::controller::{Controller, Done, Tag};
+use crate::energy::{add_energy, channel_energy, CommandEnergy};
+use crate::error::{Error, TraceError};
+use crate::mapper::{self, AddressMapper};
+use crate::request::{BulkKind, Op, TraceItem};
+use crate::rowclone;
+use crate::spec::DramSpec;
+use crate::stats::{BulkBytes, BulkStats, EnergyBreakdown, Histogram, RowStats, Stats};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+struct OpState {
+    arrival: u64,
+    parts: u32,
+    done: u64,
+}
+
+/// Options of a run besides the config and the trace.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Receives every issued command.
+    pub command_log: Option<&'a mut dyn CommandSink>,
+    /// Called every `progress_every` trace items with the number consumed so far.
+    pub progress: Option<&'a mut dyn FnMut(u64)>,
+    pub progress_every: u64,
+}
+
+/// The header a command log of this configuration starts with.
+pub fn log_header(config: &Config, spec: &DramSpec) -> LogHeader {
+    LogHeader {
+        standard: spec.standard.clone(),
+        speed: spec.speed.clone(),
+        part: spec.part.clone(),
+        org: spec.org.clone(),
+        timing: spec.timing.clone(),
+        refresh: config.controller.refresh == "all-bank",
+    }
+}
+
+/// Runs `trace` on the memory system `config` describes.
+pub fn simulate<I>(config: &Config, trace: I, mut opts: RunOptions<'_>) -> Result<Stats, Error>
+where
+    I: Iterator<Item = Result<TraceItem, TraceError>>,
+{
+    let spec = config.resolve("config")?;
+    let org = spec.org.clone();
+    let cc = &config.controller;
+    let mapper: Box<dyn AddressMapper> = mapper::build(&cc.mapper, &org, cc.bank_xor)
+        .ok_or_else(|| Error::Request(format!("unknown mapper '{}'", cc.mapper)))?;
+    let mut chans: Vec<Controller> = (0..org.channels)
+        .map(|c| Controller::new(c, &spec, cc))
+        .collect();
+    let rowclone_on = cc.bulk == "rowclone";
+    let line = org.line_bytes();
+    let capacity = org.capacity_bytes();
+
+    let mut trace = trace.peekable();
+    let mut now: u64 = 0;
+    let mut seq: u64 = 0;
+    let mut consumed: u64 = 0;
+    let mut offer_at: u64 = 0;
+    let mut last_arrival: u64 = 0;
+    let mut ops: HashMap<u32, OpState> = HashMap::new();
+    let mut baseline_ops: Vec<BaselineOp> = Vec::new();
+    let mut events: BinaryHeap<Reverse<(u64, u32, u8)>> = BinaryHeap::new(); // (time, op, 0 read / 1 write / 2 job)
+    let mut next_op: u32 = 0;
+    let mut bulk_bytes = BulkBytes::default();
+    let mut bulk_hist = Histogram::default();
+    let (mut copies, mut inits) = (0u64, 0u64);
+    let mut end: u64 = 0;
+    let progress_every = opts.progress_every.max(1);
+
+    loop {
+        // 1. The frontend offers the next item, one per cycle.
+        let mut blocked = false;
+        if let Some(peek) = trace.peek() {
+            let item = match peek {
+                Ok(it) => *it,
+                Err(e) => return Err(Error::Trace(e.clone())),
+            };
+            if consumed == 0 || !matches!(item.arrival(), Some(a) if a < last_arrival) {
+                offer_at = offer_at.max(item.arrival().unwrap_or(0));
+            }
+            if now >= offer_at {
+                let accepted = match item {
+                    TraceItem::Req(r) => {
+                        let loc = mapper.map(r.addr);
+                        let ch = &mut chans[loc.channel as usize];
+                        if ch.can_accept(r.op) {
+                            seq += 1;
+                            ch.enqueue(&loc, r.op, now, seq, Tag::Trace);
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    TraceItem::Bulk(b) => {
+                        if b.bytes == 0 {
+                            return Err(Error::Request(format!(
+                                "trace item {}: a bulk operation of 0 bytes",
+                                consumed + 1
+                            )));
+                        }
+                        let src_end = match b.kind {
+                            BulkKind::Copy { src } => src.checked_add(b.bytes),
+                            BulkKind::Init { .. } => Some(0),
+                        };
+                        if src_end.is_none() || b.dst.checked_add(b.bytes).is_none() {
+                            return Err(Error::Request(format!(
+                                "trace item {}: bulk operation overflows the address space",
+                                consumed + 1
+                            )));
+                        }
+                        if b.bytes > capacity {
+                            return Err(Error::Request(format!(
+                                "trace item {}: bulk operation of {} bytes exceeds the memory capacity ({} bytes)",
+                                consumed + 1,
+                                b.bytes,
+                                capacity
+                            )));
+                        }
+                        let op = next_op;
+                        next_op = next_op.wrapping_add(1);
+                        match b.kind {
+                            BulkKind::Copy { .. } => copies += 1,
+                            BulkKind::Init { .. } => inits += 1,
+                        }
+                        let split = if rowclone_on {
+                            rowclone::split(&b, op, mapper.as_ref(), &org, &chans[0].dev)
+                        } else {
+                            let lines = rowclone::baseline_lines(&b, line);
+                            let bytes = BulkBytes {
+                                baseline: lines.len() as u64 * line,
+                                ..Default::default()
+                            };
+                            rowclone::Split {
+                                jobs: Vec::new(),
+                                baseline_lines: lines,
+                                bytes,
+                            }
+                        };
+                        bulk_bytes.baseline += split.bytes.baseline;
+                        bulk_bytes.fpm += split.bytes.fpm;
+                        bulk_bytes.psm_inter += split.bytes.psm_inter;
+                        bulk_bytes.psm_intra += split.bytes.psm_intra;
+                        let mut parts = split.jobs.len() as u32;
+                        for (ch, job) in split.jobs {
+                            seq += 1;
+                            chans[ch as usize].submit_job(seq, job);
+                        }
+                        if !split.baseline_lines.is_empty() {
+                            parts += 1;
+                            baseline_ops.push(BaselineOp::new(op, split.baseline_lines));
+                        }
+                        if parts == 0 {
+                            bulk_hist.add(0);
+                        } else {
+                            ops.insert(
+                                op,
+                                OpState {
+                                    arrival: now,
+                                    parts,
+                                    done: now,
+                                },
+                            );
+                        }
+                        true
+                    }
+                };
+                if accepted {
+                    consumed += 1;
+                    last_arrival = item.arrival().unwrap_or(last_arrival);
+                    trace.next();
+                    offer_at = now + 1;
+                    if consumed.is_multiple_of(progress_every) {
+                        if let Some(p) = opts.progress.as_deref_mut() {
+                            p(consumed);
+                        }
+                    }
+                } else {
+                    blocked = true;
+                }
+            }
+        }
+
+        // 2. The baseline bulk engine offers its lines.
+        for b in baseline_ops.iter_mut() {
+            b.pump(
+                now,
+                config.controller.bulk_buffer_lines,
+                mapper.as_ref(),
+                &mut chans,
+                &mut seq,
+            );
+        }
+
+        // 3. Every controller issues at most one command.
+        let mut next = u64::MAX;
+        for ch in chans.iter_mut() {
+            let t = ch.tick(now, opts.command_log.as_deref_mut());
+            next = next.min(t);
+            for d in ch.done.drain(..) {
+                let Done { time, tag, op } = d;
+                let code = match (tag, op) {
+                    (Tag::BulkJob { .. }, _) => 2,
+                    (_, Op::Read) => 0,
+                    (_, Op::Write) => 1,
+                };
+                let opi = match tag {
+                    Tag::BulkJob { op } | Tag::BulkLine { op } => op,
+                    Tag::Trace => continue,
+                };
+                events.push(Reverse((time, opi, code)));
+            }
+        }
+
+        // 4. Finished work of bulk operations.
+        while let Some(&Reverse((t, opi, code))) = events.peek() {
+            if t > now {
+                break;
+            }
+            events.pop();
+            let mut part_done = None;
+            if code == 2 {
+                part_done = Some(t);
+            } else if let Some(pos) = baseline_ops.iter().position(|b| b.op == opi) {
+                let b = &mut baseline_ops[pos];
+                b.on_done(if code == 0 { Op::Read } else { Op::Write }, t);
+                if b.finished() {
+                    part_done = Some(b.last_done.max(t));
+                    baseline_ops.remove(pos);
+                }
+            }
+            if let Some(t) = part_done {
+                if let Some(s) = ops.get_mut(&opi) {
+                    s.parts -= 1;
+                    s.done = s.done.max(t);
+                    if s.parts == 0 {
+                        bulk_hist.add(s.done - s.arrival);
+                        end = end.max(s.done);
+                        ops.remove(&opi);
+                    }
+                }
+            }
+        }
+        // Reads that just returned may let the baseline engine move on to writing.
+        let mut queued = false;
+        for b in baseline_ops.iter_mut() {
+            queued |= b.pump(
+                now,
+                config.controller.bulk_buffer_lines,
+                mapper.as_ref(),
+                &mut chans,
+                &mut seq,
+            );
+        }
+        if queued {
+            next = now + 1;
+        }
+
+        // 5. Advance to the next cycle at which anything can happen.
+        // A blocked frontend retries after the next command issues (only that frees a slot).
+        if trace.peek().is_some() && !blocked {
+            next = next.min(offer_at.max(now + 1));
+        }
+        if let Some(&Reverse((t, _, _))) = events.peek() {
+            next = next.min(t.max(now + 1));
+        }
+        let busy = chans.iter().any(|c| !c.idle())
+            || !baseline_ops.is_empty()
+            || !events.is_empty()
+            || trace.peek().is_some();
+        if !busy {
+            break;
+        }
+        if next == u64::MAX {
+            // Only refresh remains scheduled and nothing else is pending: done.
+            if chans.iter().all(|c| c.idle())
+                && baseline_ops.is_empty()
+                && events.is_empty()
+                && trace.peek().is_none()
+            {
+                break;
+            }
+            next = now + 1;
+        }
+        now = next.max(now + 1);
+    }
+    if !ops.is_empty() {
+        return Err(Error::Request(format!(
+            "{} bulk operations did not complete (internal error)",
+            ops.len()
+        )));
+    }
+
+    // Statistics.
+    for ch in &chans {
+        end = end.max(ch.counters.last_done);
+        if std::env::var_os("MOVELAB_DEBUG_TICKS").is_some() {
+            eprintln!("channel {} ticks {}", ch.channel, ch.counters.ticks);
+        }
+    }
+    let tck = spec.t("tCK_ps");
+    let e = CommandEnergy::new(&spec, config.energy.io_pj_per_bit);
+    let mut energy = EnergyBreakdown::default();
+    let mut read_h = Histogram::default();
+    let mut write_h = Histogram::default();
+    let mut row = RowStats::default();
+    let mut commands = BTreeMap::new();
+    let (mut reads, mut writes) = (0, 0);
+    for ch in chans.iter_mut() {
+        ch.finish(end);
+        add_energy(
+            &mut energy,
+            &channel_energy(&e, &ch.counters, &ch.dev.activity),
+        );
+        read_h.merge(&ch.counters.read_latency);
+        write_h.merge(&ch.counters.write_latency);
+        row.hits += ch.counters.row.hits;
+        row.misses += ch.counters.row.misses;
+        row.conflicts += ch.counters.row.conflicts;
+        reads += ch.counters.reads;
+        writes += ch.counters.writes;
+        for k in crate::command::CommandKind::ALL {
+            *commands.entry(k.mnemonic().to_string()).or_insert(0u64) +=
+                ch.counters.commands[k.index()];
+        }
+    }
+    let time_ns = end as f64 * tck as f64 / 1000.0;
+    let channel_bytes = (reads + writes) * line;
+    Ok(Stats {
+        standard: spec.standard.clone(),
+        speed: spec.speed.clone(),
+        part: spec.part.clone(),
+        channels: org.channels,
+        ranks: org.ranks,
+        scheduler: cc.scheduler.clone(),
+        row_policy: cc.row_policy.clone(),
+        mapper: cc.mapper.clone(),
+        bulk_mechanism: cc.bulk.clone(),
+        tck_ps: tck,
+        cycles: end,
+        time_ns,
+        reads,
+        writes,
+        read_latency: read_h.summary(tck),
+        write_latency: write_h.summary(tck),
+        channel_bytes,
+        bandwidth_gb_s: if time_ns > 0.0 {
+            channel_bytes as f64 / time_ns
+        } else {
+            0.0
+        },
+        row,
+        commands,
+        energy,
+        bulk: BulkStats {
+            ops: copies + inits,
+            copies,
+            inits,
+            bytes: bulk_bytes,
+            latency: bulk_hist.summary(tck),
+        },
+    })
+}

@@ -1,0 +1,159 @@
+//! The oracle test: the independent checker replays the command log the controller issued, for
+//! every preset, both schedulers and both row policies, on randomized traffic with bulk copies and
+//! zeroing through both bulk mechanisms. Any rule the controller's rule table gets wrong shows up
+//! here as a violation.
+use movelab_dram::checker::Checker;
+use movelab_dram::command::{CommandRecord, CommandSink};
+use movelab_dram::config::{builtin_config_names, Config};
+use movelab_dram::generator::Xoshiro256StarStar;
+use movelab_dram::request::{BulkKind, BulkOp, Op, Request, TraceItem};
+use movelab_dram::system::{log_header, simulate, RunOptions};
+
+/// Streams records into the checker as the controller issues them.
+struct CheckSink {
+    checker: Checker,
+    first: Option<String>,
+    recent: std::collections::VecDeque<String>,
+}
+
+impl CommandSink for CheckSink {
+    fn record(&mut self, r: &CommandRecord) {
+        self.recent.push_back(r.to_line());
+        if self.recent.len() > 12 {
+            self.recent.pop_front();
+        }
+        if let Err(v) = self.checker.check(r) {
+            if self.first.is_none() {
+                let ctx: Vec<String> = self.recent.iter().cloned().collect();
+                self.first = Some(format!("{} after:\n{}", v.message, ctx.join("\n")));
+            }
+        }
+    }
+}
+
+/// Random line traffic with bulk operations mixed in, over a footprint small enough to make
+/// row hits, conflicts and bank contention all common.
+fn traffic(seed: u64, n: usize, footprint: u64, page: u64) -> Vec<TraceItem> {
+    let mut rng = Xoshiro256StarStar::seed_from_u64(seed);
+    let mut out = Vec::with_capacity(n);
+    let mut cycle = 0u64;
+    for _ in 0..n {
+        cycle += rng.below(6);
+        let r = rng.below(100);
+        let item = if r < 3 {
+            let dst = rng.below(footprint / page) * page;
+            let bytes = page * (1 + rng.below(2));
+            if rng.below(2) == 0 {
+                let src = rng.below(footprint / page) * page;
+                if src.abs_diff(dst) < bytes {
+                    continue;
+                }
+                TraceItem::Bulk(BulkOp { kind: BulkKind::Copy { src }, dst, bytes, arrival: Some(cycle) })
+            } else {
+                TraceItem::Bulk(BulkOp { kind: BulkKind::Init { value: 0 }, dst, bytes, arrival: Some(cycle) })
+            }
+        } else if r < 5 {
+            // An unaligned partial copy: exercises PSM and the baseline leftovers.
+            let src = rng.below(footprint) & !63;
+            let dst = rng.below(footprint) & !63;
+            let bytes = 64 * (1 + rng.below(40));
+            if src.abs_diff(dst) < bytes {
+                continue;
+            }
+            TraceItem::Bulk(BulkOp { kind: BulkKind::Copy { src }, dst, bytes, arrival: Some(cycle) })
+        } else {
+            let addr = rng.below(footprint) & !63;
+            let op = if rng.below(10) < 7 { Op::Read } else { Op::Write };
+            TraceItem::Req(Request { addr, op, arrival: Some(cycle) })
+        };
+        out.push(item);
+    }
+    out
+}
+
+fn check(cfg: &Config, seed: u64, n: usize) {
+    let spec = cfg.resolve("test").unwrap();
+    let header = log_header(cfg, &spec);
+    let mut sink = CheckSink { checker: Checker::new(&header).unwrap(), first: None, recent: Default::default() };
+    let page = spec.org.row_bytes().min(4096);
+    let items = traffic(seed, n, 1 << 24, page);
+    let stats = simulate(cfg, items.into_iter().map(Ok), RunOptions { command_log: Some(&mut sink), ..Default::default() })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let report = sink.checker.finish();
+    assert!(
+        report.ok,
+        "{} {} {} {} bulk={}: {} violations; first: {}",
+        spec.speed,
+        cfg.controller.scheduler,
+        cfg.controller.row_policy,
+        cfg.controller.mapper,
+        cfg.controller.bulk,
+        report.violation_count,
+        sink.first.unwrap_or_default()
+    );
+    assert!(report.commands_checked > n as u64, "too few commands: {}", report.commands_checked);
+    assert!(stats.reads + stats.writes > 0);
+}
+
+#[test]
+fn every_preset_scheduler_and_policy_obeys_the_standard() {
+    for name in builtin_config_names() {
+        for sched in ["frfcfs", "fcfs"] {
+            for policy in ["open", "closed"] {
+                for bulk in ["baseline", "rowclone"] {
+                    let mut cfg = Config::preset(name).unwrap();
+                    cfg.controller.scheduler = sched.into();
+                    cfg.controller.row_policy = policy.into();
+                    cfg.controller.bulk = bulk.into();
+                    check(&cfg, 7, 3000);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_speed_bin_and_mapper_obeys_the_standard() {
+    for (speed, part) in [
+        ("DDR3-1066F", "DDR3-1Gb-x8"),
+        ("DDR3-1066G", "DDR3-2Gb-x8"),
+        ("DDR3-1333H", "DDR3-4Gb-x8"),
+        ("DDR3-1600K", "DDR3-8Gb-x8"),
+        ("DDR4-2400R", "DDR4-4Gb-x8"),
+        ("DDR4-3200AA", "DDR4-16Gb-x8"),
+    ] {
+        for mapper in ["RoBaRaCoCh", "ChRaBaRoCo", "RoRaBaChCo", "line-interleave"] {
+            let mut cfg = Config::preset(&format!("{speed}/{part}")).unwrap();
+            cfg.dram.ranks = 2;
+            cfg.dram.channels = 2;
+            cfg.controller.mapper = mapper.into();
+            cfg.controller.bank_xor = mapper == "line-interleave";
+            cfg.controller.bulk = "rowclone".into();
+            check(&cfg, 11, 2000);
+        }
+    }
+}
+
+#[test]
+fn refresh_keeps_its_interval_under_load() {
+    let mut cfg = Config::preset("ddr3-1600k-bench").unwrap();
+    cfg.controller.bulk = "rowclone".into();
+    // Long enough for several refresh intervals.
+    check(&cfg, 3, 40_000);
+}
+
+#[test]
+fn a_controller_that_breaks_a_rule_is_caught() {
+    // Mutation check of the oracle: the controller runs with tRCD three clocks short while the
+    // checker holds the device's real timing. Every early column command must be reported.
+    let real = Config::preset("ddr3-1600k-bench").unwrap();
+    let spec = real.resolve("test").unwrap();
+    let mut broken = real.clone();
+    broken.dram.timing.insert("nRCD".into(), spec.t("nRCD") - 3);
+    let mut sink = CheckSink { checker: Checker::new(&log_header(&real, &spec)).unwrap(), first: None, recent: Default::default() };
+    let items = traffic(5, 500, 1 << 24, 4096);
+    simulate(&broken, items.into_iter().map(Ok), RunOptions { command_log: Some(&mut sink), ..Default::default() }).unwrap();
+    let report = sink.checker.finish();
+    assert!(!report.ok);
+    assert!(report.violations.iter().any(|v| v.rule_key() == "nRCD"), "{:?}", report.violations.first());
+}
