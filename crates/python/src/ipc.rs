@@ -114,15 +114,25 @@ pub struct PyConnection {
 
 impl PyConnection {
     fn new(inner: Connection) -> Self {
-        PyConnection { inner, held: Mutex::new(HashMap::new()) }
+        PyConnection {
+            inner,
+            held: Mutex::new(HashMap::new()),
+        }
     }
 
     fn hold(&self, cookie: u64, buf: PyBuffer<u8>) {
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).insert(cookie, buf);
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(cookie, buf);
     }
 
     fn release(&self, py: Python<'_>, cookie: u64) {
-        let b = self.held.lock().unwrap_or_else(|p| p.into_inner()).remove(&cookie);
+        let b = self
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&cookie);
         if let Some(b) = b {
             b.release(py);
         }
@@ -147,8 +157,11 @@ impl PyConnection {
         // SAFETY: `b` (which keeps the exporter alive and its memory in place) is stored in `held`
         // until the operation has completed (wait) or the connection is closed; callers must not
         // modify it meanwhile (documented in the Python API).
-        let cookie = unsafe { self.inner.iwrite_raw(b.buf_ptr() as *const u8, b.len_bytes()) }
-            .map_err(to_py)?;
+        let cookie = unsafe {
+            self.inner
+                .iwrite_raw(b.buf_ptr() as *const u8, b.len_bytes())
+        }
+        .map_err(to_py)?;
         self.hold(cookie, b);
         Ok(cookie)
     }
@@ -163,8 +176,8 @@ impl PyConnection {
             ));
         }
         // SAFETY: as for iwrite; the buffer is writable (checked above) and held until completion.
-        let cookie =
-            unsafe { self.inner.iread_raw(b.buf_ptr() as *mut u8, b.len_bytes()) }.map_err(to_py)?;
+        let cookie = unsafe { self.inner.iread_raw(b.buf_ptr() as *mut u8, b.len_bytes()) }
+            .map_err(to_py)?;
         self.hold(cookie, b);
         Ok(cookie)
     }
@@ -276,7 +289,9 @@ fn ipc_listen(
 ) -> PyResult<PyListener> {
     let o = options(prefer, deny_single_copy, ring_slots, slot_size, timeout)?;
     let l = Listener::bind(path, o).map_err(to_py)?;
-    Ok(PyListener { inner: Mutex::new(Some(l)) })
+    Ok(PyListener {
+        inner: Mutex::new(Some(l)),
+    })
 }
 
 /// Connect to a listener (retrying until it exists, within `timeout` seconds).
