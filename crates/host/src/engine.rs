@@ -120,6 +120,9 @@ pub struct EngineConfig {
     pub park_after_us: u64,
     /// How long `wait` spins before sleeping on the completion record, in microseconds.
     pub wait_spin_us: u64,
+    /// Run the workers with real-time (SCHED_FIFO) priority so that other tasks on their cores
+    /// cannot preempt a copy. Needs CAP_SYS_NICE; meant for measurements on a busy machine.
+    pub realtime: bool,
 }
 
 impl Default for EngineConfig {
@@ -135,6 +138,7 @@ impl Default for EngineConfig {
             nap_us: 20,
             park_after_us: 20_000,
             wait_spin_us: 1000,
+            realtime: false,
         }
     }
 }

@@ -88,6 +88,37 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
     }
 }
 
+/// Switch the calling thread to SCHED_FIFO priority 1 (`on`) or back to SCHED_OTHER.
+/// Needs CAP_SYS_NICE (or root); the error says so.
+pub fn set_realtime(on: bool) -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        let (policy, prio) = if on {
+            (libc::SCHED_FIFO, 1)
+        } else {
+            (libc::SCHED_OTHER, 0)
+        };
+        let param = libc::sched_param {
+            sched_priority: prio,
+        };
+        // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+        let rc = unsafe { libc::sched_setscheduler(0, policy, &param) };
+        if rc != 0 {
+            return Err(format!(
+                "cannot switch to {} scheduling: {} (real-time scheduling needs CAP_SYS_NICE)",
+                if on { "SCHED_FIFO" } else { "SCHED_OTHER" },
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = on;
+        Err("real-time scheduling is only supported on Linux".into())
+    }
+}
+
 /// Ask for timed sleeps of the calling thread to overshoot by at most `ns` (Linux timer slack).
 pub fn set_timer_slack_ns(ns: u64) {
     #[cfg(target_os = "linux")]

@@ -36,8 +36,9 @@ class Format(str, Enum):
 _COLUMNS = {
     "latency": ["engine", "channels", "cache", "size_bytes", "latency_ns", "p99_ns", "iters"],
     "bandwidth": ["engine", "channels", "size_bytes", "window", "bandwidth_mb_s"],
-    "overlap": ["engine", "channels", "cache", "size_bytes", "t_copy_ns", "t_compute_ns", "t_total_ns", "overlap"],
-    "pollution": ["case", "ws_bytes", "size_bytes", "access_ns", "vs_none"],
+    "overlap": ["engine", "channels", "cache", "size_bytes", "t_copy_ns", "t_compute_ns", "t_total_ns", "overlap",
+                "overlap_min"],
+    "pollution": ["case", "ws_bytes", "size_bytes", "access_ns", "vs_none", "vs_none_min"],
     "breakdown": ["engine", "worker", "size_bytes", "submit_ns", "queue_ns", "copy_ns", "complete_ns", "total_ns"],
     "ipc": ["path", "requested_path", "size_bytes", "latency_ns", "bandwidth_mb_s", "note"],
 }
@@ -88,7 +89,7 @@ def _one(name: str, quick: bool, fmt: Format, out: Path, **overrides: Any) -> No
     try:
         with err.status(f"running {name} ...", spinner="dots"):
             rows = bench.run(name, quick=quick, **overrides)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OSError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
     files = bench.write_outputs(name, rows, out)
@@ -110,51 +111,53 @@ _WINDOW = typer.Option(None, "--window", help="Outstanding icopy operations (128
 _WS = typer.Option(None, "--ws", help="Working-set sizes, e.g. 512k,8m.")
 _COPY_SIZE = typer.Option(None, "--copy-size", help="Size of the copy (64m).")
 _SKIP = typer.Option(None, "--skip", help="Benchmarks to leave out (repeatable).")
+_REALTIME = typer.Option(False, "--realtime", help="Run the caller and engine workers with SCHED_FIFO priority "
+                         "(needs CAP_SYS_NICE) so that other tasks on a busy machine do not preempt them.")
 
 
 @bench_host_app.command()
 def latency(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES,
             channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
-            cache: list[str] | None = _CACHE) -> None:
+            cache: list[str] | None = _CACHE, realtime: bool = _REALTIME) -> None:
     """Copy latency vs size, hot and cold caches (cpu = memcpy, thread = icopy + wait)."""
     _one("latency", quick, fmt, out, sizes=_parse_sizes(sizes), channels=channels or None,
-         engines=engine or None, cache=cache or None)
+         engines=engine or None, cache=cache or None, realtime=realtime or None)
 
 
 @bench_host_app.command()
 def bandwidth(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES,
               channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
-              window: int | None = _WINDOW) -> None:
+              window: int | None = _WINDOW, realtime: bool = _REALTIME) -> None:
     """Copy bandwidth vs size with a window of outstanding icopy operations (cold buffers)."""
     _one("bandwidth", quick, fmt, out, sizes=_parse_sizes(sizes), channels=channels or None,
-         engines=engine or None, window=window)
+         engines=engine or None, window=window, realtime=realtime or None)
 
 
 @bench_host_app.command()
 def overlap(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES,
             channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
-            cache: list[str] | None = _CACHE) -> None:
+            cache: list[str] | None = _CACHE, realtime: bool = _REALTIME) -> None:
     """Compute-copy overlap: (Tcopy + Tcompute - Ttotal) / Tcopy with Tcompute > Tcopy."""
     _one("overlap", quick, fmt, out, sizes=_parse_sizes(sizes), channels=channels or None,
-         engines=engine or None, cache=cache or None)
+         engines=engine or None, cache=cache or None, realtime=realtime or None)
 
 
 @bench_host_app.command()
 def pollution(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT,
               ws: str | None = _WS,
               copy_size: str | None = _COPY_SIZE,
-              channels: list[int] | None = _CHANNELS) -> None:
+              channels: list[int] | None = _CHANNELS, realtime: bool = _REALTIME) -> None:
     """Access time of a cache-resident working set after a large copy: none / cpu / thread."""
     cs = _parse_sizes(copy_size)
     _one("pollution", quick, fmt, out, ws_sizes=_parse_sizes(ws), copy_bytes=cs[0] if cs else None,
-         channels=channels or None)
+         channels=channels or None, realtime=realtime or None)
 
 
 @bench_host_app.command()
 def breakdown(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES,
-              engine: list[str] | None = _ENGINES) -> None:
+              engine: list[str] | None = _ENGINES, realtime: bool = _REALTIME) -> None:
     """Where a small asynchronous copy's time goes: submit, queueing, copy, completion."""
-    _one("breakdown", quick, fmt, out, sizes=_parse_sizes(sizes), engines=engine or None)
+    _one("breakdown", quick, fmt, out, sizes=_parse_sizes(sizes), engines=engine or None, realtime=realtime or None)
 
 
 @bench_host_app.command()
@@ -165,7 +168,7 @@ def ipc(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: st
 
 @bench_host_app.command("all")
 def run_all(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT,
-            skip: list[str] | None = _SKIP) -> None:
+            skip: list[str] | None = _SKIP, realtime: bool = _REALTIME) -> None:
     """Run every host benchmark with a progress bar; write a report folder (CSV + PNG per
     benchmark, results.json with every row, the machine and the issue's bars)."""
     names = [n for n in bench.BENCHMARKS if n not in (skip or [])]
@@ -176,6 +179,7 @@ def run_all(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT,
     results: dict[str, list[dict[str, Any]]] = {}
     failures: dict[str, str] = {}
     seconds: dict[str, float] = {}
+    rt = {"realtime": True} if realtime else {}
     total = sum(bench.count_points(n, quick) for n in names)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err) as prog:
@@ -192,7 +196,7 @@ def run_all(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT,
                 prog.update(task, description=f"{name}: {what}")
 
             try:
-                rows = bench.run(name, quick=quick, progress=step)
+                rows = bench.run(name, quick=quick, progress=step, **({} if name == "ipc" else rt))
             except Exception as e:  # noqa: BLE001 - one failing benchmark must not lose the others' results
                 failures[name] = f"{type(e).__name__}: {e}"
                 rows = []
@@ -204,6 +208,7 @@ def run_all(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT,
     report = {
         "machine": bench.machine(),
         "quick": quick,
+        "realtime": realtime,
         "seconds": seconds,
         "bars": bench.bars(results),
         "failures": failures,

@@ -36,7 +36,13 @@ struct Channel {
     stop: AtomicBool,
     /// Core the worker is pinned to, when pinning succeeded.
     pinned: AtomicUsize,
+    /// RT_PENDING / RT_OK / RT_REFUSED (only used with `realtime`).
+    rt_state: AtomicU32,
 }
+
+const RT_PENDING: u32 = 0;
+const RT_OK: u32 = 1;
+const RT_REFUSED: u32 = 2;
 
 const NOT_PINNED: usize = usize::MAX;
 
@@ -96,8 +102,10 @@ impl ThreadEngine {
                 sleeping: AtomicU32::new(0),
                 stop: AtomicBool::new(false),
                 pinned: AtomicUsize::new(NOT_PINNED),
+                rt_state: AtomicU32::new(RT_PENDING),
             });
             let cpu = (config.pin && !cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+            let realtime = config.realtime;
             let idle = Idle {
                 spin: Duration::from_micros(config.spin_us),
                 nap: Duration::from_micros(config.nap_us),
@@ -106,10 +114,21 @@ impl ThreadEngine {
             let worker_ch = ch.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("movelab-copy-{i}"))
-                .spawn(move || worker(worker_ch, cpu, idle))
+                .spawn(move || worker(worker_ch, cpu, idle, realtime))
                 .map_err(|e| HostError::Os(format!("cannot start copy worker {i}: {e}")))?;
             engine.channels.push(ch);
             engine.workers.push(handle);
+            if realtime {
+                // The worker reports whether it got real-time priority before taking work.
+                while engine.channels[i].rt_state.load(Ordering::Acquire) == RT_PENDING {
+                    std::thread::yield_now();
+                }
+                if engine.channels[i].rt_state.load(Ordering::Acquire) == RT_REFUSED {
+                    return Err(HostError::Os(
+                        "cannot give the copy workers real-time priority (SCHED_FIFO needs CAP_SYS_NICE)".into(),
+                    ));
+                }
+            }
         }
         Ok(engine)
     }
@@ -261,11 +280,16 @@ fn spin_for(ch: &Channel, d: Duration) -> bool {
     false
 }
 
-fn worker(ch: Arc<Channel>, cpu: Option<usize>, idle: Idle) {
+fn worker(ch: Arc<Channel>, cpu: Option<usize>, idle: Idle, realtime: bool) {
     if let Some(c) = cpu {
         if sys::pin_current_thread(c).is_ok() {
             ch.pinned.store(c, Ordering::Release);
         }
+    }
+    if realtime {
+        let ok = sys::set_realtime(true).is_ok();
+        ch.rt_state
+            .store(if ok { RT_OK } else { RT_REFUSED }, Ordering::Release);
     }
     // Naps should last what we ask, not the default 50 us timer slack.
     sys::set_timer_slack_ns(1_000);
