@@ -82,11 +82,16 @@ fn one() -> u32 {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct OrgOverrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub columns: Option<u32>,
     /// Banks per rank.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub banks: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub bank_groups: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub subarray_rows: Option<u32>,
 }
 

@@ -24,6 +24,17 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
     serde_json::to_string(v).map_err(verr)
 }
 
+/// JSON null has no TOML counterpart: an absent key means the same.
+fn strip_nulls(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => {
+            serde_json::Value::Object(m.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, strip_nulls(v))).collect())
+        }
+        serde_json::Value::Array(a) => serde_json::Value::Array(a.into_iter().map(strip_nulls).collect()),
+        other => other,
+    }
+}
+
 /// Builds a config. `kind`: "preset" (a built-in name or SPEED/PART), "file" (a TOML path),
 /// "toml" (TOML text) or "json" (a JSON object shaped like a config). `overrides`, a JSON object,
 /// is layered on top.
@@ -34,7 +45,7 @@ fn load_config(kind: &str, value: &str, overrides: Option<&str>) -> PyResult<Con
         "toml" => Config::from_toml_str(value, "config").map_err(verr)?,
         "json" => {
             let v: serde_json::Value = serde_json::from_str(value).map_err(verr)?;
-            let t = toml::Value::try_from(v).map_err(|e| verr(format!("config: {e}")))?;
+            let t = toml::Value::try_from(strip_nulls(v)).map_err(|e| verr(format!("config: {e}")))?;
             Config::from_value(t, "config dict").map_err(verr)?
         }
         other => return Err(verr(format!("unknown config kind '{other}'"))),
@@ -42,7 +53,7 @@ fn load_config(kind: &str, value: &str, overrides: Option<&str>) -> PyResult<Con
     match overrides {
         Some(o) => {
             let v: serde_json::Value = serde_json::from_str(o).map_err(verr)?;
-            let t = toml::Value::try_from(v).map_err(|e| verr(format!("overrides: {e}")))?;
+            let t = toml::Value::try_from(strip_nulls(v)).map_err(|e| verr(format!("overrides: {e}")))?;
             cfg.with_overrides(t, "overrides").map_err(verr)
         }
         None => Ok(cfg),
