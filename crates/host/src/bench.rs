@@ -301,10 +301,17 @@ fn latency(spec: &Spec) -> Result<Vec<Value>> {
             for &size in &spec.sizes {
                 let mut bufs = Buffers::new(cache, size, spec.cold_region);
                 let iters = spec.iters(size);
-                for _ in 0..iters.min(50) {
+                // Warm up for at least 20 ms (and 50 operations): the engine's core may have been
+                // idle, and a virtual CPU takes a while to come back to full speed.
+                let warm = Instant::now();
+                let mut n = 0;
+                while n < iters.min(50)
+                    || (warm.elapsed() < Duration::from_millis(20) && n < iters * 4)
+                {
                     let (s, d) = bufs.next(spec.cold_region);
                     // SAFETY: the pointers come from live regions of at least `size` bytes.
                     unsafe { round_trip(&rt, s, d, size) }?;
+                    n += 1;
                 }
                 let mut samples = Vec::with_capacity(iters);
                 for _ in 0..iters {
