@@ -229,6 +229,9 @@ pub struct Connection {
     thread: Mutex<Option<JoinHandle<()>>>,
     peer: PeerCred,
     path: TransferPath,
+    /// The process that made the connection: a forked child must not use it (its locks may have
+    /// been copied while held, its progress thread does not exist there).
+    owner_pid: i32,
 }
 
 /// A listening endpoint bound to a socket path. The path is removed when the listener drops.
@@ -454,6 +457,7 @@ fn handshake(sock: OwnedFd, opts: &Options, timeout: Duration) -> IpcResult<Conn
         thread: Mutex::new(Some(thread)),
         peer: cred,
         path,
+        owner_pid: sys::getpid(),
     })
 }
 
@@ -468,7 +472,21 @@ impl Connection {
         self.path
     }
 
+    /// An error when called in a process other than the one that made the connection.
+    fn foreign(&self) -> IpcResult<()> {
+        let me = sys::getpid();
+        if me != self.owner_pid {
+            return Err(IpcError::Closed(format!(
+                "this connection belongs to process {}; it cannot be used in the forked process {me} \
+                 (connect again from the child)",
+                self.owner_pid
+            )));
+        }
+        Ok(())
+    }
+
     fn post(&self, dir: Direction, addr: usize, len: usize) -> IpcResult<u64> {
+        self.foreign()?;
         if len > isize::MAX as usize {
             return Err(IpcError::BadBuffer(format!("length {len} is too large")));
         }
@@ -568,6 +586,7 @@ impl Connection {
 
     /// True once the operation has finished (successfully or not); `wait` then returns at once.
     pub fn check(&self, cookie: u64) -> IpcResult<bool> {
+        self.foreign()?;
         match self.shared.lock().ops.get(&cookie) {
             None => Err(IpcError::UnknownCookie(cookie)),
             Some(Status::Pending) => Ok(false),
@@ -578,6 +597,7 @@ impl Connection {
     /// Block until the operation finishes (sleeping, not spinning), then forget the cookie.
     /// On timeout the operation stays in flight and can be waited for again.
     pub fn wait(&self, cookie: u64, timeout: Option<Duration>) -> IpcResult<Transfer> {
+        self.foreign()?;
         let deadline = timeout.map(|t| Instant::now() + t);
         let timeout_err = || IpcError::WaitTimeout {
             cookie,
@@ -650,6 +670,16 @@ impl Connection {
     /// longer touch this process's buffers, and fail operations still in flight with `Closed`.
     /// Idempotent; also done on drop.
     pub fn close(&self) {
+        if self.foreign().is_err() {
+            // A forked child: leave the parent's connection alone (no shutdown, no join of a
+            // thread that does not exist here).
+            if let Ok(mut t) = self.thread.try_lock() {
+                if let Some(h) = t.take() {
+                    std::mem::forget(h);
+                }
+            }
+            return;
+        }
         self.shared.lock().closing = true;
         sys::eventfd_signal(&self.shared.wake);
         self.shared.notify();
@@ -659,8 +689,19 @@ impl Connection {
         }
     }
 
+    /// (reads, writes) the peer has posted that no local operation has met yet (tests use it to
+    /// set up a rendezvous order deterministically).
+    #[cfg(test)]
+    pub(crate) fn unmatched_remote_posts(&self) -> (usize, usize) {
+        let e = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+        (e.remote_rposts.len(), e.remote_wposts.len())
+    }
+
     /// True when the connection can no longer carry operations (closed here or by the peer).
     pub fn is_closed(&self) -> bool {
+        if self.foreign().is_err() {
+            return true;
+        }
         let st = self.shared.lock();
         st.closing || st.dead.is_some()
     }
