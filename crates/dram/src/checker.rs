@@ -1,0 +1,1263 @@
+//! The independent timing checker: the DRAM model's oracle.
+//!
+//! The checker replays an issued-command log (or a stream of [`CommandRecord`]s) and verifies every
+//! command against the DRAM standard's rules as listed in `shared/reference/dram-facts.md`
+//! ("Command-to-command rules"), RowClone's in-DRAM copy commands (Seshadri et al., MICRO 2013,
+//! sections 3.1-3.4), the protocol state of every bank, and the refresh interval.
+//!
+//! It is deliberately *not* built on the rule table in `presets/dram/*.toml` that the controller
+//! schedules by: its rules are written out here in code, from the fact sheet, so that a rule
+//! missing from (or wrong in) that table shows up as a violation. Its algorithm differs from the
+//! controller's too: instead of keeping "next allowed" times, it keeps a short history of recent
+//! commands per rank (and of data bursts per channel) and checks each new command against every
+//! earlier command still in the history and its minimum separation. The history is pruned to the
+//! longest rule, so memory does not grow with the log.
+//!
+//! Modelling choices a reader may want to know (see also the crate docs):
+//! - A PRE to a bank that is already precharged is a no-op: it neither starts nor needs any timing.
+//!   A PREA starts tRP for the whole rank (PREA -> ACT and PREA -> REF need nRP on every bank).
+//! - RDA / WRA imply a PRE at `max(t + nRTP, last activation + nRAS)` (RDA) and
+//!   `max(t + nCWL + nBL + nWR, last activation + nRAS)` (WRA); that implied PRE is itself checked
+//!   against the bank's earlier commands (e.g. write recovery of an earlier WR) and bounds the next
+//!   ACT (nRP) and REF (nRP).
+//! - DDR4 `_S` / `_L` variants: `_L` when the two commands share a bank group. A TRANSFER touches
+//!   two banks, so it shares a group with another command when either of its banks does.
+//! - Refresh: a rank's consecutive REFs (and cycle 0 to its first REF) may be at most
+//!   9 x nREFI apart, and at any time at most 8 REFs may be owed (the k-th REF by (k + 8) x nREFI).
+use crate::command::{CommandKind, CommandRecord, LogHeader, LOG_MAGIC};
+use crate::error::LogError;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::io::BufRead;
+use std::path::Path;
+
+/// Violations kept in full in a [`CheckReport`]; all of them are counted.
+pub const MAX_KEPT_VIOLATIONS: usize = 1000;
+
+/// REFs JEDEC allows to be postponed; the checker allows a gap of `(1 + this) x nREFI`.
+pub const REFRESH_POSTPONE_LIMIT: u64 = 8;
+
+/// Largest number of banks (over all channels and ranks) a header may describe.
+const MAX_BANKS: u64 = 1 << 20;
+
+/// What kind of rule a violation broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViolationKind {
+    /// A minimum separation between two commands.
+    Timing,
+    /// Bank state, command bus, ordering or index bounds.
+    Protocol,
+    /// The refresh interval.
+    Refresh,
+}
+
+/// One broken rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub kind: ViolationKind,
+    /// 0-based index of the offending command in the stream (the command count for violations
+    /// found at the end of the log).
+    pub index: u64,
+    /// 1-based line in the log file, when the commands came from a file.
+    pub line: Option<usize>,
+    /// The offending command's cycle.
+    pub cycle: u64,
+    /// The offending command as a log line (or "(end of log)").
+    pub command: String,
+    /// The rule, e.g. `"nRCD: ACT -> RD same bank"`; the part before `:` is the latency
+    /// expression (or the protocol rule's short name).
+    pub rule: String,
+    /// The minimum separation in cycles the rule asks for (0 for protocol rules; the maximum
+    /// allowed gap for refresh rules).
+    pub required_cycles: u64,
+    /// The separation found (negative when the earlier event, e.g. an auto-precharge, lies after
+    /// the command).
+    pub actual_cycles: i64,
+    /// Index of the earlier command the rule pairs this one with, if any.
+    pub earlier_index: Option<u64>,
+    /// Human-readable explanation.
+    pub message: String,
+}
+
+impl Violation {
+    /// The part of [`Violation::rule`] before the first `:`, e.g. `"nRCD"`.
+    pub fn rule_key(&self) -> &str {
+        self.rule.split(':').next().unwrap_or("")
+    }
+}
+
+/// The result of checking a whole log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    pub commands_checked: u64,
+    /// The first [`MAX_KEPT_VIOLATIONS`] violations.
+    pub violations: Vec<Violation>,
+    /// All violations found, including those not kept.
+    pub violation_count: u64,
+    pub ok: bool,
+}
+
+// ------------------------------------------------------------------------------------------------
+// Timing parameters
+
+/// The timing parameters the rules use, in clocks, with the names the variants go by.
+#[derive(Debug, Clone)]
+struct Params {
+    bl: u64,
+    cl: u64,
+    rcd: u64,
+    rp: u64,
+    ras: u64,
+    rc: u64,
+    cwl: u64,
+    wr: u64,
+    rtp: u64,
+    rtrs: u64,
+    faw: u64,
+    rfc: u64,
+    refi: u64,
+    ccd_s: (&'static str, u64),
+    ccd_l: (&'static str, u64),
+    wtr_s: (&'static str, u64),
+    wtr_l: (&'static str, u64),
+    rrd_s: (&'static str, u64),
+    rrd_l: (&'static str, u64),
+    /// Whether the device has bank groups (then `_S` / `_L` differ).
+    grouped: bool,
+}
+
+impl Params {
+    fn from_header(h: &LogHeader) -> Result<Params, LogError> {
+        let get = |name: &str| -> Result<u64, LogError> {
+            h.timing
+                .get(name)
+                .copied()
+                .ok_or_else(|| LogError::Header(format!("timing parameter {name} is missing")))
+        };
+        let grouped = h.org.bank_groups > 1;
+        // DDR4 names with _S / _L; DDR3 has one name. With one bank group every pair of banks
+        // shares the group, so the `_L` value applies.
+        let pick = |base: &'static str,
+                    s: &'static str,
+                    l: &'static str|
+         -> Result<[(&'static str, u64); 2], LogError> {
+            let one = |n: &'static str| h.timing.get(n).map(|v| (n, *v));
+            let short = if grouped {
+                one(s).or_else(|| one(base))
+            } else {
+                one(base).or_else(|| one(l))
+            };
+            let long = if grouped {
+                one(l).or_else(|| one(base))
+            } else {
+                short
+            };
+            match (short, long) {
+                (Some(a), Some(b)) => Ok([a, b]),
+                _ => Err(LogError::Header(format!(
+                    "timing parameter {base} (or {s} / {l}) is missing"
+                ))),
+            }
+        };
+        let [ccd_s, ccd_l] = pick("nCCD", "nCCD_S", "nCCD_L")?;
+        let [wtr_s, wtr_l] = pick("nWTR", "nWTR_S", "nWTR_L")?;
+        let [rrd_s, rrd_l] = pick("nRRD", "nRRD_S", "nRRD_L")?;
+        let rtrs = if h.org.ranks > 1 {
+            get("nRTRS")?
+        } else {
+            h.timing.get("nRTRS").copied().unwrap_or(0)
+        };
+        let refi = if h.refresh {
+            get("nREFI")?
+        } else {
+            h.timing.get("nREFI").copied().unwrap_or(0)
+        };
+        if h.refresh && refi == 0 {
+            return Err(LogError::Header(
+                "nREFI must be positive when the log was refreshed".into(),
+            ));
+        }
+        Ok(Params {
+            bl: get("nBL")?,
+            cl: get("nCL")?,
+            rcd: get("nRCD")?,
+            rp: get("nRP")?,
+            ras: get("nRAS")?,
+            rc: get("nRC")?,
+            cwl: get("nCWL")?,
+            wr: get("nWR")?,
+            rtp: get("nRTP")?,
+            rtrs,
+            faw: get("nFAW")?,
+            rfc: get("nRFC")?,
+            refi,
+            ccd_s,
+            ccd_l,
+            wtr_s,
+            wtr_l,
+            rrd_s,
+            rrd_l,
+            grouped,
+        })
+    }
+
+    /// WR -> PRE: write recovery.
+    fn write_to_pre(&self) -> u64 {
+        self.cwl + self.bl + self.wr
+    }
+
+    /// RD -> WR on one rank (may not go below zero).
+    fn read_to_write(&self) -> u64 {
+        (self.cl + self.bl + 2).saturating_sub(self.cwl)
+    }
+
+    /// The longest separation any rule (other than those from REF) asks for: history older than
+    /// this can no longer constrain anything.
+    fn horizon(&self) -> u64 {
+        [
+            self.rcd,
+            self.rp,
+            self.ras,
+            self.rc,
+            self.rtp,
+            self.write_to_pre(),
+            self.read_to_write(),
+            self.cwl + self.bl + self.wtr_l.1.max(self.wtr_s.1),
+            self.ccd_l.1.max(self.ccd_s.1),
+            self.rrd_l.1.max(self.rrd_s.1),
+            self.faw,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+            + 1
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// History
+
+/// What a command does to one bank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Opens a row.
+    Act,
+    /// RowClone FPM: activates a second row of the open subarray.
+    Actc,
+    /// Reads a column (RD, RDA, the source side of TR).
+    Read,
+    /// Writes a column (WR, WRA, the destination side of TR).
+    Write,
+    /// Closes the open row (PRE that closes, auto-precharge).
+    Pre,
+}
+
+/// One bank a command acts on.
+#[derive(Debug, Clone, Copy)]
+struct Side {
+    /// Bank index within the rank (bank group major).
+    bank: u32,
+    group: u32,
+    role: Role,
+    /// How the command is named in a rule, e.g. "TR(dst)".
+    label: &'static str,
+}
+
+/// The column-command class of a command, for rank-level rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Read,
+    Write,
+    Transfer,
+}
+
+/// A past command (or an implied auto-precharge) still able to constrain new commands.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    cycle: u64,
+    index: u64,
+    kind: CommandKind,
+    /// This is the auto-precharge implied by an RDA / WRA, not the command itself.
+    implied: bool,
+    sides: [Option<Side>; 2],
+}
+
+impl Entry {
+    fn col(&self) -> Option<Col> {
+        if self.implied {
+            return None;
+        }
+        match self.kind {
+            CommandKind::Rd | CommandKind::Rda => Some(Col::Read),
+            CommandKind::Wr | CommandKind::Wra => Some(Col::Write),
+            CommandKind::Tr => Some(Col::Transfer),
+            _ => None,
+        }
+    }
+    fn sides(&self) -> impl Iterator<Item = &Side> {
+        self.sides.iter().flatten()
+    }
+    fn is_activation(&self) -> bool {
+        !self.implied && matches!(self.kind, CommandKind::Act | CommandKind::Actc)
+    }
+    /// Closes a row (or, for PREA, precharges the rank).
+    fn is_precharge(&self) -> bool {
+        self.implied
+            || self.kind == CommandKind::Prea
+            || (self.kind == CommandKind::Pre && self.sides[0].is_some())
+    }
+    fn label(&self) -> &'static str {
+        match (self.implied, self.kind) {
+            (true, CommandKind::Rda) => "PRE(auto, RDA)",
+            (true, _) => "PRE(auto, WRA)",
+            (false, k) => k.mnemonic(),
+        }
+    }
+}
+
+/// A data burst on a channel's data bus.
+#[derive(Debug, Clone, Copy)]
+struct Burst {
+    start: u64,
+    end: u64,
+    /// The issuing command's cycle and offset to its burst.
+    cmd_cycle: u64,
+    offset: u64,
+    rank: u32,
+    index: u64,
+    kind: CommandKind,
+}
+
+#[derive(Debug, Clone, Default)]
+struct BankState {
+    open: Option<u32>,
+    /// Cycle of the latest ACT / ACTC of the open row.
+    activated_at: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct RankState {
+    banks: Vec<BankState>,
+    history: VecDeque<Entry>,
+    /// REFs within nRFC of now.
+    refs: VecDeque<(u64, u64)>,
+    last_ref: u64,
+    refs_done: u64,
+    gap_reported: bool,
+    rate_reported: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct ChannelState {
+    last_cycle: Option<u64>,
+    bursts: VecDeque<Burst>,
+}
+
+/// Separation `t - p` in cycles, saturated into `i64`.
+fn sep(t: u64, p: u64) -> i64 {
+    let d = t as i128 - p as i128;
+    d.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+/// Whether separation `actual` falls short of `required`.
+fn short(actual: i64, required: u64) -> bool {
+    (actual as i128) < required as i128
+}
+
+/// The streaming checker. Feed it commands in issue order with [`Checker::check`], then call
+/// [`Checker::finish`].
+#[derive(Debug, Clone)]
+pub struct Checker {
+    header: LogHeader,
+    p: Params,
+    horizon: u64,
+    channels: Vec<ChannelState>,
+    /// Ranks, channel major.
+    ranks: Vec<RankState>,
+    count: u64,
+    last_cycle: Option<u64>,
+    max_cycle: u64,
+    violations: Vec<Violation>,
+    violation_count: u64,
+    /// Scratch list of the sides of the command being checked (PREA may touch every bank).
+    scratch: Vec<Side>,
+}
+
+/// Where a command is, after its indices passed the bounds check.
+#[derive(Debug, Clone, Copy)]
+struct Loc {
+    ch: usize,
+    rank: usize,
+    bank: u32,
+    group: u32,
+    dst_bank: u32,
+    dst_group: u32,
+}
+
+impl Checker {
+    /// A checker for logs described by `header`. Fails when a timing parameter a rule needs is
+    /// missing or the organisation is degenerate.
+    pub fn new(header: &LogHeader) -> Result<Checker, LogError> {
+        let o = &header.org;
+        for (name, v) in [
+            ("channels", o.channels),
+            ("ranks", o.ranks),
+            ("bank_groups", o.bank_groups),
+            ("banks_per_group", o.banks_per_group),
+            ("rows", o.rows),
+            ("subarray_rows", o.subarray_rows),
+            ("burst_length", o.burst_length),
+        ] {
+            if v == 0 {
+                return Err(LogError::Header(format!("org.{name} must be positive")));
+            }
+        }
+        if o.lines_per_row() == 0 {
+            return Err(LogError::Header(
+                "org.columns is smaller than one burst".into(),
+            ));
+        }
+        let banks = o.channels as u128
+            * o.ranks as u128
+            * o.bank_groups as u128
+            * o.banks_per_group as u128;
+        if banks > MAX_BANKS as u128 {
+            return Err(LogError::Header(format!(
+                "{banks} banks in all is more than the checker supports ({MAX_BANKS})"
+            )));
+        }
+        let p = Params::from_header(header)?;
+        let rank = RankState {
+            banks: vec![BankState::default(); o.banks_per_rank() as usize],
+            ..RankState::default()
+        };
+        Ok(Checker {
+            horizon: p.horizon(),
+            p,
+            channels: vec![ChannelState::default(); o.channels as usize],
+            ranks: vec![rank; (o.channels * o.ranks) as usize],
+            header: header.clone(),
+            count: 0,
+            last_cycle: None,
+            max_cycle: 0,
+            violations: Vec::new(),
+            violation_count: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The header this checker checks against.
+    pub fn header(&self) -> &LogHeader {
+        &self.header
+    }
+
+    /// Commands checked so far.
+    pub fn commands_checked(&self) -> u64 {
+        self.count
+    }
+
+    /// Violations found so far (all of them, including those not kept).
+    pub fn violation_count(&self) -> u64 {
+        self.violation_count
+    }
+
+    /// Entries held in all histories: bounded by the rules' horizon, not by the log's length.
+    pub fn history_len(&self) -> usize {
+        self.ranks
+            .iter()
+            .map(|r| r.history.len() + r.refs.len())
+            .sum::<usize>()
+            + self.channels.iter().map(|c| c.bursts.len()).sum::<usize>()
+    }
+
+    /// Checks the next command. Returns the first violation this command caused (all are recorded
+    /// for [`Checker::finish`]).
+    pub fn check(&mut self, rec: &CommandRecord) -> Result<(), Box<Violation>> {
+        self.check_at(rec, None)
+    }
+
+    /// Like [`Checker::check`], naming the command's 1-based line in the log in violations.
+    pub fn check_at(
+        &mut self,
+        rec: &CommandRecord,
+        line: Option<usize>,
+    ) -> Result<(), Box<Violation>> {
+        let mut ctx = Ctx {
+            index: self.count,
+            line,
+            rec,
+            text: None,
+            found: Vec::new(),
+        };
+        self.count += 1;
+        self.check_inner(&mut ctx);
+        let found = std::mem::take(&mut ctx.found);
+        let first = found.first().cloned();
+        for v in found {
+            self.record(v);
+        }
+        match first {
+            Some(v) => Err(Box::new(v)),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the log: checks that refresh was not overdue at the last cycle, and reports.
+    pub fn finish(mut self) -> CheckReport {
+        if self.header.refresh && self.count > 0 {
+            let end = CommandRecord {
+                cycle: self.max_cycle,
+                kind: CommandKind::Ref,
+                channel: 0,
+                rank: 0,
+                bank_group: 0,
+                bank: 0,
+                row: 0,
+                column: 0,
+                dst: None,
+            };
+            let mut ctx = Ctx {
+                index: self.count,
+                line: None,
+                rec: &end,
+                text: Some("(end of log)".into()),
+                found: Vec::new(),
+            };
+            self.refresh_deadlines(&mut ctx, self.max_cycle);
+            let found = std::mem::take(&mut ctx.found);
+            for v in found {
+                self.record(v);
+            }
+        }
+        CheckReport {
+            commands_checked: self.count,
+            ok: self.violation_count == 0,
+            violations: self.violations,
+            violation_count: self.violation_count,
+        }
+    }
+
+    fn record(&mut self, v: Violation) {
+        self.violation_count += 1;
+        if self.violations.len() < MAX_KEPT_VIOLATIONS {
+            self.violations.push(v);
+        }
+    }
+
+    fn check_inner(&mut self, ctx: &mut Ctx<'_>) {
+        let rec = ctx.rec;
+        let t = rec.cycle;
+        // Issue order.
+        if let Some(last) = self.last_cycle {
+            if t < last {
+                ctx.protocol(
+                    "order",
+                    format!("cycle {t} is before the previous command's cycle {last}"),
+                );
+            }
+        }
+        self.last_cycle = Some(self.last_cycle.map_or(t, |l| l.max(t)));
+        self.max_cycle = self.max_cycle.max(t);
+
+        let Some(loc) = self.bounds(ctx) else { return };
+
+        // One command per channel per cycle.
+        let ch = &mut self.channels[loc.ch];
+        if ch.last_cycle == Some(t) {
+            ctx.protocol(
+                "command bus",
+                format!("a second command on channel {} in cycle {t}", rec.channel),
+            );
+        }
+        ch.last_cycle = Some(t);
+
+        if self.header.refresh {
+            self.refresh_deadlines(ctx, t);
+        }
+
+        let ri = loc.ch * self.header.org.ranks as usize + loc.rank;
+        let mut sides = std::mem::take(&mut self.scratch);
+        sides.clear();
+        let implied = self.protocol(ctx, ri, loc, &mut sides);
+
+        let new = Entry {
+            cycle: t,
+            index: ctx.index,
+            kind: rec.kind,
+            implied: false,
+            // PREA is kept as a rank-wide entry (PREA -> ACT / REF); its per-bank sides only
+            // matter for its own check.
+            sides: match rec.kind {
+                CommandKind::Prea => [None, None],
+                CommandKind::Tr => [sides.first().copied(), sides.get(1).copied()],
+                _ => [sides.first().copied(), None],
+            },
+        };
+        self.rank_rules(ctx, ri, &new, &sides);
+        if let Some(imp) = implied {
+            // The auto-precharge is checked as a PRE against the bank's earlier commands.
+            self.rank_rules(ctx, ri, &imp, &[]);
+        }
+        self.refresh_rules(ctx, ri);
+        self.data_bus(ctx, loc);
+
+        // Record.
+        let rank = &mut self.ranks[ri];
+        if rec.kind == CommandKind::Ref {
+            rank.refs.push_back((t, ctx.index));
+            rank.last_ref = t;
+            rank.refs_done += 1;
+            rank.gap_reported = false;
+            rank.rate_reported = false;
+        } else if rec.kind != CommandKind::Pre || new.sides[0].is_some() {
+            rank.history.push_back(new);
+        }
+        if let Some(imp) = implied {
+            rank.history.push_back(imp);
+        }
+        // Prune what no rule can reach any more.
+        let horizon = self.horizon;
+        while rank
+            .history
+            .front()
+            .is_some_and(|e| e.cycle.saturating_add(horizon) < t)
+        {
+            rank.history.pop_front();
+        }
+        let rfc = self.p.rfc;
+        while rank
+            .refs
+            .front()
+            .is_some_and(|(c, _)| c.saturating_add(rfc) < t)
+        {
+            rank.refs.pop_front();
+        }
+        let reach = t + self.p.cl.min(self.p.cwl);
+        let rtrs = self.p.rtrs;
+        let ch = &mut self.channels[loc.ch];
+        while ch
+            .bursts
+            .front()
+            .is_some_and(|b| b.end.saturating_add(rtrs) <= reach)
+        {
+            ch.bursts.pop_front();
+        }
+        self.scratch = sides;
+    }
+
+    /// Checks the indices against the organisation.
+    fn bounds(&self, ctx: &mut Ctx<'_>) -> Option<Loc> {
+        let rec = ctx.rec;
+        let o = &self.header.org;
+        let mut bad = Vec::new();
+        let mut chk = |name: &str, v: u32, limit: u32| {
+            if v >= limit {
+                bad.push(format!("{name} {v} is out of range (0..{limit})"));
+            }
+        };
+        chk("channel", rec.channel, o.channels);
+        chk("rank", rec.rank, o.ranks);
+        chk("bank group", rec.bank_group, o.bank_groups);
+        chk("bank", rec.bank, o.banks_per_group);
+        chk("row", rec.row, o.rows);
+        chk("column", rec.column, o.lines_per_row());
+        let mut dst = (0, 0);
+        match (rec.kind, rec.dst) {
+            (CommandKind::Tr, Some(d)) => {
+                chk("dst bank group", d.bank_group, o.bank_groups);
+                chk("dst bank", d.bank, o.banks_per_group);
+                chk("dst row", d.row, o.rows);
+                chk("dst column", d.column, o.lines_per_row());
+                dst = (d.bank_group, d.bank);
+            }
+            (CommandKind::Tr, None) => bad.push("TR without a destination".into()),
+            (_, Some(_)) => bad.push(format!("{} with a TR destination", rec.kind)),
+            (_, None) => {}
+        }
+        if !bad.is_empty() {
+            ctx.protocol("bounds", bad.join("; "));
+            return None;
+        }
+        Some(Loc {
+            ch: rec.channel as usize,
+            rank: rec.rank as usize,
+            bank: rec.bank_group * o.banks_per_group + rec.bank,
+            group: rec.bank_group,
+            dst_bank: dst.0 * o.banks_per_group + dst.1,
+            dst_group: dst.0,
+        })
+    }
+
+    /// Checks and updates the bank states; fills `sides` with what the command does to each bank
+    /// and returns the implied auto-precharge of an RDA / WRA.
+    fn protocol(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        ri: usize,
+        loc: Loc,
+        sides: &mut Vec<Side>,
+    ) -> Option<Entry> {
+        let rec = ctx.rec;
+        let t = rec.cycle;
+        let o = &self.header.org;
+        let subarray_rows = o.subarray_rows;
+        let bpg = o.banks_per_group;
+        let p = &self.p;
+        let rank = &mut self.ranks[ri];
+        let side = |bank: u32, group: u32, role: Role, label: &'static str| Side {
+            bank,
+            group,
+            role,
+            label,
+        };
+        let mut implied = None;
+        match rec.kind {
+            CommandKind::Act => {
+                let b = &mut rank.banks[loc.bank as usize];
+                if let Some(open) = b.open {
+                    ctx.protocol(
+                        "ACT to an open bank",
+                        format!("bank {} has row {open} open", bank_name(loc.bank, bpg)),
+                    );
+                }
+                b.open = Some(rec.row);
+                b.activated_at = t;
+                sides.push(side(loc.bank, loc.group, Role::Act, "ACT"));
+            }
+            CommandKind::Actc => {
+                let b = &mut rank.banks[loc.bank as usize];
+                match b.open {
+                    None => ctx.protocol(
+                        "ACTC to a closed bank",
+                        format!(
+                            "bank {} has no open row to copy from",
+                            bank_name(loc.bank, bpg)
+                        ),
+                    ),
+                    Some(open) if open / subarray_rows != rec.row / subarray_rows => ctx.protocol(
+                        "ACTC to another subarray",
+                        format!(
+                            "row {} is in subarray {}, the open row {open} in subarray {}",
+                            rec.row,
+                            rec.row / subarray_rows,
+                            open / subarray_rows
+                        ),
+                    ),
+                    Some(_) => {}
+                }
+                b.open = Some(rec.row);
+                b.activated_at = t;
+                sides.push(side(loc.bank, loc.group, Role::Actc, "ACTC"));
+            }
+            CommandKind::Pre => {
+                let b = &mut rank.banks[loc.bank as usize];
+                if b.open.take().is_some() {
+                    sides.push(side(loc.bank, loc.group, Role::Pre, "PRE"));
+                }
+            }
+            CommandKind::Prea => {
+                for (i, b) in rank.banks.iter_mut().enumerate() {
+                    if b.open.take().is_some() {
+                        let i = i as u32;
+                        sides.push(side(i, i / bpg, Role::Pre, "PREA"));
+                    }
+                }
+            }
+            CommandKind::Rd | CommandKind::Wr | CommandKind::Rda | CommandKind::Wra => {
+                let read = rec.kind.is_read();
+                let b = &mut rank.banks[loc.bank as usize];
+                open_row_check(ctx, b.open, rec.row, loc.bank, bpg, rec.kind.mnemonic());
+                let role = if read { Role::Read } else { Role::Write };
+                sides.push(side(loc.bank, loc.group, role, rec.kind.mnemonic()));
+                if matches!(rec.kind, CommandKind::Rda | CommandKind::Wra) {
+                    let after = if read {
+                        t.saturating_add(p.rtp)
+                    } else {
+                        t.saturating_add(p.write_to_pre())
+                    };
+                    let at = after.max(b.activated_at.saturating_add(p.ras));
+                    b.open = None;
+                    implied = Some(Entry {
+                        cycle: at,
+                        index: ctx.index,
+                        kind: rec.kind,
+                        implied: true,
+                        sides: [Some(side(loc.bank, loc.group, Role::Pre, "")), None],
+                    });
+                }
+            }
+            CommandKind::Tr => {
+                let (src_row, dst_row) = (rec.row, rec.dst.map_or(0, |d| d.row));
+                if loc.bank == loc.dst_bank {
+                    ctx.protocol(
+                        "TR within one bank",
+                        "a TRANSFER needs two different banks".into(),
+                    );
+                }
+                open_row_check(
+                    ctx,
+                    rank.banks[loc.bank as usize].open,
+                    src_row,
+                    loc.bank,
+                    bpg,
+                    "TR(src)",
+                );
+                open_row_check(
+                    ctx,
+                    rank.banks[loc.dst_bank as usize].open,
+                    dst_row,
+                    loc.dst_bank,
+                    bpg,
+                    "TR(dst)",
+                );
+                sides.push(side(loc.bank, loc.group, Role::Read, "TR(src)"));
+                sides.push(side(loc.dst_bank, loc.dst_group, Role::Write, "TR(dst)"));
+            }
+            CommandKind::Ref => {
+                let open: Vec<String> = rank
+                    .banks
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, b)| {
+                        b.open
+                            .map(|r| format!("{} (row {r})", bank_name(i as u32, bpg)))
+                    })
+                    .collect();
+                if !open.is_empty() {
+                    ctx.protocol(
+                        "REF with open banks",
+                        format!("banks still open: {}", open.join(", ")),
+                    );
+                }
+            }
+        }
+        implied
+    }
+
+    /// Checks `new` against every entry in the rank's history (bank and rank rules).
+    fn rank_rules(&self, ctx: &mut Ctx<'_>, ri: usize, new: &Entry, all_sides: &[Side]) {
+        let p = &self.p;
+        let rank = &self.ranks[ri];
+        // Sides of the new command: PREA may touch many banks, so they come from `all_sides`
+        // unless this is the implied auto-precharge.
+        let new_sides: &[Side] = if new.implied { &[] } else { all_sides };
+        let implied_side = if new.implied { new.sides[0] } else { None };
+        let new_label = |s: &Side| if new.implied { new.label() } else { s.label };
+        let new_col = new.col();
+        let new_act = new.is_activation();
+        let mut acts_seen = 0u32;
+        for prev in rank.history.iter().rev() {
+            let actual = sep(new.cycle, prev.cycle);
+            // Same bank.
+            for ps in prev.sides() {
+                for ns in new_sides.iter().chain(implied_side.iter()) {
+                    if ps.bank != ns.bank {
+                        continue;
+                    }
+                    if let Some((key, req)) = bank_rule(p, ps.role, ns.role) {
+                        if short(actual, req) {
+                            let pl = if prev.implied { prev.label() } else { ps.label };
+                            ctx.timing(
+                                format!("{key}: {pl} -> {} same bank", new_label(ns)),
+                                req,
+                                actual,
+                                prev,
+                            );
+                        }
+                    }
+                }
+            }
+            if new.implied {
+                continue;
+            }
+            // Activations on other banks, and the nFAW window.
+            if new_act && prev.is_activation() {
+                let (ps, ns) = (prev.sides[0], new.sides[0]);
+                if let (Some(ps), Some(ns)) = (ps, ns) {
+                    if ps.bank != ns.bank {
+                        let same = ps.group == ns.group;
+                        let (key, req) = if same { p.rrd_l } else { p.rrd_s };
+                        if short(actual, req) {
+                            ctx.timing(
+                                format!(
+                                    "{key}: {} -> {} {}",
+                                    prev.label(),
+                                    new.label(),
+                                    group_scope(p, same, true)
+                                ),
+                                req,
+                                actual,
+                                prev,
+                            );
+                        }
+                    }
+                }
+                acts_seen += 1;
+                if acts_seen == 4 && short(actual, p.faw) {
+                    ctx.timing(
+                        format!(
+                            "nFAW: 5 activations (ACT/ACTC) in {} cycles, {} is the 5th same rank",
+                            p.faw,
+                            new.label()
+                        ),
+                        p.faw,
+                        actual,
+                        prev,
+                    );
+                }
+            }
+            // Column commands on the rank's internal bus.
+            if let (Some(pc), Some(nc)) = (prev.col(), new_col) {
+                let same = prev
+                    .sides()
+                    .any(|a| new.sides().any(|b| a.group == b.group));
+                let ccd = if same { p.ccd_l } else { p.ccd_s };
+                let wtr = if same { p.wtr_l } else { p.wtr_s };
+                let (key, req): (String, u64) = match (pc, nc) {
+                    (Col::Read, Col::Write) => ("nCL+nBL+2-nCWL".into(), p.read_to_write()),
+                    (Col::Write, Col::Read) | (Col::Write, Col::Transfer) => {
+                        (format!("nCWL+nBL+{}", wtr.0), p.cwl + p.bl + wtr.1)
+                    }
+                    _ => (ccd.0.into(), ccd.1),
+                };
+                if short(actual, req) {
+                    let scope = match (pc, nc) {
+                        (Col::Read, Col::Write) => "same rank",
+                        _ => group_scope(p, same, false),
+                    };
+                    ctx.timing(
+                        format!("{key}: {} -> {} {scope}", prev.label(), new.label()),
+                        req,
+                        actual,
+                        prev,
+                    );
+                }
+            }
+            // PREA precharges the rank: nRP before any ACT.
+            if prev.kind == CommandKind::Prea && new.kind == CommandKind::Act && short(actual, p.rp)
+            {
+                ctx.timing("nRP: PREA -> ACT same rank".into(), p.rp, actual, prev);
+            }
+            // Every precharge completes (nRP) before a REF.
+            if new.kind == CommandKind::Ref && prev.is_precharge() && short(actual, p.rp) {
+                ctx.timing(
+                    format!("nRP: {} -> REF same rank", prev.label()),
+                    p.rp,
+                    actual,
+                    prev,
+                );
+            }
+        }
+    }
+
+    /// REF -> any command to the rank: nRFC.
+    fn refresh_rules(&self, ctx: &mut Ctx<'_>, ri: usize) {
+        let rank = &self.ranks[ri];
+        let t = ctx.rec.cycle;
+        for &(c, index) in &rank.refs {
+            let actual = sep(t, c);
+            if short(actual, self.p.rfc) {
+                let prev = Entry {
+                    cycle: c,
+                    index,
+                    kind: CommandKind::Ref,
+                    implied: false,
+                    sides: [None, None],
+                };
+                ctx.timing(
+                    format!("nRFC: REF -> {} same rank", ctx.rec.kind),
+                    self.p.rfc,
+                    actual,
+                    &prev,
+                );
+            }
+        }
+    }
+
+    /// Bursts of different ranks on one channel's data bus: nRTRS between them.
+    fn data_bus(&mut self, ctx: &mut Ctx<'_>, loc: Loc) {
+        let rec = ctx.rec;
+        let p = &self.p;
+        let offset = match rec.kind {
+            k if k.is_read() => p.cl,
+            k if k.is_write() => p.cwl,
+            _ => return,
+        };
+        let start = rec.cycle.saturating_add(offset);
+        let end = start.saturating_add(p.bl);
+        let ch = &mut self.channels[loc.ch];
+        for b in ch.bursts.iter() {
+            if b.rank == rec.rank {
+                continue;
+            }
+            let after = start >= b.end.saturating_add(p.rtrs);
+            let before = b.start >= end.saturating_add(p.rtrs);
+            if !(after || before) {
+                let req = (b.offset + p.bl + p.rtrs).saturating_sub(offset);
+                let prev = Entry {
+                    cycle: b.cmd_cycle,
+                    index: b.index,
+                    kind: b.kind,
+                    implied: false,
+                    sides: [None, None],
+                };
+                ctx.timing(
+                    format!(
+                        "nBL+nRTRS: {} -> {} different ranks (data bus)",
+                        b.kind, rec.kind
+                    ),
+                    req,
+                    sep(rec.cycle, b.cmd_cycle),
+                    &prev,
+                );
+            }
+        }
+        ch.bursts.push_back(Burst {
+            start,
+            end,
+            cmd_cycle: rec.cycle,
+            offset,
+            rank: rec.rank,
+            index: ctx.index,
+            kind: rec.kind,
+        });
+    }
+
+    /// Reports ranks whose next REF is overdue at cycle `now` (once per missed REF).
+    fn refresh_deadlines(&mut self, ctx: &mut Ctx<'_>, now: u64) {
+        let refi = self.p.refi;
+        let max_gap = refi.saturating_mul(REFRESH_POSTPONE_LIMIT + 1);
+        let ranks_per_ch = self.header.org.ranks as usize;
+        for (i, r) in self.ranks.iter_mut().enumerate() {
+            let (ch, rank) = (i / ranks_per_ch, i % ranks_per_ch);
+            let gap = now.saturating_sub(r.last_ref);
+            if !r.gap_reported && gap > max_gap {
+                r.gap_reported = true;
+                ctx.push(
+                    ViolationKind::Refresh,
+                    format!("9xnREFI: REF interval (at most {REFRESH_POSTPONE_LIMIT} postponed) channel {ch} rank {rank}"),
+                    max_gap,
+                    sep(now, r.last_ref),
+                    None,
+                    format!("channel {ch} rank {rank}: no REF since cycle {} ({gap} cycles, at most {max_gap} allowed)", r.last_ref),
+                );
+            }
+            let due = r
+                .refs_done
+                .saturating_add(REFRESH_POSTPONE_LIMIT + 1)
+                .saturating_mul(refi);
+            if !r.rate_reported && now > due {
+                r.rate_reported = true;
+                ctx.push(
+                    ViolationKind::Refresh,
+                    format!("nREFI: average refresh rate (at most {REFRESH_POSTPONE_LIMIT} owed) channel {ch} rank {rank}"),
+                    due,
+                    now.min(i64::MAX as u64) as i64,
+                    None,
+                    format!(
+                        "channel {ch} rank {rank}: REF number {} was due by cycle {due} ({} x nREFI), none by cycle {now}",
+                        r.refs_done + 1,
+                        r.refs_done + REFRESH_POSTPONE_LIMIT + 1
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The same-bank rules: minimum separation from a command doing `prev` to one doing `new` on the
+/// same bank.
+fn bank_rule(p: &Params, prev: Role, new: Role) -> Option<(&'static str, u64)> {
+    use Role::*;
+    Some(match (prev, new) {
+        (Act, Read) | (Act, Write) => ("nRCD", p.rcd),
+        (Act, Pre) => ("nRAS", p.ras),
+        (Act, Act) => ("nRC", p.rc),
+        (Pre, Act) => ("nRP", p.rp),
+        (Read, Pre) => ("nRTP", p.rtp),
+        (Write, Pre) => ("nCWL+nBL+nWR", p.write_to_pre()),
+        // RowClone FPM: the source row is restored before the destination wordline rises, and
+        // the destination row is fully written before it is precharged (or overwritten again).
+        (Act, Actc) | (Actc, Actc) | (Actc, Pre) => ("nRAS", p.ras),
+        _ => return None,
+    })
+}
+
+/// How a rule with `_S` / `_L` variants names its scope.
+fn group_scope(p: &Params, same: bool, bank_level: bool) -> &'static str {
+    match (p.grouped, same, bank_level) {
+        (false, _, true) => "other bank same rank",
+        (false, _, false) => "same rank",
+        (true, true, _) => "same bank group",
+        (true, false, _) => "other bank group",
+    }
+}
+
+fn bank_name(bank: u32, bpg: u32) -> String {
+    format!("{}.{}", bank / bpg, bank % bpg)
+}
+
+fn open_row_check(ctx: &mut Ctx<'_>, open: Option<u32>, row: u32, bank: u32, bpg: u32, what: &str) {
+    match open {
+        None => ctx.protocol(
+            &format!("{what} to a closed bank"),
+            format!("bank {} has no open row", bank_name(bank, bpg)),
+        ),
+        Some(r) if r != row => ctx.protocol(
+            &format!("{what} to a row that is not open"),
+            format!(
+                "bank {} has row {r} open, the command names row {row}",
+                bank_name(bank, bpg)
+            ),
+        ),
+        Some(_) => {}
+    }
+}
+
+/// The command being checked and the violations it caused.
+struct Ctx<'a> {
+    index: u64,
+    line: Option<usize>,
+    rec: &'a CommandRecord,
+    /// Overrides the command text (for end-of-log checks).
+    text: Option<String>,
+    found: Vec<Violation>,
+}
+
+impl Ctx<'_> {
+    fn push(
+        &mut self,
+        kind: ViolationKind,
+        rule: String,
+        required: u64,
+        actual: i64,
+        earlier: Option<&Entry>,
+        message: String,
+    ) {
+        let command = self.text.clone().unwrap_or_else(|| self.rec.to_line());
+        self.found.push(Violation {
+            kind,
+            index: self.index,
+            line: self.line,
+            cycle: self.rec.cycle,
+            command,
+            rule,
+            required_cycles: required,
+            actual_cycles: actual,
+            earlier_index: earlier.map(|e| e.index),
+            message,
+        });
+    }
+
+    fn protocol(&mut self, rule: &str, message: String) {
+        self.push(
+            ViolationKind::Protocol,
+            rule.to_string(),
+            0,
+            0,
+            None,
+            message,
+        );
+    }
+
+    fn timing(&mut self, rule: String, required: u64, actual: i64, earlier: &Entry) {
+        let at = if earlier.implied {
+            "takes effect"
+        } else {
+            "issued"
+        };
+        let message = format!(
+            "{rule}: needs {required} cycles after command #{} ({at} at cycle {}), got {actual}",
+            earlier.index, earlier.cycle
+        );
+        self.push(
+            ViolationKind::Timing,
+            rule,
+            required,
+            actual,
+            Some(earlier),
+            message,
+        );
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Logs
+
+/// Builds the log header of a resolved spec (what a controller writes on a log's second line).
+pub fn header_from_spec(spec: &crate::spec::DramSpec, refresh: bool) -> LogHeader {
+    LogHeader {
+        standard: spec.standard.clone(),
+        speed: spec.speed.clone(),
+        part: spec.part.clone(),
+        org: spec.org.clone(),
+        timing: spec.timing.clone(),
+        refresh,
+    }
+}
+
+/// Parses the header's second line, `# spec {json}`.
+pub fn parse_spec_line(line: &str) -> Result<LogHeader, LogError> {
+    let json = line
+        .trim()
+        .strip_prefix("# spec")
+        .ok_or_else(|| LogError::Header("line 2: expected '# spec {json}'".into()))?;
+    serde_json::from_str(json.trim())
+        .map_err(|e| LogError::Header(format!("line 2: bad spec JSON: {e}")))
+}
+
+/// Checks a command log from a reader (`source` names it in I/O errors): the magic line, the
+/// `# spec` line, then one command per line. Blank lines and further `#` comment lines are
+/// skipped. Memory does not depend on the log's length.
+pub fn check_log<R: BufRead>(mut reader: R, source: &str) -> Result<CheckReport, LogError> {
+    let mut buf = String::new();
+    let mut lineno = 0usize;
+    let mut next = |buf: &mut String, lineno: &mut usize| -> Result<bool, LogError> {
+        buf.clear();
+        *lineno += 1;
+        match reader.read_line(buf) {
+            Ok(0) => Ok(false),
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(LogError::Line {
+                line: *lineno,
+                what: "not valid UTF-8".into(),
+            }),
+            Err(e) => Err(LogError::Io {
+                path: source.into(),
+                what: e.to_string(),
+            }),
+        }
+    };
+    if !next(&mut buf, &mut lineno)? || buf.trim_end() != LOG_MAGIC {
+        return Err(LogError::Header(format!("line 1: expected '{LOG_MAGIC}'")));
+    }
+    if !next(&mut buf, &mut lineno)? {
+        return Err(LogError::Header(
+            "line 2: missing '# spec {json}' line".into(),
+        ));
+    }
+    let header = parse_spec_line(&buf)?;
+    let mut checker = Checker::new(&header)?;
+    while next(&mut buf, &mut lineno)? {
+        let l = buf.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let rec = CommandRecord::parse_line(l, lineno)?;
+        let _ = checker.check_at(&rec, Some(lineno));
+    }
+    Ok(checker.finish())
+}
+
+/// Checks the command log at `path` (see [`check_log`]).
+pub fn check_log_file(path: &Path) -> Result<CheckReport, LogError> {
+    let f = std::fs::File::open(path).map_err(|e| LogError::Io {
+        path: path.display().to_string(),
+        what: e.to_string(),
+    })?;
+    check_log(std::io::BufReader::new(f), &path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests;
