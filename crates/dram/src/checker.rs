@@ -13,6 +13,31 @@
 //! earlier command still in the history and its minimum separation. The history is pruned to the
 //! longest rule, so memory does not grow with the log.
 //!
+//! # Rules checked
+//!
+//! Rule names in a [`Violation`] start with the latency expression (`"nRCD: ACT -> RD same bank"`).
+//! RD / WR include RDA / WRA; TR(src) acts as a read of its source bank and TR(dst) as a write of
+//! its destination bank in same-bank rules; `_S` / `_L` apply on DDR4 (DDR3 uses the plain name).
+//!
+//! | scope | rule |
+//! | --- | --- |
+//! | same bank | ACT -> RD / WR / TR(src) / TR(dst): nRCD; ACT -> PRE: nRAS; ACT -> ACT: nRC; PRE -> ACT: nRP |
+//! | same bank | RD / TR(src) -> PRE: nRTP; WR / TR(dst) -> PRE: nCWL + nBL + nWR |
+//! | same bank (FPM) | ACT -> ACTC, ACTC -> ACTC, ACTC -> PRE: nRAS |
+//! | other bank, same rank | ACT / ACTC -> ACT / ACTC: nRRD (_S other group, _L same group) |
+//! | same rank | at most 4 ACT / ACTC in any nFAW window |
+//! | same rank | RD -> RD, WR -> WR, TR <-> RD / WR / TR, RD -> TR: nCCD (_S / _L) |
+//! | same rank | RD -> WR: nCL + nBL + 2 - nCWL; WR -> RD, WR -> TR: nCWL + nBL + nWTR (_S / _L) |
+//! | other rank, same channel | data bursts (RD at [t + nCL, +nBL), WR at [t + nCWL, +nBL)) nRTRS apart |
+//! | same rank | REF -> any command: nRFC; PRE / PREA / auto-precharge -> REF: nRP; PREA -> ACT: nRP |
+//! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
+//!
+//! Protocol: ACT only to a precharged bank; RD / WR / RDA / WRA / TR only to an open bank and its
+//! open row; ACTC only to an open bank whose open row is in the same subarray
+//! (`row / org.subarray_rows`); TR between two different banks; REF only with every bank of the
+//! rank precharged; at most one command per channel per cycle; cycles non-decreasing; every index
+//! within the organisation.
+//!
 //! Modelling choices a reader may want to know (see also the crate docs):
 //! - A PRE to a bank that is already precharged is a no-op: it neither starts nor needs any timing.
 //!   A PREA starts tRP for the whole rank (PREA -> ACT and PREA -> REF need nRP on every bank).
