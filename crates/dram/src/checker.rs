@@ -46,7 +46,9 @@
 //!   against the bank's earlier commands (e.g. write recovery of an earlier WR) and bounds the next
 //!   ACT (nRP) and REF (nRP).
 //! - DDR4 `_S` / `_L` variants: `_L` when the two commands share a bank group. A TRANSFER touches
-//!   two banks, so it shares a group with another command when either of its banks does.
+//!   two banks, so for nCCD it shares a group with another command when either of its banks does;
+//!   for WR -> TR, nWTR_L applies when the WR's group is the TR's source group (the TR reads there)
+//!   and the destination side, a second write, needs only nCCD (_L in the same group).
 //! - Refresh: a rank's consecutive REFs (and cycle 0 to its first REF) may be at most
 //!   9 x nREFI apart, and at any time at most 8 REFs may be owed (the k-th REF by (k + 8) x nREFI).
 use crate::command::{CommandKind, CommandRecord, LogHeader, LOG_MAGIC};
@@ -934,17 +936,36 @@ impl Checker {
             }
             // Column commands on the rank's internal bus.
             if let (Some(pc), Some(nc)) = (prev.col(), new_col) {
-                let same = prev
-                    .sides()
-                    .any(|a| new.sides().any(|b| a.group == b.group));
+                let shares =
+                    |a: &Entry, b: &Entry| a.sides().any(|x| b.sides().any(|y| x.group == y.group));
+                let same = shares(prev, new);
                 let ccd = if same { p.ccd_l } else { p.ccd_s };
-                let wtr = if same { p.wtr_l } else { p.wtr_s };
-                let (key, req): (String, u64) = match (pc, nc) {
-                    (Col::Read, Col::Write) => ("nCL+nBL+2-nCWL".into(), p.read_to_write()),
-                    (Col::Write, Col::Read) | (Col::Write, Col::Transfer) => {
-                        (format!("nCWL+nBL+{}", wtr.0), p.cwl + p.bl + wtr.1)
+                let (key, req, same): (String, u64, bool) = match (pc, nc) {
+                    (Col::Read, Col::Write) => ("nCL+nBL+2-nCWL".into(), p.read_to_write(), same),
+                    (Col::Write, Col::Read) => {
+                        let wtr = if same { p.wtr_l } else { p.wtr_s };
+                        (format!("nCWL+nBL+{}", wtr.0), p.cwl + p.bl + wtr.1, same)
                     }
-                    _ => (ccd.0.into(), ccd.1),
+                    (Col::Write, Col::Transfer) => {
+                        // The TR reads its source bank after the write: nWTR, _L when the
+                        // write's group is the source's. Its destination side is a second write:
+                        // nCCD, _L when the write's group is the destination's.
+                        let wg = prev.sides[0].map(|s| s.group);
+                        let src_same = new.sides[0].map(|s| s.group) == wg;
+                        let dst_same = new.sides[1].map(|s| s.group) == wg;
+                        let wtr = if src_same { p.wtr_l } else { p.wtr_s };
+                        let ccd = if dst_same { p.ccd_l } else { p.ccd_s };
+                        if p.cwl + p.bl + wtr.1 >= ccd.1 {
+                            (
+                                format!("nCWL+nBL+{}", wtr.0),
+                                p.cwl + p.bl + wtr.1,
+                                src_same,
+                            )
+                        } else {
+                            (ccd.0.into(), ccd.1, dst_same)
+                        }
+                    }
+                    _ => (ccd.0.into(), ccd.1, same),
                 };
                 if short(actual, req) {
                     let scope = match (pc, nc) {
