@@ -1,6 +1,7 @@
 //! Bindings for movelab-dram: configs, simulation, the command-log checker, presets and the
 //! RowClone latency experiment. Values cross as JSON strings; the Python layer turns them into
 //! dicts and DataFrames. Errors become `ValueError` (bad input) or `OSError` (files).
+use movelab_dram::bulkgen::BulkGenSpec;
 use movelab_dram::checker;
 use movelab_dram::command::LogWriter;
 use movelab_dram::config::{builtin_config_names, Config};
@@ -27,10 +28,15 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 /// JSON null has no TOML counterpart: an absent key means the same.
 fn strip_nulls(v: serde_json::Value) -> serde_json::Value {
     match v {
-        serde_json::Value::Object(m) => {
-            serde_json::Value::Object(m.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, strip_nulls(v))).collect())
+        serde_json::Value::Object(m) => serde_json::Value::Object(
+            m.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, strip_nulls(v)))
+                .collect(),
+        ),
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().map(strip_nulls).collect())
         }
-        serde_json::Value::Array(a) => serde_json::Value::Array(a.into_iter().map(strip_nulls).collect()),
         other => other,
     }
 }
@@ -45,7 +51,8 @@ fn load_config(kind: &str, value: &str, overrides: Option<&str>) -> PyResult<Con
         "toml" => Config::from_toml_str(value, "config").map_err(verr)?,
         "json" => {
             let v: serde_json::Value = serde_json::from_str(value).map_err(verr)?;
-            let t = toml::Value::try_from(strip_nulls(v)).map_err(|e| verr(format!("config: {e}")))?;
+            let t =
+                toml::Value::try_from(strip_nulls(v)).map_err(|e| verr(format!("config: {e}")))?;
             Config::from_value(t, "config dict").map_err(verr)?
         }
         other => return Err(verr(format!("unknown config kind '{other}'"))),
@@ -53,7 +60,8 @@ fn load_config(kind: &str, value: &str, overrides: Option<&str>) -> PyResult<Con
     match overrides {
         Some(o) => {
             let v: serde_json::Value = serde_json::from_str(o).map_err(verr)?;
-            let t = toml::Value::try_from(strip_nulls(v)).map_err(|e| verr(format!("overrides: {e}")))?;
+            let t = toml::Value::try_from(strip_nulls(v))
+                .map_err(|e| verr(format!("overrides: {e}")))?;
             cfg.with_overrides(t, "overrides").map_err(verr)
         }
         None => Ok(cfg),
@@ -77,7 +85,9 @@ fn dram_presets() -> PyResult<String> {
     let mut parts = Vec::new();
     for s in &stds {
         for (name, params) in &s.speed {
-            speeds.push(serde_json::json!({ "standard": s.standard.name, "name": name, "params": params }));
+            speeds.push(
+                serde_json::json!({ "standard": s.standard.name, "name": name, "params": params }),
+            );
         }
         for (name, p) in &s.part {
             parts.push(serde_json::json!({
@@ -90,20 +100,34 @@ fn dram_presets() -> PyResult<String> {
     let mut configs = Vec::new();
     for name in builtin_config_names() {
         let c = Config::preset(name).map_err(verr)?;
-        configs.push(serde_json::json!({ "name": name, "description": c.description, "source": c.source }));
+        configs.push(
+            serde_json::json!({ "name": name, "description": c.description, "source": c.source }),
+        );
     }
     json(&serde_json::json!({ "speeds": speeds, "parts": parts, "configs": configs }))
 }
 
+/// Whether a generator spec (JSON) asks for bulk operations (`"kind": "bulk"`).
+fn is_bulk_generator(value: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(value)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(|k| k == "bulk"))
+        == Some(true)
+}
+
 type Stream = Box<dyn Iterator<Item = Result<TraceItem, TraceError>> + Send>;
 
-fn open_stream(kind: &str, value: &str, format: &str) -> PyResult<Stream> {
+fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<Stream> {
     let fmt = match format {
         "auto" => TraceFormat::Auto,
         "native" => TraceFormat::Native,
         "ramulator" => TraceFormat::Ramulator,
         "dramsim3" => TraceFormat::Dramsim3,
-        other => return Err(verr(format!("unknown trace format '{other}' (auto, native, ramulator, dramsim3)"))),
+        other => {
+            return Err(verr(format!(
+                "unknown trace format '{other}' (auto, native, ramulator, dramsim3)"
+            )))
+        }
     };
     match kind {
         "file" => trace::open_trace(Path::new(value), fmt).map_err(|e| match e {
@@ -111,8 +135,18 @@ fn open_stream(kind: &str, value: &str, format: &str) -> PyResult<Stream> {
             _ => verr(e),
         }),
         "text" => {
-            let r = trace::from_reader(std::io::Cursor::new(value.as_bytes().to_vec()), "trace", fmt).map_err(verr)?;
+            let r = trace::from_reader(
+                std::io::Cursor::new(value.as_bytes().to_vec()),
+                "trace",
+                fmt,
+            )
+            .map_err(verr)?;
             Ok(Box::new(r))
+        }
+        "generator" if is_bulk_generator(value) => {
+            let spec = BulkGenSpec::from_json_str(value, "generator").map_err(verr)?;
+            let g = spec.build(cfg).map_err(verr)?;
+            Ok(Box::new(g.map(Ok)))
         }
         "generator" => {
             let spec = GeneratorSpec::from_json_str(value, "generator").map_err(verr)?;
@@ -139,12 +173,16 @@ fn dram_simulate(
     progress_every: u64,
 ) -> PyResult<String> {
     let cfg = load_config("json", config_json, None)?;
-    let stream = open_stream(trace_kind, trace_value, trace_format)?;
+    let stream = open_stream(trace_kind, trace_value, trace_format, &cfg)?;
     let spec = cfg.resolve("config").map_err(verr)?;
     let mut writer = match command_log {
         Some(p) => {
-            let f = std::fs::File::create(p).map_err(|e| PyOSError::new_err(format!("cannot create {p}: {e}")))?;
-            Some(LogWriter::new(BufWriter::new(f), &log_header(&cfg, &spec)).map_err(|e| PyOSError::new_err(e.to_string()))?)
+            let f = std::fs::File::create(p)
+                .map_err(|e| PyOSError::new_err(format!("cannot create {p}: {e}")))?;
+            Some(
+                LogWriter::new(BufWriter::new(f), &log_header(&cfg, &spec))
+                    .map_err(|e| PyOSError::new_err(e.to_string()))?,
+            )
         }
         None => None,
     };
@@ -157,14 +195,17 @@ fn dram_simulate(
             }
         };
         let opts = RunOptions {
-            command_log: writer.as_mut().map(|w| w as &mut dyn movelab_dram::command::CommandSink),
+            command_log: writer
+                .as_mut()
+                .map(|w| w as &mut dyn movelab_dram::command::CommandSink),
             progress: Some(&mut cb),
             progress_every,
         };
         simulate(&cfg, stream, opts)
     });
     if let Some(w) = writer {
-        w.finish().map_err(|e| PyOSError::new_err(format!("writing the command log: {e}")))?;
+        w.finish()
+            .map_err(|e| PyOSError::new_err(format!("writing the command log: {e}")))?;
     }
     let stats = result.map_err(|e| match e {
         Error::Trace(TraceError::Io { .. }) => PyOSError::new_err(e.to_string()),
@@ -189,7 +230,9 @@ fn dram_check(py: Python<'_>, path: &str) -> PyResult<String> {
 #[pyo3(signature = (config_json, bytes=4096))]
 fn dram_rowclone_latency(py: Python<'_>, config_json: &str, bytes: u64) -> PyResult<String> {
     let cfg = load_config("json", config_json, None)?;
-    let rows = py.detach(|| rowclone_latency::run(&cfg, bytes)).map_err(verr)?;
+    let rows = py
+        .detach(|| rowclone_latency::run(&cfg, bytes))
+        .map_err(verr)?;
     json(&rows)
 }
 
@@ -199,7 +242,8 @@ fn dram_rowclone_latency(py: Python<'_>, config_json: &str, bytes: u64) -> PyRes
 fn dram_write_trace(generator_json: &str, path: &str, format: &str) -> PyResult<u64> {
     let spec = GeneratorSpec::from_json_str(generator_json, "generator").map_err(verr)?;
     let g = spec.build().map_err(verr)?;
-    let f = std::fs::File::create(path).map_err(|e| PyOSError::new_err(format!("cannot create {path}: {e}")))?;
+    let f = std::fs::File::create(path)
+        .map_err(|e| PyOSError::new_err(format!("cannot create {path}: {e}")))?;
     let mut w = BufWriter::new(f);
     let n = match format {
         "native" => trace::write_native(g, &mut w),
