@@ -179,8 +179,11 @@ def test_bad_inputs_give_clear_errors(pair, tmp_path):
     with pytest.raises(TimeoutError):
         a.wait(cw, timeout=0.1)
     assert time.monotonic() - t0 < 5
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="timeout"):
+            a.wait(cw, timeout=bad)
     got = bytearray(4)
-    b.read(got, timeout=T)
+    b.read(got, timeout=float("inf"))
     assert a.wait(cw, timeout=T)["bytes"] == 4 and got == b"late"
     with pytest.raises(ValueError, match="unknown cookie"):
         a.wait(cw, timeout=1)
