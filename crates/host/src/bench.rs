@@ -187,6 +187,14 @@ fn breathe(spec: &Spec) {
     std::thread::sleep(Duration::from_millis(if spec.realtime { 4 } else { 1 }));
 }
 
+/// Between two measured points of a real-time run: a rest long enough to reset the RT budget
+/// of the current one-second period (each point then warms up again).
+fn rest_between_points(spec: &Spec) {
+    if spec.realtime {
+        std::thread::sleep(Duration::from_millis(60));
+    }
+}
+
 /// A page-aligned, pre-faulted byte region.
 struct Region {
     buf: Vec<u8>,
@@ -308,6 +316,7 @@ fn latency(spec: &Spec) -> Result<Vec<Value>> {
         let rt = Runtime::new(engine, &spec.config())?;
         for cache in &spec.cache {
             for &size in &spec.sizes {
+                rest_between_points(spec);
                 let mut bufs = Buffers::new(cache, size, spec.cold_region);
                 let iters = spec.iters(size);
                 // Warm up for at least 20 ms (and 50 operations): the engine's core may have been
@@ -364,6 +373,7 @@ fn bandwidth(spec: &Spec) -> Result<Vec<Value>> {
     for engine in &spec.engines {
         let rt = Runtime::new(engine, &spec.config())?;
         for &size in &spec.sizes {
+            rest_between_points(spec);
             let stride = size.next_multiple_of(64);
             let region = spec.cold_region.max(stride);
             let window = spec.window.min(region / stride).max(1);
@@ -453,6 +463,7 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
         let rt = Runtime::new(engine, &spec.config())?;
         for cache in &spec.cache {
             for &size in &spec.sizes {
+                rest_between_points(spec);
                 let mut bufs = Buffers::new(cache, size, spec.cold_region);
                 let reps = spec
                     .iters(size)
@@ -472,13 +483,10 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
                 let n = ((t_copy * 1.5).max(2_000.0) * per_ns) as u64;
                 // Tcompute and Ttotal, interleaved so that drift hits both alike.
                 let (mut comp, mut total) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
-                for _ in 0..reps {
-                    if spec.realtime {
-                        breathe(spec);
-                    }
+                for i in 0..reps + 3 {
                     let t = Instant::now();
                     compute(n);
-                    comp.push(t.elapsed().as_nanos() as f64);
+                    let t_comp = t.elapsed().as_nanos() as f64;
                     let (s, d) = bufs.next(spec.cold_region);
                     let t = Instant::now();
                     if rt.name() == "cpu" {
@@ -491,7 +499,10 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
                         compute(n);
                         rt.wait(c)?;
                     }
-                    total.push(t.elapsed().as_nanos() as f64);
+                    if i >= 3 {
+                        comp.push(t_comp);
+                        total.push(t.elapsed().as_nanos() as f64);
+                    }
                 }
                 let ((t_compute, _, _, comp_min), (t_total, _, _, total_min)) =
                     (stats(comp), stats(total));
