@@ -1106,8 +1106,8 @@ impl Progress {
         let why = match e {
             Some(e) => format!(
                 "{call} on peer pid {} was refused by the kernel ({e}): cross-process memory access is \
-                 blocked here (Yama ptrace_scope, seccomp, or a non-dumpable peer and no CAP_SYS_PTRACE); falling back to the \
-                 shared-memory two-copy path",
+                 blocked here (Yama ptrace_scope, seccomp, or a non-dumpable peer and no \
+                 CAP_SYS_PTRACE); falling back to the shared-memory two-copy path",
                 self.peer_pid
             ),
             None => format!(
