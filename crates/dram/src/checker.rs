@@ -13,6 +13,31 @@
 //! earlier command still in the history and its minimum separation. The history is pruned to the
 //! longest rule, so memory does not grow with the log.
 //!
+//! # Rules checked
+//!
+//! Rule names in a [`Violation`] start with the latency expression (`"nRCD: ACT -> RD same bank"`).
+//! RD / WR include RDA / WRA; TR(src) acts as a read of its source bank and TR(dst) as a write of
+//! its destination bank in same-bank rules; `_S` / `_L` apply on DDR4 (DDR3 uses the plain name).
+//!
+//! | scope | rule |
+//! | --- | --- |
+//! | same bank | ACT -> RD / WR / TR(src) / TR(dst): nRCD; ACT -> PRE: nRAS; ACT -> ACT: nRC; PRE -> ACT: nRP |
+//! | same bank | RD / TR(src) -> PRE: nRTP; WR / TR(dst) -> PRE: nCWL + nBL + nWR |
+//! | same bank (FPM) | ACT -> ACTC, ACTC -> ACTC, ACTC -> PRE: nRAS |
+//! | other bank, same rank | ACT / ACTC -> ACT / ACTC: nRRD (_S other group, _L same group) |
+//! | same rank | at most 4 ACT / ACTC in any nFAW window |
+//! | same rank | RD -> RD, WR -> WR, TR <-> RD / WR / TR, RD -> TR: nCCD (_S / _L) |
+//! | same rank | RD -> WR: nCL + nBL + 2 - nCWL; WR -> RD, WR -> TR: nCWL + nBL + nWTR (_S / _L) |
+//! | other rank, same channel | data bursts (RD at [t + nCL, +nBL), WR at [t + nCWL, +nBL)) nRTRS apart |
+//! | same rank | REF -> any command: nRFC; PRE / PREA / auto-precharge -> REF: nRP; PREA -> ACT: nRP |
+//! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
+//!
+//! Protocol: ACT only to a precharged bank; RD / WR / RDA / WRA / TR only to an open bank and its
+//! open row; ACTC only to an open bank whose open row is in the same subarray
+//! (`row / org.subarray_rows`); TR between two different banks; REF only with every bank of the
+//! rank precharged; at most one command per channel per cycle; cycles non-decreasing; every index
+//! within the organisation.
+//!
 //! Modelling choices a reader may want to know (see also the crate docs):
 //! - A PRE to a bank that is already precharged is a no-op: it neither starts nor needs any timing.
 //!   A PREA starts tRP for the whole rank (PREA -> ACT and PREA -> REF need nRP on every bank).
@@ -21,7 +46,9 @@
 //!   against the bank's earlier commands (e.g. write recovery of an earlier WR) and bounds the next
 //!   ACT (nRP) and REF (nRP).
 //! - DDR4 `_S` / `_L` variants: `_L` when the two commands share a bank group. A TRANSFER touches
-//!   two banks, so it shares a group with another command when either of its banks does.
+//!   two banks, so for nCCD it shares a group with another command when either of its banks does;
+//!   for WR -> TR, nWTR_L applies when the WR's group is the TR's source group (the TR reads there)
+//!   and the destination side, a second write, needs only nCCD (_L in the same group).
 //! - Refresh: a rank's consecutive REFs (and cycle 0 to its first REF) may be at most
 //!   9 x nREFI apart, and at any time at most 8 REFs may be owed (the k-th REF by (k + 8) x nREFI).
 use crate::command::{CommandKind, CommandRecord, LogHeader, LOG_MAGIC};
@@ -909,17 +936,36 @@ impl Checker {
             }
             // Column commands on the rank's internal bus.
             if let (Some(pc), Some(nc)) = (prev.col(), new_col) {
-                let same = prev
-                    .sides()
-                    .any(|a| new.sides().any(|b| a.group == b.group));
+                let shares =
+                    |a: &Entry, b: &Entry| a.sides().any(|x| b.sides().any(|y| x.group == y.group));
+                let same = shares(prev, new);
                 let ccd = if same { p.ccd_l } else { p.ccd_s };
-                let wtr = if same { p.wtr_l } else { p.wtr_s };
-                let (key, req): (String, u64) = match (pc, nc) {
-                    (Col::Read, Col::Write) => ("nCL+nBL+2-nCWL".into(), p.read_to_write()),
-                    (Col::Write, Col::Read) | (Col::Write, Col::Transfer) => {
-                        (format!("nCWL+nBL+{}", wtr.0), p.cwl + p.bl + wtr.1)
+                let (key, req, same): (String, u64, bool) = match (pc, nc) {
+                    (Col::Read, Col::Write) => ("nCL+nBL+2-nCWL".into(), p.read_to_write(), same),
+                    (Col::Write, Col::Read) => {
+                        let wtr = if same { p.wtr_l } else { p.wtr_s };
+                        (format!("nCWL+nBL+{}", wtr.0), p.cwl + p.bl + wtr.1, same)
                     }
-                    _ => (ccd.0.into(), ccd.1),
+                    (Col::Write, Col::Transfer) => {
+                        // The TR reads its source bank after the write: nWTR, _L when the
+                        // write's group is the source's. Its destination side is a second write:
+                        // nCCD, _L when the write's group is the destination's.
+                        let wg = prev.sides[0].map(|s| s.group);
+                        let src_same = new.sides[0].map(|s| s.group) == wg;
+                        let dst_same = new.sides[1].map(|s| s.group) == wg;
+                        let wtr = if src_same { p.wtr_l } else { p.wtr_s };
+                        let ccd = if dst_same { p.ccd_l } else { p.ccd_s };
+                        if p.cwl + p.bl + wtr.1 >= ccd.1 {
+                            (
+                                format!("nCWL+nBL+{}", wtr.0),
+                                p.cwl + p.bl + wtr.1,
+                                src_same,
+                            )
+                        } else {
+                            (ccd.0.into(), ccd.1, dst_same)
+                        }
+                    }
+                    _ => (ccd.0.into(), ccd.1, same),
                 };
                 if short(actual, req) {
                     let scope = match (pc, nc) {

@@ -117,6 +117,17 @@ struct Pending {
     col: u32,
     dst: Option<(BankId, u32, u32)>,
     source: Source,
+    /// Age of the request or job it serves (for the scheduler).
+    seq: u64,
+    /// A column command to an open row.
+    is_hit: bool,
+}
+
+/// Where a scheduling candidate came from.
+#[derive(Debug, Clone, Copy)]
+enum Who {
+    Bank(usize),
+    Job(usize),
 }
 
 /// Per-channel counters, merged into [`crate::stats::Stats`] at the end.
@@ -164,12 +175,12 @@ pub struct Controller {
     waiting_jobs: VecDeque<(u64, Job)>,
     bank_owned: Vec<bool>,
     next_cmd_cycle: u64,
-    cands: Vec<Candidate>,
-    pend: Vec<Pending>,
     /// Each bank's candidate from the request queues, recomputed only when the bank's queue, its
     /// open row or the queue mode changed (the scan for a row hit is the costly part).
     bank_cand: Vec<Option<Pending>>,
     bank_dirty: Vec<bool>,
+    /// The cycle at which each bank's candidate was last found ready (a lower bound).
+    bank_ready: Vec<u64>,
     /// Finished work, drained by the memory system.
     pub done: Vec<Done>,
     pub counters: ChannelCounters,
@@ -212,8 +223,7 @@ impl Controller {
             next_cmd_cycle: 0,
             bank_cand: vec![None; banks],
             bank_dirty: vec![true; banks],
-            cands: Vec::with_capacity(banks + 8),
-            pend: Vec::with_capacity(banks + 8),
+            bank_ready: vec![0; banks],
             done: Vec::new(),
             counters: ChannelCounters::default(),
         }
@@ -308,6 +318,8 @@ impl Controller {
                 col,
                 dst,
                 source: Source::Job(ji),
+                seq: self.jobs[ji].0,
+                is_hit: kind == CommandKind::Tr,
             })
         };
         match &job.kind {
@@ -332,6 +344,8 @@ impl Controller {
                         col: 0,
                         dst: None,
                         source: Source::Job(ji),
+                        seq: self.jobs[ji].0,
+                        is_hit: false,
                     })
                 }
             }
@@ -395,6 +409,8 @@ impl Controller {
                 col: 0,
                 dst: None,
                 source: Source::Entry(oldest),
+                seq: e.seq,
+                is_hit: false,
             }),
             Some(r) => {
                 let hit = if self.sched.offers_row_hits() {
@@ -412,6 +428,8 @@ impl Controller {
                             col: h.col,
                             dst: None,
                             source: Source::Entry(i),
+                            seq: h.seq,
+                            is_hit: true,
                         })
                     }
                     None => Some(Pending {
@@ -421,6 +439,8 @@ impl Controller {
                         col: 0,
                         dst: None,
                         source: Source::Entry(oldest),
+                        seq: e.seq,
+                        is_hit: false,
                     }),
                 }
             }
@@ -488,6 +508,8 @@ impl Controller {
                             col: 0,
                             dst: None,
                             source: Source::Refresh,
+                            seq: 0,
+                            is_hit: false,
                         },
                         now,
                         &mut log,
@@ -502,8 +524,19 @@ impl Controller {
             }
         }
 
-        self.cands.clear();
-        self.pend.clear();
+        // Every candidate is ranked as it is found; nothing is collected.
+        let mut best: Option<((u8, u64), u64, Who)> = None;
+        let offer =
+            |c: Candidate, who: Who, best: &mut Option<((u8, u64), u64, Who)>, next: &mut u64| {
+                if c.ready_at > now {
+                    *next = (*next).min(c.ready_at);
+                }
+                if let Some(k) = self.sched.key(&c, now) {
+                    if best.is_none_or(|(bk, _, _)| k < bk) {
+                        *best = Some((k, c.ready_at, who));
+                    }
+                }
+            };
         for ji in 0..self.jobs.len() {
             let (seq, ref job) = self.jobs[ji];
             if self.refresh_pending[job.rank() as usize] {
@@ -511,49 +544,75 @@ impl Controller {
             }
             if let Some(p) = self.job_next(ji) {
                 let at = self.dev.earliest(p.kind, p.bank, p.dst.map(|d| d.0));
-                self.cands.push(Candidate {
-                    seq,
-                    is_hit: p.kind == CommandKind::Tr,
-                    ready_at: at,
-                });
-                self.pend.push(p);
+                offer(
+                    Candidate {
+                        seq,
+                        is_hit: p.kind == CommandKind::Tr,
+                        ready_at: at,
+                    },
+                    Who::Job(ji),
+                    &mut best,
+                    &mut next,
+                );
             }
         }
+        let scan_all = self.sched.considers_unready();
         for flat in 0..self.bank_owned.len() {
-            if self.bank_owned[flat] {
+            // Fast path: a bank whose candidate is unchanged and whose cached ready time (a lower
+            // bound: timing horizons only move later) is still in the future cannot issue now.
+            let cached = self.bank_ready[flat];
+            if cached > now && !self.bank_dirty[flat] && !scan_all {
+                next = next.min(cached);
                 continue;
             }
+            if self.bank_owned[flat] {
+                self.bank_ready[flat] = u64::MAX;
+                continue;
+            }
+            let mut at = cached;
             if self.bank_dirty[flat] {
                 self.bank_cand[flat] = self.bank_candidate(flat);
                 self.bank_dirty[flat] = false;
+                at = 0;
             }
-            if let Some(p) = self.bank_cand[flat] {
-                if self.refresh_pending[p.bank.rank as usize] {
-                    continue;
-                }
-                let Source::Entry(i) = p.source else { continue };
-                let at = self.dev.earliest(p.kind, p.bank, None);
-                self.cands.push(Candidate {
-                    seq: self.slab[i as usize].seq,
-                    is_hit: matches!(p.kind, CommandKind::Rd | CommandKind::Wr),
+            let Some(p) = &self.bank_cand[flat] else {
+                self.bank_ready[flat] = u64::MAX;
+                continue;
+            };
+            if self.refresh_pending[p.bank.rank as usize] {
+                // Re-examined when the REF issues (it marks the rank's banks dirty).
+                self.bank_ready[flat] = u64::MAX;
+                continue;
+            }
+            if at <= now {
+                at = self.dev.earliest(p.kind, p.bank, None);
+            }
+            self.bank_ready[flat] = at;
+            offer(
+                Candidate {
+                    seq: p.seq,
+                    is_hit: p.is_hit,
                     ready_at: at,
-                });
-                self.pend.push(p);
-            }
+                },
+                Who::Bank(flat),
+                &mut best,
+                &mut next,
+            );
         }
-        match self.sched.pick(&self.cands, now) {
-            Some(i) => {
-                let p = self.pend[i];
+        let picked = match best {
+            Some((_, ready_at, who)) if ready_at <= now => match who {
+                Who::Bank(flat) => self.bank_cand[flat],
+                Who::Job(ji) => self.job_next(ji),
+            },
+            _ => None,
+        };
+        match picked {
+            Some(p) => {
                 self.issue(p, now, &mut log);
                 now + 1
             }
-            None => {
-                for c in &self.cands {
-                    next = next.min(c.ready_at);
-                }
-                // A queue-mode switch or a job start can make new candidates: re-evaluate next cycle.
-                next.max(now + 1)
-            }
+            // A queue-mode switch or a job start can make new candidates: re-evaluate next cycle.
+            None => next.max(now + 1),
         }
     }
 

@@ -34,8 +34,12 @@ pub struct ChannelDevices {
     banks_per_group: u32,
     groups_per_rank: u32,
     ranks: u32,
-    /// rules_from[kind] = (scope, to-kind, latency)
-    rules_from: Vec<Vec<(Scope, usize, u64)>>,
+    /// dense[scope][from][to] = minimum separation in clocks (0: no rule; a zero latency never
+    /// constrains a later command, so the two are the same). Scopes: bank, bank group, rank,
+    /// other ranks. Dense rows let an issue update every horizon of a scope in one pass.
+    dense: [[[u64; NK]; NK]; 4],
+    /// has[scope][from]: whether any rule of that scope starts at `from`.
+    has: [[bool; NK]; 4],
     /// (kinds counted, count, window) per window rule
     windows: Vec<([bool; NK], usize, u64)>,
     rank_next: Vec<[u64; NK]>,
@@ -47,12 +51,24 @@ pub struct ChannelDevices {
     pub activity: Vec<RankActivity>,
 }
 
+fn scope_index(s: Scope) -> usize {
+    match s {
+        Scope::Bank => 0,
+        Scope::Bankgroup => 1,
+        Scope::Rank => 2,
+        Scope::OtherRank => 3,
+    }
+}
+
 impl ChannelDevices {
     pub fn new(spec: &DramSpec) -> ChannelDevices {
         let o = &spec.org;
-        let mut rules_from = vec![Vec::new(); NK];
+        let mut dense = [[[0u64; NK]; NK]; 4];
+        let mut has = [[false; NK]; 4];
         for r in &spec.rules {
-            rules_from[r.from].push((r.scope, r.to, r.latency));
+            let si = scope_index(r.scope);
+            dense[si][r.from][r.to] = dense[si][r.from][r.to].max(r.latency);
+            has[si][r.from] |= r.latency > 0;
         }
         let windows: Vec<([bool; NK], usize, u64)> = spec
             .windows
@@ -71,7 +87,8 @@ impl ChannelDevices {
             banks_per_group: o.banks_per_group,
             groups_per_rank: o.bank_groups,
             ranks: o.ranks,
-            rules_from,
+            dense,
+            has,
             window_hist: vec![VecDeque::new(); o.ranks as usize * windows.len()],
             windows,
             rank_next: vec![[0; NK]; o.ranks as usize],
@@ -171,31 +188,36 @@ impl ChannelDevices {
         }
     }
 
+    #[inline]
+    fn raise(next: &mut [u64; NK], lat: &[u64; NK], now: u64) {
+        for (n, l) in next.iter_mut().zip(lat) {
+            *n = (*n).max(now + l);
+        }
+    }
+
     fn apply_rules(&mut self, from: usize, b: BankId, now: u64) {
-        let gi = self.group_index(b);
-        for i in 0..self.rules_from[from].len() {
-            let (scope, to, lat) = self.rules_from[from][i];
-            let t = now + lat;
-            match scope {
-                Scope::Bank => {
-                    let n = &mut self.bank_next[b.flat as usize][to];
-                    *n = (*n).max(t);
-                }
-                Scope::Bankgroup => {
-                    let n = &mut self.group_next[gi][to];
-                    *n = (*n).max(t);
-                }
-                Scope::Rank => {
-                    let n = &mut self.rank_next[b.rank as usize][to];
-                    *n = (*n).max(t);
-                }
-                Scope::OtherRank => {
-                    for r in 0..self.ranks {
-                        if r != b.rank {
-                            let n = &mut self.rank_next[r as usize][to];
-                            *n = (*n).max(t);
-                        }
-                    }
+        if self.has[0][from] {
+            Self::raise(
+                &mut self.bank_next[b.flat as usize],
+                &self.dense[0][from],
+                now,
+            );
+        }
+        if self.has[1][from] {
+            let gi = self.group_index(b);
+            Self::raise(&mut self.group_next[gi], &self.dense[1][from], now);
+        }
+        if self.has[2][from] {
+            Self::raise(
+                &mut self.rank_next[b.rank as usize],
+                &self.dense[2][from],
+                now,
+            );
+        }
+        if self.has[3][from] {
+            for r in 0..self.ranks {
+                if r != b.rank {
+                    Self::raise(&mut self.rank_next[r as usize], &self.dense[3][from], now);
                 }
             }
         }
@@ -251,20 +273,12 @@ impl ChannelDevices {
                 // A TRANSFER uses the internal bus of both banks' groups: bank-group scoped TR rules
                 // apply at both; rank-scoped once; bank-scoped TRS / TRD rules at each side.
                 let (gi, gd) = (self.group_index(b), self.group_index(d));
-                for i in 0..self.rules_from[k].len() {
-                    let (scope, to, lat) = self.rules_from[k][i];
-                    let t = now + lat;
-                    match scope {
-                        Scope::Bankgroup => {
-                            self.group_next[gi][to] = self.group_next[gi][to].max(t);
-                            self.group_next[gd][to] = self.group_next[gd][to].max(t);
-                        }
-                        Scope::Rank => {
-                            self.rank_next[b.rank as usize][to] =
-                                self.rank_next[b.rank as usize][to].max(t)
-                        }
-                        _ => {}
-                    }
+                if self.has[1][k] {
+                    Self::raise(&mut self.group_next[gi], &self.dense[1][k], now);
+                    Self::raise(&mut self.group_next[gd], &self.dense[1][k], now);
+                }
+                if self.has[2][k] {
+                    Self::raise(&mut self.rank_next[b.rank as usize], &self.dense[2][k], now);
                 }
                 self.apply_rules(TK_TRS, b, now);
                 self.apply_rules(TK_TRD, d, now);

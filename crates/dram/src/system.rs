@@ -74,6 +74,7 @@ where
     let mut bulk_hist = Histogram::default();
     let (mut copies, mut inits) = (0u64, 0u64);
     let mut end: u64 = 0;
+    let mut cached_loc: Option<(u64, crate::mapper::Location)> = None;
     let progress_every = opts.progress_every.max(1);
 
     loop {
@@ -90,7 +91,15 @@ where
             if now >= offer_at {
                 let accepted = match item {
                     TraceItem::Req(r) => {
-                        let loc = mapper.map(r.addr);
+                        // Mapped once per item, not on every retry of a blocked frontend.
+                        let loc = match cached_loc {
+                            Some((a, l)) if a == r.addr => l,
+                            _ => {
+                                let l = mapper.map(r.addr);
+                                cached_loc = Some((r.addr, l));
+                                l
+                            }
+                        };
                         let ch = &mut chans[loc.channel as usize];
                         if ch.can_accept(r.op) {
                             seq += 1;

@@ -48,9 +48,19 @@ fn traffic(seed: u64, n: usize, footprint: u64, page: u64) -> Vec<TraceItem> {
                 if src.abs_diff(dst) < bytes {
                     continue;
                 }
-                TraceItem::Bulk(BulkOp { kind: BulkKind::Copy { src }, dst, bytes, arrival: Some(cycle) })
+                TraceItem::Bulk(BulkOp {
+                    kind: BulkKind::Copy { src },
+                    dst,
+                    bytes,
+                    arrival: Some(cycle),
+                })
             } else {
-                TraceItem::Bulk(BulkOp { kind: BulkKind::Init { value: 0 }, dst, bytes, arrival: Some(cycle) })
+                TraceItem::Bulk(BulkOp {
+                    kind: BulkKind::Init { value: 0 },
+                    dst,
+                    bytes,
+                    arrival: Some(cycle),
+                })
             }
         } else if r < 5 {
             // An unaligned partial copy: exercises PSM and the baseline leftovers.
@@ -60,11 +70,24 @@ fn traffic(seed: u64, n: usize, footprint: u64, page: u64) -> Vec<TraceItem> {
             if src.abs_diff(dst) < bytes {
                 continue;
             }
-            TraceItem::Bulk(BulkOp { kind: BulkKind::Copy { src }, dst, bytes, arrival: Some(cycle) })
+            TraceItem::Bulk(BulkOp {
+                kind: BulkKind::Copy { src },
+                dst,
+                bytes,
+                arrival: Some(cycle),
+            })
         } else {
             let addr = rng.below(footprint) & !63;
-            let op = if rng.below(10) < 7 { Op::Read } else { Op::Write };
-            TraceItem::Req(Request { addr, op, arrival: Some(cycle) })
+            let op = if rng.below(10) < 7 {
+                Op::Read
+            } else {
+                Op::Write
+            };
+            TraceItem::Req(Request {
+                addr,
+                op,
+                arrival: Some(cycle),
+            })
         };
         out.push(item);
     }
@@ -74,11 +97,22 @@ fn traffic(seed: u64, n: usize, footprint: u64, page: u64) -> Vec<TraceItem> {
 fn check(cfg: &Config, seed: u64, n: usize) {
     let spec = cfg.resolve("test").unwrap();
     let header = log_header(cfg, &spec);
-    let mut sink = CheckSink { checker: Checker::new(&header).unwrap(), first: None, recent: Default::default() };
+    let mut sink = CheckSink {
+        checker: Checker::new(&header).unwrap(),
+        first: None,
+        recent: Default::default(),
+    };
     let page = spec.org.row_bytes().min(4096);
     let items = traffic(seed, n, 1 << 24, page);
-    let stats = simulate(cfg, items.into_iter().map(Ok), RunOptions { command_log: Some(&mut sink), ..Default::default() })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let stats = simulate(
+        cfg,
+        items.into_iter().map(Ok),
+        RunOptions {
+            command_log: Some(&mut sink),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let report = sink.checker.finish();
     assert!(
         report.ok,
@@ -91,7 +125,11 @@ fn check(cfg: &Config, seed: u64, n: usize) {
         report.violation_count,
         sink.first.unwrap_or_default()
     );
-    assert!(report.commands_checked > n as u64, "too few commands: {}", report.commands_checked);
+    assert!(
+        report.commands_checked > n as u64,
+        "too few commands: {}",
+        report.commands_checked
+    );
     assert!(stats.reads + stats.writes > 0);
 }
 
@@ -150,10 +188,26 @@ fn a_controller_that_breaks_a_rule_is_caught() {
     let spec = real.resolve("test").unwrap();
     let mut broken = real.clone();
     broken.dram.timing.insert("nRCD".into(), spec.t("nRCD") - 3);
-    let mut sink = CheckSink { checker: Checker::new(&log_header(&real, &spec)).unwrap(), first: None, recent: Default::default() };
+    let mut sink = CheckSink {
+        checker: Checker::new(&log_header(&real, &spec)).unwrap(),
+        first: None,
+        recent: Default::default(),
+    };
     let items = traffic(5, 500, 1 << 24, 4096);
-    simulate(&broken, items.into_iter().map(Ok), RunOptions { command_log: Some(&mut sink), ..Default::default() }).unwrap();
+    simulate(
+        &broken,
+        items.into_iter().map(Ok),
+        RunOptions {
+            command_log: Some(&mut sink),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let report = sink.checker.finish();
     assert!(!report.ok);
-    assert!(report.violations.iter().any(|v| v.rule_key() == "nRCD"), "{:?}", report.violations.first());
+    assert!(
+        report.violations.iter().any(|v| v.rule_key() == "nRCD"),
+        "{:?}",
+        report.violations.first()
+    );
 }

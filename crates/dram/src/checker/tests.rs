@@ -932,6 +932,28 @@ fn ddr4_transfer_bank_groups() {
         ])
         .collect();
     edge(&h, &s, 4, "nCCD_S", "TR -> RD other bank group");
+    // WR -> TR: nWTR_L only when the WR shares the TR's source group (the TR reads there).
+    let (cwl, bl, wtr_s, wtr_l) = (
+        t(&h, "nCWL"),
+        t(&h, "nBL"),
+        t(&h, "nWTR_S"),
+        t(&h, "nWTR_L"),
+    );
+    for (wr_bank, wtr, key, scope) in [
+        ((0, 0), wtr_l, "nCWL+nBL+nWTR_L", "same bank group"),
+        ((1, 0), wtr_s, "nCWL+nBL+nWTR_S", "other bank group"),
+        ((2, 1), wtr_s, "nCWL+nBL+nWTR_S", "other bank group"),
+    ] {
+        let s: Vec<_> = open
+            .iter()
+            .copied()
+            .chain([
+                c(t0, Wr, 0, wr_bank, 7),
+                tr(t0 + cwl + bl + wtr, (0, 0), 7, (1, 0), 7),
+            ])
+            .collect();
+        edge(&h, &s, 4, key, &format!("WR -> TR {scope}"));
+    }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1215,8 +1237,15 @@ impl Gen {
                     "nCL+nBL+2-nCWL".to_string(),
                     self.p("nCL") + self.p("nBL") + 2 - self.p("nCWL"),
                 ),
-                (GCol::Write, GCol::Read) | (GCol::Write, GCol::Transfer) => {
+                (GCol::Write, GCol::Read) => {
                     let (k, v) = self.var("nWTR", same);
+                    (format!("nCWL+nBL+{k}"), self.p("nCWL") + self.p("nBL") + v)
+                }
+                (GCol::Write, GCol::Transfer) => {
+                    // nWTR towards the source side, nCCD towards the destination side.
+                    let (k, v) = self.var("nCCD", pg.contains(&groups[1]));
+                    cons.push((c + v, k));
+                    let (k, v) = self.var("nWTR", pg.contains(&groups[0]));
                     (format!("nCWL+nBL+{k}"), self.p("nCWL") + self.p("nBL") + v)
                 }
                 _ => self.var("nCCD", same),

@@ -3,4 +3,7 @@
 pub mod rowclone_latency;
 
 /// Published figures the reproductions compare against (`presets/papers/*.toml`), by name.
-pub const PAPER_DATA: &[(&str, &str)] = &[("rowclone", include_str!("../../../../presets/papers/rowclone.toml"))];
+pub const PAPER_DATA: &[(&str, &str)] = &[(
+    "rowclone",
+    include_str!("../../../../presets/papers/rowclone.toml"),
+)];

@@ -11,9 +11,11 @@ impl Scheduler for Fcfs {
     fn offers_row_hits(&self) -> bool {
         false
     }
-    fn pick(&self, cands: &[Candidate], now: u64) -> Option<usize> {
-        let (i, c) = cands.iter().enumerate().min_by_key(|(_, c)| c.seq)?;
-        (c.ready_at <= now).then_some(i)
+    fn considers_unready(&self) -> bool {
+        true
+    }
+    fn key(&self, c: &Candidate, _now: u64) -> Option<(u8, u64)> {
+        Some((0, c.seq))
     }
 }
 

@@ -11,25 +11,8 @@ impl Scheduler for FrFcfs {
     fn offers_row_hits(&self) -> bool {
         true
     }
-    fn pick(&self, cands: &[Candidate], now: u64) -> Option<usize> {
-        let mut best: Option<usize> = None;
-        for (i, c) in cands.iter().enumerate() {
-            if c.ready_at > now {
-                continue;
-            }
-            best = match best {
-                None => Some(i),
-                Some(b) => {
-                    let o = &cands[b];
-                    if (c.is_hit, std::cmp::Reverse(c.seq)) > (o.is_hit, std::cmp::Reverse(o.seq)) {
-                        Some(i)
-                    } else {
-                        Some(b)
-                    }
-                }
-            };
-        }
-        best
+    fn key(&self, c: &Candidate, now: u64) -> Option<(u8, u64)> {
+        (c.ready_at <= now).then_some((u8::from(!c.is_hit), c.seq))
     }
 }
 

@@ -20,13 +20,33 @@ pub struct Candidate {
     pub ready_at: u64,
 }
 
-/// Picks among candidates.
+/// Picks among candidates: each scheduler ranks a candidate by a key (smaller is better, `None`
+/// when it may not be chosen now); the best-ranked candidate issues if its timing allows.
 pub trait Scheduler: Send + Sync {
     fn name(&self) -> &'static str;
     /// Whether each bank should offer its oldest row hit (true) or strictly its oldest request.
     fn offers_row_hits(&self) -> bool;
+    /// Whether candidates that cannot issue yet still matter to the choice (strict FCFS: the
+    /// oldest request blocks younger ones). When false, the controller skips banks it knows are
+    /// not ready.
+    fn considers_unready(&self) -> bool {
+        false
+    }
+    /// The candidate's rank at `now`: smaller is preferred; `None` excludes it.
+    fn key(&self, c: &Candidate, now: u64) -> Option<(u8, u64)>;
     /// The index of the candidate to issue at `now`, if any may issue.
-    fn pick(&self, cands: &[Candidate], now: u64) -> Option<usize>;
+    fn pick(&self, cands: &[Candidate], now: u64) -> Option<usize> {
+        let mut best: Option<(usize, (u8, u64))> = None;
+        for (i, c) in cands.iter().enumerate() {
+            if let Some(k) = self.key(c, now) {
+                if best.is_none_or(|(_, bk)| k < bk) {
+                    best = Some((i, k));
+                }
+            }
+        }
+        let (i, _) = best?;
+        (cands[i].ready_at <= now).then_some(i)
+    }
 }
 
 /// Builds the scheduler named `name` (one of [`SCHEDULERS`]).
