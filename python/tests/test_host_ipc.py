@@ -179,8 +179,11 @@ def test_bad_inputs_give_clear_errors(pair, tmp_path):
     with pytest.raises(TimeoutError):
         a.wait(cw, timeout=0.1)
     assert time.monotonic() - t0 < 5
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="timeout"):
+            a.wait(cw, timeout=bad)
     got = bytearray(4)
-    b.read(got, timeout=T)
+    b.read(got, timeout=float("inf"))
     assert a.wait(cw, timeout=T)["bytes"] == 4 and got == b"late"
     with pytest.raises(ValueError, match="unknown cookie"):
         a.wait(cw, timeout=1)
@@ -212,3 +215,79 @@ def test_benchmark_rows(monkeypatch):
         assert r["latency_ns"] > 0 and r["bandwidth_mb_s"] > 0
     assert {r["requested_path"] for r in rows} == {"single-copy", "two-copy", "socket"}
     assert all(r["path"] == "socket" for r in rows if r["requested_path"] == "socket")
+
+
+def _drop_cap_sys_ptrace() -> None:
+    """Clear CAP_SYS_PTRACE from this thread's effective set (threads started later inherit it)."""
+    import ctypes
+
+    class Hdr(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    hdr, data = Hdr(0x20080522, 0), (Data * 2)()
+    if libc.capget(ctypes.byref(hdr), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    data[0].effective &= ~(1 << 19)  # CAP_SYS_PTRACE
+    if libc.capset(ctypes.byref(hdr), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+
+
+def refusing_target(sock: str, q) -> None:
+    """A non-dumpable process: a peer without CAP_SYS_PTRACE may not touch its memory."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+        with ipc.listen(sock, timeout=T) as lst, lst.accept(timeout=60) as c:
+            t_out = c.write(pattern(N, 1), timeout=T)  # the peer reads second: it pulls from us
+            time.sleep(0.2)  # the peer writes first: we pull from it (we may: it is dumpable)
+            back = bytearray(N)
+            t_in = c.read(back, timeout=T)
+            q.put({"out": t_out, "in": t_in, "ok": bytes(back) == pattern(N, 2)})
+    except (OSError, ValueError, TypeError, AssertionError, RuntimeError) as e:
+        q.put({"error": repr(e)})
+
+
+def unprivileged_peer(sock: str, q) -> None:
+    try:
+        _drop_cap_sys_ptrace()  # before connect: the connection's threads inherit it
+        with ipc.connect(sock, timeout=T) as c:
+            time.sleep(0.2)
+            got = bytearray(N)
+            t_in = c.read(got, timeout=T)
+            t_out = c.write(pattern(N, 2), timeout=T)
+            q.put({"out": t_out, "in": t_in, "ok": bytes(got) == pattern(N, 1)})
+    except (OSError, ValueError, TypeError, AssertionError, RuntimeError) as e:
+        q.put({"error": repr(e)})
+
+
+def test_a_real_kernel_refusal_falls_back_with_a_clear_note(tmp_path):
+    """Not forced: the kernel itself refuses process_vm_readv (EPERM: the target is not dumpable
+    and the caller lacks CAP_SYS_PTRACE). The transfer still arrives, through the ring, and says
+    why; the other direction, which the kernel allows, stays single copy where permitted."""
+    ctx = mp.get_context("spawn")
+    qa, qb = ctx.Queue(), ctx.Queue()
+    sock = str(tmp_path / "eperm.sock")
+    a = ctx.Process(target=refusing_target, args=(sock, qa))
+    b = ctx.Process(target=unprivileged_peer, args=(sock, qb))
+    a.start()
+    b.start()
+    try:
+        ra, rb = qa.get(timeout=60), qb.get(timeout=60)
+    finally:
+        for p in (a, b):
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    assert "error" not in ra and "error" not in rb, (ra, rb)
+    assert ra["ok"] and rb["ok"], "bytes differ"
+    refused = rb["in"]
+    assert refused["path"] == "two-copy", refused
+    assert "refused by the kernel" in refused["note"] and "process_vm_readv" in refused["note"], refused
+    assert ra["out"]["path"] == "two-copy" and ra["out"]["note"] == refused["note"]
+    assert ra["in"]["path"] in ("single-copy", "two-copy")

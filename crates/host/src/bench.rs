@@ -7,8 +7,9 @@
 //! * `bandwidth`: a window of outstanding icopy operations (the paper's 128), then wait_all.
 //! * `overlap`: the paper's Overlap = (Tcopy + Tcompute - Ttotal) / Tcopy, with a compute loop that
 //!   touches no memory and takes about 1.5 x Tcopy.
-//! * `pollution`: time to walk a cache-resident working set column-wise after a large copy: no
-//!   copy, cpu copy, thread engine copy (streaming stores) and thread copy into the cache.
+//! * `pollution`: time per access of a cache-resident working set (a random chain of dependent
+//!   loads over its lines) right after a large copy: no copy, an equally long idle wait, cpu
+//!   copy, thread engine copy (streaming stores) and thread copy into the cache.
 //! * `breakdown`: where a small asynchronous copy's time goes (submit, queueing, copy,
 //!   completion), with the worker spinning (busy engine) or asleep (idle engine).
 //!
@@ -178,6 +179,22 @@ impl Drop for PinCaller {
     }
 }
 
+/// Sleep a little between repetitions. A real-time thread that never sleeps is throttled by
+/// the kernel after 950 ms of every second (sched_rt_runtime_us), and the 50 ms during which
+/// other tasks then run would land inside some measurement; sleeping between repetitions keeps
+/// the thread under its budget, and whatever runs meanwhile happens before the warm-up.
+fn breathe(spec: &Spec) {
+    std::thread::sleep(Duration::from_millis(if spec.realtime { 4 } else { 1 }));
+}
+
+/// Between two measured points of a real-time run: a rest long enough to reset the RT budget
+/// of the current one-second period (each point then warms up again).
+fn rest_between_points(spec: &Spec) {
+    if spec.realtime {
+        std::thread::sleep(Duration::from_millis(60));
+    }
+}
+
 /// A page-aligned, pre-faulted byte region.
 struct Region {
     buf: Vec<u8>,
@@ -299,6 +316,7 @@ fn latency(spec: &Spec) -> Result<Vec<Value>> {
         let rt = Runtime::new(engine, &spec.config())?;
         for cache in &spec.cache {
             for &size in &spec.sizes {
+                rest_between_points(spec);
                 let mut bufs = Buffers::new(cache, size, spec.cold_region);
                 let iters = spec.iters(size);
                 // Warm up for at least 20 ms (and 50 operations): the engine's core may have been
@@ -355,6 +373,7 @@ fn bandwidth(spec: &Spec) -> Result<Vec<Value>> {
     for engine in &spec.engines {
         let rt = Runtime::new(engine, &spec.config())?;
         for &size in &spec.sizes {
+            rest_between_points(spec);
             let stride = size.next_multiple_of(64);
             let region = spec.cold_region.max(stride);
             let window = spec.window.min(region / stride).max(1);
@@ -444,6 +463,7 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
         let rt = Runtime::new(engine, &spec.config())?;
         for cache in &spec.cache {
             for &size in &spec.sizes {
+                rest_between_points(spec);
                 let mut bufs = Buffers::new(cache, size, spec.cold_region);
                 let reps = spec
                     .iters(size)
@@ -463,10 +483,10 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
                 let n = ((t_copy * 1.5).max(2_000.0) * per_ns) as u64;
                 // Tcompute and Ttotal, interleaved so that drift hits both alike.
                 let (mut comp, mut total) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
-                for _ in 0..reps {
+                for i in 0..reps + 3 {
                     let t = Instant::now();
                     compute(n);
-                    comp.push(t.elapsed().as_nanos() as f64);
+                    let t_comp = t.elapsed().as_nanos() as f64;
                     let (s, d) = bufs.next(spec.cold_region);
                     let t = Instant::now();
                     if rt.name() == "cpu" {
@@ -479,7 +499,10 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
                         compute(n);
                         rt.wait(c)?;
                     }
-                    total.push(t.elapsed().as_nanos() as f64);
+                    if i >= 3 {
+                        comp.push(t_comp);
+                        total.push(t.elapsed().as_nanos() as f64);
+                    }
                 }
                 let ((t_compute, _, _, comp_min), (t_total, _, _, total_min)) =
                     (stats(comp), stats(total));
@@ -501,19 +524,35 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
     to_values(rows)
 }
 
-/// Walk the working set column-wise (rows of 4 KiB, one load per 64-byte line); returns a sum so
-/// the loads cannot be optimised away.
-#[inline(never)]
-fn walk(ws: &[u8]) -> u64 {
-    const ROW: usize = 4096;
-    let rows = ws.len() / ROW;
-    let mut sum = 0u64;
-    for col in (0..ROW).step_by(64) {
-        for r in 0..rows {
-            sum = sum.wrapping_add(ws[r * ROW + col] as u64);
-        }
+/// A working set of 64-byte lines linked into one random cycle: each line's first word holds
+/// the index of the next line. Walking it is a chain of dependent loads that hardware
+/// prefetchers cannot predict, so the time per access is the latency of wherever the lines are
+/// (L1/L2, L3 or DRAM): the walk measures how much of the set the caches still hold.
+fn chain(ws_bytes: usize) -> Vec<u64> {
+    let lines = ws_bytes / 64;
+    let mut order: Vec<usize> = (0..lines).collect();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for k in (1..lines).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(k, (x % (k as u64 + 1)) as usize);
     }
-    black_box(sum)
+    let mut ws = vec![0u64; lines * 8];
+    for k in 0..lines {
+        ws[order[k] * 8] = order[(k + 1) % lines] as u64;
+    }
+    ws
+}
+
+/// Follow the chain once around (one dependent load per line).
+#[inline(never)]
+fn walk(ws: &[u64]) -> u64 {
+    let mut i = 0usize;
+    for _ in 0..ws.len() / 8 {
+        i = ws[i * 8] as usize;
+    }
+    black_box(i as u64)
 }
 
 #[derive(Serialize)]
@@ -556,11 +595,12 @@ fn pollution(spec: &Spec) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for &ws_bytes in &spec.ws_sizes {
         let ws_bytes = ws_bytes.next_multiple_of(4096);
-        let ws: Vec<u8> = (0..ws_bytes).map(|i| i as u8).collect();
+        let ws = chain(ws_bytes);
         let lines = (ws_bytes / 64) as f64;
         let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
         for _ in 0..spec.reps.max(3) {
             for (k, case) in cases.iter().enumerate() {
+                breathe(spec);
                 for _ in 0..3 {
                     walk(&ws); // make the working set cache-resident
                 }

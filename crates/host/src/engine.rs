@@ -255,8 +255,11 @@ impl Completion {
                 std::hint::spin_loop();
             }
             n += 1;
-            if n.is_multiple_of(16) && self.is_done() {
-                return;
+            if n.is_multiple_of(16) {
+                // Every few microseconds, offer the core to anything runnable on it (a worker
+                // of this engine may share the caller's core when there are more channels than
+                // spare cores).
+                std::thread::yield_now();
             }
         }
         self.waiters.fetch_add(1, Ordering::SeqCst);

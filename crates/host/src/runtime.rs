@@ -256,13 +256,24 @@ impl Runtime {
                     g(&s.dequeued),
                     g(&s.copied),
                 );
-                // The cpu engine dequeues inside submit: queueing is then zero.
-                let d = d.max(s1);
-                Trace {
-                    submit_ns: s1.saturating_sub(s0),
-                    queue_ns: d.saturating_sub(s1),
-                    copy_ns: c.max(d).saturating_sub(d),
-                    complete_ns: end.saturating_sub(c.max(d)),
+                if c <= s1 {
+                    // A synchronous engine copied inside submit: no queueing, and the copy is
+                    // not part of the submit overhead.
+                    let copy = c.saturating_sub(d);
+                    Trace {
+                        submit_ns: s1.saturating_sub(s0).saturating_sub(copy),
+                        queue_ns: 0,
+                        copy_ns: copy,
+                        complete_ns: end.saturating_sub(s1),
+                    }
+                } else {
+                    let d = d.max(s1);
+                    Trace {
+                        submit_ns: s1.saturating_sub(s0),
+                        queue_ns: d.saturating_sub(s1),
+                        copy_ns: c.max(d).saturating_sub(d),
+                        complete_ns: end.saturating_sub(c.max(d)),
+                    }
                 }
             }
             None => Trace::default(),
@@ -634,6 +645,14 @@ mod tests {
         let t = rt.wait_traced(c).unwrap();
         assert!(t.copy_ns > 0 && t.submit_ns > 0, "{t:?}");
         assert_eq!(src, dst);
+        let cpu = Runtime::new("cpu", &EngineConfig::default()).unwrap();
+        let big = pattern(1 << 20, 1);
+        let mut out = vec![0u8; 1 << 20];
+        let op = Op::copy(big.as_ptr(), out.as_mut_ptr(), 1 << 20);
+        // SAFETY: both buffers outlive the wait below.
+        let c = unsafe { cpu.submit_raw(&[op], true) }.unwrap()[0];
+        let t = cpu.wait_traced(c).unwrap();
+        assert!(t.queue_ns == 0 && t.copy_ns > 0, "{t:?}");
         // SAFETY: as above.
         unsafe {
             rt.ifill_raw(dst.as_mut_ptr(), 7, 4096, false).unwrap();

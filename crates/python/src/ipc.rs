@@ -31,12 +31,16 @@ fn to_py(e: IpcError) -> PyErr {
 fn duration(timeout: Option<f64>) -> PyResult<Option<Duration>> {
     match timeout {
         None => Ok(None),
-        Some(t) if t.is_finite() && t >= 0.0 => Ok(Some(Duration::from_secs_f64(t))),
+        // Infinite, or too large for a Duration: no limit.
+        Some(t) if t >= 0.0 => Ok(Duration::try_from_secs_f64(t).ok()),
         Some(t) => Err(PyValueError::new_err(format!(
-            "timeout must be a non-negative number of seconds, got {t}"
+            "timeout must be a non-negative number of seconds or None, got {t}"
         ))),
     }
 }
+
+/// "No limit" for the connection options (about a century).
+const NO_LIMIT: Duration = Duration::from_secs(3_000_000_000);
 
 fn options(
     path: &str,
@@ -50,7 +54,7 @@ fn options(
         deny_single_copy,
         ring_slots,
         slot_size,
-        timeout: duration(Some(timeout))?.unwrap_or_default(),
+        timeout: duration(Some(timeout))?.unwrap_or(NO_LIMIT),
     })
 }
 

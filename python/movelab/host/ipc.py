@@ -11,7 +11,8 @@ shared-memory two-copy path, and says why. Every completed operation returns a d
 
 Buffers may be ``bytes`` (writes only), ``bytearray``, ``memoryview`` or C-contiguous NumPy arrays
 of any dtype (moved as raw bytes). A posted buffer is held until ``wait`` returns: do not modify a
-buffer being written, nor read a buffer being read into, before then.
+buffer being written, nor read a buffer being read into, before then. A connection belongs to the
+process that made it: a forked child must connect again.
 
 Example::
 

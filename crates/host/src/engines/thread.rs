@@ -328,3 +328,46 @@ fn worker(ch: Arc<Channel>, cpu: Option<usize>, idle: Idle, realtime: bool) {
         ch.sleeping.store(0, Ordering::SeqCst);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_are_pinned_to_the_last_cores_and_split_plans_cover_the_op() {
+        let cpus = sys::available_cpus();
+        let engine = ThreadEngine::new(EngineConfig {
+            channels: 2,
+            split_threshold: 8192,
+            ..Default::default()
+        })
+        .expect("engine");
+        // Give the workers a moment to pin themselves.
+        let t0 = Instant::now();
+        while engine.pinned_cpus().iter().any(Option::is_none)
+            && t0.elapsed() < Duration::from_secs(2)
+        {
+            std::thread::yield_now();
+        }
+        let pinned = engine.pinned_cpus();
+        if sys::current_affinity().len() == cpus.len() {
+            // Pinning is allowed here: channel i sits on the i-th core counting down.
+            let want: Vec<Option<usize>> = (0..2)
+                .map(|i| Some(cpus[cpus.len() - 1 - i % cpus.len()]))
+                .collect();
+            assert_eq!(pinned, want);
+        }
+        // A split plan covers the op exactly, in page-aligned chunks, on distinct channels.
+        let mut buf = vec![0u8; 100_000];
+        let op = Op::fill(buf.as_mut_ptr(), 1, buf.len());
+        let plan = engine.plan(&op);
+        assert_eq!(plan.len(), 2);
+        assert_eq!(plan.iter().map(|(o, _)| o.len).sum::<usize>(), 100_000);
+        assert_eq!(plan[0].0.len % 4096, 0);
+        assert_ne!(plan[0].1, plan[1].1);
+        // Overlapping copies are never split.
+        let p = buf.as_mut_ptr();
+        let ov = Op::copy(p, p.wrapping_add(10), 50_000);
+        assert_eq!(engine.plan(&ov).len(), 1);
+    }
+}

@@ -295,7 +295,9 @@ fn ms(d: Duration) -> i32 {
 pub fn connect(path: impl AsRef<Path>, opts: Options) -> IpcResult<Connection> {
     opts.validate()?;
     let path = path.as_ref();
-    let deadline = Instant::now() + opts.timeout;
+    // A timeout too large to add to the clock means "no limit" (about a century).
+    let far = || Instant::now() + Duration::from_secs(3_000_000_000);
+    let deadline = Instant::now().checked_add(opts.timeout).unwrap_or_else(far);
     loop {
         let fd = sys::seqpacket_socket()?;
         match sys::connect(&fd, path)? {
@@ -598,7 +600,8 @@ impl Connection {
     /// On timeout the operation stays in flight and can be waited for again.
     pub fn wait(&self, cookie: u64, timeout: Option<Duration>) -> IpcResult<Transfer> {
         self.foreign()?;
-        let deadline = timeout.map(|t| Instant::now() + t);
+        // A timeout too large to add to the clock waits forever.
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let timeout_err = || IpcError::WaitTimeout {
             cookie,
             ms: timeout.map(|t| t.as_millis() as u64).unwrap_or(0),
@@ -1103,8 +1106,8 @@ impl Progress {
         let why = match e {
             Some(e) => format!(
                 "{call} on peer pid {} was refused by the kernel ({e}): cross-process memory access is \
-                 blocked here (Yama ptrace_scope, seccomp or a missing CAP_SYS_PTRACE); falling back to the \
-                 shared-memory two-copy path",
+                 blocked here (Yama ptrace_scope, seccomp, or a non-dumpable peer and no \
+                 CAP_SYS_PTRACE); falling back to the shared-memory two-copy path",
                 self.peer_pid
             ),
             None => format!(
