@@ -5,9 +5,9 @@ from __future__ import annotations
 import typer
 
 from movelab.dram.cli import app as dram_app
+from movelab.dram.cli import bench_dram
 from movelab.host.cli import bench_host_app
 from movelab.reproduce.cli import app as reproduce_app
-from movelab.dram.cli import bench_dram
 
 app = typer.Typer(
     name="movelab",

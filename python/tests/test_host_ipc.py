@@ -187,7 +187,7 @@ def test_bad_inputs_give_clear_errors(pair, tmp_path):
     assert a.wait(cw, timeout=T)["bytes"] == 4 and got == b"late"
     with pytest.raises(ValueError, match="unknown cookie"):
         a.wait(cw, timeout=1)
-    with pytest.raises(ValueError, match="unknown IPC|unknown path"):
+    with pytest.raises(ValueError, match=r"unknown IPC|unknown path"):
         ipc.listen(str(tmp_path / "x.sock"), prefer="teleport")
     with pytest.raises(TimeoutError):
         ipc.connect(str(tmp_path / "nobody.sock"), timeout=0.2)

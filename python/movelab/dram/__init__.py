@@ -14,13 +14,14 @@ as ``("R", 0x1000)``, ``("W", 0x40)``, ``("COPY", src, dst, nbytes)``, ``("INIT"
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from movelab import _core
 
-__all__ = ["Config", "SimResult", "load_config", "simulate", "check_log", "presets", "flatten"]
+__all__ = ["Config", "SimResult", "check_log", "flatten", "load_config", "presets", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,11 @@ class Config:
     def to_json(self) -> str:
         return json.dumps(self.data)
 
-    def with_overrides(self, overrides: dict[str, Any]) -> "Config":
+    def with_overrides(self, overrides: dict[str, Any]) -> Config:
         return load_config(self, overrides)
 
 
-def load_config(config: "str | Path | dict[str, Any] | Config", overrides: dict[str, Any] | None = None) -> Config:
+def load_config(config: str | Path | dict[str, Any] | Config, overrides: dict[str, Any] | None = None) -> Config:
     """Builds a :class:`Config`; errors name the file or preset and the key."""
     ov = json.dumps(overrides) if overrides else None
     if isinstance(config, Config):
@@ -108,12 +109,12 @@ def _items_to_native(items: Iterable[Any]) -> str:
 
 
 def simulate(
-    config: "str | Path | dict[str, Any] | Config",
-    trace: "str | Path | dict[str, Any] | Iterable[Any]",
+    config: str | Path | dict[str, Any] | Config,
+    trace: str | Path | dict[str, Any] | Iterable[Any],
     *,
     overrides: dict[str, Any] | None = None,
     trace_format: str = "auto",
-    command_log: "str | Path | None" = None,
+    command_log: str | Path | None = None,
     progress: Callable[[int], None] | None = None,
     progress_every: int = 100_000,
 ) -> SimResult:
@@ -142,7 +143,7 @@ def simulate(
     return SimResult(stats=json.loads(raw), config=cfg)
 
 
-def check_log(path: "str | Path") -> dict[str, Any]:
+def check_log(path: str | Path) -> dict[str, Any]:
     """Replays a command log through the independent timing checker; returns its report."""
     return json.loads(_core.dram_check(str(path)))
 
@@ -152,6 +153,6 @@ def presets() -> dict[str, Any]:
     return json.loads(_core.dram_presets())
 
 
-def write_trace(generator: dict[str, Any], path: "str | Path", fmt: str = "native") -> int:
+def write_trace(generator: dict[str, Any], path: str | Path, fmt: str = "native") -> int:
     """Writes a generated trace to ``path`` in ``fmt`` (native, ramulator, dramsim3)."""
     return int(_core.dram_write_trace(json.dumps(generator), str(path), fmt))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -21,7 +21,7 @@ console = Console()
 
 def _fail(e: Exception) -> None:
     console.print(f"[red]error:[/red] {e}")
-    raise typer.Exit(2)
+    raise typer.Exit(2) from e
 
 
 @app.command("presets")
@@ -57,7 +57,7 @@ def presets_cmd(fmt: str = typer.Option("table", "--format", help="table or json
 @app.command("show")
 def show_cmd(
     config: str = typer.Argument(..., help="Preset name, SPEED/PART, or a TOML file."),
-    set_: Optional[list[str]] = typer.Option(None, "--set", help="Override KEY=VALUE (repeatable)."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE (repeatable)."),
 ) -> None:
     """Print a config after presets and overrides, with the DRAM spec it resolves to (JSON)."""
     try:
@@ -67,7 +67,7 @@ def show_cmd(
     echo_json({"config": c.data, "spec": c.spec})
 
 
-def _trace_arg(trace: Optional[str], generate: Optional[str], count: int, read_fraction: float, seed: int,
+def _trace_arg(trace: str | None, generate: str | None, count: int, read_fraction: float, seed: int,
                footprint: str) -> Any:
     if (trace is None) == (generate is None):
         raise typer.BadParameter("give either a TRACE file or --generate KIND", param_hint="TRACE")
@@ -96,7 +96,8 @@ def _stats_table(s: dict[str, Any]) -> Table:
         ("energy total", f"{e['total_nj'] / 1000:,.3f} uJ"),
         ("  act / pre / rd / wr / transfer", f"{e['activate_nj']:.1f} / {e['precharge_nj']:.1f} / {e['read_nj']:.1f}"
                                              f" / {e['write_nj']:.1f} / {e['transfer_nj']:.1f} nJ"),
-        ("  refresh / background / channel I/O", f"{e['refresh_nj']:.1f} / {e['background_nj']:.1f} / {e['io_nj']:.1f} nJ"),
+        ("  refresh / background / channel I/O",
+         f"{e['refresh_nj']:.1f} / {e['background_nj']:.1f} / {e['io_nj']:.1f} nJ"),
     ]
     if b["ops"]:
         bb = b["bytes"]
@@ -114,15 +115,15 @@ def _stats_table(s: dict[str, Any]) -> Table:
 @app.command("run")
 def run_cmd(
     config: str = typer.Argument(..., help="Preset name, SPEED/PART, or a TOML file."),
-    trace: Optional[str] = typer.Argument(None, help="Trace file (native, Ramulator 2 LD/ST, or DRAMsim3)."),
-    generate: Optional[str] = typer.Option(None, "--generate", help="Instead of a file: stream or random."),
+    trace: str | None = typer.Argument(None, help="Trace file (native, Ramulator 2 LD/ST, or DRAMsim3)."),
+    generate: str | None = typer.Option(None, "--generate", help="Instead of a file: stream or random."),
     count: int = typer.Option(100_000, help="Requests to generate."),
     read_fraction: float = typer.Option(0.8, help="Fraction of generated requests that are reads."),
     seed: int = typer.Option(0, help="Generator seed."),
     footprint: str = typer.Option("1G", help="Generated addresses fall within this many bytes."),
     trace_format: str = typer.Option("auto", "--trace-format", help="auto, native, ramulator or dramsim3."),
-    set_: Optional[list[str]] = typer.Option(None, "--set", help="Override KEY=VALUE (repeatable)."),
-    command_log: Optional[Path] = typer.Option(None, "--command-log", help="Write every issued command here."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE (repeatable)."),
+    command_log: Path | None = typer.Option(None, "--command-log", help="Write every issued command here."),
     fmt: str = typer.Option("table", "--format", help="table or json"),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --command-log file."),
 ) -> None:
@@ -198,7 +199,7 @@ def generate_cmd(
 def bench_dram(
     requests: int = typer.Option(5_000_000, help="Requests per run (the issue's bar: 5 million)."),
     repeats: int = typer.Option(3, help="Runs per pattern; the median is reported."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Directory for bench-dram.json."),
+    out: Path | None = typer.Option(None, "--out", help="Directory for bench-dram.json."),
     fmt: str = typer.Option("table", "--format", help="table or json"),
 ) -> None:
     """Speed benchmark of the DRAM simulator: requests/s, simulated cycles and peak memory."""
@@ -211,10 +212,13 @@ def bench_dram(
     if fmt == "json":
         echo_json(rows)
         return
-    t = Table(title="DRAM simulator speed (DDR3-1600K, x8 4 Gb, 1 ch, 1 rank, RoBaRaCoCh, FR-FCFS, open row, refresh)")
-    for col in ["pattern", "requests", "M req/s (median)", "sim. cycles", "cycles/req", "mean read lat.", "peak RSS MiB"]:
+    t = Table(title="DRAM simulator speed (DDR3-1600K, x8 4 Gb, 1 ch, 1 rank, RoBaRaCoCh, FR-FCFS, open row, "
+                    "refresh)")
+    cols = ["pattern", "requests", "M req/s (median)", "sim. cycles", "cycles/req", "mean read lat.", "peak RSS MiB"]
+    for col in cols:
         t.add_column(col, justify="right")
     for r in rows:
         t.add_row(r["pattern"], f"{r['requests']:,}", f"{r['mreq_per_s']:.2f}", f"{r['cycles']:,}",
-                  f"{r['cycles'] / r['requests']:.3f}", f"{r['mean_read_latency_cycles']:.1f}", f"{r['peak_rss_mib']:.1f}")
+                  f"{r['cycles'] / r['requests']:.3f}", f"{r['mean_read_latency_cycles']:.1f}",
+                  f"{r['peak_rss_mib']:.1f}")
     console.print(t)

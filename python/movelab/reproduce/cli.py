@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -25,8 +24,8 @@ def _ratio(a, b) -> str:
 def rowclone_latency(
     fmt: str = typer.Option("table", "--format", help="table or json"),
     config: str = typer.Option("rowclone-ddr3-1066", help="Config preset or TOML file."),
-    set_: Optional[list[str]] = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. dram.timing.nRAS=24."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Directory for CSV, JSON and PNG."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. dram.timing.nRAS=24."),
+    out: Path | None = typer.Option(None, "--out", help="Directory for CSV, JSON and PNG."),
 ) -> None:
     """RowClone Table 3: 4 KB copy and zeroing latency and energy per mechanism."""
     from movelab.reproduce import rowclone_latency as rl
@@ -35,7 +34,7 @@ def rowclone_latency(
         rows = rl.run(config, parse_set(set_))
     except (ValueError, FileNotFoundError) as e:
         console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from e
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "rowclone-latency.json").write_text(json.dumps(rows, indent=2))
