@@ -192,6 +192,15 @@ where
                             p(consumed);
                         }
                     }
+                    // Look ahead: a next request whose queue is already full waits for a command
+                    // to issue, so there is no point offering it next cycle.
+                    if let Some(Ok(TraceItem::Req(r))) = trace.peek() {
+                        let l = mapper.map(r.addr);
+                        cached_loc = Some((r.addr, l));
+                        if !chans[l.channel as usize].can_accept(r.op) {
+                            blocked = true;
+                        }
+                    }
                 } else {
                     blocked = true;
                 }
