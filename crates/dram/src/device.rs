@@ -141,19 +141,6 @@ impl ChannelDevices {
         (b.rank * self.groups_per_rank + b.bank_group) as usize
     }
 
-    fn window_earliest(&self, kind: usize, rank: u32) -> u64 {
-        let mut t = 0;
-        for (wi, (kinds, count, lat)) in self.windows.iter().enumerate() {
-            if kinds[kind] {
-                let h = &self.window_hist[rank as usize * self.windows.len() + wi];
-                if h.len() >= *count {
-                    t = t.max(h[h.len() - count] + lat);
-                }
-            }
-        }
-        t
-    }
-
     /// The earliest cycle at which `kind` may issue to bank `b` (for rank-level commands, PREA
     /// and REF, any bank of the rank). For TR, `b` is the source and `dst` the destination.
     #[inline]
@@ -176,15 +163,9 @@ impl ChannelDevices {
                     .max(self.bank_next[b.flat as usize][TK_TRS])
                     .max(self.bank_next[d.flat as usize][TK_TRD])
             }
-            _ => {
-                let mut t = r[k]
-                    .max(self.group_next[self.group_index(b)][k])
-                    .max(self.bank_next[b.flat as usize][k]);
-                if matches!(kind, CommandKind::Act | CommandKind::Actc) {
-                    t = t.max(self.window_earliest(k, b.rank));
-                }
-                t
-            }
+            _ => r[k]
+                .max(self.group_next[self.group_index(b)][k])
+                .max(self.bank_next[b.flat as usize][k]),
         }
     }
 
@@ -301,11 +282,22 @@ impl ChannelDevices {
         if matches!(kind, CommandKind::Act | CommandKind::Actc) {
             for wi in 0..self.windows.len() {
                 if self.windows[wi].0[k] {
-                    let cap = self.windows[wi].1;
+                    let (kinds, cap, lat) = self.windows[wi];
                     let h = &mut self.window_hist[b.rank as usize * self.windows.len() + wi];
                     h.push_back(now);
                     while h.len() > cap {
                         h.pop_front();
+                    }
+                    // The window only moves when a counted command issues: fold its bound into
+                    // the rank's horizons now rather than on every readiness query.
+                    if h.len() == cap {
+                        let t = h[0] + lat;
+                        let r = &mut self.rank_next[b.rank as usize];
+                        for (to, counted) in kinds.iter().enumerate() {
+                            if *counted {
+                                r[to] = r[to].max(t);
+                            }
+                        }
                     }
                 }
             }
