@@ -1,0 +1,222 @@
+"""The ``movelab dram ...`` and ``movelab reproduce rowclone-latency`` commands: JSON output, command
+logs and their checker, trace generation, presets, and the reproduction's response to timings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from movelab import dram
+from movelab.cli import app
+from typer.testing import CliRunner
+
+MOVELAB = Path(sys.executable).parent / "movelab"
+runner = CliRunner()
+
+
+def cli(*args: str, code: int = 0) -> str:
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == code, f"exit {r.exit_code} for {args}:\n{r.output}\n{r.exception!r}"
+    return r.output
+
+
+RUN = ["dram", "run", "ddr3-1600k-bench", "--generate", "random", "--count", "3000", "--seed", "9", "--format", "json"]
+
+
+def test_run_json_is_byte_identical_across_processes() -> None:
+    outs = [subprocess.run([str(MOVELAB), *RUN], capture_output=True, check=True).stdout for _ in range(2)]
+    assert outs[0] == outs[1]
+    s = json.loads(outs[0])
+    assert s["reads"] + s["writes"] == 3000
+    # The CLI prints what the API returns.
+    api = dram.simulate("ddr3-1600k-bench", {"kind": "random", "count": 3000, "read_fraction": 0.8, "seed": 9,
+                                             "footprint_bytes": "1G"}).stats
+    assert s == api
+    other = cli(*RUN[:-4], "--seed", "10", "--format", "json")
+    assert json.loads(other) != s
+
+
+# ------------------------------------------------------------------------------------------------
+# Command logs and the checker
+
+
+@pytest.fixture(scope="module")
+def command_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    log = tmp_path_factory.mktemp("log") / "cmds.log"
+    cli(*RUN[:-2], "--count", "2000", "--command-log", log, "--format", "json")
+    return log
+
+
+def test_command_log_passes_the_checker(command_log: Path) -> None:
+    lines = command_log.read_text().splitlines()
+    assert lines[0] == "# movelab-command-log v1"
+    assert lines[1].startswith("# spec {")
+    assert len(lines) > 2000
+    out = cli("dram", "check", command_log)
+    assert "OK" in out and "no violations" in out
+    report = json.loads(cli("dram", "check", command_log, "--format", "json"))
+    assert report["ok"] is True and report["violation_count"] == 0
+    assert report["commands_checked"] == len(lines) - 2
+
+
+def _shift_first_read_earlier(text: str) -> tuple[str, int, int]:
+    """Moves the first RD to one cycle after the ACT that opened its row (breaking nRCD)."""
+    lines = text.splitlines()
+    acts: dict[tuple[str, ...], int] = {}
+    for i, line in enumerate(lines):
+        if line.startswith("#"):
+            continue
+        f = line.split()
+        bank = tuple(f[2:6])
+        if f[1] == "ACT":
+            acts[bank] = i
+        elif f[1] in ("RD", "RDA") and bank in acts:
+            j = acts[bank]
+            act_cycle, rd_cycle = int(lines[j].split()[0]), int(f[0])
+            new = act_cycle + 1
+            taken = {int(x.split()[0]) for x in lines if not x.startswith("#")}
+            assert new not in taken and rd_cycle - act_cycle >= 11
+            del lines[i]
+            lines.insert(j + 1, " ".join([str(new), *f[1:]]))
+            return "\n".join(lines) + "\n", new, act_cycle
+    raise AssertionError("no ACT followed by a read in the log")
+
+
+def test_corrupted_command_log_fails_naming_the_rule(command_log: Path, tmp_path: Path) -> None:
+    bad_text, cycle, act_cycle = _shift_first_read_earlier(command_log.read_text())
+    bad = tmp_path / "bad.log"
+    bad.write_text(bad_text)
+    out = cli("dram", "check", bad, code=1)
+    assert "nRCD" in out and "violations" in out
+    r = runner.invoke(app, ["dram", "check", str(bad), "--format", "json"])
+    assert r.exit_code == 1
+    report = json.loads(r.output)
+    assert report["ok"] is False and report["violation_count"] >= 1
+    v = report["violations"][0]
+    assert v["rule"].startswith("nRCD") and v["cycle"] == cycle
+    assert (v["required_cycles"], v["actual_cycles"]) == (11, cycle - act_cycle)
+
+
+def test_command_log_is_not_overwritten_without_force(command_log: Path, tmp_path: Path) -> None:
+    log = tmp_path / "again.log"
+    log.write_text("keep me\n")
+    out = cli(*RUN[:-4], "--count", "50", "--command-log", log, code=2)
+    assert "--force" in out and "exists" in out
+    assert log.read_text() == "keep me\n"
+    cli(*RUN[:-4], "--count", "50", "--command-log", log, "--force", "--format", "json")
+    assert log.read_text().startswith("# movelab-command-log v1")
+    cli("dram", "check", log)
+
+
+# ------------------------------------------------------------------------------------------------
+# generate -> run
+
+
+@pytest.mark.parametrize("kind", ["stream", "random"])
+def test_generate_writes_a_trace_that_run_reads_back_in_each_format(kind: str, tmp_path: Path) -> None:
+    gen = ["--count", "400", "--read-fraction", "0.5", "--seed", "4", "--footprint", "16M"]
+    stats = {}
+    for fmt in ["native", "ramulator", "dramsim3"]:
+        path = tmp_path / f"t.{fmt}"
+        cli("dram", "generate", kind, "--out", path, "--format", fmt, *gen)
+        lines = path.read_text().splitlines()
+        assert len(lines) == 400
+        first = lines[0].split()
+        assert {"native": first[0] in ("R", "W"), "ramulator": first[0] in ("LD", "ST"),
+                "dramsim3": first[1] in ("READ", "WRITE")}[fmt], lines[0]
+        s = json.loads(cli("dram", "run", "ddr3-1600k-bench", path, "--format", "json"))
+        assert s["reads"] + s["writes"] == 400
+        # Forcing the format gives the same as detecting it.
+        assert json.loads(cli("dram", "run", "ddr3-1600k-bench", path, "--trace-format", fmt,
+                              "--format", "json")) == s
+        stats[fmt] = s
+    # Native and Ramulator carry no arrival cycles: the same requests give the same run.
+    assert stats["native"] == stats["ramulator"]
+    assert stats["dramsim3"]["reads"] == stats["native"]["reads"]
+    direct = json.loads(cli("dram", "run", "ddr3-1600k-bench", "--generate", kind, *gen, "--format", "json"))
+    assert direct == stats["native"]
+    # generate refuses to overwrite too.
+    out = cli("dram", "generate", kind, "--out", tmp_path / "t.native", code=2)
+    assert "--force" in out
+
+
+def test_run_errors_exit_2_naming_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.trace"
+    bad.write_text("R 0x0\nR 0x40\nBOGUS 1\n")
+    out = cli("dram", "run", "ddr3-1600k-bench", bad, "--format", "json", code=2)
+    assert "bad.trace:3" in out
+    out = cli("dram", "run", "no-such-preset", bad, code=2)
+    assert "unknown config preset 'no-such-preset'" in out
+    out = cli("dram", "run", "ddr3-1600k-bench", "--generate", "stream", "--set", "controller.mapper=Nope", code=2)
+    assert "controller.mapper" in out
+
+
+# ------------------------------------------------------------------------------------------------
+# presets, show
+
+
+def test_presets_json_lists_the_speed_bins_and_parts() -> None:
+    p = json.loads(cli("dram", "presets", "--format", "json"))
+    speeds = {s["name"]: s for s in p["speeds"]}
+    for name, tck in [("DDR3-1066G", 1875), ("DDR3-1600K", 1250), ("DDR4-2400R", 833), ("DDR4-3200AA", 625)]:
+        assert speeds[name]["params"]["tCK_ps"] == tck
+    assert speeds["DDR3-1600K"]["params"]["nCL"] == 11 and speeds["DDR3-1066G"]["params"]["nCL"] == 8
+    x8 = {(s["standard"], s["density_gbit"]) for s in p["parts"] if s["device_width"] == 8}
+    assert {("DDR3", 2), ("DDR3", 4), ("DDR3", 8), ("DDR4", 4), ("DDR4", 8)} <= x8
+    parts = {s["name"]: s for s in p["parts"]}
+    assert (parts["DDR3-2Gb-x8"]["rows"], parts["DDR3-4Gb-x8"]["rows"]) == (32768, 65536)
+    assert (parts["DDR3-2Gb-x8"]["tRFC_ns"], parts["DDR3-4Gb-x8"]["tRFC_ns"]) == (160, 260)
+    assert {c["name"] for c in p["configs"]} >= {"ddr3-1600k-bench", "rowclone-ddr3-1066"}
+    table = cli("dram", "presets")
+    assert "Speed bins" in table and "Parts" in table and "ddr3-1600k-bench" in table
+
+
+def test_show_applies_set_overrides() -> None:
+    s = json.loads(cli("dram", "show", "ddr3-1600k-bench", "--set", "dram.timing.nRCD=14",
+                       "--set", "controller.scheduler=\"fcfs\""))
+    assert s["spec"]["timing"]["nRCD"] == 14 and s["config"]["controller"]["scheduler"] == "fcfs"
+    out = cli("dram", "show", "ddr3-1600k-bench", "--set", "dram.timing.nBOGUS=1", code=2)
+    assert "dram.timing.nBOGUS" in out
+
+
+# ------------------------------------------------------------------------------------------------
+# reproduce rowclone-latency
+
+KEYS = ["operation", "mechanism", "latency_ns", "energy_uj", "paper_latency_ns", "paper_energy_uj"]
+TCK_NS = 1.875  # DDR3-1066
+
+
+def rowclone_rows(*args: str) -> dict[tuple[str, str], dict]:
+    rows = json.loads(cli("reproduce", "rowclone-latency", "--format", "json", *args))
+    assert all(list(r) == KEYS for r in rows)
+    return {(r["operation"], r["mechanism"]): r for r in rows}
+
+
+def test_rowclone_latency_json_rows() -> None:
+    rows = rowclone_rows()
+    assert set(rows) == {(op, m) for op in ["copy", "zero"] for m in ["baseline", "fpm", "psm-inter", "psm-intra"]}
+    for r in rows.values():
+        assert r["latency_ns"] > 0 and r["energy_uj"] > 0
+    copy = {m: rows[("copy", m)] for m in ["baseline", "fpm", "psm-inter", "psm-intra"]}
+    assert copy["fpm"]["latency_ns"] < copy["psm-inter"]["latency_ns"] < copy["baseline"]["latency_ns"]
+    assert copy["fpm"]["energy_uj"] < copy["baseline"]["energy_uj"] / 10
+    # FPM is ACT, ACT, PRE: 2 nRAS + nRP = 48 clocks of DDR3-1066.
+    assert copy["fpm"]["latency_ns"] == pytest.approx((2 * 20 + 8) * TCK_NS)
+    assert copy["baseline"]["paper_latency_ns"] == 1046 and copy["fpm"]["paper_energy_uj"] == 0.04
+
+
+@pytest.mark.parametrize("n_ras,n_rc", [(24, None), (28, 36), (16, 24)])
+def test_rowclone_latency_moves_with_tras(n_ras: int, n_rc: int | None) -> None:
+    base = rowclone_rows()
+    extra = ["--set", f"dram.timing.nRC={n_rc}"] if n_rc else []
+    moved = rowclone_rows("--set", f"dram.timing.nRAS={n_ras}", *extra)
+    delta = n_ras - 20
+    for op in ["copy", "zero"]:
+        got = moved[(op, "fpm")]["latency_ns"] - base[(op, "fpm")]["latency_ns"]
+        assert got == pytest.approx(2 * delta * TCK_NS), op
+        # The paper's values are data: they do not move.
+        assert moved[(op, "fpm")]["paper_latency_ns"] == base[(op, "fpm")]["paper_latency_ns"]
+    assert moved[("copy", "fpm")]["energy_uj"] != base[("copy", "fpm")]["energy_uj"]
