@@ -127,8 +127,6 @@ def test_unknown_key_in_toml_file_names_the_file_and_key(tmp_path: Path) -> None
         dram.simulate(p, GEN)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a wrongly typed value gives 'config dict: TOML syntax error: invalid "
-                   "type: string \"x\", expected usize', which does not name the key controller.read_queue")
 def test_wrongly_typed_value_names_the_key() -> None:
     with pytest.raises(ValueError, match="read_queue"):
         dram.simulate({"preset": BENCH, "controller": {"read_queue": "x"}}, GEN)

@@ -152,6 +152,13 @@ pub struct EnergyConfig {
     pub io_pj_per_bit: f64,
 }
 
+/// The largest request queue a controller may have.
+pub const MAX_QUEUE: usize = 1 << 16;
+
+/// The largest timing value an override may set (about a second at DDR speeds): larger ones can
+/// only be typing errors, and they would overflow cycle arithmetic.
+pub const MAX_TIMING_CLOCKS: u64 = 1 << 32;
+
 /// Default channel energy per bit, pJ. Fitted once to the RowClone paper's Table 3 (Seshadri et al.,
 /// MICRO 2013): its baseline 4 KB copy costs 3.6 uJ of DRAM-plus-channel energy, of which this
 /// model's IDD-based command energy (2 ACT, 1 PRE, 64 reads, 64 writes on the Micron 2Gb DDR3-1066
@@ -249,7 +256,14 @@ impl Config {
     pub fn from_value(v: toml::Value, source_name: &str) -> Result<Config, ConfigError> {
         let mut merged = match v.get("preset").and_then(|p| p.as_str()) {
             Some(p) => {
-                let mut base = builtin_config_value(p)?;
+                let mut base = builtin_config_value(p).map_err(|e| match e {
+                    ConfigError::Unknown { name, known, .. } => ConfigError::invalid(
+                        source_name,
+                        "preset",
+                        format!("unknown preset '{name}' (known: {known})"),
+                    ),
+                    other => other,
+                })?;
                 if base.get("preset").is_some() {
                     return Err(ConfigError::invalid(
                         format!("presets/configs/{p}.toml"),
@@ -265,12 +279,15 @@ impl Config {
         if let Some(t) = merged.as_table_mut() {
             t.remove("preset");
         }
-        let cfg: Config = merged
-            .try_into()
-            .map_err(|e: toml::de::Error| ConfigError::Syntax {
-                source_name: source_name.into(),
-                what: e.message().to_string(),
-            })?;
+        let cfg: Config = serde_path_to_error::deserialize(merged).map_err(|e| {
+            let key = e.path().to_string();
+            let what = e.into_inner().message().to_string();
+            if key.is_empty() || key == "." {
+                ConfigError::invalid(source_name, "(top level)", what)
+            } else {
+                ConfigError::invalid(source_name, key, what)
+            }
+        })?;
         cfg.resolve(source_name)?; // validate everything now
         Ok(cfg)
     }
@@ -295,19 +312,29 @@ impl Config {
         let std_file = standards
             .iter()
             .find(|s| s.speed.contains_key(&d.speed))
-            .ok_or_else(|| ConfigError::Unknown {
-                kind: "speed bin (dram.speed)",
-                name: d.speed.clone(),
-                known: known(standards.iter().flat_map(|s| s.speed.keys().cloned())),
+            .ok_or_else(|| {
+                ConfigError::invalid(
+                    src,
+                    "dram.speed",
+                    format!(
+                        "unknown speed bin '{}' (known: {})",
+                        d.speed,
+                        known(standards.iter().flat_map(|s| s.speed.keys().cloned()))
+                    ),
+                )
             })?;
-        let part = std_file
-            .part
-            .get(&d.part)
-            .ok_or_else(|| ConfigError::Unknown {
-                kind: "part (dram.part) for this standard",
-                name: d.part.clone(),
-                known: known(std_file.part.keys().cloned()),
-            })?;
+        let part = std_file.part.get(&d.part).ok_or_else(|| {
+            ConfigError::invalid(
+                src,
+                "dram.part",
+                format!(
+                    "unknown part '{}' for {} (known: {})",
+                    d.part,
+                    std_file.standard.name,
+                    known(std_file.part.keys().cloned())
+                ),
+            )
+        })?;
         let speed = &std_file.speed[&d.speed];
         let mut timing = BTreeMap::new();
         for (k, v) in speed {
@@ -350,6 +377,13 @@ impl Config {
                         "unknown timing parameter (known: {})",
                         known(timing.keys().cloned())
                     ),
+                ));
+            }
+            if *v > MAX_TIMING_CLOCKS {
+                return Err(ConfigError::invalid(
+                    src,
+                    format!("dram.timing.{k}"),
+                    format!("{v} is beyond any DRAM timing (at most {MAX_TIMING_CLOCKS} clocks)"),
                 ));
             }
             timing.insert(k.clone(), *v);
@@ -450,12 +484,54 @@ impl Config {
                 ConfigError::invalid(src, "dram.currents", e.to_string())
             })?;
         }
+        if self.controller.refresh == "all-bank" {
+            // One refresh and one complete access must fit in a refresh interval, or the rank
+            // spends all its time refreshing and requests starve.
+            let t = |k: &str| timing.get(k).copied().unwrap_or(0);
+            let need = t("nRFC")
+                + t("nRP")
+                + t("nRAS")
+                + t("nRCD")
+                + t("nCL").max(t("nCWL"))
+                + t("nBL")
+                + t("nWR");
+            if need >= t("nREFI") {
+                return Err(ConfigError::invalid(
+                    src,
+                    "dram.timing.nREFI",
+                    format!(
+                        "a refresh interval of {} clocks cannot hold one refresh (nRFC {}) and one access \
+                         ({} clocks in all); lengthen nREFI, shorten the others, or set controller.refresh = \"none\"",
+                        t("nREFI"),
+                        t("nRFC"),
+                        need
+                    ),
+                ));
+            }
+        }
         let (rules, windows) = resolve_rules(
             &format!("standard {}", h.name),
             &h.rules,
             &h.windows,
             &timing,
-        )?;
+        )
+        .map_err(|e| {
+            if d.timing.is_empty() {
+                e
+            } else {
+                // The standard's rules are sound for its own bins: an override broke one.
+                let keys: Vec<String> = d
+                    .timing
+                    .keys()
+                    .map(|k| format!("dram.timing.{k}"))
+                    .collect();
+                ConfigError::invalid(
+                    src,
+                    keys.join(", "),
+                    format!("these timing overrides make a rule impossible: {e}"),
+                )
+            }
+        })?;
         self.check_controller(src)?;
         Ok(DramSpec {
             standard: h.name.clone(),
@@ -498,12 +574,17 @@ impl Config {
                 "must be at least 1",
             ));
         }
-        if c.read_queue == 0 || c.write_queue == 0 {
-            return Err(ConfigError::invalid(
-                src,
-                "controller.read_queue",
-                "queues need at least one entry",
-            ));
+        for (key, n) in [
+            ("controller.read_queue", c.read_queue),
+            ("controller.write_queue", c.write_queue),
+        ] {
+            if n == 0 || n > MAX_QUEUE {
+                return Err(ConfigError::invalid(
+                    src,
+                    key,
+                    format!("{n} entries: a queue needs between 1 and {MAX_QUEUE}"),
+                ));
+            }
         }
         let (lo, hi) = (c.write_low_watermark, c.write_high_watermark);
         if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) || lo >= hi {

@@ -204,7 +204,7 @@ impl Controller {
             n_wr: spec.t("nWR"),
             n_rp: spec.t("nRP"),
             n_refi,
-            slab: Vec::with_capacity(cfg.read_queue + cfg.write_queue),
+            slab: Vec::with_capacity((cfg.read_queue + cfg.write_queue).min(1024)),
             free: Vec::new(),
             rq: vec![VecDeque::new(); banks],
             wq: vec![VecDeque::new(); banks],

@@ -236,8 +236,8 @@ pub fn builtin_standards() -> Result<Vec<StandardFile>, ConfigError> {
 
 /// Evaluates a latency expression: names and integers joined by `+` and `-`.
 pub fn eval_latency(expr: &str, params: &BTreeMap<String, u64>) -> Result<u64, String> {
-    let mut total: i64 = 0;
-    let mut sign: i64 = 1;
+    let mut total: i128 = 0;
+    let mut sign: i128 = 1;
     let mut expect_term = true;
     let spaced = expr.replace('+', " + ").replace('-', " - ");
     for tok in spaced.split_whitespace() {
@@ -247,13 +247,13 @@ pub fn eval_latency(expr: &str, params: &BTreeMap<String, u64>) -> Result<u64, S
                 expect_term = true;
             }
             _ if expect_term => {
-                let v = if let Ok(n) = tok.parse::<i64>() {
-                    n
+                let v: i128 = if let Ok(n) = tok.parse::<i64>() {
+                    n as i128
                 } else {
                     *params
                         .get(tok)
                         .ok_or_else(|| format!("unknown timing parameter '{tok}' in '{expr}'"))?
-                        as i64
+                        as i128
                 };
                 total += sign * v;
                 expect_term = false;
@@ -269,7 +269,8 @@ pub fn eval_latency(expr: &str, params: &BTreeMap<String, u64>) -> Result<u64, S
             "latency '{expr}' evaluates to {total} clocks, below zero"
         ));
     }
-    Ok(total as u64)
+    u64::try_from(total)
+        .map_err(|_| format!("latency '{expr}' evaluates to {total} clocks, too large"))
 }
 
 /// Resolves rule rows against a parameter set.

@@ -6,8 +6,7 @@
 //! structured mutations of the built-in presets (unknown keys at every level, wrong types,
 //! negative / zero / huge numbers, non-power-of-two sizes, bad watermarks, unknown names).
 //!
-//! Tests marked `#[ignore = "BUG: ..."]` pin down bugs found here; they fail until the library
-//! is fixed (`cargo test --test config_fuzz -- --ignored`).
+//! The `bug_*` tests pin down bugs this fuzzing found (all fixed): they keep them fixed.
 use movelab_dram::config::{Config, BUILTIN_CONFIGS};
 use movelab_dram::error::{ConfigError, TraceError};
 use movelab_dram::request::{BulkKind, BulkOp, Op, Request, TraceItem};
@@ -448,7 +447,7 @@ const KEYS: &[(&[&str], char)] = &[
 ];
 
 /// Any TOML value, biased towards the small and boundary values that configs use. Integers stay
-/// below 2^20 here: far larger ones hit the overflow bugs pinned by the ignored tests below.
+/// below 2^20 here: far larger ones are covered by the `bug_*` tests below.
 fn any_value() -> impl Strategy<Value = toml::Value> {
     prop_oneof![
         4 => prop::sample::select(vec![-1i64, 0, 1, 2, 3, 4, 5, 6, 8, 12, 16, 28, 64, 100, 512, 1000, 1024, 4096, 1 << 16])
@@ -688,7 +687,6 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 100, max_shrink_iters: 50, ..ProptestConfig::default() })]
 
     #[test]
-    #[ignore = "BUG: a wrongly typed or negative value gives e.g. \"fuzz/...toml: TOML syntax error: invalid type: string \\\"8\\\", expected usize\": the message names neither the key (controller.read_queue) nor is it a syntax error; Config::from_value keeps toml::de::Error::message() and drops the key path"]
     fn wrong_types_name_the_key(preset in preset_names(), (path, v) in wrongly_typed()) {
         let mut t = preset_table(preset);
         set(&mut t, path, v);
@@ -699,7 +697,6 @@ proptest! {
 }
 
 #[test]
-#[ignore = "BUG: `[controller]\\nread_queue = \"x\"` gives \"...: TOML syntax error: invalid type: string \\\"x\\\", expected usize\" without the key"]
 fn bug_wrong_type_error_names_the_key() {
     let text = "preset = \"ddr3-1600k-bench\"\n[controller]\nread_queue = \"x\"\n";
     let e = Config::from_toml_str(text, SRC).unwrap_err();
@@ -707,7 +704,6 @@ fn bug_wrong_type_error_names_the_key() {
 }
 
 #[test]
-#[ignore = "BUG: `[dram.timing]\\nnRAS = -3` gives \"...: TOML syntax error: invalid value: integer `-3`, expected u64\" without the key"]
 fn bug_negative_timing_error_names_the_key() {
     let text = "preset = \"ddr3-1600k-bench\"\n[dram.timing]\nnRAS = -3\n";
     let e = Config::from_toml_str(text, SRC).unwrap_err();
@@ -715,7 +711,6 @@ fn bug_negative_timing_error_names_the_key() {
 }
 
 #[test]
-#[ignore = "BUG: `[dram]\\nspeed = \"DDR9\"` gives ConfigError::Unknown \"unknown speed bin (dram.speed) 'DDR9' (known: ...)\", which does not name the source file (same for dram.part and preset = NAME)"]
 fn bug_unknown_names_do_not_name_the_source() {
     for over in [
         "[dram]\nspeed = \"DDR9\"\n",
@@ -738,7 +733,6 @@ fn bug_unknown_names_do_not_name_the_source() {
 }
 
 #[test]
-#[ignore = "BUG: `[controller]\\nwrite_queue = 0` is reported as \"controller.read_queue: queues need at least one entry\": it names the wrong key"]
 fn bug_zero_write_queue_names_write_queue() {
     let text = "preset = \"ddr3-1600k-bench\"\n[controller]\nwrite_queue = 0\n";
     let e = Config::from_toml_str(text, SRC).unwrap_err();
@@ -746,7 +740,6 @@ fn bug_zero_write_queue_names_write_queue() {
 }
 
 #[test]
-#[ignore = "BUG: `[dram.timing]\\nnCL = 100` on DDR3-1600K gives \"standard DDR3: rules[26]: latency 'nCWL + nBL + nRTRS - nCL' evaluates to -86 clocks, below zero\": it names the standard's rule row, not the config source nor dram.timing.nCL"]
 fn bug_timing_override_making_a_rule_negative_names_source_and_key() {
     let text = "preset = \"ddr3-1600k-bench\"\n[dram.timing]\nnCL = 100\n";
     let e = Config::from_toml_str(text, SRC).unwrap_err();
@@ -754,7 +747,6 @@ fn bug_timing_override_making_a_rule_negative_names_source_and_key() {
 }
 
 #[test]
-#[ignore = "BUG: `[dram.timing]\\nnRAS = 9223372036854775807` panics in Config::from_toml_str with \"attempt to add with overflow\" (spec.rs eval_latency: i64 sum of a rule expression; u64 values above i64::MAX are cast with `as i64`)"]
 fn bug_huge_timing_value_panics_in_the_reader() {
     for name in ["nRAS", "nRCD", "nCL", "nRP", "nWR"] {
         let text = format!(
@@ -771,7 +763,6 @@ fn bug_huge_timing_value_panics_in_the_reader() {
 }
 
 #[test]
-#[ignore = "BUG: a refresh or an access longer than the refresh interval is accepted and the simulator never finishes: `preset = \"ddr3-1600k-bench\"` with `[dram.timing]\\nnREFI = 6227\\nnRFC = 17932` (also nREFI = 1 with nRFC = 1; nRCD = 8192 alone) hangs on an 8-item trace; the config should be rejected (naming dram.timing.nRFC / nREFI) or the controller should still serve requests"]
 fn bug_timings_longer_than_the_refresh_interval_hang() {
     for over in [
         "nREFI = 6227\nnRFC = 17932\n",
@@ -790,7 +781,6 @@ fn bug_timings_longer_than_the_refresh_interval_hang() {
 }
 
 #[test]
-#[ignore = "BUG: `[controller]\\nread_queue = 9223372036854775807` is accepted and then simulate panics with \"capacity overflow\" (controller.rs Controller::new: Vec::with_capacity(read_queue + write_queue)); a merely large value (e.g. 2^40) aborts the process on allocation"]
 fn bug_huge_queue_accepted_then_simulate_panics() {
     let text = format!(
         "preset = \"ddr3-1600k-bench\"\n[controller]\nread_queue = {}\n",
