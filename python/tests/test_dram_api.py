@@ -158,6 +158,16 @@ def test_clock_override_rescales_the_refresh_timings() -> None:
     assert (spec["timing"]["nRFC"], spec["timing"]["nREFI"]) == (104, 3120)
 
 
+@pytest.mark.xfail(strict=True, reason="BUG: RowClone drops copies whose source and destination share a DRAM row: "
+                   "simulate('ddr4-3200aa-2ch', [('COPY', 0, 0x2000, 8192)], overrides={'controller': {'bulk': "
+                   "'rowclone'}}) issues no command and reports 0 bulk bytes; baseline moves all 8192")
+def test_rowclone_moves_every_byte_of_a_copy_within_one_row() -> None:
+    over = {"controller": {"bulk": "rowclone"}}
+    s = dram.simulate("ddr4-3200aa-2ch", [("COPY", 0, 0x2000, 8192)], overrides=over).stats
+    assert sum(s["bulk"]["bytes"].values()) == 8192
+    assert sum(s["commands"].values()) > 0
+
+
 def test_bad_trace_line_names_the_line(tmp_path: Path) -> None:
     p = tmp_path / "t.trace"
     p.write_text("R 0x40\n# comment\nR 0x80\nR zz\nR 0x100\n")
