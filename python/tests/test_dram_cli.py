@@ -100,6 +100,17 @@ def test_corrupted_command_log_fails_naming_the_rule(command_log: Path, tmp_path
     assert (v["required_cycles"], v["actual_cycles"]) == (11, cycle - act_cycle)
 
 
+def test_check_reports_unreadable_and_malformed_logs(command_log: Path, tmp_path: Path) -> None:
+    out = cli("dram", "check", tmp_path / "missing.log", code=2)
+    assert "missing.log" in out
+    lines = command_log.read_text().splitlines()
+    lines[3] = "abc " + lines[3].split(" ", 1)[1]
+    bad = tmp_path / "garbage.log"
+    bad.write_text("\n".join(lines) + "\n")
+    out = cli("dram", "check", bad, code=2)
+    assert "line 4" in out and "abc" in out
+
+
 def test_command_log_is_not_overwritten_without_force(command_log: Path, tmp_path: Path) -> None:
     log = tmp_path / "again.log"
     log.write_text("keep me\n")

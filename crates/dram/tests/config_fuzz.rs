@@ -78,6 +78,7 @@ fn refresh_leaves_time(cfg: &Config) -> bool {
 /// test. Checks what every run must show and returns the stats (or the simulator's error text).
 fn simulate_tiny(cfg: &Config) -> Result<Stats, String> {
     let cfg = cfg.clone();
+    let bulk_cfg = cfg.clone();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let r = catch_unwind(AssertUnwindSafe(|| {
@@ -100,11 +101,13 @@ fn simulate_tiny(cfg: &Config) -> Result<Stats, String> {
             );
             assert_eq!((stats.bulk.copies, stats.bulk.inits), (1, 1));
             let b = &stats.bulk.bytes;
-            assert_eq!(
-                b.baseline + b.fpm + b.psm_inter + b.psm_intra,
-                4096 + 512,
-                "every bulk byte is moved by exactly one mechanism: {b:?}"
-            );
+            let moved = b.baseline + b.fpm + b.psm_inter + b.psm_intra;
+            if bulk_cfg.controller.bulk == "baseline" {
+                assert_eq!(moved, 4096 + 512, "every bulk byte is moved once: {b:?}");
+            } else {
+                // bug_rowclone_drops_copies_within_one_row: only a bound holds for RowClone today.
+                assert!(moved <= 4096 + 512, "{b:?}");
+            }
             Ok(stats)
         }
         Ok(Ok(Err(e))) => Err(e.to_string()),
@@ -595,6 +598,12 @@ fn every_preset_parses_and_simulates_the_tiny_trace() {
         let cfg = Config::from_toml_str(text, name).unwrap();
         let s = simulate_tiny(&cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(s.channels, cfg.dram.channels, "{name}");
+        let b = &s.bulk.bytes;
+        assert_eq!(
+            b.baseline + b.fpm + b.psm_inter + b.psm_intra,
+            4096 + 512,
+            "{name}: {b:?}"
+        );
     }
 }
 
@@ -799,4 +808,288 @@ fn bug_huge_queue_accepted_then_simulate_panics() {
             );
         }
     }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Valid configs drawn at random drive random traffic: the independent checker finds no violation,
+// every bulk byte is accounted for, and the run is deterministic.
+
+struct Checked {
+    checker: movelab_dram::checker::Checker,
+    first: Option<String>,
+}
+
+impl movelab_dram::command::CommandSink for Checked {
+    fn record(&mut self, r: &movelab_dram::command::CommandRecord) {
+        if let Err(v) = self.checker.check(r) {
+            self.first
+                .get_or_insert_with(|| format!("{} at {}", v.message, r.to_line()));
+        }
+    }
+}
+
+fn valid_config() -> impl Strategy<Value = String> {
+    let pick = |v: &[&'static str]| prop::sample::select(v.to_vec());
+    (
+        (
+            preset_names(),
+            pick(&["1", "2", "4"]),
+            pick(&["1", "2"]),
+            pick(&["2", "64", "512"]),
+            pick(&["frfcfs", "fcfs"]),
+            pick(&["open", "closed"]),
+            pick(&["RoBaRaCoCh", "ChRaBaRoCo", "RoRaBaChCo", "line-interleave"]),
+            any::<bool>(),
+        ),
+        (
+            pick(&["baseline", "rowclone"]),
+            pick(&["all-bank", "none"]),
+            pick(&["1", "2", "8", "64"]),
+            pick(&["1", "4", "64"]),
+            pick(&["0.0, 1.0", "0.2, 0.8", "0.5, 0.6"]),
+            pick(&["1", "8", "64"]),
+            (0u64..6, 0u64..6, 0u64..6, 0u64..6),
+        ),
+    )
+        .prop_map(
+            |(
+                (preset, ch, ranks, sa, sched, policy, mapper, xor),
+                (bulk, refresh, rq, wq, wm, buf, (rcd, rp, ras, wr)),
+            )| {
+                let (lo, hi) = wm.split_once(", ").unwrap();
+                let cfg = Config::preset(preset).unwrap();
+                let t = &cfg.resolve("x").unwrap().timing;
+                format!(
+                    "preset = \"{preset}\"\n[dram]\nchannels = {ch}\nranks = {ranks}\n\
+                     [dram.org]\nsubarray_rows = {sa}\n\
+                     [dram.timing]\nnRCD = {}\nnRP = {}\nnRAS = {}\nnWR = {}\nnRC = {}\n\
+                     [controller]\nscheduler = \"{sched}\"\nrow_policy = \"{policy}\"\n\
+                     mapper = \"{mapper}\"\nbank_xor = {xor}\nbulk = \"{bulk}\"\nrefresh = \"{refresh}\"\n\
+                     read_queue = {rq}\nwrite_queue = {wq}\nwrite_low_watermark = {lo}\n\
+                     write_high_watermark = {hi}\nbulk_buffer_lines = {buf}\n",
+                    t["nRCD"] + rcd,
+                    t["nRP"] + rp,
+                    t["nRAS"] + ras,
+                    // A longer write recovery breaks the checker (bug_write_recovery_...): kept
+                    // within what nWTR + nRTP covers.
+                    (t["nWR"] + wr)
+                        .min(t.get("nWTR").or(t.get("nWTR_S")).copied().unwrap_or(0) + t["nRTP"])
+                        .max(t["nWR"]),
+                    // nRC = nRAS + nRP, as JEDEC defines it (see bug_nrc_below_nras_plus_nrp_...).
+                    (t["nRAS"] + ras + t["nRP"] + rp).max(t["nRC"]),
+                )
+            },
+        )
+}
+
+fn traffic_item() -> impl Strategy<Value = TraceItem> {
+    let fp: u64 = 1 << 22;
+    prop_oneof![
+        8 => (0..fp / 64, any::<bool>()).prop_map(|(l, w)| TraceItem::Req(Request {
+            addr: l * 64,
+            op: if w { Op::Write } else { Op::Read },
+            arrival: None,
+        })),
+        1 => (0..fp / 4096, 0..fp / 4096, 1u64..3).prop_filter_map("overlap", |(s, d, n)| {
+            let (src, dst, bytes) = (s * 4096, d * 4096, n * 4096);
+            (src.abs_diff(dst) >= bytes).then_some(TraceItem::Bulk(BulkOp {
+                kind: BulkKind::Copy { src },
+                dst,
+                bytes,
+                arrival: None,
+            }))
+        }),
+        1 => (0..fp / 64, 0..fp / 64, 1u64..80).prop_filter_map("overlap", |(s, d, n)| {
+            let (src, dst, bytes) = (s * 64, d * 64, n * 64);
+            (src.abs_diff(dst) >= bytes).then_some(TraceItem::Bulk(BulkOp {
+                kind: BulkKind::Copy { src },
+                dst,
+                bytes,
+                arrival: None,
+            }))
+        }),
+        1 => (0..fp / 64, 1u64..130, any::<u8>()).prop_map(|(d, n, value)| TraceItem::Bulk(BulkOp {
+            kind: BulkKind::Init { value },
+            dst: d * 64,
+            bytes: n * 64,
+            arrival: None,
+        })),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, max_shrink_iters: 100, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_valid_configs_pass_the_checker_and_repeat(
+        text in valid_config(),
+        items in prop::collection::vec(traffic_item(), 1..60),
+    ) {
+        let cfg = Config::from_toml_str(&text, SRC)
+            .unwrap_or_else(|e| panic!("rejected a valid config: {e}\n{text}"));
+        let spec = cfg.resolve("x").unwrap();
+        let run = || {
+            let mut sink = Checked {
+                checker: movelab_dram::checker::Checker::new(&movelab_dram::system::log_header(&cfg, &spec))
+                    .unwrap(),
+                first: None,
+            };
+            let stats = simulate(
+                &cfg,
+                items.iter().copied().map(Ok),
+                RunOptions { command_log: Some(&mut sink), ..RunOptions::default() },
+            )
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            (stats, sink)
+        };
+        let (s1, sink) = run();
+        prop_assert!(sink.first.is_none(), "checker: {}\n{text}", sink.first.unwrap());
+        let report = sink.checker.finish();
+        prop_assert!(report.ok, "{:?}\n{text}", report.violations.first());
+        let reqs = items.iter().filter(|i| matches!(i, TraceItem::Req(_))).count() as u64;
+        let bulk: u64 = items
+            .iter()
+            .map(|i| match i {
+                TraceItem::Bulk(b) => b.bytes,
+                _ => 0,
+            })
+            .sum();
+        let b = &s1.bulk.bytes;
+        let moved = b.baseline + b.fpm + b.psm_inter + b.psm_intra;
+        if cfg.controller.bulk == "baseline" {
+            prop_assert_eq!(moved, bulk, "{}", text);
+        } else {
+            // RowClone drops the parts of a copy whose source and destination share a row
+            // (bug_rowclone_drops_copies_within_one_row): only an upper bound holds today.
+            prop_assert!(moved <= bulk, "{moved} > {bulk}\n{text}");
+        }
+        prop_assert!(s1.reads + s1.writes >= reqs);
+        prop_assert_eq!(s1.bulk.ops, items.len() as u64 - reqs);
+        let (s2, _) = run();
+        prop_assert_eq!(serde_json::to_string(&s1).unwrap(), serde_json::to_string(&s2).unwrap());
+    }
+}
+
+#[test]
+#[ignore = "BUG: with `preset = \"ddr3-1600k-bench\"`, `[dram.timing] nRP = 12` (nRC left at 39 < nRAS + nRP = 40), `[controller] row_policy = \"closed\", read_queue = 1, write_queue = 1, bulk_buffer_lines = 1, write_low_watermark = 0.0, write_high_watermark = 1.0` and one baseline COPY 0x0 -> 0x2000 of 4 KiB, the controller issues ACT 11 cycles after the auto-precharge of an RDA; the independent checker reports \"nRP: PRE(auto, RDA) -> ACT same bank: needs 12 cycles ... got 11 at 39 ACT 0 0 0 0 0 0\". The rule table lets nRC stand in for nRAS + nRP; either the config must reject (or derive) nRC < nRAS + nRP, or the table needs ACT -> ACT through an auto-precharge = nRAS + nRP"]
+fn bug_nrc_below_nras_plus_nrp_breaks_the_checker() {
+    let text =
+        "preset = \"ddr3-1600k-bench\"\n[dram.org]\nsubarray_rows = 2\n[dram.timing]\nnRP = 12\n\
+                [controller]\nrow_policy = \"closed\"\nread_queue = 1\nwrite_queue = 1\n\
+                write_low_watermark = 0.0\nwrite_high_watermark = 1.0\nbulk_buffer_lines = 1\n";
+    let cfg = match Config::from_toml_str(text, SRC) {
+        Err(e) => return assert_names(&e, "dram.timing.nR", text), // rejecting it is a fix too
+        Ok(c) => c,
+    };
+    let spec = cfg.resolve("x").unwrap();
+    let mut sink = Checked {
+        checker: movelab_dram::checker::Checker::new(&movelab_dram::system::log_header(
+            &cfg, &spec,
+        ))
+        .unwrap(),
+        first: None,
+    };
+    let items = [TraceItem::Bulk(BulkOp {
+        kind: BulkKind::Copy { src: 0 },
+        dst: 8192,
+        bytes: 4096,
+        arrival: None,
+    })];
+    simulate(
+        &cfg,
+        items.iter().copied().map(Ok),
+        RunOptions {
+            command_log: Some(&mut sink),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(sink.first, None);
+}
+
+#[test]
+#[ignore = "BUG: RowClone drops copies whose source and destination lines share a DRAM row: with `controller.bulk = \"rowclone\"` and `controller.mapper = \"line-interleave\"` (ddr3-1600k-bench), or with `dram.channels = 2` and the default RoBaRaCoCh, a COPY 0x0 -> 0x2000 of 8 KiB issues no command and stats.bulk.bytes are all 0 (the copy counts as done in 0 cycles); COPY 0x1cb000 -> 0x1cd000 of 8 KiB moves only 4096 bytes. With bulk = \"baseline\" all 8192 bytes move"]
+fn bug_rowclone_drops_copies_within_one_row() {
+    let cases = [
+        (
+            "ddr3-1600k-bench",
+            "mapper = \"line-interleave\"\n",
+            "",
+            0u64,
+            0x2000u64,
+        ),
+        ("ddr3-1600k-bench", "", "[dram]\nchannels = 2\n", 0, 0x2000),
+        (
+            "ddr3-1600k-bench",
+            "",
+            "[dram]\nchannels = 2\n",
+            0x1cb000,
+            0x1cd000,
+        ),
+        ("ddr4-2400r", "", "[dram]\nchannels = 2\n", 0, 0x2000),
+        ("ddr4-3200aa-2ch", "", "", 0, 0x2000),
+    ];
+    let mut failures = Vec::new();
+    for (preset, ctl, dram, src, dst) in cases {
+        let text = format!("preset = \"{preset}\"\n{dram}[controller]\nbulk = \"rowclone\"\n{ctl}");
+        let cfg = Config::from_toml_str(&text, SRC).unwrap();
+        let items = [TraceItem::Bulk(BulkOp {
+            kind: BulkKind::Copy { src },
+            dst,
+            bytes: 8192,
+            arrival: None,
+        })];
+        let s = simulate(&cfg, items.iter().copied().map(Ok), RunOptions::default()).unwrap();
+        let b = &s.bulk.bytes;
+        if b.baseline + b.fpm + b.psm_inter + b.psm_intra != 8192 {
+            failures.push(format!("{text:?} COPY {src:#x} -> {dst:#x} 8 KiB: {b:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Simulates `items` on the config `text` with the independent checker attached; returns its
+/// first violation.
+fn first_violation(text: &str, items: &[TraceItem]) -> Option<String> {
+    let cfg = Config::from_toml_str(text, SRC).unwrap();
+    let spec = cfg.resolve("x").unwrap();
+    let mut sink = Checked {
+        checker: movelab_dram::checker::Checker::new(&movelab_dram::system::log_header(
+            &cfg, &spec,
+        ))
+        .unwrap(),
+        first: None,
+    };
+    simulate(
+        &cfg,
+        items.iter().copied().map(Ok),
+        RunOptions {
+            command_log: Some(&mut sink),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    sink.first
+}
+
+#[test]
+#[ignore = "BUG: with `preset = \"ddr3-1600k-bench\"`, `[dram] ranks = 2`, `[dram.timing] nWR = 13`, `[controller] row_policy = \"closed\", read_queue = 1, mapper = \"line-interleave\", bank_xor = true` and the 22-item trace in the test, the controller issues an RDA 18 cycles (nCWL + nBL + nWTR) after a WR to the same bank, so its auto-precharge comes 24 cycles after the WR; the checker requires nCWL + nBL + nWR = 25 (\"nCWL+nBL+nWR: WR -> PRE(auto, RDA) same bank ... got 24 at 3604 RDA 0 0 0 2 17 103\"). The controller meets write recovery before an RDA's implied precharge only through the presets' coincidence nWTR + nRTP >= nWR"]
+fn bug_write_recovery_before_an_auto_precharge_read() {
+    let text = "preset = \"ddr3-1600k-bench\"\n[dram]\nranks = 2\n[dram.timing]\nnWR = 13\n\
+                [controller]\nrow_policy = \"closed\"\nread_queue = 1\nmapper = \"line-interleave\"\n\
+                bank_xor = true\n";
+    let trace =
+        "COPY 0x0 0x1000 4096\nCOPY 0x0 0xC0000 8192\nR 0x0\nINIT 0x0 2432 0\nR 0x0\nR 0x0\n\
+                 R 2083840\nR 35008\nR 4288\nINIT 3204864 1344 0\nW 917248\nW 907072\nW 559872\n\
+                 COPY 1947968 2279424 704\nW 135168\nR 45504\nW 2267136\nW 56320\nR 105536\n\
+                 W 1233920\nR 2333888\nW 32768\n";
+    let items: Vec<TraceItem> = movelab_dram::trace::from_reader(
+        trace.as_bytes(),
+        "t",
+        movelab_dram::trace::TraceFormat::Native,
+    )
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap();
+    assert_eq!(first_violation(text, &items), None);
 }
