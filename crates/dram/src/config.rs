@@ -350,9 +350,14 @@ impl Config {
             })?;
             timing.insert(k.clone(), n as u64);
         }
-        let tck = *timing.get("tCK_ps").ok_or_else(|| {
+        let mut tck = *timing.get("tCK_ps").ok_or_else(|| {
             ConfigError::invalid(format!("speed bin {}", d.speed), "tCK_ps", "missing")
         })?;
+        // The refresh timings are times (ns) in the part: derive their clocks from the clock in
+        // force, the user's tCK_ps if overridden, unless nRFC / nREFI are overridden themselves.
+        if let Some(&t) = d.timing.get("tCK_ps") {
+            tck = t;
+        }
         if tck == 0 {
             return Err(ConfigError::invalid(
                 src,
@@ -587,10 +592,15 @@ impl Config {
             }
         }
         let (lo, hi) = (c.write_low_watermark, c.write_high_watermark);
+        let key = if !(0.0..=1.0).contains(&hi) {
+            "controller.write_high_watermark"
+        } else {
+            "controller.write_low_watermark"
+        };
         if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) || lo >= hi {
             return Err(ConfigError::invalid(
                 src,
-                "controller.write_low_watermark",
+                key,
                 format!("need 0 <= low ({lo}) < high ({hi}) <= 1"),
             ));
         }

@@ -421,8 +421,24 @@ impl Controller {
                 match hit {
                     Some(i) => {
                         let h = &self.slab[i as usize];
+                        let mut kind = col_kind(h.op);
+                        // Closed-row policy: auto-precharge when no other queued request hits the
+                        // row. Decided here, so that readiness is checked for the command issued.
+                        if self.closed_row {
+                            let others = self.rq[flat]
+                                .iter()
+                                .chain(self.wq[flat].iter())
+                                .any(|&j| j != i && self.slab[j as usize].row == r);
+                            if !others {
+                                kind = if h.op == Op::Read {
+                                    CommandKind::Rda
+                                } else {
+                                    CommandKind::Wra
+                                };
+                            }
+                        }
                         Some(Pending {
-                            kind: col_kind(h.op),
+                            kind,
                             bank,
                             row: r,
                             col: h.col,
@@ -617,24 +633,7 @@ impl Controller {
     }
 
     fn issue<'s>(&mut self, p: Pending, now: u64, log: &mut Option<&mut (dyn CommandSink + 's)>) {
-        let mut kind = p.kind;
-        // Closed-row policy: auto-precharge when no other queued request hits the row.
-        if self.closed_row && matches!(kind, CommandKind::Rd | CommandKind::Wr) {
-            if let Source::Entry(i) = p.source {
-                let flat = p.bank.flat as usize;
-                let others = self.rq[flat]
-                    .iter()
-                    .chain(self.wq[flat].iter())
-                    .any(|&j| j != i && self.slab[j as usize].row == p.row);
-                if !others {
-                    kind = if kind == CommandKind::Rd {
-                        CommandKind::Rda
-                    } else {
-                        CommandKind::Wra
-                    };
-                }
-            }
-        }
+        let kind = p.kind;
         if kind == CommandKind::Prea {
             let base = p.bank.rank * (self.dev.banks() / self.refresh_pending.len() as u32);
             let per_rank = self.dev.banks() / self.refresh_pending.len() as u32;

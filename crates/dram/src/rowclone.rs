@@ -137,10 +137,11 @@ pub fn split(
                     out.baseline_lines
                         .extend(lines.iter().map(|l| (Some(l.2), l.3)));
                     out.bytes.baseline += bytes;
-                } else if srow == drow {
-                    // A copy onto itself moves nothing.
+                } else if srow == drow && lines.iter().all(|l| l.0 == l.1) {
+                    // A copy of lines onto themselves moves nothing.
                     continue;
-                } else if subarray(org, srow) == subarray(org, drow)
+                } else if srow != drow
+                    && subarray(org, srow) == subarray(org, drow)
                     && lines.len() == lpr
                     && lines.iter().all(|l| l.0 == l.1)
                 {

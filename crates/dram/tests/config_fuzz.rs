@@ -750,9 +750,12 @@ fn bug_zero_write_queue_names_write_queue() {
 
 #[test]
 fn bug_timing_override_making_a_rule_negative_names_source_and_key() {
+    // Found as a bug (the error named the standard's rule row). Fixed by meaning: a separation
+    // that comes out negative (here the rank-to-rank WR -> RD turnaround with a huge nCL)
+    // constrains nothing, so the config is valid and must simulate.
     let text = "preset = \"ddr3-1600k-bench\"\n[dram.timing]\nnCL = 100\n";
-    let e = Config::from_toml_str(text, SRC).unwrap_err();
-    assert_names(&e, "dram.timing.nCL", text);
+    let cfg = Config::from_toml_str(text, SRC).unwrap_or_else(|e| panic!("{e}"));
+    simulate_tiny(&cfg).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
@@ -971,7 +974,6 @@ proptest! {
 }
 
 #[test]
-#[ignore = "BUG: with `preset = \"ddr3-1600k-bench\"`, `[dram.timing] nRP = 12` (nRC left at 39 < nRAS + nRP = 40), `[controller] row_policy = \"closed\", read_queue = 1, write_queue = 1, bulk_buffer_lines = 1, write_low_watermark = 0.0, write_high_watermark = 1.0` and one baseline COPY 0x0 -> 0x2000 of 4 KiB, the controller issues ACT 11 cycles after the auto-precharge of an RDA; the independent checker reports \"nRP: PRE(auto, RDA) -> ACT same bank: needs 12 cycles ... got 11 at 39 ACT 0 0 0 0 0 0\". The rule table lets nRC stand in for nRAS + nRP; either the config must reject (or derive) nRC < nRAS + nRP, or the table needs ACT -> ACT through an auto-precharge = nRAS + nRP"]
 fn bug_nrc_below_nras_plus_nrp_breaks_the_checker() {
     let text =
         "preset = \"ddr3-1600k-bench\"\n[dram.org]\nsubarray_rows = 2\n[dram.timing]\nnRP = 12\n\
@@ -1008,7 +1010,6 @@ fn bug_nrc_below_nras_plus_nrp_breaks_the_checker() {
 }
 
 #[test]
-#[ignore = "BUG: RowClone drops copies whose source and destination lines share a DRAM row: with `controller.bulk = \"rowclone\"` and `controller.mapper = \"line-interleave\"` (ddr3-1600k-bench), or with `dram.channels = 2` and the default RoBaRaCoCh, a COPY 0x0 -> 0x2000 of 8 KiB issues no command and stats.bulk.bytes are all 0 (the copy counts as done in 0 cycles); COPY 0x1cb000 -> 0x1cd000 of 8 KiB moves only 4096 bytes. With bulk = \"baseline\" all 8192 bytes move"]
 fn bug_rowclone_drops_copies_within_one_row() {
     let cases = [
         (
@@ -1073,7 +1074,6 @@ fn first_violation(text: &str, items: &[TraceItem]) -> Option<String> {
 }
 
 #[test]
-#[ignore = "BUG: with `preset = \"ddr3-1600k-bench\"`, `[dram] ranks = 2`, `[dram.timing] nWR = 13`, `[controller] row_policy = \"closed\", read_queue = 1, mapper = \"line-interleave\", bank_xor = true` and the 22-item trace in the test, the controller issues an RDA 18 cycles (nCWL + nBL + nWTR) after a WR to the same bank, so its auto-precharge comes 24 cycles after the WR; the checker requires nCWL + nBL + nWR = 25 (\"nCWL+nBL+nWR: WR -> PRE(auto, RDA) same bank ... got 24 at 3604 RDA 0 0 0 2 17 103\"). The controller meets write recovery before an RDA's implied precharge only through the presets' coincidence nWTR + nRTP >= nWR"]
 fn bug_write_recovery_before_an_auto_precharge_read() {
     let text = "preset = \"ddr3-1600k-bench\"\n[dram]\nranks = 2\n[dram.timing]\nnWR = 13\n\
                 [controller]\nrow_policy = \"closed\"\nread_queue = 1\nmapper = \"line-interleave\"\n\
