@@ -160,8 +160,10 @@ pub struct Controller {
     n_refi: u64,
     slab: Vec<Entry>,
     free: Vec<u32>,
-    rq: Vec<VecDeque<u32>>,
-    wq: Vec<VecDeque<u32>>,
+    /// Per bank, the queued reads / writes in arrival order as (row, slab index): the row sits
+    /// inline so that the scan for a row hit touches one small array.
+    rq: Vec<Vec<(u32, u32)>>,
+    wq: Vec<Vec<(u32, u32)>>,
     rq_len: usize,
     wq_len: usize,
     rq_cap: usize,
@@ -206,8 +208,8 @@ impl Controller {
             n_refi,
             slab: Vec::with_capacity((cfg.read_queue + cfg.write_queue).min(1024)),
             free: Vec::new(),
-            rq: vec![VecDeque::new(); banks],
-            wq: vec![VecDeque::new(); banks],
+            rq: vec![Vec::new(); banks],
+            wq: vec![Vec::new(); banks],
             rq_len: 0,
             wq_len: 0,
             rq_cap: cfg.read_queue,
@@ -265,11 +267,11 @@ impl Controller {
         self.bank_dirty[bank.flat as usize] = true;
         match op {
             Op::Read => {
-                self.rq[bank.flat as usize].push_back(idx);
+                self.rq[bank.flat as usize].push((loc.row, idx));
                 self.rq_len += 1;
             }
             Op::Write => {
-                self.wq[bank.flat as usize].push_back(idx);
+                self.wq[bank.flat as usize].push((loc.row, idx));
                 self.wq_len += 1;
             }
         }
@@ -391,7 +393,7 @@ impl Controller {
         } else {
             &self.rq[flat]
         };
-        let &oldest = q.front()?;
+        let &(_, oldest) = q.first()?;
         let e = &self.slab[oldest as usize];
         let bank = e.bank;
         let col_kind = |op: Op| {
@@ -414,7 +416,7 @@ impl Controller {
             }),
             Some(r) => {
                 let hit = if self.sched.offers_row_hits() {
-                    q.iter().copied().find(|&i| self.slab[i as usize].row == r)
+                    q.iter().find(|e| e.0 == r).map(|e| e.1)
                 } else {
                     (e.row == r).then_some(oldest)
                 };
@@ -428,7 +430,7 @@ impl Controller {
                             let others = self.rq[flat]
                                 .iter()
                                 .chain(self.wq[flat].iter())
-                                .any(|&j| j != i && self.slab[j as usize].row == r);
+                                .any(|&(row, j)| j != i && row == r);
                             if !others {
                                 kind = if h.op == Op::Read {
                                     CommandKind::Rda
@@ -696,7 +698,7 @@ impl Controller {
         } else {
             &mut self.wq[flat]
         };
-        if let Some(pos) = q.iter().position(|&j| j == i) {
+        if let Some(pos) = q.iter().position(|&(_, j)| j == i) {
             q.remove(pos);
         }
         self.free.push(i);
