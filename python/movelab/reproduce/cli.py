@@ -21,7 +21,7 @@ def _num(v) -> str:
 
 
 def _x(v) -> str:
-    return "-" if v is None else f"{v:g}x"
+    return "-" if v is None else f"{v:g}"
 
 
 @app.command("rowclone-latency")
@@ -53,14 +53,16 @@ def rowclone_latency(
     red = rl.reductions(rows)
     paper = rl.paper_table3()
     t = Table(title="RowClone Table 3: 4 KB operations, DDR3-1066 (8-8-8); energy = DRAM commands + channel")
-    for col in ["op", "mech", "ns", "paper", "uJ", "paper", "lat. red.", "paper", "energy red.", "paper"]:
-        t.add_column(col, justify="right")
+    t.add_column("op")
+    t.add_column("mechanism", no_wrap=True, min_width=9)
+    for col in ["ns", "paper", "uJ", "paper", "lat x", "paper", "energy x", "paper"]:
+        t.add_column(col, justify="right", no_wrap=True)
     for r in rows:
         lr, er = red[(r["operation"], r["mechanism"])]
         p = paper.get((r["operation"], r["mechanism"]), {})
         t.add_row(r["operation"], r["mechanism"], f"{r['latency_ns']:.0f}", _num(r["paper_latency_ns"]),
-                  f"{r['energy_uj']:.3f}", _num(r["paper_energy_uj"]), f"{lr:.2f}x", _x(p.get("latency_reduction")),
-                  f"{er:.1f}x", _x(p.get("energy_reduction")))
+                  f"{r['energy_uj']:.3f}", _num(r["paper_energy_uj"]), f"{lr:.2f}", _x(p.get("latency_reduction")),
+                  f"{er:.1f}", _x(p.get("energy_reduction")))
     console.print(t)
 
 
