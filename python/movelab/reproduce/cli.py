@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -52,10 +53,11 @@ def rowclone_latency(
         return
     red = rl.reductions(rows)
     paper = rl.paper_table3()
-    t = Table(title="RowClone Table 3: 4 KB operations, DDR3-1066 (8-8-8); energy = DRAM commands + channel")
-    t.add_column("op")
+    t = Table(title="RowClone Table 3: 4 KB operations, DDR3-1066 (8-8-8); energy = DRAM commands + channel",
+              box=box.SIMPLE_HEAD)
+    t.add_column("op", no_wrap=True, min_width=4)
     t.add_column("mechanism", no_wrap=True, min_width=9)
-    for col in ["ns", "paper", "uJ", "paper", "lat x", "paper", "energy x", "paper"]:
+    for col in ["ns", "paper", "uJ", "paper", "lat x", "paper", "E x", "paper"]:
         t.add_column(col, justify="right", no_wrap=True)
     for r in rows:
         lr, er = red[(r["operation"], r["mechanism"])]
