@@ -54,7 +54,7 @@ def rowclone_latency(
     red = rl.reductions(rows)
     paper = rl.paper_table3()
     t = Table(title="RowClone Table 3: 4 KB operations, DDR3-1066 (8-8-8); energy = DRAM commands + channel",
-              box=box.SIMPLE_HEAD)
+              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     t.add_column("op", no_wrap=True, min_width=4)
     t.add_column("mechanism", no_wrap=True, min_width=9)
     for col in ["ns", "paper", "uJ", "paper", "lat x", "paper", "E x", "paper"]:
