@@ -168,8 +168,10 @@ pub struct Controller {
     wq_len: usize,
     rq_cap: usize,
     wq_cap: usize,
-    wr_hi: f64,
-    wr_lo: f64,
+    /// Write drain starts above this many queued writes (floor of high watermark x capacity)...
+    wr_hi_n: usize,
+    /// ... and stops below this many (ceil of low watermark x capacity).
+    wr_lo_n: usize,
     write_mode: bool,
     refresh_due: Vec<u64>,
     refresh_pending: Vec<bool>,
@@ -214,8 +216,8 @@ impl Controller {
             wq_len: 0,
             rq_cap: cfg.read_queue,
             wq_cap: cfg.write_queue,
-            wr_hi: cfg.write_high_watermark,
-            wr_lo: cfg.write_low_watermark,
+            wr_hi_n: (cfg.write_high_watermark * cfg.write_queue as f64).floor() as usize,
+            wr_lo_n: (cfg.write_low_watermark * cfg.write_queue as f64).ceil() as usize,
             write_mode: false,
             refresh_due: vec![n_refi; ranks],
             refresh_pending: vec![false; ranks],
@@ -474,15 +476,12 @@ impl Controller {
     }
 
     fn update_write_mode_inner(&mut self) {
+        // For an integer length n: n > x iff n > floor(x), and n < x iff n < ceil(x).
         if !self.write_mode {
-            if self.wq_len as f64 > self.wr_hi * self.wq_cap as f64
-                || (self.rq_len == 0 && self.wq_len > 0)
-            {
+            if self.wq_len > self.wr_hi_n || (self.rq_len == 0 && self.wq_len > 0) {
                 self.write_mode = true;
             }
-        } else if (self.wq_len as f64) < self.wr_lo * self.wq_cap as f64 && self.rq_len > 0
-            || self.wq_len == 0
-        {
+        } else if self.wq_len < self.wr_lo_n && self.rq_len > 0 || self.wq_len == 0 {
             self.write_mode = false;
         }
     }

@@ -37,7 +37,7 @@ pub struct ChannelDevices {
     /// dense[scope][from][to] = minimum separation in clocks (0: no rule; a zero latency never
     /// constrains a later command, so the two are the same). Scopes: bank, bank group, rank,
     /// other ranks. Dense rows let an issue update every horizon of a scope in one pass.
-    dense: [[[u64; NK]; NK]; 4],
+    dense: [[Vec<(u8, u64)>; NK]; 4],
     /// has[scope][from]: whether any rule of that scope starts at `from`.
     has: [[bool; NK]; 4],
     /// (kinds counted, count, window) per window rule
@@ -63,11 +63,11 @@ fn scope_index(s: Scope) -> usize {
 impl ChannelDevices {
     pub fn new(spec: &DramSpec) -> ChannelDevices {
         let o = &spec.org;
-        let mut dense = [[[0u64; NK]; NK]; 4];
+        let mut table = [[[0u64; NK]; NK]; 4];
         let mut has = [[false; NK]; 4];
         for r in &spec.rules {
             let si = scope_index(r.scope);
-            dense[si][r.from][r.to] = dense[si][r.from][r.to].max(r.latency);
+            table[si][r.from][r.to] = table[si][r.from][r.to].max(r.latency);
             has[si][r.from] |= r.latency > 0;
         }
         let windows: Vec<([bool; NK], usize, u64)> = spec
@@ -87,7 +87,16 @@ impl ChannelDevices {
             banks_per_group: o.banks_per_group,
             groups_per_rank: o.bank_groups,
             ranks: o.ranks,
-            dense,
+            // Only the non-zero entries: an issue touches just the horizons a rule moves.
+            dense: table.map(|per_from| {
+                per_from.map(|row| {
+                    row.iter()
+                        .enumerate()
+                        .filter(|(_, &l)| l > 0)
+                        .map(|(to, &l)| (to as u8, l))
+                        .collect()
+                })
+            }),
             has,
             window_hist: vec![VecDeque::new(); o.ranks as usize * windows.len()],
             windows,
@@ -170,8 +179,9 @@ impl ChannelDevices {
     }
 
     #[inline]
-    fn raise(next: &mut [u64; NK], lat: &[u64; NK], now: u64) {
-        for (n, l) in next.iter_mut().zip(lat) {
+    fn raise(next: &mut [u64; NK], lat: &[(u8, u64)], now: u64) {
+        for &(to, l) in lat {
+            let n = &mut next[to as usize];
             *n = (*n).max(now + l);
         }
     }
