@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -213,10 +214,10 @@ def bench_dram(
         echo_json(rows)
         return
     t = Table(title="DRAM simulator speed (DDR3-1600K, x8 4 Gb, 1 ch, 1 rank, RoBaRaCoCh, FR-FCFS, open row, "
-                    "refresh)")
-    cols = ["pattern", "requests", "M req/s (median)", "sim. cycles", "cycles/req", "mean read lat.", "peak RSS MiB"]
+                    "refresh)", box=box.SIMPLE_HEAD, pad_edge=False)
+    cols = ["pattern", "requests", "M req/s", "sim. cycles", "cycles/req", "read lat.", "peak RSS MiB"]
     for col in cols:
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", no_wrap=True)
     for r in rows:
         t.add_row(r["pattern"], f"{r['requests']:,}", f"{r['mreq_per_s']:.2f}", f"{r['cycles']:,}",
                   f"{r['cycles'] / r['requests']:.3f}", f"{r['mean_read_latency_cycles']:.1f}",
