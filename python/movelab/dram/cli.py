@@ -215,8 +215,8 @@ def bench_dram(
         return
     t = Table(title="DRAM simulator speed (DDR3-1600K, x8 4 Gb, 1 ch, 1 rank, RoBaRaCoCh, FR-FCFS, open row, "
                     "refresh)", box=box.SIMPLE_HEAD, pad_edge=False)
-    cols = ["pattern", "requests", "M req/s", "sim. cycles", "cycles/req", "read lat.", "peak RSS MiB"]
-    for col in cols:
+    t.add_column("pattern", no_wrap=True, min_width=7)
+    for col in ["requests", "M req/s", "cycles", "cyc/req", "read lat", "RSS MiB"]:
         t.add_column(col, justify="right", no_wrap=True)
     for r in rows:
         t.add_row(r["pattern"], f"{r['requests']:,}", f"{r['mreq_per_s']:.2f}", f"{r['cycles']:,}",
