@@ -208,3 +208,10 @@ def test_valid_generators_always_simulate(gen: dict, preset: str) -> None:
         assert s["reads"] == 0
     assert s["read_latency"]["count"] == s["reads"]
     assert (s["cycles"] > 0) == (gen["count"] > 0)
+
+
+def test_bad_trace_arguments_are_clear_errors() -> None:
+    with pytest.raises(TypeError, match="trace must be"):
+        dram.simulate(BENCH, 123)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"trace item 1: arguments must be integers"):
+        dram.simulate(BENCH, [("R", 0x40), ("R", "abc")])

@@ -142,8 +142,6 @@ pub struct ChannelCounters {
     pub write_latency: Histogram,
     pub row: RowStats,
     pub last_done: u64,
-    /// Scheduling passes made (a cost measure for the speed benchmark).
-    pub ticks: u64,
 }
 
 pub struct Controller {
@@ -492,7 +490,6 @@ impl Controller {
         if now < self.next_cmd_cycle {
             return self.next_cmd_cycle;
         }
-        self.counters.ticks += 1;
         self.sweep_jobs(now);
         self.start_jobs();
         self.update_write_mode();
@@ -636,8 +633,8 @@ impl Controller {
     fn issue<'s>(&mut self, p: Pending, now: u64, log: &mut Option<&mut (dyn CommandSink + 's)>) {
         let kind = p.kind;
         if kind == CommandKind::Prea {
-            let base = p.bank.rank * (self.dev.banks() / self.refresh_pending.len() as u32);
-            let per_rank = self.dev.banks() / self.refresh_pending.len() as u32;
+            let per_rank = self.dev.banks_per_rank();
+            let base = p.bank.rank * per_rank;
             self.counters.banks_closed_by_prea += (base..base + per_rank)
                 .filter(|&f| self.dev.open_row(self.dev.bank_from_flat(f)).is_some())
                 .count() as u64;
@@ -682,14 +679,14 @@ impl Controller {
             Source::Entry(i) => match kind {
                 CommandKind::Act => self.slab[i as usize].needed_act = true,
                 CommandKind::Pre => self.slab[i as usize].needed_pre = true,
-                _ => self.complete_entry(i, kind, now),
+                _ => self.complete_entry(i, now),
             },
             Source::Job(ji) => self.advance_job(ji, kind, now),
             Source::Refresh => {}
         }
     }
 
-    fn complete_entry(&mut self, i: u32, kind: CommandKind, now: u64) {
+    fn complete_entry(&mut self, i: u32, now: u64) {
         let e = self.slab[i as usize];
         let flat = e.bank.flat as usize;
         let q = if e.op == Op::Read {
@@ -709,26 +706,24 @@ impl Controller {
         } else {
             c.row.hits += 1;
         }
-        let (done_at, lat) = if e.op == Op::Read {
+        let done_at = if e.op == Op::Read {
             self.rq_len -= 1;
             c.reads += 1;
             let t = now + self.n_cl + self.n_bl;
             c.read_latency.add(t - e.arrival);
-            (t, t - e.arrival)
+            t
         } else {
             self.wq_len -= 1;
             c.writes += 1;
             let t = now + self.n_cwl + self.n_bl;
             c.write_latency.add(t - e.arrival);
             // A bulk write is done once its data is in the cells and its bank could close again.
-            let t = if matches!(e.tag, Tag::BulkLine { .. }) {
+            if matches!(e.tag, Tag::BulkLine { .. }) {
                 t + self.n_wr + self.n_rp
             } else {
                 t
-            };
-            (t, t - e.arrival)
+            }
         };
-        let _ = (lat, kind);
         c.last_done = c.last_done.max(done_at);
         if e.tag != Tag::Trace {
             self.done.push(Done {

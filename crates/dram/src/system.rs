@@ -320,9 +320,6 @@ where
     // Statistics.
     for ch in &chans {
         end = end.max(ch.counters.last_done);
-        if std::env::var_os("MOVELAB_DEBUG_TICKS").is_some() {
-            eprintln!("channel {} ticks {}", ch.channel, ch.counters.ticks);
-        }
     }
     let tck = spec.t("tCK_ps");
     let e = CommandEnergy::new(&spec, config.energy.io_pj_per_bit);

@@ -96,7 +96,10 @@ def _items_to_native(items: Iterable[Any]) -> str:
         if not isinstance(it, (tuple, list)) or not it:
             raise ValueError(f"trace item {i}: expected a tuple like ('R', addr), got {it!r}")
         op = str(it[0]).upper()
-        args = [int(a) for a in it[1:]]
+        try:
+            args = [int(a) for a in it[1:]]
+        except (TypeError, ValueError):
+            raise ValueError(f"trace item {i}: arguments must be integers, got {it!r}") from None
         arity = {"R": 1, "W": 1, "COPY": 3, "INIT": 3}.get(op)
         if arity is None:
             raise ValueError(f"trace item {i}: unknown operation {it[0]!r} (R, W, COPY, INIT)")
@@ -127,10 +130,14 @@ def simulate(
         if not path.is_file():
             raise FileNotFoundError(f"trace file {path} does not exist")
         kind, value = "file", str(path)
-    else:
+    elif isinstance(trace, Iterable):
         kind, value = "text", _items_to_native(trace)
         if trace_format == "auto":
             trace_format = "native"
+    else:
+        raise TypeError(
+            f"trace must be a file path, a generator dict or a list of items, not {type(trace).__name__}"
+        )
     raw = _core.dram_simulate(
         cfg.to_json(),
         kind,
