@@ -123,6 +123,13 @@ pub struct ControllerConfig {
     /// Lines the controller's baseline copy engine reads before it writes them out (its stream
     /// buffer); 64 lines = one 4 KB page.
     pub bulk_buffer_lines: usize,
+    /// CPU request bypass (Zhao et al., IEEE TC 2007, section 5.4): requests from cores are
+    /// scheduled ahead of copy-engine requests, except while the engine is below its guaranteed
+    /// share. Off: every request is ranked by the scheduler alone.
+    pub cpu_bypass: bool,
+    /// The fraction of column commands (reads and writes) guaranteed to copy-engine requests when
+    /// `cpu_bypass` is on and both kinds wait (the paper's fairness algorithm).
+    pub engine_share: f64,
 }
 
 impl Default for ControllerConfig {
@@ -139,6 +146,8 @@ impl Default for ControllerConfig {
             bank_xor: false,
             bulk: "baseline".into(),
             bulk_buffer_lines: 64,
+            cpu_bypass: false,
+            engine_share: 0.25,
         }
     }
 }
@@ -577,6 +586,13 @@ impl Config {
                 src,
                 "controller.bulk_buffer_lines",
                 "must be at least 1",
+            ));
+        }
+        if !(0.0..=1.0).contains(&c.engine_share) {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.engine_share",
+                format!("{} is not a fraction between 0 and 1", c.engine_share),
             ));
         }
         for (key, n) in [

@@ -23,6 +23,8 @@ pub enum Tag {
     BulkLine { op: u32 },
     /// A RowClone job of a bulk operation, by operation index.
     BulkJob { op: u32 },
+    /// A line request of an outside driver (the platform's memory port), by its id.
+    Port { id: u32 },
 }
 
 /// Work that finished: read data returned, a write's data written, or a bulk job completed.
@@ -97,6 +99,8 @@ struct Entry {
     arrival: u64,
     seq: u64,
     tag: Tag,
+    /// Issued by a copy engine (ranked behind core requests under CPU bypass).
+    engine: bool,
     needed_act: bool,
     needed_pre: bool,
 }
@@ -121,6 +125,8 @@ struct Pending {
     seq: u64,
     /// A column command to an open row.
     is_hit: bool,
+    /// Serves a copy-engine request.
+    engine: bool,
 }
 
 /// Where a scheduling candidate came from.
@@ -183,6 +189,14 @@ pub struct Controller {
     bank_dirty: Vec<bool>,
     /// The cycle at which each bank's candidate was last found ready (a lower bound).
     bank_ready: Vec<u64>,
+    /// CPU request bypass and the engine's guaranteed share of column commands.
+    bypass: bool,
+    engine_share: f64,
+    /// Column commands served recently (halved every 64) in total and for engine requests.
+    win_total: u32,
+    win_engine: u32,
+    /// The engine is below its share: its requests are not ranked behind the cores'.
+    engine_turn: bool,
     /// Finished work, drained by the memory system.
     pub done: Vec<Done>,
     pub counters: ChannelCounters,
@@ -226,6 +240,11 @@ impl Controller {
             bank_cand: vec![None; banks],
             bank_dirty: vec![true; banks],
             bank_ready: vec![0; banks],
+            bypass: cfg.cpu_bypass,
+            engine_share: cfg.engine_share,
+            win_total: 0,
+            win_engine: 0,
+            engine_turn: false,
             done: Vec::new(),
             counters: ChannelCounters::default(),
         }
@@ -242,6 +261,19 @@ impl Controller {
 
     /// Queues a line request. The caller checked [`Controller::can_accept`].
     pub fn enqueue(&mut self, loc: &Location, op: Op, now: u64, seq: u64, tag: Tag) {
+        self.enqueue_from(loc, op, now, seq, tag, false);
+    }
+
+    /// Queues a line request from a core (`engine` false) or a copy engine (`engine` true).
+    pub fn enqueue_from(
+        &mut self,
+        loc: &Location,
+        op: Op,
+        now: u64,
+        seq: u64,
+        tag: Tag,
+        engine: bool,
+    ) {
         let bank = self.dev.bank_id(loc.rank, loc.bank_group, loc.bank);
         let e = Entry {
             bank,
@@ -251,6 +283,7 @@ impl Controller {
             arrival: now,
             seq,
             tag,
+            engine,
             needed_act: false,
             needed_pre: false,
         };
@@ -322,6 +355,7 @@ impl Controller {
                 source: Source::Job(ji),
                 seq: self.jobs[ji].0,
                 is_hit: kind == CommandKind::Tr,
+                engine: false,
             })
         };
         match &job.kind {
@@ -348,6 +382,7 @@ impl Controller {
                         source: Source::Job(ji),
                         seq: self.jobs[ji].0,
                         is_hit: false,
+                        engine: false,
                     })
                 }
             }
@@ -393,7 +428,16 @@ impl Controller {
         } else {
             &self.rq[flat]
         };
-        let &(_, oldest) = q.first()?;
+        // Under CPU bypass a bank with core requests offers only those, unless it is the engine's turn.
+        let prefer_cpu = self.bypass
+            && !self.engine_turn
+            && q.iter().any(|&(_, i)| !self.slab[i as usize].engine);
+        let eligible = |i: u32| !prefer_cpu || !self.slab[i as usize].engine;
+        let oldest = if prefer_cpu {
+            q.iter().find(|&&(_, i)| eligible(i))?.1
+        } else {
+            q.first()?.1
+        };
         let e = &self.slab[oldest as usize];
         let bank = e.bank;
         let col_kind = |op: Op| {
@@ -413,10 +457,11 @@ impl Controller {
                 source: Source::Entry(oldest),
                 seq: e.seq,
                 is_hit: false,
+                engine: e.engine,
             }),
             Some(r) => {
                 let hit = if self.sched.offers_row_hits() {
-                    q.iter().find(|e| e.0 == r).map(|e| e.1)
+                    q.iter().find(|e| e.0 == r && eligible(e.1)).map(|e| e.1)
                 } else {
                     (e.row == r).then_some(oldest)
                 };
@@ -448,6 +493,7 @@ impl Controller {
                             source: Source::Entry(i),
                             seq: h.seq,
                             is_hit: true,
+                            engine: h.engine,
                         })
                     }
                     None => Some(Pending {
@@ -459,6 +505,7 @@ impl Controller {
                         source: Source::Entry(oldest),
                         seq: e.seq,
                         is_hit: false,
+                        engine: e.engine,
                     }),
                 }
             }
@@ -524,6 +571,7 @@ impl Controller {
                             source: Source::Refresh,
                             seq: 0,
                             is_hit: false,
+                            engine: false,
                         },
                         now,
                         &mut log,
@@ -540,12 +588,19 @@ impl Controller {
 
         // Every candidate is ranked as it is found; nothing is collected.
         let mut best: Option<((u8, u64), u64, Who)> = None;
-        let offer =
-            |c: Candidate, who: Who, best: &mut Option<((u8, u64), u64, Who)>, next: &mut u64| {
+        let demote_engine = self.bypass && !self.engine_turn;
+        let offer = |c: Candidate,
+                     engine: bool,
+                     who: Who,
+                     best: &mut Option<((u8, u64), u64, Who)>,
+                     next: &mut u64| {
                 if c.ready_at > now {
                     *next = (*next).min(c.ready_at);
                 }
-                if let Some(k) = self.sched.key(&c, now) {
+                if let Some(mut k) = self.sched.key(&c, now) {
+                    if demote_engine && engine {
+                        k.0 += 2;
+                    }
                     if best.is_none_or(|(bk, _, _)| k < bk) {
                         *best = Some((k, c.ready_at, who));
                     }
@@ -564,6 +619,7 @@ impl Controller {
                         is_hit: p.kind == CommandKind::Tr,
                         ready_at: at,
                     },
+                    false,
                     Who::Job(ji),
                     &mut best,
                     &mut next,
@@ -608,6 +664,7 @@ impl Controller {
                     is_hit: p.is_hit,
                     ready_at: at,
                 },
+                p.engine,
                 Who::Bank(flat),
                 &mut best,
                 &mut next,
@@ -698,6 +755,9 @@ impl Controller {
             q.remove(pos);
         }
         self.free.push(i);
+        if self.bypass {
+            self.account_share(e.engine);
+        }
         let c = &mut self.counters;
         if e.needed_pre {
             c.row.conflicts += 1;
@@ -731,6 +791,22 @@ impl Controller {
                 tag: e.tag,
                 op: e.op,
             });
+        }
+    }
+
+    /// Counts a column command towards the engine's share; when the engine falls below (or rises
+    /// back to) its guaranteed share, every bank's candidate is re-evaluated.
+    fn account_share(&mut self, engine: bool) {
+        self.win_total += 1;
+        self.win_engine += u32::from(engine);
+        if self.win_total >= 64 {
+            self.win_total /= 2;
+            self.win_engine /= 2;
+        }
+        let turn = f64::from(self.win_engine) < self.engine_share * f64::from(self.win_total);
+        if turn != self.engine_turn {
+            self.engine_turn = turn;
+            self.bank_dirty.iter_mut().for_each(|d| *d = true);
         }
     }
 

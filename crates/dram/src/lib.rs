@@ -18,6 +18,7 @@ pub mod error;
 pub mod experiments;
 pub mod generator;
 pub mod mapper;
+pub mod port;
 pub mod request;
 pub mod rowclone;
 pub mod scheduler;

@@ -232,7 +232,7 @@ where
                 };
                 let opi = match tag {
                     Tag::BulkJob { op } | Tag::BulkLine { op } => op,
-                    Tag::Trace => continue,
+                    Tag::Trace | Tag::Port { .. } => continue,
                 };
                 events.push(Reverse((time, opi, code)));
             }
@@ -317,12 +317,40 @@ where
         )));
     }
 
-    // Statistics.
     for ch in &chans {
         end = end.max(ch.counters.last_done);
     }
+    let bulk = BulkTotals {
+        copies,
+        inits,
+        bytes: bulk_bytes,
+        latency: bulk_hist,
+    };
+    Ok(collect_stats(config, &spec, &mut chans, end, &bulk))
+}
+
+/// Bulk-operation totals of a run.
+#[derive(Default)]
+pub struct BulkTotals {
+    pub copies: u64,
+    pub inits: u64,
+    pub bytes: BulkBytes,
+    pub latency: Histogram,
+}
+
+/// Settles the controllers at cycle `end` and assembles the run's statistics.
+pub fn collect_stats(
+    config: &Config,
+    spec: &DramSpec,
+    chans: &mut [Controller],
+    end: u64,
+    bulk: &BulkTotals,
+) -> Stats {
+    let org = &spec.org;
+    let cc = &config.controller;
+    let line = org.line_bytes();
     let tck = spec.t("tCK_ps");
-    let e = CommandEnergy::new(&spec, config.energy.io_pj_per_bit);
+    let e = CommandEnergy::new(spec, config.energy.io_pj_per_bit);
     let mut energy = EnergyBreakdown::default();
     let mut read_h = Histogram::default();
     let mut write_h = Histogram::default();
@@ -349,7 +377,7 @@ where
     }
     let time_ns = end as f64 * tck as f64 / 1000.0;
     let channel_bytes = (reads + writes) * line;
-    Ok(Stats {
+    Stats {
         standard: spec.standard.clone(),
         speed: spec.speed.clone(),
         part: spec.part.clone(),
@@ -376,11 +404,11 @@ where
         commands,
         energy,
         bulk: BulkStats {
-            ops: copies + inits,
-            copies,
-            inits,
-            bytes: bulk_bytes,
-            latency: bulk_hist.summary(tck),
+            ops: bulk.copies + bulk.inits,
+            copies: bulk.copies,
+            inits: bulk.inits,
+            bytes: bulk.bytes.clone(),
+            latency: bulk.latency.summary(tck),
         },
-    })
+    }
 }

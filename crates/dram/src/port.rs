@@ -1,0 +1,286 @@
+//! The memory port: the memory system driven step by step from outside (by the platform model)
+//! instead of from a trace. A driver offers line requests tagged with its own ids and a class
+//! (core or copy engine), hands over bulk copy/init operations, advances the controllers to a
+//! cycle of its choosing, and collects what finished. Times are in DRAM clock cycles.
+use crate::bulk_baseline::BaselineOp;
+use crate::config::Config;
+use crate::controller::{Controller, Done, Tag};
+use crate::error::Error;
+use crate::mapper::{self, AddressMapper, Location};
+use crate::request::{BulkKind, BulkOp, Op};
+use crate::rowclone;
+use crate::spec::DramSpec;
+use crate::stats::{BulkBytes, Stats};
+use crate::system::{collect_stats, BulkTotals};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Something the memory system finished: a line request (by the driver's id) or a bulk operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// DRAM cycle at which it is complete (read data returned, write data written, bulk op done).
+    pub cycle: u64,
+    pub id: u32,
+    /// A bulk operation (submitted with [`MemoryPort::bulk`]) rather than a line request.
+    pub bulk: bool,
+}
+
+struct BulkState {
+    op: u32,
+    id: u32,
+    parts: u32,
+    done: u64,
+    arrival: u64,
+}
+
+/// The memory controllers of every channel behind one port.
+pub struct MemoryPort {
+    config: Config,
+    spec: DramSpec,
+    mapper: Box<dyn AddressMapper>,
+    chans: Vec<Controller>,
+    seq: u64,
+    next_op: u32,
+    bulk_ops: Vec<BulkState>,
+    baseline: Vec<BaselineOp>,
+    totals: BulkTotals,
+    completions: Vec<Completion>,
+    /// Work of bulk operations finishing in the future: (cycle, op index, 0 read / 1 write / 2 job).
+    events: BinaryHeap<Reverse<(u64, u32, u8)>>,
+    end: u64,
+}
+
+impl MemoryPort {
+    /// Builds the memory system `config` describes.
+    pub fn new(config: &Config) -> Result<MemoryPort, Error> {
+        let spec = config.resolve("config")?;
+        let cc = &config.controller;
+        let mapper = mapper::build(&cc.mapper, &spec.org, cc.bank_xor)
+            .ok_or_else(|| Error::Request(format!("unknown mapper '{}'", cc.mapper)))?;
+        let chans = (0..spec.org.channels)
+            .map(|c| Controller::new(c, &spec, cc))
+            .collect();
+        Ok(MemoryPort {
+            config: config.clone(),
+            spec,
+            mapper,
+            chans,
+            seq: 0,
+            next_op: 0,
+            bulk_ops: Vec::new(),
+            baseline: Vec::new(),
+            totals: BulkTotals::default(),
+            completions: Vec::new(),
+            events: BinaryHeap::new(),
+            end: 0,
+        })
+    }
+
+    pub fn spec(&self) -> &DramSpec {
+        &self.spec
+    }
+
+    /// The DRAM clock period in picoseconds.
+    pub fn tck_ps(&self) -> u64 {
+        self.spec.t("tCK_ps")
+    }
+
+    /// Where an address lives.
+    pub fn locate(&self, addr: u64) -> Location {
+        self.mapper.map(addr)
+    }
+
+    /// The line-aligned address of a location (the mapper's inverse).
+    pub fn address_of(&self, loc: &Location) -> u64 {
+        self.mapper.unmap(loc)
+    }
+
+    /// Whether the queue a request to `addr` would join has room.
+    pub fn can_accept(&self, addr: u64, op: Op) -> bool {
+        let loc = self.mapper.map(addr);
+        self.chans[loc.channel as usize].can_accept(op)
+    }
+
+    /// Offers a line request at cycle `now`; false (and nothing queued) when its queue is full.
+    pub fn offer(&mut self, addr: u64, op: Op, engine: bool, id: u32, now: u64) -> bool {
+        let loc = self.mapper.map(addr);
+        let ch = &mut self.chans[loc.channel as usize];
+        if !ch.can_accept(op) {
+            return false;
+        }
+        self.seq += 1;
+        ch.enqueue_from(&loc, op, now, self.seq, Tag::Port { id }, engine);
+        true
+    }
+
+    /// Hands a bulk copy or initialisation to the memory controllers at cycle `now`; it runs by
+    /// the config's `controller.bulk` mechanism (`rowclone` splits it into FPM/PSM jobs and
+    /// channel lines; `baseline` moves every line over the channel). Its completion carries `id`.
+    pub fn bulk(&mut self, op: BulkOp, id: u32, now: u64) -> Result<(), Error> {
+        let org = &self.spec.org;
+        if op.bytes == 0 {
+            return Err(Error::Request("a bulk operation of 0 bytes".into()));
+        }
+        if op.bytes > org.capacity_bytes() {
+            return Err(Error::Request(format!(
+                "a bulk operation of {} bytes exceeds the memory capacity ({} bytes)",
+                op.bytes,
+                org.capacity_bytes()
+            )));
+        }
+        let opi = self.next_op;
+        self.next_op = self.next_op.wrapping_add(1);
+        match op.kind {
+            BulkKind::Copy { .. } => self.totals.copies += 1,
+            BulkKind::Init { .. } => self.totals.inits += 1,
+        }
+        let split = if self.config.controller.bulk == "rowclone" {
+            rowclone::split(&op, opi, self.mapper.as_ref(), org, &self.chans[0].dev)
+        } else {
+            let lines = rowclone::baseline_lines(&op, org.line_bytes());
+            rowclone::Split {
+                bytes: BulkBytes {
+                    baseline: lines.len() as u64 * org.line_bytes(),
+                    ..Default::default()
+                },
+                jobs: Vec::new(),
+                baseline_lines: lines,
+            }
+        };
+        let b = &mut self.totals.bytes;
+        b.baseline += split.bytes.baseline;
+        b.fpm += split.bytes.fpm;
+        b.psm_inter += split.bytes.psm_inter;
+        b.psm_intra += split.bytes.psm_intra;
+        let mut parts = split.jobs.len() as u32;
+        for (ch, job) in split.jobs {
+            self.seq += 1;
+            self.chans[ch as usize].submit_job(self.seq, job);
+        }
+        if !split.baseline_lines.is_empty() {
+            parts += 1;
+            self.baseline
+                .push(BaselineOp::new(opi, split.baseline_lines));
+        }
+        if parts == 0 {
+            self.totals.latency.add(0);
+            self.completions.push(Completion {
+                cycle: now,
+                id,
+                bulk: true,
+            });
+        } else {
+            self.bulk_ops.push(BulkState {
+                op: opi,
+                id,
+                parts,
+                done: now,
+                arrival: now,
+            });
+        }
+        Ok(())
+    }
+
+    fn pump(&mut self, now: u64) -> bool {
+        let mut queued = false;
+        for b in self.baseline.iter_mut() {
+            queued |= b.pump(
+                now,
+                self.config.controller.bulk_buffer_lines,
+                self.mapper.as_ref(),
+                &mut self.chans,
+                &mut self.seq,
+            );
+        }
+        queued
+    }
+
+    /// Lets every controller issue at most one command at cycle `now` (cycles must not go
+    /// backwards) and returns the next cycle at which anything can happen (`u64::MAX`: nothing
+    /// is queued). Finished work is collected by [`MemoryPort::drain`].
+    pub fn step(&mut self, now: u64) -> u64 {
+        self.pump(now);
+        let mut next = u64::MAX;
+        for ch in self.chans.iter_mut() {
+            next = next.min(ch.tick(now, None));
+            for Done { time, tag, op } in ch.done.drain(..) {
+                match tag {
+                    Tag::Port { id } => self.completions.push(Completion {
+                        cycle: time,
+                        id,
+                        bulk: false,
+                    }),
+                    Tag::BulkJob { op: o } => self.events.push(Reverse((time, o, 2))),
+                    Tag::BulkLine { op: o } => {
+                        let code = if op == Op::Read { 0 } else { 1 };
+                        self.events.push(Reverse((time, o, code)));
+                    }
+                    Tag::Trace => {}
+                }
+            }
+        }
+        while let Some(&Reverse((t, opi, code))) = self.events.peek() {
+            if t > now {
+                break;
+            }
+            self.events.pop();
+            let mut part_done = None;
+            if code == 2 {
+                part_done = Some(t);
+            } else if let Some(pos) = self.baseline.iter().position(|b| b.op == opi) {
+                let b = &mut self.baseline[pos];
+                b.on_done(if code == 0 { Op::Read } else { Op::Write }, t);
+                if b.finished() {
+                    part_done = Some(b.last_done.max(t));
+                    self.baseline.remove(pos);
+                }
+            }
+            if let Some(t) = part_done {
+                if let Some(pos) = self.bulk_ops.iter().position(|s| s.op == opi) {
+                    let s = &mut self.bulk_ops[pos];
+                    s.parts -= 1;
+                    s.done = s.done.max(t);
+                    if s.parts == 0 {
+                        let s = self.bulk_ops.remove(pos);
+                        self.totals.latency.add(s.done - s.arrival);
+                        self.end = self.end.max(s.done);
+                        self.completions.push(Completion {
+                            cycle: s.done,
+                            id: s.id,
+                            bulk: true,
+                        });
+                    }
+                }
+            }
+        }
+        if self.pump(now) {
+            next = now + 1;
+        }
+        if let Some(&Reverse((t, _, _))) = self.events.peek() {
+            next = next.min(t.max(now + 1));
+        }
+        if next == u64::MAX && !self.idle() {
+            next = now + 1;
+        }
+        next
+    }
+
+    /// Nothing queued, running or pending.
+    pub fn idle(&self) -> bool {
+        self.chans.iter().all(|c| c.idle()) && self.baseline.is_empty() && self.events.is_empty()
+    }
+
+    /// What finished since the last call, in no particular order.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Completion> {
+        self.completions.drain(..)
+    }
+
+    /// The run's DRAM statistics, settling time-weighted accounting at cycle `end`.
+    pub fn stats(&mut self, end: u64) -> Stats {
+        let mut end = end.max(self.end);
+        for ch in &self.chans {
+            end = end.max(ch.counters.last_done);
+        }
+        collect_stats(&self.config, &self.spec, &mut self.chans, end, &self.totals)
+    }
+}
