@@ -17,16 +17,16 @@ use pyo3::prelude::*;
 use std::io::BufWriter;
 use std::path::Path;
 
-fn verr(e: impl std::fmt::Display) -> PyErr {
+pub(crate) fn verr(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
+pub(crate) fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
     serde_json::to_string(v).map_err(verr)
 }
 
 /// JSON null has no TOML counterpart: an absent key means the same.
-fn strip_nulls(v: serde_json::Value) -> serde_json::Value {
+pub(crate) fn strip_nulls(v: serde_json::Value) -> serde_json::Value {
     match v {
         serde_json::Value::Object(m) => serde_json::Value::Object(
             m.into_iter()

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 mod dram;
 mod host;
 mod ipc;
+mod platform;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -14,5 +15,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dram::register(m)?;
     host::register(m)?;
     ipc::register(m)?;
+    platform::register(m)?;
     Ok(())
 }

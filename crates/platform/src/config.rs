@@ -1,0 +1,410 @@
+//! Platform configuration: the core, the caches, the interconnect, the memory system (a
+//! movelab-dram config) and the copy mechanism. Built-in platforms live in `presets/platforms/`;
+//! a config file may say `preset = "NAME"` and override any key, and `--set key=value` overrides
+//! layer on top. Every field has a default and a one-line description.
+use crate::error::PlatformError;
+use movelab_dram::config::{merge_toml, Config as DramConfig};
+use serde::{Deserialize, Serialize};
+
+/// The built-in platforms: (name, TOML text).
+pub const BUILTIN_PLATFORMS: &[(&str, &str)] = &[
+    (
+        "zhao-uma-emc",
+        include_str!("../../../presets/platforms/zhao-uma-emc.toml"),
+    ),
+    (
+        "zhao-numa-imc",
+        include_str!("../../../presets/platforms/zhao-numa-imc.toml"),
+    ),
+    (
+        "rowclone-system",
+        include_str!("../../../presets/platforms/rowclone-system.toml"),
+    ),
+];
+
+/// Names of the built-in platforms.
+pub fn builtin_platform_names() -> Vec<&'static str> {
+    BUILTIN_PLATFORMS.iter().map(|(n, _)| *n).collect()
+}
+
+/// A core.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoreConfig {
+    /// "out-of-order" (issue any ready instruction in the window, oldest first) or "in-order"
+    /// (issue in program order; a miss stalls only the first instruction that uses its value).
+    pub kind: String,
+    /// Core clock, MHz.
+    pub clock_mhz: u64,
+    /// Instructions fetched/dispatched, issued and retired per cycle.
+    pub width: u32,
+    /// Instruction window (reorder buffer) entries.
+    pub window: u32,
+    /// Load/store queue entries (loads in flight plus stores not yet written to the cache).
+    pub lsq: u32,
+    /// Loads and stores issued per cycle (load/store units).
+    pub mem_ports: u32,
+    /// Outstanding cache misses to memory (MSHRs).
+    pub mshrs: u32,
+    /// Bytes one load or store moves in the CPU copy (register size).
+    pub register_bytes: u32,
+    /// Extra loop instructions per register moved by the CPU copy/init (address update, branch).
+    pub copy_loop_instructions: u32,
+    /// Independent dependence chains in compute (ALU) code: compute runs at up to this IPC.
+    pub compute_ilp: u32,
+}
+
+impl Default for CoreConfig {
+    fn default() -> Self {
+        CoreConfig {
+            kind: "out-of-order".into(),
+            clock_mhz: 3000,
+            width: 4,
+            window: 128,
+            lsq: 64,
+            mem_ports: 2,
+            mshrs: 8,
+            register_bytes: 8,
+            copy_loop_instructions: 1,
+            compute_ilp: 2,
+        }
+    }
+}
+
+/// A cache level.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    /// Capacity in KiB.
+    pub size_kib: u64,
+    /// Associativity (ways per set).
+    pub ways: u32,
+    /// Line size in bytes (must equal the DRAM line size).
+    pub line_bytes: u64,
+    /// Hit latency in core cycles (from the start of the access).
+    pub hit_cycles: u64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            size_kib: 32,
+            ways: 4,
+            line_bytes: 64,
+            hit_cycles: 2,
+        }
+    }
+}
+
+/// The path between the core's caches and the memory controller.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterconnectConfig {
+    /// "fsb": a pipelined shared front-side bus to an off-die memory controller (UMA/EMC);
+    /// "on-die": an integrated memory controller, with a link hop to the other node (NUMA/IMC).
+    pub kind: String,
+    /// Latency from a cache miss to the request reaching the memory controller, ns (arbitration,
+    /// request and snoop phases on a bus; the on-die path otherwise).
+    pub request_ns: f64,
+    /// Latency from the data leaving the memory controller to the fill reaching the cache, ns,
+    /// besides the data transfer itself.
+    pub response_ns: f64,
+    /// Data bandwidth of the bus or path, GB/s: a 64-byte transfer occupies it 64 / bandwidth ns.
+    pub bandwidth_gbs: f64,
+    /// NUMA: channels at or above this index belong to the other node (`u32::MAX`: none).
+    pub remote_from_channel: u32,
+    /// NUMA: extra latency each way to the other node's memory, ns.
+    pub remote_hop_ns: f64,
+    /// Latency of a copy command or a completion notification between the core and an engine
+    /// next to the memory controller (a bus transaction with the new `copy` request type), ns.
+    pub engine_message_ns: f64,
+}
+
+impl Default for InterconnectConfig {
+    fn default() -> Self {
+        InterconnectConfig {
+            kind: "fsb".into(),
+            request_ns: 20.0,
+            response_ns: 15.0,
+            bandwidth_gbs: 6.4,
+            remote_from_channel: u32::MAX,
+            remote_hop_ns: 0.0,
+            engine_message_ns: 20.0,
+        }
+    }
+}
+
+/// The copy mechanism and its parameters.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CopyConfig {
+    /// "base" (the core copies with loads and stores), "ce" (a copy engine), "rowclone",
+    /// "rowclone-zi" or "mc-dma".
+    pub mechanism: String,
+    /// Copy engine placement: "off-die" (in the memory controller hub) or "on-die" (beside the
+    /// core, with access to its cache).
+    pub placement: String,
+    /// Copy engine mode: "SYNC_NLB", "SYNC_WLB" or "ASYNC" (Zhao et al. section 6.2).
+    pub mode: String,
+    /// Lines the engine's stream buffer holds.
+    pub stream_buffer_lines: u32,
+    /// Engine to memory controller latency each way, ns (off-die: inside the hub).
+    pub engine_memory_ns: f64,
+    /// Core cycles to translate a copy's addresses in the copy control unit (TLB hits).
+    pub translate_cycles: u64,
+    /// Page size: a copy is split into commands that do not cross a page.
+    pub page_bytes: u64,
+    /// Pending copy table entries (ASYNC): a further copy waits for a free entry.
+    pub pending_copy_entries: u32,
+    /// ASYNC on-die: when the multiline snoop is acknowledged, "before" (the table entry is made,
+    /// at most 30 ns) or "after" (the snoop completes in the caches: 20 ns + 2 ns x 2 x lines).
+    pub snoop_ack: String,
+    /// On-die engine writes the destination into the core's cache instead of memory (section 6.7).
+    pub dest_to_cache: bool,
+    /// CPU request bypass at the memory controller (SYNC_WLB and ASYNC) guarantees the engine
+    /// this fraction of column commands.
+    pub engine_share: f64,
+}
+
+impl Default for CopyConfig {
+    fn default() -> Self {
+        CopyConfig {
+            mechanism: "base".into(),
+            placement: "off-die".into(),
+            mode: "SYNC_NLB".into(),
+            stream_buffer_lines: 64,
+            engine_memory_ns: 5.0,
+            translate_cycles: 2,
+            page_bytes: 4096,
+            pending_copy_entries: 8,
+            snoop_ack: "before".into(),
+            dest_to_cache: false,
+            engine_share: 0.25,
+        }
+    }
+}
+
+/// The names a config may use.
+pub const CORE_KINDS: &[&str] = &["out-of-order", "in-order"];
+pub const INTERCONNECTS: &[&str] = &["fsb", "on-die"];
+pub const MECHANISMS: &[&str] = &["base", "ce", "rowclone", "rowclone-zi", "mc-dma"];
+pub const PLACEMENTS: &[&str] = &["off-die", "on-die"];
+pub const MODES: &[&str] = &["SYNC_NLB", "SYNC_WLB", "ASYNC"];
+
+/// A whole platform.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformConfig {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub core: CoreConfig,
+    #[serde(default)]
+    pub l1: CacheConfig,
+    #[serde(default = "default_l2")]
+    pub l2: CacheConfig,
+    /// An optional shared last-level cache below L2.
+    #[serde(default)]
+    pub llc: Option<CacheConfig>,
+    #[serde(default)]
+    pub interconnect: InterconnectConfig,
+    /// The memory system: a movelab-dram config (`preset = "..."` plus overrides).
+    pub memory: toml::Value,
+    #[serde(default)]
+    pub copy: CopyConfig,
+}
+
+fn default_l2() -> CacheConfig {
+    CacheConfig {
+        size_kib: 1024,
+        ways: 8,
+        line_bytes: 64,
+        hit_cycles: 15,
+    }
+}
+
+fn builtin_value(name: &str) -> Result<toml::Value, PlatformError> {
+    let (_, text) = BUILTIN_PLATFORMS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| PlatformError::Unknown {
+            kind: "platform preset",
+            name: name.into(),
+            known: builtin_platform_names().join(", "),
+        })?;
+    text.parse::<toml::Table>()
+        .map(toml::Value::Table)
+        .map_err(|e| PlatformError::config(format!("presets/platforms/{name}.toml"), "(syntax)", e.to_string()))
+}
+
+impl PlatformConfig {
+    /// A built-in platform by name.
+    pub fn preset(name: &str) -> Result<PlatformConfig, PlatformError> {
+        PlatformConfig::from_value(builtin_value(name)?, &format!("presets/platforms/{name}.toml"))
+    }
+
+    /// A preset name or a TOML file path.
+    pub fn load(name_or_path: &str) -> Result<PlatformConfig, PlatformError> {
+        if builtin_platform_names().contains(&name_or_path) {
+            return PlatformConfig::preset(name_or_path);
+        }
+        let p = std::path::Path::new(name_or_path);
+        if p.exists() {
+            let text = std::fs::read_to_string(p).map_err(|e| PlatformError::Io {
+                path: name_or_path.into(),
+                what: e.to_string(),
+            })?;
+            let v = text
+                .parse::<toml::Table>()
+                .map_err(|e| PlatformError::config(name_or_path, "(syntax)", e.to_string()))?;
+            return PlatformConfig::from_value(toml::Value::Table(v), name_or_path);
+        }
+        Err(PlatformError::Unknown {
+            kind: "platform preset or file",
+            name: name_or_path.into(),
+            known: builtin_platform_names().join(", "),
+        })
+    }
+
+    /// From a TOML value; `preset = "NAME"` layers it over a built-in platform.
+    pub fn from_value(v: toml::Value, source_name: &str) -> Result<PlatformConfig, PlatformError> {
+        let mut merged = match v.get("preset").and_then(|p| p.as_str()) {
+            Some(p) => {
+                let mut base = builtin_value(p).map_err(|e| match e {
+                    PlatformError::Unknown { name, known, .. } => PlatformError::config(
+                        source_name,
+                        "preset",
+                        format!("unknown platform preset '{name}' (known: {known})"),
+                    ),
+                    other => other,
+                })?;
+                merge_toml(&mut base, v.clone());
+                base
+            }
+            None => v,
+        };
+        if let Some(t) = merged.as_table_mut() {
+            t.remove("preset");
+        }
+        let cfg: PlatformConfig = serde_path_to_error::deserialize(merged).map_err(|e| {
+            let key = e.path().to_string();
+            let what = e.into_inner().message().to_string();
+            PlatformError::config(source_name, if key.is_empty() || key == "." { "(top level)".into() } else { key }, what)
+        })?;
+        cfg.validate(source_name)?;
+        Ok(cfg)
+    }
+
+    /// Layers overrides (a TOML table shaped like a platform config) on top.
+    pub fn with_overrides(&self, overrides: toml::Value, source_name: &str) -> Result<PlatformConfig, PlatformError> {
+        let mut base = toml::Value::try_from(self)
+            .map_err(|e| PlatformError::config(source_name, "(serialise)", e.to_string()))?;
+        merge_toml(&mut base, overrides);
+        PlatformConfig::from_value(base, source_name)
+    }
+
+    /// The memory system's DRAM config, with the platform's copy settings applied.
+    pub fn dram_config(&self, source_name: &str) -> Result<DramConfig, PlatformError> {
+        let mut dc = DramConfig::from_value(self.memory.clone(), &format!("{source_name} [memory]"))?;
+        let c = &self.copy;
+        dc.controller.cpu_bypass = c.mechanism == "ce" && c.mode != "SYNC_NLB";
+        dc.controller.engine_share = c.engine_share;
+        if matches!(c.mechanism.as_str(), "rowclone" | "rowclone-zi") {
+            dc.controller.bulk = "rowclone".into();
+        } else {
+            dc.controller.bulk = "baseline".into();
+        }
+        Ok(dc)
+    }
+
+    /// Checks every value a user could get wrong, naming the key.
+    pub fn validate(&self, src: &str) -> Result<(), PlatformError> {
+        let one_of = |key: &str, v: &str, allowed: &[&str]| {
+            if allowed.contains(&v) {
+                Ok(())
+            } else {
+                Err(PlatformError::config(src, key, format!("'{v}' is not one of: {}", allowed.join(", "))))
+            }
+        };
+        one_of("core.kind", &self.core.kind, CORE_KINDS)?;
+        one_of("interconnect.kind", &self.interconnect.kind, INTERCONNECTS)?;
+        one_of("copy.mechanism", &self.copy.mechanism, MECHANISMS)?;
+        one_of("copy.placement", &self.copy.placement, PLACEMENTS)?;
+        one_of("copy.mode", &self.copy.mode, MODES)?;
+        one_of("copy.snoop_ack", &self.copy.snoop_ack, &["before", "after"])?;
+        let positive = |key: &str, v: u64, max: u64| {
+            if v == 0 || v > max {
+                Err(PlatformError::config(src, key, format!("{v}: must be between 1 and {max}")))
+            } else {
+                Ok(())
+            }
+        };
+        let c = &self.core;
+        positive("core.clock_mhz", c.clock_mhz, 100_000)?;
+        positive("core.width", c.width.into(), 64)?;
+        positive("core.window", c.window.into(), 4096)?;
+        positive("core.lsq", c.lsq.into(), 4096)?;
+        positive("core.mem_ports", c.mem_ports.into(), 64)?;
+        positive("core.mshrs", c.mshrs.into(), 1024)?;
+        positive("core.compute_ilp", c.compute_ilp.into(), 64)?;
+        if !matches!(c.register_bytes, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
+            return Err(PlatformError::config(src, "core.register_bytes", format!("{}: must be a power of two from 1 to 64", c.register_bytes)));
+        }
+        if c.copy_loop_instructions > 64 {
+            return Err(PlatformError::config(src, "core.copy_loop_instructions", "at most 64"));
+        }
+        let mut levels = vec![("l1", &self.l1), ("l2", &self.l2)];
+        if let Some(l) = &self.llc {
+            levels.push(("llc", l));
+        }
+        for (name, l) in levels {
+            if l.line_bytes != 64 {
+                return Err(PlatformError::config(src, format!("{name}.line_bytes"), format!("{}: only 64-byte lines are modelled (the DRAM line size)", l.line_bytes)));
+            }
+            positive(&format!("{name}.ways"), l.ways.into(), 64)?;
+            positive(&format!("{name}.hit_cycles"), l.hit_cycles, 10_000)?;
+            let lines = l.size_kib * 1024 / l.line_bytes;
+            if l.size_kib == 0 || l.size_kib > 1 << 20 || lines % u64::from(l.ways) != 0 || !(lines / u64::from(l.ways)).is_power_of_two() {
+                return Err(PlatformError::config(src, format!("{name}.size_kib"), format!("{} KiB with {} ways: the number of sets must be a power of two (and at most 1 GiB)", l.size_kib, l.ways)));
+            }
+        }
+        let ic = &self.interconnect;
+        for (key, v) in [
+            ("interconnect.request_ns", ic.request_ns),
+            ("interconnect.response_ns", ic.response_ns),
+            ("interconnect.remote_hop_ns", ic.remote_hop_ns),
+            ("interconnect.engine_message_ns", ic.engine_message_ns),
+            ("copy.engine_memory_ns", self.copy.engine_memory_ns),
+        ] {
+            if !v.is_finite() || !(0.0..=1e6).contains(&v) {
+                return Err(PlatformError::config(src, key, format!("{v}: must be between 0 and 1e6 ns")));
+            }
+        }
+        if !ic.bandwidth_gbs.is_finite() || ic.bandwidth_gbs <= 0.0 || ic.bandwidth_gbs > 1e4 {
+            return Err(PlatformError::config(src, "interconnect.bandwidth_gbs", format!("{}: must be positive (and at most 10000)", ic.bandwidth_gbs)));
+        }
+        let cp = &self.copy;
+        positive("copy.stream_buffer_lines", cp.stream_buffer_lines.into(), 1 << 16)?;
+        positive("copy.pending_copy_entries", cp.pending_copy_entries.into(), 1 << 16)?;
+        positive("copy.translate_cycles", cp.translate_cycles.max(1), 1 << 20)?;
+        if !cp.page_bytes.is_power_of_two() || cp.page_bytes < 64 {
+            return Err(PlatformError::config(src, "copy.page_bytes", format!("{}: must be a power of two of at least 64", cp.page_bytes)));
+        }
+        if !(0.0..=1.0).contains(&cp.engine_share) {
+            return Err(PlatformError::config(src, "copy.engine_share", format!("{}: must be a fraction between 0 and 1", cp.engine_share)));
+        }
+        if cp.dest_to_cache && cp.placement != "on-die" {
+            return Err(PlatformError::config(src, "copy.dest_to_cache", "only an on-die engine can write the destination into the cache (Zhao et al. section 5.5)"));
+        }
+        let dc = self.dram_config(src)?;
+        let spec = dc.resolve(src)?;
+        if spec.org.line_bytes() != 64 {
+            return Err(PlatformError::config(src, "memory", format!("the DRAM line is {} bytes; the platform models 64-byte lines", spec.org.line_bytes())));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,545 @@
+//! Cores: a pipeline with an instruction window (reorder buffer), issue width, load/store queue
+//! and memory ports, in two issue policies: `out-of-order` issues any ready instruction in the
+//! window, oldest first; `in-order` issues in program order and stalls at the first instruction
+//! whose operand is not ready (a miss stalls only its first use, as in SimpleScalar's in-order
+//! mode). Retirement is in order for both.
+//!
+//! The front end turns workload operations into micro-ops. To keep the model fast without
+//! changing its timing, instructions that behave alike travel together as one window entry that
+//! stands for `count` instructions: it occupies `count` window slots and `count` issue, retire
+//! and memory-port slots (bandwidth left over or overdrawn carries to the next cycle), e.g. the
+//! 16 four-byte loads the CPU copy does on one 64-byte source line, of which only the first can
+//! miss. In the base mechanism a copy runs as such register-sized loads and stores through the
+//! caches; under an engine or in-memory mechanism it is one offload instruction (`ecpy`,
+//! `memcpy`/`meminit`) handed to the uncore.
+use crate::config::CoreConfig;
+use crate::kernel::Ps;
+use crate::workload::Op;
+use movelab_dram::generator::Xoshiro256StarStar;
+use std::collections::VecDeque;
+
+/// What a window entry does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum UopKind {
+    /// Integer work finishing `lat` cycles after issue.
+    Alu { lat: u32 },
+    /// Loads of one line (the first may miss). `copy`: part of a CPU copy/init.
+    Load { addr: u64, copy: bool },
+    /// Stores to one line, written to the cache from the store buffer after retirement.
+    Store { addr: u64, copy: bool },
+    /// A copy or initialisation handed to the uncore (engine or memory controller).
+    Offload { op: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Uop {
+    pub kind: UopKind,
+    /// Instructions this entry stands for.
+    pub count: u32,
+    /// Distance back (in entries) to the entry producing its operand; 0: none.
+    pub dep: u32,
+}
+
+/// An offloaded bulk operation, as the uncore receives it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffloadOp {
+    pub src: Option<u64>,
+    pub dst: u64,
+    pub bytes: u64,
+    pub value: u8,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    uop: Uop,
+    issued: bool,
+    /// When its result is available (`Ps::MAX`: waiting for memory or an engine).
+    done_at: Ps,
+}
+
+/// The result of asking the uncore for a load or a store-buffer write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Done at this time.
+    At(Ps),
+    /// Waiting for memory; the uncore will call back with the token.
+    Pending,
+    /// Cannot start now (no MSHR, or the line is in a pending copy); retry after the uncore wakes
+    /// the core.
+    Retry,
+}
+
+/// Who the uncore calls back when memory answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token {
+    /// The window entry with this sequence number.
+    Rob(u64),
+    /// The store-buffer entry with this id.
+    Store(u64),
+}
+
+/// The core's view of everything below it.
+pub trait Uncore {
+    fn load(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access;
+    fn store(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access;
+    /// Starts offload `op` (issued at `now`); the uncore later reports its completion with
+    /// [`Core::offload_done`]. `Retry` when it cannot start yet.
+    fn offload(&mut self, now: Ps, op: u32, seq: u64) -> Access;
+}
+
+/// Core statistics.
+#[derive(Debug, Clone, Default)]
+pub struct CoreCounters {
+    pub instructions: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub offloads: u64,
+    /// Cycles in which nothing could retire because the window's head waited for memory.
+    pub stall_cycles: u64,
+}
+
+pub struct Core {
+    cfg: CoreConfig,
+    pub cycle_ps: Ps,
+    in_order: bool,
+    rob: VecDeque<Entry>,
+    head_seq: u64,
+    rob_instrs: u32,
+    lsq_used: u32,
+    /// Store buffer: (id, addr, copy, started).
+    sb: VecDeque<(u64, u64, bool, bool)>,
+    sb_done: Vec<u64>,
+    /// Store-buffer writes that hit, finishing at a known time: (time, id).
+    sb_timed: Vec<(Ps, u64)>,
+    next_sb_id: u64,
+    /// Micro-ops expanded from the current operation, not yet dispatched.
+    pending: VecDeque<Uop>,
+    /// Bandwidth carried between cycles (negative: overdrawn).
+    dispatch_credit: i64,
+    issue_credit: i64,
+    port_credit: i64,
+    retire_credit: i64,
+    /// Offloads: the operations handed to the uncore, by index.
+    pub offloads: Vec<OffloadOp>,
+    rng: Xoshiro256StarStar,
+    last_load_dist: Option<u32>,
+    last_alu_dist: Option<u32>,
+    emitted: u64,
+    pub counters: CoreCounters,
+    finished_input: bool,
+    /// Set when the uncore woke the core (a fill or a notification), so that it retries.
+    pub poked: bool,
+}
+
+/// How the core turns a workload operation into micro-ops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyBy {
+    /// Loads and stores on the core.
+    Cpu,
+    /// One offload instruction.
+    Offload,
+}
+
+impl Core {
+    pub fn new(cfg: &CoreConfig, seed: u64) -> Core {
+        Core {
+            cfg: cfg.clone(),
+            cycle_ps: (1_000_000.0 / cfg.clock_mhz as f64).round() as Ps,
+            in_order: cfg.kind == "in-order",
+            rob: VecDeque::new(),
+            head_seq: 0,
+            rob_instrs: 0,
+            lsq_used: 0,
+            sb: VecDeque::new(),
+            sb_done: Vec::new(),
+            sb_timed: Vec::new(),
+            next_sb_id: 0,
+            pending: VecDeque::new(),
+            dispatch_credit: 0,
+            issue_credit: 0,
+            port_credit: 0,
+            retire_credit: 0,
+            offloads: Vec::new(),
+            rng: Xoshiro256StarStar::seed_from_u64(seed),
+            last_load_dist: None,
+            last_alu_dist: None,
+            emitted: 0,
+            counters: CoreCounters::default(),
+            finished_input: false,
+            poked: false,
+        }
+    }
+
+    /// Whether the front end wants another operation.
+    pub fn wants_op(&self) -> bool {
+        self.pending.len() < 64 && !self.finished_input
+    }
+
+    /// No more operations will come.
+    pub fn end_of_input(&mut self) {
+        self.finished_input = true;
+    }
+
+    /// Everything dispatched has retired and every store is written.
+    pub fn drained(&self) -> bool {
+        self.finished_input && self.pending.is_empty() && self.rob.is_empty() && self.sb.is_empty()
+    }
+
+    fn emit(&mut self, kind: UopKind, count: u32, dep_on: Option<u64>) {
+        // dep_on is an absolute emission index; convert to a distance.
+        let dep = dep_on.map_or(0, |d| (self.emitted - d) as u32);
+        self.pending.push_back(Uop { kind, count, dep });
+        self.emitted += 1;
+    }
+
+    /// Expands one workload operation into micro-ops.
+    pub fn push_op(&mut self, op: &Op, copy_by: CopyBy) {
+        let reg = u64::from(self.cfg.register_bytes);
+        let loop_instr = self.cfg.copy_loop_instructions;
+        let ilp = self.cfg.compute_ilp.max(1);
+        match *op {
+            Op::Compute { n, loads, stores, region } => {
+                let mut left = n;
+                let (mut lacc, mut sacc) = (0.0f64, 0.0f64);
+                while left > 0 {
+                    let chunk = left.min(8) as u32;
+                    left -= u64::from(chunk);
+                    lacc += loads * f64::from(chunk);
+                    sacc += stores * f64::from(chunk);
+                    let mut alu = chunk;
+                    let mut load_at = None;
+                    if let Some((base, size)) = region {
+                        let lines = (size / 64).max(1);
+                        while lacc >= 1.0 && alu > 0 {
+                            lacc -= 1.0;
+                            alu -= 1;
+                            let a = base + self.rng.below(lines) * 64;
+                            self.emit(UopKind::Load { addr: a, copy: false }, 1, None);
+                            load_at = Some(self.emitted - 1);
+                        }
+                        while sacc >= 1.0 && alu > 0 {
+                            sacc -= 1.0;
+                            alu -= 1;
+                            let a = base + self.rng.below(lines) * 64;
+                            self.emit(UopKind::Store { addr: a, copy: false }, 1, self.last_alu_dist.map(u64::from));
+                        }
+                    }
+                    if alu > 0 {
+                        // The chain continues from the previous ALU group, or from the load just
+                        // made (load-use), or from the last explicit load.
+                        let dep = load_at
+                            .or(self.last_load_dist.take().map(u64::from))
+                            .or(self.last_alu_dist.map(u64::from));
+                        let lat = alu.div_ceil(ilp);
+                        self.emit(UopKind::Alu { lat }, alu, dep);
+                        self.last_alu_dist = Some((self.emitted - 1) as u32);
+                    }
+                }
+            }
+            Op::Load(a) => {
+                self.emit(UopKind::Load { addr: a, copy: false }, 1, None);
+                self.last_load_dist = Some((self.emitted - 1) as u32);
+            }
+            Op::Store(a) => self.emit(UopKind::Store { addr: a, copy: false }, 1, None),
+            Op::Copy { src, dst, bytes, .. } => match copy_by {
+                CopyBy::Offload => self.push_offload(Some(src), dst, bytes, 0),
+                CopyBy::Cpu => {
+                    // Register-sized loads and stores, grouped by (source line, destination line).
+                    let mut off = 0;
+                    while off < bytes {
+                        let s = src + off;
+                        let d = dst + off;
+                        let to_s = 64 - s % 64;
+                        let to_d = 64 - d % 64;
+                        let seg = to_s.min(to_d).min(bytes - off);
+                        let words = seg.div_ceil(reg).max(1) as u32;
+                        self.emit(UopKind::Load { addr: s, copy: true }, words, None);
+                        let l = self.emitted - 1;
+                        self.emit(UopKind::Store { addr: d, copy: true }, words, Some(l));
+                        if loop_instr > 0 {
+                            self.emit(UopKind::Alu { lat: 1 }, words * loop_instr, None);
+                        }
+                        off += seg;
+                    }
+                }
+            },
+            Op::Init { dst, bytes, value } => match copy_by {
+                CopyBy::Offload => self.push_offload(None, dst, bytes, value),
+                CopyBy::Cpu => {
+                    let mut off = 0;
+                    while off < bytes {
+                        let d = dst + off;
+                        let seg = (64 - d % 64).min(bytes - off);
+                        let words = seg.div_ceil(reg).max(1) as u32;
+                        // Zeroing is bulk initialisation (what in-memory mechanisms accelerate);
+                        // filling with data is ordinary program stores.
+                        self.emit(UopKind::Store { addr: d, copy: value == 0 }, words, None);
+                        if loop_instr > 0 {
+                            self.emit(UopKind::Alu { lat: 1 }, words * loop_instr, None);
+                        }
+                        off += seg;
+                    }
+                }
+            },
+        }
+    }
+
+    fn push_offload(&mut self, src: Option<u64>, dst: u64, bytes: u64, value: u8) {
+        let idx = self.offloads.len() as u32;
+        self.offloads.push(OffloadOp { src, dst, bytes, value });
+        self.emit(UopKind::Offload { op: idx }, 1, None);
+    }
+
+    /// The uncore answers a load (a window entry) or a store-buffer write.
+    pub fn memory_done(&mut self, token: Token, at: Ps) {
+        self.poked = true;
+        match token {
+            Token::Rob(seq) => {
+                if seq >= self.head_seq {
+                    let i = (seq - self.head_seq) as usize;
+                    if let Some(count) = self.rob.get(i).map(|e| e.uop.count) {
+                        let extra = self.group_extra(count);
+                        self.rob[i].done_at = at + extra;
+                    }
+                }
+            }
+            Token::Store(id) => self.sb_done.push(id),
+        }
+    }
+
+    /// An offload completed (or, for an asynchronous engine, was acknowledged) at `at`.
+    pub fn offload_done(&mut self, seq: u64, at: Ps) {
+        self.memory_done(Token::Rob(seq), at);
+    }
+
+    fn group_extra(&self, count: u32) -> Ps {
+        // A group of `count` accesses to one line takes count / ports cycles of port time.
+        let ports = self.cfg.mem_ports.max(1);
+        Ps::from(count.div_ceil(ports).saturating_sub(1)) * self.cycle_ps
+    }
+
+    fn is_mem(u: &Uop) -> bool {
+        matches!(u.kind, UopKind::Load { .. } | UopKind::Store { .. })
+    }
+
+    /// One core cycle at `now`. Returns the time the core next needs to run (`Ps::MAX`: only when
+    /// the uncore wakes it).
+    pub fn tick(&mut self, now: Ps, unc: &mut dyn Uncore) -> Ps {
+        self.poked = false;
+        let w = i64::from(self.cfg.width);
+        let mut progress = false;
+
+        // Retire, in order.
+        self.retire_credit = (self.retire_credit + w).min(w);
+        while self.retire_credit > 0 {
+            let Some(e) = self.rob.front() else { break };
+            if !e.issued || e.done_at > now {
+                if e.issued && e.done_at == Ps::MAX {
+                    self.counters.stall_cycles += 1;
+                }
+                break;
+            }
+            if let UopKind::Store { addr, copy } = e.uop.kind {
+                // Retired stores move to the store buffer, keeping their LSQ entry.
+                self.sb.push_back((self.next_sb_id, addr, copy, false));
+                self.next_sb_id += 1;
+            } else if matches!(e.uop.kind, UopKind::Load { .. }) {
+                self.lsq_used -= 1;
+            }
+            let e = self.rob.pop_front().unwrap_or(Entry {
+                uop: Uop { kind: UopKind::Alu { lat: 0 }, count: 0, dep: 0 },
+                issued: true,
+                done_at: 0,
+            });
+            self.head_seq += 1;
+            self.rob_instrs -= e.uop.count;
+            self.retire_credit -= i64::from(e.uop.count);
+            self.counters.instructions += u64::from(e.uop.count);
+            progress = true;
+        }
+
+        // Store buffer: finished writes leave; waiting ones start.
+        if !self.sb_done.is_empty() {
+            let done = std::mem::take(&mut self.sb_done);
+            let before = self.sb.len();
+            self.sb.retain(|s| !done.contains(&s.0));
+            self.lsq_used -= (before - self.sb.len()) as u32;
+            progress = true;
+        }
+        let mut sb_retry = false;
+        let mut sb_next = Ps::MAX;
+        let mut i = 0;
+        while i < self.sb.len() {
+            let (id, addr, copy, started) = self.sb[i];
+            if !started {
+                match unc.store(now, addr, copy, Token::Store(id)) {
+                    Access::At(t) => {
+                        if t <= now {
+                            self.sb.remove(i);
+                            self.lsq_used -= 1;
+                            progress = true;
+                            continue;
+                        }
+                        self.sb[i].3 = true;
+                        // Finished at t: remembered as a pending completion.
+                        self.sb_timed.push((t, id));
+                        sb_next = sb_next.min(t);
+                    }
+                    Access::Pending => self.sb[i].3 = true,
+                    Access::Retry => sb_retry = true,
+                }
+            }
+            i += 1;
+        }
+        if !self.sb_timed.is_empty() {
+            let mut k = 0;
+            while k < self.sb_timed.len() {
+                let (t, id) = self.sb_timed[k];
+                if t <= now {
+                    self.sb_timed.swap_remove(k);
+                    if let Some(p) = self.sb.iter().position(|s| s.0 == id) {
+                        self.sb.remove(p);
+                        self.lsq_used -= 1;
+                        progress = true;
+                    }
+                } else {
+                    sb_next = sb_next.min(t);
+                    k += 1;
+                }
+            }
+        }
+
+        // Issue.
+        self.issue_credit = (self.issue_credit + w).min(w);
+        let ports = i64::from(self.cfg.mem_ports);
+        self.port_credit = (self.port_credit + ports).min(ports);
+        let mut wake = Ps::MAX;
+        let mut retry = false;
+        let n = self.rob.len();
+        let mut idx = 0;
+        while idx < n && self.issue_credit > 0 {
+            let e = self.rob[idx];
+            if e.issued {
+                idx += 1;
+                continue;
+            }
+            // Operand ready?
+            let ready_at = if e.uop.dep == 0 || (e.uop.dep as usize) > idx {
+                0
+            } else {
+                let p = &self.rob[idx - e.uop.dep as usize];
+                if p.issued { p.done_at } else { Ps::MAX }
+            };
+            let mem = Self::is_mem(&e.uop);
+            let can = ready_at <= now && (!mem || self.port_credit > 0);
+            if !can {
+                if ready_at != Ps::MAX && ready_at > now {
+                    wake = wake.min(ready_at);
+                }
+                if mem && ready_at <= now {
+                    wake = wake.min(now + self.cycle_ps);
+                }
+                if self.in_order {
+                    break;
+                }
+                idx += 1;
+                continue;
+            }
+            let seq = self.head_seq + idx as u64;
+            let done = match e.uop.kind {
+                UopKind::Alu { lat } => Access::At(now + Ps::from(lat.max(1)) * self.cycle_ps),
+                UopKind::Load { addr, copy } => {
+                    self.counters.loads += u64::from(e.uop.count);
+                    match unc.load(now, addr, copy, Token::Rob(seq)) {
+                        Access::At(t) => Access::At(t + self.group_extra(e.uop.count)),
+                        other => other,
+                    }
+                }
+                // A store executes (address and data ready) in a cycle; it writes after retiring.
+                UopKind::Store { .. } => {
+                    self.counters.stores += u64::from(e.uop.count);
+                    Access::At(now + self.cycle_ps + self.group_extra(e.uop.count))
+                }
+                UopKind::Offload { op } => {
+                    let r = unc.offload(now, op, seq);
+                    if r != Access::Retry {
+                        self.counters.offloads += 1;
+                    }
+                    r
+                }
+            };
+            match done {
+                Access::Retry => {
+                    if let UopKind::Load { .. } = e.uop.kind {
+                        self.counters.loads -= u64::from(e.uop.count);
+                    }
+                    retry = true;
+                    if self.in_order {
+                        break;
+                    }
+                    idx += 1;
+                    continue;
+                }
+                Access::At(t) => {
+                    self.rob[idx].done_at = t;
+                    wake = wake.min(t);
+                }
+                Access::Pending => self.rob[idx].done_at = Ps::MAX,
+            }
+            self.rob[idx].issued = true;
+            self.issue_credit -= i64::from(e.uop.count);
+            if mem {
+                self.port_credit -= i64::from(e.uop.count);
+            }
+            progress = true;
+            idx += 1;
+        }
+
+        // Dispatch into the window.
+        self.dispatch_credit = (self.dispatch_credit + w).min(w);
+        while self.dispatch_credit > 0 {
+            let Some(u) = self.pending.front().copied() else { break };
+            if self.rob_instrs + u.count > self.cfg.window && !self.rob.is_empty() {
+                break;
+            }
+            let mem = Self::is_mem(&u);
+            if mem && self.lsq_used >= self.cfg.lsq {
+                break;
+            }
+            self.pending.pop_front();
+            if mem {
+                self.lsq_used += 1;
+            }
+            self.rob.push_back(Entry { uop: u, issued: false, done_at: Ps::MAX });
+            self.rob_instrs += u.count;
+            self.dispatch_credit -= i64::from(u.count);
+            progress = true;
+        }
+
+        let next_cycle = now + self.cycle_ps;
+        if progress || self.dispatch_credit <= 0 || self.issue_credit <= 0 || self.retire_credit <= 0 {
+            return next_cycle;
+        }
+        if let Some(h) = self.rob.front() {
+            if h.issued && h.done_at != Ps::MAX {
+                wake = wake.min(h.done_at);
+            }
+        }
+        wake = wake.min(sb_next);
+        if retry || sb_retry {
+            // Retried when the uncore frees what was missing (it pokes the core), or in any case
+            // after a while, so a missed wake-up cannot hang the run.
+            wake = wake.min(now + 64 * self.cycle_ps);
+        }
+        if !self.pending.is_empty() && self.rob.is_empty() {
+            wake = wake.min(next_cycle);
+        }
+        // Align to a cycle boundary after now.
+        if wake == Ps::MAX {
+            return Ps::MAX;
+        }
+        let wake = wake.max(next_cycle);
+        let cycles = (wake - now).div_ceil(self.cycle_ps);
+        now + cycles * self.cycle_ps
+    }
+}

@@ -1,0 +1,173 @@
+//! RowClone in a whole system (Seshadri et al., MICRO 2013, sections 7.2-7.5): forkbench's
+//! fraction of memory traffic due to copies (FMTC) and the speedup of FPM and PSM over the
+//! baseline for S in {64, 128} MB and N from 2 to 16k pages (Figures 7-9), and RowClone,
+//! RowClone-ZI and MC-DMA on the bulk-zeroing workload (section 7.3, 7.5).
+//!
+//! Method: forkbench's first phase (filling the S-byte array) is the same for every N and every
+//! mechanism (RowClone cannot initialise to arbitrary data), so it is simulated once per S on the
+//! baseline; each (N, mechanism) run then starts from the cache contents that phase left and runs
+//! the fork phase. Times, traffic and energy add up over both phases. FPM places every
+//! copy-on-write destination in its source's subarray (subarray-aware allocation, section 4.3.1);
+//! PSM places it in another bank. Speedup is the baseline's time over the mechanism's for the
+//! same work.
+use super::platform;
+use crate::error::PlatformError;
+use crate::platform::Platform;
+use crate::stats::PlatformStats;
+use crate::workload::{DstPolicy, Workload};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Row {
+    /// "forkbench" or "bulk-zero".
+    pub workload: String,
+    /// forkbench: S in MB; bulk-zero: the zeroed size in MB.
+    pub s_mb: f64,
+    /// forkbench: N; bulk-zero: pages zeroed.
+    pub n_pages: u64,
+    /// "baseline", "fpm", "psm" (forkbench); "baseline", "rowclone", "rowclone-zi", "mc-dma".
+    pub mechanism: String,
+    /// Fraction of the baseline system's memory traffic due to copies (Fig. 7), for this (S, N).
+    pub fmtc: f64,
+    /// Baseline time / this mechanism's time.
+    pub speedup: f64,
+    /// 1 - this mechanism's DRAM energy / the baseline's (DRAM and channel).
+    pub energy_reduction: f64,
+    /// 1 - this mechanism's channel bytes / the baseline's.
+    pub bandwidth_reduction: f64,
+    pub time_ns: f64,
+    pub ipc: f64,
+    pub dram_energy_uj: f64,
+    pub channel_mb: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub sizes_mb: Vec<u64>,
+    pub n_pages: Vec<u64>,
+    pub overrides: toml::Value,
+    /// Pages of the bulk-zero workload.
+    pub zero_pages: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            sizes_mb: vec![64, 128],
+            n_pages: vec![2, 8, 32, 128, 512, 2048, 8192, 16384],
+            overrides: toml::Value::Table(Default::default()),
+            zero_pages: 1024,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Totals {
+    time: f64,
+    instr: u64,
+    cycles: u64,
+    energy: f64,
+    channel: u64,
+    copy: u64,
+}
+
+impl Totals {
+    fn add(&mut self, s: &PlatformStats) {
+        self.time += s.time_ns;
+        self.instr += s.instructions;
+        self.cycles += s.core_cycles;
+        self.energy += s.dram_energy_nj;
+        self.channel += s.memory.channel_bytes;
+        self.copy += s.memory.copy_bytes + s.memory.bulk_bytes;
+    }
+}
+
+const MECHS: [(&str, &str, DstPolicy); 3] = [
+    ("baseline", "copy = { mechanism = \"base\" }", DstPolicy::SameSubarray),
+    ("fpm", "copy = { mechanism = \"rowclone\" }", DstPolicy::SameSubarray),
+    ("psm", "copy = { mechanism = \"rowclone\" }", DstPolicy::OtherBank),
+];
+
+/// Runs forkbench and the bulk-zero workload; `progress(done, total)` after each run.
+pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Row>, PlatformError> {
+    let plat = "rowclone-system";
+    let total = o.sizes_mb.len() * (1 + o.n_pages.len() * MECHS.len()) + 4;
+    let mut done = 0;
+    let mut rows = Vec::new();
+    for &s in &o.sizes_mb {
+        let mut p = BTreeMap::new();
+        p.insert("s_mb".to_string(), s);
+        p.insert("n_pages".to_string(), 1);
+        let w = Workload::load("forkbench", &p)?;
+        // Phase 1 once, on the baseline.
+        let base_cfg = platform(plat, &o.overrides, MECHS[0].1)?;
+        let mut fill = Platform::new(&base_cfg)?;
+        let fill_stats = fill.run(&w.with_ops(0..1))?;
+        done += 1;
+        progress(done, total);
+        for &n in &o.n_pages {
+            let mut p2 = p.clone();
+            p2.insert("n_pages".to_string(), n);
+            let wn = Workload::load("forkbench", &p2)?;
+            let mut res: Vec<(&str, Totals)> = Vec::new();
+            for (name, extra, policy) in MECHS {
+                let cfg = platform(plat, &o.overrides, extra)?;
+                let mut plat_run = Platform::new(&cfg)?;
+                plat_run.warm_caches_from(&fill);
+                let mut fork = wn.with_ops(1..wn.spec.ops.len());
+                fork.set_dst_policy(policy);
+                let st = plat_run.run(&fork)?;
+                let mut t = Totals::default();
+                t.add(&fill_stats);
+                t.add(&st);
+                res.push((name, t));
+                done += 1;
+                progress(done, total);
+            }
+            let b = res[0].1;
+            let fmtc = if b.channel > 0 { b.copy as f64 / b.channel as f64 } else { 0.0 };
+            for (name, t) in res {
+                rows.push(row("forkbench", s as f64, n, name, fmtc, &b, &t));
+            }
+        }
+    }
+    // Bulk zeroing: baseline, RowClone, RowClone-ZI, MC-DMA.
+    let mut p = BTreeMap::new();
+    p.insert("pages".to_string(), o.zero_pages);
+    let w = Workload::load("bulk-zero", &p)?;
+    let mut res = Vec::new();
+    for (name, mech) in [("baseline", "base"), ("rowclone", "rowclone"), ("rowclone-zi", "rowclone-zi"), ("mc-dma", "mc-dma")] {
+        let cfg = platform(plat, &o.overrides, &format!("copy = {{ mechanism = \"{mech}\" }}"))?;
+        let st = crate::platform::run(&cfg, &w)?;
+        let mut t = Totals::default();
+        t.add(&st);
+        res.push((name, t));
+        done += 1;
+        progress(done, total);
+    }
+    let b = res[0].1;
+    let fmtc = if b.channel > 0 { b.copy as f64 / b.channel as f64 } else { 0.0 };
+    let mb = (o.zero_pages * 4096) as f64 / (1 << 20) as f64;
+    for (name, t) in res {
+        rows.push(row("bulk-zero", mb, o.zero_pages, name, fmtc, &b, &t));
+    }
+    Ok(rows)
+}
+
+fn row(workload: &str, s_mb: f64, n: u64, mech: &str, fmtc: f64, b: &Totals, t: &Totals) -> Row {
+    Row {
+        workload: workload.into(),
+        s_mb,
+        n_pages: n,
+        mechanism: mech.into(),
+        fmtc,
+        speedup: if t.time > 0.0 { b.time / t.time } else { 0.0 },
+        energy_reduction: if b.energy > 0.0 { 1.0 - t.energy / b.energy } else { 0.0 },
+        bandwidth_reduction: if b.channel > 0 { 1.0 - t.channel as f64 / b.channel as f64 } else { 0.0 },
+        time_ns: t.time,
+        ipc: if t.cycles > 0 { t.instr as f64 / t.cycles as f64 } else { 0.0 },
+        dram_energy_uj: t.energy / 1000.0,
+        channel_mb: t.channel as f64 / (1 << 20) as f64,
+    }
+}

@@ -1,0 +1,29 @@
+//! movelab-platform: the part of the simulator above the memory controller.
+//!
+//! What is here: an event kernel that skips idle time ([`kernel`]); in-order and out-of-order cores
+//! driven by workload programs ([`core`]); set-associative write-back caches with the hooks engines
+//! need ([`cache`]); the front-side bus and the on-die path ([`interconnect`]); the copy mechanisms
+//! chosen by name: the CPU copy, copy engines on-die or off-die in SYNC_NLB, SYNC_WLB or ASYNC mode
+//! ([`copy_engine`], [`pending_copy_table`]), and RowClone, RowClone-ZI and MC-DMA through the DRAM
+//! model ([`in_memory_copy`]); workloads as data ([`workload`]); the wiring and the run loop
+//! ([`platform`]); and the papers' system-level experiments ([`experiments`]).
+//! What is not: DRAM itself (movelab-dram), the host runtime (movelab-host), Python (movelab-py).
+pub mod cache;
+pub mod config;
+pub mod copy_engine;
+pub mod core;
+pub mod error;
+pub mod experiments;
+pub mod in_memory_copy;
+pub mod interconnect;
+pub mod kernel;
+pub mod pending_copy_table;
+pub mod platform;
+pub mod stats;
+pub mod workload;
+
+pub use config::PlatformConfig;
+pub use error::PlatformError;
+pub use platform::{run, Platform};
+pub use stats::PlatformStats;
+pub use workload::Workload;

@@ -1,0 +1,64 @@
+//! Statistics of a platform run: time, instructions and IPC, offloaded copies, cache behaviour,
+//! memory traffic split into copy and other traffic (FMTC), bandwidth, and the DRAM model's own
+//! statistics including its energy. Serialisable, for JSON and Python.
+use movelab_dram::stats::Stats as DramStats;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CacheStats {
+    pub l1_hits: u64,
+    pub l1_misses: u64,
+    pub l2_hits: u64,
+    pub l2_misses: u64,
+    pub llc_hits: u64,
+    pub llc_misses: u64,
+}
+
+/// Bytes over the memory channels.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MemoryTraffic {
+    /// Everything the channels moved.
+    pub channel_bytes: u64,
+    /// Line requests the platform sent (fills, write-backs, engine reads and writes).
+    pub platform_bytes: u64,
+    /// Of those, the ones a copy or initialisation caused (its loads and stores, the write-backs
+    /// of lines it dirtied, an engine's reads and writes).
+    pub copy_bytes: u64,
+    /// Lines the memory controller moved by itself for bulk operations (MC-DMA, and the channel
+    /// part of a RowClone split).
+    pub bulk_bytes: u64,
+    /// Fraction of memory traffic due to copies and initialisation: (copy + bulk) / channel.
+    pub fmtc: f64,
+    pub bandwidth_gbs: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlatformStats {
+    pub platform: String,
+    pub workload: String,
+    pub core: String,
+    pub mechanism: String,
+    pub placement: String,
+    pub mode: String,
+    /// Simulated time from the first instruction until every operation (asynchronous copies
+    /// included) finished.
+    pub time_ns: f64,
+    pub core_cycles: u64,
+    pub instructions: u64,
+    pub ipc: f64,
+    /// Copies and initialisations handed to an engine or the memory controller.
+    pub offloads: u64,
+    /// Their mean time from issue to completion.
+    pub mean_offload_ns: f64,
+    pub offload_time_ns: f64,
+    /// Cycles the window's head waited for memory or an engine.
+    pub head_stall_cycles: u64,
+    /// Loads and stores held back because their line was in a pending copy.
+    pub pending_copy_stalls: u64,
+    pub caches: CacheStats,
+    /// Fraction of the time the bus (or on-die path) data lines were busy.
+    pub bus_busy_fraction: f64,
+    pub dram_energy_nj: f64,
+    pub memory: MemoryTraffic,
+    pub dram: DramStats,
+}

@@ -1,0 +1,129 @@
+//! Bindings for movelab-platform: platform configs, workloads, runs and the system-level paper
+//! reproductions. Values cross as JSON strings; errors become `ValueError`.
+use crate::dram::{json, strip_nulls, verr};
+use movelab_platform::config::{builtin_platform_names, PlatformConfig, BUILTIN_PLATFORMS};
+use movelab_platform::experiments::{rowclone_fork, zhao_copy_engine};
+use movelab_platform::workload::{builtin_workload_names, Workload, BUILTIN_WORKLOADS};
+use pyo3::prelude::*;
+use std::collections::BTreeMap;
+
+fn overrides(o: Option<&str>) -> PyResult<toml::Value> {
+    match o {
+        None => Ok(toml::Value::Table(Default::default())),
+        Some(s) => {
+            let v: serde_json::Value = serde_json::from_str(s).map_err(verr)?;
+            toml::Value::try_from(strip_nulls(v)).map_err(|e| verr(format!("overrides: {e}")))
+        }
+    }
+}
+
+fn load(platform: &str, o: Option<&str>) -> PyResult<PlatformConfig> {
+    let cfg = PlatformConfig::load(platform).map_err(verr)?;
+    let ov = overrides(o)?;
+    if ov.as_table().is_some_and(|t| t.is_empty()) {
+        return Ok(cfg);
+    }
+    cfg.with_overrides(ov, "overrides").map_err(verr)
+}
+
+fn params(p: Option<&str>) -> PyResult<BTreeMap<String, u64>> {
+    match p {
+        None => Ok(BTreeMap::new()),
+        Some(s) => serde_json::from_str(s).map_err(|e| verr(format!("workload parameters must be non-negative integers: {e}"))),
+    }
+}
+
+/// The platform config after presets and overrides, as JSON.
+#[pyfunction]
+#[pyo3(signature = (platform, overrides=None))]
+fn platform_config(platform: &str, overrides: Option<&str>) -> PyResult<String> {
+    json(&load(platform, overrides)?)
+}
+
+/// Built-in platforms and workloads: names, descriptions, sources.
+#[pyfunction]
+fn platform_presets() -> PyResult<String> {
+    let mut plats = Vec::new();
+    for (name, _) in BUILTIN_PLATFORMS {
+        let c = PlatformConfig::preset(name).map_err(verr)?;
+        plats.push(serde_json::json!({"name": name, "description": c.description, "source": c.source,
+            "core": c.core.kind, "interconnect": c.interconnect.kind}));
+    }
+    let mut works = Vec::new();
+    for (name, _) in BUILTIN_WORKLOADS {
+        let w = Workload::load(name, &BTreeMap::new()).map_err(verr)?;
+        works.push(serde_json::json!({"name": name, "description": w.spec.description, "params": w.spec.params}));
+    }
+    let _ = (builtin_platform_names(), builtin_workload_names());
+    json(&serde_json::json!({"platforms": plats, "workloads": works}))
+}
+
+/// Runs `workload` (a built-in name or a TOML path) with `params` (JSON object of integers) on
+/// `platform` (a built-in name or a TOML path) with `overrides` (JSON object); stats as JSON.
+#[pyfunction]
+#[pyo3(signature = (platform, workload, overrides=None, params_json=None))]
+fn platform_run(py: Python<'_>, platform: &str, workload: &str, overrides: Option<&str>, params_json: Option<&str>) -> PyResult<String> {
+    let cfg = load(platform, overrides)?;
+    let w = Workload::load(workload, &self::params(params_json)?).map_err(verr)?;
+    let s = py.detach(|| movelab_platform::run(&cfg, &w)).map_err(verr)?;
+    json(&s)
+}
+
+fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
+    if let Some(f) = cb {
+        Python::attach(|py| {
+            let _ = f.call1(py, (done, total));
+        });
+    }
+}
+
+/// Zhao et al. Table 3, Fig. 11, Table 4, Fig. 15: rows as JSON.
+#[pyfunction]
+#[pyo3(signature = (overrides=None, packets=200, payloads=None, progress=None))]
+fn reproduce_zhao(overrides: Option<&str>, packets: u64, payloads: Option<Vec<u64>>, progress: Option<Py<PyAny>>) -> PyResult<String> {
+    if packets == 0 {
+        return Err(verr("packets must be at least 1"));
+    }
+    let mut o = zhao_copy_engine::Options { packets, overrides: self::overrides(overrides)?, ..Default::default() };
+    if let Some(p) = payloads {
+        if p.is_empty() || p.iter().any(|&b| b == 0) {
+            return Err(verr("payloads must be positive byte counts"));
+        }
+        o.payloads = p;
+    }
+    let rows = zhao_copy_engine::run(&o, &mut |d, t| call_progress(&progress, d, t)).map_err(verr)?;
+    json(&rows)
+}
+
+/// RowClone forkbench and bulk-zero: rows as JSON.
+#[pyfunction]
+#[pyo3(signature = (overrides=None, sizes_mb=None, n_pages=None, zero_pages=1024, progress=None))]
+fn reproduce_rowclone_fork(overrides: Option<&str>, sizes_mb: Option<Vec<u64>>, n_pages: Option<Vec<u64>>, zero_pages: u64, progress: Option<Py<PyAny>>) -> PyResult<String> {
+    let mut o = rowclone_fork::Options { overrides: self::overrides(overrides)?, zero_pages, ..Default::default() };
+    if let Some(s) = sizes_mb {
+        if s.is_empty() || s.iter().any(|&v| v == 0 || v > 4096) {
+            return Err(verr("sizes_mb must be between 1 and 4096"));
+        }
+        o.sizes_mb = s;
+    }
+    if let Some(n) = n_pages {
+        if n.is_empty() || n.contains(&0) {
+            return Err(verr("n_pages must be positive"));
+        }
+        o.n_pages = n;
+    }
+    if zero_pages == 0 {
+        return Err(verr("zero_pages must be at least 1"));
+    }
+    let rows = rowclone_fork::run(&o, &mut |d, t| call_progress(&progress, d, t)).map_err(verr)?;
+    json(&rows)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(platform_config, m)?)?;
+    m.add_function(wrap_pyfunction!(platform_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(platform_run, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce_zhao, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce_rowclone_fork, m)?)?;
+    Ok(())
+}
