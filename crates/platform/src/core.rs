@@ -53,6 +53,8 @@ pub struct OffloadOp {
 struct Entry {
     uop: Uop,
     issued: bool,
+    /// Could not start (no MSHR, pending copy): waits for the uncore to poke the core.
+    blocked: bool,
     /// When its result is available (`Ps::MAX`: waiting for memory or an engine).
     done_at: Ps,
 }
@@ -129,6 +131,9 @@ pub struct Core {
     finished_input: bool,
     /// Set when the uncore woke the core (a fill or a notification), so that it retries.
     pub poked: bool,
+    /// A memory access could not start; memory accesses are not retried until the uncore
+    /// pokes the core (it freed an MSHR or a pending copy finished) or a while has passed.
+    mem_blocked_until: Ps,
 }
 
 /// How the core turns a workload operation into micro-ops.
@@ -167,6 +172,7 @@ impl Core {
             counters: CoreCounters::default(),
             finished_input: false,
             poked: false,
+            mem_blocked_until: 0,
         }
     }
 
@@ -292,7 +298,7 @@ impl Core {
 
     /// The uncore answers a load (a window entry) or a store-buffer write.
     pub fn memory_done(&mut self, token: Token, at: Ps) {
-        self.poked = true;
+        self.poke();
         match token {
             Token::Rob(seq) => {
                 if seq >= self.head_seq {
@@ -304,6 +310,17 @@ impl Core {
                 }
             }
             Token::Store(id) => self.sb_done.push(id),
+        }
+    }
+
+    /// Something below the core changed: retry what could not start.
+    pub fn poke(&mut self) {
+        self.poked = true;
+        if self.mem_blocked_until != 0 {
+            self.mem_blocked_until = 0;
+            for e in self.rob.iter_mut() {
+                e.blocked = false;
+            }
         }
     }
 
@@ -349,6 +366,7 @@ impl Core {
             let e = self.rob.pop_front().unwrap_or(Entry {
                 uop: Uop { kind: UopKind::Alu { lat: 0 }, count: 0, dep: 0 },
                 issued: true,
+                blocked: false,
                 done_at: 0,
             });
             self.head_seq += 1;
@@ -360,33 +378,43 @@ impl Core {
 
         // Store buffer: finished writes leave; waiting ones start.
         if !self.sb_done.is_empty() {
-            let done = std::mem::take(&mut self.sb_done);
-            let before = self.sb.len();
-            self.sb.retain(|s| !done.contains(&s.0));
-            self.lsq_used -= (before - self.sb.len()) as u32;
+            // Store-buffer ids increase from front to back: find each by binary search.
+            for id in std::mem::take(&mut self.sb_done) {
+                if let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) {
+                    self.sb.remove(p);
+                    self.lsq_used -= 1;
+                }
+            }
             progress = true;
         }
+        // Writes start in order; the first that cannot start (no MSHR, a pending copy) holds
+        // back the younger ones.
         let mut sb_retry = false;
         let mut sb_next = Ps::MAX;
-        let mut i = 0;
+        let mut i = if now < self.mem_blocked_until {
+            self.sb.len()
+        } else {
+            self.sb.iter().position(|s| !s.3).unwrap_or(self.sb.len())
+        };
         while i < self.sb.len() {
-            let (id, addr, copy, started) = self.sb[i];
-            if !started {
-                match unc.store(now, addr, copy, Token::Store(id)) {
-                    Access::At(t) => {
-                        if t <= now {
-                            self.sb.remove(i);
-                            self.lsq_used -= 1;
-                            progress = true;
-                            continue;
-                        }
-                        self.sb[i].3 = true;
-                        // Finished at t: remembered as a pending completion.
-                        self.sb_timed.push((t, id));
-                        sb_next = sb_next.min(t);
+            let (id, addr, copy, _) = self.sb[i];
+            match unc.store(now, addr, copy, Token::Store(id)) {
+                Access::At(t) => {
+                    if t <= now {
+                        self.sb.remove(i);
+                        self.lsq_used -= 1;
+                        progress = true;
+                        continue;
                     }
-                    Access::Pending => self.sb[i].3 = true,
-                    Access::Retry => sb_retry = true,
+                    self.sb[i].3 = true;
+                    self.sb_timed.push((t, id));
+                    sb_next = sb_next.min(t);
+                }
+                Access::Pending => self.sb[i].3 = true,
+                Access::Retry => {
+                    sb_retry = true;
+                    self.mem_blocked_until = now + 64 * self.cycle_ps;
+                    break;
                 }
             }
             i += 1;
@@ -397,7 +425,7 @@ impl Core {
                 let (t, id) = self.sb_timed[k];
                 if t <= now {
                     self.sb_timed.swap_remove(k);
-                    if let Some(p) = self.sb.iter().position(|s| s.0 == id) {
+                    if let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) {
                         self.sb.remove(p);
                         self.lsq_used -= 1;
                         progress = true;
@@ -431,12 +459,13 @@ impl Core {
                 if p.issued { p.done_at } else { Ps::MAX }
             };
             let mem = Self::is_mem(&e.uop);
-            let can = ready_at <= now && (!mem || self.port_credit > 0);
+            let blocked = e.blocked && now < self.mem_blocked_until;
+            let can = ready_at <= now && (!mem || self.port_credit > 0) && !blocked;
             if !can {
                 if ready_at != Ps::MAX && ready_at > now {
                     wake = wake.min(ready_at);
                 }
-                if mem && ready_at <= now {
+                if mem && ready_at <= now && !blocked {
                     wake = wake.min(now + self.cycle_ps);
                 }
                 if self.in_order {
@@ -472,6 +501,8 @@ impl Core {
                 Access::Retry => {
                     if let UopKind::Load { .. } = e.uop.kind {
                         self.counters.loads -= u64::from(e.uop.count);
+                        self.mem_blocked_until = now + 64 * self.cycle_ps;
+                        self.rob[idx].blocked = true;
                     }
                     retry = true;
                     if self.in_order {
@@ -510,7 +541,7 @@ impl Core {
             if mem {
                 self.lsq_used += 1;
             }
-            self.rob.push_back(Entry { uop: u, issued: false, done_at: Ps::MAX });
+            self.rob.push_back(Entry { uop: u, issued: false, blocked: false, done_at: Ps::MAX });
             self.rob_instrs += u.count;
             self.dispatch_credit -= i64::from(u.count);
             progress = true;
@@ -529,7 +560,7 @@ impl Core {
         if retry || sb_retry {
             // Retried when the uncore frees what was missing (it pokes the core), or in any case
             // after a while, so a missed wake-up cannot hang the run.
-            wake = wake.min(now + 64 * self.cycle_ps);
+            wake = wake.min(self.mem_blocked_until);
         }
         if !self.pending.is_empty() && self.rob.is_empty() {
             wake = wake.min(next_cycle);

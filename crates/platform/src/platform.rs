@@ -17,7 +17,7 @@ use crate::workload::{DstPolicy, Op, Workload};
 use movelab_dram::mapper::Location;
 use movelab_dram::port::MemoryPort;
 use movelab_dram::request::Op as MemOp;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Who a memory request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,10 +81,12 @@ pub struct Hier {
     /// The DRAM cycle at which the memory controllers next need to run.
     pub(crate) mem_wake: u64,
     pub(crate) events: EventQueue<Ev>,
-    mshrs: HashMap<u64, Mshr>,
+    /// Outstanding misses by line (a handful: a linear scan beats hashing).
+    mshrs: Vec<(u64, Mshr)>,
     pub(crate) reqs: Vec<Option<MemReq>>,
     free_reqs: Vec<u32>,
-    pub(crate) mc_retry: VecDeque<u32>,
+    /// Requests refused by a full queue, per (channel, direction), retried in order.
+    pub(crate) mc_retry: Vec<VecDeque<u32>>,
     pub(crate) pct: PendingCopyTable,
     pub(crate) engine: CopyEngine,
     pub(crate) inmem: InMemory,
@@ -120,10 +122,10 @@ impl Hier {
             tck,
             mem_wake: u64::MAX,
             events: EventQueue::new(),
-            mshrs: HashMap::new(),
+            mshrs: Vec::new(),
             reqs: Vec::new(),
             free_reqs: Vec::new(),
-            mc_retry: VecDeque::new(),
+            mc_retry: Vec::new(),
             pct: PendingCopyTable::new(cfg.copy.pending_copy_entries as usize),
             engine: CopyEngine::new(cfg),
             inmem: InMemory::default(),
@@ -170,11 +172,16 @@ impl Hier {
     fn offer(&mut self, now: Ps, id: u32) {
         let Some(r) = self.reqs[id as usize] else { return };
         let cycle = ceil_div(now, self.tck);
-        if self.mem.offer(r.addr, r.op, r.engine, id, cycle) {
+        let q = (r.channel as usize) * 2 + usize::from(r.op == MemOp::Write);
+        if self.mc_retry.len() <= q {
+            self.mc_retry.resize(q + 1, VecDeque::new());
+        }
+        // Keep arrival order: nothing overtakes a request already waiting for the same queue.
+        if self.mc_retry[q].is_empty() && self.mem.offer(r.addr, r.op, r.engine, id, cycle) {
             self.offered_lines += 1;
             self.mem_wake = self.mem_wake.min(cycle);
         } else {
-            self.mc_retry.push_back(id);
+            self.mc_retry[q].push_back(id);
         }
     }
 
@@ -244,6 +251,13 @@ impl Hier {
         }
         let line = addr / 64;
         let cyc = self.cycle_ps;
+        // A miss that cannot get an MSHR is retried later and not counted now.
+        let cached = self.l1.contains(line)
+            || self.l2.contains(line)
+            || self.llc.as_ref().is_some_and(|l| l.contains(line));
+        if !cached && !self.mshrs.iter().any(|m| m.0 == line) && self.mshrs.len() >= self.cfg.core.mshrs as usize {
+            return Access::Retry;
+        }
         if self.l1.access(line, write, copy) {
             return Access::At(now + self.l1.hit_cycles * cyc);
         }
@@ -260,15 +274,12 @@ impl Hier {
                 return Access::At(now + lat * cyc);
             }
         }
-        if let Some(m) = self.mshrs.get_mut(&line) {
+        if let Some((_, m)) = self.mshrs.iter_mut().find(|m| m.0 == line) {
             m.waiters.push(token);
             m.write |= write;
             return Access::Pending;
         }
-        if self.mshrs.len() >= self.cfg.core.mshrs as usize {
-            return Access::Retry;
-        }
-        self.mshrs.insert(line, Mshr { waiters: vec![token], write, copy });
+        self.mshrs.push((line, Mshr { waiters: vec![token], write, copy }));
         let ch = self.channel_of(addr);
         let at = self.ic.request_arrives(now + lat * cyc, ch);
         self.send(at, addr, MemOp::Read, false, ReqKind::Fill { line }, copy);
@@ -279,7 +290,8 @@ impl Hier {
         let Some(r) = self.reqs[id as usize].take() else { return };
         self.free_reqs.push(id);
         let ReqKind::Fill { line } = r.kind else { return };
-        let Some(m) = self.mshrs.remove(&line) else { return };
+        let Some(pos) = self.mshrs.iter().position(|m| m.0 == line) else { return };
+        let (_, m) = self.mshrs.swap_remove(pos);
         if self.llc.is_some() {
             if let Some(llc) = self.llc.as_mut() {
                 if let Some(v) = llc.insert(line, false, false) {
@@ -362,26 +374,31 @@ impl Hier {
             self.on_memory_done(c.cycle, c.id, c.bulk);
         }
         // Requests refused for a full queue retry once commands issued.
-        let n = self.mc_retry.len();
         let mut retried = false;
-        for _ in 0..n {
-            let Some(id) = self.mc_retry.pop_front() else { break };
-            let Some(r) = self.reqs[id as usize] else { continue };
-            if self.mem.offer(r.addr, r.op, r.engine, id, cycle) {
+        let mut waiting = false;
+        for q in 0..self.mc_retry.len() {
+            while let Some(&id) = self.mc_retry[q].front() {
+                let Some(r) = self.reqs[id as usize] else {
+                    self.mc_retry[q].pop_front();
+                    continue;
+                };
+                if !self.mem.offer(r.addr, r.op, r.engine, id, cycle) {
+                    waiting = true;
+                    break;
+                }
+                self.mc_retry[q].pop_front();
                 self.offered_lines += 1;
                 retried = true;
-            } else {
-                self.mc_retry.push_back(id);
             }
         }
         self.mem_wake = if retried { cycle + 1 } else { next };
-        if self.mem_wake == u64::MAX && !self.mc_retry.is_empty() {
+        if self.mem_wake == u64::MAX && waiting {
             self.mem_wake = cycle + 1;
         }
     }
 
     fn idle(&self) -> bool {
-        self.events.is_empty() && self.mem.idle() && self.mc_retry.is_empty() && self.engine.idle() && self.inmem.idle()
+        self.events.is_empty() && self.mem.idle() && self.mc_retry.iter().all(|q| q.is_empty()) && self.engine.idle() && self.inmem.idle()
     }
 }
 
@@ -551,6 +568,9 @@ impl Platform {
                 for (tok, t) in self.hier.wakeups.drain(..) {
                     self.core.memory_done(tok, t);
                 }
+                if self.hier.poke {
+                    self.core.poke();
+                }
                 self.hier.poke = false;
                 // The core looks again at its next cycle boundary.
                 let c = self.core.cycle_ps;
@@ -567,6 +587,7 @@ impl Platform {
                 }
                 if self.hier.poke {
                     self.hier.poke = false;
+                    self.core.poke();
                     core_next = core_next.min(now + self.core.cycle_ps);
                 }
             }

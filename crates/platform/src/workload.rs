@@ -66,22 +66,21 @@ impl Num {
             Num::Int(v) => Ok(*v),
             Num::Expr(s) => {
                 // Sums of products, left to right.
-                let mut total: i128 = 0;
-                let spaced = s.replace('+', " + ").replace('-', " - ");
+                let spaced = s.replace('+', " + ").replace('-', " - ").replace('*', " * ");
+                let (mut total, mut prod): (i128, i128) = (0, 1);
                 let mut sign = 1i128;
                 let mut expect = true;
                 for tok in spaced.split_whitespace() {
                     match tok {
                         "+" | "-" if !expect => {
+                            total += sign * prod;
+                            prod = 1;
                             sign = if tok == "+" { 1 } else { -1 };
                             expect = true;
                         }
+                        "*" if !expect => expect = true,
                         _ if expect => {
-                            let mut prod: i128 = 1;
-                            for f in tok.split('*') {
-                                prod = prod.checked_mul(term(f, params)? as i128).ok_or("overflow")?;
-                            }
-                            total += sign * prod;
+                            prod = prod.checked_mul(term(tok, params)? as i128).ok_or("overflow")?;
                             expect = false;
                         }
                         _ => return Err(format!("malformed expression '{s}'")),
@@ -90,6 +89,7 @@ impl Num {
                 if expect {
                     return Err(format!("malformed expression '{s}'"));
                 }
+                total += sign * prod;
                 u64::try_from(total).map_err(|_| format!("'{s}' evaluates to {total}, not a non-negative integer"))
             }
         }
@@ -525,6 +525,7 @@ mod tests {
         assert_eq!(Num::Expr("payload + 64".into()).eval(&ps), Ok(1088));
         assert_eq!(Num::Expr("s_mb * 1MiB".into()).eval(&ps), Ok(64 << 20));
         assert_eq!(Num::Expr("0x1000 - 16".into()).eval(&ps), Ok(4080));
+        assert_eq!(Num::Expr("2*3 + 4 * payload - 1".into()).eval(&ps), Ok(4101));
         assert!(Num::Expr("nope".into()).eval(&ps).unwrap_err().contains("unknown parameter 'nope'"));
         assert!(Num::Expr("1 -".into()).eval(&ps).is_err());
         assert!(Num::Expr("1 - 2".into()).eval(&ps).is_err());
