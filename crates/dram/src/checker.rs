@@ -30,6 +30,7 @@
 //! | same rank | RD -> WR: nCL + nBL + 2 - nCWL; WR -> RD, WR -> TR: nCWL + nBL + nWTR (_S / _L) |
 //! | other rank, same channel | data bursts (RD at [t + nCL, +nBL), WR at [t + nCWL, +nBL)) nRTRS apart |
 //! | same rank | REF -> any command: nRFC; PRE / PREA / auto-precharge -> REF: nRP; PREA -> ACT: nRP |
+//! | same rank, 8-bank DDR2 | PREA -> ACT, PREA -> REF: nRP + 1 (tRPA) |
 //! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
 //!
 //! Protocol: ACT only to a precharged bank; RD / WR / RDA / WRA / TR only to an open bank and its
@@ -41,6 +42,9 @@
 //! Modelling choices a reader may want to know (see also the crate docs):
 //! - A PRE to a bank that is already precharged is a no-op: it neither starts nor needs any timing.
 //!   A PREA starts tRP for the whole rank (PREA -> ACT and PREA -> REF need nRP on every bank).
+//!   On DDR2 devices with 8 banks a PREA takes tRPA = tRP + 1 clock (JESD79-2, as in Micron's 1Gb
+//!   DDR2 datasheet): the checker asks for nRP + 1 after a PREA when the log's standard is DDR2 and
+//!   a rank has 8 or more banks.
 //! - RDA / WRA imply a PRE at `max(t + nRTP, last activation + nRAS)` (RDA) and
 //!   `max(t + nCWL + nBL + nWR, last activation + nRAS)` (WRA); that implied PRE is itself checked
 //!   against the bank's earlier commands (e.g. write recovery of an earlier WR) and bounds the next
@@ -135,6 +139,8 @@ struct Params {
     cl: u64,
     rcd: u64,
     rp: u64,
+    /// PREA -> ACT / REF: nRP, or nRP + 1 (tRPA) on 8-bank DDR2.
+    rpa: u64,
     ras: u64,
     rc: u64,
     cwl: u64,
@@ -205,11 +211,19 @@ impl Params {
                 "nREFI must be positive when the log was refreshed".into(),
             ));
         }
+        let rp = get("nRP")?;
+        // DDR2's tRPA: a PRECHARGE ALL on an 8-bank device needs one clock more than tRP.
+        let rpa = if h.standard == "DDR2" && h.org.banks_per_rank() >= 8 {
+            rp + 1
+        } else {
+            rp
+        };
         Ok(Params {
             bl: get("nBL")?,
             cl: get("nCL")?,
             rcd: get("nRCD")?,
-            rp: get("nRP")?,
+            rp,
+            rpa,
             ras: get("nRAS")?,
             rc: get("nRC")?,
             cwl: get("nCWL")?,
@@ -244,7 +258,7 @@ impl Params {
     fn horizon(&self) -> u64 {
         [
             self.rcd,
-            self.rp,
+            self.rpa,
             self.ras,
             self.rc,
             self.rtp,
@@ -980,16 +994,29 @@ impl Checker {
                     );
                 }
             }
-            // PREA precharges the rank: nRP before any ACT.
-            if prev.kind == CommandKind::Prea && new.kind == CommandKind::Act && short(actual, p.rp)
+            // PREA precharges the rank: nRP (tRPA on 8-bank DDR2) before any ACT.
+            let rpa_key = if p.rpa > p.rp { "nRP+1" } else { "nRP" };
+            if prev.kind == CommandKind::Prea
+                && new.kind == CommandKind::Act
+                && short(actual, p.rpa)
             {
-                ctx.timing("nRP: PREA -> ACT same rank".into(), p.rp, actual, prev);
-            }
-            // Every precharge completes (nRP) before a REF.
-            if new.kind == CommandKind::Ref && prev.is_precharge() && short(actual, p.rp) {
                 ctx.timing(
-                    format!("nRP: {} -> REF same rank", prev.label()),
-                    p.rp,
+                    format!("{rpa_key}: PREA -> ACT same rank"),
+                    p.rpa,
+                    actual,
+                    prev,
+                );
+            }
+            // Every precharge completes (nRP; tRPA for a PREA) before a REF.
+            let (key, rp) = if prev.kind == CommandKind::Prea {
+                (rpa_key, p.rpa)
+            } else {
+                ("nRP", p.rp)
+            };
+            if new.kind == CommandKind::Ref && prev.is_precharge() && short(actual, rp) {
+                ctx.timing(
+                    format!("{key}: {} -> REF same rank", prev.label()),
+                    rp,
                     actual,
                     prev,
                 );

@@ -27,6 +27,10 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "ddr4-3200aa-2ch",
         include_str!("../../../presets/configs/ddr4-3200aa-2ch.toml"),
     ),
+    (
+        "zhao-ddr2-400",
+        include_str!("../../../presets/configs/zhao-ddr2-400.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.

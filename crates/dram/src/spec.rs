@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 /// The built-in standard files, compiled into the binary so a preset never goes missing.
 pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
+    ("ddr2.toml", include_str!("../../../presets/dram/ddr2.toml")),
     ("ddr3.toml", include_str!("../../../presets/dram/ddr3.toml")),
     ("ddr4.toml", include_str!("../../../presets/dram/ddr4.toml")),
 ];

@@ -153,6 +153,10 @@ fn every_preset_scheduler_and_policy_obeys_the_standard() {
 #[test]
 fn every_speed_bin_and_mapper_obeys_the_standard() {
     for (speed, part) in [
+        ("DDR2-400B", "DDR2-1Gb-x8"),
+        ("DDR2-533C", "DDR2-1Gb-x16"),
+        ("DDR2-800D", "DDR2-1Gb-x8"),
+        ("DDR2-800E", "DDR2-1Gb-x16"),
         ("DDR3-1066F", "DDR3-1Gb-x8"),
         ("DDR3-1066G", "DDR3-2Gb-x8"),
         ("DDR3-1333H", "DDR3-4Gb-x8"),

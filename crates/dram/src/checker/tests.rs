@@ -499,6 +499,49 @@ fn refresh_rules() {
     );
 }
 
+#[test]
+fn ddr2_precharge_all_takes_trpa() {
+    // JESD79-2 (Micron 1Gb DDR2): on 8-bank devices a PREA needs tRPA = tRP + 1 clock before an
+    // ACT or REF; a single-bank PRE still needs tRP.
+    let h = header("DDR2-400B/DDR2-1Gb-x8");
+    let (rp, ras) = (t(&h, "nRP"), t(&h, "nRAS"));
+    edge(
+        &h,
+        &[
+            b(0, Act, 0, 7),
+            b(ras, Prea, 0, 0),
+            b(ras + rp + 1, Act, 5, 7),
+        ],
+        2,
+        "nRP+1",
+        "PREA -> ACT same rank",
+    );
+    edge(
+        &h,
+        &[b(0, Prea, 0, 0), b(rp + 1, Ref, 0, 0)],
+        1,
+        "nRP+1",
+        "PREA -> REF same rank",
+    );
+    edge(
+        &h,
+        &[b(0, Act, 0, 7), b(ras, Pre, 0, 0), b(ras + rp, Ref, 0, 0)],
+        2,
+        "nRP",
+        "PRE -> REF same rank",
+    );
+    // A 4-bank DDR2 device has tRPA = tRP.
+    let mut four = h.clone();
+    four.org.banks_per_group = 4;
+    edge(
+        &four,
+        &[b(0, Prea, 0, 0), b(rp, Act, 3, 7)],
+        1,
+        "nRP",
+        "PREA -> ACT",
+    );
+}
+
 // ------------------------------------------------------------------------------------------------
 // RowClone
 
