@@ -13,18 +13,21 @@ fn main() {
     match a.get(1).map(String::as_str) {
         Some("zhao") => {
             let mut o = zhao_copy_engine::Options::default();
+            if let Ok(t) = std::env::var("OVR") {
+                o.overrides = toml::from_str(&t).unwrap();
+            }
             if let Some(p) = a.get(2) {
                 o.packets = p.parse().unwrap();
             }
             let rows = zhao_copy_engine::run(&o, &mut |_, _| {}).unwrap_or_else(|e| panic!("{e}"));
             for r in rows {
                 println!(
-                    "{:6} {:12} {:4} {:8} {:7} {:16} red {:6.1} ({:>5}) fast {:6.1} ({:>5}) ovl {:6.1} ({:>5}) cache {:?} ipc {:.2} copy {:.0}ns",
+                    "{:6} {:12} {:4} {:8} {:7} {:16} red {:6.1} ({:>5}) fast {:6.1} ({:>5}) ovl {:6.1} ({:>5}) cache {:?} Tb/pkt {:.0} T/pkt {:.0} copy {:.0}ns",
                     r.figure, r.core, r.payload_bytes, r.mode, r.placement, r.variant,
                     r.reduction * 100.0, r.paper_reduction.map_or("-".into(), |v| format!("{:.1}", v * 100.0)),
                     r.faster_copy * 100.0, r.paper_faster_copy.map_or("-".into(), |v| format!("{:.1}", v * 100.0)),
                     r.overlap * 100.0, r.paper_overlap.map_or("-".into(), |v| format!("{:.1}", v * 100.0)),
-                    r.cache_gain.map(|v| (v * 1000.0).round() / 10.0), r.ipc, r.mean_copy_ns
+                    r.cache_gain.map(|v| (v * 1000.0).round() / 10.0), r.base_time_ns / o.packets as f64, r.time_ns / o.packets as f64, r.mean_copy_ns
                 );
             }
         }

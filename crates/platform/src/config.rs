@@ -50,8 +50,13 @@ pub struct CoreConfig {
     pub register_bytes: u32,
     /// Extra loop instructions per register moved by the CPU copy/init (address update, branch).
     pub copy_loop_instructions: u32,
-    /// Independent dependence chains in compute (ALU) code: compute runs at up to this IPC.
+    /// Independent dependence chains an out-of-order core overlaps in compute (ALU) code:
+    /// compute runs at up to this IPC.
     pub compute_ilp: u32,
+    /// The same for an in-order core: in-order issue stops at the first instruction whose
+    /// operand is not ready, so with the short dependence distances of integer code it sustains
+    /// about one ALU instruction per cycle.
+    pub in_order_ilp: u32,
 }
 
 impl Default for CoreConfig {
@@ -67,6 +72,7 @@ impl Default for CoreConfig {
             register_bytes: 8,
             copy_loop_instructions: 1,
             compute_ilp: 2,
+            in_order_ilp: 1,
         }
     }
 }
@@ -111,6 +117,9 @@ pub struct InterconnectConfig {
     pub response_ns: f64,
     /// Data bandwidth of the bus or path, GB/s: a 64-byte transfer occupies it 64 / bandwidth ns.
     pub bandwidth_gbs: f64,
+    /// Time one transaction occupies the address and snoop phases, ns: every miss, write-back,
+    /// copy command and engine snoop (one per line an engine reads or writes) takes a turn.
+    pub address_ns: f64,
     /// NUMA: channels at or above this index belong to the other node (`u32::MAX`: none).
     pub remote_from_channel: u32,
     /// NUMA: extra latency each way to the other node's memory, ns.
@@ -127,6 +136,7 @@ impl Default for InterconnectConfig {
             request_ns: 20.0,
             response_ns: 15.0,
             bandwidth_gbs: 6.4,
+            address_ns: 10.0,
             remote_from_channel: u32::MAX,
             remote_hop_ns: 0.0,
             engine_message_ns: 20.0,
@@ -351,6 +361,7 @@ impl PlatformConfig {
         positive("core.mem_ports", c.mem_ports.into(), 64)?;
         positive("core.mshrs", c.mshrs.into(), 1024)?;
         positive("core.compute_ilp", c.compute_ilp.into(), 64)?;
+        positive("core.in_order_ilp", c.in_order_ilp.into(), 64)?;
         if !matches!(c.register_bytes, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
             return Err(PlatformError::config(src, "core.register_bytes", format!("{}: must be a power of two from 1 to 64", c.register_bytes)));
         }
@@ -378,6 +389,7 @@ impl PlatformConfig {
             ("interconnect.response_ns", ic.response_ns),
             ("interconnect.remote_hop_ns", ic.remote_hop_ns),
             ("interconnect.engine_message_ns", ic.engine_message_ns),
+            ("interconnect.address_ns", ic.address_ns),
             ("copy.engine_memory_ns", self.copy.engine_memory_ns),
         ] {
             if !v.is_finite() || !(0.0..=1e6).contains(&v) {

@@ -43,7 +43,8 @@ struct CopyState {
     issued_at: Ps,
     cmds_left: u32,
     asynchronous: bool,
-    notified: bool,
+    /// All its data is written (its notification may still be on the way).
+    finished: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -65,6 +66,9 @@ pub struct CopyEngine {
     pub lines_read: u64,
     pub lines_from_cache: u64,
     pub lines_written: u64,
+    /// SYNC_NLB: core requests held at the memory controller behind the copy in progress.
+    pub(crate) held: Vec<u32>,
+    no_bypass: bool,
 }
 
 impl CopyEngine {
@@ -87,11 +91,18 @@ impl CopyEngine {
             lines_read: 0,
             lines_from_cache: 0,
             lines_written: 0,
+            held: Vec::new(),
+            no_bypass: c.mechanism == "ce" && c.mode == "SYNC_NLB",
         }
     }
 
+    /// SYNC_NLB with a copy in progress: core requests wait behind it.
+    pub fn holds_core_requests(&self) -> bool {
+        self.no_bypass && self.states.iter().any(|c| c.as_ref().is_some_and(|c| !c.finished))
+    }
+
     pub fn idle(&self) -> bool {
-        self.queue.is_empty() && self.active.is_none() && self.states.iter().all(|c| c.is_none())
+        self.queue.is_empty() && self.active.is_none() && self.held.is_empty() && self.states.iter().all(|c| c.is_none())
     }
 }
 
@@ -125,6 +136,10 @@ impl Hier {
             let d = o.dst + off;
             let len = (page - s % page).min(page - d % page).min(o.bytes - off);
             t += translate;
+            if !self.engine.on_die {
+                // The ecpy request is a bus transaction: it waits for its turn in the address phase.
+                t = self.ic.address_phase(t) - self.ic.address_ps();
+            }
             let id = self.engine.cmds.len() as u32;
             self.engine.cmds.push(Cmd {
                 copy: op,
@@ -150,7 +165,7 @@ impl Hier {
             issued_at: now,
             cmds_left: n,
             asynchronous,
-            notified: false,
+            finished: false,
         });
         if asynchronous {
             // Early notification (section 5.3.2, Table 4).
@@ -236,7 +251,8 @@ impl Hier {
                     let ch = self.channel_of(addr);
                     self.ic.request_arrives(now, ch)
                 } else {
-                    now + self.engine.engine_mem
+                    // A coherent read: its snoop takes a turn on the bus, then the hub reads it.
+                    self.ic.address_phase(now) + self.engine.engine_mem
                 };
                 self.send(at, addr, MemOp::Read, true, ReqKind::EngineRead { cmd: c }, true);
             }
@@ -281,7 +297,8 @@ impl Hier {
                     let ch = self.channel_of(addr);
                     self.ic.writeback_arrives(now, ch)
                 } else {
-                    now + self.engine.engine_mem
+                    // The invalidating snoop takes a turn on the bus before the hub writes.
+                    self.ic.address_phase(now) + self.engine.engine_mem
                 };
                 self.send(at, addr, MemOp::Write, true, ReqKind::EngineWrite { cmd: c }, true);
             }
@@ -306,7 +323,14 @@ impl Hier {
             return;
         }
         let issued_at = st.issued_at;
+        st.finished = true;
         self.engine.copies_done(t, issued_at);
+        // Core requests held behind it (SYNC_NLB) go to the memory controller now.
+        if !self.engine.holds_core_requests() {
+            for id in std::mem::take(&mut self.engine.held) {
+                self.offer(t, id);
+            }
+        }
         // Final notification back to the core.
         let at = t + self.ic.engine_message;
         self.events.push(at, Ev::CopyDone(copy as u32));
@@ -317,16 +341,18 @@ impl Hier {
         if st.asynchronous {
             self.pct.remove(copy);
             self.poke = true;
-        } else if !st.notified {
+        } else {
             self.wakeups.push((Token::Rob(st.seq), now));
         }
     }
 }
 
 impl CopyEngine {
+    /// Counts a finished copy. Its copy time is its service time: from its issue, or from the
+    /// previous copy's completion if it had to wait for the engine, to its own completion.
     fn copies_done(&mut self, t: Ps, issued_at: Ps) {
         self.copies += 1;
-        self.copy_time += t.saturating_sub(issued_at);
+        self.copy_time += t.saturating_sub(issued_at.max(self.last_done));
         self.last_done = self.last_done.max(t);
     }
 }

@@ -109,7 +109,9 @@ pub struct Core {
     rob_instrs: u32,
     lsq_used: u32,
     /// Store buffer: (id, addr, copy, started).
-    sb: VecDeque<(u64, u64, bool, bool)>,
+    /// Store buffer: (id, addr, copy, started, instructions); each store keeps its load/store
+    /// queue entries until it is written.
+    sb: VecDeque<(u64, u64, bool, bool, u32)>,
     sb_done: Vec<u64>,
     /// Store-buffer writes that hit, finishing at a known time: (time, id).
     sb_timed: Vec<(Ps, u64)>,
@@ -124,8 +126,11 @@ pub struct Core {
     /// Offloads: the operations handed to the uncore, by index.
     pub offloads: Vec<OffloadOp>,
     rng: Xoshiro256StarStar,
-    last_load_dist: Option<u32>,
-    last_alu_dist: Option<u32>,
+    /// Emission indices of the last explicit load and the last ALU group (dependence targets).
+    last_load_dist: Option<u64>,
+    last_alu_dist: Option<u64>,
+    /// The last explicit load (what a pointer-chasing load depends on).
+    last_load_at: Option<u64>,
     emitted: u64,
     pub counters: CoreCounters,
     finished_input: bool,
@@ -168,6 +173,7 @@ impl Core {
             rng: Xoshiro256StarStar::seed_from_u64(seed),
             last_load_dist: None,
             last_alu_dist: None,
+            last_load_at: None,
             emitted: 0,
             counters: CoreCounters::default(),
             finished_input: false,
@@ -193,7 +199,8 @@ impl Core {
 
     fn emit(&mut self, kind: UopKind, count: u32, dep_on: Option<u64>) {
         // dep_on is an absolute emission index; convert to a distance.
-        let dep = dep_on.map_or(0, |d| (self.emitted - d) as u32);
+        // Producers further back than any window have long retired: no dependence.
+        let dep = dep_on.map_or(0, |d| u32::try_from(self.emitted - d).unwrap_or(0));
         self.pending.push_back(Uop { kind, count, dep });
         self.emitted += 1;
     }
@@ -202,7 +209,7 @@ impl Core {
     pub fn push_op(&mut self, op: &Op, copy_by: CopyBy) {
         let reg = u64::from(self.cfg.register_bytes);
         let loop_instr = self.cfg.copy_loop_instructions;
-        let ilp = self.cfg.compute_ilp.max(1);
+        let ilp = if self.in_order { self.cfg.in_order_ilp } else { self.cfg.compute_ilp }.max(1);
         match *op {
             Op::Compute { n, loads, stores, region } => {
                 let mut left = n;
@@ -227,24 +234,26 @@ impl Core {
                             sacc -= 1.0;
                             alu -= 1;
                             let a = base + self.rng.below(lines) * 64;
-                            self.emit(UopKind::Store { addr: a, copy: false }, 1, self.last_alu_dist.map(u64::from));
+                            self.emit(UopKind::Store { addr: a, copy: false }, 1, self.last_alu_dist);
                         }
                     }
                     if alu > 0 {
                         // The chain continues from the previous ALU group, or from the load just
                         // made (load-use), or from the last explicit load.
                         let dep = load_at
-                            .or(self.last_load_dist.take().map(u64::from))
-                            .or(self.last_alu_dist.map(u64::from));
+                            .or(self.last_load_dist.take())
+                            .or(self.last_alu_dist);
                         let lat = alu.div_ceil(ilp);
                         self.emit(UopKind::Alu { lat }, alu, dep);
-                        self.last_alu_dist = Some((self.emitted - 1) as u32);
+                        self.last_alu_dist = Some(self.emitted - 1);
                     }
                 }
             }
-            Op::Load(a) => {
-                self.emit(UopKind::Load { addr: a, copy: false }, 1, None);
-                self.last_load_dist = Some((self.emitted - 1) as u32);
+            Op::Load { addr, chase } => {
+                let dep = if chase { self.last_load_at } else { None };
+                self.emit(UopKind::Load { addr, copy: false }, 1, dep);
+                self.last_load_dist = Some(self.emitted - 1);
+                self.last_load_at = Some(self.emitted - 1);
             }
             Op::Store(a) => self.emit(UopKind::Store { addr: a, copy: false }, 1, None),
             Op::Copy { src, dst, bytes, .. } => match copy_by {
@@ -358,10 +367,10 @@ impl Core {
             }
             if let UopKind::Store { addr, copy } = e.uop.kind {
                 // Retired stores move to the store buffer, keeping their LSQ entry.
-                self.sb.push_back((self.next_sb_id, addr, copy, false));
+                self.sb.push_back((self.next_sb_id, addr, copy, false, e.uop.count));
                 self.next_sb_id += 1;
             } else if matches!(e.uop.kind, UopKind::Load { .. }) {
-                self.lsq_used -= 1;
+                self.lsq_used -= e.uop.count;
             }
             let e = self.rob.pop_front().unwrap_or(Entry {
                 uop: Uop { kind: UopKind::Alu { lat: 0 }, count: 0, dep: 0 },
@@ -381,8 +390,9 @@ impl Core {
             // Store-buffer ids increase from front to back: find each by binary search.
             for id in std::mem::take(&mut self.sb_done) {
                 if let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) {
-                    self.sb.remove(p);
-                    self.lsq_used -= 1;
+                    if let Some(e) = self.sb.remove(p) {
+                        self.lsq_used -= e.4;
+                    }
                 }
             }
             progress = true;
@@ -397,12 +407,12 @@ impl Core {
             self.sb.iter().position(|s| !s.3).unwrap_or(self.sb.len())
         };
         while i < self.sb.len() {
-            let (id, addr, copy, _) = self.sb[i];
+            let (id, addr, copy, _, count) = self.sb[i];
             match unc.store(now, addr, copy, Token::Store(id)) {
                 Access::At(t) => {
                     if t <= now {
                         self.sb.remove(i);
-                        self.lsq_used -= 1;
+                        self.lsq_used -= count;
                         progress = true;
                         continue;
                     }
@@ -426,8 +436,9 @@ impl Core {
                 if t <= now {
                     self.sb_timed.swap_remove(k);
                     if let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) {
-                        self.sb.remove(p);
-                        self.lsq_used -= 1;
+                        if let Some(e) = self.sb.remove(p) {
+                            self.lsq_used -= e.4;
+                        }
                         progress = true;
                     }
                 } else {
@@ -534,12 +545,12 @@ impl Core {
                 break;
             }
             let mem = Self::is_mem(&u);
-            if mem && self.lsq_used >= self.cfg.lsq {
+            if mem && self.lsq_used + u.count > self.cfg.lsq && self.lsq_used > 0 {
                 break;
             }
             self.pending.pop_front();
             if mem {
-                self.lsq_used += 1;
+                self.lsq_used += u.count;
             }
             self.rob.push_back(Entry { uop: u, issued: false, blocked: false, done_at: Ps::MAX });
             self.rob_instrs += u.count;

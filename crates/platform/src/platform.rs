@@ -169,8 +169,14 @@ impl Hier {
     }
 
     /// The request reaches the controller at `now`: queue it, or keep it for a retry.
-    fn offer(&mut self, now: Ps, id: u32) {
+    pub(crate) fn offer(&mut self, now: Ps, id: u32) {
         let Some(r) = self.reqs[id as usize] else { return };
+        if !r.engine && self.engine.holds_core_requests() {
+            // SYNC_NLB: the memory queue is first come, first served and the engine put its whole
+            // copy in it first, so a core request waits until the copy is through.
+            self.engine.held.push(id);
+            return;
+        }
         let cycle = ceil_div(now, self.tck);
         let q = (r.channel as usize) * 2 + usize::from(r.op == MemOp::Write);
         if self.mc_retry.len() <= q {
@@ -180,8 +186,17 @@ impl Hier {
         if self.mc_retry[q].is_empty() && self.mem.offer(r.addr, r.op, r.engine, id, cycle) {
             self.offered_lines += 1;
             self.mem_wake = self.mem_wake.min(cycle);
+            self.accepted(now, r);
         } else {
             self.mc_retry[q].push_back(id);
+        }
+    }
+
+    /// A request entered a memory controller queue at `t`. Writes are posted: an engine's write
+    /// counts as done once the controller, the point of coherence, holds it.
+    fn accepted(&mut self, t: Ps, r: MemReq) {
+        if let ReqKind::EngineWrite { cmd } = r.kind {
+            self.engine_write_done(t, cmd);
         }
     }
 
@@ -336,10 +351,9 @@ impl Hier {
                 let at = self.engine_data_arrives(t, r.channel);
                 self.events.push(at, Ev::EngineData(id));
             }
-            ReqKind::EngineWrite { cmd } => {
+            ReqKind::EngineWrite { .. } => {
                 self.reqs[id as usize] = None;
                 self.free_reqs.push(id);
-                self.engine_write_done(t, cmd);
             }
         }
     }
@@ -389,6 +403,7 @@ impl Hier {
                 self.mc_retry[q].pop_front();
                 self.offered_lines += 1;
                 retried = true;
+                self.accepted(cycle * self.tck, r);
             }
         }
         self.mem_wake = if retried { cycle + 1 } else { next };

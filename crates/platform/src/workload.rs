@@ -149,7 +149,12 @@ pub enum OpSpec {
         #[serde(default)]
         region: Option<String>,
     },
-    Load { at: AddrSpec },
+    /// A load; `chase`: its address comes from the previous explicit load (pointer chasing).
+    Load {
+        at: AddrSpec,
+        #[serde(default)]
+        chase: bool,
+    },
     Store { at: AddrSpec },
     Copy {
         src: AddrSpec,
@@ -193,7 +198,7 @@ fn one() -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Op {
     Compute { n: u64, loads: f64, stores: f64, region: Option<(u64, u64)> },
-    Load(u64),
+    Load { addr: u64, chase: bool },
     Store(u64),
     Copy { src: u64, dst: u64, bytes: u64, policy: DstPolicy },
     Init { dst: u64, bytes: u64, value: u8 },
@@ -330,7 +335,7 @@ impl Workload {
                         }
                     }
                 }
-                OpSpec::Load { at } | OpSpec::Store { at } => self.check_addr(at, &p)?,
+                OpSpec::Load { at, .. } | OpSpec::Store { at } => self.check_addr(at, &p)?,
                 OpSpec::Copy { src, dst, bytes, .. } => {
                     self.check_addr(src, &p)?;
                     self.check_addr(dst, &p)?;
@@ -481,7 +486,7 @@ impl Iterator for OpStream<'_> {
                         (r.base, r.size)
                     }),
                 },
-                OpSpec::Load { at } => Op::Load(self.addr(at)),
+                OpSpec::Load { at, chase } => Op::Load { addr: self.addr(at), chase: *chase },
                 OpSpec::Store { at } => Op::Store(self.addr(at)),
                 OpSpec::Copy { src, dst, bytes, dst_policy } => Op::Copy {
                     src: self.addr(src),
@@ -556,13 +561,13 @@ ops = [{ kind = "store", at = { region = "a" } }]
         assert_eq!(
             ops,
             vec![
-                Op::Load(0x1008),
+                Op::Load { addr: 0x1008, chase: false },
                 Op::Store(0x1000),
                 Op::Store(0x1000),
-                Op::Load(0x1088),
+                Op::Load { addr: 0x1088, chase: false },
                 Op::Store(0x1080),
                 Op::Store(0x1080),
-                Op::Load(0x1008),
+                Op::Load { addr: 0x1008, chase: false },
                 Op::Store(0x1000),
                 Op::Store(0x1000),
             ]
