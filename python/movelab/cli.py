@@ -7,6 +7,7 @@ import typer
 from movelab.dram.cli import app as dram_app
 from movelab.dram.cli import bench_dram
 from movelab.host.cli import bench_host_app
+from movelab.platform.cli import app as platform_app
 from movelab.reproduce.cli import app as reproduce_app
 
 app = typer.Typer(
@@ -21,6 +22,7 @@ bench_app.command("dram")(bench_dram)
 bench_app.add_typer(bench_host_app, name="host")
 
 app.add_typer(dram_app, name="dram")
+app.add_typer(platform_app, name="platform")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(bench_app, name="bench")
 

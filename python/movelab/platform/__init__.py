@@ -1,0 +1,195 @@
+"""The platform simulator's Python API: a core with caches, an interconnect, a memory system (the
+DRAM model) and a copy mechanism (the core's loads and stores, a copy engine, RowClone, MC-DMA),
+running a workload.
+
+>>> from movelab import platform
+>>> res = platform.run("rowclone-system", "bulk-zero", params={"pages": 16})
+>>> res.stats["time_ns"] > 0
+True
+
+``platform`` may be a built-in name (``movelab platform presets``), a path to a TOML file, or a dict
+shaped like a platform config with ``preset = NAME`` naming the platform it starts from.
+``overrides`` is a dict shaped like a platform config (``{"copy": {"mechanism": "ce"}}``).
+``workload`` is a built-in name or a TOML path; ``params`` sets its integer parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from movelab import _core
+from movelab.dram import flatten
+
+__all__ = ["PlatformResult", "load_config", "presets", "run", "to_toml"]
+
+PlatformLike = str | Path | Mapping[str, Any]
+
+
+def presets() -> dict[str, Any]:
+    """Built-in platforms (name, description, source, core, interconnect) and workloads (name,
+    description, default parameters)."""
+    return json.loads(_core.platform_presets())
+
+
+def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in top.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = _merge(dict(out[k]), v)
+        else:
+            out[k] = v
+    return out
+
+
+def _check_overrides(overrides: Any, what: str = "overrides") -> dict[str, Any]:
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, Mapping):
+        raise TypeError(f"{what} must be a dict shaped like a platform config "
+                        f"(e.g. {{'copy': {{'mechanism': 'ce'}}}}), not {type(overrides).__name__}")
+    for k in overrides:
+        if not isinstance(k, str):
+            raise TypeError(f"{what}: keys must be strings, got {k!r}")
+    return dict(overrides)
+
+
+def _source(platform: Any, overrides: Any) -> tuple[str, str | None]:
+    """The binding's (platform, overrides JSON) for any accepted ``platform``."""
+    ov = _check_overrides(overrides)
+    if isinstance(platform, Mapping):
+        d = _check_overrides(platform, "platform")
+        name = d.pop("preset", None)
+        if not isinstance(name, str) or not name:
+            raise ValueError("platform: a dict must say which platform it starts from with 'preset' "
+                             "(e.g. {'preset': 'zhao-uma-emc', 'core': {'kind': 'in-order'}})")
+        ov = _merge(d, ov)
+        platform = name
+    if isinstance(platform, Path) or (isinstance(platform, str) and platform.endswith(".toml")):
+        path = Path(platform)
+        if not path.is_file():
+            raise FileNotFoundError(f"platform file {path} does not exist")
+        platform = str(path)
+    elif not isinstance(platform, str):
+        raise TypeError(f"platform must be a built-in name, a TOML path or a dict with 'preset', "
+                        f"not {type(platform).__name__}")
+    return platform, (json.dumps(ov) if ov else None)
+
+
+def load_config(platform: PlatformLike, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The full platform config after presets and overrides; errors name the file or preset and the key."""
+    name, ov = _source(platform, overrides)
+    return json.loads(_core.platform_config(name, ov))
+
+
+def _check_params(params: Any) -> str | None:
+    if params is None:
+        return None
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a dict of workload parameters (e.g. {{'packets': 100}}), "
+                        f"not {type(params).__name__}")
+    out: dict[str, int] = {}
+    for k, v in params.items():
+        if not isinstance(k, str):
+            raise TypeError(f"params: parameter names must be strings, got {k!r}")
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"params[{k!r}] must be an integer, got {v!r}")
+        if v < 0 or v >= 1 << 64:
+            raise ValueError(f"params[{k!r}] must be a non-negative 64-bit integer, got {v}")
+        out[k] = int(v)
+    return json.dumps(out) if out else None
+
+
+def _workload(workload: Any) -> str:
+    if isinstance(workload, Path) or (isinstance(workload, str) and workload.endswith(".toml")):
+        path = Path(workload)
+        if not path.is_file():
+            raise FileNotFoundError(f"workload file {path} does not exist")
+        return str(path)
+    if not isinstance(workload, str):
+        raise TypeError(f"workload must be a built-in name or a TOML path, not {type(workload).__name__}")
+    return workload
+
+
+@dataclass(frozen=True)
+class PlatformResult:
+    """The result of a platform run: ``stats`` is a plain dict (time, IPC, offloads, caches, memory
+    traffic and FMTC, and the DRAM model's own stats under ``dram``)."""
+
+    stats: dict[str, Any]
+
+    def flat(self) -> dict[str, Any]:
+        """The scalar stats with ``a.b.c`` keys."""
+        return {k: v for k, v in flatten(self.stats).items() if v is None or isinstance(v, (str, int, float))}
+
+    def to_pandas(self):
+        """The scalar stats as a one-row DataFrame with flattened column names."""
+        import pandas as pd
+
+        return pd.DataFrame([self.flat()])
+
+    def to_json(self) -> str:
+        return json.dumps(self.stats, indent=2)
+
+
+def run(
+    platform: PlatformLike,
+    workload: str | Path,
+    overrides: Mapping[str, Any] | None = None,
+    params: Mapping[str, int] | None = None,
+) -> PlatformResult:
+    """Runs ``workload`` with ``params`` on ``platform`` with ``overrides``."""
+    name, ov = _source(platform, overrides)
+    w = _workload(workload)
+    p = _check_params(params)
+    return PlatformResult(stats=json.loads(_core.platform_run(name, w, ov, p)))
+
+
+# ------------------------------------------------------------------------------------------------
+# TOML output (the standard library reads TOML but does not write it)
+
+_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _key(k: str) -> str:
+    return k if _BARE.match(k) else json.dumps(k)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, Mapping):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items() if x is not None) + " }"
+    raise TypeError(f"cannot write {type(v).__name__} as TOML")
+
+
+def to_toml(d: Mapping[str, Any], _prefix: str = "") -> str:
+    """Writes a nested dict as TOML (None values are left out, as TOML has no null)."""
+    lines = [f"{_key(k)} = {_value(v)}" for k, v in d.items() if v is not None and not isinstance(v, Mapping)]
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            name = f"{_prefix}{_key(k)}"
+            body = to_toml(v, name + ".")
+            if lines:
+                lines.append("")
+            lines.append(f"[{name}]")
+            if body:
+                lines.append(body)
+    return "\n".join(lines)

@@ -1,0 +1,165 @@
+"""``movelab platform ...``: built-in platforms and workloads, configs, and runs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from movelab import platform as plat
+from movelab._util import echo_json, parse_set
+
+app = typer.Typer(help="Platform simulator: a core, caches, a bus and DRAM, with copy engines and RowClone.",
+                  no_args_is_help=True)
+console = Console()
+
+
+def _fail(e: Exception) -> None:
+    console.print(f"[red]error:[/red] {e}")
+    raise typer.Exit(2) from e
+
+
+def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
+    if fmt not in allowed:
+        raise typer.BadParameter(f"'{fmt}' is not one of: {', '.join(allowed)}", param_hint="--format")
+
+
+def parse_params(items: list[str] | None) -> dict[str, int]:
+    """Turns ``["payload=1400", "packets=1_000"]`` into ``{"payload": 1400, "packets": 1000}``."""
+    out: dict[str, int] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise typer.BadParameter(f"'{item}' is not NAME=INTEGER (e.g. packets=100)", param_hint="--param")
+        key, raw = (s.strip() for s in item.split("=", 1))
+        if not key:
+            raise typer.BadParameter(f"'{item}': empty name", param_hint="--param")
+        try:
+            value = int(raw, 0)
+        except ValueError:
+            raise typer.BadParameter(f"'{item}': {key} must be a non-negative integer", param_hint="--param") from None
+        if value < 0:
+            raise typer.BadParameter(f"'{item}': {key} must be a non-negative integer", param_hint="--param")
+        out[key] = value
+    return out
+
+
+@app.command("presets")
+def presets_cmd(fmt: str = typer.Option("table", "--format", help="table or json")) -> None:
+    """List the built-in platforms and workloads."""
+    _check_format(fmt, ("table", "json"))
+    try:
+        p = plat.presets()
+    except ValueError as e:
+        _fail(e)
+    if fmt == "json":
+        echo_json(p)
+        return
+    t = Table(title="Platforms", box=box.SIMPLE_HEAD, show_lines=True)
+    t.add_column("name", no_wrap=True)
+    t.add_column("core\ninterconnect", no_wrap=True)
+    t.add_column("description (source)")
+    for q in p["platforms"]:
+        t.add_row(q["name"], f"{q['core']}\n{q['interconnect']}", f"{q['description']}\n[dim]{q['source']}[/dim]")
+    console.print(t)
+    t = Table(title="Workloads (set parameters with --param NAME=VALUE)", box=box.SIMPLE_HEAD)
+    for col in ["name", "description", "parameters (defaults)"]:
+        t.add_column(col, no_wrap=col == "name")
+    for w in p["workloads"]:
+        t.add_row(w["name"], w["description"], ", ".join(f"{k}={v}" for k, v in w["params"].items()))
+    console.print(t)
+
+
+@app.command("show")
+def show_cmd(
+    platform: str = typer.Argument(..., help="Built-in platform name or a TOML file."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE (repeatable)."),
+    fmt: str = typer.Option("toml", "--format", help="toml or json"),
+) -> None:
+    """Print a platform config after presets and overrides."""
+    _check_format(fmt, ("toml", "json"))
+    try:
+        cfg = plat.load_config(platform, parse_set(set_))
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        _fail(e)
+    if fmt == "json":
+        echo_json(cfg)
+    else:
+        typer.echo(plat.to_toml(cfg))
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]:
+        if n >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{n:,} B"
+
+
+def stats_table(s: dict[str, Any]) -> Table:
+    copy = s["mechanism"] if s["mechanism"] != "ce" else f"ce ({s['placement']}, {s['mode']})"
+    t = Table(title=f"{s['platform']} / {s['workload']}", box=box.SIMPLE_HEAD)
+    t.add_column("metric", no_wrap=True)
+    t.add_column("value", justify="right", no_wrap=True)
+    c, m = s["caches"], s["memory"]
+    rows = [
+        ("core / copy mechanism", f"{s['core']} / {copy}"),
+        ("simulated time", f"{s['time_ns'] / 1000:,.3f} us"),
+        ("core cycles / instructions", f"{s['core_cycles']:,} / {s['instructions']:,}"),
+        ("IPC", f"{s['ipc']:.3f}"),
+        ("head-of-window stall cycles", f"{s['head_stall_cycles']:,}"),
+        ("offloaded copies / inits", f"{s['offloads']:,}"),
+    ]
+    if s["offloads"]:
+        rows += [
+            ("  mean / total offload time",
+             f"{s['mean_offload_ns']:,.1f} ns / {s['offload_time_ns'] / 1000:,.3f} us"),
+            ("  accesses held by a pending copy", f"{s['pending_copy_stalls']:,}"),
+        ]
+    rows += [
+        ("L1 hits / misses", f"{c['l1_hits']:,} / {c['l1_misses']:,}"),
+        ("L2 hits / misses", f"{c['l2_hits']:,} / {c['l2_misses']:,}"),
+    ]
+    if c.get("llc_hits") or c.get("llc_misses"):
+        rows.append(("LLC hits / misses", f"{c['llc_hits']:,} / {c['llc_misses']:,}"))
+    rows += [
+        ("bus / path busy", f"{s['bus_busy_fraction'] * 100:.1f} %"),
+        ("memory channel traffic", _fmt_bytes(m["channel_bytes"])),
+        ("  copies / controller bulk", f"{_fmt_bytes(m['copy_bytes'])} / {_fmt_bytes(m['bulk_bytes'])}"),
+        ("  FMTC (copies' share)", f"{m['fmtc'] * 100:.1f} %"),
+        ("  bandwidth", f"{m['bandwidth_gbs']:.3f} GB/s"),
+        ("DRAM energy (incl. channel I/O)", f"{s['dram_energy_nj'] / 1000:,.3f} uJ"),
+    ]
+    d = s.get("dram") or {}
+    if d:
+        rows.append(("memory", f"{d.get('speed')} / {d.get('part')}, {d.get('channels')} ch x {d.get('ranks')} rank"))
+    for k, v in rows:
+        t.add_row(k, v)
+    return t
+
+
+@app.command("run")
+def run_cmd(
+    platform: str = typer.Argument(..., help="Built-in platform name or a TOML file."),
+    workload: str = typer.Argument(..., help="Built-in workload name (tcp-rx, forkbench, ...) or a TOML file."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override platform KEY=VALUE, e.g. copy.mechanism=ce."),
+    param: list[str] | None = typer.Option(None, "--param", help="Workload parameter NAME=VALUE, e.g. packets=100."),
+    fmt: str = typer.Option("table", "--format", help="table or json"),
+) -> None:
+    """Run a workload on a platform and print its statistics."""
+    _check_format(fmt, ("table", "json"))
+    overrides, params = parse_set(set_), parse_params(param)
+    try:
+        if fmt == "json":
+            res = plat.run(platform, workload, overrides, params)
+        else:
+            with Console(stderr=True).status("simulating"):
+                res = plat.run(platform, workload, overrides, params)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        _fail(e)
+    if fmt == "json":
+        typer.echo(json.dumps(res.stats, indent=2))
+    else:
+        console.print(stats_table(res.stats))

@@ -1,0 +1,120 @@
+"""The platform simulator's Python API: presets, configs with overrides, runs, results as DataFrames,
+and errors that name the argument or the key."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from movelab import platform
+
+PLATFORMS = {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system"}
+WORKLOADS = {"tcp-rx", "forkbench", "bulk-copy", "bulk-zero"}
+ZERO16 = {"pages": 16}
+
+
+def test_presets_list_the_platforms_and_workloads() -> None:
+    p = platform.presets()
+    assert {q["name"] for q in p["platforms"]} == PLATFORMS
+    assert {w["name"] for w in p["workloads"]} == WORKLOADS
+    for q in p["platforms"]:
+        assert q["description"] and q["source"] and q["core"] in ("in-order", "out-of-order")
+    tcp = next(w for w in p["workloads"] if w["name"] == "tcp-rx")
+    assert {"packets", "payload"} <= set(tcp["params"])
+
+
+def test_load_config_layers_overrides_and_dict_presets() -> None:
+    base = platform.load_config("rowclone-system")
+    assert base["name"] == "rowclone-system" and base["copy"]["mechanism"] == "base"
+    cfg = platform.load_config("rowclone-system", {"copy": {"mechanism": "rowclone"}, "core": {"width": 2}})
+    assert cfg["copy"]["mechanism"] == "rowclone" and cfg["core"]["width"] == 2
+    assert cfg["l2"] == base["l2"]
+    # A dict names its starting platform with "preset"; overrides layer on top of it.
+    d = platform.load_config({"preset": "rowclone-system", "core": {"width": 2, "window": 64}}, {"core": {"width": 1}})
+    assert (d["core"]["width"], d["core"]["window"]) == (1, 64)
+
+
+def test_run_returns_stats_and_a_one_row_dataframe() -> None:
+    res = platform.run("rowclone-system", "bulk-zero", params=ZERO16)
+    s = res.stats
+    assert (s["platform"], s["workload"], s["mechanism"]) == ("rowclone-system", "bulk-zero", "base")
+    assert s["time_ns"] > 0 and s["instructions"] > 0 and 0 < s["ipc"] < 4
+    assert s["memory"]["channel_bytes"] >= 16 * 4096
+    assert s["dram"]["energy"]["total_nj"] > 0
+    df = res.to_pandas()
+    assert len(df) == 1
+    assert df["time_ns"].iloc[0] == s["time_ns"]
+    assert df["memory.fmtc"].iloc[0] == s["memory"]["fmtc"]
+    assert "dram.energy.total_nj" in df.columns
+    # Parameters and overrides reach the model.
+    more = platform.run("rowclone-system", "bulk-zero", params={"pages": 32}).stats
+    assert more["memory"]["channel_bytes"] == 2 * s["memory"]["channel_bytes"]
+    rc = platform.run("rowclone-system", "bulk-zero", {"copy": {"mechanism": "rowclone"}}, ZERO16).stats
+    assert rc["mechanism"] == "rowclone" and rc["offloads"] == 16 and rc["dram"]["bulk"]["inits"] == 16
+    assert rc["time_ns"] != s["time_ns"]
+
+
+def test_platform_and_workload_from_toml_files(tmp_path: Path) -> None:
+    p = tmp_path / "mine.toml"
+    p.write_text('preset = "rowclone-system"\nname = "mine"\n[copy]\nmechanism = "rowclone-zi"\n')
+    assert platform.load_config(p)["copy"]["mechanism"] == "rowclone-zi"
+    s = platform.run(str(p), "bulk-zero", params=ZERO16).stats
+    assert s["platform"] == "mine" and s["mechanism"] == "rowclone-zi"
+    # A written-out config (to_toml) reads back as the same platform.
+    cfg = platform.load_config("rowclone-system", {"copy": {"mechanism": "mc-dma"}})
+    text = platform.to_toml(cfg)
+    assert tomllib.loads(text) == {k: v for k, v in cfg.items() if v is not None}
+    q = tmp_path / "again.toml"
+    q.write_text(text)
+    assert platform.load_config(q) == cfg
+
+
+def test_errors_name_the_argument_or_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown platform preset or file 'no-such'"):
+        platform.run("no-such", "bulk-zero")
+    with pytest.raises(ValueError, match="unknown workload or file 'no-such'"):
+        platform.run("rowclone-system", "no-such")
+    with pytest.raises(ValueError, match=r"copy\.bogus"):
+        platform.load_config("rowclone-system", {"copy": {"bogus": 1}})
+    with pytest.raises(ValueError, match=r"copy\.mechanism: 'dma' is not one of"):
+        platform.run("rowclone-system", "bulk-zero", {"copy": {"mechanism": "dma"}}, ZERO16)
+    with pytest.raises(ValueError, match=r"interconnect\.bandwidth_gbs"):
+        platform.load_config("rowclone-system", {"interconnect": {"bandwidth_gbs": 0.0}})
+    with pytest.raises(ValueError, match="no parameter 'nope'"):
+        platform.run("rowclone-system", "bulk-zero", params={"nope": 1})
+    with pytest.raises(ValueError, match="preset"):
+        platform.load_config({"core": {"width": 2}})
+    with pytest.raises(FileNotFoundError, match=r"missing\.toml"):
+        platform.load_config(tmp_path / "missing.toml")
+    with pytest.raises(FileNotFoundError, match=r"missing\.toml"):
+        platform.run("rowclone-system", str(tmp_path / "missing.toml"))
+
+
+@pytest.mark.parametrize("call,arg", [
+    (lambda: platform.run(3, "bulk-zero"), "platform"),
+    (lambda: platform.run("rowclone-system", 3), "workload"),
+    (lambda: platform.run("rowclone-system", "bulk-zero", "copy.mechanism=ce"), "overrides"),
+    (lambda: platform.run("rowclone-system", "bulk-zero", params=[("pages", 1)]), "params"),
+    (lambda: platform.run("rowclone-system", "bulk-zero", params={"pages": "16"}), "params['pages']"),
+    (lambda: platform.run("rowclone-system", "bulk-zero", params={"pages": 1.5}), "params['pages']"),
+    (lambda: platform.run("rowclone-system", "bulk-zero", params={"pages": True}), "params['pages']"),
+])
+def test_argument_types_are_checked(call, arg: str) -> None:
+    with pytest.raises(TypeError) as e:
+        call()
+    assert arg in str(e.value)
+
+
+def test_negative_parameter_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match=r"params\['pages'\]"):
+        platform.run("rowclone-system", "bulk-zero", params={"pages": -1})
+
+
+def test_copy_engine_on_the_zhao_platform() -> None:
+    params = {"packets": 20, "payload": 1024}
+    base = platform.run("zhao-uma-emc", "tcp-rx", params=params).stats
+    ce = platform.run("zhao-uma-emc", "tcp-rx", {"copy": {"mechanism": "ce", "mode": "ASYNC"}}, params).stats
+    assert base["offloads"] == 0 and ce["offloads"] >= 20
+    assert (ce["mechanism"], ce["mode"], ce["placement"]) == ("ce", "ASYNC", "off-die")
+    assert ce["time_ns"] < base["time_ns"]
