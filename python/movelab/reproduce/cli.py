@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich import box
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from movelab._util import parse_set
@@ -25,6 +29,43 @@ def _x(v) -> str:
     return "-" if v is None else f"{v:g}"
 
 
+def _fail(e: Exception) -> None:
+    console.print(f"[red]error:[/red] {e}")
+    raise typer.Exit(2) from e
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in ("table", "json"):
+        raise typer.BadParameter(f"'{fmt}' is not one of: table, json", param_hint="--format")
+
+
+def _int_list(text: str | None, option: str) -> list[int] | None:
+    """``"64,128"`` -> ``[64, 128]``."""
+    if text is None:
+        return None
+    try:
+        values = [int(v.strip(), 0) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"'{text}' is not a comma-separated list of integers", param_hint=option) from None
+    if not values or any(v < 1 for v in values):
+        raise typer.BadParameter(f"'{text}': give positive integers, e.g. 64,128", param_hint=option)
+    return values
+
+
+@contextmanager
+def _progress(label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr, fed by the simulator's ``progress(done, total)`` callback."""
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True, disable=not enabled) as prog:
+        task = prog.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            prog.update(task, completed=done, total=total)
+            prog.refresh()  # the simulator holds the interpreter between callbacks
+
+        yield update
+
+
 @app.command("rowclone-latency")
 def rowclone_latency(
     fmt: str = typer.Option("table", "--format", help="table or json"),
@@ -33,13 +74,17 @@ def rowclone_latency(
     out: Path | None = typer.Option(None, "--out", help="Directory for CSV, JSON and PNG."),
 ) -> None:
     """RowClone Table 3: 4 KB copy and zeroing latency and energy per mechanism."""
+    _rowclone_latency(fmt, config, parse_set(set_), out)
+
+
+def _rowclone_latency(fmt: str, config: str, overrides: dict[str, Any], out: Path | None) -> None:
     from movelab.reproduce import rowclone_latency as rl
 
+    _check_format(fmt)
     try:
-        rows = rl.run(config, parse_set(set_))
+        rows = rl.run(config, overrides)
     except (ValueError, FileNotFoundError) as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        _fail(e)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "rowclone-latency.json").write_text(json.dumps(rows, indent=2))
@@ -68,17 +113,80 @@ def rowclone_latency(
     console.print(t)
 
 
+
+
+@app.command("zhao-copy-engine")
+def zhao_copy_engine(
+    fmt: str = typer.Option("table", "--format", help="table or json"),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE on both platforms, "
+                                                              "e.g. copy.stream_buffer_lines=16."),
+    packets: int = typer.Option(200, "--packets", min=1, help="Packets per run."),
+    out: Path | None = typer.Option(None, "--out", help="Directory for CSV, JSON and PNG."),
+) -> None:
+    """Zhao et al. (IEEE TC 2007) Table 3, Fig. 11, Table 4, Fig. 15: TCP/IP receive with copy engines."""
+    _zhao_copy_engine(fmt, parse_set(set_), packets, out)
+
+
+def _zhao_copy_engine(fmt: str, overrides: dict[str, Any], packets: int, out: Path | None) -> None:
+    from movelab.reproduce import zhao_copy_engine as zc
+
+    _check_format(fmt)
+    try:
+        with _progress("simulating", fmt != "json") as progress:
+            rows = zc.run(overrides, packets=packets, progress=progress)
+    except (ValueError, TypeError) as e:
+        _fail(e)
+    if out is not None:
+        zc.write(rows, out)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for t in zc.tables(rows):
+        console.print(t)
+
+
+@app.command("rowclone-fork")
+def rowclone_fork(
+    fmt: str = typer.Option("table", "--format", help="table or json"),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE (rowclone-system)."),
+    sizes: str | None = typer.Option(None, "--sizes", help="forkbench array sizes S in MB [default: 64,128]."),
+    pages: str | None = typer.Option(None, "--pages", help="Pages N the child updates "
+                                                           "[default: 2,8,32,128,512,2048,8192,16384]."),
+    zero_pages: int = typer.Option(1024, "--zero-pages", min=1, help="Pages of the bulk-zero workload."),
+    out: Path | None = typer.Option(None, "--out", help="Directory for CSV, JSON and PNG."),
+) -> None:
+    """RowClone (MICRO 2013) Fig. 7-9 (forkbench) and bulk zeroing with RowClone, RowClone-ZI, MC-DMA."""
+    _rowclone_fork(fmt, parse_set(set_), _int_list(sizes, "--sizes"), _int_list(pages, "--pages"), zero_pages, out)
+
+
+def _rowclone_fork(fmt: str, overrides: dict[str, Any], sizes: list[int] | None, pages: list[int] | None,
+                   zero_pages: int, out: Path | None) -> None:
+    from movelab.reproduce import rowclone_fork as rf
+
+    _check_format(fmt)
+    try:
+        with _progress("simulating", fmt != "json") as progress:
+            rows = rf.run(overrides, sizes, pages, zero_pages, progress=progress)
+    except (ValueError, TypeError) as e:
+        _fail(e)
+    if out is not None:
+        rf.write(rows, out)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for t in rf.tables(rows):
+        console.print(t)
+
+
 @app.command("all")
 def all_cmd(out: Path = typer.Option(Path("reports"), "--out", help="Report directory.")) -> None:
-    """Run every reproduction, printing tables and writing CSV/JSON/PNG under OUT."""
-    from rich.progress import Progress
-
-    jobs = [("rowclone-latency", lambda: rowclone_latency(fmt="table", config="rowclone-ddr3-1066", set_=None,
-                                                          out=out / "rowclone-latency"))]
-    with Progress(console=console, transient=True) as prog:
-        task = prog.add_task("reproductions", total=len(jobs))
-        for name, fn in jobs:
-            console.rule(name)
-            fn()
-            prog.advance(task)
+    """Run every reproduction, printing tables and writing CSV/JSON/PNG under OUT/<name>/."""
+    jobs = [
+        ("rowclone-latency", lambda d: _rowclone_latency("table", "rowclone-ddr3-1066", {}, d)),
+        ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, 200, d)),
+        ("rowclone-fork", lambda d: _rowclone_fork("table", {}, None, None, 1024, d)),
+    ]
+    for i, (name, fn) in enumerate(jobs, 1):
+        console.rule(f"{name} ({i}/{len(jobs)})")
+        fn(out / name)
     console.print(f"reports written under {out}/")

@@ -1,0 +1,314 @@
+"""RowClone (MICRO 2013) in a whole system, sections 7.2-7.5:
+
+* forkbench (Figures 7-9): the fraction of memory traffic due to copies (FMTC), and the speedup and
+  DRAM energy reduction of FPM and PSM over the baseline, for array sizes S and updated pages N;
+* bulk zeroing (section 7.3, 7.5): RowClone, RowClone-ZI and MC-DMA against the baseline.
+
+The runs are the platform model's (Rust: ``experiments::rowclone_fork``); the paper states its
+results in the text, as ranges and peaks (``presets/papers/rowclone.toml``: ``[forkbench]``,
+``[table5_forkbench]``, ``[mc_dma]``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from movelab import _core
+from movelab.reproduce import fraction, paper_data
+
+NAME = "rowclone-fork"
+KEYS = ["workload", "s_mb", "n_pages", "mechanism", "fmtc", "speedup", "energy_reduction", "bandwidth_reduction",
+        "time_ns", "ipc", "dram_energy_uj", "channel_mb"]
+FORK_MECHS = ["baseline", "fpm", "psm"]
+ZERO_MECHS = ["baseline", "rowclone", "rowclone-zi", "mc-dma"]
+
+
+def _positive_ints(v: Any, what: str) -> list[int] | None:
+    if v is None:
+        return None
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+        raise TypeError(f"{what} must be a list of positive integers, not {type(v).__name__}")
+    out = list(v)
+    if not out or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in out):
+        raise ValueError(f"{what} must be a non-empty list of positive integers, got {out!r}")
+    return out
+
+
+def run(
+    overrides: Mapping[str, Any] | None = None,
+    sizes_mb: list[int] | None = None,
+    n_pages: list[int] | None = None,
+    zero_pages: int = 1024,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Rows with exactly :data:`KEYS`: forkbench rows (S, N, mechanism) then bulk-zero rows.
+
+    Defaults are the paper's: S in {64, 128} MB, N from 2 to 16k pages."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
+    sizes = _positive_ints(sizes_mb, "sizes_mb")
+    pages = _positive_ints(n_pages, "n_pages")
+    if isinstance(zero_pages, bool) or not isinstance(zero_pages, int) or zero_pages < 1:
+        raise ValueError(f"zero_pages must be a positive integer, got {zero_pages!r}")
+    raw = _core.reproduce_rowclone_fork(json.dumps(dict(overrides)) if overrides else None, sizes, pages,
+                                        zero_pages, progress)
+    rows = []
+    for r in json.loads(raw):
+        row = {k: r.get(k) for k in KEYS}
+        for k in ["fmtc", "speedup", "energy_reduction", "bandwidth_reduction", "ipc"]:
+            row[k] = round(row[k], 4)
+        for k in ["time_ns", "dram_energy_uj", "channel_mb"]:
+            row[k] = round(row[k], 3)
+        if row["workload"] == "forkbench" and float(row["s_mb"]).is_integer():
+            row["s_mb"] = int(row["s_mb"])
+        rows.append(row)
+    return rows
+
+
+def paper() -> dict[str, dict[str, Any]]:
+    """The paper's statements: ``forkbench``, ``table5_forkbench`` and ``mc_dma``."""
+    d = paper_data("rowclone")
+    return {k: d.get(k, {}) for k in ["forkbench", "table5_forkbench", "mc_dma"]}
+
+
+def _fork(rows: list[dict[str, Any]]) -> dict[tuple[Any, int], dict[str, dict[str, Any]]]:
+    out: dict[tuple[Any, int], dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        if r["workload"] == "forkbench":
+            out.setdefault((r["s_mb"], r["n_pages"]), {})[r["mechanism"]] = r
+    return out
+
+
+def summary(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(statement, movelab, paper) for each of the paper's forkbench statements."""
+    fork = _fork(rows)
+    p = paper()["forkbench"]
+    if not fork:
+        return []
+    fmtc = [m["baseline"]["fmtc"] for m in fork.values()]
+    fpm = [m["fpm"]["speedup"] for m in fork.values() if "fpm" in m]
+    psm = [m["psm"]["speedup"] for m in fork.values() if "psm" in m]
+    fpm_e = [m["fpm"]["energy_reduction"] for m in fork.values() if "fpm" in m]
+    psm_e = [m["psm"]["energy_reduction"] for m in fork.values() if "psm" in m]
+
+    def pct(v: Any) -> str:
+        return "-" if v is None else f"{v * 100:.0f}%"
+
+    def x(v: Any) -> str:
+        return "-" if v is None else f"{v:.2f}x"
+
+    def rng(lo: Any, hi: Any, f: Callable[[Any], str]) -> str:
+        return f"{f(lo)} - {f(hi)}"
+
+    def mean(v: list[float]) -> float | None:
+        return sum(v) / len(v) if v else None
+
+    return [
+        ("FMTC range (Fig. 7)", rng(min(fmtc), max(fmtc), pct), rng(p.get("fmtc_min"), p.get("fmtc_max"), pct)),
+        ("FPM peak speedup (Fig. 8)", x(max(fpm, default=None)), x(p.get("fpm_peak_speedup"))),
+        ("FPM mean speedup", x(mean(fpm)), x(p.get("fpm_mean_speedup"))),
+        ("PSM peak speedup", x(max(psm, default=None)), "little"),
+        ("FPM max energy reduction (Fig. 9)", pct(max(fpm_e, default=None)), pct(p.get("fpm_max_energy_reduction"))),
+        # The paper's text gives 50% on average; rowclone.toml has no key for it.
+        ("FPM mean energy reduction", pct(mean(fpm_e)), pct(p.get("fpm_mean_energy_reduction", 0.50))),
+        ("PSM max energy reduction", pct(max(psm_e, default=None)), pct(p.get("psm_max_energy_reduction"))),
+    ]
+
+
+def _table(title: str, caption: str | None = None, tight: bool = False) -> Table:
+    # tight: columns one space apart (the box's divider), so a wide table fits 80 columns.
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=0 if tight else (0, 1))
+    t.title, t.caption = title, caption  # printed by _group, outside the table's width
+    return t
+
+
+def _group(t: Table) -> Group:
+    """A table with its title above and its caption below, each as wide as the console allows."""
+    parts = [Text(t.title or "", style="bold"), t]
+    t.title = None
+    if t.caption:
+        parts.append(Text(str(t.caption), style="dim"))
+        t.caption = None
+    return Group(*parts, Text(""))
+
+
+def tables(rows: list[dict[str, Any]]) -> list[Group]:
+    out = []
+    fork = _fork(rows)
+    if fork:
+        t = _table("RowClone forkbench (Fig. 7-9): FMTC, speedup and DRAM energy reduction over the baseline")
+        for col in ["S MB", "N", "FMTC %", "FPM x", "PSM x", "FPM E %", "PSM E %"]:
+            t.add_column(col, justify="right", no_wrap=True)
+        last = None
+        for (s, n), m in sorted(fork.items()):
+            if last is not None and s != last:
+                t.add_section()
+            last = s
+            fpm, psm = m.get("fpm"), m.get("psm")
+            t.add_row(f"{s:g}", f"{n:,}", fraction(m["baseline"]["fmtc"]),
+                      f"{fpm['speedup']:.2f}" if fpm else "-", f"{psm['speedup']:.2f}" if psm else "-",
+                      fraction(fpm and fpm["energy_reduction"]), fraction(psm and psm["energy_reduction"]))
+        out.append(_group(t))
+        t = _table("forkbench beside the paper's statements (section 7.2)")
+        t.add_column("statement", no_wrap=True)
+        t.add_column("movelab", justify="right", no_wrap=True)
+        t.add_column("paper", justify="right", no_wrap=True)
+        for row in summary(rows):
+            t.add_row(*row)
+        out.append(_group(t))
+
+    zero = {r["mechanism"]: r for r in rows if r["workload"] == "bulk-zero"}
+    if zero:
+        p = paper()
+        t5, mc = p["table5_forkbench"], p["mc_dma"]
+        paper_cells = {
+            "rowclone": ("-", t5.get("rowclone_energy_reduction"), t5.get("rowclone_bandwidth_reduction")),
+            "rowclone-zi": (t5.get("zi_speedup"), t5.get("zi_energy_reduction"), t5.get("zi_bandwidth_reduction")),
+            "mc-dma": (mc.get("speedup_vs_baseline"), None, None),
+        }
+        n = next(iter(zero.values()))["n_pages"]
+        t = _table(f"Bulk zeroing ({n:,} pages of 4 KB, each then read), over the baseline",
+                   "paper: Table 5 and section 7.3 give forkbench (S = 64 MB, N = 1k) for RowClone and ZI; "
+                   "MC-DMA is section 7.5's mean")
+        for col in ["mechanism", "speedup", "paper", "energy %", "paper", "bandwidth %", "paper"]:
+            t.add_column(col, justify="left" if col == "mechanism" else "right", no_wrap=True)
+        for mech in ZERO_MECHS:
+            r = zero.get(mech)
+            if r is None:
+                continue
+            ps, pe, pb = paper_cells.get(mech, (None, None, None))
+            t.add_row(mech, f"{r['speedup']:.2f}", "-" if ps in (None, "-") else f"{ps:.2f}",
+                      fraction(r["energy_reduction"]), fraction(pe, 0), fraction(r["bandwidth_reduction"]),
+                      fraction(pb, 0))
+        out.append(_group(t))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Plots
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _lines(ax, fork, mech: str, key: str, scale: float = 1.0, style: str = "-o") -> None:
+    for s in sorted({k[0] for k in fork}):
+        pts = sorted((n, m[mech][key] * scale) for (s2, n), m in fork.items() if s2 == s and mech in m)
+        if pts:
+            ax.plot([a for a, _ in pts], [b for _, b in pts], style, label=f"{mech.upper()} S = {s:g} MB"
+                    if mech != "baseline" else f"S = {s:g} MB", markersize=4)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("N (pages updated by the child)")
+
+
+def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Fig. 7 (FMTC), Fig. 8 (speedup), Fig. 9 (energy) and the bulk-zero bars; returns the paths."""
+    plt = _plt()
+    fork = _fork(rows)
+    p = paper()
+    fb = p["forkbench"]
+    paths = []
+    if fork:
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        _lines(ax, fork, "baseline", "fmtc", 100)
+        if "fmtc_min" in fb and "fmtc_max" in fb:
+            ax.axhspan(fb["fmtc_min"] * 100, fb["fmtc_max"] * 100, color="grey", alpha=0.15,
+                       label=f"paper's range ({fb['fmtc_min'] * 100:.0f}-{fb['fmtc_max'] * 100:.0f}%)")
+        ax.set_ylabel("FMTC, % of memory traffic")
+        ax.set_ylim(0, 100)
+        ax.set_title("forkbench: fraction of memory traffic due to copies (RowClone Fig. 7)", fontsize=10)
+        ax.legend(frameon=False, fontsize=8)
+        fig.tight_layout()
+        paths.append(out / f"{NAME}-fmtc.png")
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        _lines(ax, fork, "fpm", "speedup")
+        _lines(ax, fork, "psm", "speedup", style="--s")
+        if "fpm_peak_speedup" in fb:
+            ax.axhline(fb["fpm_peak_speedup"], color="grey", linestyle=":", label="paper: FPM peak")
+        ax.axhline(1.0, color="black", linewidth=0.6)
+        ax.set_ylabel("speedup over baseline")
+        ax.set_title("forkbench: FPM and PSM speedup (RowClone Fig. 8)", fontsize=10)
+        ax.legend(frameon=False, fontsize=8)
+        fig.tight_layout()
+        paths.append(out / f"{NAME}-speedup.png")
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        _lines(ax, fork, "fpm", "energy_reduction", 100)
+        _lines(ax, fork, "psm", "energy_reduction", 100, style="--s")
+        for key, label in [("fpm_max_energy_reduction", "paper: FPM max"), ("psm_max_energy_reduction",
+                                                                          "paper: PSM max")]:
+            if key in fb:
+                ax.axhline(fb[key] * 100, color="grey", linestyle=":" if "fpm" in key else "-.", label=label)
+        ax.set_ylabel("DRAM energy reduction, %")
+        ax.set_title("forkbench: DRAM energy reduction (RowClone Fig. 9)", fontsize=10)
+        ax.legend(frameon=False, fontsize=8)
+        fig.tight_layout()
+        paths.append(out / f"{NAME}-energy.png")
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+
+    zero = [r for r in rows if r["workload"] == "bulk-zero"]
+    if zero:
+        fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
+        t5, mc = p["table5_forkbench"], p["mc_dma"]
+        ref = {
+            "speedup": {"rowclone-zi": t5.get("zi_speedup"), "mc-dma": mc.get("speedup_vs_baseline")},
+            "energy_reduction": {"rowclone": t5.get("rowclone_energy_reduction"),
+                                 "rowclone-zi": t5.get("zi_energy_reduction")},
+            "bandwidth_reduction": {"rowclone": t5.get("rowclone_bandwidth_reduction"),
+                                    "rowclone-zi": t5.get("zi_bandwidth_reduction")},
+        }
+        names = [r["mechanism"] for r in zero]
+        for ax, key, label in [(axes[0], "speedup", "speedup over baseline"),
+                               (axes[1], "energy_reduction", "DRAM energy reduction"),
+                               (axes[2], "bandwidth_reduction", "memory bandwidth reduction")]:
+            x = list(range(len(zero)))
+            ax.bar(x, [r[key] for r in zero], width=0.6, label="movelab")
+            px = [(i, ref[key].get(n)) for i, n in enumerate(names) if ref[key].get(n) is not None]
+            if px:
+                ax.plot([i for i, _ in px], [v for _, v in px], marker="_", markersize=22, color="black",
+                        linestyle="none", label="paper")
+            ax.set_xticks(x, names, fontsize=8)
+            ax.set_title(label, fontsize=10)
+            ax.axhline(1.0 if key == "speedup" else 0.0, color="black", linewidth=0.6)
+            ax.legend(frameon=False, fontsize=8)
+        fig.suptitle(f"Bulk zeroing, {zero[0]['n_pages']:,} pages (paper marks: forkbench Table 5, section 7.5)",
+                     fontsize=10)
+        fig.tight_layout()
+        paths.append(out / f"{NAME}-bulk-zero.png")
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+    return paths
+
+
+def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
+    import csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{NAME}.json", out / f"{NAME}.csv"]
+    paths[0].write_text(json.dumps(rows, indent=2))
+    with open(paths[1], "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=KEYS)
+        w.writeheader()
+        w.writerows(rows)
+    return paths + plot(rows, out)

@@ -1,0 +1,268 @@
+"""Zhao, Bhuyan, Iyer, Makineni, Newell, "Hardware Support for Accelerating Data Movement in Server
+Platform" (IEEE TC 2007): TCP/IP receive processing with a copy engine.
+
+* Table 3: the reduction of execution time with an off-die engine (UMA/EMC platform) for in-order
+  and out-of-order cores, 512/1024/1400-byte payloads and the SYNC_NLB, SYNC_WLB and ASYNC modes,
+  split into faster copies and overlap with other work;
+* Fig. 11: the on-die engine on the NUMA/IMC platform against the off-die one (1 KB, out-of-order);
+* Table 4: early notification with the acknowledgment before or after the multiline snoop;
+* Fig. 15: the on-die engine writing the destination into the cache.
+
+The runs are the platform model's (Rust: ``experiments::zhao_copy_engine``); the paper's values are
+data (``presets/papers/zhao-copy-engine.toml``). Fractions are of the BASE system's time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from movelab import _core
+from movelab.reproduce import fraction, paper_data
+
+NAME = "zhao-copy-engine"
+KEYS = ["figure", "core", "payload_bytes", "mode", "placement", "variant", "reduction", "faster_copy", "overlap",
+        "time_ns", "base_time_ns", "ipc", "mean_copy_ns", "paper_reduction", "paper_faster_copy", "paper_overlap",
+        "cache_gain", "paper_cache_gain"]
+CORES = ["in-order", "out-of-order"]
+MODES = ["SYNC_NLB", "SYNC_WLB", "ASYNC"]
+_FRACTIONS = {"reduction", "faster_copy", "overlap", "paper_reduction", "paper_faster_copy", "paper_overlap",
+              "cache_gain", "paper_cache_gain"}
+
+
+def run(
+    overrides: Mapping[str, Any] | None = None,
+    packets: int = 200,
+    payloads: list[int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Rows with exactly :data:`KEYS` (paper values None where the paper gives none).
+
+    ``overrides`` (shaped like a platform config) apply to both platforms; ``progress(done, total)``
+    is called after each simulation."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
+    if isinstance(packets, bool) or not isinstance(packets, int) or packets < 1:
+        raise ValueError(f"packets must be a positive integer, got {packets!r}")
+    if payloads is not None and (not payloads or any(isinstance(p, bool) or not isinstance(p, int) or p < 1
+                                                     for p in payloads)):
+        raise ValueError(f"payloads must be positive byte counts, got {payloads!r}")
+    raw = _core.reproduce_zhao(json.dumps(dict(overrides)) if overrides else None, packets,
+                               list(payloads) if payloads is not None else None, progress)
+    rows = []
+    for r in json.loads(raw):
+        row = {k: r.get(k) for k in KEYS}
+        for k in KEYS:
+            v = row[k]
+            if isinstance(v, float):
+                row[k] = round(v, 4) if k in _FRACTIONS else round(v, 3)
+        rows.append(row)
+    return rows
+
+
+def _pair(v: Any, p: Any) -> str:
+    return f"{fraction(v)} ({fraction(p)})" if p is not None else fraction(v)
+
+
+def _table(title: str, caption: str | None = None, tight: bool = False) -> Table:
+    # tight: columns one space apart (the box's divider), so a wide table fits 80 columns.
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=0 if tight else (0, 1))
+    t.title, t.caption = title, caption  # printed by _group, outside the table's width
+    return t
+
+
+def _group(t: Table) -> Group:
+    """A table with its title above and its caption below, each as wide as the console allows."""
+    parts = [Text(t.title or "", style="bold"), t]
+    t.title = None
+    if t.caption:
+        parts.append(Text(str(t.caption), style="dim"))
+        t.caption = None
+    return Group(*parts, Text(""))
+
+
+def tables(rows: list[dict[str, Any]]) -> list[Group]:
+    """Table 3, Fig. 11, Table 4 and Fig. 15 as rich tables: movelab% (paper%)."""
+    out = []
+    t3 = {(r["core"], r["payload_bytes"], r["mode"]): r for r in rows if r["figure"] == "table3"}
+    t = _table("Zhao et al. Table 3: off-die engine (UMA/EMC); % of BASE time: movelab (paper)",
+               "overall = faster copy + overlap; in-ord = in-order core, OoO = out-of-order core", tight=True)
+    t.add_column("payload\nmode", no_wrap=True)
+    for core in CORES:
+        short = "in-ord" if core == "in-order" else "OoO"
+        for col in ["overall", "faster", "overlap"]:
+            t.add_column(f"{short}\n{col}", justify="right", no_wrap=True)
+    for payload in sorted({k[1] for k in t3}):
+        t.add_row(f"[bold]{payload} B[/bold]")
+        for mode in MODES:
+            cells = []
+            for core in CORES:
+                r = t3.get((core, payload, mode))
+                if r is None:
+                    cells += ["-"] * 3
+                    continue
+                cells += [_pair(r["reduction"], r["paper_reduction"]), _pair(r["faster_copy"], r["paper_faster_copy"]),
+                          _pair(r["overlap"], r["paper_overlap"])]
+            t.add_row(mode, *cells)
+    out.append(_group(t))
+
+    paper = paper_data(NAME)
+    f11 = {(r["placement"], r["mode"]): r for r in rows if r["figure"] == "fig11"}
+    if f11:
+        numa = paper.get("fig11", {}).get("numa_base_reduction")
+        t = _table("Fig. 11: 1 KB, out-of-order core; reduction % of UMA/EMC BASE time")
+        t.add_column("mode", no_wrap=True)
+        t.add_column("off-die (UMA/EMC)", justify="right", no_wrap=True)
+        t.add_column("on-die (NUMA/IMC)", justify="right", no_wrap=True)
+        t.add_column("paper", no_wrap=True)
+        notes = {"BASE": f"NUMA/IMC base ~{fraction(numa, 0)}% faster" if numa is not None else "",
+                 "SYNC_NLB": "on-die ~ off-die", "SYNC_WLB": "on-die ~ off-die", "ASYNC": "on-die < off-die"}
+        for mode in ["BASE", *MODES]:
+            off = f11.get(("off-die", mode))
+            on = f11.get(("on-die", mode))
+            t.add_row(mode, "0.0" if mode == "BASE" else fraction(off and off["reduction"]),
+                      fraction(on and on["reduction"]), notes[mode])
+        out.append(_group(t))
+
+    t4 = [r for r in rows if r["figure"] == "table4"]
+    if t4:
+        t = _table("Table 4: ASYNC on-die, early notification; reduction % of NUMA/IMC BASE")
+        t.add_column("acknowledgment", no_wrap=True)
+        t.add_column("movelab", justify="right")
+        t.add_column("paper", justify="right")
+        t.add_column("mean copy ns", justify="right")
+        for r in t4:
+            t.add_row(r["variant"], fraction(r["reduction"]), fraction(r["paper_reduction"]),
+                      f"{r['mean_copy_ns']:.0f}")
+        out.append(_group(t))
+
+    f15 = [r for r in rows if r["figure"] == "fig15"]
+    if f15:
+        t = _table("Fig. 15: on-die engine writing the destination into the cache, %",
+                   "gain: further reduction over writing to memory, % of UMA/EMC BASE time")
+        t.add_column("mode", no_wrap=True)
+        t.add_column("reduction", justify="right")
+        t.add_column("gain", justify="right")
+        t.add_column("paper gain", justify="right")
+        for r in f15:
+            t.add_row(r["mode"], fraction(r["reduction"]), fraction(r["cache_gain"]), fraction(r["paper_cache_gain"]))
+        out.append(_group(t))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Plots
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_table3(rows: list[dict[str, Any]], path: Path) -> None:
+    """Per core: for each payload and mode, movelab's and the paper's reduction, stacked as faster
+    copy + overlap."""
+    plt = _plt()
+    t3 = [r for r in rows if r["figure"] == "table3"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+    for ax, core in zip(axes, CORES, strict=True):
+        rs = [r for r in t3 if r["core"] == core]
+        rs.sort(key=lambda r: (r["payload_bytes"], MODES.index(r["mode"])))
+        x = list(range(len(rs)))
+        for off, who, alpha in [(-0.2, "", 1.0), (0.2, "paper_", 0.55)]:
+            fc = [(r[f"{who}faster_copy"] or 0) * 100 for r in rs]
+            ov = [(r[f"{who}overlap"] or 0) * 100 for r in rs]
+            label = "paper" if who else "movelab"
+            ax.bar([i + off for i in x], fc, width=0.4, color="tab:blue", alpha=alpha, label=f"{label}: faster copy")
+            ax.bar([i + off for i in x], ov, width=0.4, bottom=fc, color="tab:orange", alpha=alpha,
+                   label=f"{label}: overlap")
+        ax.set_xticks(x, [f"{r['payload_bytes']}\n{r['mode']}" for r in rs], fontsize=7)
+        ax.set_title(f"{core} core")
+        ax.axhline(0, color="black", linewidth=0.6)
+    axes[0].set_ylabel("reduction of BASE time, %")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=8)
+    fig.suptitle("Zhao et al. Table 3: off-die copy engine on UMA/EMC (left bar movelab, right bar paper)")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_fig11(rows: list[dict[str, Any]], path: Path) -> None:
+    plt = _plt()
+    f11 = {(r["placement"], r["mode"]): r for r in rows if r["figure"] == "fig11"}
+    modes = ["BASE", *MODES]
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    x = list(range(len(modes)))
+    for off, placement, label in [(-0.2, "off-die", "off-die (UMA/EMC)"), (0.2, "on-die", "on-die (NUMA/IMC)")]:
+        vals = [(f11[(placement, m)]["reduction"] if (placement, m) in f11 else 0.0) * 100 for m in modes]
+        ax.bar([i + off for i in x], vals, width=0.4, label=label)
+    numa = paper_data(NAME).get("fig11", {}).get("numa_base_reduction")
+    if numa is not None:
+        ax.plot([0.2], [numa * 100], marker="_", markersize=18, color="black", linestyle="none",
+                label="paper: NUMA/IMC base (text)")
+    t3 = {r["mode"]: r["paper_reduction"] for r in rows if r["figure"] == "table3" and r["core"] == "out-of-order"
+          and r["payload_bytes"] == 1024 and r["paper_reduction"] is not None}
+    pts = [(i - 0.2, t3[m] * 100) for i, m in enumerate(modes) if m in t3]
+    if pts:
+        ax.plot([a for a, _ in pts], [b for _, b in pts], marker="_", markersize=18, color="grey", linestyle="none",
+                label="paper: off-die (Table 3)")
+    ax.set_xticks(x, modes)
+    ax.set_ylabel("reduction vs UMA/EMC BASE, %")
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.legend(frameon=False, fontsize=8)
+    ax.set_title("Zhao et al. Fig. 11: 1 KB payloads, out-of-order core")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_fig15(rows: list[dict[str, Any]], path: Path) -> None:
+    plt = _plt()
+    f15 = [r for r in rows if r["figure"] == "fig15"]
+    t4 = [r for r in rows if r["figure"] == "table4"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, rs, label, key, pkey, title in [
+        (axes[0], f15, "mode", "cache_gain", "paper_cache_gain", "Fig. 15: gain from destination into cache"),
+        (axes[1], t4, "variant", "reduction", "paper_reduction", "Table 4: ASYNC on-die, early notification"),
+    ]:
+        x = list(range(len(rs)))
+        ax.bar([i - 0.2 for i in x], [(r[key] or 0) * 100 for r in rs], width=0.4, label="movelab")
+        ax.bar([i + 0.2 for i in x], [(r[pkey] or 0) * 100 for r in rs], width=0.4, label="paper")
+        ax.set_xticks(x, [r[label] for r in rs])
+        ax.set_ylabel("percentage points" if key == "cache_gain" else "reduction, %")
+        ax.set_title(title, fontsize=10)
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
+    import csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{NAME}.json", out / f"{NAME}.csv", out / f"{NAME}-table3.png", out / f"{NAME}-fig11.png",
+             out / f"{NAME}-fig15.png"]
+    paths[0].write_text(json.dumps(rows, indent=2))
+    with open(paths[1], "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=KEYS)
+        w.writeheader()
+        w.writerows(rows)
+    plot_table3(rows, paths[2])
+    plot_fig11(rows, paths[3])
+    plot_fig15(rows, paths[4])
+    return paths

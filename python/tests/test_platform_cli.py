@@ -1,0 +1,215 @@
+"""``movelab platform ...`` and the system-level reproductions (``movelab reproduce zhao-copy-engine``,
+``rowclone-fork`` and ``all``): JSON output, errors, files written, and the figures' response to the
+model's parameters."""
+
+from __future__ import annotations
+
+import csv
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from movelab import platform
+from movelab.cli import app
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def cli(*args: str, code: int = 0) -> str:
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == code, f"exit {r.exit_code} for {args}:\n{r.output}\n{r.exception!r}"
+    return r.output
+
+
+# ------------------------------------------------------------------------------------------------
+# movelab platform
+
+
+def test_presets_json_and_table() -> None:
+    p = json.loads(cli("platform", "presets", "--format", "json"))
+    assert {q["name"] for q in p["platforms"]} == {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system"}
+    table = cli("platform", "presets")
+    assert "Platforms" in table and "Workloads" in table and "tcp-rx" in table
+
+
+def test_show_prints_toml_or_json_with_overrides() -> None:
+    s = json.loads(cli("platform", "show", "rowclone-system", "--set", "copy.mechanism=rowclone",
+                       "--set", "core.width=2", "--format", "json"))
+    assert s["copy"]["mechanism"] == "rowclone" and s["core"]["width"] == 2
+    t = tomllib.loads(cli("platform", "show", "rowclone-system", "--set", "copy.mechanism=rowclone",
+                          "--set", "core.width=2"))
+    assert t == {k: v for k, v in s.items() if v is not None}
+    out = cli("platform", "show", "rowclone-system", "--set", "copy.nope=1", code=2)
+    assert "error:" in out and "copy.nope" in out
+
+
+def test_run_json_is_what_the_api_returns() -> None:
+    args = ["platform", "run", "rowclone-system", "bulk-zero", "--set", "copy.mechanism=rowclone-zi",
+            "--param", "pages=16"]
+    s = json.loads(cli(*args, "--format", "json"))
+    assert s == platform.run("rowclone-system", "bulk-zero", {"copy": {"mechanism": "rowclone-zi"}},
+                             {"pages": 16}).stats
+    assert s["mechanism"] == "rowclone-zi" and s["offloads"] == 16
+    table = cli(*args)
+    assert "rowclone-system / bulk-zero" in table and "IPC" in table and "FMTC" in table
+
+
+def test_run_errors_exit_2_naming_the_problem() -> None:
+    out = cli("platform", "run", "no-such", "bulk-zero", code=2)
+    assert "error:" in out and "no-such" in out
+    out = cli("platform", "run", "rowclone-system", "no-such", code=2)
+    assert "unknown workload" in out
+    out = cli("platform", "run", "rowclone-system", "bulk-zero", "--set", "copy.mode=FAST", code=2)
+    assert "copy.mode" in out
+    out = cli("platform", "run", "rowclone-system", "bulk-zero", "--param", "nope=3", code=2)
+    assert "nope" in out
+    out = cli("platform", "run", "rowclone-system", "bulk-zero", "--param", "pages=many", code=2)
+    assert "--param" in out
+    out = cli("platform", "run", "rowclone-system", "bulk-zero", "--format", "yaml", code=2)
+    assert "--format" in out
+
+
+# ------------------------------------------------------------------------------------------------
+# reproduce zhao-copy-engine
+
+ZHAO_KEYS = {"figure", "core", "payload_bytes", "mode", "placement", "variant", "reduction", "faster_copy", "overlap",
+             "paper_reduction", "paper_faster_copy", "paper_overlap"}
+
+
+def zhao(*args: str) -> list[dict]:
+    return json.loads(cli("reproduce", "zhao-copy-engine", "--packets", "20", "--format", "json", *args))
+
+
+@pytest.fixture(scope="module")
+def zhao_rows() -> list[dict]:
+    return zhao()
+
+
+def test_zhao_json_rows(zhao_rows: list[dict]) -> None:
+    assert all(ZHAO_KEYS <= set(r) for r in zhao_rows)
+    t3 = [r for r in zhao_rows if r["figure"] == "table3"]
+    assert len(t3) == 18
+    assert {(r["core"], r["payload_bytes"], r["mode"]) for r in t3} == {
+        (c, p, m) for c in ["in-order", "out-of-order"] for p in [512, 1024, 1400]
+        for m in ["SYNC_NLB", "SYNC_WLB", "ASYNC"]}
+    for r in t3:
+        assert r["placement"] == "off-die" and r["paper_reduction"] is not None
+        assert r["reduction"] == pytest.approx(r["faster_copy"] + r["overlap"], abs=1e-3)
+    p = {(r["core"], r["payload_bytes"], r["mode"]): r for r in t3}
+    assert p[("out-of-order", 512, "SYNC_NLB")]["paper_reduction"] == 0.146
+    assert p[("in-order", 1400, "ASYNC")]["paper_overlap"] == 0.176
+    figures = {r["figure"] for r in zhao_rows}
+    assert figures == {"table3", "fig11", "table4", "fig15"}
+    assert {r["variant"] for r in zhao_rows if r["figure"] == "table4"} == {"ack-before-snoop", "ack-after-snoop"}
+    assert all(r["paper_cache_gain"] is not None for r in zhao_rows if r["figure"] == "fig15")
+
+
+def test_zhao_stream_buffer_moves_table3(zhao_rows: list[dict]) -> None:
+    small = zhao("--set", "copy.stream_buffer_lines=1")
+    key = lambda r: (r["figure"], r["core"], r["payload_bytes"], r["mode"], r["placement"], r["variant"])  # noqa: E731
+    before = {key(r): r for r in zhao_rows}
+    after = {key(r): r for r in small}
+    assert before.keys() == after.keys()
+    moved = [k for k in before if k[0] == "table3" and after[k]["reduction"] != before[k]["reduction"]]
+    assert moved, "a one-line stream buffer changed no Table 3 figure"
+    # A one-line buffer cannot make the engine's copies faster.
+    for k in moved:
+        assert after[k]["faster_copy"] <= before[k]["faster_copy"] + 1e-9, k
+    # The paper's values are data: they do not move.
+    assert all(after[k]["paper_reduction"] == before[k]["paper_reduction"] for k in before)
+
+
+def test_zhao_table_and_files(tmp_path: Path) -> None:
+    out = cli("reproduce", "zhao-copy-engine", "--packets", "5", "--out", tmp_path)
+    assert "Table 3" in out and "Fig. 11" in out and "Table 4" in out and "Fig. 15" in out
+    rows = json.loads((tmp_path / "zhao-copy-engine.json").read_text())
+    with open(tmp_path / "zhao-copy-engine.csv") as f:
+        assert len(list(csv.DictReader(f))) == len(rows)
+    for name in ["table3", "fig11", "fig15"]:
+        assert (tmp_path / f"zhao-copy-engine-{name}.png").stat().st_size > 1000
+
+
+def test_zhao_errors() -> None:
+    out = cli("reproduce", "zhao-copy-engine", "--packets", "5", "--set", "copy.mode=FAST", code=2)
+    assert "error:" in out and "copy.mode" in out
+    cli("reproduce", "zhao-copy-engine", "--packets", "0", code=2)
+
+
+# ------------------------------------------------------------------------------------------------
+# reproduce rowclone-fork
+
+FORK = ["reproduce", "rowclone-fork", "--sizes", "4", "--pages", "2,8", "--zero-pages", "16", "--format", "json"]
+FORK_KEYS = {"workload", "s_mb", "n_pages", "mechanism", "fmtc", "speedup", "energy_reduction", "bandwidth_reduction"}
+
+
+@pytest.fixture(scope="module")
+def fork_rows() -> list[dict]:
+    return json.loads(cli(*FORK))
+
+
+def by_key(rows: list[dict]) -> dict[tuple, dict]:
+    return {(r["workload"], r["n_pages"], r["mechanism"]): r for r in rows}
+
+
+def test_rowclone_fork_json_rows(fork_rows: list[dict]) -> None:
+    assert all(FORK_KEYS <= set(r) for r in fork_rows)
+    rows = by_key(fork_rows)
+    assert set(rows) == {("forkbench", n, m) for n in [2, 8] for m in ["baseline", "fpm", "psm"]} | {
+        ("bulk-zero", 16, m) for m in ["baseline", "rowclone", "rowclone-zi", "mc-dma"]}
+    for r in fork_rows:
+        if r["mechanism"] == "baseline":
+            assert r["speedup"] == 1.0 and r["energy_reduction"] == 0.0
+        if r["workload"] == "forkbench":
+            assert r["s_mb"] == 4
+    # More copy-on-write updates: more of the traffic is copies, and FPM gains more.
+    assert rows[("forkbench", 8, "baseline")]["fmtc"] > rows[("forkbench", 2, "baseline")]["fmtc"] > 0
+    assert rows[("forkbench", 8, "fpm")]["speedup"] > rows[("forkbench", 2, "fpm")]["speedup"] > 1.0
+    assert rows[("forkbench", 8, "fpm")]["energy_reduction"] > 0
+    # RowClone-ZI leaves the zeroed lines in the cache: the reads that follow hit.
+    assert rows[("bulk-zero", 16, "rowclone-zi")]["speedup"] > rows[("bulk-zero", 16, "rowclone")]["speedup"]
+
+
+def test_rowclone_fork_moves_with_tras_and_bus_bandwidth(fork_rows: list[dict]) -> None:
+    base = by_key(fork_rows)
+    # A longer tRAS lengthens every in-DRAM zeroing (ACT, ACT, PRE): RowClone's gain shrinks.
+    slow = by_key(json.loads(cli(*FORK, "--set", "memory.dram.timing.nRAS=30")))
+    assert slow[("bulk-zero", 16, "rowclone")]["speedup"] < base[("bulk-zero", 16, "rowclone")]["speedup"]
+    # A slower path to memory hurts the baseline, which moves the zeroed data over it.
+    narrow = by_key(json.loads(cli(*FORK, "--set", "interconnect.bandwidth_gbs=2.0")))
+    assert narrow[("bulk-zero", 16, "rowclone-zi")]["speedup"] > base[("bulk-zero", 16, "rowclone-zi")]["speedup"]
+
+
+def test_rowclone_fork_table_and_files(tmp_path: Path) -> None:
+    out = cli(*FORK[:-2], "--out", tmp_path)
+    assert "forkbench" in out and "Bulk zeroing" in out and "FMTC range" in out and "14% - 66%" in out
+    rows = json.loads((tmp_path / "rowclone-fork.json").read_text())
+    assert len(rows) == 10
+    for name in ["fmtc", "speedup", "energy", "bulk-zero"]:
+        assert (tmp_path / f"rowclone-fork-{name}.png").stat().st_size > 1000
+
+
+def test_rowclone_fork_errors() -> None:
+    out = cli(*FORK, "--set", "copy.mechanism=teleport", code=2)
+    assert "copy.mechanism" in out
+    out = cli("reproduce", "rowclone-fork", "--sizes", "4,x", code=2)
+    assert "--sizes" in out
+    out = cli("reproduce", "rowclone-fork", "--pages", "0", code=2)
+    assert "--pages" in out
+
+
+# ------------------------------------------------------------------------------------------------
+# reproduce all
+
+
+def test_reproduce_all_runs_every_reproduction_into_its_folder(monkeypatch, tmp_path: Path) -> None:
+    from movelab.reproduce import cli as rcli
+
+    calls = []
+    monkeypatch.setattr(rcli, "_rowclone_latency", lambda fmt, cfg, ov, out: calls.append(("rowclone-latency", out)))
+    monkeypatch.setattr(rcli, "_zhao_copy_engine", lambda fmt, ov, packets, out: calls.append(("zhao-copy-engine",
+                                                                                               out)))
+    monkeypatch.setattr(rcli, "_rowclone_fork", lambda fmt, ov, s, n, z, out: calls.append(("rowclone-fork", out)))
+    cli("reproduce", "all", "--out", tmp_path)
+    assert calls == [(name, tmp_path / name) for name in ["rowclone-latency", "zhao-copy-engine", "rowclone-fork"]]
