@@ -3,6 +3,7 @@
 //! (core or copy engine), hands over bulk copy/init operations, advances the controllers to a
 //! cycle of its choosing, and collects what finished. Times are in DRAM clock cycles.
 use crate::bulk_baseline::BaselineOp;
+use crate::command::{CommandSink, LogHeader};
 use crate::config::Config;
 use crate::controller::{Controller, Done, Tag};
 use crate::error::Error;
@@ -11,7 +12,7 @@ use crate::request::{BulkKind, BulkOp, Op};
 use crate::rowclone;
 use crate::spec::DramSpec;
 use crate::stats::{BulkBytes, Stats};
-use crate::system::{collect_stats, BulkTotals};
+use crate::system::{collect_stats, log_header, BulkTotals};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -48,6 +49,7 @@ pub struct MemoryPort {
     /// Work of bulk operations finishing in the future: (cycle, op index, 0 read / 1 write / 2 job).
     events: BinaryHeap<Reverse<(u64, u32, u8)>>,
     end: u64,
+    log: Option<Box<dyn CommandSink>>,
 }
 
 impl MemoryPort {
@@ -73,7 +75,18 @@ impl MemoryPort {
             completions: Vec::new(),
             events: BinaryHeap::new(),
             end: 0,
+            log: None,
         })
+    }
+
+    /// Sends every command the controllers issue to `sink` (e.g. the independent checker).
+    pub fn set_command_log(&mut self, sink: Box<dyn CommandSink>) {
+        self.log = Some(sink);
+    }
+
+    /// The header a command log of this memory system starts with.
+    pub fn log_header(&self) -> LogHeader {
+        log_header(&self.config, &self.spec)
     }
 
     pub fn spec(&self) -> &DramSpec {
@@ -202,7 +215,7 @@ impl MemoryPort {
         self.pump(now);
         let mut next = u64::MAX;
         for ch in self.chans.iter_mut() {
-            next = next.min(ch.tick(now, None));
+            next = next.min(ch.tick(now, self.log.as_deref_mut()));
             for Done { time, tag, op } in ch.done.drain(..) {
                 match tag {
                     Tag::Port { id } => self.completions.push(Completion {

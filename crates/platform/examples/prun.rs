@@ -15,7 +15,9 @@ fn main() {
             }
         }
         let v: toml::Value = toml::from_str(x).unwrap();
-        cfg = cfg.with_overrides(v, "cli").unwrap_or_else(|e| panic!("{e}"));
+        cfg = cfg
+            .with_overrides(v, "cli")
+            .unwrap_or_else(|e| panic!("{e}"));
     }
     let w = Workload::load(&a[2], &params).unwrap_or_else(|e| panic!("{e}"));
     let t = std::time::Instant::now();
@@ -24,5 +26,8 @@ fn main() {
     let mut v = serde_json::to_value(&s).unwrap();
     v.as_object_mut().unwrap().remove("dram");
     println!("{}", serde_json::to_string_pretty(&v).unwrap());
-    eprintln!("wall {el:.3}s, {:.2} M instr/s", s.instructions as f64 / el / 1e6);
+    eprintln!(
+        "wall {el:.3}s, {:.2} M instr/s",
+        s.instructions as f64 / el / 1e6
+    );
 }

@@ -39,7 +39,8 @@ fn main() {
             if let Some(n) = list(a.get(3)) {
                 o.n_pages = n;
             }
-            let rows = rowclone_fork::run(&o, &mut |d, t| eprint!("\r{d}/{t}")).unwrap_or_else(|e| panic!("{e}"));
+            let rows = rowclone_fork::run(&o, &mut |d, t| eprint!("\r{d}/{t}"))
+                .unwrap_or_else(|e| panic!("{e}"));
             eprintln!();
             for r in rows {
                 println!(

@@ -172,7 +172,14 @@ mod tests {
         assert_eq!(c.insert(8, true, false), None); // same set
         assert!(c.access(0, false, false)); // 0 is now most recent
         let v = c.insert(16, false, false).unwrap();
-        assert_eq!(v, Victim { line: 8, dirty: true, by_copy: false });
+        assert_eq!(
+            v,
+            Victim {
+                line: 8,
+                dirty: true,
+                by_copy: false
+            }
+        );
         assert!(c.contains(0) && c.contains(16) && !c.contains(8));
     }
 
@@ -184,7 +191,14 @@ mod tests {
         assert!(c.flush(3));
         assert!(!c.flush(3));
         assert!(c.contains(3) && !c.is_dirty(3));
-        assert_eq!(c.invalidate(3), Some(Victim { line: 3, dirty: false, by_copy: true }));
+        assert_eq!(
+            c.invalidate(3),
+            Some(Victim {
+                line: 3,
+                dirty: false,
+                by_copy: true
+            })
+        );
         assert!(!c.contains(3));
         assert_eq!(c.invalidate(3), None);
     }

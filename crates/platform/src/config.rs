@@ -57,6 +57,10 @@ pub struct CoreConfig {
     /// operand is not ready, so with the short dependence distances of integer code it sustains
     /// about one ALU instruction per cycle.
     pub in_order_ilp: u32,
+    /// The CPU copy allocates destination lines it overwrites whole without reading them from
+    /// memory (as x86 fast-string copies do); otherwise every store miss reads the line first
+    /// (write-allocate). Initialisation always reads (write-allocate).
+    pub copy_skips_destination_fetch: bool,
 }
 
 impl Default for CoreConfig {
@@ -73,6 +77,7 @@ impl Default for CoreConfig {
             copy_loop_instructions: 1,
             compute_ilp: 2,
             in_order_ilp: 1,
+            copy_skips_destination_fetch: false,
         }
     }
 }
@@ -248,13 +253,22 @@ fn builtin_value(name: &str) -> Result<toml::Value, PlatformError> {
         })?;
     text.parse::<toml::Table>()
         .map(toml::Value::Table)
-        .map_err(|e| PlatformError::config(format!("presets/platforms/{name}.toml"), "(syntax)", e.to_string()))
+        .map_err(|e| {
+            PlatformError::config(
+                format!("presets/platforms/{name}.toml"),
+                "(syntax)",
+                e.to_string(),
+            )
+        })
 }
 
 impl PlatformConfig {
     /// A built-in platform by name.
     pub fn preset(name: &str) -> Result<PlatformConfig, PlatformError> {
-        PlatformConfig::from_value(builtin_value(name)?, &format!("presets/platforms/{name}.toml"))
+        PlatformConfig::from_value(
+            builtin_value(name)?,
+            &format!("presets/platforms/{name}.toml"),
+        )
     }
 
     /// A preset name or a TOML file path.
@@ -303,14 +317,26 @@ impl PlatformConfig {
         let cfg: PlatformConfig = serde_path_to_error::deserialize(merged).map_err(|e| {
             let key = e.path().to_string();
             let what = e.into_inner().message().to_string();
-            PlatformError::config(source_name, if key.is_empty() || key == "." { "(top level)".into() } else { key }, what)
+            PlatformError::config(
+                source_name,
+                if key.is_empty() || key == "." {
+                    "(top level)".into()
+                } else {
+                    key
+                },
+                what,
+            )
         })?;
         cfg.validate(source_name)?;
         Ok(cfg)
     }
 
     /// Layers overrides (a TOML table shaped like a platform config) on top.
-    pub fn with_overrides(&self, overrides: toml::Value, source_name: &str) -> Result<PlatformConfig, PlatformError> {
+    pub fn with_overrides(
+        &self,
+        overrides: toml::Value,
+        source_name: &str,
+    ) -> Result<PlatformConfig, PlatformError> {
         let mut base = toml::Value::try_from(self)
             .map_err(|e| PlatformError::config(source_name, "(serialise)", e.to_string()))?;
         merge_toml(&mut base, overrides);
@@ -319,7 +345,8 @@ impl PlatformConfig {
 
     /// The memory system's DRAM config, with the platform's copy settings applied.
     pub fn dram_config(&self, source_name: &str) -> Result<DramConfig, PlatformError> {
-        let mut dc = DramConfig::from_value(self.memory.clone(), &format!("{source_name} [memory]"))?;
+        let mut dc =
+            DramConfig::from_value(self.memory.clone(), &format!("{source_name} [memory]"))?;
         let c = &self.copy;
         dc.controller.cpu_bypass = c.mechanism == "ce" && c.mode != "SYNC_NLB";
         dc.controller.engine_share = c.engine_share;
@@ -337,7 +364,11 @@ impl PlatformConfig {
             if allowed.contains(&v) {
                 Ok(())
             } else {
-                Err(PlatformError::config(src, key, format!("'{v}' is not one of: {}", allowed.join(", "))))
+                Err(PlatformError::config(
+                    src,
+                    key,
+                    format!("'{v}' is not one of: {}", allowed.join(", ")),
+                ))
             }
         };
         one_of("core.kind", &self.core.kind, CORE_KINDS)?;
@@ -348,7 +379,11 @@ impl PlatformConfig {
         one_of("copy.snoop_ack", &self.copy.snoop_ack, &["before", "after"])?;
         let positive = |key: &str, v: u64, max: u64| {
             if v == 0 || v > max {
-                Err(PlatformError::config(src, key, format!("{v}: must be between 1 and {max}")))
+                Err(PlatformError::config(
+                    src,
+                    key,
+                    format!("{v}: must be between 1 and {max}"),
+                ))
             } else {
                 Ok(())
             }
@@ -363,10 +398,18 @@ impl PlatformConfig {
         positive("core.compute_ilp", c.compute_ilp.into(), 64)?;
         positive("core.in_order_ilp", c.in_order_ilp.into(), 64)?;
         if !matches!(c.register_bytes, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
-            return Err(PlatformError::config(src, "core.register_bytes", format!("{}: must be a power of two from 1 to 64", c.register_bytes)));
+            return Err(PlatformError::config(
+                src,
+                "core.register_bytes",
+                format!("{}: must be a power of two from 1 to 64", c.register_bytes),
+            ));
         }
         if c.copy_loop_instructions > 64 {
-            return Err(PlatformError::config(src, "core.copy_loop_instructions", "at most 64"));
+            return Err(PlatformError::config(
+                src,
+                "core.copy_loop_instructions",
+                "at most 64",
+            ));
         }
         let mut levels = vec![("l1", &self.l1), ("l2", &self.l2)];
         if let Some(l) = &self.llc {
@@ -374,12 +417,23 @@ impl PlatformConfig {
         }
         for (name, l) in levels {
             if l.line_bytes != 64 {
-                return Err(PlatformError::config(src, format!("{name}.line_bytes"), format!("{}: only 64-byte lines are modelled (the DRAM line size)", l.line_bytes)));
+                return Err(PlatformError::config(
+                    src,
+                    format!("{name}.line_bytes"),
+                    format!(
+                        "{}: only 64-byte lines are modelled (the DRAM line size)",
+                        l.line_bytes
+                    ),
+                ));
             }
             positive(&format!("{name}.ways"), l.ways.into(), 64)?;
             positive(&format!("{name}.hit_cycles"), l.hit_cycles, 10_000)?;
             let lines = l.size_kib * 1024 / l.line_bytes;
-            if l.size_kib == 0 || l.size_kib > 1 << 20 || lines % u64::from(l.ways) != 0 || !(lines / u64::from(l.ways)).is_power_of_two() {
+            if l.size_kib == 0
+                || l.size_kib > 1 << 20
+                || lines % u64::from(l.ways) != 0
+                || !(lines / u64::from(l.ways)).is_power_of_two()
+            {
                 return Err(PlatformError::config(src, format!("{name}.size_kib"), format!("{} KiB with {} ways: the number of sets must be a power of two (and at most 1 GiB)", l.size_kib, l.ways)));
             }
         }
@@ -393,21 +447,45 @@ impl PlatformConfig {
             ("copy.engine_memory_ns", self.copy.engine_memory_ns),
         ] {
             if !v.is_finite() || !(0.0..=1e6).contains(&v) {
-                return Err(PlatformError::config(src, key, format!("{v}: must be between 0 and 1e6 ns")));
+                return Err(PlatformError::config(
+                    src,
+                    key,
+                    format!("{v}: must be between 0 and 1e6 ns"),
+                ));
             }
         }
         if !ic.bandwidth_gbs.is_finite() || ic.bandwidth_gbs <= 0.0 || ic.bandwidth_gbs > 1e4 {
-            return Err(PlatformError::config(src, "interconnect.bandwidth_gbs", format!("{}: must be positive (and at most 10000)", ic.bandwidth_gbs)));
+            return Err(PlatformError::config(
+                src,
+                "interconnect.bandwidth_gbs",
+                format!("{}: must be positive (and at most 10000)", ic.bandwidth_gbs),
+            ));
         }
         let cp = &self.copy;
-        positive("copy.stream_buffer_lines", cp.stream_buffer_lines.into(), 1 << 16)?;
-        positive("copy.pending_copy_entries", cp.pending_copy_entries.into(), 1 << 16)?;
+        positive(
+            "copy.stream_buffer_lines",
+            cp.stream_buffer_lines.into(),
+            1 << 16,
+        )?;
+        positive(
+            "copy.pending_copy_entries",
+            cp.pending_copy_entries.into(),
+            1 << 16,
+        )?;
         positive("copy.translate_cycles", cp.translate_cycles.max(1), 1 << 20)?;
         if !cp.page_bytes.is_power_of_two() || cp.page_bytes < 64 {
-            return Err(PlatformError::config(src, "copy.page_bytes", format!("{}: must be a power of two of at least 64", cp.page_bytes)));
+            return Err(PlatformError::config(
+                src,
+                "copy.page_bytes",
+                format!("{}: must be a power of two of at least 64", cp.page_bytes),
+            ));
         }
         if !(0.0..=1.0).contains(&cp.engine_share) {
-            return Err(PlatformError::config(src, "copy.engine_share", format!("{}: must be a fraction between 0 and 1", cp.engine_share)));
+            return Err(PlatformError::config(
+                src,
+                "copy.engine_share",
+                format!("{}: must be a fraction between 0 and 1", cp.engine_share),
+            ));
         }
         if cp.dest_to_cache && cp.placement != "on-die" {
             return Err(PlatformError::config(src, "copy.dest_to_cache", "only an on-die engine can write the destination into the cache (Zhao et al. section 5.5)"));
@@ -415,7 +493,14 @@ impl PlatformConfig {
         let dc = self.dram_config(src)?;
         let spec = dc.resolve(src)?;
         if spec.org.line_bytes() != 64 {
-            return Err(PlatformError::config(src, "memory", format!("the DRAM line is {} bytes; the platform models 64-byte lines", spec.org.line_bytes())));
+            return Err(PlatformError::config(
+                src,
+                "memory",
+                format!(
+                    "the DRAM line is {} bytes; the platform models 64-byte lines",
+                    spec.org.line_bytes()
+                ),
+            ));
         }
         Ok(())
     }

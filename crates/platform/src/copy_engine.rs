@@ -98,11 +98,18 @@ impl CopyEngine {
 
     /// SYNC_NLB with a copy in progress: core requests wait behind it.
     pub fn holds_core_requests(&self) -> bool {
-        self.no_bypass && self.states.iter().any(|c| c.as_ref().is_some_and(|c| !c.finished))
+        self.no_bypass
+            && self
+                .states
+                .iter()
+                .any(|c| c.as_ref().is_some_and(|c| !c.finished))
     }
 
     pub fn idle(&self) -> bool {
-        self.queue.is_empty() && self.active.is_none() && self.held.is_empty() && self.states.iter().all(|c| c.is_none())
+        self.queue.is_empty()
+            && self.active.is_none()
+            && self.held.is_empty()
+            && self.states.iter().all(|c| c.is_none())
     }
 }
 
@@ -121,7 +128,11 @@ impl Hier {
         };
         let asynchronous = self.engine.asynchronous;
         let dst_lines = (lines_of(o.dst, o.bytes).count()) as u64;
-        if asynchronous && !self.pct.insert(op, Some((src, src + o.bytes)), (o.dst, o.dst + o.bytes)) {
+        if asynchronous
+            && !self
+                .pct
+                .insert(op, Some((src, src + o.bytes)), (o.dst, o.dst + o.bytes))
+        {
             return Access::Retry;
         }
         // Translation and the split into commands that stay within a page.
@@ -254,7 +265,14 @@ impl Hier {
                     // A coherent read: its snoop takes a turn on the bus, then the hub reads it.
                     self.ic.address_phase(now) + self.engine.engine_mem
                 };
-                self.send(at, addr, MemOp::Read, true, ReqKind::EngineRead { cmd: c }, true);
+                self.send(
+                    at,
+                    addr,
+                    MemOp::Read,
+                    true,
+                    ReqKind::EngineRead { cmd: c },
+                    true,
+                );
             }
         }
         true
@@ -271,8 +289,12 @@ impl Hier {
 
     /// A source line reached the stream buffer.
     pub(crate) fn engine_data(&mut self, now: Ps, id: u32) {
-        let Some(r) = self.release_req(id) else { return };
-        let ReqKind::EngineRead { cmd: c } = r.kind else { return };
+        let Some(r) = self.release_req(id) else {
+            return;
+        };
+        let ReqKind::EngineRead { cmd: c } = r.kind else {
+            return;
+        };
         let cmd = &mut self.engine.cmds[c as usize];
         cmd.reads_out = cmd.reads_out.saturating_sub(1);
         if cmd.reads_out > 0 {
@@ -300,7 +322,14 @@ impl Hier {
                     // The invalidating snoop takes a turn on the bus before the hub writes.
                     self.ic.address_phase(now) + self.engine.engine_mem
                 };
-                self.send(at, addr, MemOp::Write, true, ReqKind::EngineWrite { cmd: c }, true);
+                self.send(
+                    at,
+                    addr,
+                    MemOp::Write,
+                    true,
+                    ReqKind::EngineWrite { cmd: c },
+                    true,
+                );
             }
         }
         // The buffer is free again: next batch, or the next command.
@@ -317,7 +346,9 @@ impl Hier {
             return;
         }
         let copy = cmd.copy as usize;
-        let Some(st) = self.engine.states[copy].as_mut() else { return };
+        let Some(st) = self.engine.states[copy].as_mut() else {
+            return;
+        };
         st.cmds_left -= 1;
         if st.cmds_left > 0 {
             return;
@@ -337,7 +368,9 @@ impl Hier {
     }
 
     pub(crate) fn engine_notify_core(&mut self, now: Ps, copy: u32) {
-        let Some(st) = self.engine.states[copy as usize].take() else { return };
+        let Some(st) = self.engine.states[copy as usize].take() else {
+            return;
+        };
         if st.asynchronous {
             self.pct.remove(copy);
             self.poke = true;

@@ -26,7 +26,8 @@ pub enum UopKind {
     /// Loads of one line (the first may miss). `copy`: part of a CPU copy/init.
     Load { addr: u64, copy: bool },
     /// Stores to one line, written to the cache from the store buffer after retirement.
-    Store { addr: u64, copy: bool },
+    /// `whole`: the CPU copy overwrites the whole line.
+    Store { addr: u64, copy: bool, whole: bool },
     /// A copy or initialisation handed to the uncore (engine or memory controller).
     Offload { op: u32 },
 }
@@ -83,7 +84,8 @@ pub enum Token {
 /// The core's view of everything below it.
 pub trait Uncore {
     fn load(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access;
-    fn store(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access;
+    /// A store-buffer write at `addr`; `whole`: a CPU copy overwriting the whole line.
+    fn store(&mut self, now: Ps, addr: u64, whole: bool, copy: bool, token: Token) -> Access;
     /// Starts offload `op` (issued at `now`); the uncore later reports its completion with
     /// [`Core::offload_done`]. `Retry` when it cannot start yet.
     fn offload(&mut self, now: Ps, op: u32, seq: u64) -> Access;
@@ -109,9 +111,9 @@ pub struct Core {
     rob_instrs: u32,
     lsq_used: u32,
     /// Store buffer: (id, addr, copy, started).
-    /// Store buffer: (id, addr, copy, started, instructions); each store keeps its load/store
+    /// Store buffer: (id, addr, copy, started, instructions, whole line); each store keeps its load/store
     /// queue entries until it is written.
-    sb: VecDeque<(u64, u64, bool, bool, u32)>,
+    sb: VecDeque<(u64, u64, bool, bool, u32, bool)>,
     sb_done: Vec<u64>,
     /// Store-buffer writes that hit, finishing at a known time: (time, id).
     sb_timed: Vec<(Ps, u64)>,
@@ -209,9 +211,19 @@ impl Core {
     pub fn push_op(&mut self, op: &Op, copy_by: CopyBy) {
         let reg = u64::from(self.cfg.register_bytes);
         let loop_instr = self.cfg.copy_loop_instructions;
-        let ilp = if self.in_order { self.cfg.in_order_ilp } else { self.cfg.compute_ilp }.max(1);
+        let ilp = if self.in_order {
+            self.cfg.in_order_ilp
+        } else {
+            self.cfg.compute_ilp
+        }
+        .max(1);
         match *op {
-            Op::Compute { n, loads, stores, region } => {
+            Op::Compute {
+                n,
+                loads,
+                stores,
+                region,
+            } => {
                 let mut left = n;
                 let (mut lacc, mut sacc) = (0.0f64, 0.0f64);
                 while left > 0 {
@@ -227,14 +239,29 @@ impl Core {
                             lacc -= 1.0;
                             alu -= 1;
                             let a = base + self.rng.below(lines) * 64;
-                            self.emit(UopKind::Load { addr: a, copy: false }, 1, None);
+                            self.emit(
+                                UopKind::Load {
+                                    addr: a,
+                                    copy: false,
+                                },
+                                1,
+                                None,
+                            );
                             load_at = Some(self.emitted - 1);
                         }
                         while sacc >= 1.0 && alu > 0 {
                             sacc -= 1.0;
                             alu -= 1;
                             let a = base + self.rng.below(lines) * 64;
-                            self.emit(UopKind::Store { addr: a, copy: false }, 1, self.last_alu_dist);
+                            self.emit(
+                                UopKind::Store {
+                                    addr: a,
+                                    copy: false,
+                                    whole: false,
+                                },
+                                1,
+                                self.last_alu_dist,
+                            );
                         }
                     }
                     if alu > 0 {
@@ -255,8 +282,18 @@ impl Core {
                 self.last_load_dist = Some(self.emitted - 1);
                 self.last_load_at = Some(self.emitted - 1);
             }
-            Op::Store(a) => self.emit(UopKind::Store { addr: a, copy: false }, 1, None),
-            Op::Copy { src, dst, bytes, .. } => match copy_by {
+            Op::Store(a) => self.emit(
+                UopKind::Store {
+                    addr: a,
+                    copy: false,
+                    whole: false,
+                },
+                1,
+                None,
+            ),
+            Op::Copy {
+                src, dst, bytes, ..
+            } => match copy_by {
                 CopyBy::Offload => self.push_offload(Some(src), dst, bytes, 0),
                 CopyBy::Cpu => {
                     // Register-sized loads and stores, grouped by (source line, destination line).
@@ -268,9 +305,24 @@ impl Core {
                         let to_d = 64 - d % 64;
                         let seg = to_s.min(to_d).min(bytes - off);
                         let words = seg.div_ceil(reg).max(1) as u32;
-                        self.emit(UopKind::Load { addr: s, copy: true }, words, None);
+                        self.emit(
+                            UopKind::Load {
+                                addr: s,
+                                copy: true,
+                            },
+                            words,
+                            None,
+                        );
                         let l = self.emitted - 1;
-                        self.emit(UopKind::Store { addr: d, copy: true }, words, Some(l));
+                        self.emit(
+                            UopKind::Store {
+                                addr: d,
+                                copy: true,
+                                whole: seg == 64,
+                            },
+                            words,
+                            Some(l),
+                        );
                         if loop_instr > 0 {
                             self.emit(UopKind::Alu { lat: 1 }, words * loop_instr, None);
                         }
@@ -288,7 +340,15 @@ impl Core {
                         let words = seg.div_ceil(reg).max(1) as u32;
                         // Zeroing is bulk initialisation (what in-memory mechanisms accelerate);
                         // filling with data is ordinary program stores.
-                        self.emit(UopKind::Store { addr: d, copy: value == 0 }, words, None);
+                        self.emit(
+                            UopKind::Store {
+                                addr: d,
+                                copy: value == 0,
+                                whole: false,
+                            },
+                            words,
+                            None,
+                        );
                         if loop_instr > 0 {
                             self.emit(UopKind::Alu { lat: 1 }, words * loop_instr, None);
                         }
@@ -301,7 +361,12 @@ impl Core {
 
     fn push_offload(&mut self, src: Option<u64>, dst: u64, bytes: u64, value: u8) {
         let idx = self.offloads.len() as u32;
-        self.offloads.push(OffloadOp { src, dst, bytes, value });
+        self.offloads.push(OffloadOp {
+            src,
+            dst,
+            bytes,
+            value,
+        });
         self.emit(UopKind::Offload { op: idx }, 1, None);
     }
 
@@ -365,15 +430,20 @@ impl Core {
                 }
                 break;
             }
-            if let UopKind::Store { addr, copy } = e.uop.kind {
-                // Retired stores move to the store buffer, keeping their LSQ entry.
-                self.sb.push_back((self.next_sb_id, addr, copy, false, e.uop.count));
+            if let UopKind::Store { addr, copy, whole } = e.uop.kind {
+                // Retired stores move to the store buffer, keeping their LSQ entries.
+                self.sb
+                    .push_back((self.next_sb_id, addr, copy, false, e.uop.count, whole));
                 self.next_sb_id += 1;
             } else if matches!(e.uop.kind, UopKind::Load { .. }) {
                 self.lsq_used -= e.uop.count;
             }
             let e = self.rob.pop_front().unwrap_or(Entry {
-                uop: Uop { kind: UopKind::Alu { lat: 0 }, count: 0, dep: 0 },
+                uop: Uop {
+                    kind: UopKind::Alu { lat: 0 },
+                    count: 0,
+                    dep: 0,
+                },
                 issued: true,
                 blocked: false,
                 done_at: 0,
@@ -407,8 +477,8 @@ impl Core {
             self.sb.iter().position(|s| !s.3).unwrap_or(self.sb.len())
         };
         while i < self.sb.len() {
-            let (id, addr, copy, _, count) = self.sb[i];
-            match unc.store(now, addr, copy, Token::Store(id)) {
+            let (id, addr, copy, _, count, whole) = self.sb[i];
+            match unc.store(now, addr, whole, copy, Token::Store(id)) {
                 Access::At(t) => {
                     if t <= now {
                         self.sb.remove(i);
@@ -467,10 +537,18 @@ impl Core {
                 0
             } else {
                 let p = &self.rob[idx - e.uop.dep as usize];
-                if p.issued { p.done_at } else { Ps::MAX }
+                if p.issued {
+                    p.done_at
+                } else {
+                    Ps::MAX
+                }
             };
             let mem = Self::is_mem(&e.uop);
-            let blocked = e.blocked && now < self.mem_blocked_until;
+            // An offloaded copy must see every older store: it issues from the head of the
+            // window once the store buffer has drained (it acts as a store fence).
+            let fence_wait =
+                matches!(e.uop.kind, UopKind::Offload { .. }) && (idx > 0 || !self.sb.is_empty());
+            let blocked = (e.blocked && now < self.mem_blocked_until) || fence_wait;
             let can = ready_at <= now && (!mem || self.port_credit > 0) && !blocked;
             if !can {
                 if ready_at != Ps::MAX && ready_at > now {
@@ -540,7 +618,9 @@ impl Core {
         // Dispatch into the window.
         self.dispatch_credit = (self.dispatch_credit + w).min(w);
         while self.dispatch_credit > 0 {
-            let Some(u) = self.pending.front().copied() else { break };
+            let Some(u) = self.pending.front().copied() else {
+                break;
+            };
             if self.rob_instrs + u.count > self.cfg.window && !self.rob.is_empty() {
                 break;
             }
@@ -552,14 +632,23 @@ impl Core {
             if mem {
                 self.lsq_used += u.count;
             }
-            self.rob.push_back(Entry { uop: u, issued: false, blocked: false, done_at: Ps::MAX });
+            self.rob.push_back(Entry {
+                uop: u,
+                issued: false,
+                blocked: false,
+                done_at: Ps::MAX,
+            });
             self.rob_instrs += u.count;
             self.dispatch_credit -= i64::from(u.count);
             progress = true;
         }
 
         let next_cycle = now + self.cycle_ps;
-        if progress || self.dispatch_credit <= 0 || self.issue_credit <= 0 || self.retire_credit <= 0 {
+        if progress
+            || self.dispatch_credit <= 0
+            || self.issue_credit <= 0
+            || self.retire_credit <= 0
+        {
             return next_cycle;
         }
         if let Some(h) = self.rob.front() {

@@ -34,14 +34,22 @@ pub enum PlatformError {
 }
 
 impl PlatformError {
-    pub fn config(source_name: impl Into<String>, key: impl Into<String>, what: impl Into<String>) -> Self {
+    pub fn config(
+        source_name: impl Into<String>,
+        key: impl Into<String>,
+        what: impl Into<String>,
+    ) -> Self {
         PlatformError::Config {
             source_name: source_name.into(),
             key: key.into(),
             what: what.into(),
         }
     }
-    pub fn workload(source_name: impl Into<String>, place: impl Into<String>, what: impl Into<String>) -> Self {
+    pub fn workload(
+        source_name: impl Into<String>,
+        place: impl Into<String>,
+        what: impl Into<String>,
+    ) -> Self {
         PlatformError::Workload {
             source_name: source_name.into(),
             place: place.into(),

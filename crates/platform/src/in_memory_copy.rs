@@ -68,7 +68,11 @@ impl Hier {
                 if self.flush_all(line) {
                     flushes += 1;
                     self.inmem.flushed_lines += 1;
-                    let v = crate::cache::Victim { line, dirty: true, by_copy: true };
+                    let v = crate::cache::Victim {
+                        line,
+                        dirty: true,
+                        by_copy: true,
+                    };
                     self.writeback(now, v, Some(opi));
                 }
             }
@@ -78,7 +82,11 @@ impl Hier {
                 self.inmem.invalidated_lines += 1;
             }
         }
-        self.inmem.blocked.insert(opi, o.src.map(|s| (s, s + o.bytes)), (o.dst, o.dst + o.bytes));
+        self.inmem.blocked.insert(
+            opi,
+            o.src.map(|s| (s, s + o.bytes)),
+            (o.dst, o.dst + o.bytes),
+        );
         let idx = opi as usize;
         if self.inmem.states.len() <= idx {
             self.inmem.states.resize(idx + 1, None);
@@ -112,7 +120,9 @@ impl Hier {
     }
 
     fn inmem_try_start(&mut self, now: Ps, opi: u32) {
-        let Some(s) = self.inmem.states[opi as usize].as_mut() else { return };
+        let Some(s) = self.inmem.states[opi as usize].as_mut() else {
+            return;
+        };
         if s.started || !s.at_mc || s.flushes_left > 0 {
             return;
         }
@@ -123,7 +133,12 @@ impl Hier {
             None => BulkKind::Init { value: o.value },
         };
         let cycle = now.div_ceil(self.tck);
-        let bulk = BulkOp { kind, dst: o.dst, bytes: o.bytes, arrival: None };
+        let bulk = BulkOp {
+            kind,
+            dst: o.dst,
+            bytes: o.bytes,
+            arrival: None,
+        };
         match self.mem.bulk(bulk, opi, cycle) {
             Ok(()) => self.mem_wake = self.mem_wake.min(cycle),
             Err(e) => {
@@ -134,7 +149,9 @@ impl Hier {
 
     /// The memory controller finished operation `opi` at `t`.
     pub(crate) fn inmem_bulk_done(&mut self, t: Ps, opi: u32) {
-        let Some(s) = self.inmem.states[opi as usize].as_ref() else { return };
+        let Some(s) = self.inmem.states[opi as usize].as_ref() else {
+            return;
+        };
         let o = s.op;
         if self.cfg.copy.mechanism == "rowclone-zi" && o.src.is_none() && o.value == 0 {
             // RowClone-ZI: clean zero lines go into the cache.
@@ -148,7 +165,9 @@ impl Hier {
     }
 
     pub(crate) fn inmem_ack(&mut self, now: Ps, opi: u32) {
-        let Some(s) = self.inmem.states[opi as usize].take() else { return };
+        let Some(s) = self.inmem.states[opi as usize].take() else {
+            return;
+        };
         self.inmem.blocked.remove(opi);
         self.inmem.ops += 1;
         self.inmem.op_time += now.saturating_sub(s.issued_at);

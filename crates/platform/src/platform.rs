@@ -23,12 +23,20 @@ use std::collections::VecDeque;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ReqKind {
     /// A cache fill for the MSHR of this line.
-    Fill { line: u64 },
+    Fill {
+        line: u64,
+    },
     /// A dirty line written back; `flush_for` names the in-memory operation waiting for it.
-    Writeback { flush_for: Option<u32> },
+    Writeback {
+        flush_for: Option<u32>,
+    },
     /// A copy engine's read (of command `cmd`) or write.
-    EngineRead { cmd: u32 },
-    EngineWrite { cmd: u32 },
+    EngineRead {
+        cmd: u32,
+    },
+    EngineWrite {
+        cmd: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -138,6 +146,11 @@ impl Hier {
         })
     }
 
+    /// The memory system (e.g. to attach a command log).
+    pub fn mem_mut(&mut self) -> &mut MemoryPort {
+        &mut self.mem
+    }
+
     pub(crate) fn channel_of(&self, addr: u64) -> u32 {
         self.mem.locate(addr).channel
     }
@@ -147,9 +160,24 @@ impl Hier {
     }
 
     /// Sends a memory request that reaches the memory controller at `at`.
-    pub(crate) fn send(&mut self, at: Ps, addr: u64, op: MemOp, engine: bool, kind: ReqKind, copy: bool) -> u32 {
+    pub(crate) fn send(
+        &mut self,
+        at: Ps,
+        addr: u64,
+        op: MemOp,
+        engine: bool,
+        kind: ReqKind,
+        copy: bool,
+    ) -> u32 {
         let channel = self.channel_of(addr);
-        let id = self.alloc_req(MemReq { addr: addr & !63, op, engine, kind, copy, channel });
+        let id = self.alloc_req(MemReq {
+            addr: addr & !63,
+            op,
+            engine,
+            kind,
+            copy,
+            channel,
+        });
         self.events.push(at, Ev::Offer(id));
         id
     }
@@ -170,7 +198,9 @@ impl Hier {
 
     /// The request reaches the controller at `now`: queue it, or keep it for a retry.
     pub(crate) fn offer(&mut self, now: Ps, id: u32) {
-        let Some(r) = self.reqs[id as usize] else { return };
+        let Some(r) = self.reqs[id as usize] else {
+            return;
+        };
         if !r.engine && self.engine.holds_core_requests() {
             // SYNC_NLB: the memory queue is first come, first served and the engine put its whole
             // copy in it first, so a core request waits until the copy is through.
@@ -208,7 +238,14 @@ impl Hier {
         let addr = v.line * 64;
         let ch = self.channel_of(addr);
         let at = self.ic.writeback_arrives(now, ch);
-        self.send(at, addr, MemOp::Write, false, ReqKind::Writeback { flush_for }, v.by_copy);
+        self.send(
+            at,
+            addr,
+            MemOp::Write,
+            false,
+            ReqKind::Writeback { flush_for },
+            v.by_copy,
+        );
     }
 
     /// Puts a line into L1 (from a fill or an L2 hit); a dirty L1 victim goes to L2, and a dirty
@@ -245,11 +282,15 @@ impl Hier {
 
     /// Whether the line is dirty in any cache.
     pub(crate) fn dirty_anywhere(&self, line: u64) -> bool {
-        self.l1.is_dirty(line) || self.l2.is_dirty(line) || self.llc.as_ref().is_some_and(|l| l.is_dirty(line))
+        self.l1.is_dirty(line)
+            || self.l2.is_dirty(line)
+            || self.llc.as_ref().is_some_and(|l| l.is_dirty(line))
     }
 
     pub(crate) fn cached_anywhere(&self, line: u64) -> bool {
-        self.l1.contains(line) || self.l2.contains(line) || self.llc.as_ref().is_some_and(|l| l.contains(line))
+        self.l1.contains(line)
+            || self.l2.contains(line)
+            || self.llc.as_ref().is_some_and(|l| l.contains(line))
     }
 
     /// Cleans the line everywhere (the flush hook); true if some copy was dirty.
@@ -270,7 +311,10 @@ impl Hier {
         let cached = self.l1.contains(line)
             || self.l2.contains(line)
             || self.llc.as_ref().is_some_and(|l| l.contains(line));
-        if !cached && !self.mshrs.iter().any(|m| m.0 == line) && self.mshrs.len() >= self.cfg.core.mshrs as usize {
+        if !cached
+            && !self.mshrs.iter().any(|m| m.0 == line)
+            && self.mshrs.len() >= self.cfg.core.mshrs as usize
+        {
             return Access::Retry;
         }
         if self.l1.access(line, write, copy) {
@@ -294,18 +338,50 @@ impl Hier {
             m.write |= write;
             return Access::Pending;
         }
-        self.mshrs.push((line, Mshr { waiters: vec![token], write, copy }));
+        self.mshrs.push((
+            line,
+            Mshr {
+                waiters: vec![token],
+                write,
+                copy,
+            },
+        ));
         let ch = self.channel_of(addr);
         let at = self.ic.request_arrives(now + lat * cyc, ch);
         self.send(at, addr, MemOp::Read, false, ReqKind::Fill { line }, copy);
         Access::Pending
     }
 
+    /// A store that overwrites a whole line: present lines are written in place; a missing line
+    /// is allocated dirty without reading memory.
+    fn store_full_line(&mut self, now: Ps, addr: u64, copy: bool) -> Access {
+        if self.pct.conflicts(addr) || self.inmem.blocked.conflicts(addr) {
+            return Access::Retry;
+        }
+        let line = addr / 64;
+        let cyc = self.cycle_ps;
+        if self.l1.access(line, true, copy) {
+            return Access::At(now + self.l1.hit_cycles * cyc);
+        }
+        if self.mshrs.iter().any(|m| m.0 == line) {
+            // A fill is on its way: retry once it has arrived.
+            return Access::Retry;
+        }
+        self.fill_l1(now, line, true, copy);
+        Access::At(now + self.l2.hit_cycles * cyc)
+    }
+
     fn on_fill(&mut self, now: Ps, id: u32) {
-        let Some(r) = self.reqs[id as usize].take() else { return };
+        let Some(r) = self.reqs[id as usize].take() else {
+            return;
+        };
         self.free_reqs.push(id);
-        let ReqKind::Fill { line } = r.kind else { return };
-        let Some(pos) = self.mshrs.iter().position(|m| m.0 == line) else { return };
+        let ReqKind::Fill { line } = r.kind else {
+            return;
+        };
+        let Some(pos) = self.mshrs.iter().position(|m| m.0 == line) else {
+            return;
+        };
         let (_, m) = self.mshrs.swap_remove(pos);
         if self.llc.is_some() {
             if let Some(llc) = self.llc.as_mut() {
@@ -329,7 +405,9 @@ impl Hier {
             self.inmem_bulk_done(t, id);
             return;
         }
-        let Some(r) = self.reqs[id as usize] else { return };
+        let Some(r) = self.reqs[id as usize] else {
+            return;
+        };
         let bytes = 64;
         self.traffic.platform_bytes += bytes;
         if r.copy {
@@ -413,7 +491,11 @@ impl Hier {
     }
 
     fn idle(&self) -> bool {
-        self.events.is_empty() && self.mem.idle() && self.mc_retry.iter().all(|q| q.is_empty()) && self.engine.idle() && self.inmem.idle()
+        self.events.is_empty()
+            && self.mem.idle()
+            && self.mc_retry.iter().all(|q| q.is_empty())
+            && self.engine.idle()
+            && self.inmem.idle()
     }
 }
 
@@ -421,7 +503,10 @@ impl Uncore for Hier {
     fn load(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access {
         self.access(now, addr, false, copy, token)
     }
-    fn store(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access {
+    fn store(&mut self, now: Ps, addr: u64, whole: bool, copy: bool, token: Token) -> Access {
+        if self.cfg.core.copy_skips_destination_fetch && whole {
+            return self.store_full_line(now, addr, copy);
+        }
         self.access(now, addr, true, copy, token)
     }
     fn offload(&mut self, now: Ps, op: u32, seq: u64) -> Access {
@@ -500,7 +585,8 @@ impl Platform {
             DstPolicy::AsGiven => {}
         }
         let page = self.hier.mem.address_of(&loc);
-        page - page % row_bytes.min(self.cfg.copy.page_bytes) + src % row_bytes.min(self.cfg.copy.page_bytes)
+        page - page % row_bytes.min(self.cfg.copy.page_bytes)
+            + src % row_bytes.min(self.cfg.copy.page_bytes)
     }
 
     /// Runs `workload` to the end.
@@ -525,10 +611,21 @@ impl Platform {
             while self.core.wants_op() {
                 match ops.next() {
                     Some(mut op) => {
-                        if let Op::Copy { src, dst, bytes, policy } = op {
+                        if let Op::Copy {
+                            src,
+                            dst,
+                            bytes,
+                            policy,
+                        } = op
+                        {
                             let d = self.place(src, dst, policy);
                             ops.last_dst = d;
-                            op = Op::Copy { src, dst: d, bytes, policy };
+                            op = Op::Copy {
+                                src,
+                                dst: d,
+                                bytes,
+                                policy,
+                            };
                         }
                         if let Op::Init { dst, .. } = op {
                             ops.last_dst = dst;
@@ -536,7 +633,7 @@ impl Platform {
                         let by = self.copy_by(&op);
                         self.core.push_op(&op, by);
                         n_ops += 1;
-                        if n_ops % 4096 == 0 {
+                        if n_ops.is_multiple_of(4096) {
                             progress(n_ops);
                         }
                     }
@@ -545,12 +642,18 @@ impl Platform {
             }
             if self.core.offloads.len() > self.hier.offloads.len() {
                 let from = self.hier.offloads.len();
-                self.hier.offloads.extend_from_slice(&self.core.offloads[from..]);
+                self.hier
+                    .offloads
+                    .extend_from_slice(&self.core.offloads[from..]);
             }
             if self.core.drained() && self.hier.idle() {
                 break;
             }
-            let mem_t = if self.hier.mem_wake == u64::MAX { Ps::MAX } else { self.hier.mem_wake * self.hier.tck };
+            let mem_t = if self.hier.mem_wake == u64::MAX {
+                Ps::MAX
+            } else {
+                self.hier.mem_wake * self.hier.tck
+            };
             let ev_t = self.hier.events.peek_time().unwrap_or(Ps::MAX);
             let now = core_next.min(mem_t).min(ev_t);
             if now == Ps::MAX {
@@ -563,7 +666,10 @@ impl Platform {
             if now == last_now {
                 guard += 1;
                 if guard > 1_000_000 {
-                    return Err(PlatformError::Stalled(format!("no progress at {} ns", now / 1000)));
+                    return Err(PlatformError::Stalled(format!(
+                        "no progress at {} ns",
+                        now / 1000
+                    )));
                 }
             } else {
                 guard = 0;
@@ -608,7 +714,10 @@ impl Platform {
             }
         }
         progress(n_ops);
-        let end = self.now.max(self.hier.engine.last_done).max(self.hier.inmem.last_done);
+        let end = self
+            .now
+            .max(self.hier.engine.last_done)
+            .max(self.hier.inmem.last_done);
         Ok(self.stats(workload, start, end))
     }
 
@@ -637,7 +746,10 @@ impl Platform {
             0.0
         };
         let c = &self.core.counters;
-        let (copies, copy_time) = (h.engine.copies + h.inmem.ops, h.engine.copy_time + h.inmem.op_time);
+        let (copies, copy_time) = (
+            h.engine.copies + h.inmem.ops,
+            h.engine.copy_time + h.inmem.op_time,
+        );
         PlatformStats {
             platform: self.cfg.name.clone(),
             workload: workload.spec.name.clone(),
@@ -648,9 +760,17 @@ impl Platform {
             time_ns: elapsed as f64 / 1000.0,
             core_cycles: cycles,
             instructions: c.instructions,
-            ipc: if cycles > 0 { c.instructions as f64 / cycles as f64 } else { 0.0 },
+            ipc: if cycles > 0 {
+                c.instructions as f64 / cycles as f64
+            } else {
+                0.0
+            },
             offloads: copies,
-            mean_offload_ns: if copies > 0 { copy_time as f64 / copies as f64 / 1000.0 } else { 0.0 },
+            mean_offload_ns: if copies > 0 {
+                copy_time as f64 / copies as f64 / 1000.0
+            } else {
+                0.0
+            },
             offload_time_ns: copy_time as f64 / 1000.0,
             head_stall_cycles: c.stall_cycles,
             pending_copy_stalls: h.pct.stalls + h.inmem.blocked.stalls,
@@ -662,7 +782,11 @@ impl Platform {
                 llc_hits: h.llc.as_ref().map_or(0, |l| l.hits),
                 llc_misses: h.llc.as_ref().map_or(0, |l| l.misses),
             },
-            bus_busy_fraction: if elapsed > 0 { h.ic.busy_ps as f64 / elapsed as f64 } else { 0.0 },
+            bus_busy_fraction: if elapsed > 0 {
+                h.ic.busy_ps as f64 / elapsed as f64
+            } else {
+                0.0
+            },
             dram_energy_nj: dram.energy.total_nj,
             memory: traffic,
             dram,

@@ -11,10 +11,22 @@ use std::collections::BTreeMap;
 
 /// The built-in workloads: (name, TOML text).
 pub const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
-    ("tcp-rx", include_str!("../../../presets/workloads/tcp-rx.toml")),
-    ("forkbench", include_str!("../../../presets/workloads/forkbench.toml")),
-    ("bulk-copy", include_str!("../../../presets/workloads/bulk-copy.toml")),
-    ("bulk-zero", include_str!("../../../presets/workloads/bulk-zero.toml")),
+    (
+        "tcp-rx",
+        include_str!("../../../presets/workloads/tcp-rx.toml"),
+    ),
+    (
+        "forkbench",
+        include_str!("../../../presets/workloads/forkbench.toml"),
+    ),
+    (
+        "bulk-copy",
+        include_str!("../../../presets/workloads/bulk-copy.toml"),
+    ),
+    (
+        "bulk-zero",
+        include_str!("../../../presets/workloads/bulk-zero.toml"),
+    ),
 ];
 
 pub fn builtin_workload_names() -> Vec<&'static str> {
@@ -49,15 +61,18 @@ fn term(tok: &str, params: &BTreeMap<String, u64>) -> Result<u64, String> {
         }
     }
     if let Some(h) = t.strip_prefix("0x") {
-        return u64::from_str_radix(&h.replace('_', ""), 16).map_err(|_| format!("'{t}' is not a hex number"));
+        return u64::from_str_radix(&h.replace('_', ""), 16)
+            .map_err(|_| format!("'{t}' is not a hex number"));
     }
     if let Ok(v) = t.replace('_', "").parse::<u64>() {
         return Ok(v);
     }
-    params
-        .get(t)
-        .copied()
-        .ok_or_else(|| format!("unknown parameter '{t}' (known: {})", params.keys().cloned().collect::<Vec<_>>().join(", ")))
+    params.get(t).copied().ok_or_else(|| {
+        format!(
+            "unknown parameter '{t}' (known: {})",
+            params.keys().cloned().collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 impl Num {
@@ -66,7 +81,10 @@ impl Num {
             Num::Int(v) => Ok(*v),
             Num::Expr(s) => {
                 // Sums of products, left to right.
-                let spaced = s.replace('+', " + ").replace('-', " - ").replace('*', " * ");
+                let spaced = s
+                    .replace('+', " + ")
+                    .replace('-', " - ")
+                    .replace('*', " * ");
                 let (mut total, mut prod): (i128, i128) = (0, 1);
                 let mut sign = 1i128;
                 let mut expect = true;
@@ -80,7 +98,9 @@ impl Num {
                         }
                         "*" if !expect => expect = true,
                         _ if expect => {
-                            prod = prod.checked_mul(term(tok, params)? as i128).ok_or("overflow")?;
+                            prod = prod
+                                .checked_mul(term(tok, params)? as i128)
+                                .ok_or("overflow")?;
                             expect = false;
                         }
                         _ => return Err(format!("malformed expression '{s}'")),
@@ -90,7 +110,8 @@ impl Num {
                     return Err(format!("malformed expression '{s}'"));
                 }
                 total += sign * prod;
-                u64::try_from(total).map_err(|_| format!("'{s}' evaluates to {total}, not a non-negative integer"))
+                u64::try_from(total)
+                    .map_err(|_| format!("'{s}' evaluates to {total}, not a non-negative integer"))
             }
         }
     }
@@ -155,7 +176,9 @@ pub enum OpSpec {
         #[serde(default)]
         chase: bool,
     },
-    Store { at: AddrSpec },
+    Store {
+        at: AddrSpec,
+    },
     Copy {
         src: AddrSpec,
         dst: AddrSpec,
@@ -169,7 +192,10 @@ pub enum OpSpec {
         #[serde(default)]
         value: u8,
     },
-    Repeat { count: Num, ops: Vec<OpSpec> },
+    Repeat {
+        count: Num,
+        ops: Vec<OpSpec>,
+    },
 }
 
 /// A workload file.
@@ -197,11 +223,28 @@ fn one() -> u64 {
 /// A concrete operation for the core.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Op {
-    Compute { n: u64, loads: f64, stores: f64, region: Option<(u64, u64)> },
-    Load { addr: u64, chase: bool },
+    Compute {
+        n: u64,
+        loads: f64,
+        stores: f64,
+        region: Option<(u64, u64)>,
+    },
+    Load {
+        addr: u64,
+        chase: bool,
+    },
     Store(u64),
-    Copy { src: u64, dst: u64, bytes: u64, policy: DstPolicy },
-    Init { dst: u64, bytes: u64, value: u8 },
+    Copy {
+        src: u64,
+        dst: u64,
+        bytes: u64,
+        policy: DstPolicy,
+    },
+    Init {
+        dst: u64,
+        bytes: u64,
+        value: u8,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -223,26 +266,37 @@ pub struct Workload {
 
 impl Workload {
     /// A built-in workload by name, or a TOML file path; `params` override the file's.
-    pub fn load(name_or_path: &str, params: &BTreeMap<String, u64>) -> Result<Workload, PlatformError> {
-        let (text, src) = if let Some((_, t)) = BUILTIN_WORKLOADS.iter().find(|(n, _)| *n == name_or_path) {
-            (t.to_string(), format!("presets/workloads/{name_or_path}.toml"))
-        } else if std::path::Path::new(name_or_path).exists() {
-            let t = std::fs::read_to_string(name_or_path).map_err(|e| PlatformError::Io {
-                path: name_or_path.into(),
-                what: e.to_string(),
-            })?;
-            (t, name_or_path.to_string())
-        } else {
-            return Err(PlatformError::Unknown {
-                kind: "workload or file",
-                name: name_or_path.into(),
-                known: builtin_workload_names().join(", "),
-            });
-        };
+    pub fn load(
+        name_or_path: &str,
+        params: &BTreeMap<String, u64>,
+    ) -> Result<Workload, PlatformError> {
+        let (text, src) =
+            if let Some((_, t)) = BUILTIN_WORKLOADS.iter().find(|(n, _)| *n == name_or_path) {
+                (
+                    t.to_string(),
+                    format!("presets/workloads/{name_or_path}.toml"),
+                )
+            } else if std::path::Path::new(name_or_path).exists() {
+                let t = std::fs::read_to_string(name_or_path).map_err(|e| PlatformError::Io {
+                    path: name_or_path.into(),
+                    what: e.to_string(),
+                })?;
+                (t, name_or_path.to_string())
+            } else {
+                return Err(PlatformError::Unknown {
+                    kind: "workload or file",
+                    name: name_or_path.into(),
+                    known: builtin_workload_names().join(", "),
+                });
+            };
         Workload::from_toml_str(&text, &src, params)
     }
 
-    pub fn from_toml_str(text: &str, src: &str, params: &BTreeMap<String, u64>) -> Result<Workload, PlatformError> {
+    pub fn from_toml_str(
+        text: &str,
+        src: &str,
+        params: &BTreeMap<String, u64>,
+    ) -> Result<Workload, PlatformError> {
         let v: toml::Value = text
             .parse::<toml::Table>()
             .map(toml::Value::Table)
@@ -254,19 +308,29 @@ impl Workload {
         Workload::new(spec, src, params)
     }
 
-    pub fn new(spec: WorkloadSpec, src: &str, overrides: &BTreeMap<String, u64>) -> Result<Workload, PlatformError> {
+    pub fn new(
+        spec: WorkloadSpec,
+        src: &str,
+        overrides: &BTreeMap<String, u64>,
+    ) -> Result<Workload, PlatformError> {
         let mut params = spec.params.clone();
         for (k, v) in overrides {
             if !params.contains_key(k) {
                 return Err(PlatformError::workload(
                     src,
                     format!("params.{k}"),
-                    format!("the workload has no parameter '{k}' (it has: {})", params.keys().cloned().collect::<Vec<_>>().join(", ")),
+                    format!(
+                        "the workload has no parameter '{k}' (it has: {})",
+                        params.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
                 ));
             }
             params.insert(k.clone(), *v);
         }
-        let ev = |n: &Num, place: &str| n.eval(&params).map_err(|e| PlatformError::workload(src, place, e));
+        let ev = |n: &Num, place: &str| {
+            n.eval(&params)
+                .map_err(|e| PlatformError::workload(src, place, e))
+        };
         let mut regions = BTreeMap::new();
         for (i, r) in spec.regions.iter().enumerate() {
             let place = format!("regions[{i}] ({})", r.name);
@@ -279,10 +343,18 @@ impl Workload {
                 return Err(PlatformError::workload(src, place, "size must be positive"));
             }
             if region.base.checked_add(region.size).is_none() {
-                return Err(PlatformError::workload(src, place, "base + size overflows the address space"));
+                return Err(PlatformError::workload(
+                    src,
+                    place,
+                    "base + size overflows the address space",
+                ));
             }
             if r.name.starts_with('@') || regions.insert(r.name.clone(), region).is_some() {
-                return Err(PlatformError::workload(src, place, format!("region name '{}' is reserved or used twice", r.name)));
+                return Err(PlatformError::workload(
+                    src,
+                    place,
+                    format!("region name '{}' is reserved or used twice", r.name),
+                ));
             }
         }
         let iterations = ev(&spec.iterations, "iterations")?;
@@ -302,15 +374,29 @@ impl Workload {
             return Err(PlatformError::workload(
                 &self.source,
                 place,
-                format!("unknown region '{}' (known: {})", a.region, self.regions.keys().cloned().collect::<Vec<_>>().join(", ")),
+                format!(
+                    "unknown region '{}' (known: {})",
+                    a.region,
+                    self.regions.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
             ));
         }
-        a.offset.eval(&self.params).map_err(|e| PlatformError::workload(&self.source, place, e))?;
-        a.per_rep.eval(&self.params).map_err(|e| PlatformError::workload(&self.source, place, e))?;
+        a.offset
+            .eval(&self.params)
+            .map_err(|e| PlatformError::workload(&self.source, place, e))?;
+        a.per_rep
+            .eval(&self.params)
+            .map_err(|e| PlatformError::workload(&self.source, place, e))?;
         if let Some(al) = &a.align {
-            let v = al.eval(&self.params).map_err(|e| PlatformError::workload(&self.source, place, e))?;
+            let v = al
+                .eval(&self.params)
+                .map_err(|e| PlatformError::workload(&self.source, place, e))?;
             if v == 0 || !v.is_power_of_two() {
-                return Err(PlatformError::workload(&self.source, place, format!("align {v} must be a power of two")));
+                return Err(PlatformError::workload(
+                    &self.source,
+                    place,
+                    format!("align {v} must be a power of two"),
+                ));
             }
         }
         Ok(())
@@ -319,34 +405,67 @@ impl Workload {
     fn check_ops(&self, ops: &[OpSpec], place: &str) -> Result<(), PlatformError> {
         for (i, op) in ops.iter().enumerate() {
             let p = format!("{place}[{i}]");
-            let ev = |n: &Num| n.eval(&self.params).map_err(|e| PlatformError::workload(&self.source, &p, e));
+            let ev = |n: &Num| {
+                n.eval(&self.params)
+                    .map_err(|e| PlatformError::workload(&self.source, &p, e))
+            };
             match op {
-                OpSpec::Compute { n, loads, stores, region } => {
+                OpSpec::Compute {
+                    n,
+                    loads,
+                    stores,
+                    region,
+                } => {
                     ev(n)?;
-                    if !(0.0..=1.0).contains(loads) || !(0.0..=1.0).contains(stores) || loads + stores > 1.0 {
-                        return Err(PlatformError::workload(&self.source, &p, "loads and stores are fractions that sum to at most 1"));
+                    if !(0.0..=1.0).contains(loads)
+                        || !(0.0..=1.0).contains(stores)
+                        || loads + stores > 1.0
+                    {
+                        return Err(PlatformError::workload(
+                            &self.source,
+                            &p,
+                            "loads and stores are fractions that sum to at most 1",
+                        ));
                     }
                     if (*loads > 0.0 || *stores > 0.0) && region.is_none() {
-                        return Err(PlatformError::workload(&self.source, &p, "a compute op with loads or stores needs a region"));
+                        return Err(PlatformError::workload(
+                            &self.source,
+                            &p,
+                            "a compute op with loads or stores needs a region",
+                        ));
                     }
                     if let Some(r) = region {
                         if !self.regions.contains_key(r) {
-                            return Err(PlatformError::workload(&self.source, &p, format!("unknown region '{r}'")));
+                            return Err(PlatformError::workload(
+                                &self.source,
+                                &p,
+                                format!("unknown region '{r}'"),
+                            ));
                         }
                     }
                 }
                 OpSpec::Load { at, .. } | OpSpec::Store { at } => self.check_addr(at, &p)?,
-                OpSpec::Copy { src, dst, bytes, .. } => {
+                OpSpec::Copy {
+                    src, dst, bytes, ..
+                } => {
                     self.check_addr(src, &p)?;
                     self.check_addr(dst, &p)?;
                     if ev(bytes)? == 0 {
-                        return Err(PlatformError::workload(&self.source, &p, "a copy of 0 bytes"));
+                        return Err(PlatformError::workload(
+                            &self.source,
+                            &p,
+                            "a copy of 0 bytes",
+                        ));
                     }
                 }
                 OpSpec::Init { dst, bytes, .. } => {
                     self.check_addr(dst, &p)?;
                     if ev(bytes)? == 0 {
-                        return Err(PlatformError::workload(&self.source, &p, "an init of 0 bytes"));
+                        return Err(PlatformError::workload(
+                            &self.source,
+                            &p,
+                            "an init of 0 bytes",
+                        ));
                     }
                 }
                 OpSpec::Repeat { count, ops } => {
@@ -376,7 +495,10 @@ impl Workload {
             ops.iter()
                 .filter(|o| !matches!(o, OpSpec::Copy { .. }))
                 .map(|o| match o {
-                    OpSpec::Repeat { count, ops } => OpSpec::Repeat { count: count.clone(), ops: walk(ops) },
+                    OpSpec::Repeat { count, ops } => OpSpec::Repeat {
+                        count: count.clone(),
+                        ops: walk(ops),
+                    },
                     other => other.clone(),
                 })
                 .collect()
@@ -426,7 +548,10 @@ pub struct OpStream<'a> {
 impl<'a> OpStream<'a> {
     fn addr(&mut self, a: &AddrSpec) -> u64 {
         let p = &self.w.params;
-        let rep = self.stack.last().map_or(0, |&(_, _, left, total)| total - left);
+        let rep = self
+            .stack
+            .last()
+            .map_or(0, |&(_, _, left, total)| total - left);
         let off = a
             .offset
             .eval(p)
@@ -437,7 +562,12 @@ impl<'a> OpStream<'a> {
         }
         let r = &self.w.regions[&a.region];
         if a.random {
-            let align = a.align.as_ref().and_then(|n| n.eval(p).ok()).unwrap_or(64).max(1);
+            let align = a
+                .align
+                .as_ref()
+                .and_then(|n| n.eval(p).ok())
+                .unwrap_or(64)
+                .max(1);
             let slots = (r.size / align).max(1);
             return r.base + self.rng.below(slots) * align + off;
         }
@@ -477,7 +607,12 @@ impl Iterator for OpStream<'_> {
             let ev = |n: &Num| n.eval(p).unwrap_or(0);
             let op = &ops[idx];
             return Some(match op {
-                OpSpec::Compute { n, loads, stores, region } => Op::Compute {
+                OpSpec::Compute {
+                    n,
+                    loads,
+                    stores,
+                    region,
+                } => Op::Compute {
                     n: ev(n),
                     loads: *loads,
                     stores: *stores,
@@ -486,9 +621,17 @@ impl Iterator for OpStream<'_> {
                         (r.base, r.size)
                     }),
                 },
-                OpSpec::Load { at, chase } => Op::Load { addr: self.addr(at), chase: *chase },
+                OpSpec::Load { at, chase } => Op::Load {
+                    addr: self.addr(at),
+                    chase: *chase,
+                },
                 OpSpec::Store { at } => Op::Store(self.addr(at)),
-                OpSpec::Copy { src, dst, bytes, dst_policy } => Op::Copy {
+                OpSpec::Copy {
+                    src,
+                    dst,
+                    bytes,
+                    dst_policy,
+                } => Op::Copy {
                     src: self.addr(src),
                     dst: self.addr(dst),
                     bytes: ev(bytes),
@@ -530,8 +673,14 @@ mod tests {
         assert_eq!(Num::Expr("payload + 64".into()).eval(&ps), Ok(1088));
         assert_eq!(Num::Expr("s_mb * 1MiB".into()).eval(&ps), Ok(64 << 20));
         assert_eq!(Num::Expr("0x1000 - 16".into()).eval(&ps), Ok(4080));
-        assert_eq!(Num::Expr("2*3 + 4 * payload - 1".into()).eval(&ps), Ok(4101));
-        assert!(Num::Expr("nope".into()).eval(&ps).unwrap_err().contains("unknown parameter 'nope'"));
+        assert_eq!(
+            Num::Expr("2*3 + 4 * payload - 1".into()).eval(&ps),
+            Ok(4101)
+        );
+        assert!(Num::Expr("nope".into())
+            .eval(&ps)
+            .unwrap_err()
+            .contains("unknown parameter 'nope'"));
         assert!(Num::Expr("1 -".into()).eval(&ps).is_err());
         assert!(Num::Expr("1 - 2".into()).eval(&ps).is_err());
     }
@@ -561,13 +710,22 @@ ops = [{ kind = "store", at = { region = "a" } }]
         assert_eq!(
             ops,
             vec![
-                Op::Load { addr: 0x1008, chase: false },
+                Op::Load {
+                    addr: 0x1008,
+                    chase: false
+                },
                 Op::Store(0x1000),
                 Op::Store(0x1000),
-                Op::Load { addr: 0x1088, chase: false },
+                Op::Load {
+                    addr: 0x1088,
+                    chase: false
+                },
                 Op::Store(0x1080),
                 Op::Store(0x1080),
-                Op::Load { addr: 0x1008, chase: false },
+                Op::Load {
+                    addr: 0x1008,
+                    chase: false
+                },
                 Op::Store(0x1000),
                 Op::Store(0x1000),
             ]
@@ -579,12 +737,21 @@ ops = [{ kind = "store", at = { region = "a" } }]
     #[test]
     fn errors_name_the_place() {
         let bad = "name='t'\niterations=1\n[[ops]]\nkind='load'\nat={region='zz'}\n";
-        let e = Workload::from_toml_str(bad, "w.toml", &BTreeMap::new()).unwrap_err().to_string();
-        assert!(e.contains("w.toml") && e.contains("ops[0]") && e.contains("unknown region 'zz'"), "{e}");
+        let e = Workload::from_toml_str(bad, "w.toml", &BTreeMap::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("w.toml") && e.contains("ops[0]") && e.contains("unknown region 'zz'"),
+            "{e}"
+        );
         let bad = "name='t'\niterations=1\n[[ops]]\nkind='jump'\n";
-        let e = Workload::from_toml_str(bad, "w.toml", &BTreeMap::new()).unwrap_err().to_string();
+        let e = Workload::from_toml_str(bad, "w.toml", &BTreeMap::new())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("w.toml") && e.contains("jump"), "{e}");
-        let e = Workload::load("tcp-rx", &p(&[("nosuch", 1)])).unwrap_err().to_string();
+        let e = Workload::load("tcp-rx", &p(&[("nosuch", 1)]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no parameter 'nosuch'"), "{e}");
     }
 

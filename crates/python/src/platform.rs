@@ -29,7 +29,11 @@ fn load(platform: &str, o: Option<&str>) -> PyResult<PlatformConfig> {
 fn params(p: Option<&str>) -> PyResult<BTreeMap<String, u64>> {
     match p {
         None => Ok(BTreeMap::new()),
-        Some(s) => serde_json::from_str(s).map_err(|e| verr(format!("workload parameters must be non-negative integers: {e}"))),
+        Some(s) => serde_json::from_str(s).map_err(|e| {
+            verr(format!(
+                "workload parameters must be non-negative integers: {e}"
+            ))
+        }),
     }
 }
 
@@ -46,8 +50,10 @@ fn platform_presets() -> PyResult<String> {
     let mut plats = Vec::new();
     for (name, _) in BUILTIN_PLATFORMS {
         let c = PlatformConfig::preset(name).map_err(verr)?;
-        plats.push(serde_json::json!({"name": name, "description": c.description, "source": c.source,
-            "core": c.core.kind, "interconnect": c.interconnect.kind}));
+        plats.push(
+            serde_json::json!({"name": name, "description": c.description, "source": c.source,
+            "core": c.core.kind, "interconnect": c.interconnect.kind}),
+        );
     }
     let mut works = Vec::new();
     for (name, _) in BUILTIN_WORKLOADS {
@@ -62,10 +68,18 @@ fn platform_presets() -> PyResult<String> {
 /// `platform` (a built-in name or a TOML path) with `overrides` (JSON object); stats as JSON.
 #[pyfunction]
 #[pyo3(signature = (platform, workload, overrides=None, params_json=None))]
-fn platform_run(py: Python<'_>, platform: &str, workload: &str, overrides: Option<&str>, params_json: Option<&str>) -> PyResult<String> {
+fn platform_run(
+    py: Python<'_>,
+    platform: &str,
+    workload: &str,
+    overrides: Option<&str>,
+    params_json: Option<&str>,
+) -> PyResult<String> {
     let cfg = load(platform, overrides)?;
     let w = Workload::load(workload, &self::params(params_json)?).map_err(verr)?;
-    let s = py.detach(|| movelab_platform::run(&cfg, &w)).map_err(verr)?;
+    let s = py
+        .detach(|| movelab_platform::run(&cfg, &w))
+        .map_err(verr)?;
     json(&s)
 }
 
@@ -80,26 +94,46 @@ fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
 /// Zhao et al. Table 3, Fig. 11, Table 4, Fig. 15: rows as JSON.
 #[pyfunction]
 #[pyo3(signature = (overrides=None, packets=200, payloads=None, progress=None))]
-fn reproduce_zhao(overrides: Option<&str>, packets: u64, payloads: Option<Vec<u64>>, progress: Option<Py<PyAny>>) -> PyResult<String> {
+fn reproduce_zhao(
+    overrides: Option<&str>,
+    packets: u64,
+    payloads: Option<Vec<u64>>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
     if packets == 0 {
         return Err(verr("packets must be at least 1"));
     }
-    let mut o = zhao_copy_engine::Options { packets, overrides: self::overrides(overrides)?, ..Default::default() };
+    let mut o = zhao_copy_engine::Options {
+        packets,
+        overrides: self::overrides(overrides)?,
+        ..Default::default()
+    };
     if let Some(p) = payloads {
-        if p.is_empty() || p.iter().any(|&b| b == 0) {
+        if p.is_empty() || p.contains(&0) {
             return Err(verr("payloads must be positive byte counts"));
         }
         o.payloads = p;
     }
-    let rows = zhao_copy_engine::run(&o, &mut |d, t| call_progress(&progress, d, t)).map_err(verr)?;
+    let rows =
+        zhao_copy_engine::run(&o, &mut |d, t| call_progress(&progress, d, t)).map_err(verr)?;
     json(&rows)
 }
 
 /// RowClone forkbench and bulk-zero: rows as JSON.
 #[pyfunction]
 #[pyo3(signature = (overrides=None, sizes_mb=None, n_pages=None, zero_pages=1024, progress=None))]
-fn reproduce_rowclone_fork(overrides: Option<&str>, sizes_mb: Option<Vec<u64>>, n_pages: Option<Vec<u64>>, zero_pages: u64, progress: Option<Py<PyAny>>) -> PyResult<String> {
-    let mut o = rowclone_fork::Options { overrides: self::overrides(overrides)?, zero_pages, ..Default::default() };
+fn reproduce_rowclone_fork(
+    overrides: Option<&str>,
+    sizes_mb: Option<Vec<u64>>,
+    n_pages: Option<Vec<u64>>,
+    zero_pages: u64,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let mut o = rowclone_fork::Options {
+        overrides: self::overrides(overrides)?,
+        zero_pages,
+        ..Default::default()
+    };
     if let Some(s) = sizes_mb {
         if s.is_empty() || s.iter().any(|&v| v == 0 || v > 4096) {
             return Err(verr("sizes_mb must be between 1 and 4096"));

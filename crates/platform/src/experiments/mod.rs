@@ -8,13 +8,18 @@ use crate::config::PlatformConfig;
 use crate::error::PlatformError;
 
 /// A built-in platform with overrides (a TOML table shaped like a platform config) layered on.
-pub fn platform(name: &str, overrides: &toml::Value, extra: &str) -> Result<PlatformConfig, PlatformError> {
+pub fn platform(
+    name: &str,
+    overrides: &toml::Value,
+    extra: &str,
+) -> Result<PlatformConfig, PlatformError> {
     let mut cfg = PlatformConfig::preset(name)?;
     if overrides.as_table().is_some_and(|t| !t.is_empty()) {
         cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
     }
     if !extra.is_empty() {
-        let v: toml::Value = toml::from_str(extra).map_err(|e| PlatformError::config("experiment", "(internal)", e.to_string()))?;
+        let v: toml::Value = toml::from_str(extra)
+            .map_err(|e| PlatformError::config("experiment", "(internal)", e.to_string()))?;
         cfg = cfg.with_overrides(v, "experiment")?;
     }
     Ok(cfg)

@@ -84,9 +84,21 @@ impl Totals {
 }
 
 const MECHS: [(&str, &str, DstPolicy); 3] = [
-    ("baseline", "copy = { mechanism = \"base\" }", DstPolicy::SameSubarray),
-    ("fpm", "copy = { mechanism = \"rowclone\" }", DstPolicy::SameSubarray),
-    ("psm", "copy = { mechanism = \"rowclone\" }", DstPolicy::OtherBank),
+    (
+        "baseline",
+        "copy = { mechanism = \"base\" }",
+        DstPolicy::SameSubarray,
+    ),
+    (
+        "fpm",
+        "copy = { mechanism = \"rowclone\" }",
+        DstPolicy::SameSubarray,
+    ),
+    (
+        "psm",
+        "copy = { mechanism = \"rowclone\" }",
+        DstPolicy::OtherBank,
+    ),
 ];
 
 /// Runs forkbench and the bulk-zero workload; `progress(done, total)` after each run.
@@ -126,7 +138,11 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 progress(done, total);
             }
             let b = res[0].1;
-            let fmtc = if b.channel > 0 { b.copy as f64 / b.channel as f64 } else { 0.0 };
+            let fmtc = if b.channel > 0 {
+                b.copy as f64 / b.channel as f64
+            } else {
+                0.0
+            };
             for (name, t) in res {
                 rows.push(row("forkbench", s as f64, n, name, fmtc, &b, &t));
             }
@@ -137,8 +153,17 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
     p.insert("pages".to_string(), o.zero_pages);
     let w = Workload::load("bulk-zero", &p)?;
     let mut res = Vec::new();
-    for (name, mech) in [("baseline", "base"), ("rowclone", "rowclone"), ("rowclone-zi", "rowclone-zi"), ("mc-dma", "mc-dma")] {
-        let cfg = platform(plat, &o.overrides, &format!("copy = {{ mechanism = \"{mech}\" }}"))?;
+    for (name, mech) in [
+        ("baseline", "base"),
+        ("rowclone", "rowclone"),
+        ("rowclone-zi", "rowclone-zi"),
+        ("mc-dma", "mc-dma"),
+    ] {
+        let cfg = platform(
+            plat,
+            &o.overrides,
+            &format!("copy = {{ mechanism = \"{mech}\" }}"),
+        )?;
         let st = crate::platform::run(&cfg, &w)?;
         let mut t = Totals::default();
         t.add(&st);
@@ -147,7 +172,11 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
         progress(done, total);
     }
     let b = res[0].1;
-    let fmtc = if b.channel > 0 { b.copy as f64 / b.channel as f64 } else { 0.0 };
+    let fmtc = if b.channel > 0 {
+        b.copy as f64 / b.channel as f64
+    } else {
+        0.0
+    };
     let mb = (o.zero_pages * 4096) as f64 / (1 << 20) as f64;
     for (name, t) in res {
         rows.push(row("bulk-zero", mb, o.zero_pages, name, fmtc, &b, &t));
@@ -163,10 +192,22 @@ fn row(workload: &str, s_mb: f64, n: u64, mech: &str, fmtc: f64, b: &Totals, t: 
         mechanism: mech.into(),
         fmtc,
         speedup: if t.time > 0.0 { b.time / t.time } else { 0.0 },
-        energy_reduction: if b.energy > 0.0 { 1.0 - t.energy / b.energy } else { 0.0 },
-        bandwidth_reduction: if b.channel > 0 { 1.0 - t.channel as f64 / b.channel as f64 } else { 0.0 },
+        energy_reduction: if b.energy > 0.0 {
+            1.0 - t.energy / b.energy
+        } else {
+            0.0
+        },
+        bandwidth_reduction: if b.channel > 0 {
+            1.0 - t.channel as f64 / b.channel as f64
+        } else {
+            0.0
+        },
         time_ns: t.time,
-        ipc: if t.cycles > 0 { t.instr as f64 / t.cycles as f64 } else { 0.0 },
+        ipc: if t.cycles > 0 {
+            t.instr as f64 / t.cycles as f64
+        } else {
+            0.0
+        },
         dram_energy_uj: t.energy / 1000.0,
         channel_mb: t.channel as f64 / (1 << 20) as f64,
     }

@@ -35,7 +35,9 @@ struct PaperFile {
 
 /// The paper's Table 3.
 pub fn paper_table3() -> Vec<PaperRow> {
-    toml::from_str::<PaperFile>(PAPER_TOML).map(|f| f.table3).unwrap_or_default()
+    toml::from_str::<PaperFile>(PAPER_TOML)
+        .map(|f| f.table3)
+        .unwrap_or_default()
 }
 
 /// One row of the reproduction.
@@ -125,10 +127,24 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
         p.insert("packets".to_string(), o.packets);
         Workload::load("tcp-rx", &p)
     };
-    let row = |figure: &str, core: &str, payload: u64, mode: &str, placement: &str, variant: &str, base: f64, c_base: f64, m: &Measured| {
+    let row = |figure: &str,
+               core: &str,
+               payload: u64,
+               mode: &str,
+               placement: &str,
+               variant: &str,
+               base: f64,
+               c_base: f64,
+               m: &Measured| {
         let reduction = 1.0 - m.time / base;
-        let faster = if mode == "BASE" { reduction } else { (c_base - m.copy_time) / base };
-        let p = paper.iter().find(|r| figure == "table3" && r.core == core && r.payload_bytes == payload && r.mode == mode);
+        let faster = if mode == "BASE" {
+            reduction
+        } else {
+            (c_base - m.copy_time) / base
+        };
+        let p = paper.iter().find(|r| {
+            figure == "table3" && r.core == core && r.payload_bytes == payload && r.mode == mode
+        });
         Row {
             figure: figure.into(),
             core: core.into(),
@@ -166,7 +182,9 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 let extra = format!("{core_kv}\ncopy = {{ mechanism = \"ce\", mode = \"{mode}\", placement = \"off-die\" }}");
                 let m = measure(uma, o, &extra, &w)?;
                 tick(&mut done);
-                rows.push(row("table3", core, payload, mode, "off-die", "", base.time, c_base, &m));
+                rows.push(row(
+                    "table3", core, payload, mode, "off-die", "", base.time, c_base, &m,
+                ));
             }
             if core == "out-of-order" && payload == 1024 {
                 uma_ooo_1k = Some((base.time, c_base));
@@ -187,16 +205,41 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
     tick(&mut done);
     let nb = measure(numa, o, "copy = { mechanism = \"base\" }", &w)?;
     tick(&mut done);
-    let nn = measure(numa, o, "copy = { mechanism = \"base\" }", &w.without_copies())?;
+    let nn = measure(
+        numa,
+        o,
+        "copy = { mechanism = \"base\" }",
+        &w.without_copies(),
+    )?;
     let numa_c_base = nb.time - nn.time;
     // Copy cost measured on NUMA, gain measured against BASE on UMA (as the figure does).
     let c_base_for_numa = numa_c_base + (uma_base - nb.time);
-    rows.push(row("fig11", "out-of-order", 1024, "BASE", "on-die", "", uma_base, 0.0, &nb));
+    rows.push(row(
+        "fig11",
+        "out-of-order",
+        1024,
+        "BASE",
+        "on-die",
+        "",
+        uma_base,
+        0.0,
+        &nb,
+    ));
     for mode in modes {
         let extra = format!("copy = {{ mechanism = \"ce\", mode = \"{mode}\" }}");
         let m = measure(numa, o, &extra, &w)?;
         tick(&mut done);
-        rows.push(row("fig11", "out-of-order", 1024, mode, "on-die", "", uma_base, c_base_for_numa, &m));
+        rows.push(row(
+            "fig11",
+            "out-of-order",
+            1024,
+            mode,
+            "on-die",
+            "",
+            uma_base,
+            c_base_for_numa,
+            &m,
+        ));
     }
     for r in rows.clone() {
         if r.figure == "table3" && r.core == "out-of-order" && r.payload_bytes == 1024 {
@@ -212,25 +255,68 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
     // NUMA base, as the table's 40.7% / 37.8% are.
     let t4 = pf.as_ref().map(|p| p.table4.clone()).unwrap_or_default();
     for (variant, ack) in [("ack-before-snoop", "before"), ("ack-after-snoop", "after")] {
-        let extra = format!("copy = {{ mechanism = \"ce\", mode = \"ASYNC\", snoop_ack = \"{ack}\" }}");
+        let extra =
+            format!("copy = {{ mechanism = \"ce\", mode = \"ASYNC\", snoop_ack = \"{ack}\" }}");
         let m = measure(numa, o, &extra, &w)?;
         tick(&mut done);
-        let mut r = row("table4", "out-of-order", 1024, "ASYNC", "on-die", variant, nb.time, numa_c_base, &m);
-        r.paper_reduction = t4.get(if ack == "before" { "before_snoop" } else { "after_snoop" }).copied();
+        let mut r = row(
+            "table4",
+            "out-of-order",
+            1024,
+            "ASYNC",
+            "on-die",
+            variant,
+            nb.time,
+            numa_c_base,
+            &m,
+        );
+        r.paper_reduction = t4
+            .get(if ack == "before" {
+                "before_snoop"
+            } else {
+                "after_snoop"
+            })
+            .copied();
         rows.push(r);
     }
     // Fig. 15: on-die engine writing the destination into the cache (gain over the same engine
     // writing to memory).
     let f15 = pf.as_ref().map(|p| p.fig15.clone()).unwrap_or_default();
     for mode in ["SYNC_WLB", "ASYNC"] {
-        let plain = measure(numa, o, &format!("copy = {{ mechanism = \"ce\", mode = \"{mode}\" }}"), &w)?;
+        let plain = measure(
+            numa,
+            o,
+            &format!("copy = {{ mechanism = \"ce\", mode = \"{mode}\" }}"),
+            &w,
+        )?;
         tick(&mut done);
-        let cached = measure(numa, o, &format!("copy = {{ mechanism = \"ce\", mode = \"{mode}\", dest_to_cache = true }}"), &w)?;
+        let cached = measure(
+            numa,
+            o,
+            &format!("copy = {{ mechanism = \"ce\", mode = \"{mode}\", dest_to_cache = true }}"),
+            &w,
+        )?;
         tick(&mut done);
-        let mut r = row("fig15", "out-of-order", 1024, mode, "on-die", "dest-to-cache", uma_base, c_base_for_numa, &cached);
+        let mut r = row(
+            "fig15",
+            "out-of-order",
+            1024,
+            mode,
+            "on-die",
+            "dest-to-cache",
+            uma_base,
+            c_base_for_numa,
+            &cached,
+        );
         // Additional reduction from writing to the cache, in points of the base time.
         r.cache_gain = Some((plain.time - cached.time) / uma_base);
-        r.paper_cache_gain = f15.get(if mode == "ASYNC" { "async_additional" } else { "sync_additional" }).copied();
+        r.paper_cache_gain = f15
+            .get(if mode == "ASYNC" {
+                "async_additional"
+            } else {
+                "sync_additional"
+            })
+            .copied();
         rows.push(r);
     }
     Ok(rows)

@@ -1,0 +1,425 @@
+//! Behaviour of the platform model: latencies against the paper's stated figures, the orderings the
+//! mechanisms must produce, results that move when a mechanism's parameter moves, coherence and
+//! the pending copy table, conservation of the data a copy moves, determinism, and the DRAM
+//! commands a platform run issues replayed through the independent timing checker.
+use movelab_dram::checker::Checker;
+use movelab_dram::command::{CommandRecord, CommandSink};
+use movelab_platform::workload::{DstPolicy, Workload};
+use movelab_platform::{run, Platform, PlatformConfig, PlatformStats};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+fn cfg(name: &str, over: &str) -> PlatformConfig {
+    let c = PlatformConfig::preset(name).unwrap();
+    if over.is_empty() {
+        return c;
+    }
+    c.with_overrides(toml::from_str(over).unwrap(), "test")
+        .unwrap()
+}
+
+fn params(p: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    p.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+fn workload(text: &str) -> Workload {
+    Workload::from_toml_str(text, "test.toml", &BTreeMap::new()).unwrap()
+}
+
+fn tcp(payload: u64, packets: u64) -> Workload {
+    Workload::load(
+        "tcp-rx",
+        &params(&[("payload", payload), ("packets", packets)]),
+    )
+    .unwrap()
+}
+
+const ONE_LOAD: &str = r#"
+name = "one-load"
+iterations = 1
+[[regions]]
+name = "a"
+base = 0x100000
+size = 4096
+[[ops]]
+kind = "load"
+at = { region = "a" }
+[[ops]]
+kind = "compute"
+n = 1
+"#;
+
+#[test]
+fn unloaded_latency_matches_the_papers_platforms() {
+    // Zhao et al. section 6.1: about 80 ns on UMA/EMC; less with the controller on the die.
+    let uma = run(&cfg("zhao-uma-emc", ""), &workload(ONE_LOAD)).unwrap();
+    assert!((78.0..95.0).contains(&uma.time_ns), "UMA {}", uma.time_ns);
+    let numa = run(&cfg("zhao-numa-imc", ""), &workload(ONE_LOAD)).unwrap();
+    assert!(
+        numa.time_ns < uma.time_ns - 10.0,
+        "NUMA local {} vs UMA {}",
+        numa.time_ns,
+        uma.time_ns
+    );
+}
+
+fn reduction(base: &PlatformStats, s: &PlatformStats) -> f64 {
+    1.0 - s.time_ns / base.time_ns
+}
+
+#[test]
+fn copy_engine_modes_order_as_the_paper_says() {
+    let w = tcp(1024, 40);
+    for core in ["out-of-order", "in-order"] {
+        let k = format!("core = {{ kind = \"{core}\" }}\n");
+        let base = run(&cfg("zhao-uma-emc", &k), &w).unwrap();
+        let mut red = Vec::new();
+        for mode in ["SYNC_NLB", "SYNC_WLB", "ASYNC"] {
+            let c = cfg(
+                "zhao-uma-emc",
+                &format!("{k}copy = {{ mechanism = \"ce\", mode = \"{mode}\" }}"),
+            );
+            red.push(reduction(&base, &run(&c, &w).unwrap()));
+        }
+        assert!(
+            red[2] > red[1] && red[1] > red[0] && red[0] > 0.0,
+            "{core}: {red:?}"
+        );
+    }
+    // The in-order core gains more than the out-of-order one.
+    let gain = |core: &str| {
+        let k = format!("core = {{ kind = \"{core}\" }}\n");
+        let base = run(&cfg("zhao-uma-emc", &k), &w).unwrap();
+        let c = cfg(
+            "zhao-uma-emc",
+            &format!("{k}copy = {{ mechanism = \"ce\", mode = \"SYNC_NLB\" }}"),
+        );
+        reduction(&base, &run(&c, &w).unwrap())
+    };
+    assert!(gain("in-order") > gain("out-of-order"));
+}
+
+#[test]
+fn results_move_with_the_mechanisms_parameters() {
+    let w = tcp(1024, 20);
+    let ce = "copy.mechanism = \"ce\"\ncopy.mode = \"SYNC_NLB\"\n";
+    let t = |extra: &str| {
+        run(&cfg("zhao-uma-emc", &format!("{ce}{extra}")), &w)
+            .unwrap()
+            .mean_offload_ns
+    };
+    let base = t("");
+    // A slower snoop phase on the bus slows the engine (one snoop per line read and written).
+    assert!(t("interconnect = { address_ns = 20.0 }") > base + 50.0);
+    // A one-line stream buffer serialises the engine's reads and writes.
+    assert!(t("copy.stream_buffer_lines = 1") > base * 1.5);
+    // Slower DRAM (tRCD and CL longer) slows the CPU copy of the base system.
+    let w2 = tcp(1024, 20);
+    let b0 = run(&cfg("zhao-uma-emc", ""), &w2).unwrap().time_ns;
+    let slow = "memory = { dram = { timing = { nRCD = 6, nCL = 6 } } }";
+    let b1 = run(&cfg("zhao-uma-emc", slow), &w2).unwrap().time_ns;
+    assert!(b1 > b0 * 1.05, "{b0} -> {b1}");
+}
+
+#[test]
+fn an_async_copy_blocks_accesses_to_its_destination_until_done() {
+    let text = r#"
+name = "copy-then-touch"
+iterations = 1
+[[regions]]
+name = "src"
+base = 0x100000
+size = 8192
+[[regions]]
+name = "dst"
+base = 0x400000
+size = 8192
+[[ops]]
+kind = "copy"
+src = { region = "src" }
+dst = { region = "dst" }
+bytes = 4096
+[[ops]]
+kind = "load"
+at = { region = "dst", offset = 128 }
+[[ops]]
+kind = "compute"
+n = 10
+"#;
+    let c = cfg(
+        "zhao-uma-emc",
+        "copy = { mechanism = \"ce\", mode = \"ASYNC\" }",
+    );
+    let s = run(&c, &workload(text)).unwrap();
+    assert!(s.pending_copy_stalls > 0);
+    // The load waited for the copy, so the run lasts at least the copy and a miss more.
+    assert!(
+        s.time_ns > s.mean_offload_ns + 50.0,
+        "{} vs copy {}",
+        s.time_ns,
+        s.mean_offload_ns
+    );
+    let s2 = run(
+        &cfg(
+            "zhao-uma-emc",
+            "copy = { mechanism = \"ce\", mode = \"SYNC_WLB\" }",
+        ),
+        &workload(text),
+    )
+    .unwrap();
+    assert_eq!(
+        s2.pending_copy_stalls, 0,
+        "a synchronous copy is done before later loads run"
+    );
+}
+
+#[test]
+fn rowclone_writes_back_dirty_source_lines_first() {
+    let text = r#"
+name = "dirty-then-copy"
+iterations = 1
+[[regions]]
+name = "src"
+base = 0x100000
+size = 4096
+[[regions]]
+name = "dst"
+base = 0x900000
+size = 4096
+[[ops]]
+kind = "repeat"
+count = 8
+ops = [{ kind = "store", at = { region = "src", per_rep = 64 } }]
+[[ops]]
+kind = "copy"
+src = { region = "src" }
+dst = { region = "dst" }
+bytes = 4096
+"#;
+    let mut w = workload(text);
+    w.set_dst_policy(DstPolicy::SameSubarray);
+    let s = run(
+        &cfg("rowclone-system", "copy = { mechanism = \"rowclone\" }"),
+        &w,
+    )
+    .unwrap();
+    // The 8 dirty lines go to memory before the in-DRAM copy; the copy itself moves no data over
+    // the channel.
+    assert_eq!(s.dram.writes, 8, "{:?}", s.dram.commands);
+    assert_eq!(s.dram.bulk.bytes.fpm, 4096);
+    assert!(s.dram.commands.get("ACTC").copied().unwrap_or(0) >= 1);
+}
+
+#[test]
+fn a_copy_engine_moves_each_line_once() {
+    // Conservation: a page-aligned bulk copy reads every source line once and writes every
+    // destination line once; nothing else touches memory.
+    let w = Workload::load("bulk-copy", &params(&[("pages", 16), ("work", 0)])).unwrap();
+    let s = run(
+        &cfg(
+            "zhao-uma-emc",
+            "copy = { mechanism = \"ce\", mode = \"SYNC_WLB\" }",
+        ),
+        &w,
+    )
+    .unwrap();
+    assert_eq!(s.dram.reads, 16 * 64);
+    assert_eq!(s.dram.writes, 16 * 64);
+    assert_eq!(s.memory.copy_bytes, 16 * 4096 * 2);
+    assert!((s.memory.fmtc - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn in_order_cpu_copy_is_bounded_by_serial_misses() {
+    // An analytic oracle: the in-order core's copy loop stalls on every source line's miss, so a
+    // copy of n fresh lines takes at least n unloaded miss latencies, and (with the destination
+    // misses overlapped by the store buffer) not much more than twice that.
+    let lone = run(
+        &cfg("zhao-uma-emc", "core = { kind = \"in-order\" }"),
+        &workload(ONE_LOAD),
+    )
+    .unwrap()
+    .time_ns;
+    let w = Workload::load("bulk-copy", &params(&[("pages", 4), ("work", 0)])).unwrap();
+    let s = run(&cfg("zhao-uma-emc", "core = { kind = \"in-order\" }"), &w).unwrap();
+    let n = 4.0 * 64.0;
+    assert!(
+        s.time_ns > n * lone * 0.9,
+        "{} for {n} lines at {lone} ns",
+        s.time_ns
+    );
+    assert!(
+        s.time_ns < n * lone * 2.5,
+        "{} for {n} lines at {lone} ns",
+        s.time_ns
+    );
+}
+
+#[test]
+fn forkbench_fpm_beats_psm_and_grows_with_n() {
+    let mk = |n: u64, mech: &str, policy: DstPolicy| {
+        let mut w = Workload::load("forkbench", &params(&[("s_mb", 2), ("n_pages", n)])).unwrap();
+        w.set_dst_policy(policy);
+        run(
+            &cfg(
+                "rowclone-system",
+                &format!("copy = {{ mechanism = \"{mech}\" }}"),
+            ),
+            &w,
+        )
+        .unwrap()
+    };
+    let speedup = |n: u64, policy: DstPolicy| {
+        let b = mk(n, "base", policy);
+        let r = mk(n, "rowclone", policy);
+        assert!(r.dram.bulk.bytes.baseline == 0, "every copy is in DRAM");
+        b.time_ns / r.time_ns
+    };
+    let (f8, f256) = (
+        speedup(8, DstPolicy::SameSubarray),
+        speedup(256, DstPolicy::SameSubarray),
+    );
+    let p256 = speedup(256, DstPolicy::OtherBank);
+    assert!(f256 > f8 && f8 > 1.0, "FPM {f8} -> {f256}");
+    assert!(f256 > p256, "FPM {f256} vs PSM {p256}");
+    let fpm = mk(64, "rowclone", DstPolicy::SameSubarray);
+    assert_eq!(fpm.dram.bulk.bytes.fpm, 64 * 4096);
+    let psm = mk(64, "rowclone", DstPolicy::OtherBank);
+    assert_eq!(psm.dram.bulk.bytes.psm_inter, 64 * 4096);
+}
+
+#[test]
+fn rowclone_zi_avoids_the_misses_after_zeroing() {
+    // 2 MB of zeroing: more than the 1 MB cache, so the baseline writes its zeroed lines back.
+    let w = Workload::load("bulk-zero", &params(&[("pages", 512)])).unwrap();
+    let t = |m: &str| {
+        run(
+            &cfg(
+                "rowclone-system",
+                &format!("copy = {{ mechanism = \"{m}\" }}"),
+            ),
+            &w,
+        )
+        .unwrap()
+    };
+    let (b, rc, zi, dma) = (t("base"), t("rowclone"), t("rowclone-zi"), t("mc-dma"));
+    assert!(zi.time_ns < rc.time_ns && zi.time_ns < b.time_ns);
+    assert!(rc.memory.channel_bytes < b.memory.channel_bytes);
+    assert!(zi.memory.channel_bytes < rc.memory.channel_bytes);
+    assert!(
+        dma.memory.bulk_bytes > 0,
+        "MC-DMA moves the lines over the channel"
+    );
+    // The zeroed lines are in the last-level cache: the touches hit there.
+    assert!(zi.caches.l2_misses < rc.caches.l2_misses / 4);
+}
+
+#[test]
+fn the_same_run_gives_the_same_stats() {
+    let c = cfg(
+        "zhao-uma-emc",
+        "copy = { mechanism = \"ce\", mode = \"ASYNC\" }",
+    );
+    let w = tcp(1400, 30);
+    let a = serde_json::to_string(&run(&c, &w).unwrap()).unwrap();
+    let b = serde_json::to_string(&run(&c, &w).unwrap()).unwrap();
+    assert_eq!(a, b);
+}
+
+struct Collect(Rc<RefCell<Vec<CommandRecord>>>);
+impl CommandSink for Collect {
+    fn record(&mut self, r: &CommandRecord) {
+        self.0.borrow_mut().push(*r);
+    }
+}
+
+#[test]
+fn platform_dram_traffic_passes_the_independent_checker() {
+    for (plat, over, w) in [
+        (
+            "zhao-uma-emc",
+            "copy = { mechanism = \"ce\", mode = \"SYNC_WLB\" }",
+            tcp(1400, 30),
+        ),
+        (
+            "zhao-numa-imc",
+            "copy = { mechanism = \"ce\", mode = \"ASYNC\" }",
+            tcp(512, 30),
+        ),
+        (
+            "rowclone-system",
+            "copy = { mechanism = \"rowclone\" }",
+            Workload::load("bulk-zero", &params(&[("pages", 8)])).unwrap(),
+        ),
+        (
+            "rowclone-system",
+            "copy = { mechanism = \"mc-dma\" }",
+            Workload::load("bulk-copy", &params(&[("pages", 8)])).unwrap(),
+        ),
+    ] {
+        let mut p = Platform::new(&cfg(plat, over)).unwrap();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        p.hier
+            .mem_mut()
+            .set_command_log(Box::new(Collect(log.clone())));
+        let header = p.hier.mem_mut().log_header();
+        p.run(&w).unwrap();
+        let mut checker = Checker::new(&header).unwrap();
+        let recs = log.borrow();
+        assert!(recs.len() > 100, "{plat}: {} commands", recs.len());
+        for r in recs.iter() {
+            if let Err(v) = checker.check(r) {
+                panic!("{plat} {over}: {}", v.message);
+            }
+        }
+    }
+}
+
+#[test]
+fn config_and_workload_errors_name_what_is_wrong() {
+    let e = PlatformConfig::preset("zhao-uma-emc")
+        .unwrap()
+        .with_overrides(toml::from_str("copy = { mode = \"FAST\" }").unwrap(), "cli")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("copy.mode") && e.contains("FAST"), "{e}");
+    let e = PlatformConfig::preset("zhao-uma-emc")
+        .unwrap()
+        .with_overrides(toml::from_str("core = { widht = 2 }").unwrap(), "cli")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("widht"), "{e}");
+    let e = PlatformConfig::preset("zhao-uma-emc")
+        .unwrap()
+        .with_overrides(
+            toml::from_str("copy = { dest_to_cache = true }").unwrap(),
+            "cli",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("copy.dest_to_cache") && e.contains("on-die"),
+        "{e}"
+    );
+    let e = PlatformConfig::preset("zhao-uma-emc")
+        .unwrap()
+        .with_overrides(
+            toml::from_str("l1 = { size_kib = 48, ways = 4 }").unwrap(),
+            "cli",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("l1.size_kib"), "{e}");
+    let e = PlatformConfig::load("nosuch").unwrap_err().to_string();
+    assert!(e.contains("nosuch") && e.contains("zhao-uma-emc"), "{e}");
+    let e = PlatformConfig::preset("zhao-uma-emc")
+        .unwrap()
+        .with_overrides(
+            toml::from_str("memory = { dram = { speed = \"DDR9\" } }").unwrap(),
+            "cli",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("DDR9"), "{e}");
+}
