@@ -594,18 +594,18 @@ impl Controller {
                      who: Who,
                      best: &mut Option<((u8, u64), u64, Who)>,
                      next: &mut u64| {
-                if c.ready_at > now {
-                    *next = (*next).min(c.ready_at);
+            if c.ready_at > now {
+                *next = (*next).min(c.ready_at);
+            }
+            if let Some(mut k) = self.sched.key(&c, now) {
+                if demote_engine && engine {
+                    k.0 += 2;
                 }
-                if let Some(mut k) = self.sched.key(&c, now) {
-                    if demote_engine && engine {
-                        k.0 += 2;
-                    }
-                    if best.is_none_or(|(bk, _, _)| k < bk) {
-                        *best = Some((k, c.ready_at, who));
-                    }
+                if best.is_none_or(|(bk, _, _)| k < bk) {
+                    *best = Some((k, c.ready_at, who));
                 }
-            };
+            }
+        };
         for ji in 0..self.jobs.len() {
             let (seq, ref job) = self.jobs[ji];
             if self.refresh_pending[job.rank() as usize] {
