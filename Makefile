@@ -47,6 +47,7 @@ test-python: install
 
 bench: install
 	$(CLI) bench dram --out $(REPORTS)/bench
+	$(CLI) bench platform --out $(REPORTS)/bench
 	$(CLI) bench host all --out $(REPORTS)/bench-host
 
 clean:

@@ -8,6 +8,7 @@ from movelab.dram.cli import app as dram_app
 from movelab.dram.cli import bench_dram
 from movelab.host.cli import bench_host_app
 from movelab.platform.cli import app as platform_app
+from movelab.platform.cli import bench_platform
 from movelab.reproduce.cli import app as reproduce_app
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ app = typer.Typer(
 bench_app = typer.Typer(help="Speed benchmarks of the simulator and measurements of this machine.",
                         no_args_is_help=True)
 bench_app.command("dram")(bench_dram)
+bench_app.command("platform")(bench_platform)
 bench_app.add_typer(bench_host_app, name="host")
 
 app.add_typer(dram_app, name="dram")

@@ -40,8 +40,11 @@ pub struct CoreConfig {
     pub width: u32,
     /// Instruction window (reorder buffer) entries.
     pub window: u32,
-    /// Load/store queue entries (loads in flight plus stores not yet written to the cache).
+    /// Load/store queue entries: loads and stores from dispatch until they retire.
     pub lsq: u32,
+    /// Store buffer entries: retired stores until they are written to the cache (a store that
+    /// misses waits here for its line).
+    pub store_buffer: u32,
     /// Loads and stores issued per cycle (load/store units).
     pub mem_ports: u32,
     /// Outstanding cache misses to memory (MSHRs).
@@ -71,6 +74,7 @@ impl Default for CoreConfig {
             width: 4,
             window: 128,
             lsq: 64,
+            store_buffer: 32,
             mem_ports: 2,
             mshrs: 8,
             register_bytes: 8,
@@ -393,6 +397,7 @@ impl PlatformConfig {
         positive("core.width", c.width.into(), 64)?;
         positive("core.window", c.window.into(), 4096)?;
         positive("core.lsq", c.lsq.into(), 4096)?;
+        positive("core.store_buffer", c.store_buffer.into(), 4096)?;
         positive("core.mem_ports", c.mem_ports.into(), 64)?;
         positive("core.mshrs", c.mshrs.into(), 1024)?;
         positive("core.compute_ilp", c.compute_ilp.into(), 64)?;

@@ -110,9 +110,11 @@ pub struct Core {
     head_seq: u64,
     rob_instrs: u32,
     lsq_used: u32,
+    /// Instructions' worth of stores in the store buffer.
+    sb_used: u32,
     /// Store buffer: (id, addr, copy, started).
-    /// Store buffer: (id, addr, copy, started, instructions, whole line); each store keeps its load/store
-    /// queue entries until it is written.
+    /// Store buffer: retired stores waiting to be written to the cache: (id, addr, copy,
+    /// started, instructions, whole line).
     sb: VecDeque<(u64, u64, bool, bool, u32, bool)>,
     sb_done: Vec<u64>,
     /// Store-buffer writes that hit, finishing at a known time: (time, id).
@@ -162,6 +164,7 @@ impl Core {
             head_seq: 0,
             rob_instrs: 0,
             lsq_used: 0,
+            sb_used: 0,
             sb: VecDeque::new(),
             sb_done: Vec::new(),
             sb_timed: Vec::new(),
@@ -431,11 +434,17 @@ impl Core {
                 break;
             }
             if let UopKind::Store { addr, copy, whole } = e.uop.kind {
-                // Retired stores move to the store buffer, keeping their LSQ entries.
+                // Retired stores leave the load/store queue for the store buffer, which must have
+                // room for them.
+                if self.sb_used + e.uop.count > self.cfg.store_buffer && !self.sb.is_empty() {
+                    break;
+                }
                 self.sb
                     .push_back((self.next_sb_id, addr, copy, false, e.uop.count, whole));
+                self.sb_used += e.uop.count;
                 self.next_sb_id += 1;
-            } else if matches!(e.uop.kind, UopKind::Load { .. }) {
+            }
+            if Self::is_mem(&e.uop) {
                 self.lsq_used -= e.uop.count;
             }
             let e = self.rob.pop_front().unwrap_or(Entry {
@@ -461,7 +470,7 @@ impl Core {
             for id in std::mem::take(&mut self.sb_done) {
                 if let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) {
                     if let Some(e) = self.sb.remove(p) {
-                        self.lsq_used -= e.4;
+                        self.sb_used -= e.4;
                     }
                 }
             }
@@ -482,7 +491,7 @@ impl Core {
                 Access::At(t) => {
                     if t <= now {
                         self.sb.remove(i);
-                        self.lsq_used -= count;
+                        self.sb_used -= count;
                         progress = true;
                         continue;
                     }
@@ -507,7 +516,7 @@ impl Core {
                     self.sb_timed.swap_remove(k);
                     if let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) {
                         if let Some(e) = self.sb.remove(p) {
-                            self.lsq_used -= e.4;
+                            self.sb_used -= e.4;
                         }
                         progress = true;
                     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -163,3 +164,27 @@ def run_cmd(
         typer.echo(json.dumps(res.stats, indent=2))
     else:
         console.print(stats_table(res.stats))
+
+
+def bench_platform(
+    repeats: int = typer.Option(3, help="Runs per case (median reported)."),
+    fmt: str = typer.Option("table", "--format", help="table or json"),
+    out: Path | None = typer.Option(None, "--out", help="Directory for platform-speed.json."),
+) -> None:
+    """Speed of the platform model: simulated instructions per second on the built-in workloads."""
+    from movelab.platform.bench import run_bench
+
+    rows = run_bench(repeats, console=None if fmt == "json" else console)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "platform-speed.json").write_text(json.dumps(rows, indent=2))
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title=f"Platform model speed (median of {repeats} runs, fresh process each)")
+    for c in ["case", "instructions", "sim ms", "wall s", "M instr/s", "peak MiB"]:
+        t.add_column(c, justify="left" if c == "case" else "right")
+    for r in rows:
+        t.add_row(r["case"], f"{r['instructions']:,}", f"{r['simulated_ms']:.2f}", f"{r['seconds_median']:.2f}",
+                  f"{r['minstr_per_s']:.2f}", f"{r['peak_rss_mib']:.0f}")
+    console.print(t)
