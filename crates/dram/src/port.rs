@@ -11,7 +11,7 @@ use crate::mapper::{self, AddressMapper, Location};
 use crate::request::{BulkKind, BulkOp, Op};
 use crate::rowclone;
 use crate::spec::DramSpec;
-use crate::stats::{BulkBytes, Stats};
+use crate::stats::Stats;
 use crate::system::{collect_stats, log_header, BulkTotals};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -147,24 +147,15 @@ impl MemoryPort {
             BulkKind::Copy { .. } => self.totals.copies += 1,
             BulkKind::Init { .. } => self.totals.inits += 1,
         }
-        let split = if self.config.controller.bulk == "rowclone" {
-            rowclone::split(&op, opi, self.mapper.as_ref(), org, &self.chans[0].dev)
-        } else {
-            let lines = rowclone::baseline_lines(&op, org.line_bytes());
-            rowclone::Split {
-                bytes: BulkBytes {
-                    baseline: lines.len() as u64 * org.line_bytes(),
-                    ..Default::default()
-                },
-                jobs: Vec::new(),
-                baseline_lines: lines,
-            }
-        };
-        let b = &mut self.totals.bytes;
-        b.baseline += split.bytes.baseline;
-        b.fpm += split.bytes.fpm;
-        b.psm_inter += split.bytes.psm_inter;
-        b.psm_intra += split.bytes.psm_intra;
+        let split = rowclone::split_by(
+            self.config.controller.bulk == "rowclone",
+            &op,
+            opi,
+            self.mapper.as_ref(),
+            org,
+            &self.chans[0].dev,
+        );
+        self.totals.bytes.add(&split.bytes);
         let mut parts = split.jobs.len() as u32;
         for (ch, job) in split.jobs {
             self.seq += 1;

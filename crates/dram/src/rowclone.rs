@@ -42,6 +42,31 @@ pub struct Split {
     pub bytes: BulkBytes,
 }
 
+/// Splits `op` by the configured mechanism: RowClone's split when `rowclone` is on, otherwise
+/// every line over the channel.
+pub fn split_by(
+    rowclone: bool,
+    op: &BulkOp,
+    op_index: u32,
+    mapper: &dyn AddressMapper,
+    org: &Organization,
+    dev: &ChannelDevices,
+) -> Split {
+    if rowclone {
+        return split(op, op_index, mapper, org, dev);
+    }
+    let line = org.line_bytes();
+    let lines = baseline_lines(op, line);
+    Split {
+        bytes: BulkBytes {
+            baseline: lines.len() as u64 * line,
+            ..Default::default()
+        },
+        jobs: Vec::new(),
+        baseline_lines: lines,
+    }
+}
+
 /// Splits `op` into lines done over the channel only (the `baseline` mechanism, and RowClone's
 /// leftovers).
 pub fn baseline_lines(op: &BulkOp, line: u64) -> Vec<(Option<u64>, u64)> {

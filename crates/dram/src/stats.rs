@@ -139,6 +139,16 @@ pub struct BulkBytes {
     pub psm_intra: u64,
 }
 
+impl BulkBytes {
+    /// Adds another operation's bytes.
+    pub fn add(&mut self, o: &BulkBytes) {
+        self.baseline += o.baseline;
+        self.fpm += o.fpm;
+        self.psm_inter += o.psm_inter;
+        self.psm_intra += o.psm_intra;
+    }
+}
+
 /// Bulk-operation statistics.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BulkStats {

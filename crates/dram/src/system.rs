@@ -57,7 +57,6 @@ where
         .map(|c| Controller::new(c, &spec, cc))
         .collect();
     let rowclone_on = cc.bulk == "rowclone";
-    let line = org.line_bytes();
     let capacity = org.capacity_bytes();
 
     let mut trace = trace.peekable();
@@ -140,24 +139,15 @@ where
                             BulkKind::Copy { .. } => copies += 1,
                             BulkKind::Init { .. } => inits += 1,
                         }
-                        let split = if rowclone_on {
-                            rowclone::split(&b, op, mapper.as_ref(), &org, &chans[0].dev)
-                        } else {
-                            let lines = rowclone::baseline_lines(&b, line);
-                            let bytes = BulkBytes {
-                                baseline: lines.len() as u64 * line,
-                                ..Default::default()
-                            };
-                            rowclone::Split {
-                                jobs: Vec::new(),
-                                baseline_lines: lines,
-                                bytes,
-                            }
-                        };
-                        bulk_bytes.baseline += split.bytes.baseline;
-                        bulk_bytes.fpm += split.bytes.fpm;
-                        bulk_bytes.psm_inter += split.bytes.psm_inter;
-                        bulk_bytes.psm_intra += split.bytes.psm_intra;
+                        let split = rowclone::split_by(
+                            rowclone_on,
+                            &b,
+                            op,
+                            mapper.as_ref(),
+                            &org,
+                            &chans[0].dev,
+                        );
+                        bulk_bytes.add(&split.bytes);
                         let mut parts = split.jobs.len() as u32;
                         for (ch, job) in split.jobs {
                             seq += 1;

@@ -6,6 +6,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
 from movelab import _core
 
 # presets/ of the source tree (the package is installed editable from python/).
@@ -27,3 +32,21 @@ def paper_data(name: str) -> dict[str, Any]:
 def fraction(v: Any, digits: int = 1) -> str:
     """0.146 -> '14.6'; None -> '-'."""
     return "-" if v is None else f"{v * 100:.{digits}f}"
+
+
+def table(title: str, caption: str | None = None, tight: bool = False) -> Table:
+    """A reproduction table. tight: columns one space apart (the box's divider), so a wide table
+    fits 80 columns."""
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=0 if tight else (0, 1))
+    t.title, t.caption = title, caption  # printed by group(), outside the table's width
+    return t
+
+
+def group(t: Table) -> Group:
+    """A table with its title above and its caption below, each as wide as the console allows."""
+    parts = [Text(t.title or "", style="bold"), t]
+    t.title = None
+    if t.caption:
+        parts.append(Text(str(t.caption), style="dim"))
+        t.caption = None
+    return Group(*parts, Text(""))

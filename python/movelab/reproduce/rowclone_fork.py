@@ -16,13 +16,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rich import box
 from rich.console import Group
-from rich.table import Table
-from rich.text import Text
 
 from movelab import _core
-from movelab.reproduce import fraction, paper_data
+from movelab.reproduce import fraction, group, paper_data, table
 
 NAME = "rowclone-fork"
 KEYS = ["workload", "s_mb", "n_pages", "mechanism", "fmtc", "speedup", "energy_reduction", "bandwidth_reduction",
@@ -117,34 +114,16 @@ def summary(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
         ("FPM mean speedup", x(mean(fpm)), x(p.get("fpm_mean_speedup"))),
         ("PSM peak speedup", x(max(psm, default=None)), "little"),
         ("FPM max energy reduction (Fig. 9)", pct(max(fpm_e, default=None)), pct(p.get("fpm_max_energy_reduction"))),
-        # The paper's text gives 50% on average; rowclone.toml has no key for it.
-        ("FPM mean energy reduction", pct(mean(fpm_e)), pct(p.get("fpm_mean_energy_reduction", 0.50))),
+        ("FPM mean energy reduction", pct(mean(fpm_e)), pct(p.get("fpm_mean_energy_reduction"))),
         ("PSM max energy reduction", pct(max(psm_e, default=None)), pct(p.get("psm_max_energy_reduction"))),
     ]
-
-
-def _table(title: str, caption: str | None = None, tight: bool = False) -> Table:
-    # tight: columns one space apart (the box's divider), so a wide table fits 80 columns.
-    t = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=0 if tight else (0, 1))
-    t.title, t.caption = title, caption  # printed by _group, outside the table's width
-    return t
-
-
-def _group(t: Table) -> Group:
-    """A table with its title above and its caption below, each as wide as the console allows."""
-    parts = [Text(t.title or "", style="bold"), t]
-    t.title = None
-    if t.caption:
-        parts.append(Text(str(t.caption), style="dim"))
-        t.caption = None
-    return Group(*parts, Text(""))
 
 
 def tables(rows: list[dict[str, Any]]) -> list[Group]:
     out = []
     fork = _fork(rows)
     if fork:
-        t = _table("RowClone forkbench (Fig. 7-9): FMTC, speedup and DRAM energy reduction over the baseline")
+        t = table("RowClone forkbench (Fig. 7-9): FMTC, speedup and DRAM energy reduction over the baseline")
         for col in ["S MB", "N", "FMTC %", "FPM x", "PSM x", "FPM E %", "PSM E %"]:
             t.add_column(col, justify="right", no_wrap=True)
         last = None
@@ -156,14 +135,14 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
             t.add_row(f"{s:g}", f"{n:,}", fraction(m["baseline"]["fmtc"]),
                       f"{fpm['speedup']:.2f}" if fpm else "-", f"{psm['speedup']:.2f}" if psm else "-",
                       fraction(fpm and fpm["energy_reduction"]), fraction(psm and psm["energy_reduction"]))
-        out.append(_group(t))
-        t = _table("forkbench beside the paper's statements (section 7.2)")
+        out.append(group(t))
+        t = table("forkbench beside the paper's statements (section 7.2)")
         t.add_column("statement", no_wrap=True)
         t.add_column("movelab", justify="right", no_wrap=True)
         t.add_column("paper", justify="right", no_wrap=True)
         for row in summary(rows):
             t.add_row(*row)
-        out.append(_group(t))
+        out.append(group(t))
 
     zero = {r["mechanism"]: r for r in rows if r["workload"] == "bulk-zero"}
     if zero:
@@ -175,7 +154,7 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
             "mc-dma": (mc.get("speedup_vs_baseline"), None, None),
         }
         n = next(iter(zero.values()))["n_pages"]
-        t = _table(f"Bulk zeroing ({n:,} pages of 4 KB, each then read), over the baseline",
+        t = table(f"Bulk zeroing ({n:,} pages of 4 KB, each then read), over the baseline",
                    "paper: Table 5 and section 7.3 give forkbench (S = 64 MB, N = 1k) for RowClone and ZI; "
                    "MC-DMA is section 7.5's mean")
         for col in ["mechanism", "speedup", "paper", "energy %", "paper", "bandwidth %", "paper"]:
@@ -188,7 +167,7 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
             t.add_row(mech, f"{r['speedup']:.2f}", "-" if ps in (None, "-") else f"{ps:.2f}",
                       fraction(r["energy_reduction"]), fraction(pe, 0), fraction(r["bandwidth_reduction"]),
                       fraction(pb, 0))
-        out.append(_group(t))
+        out.append(group(t))
     return out
 
 

@@ -19,13 +19,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rich import box
 from rich.console import Group
-from rich.table import Table
-from rich.text import Text
 
 from movelab import _core
-from movelab.reproduce import fraction, paper_data
+from movelab.reproduce import fraction, group, paper_data, table
 
 NAME = "zhao-copy-engine"
 KEYS = ["figure", "core", "payload_bytes", "mode", "placement", "variant", "reduction", "faster_copy", "overlap",
@@ -71,28 +68,11 @@ def _pair(v: Any, p: Any) -> str:
     return f"{fraction(v)} ({fraction(p)})" if p is not None else fraction(v)
 
 
-def _table(title: str, caption: str | None = None, tight: bool = False) -> Table:
-    # tight: columns one space apart (the box's divider), so a wide table fits 80 columns.
-    t = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=0 if tight else (0, 1))
-    t.title, t.caption = title, caption  # printed by _group, outside the table's width
-    return t
-
-
-def _group(t: Table) -> Group:
-    """A table with its title above and its caption below, each as wide as the console allows."""
-    parts = [Text(t.title or "", style="bold"), t]
-    t.title = None
-    if t.caption:
-        parts.append(Text(str(t.caption), style="dim"))
-        t.caption = None
-    return Group(*parts, Text(""))
-
-
 def tables(rows: list[dict[str, Any]]) -> list[Group]:
     """Table 3, Fig. 11, Table 4 and Fig. 15 as rich tables: movelab% (paper%)."""
     out = []
     t3 = {(r["core"], r["payload_bytes"], r["mode"]): r for r in rows if r["figure"] == "table3"}
-    t = _table("Zhao et al. Table 3: off-die engine (UMA/EMC); % of BASE time: movelab (paper)",
+    t = table("Zhao et al. Table 3: off-die engine (UMA/EMC); % of BASE time: movelab (paper)",
                "overall = faster copy + overlap; in-ord = in-order core, OoO = out-of-order core", tight=True)
     t.add_column("payload\nmode", no_wrap=True)
     for core in CORES:
@@ -111,13 +91,13 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
                 cells += [_pair(r["reduction"], r["paper_reduction"]), _pair(r["faster_copy"], r["paper_faster_copy"]),
                           _pair(r["overlap"], r["paper_overlap"])]
             t.add_row(mode, *cells)
-    out.append(_group(t))
+    out.append(group(t))
 
     paper = paper_data(NAME)
     f11 = {(r["placement"], r["mode"]): r for r in rows if r["figure"] == "fig11"}
     if f11:
         numa = paper.get("fig11", {}).get("numa_base_reduction")
-        t = _table("Fig. 11: 1 KB, out-of-order core; reduction % of UMA/EMC BASE time")
+        t = table("Fig. 11: 1 KB, out-of-order core; reduction % of UMA/EMC BASE time")
         t.add_column("mode", no_wrap=True)
         t.add_column("off-die (UMA/EMC)", justify="right", no_wrap=True)
         t.add_column("on-die (NUMA/IMC)", justify="right", no_wrap=True)
@@ -129,11 +109,11 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
             on = f11.get(("on-die", mode))
             t.add_row(mode, "0.0" if mode == "BASE" else fraction(off and off["reduction"]),
                       fraction(on and on["reduction"]), notes[mode])
-        out.append(_group(t))
+        out.append(group(t))
 
     t4 = [r for r in rows if r["figure"] == "table4"]
     if t4:
-        t = _table("Table 4: ASYNC on-die, early notification; reduction % of NUMA/IMC BASE")
+        t = table("Table 4: ASYNC on-die, early notification; reduction % of NUMA/IMC BASE")
         t.add_column("acknowledgment", no_wrap=True)
         t.add_column("movelab", justify="right")
         t.add_column("paper", justify="right")
@@ -141,11 +121,11 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
         for r in t4:
             t.add_row(r["variant"], fraction(r["reduction"]), fraction(r["paper_reduction"]),
                       f"{r['mean_copy_ns']:.0f}")
-        out.append(_group(t))
+        out.append(group(t))
 
     f15 = [r for r in rows if r["figure"] == "fig15"]
     if f15:
-        t = _table("Fig. 15: on-die engine writing the destination into the cache, %",
+        t = table("Fig. 15: on-die engine writing the destination into the cache, %",
                    "gain: further reduction over writing to memory, % of UMA/EMC BASE time")
         t.add_column("mode", no_wrap=True)
         t.add_column("reduction", justify="right")
@@ -153,7 +133,7 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
         t.add_column("paper gain", justify="right")
         for r in f15:
             t.add_row(r["mode"], fraction(r["reduction"]), fraction(r["cache_gain"]), fraction(r["paper_cache_gain"]))
-        out.append(_group(t))
+        out.append(group(t))
     return out
 
 
