@@ -187,6 +187,11 @@ impl Core {
         }
     }
 
+    /// Window entries in flight.
+    pub fn window_len(&self) -> usize {
+        self.rob.len()
+    }
+
     /// Whether the front end wants another operation.
     pub fn wants_op(&self) -> bool {
         self.pending.len() < 64 && !self.finished_input

@@ -524,6 +524,7 @@ pub struct Platform {
     pub core: Core,
     pub hier: Hier,
     now: Ps,
+    ran: bool,
 }
 
 impl Platform {
@@ -534,6 +535,7 @@ impl Platform {
             core: Core::new(&cfg.core, 0x5eed),
             hier: Hier::new(cfg)?,
             now: 0,
+            ran: false,
         })
     }
 
@@ -600,6 +602,14 @@ impl Platform {
         workload: &Workload,
         progress: &mut dyn FnMut(u64),
     ) -> Result<PlatformStats, PlatformError> {
+        if self.ran {
+            return Err(PlatformError::config(
+                "platform",
+                "(run)",
+                "a platform runs one workload; make a new one (Platform::warm_caches_from carries the cache contents over)",
+            ));
+        }
+        self.ran = true;
         let start = self.now;
         let mut ops = workload.ops();
         let mut core_next: Ps = start;
@@ -660,7 +670,7 @@ impl Platform {
                 return Err(PlatformError::Stalled(format!(
                     "at {} ns nothing is scheduled but the core has not finished ({} window entries)",
                     self.now / 1000,
-                    0
+                    self.core.window_len()
                 )));
             }
             if now == last_now {

@@ -377,6 +377,14 @@ fn platform_dram_traffic_passes_the_independent_checker() {
 }
 
 #[test]
+fn a_platform_refuses_a_second_run() {
+    let mut p = Platform::new(&cfg("zhao-uma-emc", "")).unwrap();
+    p.run(&workload(ONE_LOAD)).unwrap();
+    let e = p.run(&workload(ONE_LOAD)).unwrap_err().to_string();
+    assert!(e.contains("one workload"), "{e}");
+}
+
+#[test]
 fn config_and_workload_errors_name_what_is_wrong() {
     let e = PlatformConfig::preset("zhao-uma-emc")
         .unwrap()
