@@ -19,7 +19,7 @@ use crate::core::{Access, OffloadOp, Token};
 use crate::kernel::{ns, Ps};
 use crate::platform::{Ev, Hier, MemReq, ReqKind};
 use movelab_dram::request::Op as MemOp;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 #[derive(Debug, Clone)]
 struct Cmd {
@@ -55,10 +55,13 @@ pub struct CopyEngine {
     dest_to_cache: bool,
     engine_mem: Ps,
     snoop_after: bool,
-    cmds: Vec<Cmd>,
+    /// Commands not yet finished, by id.
+    cmds: BTreeMap<u32, Cmd>,
+    next_cmd: u32,
     queue: VecDeque<u32>,
     active: Option<u32>,
-    states: Vec<Option<CopyState>>,
+    /// Copies not yet notified, by offload id.
+    states: BTreeMap<u32, CopyState>,
     /// Copies finished, their summed issue-to-completion time, the last completion.
     pub copies: u64,
     pub copy_time: Ps,
@@ -81,10 +84,11 @@ impl CopyEngine {
             dest_to_cache: c.dest_to_cache,
             engine_mem: ns(c.engine_memory_ns),
             snoop_after: c.snoop_ack == "after",
-            cmds: Vec::new(),
+            cmds: BTreeMap::new(),
+            next_cmd: 0,
             queue: VecDeque::new(),
             active: None,
-            states: Vec::new(),
+            states: BTreeMap::new(),
             copies: 0,
             copy_time: 0,
             last_done: 0,
@@ -98,18 +102,14 @@ impl CopyEngine {
 
     /// SYNC_NLB with a copy in progress: core requests wait behind it.
     pub fn holds_core_requests(&self) -> bool {
-        self.no_bypass
-            && self
-                .states
-                .iter()
-                .any(|c| c.as_ref().is_some_and(|c| !c.finished))
+        self.no_bypass && self.states.values().any(|c| !c.finished)
     }
 
     pub fn idle(&self) -> bool {
         self.queue.is_empty()
             && self.active.is_none()
             && self.held.is_empty()
-            && self.states.iter().all(|c| c.is_none())
+            && self.states.is_empty()
     }
 }
 
@@ -151,33 +151,36 @@ impl Hier {
                 // The ecpy request is a bus transaction: it waits for its turn in the address phase.
                 t = self.ic.address_phase(t) - self.ic.address_ps();
             }
-            let id = self.engine.cmds.len() as u32;
-            self.engine.cmds.push(Cmd {
-                copy: op,
-                src: s,
-                dst: d,
-                bytes: len,
-                next: 0,
-                reads_out: 0,
-                batch_dst: Vec::new(),
-                writes_issued: 0,
-                writes_done: 0,
-            });
+            let id = self.engine.next_cmd;
+            self.engine.next_cmd = id.wrapping_add(1);
+            self.engine.cmds.insert(
+                id,
+                Cmd {
+                    copy: op,
+                    src: s,
+                    dst: d,
+                    bytes: len,
+                    next: 0,
+                    reads_out: 0,
+                    batch_dst: Vec::new(),
+                    writes_issued: 0,
+                    writes_done: 0,
+                },
+            );
             self.events.push(t + msg, Ev::EngineCmd(id));
             off += len;
             n += 1;
         }
-        let idx = op as usize;
-        if self.engine.states.len() <= idx {
-            self.engine.states.resize(idx + 1, None);
-        }
-        self.engine.states[idx] = Some(CopyState {
-            seq,
-            issued_at: now,
-            cmds_left: n,
-            asynchronous,
-            finished: false,
-        });
+        self.engine.states.insert(
+            op,
+            CopyState {
+                seq,
+                issued_at: now,
+                cmds_left: n,
+                asynchronous,
+                finished: false,
+            },
+        );
         if asynchronous {
             // Early notification (section 5.3.2, Table 4).
             let ack = if self.engine.on_die {
@@ -216,7 +219,9 @@ impl Hier {
     /// Starts the next batch of command `c`: reads of its source lines. False when the command
     /// has nothing left to read.
     fn engine_batch(&mut self, now: Ps, c: u32) -> bool {
-        let cmd = &self.engine.cmds[c as usize];
+        let Some(cmd) = self.engine.cmds.get(&c) else {
+            return false;
+        };
         if cmd.next >= cmd.bytes {
             return false;
         }
@@ -224,8 +229,7 @@ impl Hier {
         let (s, d) = (cmd.src + cmd.next, cmd.dst + cmd.next);
         let src_lines: Vec<u64> = lines_of(s, len).collect();
         let dst_lines: Vec<u64> = lines_of(d, len).collect();
-        {
-            let cmd = &mut self.engine.cmds[c as usize];
+        if let Some(cmd) = self.engine.cmds.get_mut(&c) {
             cmd.next += len;
             cmd.reads_out = src_lines.len() as u32;
             cmd.batch_dst = dst_lines;
@@ -295,7 +299,9 @@ impl Hier {
         let ReqKind::EngineRead { cmd: c } = r.kind else {
             return;
         };
-        let cmd = &mut self.engine.cmds[c as usize];
+        let Some(cmd) = self.engine.cmds.get_mut(&c) else {
+            return;
+        };
         cmd.reads_out = cmd.reads_out.saturating_sub(1);
         if cmd.reads_out > 0 {
             return;
@@ -340,13 +346,16 @@ impl Hier {
 
     /// One destination line of command `c` is written.
     pub(crate) fn engine_write_done(&mut self, t: Ps, c: u32) {
-        let cmd = &mut self.engine.cmds[c as usize];
+        let Some(cmd) = self.engine.cmds.get_mut(&c) else {
+            return;
+        };
         cmd.writes_done += 1;
         if cmd.next < cmd.bytes || cmd.reads_out > 0 || cmd.writes_done < cmd.writes_issued {
             return;
         }
-        let copy = cmd.copy as usize;
-        let Some(st) = self.engine.states[copy].as_mut() else {
+        let copy = cmd.copy;
+        self.engine.cmds.remove(&c);
+        let Some(st) = self.engine.states.get_mut(&copy) else {
             return;
         };
         st.cmds_left -= 1;
@@ -364,11 +373,11 @@ impl Hier {
         }
         // Final notification back to the core.
         let at = t + self.ic.engine_message;
-        self.events.push(at, Ev::CopyDone(copy as u32));
+        self.events.push(at, Ev::CopyDone(copy));
     }
 
     pub(crate) fn engine_notify_core(&mut self, now: Ps, copy: u32) {
-        let Some(st) = self.engine.states[copy as usize].take() else {
+        let Some(st) = self.engine.states.remove(&copy) else {
             return;
         };
         if st.asynchronous {

@@ -28,8 +28,9 @@ pub enum UopKind {
     /// Stores to one line, written to the cache from the store buffer after retirement.
     /// `whole`: the CPU copy overwrites the whole line.
     Store { addr: u64, copy: bool, whole: bool },
-    /// A copy or initialisation handed to the uncore (engine or memory controller).
-    Offload { op: u32 },
+    /// A copy or initialisation handed to the uncore (engine or memory controller); `id`
+    /// numbers the offloads of a run.
+    Offload { id: u32, op: OffloadOp },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -86,9 +87,9 @@ pub trait Uncore {
     fn load(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access;
     /// A store-buffer write at `addr`; `whole`: a CPU copy overwriting the whole line.
     fn store(&mut self, now: Ps, addr: u64, whole: bool, copy: bool, token: Token) -> Access;
-    /// Starts offload `op` (issued at `now`); the uncore later reports its completion with
-    /// [`Core::offload_done`]. `Retry` when it cannot start yet.
-    fn offload(&mut self, now: Ps, op: u32, seq: u64) -> Access;
+    /// Starts offload `id` (issued at `now`, window entry `seq`); the uncore later reports its
+    /// completion with [`Core::offload_done`]. `Retry` when it cannot start yet.
+    fn offload(&mut self, now: Ps, id: u32, op: OffloadOp, seq: u64) -> Access;
 }
 
 /// Core statistics.
@@ -127,8 +128,8 @@ pub struct Core {
     issue_credit: i64,
     port_credit: i64,
     retire_credit: i64,
-    /// Offloads: the operations handed to the uncore, by index.
-    pub offloads: Vec<OffloadOp>,
+    /// Offloads emitted so far (the next offload's id).
+    next_offload: u32,
     rng: Xoshiro256StarStar,
     /// Emission indices of the last explicit load and the last ALU group (dependence targets).
     last_load_dist: Option<u64>,
@@ -174,7 +175,7 @@ impl Core {
             issue_credit: 0,
             port_credit: 0,
             retire_credit: 0,
-            offloads: Vec::new(),
+            next_offload: 0,
             rng: Xoshiro256StarStar::seed_from_u64(seed),
             last_load_dist: None,
             last_alu_dist: None,
@@ -368,14 +369,15 @@ impl Core {
     }
 
     fn push_offload(&mut self, src: Option<u64>, dst: u64, bytes: u64, value: u8) {
-        let idx = self.offloads.len() as u32;
-        self.offloads.push(OffloadOp {
+        let id = self.next_offload;
+        self.next_offload = self.next_offload.wrapping_add(1);
+        let op = OffloadOp {
             src,
             dst,
             bytes,
             value,
-        });
-        self.emit(UopKind::Offload { op: idx }, 1, None);
+        };
+        self.emit(UopKind::Offload { id, op }, 1, None);
     }
 
     /// The uncore answers a load (a window entry) or a store-buffer write.
@@ -592,8 +594,8 @@ impl Core {
                     self.counters.stores += u64::from(e.uop.count);
                     Access::At(now + self.cycle_ps + self.group_extra(e.uop.count))
                 }
-                UopKind::Offload { op } => {
-                    let r = unc.offload(now, op, seq);
+                UopKind::Offload { id, op } => {
+                    let r = unc.offload(now, id, op, seq);
                     if r != Access::Retry {
                         self.counters.offloads += 1;
                     }

@@ -14,6 +14,7 @@ use crate::kernel::Ps;
 use crate::pending_copy_table::PendingCopyTable;
 use crate::platform::{Ev, Hier};
 use movelab_dram::request::{BulkKind, BulkOp};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone)]
 struct OpState {
@@ -27,7 +28,8 @@ struct OpState {
 
 #[derive(Debug, Clone)]
 pub struct InMemory {
-    states: Vec<Option<OpState>>,
+    /// Operations not yet acknowledged, by offload id.
+    states: BTreeMap<u32, OpState>,
     /// Destinations blocked until their operation is acknowledged.
     pub blocked: PendingCopyTable,
     pub ops: u64,
@@ -41,7 +43,7 @@ pub struct InMemory {
 impl Default for InMemory {
     fn default() -> Self {
         InMemory {
-            states: Vec::new(),
+            states: BTreeMap::new(),
             blocked: PendingCopyTable::new(1 << 20),
             ops: 0,
             op_time: 0,
@@ -55,7 +57,7 @@ impl Default for InMemory {
 
 impl InMemory {
     pub fn idle(&self) -> bool {
-        self.states.iter().all(|s| s.is_none())
+        self.states.is_empty()
     }
 }
 
@@ -87,18 +89,17 @@ impl Hier {
             o.src.map(|s| (s, s + o.bytes)),
             (o.dst, o.dst + o.bytes),
         );
-        let idx = opi as usize;
-        if self.inmem.states.len() <= idx {
-            self.inmem.states.resize(idx + 1, None);
-        }
-        self.inmem.states[idx] = Some(OpState {
-            op: o,
-            seq,
-            issued_at: now,
-            flushes_left: flushes,
-            at_mc: false,
-            started: false,
-        });
+        self.inmem.states.insert(
+            opi,
+            OpState {
+                op: o,
+                seq,
+                issued_at: now,
+                flushes_left: flushes,
+                at_mc: false,
+                started: false,
+            },
+        );
         let ch = self.channel_of(o.dst);
         let at = self.ic.request_arrives(now, ch);
         self.events.push(at, Ev::InMemoryAtMc(opi));
@@ -106,21 +107,21 @@ impl Hier {
     }
 
     pub(crate) fn inmem_at_mc(&mut self, now: Ps, opi: u32) {
-        if let Some(s) = self.inmem.states[opi as usize].as_mut() {
+        if let Some(s) = self.inmem.states.get_mut(&opi) {
             s.at_mc = true;
         }
         self.inmem_try_start(now, opi);
     }
 
     pub(crate) fn inmem_flush_done(&mut self, t: Ps, opi: u32) {
-        if let Some(s) = self.inmem.states[opi as usize].as_mut() {
+        if let Some(s) = self.inmem.states.get_mut(&opi) {
             s.flushes_left = s.flushes_left.saturating_sub(1);
         }
         self.inmem_try_start(t, opi);
     }
 
     fn inmem_try_start(&mut self, now: Ps, opi: u32) {
-        let Some(s) = self.inmem.states[opi as usize].as_mut() else {
+        let Some(s) = self.inmem.states.get_mut(&opi) else {
             return;
         };
         if s.started || !s.at_mc || s.flushes_left > 0 {
@@ -149,7 +150,7 @@ impl Hier {
 
     /// The memory controller finished operation `opi` at `t`.
     pub(crate) fn inmem_bulk_done(&mut self, t: Ps, opi: u32) {
-        let Some(s) = self.inmem.states[opi as usize].as_ref() else {
+        let Some(s) = self.inmem.states.get(&opi) else {
             return;
         };
         let o = s.op;
@@ -165,7 +166,7 @@ impl Hier {
     }
 
     pub(crate) fn inmem_ack(&mut self, now: Ps, opi: u32) {
-        let Some(s) = self.inmem.states[opi as usize].take() else {
+        let Some(s) = self.inmem.states.remove(&opi) else {
             return;
         };
         self.inmem.blocked.remove(opi);

@@ -102,7 +102,6 @@ pub struct Hier {
     pub(crate) wakeups: Vec<(Token, Ps)>,
     /// The core should retry what it could not start (an MSHR or a table entry freed).
     pub(crate) poke: bool,
-    pub(crate) offloads: Vec<OffloadOp>,
     pub(crate) traffic: MemoryTraffic,
     /// Offered by the platform (line requests), to tell them from the controller's own bulk work.
     offered_lines: u64,
@@ -139,7 +138,6 @@ impl Hier {
             inmem: InMemory::default(),
             wakeups: Vec::new(),
             poke: false,
-            offloads: Vec::new(),
             traffic: MemoryTraffic::default(),
             offered_lines: 0,
             fatal: None,
@@ -509,8 +507,7 @@ impl Uncore for Hier {
         }
         self.access(now, addr, true, copy, token)
     }
-    fn offload(&mut self, now: Ps, op: u32, seq: u64) -> Access {
-        let o = self.offloads[op as usize];
+    fn offload(&mut self, now: Ps, op: u32, o: OffloadOp, seq: u64) -> Access {
         match self.cfg.copy.mechanism.as_str() {
             "ce" => self.engine_offload(now, op, o, seq),
             _ => self.inmem_offload(now, op, o, seq),
@@ -649,12 +646,6 @@ impl Platform {
                     }
                     None => self.core.end_of_input(),
                 }
-            }
-            if self.core.offloads.len() > self.hier.offloads.len() {
-                let from = self.hier.offloads.len();
-                self.hier
-                    .offloads
-                    .extend_from_slice(&self.core.offloads[from..]);
             }
             if self.core.drained() && self.hier.idle() {
                 break;
