@@ -7,6 +7,7 @@
 //! readers and generators. What is not: anything above the memory controller (cores, caches,
 //! engines live in movelab-platform). Depends on no other movelab crate.
 pub mod bulk_baseline;
+pub mod bulk_ops;
 pub mod bulkgen;
 pub mod checker;
 pub mod command;

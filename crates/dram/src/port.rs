@@ -2,19 +2,16 @@
 //! instead of from a trace. A driver offers line requests tagged with its own ids and a class
 //! (core or copy engine), hands over bulk copy/init operations, advances the controllers to a
 //! cycle of its choosing, and collects what finished. Times are in DRAM clock cycles.
-use crate::bulk_baseline::BaselineOp;
+use crate::bulk_ops::BulkOps;
 use crate::command::{CommandSink, LogHeader};
 use crate::config::Config;
 use crate::controller::{Controller, Done, Tag};
 use crate::error::Error;
 use crate::mapper::{self, AddressMapper, Location};
-use crate::request::{BulkKind, BulkOp, Op};
-use crate::rowclone;
+use crate::request::{BulkOp, Op};
 use crate::spec::DramSpec;
 use crate::stats::Stats;
-use crate::system::{collect_stats, log_header, BulkTotals};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use crate::system::{collect_stats, log_header};
 
 /// Something the memory system finished: a line request (by the driver's id) or a bulk operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,14 +23,6 @@ pub struct Completion {
     pub bulk: bool,
 }
 
-struct BulkState {
-    op: u32,
-    id: u32,
-    parts: u32,
-    done: u64,
-    arrival: u64,
-}
-
 /// The memory controllers of every channel behind one port.
 pub struct MemoryPort {
     config: Config,
@@ -41,14 +30,8 @@ pub struct MemoryPort {
     mapper: Box<dyn AddressMapper>,
     chans: Vec<Controller>,
     seq: u64,
-    next_op: u32,
-    bulk_ops: Vec<BulkState>,
-    baseline: Vec<BaselineOp>,
-    totals: BulkTotals,
+    bulk: BulkOps,
     completions: Vec<Completion>,
-    /// Work of bulk operations finishing in the future: (cycle, op index, 0 read / 1 write / 2 job).
-    events: BinaryHeap<Reverse<(u64, u32, u8)>>,
-    end: u64,
     log: Option<Box<dyn CommandSink>>,
 }
 
@@ -68,13 +51,8 @@ impl MemoryPort {
             mapper,
             chans,
             seq: 0,
-            next_op: 0,
-            bulk_ops: Vec::new(),
-            baseline: Vec::new(),
-            totals: BulkTotals::default(),
+            bulk: BulkOps::default(),
             completions: Vec::new(),
-            events: BinaryHeap::new(),
-            end: 0,
             log: None,
         })
     }
@@ -141,62 +119,34 @@ impl MemoryPort {
                 org.capacity_bytes()
             )));
         }
-        let opi = self.next_op;
-        self.next_op = self.next_op.wrapping_add(1);
-        match op.kind {
-            BulkKind::Copy { .. } => self.totals.copies += 1,
-            BulkKind::Init { .. } => self.totals.inits += 1,
-        }
-        let split = rowclone::split_by(
-            self.config.controller.bulk == "rowclone",
+        let rowclone_on = self.config.controller.bulk == "rowclone";
+        if let Some(t) = self.bulk.submit(
             &op,
-            opi,
+            id,
+            now,
+            rowclone_on,
             self.mapper.as_ref(),
-            org,
-            &self.chans[0].dev,
-        );
-        self.totals.bytes.add(&split.bytes);
-        let mut parts = split.jobs.len() as u32;
-        for (ch, job) in split.jobs {
-            self.seq += 1;
-            self.chans[ch as usize].submit_job(self.seq, job);
-        }
-        if !split.baseline_lines.is_empty() {
-            parts += 1;
-            self.baseline
-                .push(BaselineOp::new(opi, split.baseline_lines));
-        }
-        if parts == 0 {
-            self.totals.latency.add(0);
+            &self.spec.org,
+            &mut self.chans,
+            &mut self.seq,
+        ) {
             self.completions.push(Completion {
-                cycle: now,
+                cycle: t,
                 id,
                 bulk: true,
-            });
-        } else {
-            self.bulk_ops.push(BulkState {
-                op: opi,
-                id,
-                parts,
-                done: now,
-                arrival: now,
             });
         }
         Ok(())
     }
 
     fn pump(&mut self, now: u64) -> bool {
-        let mut queued = false;
-        for b in self.baseline.iter_mut() {
-            queued |= b.pump(
-                now,
-                self.config.controller.bulk_buffer_lines,
-                self.mapper.as_ref(),
-                &mut self.chans,
-                &mut self.seq,
-            );
-        }
-        queued
+        self.bulk.pump(
+            now,
+            self.config.controller.bulk_buffer_lines,
+            self.mapper.as_ref(),
+            &mut self.chans,
+            &mut self.seq,
+        )
     }
 
     /// Lets every controller issue at most one command at cycle `now` (cycles must not go
@@ -214,53 +164,21 @@ impl MemoryPort {
                         id,
                         bulk: false,
                     }),
-                    Tag::BulkJob { op: o } => self.events.push(Reverse((time, o, 2))),
-                    Tag::BulkLine { op: o } => {
-                        let code = if op == Op::Read { 0 } else { 1 };
-                        self.events.push(Reverse((time, o, code)));
-                    }
-                    Tag::Trace => {}
+                    _ => self.bulk.on_done(time, tag, op),
                 }
             }
         }
-        while let Some(&Reverse((t, opi, code))) = self.events.peek() {
-            if t > now {
-                break;
-            }
-            self.events.pop();
-            let mut part_done = None;
-            if code == 2 {
-                part_done = Some(t);
-            } else if let Some(pos) = self.baseline.iter().position(|b| b.op == opi) {
-                let b = &mut self.baseline[pos];
-                b.on_done(if code == 0 { Op::Read } else { Op::Write }, t);
-                if b.finished() {
-                    part_done = Some(b.last_done.max(t));
-                    self.baseline.remove(pos);
-                }
-            }
-            if let Some(t) = part_done {
-                if let Some(pos) = self.bulk_ops.iter().position(|s| s.op == opi) {
-                    let s = &mut self.bulk_ops[pos];
-                    s.parts -= 1;
-                    s.done = s.done.max(t);
-                    if s.parts == 0 {
-                        let s = self.bulk_ops.remove(pos);
-                        self.totals.latency.add(s.done - s.arrival);
-                        self.end = self.end.max(s.done);
-                        self.completions.push(Completion {
-                            cycle: s.done,
-                            id: s.id,
-                            bulk: true,
-                        });
-                    }
-                }
-            }
+        for (id, cycle) in self.bulk.settle(now) {
+            self.completions.push(Completion {
+                cycle,
+                id,
+                bulk: true,
+            });
         }
         if self.pump(now) {
             next = now + 1;
         }
-        if let Some(&Reverse((t, _, _))) = self.events.peek() {
+        if let Some(t) = self.bulk.next_event() {
             next = next.min(t.max(now + 1));
         }
         if next == u64::MAX && !self.idle() {
@@ -271,7 +189,7 @@ impl MemoryPort {
 
     /// Nothing queued, running or pending.
     pub fn idle(&self) -> bool {
-        self.chans.iter().all(|c| c.idle()) && self.baseline.is_empty() && self.events.is_empty()
+        self.chans.iter().all(|c| c.idle()) && self.bulk.quiet()
     }
 
     /// What finished since the last call, in no particular order.
@@ -281,10 +199,16 @@ impl MemoryPort {
 
     /// The run's DRAM statistics, settling time-weighted accounting at cycle `end`.
     pub fn stats(&mut self, end: u64) -> Stats {
-        let mut end = end.max(self.end);
+        let mut end = end.max(self.bulk.end);
         for ch in &self.chans {
             end = end.max(ch.counters.last_done);
         }
-        collect_stats(&self.config, &self.spec, &mut self.chans, end, &self.totals)
+        collect_stats(
+            &self.config,
+            &self.spec,
+            &mut self.chans,
+            end,
+            &self.bulk.totals,
+        )
     }
 }

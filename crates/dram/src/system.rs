@@ -1,25 +1,17 @@
 //! The memory system: an in-order frontend that offers a trace's items, the address mapper, one
 //! controller per channel, and the bulk-operation bookkeeping. [`simulate`] runs a trace to the end
 //! and returns its [`Stats`]; time advances straight to the next cycle at which anything can happen.
-use crate::bulk_baseline::BaselineOp;
+use crate::bulk_ops::BulkOps;
 use crate::command::{CommandSink, LogHeader};
 use crate::config::Config;
 use crate::controller::{Controller, Done, Tag};
 use crate::energy::{add_energy, channel_energy, CommandEnergy};
 use crate::error::{Error, TraceError};
 use crate::mapper::{self, AddressMapper};
-use crate::request::{BulkKind, Op, TraceItem};
-use crate::rowclone;
+use crate::request::{BulkKind, TraceItem};
 use crate::spec::DramSpec;
 use crate::stats::{BulkBytes, BulkStats, EnergyBreakdown, Histogram, RowStats, Stats};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
-
-struct OpState {
-    arrival: u64,
-    parts: u32,
-    done: u64,
-}
+use std::collections::BTreeMap;
 
 /// Options of a run besides the config and the trace.
 #[derive(Default)]
@@ -65,13 +57,7 @@ where
     let mut consumed: u64 = 0;
     let mut offer_at: u64 = 0;
     let mut last_arrival: u64 = 0;
-    let mut ops: HashMap<u32, OpState> = HashMap::new();
-    let mut baseline_ops: Vec<BaselineOp> = Vec::new();
-    let mut events: BinaryHeap<Reverse<(u64, u32, u8)>> = BinaryHeap::new(); // (time, op, 0 read / 1 write / 2 job)
-    let mut next_op: u32 = 0;
-    let mut bulk_bytes = BulkBytes::default();
-    let mut bulk_hist = Histogram::default();
-    let (mut copies, mut inits) = (0u64, 0u64);
+    let mut bulk = BulkOps::default();
     let mut end: u64 = 0;
     let mut cached_loc: Option<(u64, crate::mapper::Location)> = None;
     let progress_every = opts.progress_every.max(1);
@@ -133,42 +119,16 @@ where
                                 capacity
                             )));
                         }
-                        let op = next_op;
-                        next_op = next_op.wrapping_add(1);
-                        match b.kind {
-                            BulkKind::Copy { .. } => copies += 1,
-                            BulkKind::Init { .. } => inits += 1,
-                        }
-                        let split = rowclone::split_by(
-                            rowclone_on,
+                        bulk.submit(
                             &b,
-                            op,
+                            0,
+                            now,
+                            rowclone_on,
                             mapper.as_ref(),
                             &org,
-                            &chans[0].dev,
+                            &mut chans,
+                            &mut seq,
                         );
-                        bulk_bytes.add(&split.bytes);
-                        let mut parts = split.jobs.len() as u32;
-                        for (ch, job) in split.jobs {
-                            seq += 1;
-                            chans[ch as usize].submit_job(seq, job);
-                        }
-                        if !split.baseline_lines.is_empty() {
-                            parts += 1;
-                            baseline_ops.push(BaselineOp::new(op, split.baseline_lines));
-                        }
-                        if parts == 0 {
-                            bulk_hist.add(0);
-                        } else {
-                            ops.insert(
-                                op,
-                                OpState {
-                                    arrival: now,
-                                    parts,
-                                    done: now,
-                                },
-                            );
-                        }
                         true
                     }
                 };
@@ -198,77 +158,34 @@ where
         }
 
         // 2. The baseline bulk engine offers its lines.
-        for b in baseline_ops.iter_mut() {
-            b.pump(
-                now,
-                config.controller.bulk_buffer_lines,
-                mapper.as_ref(),
-                &mut chans,
-                &mut seq,
-            );
-        }
+        bulk.pump(
+            now,
+            config.controller.bulk_buffer_lines,
+            mapper.as_ref(),
+            &mut chans,
+            &mut seq,
+        );
 
         // 3. Every controller issues at most one command.
         let mut next = u64::MAX;
         for ch in chans.iter_mut() {
             let t = ch.tick(now, opts.command_log.as_deref_mut());
             next = next.min(t);
-            for d in ch.done.drain(..) {
-                let Done { time, tag, op } = d;
-                let code = match (tag, op) {
-                    (Tag::BulkJob { .. }, _) => 2,
-                    (_, Op::Read) => 0,
-                    (_, Op::Write) => 1,
-                };
-                let opi = match tag {
-                    Tag::BulkJob { op } | Tag::BulkLine { op } => op,
-                    Tag::Trace | Tag::Port { .. } => continue,
-                };
-                events.push(Reverse((time, opi, code)));
+            for Done { time, tag, op } in ch.done.drain(..) {
+                bulk.on_done(time, tag, op);
             }
         }
 
         // 4. Finished work of bulk operations.
-        while let Some(&Reverse((t, opi, code))) = events.peek() {
-            if t > now {
-                break;
-            }
-            events.pop();
-            let mut part_done = None;
-            if code == 2 {
-                part_done = Some(t);
-            } else if let Some(pos) = baseline_ops.iter().position(|b| b.op == opi) {
-                let b = &mut baseline_ops[pos];
-                b.on_done(if code == 0 { Op::Read } else { Op::Write }, t);
-                if b.finished() {
-                    part_done = Some(b.last_done.max(t));
-                    baseline_ops.remove(pos);
-                }
-            }
-            if let Some(t) = part_done {
-                if let Some(s) = ops.get_mut(&opi) {
-                    s.parts -= 1;
-                    s.done = s.done.max(t);
-                    if s.parts == 0 {
-                        bulk_hist.add(s.done - s.arrival);
-                        end = end.max(s.done);
-                        ops.remove(&opi);
-                    }
-                }
-            }
-        }
+        bulk.settle(now);
         // Reads that just returned may let the baseline engine move on to writing.
-        let mut queued = false;
-        for b in baseline_ops.iter_mut() {
-            queued |= b.pump(
-                now,
-                config.controller.bulk_buffer_lines,
-                mapper.as_ref(),
-                &mut chans,
-                &mut seq,
-            );
-        }
-        if queued {
+        if bulk.pump(
+            now,
+            config.controller.bulk_buffer_lines,
+            mapper.as_ref(),
+            &mut chans,
+            &mut seq,
+        ) {
             next = now + 1;
         }
 
@@ -277,46 +194,34 @@ where
         if trace.peek().is_some() && !blocked {
             next = next.min(offer_at.max(now + 1));
         }
-        if let Some(&Reverse((t, _, _))) = events.peek() {
+        if let Some(t) = bulk.next_event() {
             next = next.min(t.max(now + 1));
         }
-        let busy = chans.iter().any(|c| !c.idle())
-            || !baseline_ops.is_empty()
-            || !events.is_empty()
-            || trace.peek().is_some();
+        let busy = chans.iter().any(|c| !c.idle()) || !bulk.quiet() || trace.peek().is_some();
         if !busy {
             break;
         }
         if next == u64::MAX {
             // Only refresh remains scheduled and nothing else is pending: done.
-            if chans.iter().all(|c| c.idle())
-                && baseline_ops.is_empty()
-                && events.is_empty()
-                && trace.peek().is_none()
-            {
+            if chans.iter().all(|c| c.idle()) && bulk.quiet() && trace.peek().is_none() {
                 break;
             }
             next = now + 1;
         }
         now = next.max(now + 1);
     }
-    if !ops.is_empty() {
+    if bulk.in_flight() > 0 {
         return Err(Error::Request(format!(
             "{} bulk operations did not complete (internal error)",
-            ops.len()
+            bulk.in_flight()
         )));
     }
 
+    end = end.max(bulk.end);
     for ch in &chans {
         end = end.max(ch.counters.last_done);
     }
-    let bulk = BulkTotals {
-        copies,
-        inits,
-        bytes: bulk_bytes,
-        latency: bulk_hist,
-    };
-    Ok(collect_stats(config, &spec, &mut chans, end, &bulk))
+    Ok(collect_stats(config, &spec, &mut chans, end, &bulk.totals))
 }
 
 /// Bulk-operation totals of a run.

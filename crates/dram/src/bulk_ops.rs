@@ -1,0 +1,165 @@
+//! Bookkeeping of bulk operations in flight at the memory system: each operation is split by the
+//! configured mechanism into RowClone jobs (handed to the controllers) and channel lines (moved by
+//! the baseline engine), and completes when all its parts have. Shared by the trace-driven
+//! [`crate::system::simulate`] and the step-driven [`crate::port::MemoryPort`].
+use crate::bulk_baseline::BaselineOp;
+use crate::controller::{Controller, Tag};
+use crate::mapper::AddressMapper;
+use crate::request::{BulkKind, BulkOp, Op};
+use crate::rowclone;
+use crate::spec::Organization;
+use crate::system::BulkTotals;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+struct OpState {
+    /// The submitter's id, reported on completion.
+    id: u32,
+    parts: u32,
+    done: u64,
+    arrival: u64,
+}
+
+/// Bulk operations in flight and their totals.
+#[derive(Default)]
+pub struct BulkOps {
+    ops: BTreeMap<u32, OpState>,
+    baseline: Vec<BaselineOp>,
+    /// Work of bulk operations finishing in the future: (cycle, op, 0 read / 1 write / 2 job).
+    events: BinaryHeap<Reverse<(u64, u32, u8)>>,
+    next_op: u32,
+    pub totals: BulkTotals,
+    /// The last completion.
+    pub end: u64,
+}
+
+impl BulkOps {
+    /// Splits `b` (by RowClone when `rowclone`, else all over the channel), hands its jobs to the
+    /// controllers and keeps its channel lines. Returns `Some(now)` when nothing was left to do
+    /// (the operation completed at once); otherwise its completion is reported by
+    /// [`BulkOps::settle`] with `id`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit(
+        &mut self,
+        b: &BulkOp,
+        id: u32,
+        now: u64,
+        rowclone_on: bool,
+        mapper: &dyn AddressMapper,
+        org: &Organization,
+        chans: &mut [Controller],
+        seq: &mut u64,
+    ) -> Option<u64> {
+        let op = self.next_op;
+        self.next_op = self.next_op.wrapping_add(1);
+        match b.kind {
+            BulkKind::Copy { .. } => self.totals.copies += 1,
+            BulkKind::Init { .. } => self.totals.inits += 1,
+        }
+        let split = rowclone::split_by(rowclone_on, b, op, mapper, org, &chans[0].dev);
+        self.totals.bytes.add(&split.bytes);
+        let mut parts = split.jobs.len() as u32;
+        for (ch, job) in split.jobs {
+            *seq += 1;
+            chans[ch as usize].submit_job(*seq, job);
+        }
+        if !split.baseline_lines.is_empty() {
+            parts += 1;
+            self.baseline
+                .push(BaselineOp::new(op, split.baseline_lines));
+        }
+        if parts == 0 {
+            self.totals.latency.add(0);
+            return Some(now);
+        }
+        self.ops.insert(
+            op,
+            OpState {
+                id,
+                parts,
+                done: now,
+                arrival: now,
+            },
+        );
+        None
+    }
+
+    /// Lets the baseline engine offer lines at `now`; true if it queued any.
+    pub fn pump(
+        &mut self,
+        now: u64,
+        buffer_lines: usize,
+        mapper: &dyn AddressMapper,
+        chans: &mut [Controller],
+        seq: &mut u64,
+    ) -> bool {
+        let mut queued = false;
+        for b in self.baseline.iter_mut() {
+            queued |= b.pump(now, buffer_lines, mapper, chans, seq);
+        }
+        queued
+    }
+
+    /// Records a controller's finished work that belongs to a bulk operation (other tags are
+    /// ignored).
+    pub fn on_done(&mut self, time: u64, tag: Tag, op: Op) {
+        let (opi, code) = match tag {
+            Tag::BulkJob { op: o } => (o, 2),
+            Tag::BulkLine { op: o } => (o, if op == Op::Read { 0 } else { 1 }),
+            Tag::Trace | Tag::Port { .. } => return,
+        };
+        self.events.push(Reverse((time, opi, code)));
+    }
+
+    /// Processes the work finished by `now`; returns the operations that completed, as
+    /// (submitter's id, completion cycle), in completion order.
+    pub fn settle(&mut self, now: u64) -> Vec<(u32, u64)> {
+        let mut out = Vec::new();
+        while let Some(&Reverse((t, opi, code))) = self.events.peek() {
+            if t > now {
+                break;
+            }
+            self.events.pop();
+            let mut part_done = None;
+            if code == 2 {
+                part_done = Some(t);
+            } else if let Some(pos) = self.baseline.iter().position(|b| b.op == opi) {
+                let b = &mut self.baseline[pos];
+                b.on_done(if code == 0 { Op::Read } else { Op::Write }, t);
+                if b.finished() {
+                    part_done = Some(b.last_done.max(t));
+                    self.baseline.remove(pos);
+                }
+            }
+            let Some(t) = part_done else { continue };
+            let Some(s) = self.ops.get_mut(&opi) else {
+                continue;
+            };
+            s.parts -= 1;
+            s.done = s.done.max(t);
+            if s.parts == 0 {
+                let (id, done, arrival) = (s.id, s.done, s.arrival);
+                self.ops.remove(&opi);
+                self.totals.latency.add(done - arrival);
+                self.end = self.end.max(done);
+                out.push((id, done));
+            }
+        }
+        out
+    }
+
+    /// The cycle of the next pending part completion.
+    pub fn next_event(&self) -> Option<u64> {
+        self.events.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// No baseline lines or part completions pending (RowClone jobs are the controllers').
+    pub fn quiet(&self) -> bool {
+        self.baseline.is_empty() && self.events.is_empty()
+    }
+
+    /// Operations submitted and not completed.
+    pub fn in_flight(&self) -> usize {
+        self.ops.len()
+    }
+}
