@@ -312,10 +312,8 @@ impl Hier {
         for line in dst {
             self.engine.lines_written += 1;
             let addr = line * 64;
-            if let Some(v) = self.invalidate_all(line) {
-                // A dirty destination line is overwritten whole: nothing to write back.
-                let _ = v;
-            }
+            // A destination line is overwritten whole: a dirty copy need not be written back.
+            let _ = self.invalidate_all(line);
             if self.engine.dest_to_cache {
                 self.insert_l2(now, line, true, true);
                 let at = now + self.l2.hit_cycles * self.cycle_ps;

@@ -80,8 +80,10 @@ impl Hier {
             }
         }
         for line in o.dst / 64..=(o.dst + o.bytes - 1) / 64 {
-            if self.invalidate_all(line).is_some() || self.cached_anywhere(line) {
+            if self.cached_anywhere(line) {
                 self.inmem.invalidated_lines += 1;
+                // Dirty or not, the operation overwrites it: nothing to write back.
+                let _ = self.invalidate_all(line);
             }
         }
         self.inmem.blocked.insert(

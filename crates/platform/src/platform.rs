@@ -12,7 +12,7 @@ use crate::in_memory_copy::InMemory;
 use crate::interconnect::Interconnect;
 use crate::kernel::{EventQueue, Ps};
 use crate::pending_copy_table::PendingCopyTable;
-use crate::stats::{CacheStats, MemoryTraffic, PlatformStats};
+use crate::stats::{CacheStats, CopyLines, MemoryTraffic, PlatformStats};
 use crate::workload::{DstPolicy, Op, Workload};
 use movelab_dram::mapper::Location;
 use movelab_dram::port::MemoryPort;
@@ -775,6 +775,14 @@ impl Platform {
             offload_time_ns: copy_time as f64 / 1000.0,
             head_stall_cycles: c.stall_cycles,
             pending_copy_stalls: h.pct.stalls + h.inmem.blocked.stalls,
+            copy_lines: CopyLines {
+                engine_read: h.engine.lines_read,
+                engine_from_cache: h.engine.lines_from_cache,
+                engine_written: h.engine.lines_written,
+                flushed: h.inmem.flushed_lines,
+                invalidated: h.inmem.invalidated_lines,
+                inserted: h.inmem.inserted_lines,
+            },
             caches: CacheStats {
                 l1_hits: h.l1.hits,
                 l1_misses: h.l1.misses,

@@ -32,6 +32,20 @@ pub struct MemoryTraffic {
     pub bandwidth_gbs: f64,
 }
 
+/// Lines a copy mechanism handled.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CopyLines {
+    /// Copy engine: source lines read, of them supplied by a cache, destination lines written.
+    pub engine_read: u64,
+    pub engine_from_cache: u64,
+    pub engine_written: u64,
+    /// In-memory mechanisms: dirty source lines flushed first, cached destination lines
+    /// invalidated, zero lines inserted into the cache (RowClone-ZI).
+    pub flushed: u64,
+    pub invalidated: u64,
+    pub inserted: u64,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct PlatformStats {
     pub platform: String,
@@ -55,6 +69,7 @@ pub struct PlatformStats {
     pub head_stall_cycles: u64,
     /// Loads and stores held back because their line was in a pending copy.
     pub pending_copy_stalls: u64,
+    pub copy_lines: CopyLines,
     pub caches: CacheStats,
     /// Fraction of the time the bus (or on-die path) data lines were busy.
     pub bus_busy_fraction: f64,

@@ -207,6 +207,7 @@ bytes = 4096
     // The 8 dirty lines go to memory before the in-DRAM copy; the copy itself moves no data over
     // the channel.
     assert_eq!(s.dram.writes, 8, "{:?}", s.dram.commands);
+    assert_eq!(s.copy_lines.flushed, 8);
     assert_eq!(s.dram.bulk.bytes.fpm, 4096);
     assert!(s.dram.commands.get("ACTC").copied().unwrap_or(0) >= 1);
 }
@@ -225,6 +226,10 @@ fn a_copy_engine_moves_each_line_once() {
     )
     .unwrap();
     assert_eq!(s.dram.reads, 16 * 64);
+    assert_eq!(
+        (s.copy_lines.engine_read, s.copy_lines.engine_written),
+        (16 * 64, 16 * 64)
+    );
     assert_eq!(s.dram.writes, 16 * 64);
     assert_eq!(s.memory.copy_bytes, 16 * 4096 * 2);
     assert!((s.memory.fmtc - 1.0).abs() < 1e-9);
@@ -313,6 +318,8 @@ fn rowclone_zi_avoids_the_misses_after_zeroing() {
     );
     // The zeroed lines are in the last-level cache: the touches hit there.
     assert!(zi.caches.l2_misses < rc.caches.l2_misses / 4);
+    assert_eq!(zi.copy_lines.inserted, 512 * 64);
+    assert_eq!(rc.copy_lines.inserted, 0);
 }
 
 #[test]
