@@ -197,6 +197,9 @@ pub struct Controller {
     win_engine: u32,
     /// The engine is below its share: its requests are not ranked behind the cores'.
     engine_turn: bool,
+    /// After an issue, [`Controller::tick`] returns a lower bound on the next cycle a command
+    /// could issue instead of the next cycle (see [`Controller::set_lookahead`]).
+    lookahead: bool,
     /// Finished work, drained by the memory system.
     pub done: Vec<Done>,
     pub counters: ChannelCounters,
@@ -245,9 +248,24 @@ impl Controller {
             win_total: 0,
             win_engine: 0,
             engine_turn: false,
+            lookahead: false,
             done: Vec::new(),
             counters: ChannelCounters::default(),
         }
+    }
+
+    /// With lookahead on, a tick that issues a command returns the earliest cycle at which the
+    /// next one could issue (a lower bound from every bank's candidate) instead of the next cycle,
+    /// so a driver skips the cycles in between. The driver must then visit the next cycle itself
+    /// when it waits for queue space the issue may have freed ([`Controller::issued_at`]).
+    pub fn set_lookahead(&mut self, on: bool) {
+        self.lookahead = on;
+    }
+
+    /// Whether a command issued at cycle `now`.
+    #[inline]
+    pub fn issued_at(&self, now: u64) -> bool {
+        self.next_cmd_cycle == now + 1
     }
 
     /// Whether the queue for `op` has room.
@@ -513,22 +531,66 @@ impl Controller {
     }
 
     fn update_write_mode(&mut self) {
-        let before = self.write_mode;
-        self.update_write_mode_inner();
-        if before != self.write_mode {
+        let mode = self.wanted_write_mode();
+        if mode != self.write_mode {
+            self.write_mode = mode;
             self.bank_dirty.iter_mut().for_each(|d| *d = true);
         }
     }
 
-    fn update_write_mode_inner(&mut self) {
+    /// The queue mode the watermarks call for given the queue lengths now.
+    fn wanted_write_mode(&self) -> bool {
         // For an integer length n: n > x iff n > floor(x), and n < x iff n < ceil(x).
         if !self.write_mode {
-            if self.wq_len > self.wr_hi_n || (self.rq_len == 0 && self.wq_len > 0) {
-                self.write_mode = true;
-            }
-        } else if self.wq_len < self.wr_lo_n && self.rq_len > 0 || self.wq_len == 0 {
-            self.write_mode = false;
+            self.wq_len > self.wr_hi_n || (self.rq_len == 0 && self.wq_len > 0)
+        } else {
+            !(self.wq_len < self.wr_lo_n && self.rq_len > 0 || self.wq_len == 0)
         }
+    }
+
+    /// After an issue at `now`: a lower bound on the next cycle a command could issue, or `now + 1`
+    /// whenever the next tick may change more than readiness (a queue-mode switch, a refresh
+    /// due, bulk jobs). Banks whose cached bound is not past `now + 1` get their exact ready
+    /// time, so the bound is tight where it matters. Skipping the cycles before it changes
+    /// nothing: no command could issue in them, and no other state moves without an enqueue
+    /// (after which the driver ticks anyway).
+    fn next_after_issue(&mut self, now: u64) -> u64 {
+        let soon = now + 1;
+        if !self.jobs.is_empty()
+            || !self.waiting_jobs.is_empty()
+            || self.wanted_write_mode() != self.write_mode
+        {
+            return soon;
+        }
+        let mut next = u64::MAX;
+        if self.refresh {
+            for r in 0..self.refresh_pending.len() {
+                if self.refresh_pending[r] {
+                    return soon;
+                }
+                next = next.min(self.refresh_due[r]);
+            }
+        }
+        for flat in 0..self.bank_ready.len() {
+            if !self.bank_dirty[flat] && self.bank_ready[flat] > soon {
+                next = next.min(self.bank_ready[flat]);
+                continue;
+            }
+            if self.bank_dirty[flat] {
+                self.bank_cand[flat] = self.bank_candidate(flat);
+                self.bank_dirty[flat] = false;
+            }
+            let at = match &self.bank_cand[flat] {
+                Some(p) => self.dev.earliest(p.kind, p.bank, None),
+                None => u64::MAX,
+            };
+            self.bank_ready[flat] = at;
+            if at <= soon {
+                return soon;
+            }
+            next = next.min(at);
+        }
+        next.max(soon)
     }
 
     /// Issues at most one command at cycle `now` and returns the next cycle at which a command
@@ -680,7 +742,11 @@ impl Controller {
         match picked {
             Some(p) => {
                 self.issue(p, now, &mut log);
-                now + 1
+                if self.lookahead {
+                    self.next_after_issue(now)
+                } else {
+                    now + 1
+                }
             }
             // A queue-mode switch or a job start can make new candidates: re-evaluate next cycle.
             None => next.max(now + 1),

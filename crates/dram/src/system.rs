@@ -46,7 +46,11 @@ where
     let mapper: Box<dyn AddressMapper> = mapper::build(&cc.mapper, &org, cc.bank_xor)
         .ok_or_else(|| Error::Request(format!("unknown mapper '{}'", cc.mapper)))?;
     let mut chans: Vec<Controller> = (0..org.channels)
-        .map(|c| Controller::new(c, &spec, cc))
+        .map(|c| {
+            let mut ch = Controller::new(c, &spec, cc);
+            ch.set_lookahead(true);
+            ch
+        })
         .collect();
     let rowclone_on = cc.bulk == "rowclone";
     let capacity = org.capacity_bytes();
@@ -158,35 +162,58 @@ where
         }
 
         // 2. The baseline bulk engine offers its lines.
-        bulk.pump(
-            now,
-            config.controller.bulk_buffer_lines,
-            mapper.as_ref(),
-            &mut chans,
-            &mut seq,
-        );
+        let bulk_active = !bulk.quiet();
+        if bulk_active {
+            bulk.pump(
+                now,
+                config.controller.bulk_buffer_lines,
+                mapper.as_ref(),
+                &mut chans,
+                &mut seq,
+            );
+        }
 
-        // 3. Every controller issues at most one command.
+        // 3. Every controller issues at most one command. A controller that issued returns the
+        // earliest cycle its next command could issue; whoever waits for the queue space that
+        // command may have freed (a blocked frontend, the bulk engine) is revisited next cycle.
         let mut next = u64::MAX;
+        let mut issued = false;
         for ch in chans.iter_mut() {
             let t = ch.tick(now, opts.command_log.as_deref_mut());
             next = next.min(t);
+            issued |= ch.issued_at(now);
             for Done { time, tag, op } in ch.done.drain(..) {
                 bulk.on_done(time, tag, op);
             }
         }
+        if issued && (bulk_active || !bulk.quiet()) {
+            next = now + 1;
+        }
+        if blocked && issued {
+            if let Some(Ok(TraceItem::Req(r))) = trace.peek() {
+                let ch = match cached_loc {
+                    Some((a, l)) if a == r.addr => l.channel,
+                    _ => mapper.map(r.addr).channel,
+                };
+                if chans[ch as usize].can_accept(r.op) {
+                    next = now + 1;
+                }
+            }
+        }
 
         // 4. Finished work of bulk operations.
-        bulk.settle(now);
-        // Reads that just returned may let the baseline engine move on to writing.
-        if bulk.pump(
-            now,
-            config.controller.bulk_buffer_lines,
-            mapper.as_ref(),
-            &mut chans,
-            &mut seq,
-        ) {
-            next = now + 1;
+        if !bulk.quiet() {
+            bulk.settle(now);
+            // Reads that just returned may let the baseline engine move on to writing.
+            if bulk.pump(
+                now,
+                config.controller.bulk_buffer_lines,
+                mapper.as_ref(),
+                &mut chans,
+                &mut seq,
+            ) {
+                next = now + 1;
+            }
         }
 
         // 5. Advance to the next cycle at which anything can happen.
