@@ -121,11 +121,19 @@ struct Pending {
     col: u32,
     dst: Option<(BankId, u32, u32)>,
     source: Source,
-    /// Age of the request or job it serves (for the scheduler).
+}
+
+/// A bank's candidate: the next command its queued requests need (the bank is implied).
+/// Compact, since it is rewritten every time the bank's queue or open row changes.
+#[derive(Debug, Clone, Copy)]
+struct BankCand {
     seq: u64,
-    /// A column command to an open row.
+    /// Slab index of the request it serves.
+    entry: u32,
+    row: u32,
+    col: u32,
+    kind: CommandKind,
     is_hit: bool,
-    /// Serves a copy-engine request.
     engine: bool,
 }
 
@@ -185,7 +193,9 @@ pub struct Controller {
     next_cmd_cycle: u64,
     /// Each bank's candidate from the request queues, recomputed only when the bank's queue, its
     /// open row or the queue mode changed (the scan for a row hit is the costly part).
-    bank_cand: Vec<Option<Pending>>,
+    bank_cand: Vec<Option<BankCand>>,
+    /// Each flat bank index's id.
+    bank_ids: Vec<BankId>,
     bank_dirty: Vec<bool>,
     /// The cycle at which each bank's candidate was last found ready (a lower bound).
     bank_ready: Vec<u64>,
@@ -200,6 +210,13 @@ pub struct Controller {
     /// After an issue, [`Controller::tick`] returns a lower bound on the next cycle a command
     /// could issue instead of the next cycle (see [`Controller::set_lookahead`]).
     lookahead: bool,
+    /// The scheduler's fixed answers, asked once: whether banks offer their oldest row hit, and
+    /// whether candidates that cannot issue yet still matter to its choice.
+    row_hits: bool,
+    scan_all: bool,
+    /// Scratch list of the banks a pass must examine (one slot per bank; see
+    /// [`Controller::banks_to_examine`]).
+    work: Vec<u32>,
     /// Finished work, drained by the memory system.
     pub done: Vec<Done>,
     pub counters: ChannelCounters,
@@ -211,10 +228,13 @@ impl Controller {
         let banks = dev.banks() as usize;
         let ranks = spec.org.ranks as usize;
         let n_refi = spec.t("nREFI").max(1);
+        let sched = scheduler::build(&cfg.scheduler).unwrap_or_else(|| Box::new(scheduler::FrFcfs));
+        let (row_hits, scan_all) = (sched.offers_row_hits(), sched.considers_unready());
+        let bank_ids = (0..banks as u32).map(|f| dev.bank_from_flat(f)).collect();
         Controller {
             channel,
             dev,
-            sched: scheduler::build(&cfg.scheduler).unwrap_or_else(|| Box::new(scheduler::FrFcfs)),
+            sched,
             closed_row: cfg.row_policy == "closed",
             refresh: cfg.refresh == "all-bank",
             n_cl: spec.t("nCL"),
@@ -241,6 +261,7 @@ impl Controller {
             bank_owned: vec![false; banks],
             next_cmd_cycle: 0,
             bank_cand: vec![None; banks],
+            bank_ids,
             bank_dirty: vec![true; banks],
             bank_ready: vec![0; banks],
             bypass: cfg.cpu_bypass,
@@ -249,6 +270,9 @@ impl Controller {
             win_engine: 0,
             engine_turn: false,
             lookahead: false,
+            row_hits,
+            scan_all,
+            work: vec![0; banks],
             done: Vec::new(),
             counters: ChannelCounters::default(),
         }
@@ -371,9 +395,6 @@ impl Controller {
                 col,
                 dst,
                 source: Source::Job(ji),
-                seq: self.jobs[ji].0,
-                is_hit: kind == CommandKind::Tr,
-                engine: false,
             })
         };
         match &job.kind {
@@ -398,9 +419,6 @@ impl Controller {
                         col: 0,
                         dst: None,
                         source: Source::Job(ji),
-                        seq: self.jobs[ji].0,
-                        is_hit: false,
-                        engine: false,
                     })
                 }
             }
@@ -440,7 +458,7 @@ impl Controller {
         }
     }
 
-    fn bank_candidate(&self, flat: usize) -> Option<Pending> {
+    fn bank_candidate(&self, flat: usize) -> Option<BankCand> {
         let q = if self.write_mode {
             &self.wq[flat]
         } else {
@@ -457,7 +475,6 @@ impl Controller {
             q.first()?.1
         };
         let e = &self.slab[oldest as usize];
-        let bank = e.bank;
         let col_kind = |op: Op| {
             if op == Op::Read {
                 CommandKind::Rd
@@ -465,20 +482,18 @@ impl Controller {
                 CommandKind::Wr
             }
         };
-        match self.dev.open_row(bank) {
-            None => Some(Pending {
+        match self.dev.open_row(self.bank_ids[flat]) {
+            None => Some(BankCand {
                 kind: CommandKind::Act,
-                bank,
                 row: e.row,
                 col: 0,
-                dst: None,
-                source: Source::Entry(oldest),
+                entry: oldest,
                 seq: e.seq,
                 is_hit: false,
                 engine: e.engine,
             }),
             Some(r) => {
-                let hit = if self.sched.offers_row_hits() {
+                let hit = if self.row_hits {
                     q.iter().find(|e| e.0 == r && eligible(e.1)).map(|e| e.1)
                 } else {
                     (e.row == r).then_some(oldest)
@@ -502,25 +517,21 @@ impl Controller {
                                 };
                             }
                         }
-                        Some(Pending {
+                        Some(BankCand {
                             kind,
-                            bank,
                             row: r,
                             col: h.col,
-                            dst: None,
-                            source: Source::Entry(i),
+                            entry: i,
                             seq: h.seq,
                             is_hit: true,
                             engine: h.engine,
                         })
                     }
-                    None => Some(Pending {
+                    None => Some(BankCand {
                         kind: CommandKind::Pre,
-                        bank,
                         row: r,
                         col: 0,
-                        dst: None,
-                        source: Source::Entry(oldest),
+                        entry: oldest,
                         seq: e.seq,
                         is_hit: false,
                         engine: e.engine,
@@ -548,6 +559,24 @@ impl Controller {
         }
     }
 
+    /// Lists in `work[..n]` (returning `n`) the banks that need a look at cycle `at`: those whose
+    /// candidate changed, whose cached ready time is not after `at`, or all of them with `all`.
+    /// The others' cached times are folded into `next`. Branch-free: which banks are ready
+    /// changes from call to call, and mispredicted branches here used to cost more than the rest.
+    #[inline]
+    fn banks_to_examine(&mut self, at: u64, all: bool, next: &mut u64) -> usize {
+        let mut n = 0;
+        let mut low = *next;
+        for (flat, (&ready, &dirty)) in self.bank_ready.iter().zip(&self.bank_dirty).enumerate() {
+            let look = (ready <= at) | dirty | all;
+            low = low.min(if look { u64::MAX } else { ready });
+            self.work[n] = flat as u32;
+            n += usize::from(look);
+        }
+        *next = low;
+        n
+    }
+
     /// After an issue at `now`: a lower bound on the next cycle a command could issue, or `now + 1`
     /// whenever the next tick may change more than readiness (a queue-mode switch, a refresh
     /// due, bulk jobs). Banks whose cached bound is not past `now + 1` get their exact ready
@@ -571,17 +600,15 @@ impl Controller {
                 next = next.min(self.refresh_due[r]);
             }
         }
-        for flat in 0..self.bank_ready.len() {
-            if !self.bank_dirty[flat] && self.bank_ready[flat] > soon {
-                next = next.min(self.bank_ready[flat]);
-                continue;
-            }
+        let n = self.banks_to_examine(soon, false, &mut next);
+        for wi in 0..n {
+            let flat = self.work[wi] as usize;
             if self.bank_dirty[flat] {
                 self.bank_cand[flat] = self.bank_candidate(flat);
                 self.bank_dirty[flat] = false;
             }
             let at = match &self.bank_cand[flat] {
-                Some(p) => self.dev.earliest(p.kind, p.bank, None),
+                Some(p) => self.dev.earliest_at_bank(p.kind, self.bank_ids[flat]),
                 None => u64::MAX,
             };
             self.bank_ready[flat] = at;
@@ -599,8 +626,12 @@ impl Controller {
         if now < self.next_cmd_cycle {
             return self.next_cmd_cycle;
         }
-        self.sweep_jobs(now);
-        self.start_jobs();
+        if !self.jobs.is_empty() {
+            self.sweep_jobs(now);
+        }
+        if !self.waiting_jobs.is_empty() {
+            self.start_jobs();
+        }
         self.update_write_mode();
         let mut next = u64::MAX;
 
@@ -631,9 +662,6 @@ impl Controller {
                             col: 0,
                             dst: None,
                             source: Source::Refresh,
-                            seq: 0,
-                            is_hit: false,
-                            engine: false,
                         },
                         now,
                         &mut log,
@@ -648,6 +676,10 @@ impl Controller {
             }
         }
 
+        // Banks whose candidate is unchanged and whose cached ready time (a lower bound: timing
+        // horizons only move later) is still after `now` cannot issue now; the others are
+        // (re)evaluated below and offered to the scheduler.
+        let n = self.banks_to_examine(now, self.scan_all, &mut next);
         // Every candidate is ranked as it is found; nothing is collected.
         let mut best: Option<((u8, u64), u64, Who)> = None;
         let demote_engine = self.bypass && !self.engine_turn;
@@ -688,20 +720,13 @@ impl Controller {
                 );
             }
         }
-        let scan_all = self.sched.considers_unready();
-        for flat in 0..self.bank_owned.len() {
-            // Fast path: a bank whose candidate is unchanged and whose cached ready time (a lower
-            // bound: timing horizons only move later) is still in the future cannot issue now.
-            let cached = self.bank_ready[flat];
-            if cached > now && !self.bank_dirty[flat] && !scan_all {
-                next = next.min(cached);
-                continue;
-            }
+        for wi in 0..n {
+            let flat = self.work[wi] as usize;
             if self.bank_owned[flat] {
                 self.bank_ready[flat] = u64::MAX;
                 continue;
             }
-            let mut at = cached;
+            let mut at = self.bank_ready[flat];
             if self.bank_dirty[flat] {
                 self.bank_cand[flat] = self.bank_candidate(flat);
                 self.bank_dirty[flat] = false;
@@ -711,15 +736,21 @@ impl Controller {
                 self.bank_ready[flat] = u64::MAX;
                 continue;
             };
-            if self.refresh_pending[p.bank.rank as usize] {
+            let bank = self.bank_ids[flat];
+            if self.refresh_pending[bank.rank as usize] {
                 // Re-examined when the REF issues (it marks the rank's banks dirty).
                 self.bank_ready[flat] = u64::MAX;
                 continue;
             }
             if at <= now {
-                at = self.dev.earliest(p.kind, p.bank, None);
+                at = self.dev.earliest_at_bank(p.kind, bank);
             }
             self.bank_ready[flat] = at;
+            if at > now && !self.scan_all {
+                // Not ready: no scheduler here ranks it (only strict FCFS looks at those).
+                next = next.min(at);
+                continue;
+            }
             offer(
                 Candidate {
                     seq: p.seq,
@@ -734,7 +765,14 @@ impl Controller {
         }
         let picked = match best {
             Some((_, ready_at, who)) if ready_at <= now => match who {
-                Who::Bank(flat) => self.bank_cand[flat],
+                Who::Bank(flat) => self.bank_cand[flat].map(|c| Pending {
+                    kind: c.kind,
+                    bank: self.bank_ids[flat],
+                    row: c.row,
+                    col: c.col,
+                    dst: None,
+                    source: Source::Entry(c.entry),
+                }),
                 Who::Job(ji) => self.job_next(ji),
             },
             _ => None,

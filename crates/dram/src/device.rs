@@ -178,6 +178,19 @@ impl ChannelDevices {
         }
     }
 
+    /// [`ChannelDevices::earliest`] for a command of one bank (not PREA, REF or TR).
+    #[inline]
+    pub fn earliest_at_bank(&self, kind: CommandKind, b: BankId) -> u64 {
+        debug_assert!(!matches!(
+            kind,
+            CommandKind::Prea | CommandKind::Ref | CommandKind::Tr
+        ));
+        let k = kind.index();
+        self.rank_next[b.rank as usize][k]
+            .max(self.group_next[self.group_index(b)][k])
+            .max(self.bank_next[b.flat as usize][k])
+    }
+
     #[inline]
     fn raise(next: &mut [u64; NK], lat: &[(u8, u64)], now: u64) {
         for &(to, l) in lat {
