@@ -9,7 +9,7 @@ use crate::config::ControllerConfig;
 use crate::device::{BankId, ChannelDevices};
 use crate::mapper::Location;
 use crate::request::Op;
-use crate::scheduler::{self, Candidate, Scheduler};
+use crate::scheduler::{self, AnyScheduler, Candidate};
 use crate::spec::DramSpec;
 use crate::stats::{Histogram, RowStats};
 use std::collections::VecDeque;
@@ -161,7 +161,7 @@ pub struct ChannelCounters {
 pub struct Controller {
     pub channel: u32,
     pub dev: ChannelDevices,
-    sched: Box<dyn Scheduler>,
+    sched: AnyScheduler,
     closed_row: bool,
     refresh: bool,
     n_cl: u64,
@@ -210,6 +210,9 @@ pub struct Controller {
     /// After an issue, [`Controller::tick`] returns a lower bound on the next cycle a command
     /// could issue instead of the next cycle (see [`Controller::set_lookahead`]).
     lookahead: bool,
+    /// With lookahead: no command can issue before this cycle unless a request or job arrives
+    /// that changes a candidate or the queue mode (which reset it to 0).
+    wake: u64,
     /// The scheduler's fixed answers, asked once: whether banks offer their oldest row hit, and
     /// whether candidates that cannot issue yet still matter to its choice.
     row_hits: bool,
@@ -228,8 +231,12 @@ impl Controller {
         let banks = dev.banks() as usize;
         let ranks = spec.org.ranks as usize;
         let n_refi = spec.t("nREFI").max(1);
-        let sched = scheduler::build(&cfg.scheduler).unwrap_or_else(|| Box::new(scheduler::FrFcfs));
-        let (row_hits, scan_all) = (sched.offers_row_hits(), sched.considers_unready());
+        let sched = scheduler::build(&cfg.scheduler)
+            .unwrap_or(scheduler::AnyScheduler::FrFcfs(scheduler::FrFcfs));
+        let (row_hits, scan_all) = (
+            sched.get().offers_row_hits(),
+            sched.get().considers_unready(),
+        );
         let bank_ids = (0..banks as u32).map(|f| dev.bank_from_flat(f)).collect();
         Controller {
             channel,
@@ -270,6 +277,7 @@ impl Controller {
             win_engine: 0,
             engine_turn: false,
             lookahead: false,
+            wake: 0,
             row_hits,
             scan_all,
             work: vec![0; banks],
@@ -339,21 +347,47 @@ impl Controller {
                 (self.slab.len() - 1) as u32
             }
         };
-        self.bank_dirty[bank.flat as usize] = true;
+        let flat = bank.flat as usize;
+        if self.changes_candidate(flat, op, loc.row) {
+            self.bank_dirty[flat] = true;
+            self.wake = 0;
+        }
         match op {
             Op::Read => {
-                self.rq[bank.flat as usize].push((loc.row, idx));
+                self.rq[flat].push((loc.row, idx));
                 self.rq_len += 1;
             }
             Op::Write => {
-                self.wq[bank.flat as usize].push((loc.row, idx));
+                self.wq[flat].push((loc.row, idx));
                 self.wq_len += 1;
             }
+        }
+        if self.wanted_write_mode() != self.write_mode {
+            self.wake = 0;
+        }
+    }
+
+    /// Whether a request for `row` joining the back of bank `flat`'s queue for `op` may change
+    /// the bank's candidate. The youngest request never displaces the oldest one, nor the oldest
+    /// row hit; it matters when the bank had nothing to offer, or offered a precharge and the
+    /// newcomer hits the open row. The closed-row policy, CPU bypass and FCFS look at more than
+    /// that, and are always re-evaluated.
+    fn changes_candidate(&self, flat: usize, op: Op, row: u32) -> bool {
+        if self.bank_dirty[flat] || self.closed_row || self.bypass || !self.row_hits {
+            return true;
+        }
+        if (op == Op::Write) != self.write_mode {
+            return false;
+        }
+        match &self.bank_cand[flat] {
+            None => true,
+            Some(c) => c.kind == CommandKind::Pre && c.row == row,
         }
     }
 
     /// Queues an in-DRAM bulk job; it starts when its banks are free.
     pub fn submit_job(&mut self, seq: u64, job: Job) {
+        self.wake = 0;
         self.waiting_jobs.push_back((seq, job));
     }
 
@@ -458,6 +492,7 @@ impl Controller {
         }
     }
 
+    #[inline(always)]
     fn bank_candidate(&self, flat: usize) -> Option<BankCand> {
         let q = if self.write_mode {
             &self.wq[flat]
@@ -622,7 +657,20 @@ impl Controller {
 
     /// Issues at most one command at cycle `now` and returns the next cycle at which a command
     /// could issue (`u64::MAX` when nothing is queued).
-    pub fn tick<'s>(&mut self, now: u64, mut log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
+    pub fn tick<'s>(&mut self, now: u64, log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
+        if now < self.wake {
+            return self.wake;
+        }
+        let next = self.tick_at(now, log);
+        self.wake = if self.lookahead && self.jobs.is_empty() && self.waiting_jobs.is_empty() {
+            next
+        } else {
+            0
+        };
+        next
+    }
+
+    fn tick_at<'s>(&mut self, now: u64, mut log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
         if now < self.next_cmd_cycle {
             return self.next_cmd_cycle;
         }

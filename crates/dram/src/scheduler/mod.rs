@@ -49,11 +49,39 @@ pub trait Scheduler: Send + Sync {
     }
 }
 
+/// One of the schedulers, dispatched statically: the controller asks for a key for every ready
+/// candidate of every pass, and an indirect call returning through memory cost more than the
+/// comparison itself.
+pub enum AnyScheduler {
+    FrFcfs(FrFcfs),
+    Fcfs(Fcfs),
+}
+
+impl AnyScheduler {
+    /// The scheduler this one wraps.
+    #[inline]
+    pub fn get(&self) -> &dyn Scheduler {
+        match self {
+            AnyScheduler::FrFcfs(s) => s,
+            AnyScheduler::Fcfs(s) => s,
+        }
+    }
+
+    /// [`Scheduler::key`] without the indirect call.
+    #[inline]
+    pub fn key(&self, c: &Candidate, now: u64) -> Option<(u8, u64)> {
+        match self {
+            AnyScheduler::FrFcfs(s) => s.key(c, now),
+            AnyScheduler::Fcfs(s) => s.key(c, now),
+        }
+    }
+}
+
 /// Builds the scheduler named `name` (one of [`SCHEDULERS`]).
-pub fn build(name: &str) -> Option<Box<dyn Scheduler>> {
+pub fn build(name: &str) -> Option<AnyScheduler> {
     match name {
-        "frfcfs" => Some(Box::new(FrFcfs)),
-        "fcfs" => Some(Box::new(Fcfs)),
+        "frfcfs" => Some(AnyScheduler::FrFcfs(FrFcfs)),
+        "fcfs" => Some(AnyScheduler::Fcfs(Fcfs)),
         _ => None,
     }
 }
