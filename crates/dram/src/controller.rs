@@ -288,7 +288,8 @@ impl Controller {
 
     /// With lookahead on, a tick that issues a command returns the earliest cycle at which the
     /// next one could issue (a lower bound from every bank's candidate) instead of the next cycle,
-    /// so a driver skips the cycles in between. The driver must then visit the next cycle itself
+    /// so a driver skips the cycles in between, and an arriving request re-evaluates its bank only
+    /// when it can change the bank's candidate. The driver must then visit the next cycle itself
     /// when it waits for queue space the issue may have freed ([`Controller::issued_at`]).
     pub fn set_lookahead(&mut self, on: bool) {
         self.lookahead = on;
@@ -348,7 +349,7 @@ impl Controller {
             }
         };
         let flat = bank.flat as usize;
-        if self.changes_candidate(flat, op, loc.row) {
+        if !self.lookahead || self.changes_candidate(flat, op, loc.row) {
             self.bank_dirty[flat] = true;
             self.wake = 0;
         }

@@ -21,6 +21,10 @@ pub struct RunOptions<'a> {
     /// Called every `progress_every` trace items with the number consumed so far.
     pub progress: Option<&'a mut dyn FnMut(u64)>,
     pub progress_every: u64,
+    /// Visit the cycle after every issued command and re-evaluate a bank on every arrival, as
+    /// the controllers did before they learned to skip cycles in which nothing can issue. The
+    /// schedule is the same either way (tests compare the two command logs); only slower.
+    pub reference_schedule: bool,
 }
 
 /// The header a command log of this configuration starts with.
@@ -48,7 +52,7 @@ where
     let mut chans: Vec<Controller> = (0..org.channels)
         .map(|c| {
             let mut ch = Controller::new(c, &spec, cc);
-            ch.set_lookahead(true);
+            ch.set_lookahead(!opts.reference_schedule);
             ch
         })
         .collect();

@@ -200,6 +200,7 @@ fn dram_simulate(
                 .map(|w| w as &mut dyn movelab_dram::command::CommandSink),
             progress: Some(&mut cb),
             progress_every,
+            reference_schedule: false,
         };
         simulate(&cfg, stream, opts)
     });
