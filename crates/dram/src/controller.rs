@@ -137,6 +137,22 @@ struct BankCand {
     engine: bool,
 }
 
+/// The scheduler's view of one bank.
+#[derive(Debug, Clone, Copy)]
+struct BankSlot {
+    /// The cycle at which the candidate was last found ready (a lower bound: horizons only move
+    /// later).
+    ready: u64,
+    /// The candidate from the request queues, recomputed only when the bank's queue, its open
+    /// row or the queue mode changed (the scan for a row hit is the costly part).
+    cand: Option<BankCand>,
+    id: BankId,
+    /// The candidate must be recomputed.
+    dirty: bool,
+    /// A bulk job owns the bank.
+    owned: bool,
+}
+
 /// Where a scheduling candidate came from.
 #[derive(Debug, Clone, Copy)]
 enum Who {
@@ -189,16 +205,10 @@ pub struct Controller {
     refresh_pending: Vec<bool>,
     jobs: Vec<(u64, Job)>,
     waiting_jobs: VecDeque<(u64, Job)>,
-    bank_owned: Vec<bool>,
     next_cmd_cycle: u64,
-    /// Each bank's candidate from the request queues, recomputed only when the bank's queue, its
-    /// open row or the queue mode changed (the scan for a row hit is the costly part).
-    bank_cand: Vec<Option<BankCand>>,
-    /// Each flat bank index's id.
-    bank_ids: Vec<BankId>,
-    bank_dirty: Vec<bool>,
-    /// The cycle at which each bank's candidate was last found ready (a lower bound).
-    bank_ready: Vec<u64>,
+    /// The scheduler's view of each bank, by flat index (one record, so a pass over the banks
+    /// touches one array).
+    slots: Vec<BankSlot>,
     /// CPU request bypass and the engine's guaranteed share of column commands.
     bypass: bool,
     engine_share: f64,
@@ -237,7 +247,15 @@ impl Controller {
             sched.get().offers_row_hits(),
             sched.get().considers_unready(),
         );
-        let bank_ids = (0..banks as u32).map(|f| dev.bank_from_flat(f)).collect();
+        let slots = (0..banks as u32)
+            .map(|f| BankSlot {
+                ready: 0,
+                cand: None,
+                id: dev.bank_from_flat(f),
+                dirty: true,
+                owned: false,
+            })
+            .collect();
         Controller {
             channel,
             dev,
@@ -265,12 +283,8 @@ impl Controller {
             refresh_pending: vec![false; ranks],
             jobs: Vec::new(),
             waiting_jobs: VecDeque::new(),
-            bank_owned: vec![false; banks],
             next_cmd_cycle: 0,
-            bank_cand: vec![None; banks],
-            bank_ids,
-            bank_dirty: vec![true; banks],
-            bank_ready: vec![0; banks],
+            slots,
             bypass: cfg.cpu_bypass,
             engine_share: cfg.engine_share,
             win_total: 0,
@@ -350,7 +364,7 @@ impl Controller {
         };
         let flat = bank.flat as usize;
         if !self.lookahead || self.changes_candidate(flat, op, loc.row) {
-            self.bank_dirty[flat] = true;
+            self.slots[flat].dirty = true;
             self.wake = 0;
         }
         match op {
@@ -374,13 +388,13 @@ impl Controller {
     /// newcomer hits the open row. The closed-row policy, CPU bypass and FCFS look at more than
     /// that, and are always re-evaluated.
     fn changes_candidate(&self, flat: usize, op: Op, row: u32) -> bool {
-        if self.bank_dirty[flat] || self.closed_row || self.bypass || !self.row_hits {
+        if self.slots[flat].dirty || self.closed_row || self.bypass || !self.row_hits {
             return true;
         }
         if (op == Op::Write) != self.write_mode {
             return false;
         }
-        match &self.bank_cand[flat] {
+        match &self.slots[flat].cand {
             None => true,
             Some(c) => c.kind == CommandKind::Pre && c.row == row,
         }
@@ -405,11 +419,11 @@ impl Controller {
                 .banks()
                 .iter()
                 .flatten()
-                .all(|b| !self.bank_owned[*b as usize]);
+                .all(|b| !self.slots[*b as usize].owned);
             if free {
                 if let Some((seq, job)) = self.waiting_jobs.remove(i) {
                     for b in job.banks().iter().flatten() {
-                        self.bank_owned[*b as usize] = true;
+                        self.slots[*b as usize].owned = true;
                     }
                     self.jobs.push((seq, job));
                 }
@@ -518,7 +532,7 @@ impl Controller {
                 CommandKind::Wr
             }
         };
-        match self.dev.open_row(self.bank_ids[flat]) {
+        match self.dev.open_row(self.slots[flat].id) {
             None => Some(BankCand {
                 kind: CommandKind::Act,
                 row: e.row,
@@ -581,7 +595,7 @@ impl Controller {
         let mode = self.wanted_write_mode();
         if mode != self.write_mode {
             self.write_mode = mode;
-            self.bank_dirty.iter_mut().for_each(|d| *d = true);
+            self.slots.iter_mut().for_each(|b| b.dirty = true);
         }
     }
 
@@ -603,9 +617,9 @@ impl Controller {
     fn banks_to_examine(&mut self, at: u64, all: bool, next: &mut u64) -> usize {
         let mut n = 0;
         let mut low = *next;
-        for (flat, (&ready, &dirty)) in self.bank_ready.iter().zip(&self.bank_dirty).enumerate() {
-            let look = (ready <= at) | dirty | all;
-            low = low.min(if look { u64::MAX } else { ready });
+        for (flat, b) in self.slots.iter().enumerate() {
+            let look = (b.ready <= at) | b.dirty | all;
+            low = low.min(if look { u64::MAX } else { b.ready });
             self.work[n] = flat as u32;
             n += usize::from(look);
         }
@@ -639,15 +653,15 @@ impl Controller {
         let n = self.banks_to_examine(soon, false, &mut next);
         for wi in 0..n {
             let flat = self.work[wi] as usize;
-            if self.bank_dirty[flat] {
-                self.bank_cand[flat] = self.bank_candidate(flat);
-                self.bank_dirty[flat] = false;
+            if self.slots[flat].dirty {
+                self.slots[flat].cand = self.bank_candidate(flat);
+                self.slots[flat].dirty = false;
             }
-            let at = match &self.bank_cand[flat] {
-                Some(p) => self.dev.earliest_at_bank(p.kind, self.bank_ids[flat]),
+            let at = match &self.slots[flat].cand {
+                Some(p) => self.dev.earliest_at_bank(p.kind, self.slots[flat].id),
                 None => u64::MAX,
             };
-            self.bank_ready[flat] = at;
+            self.slots[flat].ready = at;
             if at <= soon {
                 return soon;
             }
@@ -771,30 +785,30 @@ impl Controller {
         }
         for wi in 0..n {
             let flat = self.work[wi] as usize;
-            if self.bank_owned[flat] {
-                self.bank_ready[flat] = u64::MAX;
+            if self.slots[flat].owned {
+                self.slots[flat].ready = u64::MAX;
                 continue;
             }
-            let mut at = self.bank_ready[flat];
-            if self.bank_dirty[flat] {
-                self.bank_cand[flat] = self.bank_candidate(flat);
-                self.bank_dirty[flat] = false;
+            let mut at = self.slots[flat].ready;
+            if self.slots[flat].dirty {
+                self.slots[flat].cand = self.bank_candidate(flat);
+                self.slots[flat].dirty = false;
                 at = 0;
             }
-            let Some(p) = &self.bank_cand[flat] else {
-                self.bank_ready[flat] = u64::MAX;
+            let Some(p) = self.slots[flat].cand else {
+                self.slots[flat].ready = u64::MAX;
                 continue;
             };
-            let bank = self.bank_ids[flat];
+            let bank = self.slots[flat].id;
             if self.refresh_pending[bank.rank as usize] {
                 // Re-examined when the REF issues (it marks the rank's banks dirty).
-                self.bank_ready[flat] = u64::MAX;
+                self.slots[flat].ready = u64::MAX;
                 continue;
             }
             if at <= now {
                 at = self.dev.earliest_at_bank(p.kind, bank);
             }
-            self.bank_ready[flat] = at;
+            self.slots[flat].ready = at;
             if at > now && !self.scan_all {
                 // Not ready: no scheduler here ranks it (only strict FCFS looks at those).
                 next = next.min(at);
@@ -814,9 +828,9 @@ impl Controller {
         }
         let picked = match best {
             Some((_, ready_at, who)) if ready_at <= now => match who {
-                Who::Bank(flat) => self.bank_cand[flat].map(|c| Pending {
+                Who::Bank(flat) => self.slots[flat].cand.map(|c| Pending {
                     kind: c.kind,
-                    bank: self.bank_ids[flat],
+                    bank: self.slots[flat].id,
                     row: c.row,
                     col: c.col,
                     dst: None,
@@ -851,14 +865,14 @@ impl Controller {
         }
         self.dev
             .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
-        self.bank_dirty[p.bank.flat as usize] = true;
+        self.slots[p.bank.flat as usize].dirty = true;
         if let Some((d, _, _)) = p.dst {
-            self.bank_dirty[d.flat as usize] = true;
+            self.slots[d.flat as usize].dirty = true;
         }
         if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
             let per_rank = self.dev.banks_per_rank();
             for f in p.bank.rank * per_rank..(p.bank.rank + 1) * per_rank {
-                self.bank_dirty[f as usize] = true;
+                self.slots[f as usize].dirty = true;
             }
         }
         self.counters.commands[kind.index()] += 1;
@@ -959,7 +973,7 @@ impl Controller {
         let turn = f64::from(self.win_engine) < self.engine_share * f64::from(self.win_total);
         if turn != self.engine_turn {
             self.engine_turn = turn;
-            self.bank_dirty.iter_mut().for_each(|d| *d = true);
+            self.slots.iter_mut().for_each(|b| b.dirty = true);
         }
     }
 
@@ -988,8 +1002,8 @@ impl Controller {
     fn finish_job(&mut self, ji: usize, t: u64) {
         let (seq, job) = self.jobs.swap_remove(ji);
         for b in job.banks().iter().flatten() {
-            self.bank_owned[*b as usize] = false;
-            self.bank_dirty[*b as usize] = true;
+            self.slots[*b as usize].owned = false;
+            self.slots[*b as usize].dirty = true;
         }
         self.counters.last_done = self.counters.last_done.max(t);
         match job.then {
