@@ -134,6 +134,11 @@ pub struct ControllerConfig {
     /// The fraction of column commands (reads and writes) guaranteed to copy-engine requests when
     /// `cpu_bypass` is on and both kinds wait (the paper's fairness algorithm).
     pub engine_share: f64,
+    /// A row activated for a request stays open, and that request is the bank's candidate, until
+    /// its column command issues, whatever the queue mode (Ramulator 2's "active buffer"). Off:
+    /// the bank offers whatever the current queue needs, so a switch to write drain can close a
+    /// row before the read that opened it was served.
+    pub keep_activated_rows: bool,
 }
 
 impl Default for ControllerConfig {
@@ -152,6 +157,7 @@ impl Default for ControllerConfig {
             bulk_buffer_lines: 64,
             cpu_bypass: false,
             engine_share: 0.25,
+            keep_activated_rows: false,
         }
     }
 }

@@ -151,6 +151,9 @@ struct BankSlot {
     dirty: bool,
     /// A bulk job owns the bank.
     owned: bool,
+    /// With `keep_activated_rows`: the request (slab index) whose ACTIVATE opened the bank's row
+    /// and whose column command has not issued yet.
+    activated: Option<u32>,
 }
 
 /// Where a scheduling candidate came from.
@@ -179,6 +182,7 @@ pub struct Controller {
     pub dev: ChannelDevices,
     sched: AnyScheduler,
     closed_row: bool,
+    keep_activated: bool,
     refresh: bool,
     n_cl: u64,
     n_bl: u64,
@@ -254,6 +258,7 @@ impl Controller {
                 id: dev.bank_from_flat(f),
                 dirty: true,
                 owned: false,
+                activated: None,
             })
             .collect();
         Controller {
@@ -261,6 +266,7 @@ impl Controller {
             dev,
             sched,
             closed_row: cfg.row_policy == "closed",
+            keep_activated: cfg.keep_activated_rows,
             refresh: cfg.refresh == "all-bank",
             n_cl: spec.t("nCL"),
             n_bl: spec.t("nBL"),
@@ -509,6 +515,9 @@ impl Controller {
 
     #[inline(always)]
     fn bank_candidate(&self, flat: usize) -> Option<BankCand> {
+        if let Some(i) = self.slots[flat].activated {
+            return Some(self.column_candidate(flat, i));
+        }
         let q = if self.write_mode {
             &self.wq[flat]
         } else {
@@ -525,13 +534,6 @@ impl Controller {
             q.first()?.1
         };
         let e = &self.slab[oldest as usize];
-        let col_kind = |op: Op| {
-            if op == Op::Read {
-                CommandKind::Rd
-            } else {
-                CommandKind::Wr
-            }
-        };
         match self.dev.open_row(self.slots[flat].id) {
             None => Some(BankCand {
                 kind: CommandKind::Act,
@@ -549,34 +551,7 @@ impl Controller {
                     (e.row == r).then_some(oldest)
                 };
                 match hit {
-                    Some(i) => {
-                        let h = &self.slab[i as usize];
-                        let mut kind = col_kind(h.op);
-                        // Closed-row policy: auto-precharge when no other queued request hits the
-                        // row. Decided here, so that readiness is checked for the command issued.
-                        if self.closed_row {
-                            let others = self.rq[flat]
-                                .iter()
-                                .chain(self.wq[flat].iter())
-                                .any(|&(row, j)| j != i && row == r);
-                            if !others {
-                                kind = if h.op == Op::Read {
-                                    CommandKind::Rda
-                                } else {
-                                    CommandKind::Wra
-                                };
-                            }
-                        }
-                        Some(BankCand {
-                            kind,
-                            row: r,
-                            col: h.col,
-                            entry: i,
-                            seq: h.seq,
-                            is_hit: true,
-                            engine: h.engine,
-                        })
-                    }
+                    Some(i) => Some(self.column_candidate(flat, i)),
                     None => Some(BankCand {
                         kind: CommandKind::Pre,
                         row: r,
@@ -588,6 +563,42 @@ impl Controller {
                     }),
                 }
             }
+        }
+    }
+
+    /// The column command of queued request `i`, whose row is open in bank `flat`.
+    #[inline(always)]
+    fn column_candidate(&self, flat: usize, i: u32) -> BankCand {
+        let h = &self.slab[i as usize];
+        let r = h.row;
+        let mut kind = if h.op == Op::Read {
+            CommandKind::Rd
+        } else {
+            CommandKind::Wr
+        };
+        // Closed-row policy: auto-precharge when no other queued request hits the row. Decided
+        // here, so that readiness is checked for the command issued.
+        if self.closed_row {
+            let others = self.rq[flat]
+                .iter()
+                .chain(self.wq[flat].iter())
+                .any(|&(row, j)| j != i && row == r);
+            if !others {
+                kind = if h.op == Op::Read {
+                    CommandKind::Rda
+                } else {
+                    CommandKind::Wra
+                };
+            }
+        }
+        BankCand {
+            kind,
+            row: r,
+            col: h.col,
+            entry: i,
+            seq: h.seq,
+            is_hit: true,
+            engine: h.engine,
         }
     }
 
@@ -866,13 +877,19 @@ impl Controller {
         self.dev
             .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
         self.slots[p.bank.flat as usize].dirty = true;
+        if matches!(kind, CommandKind::Pre | CommandKind::Rda | CommandKind::Wra) {
+            // The row closed: nothing activated waits on it any more.
+            self.slots[p.bank.flat as usize].activated = None;
+        }
         if let Some((d, _, _)) = p.dst {
             self.slots[d.flat as usize].dirty = true;
         }
         if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
             let per_rank = self.dev.banks_per_rank();
             for f in p.bank.rank * per_rank..(p.bank.rank + 1) * per_rank {
-                self.slots[f as usize].dirty = true;
+                let slot = &mut self.slots[f as usize];
+                slot.dirty = true;
+                slot.activated = None;
             }
         }
         self.counters.commands[kind.index()] += 1;
@@ -901,7 +918,12 @@ impl Controller {
         }
         match p.source {
             Source::Entry(i) => match kind {
-                CommandKind::Act => self.slab[i as usize].needed_act = true,
+                CommandKind::Act => {
+                    self.slab[i as usize].needed_act = true;
+                    if self.keep_activated {
+                        self.slots[p.bank.flat as usize].activated = Some(i);
+                    }
+                }
                 CommandKind::Pre => self.slab[i as usize].needed_pre = true,
                 _ => self.complete_entry(i, now),
             },
@@ -913,6 +935,9 @@ impl Controller {
     fn complete_entry(&mut self, i: u32, now: u64) {
         let e = self.slab[i as usize];
         let flat = e.bank.flat as usize;
+        if self.slots[flat].activated == Some(i) {
+            self.slots[flat].activated = None;
+        }
         let q = if e.op == Op::Read {
             &mut self.rq[flat]
         } else {

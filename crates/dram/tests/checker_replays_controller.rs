@@ -215,3 +215,15 @@ fn a_controller_that_breaks_a_rule_is_caught() {
         report.violations.first()
     );
 }
+
+#[test]
+fn keeping_activated_rows_obeys_the_standard() {
+    for name in builtin_config_names() {
+        for sched in ["frfcfs", "fcfs"] {
+            let mut cfg = Config::preset(name).unwrap();
+            cfg.controller.scheduler = sched.into();
+            cfg.controller.keep_activated_rows = true;
+            check(&cfg, 11, 3000);
+        }
+    }
+}

@@ -67,6 +67,7 @@ proptest! {
         reads in 0.0f64..=1.0,
         seed in 0u64..1000,
         bulk_ops in 0u64..4,
+        keep in any::<bool>(),
     ) {
         let names = builtin_config_names();
         let mut cfg = Config::preset(names[preset % names.len()]).unwrap();
@@ -76,6 +77,7 @@ proptest! {
         cfg.controller.read_queue = rq;
         cfg.controller.write_queue = wq;
         cfg.controller.refresh = refresh.into();
+        cfg.controller.keep_activated_rows = keep;
         let items = traffic(&cfg, 1500, reads, seed, bulk_ops);
         let (fast, fast_stats) = log_of(&cfg, &items, false);
         let (slow, slow_stats) = log_of(&cfg, &items, true);
