@@ -39,11 +39,7 @@ fn wasted_activates(keep: bool) -> (u64, u64) {
             CommandKind::Rd | CommandKind::Wr | CommandKind::Rda | CommandKind::Wra => {
                 used.insert(bank, true);
             }
-            CommandKind::Pre => {
-                if used.remove(&bank) == Some(false) {
-                    wasted += 1;
-                }
-            }
+            CommandKind::Pre => wasted += u64::from(used.remove(&bank) == Some(false)),
             CommandKind::Prea | CommandKind::Ref => used.retain(|b, _| b.0 != r.rank),
             _ => {}
         }
