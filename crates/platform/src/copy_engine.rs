@@ -17,7 +17,7 @@
 use crate::config::PlatformConfig;
 use crate::core::{Access, OffloadOp, Token};
 use crate::kernel::{ns, Ps};
-use crate::platform::{Ev, Hier, MemReq, ReqKind};
+use crate::memory_system::{Ev, Hier, MemReq, ReqKind};
 use movelab_dram::request::Op as MemOp;
 use std::collections::{BTreeMap, VecDeque};
 

@@ -11,8 +11,8 @@
 //! dirty source line is flushed first.)
 use crate::core::{Access, OffloadOp, Token};
 use crate::kernel::Ps;
+use crate::memory_system::{Ev, Hier};
 use crate::pending_copy_table::PendingCopyTable;
-use crate::platform::{Ev, Hier};
 use movelab_dram::request::{BulkKind, BulkOp};
 use std::collections::BTreeMap;
 

@@ -17,6 +17,7 @@ pub mod experiments;
 pub mod in_memory_copy;
 pub mod interconnect;
 pub mod kernel;
+pub mod memory_system;
 pub mod pending_copy_table;
 pub mod platform;
 pub mod stats;
