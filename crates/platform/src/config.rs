@@ -203,6 +203,41 @@ impl Default for CopyConfig {
     }
 }
 
+/// A group of identical cores, each running its own copy of a program (a multi-core platform).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoreGroup {
+    /// Cores in this group.
+    pub count: u32,
+    /// Keys of `[core]` that differ for these cores (e.g. `kind`, `clock_mhz`).
+    pub core: toml::Table,
+    /// The workload these cores run (a built-in name or a TOML file); empty: the workload the
+    /// run is given.
+    pub workload: String,
+    /// Parameters of that workload.
+    pub params: std::collections::BTreeMap<String, u64>,
+    /// Added to every address core k of the group uses: `offset + k * stride` bytes (0 and 0:
+    /// the cores share their data, e.g. a ring; a stride: each program has its own memory).
+    pub offset: u64,
+    pub stride: u64,
+}
+
+impl Default for CoreGroup {
+    fn default() -> Self {
+        CoreGroup {
+            count: 1,
+            core: toml::Table::new(),
+            workload: String::new(),
+            params: Default::default(),
+            offset: 0,
+            stride: 0,
+        }
+    }
+}
+
+/// At most this many cores in a platform.
+pub const MAX_CORES: u64 = 256;
+
 /// The names a config may use.
 pub const CORE_KINDS: &[&str] = &["out-of-order", "in-order"];
 pub const INTERCONNECTS: &[&str] = &["fsb", "on-die"];
@@ -222,6 +257,10 @@ pub struct PlatformConfig {
     pub source: String,
     #[serde(default)]
     pub core: CoreConfig,
+    /// The cores, when there are several (empty: one core as `[core]` says). Each private
+    /// L1 and L2 as `[l1]` and `[l2]`; the last level, the interconnect and memory are shared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cores: Vec<CoreGroup>,
     #[serde(default)]
     pub l1: CacheConfig,
     #[serde(default = "default_l2")]
@@ -347,6 +386,39 @@ impl PlatformConfig {
         PlatformConfig::from_value(base, source_name)
     }
 
+    /// Every core's configuration, with its group (index into `cores`; 0 for the single core).
+    pub fn core_list(&self, source_name: &str) -> Result<Vec<(CoreConfig, usize)>, PlatformError> {
+        if self.cores.is_empty() {
+            return Ok(vec![(self.core.clone(), 0)]);
+        }
+        let total: u64 = self.cores.iter().map(|g| u64::from(g.count)).sum();
+        if total == 0 || total > MAX_CORES {
+            return Err(PlatformError::config(
+                source_name,
+                "cores",
+                format!("{total} cores in all: must be between 1 and {MAX_CORES}"),
+            ));
+        }
+        let mut out = Vec::new();
+        for (i, g) in self.cores.iter().enumerate() {
+            let mut base = toml::Value::try_from(&self.core)
+                .map_err(|e| PlatformError::config(source_name, "core", e.to_string()))?;
+            merge_toml(&mut base, toml::Value::Table(g.core.clone()));
+            let c: CoreConfig = serde_path_to_error::deserialize(base).map_err(|e| {
+                let key = e.path().to_string();
+                PlatformError::config(
+                    source_name,
+                    format!("cores[{i}].core.{key}"),
+                    e.into_inner().message().to_string(),
+                )
+            })?;
+            for _ in 0..g.count {
+                out.push((c.clone(), i));
+            }
+        }
+        Ok(out)
+    }
+
     /// The memory system's DRAM config, with the platform's copy settings applied.
     pub fn dram_config(&self, source_name: &str) -> Result<DramConfig, PlatformError> {
         let mut dc =
@@ -376,6 +448,29 @@ impl PlatformConfig {
             }
         };
         one_of("core.kind", &self.core.kind, CORE_KINDS)?;
+        for (i, (c, _)) in self.core_list(src)?.iter().enumerate() {
+            one_of(&format!("cores: core {i}: kind"), &c.kind, CORE_KINDS)?;
+            let positive = |key: &str, v: u64, max: u64| {
+                if v == 0 || v > max {
+                    Err(PlatformError::config(
+                        src,
+                        format!("cores: core {i}: {key}"),
+                        format!("{v}: must be between 1 and {max}"),
+                    ))
+                } else {
+                    Ok(())
+                }
+            };
+            positive("clock_mhz", c.clock_mhz, 100_000)?;
+            positive("width", c.width.into(), 64)?;
+            positive("window", c.window.into(), 4096)?;
+            positive("lsq", c.lsq.into(), 4096)?;
+            positive("store_buffer", c.store_buffer.into(), 4096)?;
+            positive("mem_ports", c.mem_ports.into(), 64)?;
+            positive("mshrs", c.mshrs.into(), 1024)?;
+            positive("compute_ilp", c.compute_ilp.into(), 64)?;
+            positive("in_order_ilp", c.in_order_ilp.into(), 64)?;
+        }
         one_of("interconnect.kind", &self.interconnect.kind, INTERCONNECTS)?;
         one_of("copy.mechanism", &self.copy.mechanism, MECHANISMS)?;
         one_of("copy.placement", &self.copy.placement, PLACEMENTS)?;

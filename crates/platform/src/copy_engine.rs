@@ -14,16 +14,28 @@
 //! are snooped: off-die, a line dirty in the core's cache comes from the cache over the bus;
 //! on-die, any cached source line is read from the cache. Destination lines are invalidated in
 //! the caches, or, with `dest_to_cache` (section 6.7), written into L2 instead of memory.
+use crate::agent::{Agent, AgentReport};
 use crate::config::PlatformConfig;
 use crate::core::{Access, OffloadOp, Token};
 use crate::kernel::{ns, Ps};
-use crate::memory_system::{Ev, Hier, MemReq, ReqKind};
+use crate::memory_system::{AgentId, MemReq, MemorySystem, ReqKind, Response};
+use crate::stats::CopyLines;
 use movelab_dram::request::Op as MemOp;
 use std::collections::{BTreeMap, VecDeque};
+
+/// The engine's own events.
+const CMD: u16 = 0;
+/// A source line reaches the stream buffer (id: the request).
+const DATA: u16 = 1;
+/// A destination line written into the cache (id: the command).
+const CACHE_WRITE: u16 = 2;
+/// A copy's final notification reaches the core (id: the copy).
+const DONE: u16 = 3;
 
 #[derive(Debug, Clone)]
 struct Cmd {
     copy: u32,
+    core: usize,
     src: u64,
     dst: u64,
     bytes: u64,
@@ -39,6 +51,7 @@ struct Cmd {
 
 #[derive(Debug, Clone)]
 struct CopyState {
+    core: usize,
     seq: u64,
     issued_at: Ps,
     cmds_left: u32,
@@ -49,12 +62,17 @@ struct CopyState {
 
 #[derive(Debug, Clone)]
 pub struct CopyEngine {
+    id: AgentId,
     on_die: bool,
     asynchronous: bool,
     buffer_lines: u64,
     dest_to_cache: bool,
     engine_mem: Ps,
     snoop_after: bool,
+    page_bytes: u64,
+    translate_cycles: u64,
+    /// The pending copy table: a guard of the memory system.
+    pct: usize,
     /// Commands not yet finished, by id.
     cmds: BTreeMap<u32, Cmd>,
     next_cmd: u32,
@@ -63,27 +81,35 @@ pub struct CopyEngine {
     /// Copies not yet notified, by offload id.
     states: BTreeMap<u32, CopyState>,
     /// Copies finished, their summed issue-to-completion time, the last completion.
-    pub copies: u64,
-    pub copy_time: Ps,
-    pub last_done: Ps,
-    pub lines_read: u64,
-    pub lines_from_cache: u64,
-    pub lines_written: u64,
-    /// SYNC_NLB: core requests held at the memory controller behind the copy in progress.
-    pub(crate) held: Vec<u32>,
+    copies: u64,
+    copy_time: Ps,
+    last_done: Ps,
+    lines_read: u64,
+    lines_from_cache: u64,
+    lines_written: u64,
     no_bypass: bool,
 }
 
+fn lines_of(addr: u64, bytes: u64) -> impl Iterator<Item = u64> {
+    let first = addr / 64;
+    let last = (addr + bytes - 1) / 64;
+    first..=last
+}
+
 impl CopyEngine {
-    pub fn new(cfg: &PlatformConfig) -> CopyEngine {
+    pub fn new(id: AgentId, cfg: &PlatformConfig, sys: &mut MemorySystem) -> CopyEngine {
         let c = &cfg.copy;
         CopyEngine {
+            id,
             on_die: c.placement == "on-die",
             asynchronous: c.mode == "ASYNC",
             buffer_lines: u64::from(c.stream_buffer_lines),
             dest_to_cache: c.dest_to_cache,
             engine_mem: ns(c.engine_memory_ns),
             snoop_after: c.snoop_ack == "after",
+            page_bytes: c.page_bytes,
+            translate_cycles: c.translate_cycles,
+            pct: sys.add_guard(c.pending_copy_entries as usize),
             cmds: BTreeMap::new(),
             next_cmd: 0,
             queue: VecDeque::new(),
@@ -95,50 +121,232 @@ impl CopyEngine {
             lines_read: 0,
             lines_from_cache: 0,
             lines_written: 0,
-            held: Vec::new(),
             no_bypass: c.mechanism == "ce" && c.mode == "SYNC_NLB",
         }
     }
 
     /// SYNC_NLB with a copy in progress: core requests wait behind it.
-    pub fn holds_core_requests(&self) -> bool {
+    fn holds_core_requests(&self) -> bool {
         self.no_bypass && self.states.values().any(|c| !c.finished)
     }
 
-    pub fn idle(&self) -> bool {
-        self.queue.is_empty()
-            && self.active.is_none()
-            && self.held.is_empty()
-            && self.states.is_empty()
+    fn command_arrives(&mut self, sys: &mut MemorySystem, now: Ps, cmd: u32) {
+        self.queue.push_back(cmd);
+        if self.active.is_none() {
+            self.next_command(sys, now);
+        }
+    }
+
+    fn next_command(&mut self, sys: &mut MemorySystem, now: Ps) {
+        while let Some(c) = self.queue.pop_front() {
+            self.active = Some(c);
+            if self.batch(sys, now, c) {
+                return;
+            }
+        }
+        self.active = None;
+    }
+
+    /// Starts the next batch of command `c`: reads of its source lines. False when the command
+    /// has nothing left to read.
+    fn batch(&mut self, sys: &mut MemorySystem, now: Ps, c: u32) -> bool {
+        let Some(cmd) = self.cmds.get(&c) else {
+            return false;
+        };
+        if cmd.next >= cmd.bytes {
+            return false;
+        }
+        let core = cmd.core;
+        let len = (self.buffer_lines * 64).min(cmd.bytes - cmd.next);
+        let (s, d) = (cmd.src + cmd.next, cmd.dst + cmd.next);
+        let src_lines: Vec<u64> = lines_of(s, len).collect();
+        let dst_lines: Vec<u64> = lines_of(d, len).collect();
+        if let Some(cmd) = self.cmds.get_mut(&c) {
+            cmd.next += len;
+            cmd.reads_out = src_lines.len() as u32;
+            cmd.batch_dst = dst_lines;
+        }
+        let kind = ReqKind::Agent {
+            agent: self.id,
+            tag: c,
+        };
+        for line in src_lines {
+            self.lines_read += 1;
+            let addr = line * 64;
+            let from_cache = if self.on_die {
+                sys.cached_anywhere(line)
+            } else {
+                sys.dirty_anywhere(line)
+            };
+            if from_cache {
+                self.lines_from_cache += 1;
+                let at = if self.on_die {
+                    now + sys.l2_hit_ps(core)
+                } else {
+                    // Snooped over the bus: the cache supplies the line.
+                    let ch = sys.channel_of(addr);
+                    let t = sys.ic().request_arrives(now, ch);
+                    sys.ic().fill_arrives(t, 0)
+                };
+                let id = sys.alloc_req(MemReq {
+                    addr,
+                    op: MemOp::Read,
+                    engine: true,
+                    kind,
+                    copy: true,
+                    channel: 0,
+                });
+                sys.schedule(at, self.id, DATA, id);
+            } else {
+                let at = if self.on_die {
+                    let ch = sys.channel_of(addr);
+                    sys.ic().request_arrives(now, ch)
+                } else {
+                    // A coherent read: its snoop takes a turn on the bus, then the hub reads it.
+                    sys.ic().address_phase(now) + self.engine_mem
+                };
+                sys.send(at, addr, MemOp::Read, true, kind, true);
+            }
+        }
+        true
+    }
+
+    /// A source line reached the stream buffer.
+    fn data(&mut self, sys: &mut MemorySystem, now: Ps, id: u32) {
+        let Some(r) = sys.release_req(id) else {
+            return;
+        };
+        let ReqKind::Agent { tag: c, .. } = r.kind else {
+            return;
+        };
+        let Some(cmd) = self.cmds.get_mut(&c) else {
+            return;
+        };
+        cmd.reads_out = cmd.reads_out.saturating_sub(1);
+        if cmd.reads_out > 0 {
+            return;
+        }
+        // The batch is in the buffer: write it out.
+        let core = cmd.core;
+        let dst = std::mem::take(&mut cmd.batch_dst);
+        cmd.writes_issued += dst.len() as u32;
+        for line in dst {
+            self.lines_written += 1;
+            let addr = line * 64;
+            if self.dest_to_cache {
+                sys.push_to_l2(now, core, line, true);
+                let at = now + sys.l2_hit_ps(core);
+                sys.schedule(at, self.id, CACHE_WRITE, c);
+            } else {
+                // A destination line is overwritten whole: a dirty copy need not be written back.
+                sys.agent_write_line(line);
+                let at = if self.on_die {
+                    let ch = sys.channel_of(addr);
+                    sys.ic().writeback_arrives(now, ch)
+                } else {
+                    // The invalidating snoop takes a turn on the bus before the hub writes.
+                    sys.ic().address_phase(now) + self.engine_mem
+                };
+                let kind = ReqKind::Agent {
+                    agent: self.id,
+                    tag: c,
+                };
+                sys.send(at, addr, MemOp::Write, true, kind, true);
+            }
+        }
+        // The buffer is free again: next batch, or the next command.
+        if !self.batch(sys, now, c) {
+            self.next_command(sys, now);
+        }
+    }
+
+    /// One destination line of command `c` is written.
+    fn write_done(&mut self, sys: &mut MemorySystem, t: Ps, c: u32) {
+        let Some(cmd) = self.cmds.get_mut(&c) else {
+            return;
+        };
+        cmd.writes_done += 1;
+        if cmd.next < cmd.bytes || cmd.reads_out > 0 || cmd.writes_done < cmd.writes_issued {
+            return;
+        }
+        let copy = cmd.copy;
+        self.cmds.remove(&c);
+        let Some(st) = self.states.get_mut(&copy) else {
+            return;
+        };
+        st.cmds_left -= 1;
+        if st.cmds_left > 0 {
+            return;
+        }
+        let issued_at = st.issued_at;
+        st.finished = true;
+        self.copies_done(t, issued_at);
+        // Core requests held behind it (SYNC_NLB) go to the memory controller now.
+        sys.hold_core_requests = self.holds_core_requests();
+        if !sys.hold_core_requests {
+            sys.release_held(t);
+        }
+        // Final notification back to the core.
+        let at = t + sys.ic().engine_message;
+        sys.schedule(at, self.id, DONE, copy);
+    }
+
+    fn notify_core(&mut self, sys: &mut MemorySystem, now: Ps, copy: u32) {
+        let Some(st) = self.states.remove(&copy) else {
+            return;
+        };
+        if st.asynchronous {
+            sys.guards[self.pct].remove(copy);
+            sys.poke_all();
+        } else {
+            sys.wake(st.core, Token::Rob(st.seq), now);
+        }
+    }
+
+    /// Counts a finished copy. Its copy time is its service time: from its issue, or from the
+    /// previous copy's completion if it had to wait for the engine, to its own completion.
+    fn copies_done(&mut self, t: Ps, issued_at: Ps) {
+        self.copies += 1;
+        self.copy_time += t.saturating_sub(issued_at.max(self.last_done));
+        self.last_done = self.last_done.max(t);
     }
 }
 
-fn lines_of(addr: u64, bytes: u64) -> impl Iterator<Item = u64> {
-    let first = addr / 64;
-    let last = (addr + bytes - 1) / 64;
-    first..=last
-}
+impl Agent for CopyEngine {
+    fn name(&self) -> &'static str {
+        "copy-engine"
+    }
 
-impl Hier {
     /// The core issued `ecpy` for offload `op`.
-    pub(crate) fn engine_offload(&mut self, now: Ps, op: u32, o: OffloadOp, seq: u64) -> Access {
+    fn offload(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        core: usize,
+        op: u32,
+        o: OffloadOp,
+        seq: u64,
+    ) -> Access {
+        let cycle = sys.cycle_ps(core);
         let Some(src) = o.src else {
             // The engine copies; initialisation stays on the core (the platform never sends it).
-            return Access::At(now + self.cycle_ps);
+            return Access::At(now + cycle);
         };
-        let asynchronous = self.engine.asynchronous;
+        let asynchronous = self.asynchronous;
         let dst_lines = (lines_of(o.dst, o.bytes).count()) as u64;
         if asynchronous
-            && !self
-                .pct
-                .insert(op, Some((src, src + o.bytes)), (o.dst, o.dst + o.bytes))
+            && !sys.guards[self.pct].insert(
+                op,
+                Some((src, src + o.bytes)),
+                (o.dst, o.dst + o.bytes),
+            )
         {
             return Access::Retry;
         }
         // Translation and the split into commands that stay within a page.
-        let page = self.cfg.copy.page_bytes;
-        let translate = self.cfg.copy.translate_cycles * self.cycle_ps;
-        let msg = self.ic.engine_message;
+        let page = self.page_bytes;
+        let translate = self.translate_cycles * cycle;
+        let msg = sys.ic().engine_message;
         let mut t = now;
         let mut off = 0;
         let mut n = 0;
@@ -147,16 +355,18 @@ impl Hier {
             let d = o.dst + off;
             let len = (page - s % page).min(page - d % page).min(o.bytes - off);
             t += translate;
-            if !self.engine.on_die {
+            if !self.on_die {
                 // The ecpy request is a bus transaction: it waits for its turn in the address phase.
-                t = self.ic.address_phase(t) - self.ic.address_ps();
+                let ic = sys.ic();
+                t = ic.address_phase(t) - ic.address_ps();
             }
-            let id = self.engine.next_cmd;
-            self.engine.next_cmd = id.wrapping_add(1);
-            self.engine.cmds.insert(
+            let id = self.next_cmd;
+            self.next_cmd = id.wrapping_add(1);
+            self.cmds.insert(
                 id,
                 Cmd {
                     copy: op,
+                    core,
                     src: s,
                     dst: d,
                     bytes: len,
@@ -167,13 +377,14 @@ impl Hier {
                     writes_done: 0,
                 },
             );
-            self.events.push(t + msg, Ev::EngineCmd(id));
+            sys.schedule(t + msg, self.id, CMD, id);
             off += len;
             n += 1;
         }
-        self.engine.states.insert(
+        self.states.insert(
             op,
             CopyState {
+                core,
                 seq,
                 issued_at: now,
                 cmds_left: n,
@@ -181,10 +392,11 @@ impl Hier {
                 finished: false,
             },
         );
+        sys.hold_core_requests = self.holds_core_requests();
         if asynchronous {
             // Early notification (section 5.3.2, Table 4).
-            let ack = if self.engine.on_die {
-                if self.engine.snoop_after {
+            let ack = if self.on_die {
+                if self.snoop_after {
                     ns(20.0) + ns(2.0) * 2 * dst_lines
                 } else {
                     ns(30.0)
@@ -199,200 +411,46 @@ impl Hier {
         }
     }
 
-    pub(crate) fn engine_command_arrives(&mut self, now: Ps, cmd: u32) {
-        self.engine.queue.push_back(cmd);
-        if self.engine.active.is_none() {
-            self.engine_next_command(now);
+    fn event(&mut self, sys: &mut MemorySystem, now: Ps, kind: u16, id: u32) {
+        match kind {
+            CMD => self.command_arrives(sys, now, id),
+            DATA => self.data(sys, now, id),
+            CACHE_WRITE => self.write_done(sys, now, id),
+            _ => self.notify_core(sys, now, id),
         }
     }
 
-    fn engine_next_command(&mut self, now: Ps) {
-        while let Some(c) = self.engine.queue.pop_front() {
-            self.engine.active = Some(c);
-            if self.engine_batch(now, c) {
-                return;
-            }
-        }
-        self.engine.active = None;
-    }
-
-    /// Starts the next batch of command `c`: reads of its source lines. False when the command
-    /// has nothing left to read.
-    fn engine_batch(&mut self, now: Ps, c: u32) -> bool {
-        let Some(cmd) = self.engine.cmds.get(&c) else {
-            return false;
-        };
-        if cmd.next >= cmd.bytes {
-            return false;
-        }
-        let len = (self.engine.buffer_lines * 64).min(cmd.bytes - cmd.next);
-        let (s, d) = (cmd.src + cmd.next, cmd.dst + cmd.next);
-        let src_lines: Vec<u64> = lines_of(s, len).collect();
-        let dst_lines: Vec<u64> = lines_of(d, len).collect();
-        if let Some(cmd) = self.engine.cmds.get_mut(&c) {
-            cmd.next += len;
-            cmd.reads_out = src_lines.len() as u32;
-            cmd.batch_dst = dst_lines;
-        }
-        for line in src_lines {
-            self.engine.lines_read += 1;
-            let addr = line * 64;
-            let from_cache = if self.engine.on_die {
-                self.cached_anywhere(line)
-            } else {
-                self.dirty_anywhere(line)
-            };
-            if from_cache {
-                self.engine.lines_from_cache += 1;
-                let at = if self.engine.on_die {
-                    now + self.l2.hit_cycles * self.cycle_ps
+    fn response(&mut self, sys: &mut MemorySystem, now: Ps, r: Response) {
+        match r {
+            Response::ReadDone { req, channel, .. } => {
+                // When the line the memory controller returned reaches the engine.
+                let at = if self.on_die {
+                    sys.ic().fill_arrives(now, channel)
                 } else {
-                    // Snooped over the bus: the cache supplies the line.
-                    let ch = self.channel_of(addr);
-                    let t = self.ic.request_arrives(now, ch);
-                    self.ic.fill_arrives(t, 0)
+                    now + self.engine_mem
                 };
-                let id = self.alloc_req(MemReq {
-                    addr,
-                    op: MemOp::Read,
-                    engine: true,
-                    kind: ReqKind::EngineRead { cmd: c },
-                    copy: true,
-                    channel: 0,
-                });
-                self.events.push(at, Ev::EngineData(id));
-            } else {
-                let at = if self.engine.on_die {
-                    let ch = self.channel_of(addr);
-                    self.ic.request_arrives(now, ch)
-                } else {
-                    // A coherent read: its snoop takes a turn on the bus, then the hub reads it.
-                    self.ic.address_phase(now) + self.engine.engine_mem
-                };
-                self.send(
-                    at,
-                    addr,
-                    MemOp::Read,
-                    true,
-                    ReqKind::EngineRead { cmd: c },
-                    true,
-                );
+                sys.schedule(at, self.id, DATA, req);
             }
-        }
-        true
-    }
-
-    /// When a line the memory controller returns at `t` reaches the engine.
-    pub(crate) fn engine_data_arrives(&mut self, t: Ps, channel: u32) -> Ps {
-        if self.engine.on_die {
-            self.ic.fill_arrives(t, channel)
-        } else {
-            t + self.engine.engine_mem
+            Response::WriteAccepted { tag } => self.write_done(sys, now, tag),
+            Response::Flushed { .. } | Response::BulkDone { .. } => {}
         }
     }
 
-    /// A source line reached the stream buffer.
-    pub(crate) fn engine_data(&mut self, now: Ps, id: u32) {
-        let Some(r) = self.release_req(id) else {
-            return;
-        };
-        let ReqKind::EngineRead { cmd: c } = r.kind else {
-            return;
-        };
-        let Some(cmd) = self.engine.cmds.get_mut(&c) else {
-            return;
-        };
-        cmd.reads_out = cmd.reads_out.saturating_sub(1);
-        if cmd.reads_out > 0 {
-            return;
-        }
-        // The batch is in the buffer: write it out.
-        let dst = std::mem::take(&mut cmd.batch_dst);
-        cmd.writes_issued += dst.len() as u32;
-        for line in dst {
-            self.engine.lines_written += 1;
-            let addr = line * 64;
-            // A destination line is overwritten whole: a dirty copy need not be written back.
-            let _ = self.invalidate_all(line);
-            if self.engine.dest_to_cache {
-                self.insert_l2(now, line, true, true);
-                let at = now + self.l2.hit_cycles * self.cycle_ps;
-                self.events.push(at, Ev::EngineCacheWrite(c));
-            } else {
-                let at = if self.engine.on_die {
-                    let ch = self.channel_of(addr);
-                    self.ic.writeback_arrives(now, ch)
-                } else {
-                    // The invalidating snoop takes a turn on the bus before the hub writes.
-                    self.ic.address_phase(now) + self.engine.engine_mem
-                };
-                self.send(
-                    at,
-                    addr,
-                    MemOp::Write,
-                    true,
-                    ReqKind::EngineWrite { cmd: c },
-                    true,
-                );
-            }
-        }
-        // The buffer is free again: next batch, or the next command.
-        if !self.engine_batch(now, c) {
-            self.engine_next_command(now);
-        }
+    fn idle(&self) -> bool {
+        self.queue.is_empty() && self.active.is_none() && self.states.is_empty()
     }
 
-    /// One destination line of command `c` is written.
-    pub(crate) fn engine_write_done(&mut self, t: Ps, c: u32) {
-        let Some(cmd) = self.engine.cmds.get_mut(&c) else {
-            return;
-        };
-        cmd.writes_done += 1;
-        if cmd.next < cmd.bytes || cmd.reads_out > 0 || cmd.writes_done < cmd.writes_issued {
-            return;
+    fn report(&self) -> AgentReport {
+        AgentReport {
+            ops: self.copies,
+            op_time: self.copy_time,
+            last_done: self.last_done,
+            lines: CopyLines {
+                engine_read: self.lines_read,
+                engine_from_cache: self.lines_from_cache,
+                engine_written: self.lines_written,
+                ..Default::default()
+            },
         }
-        let copy = cmd.copy;
-        self.engine.cmds.remove(&c);
-        let Some(st) = self.engine.states.get_mut(&copy) else {
-            return;
-        };
-        st.cmds_left -= 1;
-        if st.cmds_left > 0 {
-            return;
-        }
-        let issued_at = st.issued_at;
-        st.finished = true;
-        self.engine.copies_done(t, issued_at);
-        // Core requests held behind it (SYNC_NLB) go to the memory controller now.
-        if !self.engine.holds_core_requests() {
-            for id in std::mem::take(&mut self.engine.held) {
-                self.offer(t, id);
-            }
-        }
-        // Final notification back to the core.
-        let at = t + self.ic.engine_message;
-        self.events.push(at, Ev::CopyDone(copy));
-    }
-
-    pub(crate) fn engine_notify_core(&mut self, now: Ps, copy: u32) {
-        let Some(st) = self.engine.states.remove(&copy) else {
-            return;
-        };
-        if st.asynchronous {
-            self.pct.remove(copy);
-            self.poke = true;
-        } else {
-            self.wakeups.push((Token::Rob(st.seq), now));
-        }
-    }
-}
-
-impl CopyEngine {
-    /// Counts a finished copy. Its copy time is its service time: from its issue, or from the
-    /// previous copy's completion if it had to wait for the engine, to its own completion.
-    fn copies_done(&mut self, t: Ps, issued_at: Ps) {
-        self.copies += 1;
-        self.copy_time += t.saturating_sub(issued_at.max(self.last_done));
-        self.last_done = self.last_done.max(t);
     }
 }

@@ -188,6 +188,30 @@ impl Core {
         }
     }
 
+    /// The core kind it was built as.
+    pub fn kind(&self) -> &str {
+        &self.cfg.kind
+    }
+
+    /// A one-line summary of what the core waits for (for stall reports).
+    pub fn state(&self) -> String {
+        let head = self.rob.front().map_or("empty".to_string(), |e| {
+            format!(
+                "{:?} issued={} blocked={} done_at={}",
+                e.uop.kind, e.issued, e.blocked, e.done_at
+            )
+        });
+        let sb = self.sb.front().map_or("empty".to_string(), |s| {
+            format!("{:#x} started={}", s.1, s.3)
+        });
+        format!(
+            "window {} (head: {head}), store buffer {} (first: {sb}), input {}",
+            self.rob.len(),
+            self.sb.len(),
+            if self.finished_input { "done" } else { "open" }
+        )
+    }
+
     /// Window entries in flight.
     pub fn window_len(&self) -> usize {
         self.rob.len()

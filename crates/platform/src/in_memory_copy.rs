@@ -9,16 +9,25 @@
 //! `memcpy`/`meminit` instruction retires on that acknowledgment. (The paper's refinement that
 //! copies a dirty source line inside the cache instead of flushing it is not modelled: every
 //! dirty source line is flushed first.)
+use crate::agent::{Agent, AgentReport};
+use crate::cache::Victim;
+use crate::config::PlatformConfig;
 use crate::core::{Access, OffloadOp, Token};
-use crate::kernel::Ps;
-use crate::memory_system::{Ev, Hier};
-use crate::pending_copy_table::PendingCopyTable;
+use crate::kernel::{ns, Ps};
+use crate::memory_system::{AgentId, MemorySystem, Response};
+use crate::stats::CopyLines;
 use movelab_dram::request::{BulkKind, BulkOp};
 use std::collections::BTreeMap;
+
+/// The request reaches the memory controller (id: the operation).
+const AT_MC: u16 = 0;
+/// The acknowledgment reaches the core.
+const ACK: u16 = 1;
 
 #[derive(Debug, Clone)]
 struct OpState {
     op: OffloadOp,
+    core: usize,
     seq: u64,
     issued_at: Ps,
     flushes_left: u32,
@@ -28,23 +37,30 @@ struct OpState {
 
 #[derive(Debug, Clone)]
 pub struct InMemory {
+    id: AgentId,
+    /// RowClone-ZI: zeroed lines go into the cache.
+    zero_insert: bool,
+    response: Ps,
     /// Operations not yet acknowledged, by offload id.
     states: BTreeMap<u32, OpState>,
-    /// Destinations blocked until their operation is acknowledged.
-    pub blocked: PendingCopyTable,
-    pub ops: u64,
-    pub op_time: Ps,
-    pub last_done: Ps,
-    pub flushed_lines: u64,
-    pub invalidated_lines: u64,
-    pub inserted_lines: u64,
+    /// Destinations blocked until their operation is acknowledged: a guard of the memory system.
+    blocked: usize,
+    ops: u64,
+    op_time: Ps,
+    last_done: Ps,
+    flushed_lines: u64,
+    invalidated_lines: u64,
+    inserted_lines: u64,
 }
 
-impl Default for InMemory {
-    fn default() -> Self {
+impl InMemory {
+    pub fn new(id: AgentId, cfg: &PlatformConfig, sys: &mut MemorySystem) -> InMemory {
         InMemory {
+            id,
+            zero_insert: cfg.copy.mechanism == "rowclone-zi",
+            response: ns(cfg.interconnect.response_ns),
             states: BTreeMap::new(),
-            blocked: PendingCopyTable::new(1 << 20),
+            blocked: sys.add_guard(1 << 20),
             ops: 0,
             op_time: 0,
             last_done: 0,
@@ -53,77 +69,23 @@ impl Default for InMemory {
             inserted_lines: 0,
         }
     }
-}
 
-impl InMemory {
-    pub fn idle(&self) -> bool {
-        self.states.is_empty()
-    }
-}
-
-impl Hier {
-    /// The core issued `memcpy`/`meminit` for offload `op`.
-    pub(crate) fn inmem_offload(&mut self, now: Ps, opi: u32, o: OffloadOp, seq: u64) -> Access {
-        let mut flushes = 0;
-        if let Some(src) = o.src {
-            for line in src / 64..=(src + o.bytes - 1) / 64 {
-                if self.flush_all(line) {
-                    flushes += 1;
-                    self.inmem.flushed_lines += 1;
-                    let v = crate::cache::Victim {
-                        line,
-                        dirty: true,
-                        by_copy: true,
-                    };
-                    self.writeback(now, v, Some(opi));
-                }
-            }
-        }
-        for line in o.dst / 64..=(o.dst + o.bytes - 1) / 64 {
-            if self.cached_anywhere(line) {
-                self.inmem.invalidated_lines += 1;
-                // Dirty or not, the operation overwrites it: nothing to write back.
-                let _ = self.invalidate_all(line);
-            }
-        }
-        self.inmem.blocked.insert(
-            opi,
-            o.src.map(|s| (s, s + o.bytes)),
-            (o.dst, o.dst + o.bytes),
-        );
-        self.inmem.states.insert(
-            opi,
-            OpState {
-                op: o,
-                seq,
-                issued_at: now,
-                flushes_left: flushes,
-                at_mc: false,
-                started: false,
-            },
-        );
-        let ch = self.channel_of(o.dst);
-        let at = self.ic.request_arrives(now, ch);
-        self.events.push(at, Ev::InMemoryAtMc(opi));
-        Access::Pending
-    }
-
-    pub(crate) fn inmem_at_mc(&mut self, now: Ps, opi: u32) {
-        if let Some(s) = self.inmem.states.get_mut(&opi) {
+    fn at_mc(&mut self, sys: &mut MemorySystem, now: Ps, opi: u32) {
+        if let Some(s) = self.states.get_mut(&opi) {
             s.at_mc = true;
         }
-        self.inmem_try_start(now, opi);
+        self.try_start(sys, now, opi);
     }
 
-    pub(crate) fn inmem_flush_done(&mut self, t: Ps, opi: u32) {
-        if let Some(s) = self.inmem.states.get_mut(&opi) {
+    fn flush_done(&mut self, sys: &mut MemorySystem, t: Ps, opi: u32) {
+        if let Some(s) = self.states.get_mut(&opi) {
             s.flushes_left = s.flushes_left.saturating_sub(1);
         }
-        self.inmem_try_start(t, opi);
+        self.try_start(sys, t, opi);
     }
 
-    fn inmem_try_start(&mut self, now: Ps, opi: u32) {
-        let Some(s) = self.inmem.states.get_mut(&opi) else {
+    fn try_start(&mut self, sys: &mut MemorySystem, now: Ps, opi: u32) {
+        let Some(s) = self.states.get_mut(&opi) else {
             return;
         };
         if s.started || !s.at_mc || s.flushes_left > 0 {
@@ -135,47 +97,137 @@ impl Hier {
             Some(src) => BulkKind::Copy { src },
             None => BulkKind::Init { value: o.value },
         };
-        let cycle = now.div_ceil(self.tck);
+        let cycle = now.div_ceil(sys.tck);
         let bulk = BulkOp {
             kind,
             dst: o.dst,
             bytes: o.bytes,
             arrival: None,
         };
-        match self.mem.bulk(bulk, opi, cycle) {
-            Ok(()) => self.mem_wake = self.mem_wake.min(cycle),
-            Err(e) => {
-                self.fatal.get_or_insert(format!("offload {opi}: {e}"));
-            }
+        if let Err(e) = sys.bulk(self.id, bulk, opi, cycle) {
+            sys.fatal.get_or_insert(format!("offload {opi}: {e}"));
         }
     }
 
     /// The memory controller finished operation `opi` at `t`.
-    pub(crate) fn inmem_bulk_done(&mut self, t: Ps, opi: u32) {
-        let Some(s) = self.inmem.states.get(&opi) else {
+    fn bulk_done(&mut self, sys: &mut MemorySystem, t: Ps, opi: u32) {
+        let Some(s) = self.states.get(&opi) else {
             return;
         };
         let o = s.op;
-        if self.cfg.copy.mechanism == "rowclone-zi" && o.src.is_none() && o.value == 0 {
+        if self.zero_insert && o.src.is_none() && o.value == 0 {
             // RowClone-ZI: clean zero lines go into the cache.
             for line in o.dst / 64..=(o.dst + o.bytes - 1) / 64 {
-                self.insert_l2(t, line, false, false);
-                self.inmem.inserted_lines += 1;
+                sys.insert_clean_l2(t, s.core, line);
+                self.inserted_lines += 1;
             }
         }
-        let at = t + crate::kernel::ns(self.cfg.interconnect.response_ns);
-        self.events.push(at, Ev::InMemoryAck(opi));
+        sys.schedule(t + self.response, self.id, ACK, opi);
     }
 
-    pub(crate) fn inmem_ack(&mut self, now: Ps, opi: u32) {
-        let Some(s) = self.inmem.states.remove(&opi) else {
+    fn ack(&mut self, sys: &mut MemorySystem, now: Ps, opi: u32) {
+        let Some(s) = self.states.remove(&opi) else {
             return;
         };
-        self.inmem.blocked.remove(opi);
-        self.inmem.ops += 1;
-        self.inmem.op_time += now.saturating_sub(s.issued_at);
-        self.inmem.last_done = self.inmem.last_done.max(now);
-        self.wakeups.push((Token::Rob(s.seq), now));
-        self.poke = true;
+        sys.guards[self.blocked].remove(opi);
+        self.ops += 1;
+        self.op_time += now.saturating_sub(s.issued_at);
+        self.last_done = self.last_done.max(now);
+        sys.wake(s.core, Token::Rob(s.seq), now);
+        sys.poke_all();
+    }
+}
+
+impl Agent for InMemory {
+    fn name(&self) -> &'static str {
+        "in-memory"
+    }
+
+    /// The core issued `memcpy`/`meminit` for offload `opi`.
+    fn offload(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        core: usize,
+        opi: u32,
+        o: OffloadOp,
+        seq: u64,
+    ) -> Access {
+        let mut flushes = 0;
+        if let Some(src) = o.src {
+            for line in src / 64..=(src + o.bytes - 1) / 64 {
+                if sys.flush_all(line) {
+                    flushes += 1;
+                    self.flushed_lines += 1;
+                    let v = Victim {
+                        line,
+                        dirty: true,
+                        by_copy: true,
+                    };
+                    sys.writeback(now, v, Some((self.id, opi)));
+                }
+            }
+        }
+        for line in o.dst / 64..=(o.dst + o.bytes - 1) / 64 {
+            if sys.cached_anywhere(line) {
+                self.invalidated_lines += 1;
+            }
+            // Dirty or not, the operation overwrites it: nothing to write back.
+            sys.agent_write_line(line);
+        }
+        sys.guards[self.blocked].insert(
+            opi,
+            o.src.map(|s| (s, s + o.bytes)),
+            (o.dst, o.dst + o.bytes),
+        );
+        self.states.insert(
+            opi,
+            OpState {
+                op: o,
+                core,
+                seq,
+                issued_at: now,
+                flushes_left: flushes,
+                at_mc: false,
+                started: false,
+            },
+        );
+        let ch = sys.channel_of(o.dst);
+        let at = sys.ic().request_arrives(now, ch);
+        sys.schedule(at, self.id, AT_MC, opi);
+        Access::Pending
+    }
+
+    fn event(&mut self, sys: &mut MemorySystem, now: Ps, kind: u16, id: u32) {
+        match kind {
+            AT_MC => self.at_mc(sys, now, id),
+            _ => self.ack(sys, now, id),
+        }
+    }
+
+    fn response(&mut self, sys: &mut MemorySystem, now: Ps, r: Response) {
+        match r {
+            Response::Flushed { tag } => self.flush_done(sys, now, tag),
+            Response::BulkDone { id } => self.bulk_done(sys, now, id),
+            Response::ReadDone { .. } | Response::WriteAccepted { .. } => {}
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.states.is_empty()
+    }
+
+    fn report(&self) -> AgentReport {
+        AgentReport {
+            ops: self.ops,
+            op_time: self.op_time,
+            last_done: self.last_done,
+            lines: CopyLines {
+                flushed: self.flushed_lines,
+                invalidated: self.invalidated_lines,
+                inserted: self.inserted_lines,
+                ..Default::default()
+            },
+        }
     }
 }

@@ -1,13 +1,18 @@
 //! movelab-platform: the part of the simulator above the memory controller.
 //!
-//! What is here: an event kernel that skips idle time ([`kernel`]); in-order and out-of-order cores
-//! driven by workload programs ([`core`]); set-associative write-back caches with the hooks engines
-//! need ([`cache`]); the front-side bus and the on-die path ([`interconnect`]); the copy mechanisms
-//! chosen by name: the CPU copy, copy engines on-die or off-die in SYNC_NLB, SYNC_WLB or ASYNC mode
-//! ([`copy_engine`], [`pending_copy_table`]), and RowClone, RowClone-ZI and MC-DMA through the DRAM
-//! model ([`in_memory_copy`]); workloads as data ([`workload`]); the wiring and the run loop
-//! ([`platform`]); and the papers' system-level experiments ([`experiments`]).
+//! What is here: an event kernel that skips idle time ([`kernel`]); cores driven by workload
+//! programs ([`core`]), any number of them, each with its own program and clock; the memory
+//! system they and the agents talk to through one request/response interface
+//! ([`memory_system`]: private L1/L2 per core kept coherent, an optional shared last level, the
+//! interconnect ([`interconnect`]), the memory controllers of movelab-dram); agents, each one file
+//! behind the [`agent::Agent`] trait and built by name ([`agent_registry`]): copy engines on-die
+//! or off-die in SYNC_NLB, SYNC_WLB or ASYNC mode ([`copy_engine`], [`pending_copy_table`]), and
+//! RowClone, RowClone-ZI and MC-DMA through the DRAM model ([`in_memory_copy`]); workloads as data
+//! ([`workload`]); the wiring and the run loop ([`platform`]); and the papers' system-level
+//! experiments ([`experiments`]). Nothing imports [`platform`] back.
 //! What is not: DRAM itself (movelab-dram), the host runtime (movelab-host), Python (movelab-py).
+pub mod agent;
+pub mod agent_registry;
 pub mod cache;
 pub mod config;
 pub mod copy_engine;

@@ -1,49 +1,195 @@
-//! The platform: a core above its caches, the interconnect, the memory controllers and DRAM of
-//! movelab-dram (through its [`MemoryPort`]) and the copy mechanism, wired together and run by
-//! the event kernel. [`Hier`] is everything below the core (the core sees it through the
-//! [`Uncore`] trait); the copy engine and the in-memory mechanisms add their behaviour to it in
-//! their own files. [`run`] runs a workload to the end and returns [`PlatformStats`].
+//! The platform: the wiring of cores, agents and the memory system, and the run loop. A
+//! [`Platform`] is built from its description ([`PlatformConfig`]): the cores (one, or the groups
+//! of `[[cores]]`, each core with its own program and clock), the agents the copy mechanism needs
+//! (built by name through `agent_registry`), and the [`MemorySystem`] they all talk to. The run
+//! loop asks the event kernel for the earliest of the next event, the memory controllers' next
+//! cycle and each core's next cycle, and jumps there, so idle time costs nothing. Nothing below
+//! imports this file: the parts know only the memory system's interface. [`run`] runs a
+//! workload to the end and returns [`PlatformStats`].
+use crate::agent::Agent;
+use crate::agent_registry;
 use crate::config::PlatformConfig;
-use crate::core::{CopyBy, Core};
+use crate::core::{Access, CopyBy, Core, OffloadOp, Token, Uncore};
 use crate::error::PlatformError;
 use crate::kernel::Ps;
-pub use crate::memory_system::Hier;
-use crate::stats::{CacheStats, CopyLines, PlatformStats};
-use crate::workload::{DstPolicy, Op, Workload};
+use crate::memory_system::{AgentId, Ev, MemorySystem, Responder, Response};
+use crate::stats::{CacheStats, CopyLines, CoreStats, PlatformStats};
+use crate::workload::{DstPolicy, Op, OpStream, Workload};
 use movelab_dram::port::MemoryPort;
+
+/// Simulated time without a retired instruction after which a run is reported as stalled.
+const STALL_PS: Ps = 100_000_000_000;
+
+/// The platform's agents, indexed by [`AgentId`]; the memory system calls them back through it.
+pub struct Agents {
+    list: Vec<Box<dyn Agent>>,
+}
+
+impl Responder for Agents {
+    fn respond(&mut self, sys: &mut MemorySystem, now: Ps, agent: AgentId, r: Response) {
+        if let Some(a) = self.list.get_mut(agent as usize) {
+            a.response(sys, now, r);
+        }
+    }
+}
+
+impl Agents {
+    fn idle(&self) -> bool {
+        self.list.iter().all(|a| a.idle())
+    }
+}
+
+/// What one core sees below it: the memory system, and the agent that takes its offloads.
+struct Port<'a> {
+    sys: &'a mut MemorySystem,
+    agents: &'a mut Agents,
+    core: usize,
+    offload_to: Option<usize>,
+}
+
+impl Uncore for Port<'_> {
+    fn load(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access {
+        self.sys.access(now, self.core, addr, false, copy, token)
+    }
+    fn store(&mut self, now: Ps, addr: u64, whole: bool, copy: bool, token: Token) -> Access {
+        self.sys.store(now, self.core, addr, whole, copy, token)
+    }
+    fn offload(&mut self, now: Ps, id: u32, op: OffloadOp, seq: u64) -> Access {
+        // Offload ids are numbered per core: the agent sees them unique in the platform.
+        let id = (self.core as u32) << 24 | (id & 0x00ff_ffff);
+        match self.offload_to.and_then(|a| self.agents.list.get_mut(a)) {
+            Some(a) => a.offload(self.sys, now, self.core, id, op, seq),
+            // No agent takes copies (the platform never offloads then).
+            None => Access::At(now + self.sys.cycle_ps(self.core)),
+        }
+    }
+}
+
+/// One core of the platform and where its program lives.
+pub struct CoreSlot {
+    pub core: Core,
+    /// Its group in `[[cores]]`.
+    pub group: usize,
+    /// Added to every address of its program.
+    pub offset: u64,
+    /// When it next needs to run.
+    next: Ps,
+    /// When its program finished (every instruction retired, every store written).
+    pub done_at: Option<Ps>,
+}
 
 /// A platform ready to run workloads.
 pub struct Platform {
     pub cfg: PlatformConfig,
-    pub core: Core,
-    pub hier: Hier,
+    pub cores: Vec<CoreSlot>,
+    pub sys: MemorySystem,
+    agents: Agents,
+    /// The agent that takes the cores' offloaded copies.
+    offload_to: Option<usize>,
     now: Ps,
     ran: bool,
+}
+
+fn shift(op: Op, off: u64) -> Op {
+    if off == 0 {
+        return op;
+    }
+    match op {
+        Op::Compute {
+            n,
+            loads,
+            stores,
+            region,
+        } => Op::Compute {
+            n,
+            loads,
+            stores,
+            region: region.map(|(b, s)| (b.wrapping_add(off), s)),
+        },
+        Op::Load { addr, chase } => Op::Load {
+            addr: addr.wrapping_add(off),
+            chase,
+        },
+        Op::Store(a) => Op::Store(a.wrapping_add(off)),
+        Op::Copy {
+            src,
+            dst,
+            bytes,
+            policy,
+        } => Op::Copy {
+            src: src.wrapping_add(off),
+            dst: dst.wrapping_add(off),
+            bytes,
+            policy,
+        },
+        Op::Init { dst, bytes, value } => Op::Init {
+            dst: dst.wrapping_add(off),
+            bytes,
+            value,
+        },
+    }
 }
 
 impl Platform {
     pub fn new(cfg: &PlatformConfig) -> Result<Platform, PlatformError> {
         cfg.validate("platform")?;
+        let list = cfg.core_list("platform")?;
+        let confs: Vec<_> = list.iter().map(|(c, _)| c.clone()).collect();
+        let mut sys = MemorySystem::new(cfg, &confs)?;
+        let mut agents = Agents { list: Vec::new() };
+        let mut offload_to = None;
+        if let Some(name) = agent_registry::for_mechanism(&cfg.copy.mechanism) {
+            let id = agents.list.len();
+            agents
+                .list
+                .push(agent_registry::build(name, id as AgentId, cfg, &mut sys)?);
+            offload_to = Some(id);
+        }
+        let mut in_group = vec![0u64; cfg.cores.len().max(1)];
+        let cores = list
+            .iter()
+            .enumerate()
+            .map(|(i, (c, g))| {
+                let k = in_group[*g];
+                in_group[*g] += 1;
+                let offset = cfg
+                    .cores
+                    .get(*g)
+                    .map_or(0, |gr| gr.offset.wrapping_add(k.wrapping_mul(gr.stride)));
+                CoreSlot {
+                    core: Core::new(c, 0x5eed + i as u64),
+                    group: *g,
+                    offset,
+                    next: 0,
+                    done_at: None,
+                }
+            })
+            .collect();
         Ok(Platform {
             cfg: cfg.clone(),
-            core: Core::new(&cfg.core, 0x5eed),
-            hier: Hier::new(cfg)?,
+            cores,
+            sys,
+            agents,
+            offload_to,
             now: 0,
             ran: false,
         })
     }
 
-    /// The memory system (e.g. to attach a command log).
+    /// The memory controllers (e.g. to attach a command log).
     pub fn mem_mut(&mut self) -> &mut MemoryPort {
-        self.hier.mem_mut()
+        self.sys.mem_mut()
     }
 
     /// Copies the cache contents of `other` into this platform (a warm start: e.g. the state a
-    /// program's earlier phase left, simulated once and reused).
+    /// program's earlier phase left, simulated once and reused). Cores beyond `other`'s keep
+    /// cold caches.
     pub fn warm_caches_from(&mut self, other: &Platform) {
-        self.hier.l1 = other.hier.l1.clone();
-        self.hier.l2 = other.hier.l2.clone();
-        self.hier.llc = other.hier.llc.clone();
+        for (p, o) in self.sys.privs.iter_mut().zip(&other.sys.privs) {
+            p.l1 = o.l1.clone();
+            p.l2 = o.l2.clone();
+        }
+        self.sys.llc = other.sys.llc.clone();
     }
 
     /// How the core runs a workload operation under this platform's mechanism.
@@ -64,10 +210,10 @@ impl Platform {
         if policy == DstPolicy::AsGiven {
             return dst;
         }
-        let spec = self.hier.mem.spec();
+        let spec = self.sys.mem().spec();
         let org = &spec.org;
         let row_bytes = org.row_bytes();
-        let mut loc = self.hier.locate(src);
+        let mut loc = self.sys.locate(src);
         match policy {
             DstPolicy::SameSubarray => {
                 let r = org.subarray_rows.max(4);
@@ -85,17 +231,35 @@ impl Platform {
             }
             DstPolicy::AsGiven => {}
         }
-        let page = self.hier.mem.address_of(&loc);
+        let page = self.sys.mem().address_of(&loc);
         page - page % row_bytes.min(self.cfg.copy.page_bytes)
             + src % row_bytes.min(self.cfg.copy.page_bytes)
     }
 
-    /// Runs `workload` to the end.
+    /// Runs `workload` to the end (on every core whose group names no workload of its own).
     pub fn run(&mut self, workload: &Workload) -> Result<PlatformStats, PlatformError> {
         self.run_with_progress(workload, &mut |_| {})
     }
 
-    /// Runs `workload`, calling `progress` with the fraction of operations done now and then.
+    /// The workload each core runs: its group's, or `default`.
+    fn workloads(&self, default: &Workload) -> Result<Vec<Workload>, PlatformError> {
+        let mut out = Vec::new();
+        for (g, spec) in self.cfg.cores.iter().enumerate() {
+            if spec.workload.is_empty() {
+                out.push(default.clone());
+            } else {
+                out.push(Workload::load(&spec.workload, &spec.params).map_err(|e| {
+                    PlatformError::config("platform", format!("cores[{g}].workload"), e.to_string())
+                })?);
+            }
+        }
+        if out.is_empty() {
+            out.push(default.clone());
+        }
+        Ok(out)
+    }
+
+    /// Runs `workload`, calling `progress` with the number of operations done now and then.
     pub fn run_with_progress(
         &mut self,
         workload: &Workload,
@@ -109,61 +273,111 @@ impl Platform {
             ));
         }
         self.ran = true;
+        let programs = self.workloads(workload)?;
         let start = self.now;
-        let mut ops = workload.ops();
-        let mut core_next: Ps = start;
+        let mut streams: Vec<OpStream<'_>> = self
+            .cores
+            .iter()
+            .map(|c| programs[c.group.min(programs.len() - 1)].ops())
+            .collect();
+        for c in self.cores.iter_mut() {
+            c.next = start;
+        }
         let mut n_ops: u64 = 0;
         let mut guard: u64 = 0;
         let mut last_now = start;
+        // Progress watch: time may advance (DRAM refresh) while nothing retires (a model bug).
+        let mut loops: u64 = 0;
+        let mut watch = (0u64, start);
         loop {
-            // Feed the front end.
-            while self.core.wants_op() {
-                match ops.next() {
-                    Some(mut op) => {
-                        if let Op::Copy {
-                            src,
-                            dst,
-                            bytes,
-                            policy,
-                        } = op
-                        {
-                            let d = self.place(src, dst, policy);
-                            ops.last_dst = d;
-                            op = Op::Copy {
-                                src,
-                                dst: d,
-                                bytes,
-                                policy,
-                            };
-                        }
-                        if let Op::Init { dst, .. } = op {
-                            ops.last_dst = dst;
-                        }
-                        let by = self.copy_by(&op);
-                        self.core.push_op(&op, by);
-                        n_ops += 1;
-                        if n_ops.is_multiple_of(4096) {
-                            progress(n_ops);
-                        }
-                    }
-                    None => self.core.end_of_input(),
+            loops += 1;
+            if loops.is_multiple_of(1 << 16) {
+                let retired: u64 = self
+                    .cores
+                    .iter()
+                    .map(|c| c.core.counters.instructions)
+                    .sum();
+                if retired != watch.0 {
+                    watch = (retired, self.now);
+                } else if self.now - watch.1 > STALL_PS {
+                    let states: Vec<String> = self
+                        .cores
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            format!(
+                                "core {i}: {}, {}",
+                                c.core.state(),
+                                self.sys.private_state(i)
+                            )
+                        })
+                        .collect();
+                    return Err(PlatformError::Stalled(format!(
+                        "nothing retired from {} ns to {} ns; {}",
+                        watch.1 / 1000,
+                        self.now / 1000,
+                        states.join("; ")
+                    )));
                 }
             }
-            if self.core.drained() && self.hier.idle() {
+            // Feed the front ends.
+            let mut all_drained = true;
+            for (i, stream) in streams.iter_mut().enumerate() {
+                while self.cores[i].core.wants_op() {
+                    match stream.next() {
+                        Some(op) => {
+                            let off = self.cores[i].offset;
+                            let mut op = shift(op, off);
+                            if let Op::Copy {
+                                src,
+                                dst,
+                                bytes,
+                                policy,
+                            } = op
+                            {
+                                let d = self.place(src, dst, policy);
+                                stream.last_dst = d.wrapping_sub(off);
+                                op = Op::Copy {
+                                    src,
+                                    dst: d,
+                                    bytes,
+                                    policy,
+                                };
+                            }
+                            if let Op::Init { dst, .. } = op {
+                                stream.last_dst = dst.wrapping_sub(off);
+                            }
+                            let by = self.copy_by(&op);
+                            self.cores[i].core.push_op(&op, by);
+                            n_ops += 1;
+                            if n_ops.is_multiple_of(4096) {
+                                progress(n_ops);
+                            }
+                        }
+                        None => self.cores[i].core.end_of_input(),
+                    }
+                }
+                let c = &mut self.cores[i];
+                if c.core.drained() {
+                    if c.done_at.is_none() {
+                        c.done_at = Some(self.now);
+                    }
+                } else {
+                    all_drained = false;
+                }
+            }
+            if all_drained && self.sys.idle() && self.agents.idle() {
                 break;
             }
-            let mem_t = if self.hier.mem_wake == u64::MAX {
-                Ps::MAX
-            } else {
-                self.hier.mem_wake * self.hier.tck
-            };
-            let ev_t = self.hier.events.peek_time().unwrap_or(Ps::MAX);
-            let now = core_next.min(mem_t).min(ev_t);
+            let mem_t = self.sys.mem_time();
+            let ev_t = self.sys.events.peek_time().unwrap_or(Ps::MAX);
+            let core_t = self.cores.iter().map(|c| c.next).min().unwrap_or(Ps::MAX);
+            let now = core_t.min(mem_t).min(ev_t);
             if now == Ps::MAX {
                 return Err(PlatformError::Stalled(format!(
-                    "at {} ns nothing is scheduled but the core has not finished ({} window entries)",
+                    "at {} ns nothing is scheduled but the cores have not finished ({} window entries)",
                     self.now / 1000,
-                    self.core.window_len()
+                    self.cores.iter().map(|c| c.core.window_len()).sum::<usize>()
                 )));
             }
             if now == last_now {
@@ -180,56 +394,84 @@ impl Platform {
             }
             self.now = now;
             if mem_t <= now {
-                self.hier.step_memory();
+                self.sys.step_memory(&mut self.agents);
             }
-            if let Some(e) = self.hier.fatal.take() {
+            if let Some(e) = self.sys.fatal.take() {
                 return Err(PlatformError::Dram(e));
             }
-            while let Some((t, ev)) = self.hier.events.pop_due(now) {
-                self.hier.handle(t, ev);
-            }
-            if !self.hier.wakeups.is_empty() || self.hier.poke {
-                for (tok, t) in self.hier.wakeups.drain(..) {
-                    self.core.memory_done(tok, t);
-                }
-                if self.hier.poke {
-                    self.core.poke();
-                }
-                self.hier.poke = false;
-                // The core looks again at its next cycle boundary.
-                let c = self.core.cycle_ps;
-                let aligned = now.div_ceil(c) * c;
-                core_next = core_next.min(aligned.max(now));
-            }
-            if core_next <= now {
-                core_next = self.core.tick(now, &mut self.hier);
-                if !self.hier.wakeups.is_empty() {
-                    for (tok, t) in self.hier.wakeups.drain(..) {
-                        self.core.memory_done(tok, t);
+            while let Some((t, ev)) = self.sys.events.pop_due(now) {
+                match ev {
+                    Ev::Offer(id) => self.sys.offer(t, id, &mut self.agents),
+                    Ev::Fill(id) => self.sys.on_fill(t, id),
+                    Ev::Agent { agent, kind, id } => {
+                        if let Some(a) = self.agents.list.get_mut(agent as usize) {
+                            a.event(&mut self.sys, t, kind, id);
+                        }
                     }
-                    core_next = core_next.min(now + self.core.cycle_ps);
                 }
-                if self.hier.poke {
-                    self.hier.poke = false;
-                    self.core.poke();
-                    core_next = core_next.min(now + self.core.cycle_ps);
+            }
+            for i in 0..self.cores.len() {
+                let p = &mut self.sys.privs[i];
+                if !p.wakeups.is_empty() || p.poke {
+                    let c = &mut self.cores[i];
+                    for (tok, t) in p.wakeups.drain(..) {
+                        c.core.memory_done(tok, t);
+                    }
+                    if p.poke {
+                        c.core.poke();
+                    }
+                    p.poke = false;
+                    // The core looks again at its next cycle boundary.
+                    let cy = c.core.cycle_ps;
+                    let aligned = now.div_ceil(cy) * cy;
+                    c.next = c.next.min(aligned.max(now));
+                }
+            }
+            for i in 0..self.cores.len() {
+                if self.cores[i].next > now {
+                    continue;
+                }
+                let mut port = Port {
+                    sys: &mut self.sys,
+                    agents: &mut self.agents,
+                    core: i,
+                    offload_to: self.offload_to,
+                };
+                let c = &mut self.cores[i];
+                c.next = c.core.tick(now, &mut port);
+                let p = &mut self.sys.privs[i];
+                if !p.wakeups.is_empty() {
+                    for (tok, t) in p.wakeups.drain(..) {
+                        c.core.memory_done(tok, t);
+                    }
+                    c.next = c.next.min(now + c.core.cycle_ps);
+                }
+                if p.poke {
+                    p.poke = false;
+                    c.core.poke();
+                    c.next = c.next.min(now + c.core.cycle_ps);
                 }
             }
         }
         progress(n_ops);
-        let end = self
-            .now
-            .max(self.hier.engine.last_done)
-            .max(self.hier.inmem.last_done);
-        Ok(self.stats(workload, start, end))
+        let reports: Vec<_> = self.agents.list.iter().map(|a| a.report()).collect();
+        let end = reports.iter().fold(self.now, |e, r| e.max(r.last_done));
+        Ok(self.stats(&programs, start, end, &reports))
     }
 
-    fn stats(&mut self, workload: &Workload, start: Ps, end: Ps) -> PlatformStats {
-        let tck = self.hier.tck;
-        let dram = self.hier.mem.stats(end.div_ceil(tck));
-        let h = &self.hier;
+    fn stats(
+        &mut self,
+        programs: &[Workload],
+        start: Ps,
+        end: Ps,
+        reports: &[crate::agent::AgentReport],
+    ) -> PlatformStats {
+        let tck = self.sys.tck;
+        let dram = self.sys.mem.stats(end.div_ceil(tck));
+        let h = &self.sys;
         let elapsed = end - start;
-        let cycles = elapsed / self.core.cycle_ps.max(1);
+        let cycle0 = self.cores[0].core.cycle_ps.max(1);
+        let cycles = elapsed / cycle0;
         let dram_lines = dram.reads + dram.writes;
         // Lines the controllers moved on their own (MC-DMA and the channel part of RowClone's
         // split) are copy traffic too.
@@ -248,23 +490,64 @@ impl Platform {
         } else {
             0.0
         };
-        let c = &self.core.counters;
-        let (copies, copy_time) = (
-            h.engine.copies + h.inmem.ops,
-            h.engine.copy_time + h.inmem.op_time,
-        );
+        let (mut copies, mut copy_time) = (0u64, 0u64);
+        let mut lines = CopyLines::default();
+        for r in reports {
+            copies += r.ops;
+            copy_time += r.op_time;
+            lines.engine_read += r.lines.engine_read;
+            lines.engine_from_cache += r.lines.engine_from_cache;
+            lines.engine_written += r.lines.engine_written;
+            lines.flushed += r.lines.flushed;
+            lines.invalidated += r.lines.invalidated;
+            lines.inserted += r.lines.inserted;
+        }
+        let mut instructions = 0;
+        let mut stall_cycles = 0;
+        let mut caches = CacheStats::default();
+        let mut per_core = Vec::new();
+        for (i, c) in self.cores.iter().enumerate() {
+            let k = &c.core.counters;
+            instructions += k.instructions;
+            stall_cycles += k.stall_cycles;
+            let p = &h.privs[i];
+            caches.l1_hits += p.l1.hits;
+            caches.l1_misses += p.l1.misses;
+            caches.l2_hits += p.l2.hits;
+            caches.l2_misses += p.l2.misses;
+            let done = c.done_at.unwrap_or(end).saturating_sub(start);
+            let cyc = done / c.core.cycle_ps.max(1);
+            per_core.push(CoreStats {
+                core: i as u32,
+                kind: c.core.kind().to_string(),
+                workload: programs[c.group.min(programs.len() - 1)].spec.name.clone(),
+                time_ns: done as f64 / 1000.0,
+                cycles: cyc,
+                instructions: k.instructions,
+                ipc: if cyc > 0 {
+                    k.instructions as f64 / cyc as f64
+                } else {
+                    0.0
+                },
+                l1_misses: p.l1.misses,
+                l2_misses: p.l2.misses,
+            });
+        }
+        caches.llc_hits = h.llc.as_ref().map_or(0, |l| l.hits);
+        caches.llc_misses = h.llc.as_ref().map_or(0, |l| l.misses);
+        let single = self.cores.len() == 1;
         PlatformStats {
             platform: self.cfg.name.clone(),
-            workload: workload.spec.name.clone(),
+            workload: programs[0].spec.name.clone(),
             core: self.cfg.core.kind.clone(),
             mechanism: self.cfg.copy.mechanism.clone(),
             placement: self.cfg.copy.placement.clone(),
             mode: self.cfg.copy.mode.clone(),
             time_ns: elapsed as f64 / 1000.0,
             core_cycles: cycles,
-            instructions: c.instructions,
+            instructions,
             ipc: if cycles > 0 {
-                c.instructions as f64 / cycles as f64
+                instructions as f64 / cycles as f64
             } else {
                 0.0
             },
@@ -275,24 +558,10 @@ impl Platform {
                 0.0
             },
             offload_time_ns: copy_time as f64 / 1000.0,
-            head_stall_cycles: c.stall_cycles,
-            pending_copy_stalls: h.pct.stalls + h.inmem.blocked.stalls,
-            copy_lines: CopyLines {
-                engine_read: h.engine.lines_read,
-                engine_from_cache: h.engine.lines_from_cache,
-                engine_written: h.engine.lines_written,
-                flushed: h.inmem.flushed_lines,
-                invalidated: h.inmem.invalidated_lines,
-                inserted: h.inmem.inserted_lines,
-            },
-            caches: CacheStats {
-                l1_hits: h.l1.hits,
-                l1_misses: h.l1.misses,
-                l2_hits: h.l2.hits,
-                l2_misses: h.l2.misses,
-                llc_hits: h.llc.as_ref().map_or(0, |l| l.hits),
-                llc_misses: h.llc.as_ref().map_or(0, |l| l.misses),
-            },
+            head_stall_cycles: stall_cycles,
+            pending_copy_stalls: h.guards.iter().map(|g| g.stalls).sum(),
+            copy_lines: lines,
+            caches,
             bus_busy_fraction: if elapsed > 0 {
                 h.ic.busy_ps as f64 / elapsed as f64
             } else {
@@ -300,6 +569,8 @@ impl Platform {
             },
             dram_energy_nj: dram.energy.total_nj,
             memory: traffic,
+            coherence: if single { None } else { Some(h.coherence) },
+            per_core: if single { Vec::new() } else { per_core },
             dram,
         }
     }

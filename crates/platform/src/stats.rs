@@ -1,6 +1,7 @@
 //! Statistics of a platform run: time, instructions and IPC, offloaded copies, cache behaviour,
 //! memory traffic split into copy and other traffic (FMTC), bandwidth, and the DRAM model's own
 //! statistics including its energy. Serialisable, for JSON and Python.
+use crate::memory_system::CoherenceStats;
 use movelab_dram::stats::Stats as DramStats;
 use serde::Serialize;
 
@@ -46,6 +47,21 @@ pub struct CopyLines {
     pub inserted: u64,
 }
 
+/// One core's share of a multi-core run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CoreStats {
+    pub core: u32,
+    pub kind: String,
+    pub workload: String,
+    /// From the start until its program finished.
+    pub time_ns: f64,
+    pub cycles: u64,
+    pub instructions: u64,
+    pub ipc: f64,
+    pub l1_misses: u64,
+    pub l2_misses: u64,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct PlatformStats {
     pub platform: String,
@@ -75,5 +91,11 @@ pub struct PlatformStats {
     pub bus_busy_fraction: f64,
     pub dram_energy_nj: f64,
     pub memory: MemoryTraffic,
+    /// Coherence traffic among the cores' caches (multi-core runs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coherence: Option<CoherenceStats>,
+    /// Per-core statistics (multi-core runs only; a single core's are the figures above).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_core: Vec<CoreStats>,
     pub dram: DramStats,
 }

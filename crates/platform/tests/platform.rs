@@ -367,10 +367,8 @@ fn platform_dram_traffic_passes_the_independent_checker() {
     ] {
         let mut p = Platform::new(&cfg(plat, over)).unwrap();
         let log = Rc::new(RefCell::new(Vec::new()));
-        p.hier
-            .mem_mut()
-            .set_command_log(Box::new(Collect(log.clone())));
-        let header = p.hier.mem_mut().log_header();
+        p.mem_mut().set_command_log(Box::new(Collect(log.clone())));
+        let header = p.mem_mut().log_header();
         p.run(&w).unwrap();
         let mut checker = Checker::new(&header).unwrap();
         let recs = log.borrow();

@@ -1,0 +1,45 @@
+//! Agents: the parts of a platform besides the cores that act on memory by themselves (a copy
+//! engine, the memory controller's bulk mechanisms, later devices). Each is one file behind the
+//! small [`Agent`] trait and is built by name (`agent_registry`), as the DRAM schedulers are. An
+//! agent knows nothing of the platform that owns it: it talks to the [`MemorySystem`] it is
+//! handed (requests, its own events, coherence hooks) and hears back through [`Agent::event`]
+//! and [`Agent::response`].
+use crate::core::{Access, OffloadOp};
+use crate::kernel::Ps;
+use crate::memory_system::{MemorySystem, Response};
+use crate::stats::CopyLines;
+
+/// What an agent adds to a run's statistics.
+#[derive(Debug, Clone, Default)]
+pub struct AgentReport {
+    /// Operations finished and their summed service time.
+    pub ops: u64,
+    pub op_time: Ps,
+    /// The last time one finished.
+    pub last_done: Ps,
+    pub lines: CopyLines,
+}
+
+/// Something that acts on memory by itself.
+pub trait Agent {
+    /// The name it was built by.
+    fn name(&self) -> &'static str;
+    /// A core (`core`, window entry `seq`) hands it offloaded operation `id` at `now`. `Pending`:
+    /// the agent wakes the core later ([`MemorySystem::wake`]); `Retry`: it cannot start yet.
+    fn offload(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        core: usize,
+        id: u32,
+        op: OffloadOp,
+        seq: u64,
+    ) -> Access;
+    /// One of its own events ([`MemorySystem::schedule`]) is due.
+    fn event(&mut self, sys: &mut MemorySystem, now: Ps, kind: u16, id: u32);
+    /// The memory system answers one of its requests.
+    fn response(&mut self, sys: &mut MemorySystem, now: Ps, r: Response);
+    /// Nothing in flight.
+    fn idle(&self) -> bool;
+    fn report(&self) -> AgentReport;
+}
