@@ -136,6 +136,10 @@ pub struct InterconnectConfig {
     /// Latency of a copy command or a completion notification between the core and an engine
     /// next to the memory controller (a bus transaction with the new `copy` request type), ns.
     pub engine_message_ns: f64,
+    /// Latency of an uncached (MMIO-like) load or store, ns, after its turn in the address
+    /// phase: a register of a device or of an on-chip unit. Modelling choice (an on-chip
+    /// register; a PCIe device's registers take far longer and its preset says so).
+    pub uncached_ns: f64,
 }
 
 impl Default for InterconnectConfig {
@@ -149,6 +153,7 @@ impl Default for InterconnectConfig {
             remote_from_channel: u32::MAX,
             remote_hop_ns: 0.0,
             engine_message_ns: 20.0,
+            uncached_ns: 100.0,
         }
     }
 }
@@ -235,6 +240,65 @@ impl Default for CoreGroup {
     }
 }
 
+/// A shared-memory ring between a producer and a consumer core (single producer, single
+/// consumer). In memory: the consumer's index line at `base`, the producer's at `base + 64`,
+/// then `slots` slots of `slot_bytes`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RingConfig {
+    /// The name workloads use in `ring_push` / `ring_pop`.
+    pub name: String,
+    pub base: u64,
+    pub slots: u32,
+    pub slot_bytes: u32,
+    /// The producer rings a doorbell on each push: an empty ring's consumer sleeps until it
+    /// (instead of polling).
+    pub doorbell: bool,
+    /// Core cycles between two polls of a full or empty ring.
+    pub poll_cycles: u32,
+    /// Latency of the doorbell from the producer's push to the consumer waking, ns.
+    pub doorbell_ns: f64,
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        RingConfig {
+            name: String::new(),
+            base: 0x7f00_0000,
+            slots: 64,
+            slot_bytes: 64,
+            doorbell: false,
+            poll_cycles: 20,
+            doorbell_ns: 100.0,
+        }
+    }
+}
+
+/// Interrupts between cores (and, later, from devices).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterruptConfig {
+    /// From the source raising it to the target core taking it, ns (the interrupt message).
+    pub delivery_ns: f64,
+    /// Core cycles from taking it to the handler's first instruction (pipeline drain, mode
+    /// switch, vector fetch), during which the core issues nothing.
+    pub entry_cycles: u32,
+    /// Core cycles of the return to the interrupted program.
+    pub exit_cycles: u32,
+}
+
+impl Default for InterruptConfig {
+    fn default() -> Self {
+        // Modelling choices of the order of a few hundred cycles for entry and exit on an
+        // out-of-order core; presets that depend on them cite their source.
+        InterruptConfig {
+            delivery_ns: 100.0,
+            entry_cycles: 300,
+            exit_cycles: 200,
+        }
+    }
+}
+
 /// At most this many cores in a platform.
 pub const MAX_CORES: u64 = 256;
 
@@ -274,6 +338,11 @@ pub struct PlatformConfig {
     pub memory: toml::Value,
     #[serde(default)]
     pub copy: CopyConfig,
+    /// Shared-memory rings between cores.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rings: Vec<RingConfig>,
+    #[serde(default)]
+    pub interrupts: InterruptConfig,
 }
 
 fn default_l2() -> CacheConfig {
@@ -544,6 +613,8 @@ impl PlatformConfig {
             ("interconnect.remote_hop_ns", ic.remote_hop_ns),
             ("interconnect.engine_message_ns", ic.engine_message_ns),
             ("interconnect.address_ns", ic.address_ns),
+            ("interconnect.uncached_ns", ic.uncached_ns),
+            ("interrupts.delivery_ns", self.interrupts.delivery_ns),
             ("copy.engine_memory_ns", self.copy.engine_memory_ns),
         ] {
             if !v.is_finite() || !(0.0..=1e6).contains(&v) {
@@ -560,6 +631,43 @@ impl PlatformConfig {
                 "interconnect.bandwidth_gbs",
                 format!("{}: must be positive (and at most 10000)", ic.bandwidth_gbs),
             ));
+        }
+        if self.interrupts.entry_cycles > 1_000_000 || self.interrupts.exit_cycles > 1_000_000 {
+            return Err(PlatformError::config(
+                src,
+                "interrupts",
+                "entry_cycles and exit_cycles are at most 1000000",
+            ));
+        }
+        if self.rings.len() > 1024 {
+            return Err(PlatformError::config(src, "rings", "at most 1024 rings"));
+        }
+        for (i, r) in self.rings.iter().enumerate() {
+            let key = |k: &str| format!("rings[{i}].{k}");
+            if r.name.is_empty() || self.rings[..i].iter().any(|o| o.name == r.name) {
+                return Err(PlatformError::config(
+                    src,
+                    key("name"),
+                    format!("'{}': every ring needs a name of its own", r.name),
+                ));
+            }
+            positive(&key("slots"), r.slots.into(), 1 << 20)?;
+            positive(&key("slot_bytes"), r.slot_bytes.into(), 1 << 16)?;
+            positive(&key("poll_cycles"), r.poll_cycles.into(), 1 << 20)?;
+            if r.base % 64 != 0 {
+                return Err(PlatformError::config(
+                    src,
+                    key("base"),
+                    format!("{:#x}: must be 64-byte aligned", r.base),
+                ));
+            }
+            if !r.doorbell_ns.is_finite() || !(0.0..=1e6).contains(&r.doorbell_ns) {
+                return Err(PlatformError::config(
+                    src,
+                    key("doorbell_ns"),
+                    format!("{}: must be between 0 and 1e6 ns", r.doorbell_ns),
+                ));
+            }
         }
         let cp = &self.copy;
         positive(

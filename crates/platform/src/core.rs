@@ -31,6 +31,16 @@ pub enum UopKind {
     /// A copy or initialisation handed to the uncore (engine or memory controller); `id`
     /// numbers the offloads of a run.
     Offload { id: u32, op: OffloadOp },
+    /// An uncached (MMIO-like) load or store.
+    Uncached { addr: u64, write: bool },
+    /// Waits for room in (`push`) or an entry of a shared-memory ring, polling index line `addr`.
+    RingWait { ring: u16, push: bool, addr: u64 },
+    /// Publishes a ring push or pop by writing this side's index line `addr`.
+    RingCommit { ring: u16, push: bool, addr: u64 },
+    /// Raises an interrupt at another core.
+    Interrupt { target: u32 },
+    /// Nothing younger issues until `cycles` after this issues (interrupt entry and return).
+    Serialize { cycles: u32 },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +81,9 @@ pub enum Access {
     /// Cannot start now (no MSHR, or the line is in a pending copy); retry after the uncore wakes
     /// the core.
     Retry,
+    /// Cannot start now; retry at this time (a poll) or when the uncore wakes the core
+    /// (`Ps::MAX`: only then, e.g. asleep until a doorbell).
+    RetryAt(Ps),
 }
 
 /// Who the uncore calls back when memory answers.
@@ -90,6 +103,15 @@ pub trait Uncore {
     /// Starts offload `id` (issued at `now`, window entry `seq`); the uncore later reports its
     /// completion with [`Core::offload_done`]. `Retry` when it cannot start yet.
     fn offload(&mut self, now: Ps, id: u32, op: OffloadOp, seq: u64) -> Access;
+    /// An uncached load or store at `addr`.
+    fn uncached(&mut self, now: Ps, addr: u64, write: bool) -> Access;
+    /// A ring wait (window entry `seq`): `At`/`Pending` once there is room or an entry (after its
+    /// poll of `addr`), `RetryAt` while not.
+    fn ring_wait(&mut self, now: Ps, ring: u16, push: bool, addr: u64, seq: u64) -> Access;
+    /// A ring commit: writes `addr` and publishes the push or pop.
+    fn ring_commit(&mut self, now: Ps, ring: u16, push: bool, addr: u64, seq: u64) -> Access;
+    /// Raises an interrupt at core `target`.
+    fn interrupt(&mut self, now: Ps, target: u32) -> Access;
 }
 
 /// Core statistics.
@@ -101,6 +123,8 @@ pub struct CoreCounters {
     pub offloads: u64,
     /// Cycles in which nothing could retire because the window's head waited for memory.
     pub stall_cycles: u64,
+    /// Interrupts taken.
+    pub interrupts: u64,
 }
 
 pub struct Core {
@@ -144,6 +168,12 @@ pub struct Core {
     /// A memory access could not start; memory accesses are not retried until the uncore
     /// pokes the core (it freed an MSHR or a pending copy finished) or a while has passed.
     mem_blocked_until: Ps,
+    /// Nothing issues before this time (a serializing entry issued).
+    serialize_until: Ps,
+    /// The program's micro-ops set aside while an interrupt handler is fed in.
+    interrupted: Option<VecDeque<Uop>>,
+    /// `emitted` when the handler began.
+    interrupt_mark: u64,
 }
 
 /// How the core turns a workload operation into micro-ops.
@@ -185,6 +215,9 @@ impl Core {
             finished_input: false,
             poked: false,
             mem_blocked_until: 0,
+            serialize_until: 0,
+            interrupted: None,
+            interrupt_mark: 0,
         }
     }
 
@@ -363,6 +396,16 @@ impl Core {
                     }
                 }
             },
+            Op::Uncached { addr, write } => self.emit(UopKind::Uncached { addr, write }, 1, None),
+            Op::RingWait { ring, push, addr } => {
+                self.emit(UopKind::RingWait { ring, push, addr }, 1, None)
+            }
+            Op::RingCommit { ring, push, addr } => {
+                self.emit(UopKind::RingCommit { ring, push, addr }, 1, None)
+            }
+            Op::Interrupt { target } => self.emit(UopKind::Interrupt { target }, 1, None),
+            // The platform expands ring operations before they reach the core.
+            Op::RingPush { .. } | Op::RingPop { .. } => {}
             Op::Init { dst, bytes, value } => match copy_by {
                 CopyBy::Offload => self.push_offload(None, dst, bytes, value),
                 CopyBy::Cpu => {
@@ -402,6 +445,51 @@ impl Core {
             value,
         };
         self.emit(UopKind::Offload { id, op }, 1, None);
+    }
+
+    /// Takes an interrupt: the program's micro-ops not yet in the window are set aside, and the
+    /// entry cost (`entry_cycles` during which nothing issues) comes next; the platform then
+    /// feeds the handler's operations and calls [`Core::end_interrupt`].
+    pub fn begin_interrupt(&mut self, entry_cycles: u32) {
+        self.counters.interrupts += 1;
+        let saved = std::mem::take(&mut self.pending);
+        self.interrupted = Some(match self.interrupted.take() {
+            // An interrupt while feeding a handler nests after it.
+            Some(mut outer) => {
+                outer.extend(saved);
+                outer
+            }
+            None => saved,
+        });
+        self.interrupt_mark = self.emitted;
+        self.emit(
+            UopKind::Serialize {
+                cycles: entry_cycles,
+            },
+            1,
+            None,
+        );
+    }
+
+    /// The handler is fed: the return cost, then the interrupted program resumes.
+    pub fn end_interrupt(&mut self, exit_cycles: u32) {
+        self.emit(
+            UopKind::Serialize {
+                cycles: exit_cycles,
+            },
+            1,
+            None,
+        );
+        let k = (self.emitted - self.interrupt_mark) as u32;
+        if let Some(saved) = self.interrupted.take() {
+            for (j, mut u) in saved.into_iter().enumerate() {
+                // A producer already in the window is now k entries further back.
+                if u.dep as usize > j {
+                    u.dep = u.dep.saturating_add(k);
+                }
+                self.pending.push_back(u);
+            }
+        }
     }
 
     /// The uncore answers a load (a window entry) or a store-buffer write.
@@ -531,7 +619,7 @@ impl Core {
                     sb_next = sb_next.min(t);
                 }
                 Access::Pending => self.sb[i].3 = true,
-                Access::Retry => {
+                Access::Retry | Access::RetryAt(_) => {
                     sb_retry = true;
                     self.mem_blocked_until = now + 64 * self.cycle_ps;
                     break;
@@ -566,6 +654,11 @@ impl Core {
         let mut retry = false;
         let n = self.rob.len();
         let mut idx = 0;
+        if now < self.serialize_until {
+            // A serializing entry (interrupt entry or return) holds everything younger.
+            wake = wake.min(self.serialize_until);
+            idx = n;
+        }
         while idx < n && self.issue_credit > 0 {
             let e = self.rob[idx];
             if e.issued {
@@ -586,8 +679,15 @@ impl Core {
             let mem = Self::is_mem(&e.uop);
             // An offloaded copy must see every older store: it issues from the head of the
             // window once the store buffer has drained (it acts as a store fence).
-            let fence_wait =
-                matches!(e.uop.kind, UopKind::Offload { .. }) && (idx > 0 || !self.sb.is_empty());
+            let fence_wait = matches!(
+                e.uop.kind,
+                UopKind::Offload { .. }
+                    | UopKind::Uncached { .. }
+                    | UopKind::RingWait { .. }
+                    | UopKind::RingCommit { .. }
+                    | UopKind::Interrupt { .. }
+                    | UopKind::Serialize { .. }
+            ) && (idx > 0 || !self.sb.is_empty());
             let blocked = (e.blocked && now < self.mem_blocked_until) || fence_wait;
             let can = ready_at <= now && (!mem || self.port_credit > 0) && !blocked;
             if !can {
@@ -625,8 +725,29 @@ impl Core {
                     }
                     r
                 }
+                UopKind::Uncached { addr, write } => unc.uncached(now, addr, write),
+                UopKind::RingWait { ring, push, addr } => unc.ring_wait(now, ring, push, addr, seq),
+                UopKind::RingCommit { ring, push, addr } => {
+                    unc.ring_commit(now, ring, push, addr, seq)
+                }
+                UopKind::Interrupt { target } => unc.interrupt(now, target),
+                UopKind::Serialize { cycles } => {
+                    let t = now + Ps::from(cycles.max(1)) * self.cycle_ps;
+                    self.serialize_until = t;
+                    Access::At(t)
+                }
             };
             match done {
+                Access::RetryAt(t) => {
+                    if t != Ps::MAX {
+                        wake = wake.min(t);
+                    }
+                    if self.in_order {
+                        break;
+                    }
+                    idx += 1;
+                    continue;
+                }
                 Access::Retry => {
                     if let UopKind::Load { .. } = e.uop.kind {
                         self.counters.loads -= u64::from(e.uop.count);

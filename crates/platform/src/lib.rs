@@ -25,6 +25,7 @@ pub mod kernel;
 pub mod memory_system;
 pub mod pending_copy_table;
 pub mod platform;
+pub mod ring;
 pub mod stats;
 pub mod workload;
 

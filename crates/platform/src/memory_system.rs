@@ -67,6 +67,10 @@ pub enum Ev {
     Fill(u32),
     /// An agent's own event (`kind` and `id` are the agent's to interpret).
     Agent { agent: AgentId, kind: u16, id: u32 },
+    /// A core is woken (a doorbell).
+    Poke(u16),
+    /// An interrupt reaches a core.
+    Interrupt(u16),
 }
 
 /// What the memory system tells an agent about its requests.
@@ -227,6 +231,9 @@ pub struct MemorySystem {
     /// Offered by the platform (line requests), to tell them from the controller's own bulk work.
     pub(crate) offered_lines: u64,
     pub coherence: CoherenceStats,
+    interrupt_delivery: Ps,
+    uncached_latency: Ps,
+    pub uncached_accesses: u64,
     /// The value shadow, when enabled ([`MemorySystem::track_values`]).
     pub shadow: Option<Box<ValueShadow>>,
     /// Fault injection for the tests of the coherence checks: cores' writes leave other cores'
@@ -284,6 +291,9 @@ impl MemorySystem {
             traffic: MemoryTraffic::default(),
             offered_lines: 0,
             coherence: CoherenceStats::default(),
+            interrupt_delivery: crate::kernel::ns(cfg.interrupts.delivery_ns),
+            uncached_latency: crate::kernel::ns(cfg.interconnect.uncached_ns),
+            uncached_accesses: 0,
             shadow: None,
             skip_invalidations: false,
             fatal: None,
@@ -373,6 +383,31 @@ impl MemorySystem {
     /// Tells core `core` to retry what it could not start.
     pub fn poke(&mut self, core: usize) {
         self.privs[core].poke = true;
+    }
+
+    /// Wakes core `core` at `at` (a doorbell).
+    pub fn poke_at(&mut self, core: usize, at: Ps) {
+        self.events.push(at, Ev::Poke(core as u16));
+    }
+
+    /// An interrupt for core `target`, raised now, reaches it after the delivery latency.
+    pub fn raise_interrupt(&mut self, now: Ps, target: usize) {
+        if target >= self.privs.len() {
+            self.fatal.get_or_insert(format!(
+                "an interrupt for core {target}, but the platform has {} cores",
+                self.privs.len()
+            ));
+            return;
+        }
+        self.events
+            .push(now + self.interrupt_delivery, Ev::Interrupt(target as u16));
+    }
+
+    /// An uncached (MMIO-like) load or store: a turn in the address phase, then the uncached
+    /// latency; the caches are not touched.
+    pub fn uncached(&mut self, now: Ps) -> Access {
+        self.uncached_accesses += 1;
+        Access::At(self.ic.address_phase(now) + self.uncached_latency)
     }
 
     /// A guard released a range: every core retries what it held back.
@@ -902,6 +937,10 @@ impl MemorySystem {
             return Access::Retry;
         }
         let line = addr / 64;
+        if self.privs[c].mshrs.iter().any(|m| m.0 == line) {
+            // A fill is on its way: retry once it has arrived.
+            return Access::Retry;
+        }
         let mut upgrade = 0;
         if self.privs.len() > 1 && self.others_hold(c, line) {
             upgrade = self.ic.address_phase(now) - now;
@@ -915,10 +954,6 @@ impl MemorySystem {
                 sh.new_version(Holder::L1(c as u16), line);
             }
             return Access::At(now + upgrade.max(p.l1.hit_cycles * cyc));
-        }
-        if p.mshrs.iter().any(|m| m.0 == line) {
-            // A fill is on its way: retry once it has arrived.
-            return Access::Retry;
         }
         let lat = p.l2.hit_cycles * cyc;
         self.fill_l1(now, c, line, true, copy);

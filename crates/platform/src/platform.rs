@@ -13,9 +13,13 @@ use crate::core::{Access, CopyBy, Core, OffloadOp, Token, Uncore};
 use crate::error::PlatformError;
 use crate::kernel::Ps;
 use crate::memory_system::{AgentId, Ev, MemorySystem, Responder, Response};
+use crate::ring::{RingStep, Rings};
 use crate::stats::{CacheStats, CopyLines, CoreStats, PlatformStats};
 use crate::workload::{DstPolicy, Op, OpStream, Workload};
 use movelab_dram::port::MemoryPort;
+
+/// Operations of one interrupt handler, at most.
+const MAX_HANDLER_OPS: usize = 1 << 16;
 
 /// Simulated time without a retired instruction after which a run is reported as stalled.
 const STALL_PS: Ps = 100_000_000_000;
@@ -39,10 +43,12 @@ impl Agents {
     }
 }
 
-/// What one core sees below it: the memory system, and the agent that takes its offloads.
+/// What one core sees below it: the memory system, the agent that takes its offloads, and
+/// the rings.
 struct Port<'a> {
     sys: &'a mut MemorySystem,
     agents: &'a mut Agents,
+    rings: &'a mut Rings,
     core: usize,
     offload_to: Option<usize>,
 }
@@ -62,6 +68,21 @@ impl Uncore for Port<'_> {
             // No agent takes copies (the platform never offloads then).
             None => Access::At(now + self.sys.cycle_ps(self.core)),
         }
+    }
+    fn uncached(&mut self, now: Ps, _addr: u64, _write: bool) -> Access {
+        self.sys.uncached(now)
+    }
+    fn ring_wait(&mut self, now: Ps, ring: u16, push: bool, addr: u64, seq: u64) -> Access {
+        self.rings
+            .wait(self.sys, now, self.core, RingStep { ring, push, addr }, seq)
+    }
+    fn ring_commit(&mut self, now: Ps, ring: u16, push: bool, addr: u64, seq: u64) -> Access {
+        self.rings
+            .commit(self.sys, now, self.core, RingStep { ring, push, addr }, seq)
+    }
+    fn interrupt(&mut self, now: Ps, target: u32) -> Access {
+        self.sys.raise_interrupt(now, target as usize);
+        Access::At(now + self.sys.cycle_ps(self.core))
     }
 }
 
@@ -84,6 +105,7 @@ pub struct Platform {
     pub cores: Vec<CoreSlot>,
     pub sys: MemorySystem,
     agents: Agents,
+    rings: Rings,
     /// The agent that takes the cores' offloaded copies.
     offload_to: Option<usize>,
     now: Ps,
@@ -127,6 +149,12 @@ fn shift(op: Op, off: u64) -> Op {
             bytes,
             value,
         },
+        Op::Uncached { addr, write } => Op::Uncached {
+            addr: addr.wrapping_add(off),
+            write,
+        },
+        // Rings and interrupts are shared by the cores: their addresses are the platform's.
+        other => other,
     }
 }
 
@@ -170,6 +198,7 @@ impl Platform {
             cores,
             sys,
             agents,
+            rings: Rings::new(&cfg.rings),
             offload_to,
             now: 0,
             ran: false,
@@ -236,6 +265,59 @@ impl Platform {
             + src % row_bytes.min(self.cfg.copy.page_bytes)
     }
 
+    /// Hands core `i` one operation of its program: addresses moved by the core's offset, a
+    /// copy's destination placed, ring operations expanded. Returns the new `@dst`.
+    fn feed(&mut self, i: usize, op: Op, last_dst: u64, ring_map: &[u16]) -> u64 {
+        let off = self.cores[i].offset;
+        let mut op = shift(op, off);
+        let mut dst = last_dst;
+        match op {
+            Op::Copy {
+                src,
+                dst: d0,
+                bytes,
+                policy,
+            } => {
+                let d = self.place(src, d0, policy);
+                dst = d.wrapping_sub(off);
+                op = Op::Copy {
+                    src,
+                    dst: d,
+                    bytes,
+                    policy,
+                };
+            }
+            Op::Init { dst: d, .. } => dst = d.wrapping_sub(off),
+            Op::RingPush { ring } | Op::RingPop { ring } => {
+                let push = matches!(op, Op::RingPush { .. });
+                let r = ring_map.get(ring as usize).copied().unwrap_or(0);
+                let mut ops = Vec::new();
+                self.rings.expand(r, push, &mut ops);
+                for o in ops {
+                    self.cores[i].core.push_op(&o, CopyBy::Cpu);
+                }
+                return dst;
+            }
+            _ => {}
+        }
+        let by = self.copy_by(&op);
+        self.cores[i].core.push_op(&op, by);
+        dst
+    }
+
+    /// Core `c` takes an interrupt: entry cost, its program's handler, return.
+    fn take_interrupt(&mut self, c: usize, handler: Option<&Workload>, ring_map: &[u16]) {
+        let ic = self.cfg.interrupts.clone();
+        self.cores[c].core.begin_interrupt(ic.entry_cycles);
+        if let Some(h) = handler {
+            let mut last = 0;
+            for op in h.ops().take(MAX_HANDLER_OPS) {
+                last = self.feed(c, op, last, ring_map);
+            }
+        }
+        self.cores[c].core.end_interrupt(ic.exit_cycles);
+    }
+
     /// Runs `workload` to the end (on every core whose group names no workload of its own).
     pub fn run(&mut self, workload: &Workload) -> Result<PlatformStats, PlatformError> {
         self.run_with_progress(workload, &mut |_| {})
@@ -265,6 +347,25 @@ impl Platform {
         workload: &Workload,
         progress: &mut dyn FnMut(u64),
     ) -> Result<PlatformStats, PlatformError> {
+        let programs = self.workloads(workload)?;
+        self.run_programs(programs, progress)
+    }
+
+    /// Runs one program per core group (`programs[g]` on the cores of `[[cores]]` group `g`; one
+    /// program for a single-core platform), calling `progress` now and then.
+    pub fn run_programs(
+        &mut self,
+        programs: Vec<Workload>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<PlatformStats, PlatformError> {
+        let groups = self.cfg.cores.len().max(1);
+        if programs.len() != groups {
+            return Err(PlatformError::config(
+                "platform",
+                "cores",
+                format!("{} programs for {groups} core groups", programs.len()),
+            ));
+        }
         if self.ran {
             return Err(PlatformError::config(
                 "platform",
@@ -273,7 +374,6 @@ impl Platform {
             ));
         }
         self.ran = true;
-        let programs = self.workloads(workload)?;
         let start = self.now;
         let mut streams: Vec<OpStream<'_>> = self
             .cores
@@ -283,6 +383,25 @@ impl Platform {
         for c in self.cores.iter_mut() {
             c.next = start;
         }
+        // Each program's ring names, as the platform's ring indices.
+        let mut ring_maps = Vec::new();
+        for w in &programs {
+            let mut m = Vec::new();
+            for name in &w.rings {
+                m.push(self.rings.index(name).ok_or_else(|| {
+                    PlatformError::workload(
+                        &w.source,
+                        "ops",
+                        format!(
+                            "ring '{name}' is not one of the platform's rings ({})",
+                            self.rings.names().join(", ")
+                        ),
+                    )
+                })?);
+            }
+            ring_maps.push(m);
+        }
+        let handlers: Vec<Option<Workload>> = programs.iter().map(|w| w.handler()).collect();
         let mut n_ops: u64 = 0;
         let mut guard: u64 = 0;
         let mut last_now = start;
@@ -326,29 +445,8 @@ impl Platform {
                 while self.cores[i].core.wants_op() {
                     match stream.next() {
                         Some(op) => {
-                            let off = self.cores[i].offset;
-                            let mut op = shift(op, off);
-                            if let Op::Copy {
-                                src,
-                                dst,
-                                bytes,
-                                policy,
-                            } = op
-                            {
-                                let d = self.place(src, dst, policy);
-                                stream.last_dst = d.wrapping_sub(off);
-                                op = Op::Copy {
-                                    src,
-                                    dst: d,
-                                    bytes,
-                                    policy,
-                                };
-                            }
-                            if let Op::Init { dst, .. } = op {
-                                stream.last_dst = dst.wrapping_sub(off);
-                            }
-                            let by = self.copy_by(&op);
-                            self.cores[i].core.push_op(&op, by);
+                            let g = self.cores[i].group.min(programs.len() - 1);
+                            stream.last_dst = self.feed(i, op, stream.last_dst, &ring_maps[g]);
                             n_ops += 1;
                             if n_ops.is_multiple_of(4096) {
                                 progress(n_ops);
@@ -408,6 +506,13 @@ impl Platform {
                             a.event(&mut self.sys, t, kind, id);
                         }
                     }
+                    Ev::Poke(c) => self.sys.poke(c as usize),
+                    Ev::Interrupt(c) => {
+                        let c = c as usize;
+                        let g = self.cores[c].group.min(programs.len() - 1);
+                        self.take_interrupt(c, handlers[g].as_ref(), &ring_maps[g]);
+                        self.sys.poke(c);
+                    }
                 }
             }
             for i in 0..self.cores.len() {
@@ -434,6 +539,7 @@ impl Platform {
                 let mut port = Port {
                     sys: &mut self.sys,
                     agents: &mut self.agents,
+                    rings: &mut self.rings,
                     core: i,
                     offload_to: self.offload_to,
                 };
@@ -531,6 +637,7 @@ impl Platform {
                 },
                 l1_misses: p.l1.misses,
                 l2_misses: p.l2.misses,
+                interrupts: k.interrupts,
             });
         }
         caches.llc_hits = h.llc.as_ref().map_or(0, |l| l.hits);
@@ -570,6 +677,9 @@ impl Platform {
             dram_energy_nj: dram.energy.total_nj,
             memory: traffic,
             coherence: if single { None } else { Some(h.coherence) },
+            rings: self.rings.stats(),
+            interrupts: self.cores.iter().map(|c| c.core.counters.interrupts).sum(),
+            uncached_accesses: h.uncached_accesses,
             per_core: if single { Vec::new() } else { per_core },
             dram,
         }

@@ -2,8 +2,13 @@
 //! memory traffic split into copy and other traffic (FMTC), bandwidth, and the DRAM model's own
 //! statistics including its energy. Serialisable, for JSON and Python.
 use crate::memory_system::CoherenceStats;
+use crate::ring::RingStats;
 use movelab_dram::stats::Stats as DramStats;
 use serde::Serialize;
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CacheStats {
@@ -60,6 +65,7 @@ pub struct CoreStats {
     pub ipc: f64,
     pub l1_misses: u64,
     pub l2_misses: u64,
+    pub interrupts: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -94,6 +100,14 @@ pub struct PlatformStats {
     /// Coherence traffic among the cores' caches (multi-core runs only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coherence: Option<CoherenceStats>,
+    /// Shared-memory rings: pushes, pops, polls, sleeps, doorbells.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rings: Vec<RingStats>,
+    /// Interrupts taken and uncached accesses made (shown when there were any).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub interrupts: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub uncached_accesses: u64,
     /// Per-core statistics (multi-core runs only; a single core's are the figures above).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_core: Vec<CoreStats>,

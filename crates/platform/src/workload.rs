@@ -196,6 +196,31 @@ pub enum OpSpec {
         count: Num,
         ops: Vec<OpSpec>,
     },
+    /// An uncached (MMIO-like) load or store: it bypasses the caches, is strongly ordered (it
+    /// waits for older instructions and stores) and takes `interconnect.uncached_ns`.
+    Uncached {
+        at: AddrSpec,
+        #[serde(default)]
+        write: bool,
+    },
+    /// Puts one entry into the shared-memory ring `ring` of the platform (`[[rings]]`): waits
+    /// while the ring is full (polling the consumer's index), writes the slot, then the
+    /// producer's index (and rings the doorbell if the ring has one).
+    #[serde(rename = "ring_push")]
+    RingPush {
+        ring: String,
+    },
+    /// Takes one entry from ring `ring`: waits while it is empty (polling the producer's index,
+    /// or asleep until the doorbell), reads the slot, then writes the consumer's index.
+    #[serde(rename = "ring_pop")]
+    RingPop {
+        ring: String,
+    },
+    /// Raises an interrupt at core `target` (index in the platform): it takes it after the
+    /// delivery and entry costs, runs its workload's `handler` ops, and returns.
+    Interrupt {
+        target: u32,
+    },
 }
 
 /// A workload file.
@@ -214,6 +239,9 @@ pub struct WorkloadSpec {
     #[serde(default)]
     pub regions: Vec<RegionSpec>,
     pub ops: Vec<OpSpec>,
+    /// What this program runs when its core takes an interrupt (may be empty).
+    #[serde(default)]
+    pub handler: Vec<OpSpec>,
 }
 
 fn one() -> u64 {
@@ -245,6 +273,34 @@ pub enum Op {
         bytes: u64,
         value: u8,
     },
+    Uncached {
+        addr: u64,
+        write: bool,
+    },
+    /// Ring operations name the ring by its index in [`Workload::rings`]; the platform turns
+    /// them into the wait, the slot's loads or stores and the commit below.
+    RingPush {
+        ring: u16,
+    },
+    RingPop {
+        ring: u16,
+    },
+    Interrupt {
+        target: u32,
+    },
+    /// Waits until ring `ring` (the platform's index) has room (`push`) or an entry; `addr`
+    /// is the other side's index line, which it polls.
+    RingWait {
+        ring: u16,
+        push: bool,
+        addr: u64,
+    },
+    /// Publishes a push or a pop: writes this side's index line `addr`.
+    RingCommit {
+        ring: u16,
+        push: bool,
+        addr: u64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -259,6 +315,8 @@ struct Region {
 pub struct Workload {
     pub spec: WorkloadSpec,
     pub source: String,
+    /// The ring names its ops use, in order of first use (ring ops carry the index).
+    pub rings: Vec<String>,
     params: BTreeMap<String, u64>,
     regions: BTreeMap<String, Region>,
     pub iterations: u64,
@@ -358,14 +416,33 @@ impl Workload {
             }
         }
         let iterations = ev(&spec.iterations, "iterations")?;
+        let mut rings = Vec::new();
+        fn ring_names(ops: &[OpSpec], out: &mut Vec<String>) {
+            for op in ops {
+                match op {
+                    OpSpec::RingPush { ring } | OpSpec::RingPop { ring } if !out.contains(ring) => {
+                        out.push(ring.clone());
+                    }
+                    OpSpec::Repeat { ops, .. } => ring_names(ops, out),
+                    _ => {}
+                }
+            }
+        }
+        ring_names(&spec.ops, &mut rings);
+        ring_names(&spec.handler, &mut rings);
+        if rings.len() > 1024 {
+            return Err(PlatformError::workload(src, "ops", "more than 1024 rings"));
+        }
         let w = Workload {
             spec: spec.clone(),
             source: src.to_string(),
+            rings,
             params,
             regions,
             iterations,
         };
         w.check_ops(&spec.ops, "ops")?;
+        w.check_ops(&spec.handler, "handler")?;
         Ok(w)
     }
 
@@ -472,6 +549,8 @@ impl Workload {
                     ev(count)?;
                     self.check_ops(ops, &format!("{p}.ops"))?;
                 }
+                OpSpec::Uncached { at, .. } => self.check_addr(at, &p)?,
+                OpSpec::RingPush { .. } | OpSpec::RingPop { .. } | OpSpec::Interrupt { .. } => {}
             }
         }
         Ok(())
@@ -522,6 +601,17 @@ impl Workload {
         walk(&mut self.spec.ops, policy);
     }
 
+    /// The interrupt handler as a workload of one iteration (None: the program has none).
+    pub fn handler(&self) -> Option<Workload> {
+        if self.spec.handler.is_empty() {
+            return None;
+        }
+        let mut w = self.clone();
+        w.spec.ops = self.spec.handler.clone();
+        w.iterations = 1;
+        Some(w)
+    }
+
     /// The operations, generated lazily.
     pub fn ops(&self) -> OpStream<'_> {
         OpStream {
@@ -546,6 +636,10 @@ pub struct OpStream<'a> {
 }
 
 impl<'a> OpStream<'a> {
+    fn ring_index(&self, name: &str) -> u16 {
+        self.w.rings.iter().position(|r| r == name).unwrap_or(0) as u16
+    }
+
     fn addr(&mut self, a: &AddrSpec) -> u64 {
         let p = &self.w.params;
         let rep = self
@@ -642,6 +736,17 @@ impl Iterator for OpStream<'_> {
                     bytes: ev(bytes),
                     value: *value,
                 },
+                OpSpec::Uncached { at, write } => Op::Uncached {
+                    addr: self.addr(at),
+                    write: *write,
+                },
+                OpSpec::RingPush { ring } => Op::RingPush {
+                    ring: self.ring_index(ring),
+                },
+                OpSpec::RingPop { ring } => Op::RingPop {
+                    ring: self.ring_index(ring),
+                },
+                OpSpec::Interrupt { target } => Op::Interrupt { target: *target },
                 OpSpec::Repeat { count, ops } => {
                     let c = ev(count);
                     if c > 0 && !ops.is_empty() {
