@@ -64,6 +64,12 @@ pub struct CoreConfig {
     /// memory (as x86 fast-string copies do); otherwise every store miss reads the line first
     /// (write-allocate). Initialisation always reads (write-allocate).
     pub copy_skips_destination_fetch: bool,
+    /// "multithreaded": hardware contexts, each running its own copy of the program (IXP
+    /// microengine: 8).
+    pub threads: u32,
+    /// "multithreaded": core cycles to swap to another context when the running one waits for
+    /// memory (IXP: about a taken branch).
+    pub switch_cycles: u32,
 }
 
 impl Default for CoreConfig {
@@ -82,6 +88,8 @@ impl Default for CoreConfig {
             compute_ilp: 2,
             in_order_ilp: 1,
             copy_skips_destination_fetch: false,
+            threads: 1,
+            switch_cycles: 1,
         }
     }
 }
@@ -303,7 +311,7 @@ impl Default for InterruptConfig {
 pub const MAX_CORES: u64 = 256;
 
 /// The names a config may use.
-pub const CORE_KINDS: &[&str] = &["out-of-order", "in-order"];
+pub const CORE_KINDS: &[&str] = &["out-of-order", "in-order", "multithreaded"];
 pub const INTERCONNECTS: &[&str] = &["fsb", "on-die"];
 pub const MECHANISMS: &[&str] = &["base", "ce", "rowclone", "rowclone-zi", "mc-dma"];
 pub const PLACEMENTS: &[&str] = &["off-die", "on-die"];
@@ -539,6 +547,14 @@ impl PlatformConfig {
             positive("mshrs", c.mshrs.into(), 1024)?;
             positive("compute_ilp", c.compute_ilp.into(), 64)?;
             positive("in_order_ilp", c.in_order_ilp.into(), 64)?;
+            positive("threads", c.threads.into(), 64)?;
+            if c.switch_cycles > 10_000 {
+                return Err(PlatformError::config(
+                    src,
+                    format!("cores: core {i}: switch_cycles"),
+                    "at most 10000",
+                ));
+            }
         }
         one_of("interconnect.kind", &self.interconnect.kind, INTERCONNECTS)?;
         one_of("copy.mechanism", &self.copy.mechanism, MECHANISMS)?;

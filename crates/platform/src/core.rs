@@ -18,6 +18,16 @@ use crate::workload::Op;
 use movelab_dram::generator::Xoshiro256StarStar;
 use std::collections::VecDeque;
 
+/// The part of a token that numbers the entry; the top byte names the hardware context.
+pub const SEQ_MASK: u64 = (1 << 56) - 1;
+
+/// The hardware context a token belongs to.
+pub fn token_context(t: Token) -> u8 {
+    match t {
+        Token::Rob(v) | Token::Store(v) => (v >> 56) as u8,
+    }
+}
+
 /// What a window entry does.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum UopKind {
@@ -174,6 +184,8 @@ pub struct Core {
     interrupted: Option<VecDeque<Uop>>,
     /// `emitted` when the handler began.
     interrupt_mark: u64,
+    /// The hardware context, in the top byte of every token this core hands out.
+    tag: u64,
 }
 
 /// How the core turns a workload operation into micro-ops.
@@ -190,7 +202,7 @@ impl Core {
         Core {
             cfg: cfg.clone(),
             cycle_ps: (1_000_000.0 / cfg.clock_mhz as f64).round() as Ps,
-            in_order: cfg.kind == "in-order",
+            in_order: cfg.kind != "out-of-order",
             rob: VecDeque::new(),
             head_seq: 0,
             rob_instrs: 0,
@@ -218,7 +230,21 @@ impl Core {
             serialize_until: 0,
             interrupted: None,
             interrupt_mark: 0,
+            tag: 0,
         }
+    }
+
+    /// Makes this core hardware context `ctx` of a multithreaded core.
+    pub fn set_context(&mut self, ctx: u8) {
+        self.tag = u64::from(ctx) << 56;
+    }
+
+    /// Waits for memory (a load, an offload or an uncached access outstanding, or an access
+    /// that could not start): a multithreaded core swaps to another context.
+    pub fn waiting_on_memory(&self) -> bool {
+        self.rob
+            .iter()
+            .any(|e| (e.issued && e.done_at == Ps::MAX) || e.blocked)
     }
 
     /// The core kind it was built as.
@@ -497,6 +523,7 @@ impl Core {
         self.poke();
         match token {
             Token::Rob(seq) => {
+                let seq = seq & SEQ_MASK;
                 if seq >= self.head_seq {
                     let i = (seq - self.head_seq) as usize;
                     if let Some(count) = self.rob.get(i).map(|e| e.uop.count) {
@@ -505,7 +532,7 @@ impl Core {
                     }
                 }
             }
-            Token::Store(id) => self.sb_done.push(id),
+            Token::Store(id) => self.sb_done.push(id & SEQ_MASK),
         }
     }
 
@@ -606,7 +633,7 @@ impl Core {
         };
         while i < self.sb.len() {
             let (id, addr, copy, _, count, whole) = self.sb[i];
-            match unc.store(now, addr, whole, copy, Token::Store(id)) {
+            match unc.store(now, addr, whole, copy, Token::Store(id | self.tag)) {
                 Access::At(t) => {
                     if t <= now {
                         self.sb.remove(i);
@@ -703,7 +730,8 @@ impl Core {
                 idx += 1;
                 continue;
             }
-            let seq = self.head_seq + idx as u64;
+            // Tokens carry the hardware context in their top byte.
+            let seq = (self.head_seq + idx as u64) | self.tag;
             let done = match e.uop.kind {
                 UopKind::Alu { lat } => Access::At(now + Ps::from(lat.max(1)) * self.cycle_ps),
                 UopKind::Load { addr, copy } => {

@@ -232,6 +232,8 @@ pub struct MemorySystem {
     pub(crate) offered_lines: u64,
     pub coherence: CoherenceStats,
     interrupt_delivery: Ps,
+    /// Cores (hardware contexts) an interrupt may target.
+    pub interrupt_targets: usize,
     uncached_latency: Ps,
     pub uncached_accesses: u64,
     /// The value shadow, when enabled ([`MemorySystem::track_values`]).
@@ -292,6 +294,7 @@ impl MemorySystem {
             offered_lines: 0,
             coherence: CoherenceStats::default(),
             interrupt_delivery: crate::kernel::ns(cfg.interrupts.delivery_ns),
+            interrupt_targets: cores.len(),
             uncached_latency: crate::kernel::ns(cfg.interconnect.uncached_ns),
             uncached_accesses: 0,
             shadow: None,
@@ -392,10 +395,10 @@ impl MemorySystem {
 
     /// An interrupt for core `target`, raised now, reaches it after the delivery latency.
     pub fn raise_interrupt(&mut self, now: Ps, target: usize) {
-        if target >= self.privs.len() {
+        if target >= self.interrupt_targets {
             self.fatal.get_or_insert(format!(
                 "an interrupt for core {target}, but the platform has {} cores",
-                self.privs.len()
+                self.interrupt_targets
             ));
             return;
         }

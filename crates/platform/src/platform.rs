@@ -9,7 +9,7 @@
 use crate::agent::Agent;
 use crate::agent_registry;
 use crate::config::PlatformConfig;
-use crate::core::{Access, CopyBy, Core, OffloadOp, Token, Uncore};
+use crate::core::{token_context, Access, CopyBy, Core, OffloadOp, Token, Uncore};
 use crate::error::PlatformError;
 use crate::kernel::Ps;
 use crate::memory_system::{AgentId, Ev, MemorySystem, Responder, Response};
@@ -93,16 +93,31 @@ pub struct CoreSlot {
     pub group: usize,
     /// Added to every address of its program.
     pub offset: u64,
+    /// The physical core (and private caches) it runs on.
+    pub engine: usize,
     /// When it next needs to run.
     next: Ps,
     /// When its program finished (every instruction retired, every store written).
     pub done_at: Option<Ps>,
 }
 
+/// A physical core: its hardware contexts (one, or a multithreaded core's) and which runs.
+struct Engine {
+    /// Its contexts' indices in `Platform::cores`.
+    slots: Vec<usize>,
+    /// The running context (position in `slots`).
+    active: usize,
+    /// The cost of swapping to another context.
+    switch_ps: Ps,
+    switches: u64,
+}
+
 /// A platform ready to run workloads.
 pub struct Platform {
     pub cfg: PlatformConfig,
     pub cores: Vec<CoreSlot>,
+    /// The physical cores: each has private caches and runs one context at a time.
+    engines: Vec<Engine>,
     pub sys: MemorySystem,
     agents: Agents,
     rings: Rings,
@@ -174,28 +189,47 @@ impl Platform {
             offload_to = Some(id);
         }
         let mut in_group = vec![0u64; cfg.cores.len().max(1)];
-        let cores = list
-            .iter()
-            .enumerate()
-            .map(|(i, (c, g))| {
+        let mut cores = Vec::new();
+        let mut engines = Vec::new();
+        for (e, (c, g)) in list.iter().enumerate() {
+            let threads = if c.kind == "multithreaded" {
+                c.threads.max(1)
+            } else {
+                1
+            };
+            let mut slots = Vec::new();
+            for t in 0..threads {
                 let k = in_group[*g];
                 in_group[*g] += 1;
                 let offset = cfg
                     .cores
                     .get(*g)
                     .map_or(0, |gr| gr.offset.wrapping_add(k.wrapping_mul(gr.stride)));
-                CoreSlot {
-                    core: Core::new(c, 0x5eed + i as u64),
+                let mut core = Core::new(c, 0x5eed + cores.len() as u64);
+                core.set_context(t as u8);
+                slots.push(cores.len());
+                cores.push(CoreSlot {
+                    core,
                     group: *g,
                     offset,
-                    next: 0,
+                    engine: e,
+                    // Only a multithreaded core's first context starts running.
+                    next: if t == 0 { 0 } else { Ps::MAX },
                     done_at: None,
-                }
-            })
-            .collect();
+                });
+            }
+            engines.push(Engine {
+                slots,
+                active: 0,
+                switch_ps: Ps::from(c.switch_cycles) * cores[cores.len() - 1].core.cycle_ps,
+                switches: 0,
+            });
+        }
+        sys.interrupt_targets = cores.len();
         Ok(Platform {
             cfg: cfg.clone(),
             cores,
+            engines,
             sys,
             agents,
             rings: Rings::new(&cfg.rings),
@@ -263,6 +297,36 @@ impl Platform {
         let page = self.sys.mem().address_of(&loc);
         page - page % row_bytes.min(self.cfg.copy.page_bytes)
             + src % row_bytes.min(self.cfg.copy.page_bytes)
+    }
+
+    /// A multithreaded core whose running context waits for memory (or has finished) swaps to
+    /// the next context that can run, paying the swap cost; the others sleep.
+    fn maybe_switch(&mut self, e: usize, now: Ps) {
+        let eng = &self.engines[e];
+        if eng.slots.len() < 2 {
+            return;
+        }
+        let cur = eng.slots[eng.active];
+        let stuck = |c: &CoreSlot| c.core.drained() || c.core.waiting_on_memory();
+        if !stuck(&self.cores[cur]) {
+            return;
+        }
+        let n = eng.slots.len();
+        let Some(pos) = (1..n)
+            .map(|d| (eng.active + d) % n)
+            .find(|&p| !stuck(&self.cores[eng.slots[p]]))
+        else {
+            return;
+        };
+        let next = eng.slots[pos];
+        let switch = eng.switch_ps;
+        let cy = self.cores[next].core.cycle_ps;
+        let eng = &mut self.engines[e];
+        eng.active = pos;
+        eng.switches += 1;
+        self.cores[cur].next = Ps::MAX;
+        let at = now.div_ceil(cy) * cy + switch;
+        self.cores[next].next = at.max(now + cy);
     }
 
     /// Hands core `i` one operation of its program: addresses moved by the core's offset, a
@@ -381,7 +445,9 @@ impl Platform {
             .map(|c| programs[c.group.min(programs.len() - 1)].ops())
             .collect();
         for c in self.cores.iter_mut() {
-            c.next = start;
+            if c.next != Ps::MAX {
+                c.next = start;
+            }
         }
         // Each program's ring names, as the platform's ring indices.
         let mut ring_maps = Vec::new();
@@ -515,48 +581,66 @@ impl Platform {
                     }
                 }
             }
-            for i in 0..self.cores.len() {
-                let p = &mut self.sys.privs[i];
+            for e in 0..self.engines.len() {
+                let p = &mut self.sys.privs[e];
                 if !p.wakeups.is_empty() || p.poke {
-                    let c = &mut self.cores[i];
-                    for (tok, t) in p.wakeups.drain(..) {
-                        c.core.memory_done(tok, t);
+                    let poke = std::mem::take(&mut p.poke);
+                    let wakeups = std::mem::take(&mut p.wakeups);
+                    let eng = &self.engines[e];
+                    for (tok, t) in wakeups {
+                        if let Some(&i) = eng.slots.get(token_context(tok) as usize) {
+                            self.cores[i].core.memory_done(tok, t);
+                        }
                     }
-                    if p.poke {
-                        c.core.poke();
+                    for &i in &eng.slots {
+                        if poke {
+                            self.cores[i].core.poke();
+                        }
                     }
-                    p.poke = false;
-                    // The core looks again at its next cycle boundary.
+                    // The running context looks again at its next cycle boundary.
+                    let c = &mut self.cores[eng.slots[eng.active]];
                     let cy = c.core.cycle_ps;
                     let aligned = now.div_ceil(cy) * cy;
                     c.next = c.next.min(aligned.max(now));
+                    self.maybe_switch(e, now);
                 }
             }
             for i in 0..self.cores.len() {
                 if self.cores[i].next > now {
                     continue;
                 }
+                let e = self.cores[i].engine;
                 let mut port = Port {
                     sys: &mut self.sys,
                     agents: &mut self.agents,
                     rings: &mut self.rings,
-                    core: i,
+                    core: e,
                     offload_to: self.offload_to,
                 };
                 let c = &mut self.cores[i];
                 c.next = c.core.tick(now, &mut port);
-                let p = &mut self.sys.privs[i];
+                let cy = c.core.cycle_ps;
+                let p = &mut self.sys.privs[e];
                 if !p.wakeups.is_empty() {
-                    for (tok, t) in p.wakeups.drain(..) {
-                        c.core.memory_done(tok, t);
+                    let wakeups = std::mem::take(&mut p.wakeups);
+                    for (tok, t) in wakeups {
+                        if let Some(&k) = self.engines[e].slots.get(token_context(tok) as usize) {
+                            self.cores[k].core.memory_done(tok, t);
+                        }
                     }
-                    c.next = c.next.min(now + c.core.cycle_ps);
+                    let c = &mut self.cores[i];
+                    c.next = c.next.min(now + cy);
                 }
+                let p = &mut self.sys.privs[e];
                 if p.poke {
                     p.poke = false;
-                    c.core.poke();
-                    c.next = c.next.min(now + c.core.cycle_ps);
+                    for &k in &self.engines[e].slots {
+                        self.cores[k].core.poke();
+                    }
+                    let c = &mut self.cores[i];
+                    c.next = c.next.min(now + cy);
                 }
+                self.maybe_switch(e, now);
             }
         }
         progress(n_ops);
@@ -616,11 +700,13 @@ impl Platform {
             let k = &c.core.counters;
             instructions += k.instructions;
             stall_cycles += k.stall_cycles;
-            let p = &h.privs[i];
-            caches.l1_hits += p.l1.hits;
-            caches.l1_misses += p.l1.misses;
-            caches.l2_hits += p.l2.hits;
-            caches.l2_misses += p.l2.misses;
+            let p = &h.privs[c.engine];
+            if self.engines[c.engine].slots[0] == i {
+                caches.l1_hits += p.l1.hits;
+                caches.l1_misses += p.l1.misses;
+                caches.l2_hits += p.l2.hits;
+                caches.l2_misses += p.l2.misses;
+            }
             let done = c.done_at.unwrap_or(end).saturating_sub(start);
             let cyc = done / c.core.cycle_ps.max(1);
             per_core.push(CoreStats {
@@ -638,6 +724,8 @@ impl Platform {
                 l1_misses: p.l1.misses,
                 l2_misses: p.l2.misses,
                 interrupts: k.interrupts,
+                engine: c.engine as u32,
+                context_switches: self.engines[c.engine].switches,
             });
         }
         caches.llc_hits = h.llc.as_ref().map_or(0, |l| l.hits);

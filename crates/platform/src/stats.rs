@@ -66,6 +66,10 @@ pub struct CoreStats {
     pub l1_misses: u64,
     pub l2_misses: u64,
     pub interrupts: u64,
+    /// The physical core it ran on (a multithreaded core's contexts share one) and that core's
+    /// context swaps.
+    pub engine: u32,
+    pub context_switches: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

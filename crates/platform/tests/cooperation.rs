@@ -181,3 +181,45 @@ fn uncached_accesses_pay_their_latency_in_order() {
     let b = t(1000.0, 50);
     assert!((b - a - 100.0 * 800.0).abs() < 500.0, "{a} {b}");
 }
+
+fn missing_loads(n: u64) -> Workload {
+    w(&format!(
+        "name = \"lookup\"\niterations = {n}\nseed = 5\n[[regions]]\nname = \"table\"\nbase = 0x1000_0000\nsize = \"16MiB\"\n[[ops]]\nkind = \"load\"\nat = {{ region = \"table\", random = true }}\n[[ops]]\nkind = \"compute\"\nn = 20\n"
+    ))
+}
+
+fn microengine(threads: u32, switch: u32) -> PlatformStats {
+    // An IXP-like microengine: single-issue, in order, 1.4 GHz, hardware contexts swapping on
+    // each memory reference; every context looks up its own table.
+    let over = format!(
+        "[[cores]]\ncount = 1\ncore = {{ kind = \"multithreaded\", threads = {threads}, switch_cycles = {switch}, width = 1, clock_mhz = 1400 }}\nstride = 0x100_0000\n"
+    );
+    let (s, _) = run(&over, vec![missing_loads(100)], false);
+    s
+}
+
+#[test]
+fn a_multithreaded_core_switches_context_on_a_miss() {
+    let one = microengine(1, 1);
+    let eight = microengine(8, 1);
+    assert_eq!(eight.per_core.len(), 8);
+    assert!(eight.per_core.iter().all(|c| c.engine == 0));
+    assert_eq!(eight.instructions, 8 * one.instructions);
+    // Eight contexts hide each other's misses: eight times the work in far less than eight
+    // times the time.
+    assert!(
+        eight.time_ns < one.time_ns * 2.5,
+        "8 contexts {} ns, 1 context {} ns",
+        eight.time_ns,
+        one.time_ns
+    );
+    let sw = eight.per_core[0].context_switches;
+    assert!(sw >= 8 * 100 - 8, "{sw} swaps for 800 misses");
+    // The swap cost is paid on every swap.
+    let slow = microengine(8, 40);
+    let extra_cycles = (slow.time_ns - eight.time_ns) * 1.4;
+    assert!(
+        extra_cycles > 0.5 * 39.0 * sw as f64,
+        "{extra_cycles} cycles more for {sw} swaps"
+    );
+}
