@@ -29,6 +29,9 @@ CASES: list[tuple[str, str, str, dict, dict]] = [
      {"packets": 4000, "payload": 1024}),
     ("tcp-rx OoO ASYNC engine", "zhao-uma-emc", "tcp-rx", {"copy": {"mechanism": "ce", "mode": "ASYNC"}},
      {"packets": 4000, "payload": 1024}),
+    # Several cores, each running its own copy of tcp-rx in its own memory (instructions of all cores).
+    *[(f"tcp-rx OoO base, {n} cores", "zhao-uma-emc", "tcp-rx", {"cores": [{"count": n, "stride": 0x1000_0000}]},
+       {"packets": 4000 // n, "payload": 1024}) for n in (2, 4, 8)],
     ("forkbench S=16MB N=1024 base", "rowclone-system", "forkbench", {}, {"s_mb": 16, "n_pages": 1024}),
     ("forkbench S=16MB N=1024 FPM", "rowclone-system", "forkbench", {"copy": {"mechanism": "rowclone"}},
      {"s_mb": 16, "n_pages": 1024}),
