@@ -317,6 +317,46 @@ pub const MECHANISMS: &[&str] = &["base", "ce", "rowclone", "rowclone-zi", "mc-d
 pub const PLACEMENTS: &[&str] = &["off-die", "on-die"];
 pub const MODES: &[&str] = &["SYNC_NLB", "SYNC_WLB", "ASYNC"];
 
+/// Checks a core's values; `prefix` names it in errors (`core.` or `cores: core 3: `).
+fn check_core(src: &str, prefix: &str, c: &CoreConfig) -> Result<(), PlatformError> {
+    let err = |key: &str, what: String| PlatformError::config(src, format!("{prefix}{key}"), what);
+    if !CORE_KINDS.contains(&c.kind.as_str()) {
+        return Err(err(
+            "kind",
+            format!("'{}' is not one of: {}", c.kind, CORE_KINDS.join(", ")),
+        ));
+    }
+    for (key, v, max) in [
+        ("clock_mhz", c.clock_mhz, 100_000),
+        ("width", c.width.into(), 64),
+        ("window", c.window.into(), 4096),
+        ("lsq", c.lsq.into(), 4096),
+        ("store_buffer", c.store_buffer.into(), 4096),
+        ("mem_ports", c.mem_ports.into(), 64),
+        ("mshrs", c.mshrs.into(), 1024),
+        ("compute_ilp", c.compute_ilp.into(), 64),
+        ("in_order_ilp", c.in_order_ilp.into(), 64),
+        ("threads", c.threads.into(), 64),
+    ] {
+        if v == 0 || v > max {
+            return Err(err(key, format!("{v}: must be between 1 and {max}")));
+        }
+    }
+    if !matches!(c.register_bytes, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
+        return Err(err(
+            "register_bytes",
+            format!("{}: must be a power of two from 1 to 64", c.register_bytes),
+        ));
+    }
+    if c.copy_loop_instructions > 64 {
+        return Err(err("copy_loop_instructions", "at most 64".into()));
+    }
+    if c.switch_cycles > 10_000 {
+        return Err(err("switch_cycles", "at most 10000".into()));
+    }
+    Ok(())
+}
+
 /// A whole platform.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -524,37 +564,9 @@ impl PlatformConfig {
                 ))
             }
         };
-        one_of("core.kind", &self.core.kind, CORE_KINDS)?;
+        check_core(src, "core.", &self.core)?;
         for (i, (c, _)) in self.core_list(src)?.iter().enumerate() {
-            one_of(&format!("cores: core {i}: kind"), &c.kind, CORE_KINDS)?;
-            let positive = |key: &str, v: u64, max: u64| {
-                if v == 0 || v > max {
-                    Err(PlatformError::config(
-                        src,
-                        format!("cores: core {i}: {key}"),
-                        format!("{v}: must be between 1 and {max}"),
-                    ))
-                } else {
-                    Ok(())
-                }
-            };
-            positive("clock_mhz", c.clock_mhz, 100_000)?;
-            positive("width", c.width.into(), 64)?;
-            positive("window", c.window.into(), 4096)?;
-            positive("lsq", c.lsq.into(), 4096)?;
-            positive("store_buffer", c.store_buffer.into(), 4096)?;
-            positive("mem_ports", c.mem_ports.into(), 64)?;
-            positive("mshrs", c.mshrs.into(), 1024)?;
-            positive("compute_ilp", c.compute_ilp.into(), 64)?;
-            positive("in_order_ilp", c.in_order_ilp.into(), 64)?;
-            positive("threads", c.threads.into(), 64)?;
-            if c.switch_cycles > 10_000 {
-                return Err(PlatformError::config(
-                    src,
-                    format!("cores: core {i}: switch_cycles"),
-                    "at most 10000",
-                ));
-            }
+            check_core(src, &format!("cores: core {i}: "), c)?;
         }
         one_of("interconnect.kind", &self.interconnect.kind, INTERCONNECTS)?;
         one_of("copy.mechanism", &self.copy.mechanism, MECHANISMS)?;
@@ -572,30 +584,6 @@ impl PlatformConfig {
                 Ok(())
             }
         };
-        let c = &self.core;
-        positive("core.clock_mhz", c.clock_mhz, 100_000)?;
-        positive("core.width", c.width.into(), 64)?;
-        positive("core.window", c.window.into(), 4096)?;
-        positive("core.lsq", c.lsq.into(), 4096)?;
-        positive("core.store_buffer", c.store_buffer.into(), 4096)?;
-        positive("core.mem_ports", c.mem_ports.into(), 64)?;
-        positive("core.mshrs", c.mshrs.into(), 1024)?;
-        positive("core.compute_ilp", c.compute_ilp.into(), 64)?;
-        positive("core.in_order_ilp", c.in_order_ilp.into(), 64)?;
-        if !matches!(c.register_bytes, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
-            return Err(PlatformError::config(
-                src,
-                "core.register_bytes",
-                format!("{}: must be a power of two from 1 to 64", c.register_bytes),
-            ));
-        }
-        if c.copy_loop_instructions > 64 {
-            return Err(PlatformError::config(
-                src,
-                "core.copy_loop_instructions",
-                "at most 64",
-            ));
-        }
         let mut levels = vec![("l1", &self.l1), ("l2", &self.l2)];
         if let Some(l) = &self.llc {
             levels.push(("llc", l));
