@@ -118,3 +118,17 @@ def test_copy_engine_on_the_zhao_platform() -> None:
     assert base["offloads"] == 0 and ce["offloads"] >= 20
     assert (ce["mechanism"], ce["mode"], ce["placement"]) == ("ce", "ASYNC", "off-die")
     assert ce["time_ns"] < base["time_ns"]
+
+
+def test_several_cores_from_overrides() -> None:
+    # Two cores, each its own copy of the program in its own memory: per-core rows and the
+    # coherence counters come back; a core group with a kind the model lacks is named.
+    over = {"cores": [{"count": 2, "stride": 0x1000_0000}]}
+    s = platform.run("zhao-uma-emc", "tcp-rx", over, {"packets": 20}).stats
+    assert [c["core"] for c in s["per_core"]] == [0, 1]
+    one = platform.run("zhao-uma-emc", "tcp-rx", params={"packets": 20}).stats
+    assert s["instructions"] == 2 * one["instructions"]
+    assert all(c["time_ns"] >= one["time_ns"] for c in s["per_core"])
+    assert "upgrades" in s["coherence"]
+    with pytest.raises(ValueError, match="vliw"):
+        platform.run("zhao-uma-emc", "tcp-rx", {"cores": [{"core": {"kind": "vliw"}}]}, {"packets": 2})
