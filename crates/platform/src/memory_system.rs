@@ -774,8 +774,11 @@ impl MemorySystem {
         // A write to a line this core holds and others share invalidates their copies first (an
         // upgrade: one turn in the address/snoop phase).
         let mut upgrade = 0;
-        let here = p.l1.contains(line) || p.l2.contains(line);
-        if multi && write && here && self.others_hold(c, line) {
+        if multi
+            && write
+            && (p.l1.contains(line) || p.l2.contains(line))
+            && self.others_hold(c, line)
+        {
             upgrade = self.ic.address_phase(now) - now;
             self.coherence.upgrades += 1;
             self.invalidate_others(c, line);

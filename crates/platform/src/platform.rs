@@ -301,6 +301,7 @@ impl Platform {
 
     /// A multithreaded core whose running context waits for memory (or has finished) swaps to
     /// the next context that can run, paying the swap cost; the others sleep.
+    #[inline]
     fn maybe_switch(&mut self, e: usize, now: Ps) {
         let eng = &self.engines[e];
         if eng.slots.len() < 2 {
@@ -474,6 +475,7 @@ impl Platform {
         // Progress watch: time may advance (DRAM refresh) while nothing retires (a model bug).
         let mut loops: u64 = 0;
         let mut watch = (0u64, start);
+        let mut wake_buf: Vec<(Token, Ps)> = Vec::new();
         loop {
             loops += 1;
             if loops.is_multiple_of(1 << 16) {
@@ -585,9 +587,10 @@ impl Platform {
                 let p = &mut self.sys.privs[e];
                 if !p.wakeups.is_empty() || p.poke {
                     let poke = std::mem::take(&mut p.poke);
-                    let wakeups = std::mem::take(&mut p.wakeups);
+                    // Swapped with a buffer the loop keeps, so no allocation per wake-up.
+                    std::mem::swap(&mut p.wakeups, &mut wake_buf);
                     let eng = &self.engines[e];
-                    for (tok, t) in wakeups {
+                    for (tok, t) in wake_buf.drain(..) {
                         if let Some(&i) = eng.slots.get(token_context(tok) as usize) {
                             self.cores[i].core.memory_done(tok, t);
                         }
@@ -602,7 +605,9 @@ impl Platform {
                     let cy = c.core.cycle_ps;
                     let aligned = now.div_ceil(cy) * cy;
                     c.next = c.next.min(aligned.max(now));
-                    self.maybe_switch(e, now);
+                    if eng.slots.len() > 1 {
+                        self.maybe_switch(e, now);
+                    }
                 }
             }
             for i in 0..self.cores.len() {
@@ -622,8 +627,8 @@ impl Platform {
                 let cy = c.core.cycle_ps;
                 let p = &mut self.sys.privs[e];
                 if !p.wakeups.is_empty() {
-                    let wakeups = std::mem::take(&mut p.wakeups);
-                    for (tok, t) in wakeups {
+                    std::mem::swap(&mut p.wakeups, &mut wake_buf);
+                    for (tok, t) in wake_buf.drain(..) {
                         if let Some(&k) = self.engines[e].slots.get(token_context(tok) as usize) {
                             self.cores[k].core.memory_done(tok, t);
                         }
@@ -640,7 +645,9 @@ impl Platform {
                     let c = &mut self.cores[i];
                     c.next = c.next.min(now + cy);
                 }
-                self.maybe_switch(e, now);
+                if self.engines[e].slots.len() > 1 {
+                    self.maybe_switch(e, now);
+                }
             }
         }
         progress(n_ops);
