@@ -178,6 +178,43 @@ pub const MAX_QUEUE: usize = 1 << 16;
 /// only be typing errors, and they would overflow cycle arithmetic.
 pub const MAX_TIMING_CLOCKS: u64 = 1 << 32;
 
+/// The largest organisation a config may describe, each a bound a real system stays within (with
+/// room to spare), so that a typo cannot make the simulator allocate state for millions of banks.
+/// (key, largest value, what the bound stands for).
+pub const ORG_LIMITS: &[(&str, u32, &str)] = &[
+    (
+        "dram.channels",
+        256,
+        "HBM3 on eight stacks has 8 x 32 pseudo-channels",
+    ),
+    ("dram.ranks", 16, "two 8-rank LRDIMMs on a channel"),
+    ("dram.org.bank_groups", 16, "DDR5 has 8 bank groups"),
+    (
+        "dram.org.banks",
+        128,
+        "banks per rank: DDR5 and HBM3 have 32 to 64",
+    ),
+    (
+        "dram.org.rows",
+        1 << 20,
+        "rows per bank: a 64 Gb DDR5 die has 2^17",
+    ),
+    (
+        "dram.org.columns",
+        1 << 16,
+        "columns per row: parts have 2^10 to 2^11",
+    ),
+];
+
+/// The most banks one simulation may model in all (channels x ranks x banks per rank).
+pub const MAX_TOTAL_BANKS: u64 = 1 << 16;
+
+/// Timing parameters that no physical device can have at zero (the array needs time to sense,
+/// restore, precharge and refresh; a burst takes time); checked when the standard defines them.
+pub const POSITIVE_TIMINGS: &[&str] = &[
+    "tCK_ps", "nBL", "nREFI", "nRFC", "nCL", "nCWL", "nRCD", "nRP", "nRAS", "nRC", "nWR", "nRTP",
+];
+
 /// Default channel energy per bit, pJ. Fitted once to the RowClone paper's Table 3 (Seshadri et al.,
 /// MICRO 2013): its baseline 4 KB copy costs 3.6 uJ of DRAM-plus-channel energy, of which this
 /// model's IDD-based command energy (2 ACT, 1 PRE, 64 reads, 64 writes on the Micron 2Gb DDR3-1066
@@ -412,12 +449,12 @@ impl Config {
             }
             timing.insert(k.clone(), *v);
         }
-        for must_be_positive in ["tCK_ps", "nBL", "nREFI"] {
-            if timing.get(must_be_positive) == Some(&0) {
+        for must_be_positive in POSITIVE_TIMINGS {
+            if timing.get(*must_be_positive) == Some(&0) {
                 return Err(ConfigError::invalid(
                     src,
                     format!("dram.timing.{must_be_positive}"),
-                    "must be positive",
+                    "must be positive: no DRAM device has this timing at zero",
                 ));
             }
         }
@@ -425,6 +462,37 @@ impl Config {
         let o = &d.org;
         let bank_groups = o.bank_groups.unwrap_or(h.bank_groups);
         let banks = o.banks.unwrap_or(part.banks);
+        let rows = o.rows.unwrap_or(part.rows);
+        let columns = o.columns.unwrap_or(part.columns);
+        for (key, v) in [
+            ("dram.channels", d.channels),
+            ("dram.ranks", d.ranks),
+            ("dram.org.bank_groups", bank_groups),
+            ("dram.org.banks", banks),
+            ("dram.org.rows", rows),
+            ("dram.org.columns", columns),
+        ] {
+            if let Some((_, max, why)) = ORG_LIMITS.iter().find(|(k, _, _)| *k == key) {
+                if v > *max {
+                    return Err(ConfigError::invalid(
+                        src,
+                        key,
+                        format!("{v} is more than any real system has (at most {max}: {why})"),
+                    ));
+                }
+            }
+        }
+        let total_banks = u64::from(d.channels) * u64::from(d.ranks) * u64::from(banks);
+        if total_banks > MAX_TOTAL_BANKS {
+            return Err(ConfigError::invalid(
+                src,
+                "dram.channels",
+                format!(
+                    "{} channels x {} ranks x {banks} banks = {total_banks} banks in all; at most {MAX_TOTAL_BANKS} can be simulated",
+                    d.channels, d.ranks
+                ),
+            ));
+        }
         if bank_groups == 0 || banks == 0 || !banks.is_multiple_of(bank_groups) {
             return Err(ConfigError::invalid(
                 src,
@@ -437,8 +505,8 @@ impl Config {
             ranks: d.ranks,
             bank_groups,
             banks_per_group: banks / bank_groups,
-            rows: o.rows.unwrap_or(part.rows),
-            columns: o.columns.unwrap_or(part.columns),
+            rows,
+            columns,
             subarray_rows: o.subarray_rows.unwrap_or(h.subarray_rows),
             device_width: part.device_width,
             bus_width: h.bus_width,
@@ -591,11 +659,11 @@ impl Config {
         one_of("controller.refresh", &c.refresh, &["all-bank", "none"])?;
         one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
         one_of("controller.bulk", &c.bulk, &["baseline", "rowclone"])?;
-        if c.bulk_buffer_lines == 0 {
+        if c.bulk_buffer_lines == 0 || c.bulk_buffer_lines > MAX_QUEUE {
             return Err(ConfigError::invalid(
                 src,
                 "controller.bulk_buffer_lines",
-                "must be at least 1",
+                format!("{}: must be between 1 and {MAX_QUEUE}", c.bulk_buffer_lines),
             ));
         }
         if !(0.0..=1.0).contains(&c.engine_share) {

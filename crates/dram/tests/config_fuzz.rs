@@ -635,7 +635,9 @@ fn valid_edge_values_simulate() {
         "[controller]\nwrite_low_watermark = 0.0\nwrite_high_watermark = 1.0\n",
         "[controller]\nbulk_buffer_lines = 1\nbulk = \"rowclone\"\nscheduler = \"fcfs\"\nrow_policy = \"closed\"\n",
         "[controller]\nrefresh = \"none\"\nmapper = \"line-interleave\"\nbank_xor = true\n",
-        "[dram.timing]\nnRP = 0\nnRAS = 0\nnRCD = 0\nnRC = 0\nnFAW = 0\nnRRD = 0\n",
+        // Zero windows switch a rule off (nRP, nRAS, nRCD, ... at zero are refused: see
+        // tests/hardening.rs).
+        "[dram.timing]\nnFAW = 0\nnRRD = 0\nnCCD = 1\n",
         "[dram.timing]\nnREFI = 3000\nnRFC = 1\n",
         "[dram.timing]\nnRFC = 2000\n",
         "[energy]\nio_pj_per_bit = 0.0\n",
