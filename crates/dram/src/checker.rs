@@ -55,7 +55,7 @@
 //!   and the destination side, a second write, needs only nCCD (_L in the same group).
 //! - Refresh: a rank's consecutive REFs (and cycle 0 to its first REF) may be at most
 //!   9 x nREFI apart, and at any time at most 8 REFs may be owed (the k-th REF by (k + 8) x nREFI).
-use crate::command::{CommandKind, CommandRecord, LogHeader, LOG_MAGIC};
+use crate::command::{CommandKind, CommandRecord, LogHeader, IDLE_REFRESH, LOG_END, LOG_MAGIC};
 use crate::error::LogError;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -539,6 +539,99 @@ impl Checker {
             self.record(v);
         }
         match first {
+            Some(v) => Err(Box::new(v)),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks an `IDLE-REF` line: `count` REFs of one rank, the first at `first` and then every
+    /// `period` cycles, that the controller accounted for while idle instead of issuing one by
+    /// one. They are legal when the rank is precharged, the first comes at least nRFC after the
+    /// rank's last REF and within the refresh interval's slack, and the period lies between nRFC
+    /// and nREFI. They then count as REFs for the refresh interval and rate.
+    pub fn idle_refreshes(
+        &mut self,
+        channel: u32,
+        rank: u32,
+        first: u64,
+        count: u64,
+        period: u64,
+        line: Option<usize>,
+    ) -> Result<(), Box<Violation>> {
+        let rec = CommandRecord {
+            cycle: first,
+            kind: CommandKind::Ref,
+            channel,
+            rank,
+            bank_group: 0,
+            bank: 0,
+            row: 0,
+            column: 0,
+            dst: None,
+        };
+        let mut ctx = Ctx {
+            index: self.count,
+            line,
+            rec: &rec,
+            text: Some(format!(
+                "{IDLE_REFRESH} {channel} {rank} {first} {count} {period}"
+            )),
+            found: Vec::new(),
+        };
+        self.count += 1;
+        let org = &self.header.org;
+        let (rfc, refi) = (self.p.rfc, self.p.refi);
+        if channel >= org.channels || rank >= org.ranks {
+            ctx.protocol(
+                "bounds",
+                format!("channel {channel} rank {rank} is outside the organisation"),
+            );
+        } else if !self.header.refresh {
+            ctx.protocol(
+                "idle refresh",
+                "the log's header says the controller did not refresh".into(),
+            );
+        } else if count == 0 || period < rfc || period > refi {
+            ctx.protocol(
+                "idle refresh",
+                format!(
+                    "{count} REFs every {period} cycles: needs at least one, every nRFC ({rfc}) to nREFI ({refi}) cycles"
+                ),
+            );
+        } else {
+            let ri = channel as usize * org.ranks as usize + rank as usize;
+            let max_gap = refi.saturating_mul(REFRESH_POSTPONE_LIMIT + 1);
+            let r = &mut self.ranks[ri];
+            if let Some(b) = r.banks.iter().position(|b| b.open.is_some()) {
+                ctx.protocol(
+                    "idle refresh",
+                    format!("bank {b} of channel {channel} rank {rank} is open: an idle rank refreshes precharged"),
+                );
+            } else if r.refs_done > 0 && short(sep(first, r.last_ref), rfc) {
+                ctx.protocol(
+                    "idle refresh",
+                    format!("the first REF at cycle {first} is within nRFC ({rfc}) of the REF at cycle {}", r.last_ref),
+                );
+            } else if first.saturating_sub(r.last_ref) > max_gap {
+                ctx.protocol(
+                    "idle refresh",
+                    format!("the first REF at cycle {first} comes more than {max_gap} cycles after the REF at cycle {}", r.last_ref),
+                );
+            } else {
+                let last = first.saturating_add((count - 1).saturating_mul(period));
+                r.last_ref = last;
+                r.refs_done = r.refs_done.saturating_add(count);
+                r.refs.clear();
+                r.refs.push_back((last, ctx.index));
+                self.max_cycle = self.max_cycle.max(last);
+            }
+        }
+        let found = std::mem::take(&mut ctx.found);
+        let first_v = found.first().cloned();
+        for v in found {
+            self.record(v);
+        }
+        match first_v {
             Some(v) => Err(Box::new(v)),
             None => Ok(()),
         }
@@ -1312,15 +1405,77 @@ pub fn check_log<R: BufRead>(mut reader: R, source: &str) -> Result<CheckReport,
     }
     let header = parse_spec_line(&buf)?;
     let mut checker = Checker::new(&header)?;
+    let mut lines: u64 = 0;
+    let mut end: Option<(usize, u64)> = None;
     while next(&mut buf, &mut lineno)? {
         let l = buf.trim();
-        if l.is_empty() || l.starts_with('#') {
+        if l.is_empty() {
+            continue;
+        }
+        if let Some((end_line, _)) = end {
+            return Err(LogError::Line {
+                line: lineno,
+                what: format!("text after the '{LOG_END}' line (line {end_line})"),
+            });
+        }
+        if let Some(rest) = l.strip_prefix(LOG_END) {
+            let n = rest.trim().parse::<u64>().map_err(|_| LogError::Line {
+                line: lineno,
+                what: format!(
+                    "'{LOG_END} N' needs a count of lines, found '{}'",
+                    rest.trim()
+                ),
+            })?;
+            end = Some((lineno, n));
+            continue;
+        }
+        if l.starts_with('#') {
+            continue;
+        }
+        lines += 1;
+        if let Some(rest) = l.strip_prefix(IDLE_REFRESH) {
+            let (channel, rank, first, count, period) = parse_idle_refresh(rest, lineno)?;
+            let _ = checker.idle_refreshes(channel, rank, first, count, period, Some(lineno));
             continue;
         }
         let rec = CommandRecord::parse_line(l, lineno)?;
         let _ = checker.check_at(&rec, Some(lineno));
     }
-    Ok(checker.finish())
+    match end {
+        None => Err(LogError::Truncated(format!(
+            "no '{LOG_END} N' line after {lines} commands: the log was cut short (a failed or interrupted run, or a partial copy)"
+        ))),
+        Some((_, n)) if n != lines => Err(LogError::Truncated(format!(
+            "the '{LOG_END}' line counts {n} commands but the log has {lines}: lines are missing or were added"
+        ))),
+        Some(_) => Ok(checker.finish()),
+    }
+}
+
+/// Parses the fields after `IDLE-REF`: channel, rank, first cycle, count, period.
+fn parse_idle_refresh(rest: &str, lineno: usize) -> Result<(u32, u32, u64, u64, u64), LogError> {
+    let err = |what: String| LogError::Line { line: lineno, what };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    if f.len() != 5 {
+        return Err(err(format!(
+            "{IDLE_REFRESH} takes 5 fields (channel rank first count period), found {}",
+            f.len()
+        )));
+    }
+    let num = |i: usize, name: &str| -> Result<u64, LogError> {
+        f[i].parse::<u64>()
+            .map_err(|_| err(format!("{name} '{}' is not a non-negative integer", f[i])))
+    };
+    let num32 = |i: usize, name: &str| -> Result<u32, LogError> {
+        u32::try_from(num(i, name)?).map_err(|_| err(format!("{name} '{}' is too large", f[i])))
+    };
+    Ok((
+        num32(0, "channel")?,
+        num32(1, "rank")?,
+        num(2, "first cycle")?,
+        num(3, "count")?,
+        num(4, "period")?,
+    ))
 }
 
 /// Checks the command log at `path` (see [`check_log`]).

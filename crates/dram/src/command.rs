@@ -106,7 +106,7 @@ pub struct TransferDst {
 
 /// The first line of a command log: identifies the format and carries the resolved DRAM spec
 /// (organisation and every timing parameter), so that a log can be checked on its own.
-pub const LOG_MAGIC: &str = "# movelab-command-log v1";
+pub const LOG_MAGIC: &str = "# movelab-command-log v2";
 
 impl CommandRecord {
     /// One log line: `cycle CMD channel rank bank_group bank row column [dst_bg dst_bank dst_row dst_col]`.
@@ -194,7 +194,35 @@ pub struct LogHeader {
 /// Receives every command a controller issues, in issue order.
 pub trait CommandSink {
     fn record(&mut self, r: &CommandRecord);
+
+    /// `count` all-bank REFs of one rank, the first at cycle `first` and then every `period`
+    /// cycles, issued while the controller was idle and accounted for without being simulated
+    /// one by one (see `Controller::skip_idle_refreshes`). By default they are recorded one by
+    /// one; the log writer writes them as one [`IDLE_REFRESH`] line.
+    fn idle_refreshes(&mut self, channel: u32, rank: u32, first: u64, count: u64, period: u64) {
+        for i in 0..count {
+            self.record(&CommandRecord {
+                cycle: first + i * period,
+                kind: CommandKind::Ref,
+                channel,
+                rank,
+                bank_group: 0,
+                bank: 0,
+                row: 0,
+                column: 0,
+                dst: None,
+            });
+        }
+    }
 }
+
+/// The keyword of a log line that stands for periodic REFs of an idle rank:
+/// `IDLE-REF channel rank first count period`.
+pub const IDLE_REFRESH: &str = "IDLE-REF";
+
+/// The prefix of a command log's last line, `# end N` (N: the command and IDLE-REF lines before
+/// it). A log without it, or whose count disagrees, was cut short.
+pub const LOG_END: &str = "# end";
 
 impl CommandSink for Vec<CommandRecord> {
     fn record(&mut self, r: &CommandRecord) {
@@ -206,6 +234,7 @@ impl CommandSink for Vec<CommandRecord> {
 /// [`LOG_MAGIC`] line and the `# spec` header line.
 pub struct LogWriter<W: std::io::Write> {
     out: W,
+    lines: u64,
     error: Option<std::io::Error>,
 }
 
@@ -214,24 +243,40 @@ impl<W: std::io::Write> LogWriter<W> {
         writeln!(out, "{LOG_MAGIC}")?;
         let json = serde_json::to_string(header).map_err(std::io::Error::other)?;
         writeln!(out, "# spec {json}")?;
-        Ok(LogWriter { out, error: None })
+        Ok(LogWriter {
+            out,
+            lines: 0,
+            error: None,
+        })
     }
-    /// Flushes and reports the first write error, if any happened.
+    /// Writes the `# end` line, flushes, and reports the first write error, if any happened.
+    /// A log that was not finished (a failed or interrupted run) has no end line, and the
+    /// checker refuses it as cut short.
     pub fn finish(mut self) -> std::io::Result<W> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
+        writeln!(self.out, "{LOG_END} {}", self.lines)?;
         self.out.flush()?;
         Ok(self.out)
+    }
+    fn line(&mut self, text: std::fmt::Arguments<'_>) {
+        if self.error.is_none() {
+            match self.out.write_fmt(text) {
+                Ok(()) => self.lines += 1,
+                Err(e) => self.error = Some(e),
+            }
+        }
     }
 }
 
 impl<W: std::io::Write> CommandSink for LogWriter<W> {
     fn record(&mut self, r: &CommandRecord) {
-        if self.error.is_none() {
-            if let Err(e) = writeln!(self.out, "{}", r.to_line()) {
-                self.error = Some(e);
-            }
-        }
+        self.line(format_args!("{}\n", r.to_line()));
+    }
+    fn idle_refreshes(&mut self, channel: u32, rank: u32, first: u64, count: u64, period: u64) {
+        self.line(format_args!(
+            "{IDLE_REFRESH} {channel} {rank} {first} {count} {period}\n"
+        ));
     }
 }

@@ -7,12 +7,12 @@
 use crate::command::{CommandKind, CommandRecord, CommandSink, TransferDst};
 use crate::config::ControllerConfig;
 use crate::device::{BankId, ChannelDevices};
+use crate::job_queue::JobQueue;
 use crate::mapper::Location;
 use crate::request::Op;
 use crate::scheduler::{self, AnyScheduler, Candidate};
 use crate::spec::DramSpec;
 use crate::stats::{Histogram, RowStats};
-use std::collections::VecDeque;
 
 /// Who a queued request or a finished piece of work belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,8 +207,14 @@ pub struct Controller {
     write_mode: bool,
     refresh_due: Vec<u64>,
     refresh_pending: Vec<bool>,
+    /// Per rank, the cycles of its last two REFs and how late each was after its due cycle; and
+    /// the cycle of the last command that was not a refresh's (see
+    /// [`Controller::skip_idle_refreshes`]).
+    last_ref: Vec<[u64; 2]>,
+    ref_late: Vec<[u64; 2]>,
+    last_work: u64,
     jobs: Vec<(u64, Job)>,
-    waiting_jobs: VecDeque<(u64, Job)>,
+    waiting_jobs: JobQueue<Job>,
     next_cmd_cycle: u64,
     /// The scheduler's view of each bank, by flat index (one record, so a pass over the banks
     /// touches one array).
@@ -287,8 +293,11 @@ impl Controller {
             write_mode: false,
             refresh_due: vec![n_refi; ranks],
             refresh_pending: vec![false; ranks],
+            last_ref: vec![[0; 2]; ranks],
+            ref_late: vec![[0; 2]; ranks],
+            last_work: 0,
             jobs: Vec::new(),
-            waiting_jobs: VecDeque::new(),
+            waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
             slots,
             bypass: cfg.cpu_bypass,
@@ -409,7 +418,7 @@ impl Controller {
     /// Queues an in-DRAM bulk job; it starts when its banks are free.
     pub fn submit_job(&mut self, seq: u64, job: Job) {
         self.wake = 0;
-        self.waiting_jobs.push_back((seq, job));
+        self.waiting_jobs.push_back(seq, job.banks(), job);
     }
 
     /// Nothing queued, running or waiting.
@@ -418,24 +427,21 @@ impl Controller {
     }
 
     fn start_jobs(&mut self) {
-        let mut i = 0;
-        while i < self.waiting_jobs.len() {
-            let free = self.waiting_jobs[i]
-                .1
-                .banks()
-                .iter()
-                .flatten()
-                .all(|b| !self.slots[*b as usize].owned);
-            if free {
-                if let Some((seq, job)) = self.waiting_jobs.remove(i) {
-                    for b in job.banks().iter().flatten() {
-                        self.slots[*b as usize].owned = true;
-                    }
-                    self.jobs.push((seq, job));
-                }
-            } else {
-                i += 1;
+        if !self.waiting_jobs.take_dirty() {
+            return;
+        }
+        loop {
+            let slots = &self.slots;
+            let Some((seq, banks, job)) = self
+                .waiting_jobs
+                .take_first_startable(|b| !slots[b as usize].owned)
+            else {
+                break;
+            };
+            for b in banks.iter().flatten() {
+                self.slots[*b as usize].owned = true;
             }
+            self.jobs.push((seq, job));
         }
     }
 
@@ -893,6 +899,16 @@ impl Controller {
             }
         }
         self.counters.commands[kind.index()] += 1;
+        match (p.source, kind) {
+            (Source::Refresh, CommandKind::Ref) => {
+                let r = p.bank.rank as usize;
+                let late = now.saturating_sub(self.refresh_due[r]);
+                self.last_ref[r] = [self.last_ref[r][1], now];
+                self.ref_late[r] = [self.ref_late[r][1], late];
+            }
+            (Source::Refresh, _) => {}
+            _ => self.last_work = now,
+        }
         self.next_cmd_cycle = now + 1;
         if let Some(sink) = log.as_deref_mut() {
             sink.record(&CommandRecord {
@@ -1030,15 +1046,70 @@ impl Controller {
             self.slots[*b as usize].owned = false;
             self.slots[*b as usize].dirty = true;
         }
+        self.waiting_jobs.mark_dirty();
         self.counters.last_done = self.counters.last_done.max(t);
         match job.then {
-            Some(next) => self.waiting_jobs.push_front((seq, *next)),
+            Some(next) => self.waiting_jobs.push_front(seq, next.banks(), *next),
             None => self.done.push(Done {
                 time: t,
                 tag: Tag::BulkJob { op: job.op },
                 op: Op::Write,
             }),
         }
+    }
+
+    /// Accounts for the refreshes of an idle gap without visiting them: with nothing queued and
+    /// every bank precharged, refresh is periodic (once a rank's last two REFs both came after
+    /// the last other command, equally late after their due cycles, every later one issues
+    /// nREFI after the one before), so the REFs falling between
+    /// now and `until` can be counted instead of simulated. A trace whose next arrival is far
+    /// away then costs nothing to run. The last refresh of each rank before `until` is left to
+    /// be simulated, so the device's timing state at `until` is exactly what a cycle-by-cycle
+    /// run would leave. Elided REFs go to the command log as one line per rank (see
+    /// [`CommandSink::idle_refreshes`]). Returns the number of REFs elided.
+    pub fn skip_idle_refreshes<'s>(
+        &mut self,
+        now: u64,
+        until: u64,
+        log: Option<&mut (dyn CommandSink + 's)>,
+    ) -> u64 {
+        if !self.refresh || !self.idle() {
+            return 0;
+        }
+        let refi = self.n_refi;
+        let mut k = u64::MAX;
+        for r in 0..self.refresh_due.len() {
+            // Periodic only once this rank refreshed after the last other command, with its
+            // banks closed and no refresh owed.
+            if self.refresh_pending[r]
+                || self.dev.any_open(r as u32)
+                || self.last_ref[r][0] <= self.last_work
+                || self.ref_late[r][0] != self.ref_late[r][1]
+                || self.refresh_due[r] <= now
+            {
+                return 0;
+            }
+            // Elide REFs due at due, due + refi, ... while one more still falls before `until`.
+            let room = until.saturating_sub(self.refresh_due[r]) / refi;
+            k = k.min(room.saturating_sub(1));
+        }
+        if k == 0 || k == u64::MAX {
+            return 0;
+        }
+        let mut log = log;
+        for r in 0..self.refresh_due.len() {
+            // Each REF issues as late after its due cycle as the last two did.
+            let first = self.refresh_due[r] + self.ref_late[r][1];
+            if let Some(sink) = log.as_deref_mut() {
+                sink.idle_refreshes(self.channel, r as u32, first, k, refi);
+            }
+            let last = first + (k - 1) * refi;
+            self.last_ref[r] = [last - refi, last];
+            self.refresh_due[r] += k * refi;
+        }
+        let elided = k * self.refresh_due.len() as u64;
+        self.counters.commands[CommandKind::Ref.index()] += elided;
+        elided
     }
 
     /// Jobs whose banks a refresh closed after their last data moved are finished by it.

@@ -14,6 +14,7 @@ use crate::kernel::{EventQueue, Ps};
 use crate::pending_copy_table::PendingCopyTable;
 use crate::stats::{CacheStats, CopyLines, MemoryTraffic, PlatformStats};
 use crate::workload::{DstPolicy, Op, Workload};
+use movelab_dram::interrupt;
 use movelab_dram::mapper::Location;
 use movelab_dram::port::MemoryPort;
 use movelab_dram::request::Op as MemOp;
@@ -613,6 +614,7 @@ impl Platform {
         let mut n_ops: u64 = 0;
         let mut guard: u64 = 0;
         let mut last_now = start;
+        let mut steps: u64 = 0;
         loop {
             // Feed the front end.
             while self.core.wants_op() {
@@ -677,6 +679,10 @@ impl Platform {
                 last_now = now;
             }
             self.now = now;
+            steps += 1;
+            if steps.is_multiple_of(interrupt::CHECK_STEPS) && interrupt::requested() {
+                return Err(PlatformError::Interrupted);
+            }
             if mem_t <= now {
                 self.hier.step_memory();
             }

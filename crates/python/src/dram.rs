@@ -1,6 +1,7 @@
 //! Bindings for movelab-dram: configs, simulation, the command-log checker, presets and the
 //! RowClone latency experiment. Values cross as JSON strings; the Python layer turns them into
 //! dicts and DataFrames. Errors become `ValueError` (bad input) or `OSError` (files).
+use crate::interrupt::detach_interruptible;
 use movelab_dram::bulkgen::BulkGenSpec;
 use movelab_dram::checker;
 use movelab_dram::command::LogWriter;
@@ -175,10 +176,17 @@ fn dram_simulate(
     let cfg = load_config("json", config_json, None)?;
     let stream = open_stream(trace_kind, trace_value, trace_format, &cfg)?;
     let spec = cfg.resolve("config").map_err(verr)?;
-    let mut writer = match command_log {
+    // The log is written beside its destination and renamed onto it only when the run
+    // succeeded, so a failed or interrupted run leaves no log that looks complete.
+    let tmp_log = command_log.map(|p| format!("{p}.partial-{}", std::process::id()));
+    let mut writer = match &tmp_log {
         Some(p) => {
-            let f = std::fs::File::create(p)
-                .map_err(|e| PyOSError::new_err(format!("cannot create {p}: {e}")))?;
+            let f = std::fs::File::create(p).map_err(|e| {
+                PyOSError::new_err(format!(
+                    "cannot create {}: {e}",
+                    command_log.unwrap_or_default()
+                ))
+            })?;
             Some(
                 LogWriter::new(BufWriter::new(f), &log_header(&cfg, &spec))
                     .map_err(|e| PyOSError::new_err(e.to_string()))?,
@@ -186,7 +194,7 @@ fn dram_simulate(
         }
         None => None,
     };
-    let result = py.detach(|| {
+    let result = detach_interruptible(py, || {
         let mut cb = |n: u64| {
             if let Some(p) = &progress {
                 Python::attach(|py| {
@@ -204,21 +212,45 @@ fn dram_simulate(
         };
         simulate(&cfg, stream, opts)
     });
-    if let Some(w) = writer {
-        w.finish()
-            .map_err(|e| PyOSError::new_err(format!("writing the command log: {e}")))?;
+    let discard = |tmp: &Option<String>| {
+        if let Some(t) = tmp {
+            let _ = std::fs::remove_file(t);
+        }
+    };
+    let stats = match result {
+        Ok(Ok(s)) => s,
+        Err(signal) => {
+            // Ctrl-C (or another signal handler's exception).
+            drop(writer);
+            discard(&tmp_log);
+            return Err(signal);
+        }
+        Ok(Err(e)) => {
+            drop(writer);
+            discard(&tmp_log);
+            return Err(match e {
+                Error::Trace(TraceError::Io { .. }) => PyOSError::new_err(e.to_string()),
+                _ => verr(e),
+            });
+        }
+    };
+    if let (Some(w), Some(tmp), Some(dest)) = (writer, &tmp_log, command_log) {
+        let done = w
+            .finish()
+            .and_then(|_| std::fs::rename(tmp, dest))
+            .map_err(|e| PyOSError::new_err(format!("writing the command log {dest}: {e}")));
+        if done.is_err() {
+            discard(&tmp_log);
+        }
+        done?;
     }
-    let stats = result.map_err(|e| match e {
-        Error::Trace(TraceError::Io { .. }) => PyOSError::new_err(e.to_string()),
-        _ => verr(e),
-    })?;
     json(&stats)
 }
 
 /// Checks a command log with the independent checker. Returns the report as JSON.
 #[pyfunction]
 fn dram_check(py: Python<'_>, path: &str) -> PyResult<String> {
-    let report = py.detach(|| checker::check_log_file(Path::new(path)));
+    let report = detach_interruptible(py, || checker::check_log_file(Path::new(path)))?;
     match report {
         Ok(r) => json(&r),
         Err(e @ movelab_dram::error::LogError::Io { .. }) => Err(PyOSError::new_err(e.to_string())),
@@ -231,9 +263,7 @@ fn dram_check(py: Python<'_>, path: &str) -> PyResult<String> {
 #[pyo3(signature = (config_json, bytes=4096))]
 fn dram_rowclone_latency(py: Python<'_>, config_json: &str, bytes: u64) -> PyResult<String> {
     let cfg = load_config("json", config_json, None)?;
-    let rows = py
-        .detach(|| rowclone_latency::run(&cfg, bytes))
-        .map_err(verr)?;
+    let rows = detach_interruptible(py, || rowclone_latency::run(&cfg, bytes))?.map_err(verr)?;
     json(&rows)
 }
 

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod dram;
 mod host;
+mod interrupt;
 mod ipc;
 mod platform;
 
