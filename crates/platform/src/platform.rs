@@ -537,6 +537,11 @@ impl Platform {
         })
     }
 
+    /// The memory system (e.g. to attach a command log).
+    pub fn mem_mut(&mut self) -> &mut MemoryPort {
+        self.hier.mem_mut()
+    }
+
     /// Copies the cache contents of `other` into this platform (a warm start: e.g. the state a
     /// program's earlier phase left, simulated once and reused).
     pub fn warm_caches_from(&mut self, other: &Platform) {
