@@ -156,6 +156,68 @@ pub fn futex_wait(word: &AtomicU32, expected: u32) {
     }
 }
 
+/// As [`futex_wait`], but sleep at most `timeout` (callers re-check their condition and clock).
+pub fn futex_wait_for(word: &AtomicU32, expected: u32, timeout: std::time::Duration) {
+    #[cfg(target_os = "linux")]
+    {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: as in futex_wait; `ts` is a valid relative timeout for the duration of the call.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                expected,
+                &ts as *const libc::timespec,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        if word.load(Ordering::Acquire) == expected {
+            std::thread::sleep(timeout.min(std::time::Duration::from_millis(1)));
+        }
+    }
+}
+
+/// The calling process's id (compared with an owner's to detect a forked child).
+pub fn pid() -> i32 {
+    // SAFETY: getpid cannot fail and has no preconditions.
+    unsafe { libc::getpid() }
+}
+
+/// The process that created an object which owns threads or a shared resource. After `fork()`
+/// the child inherits the object but not its threads (and perhaps locks copied while held), so
+/// such an object refuses to be used there, and its destructor leaves the parent's resources
+/// alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner(i32);
+
+impl Default for Owner {
+    fn default() -> Self {
+        Self::here()
+    }
+}
+
+impl Owner {
+    /// Owned by the calling process.
+    pub fn here() -> Self {
+        Owner(pid())
+    }
+    /// The owner's pid.
+    pub fn pid(self) -> i32 {
+        self.0
+    }
+    /// `Some(child pid)` when called in a process other than the owner (a forked child).
+    pub fn forked(self) -> Option<i32> {
+        let me = pid();
+        (me != self.0).then_some(me)
+    }
+}
+
 /// Wake every thread sleeping in [`futex_wait`] on `word`.
 pub fn futex_wake_all(word: &AtomicU32) {
     #[cfg(target_os = "linux")]

@@ -176,8 +176,7 @@ pub fn peer_cred(fd: &OwnedFd) -> IpcResult<PeerCred> {
 }
 
 pub fn getpid() -> i32 {
-    // SAFETY: getpid cannot fail.
-    unsafe { libc::getpid() }
+    crate::sys::pid()
 }
 
 pub fn geteuid() -> u32 {
