@@ -538,7 +538,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn thread_rt(channels: usize) -> Runtime {
