@@ -83,6 +83,12 @@ impl Runtime {
         self.engine.config()
     }
 
+    /// Can this runtime be used in the calling process? [`HostError::Forked`] in a forked child
+    /// of the process that created a thread engine.
+    pub fn usable_here(&self) -> Result<()> {
+        self.engine.usable_here()
+    }
+
     /// Number of cookies issued and not yet waited for.
     pub fn outstanding(&self) -> usize {
         self.lock().len()

@@ -57,6 +57,14 @@ pub enum IpcError {
 }
 
 impl IpcError {
+    /// The errno a socket call would have given for this error, where one fits (EADDRINUSE).
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            IpcError::AddrInUse { .. } => Some(libc::EADDRINUSE),
+            _ => None,
+        }
+    }
+
     /// Wrap the current `errno` as an [`IpcError::Os`].
     pub(crate) fn last_os(op: &'static str) -> Self {
         Self::os(op, std::io::Error::last_os_error())
