@@ -16,8 +16,8 @@ RUNNER = CliRunner()
 REQUIRED = {
     "latency": {"latency_ns", "cache"},
     "bandwidth": {"bandwidth_mb_s"},
-    "overlap": {"overlap"},
-    "pollution": {"access_ns", "case"},
+    "overlap": {"overlap", "overlap_lo", "overlap_hi", "unstable", "repeats"},
+    "pollution": {"access_ns", "case", "vs_none_lo", "vs_none_hi", "unstable", "repeats"},
     "breakdown": {"submit_ns", "queue_ns", "copy_ns", "complete_ns"},
 }
 
@@ -74,3 +74,44 @@ def test_all_writes_a_report(tmp_path: Path) -> None:
 def test_ipc_is_registered() -> None:
     assert "ipc" in bench.BENCHMARKS
     assert bench.count_points("ipc", quick=True) > 0
+
+
+def test_outputs_are_never_overwritten_without_force(tmp_path: Path) -> None:
+    args = ["breakdown", "--quick", "--format", "json", "--sizes", "64", "--engine", "cpu", "--out", str(tmp_path)]
+    assert RUNNER.invoke(bench_host_app, args).exit_code == 0
+    (tmp_path / "breakdown.csv").write_text("mine")
+    res = RUNNER.invoke(bench_host_app, args)
+    assert res.exit_code == 2, res.output
+    assert "refusing to overwrite" in res.output and "--force" in res.output
+    assert (tmp_path / "breakdown.csv").read_text() == "mine"
+    res = RUNNER.invoke(bench_host_app, [*args, "--force"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "breakdown.csv").read_text() != "mine"
+    # `all` refuses before running anything
+    (tmp_path / "results.json").write_text("{}")
+    res = RUNNER.invoke(bench_host_app, ["all", "--quick", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "results.json" in res.output, res.output
+
+
+def test_a_bad_out_folder_is_a_clear_error(tmp_path: Path) -> None:
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    for out, why in [(f, "not a folder"), (f / "sub", "cannot create"), (Path("/proc/movelab-no"), "cannot create")]:
+        res = RUNNER.invoke(bench_host_app, ["breakdown", "--quick", "--engine", "cpu", "--out", str(out)])
+        assert res.exit_code == 2, res.output
+        assert "--out" in res.output and why in res.output, res.output
+        assert "Traceback" not in res.output and isinstance(res.exception, SystemExit)
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [(["overlap", "--repeats", "0"], "--repeats"), (["pollution", "--repeats", "1000"], "--repeats"),
+     (["all", "--repeats", "-1"], "--repeats"), (["bandwidth", "--window", "0"], "--window"),
+     (["latency", "--channels", "0"], "--channels"), (["all", "--skip", "nothing"], "--skip"),
+     (["latency", "--sizes", "0"], "--sizes")],
+)
+def test_nonsense_option_values_are_refused_naming_the_option(args: list[str], option: str, tmp_path: Path) -> None:
+    res = RUNNER.invoke(bench_host_app, [*args, "--quick", "--out", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert option in res.output, res.output
+    assert not list(tmp_path.iterdir()), "nothing may be written"

@@ -5,7 +5,6 @@ the test instead of hanging the suite."""
 from __future__ import annotations
 
 import errno
-import os
 import signal
 import subprocess
 import sys
