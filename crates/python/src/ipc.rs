@@ -67,7 +67,7 @@ fn options(
         },
         timeout: duration(Some(timeout))?.unwrap_or(NO_LIMIT),
     };
-    if o.slot_size % 4096 != 0 {
+    if !o.slot_size.is_multiple_of(4096) {
         return Err(PyValueError::new_err(format!(
             "slot_size = {}: expected a multiple of 4096 in 4096..=67108864",
             o.slot_size
