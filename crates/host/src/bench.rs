@@ -21,12 +21,14 @@
 //!
 //! The calling thread is pinned to the first available core during a run and the engine's workers
 //! to the last ones, so on a 2-core machine the engine owns the other core.
+use crate::cancel::{Cancel, Never, SLICE};
 use crate::engine::{EngineConfig, Op};
 use crate::error::{HostError, Result};
 use crate::runtime::Runtime;
 use crate::sys;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -146,6 +148,38 @@ impl Spec {
 
 /// Run benchmark `name` with `spec_json` (a JSON object of [`Spec`] fields); returns JSON rows.
 pub fn run(name: &str, spec_json: &str) -> Result<String> {
+    run_with(name, spec_json, &Never)
+}
+
+/// How the kernels learn that they should stop (Ctrl-C): asked between iterations, never inside
+/// a timed region, and at most every [`SLICE`] (asking Python costs a GIL round trip).
+struct Stop<'a> {
+    cancel: &'a dyn Cancel,
+    name: &'a str,
+    next: Cell<Instant>,
+}
+
+impl Stop<'_> {
+    fn check(&self) -> Result<()> {
+        let now = Instant::now();
+        if now < self.next.get() {
+            return Ok(());
+        }
+        self.next.set(now + SLICE);
+        if self.cancel.cancelled() {
+            return Err(HostError::Stopped(format!("the {} benchmark", self.name)));
+        }
+        Ok(())
+    }
+}
+
+/// As [`run`], stopping within about [`SLICE`] (plus one operation) when `cancel` says so.
+pub fn run_with(name: &str, spec_json: &str, cancel: &dyn Cancel) -> Result<String> {
+    let stop = &Stop {
+        cancel,
+        name,
+        next: Cell::new(Instant::now()),
+    };
     let spec: Spec = if spec_json.trim().is_empty() {
         Spec::default()
     } else {
@@ -155,11 +189,11 @@ pub fn run(name: &str, spec_json: &str) -> Result<String> {
     spec.validate()?;
     let _pin = PinCaller::new(spec.realtime)?;
     let rows = match name {
-        "latency" => latency(&spec)?,
-        "bandwidth" => bandwidth(&spec)?,
-        "overlap" => overlap(&spec)?,
-        "pollution" => pollution(&spec)?,
-        "breakdown" => breakdown(&spec)?,
+        "latency" => latency(&spec, stop)?,
+        "bandwidth" => bandwidth(&spec, stop)?,
+        "overlap" => overlap(&spec, stop)?,
+        "pollution" => pollution(&spec, stop)?,
+        "breakdown" => breakdown(&spec, stop)?,
         other => {
             return Err(HostError::InvalidConfig(format!(
                 "unknown benchmark '{other}' (known: latency, bandwidth, overlap, pollution, breakdown)"
@@ -356,7 +390,7 @@ struct LatencyRow {
     iters: usize,
 }
 
-fn latency(spec: &Spec) -> Result<Vec<Value>> {
+fn latency(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for engine in &spec.engines {
         let rt = Runtime::new(engine, &spec.config())?;
@@ -376,6 +410,7 @@ fn latency(spec: &Spec) -> Result<Vec<Value>> {
                     // SAFETY: the pointers come from live regions of at least `size` bytes.
                     unsafe { round_trip(&rt, s, d, size) }?;
                     n += 1;
+                    stop.check()?;
                 }
                 let mut samples = Vec::with_capacity(iters);
                 for _ in 0..iters {
@@ -384,6 +419,7 @@ fn latency(spec: &Spec) -> Result<Vec<Value>> {
                     // SAFETY: as above.
                     unsafe { round_trip(&rt, s, d, size) }?;
                     samples.push(t.elapsed().as_nanos() as f64);
+                    stop.check()?;
                 }
                 let (p50, p99, mean, min) = stats(samples);
                 rows.push(LatencyRow {
@@ -414,7 +450,7 @@ struct BandwidthRow {
     seconds: f64,
 }
 
-fn bandwidth(spec: &Spec) -> Result<Vec<Value>> {
+fn bandwidth(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for engine in &spec.engines {
         let rt = Runtime::new(engine, &spec.config())?;
@@ -447,6 +483,7 @@ fn bandwidth(spec: &Spec) -> Result<Vec<Value>> {
             let t = Instant::now();
             for _ in 0..windows {
                 run_window(&rt)?;
+                stop.check()?;
             }
             let secs = t.elapsed().as_secs_f64();
             let bytes = windows * window * size;
@@ -517,6 +554,7 @@ struct OverlapRun {
 }
 
 fn overlap_once(
+    stop: &Stop,
     rt: &Runtime,
     bufs: &mut Buffers,
     spec: &Spec,
@@ -534,6 +572,7 @@ fn overlap_once(
         if i >= 3 {
             copy.push(t.elapsed().as_nanos() as f64);
         }
+        stop.check()?;
     }
     let (t_copy, _, _, t_copy_min) = stats(copy);
     let n = ((t_copy * 1.5).max(2_000.0) * per_ns) as u64;
@@ -559,6 +598,7 @@ fn overlap_once(
             comp.push(t_comp);
             total.push(t.elapsed().as_nanos() as f64);
         }
+        stop.check()?;
     }
     let ((t_compute, _, _, comp_min), (t_total, _, _, total_min)) = (stats(comp), stats(total));
     Ok(OverlapRun {
@@ -568,7 +608,7 @@ fn overlap_once(
     })
 }
 
-fn overlap(spec: &Spec) -> Result<Vec<Value>> {
+fn overlap(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
     let per_ns = calibrate_compute();
     let mut rows = Vec::new();
     for engine in &spec.engines {
@@ -582,7 +622,9 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
                     .clamp(spec.reps.max(3), spec.reps.max(3) * 20);
                 let mut runs = Vec::with_capacity(spec.repeats);
                 for _ in 0..spec.repeats {
-                    runs.push(overlap_once(&rt, &mut bufs, spec, size, reps, per_ns)?);
+                    runs.push(overlap_once(
+                        stop, &rt, &mut bufs, spec, size, reps, per_ns,
+                    )?);
                     breathe(spec);
                 }
                 let per_run: Vec<f64> = runs
@@ -671,7 +713,7 @@ struct PollutionRow {
     reps: usize,
 }
 
-fn pollution(spec: &Spec) -> Result<Vec<Value>> {
+fn pollution(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
     // The caller spin-waits for the engine's copy (instead of sleeping), so that no other task
     // runs on its core in the meantime and the only cache traffic is the copy's own.
     let thread = Runtime::new(
@@ -705,6 +747,7 @@ fn pollution(spec: &Spec) -> Result<Vec<Value>> {
             let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
             for _ in 0..spec.reps.max(3) {
                 for (k, case) in cases.iter().enumerate() {
+                    stop.check()?;
                     breathe(spec);
                     for _ in 0..3 {
                         walk(&ws); // make the working set cache-resident
@@ -791,7 +834,7 @@ struct BreakdownRow {
     iters: usize,
 }
 
-fn breakdown(spec: &Spec) -> Result<Vec<Value>> {
+fn breakdown(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for engine in &spec.engines {
         let rt = Runtime::new(engine, &spec.config())?;
@@ -823,6 +866,7 @@ fn breakdown(spec: &Spec) -> Result<Vec<Value>> {
                 let mut parts: [Vec<f64>; 5] = Default::default();
                 let warm = if gap_us > 0 { 1 } else { 10 };
                 for i in 0..iters + warm {
+                    stop.check()?;
                     if gap_us > 0 {
                         std::thread::sleep(gap);
                     }
@@ -933,6 +977,16 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("repeats"));
+    }
+
+    #[test]
+    fn every_benchmark_stops_when_cancelled() {
+        let stop = crate::cancel::Flag::default();
+        stop.raise();
+        for name in ["latency", "bandwidth", "overlap", "pollution", "breakdown"] {
+            let e = run_with(name, &quick(), &stop).unwrap_err().to_string();
+            assert!(e.contains("interrupted"), "{name}: {e}");
+        }
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub enum HostError {
         "interrupted while waiting for operation {0} (it is still in flight; wait for it again)"
     )]
     Interrupted(u64),
+    /// A long call (a benchmark run) was cancelled (Ctrl-C) before it finished.
+    #[error("{0} was interrupted")]
+    Stopped(String),
     /// The operating system refused something (thread creation, affinity).
     #[error("operating system error: {0}")]
     Os(String),

@@ -24,9 +24,10 @@ fn to_py(e: HostError) -> PyErr {
     let msg = e.to_string();
     match e {
         HostError::Os(_) => PyOSError::new_err(msg),
-        HostError::Aborted(_) | HostError::Forked { .. } | HostError::Interrupted(_) => {
-            PyRuntimeError::new_err(msg)
-        }
+        HostError::Aborted(_)
+        | HostError::Forked { .. }
+        | HostError::Interrupted(_)
+        | HostError::Stopped(_) => PyRuntimeError::new_err(msg),
         _ => PyValueError::new_err(msg),
     }
 }
@@ -459,12 +460,15 @@ impl PyEngine {
     }
 }
 
-/// Run a host benchmark kernel: `name` and a JSON spec in, JSON rows out (GIL released).
+/// Run a host benchmark kernel: `name` and a JSON spec in, JSON rows out (GIL released;
+/// Ctrl-C stops it within a fraction of a second).
 #[pyfunction]
 fn host_bench(py: Python<'_>, name: &str, spec_json: &str) -> PyResult<String> {
     let (name, spec) = (name.to_string(), spec_json.to_string());
-    py.detach(move || movelab_host::bench::run(&name, &spec))
-        .map_err(to_py)
+    Signals::detach(py, move |sig| {
+        movelab_host::bench::run_with(&name, &spec, sig)
+    })?
+    .map_err(to_py)
 }
 
 /// The registered engines as (name, description) pairs.
