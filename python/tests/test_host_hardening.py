@@ -107,6 +107,13 @@ _BLOCKERS = {
     ready()
     lst.accept()                       # nobody connects
 """,
+    # a benchmark kernel asked for practically endless iterations
+    "host_bench": """
+    from movelab import _core
+    ready()
+    _core.host_bench("latency", '{"engines": ["cpu"], "sizes": [65536], "cache": ["hot"], '
+                     '"budget_bytes": 1099511627776, "max_iters": 100000000}')
+""",
     "ipc.connect": """
     ready()
     ipc.connect(sys.argv[1], timeout=float("inf"))   # nobody listens
