@@ -18,7 +18,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyInt;
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 fn to_py(e: HostError) -> PyErr {
     let msg = e.to_string();
@@ -34,13 +36,38 @@ fn to_py(e: HostError) -> PyErr {
 
 /// A [`Cancel`] that asks Python: between the slices of a blocking call it re-acquires the GIL
 /// and runs the signal handlers; the exception they raise (KeyboardInterrupt) is kept for the
-/// caller to re-raise.
-#[derive(Default)]
-pub(crate) struct Signals(Mutex<Option<PyErr>>);
+/// caller to re-raise. It asks at most every [`ASK_EVERY`], starting that long after the call
+/// began: a call that returns sooner never touches the GIL, and a loop that asks often (the IPC
+/// protocol asks once per message) pays a clock read, not a GIL round trip.
+pub(crate) struct Signals {
+    raised: Mutex<Option<PyErr>>,
+    start: Instant,
+    /// Nanoseconds after `start` before which the next question is not put to Python.
+    next_ns: AtomicU64,
+}
+
+/// How often a blocking call asks Python about signals: a fraction of a second, as Ctrl-C must be.
+const ASK_EVERY: Duration = Duration::from_millis(20);
+
+impl Default for Signals {
+    fn default() -> Self {
+        Signals {
+            raised: Mutex::new(None),
+            start: Instant::now(),
+            next_ns: AtomicU64::new(ASK_EVERY.as_nanos() as u64),
+        }
+    }
+}
 
 impl Cancel for Signals {
     fn cancelled(&self) -> bool {
-        let mut raised = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let now = self.start.elapsed().as_nanos() as u64;
+        if now < self.next_ns.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.next_ns
+            .store(now + ASK_EVERY.as_nanos() as u64, Ordering::Relaxed);
+        let mut raised = self.raised.lock().unwrap_or_else(|p| p.into_inner());
         if raised.is_some() {
             return true;
         }
@@ -61,7 +88,7 @@ impl Signals {
     ) -> Result<Result<T, E>, PyErr> {
         let sig = Signals::default();
         let r = py.detach(|| f(&sig));
-        match sig.0.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        match sig.raised.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some(e) if r.is_err() => Err(e),
             Some(e) => {
                 // Finished anyway: the signal still counts (raise it now, as Python would).
