@@ -189,12 +189,37 @@ pub fn pid() -> i32 {
     unsafe { libc::getpid() }
 }
 
+/// Incremented in every child right after `fork()` (a `pthread_atfork` handler), so that checking
+/// whether this is still the owner's process costs one atomic load, not a `getpid` system call
+/// on every submit and wait.
+static FORK_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+extern "C" fn after_fork_in_child() {
+    // Async-signal-safe: one atomic increment.
+    FORK_GENERATION.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn fork_generation() -> u64 {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    REGISTER.call_once(|| {
+        #[cfg(unix)]
+        // SAFETY: registers a handler that only increments an atomic; no memory is passed.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+        }
+    });
+    FORK_GENERATION.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// The process that created an object which owns threads or a shared resource. After `fork()`
 /// the child inherits the object but not its threads (and perhaps locks copied while held), so
 /// such an object refuses to be used there, and its destructor leaves the parent's resources
-/// alone.
+/// alone. The check is one atomic load (a fork handler counts forks in each child).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Owner(i32);
+pub struct Owner {
+    pid: i32,
+    generation: u64,
+}
 
 impl Default for Owner {
     fn default() -> Self {
@@ -205,16 +230,22 @@ impl Default for Owner {
 impl Owner {
     /// Owned by the calling process.
     pub fn here() -> Self {
-        Owner(pid())
+        Owner {
+            generation: fork_generation(),
+            pid: pid(),
+        }
     }
     /// The owner's pid.
     pub fn pid(self) -> i32 {
-        self.0
+        self.pid
     }
     /// `Some(child pid)` when called in a process other than the owner (a forked child).
     pub fn forked(self) -> Option<i32> {
+        if FORK_GENERATION.load(std::sync::atomic::Ordering::Relaxed) == self.generation {
+            return None;
+        }
         let me = pid();
-        (me != self.0).then_some(me)
+        (me != self.pid).then_some(me)
     }
 }
 
