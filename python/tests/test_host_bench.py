@@ -115,3 +115,32 @@ def test_nonsense_option_values_are_refused_naming_the_option(args: list[str], o
     assert res.exit_code == 2, res.output
     assert option in res.output, res.output
     assert not list(tmp_path.iterdir()), "nothing may be written"
+
+
+def test_plots_draw_every_series_with_labelled_axes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.figure import Figure
+
+    seen: list[Figure] = []
+    save = Figure.savefig
+
+    def capture(self: Figure, *a: object, **k: object) -> None:
+        seen.append(self)
+        save(self, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", capture)
+    cases = ["none", "idle", "cpu", "thread", "thread_cache"]
+    pol = [{"case": c, "ws_bytes": w, "size_bytes": 0, "access_ns": 10.0 + i, "vs_none": 1.0 + i, "vs_none_lo": 1.0,
+            "vs_none_hi": 1.0 + 2 * i, "unstable": i == 4} for i, c in enumerate(cases) for w in (4096, 8192)]
+    bench.plot("pollution", pol, tmp_path / "p.png")
+    ax = seen[-1].axes[0]
+    assert len(ax.patches) == len(pol), "one bar per case and working set"
+    assert "ns" in ax.get_ylabel() and "bytes" in ax.get_xlabel()
+    ov = [{"engine": "thread", "channels": 1, "cache": "hot", "size_bytes": s, "overlap": 0.5, "overlap_lo": 0.2,
+           "overlap_hi": 0.6, "unstable": s == 4096} for s in (4096, 65536)]
+    lat = [{"engine": "cpu", "channels": 0, "cache": "hot", "size_bytes": s, "latency_ns": 100.0} for s in (64, 4096)]
+    bw = [{"engine": "cpu", "channels": 0, "size_bytes": s, "bandwidth_mb_s": 1e3} for s in (4096, 65536)]
+    for name, rows, unit in [("overlap", ov, "fraction"), ("latency", lat, "(ns"), ("bandwidth", bw, "MB/s")]:
+        bench.plot(name, rows, tmp_path / f"{name}.png")
+        ax = seen[-1].axes[0]
+        assert unit in ax.get_ylabel(), (name, ax.get_ylabel())
+        assert ax.get_xlabel() == "copy size (bytes)"

@@ -217,16 +217,16 @@ def plot(name: str, rows: list[dict[str, Any]], path: Path) -> None:
             vals = [next((r["access_ns"] for r in rows if r["case"] == case and r["ws_bytes"] == w), 0)
                     for w in wss]
             xs = [j + i * width for j in range(len(wss))]
-        ax.bar(xs, vals, width, label=case)
-        # the spread over the repetitions (vs_none range, scaled to access time), and a mark on
-        # a point too unstable to trust
-        for x, w, v in zip(xs, wss, vals, strict=True):
-            r = next((r for r in rows if r["case"] == case and r["ws_bytes"] == w), None)
-            if r and "vs_none_lo" in r and r["vs_none"]:
-                lo, hi = v * r["vs_none_lo"] / r["vs_none"], v * r["vs_none_hi"] / r["vs_none"]
-                ax.errorbar([x], [v], yerr=[[v - lo], [hi - v]], color="black", capsize=2, lw=0.8)
-            if r and r.get("unstable"):
-                ax.annotate("?", (x, v), ha="center", va="bottom", color="red", fontweight="bold")
+            ax.bar(xs, vals, width, label=case)
+            # the spread over the repetitions (vs_none range, scaled to access time), and a mark on
+            # a point too unstable to trust
+            for x, w, v in zip(xs, wss, vals, strict=True):
+                r = next((r for r in rows if r["case"] == case and r["ws_bytes"] == w), None)
+                if r and "vs_none_lo" in r and r["vs_none"]:
+                    lo, hi = v * r["vs_none_lo"] / r["vs_none"], v * r["vs_none_hi"] / r["vs_none"]
+                    ax.errorbar([x], [v], yerr=[[v - lo], [hi - v]], color="black", capsize=2, lw=0.8)
+                if r and r.get("unstable"):
+                    ax.annotate("?", (x, v), ha="center", va="bottom", color="red", fontweight="bold")
         ax.set_xticks([j + width * (len(cases) - 1) / 2 for j in range(len(wss))],
                       [human_bytes(w) for w in wss])
         ax.set_xlabel("working set (bytes)")
