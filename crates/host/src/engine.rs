@@ -278,6 +278,10 @@ impl Completion {
             }
             n += 1;
             if n.is_multiple_of(16) {
+                // A spin may be long (wait_spin_us up to 1 s): ask here too.
+                if cancel.cancelled() {
+                    return false;
+                }
                 // Every few microseconds, offer the core to anything runnable on it (a worker
                 // of this engine may share the caller's core when there are more channels than
                 // spare cores).

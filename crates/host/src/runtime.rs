@@ -320,7 +320,9 @@ impl Runtime {
             self.lock().iter().map(|(c, d)| (*c, d.clone())).collect();
         all.sort_by_key(|(c, _)| *c);
         for (c, done) in &all {
-            if !done.wait_cancel(self.spin, cancel) {
+            // Asked between records too: records that complete while their waiter still spins
+            // would otherwise never give the cancel a chance.
+            if !done.is_done() && cancel.cancelled() || !done.wait_cancel(self.spin, cancel) {
                 return Err(HostError::Interrupted(*c));
             }
         }
