@@ -8,6 +8,10 @@
  * Buffer rule: after movelab_icopy, neither buffer may be freed, written, or (destination) read
  * until movelab_wait (or movelab_check returned 1, or movelab_wait_all). movelab_engine_destroy
  * waits for every operation still in flight.
+ *
+ * Fork: a "thread" engine's workers exist only in the process that created it. In a forked child
+ * every call on it returns MOVELAB_EFORKED at once (never a hang), and movelab_engine_destroy
+ * there frees it without waiting for the parent's operations. A "cpu" engine works in the child.
  */
 #ifndef MOVELAB_HOST_H
 #define MOVELAB_HOST_H
@@ -24,6 +28,7 @@ extern "C" {
 #define MOVELAB_ECOOKIE (-2)  /* unknown or already-waited cookie */
 #define MOVELAB_EABORTED (-3) /* the operation was aborted by an engine shutdown */
 #define MOVELAB_EOS (-4)      /* the operating system refused (thread creation, ...) */
+#define MOVELAB_EFORKED (-5)  /* a thread engine used in a forked child (create a new engine there) */
 
 typedef struct MovelabEngine movelab_engine;
 

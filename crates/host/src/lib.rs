@@ -15,6 +15,7 @@
 //!
 //! Not here: the simulator (movelab-dram / movelab-platform), plotting and the CLI (Python).
 pub mod bench;
+pub mod cancel;
 pub mod capi;
 pub mod engine;
 pub mod engines;
