@@ -16,6 +16,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use std::io::BufWriter;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 pub(crate) fn verr(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -157,10 +158,48 @@ fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<
     }
 }
 
+/// The text a Python callable returns chunk by chunk (`next_chunk() -> str`, "" at the end), read
+/// as a stream: a Python trace is never joined in memory. An exception the callable raises (a bad
+/// item, Ctrl-C) is kept in `err` and re-raised after the run.
+struct PyChunks {
+    next_chunk: Py<PyAny>,
+    buf: Vec<u8>,
+    pos: usize,
+    err: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl std::io::Read for PyChunks {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.buf.len() {
+            let chunk = Python::attach(|py| {
+                self.next_chunk
+                    .call0(py)
+                    .and_then(|c| c.extract::<String>(py))
+            });
+            match chunk {
+                Ok(c) => {
+                    self.buf = c.into_bytes();
+                    self.pos = 0;
+                }
+                Err(e) => {
+                    if let Ok(mut slot) = self.err.lock() {
+                        *slot = Some(e);
+                    }
+                    return Err(std::io::Error::other("the Python trace iterator raised"));
+                }
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
 /// Runs a simulation. Returns the stats as JSON. `progress(n)` is called every `progress_every`
-/// trace items.
+/// trace items. `trace_kind` "iter" reads the trace from `trace_iter` (see [`PyChunks`]).
 #[pyfunction]
-#[pyo3(signature = (config_json, trace_kind, trace_value, trace_format="auto", command_log=None, progress=None, progress_every=100_000))]
+#[pyo3(signature = (config_json, trace_kind, trace_value, trace_format="auto", command_log=None, progress=None, progress_every=100_000, trace_iter=None))]
 #[allow(clippy::too_many_arguments)]
 fn dram_simulate(
     py: Python<'_>,
@@ -171,9 +210,27 @@ fn dram_simulate(
     command_log: Option<&str>,
     progress: Option<Py<PyAny>>,
     progress_every: u64,
+    trace_iter: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let cfg = load_config("json", config_json, None)?;
-    let stream = open_stream(trace_kind, trace_value, trace_format, &cfg)?;
+    let iter_err = Arc::new(Mutex::new(None));
+    let stream = match (trace_kind, trace_iter) {
+        ("iter", Some(next_chunk)) => {
+            let fmt = trace_format.parse::<TraceFormat>().map_err(verr)?;
+            let chunks = PyChunks {
+                next_chunk,
+                buf: Vec::new(),
+                pos: 0,
+                err: iter_err.clone(),
+            };
+            let r = trace::from_reader(std::io::BufReader::new(chunks), "trace", fmt);
+            if let Some(e) = iter_err.lock().ok().and_then(|mut s| s.take()) {
+                return Err(e);
+            }
+            Box::new(r.map_err(verr)?) as Stream
+        }
+        _ => open_stream(trace_kind, trace_value, trace_format, &cfg)?,
+    };
     let spec = cfg.resolve("config").map_err(verr)?;
     let mut writer = match command_log {
         Some(p) => {
@@ -207,6 +264,9 @@ fn dram_simulate(
     if let Some(w) = writer {
         w.finish()
             .map_err(|e| PyOSError::new_err(format!("writing the command log: {e}")))?;
+    }
+    if let Some(e) = iter_err.lock().ok().and_then(|mut s| s.take()) {
+        return Err(e);
     }
     let stats = result.map_err(|e| match e {
         Error::Trace(TraceError::Io { .. }) => PyOSError::new_err(e.to_string()),

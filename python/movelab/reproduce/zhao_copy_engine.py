@@ -22,6 +22,7 @@ from typing import Any
 from rich.console import Group
 
 from movelab import _core
+from movelab._util import refuse_keys
 from movelab.reproduce import fraction, group, paper_data, table
 
 NAME = "zhao-copy-engine"
@@ -30,8 +31,16 @@ KEYS = ["figure", "core", "payload_bytes", "mode", "placement", "variant", "redu
         "cache_gain", "paper_cache_gain"]
 CORES = ["in-order", "out-of-order"]
 MODES = ["SYNC_NLB", "SYNC_WLB", "ASYNC"]
+#: Platform keys the experiment sets itself for each run (an override of them would be dropped).
+SETS = ["core.kind", "copy.mechanism", "copy.mode", "copy.placement", "copy.snoop_ack", "copy.dest_to_cache"]
 _FRACTIONS = {"reduction", "faster_copy", "overlap", "paper_reduction", "paper_faster_copy", "paper_overlap",
               "cache_gain", "paper_cache_gain"}
+
+
+#: Bounds of the run's sizes (a million packets is hours of simulation; a 64 KB payload is a jumbo
+#: TCP segment's limit).
+MAX_PACKETS = 1_000_000
+MAX_PAYLOAD = 65_536
 
 
 def run(
@@ -46,11 +55,13 @@ def run(
     is called after each simulation."""
     if overrides is not None and not isinstance(overrides, Mapping):
         raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
-    if isinstance(packets, bool) or not isinstance(packets, int) or packets < 1:
-        raise ValueError(f"packets must be a positive integer, got {packets!r}")
-    if payloads is not None and (not payloads or any(isinstance(p, bool) or not isinstance(p, int) or p < 1
-                                                     for p in payloads)):
-        raise ValueError(f"payloads must be positive byte counts, got {payloads!r}")
+    if isinstance(packets, bool) or not isinstance(packets, int) or not 1 <= packets <= MAX_PACKETS:
+        raise ValueError(f"packets: {packets!r} must be an integer from 1 to {MAX_PACKETS:,}")
+    if payloads is not None and (not payloads or any(isinstance(p, bool) or not isinstance(p, int)
+                                                     or not 1 <= p <= MAX_PAYLOAD for p in payloads)):
+        raise ValueError(f"payloads: {payloads!r} must be byte counts from 1 to {MAX_PAYLOAD:,}")
+    if overrides:
+        refuse_keys(dict(overrides), SETS, "zhao-copy-engine")
     raw = _core.reproduce_zhao(json.dumps(dict(overrides)) if overrides else None, packets,
                                list(payloads) if payloads is not None else None, progress)
     rows = []
