@@ -150,7 +150,7 @@ fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<
             Ok(Box::new(g.map(Ok)))
         }
         "generator" => {
-            let spec = GeneratorSpec::from_json_str(value, "generator").map_err(verr)?;
+            let spec = GeneratorSpec::from_json_str(value, "trace").map_err(verr)?;
             let g = spec.build().map_err(verr)?;
             Ok(Box::new(g.map(Ok)))
         }
@@ -297,12 +297,24 @@ fn dram_rowclone_latency(py: Python<'_>, config_json: &str, bytes: u64) -> PyRes
     json(&rows)
 }
 
-/// Writes a generated trace to a file in native format, for use by other tools.
+/// Writes a generated trace to a file in native format, for use by other tools. Ctrl-C stops it
+/// (raising `KeyboardInterrupt`) within 64 Ki requests.
 #[pyfunction]
 #[pyo3(signature = (generator_json, path, format="native"))]
-fn dram_write_trace(generator_json: &str, path: &str, format: &str) -> PyResult<u64> {
+fn dram_write_trace(py: Python<'_>, generator_json: &str, path: &str, format: &str) -> PyResult<u64> {
     let spec = GeneratorSpec::from_json_str(generator_json, "generator").map_err(verr)?;
-    let g = spec.build().map_err(verr)?;
+    let mut interrupted: Option<PyErr> = None;
+    let mut written = 0u64;
+    let g = spec.build().map_err(verr)?.map_while(|item| {
+        written += 1;
+        if written.is_multiple_of(1 << 16) {
+            if let Err(e) = py.check_signals() {
+                interrupted = Some(e);
+                return None;
+            }
+        }
+        Some(item)
+    });
     let f = std::fs::File::create(path)
         .map_err(|e| PyOSError::new_err(format!("cannot create {path}: {e}")))?;
     let mut w = BufWriter::new(f);
@@ -312,6 +324,9 @@ fn dram_write_trace(generator_json: &str, path: &str, format: &str) -> PyResult<
         "dramsim3" => trace::write_dramsim3(g, &mut w),
         other => return Err(verr(format!("unknown trace format '{other}'"))),
     };
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
     n.map_err(verr)
 }
 

@@ -45,24 +45,28 @@ def presets_cmd(fmt: TableJson = typer.Option(TableJson.table, "--format", help=
     if fmt == "json":
         echo_json(p)
         return
-    t = Table(title="Speed bins (timings in clocks)")
-    for col in ["standard", "name", "tCK ps", "CL-RCD-RP", "RAS", "RC", "source"]:
-        t.add_column(col)
+
+    def tbl(title: str, cols: list[str]) -> Table:
+        # Names never wrap (they are what a user types); the source column takes what is left.
+        t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_lines=False)
+        for i, col in enumerate(cols):
+            last = i == len(cols) - 1
+            t.add_column(col, no_wrap=not last, justify="left" if i == 0 or last else "right",
+                         ratio=1 if last else None)
+        return t
+
+    t = tbl("Speed bins (timings in clocks)", ["name", "tCK ps", "CL-RCD-RP", "RAS", "RC", "source"])
     for s in p["speeds"]:
         q = s["params"]
-        t.add_row(s["standard"], s["name"], str(q.get("tCK_ps")), f"{q.get('nCL')}-{q.get('nRCD')}-{q.get('nRP')}",
-                  str(q.get("nRAS")), str(q.get("nRC")), str(q.get("source", "")))
+        t.add_row(s["name"], str(q.get("tCK_ps")), f"{q.get('nCL')}-{q.get('nRCD')}-{q.get('nRP')}",
+                  str(q.get("nRAS")), str(q.get("nRC")), f"[dim]{q.get('source', '')}[/dim]")
     console.print(t)
-    t = Table(title="Parts")
-    for col in ["standard", "name", "Gb", "width", "banks", "rows", "columns", "tRFC ns", "source"]:
-        t.add_column(col)
+    t = tbl("Parts", ["name", "Gb", "banks", "rows", "cols", "tRFC ns", "source"])
     for s in p["parts"]:
-        t.add_row(s["standard"], s["name"], str(s["density_gbit"]), f"x{s['device_width']}", str(s["banks"]),
-                  str(s["rows"]), str(s["columns"]), str(s["tRFC_ns"]), s["source"])
+        t.add_row(s["name"], f"{s['density_gbit']:g}", str(s["banks"]), str(s["rows"]), str(s["columns"]),
+                  f"{s['tRFC_ns']:g}", f"[dim]{s['source']}[/dim]")
     console.print(t)
-    t = Table(title="Configuration presets (also: any SPEED/PART, e.g. DDR3-1600K/DDR3-4Gb-x8)")
-    t.add_column("name")
-    t.add_column("description")
+    t = tbl("Configuration presets (also: any SPEED/PART, e.g. DDR3-1600K/DDR3-4Gb-x8)", ["name", "description"])
     for c in p["configs"]:
         t.add_row(c["name"], c["description"])
     console.print(t)
@@ -129,7 +133,12 @@ def _stats_table(s: dict[str, Any]) -> Table:
 # Bounds of the generator options (the simulator streams generated requests, so these bound time,
 # not memory): a trillion requests is days of simulation.
 MAX_COUNT = 10**12
-FOOTPRINT_HELP = "Generated addresses fall within this many bytes (e.g. 64M, 4G)."
+# The generator's options, shared by `run --generate` and `generate`.
+COUNT = typer.Option(100_000, min=0, max=MAX_COUNT, help="Requests to generate.")
+READ_FRACTION = typer.Option(0.8, min=0.0, max=1.0, callback=finite("--read-fraction"),
+                             help="Fraction of generated requests that are reads.")
+SEED = typer.Option(0, min=0, max=(1 << 64) - 1, help="Generator seed.")
+FOOTPRINT = typer.Option("1G", help="Generated addresses fall within this many bytes (e.g. 64M, 4G).")
 
 
 @app.command("run")
@@ -139,11 +148,10 @@ def run_cmd(
                                                    "make one with `movelab dram generate`.", show_default=False),
     generate: GeneratorKind | None = typer.Option(None, "--generate", help="Instead of a trace file: generate "
                                                   "requests, stream or random.", show_default=False),
-    count: int = typer.Option(100_000, min=0, max=MAX_COUNT, help="Requests to generate (with --generate)."),
-    read_fraction: float = typer.Option(0.8, min=0.0, max=1.0, callback=finite("--read-fraction"),
-                                        help="Fraction of generated requests that are reads."),
-    seed: int = typer.Option(0, min=0, max=(1 << 64) - 1, help="Generator seed."),
-    footprint: str = typer.Option("1G", help=FOOTPRINT_HELP),
+    count: int = COUNT,
+    read_fraction: float = READ_FRACTION,
+    seed: int = SEED,
+    footprint: str = FOOTPRINT,
     trace_format: TraceFormat = typer.Option(TraceFormat.auto, "--trace-format", help="Format of the trace file."),
     set_: list[str] | None = typer.Option(None, "--set", help="Override a config KEY=VALUE (repeatable), "
                                           "e.g. dram.timing.nRAS=30.", show_default=False),
@@ -215,11 +223,10 @@ def check_cmd(
 def generate_cmd(
     kind: GeneratorKind = typer.Argument(..., help="stream or random"),
     out: Path = typer.Option(..., "--out", "-o", help="File to write.", show_default=False),
-    count: int = typer.Option(100_000, min=0, max=MAX_COUNT, help="Requests to generate."),
-    read_fraction: float = typer.Option(0.8, min=0.0, max=1.0, callback=finite("--read-fraction"),
-                                        help="Fraction of requests that are reads."),
-    seed: int = typer.Option(0, min=0, max=(1 << 64) - 1, help="Generator seed."),
-    footprint: str = typer.Option("1G", help=FOOTPRINT_HELP),
+    count: int = COUNT,
+    read_fraction: float = READ_FRACTION,
+    seed: int = SEED,
+    footprint: str = FOOTPRINT,
     fmt: TraceFileFormat = typer.Option(TraceFileFormat.native, "--format", help="Trace format to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:

@@ -289,16 +289,20 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
                                     "rowclone-zi": t5.get("zi_bandwidth_reduction")},
         }
         names = [r["mechanism"] for r in zero]
-        for ax, key, label in [(axes[0], "speedup", "speedup over baseline"),
-                               (axes[1], "energy_reduction", "DRAM energy reduction"),
-                               (axes[2], "bandwidth_reduction", "memory bandwidth reduction")]:
+        for ax, key, label, unit, scale in [
+            (axes[0], "speedup", "speedup over baseline", "speedup (baseline time / time, x)", 1.0),
+            (axes[1], "energy_reduction", "DRAM energy reduction", "DRAM energy reduction, %", 100.0),
+            (axes[2], "bandwidth_reduction", "memory bandwidth reduction", "channel traffic reduction, %", 100.0),
+        ]:
             x = list(range(len(zero)))
-            ax.bar(x, [r[key] for r in zero], width=0.6, label="movelab")
+            ax.bar(x, [r[key] * scale for r in zero], width=0.6, label="movelab")
             px = [(i, ref[key].get(n)) for i, n in enumerate(names) if ref[key].get(n) is not None]
             if px:
-                ax.plot([i for i, _ in px], [v for _, v in px], marker="_", markersize=22, color="black",
+                ax.plot([i for i, _ in px], [v * scale for _, v in px], marker="_", markersize=22, color="black",
                         linestyle="none", label="paper")
             ax.set_xticks(x, names, fontsize=8)
+            ax.set_xlabel("zeroing mechanism")
+            ax.set_ylabel(unit)
             ax.set_title(label, fontsize=10)
             ax.axhline(1.0 if key == "speedup" else 0.0, color="black", linewidth=0.6)
             ax.legend(frameon=False, fontsize=8)

@@ -14,7 +14,7 @@ from typing import Any
 
 from movelab import _core
 from movelab._util import refuse_keys
-from movelab.dram import Config, load_config
+from movelab.dram import Config, _native_call, load_config
 
 PRESET = "rowclone-ddr3-1066"
 KEYS = ["operation", "mechanism", "latency_ns", "energy_uj", "paper_latency_ns", "paper_energy_uj"]
@@ -57,7 +57,11 @@ def run(config: Any = PRESET, overrides: dict[str, Any] | None = None, nbytes: i
     if overrides:
         refuse_keys(dict(overrides), SETS, "rowclone-latency")
     cfg = load_config(config, overrides)
-    sim = json.loads(_core.dram_rowclone_latency(cfg.to_json(), nbytes))
+    org = cfg.spec["org"]
+    line = org["bus_width"] // 8 * org["burst_length"]
+    if nbytes % line:
+        raise ValueError(f"nbytes: {nbytes} must be a multiple of the {line}-byte line")
+    sim = json.loads(_native_call(_core.dram_rowclone_latency, cfg.to_json(), nbytes))
     for r in sim:
         if r.get(_BYTES_KEY[r["mechanism"]]) != nbytes:
             rb = row_bytes(cfg)

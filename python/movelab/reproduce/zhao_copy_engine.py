@@ -179,9 +179,10 @@ def plot_table3(rows: list[dict[str, Any]], path: Path) -> None:
             ax.bar([i + off for i in x], ov, width=0.4, bottom=fc, color="tab:orange", alpha=alpha,
                    label=f"{label}: overlap")
         ax.set_xticks(x, [f"{r['payload_bytes']}\n{r['mode']}" for r in rs], fontsize=7)
+        ax.set_xlabel("payload (bytes) and engine mode")
+        ax.set_ylabel("reduction of BASE time, %")
         ax.set_title(f"{core} core")
         ax.axhline(0, color="black", linewidth=0.6)
-    axes[0].set_ylabel("reduction of BASE time, %")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=8)
     fig.suptitle("Zhao et al. Table 3: off-die copy engine on UMA/EMC (left bar movelab, right bar paper)")
@@ -210,6 +211,7 @@ def plot_fig11(rows: list[dict[str, Any]], path: Path) -> None:
         ax.plot([a for a, _ in pts], [b for _, b in pts], marker="_", markersize=18, color="grey", linestyle="none",
                 label="paper: off-die (Table 3)")
     ax.set_xticks(x, modes)
+    ax.set_xlabel("copy mode (BASE: the core copies)")
     ax.set_ylabel("reduction vs UMA/EMC BASE, %")
     ax.axhline(0, color="black", linewidth=0.6)
     ax.legend(frameon=False, fontsize=8)
@@ -232,7 +234,9 @@ def plot_fig15(rows: list[dict[str, Any]], path: Path) -> None:
         ax.bar([i - 0.2 for i in x], [(r[key] or 0) * 100 for r in rs], width=0.4, label="movelab")
         ax.bar([i + 0.2 for i in x], [(r[pkey] or 0) * 100 for r in rs], width=0.4, label="paper")
         ax.set_xticks(x, [r[label] for r in rs])
-        ax.set_ylabel("percentage points" if key == "cache_gain" else "reduction, %")
+        ax.set_xlabel("engine mode" if label == "mode" else "acknowledgment")
+        ax.set_ylabel("gain, percentage points of BASE time" if key == "cache_gain"
+                      else "reduction of NUMA/IMC BASE, %")
         ax.set_title(title, fontsize=10)
         ax.axhline(0, color="black", linewidth=0.6)
         ax.legend(frameon=False, fontsize=8)
