@@ -477,11 +477,22 @@ mod tests {
     #[test]
     fn json_errors_name_the_field_not_a_position() {
         for (json, key) in [
-            (r#"{"kind": "strem", "count": 1}"#, "t: generator.kind: unknown variant `strem`"),
-            (r#"{"kind": "random", "count": -1}"#, "t: generator.count: invalid value"),
-            (r#"{"kind": "random", "count": 1, "colour": 2}"#, "t: generator"),
+            (
+                r#"{"kind": "strem", "count": 1}"#,
+                "t: generator.kind: unknown variant `strem`",
+            ),
+            (
+                r#"{"kind": "random", "count": -1}"#,
+                "t: generator.count: invalid value",
+            ),
+            (
+                r#"{"kind": "random", "count": 1, "colour": 2}"#,
+                "t: generator",
+            ),
         ] {
-            let e = GeneratorSpec::from_json_str(json, "t").unwrap_err().to_string();
+            let e = GeneratorSpec::from_json_str(json, "t")
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with(key), "{e}");
             assert!(!e.contains("line 1 column"), "{e}");
         }

@@ -301,7 +301,12 @@ fn dram_rowclone_latency(py: Python<'_>, config_json: &str, bytes: u64) -> PyRes
 /// (raising `KeyboardInterrupt`) within 64 Ki requests.
 #[pyfunction]
 #[pyo3(signature = (generator_json, path, format="native"))]
-fn dram_write_trace(py: Python<'_>, generator_json: &str, path: &str, format: &str) -> PyResult<u64> {
+fn dram_write_trace(
+    py: Python<'_>,
+    generator_json: &str,
+    path: &str,
+    format: &str,
+) -> PyResult<u64> {
     let spec = GeneratorSpec::from_json_str(generator_json, "generator").map_err(verr)?;
     let mut interrupted: Option<PyErr> = None;
     let mut written = 0u64;
