@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Iterable, Iterator
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -239,6 +239,20 @@ def staged_dir(out: Path, force: bool, option: str = "--out") -> Iterator[Path]:
             os.replace(p, out / p.name)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def error_line(e: BaseException | str) -> None:
+    """Prints ``error: MESSAGE`` on stderr as one line (not wrapped, no markup read from it)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+
+
+def fail(e: BaseException | str) -> NoReturn:
+    """Reports a user error in one line and exits with status 2."""
+    error_line(e)
+    raise typer.Exit(2) from (e if isinstance(e, BaseException) else None)
 
 
 def echo_json(data: Any) -> None:

@@ -14,6 +14,7 @@ from rich.console import Console
 from typer._click import exceptions as click
 from typer.core import TyperGroup
 
+from movelab._util import fail
 from movelab.dram.cli import app as dram_app
 from movelab.dram.cli import bench_dram
 from movelab.host.cli import bench_host_app
@@ -60,11 +61,9 @@ class MovelabGroup(TyperGroup):
         except OSError as e:
             if e.errno == errno.EPIPE:
                 raise
-            err.print(f"[red]error:[/red] {e}", highlight=False)
-            raise typer.Exit(2) from None
+            fail(e)
         except (ValueError, TypeError) as e:
-            err.print(f"[red]error:[/red] {e}", highlight=False)
-            raise typer.Exit(2) from None
+            fail(e)
 
 
 app = typer.Typer(

@@ -27,15 +27,11 @@ from movelab._util import (
     parse_size,
     staged_dir,
 )
+from movelab._util import fail as _fail
 
 app = typer.Typer(help="Command-level DRAM simulator with in-DRAM copy (RowClone) and energy.",
                   no_args_is_help=True)
 console = Console()
-
-
-def _fail(e: Exception) -> None:
-    console.print(f"[red]error:[/red] {e}")
-    raise typer.Exit(2) from e
 
 
 @app.command("presets")

@@ -13,15 +13,11 @@ from rich.table import Table
 
 from movelab import platform as plat
 from movelab._util import U64_MAX, TableJson, TomlJson, check_output_dir, echo_json, parse_set, staged_dir
+from movelab._util import fail as _fail
 
 app = typer.Typer(help="Platform simulator: a core, caches, a bus and DRAM, with copy engines and RowClone.",
                   no_args_is_help=True)
 console = Console()
-
-
-def _fail(e: Exception) -> None:
-    console.print(f"[red]error:[/red] {e}")
-    raise typer.Exit(2) from e
 
 
 def parse_params(items: list[str] | None) -> dict[str, int]:

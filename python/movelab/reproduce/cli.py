@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from movelab._util import TableJson, check_output_dir, parse_set, staged_dir
+from movelab._util import fail as _fail
 
 app = typer.Typer(help="Reproduce the papers' results from the models.", no_args_is_help=True)
 console = Console()
@@ -27,11 +28,6 @@ def _num(v) -> str:
 
 def _x(v) -> str:
     return "-" if v is None else f"{v:g}"
-
-
-def _fail(e: Exception) -> None:
-    console.print(f"[red]error:[/red] {e}")
-    raise typer.Exit(2) from e
 
 
 def _check_format(fmt: str) -> None:

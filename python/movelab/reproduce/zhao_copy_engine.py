@@ -66,6 +66,10 @@ def run(
                                list(payloads) if payloads is not None else None, progress)
     rows = []
     for r in json.loads(raw):
+        if r.get("mode") in MODES and not (r.get("mean_copy_ns") or 0) > 0:
+            # Every engine row must have offloaded its copies (the statistics say who copied).
+            raise ValueError(f"zhao-copy-engine: the {r['figure']} {r['mode']} run offloaded no copy to the engine; "
+                             f"its row would not be the engine it names")
         row = {k: r.get(k) for k in KEYS}
         for k in KEYS:
             v = row[k]
