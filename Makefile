@@ -31,7 +31,7 @@ $(INSTALL_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
 	touch $@
 
 reproduce: install
-	$(CLI) reproduce all --out $(REPORTS)
+	$(CLI) reproduce all --out $(REPORTS) --force
 
 test: install test-rust lint test-python
 
@@ -46,8 +46,8 @@ test-python: install
 	$(VENV)/bin/pytest -q python/tests
 
 bench: install
-	$(CLI) bench dram --out $(REPORTS)/bench
-	$(CLI) bench platform --out $(REPORTS)/bench
+	$(CLI) bench dram --out $(REPORTS)/bench --force
+	$(CLI) bench platform --out $(REPORTS)/bench --force
 	$(CLI) bench host all --out $(REPORTS)/bench-host
 
 clean:

@@ -17,6 +17,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use std::io::BufWriter;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 pub(crate) fn verr(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -150,7 +151,7 @@ fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<
             Ok(Box::new(g.map(Ok)))
         }
         "generator" => {
-            let spec = GeneratorSpec::from_json_str(value, "generator").map_err(verr)?;
+            let spec = GeneratorSpec::from_json_str(value, "trace").map_err(verr)?;
             let g = spec.build().map_err(verr)?;
             Ok(Box::new(g.map(Ok)))
         }
@@ -158,10 +159,48 @@ fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<
     }
 }
 
+/// The text a Python callable returns chunk by chunk (`next_chunk() -> str`, "" at the end), read
+/// as a stream: a Python trace is never joined in memory. An exception the callable raises (a bad
+/// item, Ctrl-C) is kept in `err` and re-raised after the run.
+struct PyChunks {
+    next_chunk: Py<PyAny>,
+    buf: Vec<u8>,
+    pos: usize,
+    err: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl std::io::Read for PyChunks {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.buf.len() {
+            let chunk = Python::attach(|py| {
+                self.next_chunk
+                    .call0(py)
+                    .and_then(|c| c.extract::<String>(py))
+            });
+            match chunk {
+                Ok(c) => {
+                    self.buf = c.into_bytes();
+                    self.pos = 0;
+                }
+                Err(e) => {
+                    if let Ok(mut slot) = self.err.lock() {
+                        *slot = Some(e);
+                    }
+                    return Err(std::io::Error::other("the Python trace iterator raised"));
+                }
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
 /// Runs a simulation. Returns the stats as JSON. `progress(n)` is called every `progress_every`
-/// trace items.
+/// trace items. `trace_kind` "iter" reads the trace from `trace_iter` (see [`PyChunks`]).
 #[pyfunction]
-#[pyo3(signature = (config_json, trace_kind, trace_value, trace_format="auto", command_log=None, progress=None, progress_every=100_000))]
+#[pyo3(signature = (config_json, trace_kind, trace_value, trace_format="auto", command_log=None, progress=None, progress_every=100_000, trace_iter=None))]
 #[allow(clippy::too_many_arguments)]
 fn dram_simulate(
     py: Python<'_>,
@@ -172,9 +211,27 @@ fn dram_simulate(
     command_log: Option<&str>,
     progress: Option<Py<PyAny>>,
     progress_every: u64,
+    trace_iter: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let cfg = load_config("json", config_json, None)?;
-    let stream = open_stream(trace_kind, trace_value, trace_format, &cfg)?;
+    let iter_err = Arc::new(Mutex::new(None));
+    let stream = match (trace_kind, trace_iter) {
+        ("iter", Some(next_chunk)) => {
+            let fmt = trace_format.parse::<TraceFormat>().map_err(verr)?;
+            let chunks = PyChunks {
+                next_chunk,
+                buf: Vec::new(),
+                pos: 0,
+                err: iter_err.clone(),
+            };
+            let r = trace::from_reader(std::io::BufReader::new(chunks), "trace", fmt);
+            if let Some(e) = iter_err.lock().ok().and_then(|mut s| s.take()) {
+                return Err(e);
+            }
+            Box::new(r.map_err(verr)?) as Stream
+        }
+        _ => open_stream(trace_kind, trace_value, trace_format, &cfg)?,
+    };
     let spec = cfg.resolve("config").map_err(verr)?;
     // The log is written beside its destination and renamed onto it only when the run
     // succeeded, so a failed or interrupted run leaves no log that looks complete.
@@ -228,6 +285,10 @@ fn dram_simulate(
         Ok(Err(e)) => {
             drop(writer);
             discard(&tmp_log);
+            // The Python trace iterator's own exception (a bad item, Ctrl-C) comes first.
+            if let Some(py_err) = iter_err.lock().ok().and_then(|mut s| s.take()) {
+                return Err(py_err);
+            }
             return Err(match e {
                 Error::Trace(TraceError::Io { .. }) => PyOSError::new_err(e.to_string()),
                 _ => verr(e),
@@ -267,12 +328,29 @@ fn dram_rowclone_latency(py: Python<'_>, config_json: &str, bytes: u64) -> PyRes
     json(&rows)
 }
 
-/// Writes a generated trace to a file in native format, for use by other tools.
+/// Writes a generated trace to a file in native format, for use by other tools. Ctrl-C stops it
+/// (raising `KeyboardInterrupt`) within 64 Ki requests.
 #[pyfunction]
 #[pyo3(signature = (generator_json, path, format="native"))]
-fn dram_write_trace(generator_json: &str, path: &str, format: &str) -> PyResult<u64> {
+fn dram_write_trace(
+    py: Python<'_>,
+    generator_json: &str,
+    path: &str,
+    format: &str,
+) -> PyResult<u64> {
     let spec = GeneratorSpec::from_json_str(generator_json, "generator").map_err(verr)?;
-    let g = spec.build().map_err(verr)?;
+    let mut interrupted: Option<PyErr> = None;
+    let mut written = 0u64;
+    let g = spec.build().map_err(verr)?.map_while(|item| {
+        written += 1;
+        if written.is_multiple_of(1 << 16) {
+            if let Err(e) = py.check_signals() {
+                interrupted = Some(e);
+                return None;
+            }
+        }
+        Some(item)
+    });
     let f = std::fs::File::create(path)
         .map_err(|e| PyOSError::new_err(format!("cannot create {path}: {e}")))?;
     let mut w = BufWriter::new(f);
@@ -282,6 +360,9 @@ fn dram_write_trace(generator_json: &str, path: &str, format: &str) -> PyResult<
         "dramsim3" => trace::write_dramsim3(g, &mut w),
         other => return Err(verr(format!("unknown trace format '{other}'"))),
     };
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
     n.map_err(verr)
 }
 

@@ -22,6 +22,7 @@ from typing import Any
 from rich.console import Group
 
 from movelab import _core
+from movelab._util import refuse_keys
 from movelab.reproduce import fraction, group, paper_data, table
 
 NAME = "zhao-copy-engine"
@@ -30,8 +31,16 @@ KEYS = ["figure", "core", "payload_bytes", "mode", "placement", "variant", "redu
         "cache_gain", "paper_cache_gain"]
 CORES = ["in-order", "out-of-order"]
 MODES = ["SYNC_NLB", "SYNC_WLB", "ASYNC"]
+#: Platform keys the experiment sets itself for each run (an override of them would be dropped).
+SETS = ["core.kind", "copy.mechanism", "copy.mode", "copy.placement", "copy.snoop_ack", "copy.dest_to_cache"]
 _FRACTIONS = {"reduction", "faster_copy", "overlap", "paper_reduction", "paper_faster_copy", "paper_overlap",
               "cache_gain", "paper_cache_gain"}
+
+
+#: Bounds of the run's sizes (a million packets is hours of simulation; a 64 KB payload is a jumbo
+#: TCP segment's limit).
+MAX_PACKETS = 1_000_000
+MAX_PAYLOAD = 65_536
 
 
 def run(
@@ -46,15 +55,21 @@ def run(
     is called after each simulation."""
     if overrides is not None and not isinstance(overrides, Mapping):
         raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
-    if isinstance(packets, bool) or not isinstance(packets, int) or packets < 1:
-        raise ValueError(f"packets must be a positive integer, got {packets!r}")
-    if payloads is not None and (not payloads or any(isinstance(p, bool) or not isinstance(p, int) or p < 1
-                                                     for p in payloads)):
-        raise ValueError(f"payloads must be positive byte counts, got {payloads!r}")
+    if isinstance(packets, bool) or not isinstance(packets, int) or not 1 <= packets <= MAX_PACKETS:
+        raise ValueError(f"packets: {packets!r} must be an integer from 1 to {MAX_PACKETS:,}")
+    if payloads is not None and (not payloads or any(isinstance(p, bool) or not isinstance(p, int)
+                                                     or not 1 <= p <= MAX_PAYLOAD for p in payloads)):
+        raise ValueError(f"payloads: {payloads!r} must be byte counts from 1 to {MAX_PAYLOAD:,}")
+    if overrides:
+        refuse_keys(dict(overrides), SETS, "zhao-copy-engine")
     raw = _core.reproduce_zhao(json.dumps(dict(overrides)) if overrides else None, packets,
                                list(payloads) if payloads is not None else None, progress)
     rows = []
     for r in json.loads(raw):
+        if r.get("mode") in MODES and not (r.get("mean_copy_ns") or 0) > 0:
+            # Every engine row must have offloaded its copies (the statistics say who copied).
+            raise ValueError(f"zhao-copy-engine: the {r['figure']} {r['mode']} run offloaded no copy to the engine; "
+                             f"its row would not be the engine it names")
         row = {k: r.get(k) for k in KEYS}
         for k in KEYS:
             v = row[k]
@@ -168,9 +183,10 @@ def plot_table3(rows: list[dict[str, Any]], path: Path) -> None:
             ax.bar([i + off for i in x], ov, width=0.4, bottom=fc, color="tab:orange", alpha=alpha,
                    label=f"{label}: overlap")
         ax.set_xticks(x, [f"{r['payload_bytes']}\n{r['mode']}" for r in rs], fontsize=7)
+        ax.set_xlabel("payload (bytes) and engine mode")
+        ax.set_ylabel("reduction of BASE time, %")
         ax.set_title(f"{core} core")
         ax.axhline(0, color="black", linewidth=0.6)
-    axes[0].set_ylabel("reduction of BASE time, %")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=8)
     fig.suptitle("Zhao et al. Table 3: off-die copy engine on UMA/EMC (left bar movelab, right bar paper)")
@@ -199,6 +215,7 @@ def plot_fig11(rows: list[dict[str, Any]], path: Path) -> None:
         ax.plot([a for a, _ in pts], [b for _, b in pts], marker="_", markersize=18, color="grey", linestyle="none",
                 label="paper: off-die (Table 3)")
     ax.set_xticks(x, modes)
+    ax.set_xlabel("copy mode (BASE: the core copies)")
     ax.set_ylabel("reduction vs UMA/EMC BASE, %")
     ax.axhline(0, color="black", linewidth=0.6)
     ax.legend(frameon=False, fontsize=8)
@@ -221,7 +238,9 @@ def plot_fig15(rows: list[dict[str, Any]], path: Path) -> None:
         ax.bar([i - 0.2 for i in x], [(r[key] or 0) * 100 for r in rs], width=0.4, label="movelab")
         ax.bar([i + 0.2 for i in x], [(r[pkey] or 0) * 100 for r in rs], width=0.4, label="paper")
         ax.set_xticks(x, [r[label] for r in rs])
-        ax.set_ylabel("percentage points" if key == "cache_gain" else "reduction, %")
+        ax.set_xlabel("engine mode" if label == "mode" else "acknowledgment")
+        ax.set_ylabel("gain, percentage points of BASE time" if key == "cache_gain"
+                      else "reduction of NUMA/IMC BASE, %")
         ax.set_title(title, fontsize=10)
         ax.axhline(0, color="black", linewidth=0.6)
         ax.legend(frameon=False, fontsize=8)

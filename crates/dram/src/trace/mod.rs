@@ -404,6 +404,10 @@ impl<R: BufRead> TraceReader<R> {
         if self.buf.last() == Some(&b'\r') {
             self.buf.pop();
         }
+        // A UTF-8 byte-order mark (as some editors write) is not part of the first line.
+        if self.line == 1 && self.buf.starts_with(b"\xEF\xBB\xBF") {
+            self.buf.drain(..3);
+        }
         if self.buf.len() > MAX_LINE_BYTES {
             return Err(self.error(format!("line is longer than {MAX_LINE_BYTES} bytes")));
         }

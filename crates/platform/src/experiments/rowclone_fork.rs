@@ -15,6 +15,7 @@ use crate::error::PlatformError;
 use crate::platform::Platform;
 use crate::stats::PlatformStats;
 use crate::workload::{DstPolicy, Workload};
+use movelab_dram::stats::BulkBytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -40,6 +41,10 @@ pub struct Row {
     pub ipc: f64,
     pub dram_energy_uj: f64,
     pub channel_mb: f64,
+    /// Bytes the memory controller moved by each mechanism (the DRAM model's `bulk.bytes`), so a
+    /// row's label can be checked against what ran: an "fpm" row whose pages are not whole rows
+    /// moves them by PSM or over the channel instead.
+    pub bulk_bytes: BulkBytes,
 }
 
 #[derive(Debug, Clone)]
@@ -70,6 +75,8 @@ struct Totals {
     energy: f64,
     channel: u64,
     copy: u64,
+    /// Bulk bytes by baseline, FPM, inter-bank PSM, intra-bank PSM.
+    bulk: [u64; 4],
 }
 
 impl Totals {
@@ -80,6 +87,14 @@ impl Totals {
         self.energy += s.dram_energy_nj;
         self.channel += s.memory.channel_bytes;
         self.copy += s.memory.copy_bytes + s.memory.bulk_bytes;
+        let b = &s.dram.bulk.bytes;
+        for (sum, v) in self
+            .bulk
+            .iter_mut()
+            .zip([b.baseline, b.fpm, b.psm_inter, b.psm_intra])
+        {
+            *sum += v;
+        }
     }
 }
 
@@ -210,5 +225,11 @@ fn row(workload: &str, s_mb: f64, n: u64, mech: &str, fmtc: f64, b: &Totals, t: 
         },
         dram_energy_uj: t.energy / 1000.0,
         channel_mb: t.channel as f64 / (1 << 20) as f64,
+        bulk_bytes: BulkBytes {
+            baseline: t.bulk[0],
+            fpm: t.bulk[1],
+            psm_inter: t.bulk[2],
+            psm_intra: t.bulk[3],
+        },
     }
 }
