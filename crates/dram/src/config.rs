@@ -31,6 +31,14 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "zhao-ddr2-400",
         include_str!("../../../presets/configs/zhao-ddr2-400.toml"),
     ),
+    (
+        "ddr5-3200an",
+        include_str!("../../../presets/configs/ddr5-3200an.toml"),
+    ),
+    (
+        "ddr5-4800b-sb",
+        include_str!("../../../presets/configs/ddr5-4800b-sb.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.
@@ -116,7 +124,8 @@ pub struct ControllerConfig {
     pub write_high_watermark: f64,
     /// Leave write-drain mode when the write queue falls below this fraction (and reads wait).
     pub write_low_watermark: f64,
-    /// Refresh: "all-bank" (REF per rank every nREFI) or "none".
+    /// Refresh: "all-bank" (REF per rank every nREFI), "same-bank" (DDR5 REFSB: one bank index
+    /// of every group at a time, each refreshed once per nREFI) or "none".
     pub refresh: String,
     /// Address mapper: "RoBaRaCoCh", "ChRaBaRoCo" or "line-interleave" (see docs/dram.md).
     pub mapper: String,
@@ -392,6 +401,9 @@ impl Config {
             "nREFI".into(),
             ((part.trefi_ns * 1000.0) / tck as f64).floor() as u64,
         );
+        if let Some(ns) = part.trfcsb_ns {
+            timing.insert("nRFCsb".into(), ((ns * 1000.0) / tck as f64).ceil() as u64);
+        }
         for (k, v) in &d.timing {
             if !timing.contains_key(k) {
                 return Err(ConfigError::invalid(
@@ -423,7 +435,9 @@ impl Config {
         }
         let h = &std_file.standard;
         let o = &d.org;
-        let bank_groups = o.bank_groups.unwrap_or(h.bank_groups);
+        let bank_groups = o
+            .bank_groups
+            .unwrap_or(part.bank_groups.unwrap_or(h.bank_groups));
         let banks = o.banks.unwrap_or(part.banks);
         if bank_groups == 0 || banks == 0 || !banks.is_multiple_of(bank_groups) {
             return Err(ConfigError::invalid(
@@ -508,7 +522,17 @@ impl Config {
                 ConfigError::invalid(src, "dram.currents", e.to_string())
             })?;
         }
-        if self.controller.refresh == "all-bank" {
+        if self.controller.refresh == "same-bank" && !timing.contains_key("nRFCsb") {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.refresh",
+                format!(
+                    "\"same-bank\" refresh needs a part with tRFCsb ({} has none; DDR5 parts do)",
+                    d.part
+                ),
+            ));
+        }
+        if self.controller.refresh != "none" {
             // One refresh and one complete access must fit in a refresh interval, or the rank
             // spends all its time refreshing and requests starve.
             let t = |k: &str| timing.get(k).copied().unwrap_or(0);
@@ -588,7 +612,11 @@ impl Config {
             crate::scheduler::SCHEDULERS,
         )?;
         one_of("controller.row_policy", &c.row_policy, &["open", "closed"])?;
-        one_of("controller.refresh", &c.refresh, &["all-bank", "none"])?;
+        one_of(
+            "controller.refresh",
+            &c.refresh,
+            &["all-bank", "same-bank", "none"],
+        )?;
         one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
         one_of("controller.bulk", &c.bulk, &["baseline", "rowclone"])?;
         if c.bulk_buffer_lines == 0 {

@@ -57,6 +57,8 @@ fn scope_index(s: Scope) -> usize {
         Scope::Bankgroup => 1,
         Scope::Rank => 2,
         Scope::OtherRank => 3,
+        // Resolved into Rank and OtherRank rules by `spec::resolve_rules`.
+        Scope::Channel => 2,
     }
 }
 
@@ -132,6 +134,14 @@ impl ChannelDevices {
         self.banks_per_rank
     }
 
+    pub fn banks_per_group(&self) -> u32 {
+        self.banks_per_group
+    }
+
+    pub fn bank_groups(&self) -> u32 {
+        self.groups_per_rank
+    }
+
     pub fn banks(&self) -> u32 {
         self.ranks * self.banks_per_rank
     }
@@ -151,7 +161,8 @@ impl ChannelDevices {
     }
 
     /// The earliest cycle at which `kind` may issue to bank `b` (for rank-level commands, PREA
-    /// and REF, any bank of the rank). For TR, `b` is the source and `dst` the destination.
+    /// and REF, any bank of the rank; for REFSB, bank `b.bank` of every group). For TR, `b` is the
+    /// source and `dst` the destination.
     #[inline]
     pub fn earliest(&self, kind: CommandKind, b: BankId, dst: Option<BankId>) -> u64 {
         let k = kind.index();
@@ -162,6 +173,14 @@ impl ChannelDevices {
                 let mut t = r[k];
                 for i in base..base + self.banks_per_rank {
                     t = t.max(self.bank_next[i as usize][k]);
+                }
+                t
+            }
+            CommandKind::Refsb => {
+                // Bank-scoped rules apply at every bank it refreshes.
+                let mut t = r[k];
+                for g in 0..self.groups_per_rank {
+                    t = t.max(self.bank_next[self.bank_id(b.rank, g, b.bank).flat as usize][k]);
                 }
                 t
             }
@@ -183,7 +202,7 @@ impl ChannelDevices {
     pub fn earliest_at_bank(&self, kind: CommandKind, b: BankId) -> u64 {
         debug_assert!(!matches!(
             kind,
-            CommandKind::Prea | CommandKind::Ref | CommandKind::Tr
+            CommandKind::Prea | CommandKind::Ref | CommandKind::Tr | CommandKind::Refsb
         ));
         let k = kind.index();
         self.rank_next[b.rank as usize][k]
@@ -286,6 +305,21 @@ impl ChannelDevices {
                 }
                 self.apply_rules(TK_TRS, b, now);
                 self.apply_rules(TK_TRD, d, now);
+                return;
+            }
+            CommandKind::Refsb => {
+                // Rank-scoped rules once; bank-scoped ones at each refreshed bank.
+                self.apply_rules(k, b, now);
+                for g in 0..self.groups_per_rank {
+                    let bi = self.bank_id(b.rank, g, b.bank);
+                    if bi.flat != b.flat && self.has[0][k] {
+                        Self::raise(
+                            &mut self.bank_next[bi.flat as usize],
+                            &self.dense[0][k],
+                            now,
+                        );
+                    }
+                }
                 return;
             }
             CommandKind::Prea | CommandKind::Ref => {

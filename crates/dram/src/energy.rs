@@ -18,6 +18,8 @@ pub struct CommandEnergy {
     pub read: f64,
     pub write: f64,
     pub refresh: f64,
+    /// Same-bank refresh (REFSB).
+    pub refresh_sb: f64,
     /// Background power with a bank open / all precharged, in pJ per cycle.
     pub active_bg_per_cycle: f64,
     pub precharged_bg_per_cycle: f64,
@@ -41,6 +43,9 @@ impl CommandEnergy {
             read: chips * (c.vdd * (c.idd4r - c.idd3n) * t_bl + vpp(c.ipp4r, c.ipp3n) * t_bl),
             write: chips * (c.vdd * (c.idd4w - c.idd3n) * t_bl + vpp(c.ipp4w, c.ipp3n) * t_bl),
             refresh: chips * (c.vdd * (c.idd5 - c.idd3n) * t_rfc + vpp(c.ipp5, c.ipp3n) * t_rfc),
+            refresh_sb: chips
+                * (c.vdd * (c.idd5c - c.idd3n).max(0.0) * ns("nRFCsb")
+                    + vpp(c.ipp5c, c.ipp3n) * ns("nRFCsb")),
             active_bg_per_cycle: chips * (c.vdd * c.idd3n + c.vpp * c.ipp3n) * tck_ns,
             precharged_bg_per_cycle: chips * (c.vdd * c.idd2n + c.vpp * c.ipp2n) * tck_ns,
             io_per_burst: io_pj_per_bit * spec.org.line_bytes() as f64 * 8.0,
@@ -76,7 +81,8 @@ pub fn channel_energy(
         read_nj: reads * e.read / 1000.0,
         write_nj: writes * e.write / 1000.0,
         transfer_nj: trs * (e.read + e.write) / 1000.0,
-        refresh_nj: n(CommandKind::Ref) * e.refresh / 1000.0,
+        refresh_nj: (n(CommandKind::Ref) * e.refresh + n(CommandKind::Refsb) * e.refresh_sb)
+            / 1000.0,
         background_nj: (act_cyc as f64 * e.active_bg_per_cycle
             + pre_cyc as f64 * e.precharged_bg_per_cycle)
             / 1000.0,

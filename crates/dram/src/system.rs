@@ -35,7 +35,7 @@ pub fn log_header(config: &Config, spec: &DramSpec) -> LogHeader {
         part: spec.part.clone(),
         org: spec.org.clone(),
         timing: spec.timing.clone(),
-        refresh: config.controller.refresh == "all-bank",
+        refresh: config.controller.refresh != "none",
     }
 }
 
