@@ -231,3 +231,23 @@ def test_rowclone_latency_moves_with_tras(n_ras: int, n_rc: int | None) -> None:
         # The paper's values are data: they do not move.
         assert moved[(op, "fpm")]["paper_latency_ns"] == base[(op, "fpm")]["paper_latency_ns"]
     assert moved[("copy", "fpm")]["energy_uj"] != base[("copy", "fpm")]["energy_uj"]
+
+
+def test_rowclone_latency_on_ddr5_beside_ddr3() -> None:
+    rows = json.loads(cli("reproduce", "rowclone-latency", "--standard", "ddr5", "--format", "json"))
+    keys = ["operation", "mechanism", "standard", "speed", "latency_ns", "energy_uj", "ddr3_latency_ns",
+            "ddr3_energy_uj"]
+    assert all(list(r) == keys for r in rows) and len(rows) == 8
+    by = {(r["operation"], r["mechanism"]): r for r in rows}
+    fpm = by[("copy", "fpm")]
+    assert fpm["standard"] == "DDR5" and fpm["speed"] == "DDR5-4800B"
+    # FPM is 2 nRAS + nRP of DDR5-4800B (77, 39 clocks of 0.416 ns), beside DDR3-1066's 48 clocks.
+    assert fpm["latency_ns"] == pytest.approx((2 * 77 + 39) * 0.416)
+    assert fpm["ddr3_latency_ns"] == pytest.approx((2 * 20 + 8) * TCK_NS)
+    moved = json.loads(cli("reproduce", "rowclone-latency", "--standard", "ddr5", "--format", "json",
+                           "--set", "dram.timing.nRAS=90", "--set", "dram.timing.nRC=140"))
+    got = {(r["operation"], r["mechanism"]): r for r in moved}[("copy", "fpm")]
+    assert got["latency_ns"] - fpm["latency_ns"] == pytest.approx(2 * 13 * 0.416)
+    assert got["ddr3_latency_ns"] == fpm["ddr3_latency_ns"]
+    out = cli("reproduce", "rowclone-latency", "--standard", "lpddr9", code=2)
+    assert "lpddr9" in out

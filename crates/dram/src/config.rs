@@ -36,6 +36,10 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         include_str!("../../../presets/configs/ddr5-3200an.toml"),
     ),
     (
+        "rowclone-ddr5-4800b",
+        include_str!("../../../presets/configs/rowclone-ddr5-4800b.toml"),
+    ),
+    (
         "ddr5-4800b-sb",
         include_str!("../../../presets/configs/ddr5-4800b-sb.toml"),
     ),
