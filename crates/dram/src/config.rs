@@ -182,6 +182,9 @@ pub struct EnergyConfig {
     /// Energy of moving one bit over the memory channel (DRAM I/O drivers plus termination), pJ.
     /// Default: see docs/dram.md, "Energy".
     pub io_pj_per_bit: f64,
+    /// DRAMPower's bank-wise factor rho in [0, 1]: how much of the all-banks-open background
+    /// (IDD3N - IDD2N) one open bank already draws. 1 (the default) gives the classic IDD model.
+    pub bank_rho: f64,
 }
 
 /// The largest request queue a controller may have.
@@ -202,6 +205,7 @@ impl Default for EnergyConfig {
     fn default() -> Self {
         EnergyConfig {
             io_pj_per_bit: DEFAULT_IO_PJ_PER_BIT,
+            bank_rho: 1.0,
         }
     }
 }
@@ -660,6 +664,13 @@ impl Config {
                 src,
                 key,
                 format!("need 0 <= low ({lo}) < high ({hi}) <= 1"),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.energy.bank_rho) {
+            return Err(ConfigError::invalid(
+                src,
+                "energy.bank_rho",
+                format!("{} is not a fraction between 0 and 1", self.energy.bank_rho),
             ));
         }
         if !self.energy.io_pj_per_bit.is_finite() || self.energy.io_pj_per_bit < 0.0 {

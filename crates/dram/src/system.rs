@@ -276,7 +276,7 @@ pub fn collect_stats(
     let cc = &config.controller;
     let line = org.line_bytes();
     let tck = spec.t("tCK_ps");
-    let e = CommandEnergy::new(spec, config.energy.io_pj_per_bit);
+    let e = CommandEnergy::new(spec, config.energy.io_pj_per_bit, config.energy.bank_rho);
     let mut energy = EnergyBreakdown::default();
     let mut read_h = Histogram::default();
     let mut write_h = Histogram::default();
