@@ -13,9 +13,9 @@ from typing import Any
 CHILD = r"""
 import json, resource, sys, time
 from movelab import dram
-pattern, n = sys.argv[1], int(sys.argv[2])
+pattern, n, config = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 gen = {"kind": pattern, "count": n, "read_fraction": 0.8, "seed": 42, "footprint_bytes": "4G"}
-cfg = dram.load_config("ddr3-1600k-bench")
+cfg = dram.load_config(config)
 t = time.perf_counter()
 res = dram.simulate(cfg, gen)
 el = time.perf_counter() - t
@@ -25,12 +25,17 @@ print(json.dumps({"seconds": el, "cycles": s["cycles"], "mean_read_latency_cycle
 """
 
 
-def _child(pattern: str, n: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-c", CHILD, pattern, str(n)], check=True, capture_output=True, text=True)
+def _child(pattern: str, n: int, config: str) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-c", CHILD, pattern, str(n), config], check=True, capture_output=True,
+                         text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run_bench(requests: int, repeats: int, console=None) -> list[dict[str, Any]]:
+def run_bench(requests: int, repeats: int, console=None, config: str = "ddr3-1600k-bench") -> list[dict[str, Any]]:
+    """Runs the stream and random traces on ``config`` (a preset name or TOML path)."""
+    from movelab import dram
+
+    dram.load_config(config)  # a bad config fails here, with its message, not in a child
     rows = []
     plan = [(p, n) for p in ("stream", "random") for n in (requests, max(1, requests // 5))]
     for pattern, n in plan:
@@ -38,7 +43,7 @@ def run_bench(requests: int, repeats: int, console=None) -> list[dict[str, Any]]
         for i in range(max(1, repeats if n == requests else 1)):
             if console is not None:
                 console.print(f"bench dram: {pattern} {n:,} requests, run {i + 1}", style="dim")
-            runs.append(_child(pattern, n))
+            runs.append(_child(pattern, n, config))
         secs = statistics.median(r["seconds"] for r in runs)
         rows.append({
             "pattern": pattern,

@@ -202,19 +202,25 @@ def bench_dram(
     repeats: int = typer.Option(3, help="Runs per pattern; the median is reported."),
     out: Path | None = typer.Option(None, "--out", help="Directory for bench-dram.json."),
     fmt: str = typer.Option("table", "--format", help="table or json"),
+    config: str = typer.Option("ddr3-1600k-bench", help="Config preset or TOML file, e.g. ddr5-3200an."),
 ) -> None:
     """Speed benchmark of the DRAM simulator: requests/s, simulated cycles and peak memory."""
+    from movelab import dram
     from movelab.dram.bench import run_bench
 
-    rows = run_bench(requests, repeats, console=None if fmt == "json" else console)
+    try:
+        spec = dram.load_config(config).spec
+    except (ValueError, FileNotFoundError) as e:
+        _fail(e)
+    rows = run_bench(requests, repeats, console=None if fmt == "json" else console, config=config)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench-dram.json").write_text(json.dumps(rows, indent=2))
     if fmt == "json":
         echo_json(rows)
         return
-    t = Table(title="DRAM simulator speed (DDR3-1600K, x8 4 Gb, 1 ch, 1 rank, RoBaRaCoCh, FR-FCFS, open row, "
-                    "refresh)", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(title=f"DRAM simulator speed ({config}: {spec['speed']}, {spec['part']}; stream and random, 80% reads)",
+              box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("pattern", no_wrap=True, min_width=7)
     for col in ["requests", "M req/s", "cycles", "cyc/req", "read lat", "RSS MiB"]:
         t.add_column(col, justify="right", no_wrap=True)
