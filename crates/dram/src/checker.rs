@@ -975,7 +975,10 @@ impl Checker {
                 if p.rfcsb.is_none() {
                     ctx.protocol(
                         "REFSB without same-bank refresh",
-                        format!("{} has no tRFCsb (no same-bank refresh)", self.header.standard),
+                        format!(
+                            "{} has no tRFCsb (no same-bank refresh)",
+                            self.header.standard
+                        ),
                     );
                 }
                 // Bank `rec.bank` of every bank group must be precharged.
@@ -1293,7 +1296,13 @@ impl Checker {
         let ranks_per_ch = self.header.org.ranks as usize;
         let sb = self.saw_refsb;
         // With same-bank refresh each bank index keeps its own interval (a REF counts for all).
-        let which = |i: usize| if sb { format!(" bank index {i}") } else { String::new() };
+        let which = |i: usize| {
+            if sb {
+                format!(" bank index {i}")
+            } else {
+                String::new()
+            }
+        };
         for (i, r) in self.ranks.iter_mut().enumerate() {
             let (ch, rank) = (i / ranks_per_ch, i % ranks_per_ch);
             let (bi, last_ref) = r.stalest_ref();

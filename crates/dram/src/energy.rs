@@ -151,10 +151,7 @@ impl CommandEnergy {
 
     /// A rank's energies (all its chips) for `spec`, with bank-wise factor `rho`.
     pub fn new(spec: &DramSpec, io_pj_per_bit: f64, rho: f64) -> CommandEnergy {
-        let d = CommandEnergy::device(
-            &Domain::of(&spec.currents),
-            &CoreTiming::of(spec, rho),
-        );
+        let d = CommandEnergy::device(&Domain::of(&spec.currents), &CoreTiming::of(spec, rho));
         let chips = spec.org.chips_per_rank() as f64;
         CommandEnergy {
             act: chips * d.act,

@@ -188,12 +188,7 @@ fn every_speed_bin_and_mapper_obeys_the_standard() {
 #[test]
 fn same_bank_refresh_obeys_the_standard() {
     // Every DDR5 bin with REFsb instead of REFab, both schedulers and row policies, RowClone on.
-    for speed in [
-        "DDR5-3200AN",
-        "DDR5-4800B",
-        "DDR5-5600B",
-        "DDR5-6400AN",
-    ] {
+    for speed in ["DDR5-3200AN", "DDR5-4800B", "DDR5-5600B", "DDR5-6400AN"] {
         for sched in ["frfcfs", "fcfs"] {
             for policy in ["open", "closed"] {
                 let mut cfg = Config::preset(&format!("{speed}/DDR5-16Gb-x8")).unwrap();

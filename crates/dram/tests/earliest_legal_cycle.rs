@@ -156,12 +156,30 @@ fn ddr5_every_rule_row_at_its_earliest_cycle() {
     // Two-clock commands hold the command bus for the next clock.
     for k in [Rd, Wr, Rda, Wra] {
         let p = [cmd(0, Act, a), cmd(rcd, k, a)];
-        s.case(&format!("{k} two clocks"), "2", &p, cmd(0, Act, other_group), rcd + 2);
+        s.case(
+            &format!("{k} two clocks"),
+            "2",
+            &p,
+            cmd(0, Act, other_group),
+            rcd + 2,
+        );
     }
-    s.case("ACT two clocks", "2", &[cmd(0, Act, a)], cmd(0, Pre, other_group), 2);
+    s.case(
+        "ACT two clocks",
+        "2",
+        &[cmd(0, Act, a)],
+        cmd(0, Pre, other_group),
+        2,
+    );
     // Same bank.
     for k in [Rd, Wr, Rda, Wra] {
-        s.case(&format!("nRCD ACT -> {k}"), "nRCD", &[cmd(0, Act, a)], cmd(0, k, a), rcd);
+        s.case(
+            &format!("nRCD ACT -> {k}"),
+            "nRCD",
+            &[cmd(0, Act, a)],
+            cmd(0, k, a),
+            rcd,
+        );
     }
     s.case("nRAS", "nRAS", &[cmd(0, Act, a)], cmd(0, Pre, a), ras);
     let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
@@ -171,38 +189,130 @@ fn ddr5_every_rule_row_at_its_earliest_cycle() {
     let p = [cmd(0, Act, a), cmd(ras, Rd, a)];
     s.case("nRTP", "nRTP", &p, cmd(0, Pre, a), ras + rtp);
     let p = [cmd(0, Act, a), cmd(rcd, Wr, a)];
-    s.case("write recovery", "nCWL+nBL+nWR", &p, cmd(0, Pre, a), rcd + cwl + bl + wr);
+    s.case(
+        "write recovery",
+        "nCWL+nBL+nWR",
+        &p,
+        cmd(0, Pre, a),
+        rcd + cwl + bl + wr,
+    );
     let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
-    s.case("RDA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), ras + 3 + rtp + rp);
+    s.case(
+        "RDA -> ACT",
+        "nRP",
+        &p,
+        row(cmd(0, Act, a), 9),
+        ras + 3 + rtp + rp,
+    );
     let p = [cmd(0, Act, a), cmd(rcd, Wra, a)];
-    s.case("WRA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), rcd + cwl + bl + wr + rp);
+    s.case(
+        "WRA -> ACT",
+        "nRP",
+        &p,
+        row(cmd(0, Act, a), 9),
+        rcd + cwl + bl + wr + rp,
+    );
     let p = [cmd(0, Act, a), cmd(rcd, Wr, a)];
-    s.case("WR -> RDA", "nCWL+nBL+nWR", &p, cmd(0, Rda, a), rcd + cwl + bl + wr - rtp);
+    s.case(
+        "WR -> RDA",
+        "nCWL+nBL+nWR",
+        &p,
+        cmd(0, Rda, a),
+        rcd + cwl + bl + wr - rtp,
+    );
     // Activations.
-    s.case("nRRD_S", "nRRD_S", &[cmd(0, Act, a)], cmd(0, Act, other_group), t("nRRD_S"));
-    s.case("nRRD_L", "nRRD_L", &[cmd(0, Act, a)], cmd(0, Act, same_group), t("nRRD_L"));
+    s.case(
+        "nRRD_S",
+        "nRRD_S",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, other_group),
+        t("nRRD_S"),
+    );
+    s.case(
+        "nRRD_L",
+        "nRRD_L",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, same_group),
+        t("nRRD_L"),
+    );
     // Column commands.
     let (s_l, s_s) = (t("nRRD_L"), t("nRRD_S"));
-    let pl = [cmd(0, Act, a), cmd(s_l, Act, same_group), cmd(s_l + rcd, Rd, a)];
-    s.case("nCCD_L", "nCCD_L", &pl, cmd(0, Rd, same_group), s_l + rcd + t("nCCD_L"));
-    let pl = [cmd(0, Act, a), cmd(s_l, Act, same_group), cmd(s_l + rcd, Wr, a)];
+    let pl = [
+        cmd(0, Act, a),
+        cmd(s_l, Act, same_group),
+        cmd(s_l + rcd, Rd, a),
+    ];
+    s.case(
+        "nCCD_L",
+        "nCCD_L",
+        &pl,
+        cmd(0, Rd, same_group),
+        s_l + rcd + t("nCCD_L"),
+    );
+    let pl = [
+        cmd(0, Act, a),
+        cmd(s_l, Act, same_group),
+        cmd(s_l + rcd, Wr, a),
+    ];
     let e = s_l + rcd + t("nCCD_L_WR");
     s.case("nCCD_L_WR", "nCCD_L_WR", &pl, cmd(0, Wr, same_group), e);
-    let ps = [cmd(0, Act, a), cmd(s_s, Act, other_group), cmd(s_s + rcd, Rd, a)];
-    s.case("nCCD_S read", "nCCD_S", &ps, cmd(0, Rd, other_group), s_s + rcd + t("nCCD_S"));
-    let ps = [cmd(0, Act, a), cmd(s_s, Act, other_group), cmd(s_s + rcd, Wr, a)];
-    s.case("nCCD_S write", "nCCD_S", &ps, cmd(0, Wr, other_group), s_s + rcd + t("nCCD_S"));
+    let ps = [
+        cmd(0, Act, a),
+        cmd(s_s, Act, other_group),
+        cmd(s_s + rcd, Rd, a),
+    ];
+    s.case(
+        "nCCD_S read",
+        "nCCD_S",
+        &ps,
+        cmd(0, Rd, other_group),
+        s_s + rcd + t("nCCD_S"),
+    );
+    let ps = [
+        cmd(0, Act, a),
+        cmd(s_s, Act, other_group),
+        cmd(s_s + rcd, Wr, a),
+    ];
+    s.case(
+        "nCCD_S write",
+        "nCCD_S",
+        &ps,
+        cmd(0, Wr, other_group),
+        s_s + rcd + t("nCCD_S"),
+    );
     let e = s_s + rcd + cwl + bl + t("nWTR_S");
-    s.case("WR -> RD other group", "nCWL+nBL+nWTR_S", &ps, cmd(0, Rd, other_group), e);
+    s.case(
+        "WR -> RD other group",
+        "nCWL+nBL+nWTR_S",
+        &ps,
+        cmd(0, Rd, other_group),
+        e,
+    );
     let p = [cmd(0, Act, a), cmd(rcd, Wr, a)];
     let e = rcd + cwl + bl + t("nWTR_L");
-    s.case("WR -> RD same group", "nCWL+nBL+nWTR_L", &p, cmd(0, Rd, a), e);
+    s.case(
+        "WR -> RD same group",
+        "nCWL+nBL+nWTR_L",
+        &p,
+        cmd(0, Rd, a),
+        e,
+    );
     let p = [cmd(0, Act, a), cmd(rcd, Rd, a)];
     let e = rcd + cl + bl + 2 + t("nWPRE") - cwl;
     s.case("RD -> WR", "nCL+nBL+2-nCWL", &p, cmd(0, Wr, a), e);
     // Precharges.
-    let p = [cmd(0, Act, a), cmd(s_s, Act, other_group), cmd(ras + 20, Pre, a)];
-    s.case("nPPD", "nPPD", &p, cmd(0, Pre, other_group), ras + 20 + t("nPPD"));
+    let p = [
+        cmd(0, Act, a),
+        cmd(s_s, Act, other_group),
+        cmd(ras + 20, Pre, a),
+    ];
+    s.case(
+        "nPPD",
+        "nPPD",
+        &p,
+        cmd(0, Pre, other_group),
+        ras + 20 + t("nPPD"),
+    );
     let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
     s.case("PREA -> ACT", "nRP", &p, cmd(0, Act, other_group), ras + rp);
     // All-bank refresh.
@@ -212,20 +322,56 @@ fn ddr5_every_rule_row_at_its_earliest_cycle() {
     // Same-bank refresh (bank index 1 of every group).
     let sb = (0, 1);
     let (rfcsb, refsbrd) = (t("nRFCsb"), t("nREFSBRD"));
-    s.case("nRFCsb REFSB -> ACT", "nRFCsb", &[cmd(0, Refsb, sb)], cmd(0, Act, (2, 1)), rfcsb);
-    s.case("nRFCsb REFSB -> REFSB", "nRFCsb", &[cmd(0, Refsb, sb)], cmd(0, Refsb, sb), rfcsb);
+    s.case(
+        "nRFCsb REFSB -> ACT",
+        "nRFCsb",
+        &[cmd(0, Refsb, sb)],
+        cmd(0, Act, (2, 1)),
+        rfcsb,
+    );
+    s.case(
+        "nRFCsb REFSB -> REFSB",
+        "nRFCsb",
+        &[cmd(0, Refsb, sb)],
+        cmd(0, Refsb, sb),
+        rfcsb,
+    );
     let other = cmd(0, Act, (2, 0));
     s.case("nREFSBRD", "nREFSBRD", &[cmd(0, Refsb, sb)], other, refsbrd);
-    s.case("REFSB -> REF", "nRFCsb", &[cmd(0, Refsb, sb)], cmd(0, Ref, a), rfcsb);
-    s.case("REF -> REFSB", "nRFC", &[cmd(0, Ref, a)], cmd(0, Refsb, sb), t("nRFC"));
+    s.case(
+        "REFSB -> REF",
+        "nRFCsb",
+        &[cmd(0, Refsb, sb)],
+        cmd(0, Ref, a),
+        rfcsb,
+    );
+    s.case(
+        "REF -> REFSB",
+        "nRFC",
+        &[cmd(0, Ref, a)],
+        cmd(0, Refsb, sb),
+        t("nRFC"),
+    );
     let p = [cmd(0, Act, (3, 1)), cmd(ras, Pre, (3, 1))];
-    s.case("ACT -> REFSB", "nRC", &p, cmd(0, Refsb, sb), rc.max(ras + rp));
+    s.case(
+        "ACT -> REFSB",
+        "nRC",
+        &p,
+        cmd(0, Refsb, sb),
+        rc.max(ras + rp),
+    );
     let p = [cmd(0, Act, (3, 1)), cmd(rc, Pre, (3, 1))];
     s.case("PRE -> REFSB", "nRP", &p, cmd(0, Refsb, sb), rc + rp);
     let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
     s.case("PREA -> REFSB", "nRP", &p, cmd(0, Refsb, (0, 2)), ras + rp);
     // RowClone FPM and PSM.
-    s.case("ACT -> ACTC", "nRAS", &[cmd(0, Act, a)], row(cmd(0, Actc, a), 6), ras);
+    s.case(
+        "ACT -> ACTC",
+        "nRAS",
+        &[cmd(0, Act, a)],
+        row(cmd(0, Actc, a), 6),
+        ras,
+    );
     let p = [cmd(0, Act, a), row(cmd(ras, Actc, a), 6)];
     s.case("ACTC -> PRE", "nRAS", &p, cmd(0, Pre, a), 2 * ras);
     let p = [cmd(0, Act, a), cmd(s_s, Act, other_group)];
@@ -254,7 +400,13 @@ fn ddr5_rank_to_rank_turnarounds() {
         cmd(rcd + 2, Rd, (0, 0)),
     ];
     let probe = on_rank(cmd(0, Rd, (0, 0)), 1);
-    s.case("RD -> RD other rank", "nBL+nRTRS", &p, probe, rcd + 2 + bl + rtrs);
+    s.case(
+        "RD -> RD other rank",
+        "nBL+nRTRS",
+        &p,
+        probe,
+        rcd + 2 + bl + rtrs,
+    );
     let probe = on_rank(cmd(0, Wr, (0, 0)), 1);
     let e = rcd + 2 + cl + bl + rtrs - cwl;
     s.case("RD -> WR other rank", "nBL+nRTRS", &p, probe, e);

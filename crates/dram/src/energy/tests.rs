@@ -128,13 +128,35 @@ fn drampower_ddr5_pattern_0_act_pre() {
 fn drampower_ddr5_patterns_1_2_read() {
     let p = [(0, Act, 0), (15, Rd, 0), (35, Pre, 0)];
     golden(&replay(&p, 35), 179.0, 208.0, 436.0, 0.0, 1189.0, 2012.0);
-    golden(&replay(&p, 50), 179.0, 208.0, 436.0, 0.0, 1189.0 + 467.0, 2479.0);
+    golden(
+        &replay(&p, 50),
+        179.0,
+        208.0,
+        436.0,
+        0.0,
+        1189.0 + 467.0,
+        2479.0,
+    );
 }
 
 #[test]
 fn drampower_ddr5_patterns_3_4_two_banks_and_prea() {
-    let p = [(0, Act, 0), (15, Rd, 0), (20, Act, 3), (35, Pre, 0), (45, Pre, 3)];
-    golden(&replay(&p, 50), 359.0, 415.0, 436.0, 0.0, 1531.0 + 156.0, 2897.0);
+    let p = [
+        (0, Act, 0),
+        (15, Rd, 0),
+        (20, Act, 3),
+        (35, Pre, 0),
+        (45, Pre, 3),
+    ];
+    golden(
+        &replay(&p, 50),
+        359.0,
+        415.0,
+        436.0,
+        0.0,
+        1531.0 + 156.0,
+        2897.0,
+    );
     let p = [
         (0, Act, 0),
         (15, Rd, 0),
@@ -143,7 +165,15 @@ fn drampower_ddr5_patterns_3_4_two_banks_and_prea() {
         (40, Rd, 0),
         (50, Prea, 0),
     ];
-    golden(&replay(&p, 70), 359.0, 415.0, 1307.0, 0.0, 1704.0 + 623.0, 4408.0);
+    golden(
+        &replay(&p, 70),
+        359.0,
+        415.0,
+        1307.0,
+        0.0,
+        1704.0 + 623.0,
+        4408.0,
+    );
 }
 
 #[test]
@@ -157,7 +187,15 @@ fn drampower_ddr5_patterns_5_6_all_bank_refresh_and_rda() {
         (50, Prea, 0),
         (65, Ref, 0),
     ];
-    golden(&replay(&p, 100), 359.0, 415.0, 1307.0, 1812.0, 2615.0 + 779.0, 7287.0);
+    golden(
+        &replay(&p, 100),
+        359.0,
+        415.0,
+        1307.0,
+        1812.0,
+        2615.0 + 779.0,
+        7287.0,
+    );
     let p = [
         (0, Act, 0),
         (15, Rda, 0),
@@ -166,7 +204,15 @@ fn drampower_ddr5_patterns_5_6_all_bank_refresh_and_rda() {
         (50, Prea, 0),
         (65, Ref, 0),
     ];
-    golden(&replay(&p, 100), 359.0, 415.0, 872.0, 1812.0, 2610.0 + 779.0, 6846.0);
+    golden(
+        &replay(&p, 100),
+        359.0,
+        415.0,
+        872.0,
+        1812.0,
+        2610.0 + 779.0,
+        6846.0,
+    );
 }
 
 #[test]
@@ -180,7 +226,15 @@ fn drampower_ddr5_pattern_10_same_bank_refresh() {
         (70, Refsb, 0),
         (75, Refsb, 11),
     ];
-    golden(&replay(&p, 100), 359.0, 415.0, 436.0, 2696.0, 2733.0 + 623.0, 7262.0);
+    golden(
+        &replay(&p, 100),
+        359.0,
+        415.0,
+        436.0,
+        2696.0,
+        2733.0 + 623.0,
+        7262.0,
+    );
 }
 
 #[test]
