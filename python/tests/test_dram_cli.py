@@ -251,3 +251,30 @@ def test_rowclone_latency_on_ddr5_beside_ddr3() -> None:
     assert got["ddr3_latency_ns"] == fpm["ddr3_latency_ns"]
     out = cli("reproduce", "rowclone-latency", "--standard", "lpddr9", code=2)
     assert "lpddr9" in out
+
+
+def test_bench_dram_on_another_config() -> None:
+    rows = json.loads(cli("bench", "dram", "--requests", "2000", "--repeats", "1", "--config", "ddr5-3200an",
+                          "--format", "json"))
+    assert [(r["pattern"], r["requests"]) for r in rows] == [("stream", 2000), ("stream", 400), ("random", 2000),
+                                                             ("random", 400)]
+    assert all(r["cycles"] > 0 and r["mreq_per_s"] > 0 for r in rows)
+    out = cli("bench", "dram", "--requests", "10", "--config", "no-such-config", code=2)
+    assert "no-such-config" in out
+
+
+def test_ddr5_same_bank_refresh_runs_and_counts_refsb() -> None:
+    s = dram.simulate("ddr5-4800b-sb", {"kind": "random", "count": 20000, "seed": 3}).stats
+    assert s["commands"]["REFSB"] > 0 and s["commands"]["REF"] == 0
+    assert s["energy"]["refresh_nj"] > 0
+    out = cli("dram", "show", "ddr3-1600k-bench", "--set", "controller.refresh=\"same-bank\"", code=2)
+    assert "tRFCsb" in out
+
+
+def test_hbm2_says_energy_is_not_available() -> None:
+    s = dram.simulate("hbm2-2000", {"kind": "random", "count": 3000, "seed": 5}).stats
+    assert s["energy_available"] is False and s["energy"]["total_nj"] == 0
+    assert s["reads"] + s["writes"] == 3000
+    out = cli("dram", "run", "hbm2-2000", "--generate", "random", "--count", "2000")
+    assert "not available" in out and "HBM2-8Gb-PC" in out
+    assert dram.simulate("ddr5-3200an", {"kind": "random", "count": 1000, "seed": 5}).stats["energy_available"]

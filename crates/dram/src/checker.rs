@@ -137,7 +137,11 @@ pub struct CheckReport {
 struct Params {
     bl: u64,
     cl: u64,
-    rcd: u64,
+    /// ACT -> read / write: nRCD, or HBM's separate nRCDRD / nRCDWR.
+    rcd_rd: (&'static str, u64),
+    rcd_wr: (&'static str, u64),
+    /// HBM: the read-to-write turnaround as one parameter (nRTW) instead of DDR's formula.
+    rtw: Option<u64>,
     rp: u64,
     /// PREA -> ACT / REF: nRP, or nRP + 1 (tRPA) on 8-bank DDR2.
     rpa: u64,
@@ -229,10 +233,22 @@ impl Params {
         } else {
             rp
         };
+        // HBM splits tRCD by direction (JESD235 / JESD238 as tabulated by DRAMSys, gem5, Ramulator 2).
+        let rcd = |split: &'static str| -> Result<(&'static str, u64), LogError> {
+            match (h.timing.get(split), h.timing.get("nRCD")) {
+                (Some(v), _) => Ok((split, *v)),
+                (None, Some(v)) => Ok(("nRCD", *v)),
+                (None, None) => Err(LogError::Header(format!(
+                    "timing parameter nRCD (or {split}) is missing"
+                ))),
+            }
+        };
         Ok(Params {
             bl: get("nBL")?,
             cl: get("nCL")?,
-            rcd: get("nRCD")?,
+            rcd_rd: rcd("nRCDRD")?,
+            rcd_wr: rcd("nRCDWR")?,
+            rtw: h.timing.get("nRTW").copied(),
             rp,
             rpa,
             ras: get("nRAS")?,
@@ -266,16 +282,19 @@ impl Params {
         self.cwl + self.bl + self.wr
     }
 
-    /// RD -> WR on one rank (may not go below zero); DDR5 adds its write preamble.
+    /// RD -> WR on one rank (may not go below zero); DDR5 adds its write preamble; HBM gives it
+    /// as nRTW.
     fn read_to_write(&self) -> u64 {
-        (self.cl + self.bl + 2 + self.wpre).saturating_sub(self.cwl)
+        self.rtw
+            .unwrap_or((self.cl + self.bl + 2 + self.wpre).saturating_sub(self.cwl))
     }
 
     /// The longest separation any rule (other than those from REF) asks for: history older than
     /// this can no longer constrain anything.
     fn horizon(&self) -> u64 {
         [
-            self.rcd,
+            self.rcd_rd.1,
+            self.rcd_wr.1,
             self.rpa,
             self.ras,
             self.rc,
@@ -1102,7 +1121,14 @@ impl Checker {
                 let same = shares(prev, new);
                 let ccd = if same { p.ccd_l } else { p.ccd_s };
                 let (key, req, same): (String, u64, bool) = match (pc, nc) {
-                    (Col::Read, Col::Write) => ("nCL+nBL+2-nCWL".into(), p.read_to_write(), same),
+                    (Col::Read, Col::Write) => {
+                        let key = if p.rtw.is_some() {
+                            "nRTW"
+                        } else {
+                            "nCL+nBL+2-nCWL"
+                        };
+                        (key.into(), p.read_to_write(), same)
+                    }
                     (Col::Write, Col::Read) => {
                         let wtr = if same { p.wtr_l } else { p.wtr_s };
                         (format!("nCWL+nBL+{}", wtr.0), p.cwl + p.bl + wtr.1, same)
@@ -1348,7 +1374,8 @@ impl Checker {
 fn bank_rule(p: &Params, prev: Role, new: Role) -> Option<(&'static str, u64)> {
     use Role::*;
     Some(match (prev, new) {
-        (Act, Read) | (Act, Write) => ("nRCD", p.rcd),
+        (Act, Read) => p.rcd_rd,
+        (Act, Write) => p.rcd_wr,
         (Act, Pre) => ("nRAS", p.ras),
         (Act, Act) => ("nRC", p.rc),
         (Pre, Act) => ("nRP", p.rp),

@@ -40,6 +40,10 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         include_str!("../../../presets/configs/rowclone-ddr5-4800b.toml"),
     ),
     (
+        "hbm2-2000",
+        include_str!("../../../presets/configs/hbm2-2000.toml"),
+    ),
+    (
         "ddr5-4800b-sb",
         include_str!("../../../presets/configs/ddr5-4800b-sb.toml"),
     ),
@@ -502,7 +506,8 @@ impl Config {
                 ),
             ));
         }
-        let mut currents = part.currents.clone();
+        let energy_available = part.currents.is_some() || !d.currents.is_empty();
+        let mut currents = part.currents.clone().unwrap_or_default();
         {
             let mut cv = toml::Value::try_from(&currents)
                 .map_err(|e| ConfigError::invalid(src, "dram.currents", e.to_string()))?;
@@ -598,6 +603,7 @@ impl Config {
             rules,
             windows,
             currents,
+            energy_available,
         })
     }
 

@@ -14,6 +14,7 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
     ("ddr3.toml", include_str!("../../../presets/dram/ddr3.toml")),
     ("ddr4.toml", include_str!("../../../presets/dram/ddr4.toml")),
     ("ddr5.toml", include_str!("../../../presets/dram/ddr5.toml")),
+    ("hbm2.toml", include_str!("../../../presets/dram/hbm2.toml")),
 ];
 
 /// Where two commands must meet for a rule to apply.
@@ -84,7 +85,7 @@ pub struct Window {
 }
 
 /// Device currents (mA) and supplies (V) for the IDD-based energy model.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Currents {
     pub vdd: f64,
@@ -177,6 +178,9 @@ pub struct DramSpec {
     pub rules: Vec<Rule>,
     pub windows: Vec<Window>,
     pub currents: Currents,
+    /// Whether the part has public currents (or the config set them): without, energy is not
+    /// modelled and every energy figure is zero.
+    pub energy_available: bool,
 }
 
 impl DramSpec {
@@ -227,7 +231,9 @@ pub struct PartRow {
     /// Same-bank refresh cycle time (DDR5 tRFCsb), ns; gives `nRFCsb`.
     #[serde(default, rename = "tRFCsb_ns")]
     pub trfcsb_ns: Option<f64>,
-    pub currents: Currents,
+    /// Absent when no public source gives the part's currents: energy is then not available.
+    #[serde(default)]
+    pub currents: Option<Currents>,
 }
 
 /// One standard file: its header, speed bins (name -> params) and parts.

@@ -329,6 +329,7 @@ pub fn collect_stats(
         row,
         commands,
         energy,
+        energy_available: spec.energy_available,
         bulk: BulkStats {
             ops: bulk.copies + bulk.inits,
             copies: bulk.copies,

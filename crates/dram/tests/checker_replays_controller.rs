@@ -172,6 +172,7 @@ fn every_speed_bin_and_mapper_obeys_the_standard() {
         ("DDR5-5600B", "DDR5-32Gb-x4"),
         ("DDR5-6400AN", "DDR5-16Gb-x8"),
         ("DDR5-6400B", "DDR5-32Gb-x16"),
+        ("HBM2-2000", "HBM2-8Gb-PC"),
     ] {
         for mapper in ["RoBaRaCoCh", "ChRaBaRoCo", "RoRaBaChCo", "line-interleave"] {
             let mut cfg = Config::preset(&format!("{speed}/{part}")).unwrap();

@@ -411,3 +411,91 @@ fn ddr5_rank_to_rank_turnarounds() {
     let e = rcd + 2 + cl + bl + rtrs - cwl;
     s.case("RD -> WR other rank", "nBL+nRTRS", &p, probe, e);
 }
+
+#[test]
+fn hbm2_every_rule_row_at_its_earliest_cycle() {
+    // HBM2's own rows: split nRCDRD / nRCDWR, nRTW, and the DDR4-like group rules at its values.
+    let s = setup("HBM2-2000/HBM2-8Gb-PC", 1, &[]);
+    let t = |n: &str| s.t(n);
+    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    let (rcdrd, rcdwr) = (t("nRCDRD"), t("nRCDWR"));
+    for k in [Rd, Rda] {
+        s.case(
+            &format!("nRCDRD -> {k}"),
+            "nRCDRD",
+            &[cmd(0, Act, a)],
+            cmd(0, k, a),
+            rcdrd,
+        );
+    }
+    for k in [Wr, Wra] {
+        s.case(
+            &format!("nRCDWR -> {k}"),
+            "nRCDWR",
+            &[cmd(0, Act, a)],
+            cmd(0, k, a),
+            rcdwr,
+        );
+    }
+    let p = [cmd(0, Act, a), cmd(rcdrd, Rd, a)];
+    s.case("nRTW", "nRTW", &p, cmd(0, Wr, a), rcdrd + t("nRTW"));
+    let p = [cmd(0, Act, a), cmd(rcdwr, Wr, a)];
+    let e = rcdwr + t("nCWL") + t("nBL") + t("nWTR_L");
+    s.case(
+        "WR -> RD same group",
+        "nCWL+nBL+nWTR_L",
+        &p,
+        cmd(0, Rd, a),
+        e,
+    );
+    s.case(
+        "nRRD_S",
+        "nRRD_S",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, other_group),
+        t("nRRD_S"),
+    );
+    s.case(
+        "nRRD_L",
+        "nRRD_L",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, same_group),
+        t("nRRD_L"),
+    );
+    let l = t("nRRD_L");
+    let p = [
+        cmd(0, Act, a),
+        cmd(l, Act, same_group),
+        cmd(l + rcdrd, Rd, a),
+    ];
+    s.case(
+        "nCCD_L",
+        "nCCD_L",
+        &p,
+        cmd(0, Rd, same_group),
+        l + rcdrd + t("nCCD_L"),
+    );
+    let sh = t("nRRD_S");
+    let p = [
+        cmd(0, Act, a),
+        cmd(sh, Act, other_group),
+        cmd(sh + rcdrd, Rd, a),
+    ];
+    s.case(
+        "nCCD_S",
+        "nCCD_S",
+        &p,
+        cmd(0, Rd, other_group),
+        sh + rcdrd + t("nCCD_S"),
+    );
+    s.case("nRAS", "nRAS", &[cmd(0, Act, a)], cmd(0, Pre, a), t("nRAS"));
+    let p = [cmd(0, Act, a), cmd(t("nRC"), Pre, a)];
+    s.case(
+        "nRP",
+        "nRP",
+        &p,
+        row(cmd(0, Act, a), 9),
+        t("nRC") + t("nRP"),
+    );
+    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
+}

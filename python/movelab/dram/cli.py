@@ -100,6 +100,10 @@ def _stats_table(s: dict[str, Any]) -> Table:
         ("  refresh / background / channel I/O",
          f"{e['refresh_nj']:.1f} / {e['background_nj']:.1f} / {e['io_nj']:.1f} nJ"),
     ]
+    if not s.get("energy_available", True):
+        # No public currents for this part: say so instead of printing zeros as energy.
+        rows = [r for r in rows if not r[0].startswith(("energy", "  "))]
+        rows.append(("energy", f"not available: no public currents for {s['part']}"))
     if b["ops"]:
         bb = b["bytes"]
         rows += [

@@ -205,6 +205,23 @@ mod tests {
     }
 
     #[test]
+    fn fpm_on_hbm2_is_two_nras_plus_nrp() {
+        // One 1 KB pseudo-channel row, row-interleaved; modelled (DRAMScope used RowCopy on HBM2
+        // only to find subarrays), and it moves with nRAS.
+        for n_ras in [28, 40] {
+            let mut c = Config::preset("hbm2-2000").unwrap();
+            c.controller.mapper = "RoRaBaChCo".into();
+            c.dram.timing.insert("nRAS".into(), n_ras);
+            c.dram.timing.insert("nRC".into(), n_ras + 14);
+            let spec = c.resolve("t").unwrap();
+            let rows = run(&c, spec.org.row_bytes()).unwrap();
+            let r = get(&rows, "copy", "fpm");
+            assert_eq!(r.cycles, 2 * n_ras + spec.t("nRP"));
+            assert_eq!(r.bytes_fpm, spec.org.row_bytes());
+        }
+    }
+
+    #[test]
     fn orderings_of_table_3_hold() {
         let r = rows_with("");
         let l = |o, m| get(&r, o, m).latency_ns;
