@@ -28,10 +28,13 @@ pub enum CommandKind {
     /// RowClone PSM's TRANSFER: one column from the open row of a source bank to the open row of a
     /// destination bank over the chip's internal bus; no data crosses the channel.
     Tr,
+    /// DDR5 same-bank REFRESH (REFsb): refreshes the bank with the command's bank index in every
+    /// bank group of the rank; those banks must be precharged, the others keep working.
+    Refsb,
 }
 
 impl CommandKind {
-    pub const ALL: [CommandKind; 10] = [
+    pub const ALL: [CommandKind; 11] = [
         CommandKind::Act,
         CommandKind::Pre,
         CommandKind::Prea,
@@ -42,6 +45,7 @@ impl CommandKind {
         CommandKind::Ref,
         CommandKind::Actc,
         CommandKind::Tr,
+        CommandKind::Refsb,
     ];
     pub fn mnemonic(self) -> &'static str {
         match self {
@@ -55,6 +59,7 @@ impl CommandKind {
             CommandKind::Ref => "REF",
             CommandKind::Actc => "ACTC",
             CommandKind::Tr => "TR",
+            CommandKind::Refsb => "REFSB",
         }
     }
     pub fn from_mnemonic(s: &str) -> Option<CommandKind> {
@@ -69,6 +74,10 @@ impl CommandKind {
     }
     pub fn index(self) -> usize {
         self as usize
+    }
+    /// Refreshes (REF, REFSB).
+    pub fn is_refresh(self) -> bool {
+        matches!(self, CommandKind::Ref | CommandKind::Refsb)
     }
 }
 

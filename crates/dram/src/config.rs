@@ -31,6 +31,22 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "zhao-ddr2-400",
         include_str!("../../../presets/configs/zhao-ddr2-400.toml"),
     ),
+    (
+        "ddr5-3200an",
+        include_str!("../../../presets/configs/ddr5-3200an.toml"),
+    ),
+    (
+        "rowclone-ddr5-4800b",
+        include_str!("../../../presets/configs/rowclone-ddr5-4800b.toml"),
+    ),
+    (
+        "hbm2-2000",
+        include_str!("../../../presets/configs/hbm2-2000.toml"),
+    ),
+    (
+        "ddr5-4800b-sb",
+        include_str!("../../../presets/configs/ddr5-4800b-sb.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.
@@ -116,7 +132,8 @@ pub struct ControllerConfig {
     pub write_high_watermark: f64,
     /// Leave write-drain mode when the write queue falls below this fraction (and reads wait).
     pub write_low_watermark: f64,
-    /// Refresh: "all-bank" (REF per rank every nREFI) or "none".
+    /// Refresh: "all-bank" (REF per rank every nREFI), "same-bank" (DDR5 REFSB: one bank index
+    /// of every group at a time, each refreshed once per nREFI) or "none".
     pub refresh: String,
     /// Address mapper: "RoBaRaCoCh", "ChRaBaRoCo" or "line-interleave" (see docs/dram.md).
     pub mapper: String,
@@ -169,6 +186,9 @@ pub struct EnergyConfig {
     /// Energy of moving one bit over the memory channel (DRAM I/O drivers plus termination), pJ.
     /// Default: see docs/dram.md, "Energy".
     pub io_pj_per_bit: f64,
+    /// DRAMPower's bank-wise factor rho in [0, 1]: how much of the all-banks-open background
+    /// (IDD3N - IDD2N) one open bank already draws. 1 (the default) gives the classic IDD model.
+    pub bank_rho: f64,
 }
 
 /// The largest request queue a controller may have.
@@ -226,6 +246,7 @@ impl Default for EnergyConfig {
     fn default() -> Self {
         EnergyConfig {
             io_pj_per_bit: DEFAULT_IO_PJ_PER_BIT,
+            bank_rho: 1.0,
         }
     }
 }
@@ -429,6 +450,9 @@ impl Config {
             "nREFI".into(),
             ((part.trefi_ns * 1000.0) / tck as f64).floor() as u64,
         );
+        if let Some(ns) = part.trfcsb_ns {
+            timing.insert("nRFCsb".into(), ((ns * 1000.0) / tck as f64).ceil() as u64);
+        }
         for (k, v) in &d.timing {
             if !timing.contains_key(k) {
                 return Err(ConfigError::invalid(
@@ -460,7 +484,9 @@ impl Config {
         }
         let h = &std_file.standard;
         let o = &d.org;
-        let bank_groups = o.bank_groups.unwrap_or(h.bank_groups);
+        let bank_groups = o
+            .bank_groups
+            .unwrap_or(part.bank_groups.unwrap_or(h.bank_groups));
         let banks = o.banks.unwrap_or(part.banks);
         let rows = o.rows.unwrap_or(part.rows);
         let columns = o.columns.unwrap_or(part.columns);
@@ -548,7 +574,8 @@ impl Config {
                 ),
             ));
         }
-        let mut currents = part.currents.clone();
+        let energy_available = part.currents.is_some() || !d.currents.is_empty();
+        let mut currents = part.currents.clone().unwrap_or_default();
         {
             let mut cv = toml::Value::try_from(&currents)
                 .map_err(|e| ConfigError::invalid(src, "dram.currents", e.to_string()))?;
@@ -576,7 +603,17 @@ impl Config {
                 ConfigError::invalid(src, "dram.currents", e.to_string())
             })?;
         }
-        if self.controller.refresh == "all-bank" {
+        if self.controller.refresh == "same-bank" && !timing.contains_key("nRFCsb") {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.refresh",
+                format!(
+                    "\"same-bank\" refresh needs a part with tRFCsb ({} has none; DDR5 parts do)",
+                    d.part
+                ),
+            ));
+        }
+        if self.controller.refresh != "none" {
             // One refresh and one complete access must fit in a refresh interval, or the rank
             // spends all its time refreshing and requests starve.
             let t = |k: &str| timing.get(k).copied().unwrap_or(0);
@@ -634,6 +671,7 @@ impl Config {
             rules,
             windows,
             currents,
+            energy_available,
         })
     }
 
@@ -656,7 +694,11 @@ impl Config {
             crate::scheduler::SCHEDULERS,
         )?;
         one_of("controller.row_policy", &c.row_policy, &["open", "closed"])?;
-        one_of("controller.refresh", &c.refresh, &["all-bank", "none"])?;
+        one_of(
+            "controller.refresh",
+            &c.refresh,
+            &["all-bank", "same-bank", "none"],
+        )?;
         one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
         one_of("controller.bulk", &c.bulk, &["baseline", "rowclone"])?;
         if c.bulk_buffer_lines == 0 || c.bulk_buffer_lines > MAX_QUEUE {
@@ -696,6 +738,13 @@ impl Config {
                 src,
                 key,
                 format!("need 0 <= low ({lo}) < high ({hi}) <= 1"),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.energy.bank_rho) {
+            return Err(ConfigError::invalid(
+                src,
+                "energy.bank_rho",
+                format!("{} is not a fraction between 0 and 1", self.energy.bank_rho),
             ));
         }
         if !self.energy.io_pj_per_bit.is_finite() || self.energy.io_pj_per_bit < 0.0 {

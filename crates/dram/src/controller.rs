@@ -82,12 +82,6 @@ impl Job {
             JobKind::Psm { src, dst, .. } => [Some(src.flat), Some(dst.flat)],
         }
     }
-    fn rank(&self) -> u32 {
-        match &self.kind {
-            JobKind::Fpm { bank, .. } => bank.rank,
-            JobKind::Psm { src, .. } => src.rank,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -166,7 +160,7 @@ enum Who {
 /// Per-channel counters, merged into [`crate::stats::Stats`] at the end.
 #[derive(Debug, Clone, Default)]
 pub struct ChannelCounters {
-    pub commands: [u64; 10],
+    pub commands: [u64; CommandKind::ALL.len()],
     /// Banks closed by PREA (each counts as a precharge for energy).
     pub banks_closed_by_prea: u64,
     pub reads: u64,
@@ -184,6 +178,8 @@ pub struct Controller {
     closed_row: bool,
     keep_activated: bool,
     refresh: bool,
+    /// Same-bank refresh (REFSB) instead of all-bank REF.
+    same_bank: bool,
     n_cl: u64,
     n_bl: u64,
     n_cwl: u64,
@@ -213,6 +209,9 @@ pub struct Controller {
     last_ref: Vec<[u64; 2]>,
     ref_late: Vec<[u64; 2]>,
     last_work: u64,
+    /// Same-bank refresh: per rank, the bank index refreshed next and the REFSBs issued so far.
+    sb_next: Vec<u32>,
+    sb_done: Vec<u64>,
     jobs: Vec<(u64, Job)>,
     waiting_jobs: JobQueue<Job>,
     next_cmd_cycle: u64,
@@ -273,7 +272,8 @@ impl Controller {
             sched,
             closed_row: cfg.row_policy == "closed",
             keep_activated: cfg.keep_activated_rows,
-            refresh: cfg.refresh == "all-bank",
+            refresh: cfg.refresh != "none",
+            same_bank: cfg.refresh == "same-bank",
             n_cl: spec.t("nCL"),
             n_bl: spec.t("nBL"),
             n_cwl: spec.t("nCWL"),
@@ -291,11 +291,20 @@ impl Controller {
             wr_hi_n: (cfg.write_high_watermark * cfg.write_queue as f64).floor() as usize,
             wr_lo_n: (cfg.write_low_watermark * cfg.write_queue as f64).ceil() as usize,
             write_mode: false,
-            refresh_due: vec![n_refi; ranks],
+            refresh_due: vec![
+                if cfg.refresh == "same-bank" {
+                    (n_refi / u64::from(spec.org.banks_per_group)).max(1)
+                } else {
+                    n_refi
+                };
+                ranks
+            ],
             refresh_pending: vec![false; ranks],
             last_ref: vec![[0; 2]; ranks],
             ref_late: vec![[0; 2]; ranks],
             last_work: 0,
+            sb_next: vec![0; ranks],
+            sb_done: vec![0; ranks],
             jobs: Vec::new(),
             waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
@@ -726,19 +735,14 @@ impl Controller {
                         continue;
                     }
                 }
-                let b0 = self.dev.bank_id(r as u32, 0, 0);
-                let kind = if self.dev.any_open(r as u32) {
-                    CommandKind::Prea
-                } else {
-                    CommandKind::Ref
-                };
+                let (kind, b0, row) = self.refresh_command(r as u32);
                 let at = self.dev.earliest(kind, b0, None);
                 if at <= now {
                     self.issue(
                         Pending {
                             kind,
                             bank: b0,
-                            row: 0,
+                            row,
                             col: 0,
                             dst: None,
                             source: Source::Refresh,
@@ -746,9 +750,17 @@ impl Controller {
                         now,
                         &mut log,
                     );
-                    if kind == CommandKind::Ref {
+                    if kind.is_refresh() {
                         self.refresh_pending[r] = false;
-                        self.refresh_due[r] += self.n_refi;
+                        if self.same_bank {
+                            // Every bank index once per nREFI, evenly spread.
+                            let bpg = u64::from(self.dev.banks_per_group());
+                            self.sb_done[r] += 1;
+                            self.sb_next[r] = (self.sb_next[r] + 1) % bpg as u32;
+                            self.refresh_due[r] = (self.sb_done[r] + 1) * self.n_refi / bpg;
+                        } else {
+                            self.refresh_due[r] += self.n_refi;
+                        }
                     }
                     return now + 1;
                 }
@@ -782,7 +794,12 @@ impl Controller {
         };
         for ji in 0..self.jobs.len() {
             let (seq, ref job) = self.jobs[ji];
-            if self.refresh_pending[job.rank() as usize] {
+            if job
+                .banks()
+                .iter()
+                .flatten()
+                .any(|&f| self.refresh_blocks(self.dev.bank_from_flat(f)))
+            {
                 continue;
             }
             if let Some(p) = self.job_next(ji) {
@@ -817,8 +834,8 @@ impl Controller {
                 continue;
             };
             let bank = self.slots[flat].id;
-            if self.refresh_pending[bank.rank as usize] {
-                // Re-examined when the REF issues (it marks the rank's banks dirty).
+            if self.refresh_blocks(bank) {
+                // Re-examined when the REF issues (it marks the banks it refreshed dirty).
                 self.slots[flat].ready = u64::MAX;
                 continue;
             }
@@ -871,6 +888,35 @@ impl Controller {
         }
     }
 
+    /// Whether a refresh that is due keeps bank `b` from taking other commands: every bank of
+    /// the rank for all-bank refresh, the banks of the bank index being refreshed for same-bank.
+    #[inline]
+    fn refresh_blocks(&self, b: BankId) -> bool {
+        self.refresh_pending[b.rank as usize]
+            && (!self.same_bank || b.bank == self.sb_next[b.rank as usize])
+    }
+
+    /// The next command a due refresh of rank `r` needs: (kind, bank, row). All-bank: PREA while
+    /// any bank is open, then REF. Same-bank: PRE each open bank of the bank index, then REFSB.
+    fn refresh_command(&self, r: u32) -> (CommandKind, BankId, u32) {
+        if self.same_bank {
+            let i = self.sb_next[r as usize];
+            for g in 0..self.dev.bank_groups() {
+                let b = self.dev.bank_id(r, g, i);
+                if let Some(row) = self.dev.open_row(b) {
+                    return (CommandKind::Pre, b, row);
+                }
+            }
+            return (CommandKind::Refsb, self.dev.bank_id(r, 0, i), 0);
+        }
+        let b0 = self.dev.bank_id(r, 0, 0);
+        if self.dev.any_open(r) {
+            (CommandKind::Prea, b0, 0)
+        } else {
+            (CommandKind::Ref, b0, 0)
+        }
+    }
+
     fn issue<'s>(&mut self, p: Pending, now: u64, log: &mut Option<&mut (dyn CommandSink + 's)>) {
         let kind = p.kind;
         if kind == CommandKind::Prea {
@@ -889,6 +935,14 @@ impl Controller {
         }
         if let Some((d, _, _)) = p.dst {
             self.slots[d.flat as usize].dirty = true;
+        }
+        if kind == CommandKind::Refsb {
+            for g in 0..self.dev.bank_groups() {
+                let f = self.dev.bank_id(p.bank.rank, g, p.bank.bank).flat;
+                let slot = &mut self.slots[f as usize];
+                slot.dirty = true;
+                slot.activated = None;
+            }
         }
         if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
             let per_rank = self.dev.banks_per_rank();
@@ -918,7 +972,10 @@ impl Controller {
                 rank: p.bank.rank,
                 bank_group: p.bank.bank_group,
                 bank: p.bank.bank,
-                row: if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
+                row: if matches!(
+                    kind,
+                    CommandKind::Prea | CommandKind::Ref | CommandKind::Refsb
+                ) {
                     0
                 } else {
                     p.row
@@ -1073,7 +1130,8 @@ impl Controller {
         until: u64,
         log: Option<&mut (dyn CommandSink + 's)>,
     ) -> u64 {
-        if !self.refresh || !self.idle() {
+        // Same-bank refresh (REFSB) is due bank by bank at uneven steps: visited, not elided.
+        if !self.refresh || self.same_bank || !self.idle() {
             return 0;
         }
         let refi = self.n_refi;

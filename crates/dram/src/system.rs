@@ -37,7 +37,7 @@ pub fn log_header(config: &Config, spec: &DramSpec) -> LogHeader {
         part: spec.part.clone(),
         org: spec.org.clone(),
         timing: spec.timing.clone(),
-        refresh: config.controller.refresh == "all-bank",
+        refresh: config.controller.refresh != "none",
     }
 }
 
@@ -298,7 +298,7 @@ pub fn collect_stats(
     let cc = &config.controller;
     let line = org.line_bytes();
     let tck = spec.t("tCK_ps");
-    let e = CommandEnergy::new(spec, config.energy.io_pj_per_bit);
+    let e = CommandEnergy::new(spec, config.energy.io_pj_per_bit, config.energy.bank_rho);
     let mut energy = EnergyBreakdown::default();
     let mut read_h = Histogram::default();
     let mut write_h = Histogram::default();
@@ -351,6 +351,7 @@ pub fn collect_stats(
         row,
         commands,
         energy,
+        energy_available: spec.energy_available,
         bulk: BulkStats {
             ops: bulk.copies + bulk.inits,
             copies: bulk.copies,

@@ -881,15 +881,21 @@ fn valid_config() -> impl Strategy<Value = String> {
                 let (lo, hi) = wm.split_once(", ").unwrap();
                 let cfg = Config::preset(preset).unwrap();
                 let t = &cfg.resolve("x").unwrap().timing;
+                // HBM splits the row-to-column delay; move its read half.
+                let rcd_key = if t.contains_key("nRCD") {
+                    "nRCD"
+                } else {
+                    "nRCDRD"
+                };
                 format!(
                     "preset = \"{preset}\"\n[dram]\nchannels = {ch}\nranks = {ranks}\n\
                      [dram.org]\nsubarray_rows = {sa}\n\
-                     [dram.timing]\nnRCD = {}\nnRP = {}\nnRAS = {}\nnWR = {}\nnRC = {}\n\
+                     [dram.timing]\n{rcd_key} = {}\nnRP = {}\nnRAS = {}\nnWR = {}\nnRC = {}\n\
                      [controller]\nscheduler = \"{sched}\"\nrow_policy = \"{policy}\"\n\
                      mapper = \"{mapper}\"\nbank_xor = {xor}\nbulk = \"{bulk}\"\nrefresh = \"{refresh}\"\n\
                      read_queue = {rq}\nwrite_queue = {wq}\nwrite_low_watermark = {lo}\n\
                      write_high_watermark = {hi}\nbulk_buffer_lines = {buf}\n",
-                    t["nRCD"] + rcd,
+                    t[rcd_key] + rcd,
                     t["nRP"] + rp,
                     t["nRAS"] + ras,
                     // A longer write recovery breaks the checker (bug_write_recovery_...): kept

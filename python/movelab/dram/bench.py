@@ -14,9 +14,9 @@ from typing import Any
 CHILD = r"""
 import json, resource, sys, time
 from movelab import dram
-pattern, n = sys.argv[1], int(sys.argv[2])
+pattern, n, config = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 gen = {"kind": pattern, "count": n, "read_fraction": 0.8, "seed": 42, "footprint_bytes": "4G"}
-cfg = dram.load_config("ddr3-1600k-bench")
+cfg = dram.load_config(config)
 t = time.perf_counter()
 res = dram.simulate(cfg, gen)
 el = time.perf_counter() - t
@@ -52,8 +52,8 @@ def _run_child(code: str, *args: str) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _child(pattern: str, n: int) -> dict[str, Any]:
-    return _run_child(CHILD, pattern, str(n))
+def _child(pattern: str, n: int, config: str) -> dict[str, Any]:
+    return _run_child(CHILD, pattern, str(n), config)
 
 
 def run_bulk(sizes: tuple[int, ...] = BULK_SIZES, repeats: int = 1, console=None) -> list[dict[str, Any]]:
@@ -81,10 +81,14 @@ def run_bulk(sizes: tuple[int, ...] = BULK_SIZES, repeats: int = 1, console=None
     return rows
 
 
-def run_bench(requests: int, repeats: int, console=None) -> list[dict[str, Any]]:
-    """Line-request speed: stream and random patterns at ``requests`` and a fifth of it."""
+def run_bench(requests: int, repeats: int, console=None, config: str = "ddr3-1600k-bench") -> list[dict[str, Any]]:
+    """Line-request speed on ``config`` (a preset name or TOML path): stream and random patterns at
+    ``requests`` and a fifth of it."""
+    from movelab import dram
+
     if requests < 1 or repeats < 1:
         raise ValueError(f"requests ({requests}) and repeats ({repeats}) must be at least 1")
+    dram.load_config(config)  # a bad config fails here, with its message, not in a child
     rows = []
     plan = [(p, n) for p in ("stream", "random") for n in (requests, max(1, requests // 5))]
     for pattern, n in plan:
@@ -92,7 +96,7 @@ def run_bench(requests: int, repeats: int, console=None) -> list[dict[str, Any]]
         for i in range(repeats if n == requests else 1):
             if console is not None:
                 console.print(f"bench dram: {pattern} {n:,} requests, run {i + 1}", style="dim")
-            runs.append(_child(pattern, n))
+            runs.append(_child(pattern, n, config))
         secs = statistics.median(r["seconds"] for r in runs)
         rows.append({
             "pattern": pattern,

@@ -113,6 +113,10 @@ def _stats_table(s: dict[str, Any]) -> Table:
         ("  refresh / background / channel I/O",
          f"{e['refresh_nj']:.1f} / {e['background_nj']:.1f} / {e['io_nj']:.1f} nJ"),
     ]
+    if not s.get("energy_available", True):
+        # No public currents for this part: say so instead of printing zeros as energy.
+        rows = [r for r in rows if not r[0].startswith(("energy", "  "))]
+        rows.append(("energy", f"not available: no public currents for {s['part']}"))
     if b["ops"]:
         bb = b["bytes"]
         rows += [
@@ -258,15 +262,21 @@ def bench_dram(
     out: Path | None = typer.Option(None, "--out", help="Directory for bench-dram.json.", show_default=False),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing bench-dram.json."),
+    config: str = typer.Option("ddr3-1600k-bench", help="Config preset or TOML file for the request runs, "
+                                                        "e.g. ddr5-3200an."),
 ) -> None:
     """Speed benchmark of the DRAM simulator: requests/s and bulk-copy bytes/s, simulated cycles and
     peak memory."""
     from movelab.dram.bench import run_bench, run_bulk
 
     sizes = () if bulk_sizes.strip().lower() == "none" else _sizes(bulk_sizes, "--bulk-sizes")
+    try:
+        spec = dram.load_config(config).spec
+    except (ValueError, FileNotFoundError) as e:
+        _fail(e)
     check_output_dir(out, ["bench-dram.json"], force)
     log = None if fmt == "json" else console
-    rows = run_bench(requests, repeats, console=log)
+    rows = run_bench(requests, repeats, console=log, config=config)
     bulk = run_bulk(sizes, 1, console=log)
     if out is not None:
         with staged_dir(out, force) as d:
@@ -274,8 +284,8 @@ def bench_dram(
     if fmt == "json":
         echo_json({"requests": rows, "bulk": bulk})
         return
-    t = Table(title="DRAM simulator speed (DDR3-1600K, x8 4 Gb, 1 ch, 1 rank, RoBaRaCoCh, FR-FCFS, open row, "
-                    "refresh)", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(title=f"DRAM simulator speed ({config}: {spec['speed']}, {spec['part']}; stream and random, 80% reads)",
+              box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("pattern", no_wrap=True, min_width=7)
     for col in ["requests", "M req/s", "cycles", "cyc/req", "read lat", "RSS MiB"]:
         t.add_column(col, justify="right", no_wrap=True)

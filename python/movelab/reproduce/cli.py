@@ -78,7 +78,10 @@ def _progress(label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]
 @app.command("rowclone-latency")
 def rowclone_latency(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
-    config: str = typer.Option("rowclone-ddr3-1066", help="Config preset or TOML file."),
+    config: str | None = typer.Option(None, help="Config preset or TOML file (default: the standard's, "
+                                                 "rowclone-ddr3-1066 for DDR3).", show_default=False),
+    standard: str = typer.Option("ddr3", "--standard", help="ddr3 (the paper's system) or ddr5 (the same system "
+                                                            "on DDR5-4800B, shown beside DDR3)."),
     set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. dram.timing.nRAS=24.",
                                           show_default=False),
     nbytes: int = typer.Option(4096, "--bytes", min=64, max=1 << 20,
@@ -87,8 +90,55 @@ def rowclone_latency(
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """RowClone Table 3: copy and zeroing latency and energy per mechanism (4 KB on the paper's system)."""
-    check_output_dir(out, FILES["rowclone-latency"], force)
-    _rowclone_latency(fmt, config, parse_set(set_), out, force, nbytes)
+    from movelab.reproduce import rowclone_latency as rl
+
+    if standard not in rl.STANDARDS:
+        _fail(ValueError(f"--standard: '{standard}' is not one of {', '.join(rl.STANDARDS)}"))
+    cfg = config or rl.STANDARDS[standard]
+    if standard == "ddr3":
+        check_output_dir(out, FILES["rowclone-latency"], force)
+        _rowclone_latency(fmt, cfg, parse_set(set_), out, force, nbytes)
+    else:
+        _rowclone_beside_ddr3(fmt, cfg, parse_set(set_), out, force)
+
+
+def _rowclone_beside_ddr3(fmt: str, config: str, overrides: dict[str, Any], out: Path | None,
+                          force: bool = False) -> None:
+    from movelab.reproduce import rowclone_latency as rl
+
+    _check_format(fmt)
+    try:
+        rows = rl.beside_ddr3(config, overrides)
+    except (ValueError, FileNotFoundError) as e:
+        _fail(e)
+    if out is not None:
+        name = f"rowclone-latency-{rows[0]['standard'].lower()}"
+        check_output_dir(out, [f"{name}.json", f"{name}.csv"], force)
+        with staged_dir(out, force) as d:
+            (d / f"{name}.json").write_text(json.dumps(rows, indent=2))
+            with open(d / f"{name}.csv", "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=rl.BESIDE_KEYS)
+                w.writeheader()
+                w.writerows(rows)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    std, speed = rows[0]["standard"], rows[0]["speed"]
+    red = rl.reductions(rows)
+    red3 = rl.reductions([{**r, "latency_ns": r["ddr3_latency_ns"], "energy_uj": r["ddr3_energy_uj"]} for r in rows])
+    t = Table(title=f"RowClone Table 3 on {speed} beside DDR3-1066 (8-8-8): 4 KB operations, modelled "
+                    f"(no {std} chip result is public); energy = DRAM commands + channel",
+              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    t.add_column("op", no_wrap=True, min_width=4)
+    t.add_column("mechanism", no_wrap=True, min_width=9)
+    for col in [f"{std} ns", "DDR3 ns", f"{std} uJ", "DDR3 uJ", f"{std} lat x", "DDR3", f"{std} E x", "DDR3"]:
+        t.add_column(col, justify="right", no_wrap=True)
+    for r in rows:
+        k = (r["operation"], r["mechanism"])
+        t.add_row(r["operation"], r["mechanism"], f"{r['latency_ns']:.0f}", f"{r['ddr3_latency_ns']:.0f}",
+                  f"{r['energy_uj']:.3f}", f"{r['ddr3_energy_uj']:.3f}", f"{red[k][0]:.2f}", f"{red3[k][0]:.2f}",
+                  f"{red[k][1]:.1f}", f"{red3[k][1]:.1f}")
+    console.print(t)
 
 
 def _rowclone_latency(fmt: str, config: str, overrides: dict[str, Any], out: Path | None, force: bool = False,

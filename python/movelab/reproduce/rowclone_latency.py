@@ -37,6 +37,12 @@ def _ran(r: dict[str, Any]) -> str:
     moved = [(m, r[k]) for m, k in _BYTES_KEY.items() if r.get(k)]
     return ", ".join(f"{m} {b} B" for m, b in moved) or "nothing"
 
+# The config each ``--standard`` runs (the paper's system moved to that standard; docs/dram.md).
+STANDARDS = {"ddr3": PRESET, "ddr5": "rowclone-ddr5-4800b"}
+# Rows of another standard beside DDR3's (the paper's figures are DDR3's only).
+BESIDE_KEYS = ["operation", "mechanism", "standard", "speed", "latency_ns", "energy_uj", "ddr3_latency_ns",
+               "ddr3_energy_uj"]
+
 
 def paper_table3() -> dict[tuple[str, str], dict[str, float]]:
     data = tomllib.loads(_core.paper_data("rowclone"))
@@ -80,6 +86,27 @@ def run(config: Any = PRESET, overrides: dict[str, Any] | None = None, nbytes: i
             "energy_uj": round(r["energy_uj"], 4),
             "paper_latency_ns": p.get("latency_ns"),
             "paper_energy_uj": p.get("energy_uj"),
+        })
+    return rows
+
+
+def beside_ddr3(config: Any, overrides: dict[str, Any] | None = None,
+                nbytes: int = 4096) -> list[dict[str, Any]]:
+    """Rows with exactly :data:`BESIDE_KEYS`: ``config``'s Table 3 beside the paper system's (DDR3)."""
+    cfg = load_config(config, overrides)
+    ddr3 = {(r["operation"], r["mechanism"]): r for r in run(PRESET, None, nbytes)}
+    rows = []
+    for r in run(cfg, None, nbytes):
+        d = ddr3[(r["operation"], r["mechanism"])]
+        rows.append({
+            "operation": r["operation"],
+            "mechanism": r["mechanism"],
+            "standard": cfg.spec["standard"],
+            "speed": cfg.spec["speed"],
+            "latency_ns": r["latency_ns"],
+            "energy_uj": r["energy_uj"],
+            "ddr3_latency_ns": d["latency_ns"],
+            "ddr3_energy_uj": d["energy_uj"],
         })
     return rows
 

@@ -1584,7 +1584,9 @@ fn generated_sequences_cover_every_command() {
     for h in prop_headers() {
         let g = generate(&h, 7, 3000);
         let kinds: BTreeSet<_> = g.out.iter().map(|r| r.kind).collect();
-        assert_eq!(kinds.len(), CommandKind::ALL.len(), "{kinds:?}");
+        // REFSB exists on DDR5 only (its rules: tests/earliest_legal_cycle.rs and the replays).
+        let expected = CommandKind::ALL.iter().filter(|k| **k != Refsb).count();
+        assert_eq!(kinds.len(), expected, "{kinds:?}");
         let keys: BTreeSet<_> = g
             .binding
             .iter()
