@@ -1161,6 +1161,7 @@ impl Controller {
             if let Some(sink) = log.as_deref_mut() {
                 sink.idle_refreshes(self.channel, r as u32, first, k, refi);
             }
+            self.dev.periodic_refreshes(r as u32, first, k, refi);
             let last = first + (k - 1) * refi;
             self.last_ref[r] = [last - refi, last];
             self.refresh_due[r] += k * refi;

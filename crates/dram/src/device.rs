@@ -69,6 +69,28 @@ impl RankActivity {
         self.end_at(now + cycles, banks);
     }
 
+    /// `count` refreshes of `banks` banks for `cycles` each, the first at `first` and then every
+    /// `period` cycles (longer than `cycles`), with the rank otherwise precharged: accounted in
+    /// closed form, exactly as issuing them one by one would.
+    fn periodic_refreshes(&mut self, first: u64, count: u64, period: u64, banks: u32, cycles: u64) {
+        if count == 0 {
+            return;
+        }
+        self.advance(first);
+        let gaps = count - 1;
+        let busy = gaps.saturating_mul(cycles);
+        self.active_cycles = self.active_cycles.saturating_add(busy);
+        self.precharged_cycles = self
+            .precharged_cycles
+            .saturating_add(gaps.saturating_mul(period.saturating_sub(cycles)));
+        self.bank_active_cycles = self
+            .bank_active_cycles
+            .saturating_add(busy.saturating_mul(u64::from(banks)));
+        self.since = first.saturating_add(gaps.saturating_mul(period));
+        self.open_banks += banks;
+        self.end_at(self.since.saturating_add(cycles), banks);
+    }
+
     /// `banks` already counted active stop being active at `end`.
     fn end_at(&mut self, end: u64, banks: u32) {
         let at = self.refresh_ends.partition_point(|&(e, _)| e <= end);
@@ -211,6 +233,16 @@ impl ChannelDevices {
     #[inline]
     pub fn open_row(&self, b: BankId) -> Option<u32> {
         self.open_row[b.flat as usize]
+    }
+
+    /// Accounts for `count` all-bank REFs of an idle, precharged `rank` issued every `period`
+    /// cycles from `first`, without issuing them (see `Controller::skip_idle_refreshes`). Only the
+    /// activity accounting moves: the timing state stays that of the last REF issued, which the
+    /// caller keeps further back than any rule reaches.
+    pub fn periodic_refreshes(&mut self, rank: u32, first: u64, count: u64, period: u64) {
+        let banks = self.banks_per_rank;
+        let cycles = self.n_rfc;
+        self.activity[rank as usize].periodic_refreshes(first, count, period, banks, cycles);
     }
 
     pub fn any_open(&self, rank: u32) -> bool {
