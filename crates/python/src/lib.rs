@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 mod dram;
 mod host;
 mod ipc;
+mod onload;
 mod platform;
 
 #[pymodule]
@@ -15,6 +16,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dram::register(m)?;
     host::register(m)?;
     ipc::register(m)?;
+    onload::register(m)?;
     platform::register(m)?;
     Ok(())
 }

@@ -12,14 +12,18 @@
 //! * [`bench`]: `movelab bench host onload`'s timing loops.
 //!
 //! Not here: the simulated onload engine of the platform model (movelab-platform).
+pub mod capi;
 pub mod engine;
 pub mod error;
 pub mod frame;
+pub mod kernel_udp;
 pub mod pattern;
 pub mod socket;
 pub mod softnic;
 pub mod source;
 pub mod source_replay;
+pub mod source_veth;
+pub mod spec;
 pub mod wait;
 
 pub use engine::{Delivery, EngineReport, EngineStats, OnloadConfig, OnloadEngine};
