@@ -120,3 +120,62 @@ def test_ctrl_c_interrupts_a_blocking_receive() -> None:
             sock.recv()  # nothing will ever arrive
         assert time.monotonic() - t0 < 5
         timer.join()
+
+
+def _bench_cli(tmp_path, *args: str):  # type: ignore[no-untyped-def]
+    import json
+
+    from movelab.host.cli import bench_host_app
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(bench_host_app, ["onload", "--quick", "--format", "json", "--out", str(tmp_path),
+                                              "--seconds", "0.05", "--sizes", "64", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+REQUIRED = {"direction", "config", "source", "payload_bytes", "throughput_mbps", "host_cpu_ns_per_packet",
+            "engine_cpu_ns_per_packet", "loss"}
+
+
+def test_bench_quick_replay_rows_and_outputs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rows = _bench_cli(tmp_path, "--source", "replay")
+    assert {(r["direction"], r["config"]) for r in rows} == {
+        (d, c) for d in ("rx", "tx") for c in ("kernel", "softnic", "onload", "onload-nocache")}
+    for r in rows:
+        assert REQUIRED <= r.keys()
+        assert r["source"] == "replay" and r["payload_bytes"] == 64
+        assert r["corrupted"] == 0
+        assert 0 <= r["loss"] <= 1
+        assert r["packets"] > 0, r
+    for name in ("onload.csv", "onload.png", "onload.json"):
+        assert (tmp_path / name).exists()
+    # Outputs are not overwritten without --force.
+    from movelab.host.cli import bench_host_app
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(bench_host_app, ["onload", "--quick", "--out", str(tmp_path), "--seconds", "0.05",
+                                              "--sizes", "64", "--source", "replay", "--config", "onload"])
+    assert res.exit_code == 2 and "--force" in res.output
+
+
+def test_bench_rejects_bad_options(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from movelab.host.cli import bench_host_app
+    from typer.testing import CliRunner
+
+    for args, word in ((["--config", "warp"], "config"), (["--sizes", "9000"], "sizes"),
+                       (["--seconds", "0"], "seconds"), (["--source", "pigeon"], "source")):
+        res = CliRunner().invoke(bench_host_app, ["onload", "--out", str(tmp_path), *args])
+        assert res.exit_code == 2 and word in res.output, res.output
+
+
+def test_bench_veth_when_permitted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from movelab.host.bench_onload import veth_status
+
+    ok, why = veth_status()
+    if not ok:
+        pytest.skip(f"veth source not available here: {why}")
+    rows = _bench_cli(tmp_path, "--source", "veth", "--config", "kernel", "--config", "onload")
+    assert {r["source"] for r in rows} == {"veth"}
+    for r in rows:
+        assert r["corrupted"] == 0 and r["packets"] > 0, r

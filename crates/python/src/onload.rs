@@ -373,10 +373,28 @@ fn onload_payload<'py>(py: Python<'py>, seq: u64, nbytes: usize) -> PyResult<Bou
     Ok(PyBytes::new(py, &pattern::make(seq, nbytes)))
 }
 
+/// Run onload benchmark points (JSON spec in, JSON rows out); the GIL is released.
+#[pyfunction]
+fn onload_bench(py: Python<'_>, spec_json: &str) -> PyResult<String> {
+    py.detach(|| movelab_host::onload::bench::run(spec_json))
+        .map_err(to_py)
+}
+
+/// (True, "") when the veth source can run here, else (False, why).
+#[pyfunction]
+fn onload_veth_available(py: Python<'_>) -> (bool, String) {
+    match py.detach(movelab_host::onload::bench::veth_available) {
+        Ok(()) => (true, String::new()),
+        Err(why) => (false, why),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyOnloadEngine>()?;
     m.add_class::<PyUdpSocket>()?;
     m.add_function(wrap_pyfunction!(onload_frame, m)?)?;
     m.add_function(wrap_pyfunction!(onload_payload, m)?)?;
+    m.add_function(wrap_pyfunction!(onload_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(onload_veth_available, m)?)?;
     Ok(())
 }

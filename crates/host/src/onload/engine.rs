@@ -164,7 +164,7 @@ pub struct EngineStats {
     pub tx_frames: u64,
     pub tx_bytes: u64,
     pub tx_failed: u64,
-    /// Time spent on bursts that had work (frames or transmit requests), ns.
+    /// CPU time spent on bursts that had work (frames or transmit requests), ns.
     pub busy_ns: u64,
 }
 
@@ -521,12 +521,14 @@ impl Worker {
         let mut kicks = 0u32;
         while !self.shared.stop.load(Ordering::Acquire) {
             self.refresh();
-            let t0 = sys::now_ns();
+            // Busy time is the thread's own CPU time (not wall time, which a preempted engine
+            // would overstate).
+            let t0 = wait::thread_cpu_ns();
             let n = self.receive(burst)?;
             let t = self.transmit_all();
             if n + t > 0 {
                 // Counters first, so that whoever a notification wakes sees them.
-                self.stats.busy_ns += sys::now_ns() - t0;
+                self.stats.busy_ns += wait::thread_cpu_ns().saturating_sub(t0);
                 self.publish();
                 self.notify();
                 idle_since = None;
@@ -631,11 +633,29 @@ impl Worker {
         }
     }
 
-    /// Build and send every queued transmit request (up to a burst per socket).
+    /// Build and send every queued transmit request (up to a burst per socket, and a burst of
+    /// the softnic pool's frames).
     fn transmit_all(&mut self) -> usize {
         let burst = self.shared.config.burst;
         let cfg = &self.shared.config;
         let mut n = 0;
+        if let Some(pool) = &self.shared.pool {
+            for _ in 0..burst {
+                let Some(len) = pool.take_tx(&mut self.scratch) else {
+                    break;
+                };
+                if self.source.transmit(&self.scratch[..len]).is_ok() {
+                    self.stats.tx_frames += 1;
+                    self.stats.tx_bytes += len.saturating_sub(frame::HEADERS) as u64;
+                } else {
+                    self.stats.tx_failed += 1;
+                }
+                n += 1;
+            }
+            if n > 0 && pool.tx_notify.notify() {
+                self.stats.wakeups += 1;
+            }
+        }
         for e in &mut self.entries {
             let s = &e.sock;
             for _ in 0..burst {

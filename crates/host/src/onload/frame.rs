@@ -254,6 +254,28 @@ pub fn finish_udp_checksum(frame: &mut [u8], flow: &Flow, payload_len: usize) {
     udp[6..8].copy_from_slice(&c.to_be_bytes());
 }
 
+/// Compute and store the UDP checksum of a frame whose headers came from [`write_headers`],
+/// taking the addresses and length from the headers themselves (the softnic's small core).
+/// Does nothing to a frame too short to hold its headers.
+pub fn fill_udp_checksum(frame: &mut [u8]) {
+    if frame.len() < HEADERS {
+        return;
+    }
+    let ip = &frame[ETH_HDR..ETH_HDR + IPV4_HDR];
+    let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+    let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+    let udp_len = be16(frame, ETH_HDR + IPV4_HDR + 4) as usize;
+    let Some(udp) = frame.get_mut(ETH_HDR + IPV4_HDR..ETH_HDR + IPV4_HDR + udp_len) else {
+        return;
+    };
+    udp[6..8].fill(0);
+    let mut c = !udp_sum(src, dst, udp);
+    if c == 0 {
+        c = 0xffff;
+    }
+    udp[6..8].copy_from_slice(&c.to_be_bytes());
+}
+
 /// A complete frame carrying `payload` (headers, payload, checksums, padding).
 pub fn build(flow: &Flow, payload: &[u8], ip_id: u16) -> Vec<u8> {
     let mut f = vec![0u8; frame_len(payload.len())];
@@ -314,6 +336,10 @@ mod tests {
                 &payload[..]
             );
             assert_eq!(parse_trusted(&f), Some(d));
+            let mut g = f.clone();
+            g[HEADERS - 2..HEADERS].fill(0x55);
+            fill_udp_checksum(&mut g);
+            assert_eq!(g, f);
         }
     }
 

@@ -127,6 +127,8 @@ pub struct Receiver {
     /// Per message of the last batch: bytes and the kernel's receive time (CLOCK_REALTIME ns).
     pub lens: Vec<usize>,
     pub stamps: Vec<u64>,
+    /// Times the receiver found nothing queued and slept until the kernel woke it.
+    pub sleeps: u64,
 }
 
 // SAFETY: the raw pointers inside the mmsghdr/iovec arrays point into this struct's own
@@ -145,6 +147,7 @@ impl Receiver {
             msgs: (0..batch).map(|_| unsafe { std::mem::zeroed() }).collect(),
             lens: vec![0; batch],
             stamps: vec![0; batch],
+            sleeps: 0,
         };
         for b in &mut r.bufs {
             r.iovs.push(libc::iovec {
@@ -204,6 +207,7 @@ impl Receiver {
             match e.raw_os_error() {
                 Some(libc::EAGAIN) | Some(libc::EINTR) if !waited && timeout_ms != 0 => {
                     waited = true;
+                    self.sleeps += 1;
                     // SAFETY: `p` is a valid pollfd.
                     unsafe { libc::poll(&mut p, 1, timeout_ms) };
                 }

@@ -12,6 +12,7 @@
 //! * [`bench`]: `movelab bench host onload`'s timing loops.
 //!
 //! Not here: the simulated onload engine of the platform model (movelab-platform).
+pub mod bench;
 pub mod capi;
 pub mod engine;
 pub mod error;

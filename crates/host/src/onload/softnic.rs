@@ -29,13 +29,19 @@ struct Ready {
     arrival_ns: u64,
 }
 
-/// The pool of frame buffers shared by the engine (producer) and the host (consumer).
+/// The pool of frame buffers shared by the engine and the host: receive buffers (engine fills,
+/// host empties) and transmit buffers (host fills with headers and payload, engine checksums,
+/// copies out and frees them).
 pub struct Pool {
     mem: Box<[UnsafeCell<u8>]>,
     buf_size: usize,
+    n: usize,
     free: Ring<u32>,
     ready: Ring<Ready>,
+    tx_free: Ring<u32>,
+    tx_ready: Ring<Ready>,
     pub(crate) notify: Notify,
+    pub(crate) tx_notify: Notify,
 }
 
 // SAFETY: a buffer is written only by the engine between taking its index from `free` and
@@ -49,16 +55,36 @@ impl Pool {
     pub(crate) fn new(buffers: usize, buf_size: usize, ring: usize) -> Self {
         let n = buffers.min(ring.next_power_of_two().max(2));
         let free = Ring::new(n);
+        let tx_free = Ring::new(n);
         for i in 0..n {
             let _ = free.push(i as u32);
+            let _ = tx_free.push((n + i) as u32);
         }
         Pool {
-            mem: (0..n * buf_size).map(|_| UnsafeCell::new(0)).collect(),
+            mem: (0..2 * n * buf_size).map(|_| UnsafeCell::new(0)).collect(),
             buf_size,
+            n,
             free,
             ready: Ring::new(n),
+            tx_free,
+            tx_ready: Ring::new(n),
             notify: Notify::default(),
+            tx_notify: Notify::default(),
         }
+    }
+
+    /// Engine side: take the next frame the host queued for transmission, copy it into
+    /// `scratch` (the engine's internal buffer), compute its UDP checksum, free the pool
+    /// buffer and return the frame's length.
+    pub(crate) fn take_tx(&self, scratch: &mut [u8]) -> Option<usize> {
+        let r = self.tx_ready.pop()?;
+        let len = (r.len as usize).min(scratch.len());
+        // SAFETY: buffer r.idx came off the tx ready ring: the host finished writing it and
+        // will not touch it until it is back on the free ring (below).
+        unsafe { kernel::copy(scratch.as_mut_ptr(), self.buf(r.idx), len) };
+        let _ = self.tx_free.push(r.idx);
+        frame::fill_udp_checksum(&mut scratch[..len]);
+        Some(len)
     }
 
     fn buf(&self, idx: u32) -> *mut u8 {
@@ -86,6 +112,13 @@ impl Pool {
             arrival_ns,
         });
         true
+    }
+}
+
+/// Transmit buffers the host may fill at once.
+impl Pool {
+    pub fn tx_capacity(&self) -> usize {
+        self.n
     }
 }
 
@@ -198,6 +231,40 @@ impl SoftnicHost {
             from: d.src,
             arrival_ns: r.arrival_ns,
         })
+    }
+
+    /// The host's transmit path: take a free pool buffer (waiting while the engine drains them),
+    /// write the headers and copy the payload in (the kernel's user-to-kernel copy), and queue it
+    /// for the engine, which checksums, copies and sends it.
+    pub fn send(&mut self, flow: &frame::Flow, payload: &[u8], ip_id: u16) -> OnloadResult<()> {
+        let len = frame::frame_len(payload.len());
+        if len > self.pool.buf_size {
+            return Err(OnloadError::InvalidArgument(format!(
+                "data: {} bytes exceeds the pool's buffers",
+                payload.len()
+            )));
+        }
+        let idx = loop {
+            if let Some(i) = self.pool.tx_free.pop() {
+                break i;
+            }
+            let pool = self.pool.clone();
+            pool.tx_notify.wait(
+                self.wait_spin,
+                Some(Instant::now() + Duration::from_millis(10)),
+                &|| !pool.tx_free.is_empty(),
+            );
+        };
+        // SAFETY: buffer idx came off the tx free ring: this thread owns it until it queues it.
+        let buf = unsafe { std::slice::from_raw_parts_mut(self.pool.buf(idx), len) };
+        frame::write_headers(buf, flow, payload.len(), ip_id);
+        buf[frame::HEADERS..frame::HEADERS + payload.len()].copy_from_slice(payload);
+        let _ = self.pool.tx_ready.push(Ready {
+            idx,
+            len: len as u32,
+            arrival_ns: 0,
+        });
+        Ok(())
     }
 
     /// Wait up to `timeout` for a datagram (polling the ring, sleeping only when it is empty).

@@ -395,6 +395,28 @@ fn softnic_pool_delivers_through_the_host_stack() {
     assert_eq!(seqs, want);
     assert_eq!(eng.stats().bad_udp_checksum, 5);
     assert_eq!(host.stats().unbound_port, 5);
+    // Transmit: the host writes headers and payload, the engine checksums and sends.
+    let out = Flow {
+        src_mac: config().local_mac,
+        dst_mac: config().peer_mac,
+        src: SocketAddrV4::new(LOCAL, 7000),
+        dst: SocketAddrV4::new(PEER, 6000),
+    };
+    for seq in 0..3u64 {
+        host.send(
+            &out,
+            &pattern::make(seq, 10 + 500 * seq as usize),
+            seq as u16,
+        )
+        .unwrap();
+    }
+    wait_until("softnic transmit", || h.transmitted().0 == 3);
+    for (seq, f) in h.captured().iter().enumerate() {
+        let d = frame::parse(f, 4000, Some(PEER)).expect("valid frame with its checksum");
+        assert_eq!(d.dst, out.dst);
+        let p = &f[d.payload_offset..d.payload_offset + d.payload_len];
+        assert!(pattern::matches(p, seq as u64));
+    }
 }
 
 #[test]
