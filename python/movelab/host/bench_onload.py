@@ -56,7 +56,7 @@ def plan(quick: bool = False, sizes: list[int] | None = None, configs: list[str]
 
 def run(quick: bool = False, sizes: list[int] | None = None, configs: list[str] | None = None,
         sources: list[str] | None = None, directions: list[str] | None = None,
-        seconds: float | None = None, rate_mbps: float | None = None,
+        seconds: float | None = None, rate_mbps: float | None = None, realtime: bool = False,
         progress: Callable[[str], None] | None = None,
         notice: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Run the benchmark; returns its rows. ``progress`` is called before each point and
@@ -76,6 +76,8 @@ def run(quick: bool = False, sizes: list[int] | None = None, configs: list[str] 
     extra: dict[str, Any] = {"seconds": seconds if seconds is not None else (0.25 if quick else 1.0)}
     if rate_mbps is not None:
         extra["rate_mbps"] = rate_mbps
+    if realtime:
+        extra["realtime"] = True
     rows: list[dict[str, Any]] = []
     for pt in points:
         if progress:

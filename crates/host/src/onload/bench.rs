@@ -59,6 +59,10 @@ pub struct BenchSpec {
     pub window: usize,
     /// Cached (true, the paper's push) or streaming stores for the engine's payload copies.
     pub push: bool,
+    /// Run the application, engine and wire threads with SCHED_FIFO priority (root), so that
+    /// other tasks on a busy machine do not preempt them; points are then separated by a
+    /// short pause to stay under the kernel's real-time throttle.
+    pub realtime: bool,
 }
 
 impl Default for BenchSpec {
@@ -75,6 +79,7 @@ impl Default for BenchSpec {
             engine_cpu: None,
             window: 256,
             push: true,
+            realtime: false,
         }
     }
 }
@@ -193,6 +198,12 @@ pub fn run(spec_json: &str) -> OnloadResult<String> {
     let (host, engine) = spec.cores();
     let before = sys::current_affinity();
     let _ = sys::pin_current_thread(host);
+    if spec.realtime {
+        if let Err(e) = sys::set_realtime(true) {
+            sys::set_affinity(&before);
+            return Err(OnloadError::Os(e));
+        }
+    }
     let mut rows = Vec::new();
     let mut result = Ok(());
     'all: for source in &spec.sources {
@@ -208,6 +219,9 @@ pub fn run(spec_json: &str) -> OnloadResult<String> {
                         host,
                         engine,
                     };
+                    if spec.realtime && !rows.is_empty() {
+                        std::thread::sleep(Duration::from_millis(150));
+                    }
                     match p.run() {
                         Ok(r) => rows.push(r),
                         Err(e) => {
@@ -218,6 +232,9 @@ pub fn run(spec_json: &str) -> OnloadResult<String> {
                 }
             }
         }
+    }
+    if spec.realtime {
+        let _ = sys::set_realtime(false);
     }
     sys::set_affinity(&before);
     result?;
@@ -293,12 +310,15 @@ struct Wire {
 }
 
 impl Wire {
-    fn start(fd: OwnedFd, size: usize, rate_mbps: f64, cpu: usize) -> Self {
+    fn start(fd: OwnedFd, size: usize, rate_mbps: f64, cpu: usize, realtime: bool) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
         let (st, se) = (stop.clone(), sent.clone());
         let thread = std::thread::spawn(move || {
             let _ = sys::pin_current_thread(cpu);
+            if realtime {
+                let _ = sys::set_realtime(true);
+            }
             let pool: Vec<Vec<u8>> = (0..1024).map(|i| pattern::make(i, size)).collect();
             let bits = ((frame::frame_len(size) + WIRE_OVERHEAD) * 8) as f64;
             let ns_per = if rate_mbps > 0.0 {
@@ -368,11 +388,14 @@ struct Sink {
 }
 
 impl Sink {
-    fn start(fd: OwnedFd, size: usize, cpu: usize) -> Self {
+    fn start(fd: OwnedFd, size: usize, cpu: usize, realtime: bool) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let thread = std::thread::spawn(move || {
             let _ = sys::pin_current_thread(cpu);
+            if realtime {
+                let _ = sys::set_realtime(true);
+            }
             let mut r = Receiver::new(32, size.max(64) + 64);
             let (mut got, mut bad) = (0u64, 0u64);
             let mut idle_since: Option<Instant> = None;
@@ -473,6 +496,7 @@ impl Point<'_> {
             nap_us: 10,
             // Sleep as soon as nothing is there (as a blocked recvmmsg does).
             wait_spin_us: 0,
+            realtime: self.spec.realtime,
             delivery: if self.config == "softnic" {
                 Delivery::Pool {
                     buffers: self.spec.window.next_power_of_two(),
@@ -674,6 +698,7 @@ impl Point<'_> {
                     self.size,
                     self.spec.rate_mbps,
                     self.engine,
+                    self.spec.realtime,
                 )))
             }
             None => Ok(None),
@@ -712,7 +737,13 @@ impl Point<'_> {
         let mut r = Receiver::new(32, size.max(64) + 64);
         let mut lat = Latency(Vec::new());
         let mut c = AppCounts::default();
-        let mut wire = Wire::start(wire_fd, size, self.spec.rate_mbps, self.engine);
+        let mut wire = Wire::start(
+            wire_fd,
+            size,
+            self.spec.rate_mbps,
+            self.engine,
+            self.spec.realtime,
+        );
         let si0 = softirq_cpu.map_or(0, softirq_ns);
         let (t0, cpu0, e0) = (Instant::now(), thread_cpu_ns(), wire.cpu_ns());
         let sleeps0 = r.sleeps;
@@ -783,7 +814,7 @@ impl Point<'_> {
                 8 << 20,
             )
         })??;
-        Ok(Sink::start(fd, self.size, self.engine))
+        Ok(Sink::start(fd, self.size, self.engine, self.spec.realtime))
     }
 
     fn tx_engine(&self, lab: Option<&VethLab>) -> OnloadResult<Row> {
@@ -912,7 +943,7 @@ impl Point<'_> {
                     Some(SocketAddrV4::new(lo, port)),
                     4 << 20,
                 )?;
-                (app, Sink::start(rx, size, self.engine))
+                (app, Sink::start(rx, size, self.engine, self.spec.realtime))
             }
         };
         let payloads: Vec<Vec<u8>> = (0..1024u64).map(|i| pattern::make(i, size)).collect();

@@ -73,6 +73,8 @@ pub struct OnloadConfig {
     pub wait_spin_us: u64,
     /// Direct delivery (onload) or a buffer pool (softnic).
     pub delivery: Delivery,
+    /// Run the engine thread with SCHED_FIFO priority (needs CAP_SYS_NICE; refused: an error).
+    pub realtime: bool,
 }
 
 impl Default for OnloadConfig {
@@ -91,6 +93,7 @@ impl Default for OnloadConfig {
             nap_us: 20,
             wait_spin_us: 50,
             delivery: Delivery::Direct,
+            realtime: false,
         }
     }
 }
@@ -289,10 +292,33 @@ impl OnloadEngine {
         };
         let source_name = source.name();
         let s = shared.clone();
+        let (rt_tx, rt_rx) = std::sync::mpsc::channel();
+        let realtime = config.realtime;
         let thread = std::thread::Builder::new()
             .name("movelab-onload".into())
-            .spawn(move || run(s, source, cpu))
+            .spawn(move || {
+                let rt = if realtime {
+                    sys::set_realtime(true)
+                } else {
+                    Ok(())
+                };
+                let refused = rt.is_err();
+                let _ = rt_tx.send(rt);
+                if refused {
+                    return EngineReport {
+                        stats: EngineStats::default(),
+                        source: source.stats(),
+                        error: Some("real-time priority refused".into()),
+                    };
+                }
+                run(s, source, cpu)
+            })
             .map_err(|e| OnloadError::Os(format!("cannot start the onload engine thread: {e}")))?;
+        if let Ok(Err(e)) = rt_rx.recv() {
+            shared.stopped.store(true, Ordering::Release);
+            let _ = thread.join();
+            return Err(OnloadError::Os(e));
+        }
         Ok(OnloadEngine {
             shared,
             thread: Some(thread),

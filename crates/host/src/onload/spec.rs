@@ -34,12 +34,13 @@ pub struct EngineSpec {
 }
 
 /// Frames the replay source makes: `count` datagrams of `payload_bytes` from 10.77.0.2:40000 to
-/// 10.77.0.1:`port`, payload `i` being [`pattern::make`]`(i % pool_frames, ...)`.
+/// 10.77.0.1:`port`, payload `i` being [`pattern::make`]`(i % pool_frames, ...)`. Without
+/// `count`, a replay of given frames plays each once and a replay of its own frames plays none.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReplaySpec {
     pub payload_bytes: usize,
-    pub count: u64,
+    pub count: Option<u64>,
     pub rate_mbps: f64,
     pub port: u16,
     pub pool_frames: usize,
@@ -71,7 +72,7 @@ impl Default for ReplaySpec {
     fn default() -> Self {
         ReplaySpec {
             payload_bytes: 64,
-            count: 0,
+            count: None,
             rate_mbps: 0.0,
             port: 9000,
             pool_frames: 1024,
@@ -156,14 +157,12 @@ impl ReplaySpec {
         config: &OnloadConfig,
         frames: Option<Vec<Vec<u8>>>,
     ) -> OnloadResult<ReplaySource> {
-        let frames = match frames {
-            Some(f) => f,
-            None => self.frames(config)?,
-        };
-        let count = if self.count == 0 && !frames.is_empty() {
-            frames.len() as u64
-        } else {
-            self.count
+        let (frames, count) = match frames {
+            Some(f) => {
+                let n = self.count.unwrap_or(f.len() as u64);
+                (f, n)
+            }
+            None => (self.frames(config)?, self.count.unwrap_or(0)),
         };
         ReplaySource::new(
             Arc::new(frames),
