@@ -107,7 +107,9 @@ pub struct Row {
     /// Fraction of offered datagrams not delivered (receive ring overflow, no buffer, socket
     /// buffer full, ...).
     pub loss: f64,
+    /// Receive: per delivered packet; transmit: per packet the application sent.
     pub host_cpu_ns_per_packet: f64,
+    /// Per packet delivered (receive) or transmitted by the engine / wire (transmit).
     pub engine_cpu_ns_per_packet: f64,
     /// Engine time on bursts with work, per packet (onload/softnic only).
     pub engine_busy_ns_per_packet: Option<f64>,
@@ -221,6 +223,9 @@ pub fn run(spec_json: &str) -> OnloadResult<String> {
                     };
                     if spec.realtime && !rows.is_empty() {
                         std::thread::sleep(Duration::from_millis(150));
+                    }
+                    if spec.realtime {
+                        let _ = sys::set_realtime(p.realtime());
                     }
                     match p.run() {
                         Ok(r) => rows.push(r),
@@ -446,6 +451,14 @@ const PORT: u16 = 9000;
 const TX_PORT: u16 = 6000;
 
 impl Point<'_> {
+    /// Real-time priority applies to the engine configurations on replay only: wherever the
+    /// kernel's network stack carries the packets (veth, and `kernel` on loopback) its deferred
+    /// work runs in ksoftirqd, an ordinary thread that real-time threads busy on the same core
+    /// would starve (packets then wait in the backlog and are dropped).
+    fn realtime(&self) -> bool {
+        self.spec.realtime && self.source == "replay" && self.config != "kernel"
+    }
+
     fn row(&self) -> Row {
         Row {
             direction: self.direction.into(),
@@ -473,10 +486,15 @@ impl Point<'_> {
         };
         let secs = row.seconds.max(1e-9);
         let p = row.packets.max(1) as f64;
+        let host_p = if self.direction == "tx" {
+            row.offered_packets.max(1) as f64
+        } else {
+            p
+        };
         row.packets_per_s = row.packets as f64 / secs;
         row.throughput_mbps = row.packets as f64 * self.size as f64 * 8.0 / secs / 1e6;
         row.offered_mbps = row.offered_packets as f64 * self.size as f64 * 8.0 / secs / 1e6;
-        row.host_cpu_ns_per_packet /= p;
+        row.host_cpu_ns_per_packet /= host_p;
         row.engine_cpu_ns_per_packet /= p;
         row.wakeups_per_packet /= p;
         if let Some(b) = row.engine_busy_ns_per_packet.as_mut() {
@@ -496,7 +514,7 @@ impl Point<'_> {
             nap_us: 10,
             // Sleep as soon as nothing is there (as a blocked recvmmsg does).
             wait_spin_us: 0,
-            realtime: self.spec.realtime,
+            realtime: self.realtime(),
             delivery: if self.config == "softnic" {
                 Delivery::Pool {
                     buffers: self.spec.window.next_power_of_two(),
@@ -698,7 +716,7 @@ impl Point<'_> {
                     self.size,
                     self.spec.rate_mbps,
                     self.engine,
-                    self.spec.realtime,
+                    self.realtime(),
                 )))
             }
             None => Ok(None),
@@ -742,7 +760,7 @@ impl Point<'_> {
             size,
             self.spec.rate_mbps,
             self.engine,
-            self.spec.realtime,
+            self.realtime(),
         );
         let si0 = softirq_cpu.map_or(0, softirq_ns);
         let (t0, cpu0, e0) = (Instant::now(), thread_cpu_ns(), wire.cpu_ns());
@@ -814,7 +832,7 @@ impl Point<'_> {
                 8 << 20,
             )
         })??;
-        Ok(Sink::start(fd, self.size, self.engine, self.spec.realtime))
+        Ok(Sink::start(fd, self.size, self.engine, self.realtime()))
     }
 
     fn tx_engine(&self, lab: Option<&VethLab>) -> OnloadResult<Row> {
@@ -943,7 +961,7 @@ impl Point<'_> {
                     Some(SocketAddrV4::new(lo, port)),
                     4 << 20,
                 )?;
-                (app, Sink::start(rx, size, self.engine, self.spec.realtime))
+                (app, Sink::start(rx, size, self.engine, self.realtime()))
             }
         };
         let payloads: Vec<Vec<u8>> = (0..1024u64).map(|i| pattern::make(i, size)).collect();
