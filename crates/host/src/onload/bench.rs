@@ -451,12 +451,15 @@ const PORT: u16 = 9000;
 const TX_PORT: u16 = 6000;
 
 impl Point<'_> {
-    /// Real-time priority applies to the engine configurations on replay only: wherever the
-    /// kernel's network stack carries the packets (veth, and `kernel` on loopback) its deferred
-    /// work runs in ksoftirqd, an ordinary thread that real-time threads busy on the same core
-    /// would starve (packets then wait in the backlog and are dropped).
+    /// Real-time priority applies to the replay source only, and not to kernel transmit: where
+    /// the kernel's stack carries the packets on a core a real-time thread keeps busy (veth's
+    /// peer and engine share a core; a looped-back send's receive processing on the sender's
+    /// core) its deferred work runs in ksoftirqd, an ordinary thread those threads would starve
+    /// (packets then wait in the backlog and are dropped).
     fn realtime(&self) -> bool {
-        self.spec.realtime && self.source == "replay" && self.config != "kernel"
+        self.spec.realtime
+            && self.source == "replay"
+            && !(self.config == "kernel" && self.direction == "tx")
     }
 
     fn row(&self) -> Row {

@@ -460,6 +460,11 @@ struct Worker {
     pool_touched: bool,
     /// Table generation this thread last loaded.
     seen: u64,
+    /// Completions of the current burst (entry index, completion): appended to the sockets'
+    /// rings only after the counters are published, so that whoever sees a completion also
+    /// sees the counters that include it.
+    pending_rx: Vec<(usize, RxCompletion)>,
+    pending_tx: Vec<(usize, TxCompletion)>,
 }
 
 fn run(shared: Arc<Shared>, source: Box<dyn FrameSource>, cpu: Option<usize>) -> EngineReport {
@@ -480,14 +485,17 @@ fn run(shared: Arc<Shared>, source: Box<dyn FrameSource>, cpu: Option<usize>) ->
         ip_id: 0,
         pool_touched: false,
         seen: u64::MAX,
+        pending_rx: Vec::new(),
+        pending_tx: Vec::new(),
         shared,
     };
     let error = w.main_loop().err().map(|e| e.to_string());
     // Complete every queued transmit request, then publish and wake everyone.
     w.refresh();
     while w.transmit_all() > 0 {}
-    w.notify();
     w.publish();
+    w.flush();
+    w.notify();
     w.shared.stopped.store(true, Ordering::Release);
     for e in &w.entries {
         e.sock.rx_notify.notify();
@@ -571,6 +579,7 @@ impl Worker {
                     .saturating_sub(t0)
                     .saturating_sub(clock_cost);
                 self.publish();
+                self.flush();
                 self.notify();
                 idle_since = None;
                 continue;
@@ -617,7 +626,8 @@ impl Worker {
             self.stats.unbound_port += 1;
             return;
         }
-        let e = &mut self.entries[idx as usize - 1];
+        let at = idx as usize - 1;
+        let e = &mut self.entries[at];
         let s = &e.sock;
         let Some(p) = e.held.take().or_else(|| s.posted.pop()) else {
             self.stats.no_buffer += 1;
@@ -658,8 +668,6 @@ impl Worker {
             arrival_ns,
             ok,
         };
-        // The socket limits outstanding posts to the ring's capacity, so this cannot fail.
-        let _ = s.rx_done.push(c);
         e.touched = true;
         if ok {
             self.stats.delivered += 1;
@@ -671,6 +679,18 @@ impl Worker {
         } else {
             self.stats.faults += 1;
             s.counters.faults.fetch_add(1, Ordering::Relaxed);
+        }
+        self.pending_rx.push((at, c));
+    }
+
+    /// Append the burst's completions to the sockets' rings (which the sockets keep from
+    /// overflowing: outstanding posts and sends are bounded by their capacity).
+    fn flush(&mut self) {
+        for (i, c) in self.pending_rx.drain(..) {
+            let _ = self.entries[i].sock.rx_done.push(c);
+        }
+        for (i, c) in self.pending_tx.drain(..) {
+            let _ = self.entries[i].sock.tx_done.push(c);
         }
     }
 
@@ -697,7 +717,7 @@ impl Worker {
                 self.stats.wakeups += 1;
             }
         }
-        for e in &mut self.entries {
+        for (at, e) in self.entries.iter_mut().enumerate() {
             let s = &e.sock;
             for _ in 0..burst {
                 let Some(r) = s.tx.pop() else { break };
@@ -737,7 +757,7 @@ impl Worker {
                     self.stats.tx_failed += 1;
                     s.counters.tx_failed.fetch_add(1, Ordering::Relaxed);
                 }
-                let _ = s.tx_done.push(TxCompletion { tag: r.tag, ok });
+                self.pending_tx.push((at, TxCompletion { tag: r.tag, ok }));
                 e.tx_touched = true;
                 n += 1;
             }
