@@ -163,6 +163,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.grid(alpha=0.3)
         if series:
             ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes)
     fig.suptitle(f"network onload on {platform.node()}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
