@@ -57,6 +57,7 @@ def plan(quick: bool = False, sizes: list[int] | None = None, configs: list[str]
 def run(quick: bool = False, sizes: list[int] | None = None, configs: list[str] | None = None,
         sources: list[str] | None = None, directions: list[str] | None = None,
         seconds: float | None = None, rate_mbps: float | None = None, realtime: bool = False,
+        push: bool = True,
         progress: Callable[[str], None] | None = None,
         notice: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Run the benchmark; returns its rows. ``progress`` is called before each point and
@@ -78,6 +79,8 @@ def run(quick: bool = False, sizes: list[int] | None = None, configs: list[str] 
         extra["rate_mbps"] = rate_mbps
     if realtime:
         extra["realtime"] = True
+    if not push:
+        extra["push"] = False
     rows: list[dict[str, Any]] = []
     for pt in points:
         if progress:

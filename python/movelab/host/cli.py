@@ -182,7 +182,9 @@ def onload_cmd(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, si
                rate: float | None = typer.Option(None, "--rate", help="Offered receive line rate, Mb/s "
                                                  "(1000: the paper's GbE; 0: as fast as the sender can)."),
                force: bool = typer.Option(False, "--force", help="Overwrite existing onload.* outputs."),
-               realtime: bool = _REALTIME) -> None:
+               realtime: bool = _REALTIME,
+               push: bool = typer.Option(True, "--push/--no-push", help="Engine writes payloads with cached "
+                                         "stores (the paper's L2 push) or streaming stores.")) -> None:
     """Network onload: kernel vs softnic vs onload (mapping cache on/off), rx and tx, vs UDP payload."""
     from movelab.host import bench_onload
 
@@ -204,7 +206,7 @@ def onload_cmd(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, si
                 steps += 1
                 prog.update(task, description=what)
 
-            rows = bench_onload.run(seconds=seconds, rate_mbps=rate, realtime=realtime, progress=step,
+            rows = bench_onload.run(seconds=seconds, rate_mbps=rate, realtime=realtime, push=push, progress=step,
                                     notice=lambda m: err.print(f"[yellow]{m}[/yellow]"), **kw)
             prog.advance(task)
         files = bench_onload.write_outputs(rows, out, force=force)
