@@ -49,6 +49,7 @@ bench: install
 	$(CLI) bench dram --out $(REPORTS)/bench --force
 	$(CLI) bench platform --out $(REPORTS)/bench --force
 	$(CLI) bench host all --out $(REPORTS)/bench-host
+	$(CLI) bench host onload --out $(REPORTS)/bench-host --force
 
 clean:
 	rm -rf target $(VENV) $(REPORTS)

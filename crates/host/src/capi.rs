@@ -22,7 +22,7 @@ thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
-fn set_error(msg: String) {
+pub(crate) fn set_error(msg: String) {
     let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = c);
 }
@@ -39,7 +39,7 @@ fn code(e: HostError) -> c_int {
     c
 }
 
-fn guarded<F: FnOnce() -> c_int>(f: F) -> c_int {
+pub(crate) fn guarded<F: FnOnce() -> c_int>(f: F) -> c_int {
     // The runtime keeps no state a panic could leave half-updated that matters to the caller.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
         set_error("internal error (panic) in movelab".into());

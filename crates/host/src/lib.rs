@@ -22,6 +22,7 @@ pub mod engines;
 pub mod error;
 pub mod ipc;
 pub mod kernel;
+pub mod onload;
 pub mod ring;
 pub mod runtime;
 pub mod sys;

@@ -44,6 +44,9 @@ _COLUMNS = {
     "pollution": ["case", "ws_bytes", "size_bytes", "access_ns", "vs_none", "vs_none_lo", "vs_none_hi", "unstable"],
     "breakdown": ["engine", "worker", "size_bytes", "submit_ns", "queue_ns", "copy_ns", "complete_ns", "total_ns"],
     "ipc": ["path", "requested_path", "size_bytes", "latency_ns", "bandwidth_mb_s", "note"],
+    "onload": ["direction", "config", "source", "payload_bytes", "throughput_mbps", "packets_per_s", "loss",
+               "host_cpu_ns_per_packet", "engine_cpu_ns_per_packet", "wakeups_per_packet", "latency_p50_ns",
+               "latency_p99_ns", "corrupted"],
 }
 
 
@@ -61,7 +64,8 @@ def _table(name: str, rows: list[dict[str, Any]]) -> Table:
     cols = [c for c in _COLUMNS[name] if any(c in r for r in rows)]
     t = Table(title=f"movelab bench host {name}")
     for c in cols:
-        t.add_column(c, justify="left" if c in ("engine", "cache", "case", "path", "worker", "note") else "right")
+        t.add_column(c, justify="left" if c in ("engine", "cache", "case", "path", "worker", "note", "direction",
+                                                "config", "source") else "right")
     for r in rows:
         t.add_row(*[bench.human_bytes(r[c]) if c.endswith("bytes") and isinstance(r.get(c), int) and r[c] > 0
                     else _fmt(r.get(c)) for c in cols])
@@ -212,6 +216,57 @@ def ipc(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bo
         sizes: str | None = _SIZES) -> None:
     """IPC latency and bandwidth: single copy vs shared-memory two copy vs plain socket."""
     _one("ipc", quick, fmt, out, force, sizes=_parse_sizes(sizes))
+
+
+@bench_host_app.command("onload")
+def onload_cmd(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES,
+               config: list[str] | None = typer.Option(None, "--config", help="kernel, softnic, onload, "
+                                                       "onload-nocache (repeatable; default all)."),
+               source: list[str] | None = typer.Option(None, "--source", help="replay, veth (repeatable; "
+                                                       "default both, veth only where permitted)."),
+               direction: list[str] | None = typer.Option(None, "--direction", help="rx, tx (repeatable)."),
+               seconds: float | None = typer.Option(None, "--seconds", help="Measured seconds per point "
+                                                    "(1; 0.25 with --quick)."),
+               rate: float | None = typer.Option(None, "--rate", help="Offered receive line rate, Mb/s "
+                                                 "(1000: the paper's GbE; 0: as fast as the sender can)."),
+               force: bool = typer.Option(False, "--force", help="Overwrite existing onload.* outputs."),
+               realtime: bool = _REALTIME,
+               push: bool = typer.Option(True, "--push/--no-push", help="Engine writes payloads with cached "
+                                         "stores (the paper's L2 push) or streaming stores.")) -> None:
+    """Network onload: kernel vs softnic vs onload (mapping cache on/off), rx and tx, vs UDP payload."""
+    from movelab.host import bench_onload
+
+    err = Console(stderr=True)
+    try:
+        kw: dict[str, Any] = {"quick": quick, "sizes": _parse_sizes(sizes), "configs": config or None,
+                              "sources": source or None, "directions": direction or None}
+        bench_onload.plan(**kw)  # argument errors before anything runs
+        total = bench_onload.count_points(**kw)
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err) as prog:
+            task = prog.add_task("onload", total=total)
+            steps = 0
+
+            def step(what: str) -> None:
+                nonlocal steps
+                if steps:
+                    prog.advance(task)
+                steps += 1
+                prog.update(task, description=what)
+
+            rows = bench_onload.run(seconds=seconds, rate_mbps=rate, realtime=realtime, push=push, progress=step,
+                                    notice=lambda m: err.print(f"[yellow]{m}[/yellow]"), **kw)
+            prog.advance(task)
+        files = bench_onload.write_outputs(rows, out, force=force)
+    except (ValueError, TypeError, OSError) as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps(rows) + "\n")
+    else:
+        Console().print(_table("onload", rows))
+        Console().print_json(json.dumps(bench_onload.bars(rows)))
+    err.print(f"wrote {', '.join(str(f) for f in files)}")
 
 
 @bench_host_app.command("all")
