@@ -9,7 +9,7 @@ INSTALL_STAMP := $(VENV)/.movelab-installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name 'Cargo.toml' -o -name '*.h' 2>/dev/null) \
                 Cargo.toml $(wildcard Cargo.lock) pyproject.toml $(shell find presets -type f 2>/dev/null)
 PY_DEPS := maturin>=1.5,<2 typer>=0.12 rich>=13 numpy>=1.26 pandas>=2.0 matplotlib>=3.8 \
-           pytest>=8 hypothesis>=6 ruff>=0.5
+           dask[distributed]>=2024.1 pyarrow>=15 pytest>=8 hypothesis>=6 ruff>=0.5
 REPORTS ?= reports
 
 .PHONY: install reproduce test test-rust test-python lint bench clean

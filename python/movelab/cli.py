@@ -10,6 +10,7 @@ from movelab.host.cli import bench_host_app
 from movelab.platform.cli import app as platform_app
 from movelab.platform.cli import bench_platform
 from movelab.reproduce.cli import app as reproduce_app
+from movelab.sweep.cli import app as sweep_app
 
 app = typer.Typer(
     name="movelab",
@@ -27,6 +28,7 @@ app.add_typer(dram_app, name="dram")
 app.add_typer(platform_app, name="platform")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(bench_app, name="bench")
+app.add_typer(sweep_app, name="sweep")
 
 
 @app.command()
