@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from movelab.dram.cli import app as dram_app
@@ -29,6 +31,22 @@ app.add_typer(platform_app, name="platform")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sweep_app, name="sweep")
+
+
+@app.command()
+def report(
+    directory: Path = typer.Argument(Path("reports"), help="The directory holding reproductions and sweeps."),
+    force: bool = typer.Option(False, "--force", help="Replace an index.html movelab did not write."),
+) -> None:
+    """Write DIRECTORY/index.html: every reproduction and sweep found there, as static pages."""
+    from movelab.report import write_report
+
+    try:
+        path = write_report(directory, force=force)
+    except (FileNotFoundError, FileExistsError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"report: {path}")
 
 
 @app.command()

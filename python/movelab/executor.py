@@ -40,7 +40,7 @@ class Outcome:
         return self.error is None
 
 
-class PointError(RuntimeError):
+class PointError(ValueError):
     """Raised by :meth:`Executor.map` when a point failed."""
 
 
