@@ -59,6 +59,7 @@ bench: install
 	$(CLI) bench dram --out $(REPORTS)/bench
 	$(CLI) bench platform --out $(REPORTS)/bench
 	$(CLI) bench host all --out $(REPORTS)/bench-host
+	$(CLI) bench sweep --out $(REPORTS)/bench
 
 clean:
 	rm -rf target $(VENV) $(REPORTS)

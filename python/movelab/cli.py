@@ -13,6 +13,7 @@ from movelab.platform.cli import app as platform_app
 from movelab.platform.cli import bench_platform
 from movelab.reproduce.cli import app as reproduce_app
 from movelab.sweep.cli import app as sweep_app
+from movelab.sweep.cli import bench_sweep
 
 app = typer.Typer(
     name="movelab",
@@ -25,6 +26,7 @@ bench_app = typer.Typer(help="Speed benchmarks of the simulator and measurements
 bench_app.command("dram")(bench_dram)
 bench_app.command("platform")(bench_platform)
 bench_app.add_typer(bench_host_app, name="host")
+bench_app.command("sweep")(bench_sweep)
 
 app.add_typer(dram_app, name="dram")
 app.add_typer(platform_app, name="platform")

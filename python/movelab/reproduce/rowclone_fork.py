@@ -23,6 +23,8 @@ from movelab.executor import run_points
 from movelab.reproduce import fraction, group, paper_data, table
 
 NAME = "rowclone-fork"
+# The columns that name a row (a sweep of this reproduction's points labels statistics with them).
+ROW_KEY = ["workload", "s_mb", "n_pages", "mechanism"]
 KEYS = ["workload", "s_mb", "n_pages", "mechanism", "fmtc", "speedup", "energy_reduction", "bandwidth_reduction",
         "time_ns", "ipc", "dram_energy_uj", "channel_mb"]
 FORK_MECHS = ["baseline", "fpm", "psm"]

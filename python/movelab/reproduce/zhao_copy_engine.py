@@ -26,6 +26,8 @@ from movelab.executor import run_points
 from movelab.reproduce import fraction, group, paper_data, table
 
 NAME = "zhao-copy-engine"
+# The columns that name a row (a sweep of this reproduction's points labels statistics with them).
+ROW_KEY = ["figure", "core", "payload_bytes", "mode", "placement", "variant"]
 KEYS = ["figure", "core", "payload_bytes", "mode", "placement", "variant", "reduction", "faster_copy", "overlap",
         "time_ns", "base_time_ns", "ipc", "mean_copy_ns", "paper_reduction", "paper_faster_copy", "paper_overlap",
         "cache_gain", "paper_cache_gain"]

@@ -42,7 +42,7 @@ from movelab.executor import Executor, make_executor
 __all__ = ["Spec", "SpecError", "SweepInterrupted", "load_spec", "read", "run", "summary"]
 
 SIMULATORS = ("dram", "platform")
-TOP_KEYS = {"name", "description", "simulator", "config", "set", "workload", "axes", "zip", "seeds", "keep"}
+TOP_KEYS = {"name", "description", "simulator", "config", "set", "workload", "point", "axes", "zip", "seeds", "keep"}
 MAX_POINTS = 1_000_000
 MAX_AXIS = 100_000
 META_KEY = b"movelab.sweep"
@@ -253,10 +253,15 @@ def load_spec(spec: str | Path | Mapping[str, Any], *, source: str | None = None
         if k not in TOP_KEYS:
             raise _err(source, k, f"unknown key (a spec has: {', '.join(sorted(TOP_KEYS))})")
     sim = raw.get("simulator")
+    known = [*SIMULATORS, *reproductions()]
     if sim is None:
-        raise _err(source, "simulator", "missing: say what to run (dram or platform)")
+        raise _err(source, "simulator", f"missing: say what to run ({', '.join(known)})")
+    if sim not in known:
+        raise _err(source, "simulator", f"unknown simulator {sim!r} ({', '.join(known)})")
     if sim not in SIMULATORS:
-        raise _err(source, "simulator", f"unknown simulator {sim!r} (dram, platform)")
+        return _load_reproduction_spec(raw, source, sim)
+    if "point" in raw:
+        raise _err(source, "point", "only a reproduction's sweep has a [point] (dram and platform have [workload])")
     config = raw.get("config")
     if config is None:
         raise _err(source, "config", "missing: a preset name, SPEED/PART or a TOML file")
@@ -275,6 +280,24 @@ def load_spec(spec: str | Path | Mapping[str, Any], *, source: str | None = None
             raise _err(source, k, f"must be a string, got {type(raw[k]).__name__}")
     name = raw.get("name") or (Path(source).stem if source != "spec" else "sweep")
 
+    axes = _axes(raw, source)
+    keep = _keep(raw, source)
+    s = Spec(source=source, simulator=sim, config=config, set=sets, workload=workload, axes=tuple(axes), keep=keep,
+             name=name, description=raw.get("description", ""), raw=raw)
+    _validate(s)
+    return s
+
+
+def _keep(raw: Mapping[str, Any], source: str) -> tuple[str, ...] | None:
+    keep = raw.get("keep")
+    if keep is not None:
+        if not isinstance(keep, list) or not keep or any(not isinstance(k, str) or not k for k in keep):
+            raise _err(source, "keep", "must be a non-empty list of statistic names (globs allowed: 'read_latency.*')")
+        keep = tuple(keep)
+    return keep
+
+
+def _axes(raw: Mapping[str, Any], source: str) -> list[Axis]:
     axes: list[Axis] = []
     seen: set[str] = set()
 
@@ -318,16 +341,77 @@ def load_spec(spec: str | Path | Mapping[str, Any], *, source: str | None = None
     n = math.prod(len(a.values) for a in axes)
     if n > MAX_POINTS:
         raise _err(source, "axes", f"the sweep has {n:,} points; at most {MAX_POINTS:,}")
+    return axes
 
-    keep = raw.get("keep")
-    if keep is not None:
-        if not isinstance(keep, list) or not keep or any(not isinstance(k, str) or not k for k in keep):
-            raise _err(source, "keep", "must be a non-empty list of statistic names (globs allowed: 'read_latency.*')")
-        keep = tuple(keep)
-    s = Spec(source=source, simulator=sim, config=config, set=sets, workload=workload, axes=tuple(axes), keep=keep,
-             name=name, description=raw.get("description", ""), raw=raw)
-    _validate(s)
-    return s
+
+# ------------------------------------------------------------------------------------------------
+# A reproduction's point function as the simulator
+
+
+def reproductions() -> dict[str, str]:
+    """The reproductions whose points a sweep can run: modules of :mod:`movelab.reproduce` with a
+    ``points()`` list and a ``point(p)`` function, by name (``zhao-copy-engine``) -> module."""
+    import importlib
+    import pkgutil
+
+    import movelab.reproduce as pkg
+
+    out = {}
+    for m in pkgutil.iter_modules(pkg.__path__):
+        if m.name == "cli" or m.name.startswith("_"):
+            continue
+        try:
+            mod = importlib.import_module(f"{pkg.__name__}.{m.name}")
+        except ImportError:
+            continue
+        if callable(getattr(mod, "points", None)) and callable(getattr(mod, "point", None)):
+            out[m.name.replace("_", "-")] = mod.__name__
+    return out
+
+
+def _load_reproduction_spec(raw: Mapping[str, Any], source: str, sim: str) -> Spec:
+    """A sweep of a reproduction's point function: the base point is the reproduction's first with
+    ``[point]`` layered on, and the axes set its keys (dotted: ``overrides.copy.stream_buffer_lines``)."""
+    import importlib
+
+    for k in ("config", "set", "workload"):
+        if k in raw:
+            raise _err(source, k, f"a sweep of the reproduction {sim} has no '{k}': its points are [point] tables "
+                                  "(axes set their keys, e.g. \"overrides.copy.mode\")")
+    mod = importlib.import_module(reproductions()[sim])
+    given = raw.get("point", {})
+    if not isinstance(given, dict):
+        raise _err(source, "point", f"must be a table (a point of {sim}), got {type(given).__name__}")
+    base = {**mod.points()[0], **given}
+    axes = _axes(raw, source)
+    for a in axes:
+        for key in a.keys:
+            if key.split(".")[0] not in base:
+                raise _err(source, f"axes.{key}", f"a point of {sim} has no '{key.split('.')[0]}' "
+                                                  f"(it has: {', '.join(base)})")
+    return Spec(source=source, simulator=sim, config=None, set={}, workload=dict(base), axes=tuple(axes),
+                keep=_keep(raw, source), name=raw.get("name") or (Path(source).stem if source != "spec" else sim),
+                description=raw.get("description", ""), raw=dict(raw))
+
+
+def _rows_stats(out: Any, row_key: list[str] | None) -> dict[str, Any]:
+    """A point function's result as statistics: a dict is flattened; a list of rows gives
+    ``LABEL.COLUMN``, the label joining the row's key columns (``table3/in-order/512/ASYNC/off-die``)."""
+    if isinstance(out, dict):
+        return flatten(out)
+    if not isinstance(out, list):
+        return {"value": out}
+    stats: dict[str, Any] = {}
+    for i, r in enumerate(out):
+        if not isinstance(r, dict):
+            stats[str(i)] = r
+            continue
+        keys = [k for k in (row_key or []) if k in r]
+        label = "/".join(str(r[k]) for k in keys if r[k] not in (None, "")) or str(i)
+        for k, v in r.items():
+            if k not in keys:
+                stats[f"{label}.{k}"] = v
+    return stats
 
 
 # ------------------------------------------------------------------------------------------------
@@ -344,6 +428,19 @@ class Task:
     workload: dict[str, Any]
     keep: tuple[str, ...] | None
     point: tuple[tuple[str, Any], ...]
+
+
+def _reproduction_point(task: Task) -> dict[str, Any]:
+    p = json.loads(json.dumps(task.workload))
+    for key, value in task.point:
+        node = p
+        parts = key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[parts[-1]] = value
+    return p
 
 
 def _layered(task: Task, source: str = "spec") -> tuple[Any, dict[str, Any], dict[str, Any]]:
@@ -389,10 +486,16 @@ def _run_platform(config: Any, overrides: dict[str, Any], workload: dict[str, An
 
 def run_point(task: Task) -> dict[str, Any]:
     """Runs one point; returns its kept statistics, flattened (``read_latency.mean_ns``)."""
-    config, overrides, workload = _layered(task)
-    runner = _run_dram if task.simulator == "dram" else _run_platform
-    stats = {k: v for k, v in runner(config, overrides, workload).items()
-             if v is None or isinstance(v, (bool, int, float, str))}
+    if task.simulator in SIMULATORS:
+        config, overrides, workload = _layered(task)
+        runner = _run_dram if task.simulator == "dram" else _run_platform
+        raw = runner(config, overrides, workload)
+    else:
+        import importlib
+
+        mod = importlib.import_module(f"movelab.reproduce.{task.simulator.replace('-', '_')}")
+        raw = _rows_stats(mod.point(_reproduction_point(task)), getattr(mod, "ROW_KEY", None))
+    stats = {k: v for k, v in raw.items() if v is None or isinstance(v, (bool, int, float, str))}
     if task.keep is None:
         return stats
     out: dict[str, Any] = {}
@@ -497,7 +600,8 @@ class _Store:
     """The parts directory of a sweep being run: ``spec.json`` and ``part-NNNNN.parquet`` files, each
     written under a temporary name and renamed, so a part is either whole or absent."""
 
-    def __init__(self, out: Path, spec: Spec) -> None:
+    def __init__(self, out: Path, spec: Spec, save_every: float | None = None) -> None:
+        self.save_every = FLUSH_SECONDS if save_every is None else save_every
         self.out = out
         self.dir = out.with_name(out.name + ".parts")
         self.spec = spec
@@ -527,7 +631,7 @@ class _Store:
 
     def add(self, row: dict[str, Any]) -> None:
         self.buffer.append(row)
-        if len(self.buffer) >= FLUSH_ROWS or time.monotonic() - self.last >= FLUSH_SECONDS:
+        if len(self.buffer) >= FLUSH_ROWS or time.monotonic() - self.last >= self.save_every:
             self.flush()
 
     def flush(self) -> None:
@@ -635,16 +739,20 @@ def run(
     resume: bool = False,
     force: bool = False,
     progress: Callable[[int, int, int], None] | None = None,
+    save_every: float | None = None,
 ):
     """Runs every point of ``spec`` and returns the result table (a DataFrame, a row per point in
     the spec's order). With ``out`` the table is also written there as Parquet, saving points as
     they finish (see the module's doc). ``cluster`` (an address or a ``dask.distributed.Client``)
     runs the points on Dask; else ``workers`` local processes (every core by default; 1 runs them in
-    this process). ``progress(done, failed, total)`` is called after each point."""
+    this process). ``progress(done, failed, total)`` is called after each point. Finished points are
+    saved at least every ``save_every`` seconds (default 2; 0 saves each point as it finishes)."""
+    if save_every is not None and not 0 <= save_every <= 3600:
+        raise ValueError(f"save_every must be between 0 and 3600 seconds, got {save_every!r}")
     s = load_spec(spec)
     points = s.points()
     keys = s.axis_keys
-    store = _Store(Path(out), s) if out is not None else None
+    store = _Store(Path(out), s, save_every) if out is not None else None
     rows: dict[int, dict[str, Any]] = {}
     if store is not None:
         index = {_point_key(p, keys): i for i, p in enumerate(points)}

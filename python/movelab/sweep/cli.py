@@ -54,6 +54,9 @@ def run_cmd(
     resume: bool = typer.Option(False, "--resume", help="Run only the points OUT does not hold yet."),
     force: bool = typer.Option(False, "--force", help="Start over, replacing OUT."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List the points and stop."),
+    save_every: float = typer.Option(2.0, "--save-every", min=0, max=3600,
+                                     help="Save finished points at least this often, in seconds (what a kill -9 "
+                                          "can lose; 0 saves every point)."),
 ) -> None:
     """Run every point of SPEC (the default command: `movelab sweep SPEC --out FILE`)."""
     from movelab import sweep
@@ -96,7 +99,8 @@ def run_cmd(
             def update(done: int, failed: int, total: int) -> None:
                 prog.update(task, completed=done, failed=failed)
 
-            df = sweep.run(s, out, executor=ex, resume=resume, force=force, progress=update)
+            df = sweep.run(s, out, executor=ex, resume=resume, force=force, progress=update,
+                           save_every=save_every)
     except sweep.SweepInterrupted as e:
         err_console.print(f"[yellow]interrupted:[/yellow] {e.done} of {e.total} points saved in {e.parts}; "
                           f"run the same command with --resume to finish")
@@ -151,3 +155,28 @@ def show_cmd(
     console.print(t)
     for msg, n in summ["errors"].items():
         console.print(f"[red]{n} x[/red] {msg}")
+
+
+def bench_sweep(
+    spec: Path | None = typer.Option(None, "--spec", help="The sweep to time [default: presets/sweeps/dram-240.toml]."),
+    workers: int | None = typer.Option(None, "--workers", min=2, max=4096, help="Pool size [default: every core]."),
+    out: Path | None = typer.Option(None, "--out", help="Directory for bench-sweep.json."),
+) -> None:
+    """Speed of the executor: one sweep in one process and on the local pool (same table, speedup)."""
+    from movelab.sweep import SpecError
+    from movelab.sweep.bench import SPEC, run_bench
+
+    try:
+        r = run_bench(spec or SPEC, workers, console=err_console)
+    except SpecError as e:
+        _fail(str(e))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench-sweep.json").write_text(json.dumps(r, indent=2))
+    t = Table(title=f"sweep speed: {r['points']} points of {Path(r['spec']).name}", box=None)
+    for col in ["processes", "seconds", "points/s"]:
+        t.add_column(col, justify="right")
+    for run in r["runs"]:
+        t.add_row(str(run["workers"]), f"{run['seconds']:.1f}", f"{run['points_per_s']:.1f}")
+    console.print(t)
+    console.print(f"speedup {r['speedup']:.2f}x; tables equal: {r['tables_equal']}; failed points: {r['failed']}")
