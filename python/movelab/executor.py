@@ -62,10 +62,21 @@ def _guarded(fn: Callable[[Any], Any], point: Any) -> tuple[bool, Any]:
         return False, f"{type(e).__name__}: {msg}"
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the parent, which stops them; otherwise every worker prints a
-    traceback of its own."""
+def _worker_init(parent: int) -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops them (otherwise every worker prints a
+    traceback of its own), and die with the parent: a sweep killed with ``kill -9`` leaves no worker
+    running its points (Linux's parent-death signal; elsewhere they stop at their next point)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
 
 
 class Executor:
@@ -137,7 +148,7 @@ class LocalExecutor(Executor):
         if self._pool is None:
             # spawn: the parent may run threads (progress bars, Dask); forking beside them is unsafe.
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_ignore_sigint)
+                                             initializer=_worker_init, initargs=(os.getpid(),))
         return self._pool
 
     def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:

@@ -292,3 +292,49 @@ def test_a_sweep_over_a_reproductions_point_function() -> None:
         sweep.load_spec({"simulator": "zhao-copy-engine", "axes": {"nope.x": [1]}})
     with pytest.raises(sweep.SpecError, match="'config'"):
         sweep.load_spec({"simulator": "zhao-copy-engine", "config": "x"})
+
+
+def test_kill_9_leaves_no_worker_behind_and_loses_only_unsaved_points(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "s.toml"
+    path.write_text('simulator = "dram"\nconfig = "ddr3-1600k-bench"\nseeds = 40\nkeep = ["cycles"]\n'
+                    '[workload]\nkind = "random"\ncount = 20000\n')
+    out = tmp_path / "r.parquet"
+    movelab = Path(sys.executable).parent / "movelab"
+    proc = subprocess.Popen([str(movelab), "sweep", str(path), "--out", str(out), "--workers", "2",
+                             "--save-every", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def children() -> list[int]:
+        out = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == proc.pid:
+                out.append(int(stat.parent.name))
+        return out
+
+    deadline = time.monotonic() + 120
+    while not list((tmp_path / "r.parquet.parts").glob("part-*.parquet")) and proc.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    kids = children()
+    if proc.poll() is not None:
+        pytest.skip("the sweep finished before it could be killed (a very fast machine)")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert kids, "the pool had no worker processes"
+    deadline = time.monotonic() + 20
+    while any(Path(f"/proc/{k}").exists() for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [k for k in kids if Path(f"/proc/{k}").exists() and "Z" not in Path(f"/proc/{k}/stat").read_text()
+             .rsplit(")", 1)[1].split()[0]]
+    assert not alive, f"workers {alive} outlived their killed parent"
+    assert not out.exists()
+    cli("sweep", path, "--out", out, "--resume", "--workers", "1")
+    assert len(pd.read_parquet(out)) == 40
