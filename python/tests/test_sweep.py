@@ -338,3 +338,17 @@ def test_kill_9_leaves_no_worker_behind_and_loses_only_unsaved_points(tmp_path: 
     assert not out.exists()
     cli("sweep", path, "--out", out, "--resume", "--workers", "1")
     assert len(pd.read_parquet(out)) == 40
+
+
+def test_a_platform_sweep_matches_direct_runs() -> None:
+    from movelab import platform
+
+    df = sweep.run({"simulator": "platform", "config": "zhao-uma-emc", "workload": {"name": "tcp-rx", "packets": 5},
+                    "axes": {"copy.mechanism": ["base", "ce"], "workload.payload": [512, 1024]},
+                    "keep": ["time_ns", "ipc"]}, workers=1)
+    assert len(df) == 4 and df["error"].isna().all()
+    direct = platform.run("zhao-uma-emc", "tcp-rx", overrides={"copy": {"mechanism": "ce"}},
+                          params={"packets": 5, "payload": 512}).stats
+    row = df[(df["copy.mechanism"] == "ce") & (df["workload.payload"] == 512)].iloc[0]
+    assert row["time_ns"] == direct["time_ns"] and row["ipc"] == direct["ipc"]
+    assert df["time_ns"].nunique() == 4
