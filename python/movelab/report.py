@@ -116,6 +116,21 @@ def _module(name: str) -> Any:
         return None
 
 
+def _known_reproductions() -> list[str]:
+    """The reproductions this package has: modules of :mod:`movelab.reproduce` with a ``run``."""
+    import pkgutil
+
+    import movelab.reproduce as pkg
+
+    out = []
+    for m in pkgutil.iter_modules(pkg.__path__):
+        if m.name != "cli" and not m.name.startswith("_"):
+            mod = _module(m.name)
+            if mod is not None and callable(getattr(mod, "run", None)):
+                out.append(m.name.replace("_", "-"))
+    return out
+
+
 def _reproductions(root: Path) -> list[dict[str, Any]]:
     out = []
     for d in sorted(p for p in root.iterdir() if p.is_dir()):
@@ -327,6 +342,9 @@ def write_report(root: str | Path, force: bool = False) -> Path:
         section, verdict = _reproduction_section(rep, root)
         sections.append(section)
         summary.append(f'<li><a href="#{_e(rep["name"])}">{_e(rep["name"])}</a>: {verdict}</li>')
+    for name in sorted(set(_known_reproductions()) - {r["name"] for r in reps}):
+        summary.append(f'<li class="missing">{_e(name)}: <span class="off">not in this directory</span> '
+                       f"(<code>movelab reproduce {_e(name)} --out {_e(root)}/{_e(name)}</code>)</li>")
     from movelab import __version__
 
     body = (f"<h1>movelab report</h1><p class=\"muted\">movelab {_e(__version__)}; {len(reps)} reproductions, "

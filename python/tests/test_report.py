@@ -66,6 +66,10 @@ def test_report_never_replaces_a_page_it_did_not_write(tmp_path: Path) -> None:
         write_report(tmp_path)
     assert "--force" in cli("report", tmp_path, code=2)
     write_report(tmp_path, force=True)
+    # An empty directory: every reproduction the package has is listed as missing, with its command.
+    page = (tmp_path / "index.html").read_text()
+    for name in ["rowclone-fork", "rowclone-latency", "zhao-copy-engine"]:
+        assert f"movelab reproduce {name} --out" in page
     write_report(tmp_path)  # its own page: replaced without --force
     assert "movelab report" in (tmp_path / "index.html").read_text()
     assert "not a directory" in cli("report", tmp_path / "nope", code=2)
