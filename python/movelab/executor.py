@@ -16,6 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -232,9 +233,12 @@ class DaskExecutor(Executor):
         it = iter(enumerate(points))
         index: dict[Any, int] = {}
         ac = as_completed()
+        threads = {"n": self.workers, "asked": time.monotonic()}
 
         def top_up() -> None:
-            window = 4 * max(1, sum(self.client.nthreads().values()))
+            if time.monotonic() - threads["asked"] > 5.0:  # one round trip to the scheduler every 5 s at most
+                threads["n"], threads["asked"] = sum(self.client.nthreads().values()), time.monotonic()
+            window = 4 * max(1, threads["n"])
             while ac.count() < window:
                 nxt = next(it, None)
                 if nxt is None:
