@@ -92,13 +92,15 @@ fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
 
 /// Zhao et al. Table 3, Fig. 11, Table 4, Fig. 15: rows as JSON.
 #[pyfunction]
-#[pyo3(signature = (overrides=None, packets=200, payloads=None, progress=None))]
+#[pyo3(signature = (overrides=None, packets=200, payloads=None, progress=None, cores=None, figures=true))]
 fn reproduce_zhao(
     py: Python<'_>,
     overrides: Option<&str>,
     packets: u64,
     payloads: Option<Vec<u64>>,
     progress: Option<Py<PyAny>>,
+    cores: Option<Vec<String>>,
+    figures: bool,
 ) -> PyResult<String> {
     if packets == 0 {
         return Err(verr("packets must be at least 1"));
@@ -114,6 +116,10 @@ fn reproduce_zhao(
         }
         o.payloads = p;
     }
+    if let Some(c) = cores {
+        o.cores = c;
+    }
+    o.figures = figures;
     let rows = detach_interruptible(py, || {
         zhao_copy_engine::run(&o, &mut |d, t| call_progress(&progress, d, t))
     })?
@@ -123,7 +129,7 @@ fn reproduce_zhao(
 
 /// RowClone forkbench and bulk-zero: rows as JSON.
 #[pyfunction]
-#[pyo3(signature = (overrides=None, sizes_mb=None, n_pages=None, zero_pages=1024, progress=None))]
+#[pyo3(signature = (overrides=None, sizes_mb=None, n_pages=None, zero_pages=1024, progress=None, bulk_zero=true))]
 fn reproduce_rowclone_fork(
     py: Python<'_>,
     overrides: Option<&str>,
@@ -131,14 +137,17 @@ fn reproduce_rowclone_fork(
     n_pages: Option<Vec<u64>>,
     zero_pages: u64,
     progress: Option<Py<PyAny>>,
+    bulk_zero: bool,
 ) -> PyResult<String> {
     let mut o = rowclone_fork::Options {
         overrides: self::overrides(overrides)?,
         zero_pages,
+        bulk_zero,
         ..Default::default()
     };
     if let Some(s) = sizes_mb {
-        if s.is_empty() || s.iter().any(|&v| v == 0 || v > 4096) {
+        // An empty list runs no forkbench (only bulk zeroing): one of the points of a split run.
+        if s.iter().any(|&v| v == 0 || v > 4096) {
             return Err(verr("sizes_mb must be between 1 and 4096"));
         }
         o.sizes_mb = s;

@@ -21,6 +21,31 @@ from movelab._util import fail as _fail
 app = typer.Typer(help="Reproduce the papers' results from the models.", no_args_is_help=True)
 console = Console()
 
+_CLUSTER_HELP = "Run the points on a Dask cluster, tcp://HOST:PORT [default: a local pool on every core]."
+_WORKERS_HELP = "Local worker processes [default: one per core; 1 runs everything in this process]."
+
+
+def _executor(ctx: typer.Context, cluster: str | None, workers: int | None) -> None:
+    """Runs this command's reproductions on the executor the options name (the points of every
+    reproduction go through :func:`movelab.executor.run_points`)."""
+    from movelab.executor import make_executor, use
+
+    try:
+        ex = make_executor(cluster, workers)
+    except (ValueError, TypeError, ConnectionError, OSError) as e:
+        _fail(e)
+    ctx.with_resource(ex)
+    ctx.with_resource(use(ex))
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    cluster: str | None = typer.Option(None, "--cluster", help=_CLUSTER_HELP),
+    workers: int | None = typer.Option(None, "--workers", min=1, max=4096, help=_WORKERS_HELP),
+) -> None:
+    _executor(ctx, cluster, workers)
+
 
 def _num(v) -> str:
     return "-" if v is None else f"{v:g}"
@@ -257,12 +282,18 @@ def _rowclone_fork(fmt: str, overrides: dict[str, Any], sizes: list[int] | None,
 
 @app.command("all")
 def all_cmd(
+    ctx: typer.Context,
     out: Path = typer.Option(Path("reports"), "--out", help="Report directory: files go under OUT/<name>/."),
     force: bool = typer.Option(False, "--force", help="Overwrite report files that exist."),
+    cluster: str | None = typer.Option(None, "--cluster", help=_CLUSTER_HELP, show_default=False),
+    workers: int | None = typer.Option(None, "--workers", min=1, max=4096, help=_WORKERS_HELP,
+                                       show_default=False),
 ) -> None:
     """Run every reproduction, printing tables and writing CSV/JSON/PNG under OUT/<name>/."""
     for name, files in FILES.items():
         check_output_dir(out / name, files, force)
+    if cluster is not None or workers is not None:
+        _executor(ctx, cluster, workers)
     jobs = [
         ("rowclone-latency", lambda d: _rowclone_latency("table", "rowclone-ddr3-1066", {}, d, force)),
         ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, 200, d, force)),

@@ -150,3 +150,20 @@ def plot(rows: list[dict[str, Any]], path: Path, what: str = "4 KB operations on
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# docs/dram.md: "Latencies are within 4% of the paper."
+LATENCY_TOLERANCE = 0.04
+
+
+def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Whether every latency the paper gives is within :data:`LATENCY_TOLERANCE` of it."""
+    errs = [(abs(r["latency_ns"] - r["paper_latency_ns"]) / r["paper_latency_ns"], r) for r in rows
+            if r.get("paper_latency_ns")]
+    if not errs:
+        return False, "no row has a paper latency to compare with"
+    worst, r = max(errs, key=lambda e: e[0])
+    ok = worst <= LATENCY_TOLERANCE
+    return ok, (f"{sum(e <= LATENCY_TOLERANCE for e, _ in errs)} of {len(errs)} latencies within "
+                f"{LATENCY_TOLERANCE:.0%} of the paper's Table 3 (docs/dram.md); worst {worst:.1%} "
+                f"({r['operation']} {r['mechanism']})")

@@ -54,6 +54,9 @@ pub struct Options {
     pub overrides: toml::Value,
     /// Pages of the bulk-zero workload.
     pub zero_pages: u64,
+    /// Whether to run the bulk-zero workload (a point of its own when the runs are split over an
+    /// executor: one point per S, one for bulk zeroing).
+    pub bulk_zero: bool,
 }
 
 impl Default for Options {
@@ -63,6 +66,7 @@ impl Default for Options {
             n_pages: vec![2, 8, 32, 128, 512, 2048, 8192, 16384],
             overrides: toml::Value::Table(Default::default()),
             zero_pages: 1024,
+            bulk_zero: true,
         }
     }
 }
@@ -119,7 +123,8 @@ const MECHS: [(&str, &str, DstPolicy); 3] = [
 /// Runs forkbench and the bulk-zero workload; `progress(done, total)` after each run.
 pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Row>, PlatformError> {
     let plat = "rowclone-system";
-    let total = o.sizes_mb.len() * (1 + o.n_pages.len() * MECHS.len()) + 4;
+    let zero_runs = if o.bulk_zero { 4 } else { 0 };
+    let total = o.sizes_mb.len() * (1 + o.n_pages.len() * MECHS.len()) + zero_runs;
     let mut done = 0;
     let mut rows = Vec::new();
     for &s in &o.sizes_mb {
@@ -162,6 +167,9 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 rows.push(row("forkbench", s as f64, n, name, fmtc, &b, &t));
             }
         }
+    }
+    if !o.bulk_zero {
+        return Ok(rows);
     }
     // Bulk zeroing: baseline, RowClone, RowClone-ZI, MC-DMA.
     let mut p = BTreeMap::new();
