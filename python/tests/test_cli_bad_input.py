@@ -5,7 +5,7 @@ byte-order mark, empty and huge inputs, outputs that exist or cannot be written.
 Each case must end with exit status 2 (or the status stated) and a one-line message naming the
 option or argument (and, where it has one, the value), and never a traceback. Cases run in-process
 with typer's CliRunner; those that could hang or exhaust memory run in a subprocess under a memory
-limit and a timeout (the end of this file). Cases marked ``LEAD`` need the Rust core's hardening
+limit and a timeout (the end of this file). Cases in ``LEAD_CASES`` check the Rust core's hardening
 (size bounds, zero timings, idle gaps) and pass once it is merged."""
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ runner = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"})
 
 G = ["--generate", "random", "--count", "100"]
 RUN = ["dram", "run", "ddr3-1600k-bench"]
-LEAD = pytest.mark.xfail(reason="needs the lead's Rust hardening (size bounds, timing bounds, idle gaps)",
-                         strict=False)
 
 
 def flat(text: str) -> str:
@@ -273,7 +271,6 @@ def test_bad_input_is_refused_naming_it(case, files) -> None:
     assert all(p.read_text() == "keep me\n" for p in files["out_dir"].iterdir() if p.is_file())
 
 
-@LEAD
 @pytest.mark.parametrize("case", LEAD_CASES, ids=[c[0] for c in LEAD_CASES])
 def test_bad_sizes_are_refused_by_the_core(case, files) -> None:
     _, args, code, needles = case
@@ -383,7 +380,6 @@ def test_a_huge_trace_line_is_refused_within_bounded_memory(tmp_path: Path) -> N
     assert "big.trace:2" in flat(r.stderr + r.stdout) and "Traceback" not in r.stderr
 
 
-@LEAD
 def test_a_far_future_arrival_does_not_hang(tmp_path: Path) -> None:
     t = tmp_path / "far.trace"
     t.write_text("R 0x0\n@18446744073709551615 R 0x40\n")

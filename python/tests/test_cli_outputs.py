@@ -126,7 +126,6 @@ def test_ctrl_c_in_a_benchmark_exits_130_leaving_no_output(tmp_path: Path) -> No
     assert not (tmp_path / "o" / "bench-dram.json").exists()
 
 
-@pytest.mark.xfail(reason="needs the lead's Ctrl-C check in the Rust loop of dram.simulate", strict=False)
 def test_ctrl_c_in_a_long_dram_run_exits_130_leaving_no_log(tmp_path: Path) -> None:
     code, err = _interrupt(["dram", "run", "ddr3-1600k-bench", "--generate", "random", "--count", str(10**10),
                             "--command-log", "c.log"], tmp_path)

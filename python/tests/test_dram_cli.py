@@ -52,14 +52,15 @@ def command_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_command_log_passes_the_checker(command_log: Path) -> None:
     lines = command_log.read_text().splitlines()
-    assert lines[0] == "# movelab-command-log v1"
+    assert lines[0] == "# movelab-command-log v2"
     assert lines[1].startswith("# spec {")
+    assert lines[-1] == f"# end {len(lines) - 3}"
     assert len(lines) > 2000
     out = cli("dram", "check", command_log)
     assert "OK" in out and "no violations" in out
     report = json.loads(cli("dram", "check", command_log, "--format", "json"))
     assert report["ok"] is True and report["violation_count"] == 0
-    assert report["commands_checked"] == len(lines) - 2
+    assert report["commands_checked"] == len(lines) - 3
 
 
 def _shift_first_read_earlier(text: str) -> tuple[str, int, int]:
