@@ -16,8 +16,10 @@
 //!   + I2N x cycles all are precharged) tCK, a bank being active while open or refreshing.
 //!
 //! The activate term goes negative when I_1 exceeds IDD0, as with the DDR5 current sets we have
-//! (IDD3N has every bank open): then the activate is charged against precharged standby,
-//! V (I_theta - I2N) tRAS, and never below zero (docs/dram.md, "DDR5 energy").
+//! (IDD3N has every bank open), and so does REFsb's when IDD5C is below I_BG: any such term is
+//! charged against precharged standby instead, V (I - I2N) t, and never below zero (docs/dram.md,
+//! "DDR5 energy"). A part without public currents has no energy at all (every figure zero, the
+//! stats say it is not available), the channel's per-bit energy included.
 //!
 //! Units: V x mA x ns = pJ. All results in nJ for the whole memory system.
 use crate::command::CommandKind;
@@ -135,13 +137,22 @@ impl CommandEnergy {
                 d.i0
             };
             let i_bg = i_rho + (i_1 - i_rho) * bg;
-            let act_base = if i_theta >= i_1 { i_1 } else { d.i2n };
-            e.act += v * (i_theta - act_base).max(0.0) * t.t_ras;
-            e.pre += v * (i_beta - d.i2n) * t.t_rp;
-            e.read += v * (d.i4r - d.i3n) * t.t_bl;
-            e.write += v * (d.i4w - d.i3n) * t.t_bl;
-            e.refresh += v * (d.i5b - d.i3n) * t.t_rfc;
-            e.refresh_sb += v * (d.i5c - i_bg) * t.t_rfcsb;
+            // A command's current above the background DRAMPower subtracts; when a current set
+            // puts the command below that background (DDR5: IDD0 and IDD5C below IDD3N), above
+            // precharged standby instead, and never below zero (module docs).
+            let above = |i: f64, background: f64| {
+                if i >= background {
+                    i - background
+                } else {
+                    (i - d.i2n).max(0.0)
+                }
+            };
+            e.act += v * above(i_theta, i_1) * t.t_ras;
+            e.pre += v * (i_beta - d.i2n).max(0.0) * t.t_rp;
+            e.read += v * above(d.i4r, d.i3n) * t.t_bl;
+            e.write += v * above(d.i4w, d.i3n) * t.t_bl;
+            e.refresh += v * above(d.i5b, d.i3n) * t.t_rfc;
+            e.refresh_sb += v * above(d.i5c, i_bg) * t.t_rfcsb;
             e.active_bg_per_cycle += v * i_rho * t.tck;
             e.bank_bg_per_cycle += v * (i_1 - i_rho) * t.tck;
             e.precharged_bg_per_cycle += v * d.i2n * t.tck;
@@ -151,6 +162,9 @@ impl CommandEnergy {
 
     /// A rank's energies (all its chips) for `spec`, with bank-wise factor `rho`.
     pub fn new(spec: &DramSpec, io_pj_per_bit: f64, rho: f64) -> CommandEnergy {
+        if !spec.energy_available {
+            return CommandEnergy::default();
+        }
         let d = CommandEnergy::device(&Domain::of(&spec.currents), &CoreTiming::of(spec, rho));
         let chips = spec.org.chips_per_rank() as f64;
         CommandEnergy {

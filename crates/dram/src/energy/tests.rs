@@ -265,6 +265,10 @@ fn ddr5_activate_never_negative() {
     let want = c.vdd * (c.idd0 - c.idd2n) * t.t_ras + c.vpp * (c.ipp0 - c.ipp3n) * t.t_ras;
     assert!(e.act > 0.0);
     assert!((e.act - want).abs() < 1e-9, "{} vs {want}", e.act);
+    // Same for REFsb: IDD5C (135 mA) is below I_BG (= IDD3N with rho = 1).
+    assert!(c.idd5c < c.idd3n);
+    let want = c.vdd * (c.idd5c - c.idd2n) * t.t_rfcsb;
+    assert!((e.refresh_sb - want).abs() < 1e-9 && e.refresh_sb > 0.0);
     // The DDR3 parts keep DRAMPower's (and the classic) term.
     let ddr3 = Config::preset("DDR3-1066G/DDR3-2Gb-x8")
         .unwrap()
