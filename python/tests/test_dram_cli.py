@@ -119,7 +119,7 @@ def test_command_log_is_not_overwritten_without_force(command_log: Path, tmp_pat
     assert "--force" in out and "exists" in out
     assert log.read_text() == "keep me\n"
     cli(*RUN[:-4], "--count", "50", "--command-log", log, "--force", "--format", "json")
-    assert log.read_text().startswith("# movelab-command-log v1")
+    assert log.read_text().startswith("# movelab-command-log v2")
     cli("dram", "check", log)
 
 
@@ -256,7 +256,7 @@ def test_rowclone_latency_on_ddr5_beside_ddr3() -> None:
 
 def test_bench_dram_on_another_config() -> None:
     rows = json.loads(cli("bench", "dram", "--requests", "2000", "--repeats", "1", "--config", "ddr5-3200an",
-                          "--format", "json"))
+                          "--bulk-sizes", "none", "--format", "json"))["requests"]
     assert [(r["pattern"], r["requests"]) for r in rows] == [("stream", 2000), ("stream", 400), ("random", 2000),
                                                              ("random", 400)]
     assert all(r["cycles"] > 0 and r["mreq_per_s"] > 0 for r in rows)
