@@ -642,17 +642,7 @@ impl Checker {
         period: u64,
         line: Option<usize>,
     ) -> Result<(), Box<Violation>> {
-        let rec = CommandRecord {
-            cycle: first,
-            kind: CommandKind::Ref,
-            channel,
-            rank,
-            bank_group: 0,
-            bank: 0,
-            row: 0,
-            column: 0,
-            dst: None,
-        };
+        let rec = CommandRecord::refresh(first, channel, rank);
         let mut ctx = Ctx {
             index: self.count,
             line,
@@ -736,17 +726,7 @@ impl Checker {
     /// Ends the log: checks that refresh was not overdue at the last cycle, and reports.
     pub fn finish(mut self) -> CheckReport {
         if self.header.refresh && self.count > 0 {
-            let end = CommandRecord {
-                cycle: self.max_cycle,
-                kind: CommandKind::Ref,
-                channel: 0,
-                rank: 0,
-                bank_group: 0,
-                bank: 0,
-                row: 0,
-                column: 0,
-                dst: None,
-            };
+            let end = CommandRecord::refresh(self.max_cycle, 0, 0);
             let mut ctx = Ctx {
                 index: self.count,
                 line: None,

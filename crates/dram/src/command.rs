@@ -118,6 +118,21 @@ pub struct TransferDst {
 pub const LOG_MAGIC: &str = "# movelab-command-log v2";
 
 impl CommandRecord {
+    /// An all-bank REF of `rank` at `cycle`.
+    pub fn refresh(cycle: u64, channel: u32, rank: u32) -> CommandRecord {
+        CommandRecord {
+            cycle,
+            kind: CommandKind::Ref,
+            channel,
+            rank,
+            bank_group: 0,
+            bank: 0,
+            row: 0,
+            column: 0,
+            dst: None,
+        }
+    }
+
     /// One log line: `cycle CMD channel rank bank_group bank row column [dst_bg dst_bank dst_row dst_col]`.
     pub fn to_line(&self) -> String {
         let mut s = format!(
@@ -210,17 +225,7 @@ pub trait CommandSink {
     /// one; the log writer writes them as one [`IDLE_REFRESH`] line.
     fn idle_refreshes(&mut self, channel: u32, rank: u32, first: u64, count: u64, period: u64) {
         for i in 0..count {
-            self.record(&CommandRecord {
-                cycle: first + i * period,
-                kind: CommandKind::Ref,
-                channel,
-                rank,
-                bank_group: 0,
-                bank: 0,
-                row: 0,
-                column: 0,
-                dst: None,
-            });
+            self.record(&CommandRecord::refresh(first + i * period, channel, rank));
         }
     }
 }

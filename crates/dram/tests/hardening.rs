@@ -7,6 +7,7 @@ use movelab_dram::config::{builtin_config_names, Config, ORG_LIMITS};
 use movelab_dram::error::{Error, LogError};
 use movelab_dram::generator::GeneratorSpec;
 use movelab_dram::request::{Op, Request, TraceItem};
+use movelab_dram::stats::Stats;
 use movelab_dram::system::{log_header, simulate, RunOptions};
 use movelab_dram::trace::{self, TraceFormat, MAX_ARRIVAL_CYCLE};
 use proptest::prelude::*;
@@ -114,18 +115,7 @@ fn an_idle_gap_of_2_60_cycles_costs_nothing_and_its_refreshes_are_counted() {
             arrival: Some(MAX_ARRIVAL_CYCLE),
         }),
     ];
-    let mut out = Vec::new();
-    let mut w = LogWriter::new(&mut out, &log_header(&cfg, &spec)).unwrap();
-    let stats = simulate(
-        &cfg,
-        items.iter().copied().map(Ok),
-        RunOptions {
-            command_log: Some(&mut w),
-            ..RunOptions::default()
-        },
-    )
-    .unwrap();
-    w.finish().unwrap();
+    let (text, stats) = logged_run(&cfg, &items);
     let refs = stats.commands["REF"];
     let expect = MAX_ARRIVAL_CYCLE / spec.t("nREFI");
     assert!(
@@ -133,7 +123,7 @@ fn an_idle_gap_of_2_60_cycles_costs_nothing_and_its_refreshes_are_counted() {
         "{refs} REFs, expected about {expect}"
     );
     assert!(stats.cycles > MAX_ARRIVAL_CYCLE);
-    let report = check_log(out.as_slice(), "log").unwrap();
+    let report = check_log(text.as_bytes(), "log").unwrap();
     assert!(report.ok, "{:?}", report.violations);
 }
 
@@ -203,11 +193,12 @@ proptest! {
     }
 }
 
-fn log_text(cfg: &Config, items: &[TraceItem]) -> String {
+/// The command log (as the CLI writes it) and the statistics of a run.
+fn logged_run(cfg: &Config, items: &[TraceItem]) -> (String, Stats) {
     let spec = cfg.resolve("c").unwrap();
     let mut out = Vec::new();
     let mut w = LogWriter::new(&mut out, &log_header(cfg, &spec)).unwrap();
-    simulate(
+    let stats = simulate(
         cfg,
         items.iter().copied().map(Ok),
         RunOptions {
@@ -217,7 +208,11 @@ fn log_text(cfg: &Config, items: &[TraceItem]) -> String {
     )
     .unwrap();
     w.finish().unwrap();
-    String::from_utf8(out).unwrap()
+    (String::from_utf8(out).unwrap(), stats)
+}
+
+fn log_text(cfg: &Config, items: &[TraceItem]) -> String {
+    logged_run(cfg, items).0
 }
 
 #[test]
