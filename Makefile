@@ -9,10 +9,10 @@ INSTALL_STAMP := $(VENV)/.movelab-installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name 'Cargo.toml' -o -name '*.h' 2>/dev/null) \
                 Cargo.toml $(wildcard Cargo.lock) pyproject.toml $(shell find presets -type f 2>/dev/null)
 PY_DEPS := maturin>=1.5,<2 typer>=0.12 rich>=13 numpy>=1.26 pandas>=2.0 matplotlib>=3.8 \
-           pytest>=8 hypothesis>=6 ruff>=0.5
+           dask[distributed]>=2024.1 pyarrow>=15 pytest>=8 hypothesis>=6 ruff>=0.5
 REPORTS ?= reports
 
-.PHONY: install reproduce test test-rust test-python lint bench clean
+.PHONY: install reproduce browser test test-rust test-python lint bench clean
 
 install: $(INSTALL_STAMP)
 
@@ -30,8 +30,18 @@ $(INSTALL_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release -q
 	touch $@
 
+# Every reproduction's points run on a local pool of processes (every core); the report is static HTML.
 reproduce: install
-	$(CLI) reproduce all --out $(REPORTS)
+	$(CLI) reproduce all --out $(REPORTS) --force
+	$(CLI) report $(REPORTS)
+
+# Headless Chromium from the OS packages, for the report's browser test (which says it was skipped,
+# and why, when Chromium is not there).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+	  apt-get update -q >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null; } || \
+	  echo "chromium not installed (needs root and apt-get): the report's browser test will be skipped"
 
 test: install test-rust lint test-python
 
@@ -42,13 +52,15 @@ test-rust:
 lint: install
 	$(VENV)/bin/ruff check python
 
-test-python: install
+test-python: install browser
 	$(VENV)/bin/pytest -q python/tests
 
 bench: install
-	$(CLI) bench dram --out $(REPORTS)/bench
-	$(CLI) bench platform --out $(REPORTS)/bench
+	$(CLI) bench dram --out $(REPORTS)/bench --force
+	$(CLI) bench platform --out $(REPORTS)/bench --force
 	$(CLI) bench host all --out $(REPORTS)/bench-host
+	$(CLI) bench host onload --out $(REPORTS)/bench-host --force
+	$(CLI) bench sweep --out $(REPORTS)/bench
 
 clean:
 	rm -rf target $(VENV) $(REPORTS)

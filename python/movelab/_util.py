@@ -1,51 +1,258 @@
-"""Small helpers shared by the CLI groups: parsing ``--set`` overrides, safe output paths, JSON output."""
+"""Small helpers shared by the CLI groups: parsing ``--set`` overrides, the choices of enumerated
+options, safe output paths (never overwriting without ``--force``, written whole or not at all),
+JSON output."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
+import re
+import shutil
+import stat
+import tempfile
 import tomllib
+from collections.abc import Iterable, Iterator
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
+# ------------------------------------------------------------------------------------------------
+# Enumerated options: typer refuses anything else with "Invalid value for '--format': 'jsno' is not
+# one of 'table', 'json'." (exit 2).
 
-def parse_set(items: list[str] | None) -> dict[str, Any]:
+
+class TableJson(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class TomlJson(str, Enum):
+    toml = "toml"
+    json = "json"
+
+
+class TraceFormat(str, Enum):
+    auto = "auto"
+    native = "native"
+    ramulator = "ramulator"
+    dramsim3 = "dramsim3"
+
+
+class TraceFileFormat(str, Enum):
+    native = "native"
+    ramulator = "ramulator"
+    dramsim3 = "dramsim3"
+
+
+class GeneratorKind(str, Enum):
+    stream = "stream"
+    random = "random"
+
+
+# ------------------------------------------------------------------------------------------------
+# Values
+
+I64_MIN, U64_MAX = -(1 << 63), (1 << 64) - 1
+
+
+def check_value(value: Any, where: str) -> None:
+    """Raises ``ValueError`` naming ``where`` (a dotted key) for a number no config can hold: NaN,
+    an infinity, or an integer outside 64 bits. Walks dicts and lists."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where}: {value} is not a finite number")
+    if isinstance(value, int) and not I64_MIN <= value <= U64_MAX:
+        raise ValueError(f"{where}: {value} does not fit in 64 bits")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check_value(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            check_value(v, f"{where}[{i}]")
+
+
+def finite(option: str):
+    """A typer callback refusing NaN and infinities for a float option (typer's ``min``/``max``
+    let NaN through)."""
+
+    def cb(value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise typer.BadParameter(f"{value} is not a finite number", param_hint=option)
+        return value
+
+    return cb
+
+
+def parse_set(items: list[str] | None, option: str = "--set") -> dict[str, Any]:
     """Turns ``["dram.timing.nRAS=30", "controller.scheduler=fcfs"]`` into a nested dict.
 
     Values are read as TOML literals (numbers, booleans, quoted strings); anything else is a string.
+    NaN, infinities and integers beyond 64 bits are refused, naming the key.
     """
     out: dict[str, Any] = {}
     for item in items or []:
         if "=" not in item:
-            raise typer.BadParameter(f"'{item}' is not KEY=VALUE (e.g. dram.timing.nRAS=30)", param_hint="--set")
+            raise typer.BadParameter(f"'{item}' is not KEY=VALUE (e.g. dram.timing.nRAS=30)", param_hint=option)
         key, raw = item.split("=", 1)
         key = key.strip()
-        if not key or any(not part for part in key.split(".")):
-            raise typer.BadParameter(f"'{item}': empty key", param_hint="--set")
+        if not key or any(not part.strip() for part in key.split(".")):
+            raise typer.BadParameter(f"'{item}': empty key", param_hint=option)
         try:
             value = tomllib.loads(f"v = {raw}")["v"]
         except tomllib.TOMLDecodeError:
             value = raw
+        try:
+            check_value(value, key)
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint=option) from None
         node = out
-        parts = key.split(".")
+        parts = [p.strip() for p in key.split(".")]
         for part in parts[:-1]:
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise typer.BadParameter(f"'{key}' sets inside a value that is not a table", param_hint="--set")
+                raise typer.BadParameter(f"'{key}' sets inside a value that is not a table", param_hint=option)
             node = child
         node[parts[-1]] = value
     return out
 
 
+def refuse_keys(overrides: dict[str, Any], keys: Iterable[str], what: str) -> None:
+    """Raises ``ValueError`` if ``overrides`` sets any of the dotted ``keys``: ``what`` (a
+    reproduction) sets them itself, so an override would be silently dropped."""
+    for key in keys:
+        node: Any = overrides
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            raise ValueError(f"{key}: {what} sets {key} itself for each of its runs, so an override of it "
+                             f"would be ignored; leave it out")
+
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str, option: str) -> int:
+    """``"64M"`` -> 67108864: a whole number of bytes, optionally with K, M, G or T (binary units,
+    ``KiB``/``KB`` spellings too). Raises ``typer.BadParameter`` naming ``option``."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
+    if not m:
+        raise typer.BadParameter(f"'{text}' is not a size (bytes, or with K, M, G or T, e.g. 64M)",
+                                 param_hint=option)
+    n = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    if n > U64_MAX:
+        raise typer.BadParameter(f"'{text}' does not fit in 64 bits", param_hint=option)
+    return n
+
+
+# ------------------------------------------------------------------------------------------------
+# Output files
+
+
+def _bad(option: str, msg: str) -> typer.BadParameter:
+    return typer.BadParameter(msg, param_hint=option)
+
+
+def _make_dir(d: Path, option: str) -> None:
+    if d.exists() and not d.is_dir():
+        raise _bad(option, f"{d} exists and is not a directory")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _bad(option, f"cannot create directory {d}: {e.strerror or e}") from None
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise _bad(option, f"cannot write into directory {d}: permission denied")
+
+
+def _check_target(path: Path, force: bool, option: str) -> None:
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise _bad(option, f"cannot use {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise _bad(option, f"{path} is a directory; give a file name")
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise _bad(option, f"{path} exists and is not a regular file")
+    if not force:
+        raise _bad(option, f"{path} exists; pass --force to overwrite it")
+
+
 def output_path(path: Path | None, force: bool, what: str) -> Path | None:
-    """Refuses to overwrite an existing file unless ``force``."""
+    """Checks that ``path`` can be written: an existing file is refused unless ``force``, a
+    directory or a special file (FIFO, device) always; the parent directory is created. Raises
+    ``typer.BadParameter`` naming the option ``what``."""
     if path is None:
         return None
-    if path.exists() and not force:
-        raise typer.BadParameter(f"{path} exists; pass --force to overwrite it", param_hint=what)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _check_target(path, force, what)
+    _make_dir(path.parent if str(path.parent) else Path("."), what)
     return path
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yields a temporary path beside ``path``; when the block ends normally the file is renamed
+    onto ``path``, else removed. An interrupted or failed run leaves no partial file behind."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+
+
+def check_output_dir(out: Path | None, names: Iterable[str], force: bool, option: str = "--out") -> None:
+    """Before a run: refuses an ``out`` that cannot be a directory, or that already holds one of the
+    files ``names`` (unless ``force``), naming the file."""
+    if out is None:
+        return
+    if out.exists() and not out.is_dir():
+        raise _bad(option, f"{out} exists and is not a directory")
+    for name in names:
+        _check_target(out / name, force, option)
+
+
+@contextlib.contextmanager
+def staged_dir(out: Path, force: bool, option: str = "--out") -> Iterator[Path]:
+    """Yields an empty staging directory inside ``out``; when the block ends normally every file
+    written there is moved into ``out`` (refusing, before moving any, a name that exists unless
+    ``force``), else the staging directory is removed. So an interrupted run leaves the files of
+    the last run or none, never a half-written one."""
+    _make_dir(out, option)
+    stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
+    try:
+        yield stage
+        files = sorted(p for p in stage.iterdir())
+        for p in files:
+            _check_target(out / p.name, force, option)
+        for p in files:
+            os.replace(p, out / p.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def error_line(e: BaseException | str) -> None:
+    """Prints ``error: MESSAGE`` on stderr as one line (not wrapped, no markup read from it)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+
+
+def fail(e: BaseException | str) -> NoReturn:
+    """Reports a user error in one line and exits with status 2."""
+    error_line(e)
+    raise typer.Exit(2) from (e if isinstance(e, BaseException) else None)
 
 
 def echo_json(data: Any) -> None:

@@ -1,40 +1,133 @@
-"""The ``movelab`` command line: one root command with a sub-command per half of the project."""
+"""The ``movelab`` command line: one root command with a sub-command per half of the project.
+
+Every command ends in one of three ways: success (0), a finding such as checker violations (1),
+or a user error (2: a bad option, argument, file or config, named in a one-line message). Ctrl-C
+exits with 130 and one line, leaving no partial output file."""
 
 from __future__ import annotations
 
-import typer
+import errno
+from pathlib import Path
+from typing import Any
 
+import typer
+from rich.console import Console
+from typer._click import exceptions as click
+from typer.core import TyperGroup
+
+from movelab._util import fail
 from movelab.dram.cli import app as dram_app
 from movelab.dram.cli import bench_dram
 from movelab.host.cli import bench_host_app
 from movelab.platform.cli import app as platform_app
 from movelab.platform.cli import bench_platform
 from movelab.reproduce.cli import app as reproduce_app
+from movelab.sweep.cli import app as sweep_app
+from movelab.sweep.cli import bench_sweep
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+def _add_value(e: click.BadParameter, argv: list[str]) -> None:
+    """Completes a parameter error with the value given, when the message does not show it
+    (typer's "Input should be a valid integer" names the option but not what was typed)."""
+    opts = getattr(e.param, "opts", None) or []
+    if not opts or getattr(e.param, "param_type_name", "") != "option":
+        return
+    values = []
+    for i, a in enumerate(argv):
+        for o in opts:
+            if a == o and i + 1 < len(argv):
+                values.append(argv[i + 1])
+            elif a.startswith(o + "="):
+                values.append(a[len(o) + 1:])
+    if values and values[-1] not in e.message:
+        e.message = f"{e.message.rstrip('.')} (got {values[-1]!r})"
+
+
+class MovelabGroup(TyperGroup):
+    """The root group: turns an interrupt into exit status 130 and any error the API raises on bad
+    input (``ValueError``, ``TypeError``, ``OSError``) that a command did not catch into a one-line
+    message and exit status 2, so that no input gives a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        err = Console(stderr=True)
+        argv = [*getattr(ctx, "_protected_args", []), *ctx.args]
+        try:
+            return super().invoke(ctx)
+        except click.BadParameter as e:
+            _add_value(e, argv)
+            raise
+        except KeyboardInterrupt:
+            err.print("movelab: interrupted", highlight=False)
+            raise typer.Exit(130) from None
+        except OSError as e:
+            if e.errno == errno.EPIPE:
+                raise
+            fail(e)
+        except (ValueError, TypeError) as e:
+            fail(e)
+
 
 app = typer.Typer(
     name="movelab",
+    cls=MovelabGroup,
     help="movelab: simulate and measure bulk data movement (copy and initialisation).",
     no_args_is_help=True,
     add_completion=False,
+    context_settings=CONTEXT,
+    pretty_exceptions_enable=False,
 )
 bench_app = typer.Typer(help="Speed benchmarks of the simulator and measurements of this machine.",
                         no_args_is_help=True)
 bench_app.command("dram")(bench_dram)
 bench_app.command("platform")(bench_platform)
 bench_app.add_typer(bench_host_app, name="host")
+bench_app.command("sweep")(bench_sweep)
 
 app.add_typer(dram_app, name="dram")
 app.add_typer(platform_app, name="platform")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(bench_app, name="bench")
+app.add_typer(sweep_app, name="sweep")
+
+
+@app.command()
+def report(
+    directory: Path = typer.Argument(Path("reports"), help="The directory holding reproductions and sweeps."),
+    force: bool = typer.Option(False, "--force", help="Replace an index.html movelab did not write."),
+) -> None:
+    """Write DIRECTORY/index.html: every reproduction and sweep found there, as static pages."""
+    from movelab.report import write_report
+
+    try:
+        path = write_report(directory, force=force)
+    except (FileNotFoundError, FileExistsError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"report: {path}")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from movelab import __version__
+
+        typer.echo(f"movelab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    _version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
+                                  help="Print movelab's version and exit."),
+) -> None:
+    """movelab: simulate and measure bulk data movement (copy and initialisation)."""
 
 
 @app.command()
 def version() -> None:
     """Print movelab's version."""
-    from movelab import __version__
-
-    typer.echo(__version__)
+    _print_version(True)
 
 
 def main() -> None:

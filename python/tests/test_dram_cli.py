@@ -52,14 +52,15 @@ def command_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_command_log_passes_the_checker(command_log: Path) -> None:
     lines = command_log.read_text().splitlines()
-    assert lines[0] == "# movelab-command-log v1"
+    assert lines[0] == "# movelab-command-log v2"
     assert lines[1].startswith("# spec {")
+    assert lines[-1] == f"# end {len(lines) - 3}"
     assert len(lines) > 2000
     out = cli("dram", "check", command_log)
     assert "OK" in out and "no violations" in out
     report = json.loads(cli("dram", "check", command_log, "--format", "json"))
     assert report["ok"] is True and report["violation_count"] == 0
-    assert report["commands_checked"] == len(lines) - 2
+    assert report["commands_checked"] == len(lines) - 3
 
 
 def _shift_first_read_earlier(text: str) -> tuple[str, int, int]:
@@ -118,7 +119,7 @@ def test_command_log_is_not_overwritten_without_force(command_log: Path, tmp_pat
     assert "--force" in out and "exists" in out
     assert log.read_text() == "keep me\n"
     cli(*RUN[:-4], "--count", "50", "--command-log", log, "--force", "--format", "json")
-    assert log.read_text().startswith("# movelab-command-log v1")
+    assert log.read_text().startswith("# movelab-command-log v2")
     cli("dram", "check", log)
 
 
@@ -231,3 +232,50 @@ def test_rowclone_latency_moves_with_tras(n_ras: int, n_rc: int | None) -> None:
         # The paper's values are data: they do not move.
         assert moved[(op, "fpm")]["paper_latency_ns"] == base[(op, "fpm")]["paper_latency_ns"]
     assert moved[("copy", "fpm")]["energy_uj"] != base[("copy", "fpm")]["energy_uj"]
+
+
+def test_rowclone_latency_on_ddr5_beside_ddr3() -> None:
+    rows = json.loads(cli("reproduce", "rowclone-latency", "--standard", "ddr5", "--format", "json"))
+    keys = ["operation", "mechanism", "standard", "speed", "latency_ns", "energy_uj", "ddr3_latency_ns",
+            "ddr3_energy_uj"]
+    assert all(list(r) == keys for r in rows) and len(rows) == 8
+    by = {(r["operation"], r["mechanism"]): r for r in rows}
+    fpm = by[("copy", "fpm")]
+    assert fpm["standard"] == "DDR5" and fpm["speed"] == "DDR5-4800B"
+    # FPM is 2 nRAS + nRP of DDR5-4800B (77, 39 clocks of 0.416 ns), beside DDR3-1066's 48 clocks.
+    assert fpm["latency_ns"] == pytest.approx((2 * 77 + 39) * 0.416)
+    assert fpm["ddr3_latency_ns"] == pytest.approx((2 * 20 + 8) * TCK_NS)
+    moved = json.loads(cli("reproduce", "rowclone-latency", "--standard", "ddr5", "--format", "json",
+                           "--set", "dram.timing.nRAS=90", "--set", "dram.timing.nRC=140"))
+    got = {(r["operation"], r["mechanism"]): r for r in moved}[("copy", "fpm")]
+    assert got["latency_ns"] - fpm["latency_ns"] == pytest.approx(2 * 13 * 0.416)
+    assert got["ddr3_latency_ns"] == fpm["ddr3_latency_ns"]
+    out = cli("reproduce", "rowclone-latency", "--standard", "lpddr9", code=2)
+    assert "lpddr9" in out
+
+
+def test_bench_dram_on_another_config() -> None:
+    rows = json.loads(cli("bench", "dram", "--requests", "2000", "--repeats", "1", "--config", "ddr5-3200an",
+                          "--bulk-sizes", "none", "--format", "json"))["requests"]
+    assert [(r["pattern"], r["requests"]) for r in rows] == [("stream", 2000), ("stream", 400), ("random", 2000),
+                                                             ("random", 400)]
+    assert all(r["cycles"] > 0 and r["mreq_per_s"] > 0 for r in rows)
+    out = cli("bench", "dram", "--requests", "10", "--config", "no-such-config", code=2)
+    assert "no-such-config" in out
+
+
+def test_ddr5_same_bank_refresh_runs_and_counts_refsb() -> None:
+    s = dram.simulate("ddr5-4800b-sb", {"kind": "random", "count": 20000, "seed": 3}).stats
+    assert s["commands"]["REFSB"] > 0 and s["commands"]["REF"] == 0
+    assert s["energy"]["refresh_nj"] > 0
+    out = cli("dram", "show", "ddr3-1600k-bench", "--set", "controller.refresh=\"same-bank\"", code=2)
+    assert "tRFCsb" in out
+
+
+def test_hbm2_says_energy_is_not_available() -> None:
+    s = dram.simulate("hbm2-2000", {"kind": "random", "count": 3000, "seed": 5}).stats
+    assert s["energy_available"] is False and s["energy"]["total_nj"] == 0
+    assert s["reads"] + s["writes"] == 3000
+    out = cli("dram", "run", "hbm2-2000", "--generate", "random", "--count", "2000")
+    assert "not available" in out and "HBM2-8Gb-PC" in out
+    assert dram.simulate("ddr5-3200an", {"kind": "random", "count": 1000, "seed": 5}).stats["energy_available"]

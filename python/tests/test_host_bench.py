@@ -16,8 +16,8 @@ RUNNER = CliRunner()
 REQUIRED = {
     "latency": {"latency_ns", "cache"},
     "bandwidth": {"bandwidth_mb_s"},
-    "overlap": {"overlap"},
-    "pollution": {"access_ns", "case"},
+    "overlap": {"overlap", "overlap_lo", "overlap_hi", "unstable", "repeats"},
+    "pollution": {"access_ns", "case", "vs_none_lo", "vs_none_hi", "unstable", "repeats"},
     "breakdown": {"submit_ns", "queue_ns", "copy_ns", "complete_ns"},
 }
 
@@ -74,3 +74,73 @@ def test_all_writes_a_report(tmp_path: Path) -> None:
 def test_ipc_is_registered() -> None:
     assert "ipc" in bench.BENCHMARKS
     assert bench.count_points("ipc", quick=True) > 0
+
+
+def test_outputs_are_never_overwritten_without_force(tmp_path: Path) -> None:
+    args = ["breakdown", "--quick", "--format", "json", "--sizes", "64", "--engine", "cpu", "--out", str(tmp_path)]
+    assert RUNNER.invoke(bench_host_app, args).exit_code == 0
+    (tmp_path / "breakdown.csv").write_text("mine")
+    res = RUNNER.invoke(bench_host_app, args)
+    assert res.exit_code == 2, res.output
+    assert "refusing to overwrite" in res.output and "--force" in res.output
+    assert (tmp_path / "breakdown.csv").read_text() == "mine"
+    res = RUNNER.invoke(bench_host_app, [*args, "--force"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "breakdown.csv").read_text() != "mine"
+    # `all` refuses before running anything
+    (tmp_path / "results.json").write_text("{}")
+    res = RUNNER.invoke(bench_host_app, ["all", "--quick", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "results.json" in res.output, res.output
+
+
+def test_a_bad_out_folder_is_a_clear_error(tmp_path: Path) -> None:
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    for out, why in [(f, "not a folder"), (f / "sub", "cannot create"), (Path("/proc/movelab-no"), "cannot create")]:
+        res = RUNNER.invoke(bench_host_app, ["breakdown", "--quick", "--engine", "cpu", "--out", str(out)])
+        assert res.exit_code == 2, res.output
+        assert "--out" in res.output and why in res.output, res.output
+        assert "Traceback" not in res.output and isinstance(res.exception, SystemExit)
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [(["overlap", "--repeats", "0"], "--repeats"), (["pollution", "--repeats", "1000"], "--repeats"),
+     (["all", "--repeats", "-1"], "--repeats"), (["bandwidth", "--window", "0"], "--window"),
+     (["latency", "--channels", "0"], "--channels"), (["all", "--skip", "nothing"], "--skip"),
+     (["latency", "--sizes", "0"], "--sizes")],
+)
+def test_nonsense_option_values_are_refused_naming_the_option(args: list[str], option: str, tmp_path: Path) -> None:
+    res = RUNNER.invoke(bench_host_app, [*args, "--quick", "--out", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert option in res.output, res.output
+    assert not list(tmp_path.iterdir()), "nothing may be written"
+
+
+def test_plots_draw_every_series_with_labelled_axes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.figure import Figure
+
+    seen: list[Figure] = []
+    save = Figure.savefig
+
+    def capture(self: Figure, *a: object, **k: object) -> None:
+        seen.append(self)
+        save(self, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", capture)
+    cases = ["none", "idle", "cpu", "thread", "thread_cache"]
+    pol = [{"case": c, "ws_bytes": w, "size_bytes": 0, "access_ns": 10.0 + i, "vs_none": 1.0 + i, "vs_none_lo": 1.0,
+            "vs_none_hi": 1.0 + 2 * i, "unstable": i == 4} for i, c in enumerate(cases) for w in (4096, 8192)]
+    bench.plot("pollution", pol, tmp_path / "p.png")
+    ax = seen[-1].axes[0]
+    assert len(ax.patches) == len(pol), "one bar per case and working set"
+    assert "ns" in ax.get_ylabel() and "bytes" in ax.get_xlabel()
+    ov = [{"engine": "thread", "channels": 1, "cache": "hot", "size_bytes": s, "overlap": 0.5, "overlap_lo": 0.2,
+           "overlap_hi": 0.6, "unstable": s == 4096} for s in (4096, 65536)]
+    lat = [{"engine": "cpu", "channels": 0, "cache": "hot", "size_bytes": s, "latency_ns": 100.0} for s in (64, 4096)]
+    bw = [{"engine": "cpu", "channels": 0, "size_bytes": s, "bandwidth_mb_s": 1e3} for s in (4096, 65536)]
+    for name, rows, unit in [("overlap", ov, "fraction"), ("latency", lat, "(ns"), ("bandwidth", bw, "MB/s")]:
+        bench.plot(name, rows, tmp_path / f"{name}.png")
+        ax = seen[-1].axes[0]
+        assert unit in ax.get_ylabel(), (name, ax.get_ylabel())
+        assert ax.get_xlabel() == "copy size (bytes)"

@@ -116,7 +116,7 @@ def test_errors_are_clear(eng: Engine) -> None:
         eng.copy("a str", bytearray(5))
     with pytest.raises(TypeError, match="C-contiguous"):
         eng.copy(np.arange(10, dtype=np.uint8)[::2], bytearray(5))
-    with pytest.raises(OverflowError):
+    with pytest.raises(ValueError, match=r"value = 256: expected an integer in 0..=255"):
         eng.fill(bytearray(3), 256)
     assert eng.outstanding == 0
 

@@ -207,9 +207,15 @@ def test_reproduce_all_runs_every_reproduction_into_its_folder(monkeypatch, tmp_
     from movelab.reproduce import cli as rcli
 
     calls = []
-    monkeypatch.setattr(rcli, "_rowclone_latency", lambda fmt, cfg, ov, out: calls.append(("rowclone-latency", out)))
-    monkeypatch.setattr(rcli, "_zhao_copy_engine", lambda fmt, ov, packets, out: calls.append(("zhao-copy-engine",
-                                                                                               out)))
-    monkeypatch.setattr(rcli, "_rowclone_fork", lambda fmt, ov, s, n, z, out: calls.append(("rowclone-fork", out)))
+    monkeypatch.setattr(rcli, "_rowclone_latency",
+                        lambda fmt, cfg, ov, out, force: calls.append(("rowclone-latency", out, force)))
+    monkeypatch.setattr(rcli, "_zhao_copy_engine",
+                        lambda fmt, ov, packets, out, force: calls.append(("zhao-copy-engine", out, force)))
+    monkeypatch.setattr(rcli, "_rowclone_fork",
+                        lambda fmt, ov, s, n, z, out, force: calls.append(("rowclone-fork", out, force)))
     cli("reproduce", "all", "--out", tmp_path)
-    assert calls == [(name, tmp_path / name) for name in ["rowclone-latency", "zhao-copy-engine", "rowclone-fork"]]
+    names = ["rowclone-latency", "zhao-copy-engine", "rowclone-fork"]
+    assert calls == [(name, tmp_path / name, False) for name in names]
+    calls.clear()
+    cli("reproduce", "all", "--out", tmp_path, "--force")
+    assert calls == [(name, tmp_path / name, True) for name in names]

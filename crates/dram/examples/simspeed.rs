@@ -1,7 +1,10 @@
-//! Times the simulator on the issue-2 benchmark configuration without Python in the way:
-//! `cargo run --release --example simspeed -- random 5000000`.
+//! Times the simulator without Python in the way:
+//! `cargo run --release --example simspeed -- random 5000000` (line requests on ddr3-1600k-bench),
+//! or `-- copy 67108864` / `-- zero 67108864` (one RowClone bulk operation of that many bytes on
+//! rowclone-ddr3-1066, to show that bulk work costs time linear in its size).
 use movelab_dram::config::Config;
 use movelab_dram::generator::GeneratorSpec;
+use movelab_dram::request::{BulkKind, BulkOp, TraceItem};
 use movelab_dram::system::{simulate, RunOptions};
 
 fn main() {
@@ -11,6 +14,36 @@ fn main() {
         .get(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
+    if pattern == "copy" || pattern == "zero" {
+        let cfg = Config::preset("rowclone-ddr3-1066").expect("preset");
+        let cfg = cfg
+            .with_overrides(
+                toml::from_str("[controller]\nbulk = \"rowclone\"").expect("toml"),
+                "args",
+            )
+            .expect("rowclone");
+        let kind = if pattern == "copy" {
+            BulkKind::Copy { src: 0 }
+        } else {
+            BulkKind::Init { value: 0 }
+        };
+        let op = TraceItem::Bulk(BulkOp {
+            kind,
+            dst: 1 << 30,
+            bytes: n,
+            arrival: None,
+        });
+        let t = std::time::Instant::now();
+        let s = simulate(&cfg, std::iter::once(Ok(op)), RunOptions::default()).expect("simulate");
+        let el = t.elapsed().as_secs_f64();
+        println!(
+            "{pattern}: {n} bytes in {el:.3} s = {:.1} MB of bulk work simulated per second; {} cycles; bytes by mechanism {:?}",
+            n as f64 / el / 1e6,
+            s.cycles,
+            s.bulk.bytes
+        );
+        return;
+    }
     let spec = GeneratorSpec::from_json_str(
         &format!(r#"{{"kind": "{pattern}", "count": {n}, "read_fraction": 0.8, "seed": 42, "footprint_bytes": "4G"}}"#),
         "args",

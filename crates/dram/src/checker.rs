@@ -55,7 +55,7 @@
 //!   and the destination side, a second write, needs only nCCD (_L in the same group).
 //! - Refresh: a rank's consecutive REFs (and cycle 0 to its first REF) may be at most
 //!   9 x nREFI apart, and at any time at most 8 REFs may be owed (the k-th REF by (k + 8) x nREFI).
-use crate::command::{CommandKind, CommandRecord, LogHeader, LOG_MAGIC};
+use crate::command::{CommandKind, CommandRecord, LogHeader, IDLE_REFRESH, LOG_END, LOG_MAGIC};
 use crate::error::LogError;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -137,7 +137,11 @@ pub struct CheckReport {
 struct Params {
     bl: u64,
     cl: u64,
-    rcd: u64,
+    /// ACT -> read / write: nRCD, or HBM's separate nRCDRD / nRCDWR.
+    rcd_rd: (&'static str, u64),
+    rcd_wr: (&'static str, u64),
+    /// HBM: the read-to-write turnaround as one parameter (nRTW) instead of DDR's formula.
+    rtw: Option<u64>,
     rp: u64,
     /// PREA -> ACT / REF: nRP, or nRP + 1 (tRPA) on 8-bank DDR2.
     rpa: u64,
@@ -158,6 +162,17 @@ struct Params {
     rrd_l: (&'static str, u64),
     /// Whether the device has bank groups (then `_S` / `_L` differ).
     grouped: bool,
+    /// DDR5: write to write in one bank group (tCCD_L_WR), when the standard has it.
+    ccd_l_wr: Option<u64>,
+    /// DDR5: precharge to precharge on a rank (tPPD).
+    ppd: Option<u64>,
+    /// DDR5: the write preamble added to the read-to-write turnaround (0 before DDR5).
+    wpre: u64,
+    /// DDR5 same-bank refresh: tRFCsb and tREFSBRD (REFsb to ACT of another bank).
+    rfcsb: Option<u64>,
+    refsbrd: u64,
+    /// DDR5: ACT, RD, RDA, WR, WRA (and RowClone's ACTC, TR) hold the command bus two clocks.
+    two_clock: bool,
 }
 
 impl Params {
@@ -218,10 +233,22 @@ impl Params {
         } else {
             rp
         };
+        // HBM splits tRCD by direction (JESD235 / JESD238 as tabulated by DRAMSys, gem5, Ramulator 2).
+        let rcd = |split: &'static str| -> Result<(&'static str, u64), LogError> {
+            match (h.timing.get(split), h.timing.get("nRCD")) {
+                (Some(v), _) => Ok((split, *v)),
+                (None, Some(v)) => Ok(("nRCD", *v)),
+                (None, None) => Err(LogError::Header(format!(
+                    "timing parameter nRCD (or {split}) is missing"
+                ))),
+            }
+        };
         Ok(Params {
             bl: get("nBL")?,
             cl: get("nCL")?,
-            rcd: get("nRCD")?,
+            rcd_rd: rcd("nRCDRD")?,
+            rcd_wr: rcd("nRCDWR")?,
+            rtw: h.timing.get("nRTW").copied(),
             rp,
             rpa,
             ras: get("nRAS")?,
@@ -240,6 +267,13 @@ impl Params {
             rrd_s,
             rrd_l,
             grouped,
+            ccd_l_wr: h.timing.get("nCCD_L_WR").copied(),
+            ppd: h.timing.get("nPPD").copied(),
+            wpre: h.timing.get("nWPRE").copied().unwrap_or(0),
+            rfcsb: h.timing.get("nRFCsb").copied(),
+            refsbrd: h.timing.get("nREFSBRD").copied().unwrap_or(0),
+            // JESD79-5 (Table 30 as cited by Ramulator 2): two-clock ACT, RD, RDA, WR, WRA.
+            two_clock: h.standard == "DDR5",
         })
     }
 
@@ -248,16 +282,19 @@ impl Params {
         self.cwl + self.bl + self.wr
     }
 
-    /// RD -> WR on one rank (may not go below zero).
+    /// RD -> WR on one rank (may not go below zero); DDR5 adds its write preamble; HBM gives it
+    /// as nRTW.
     fn read_to_write(&self) -> u64 {
-        (self.cl + self.bl + 2).saturating_sub(self.cwl)
+        self.rtw
+            .unwrap_or((self.cl + self.bl + 2 + self.wpre).saturating_sub(self.cwl))
     }
 
     /// The longest separation any rule (other than those from REF) asks for: history older than
     /// this can no longer constrain anything.
     fn horizon(&self) -> u64 {
         [
-            self.rcd,
+            self.rcd_rd.1,
+            self.rcd_wr.1,
             self.rpa,
             self.ras,
             self.rc,
@@ -268,6 +305,10 @@ impl Params {
             self.ccd_l.1.max(self.ccd_s.1),
             self.rrd_l.1.max(self.rrd_s.1),
             self.faw,
+            self.ccd_l_wr.unwrap_or(0),
+            self.ppd.unwrap_or(0),
+            self.rfcsb.unwrap_or(0),
+            self.refsbrd,
         ]
         .into_iter()
         .max()
@@ -292,6 +333,8 @@ enum Role {
     Write,
     /// Closes the open row (PRE that closes, auto-precharge).
     Pre,
+    /// Refreshes the bank (REFSB).
+    Refresh,
 }
 
 /// One bank a command acts on.
@@ -303,6 +346,19 @@ struct Side {
     role: Role,
     /// How the command is named in a rule, e.g. "TR(dst)".
     label: &'static str,
+    /// Stands for bank index `bank % banks_per_group` in every bank group (REFSB).
+    all_groups: bool,
+}
+
+impl Side {
+    /// Whether two sides act on a common bank.
+    fn meets(&self, o: &Side, bpg: u32) -> bool {
+        if self.all_groups || o.all_groups {
+            self.bank % bpg == o.bank % bpg
+        } else {
+            self.bank == o.bank
+        }
+    }
 }
 
 /// The column-command class of a command, for rank-level rules.
@@ -383,15 +439,38 @@ struct RankState {
     history: VecDeque<Entry>,
     /// REFs within nRFC of now.
     refs: VecDeque<(u64, u64)>,
-    last_ref: u64,
-    refs_done: u64,
+    /// Per bank index (within a group): the last refresh (REF, or REFSB of that index) and the
+    /// refreshes done. A REF counts for every index.
+    last_ref: Vec<u64>,
+    refs_done: Vec<u64>,
     gap_reported: bool,
     rate_reported: bool,
+}
+
+impl RankState {
+    fn stalest_ref(&self) -> (usize, u64) {
+        self.last_ref
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|&(_, c)| c)
+            .unwrap_or((0, 0))
+    }
+    fn fewest_refs(&self) -> (usize, u64) {
+        self.refs_done
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|&(_, c)| c)
+            .unwrap_or((0, 0))
+    }
 }
 
 #[derive(Debug, Clone, Default)]
 struct ChannelState {
     last_cycle: Option<u64>,
+    /// The last two-clock command (DDR5): cycle, index, kind.
+    two_clock: Option<(u64, u64, CommandKind)>,
     bursts: VecDeque<Burst>,
 }
 
@@ -423,6 +502,8 @@ pub struct Checker {
     violation_count: u64,
     /// Scratch list of the sides of the command being checked (PREA may touch every bank).
     scratch: Vec<Side>,
+    /// The log used same-bank refresh (violations then name the bank index).
+    saw_refsb: bool,
 }
 
 /// Where a command is, after its indices passed the bounds check.
@@ -471,6 +552,8 @@ impl Checker {
         let p = Params::from_header(header)?;
         let rank = RankState {
             banks: vec![BankState::default(); o.banks_per_rank() as usize],
+            last_ref: vec![0; o.banks_per_group as usize],
+            refs_done: vec![0; o.banks_per_group as usize],
             ..RankState::default()
         };
         Ok(Checker {
@@ -485,6 +568,7 @@ impl Checker {
             violations: Vec::new(),
             violation_count: 0,
             scratch: Vec::new(),
+            saw_refsb: false,
         })
     }
 
@@ -544,20 +628,105 @@ impl Checker {
         }
     }
 
+    /// Checks an `IDLE-REF` line: `count` REFs of one rank, the first at `first` and then every
+    /// `period` cycles, that the controller accounted for while idle instead of issuing one by
+    /// one. They are legal when the rank is precharged, the first comes at least nRFC after the
+    /// rank's last REF and within the refresh interval's slack, and the period lies between nRFC
+    /// and nREFI. They then count as REFs for the refresh interval and rate.
+    pub fn idle_refreshes(
+        &mut self,
+        channel: u32,
+        rank: u32,
+        first: u64,
+        count: u64,
+        period: u64,
+        line: Option<usize>,
+    ) -> Result<(), Box<Violation>> {
+        let rec = CommandRecord::refresh(first, channel, rank);
+        let mut ctx = Ctx {
+            index: self.count,
+            line,
+            rec: &rec,
+            text: Some(format!(
+                "{IDLE_REFRESH} {channel} {rank} {first} {count} {period}"
+            )),
+            found: Vec::new(),
+        };
+        self.count += 1;
+        let org = &self.header.org;
+        let (rfc, refi) = (self.p.rfc, self.p.refi);
+        if channel >= org.channels || rank >= org.ranks {
+            ctx.protocol(
+                "bounds",
+                format!("channel {channel} rank {rank} is outside the organisation"),
+            );
+        } else if !self.header.refresh {
+            ctx.protocol(
+                "idle refresh",
+                "the log's header says the controller did not refresh".into(),
+            );
+        } else if count == 0 || period < rfc || period > refi {
+            ctx.protocol(
+                "idle refresh",
+                format!(
+                    "{count} REFs every {period} cycles: needs at least one, every nRFC ({rfc}) to nREFI ({refi}) cycles"
+                ),
+            );
+        } else {
+            let ri = channel as usize * org.ranks as usize + rank as usize;
+            let max_gap = refi.saturating_mul(REFRESH_POSTPONE_LIMIT + 1);
+            let r = &mut self.ranks[ri];
+            if let Some(b) = r.banks.iter().position(|b| b.open.is_some()) {
+                ctx.protocol(
+                    "idle refresh",
+                    format!("bank {b} of channel {channel} rank {rank} is open: an idle rank refreshes precharged"),
+                );
+            } else if let Some(prev) = r
+                .last_ref
+                .iter()
+                .copied()
+                .max()
+                .filter(|_| r.refs_done.iter().any(|&n| n > 0))
+                .filter(|&p| short(sep(first, p), rfc))
+            {
+                ctx.protocol(
+                    "idle refresh",
+                    format!("the first REF at cycle {first} is within nRFC ({rfc}) of the REF at cycle {prev}"),
+                );
+            } else if first.saturating_sub(r.stalest_ref().1) > max_gap {
+                ctx.protocol(
+                    "idle refresh",
+                    format!(
+                        "the first REF at cycle {first} comes more than {max_gap} cycles after the REF at cycle {}",
+                        r.stalest_ref().1
+                    ),
+                );
+            } else {
+                let last = first.saturating_add((count - 1).saturating_mul(period));
+                r.last_ref.iter_mut().for_each(|c| *c = last);
+                r.refs_done
+                    .iter_mut()
+                    .for_each(|n| *n = n.saturating_add(count));
+                r.refs.clear();
+                r.refs.push_back((last, ctx.index));
+                self.max_cycle = self.max_cycle.max(last);
+            }
+        }
+        let found = std::mem::take(&mut ctx.found);
+        let first_v = found.first().cloned();
+        for v in found {
+            self.record(v);
+        }
+        match first_v {
+            Some(v) => Err(Box::new(v)),
+            None => Ok(()),
+        }
+    }
+
     /// Ends the log: checks that refresh was not overdue at the last cycle, and reports.
     pub fn finish(mut self) -> CheckReport {
         if self.header.refresh && self.count > 0 {
-            let end = CommandRecord {
-                cycle: self.max_cycle,
-                kind: CommandKind::Ref,
-                channel: 0,
-                rank: 0,
-                bank_group: 0,
-                bank: 0,
-                row: 0,
-                column: 0,
-                dst: None,
-            };
+            let end = CommandRecord::refresh(self.max_cycle, 0, 0);
             let mut ctx = Ctx {
                 index: self.count,
                 line: None,
@@ -612,6 +781,41 @@ impl Checker {
             );
         }
         ch.last_cycle = Some(t);
+        // DDR5: a two-clock command holds the bus for the next clock too.
+        if let Some((c, index, kind)) = ch.two_clock {
+            if short(sep(t, c), 2) && t != c {
+                let prev = Entry {
+                    cycle: c,
+                    index,
+                    kind,
+                    implied: false,
+                    sides: [None, None],
+                };
+                ctx.timing(
+                    format!(
+                        "2: {kind} -> {} same channel (two-clock command on the command bus)",
+                        rec.kind
+                    ),
+                    2,
+                    sep(t, c),
+                    &prev,
+                );
+            }
+        }
+        if self.p.two_clock
+            && matches!(
+                rec.kind,
+                CommandKind::Act
+                    | CommandKind::Actc
+                    | CommandKind::Rd
+                    | CommandKind::Rda
+                    | CommandKind::Wr
+                    | CommandKind::Wra
+                    | CommandKind::Tr
+            )
+        {
+            ch.two_clock = Some((t, ctx.index, rec.kind));
+        }
 
         if self.header.refresh {
             self.refresh_deadlines(ctx, t);
@@ -645,12 +849,26 @@ impl Checker {
 
         // Record.
         let rank = &mut self.ranks[ri];
-        if rec.kind == CommandKind::Ref {
-            rank.refs.push_back((t, ctx.index));
-            rank.last_ref = t;
-            rank.refs_done += 1;
-            rank.gap_reported = false;
-            rank.rate_reported = false;
+        if rec.kind.is_refresh() {
+            let (before_last, before_done) = (rank.stalest_ref().1, rank.fewest_refs().1);
+            if rec.kind == CommandKind::Ref {
+                rank.refs.push_back((t, ctx.index));
+                rank.last_ref.iter_mut().for_each(|c| *c = t);
+                rank.refs_done.iter_mut().for_each(|n| *n += 1);
+            } else {
+                let i = rec.bank as usize;
+                if let (Some(c), Some(n)) = (rank.last_ref.get_mut(i), rank.refs_done.get_mut(i)) {
+                    *c = t;
+                    *n += 1;
+                }
+                rank.history.push_back(new);
+            }
+            if rank.stalest_ref().1 != before_last {
+                rank.gap_reported = false;
+            }
+            if rank.fewest_refs().1 != before_done {
+                rank.rate_reported = false;
+            }
         } else if rec.kind != CommandKind::Pre || new.sides[0].is_some() {
             rank.history.push_back(new);
         }
@@ -751,6 +969,7 @@ impl Checker {
             group,
             role,
             label,
+            all_groups: false,
         };
         let mut implied = None;
         match rec.kind {
@@ -855,6 +1074,37 @@ impl Checker {
                 sides.push(side(loc.bank, loc.group, Role::Read, "TR(src)"));
                 sides.push(side(loc.dst_bank, loc.dst_group, Role::Write, "TR(dst)"));
             }
+            CommandKind::Refsb => {
+                self.saw_refsb = true;
+                if p.rfcsb.is_none() {
+                    ctx.protocol(
+                        "REFSB without same-bank refresh",
+                        format!(
+                            "{} has no tRFCsb (no same-bank refresh)",
+                            self.header.standard
+                        ),
+                    );
+                }
+                // Bank `rec.bank` of every bank group must be precharged.
+                let open: Vec<String> = (0..o.bank_groups)
+                    .filter_map(|g| {
+                        let i = g * bpg + rec.bank;
+                        rank.banks[i as usize]
+                            .open
+                            .map(|r| format!("{} (row {r})", bank_name(i, bpg)))
+                    })
+                    .collect();
+                if !open.is_empty() {
+                    ctx.protocol(
+                        "REFSB with open banks",
+                        format!("banks it refreshes still open: {}", open.join(", ")),
+                    );
+                }
+                sides.push(Side {
+                    all_groups: true,
+                    ..side(loc.bank, loc.group, Role::Refresh, "REFSB")
+                });
+            }
             CommandKind::Ref => {
                 let open: Vec<String> = rank
                     .banks
@@ -879,6 +1129,7 @@ impl Checker {
     /// Checks `new` against every entry in the rank's history (bank and rank rules).
     fn rank_rules(&self, ctx: &mut Ctx<'_>, ri: usize, new: &Entry, all_sides: &[Side]) {
         let p = &self.p;
+        let bpg = self.header.org.banks_per_group;
         let rank = &self.ranks[ri];
         // Sides of the new command: PREA may touch many banks, so they come from `all_sides`
         // unless this is the implied auto-precharge.
@@ -893,7 +1144,7 @@ impl Checker {
             // Same bank.
             for ps in prev.sides() {
                 for ns in new_sides.iter().chain(implied_side.iter()) {
-                    if ps.bank != ns.bank {
+                    if !ps.meets(ns, bpg) {
                         continue;
                     }
                     if let Some((key, req)) = bank_rule(p, ps.role, ns.role) {
@@ -955,7 +1206,14 @@ impl Checker {
                 let same = shares(prev, new);
                 let ccd = if same { p.ccd_l } else { p.ccd_s };
                 let (key, req, same): (String, u64, bool) = match (pc, nc) {
-                    (Col::Read, Col::Write) => ("nCL+nBL+2-nCWL".into(), p.read_to_write(), same),
+                    (Col::Read, Col::Write) => {
+                        let key = if p.rtw.is_some() {
+                            "nRTW"
+                        } else {
+                            "nCL+nBL+2-nCWL"
+                        };
+                        (key.into(), p.read_to_write(), same)
+                    }
                     (Col::Write, Col::Read) => {
                         let wtr = if same { p.wtr_l } else { p.wtr_s };
                         (format!("nCWL+nBL+{}", wtr.0), p.cwl + p.bl + wtr.1, same)
@@ -979,6 +1237,15 @@ impl Checker {
                             (ccd.0.into(), ccd.1, dst_same)
                         }
                     }
+                    // DDR5: write to write within a bank group waits tCCD_L_WR.
+                    (Col::Write, Col::Write) if same && p.grouped && p.ccd_l_wr.is_some() => {
+                        let wr = p.ccd_l_wr.unwrap_or(0);
+                        if wr >= ccd.1 {
+                            ("nCCD_L_WR".into(), wr, same)
+                        } else {
+                            (ccd.0.into(), ccd.1, same)
+                        }
+                    }
                     _ => (ccd.0.into(), ccd.1, same),
                 };
                 if short(actual, req) {
@@ -993,6 +1260,42 @@ impl Checker {
                         prev,
                     );
                 }
+            }
+            // DDR5: precharge commands on one rank at least tPPD apart.
+            let pre_cmd = |k: CommandKind| matches!(k, CommandKind::Pre | CommandKind::Prea);
+            if let Some(ppd) = p.ppd {
+                if pre_cmd(prev.kind) && pre_cmd(new.kind) && short(actual, ppd) {
+                    ctx.timing(
+                        format!("nPPD: {} -> {} same rank", prev.label(), new.label()),
+                        ppd,
+                        actual,
+                        prev,
+                    );
+                }
+            }
+            // DDR5 same-bank refresh, rank-wide: REFSB -> ACT of any bank tREFSBRD; REFSB -> REF /
+            // PREA tRFCsb; PREA -> REFSB tRP.
+            if prev.kind == CommandKind::Refsb {
+                let rfcsb = p.rfcsb.unwrap_or(0);
+                let (key, req) = match new.kind {
+                    CommandKind::Act => ("nREFSBRD", p.refsbrd),
+                    CommandKind::Ref | CommandKind::Prea => ("nRFCsb", rfcsb),
+                    _ => ("", 0),
+                };
+                if short(actual, req) {
+                    ctx.timing(
+                        format!("{key}: REFSB -> {} same rank", new.label()),
+                        req,
+                        actual,
+                        prev,
+                    );
+                }
+            }
+            if prev.kind == CommandKind::Prea
+                && new.kind == CommandKind::Refsb
+                && short(actual, p.rp)
+            {
+                ctx.timing("nRP: PREA -> REFSB same rank".into(), p.rp, actual, prev);
             }
             // PREA precharges the rank: nRP (tRPA on 8-bank DDR2) before any ACT.
             let rpa_key = if p.rpa > p.rp { "nRP+1" } else { "nRP" };
@@ -1102,36 +1405,48 @@ impl Checker {
         let refi = self.p.refi;
         let max_gap = refi.saturating_mul(REFRESH_POSTPONE_LIMIT + 1);
         let ranks_per_ch = self.header.org.ranks as usize;
+        let sb = self.saw_refsb;
+        // With same-bank refresh each bank index keeps its own interval (a REF counts for all).
+        let which = |i: usize| {
+            if sb {
+                format!(" bank index {i}")
+            } else {
+                String::new()
+            }
+        };
         for (i, r) in self.ranks.iter_mut().enumerate() {
             let (ch, rank) = (i / ranks_per_ch, i % ranks_per_ch);
-            let gap = now.saturating_sub(r.last_ref);
+            let (bi, last_ref) = r.stalest_ref();
+            let gap = now.saturating_sub(last_ref);
             if !r.gap_reported && gap > max_gap {
                 r.gap_reported = true;
+                let w = which(bi);
                 ctx.push(
                     ViolationKind::Refresh,
-                    format!("9xnREFI: REF interval (at most {REFRESH_POSTPONE_LIMIT} postponed) channel {ch} rank {rank}"),
+                    format!("9xnREFI: REF interval (at most {REFRESH_POSTPONE_LIMIT} postponed) channel {ch} rank {rank}{w}"),
                     max_gap,
-                    sep(now, r.last_ref),
+                    sep(now, last_ref),
                     None,
-                    format!("channel {ch} rank {rank}: no REF since cycle {} ({gap} cycles, at most {max_gap} allowed)", r.last_ref),
+                    format!("channel {ch} rank {rank}{w}: no REF since cycle {last_ref} ({gap} cycles, at most {max_gap} allowed)"),
                 );
             }
-            let due = r
-                .refs_done
+            let (bi, refs_done) = r.fewest_refs();
+            let due = refs_done
                 .saturating_add(REFRESH_POSTPONE_LIMIT + 1)
                 .saturating_mul(refi);
             if !r.rate_reported && now > due {
                 r.rate_reported = true;
+                let w = which(bi);
                 ctx.push(
                     ViolationKind::Refresh,
-                    format!("nREFI: average refresh rate (at most {REFRESH_POSTPONE_LIMIT} owed) channel {ch} rank {rank}"),
+                    format!("nREFI: average refresh rate (at most {REFRESH_POSTPONE_LIMIT} owed) channel {ch} rank {rank}{w}"),
                     due,
                     now.min(i64::MAX as u64) as i64,
                     None,
                     format!(
-                        "channel {ch} rank {rank}: REF number {} was due by cycle {due} ({} x nREFI), none by cycle {now}",
-                        r.refs_done + 1,
-                        r.refs_done + REFRESH_POSTPONE_LIMIT + 1
+                        "channel {ch} rank {rank}{w}: REF number {} was due by cycle {due} ({} x nREFI), none by cycle {now}",
+                        refs_done + 1,
+                        refs_done + REFRESH_POSTPONE_LIMIT + 1
                     ),
                 );
             }
@@ -1144,7 +1459,8 @@ impl Checker {
 fn bank_rule(p: &Params, prev: Role, new: Role) -> Option<(&'static str, u64)> {
     use Role::*;
     Some(match (prev, new) {
-        (Act, Read) | (Act, Write) => ("nRCD", p.rcd),
+        (Act, Read) => p.rcd_rd,
+        (Act, Write) => p.rcd_wr,
         (Act, Pre) => ("nRAS", p.ras),
         (Act, Act) => ("nRC", p.rc),
         (Pre, Act) => ("nRP", p.rp),
@@ -1153,6 +1469,11 @@ fn bank_rule(p: &Params, prev: Role, new: Role) -> Option<(&'static str, u64)> {
         // RowClone FPM: the source row is restored before the destination wordline rises, and
         // the destination row is fully written before it is precharged (or overwritten again).
         (Act, Actc) | (Actc, Actc) | (Actc, Pre) => ("nRAS", p.ras),
+        // DDR5 same-bank refresh: the bank is closed a row cycle after its ACT and a precharge
+        // after its PRE; it takes no ACT (nor another REFSB) until tRFCsb has passed.
+        (Act, Refresh) => ("nRC", p.rc),
+        (Pre, Refresh) => ("nRP", p.rp),
+        (Refresh, Act) | (Refresh, Refresh) => ("nRFCsb", p.rfcsb.unwrap_or(0)),
         _ => return None,
     })
 }
@@ -1312,15 +1633,77 @@ pub fn check_log<R: BufRead>(mut reader: R, source: &str) -> Result<CheckReport,
     }
     let header = parse_spec_line(&buf)?;
     let mut checker = Checker::new(&header)?;
+    let mut lines: u64 = 0;
+    let mut end: Option<(usize, u64)> = None;
     while next(&mut buf, &mut lineno)? {
         let l = buf.trim();
-        if l.is_empty() || l.starts_with('#') {
+        if l.is_empty() {
+            continue;
+        }
+        if let Some((end_line, _)) = end {
+            return Err(LogError::Line {
+                line: lineno,
+                what: format!("text after the '{LOG_END}' line (line {end_line})"),
+            });
+        }
+        if let Some(rest) = l.strip_prefix(LOG_END) {
+            let n = rest.trim().parse::<u64>().map_err(|_| LogError::Line {
+                line: lineno,
+                what: format!(
+                    "'{LOG_END} N' needs a count of lines, found '{}'",
+                    rest.trim()
+                ),
+            })?;
+            end = Some((lineno, n));
+            continue;
+        }
+        if l.starts_with('#') {
+            continue;
+        }
+        lines += 1;
+        if let Some(rest) = l.strip_prefix(IDLE_REFRESH) {
+            let (channel, rank, first, count, period) = parse_idle_refresh(rest, lineno)?;
+            let _ = checker.idle_refreshes(channel, rank, first, count, period, Some(lineno));
             continue;
         }
         let rec = CommandRecord::parse_line(l, lineno)?;
         let _ = checker.check_at(&rec, Some(lineno));
     }
-    Ok(checker.finish())
+    match end {
+        None => Err(LogError::Truncated(format!(
+            "no '{LOG_END} N' line after {lines} commands: the log was cut short (a failed or interrupted run, or a partial copy)"
+        ))),
+        Some((_, n)) if n != lines => Err(LogError::Truncated(format!(
+            "the '{LOG_END}' line counts {n} commands but the log has {lines}: lines are missing or were added"
+        ))),
+        Some(_) => Ok(checker.finish()),
+    }
+}
+
+/// Parses the fields after `IDLE-REF`: channel, rank, first cycle, count, period.
+fn parse_idle_refresh(rest: &str, lineno: usize) -> Result<(u32, u32, u64, u64, u64), LogError> {
+    let err = |what: String| LogError::Line { line: lineno, what };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    if f.len() != 5 {
+        return Err(err(format!(
+            "{IDLE_REFRESH} takes 5 fields (channel rank first count period), found {}",
+            f.len()
+        )));
+    }
+    let num = |i: usize, name: &str| -> Result<u64, LogError> {
+        f[i].parse::<u64>()
+            .map_err(|_| err(format!("{name} '{}' is not a non-negative integer", f[i])))
+    };
+    let num32 = |i: usize, name: &str| -> Result<u32, LogError> {
+        u32::try_from(num(i, name)?).map_err(|_| err(format!("{name} '{}' is too large", f[i])))
+    };
+    Ok((
+        num32(0, "channel")?,
+        num32(1, "rank")?,
+        num(2, "first cycle")?,
+        num(3, "count")?,
+        num(4, "period")?,
+    ))
 }
 
 /// Checks the command log at `path` (see [`check_log`]).

@@ -28,10 +28,13 @@ pub enum CommandKind {
     /// RowClone PSM's TRANSFER: one column from the open row of a source bank to the open row of a
     /// destination bank over the chip's internal bus; no data crosses the channel.
     Tr,
+    /// DDR5 same-bank REFRESH (REFsb): refreshes the bank with the command's bank index in every
+    /// bank group of the rank; those banks must be precharged, the others keep working.
+    Refsb,
 }
 
 impl CommandKind {
-    pub const ALL: [CommandKind; 10] = [
+    pub const ALL: [CommandKind; 11] = [
         CommandKind::Act,
         CommandKind::Pre,
         CommandKind::Prea,
@@ -42,6 +45,7 @@ impl CommandKind {
         CommandKind::Ref,
         CommandKind::Actc,
         CommandKind::Tr,
+        CommandKind::Refsb,
     ];
     pub fn mnemonic(self) -> &'static str {
         match self {
@@ -55,6 +59,7 @@ impl CommandKind {
             CommandKind::Ref => "REF",
             CommandKind::Actc => "ACTC",
             CommandKind::Tr => "TR",
+            CommandKind::Refsb => "REFSB",
         }
     }
     pub fn from_mnemonic(s: &str) -> Option<CommandKind> {
@@ -69,6 +74,10 @@ impl CommandKind {
     }
     pub fn index(self) -> usize {
         self as usize
+    }
+    /// Refreshes (REF, REFSB).
+    pub fn is_refresh(self) -> bool {
+        matches!(self, CommandKind::Ref | CommandKind::Refsb)
     }
 }
 
@@ -106,9 +115,24 @@ pub struct TransferDst {
 
 /// The first line of a command log: identifies the format and carries the resolved DRAM spec
 /// (organisation and every timing parameter), so that a log can be checked on its own.
-pub const LOG_MAGIC: &str = "# movelab-command-log v1";
+pub const LOG_MAGIC: &str = "# movelab-command-log v2";
 
 impl CommandRecord {
+    /// An all-bank REF of `rank` at `cycle`.
+    pub fn refresh(cycle: u64, channel: u32, rank: u32) -> CommandRecord {
+        CommandRecord {
+            cycle,
+            kind: CommandKind::Ref,
+            channel,
+            rank,
+            bank_group: 0,
+            bank: 0,
+            row: 0,
+            column: 0,
+            dst: None,
+        }
+    }
+
     /// One log line: `cycle CMD channel rank bank_group bank row column [dst_bg dst_bank dst_row dst_col]`.
     pub fn to_line(&self) -> String {
         let mut s = format!(
@@ -194,7 +218,25 @@ pub struct LogHeader {
 /// Receives every command a controller issues, in issue order.
 pub trait CommandSink {
     fn record(&mut self, r: &CommandRecord);
+
+    /// `count` all-bank REFs of one rank, the first at cycle `first` and then every `period`
+    /// cycles, issued while the controller was idle and accounted for without being simulated
+    /// one by one (see `Controller::skip_idle_refreshes`). By default they are recorded one by
+    /// one; the log writer writes them as one [`IDLE_REFRESH`] line.
+    fn idle_refreshes(&mut self, channel: u32, rank: u32, first: u64, count: u64, period: u64) {
+        for i in 0..count {
+            self.record(&CommandRecord::refresh(first + i * period, channel, rank));
+        }
+    }
 }
+
+/// The keyword of a log line that stands for periodic REFs of an idle rank:
+/// `IDLE-REF channel rank first count period`.
+pub const IDLE_REFRESH: &str = "IDLE-REF";
+
+/// The prefix of a command log's last line, `# end N` (N: the command and IDLE-REF lines before
+/// it). A log without it, or whose count disagrees, was cut short.
+pub const LOG_END: &str = "# end";
 
 impl CommandSink for Vec<CommandRecord> {
     fn record(&mut self, r: &CommandRecord) {
@@ -206,6 +248,7 @@ impl CommandSink for Vec<CommandRecord> {
 /// [`LOG_MAGIC`] line and the `# spec` header line.
 pub struct LogWriter<W: std::io::Write> {
     out: W,
+    lines: u64,
     error: Option<std::io::Error>,
 }
 
@@ -214,24 +257,40 @@ impl<W: std::io::Write> LogWriter<W> {
         writeln!(out, "{LOG_MAGIC}")?;
         let json = serde_json::to_string(header).map_err(std::io::Error::other)?;
         writeln!(out, "# spec {json}")?;
-        Ok(LogWriter { out, error: None })
+        Ok(LogWriter {
+            out,
+            lines: 0,
+            error: None,
+        })
     }
-    /// Flushes and reports the first write error, if any happened.
+    /// Writes the `# end` line, flushes, and reports the first write error, if any happened.
+    /// A log that was not finished (a failed or interrupted run) has no end line, and the
+    /// checker refuses it as cut short.
     pub fn finish(mut self) -> std::io::Result<W> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
+        writeln!(self.out, "{LOG_END} {}", self.lines)?;
         self.out.flush()?;
         Ok(self.out)
+    }
+    fn line(&mut self, text: std::fmt::Arguments<'_>) {
+        if self.error.is_none() {
+            match self.out.write_fmt(text) {
+                Ok(()) => self.lines += 1,
+                Err(e) => self.error = Some(e),
+            }
+        }
     }
 }
 
 impl<W: std::io::Write> CommandSink for LogWriter<W> {
     fn record(&mut self, r: &CommandRecord) {
-        if self.error.is_none() {
-            if let Err(e) = writeln!(self.out, "{}", r.to_line()) {
-                self.error = Some(e);
-            }
-        }
+        self.line(format_args!("{}\n", r.to_line()));
+    }
+    fn idle_refreshes(&mut self, channel: u32, rank: u32, first: u64, count: u64, period: u64) {
+        self.line(format_args!(
+            "{IDLE_REFRESH} {channel} {rank} {first} {count} {period}\n"
+        ));
     }
 }

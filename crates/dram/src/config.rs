@@ -31,6 +31,22 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "zhao-ddr2-400",
         include_str!("../../../presets/configs/zhao-ddr2-400.toml"),
     ),
+    (
+        "ddr5-3200an",
+        include_str!("../../../presets/configs/ddr5-3200an.toml"),
+    ),
+    (
+        "rowclone-ddr5-4800b",
+        include_str!("../../../presets/configs/rowclone-ddr5-4800b.toml"),
+    ),
+    (
+        "hbm2-2000",
+        include_str!("../../../presets/configs/hbm2-2000.toml"),
+    ),
+    (
+        "ddr5-4800b-sb",
+        include_str!("../../../presets/configs/ddr5-4800b-sb.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.
@@ -116,7 +132,8 @@ pub struct ControllerConfig {
     pub write_high_watermark: f64,
     /// Leave write-drain mode when the write queue falls below this fraction (and reads wait).
     pub write_low_watermark: f64,
-    /// Refresh: "all-bank" (REF per rank every nREFI) or "none".
+    /// Refresh: "all-bank" (REF per rank every nREFI), "same-bank" (DDR5 REFSB: one bank index
+    /// of every group at a time, each refreshed once per nREFI) or "none".
     pub refresh: String,
     /// Address mapper: "RoBaRaCoCh", "ChRaBaRoCo" or "line-interleave" (see docs/dram.md).
     pub mapper: String,
@@ -169,6 +186,9 @@ pub struct EnergyConfig {
     /// Energy of moving one bit over the memory channel (DRAM I/O drivers plus termination), pJ.
     /// Default: see docs/dram.md, "Energy".
     pub io_pj_per_bit: f64,
+    /// DRAMPower's bank-wise factor rho in [0, 1]: how much of the all-banks-open background
+    /// (IDD3N - IDD2N) one open bank already draws. 1 (the default) gives the classic IDD model.
+    pub bank_rho: f64,
 }
 
 /// The largest request queue a controller may have.
@@ -177,6 +197,43 @@ pub const MAX_QUEUE: usize = 1 << 16;
 /// The largest timing value an override may set (about a second at DDR speeds): larger ones can
 /// only be typing errors, and they would overflow cycle arithmetic.
 pub const MAX_TIMING_CLOCKS: u64 = 1 << 32;
+
+/// The largest organisation a config may describe, each a bound a real system stays within (with
+/// room to spare), so that a typo cannot make the simulator allocate state for millions of banks.
+/// (key, largest value, what the bound stands for).
+pub const ORG_LIMITS: &[(&str, u32, &str)] = &[
+    (
+        "dram.channels",
+        256,
+        "HBM3 on eight stacks has 8 x 32 pseudo-channels",
+    ),
+    ("dram.ranks", 16, "two 8-rank LRDIMMs on a channel"),
+    ("dram.org.bank_groups", 16, "DDR5 has 8 bank groups"),
+    (
+        "dram.org.banks",
+        128,
+        "banks per rank: DDR5 and HBM3 have 32 to 64",
+    ),
+    (
+        "dram.org.rows",
+        1 << 20,
+        "rows per bank: a 64 Gb DDR5 die has 2^17",
+    ),
+    (
+        "dram.org.columns",
+        1 << 16,
+        "columns per row: parts have 2^10 to 2^11",
+    ),
+];
+
+/// The most banks one simulation may model in all (channels x ranks x banks per rank).
+pub const MAX_TOTAL_BANKS: u64 = 1 << 16;
+
+/// Timing parameters that no physical device can have at zero (the array needs time to sense,
+/// restore, precharge and refresh; a burst takes time); checked when the standard defines them.
+pub const POSITIVE_TIMINGS: &[&str] = &[
+    "tCK_ps", "nBL", "nREFI", "nRFC", "nCL", "nCWL", "nRCD", "nRP", "nRAS", "nRC", "nWR", "nRTP",
+];
 
 /// Default channel energy per bit, pJ. Fitted once to the RowClone paper's Table 3 (Seshadri et al.,
 /// MICRO 2013): its baseline 4 KB copy costs 3.6 uJ of DRAM-plus-channel energy, of which this
@@ -189,6 +246,7 @@ impl Default for EnergyConfig {
     fn default() -> Self {
         EnergyConfig {
             io_pj_per_bit: DEFAULT_IO_PJ_PER_BIT,
+            bank_rho: 1.0,
         }
     }
 }
@@ -392,6 +450,9 @@ impl Config {
             "nREFI".into(),
             ((part.trefi_ns * 1000.0) / tck as f64).floor() as u64,
         );
+        if let Some(ns) = part.trfcsb_ns {
+            timing.insert("nRFCsb".into(), ((ns * 1000.0) / tck as f64).ceil() as u64);
+        }
         for (k, v) in &d.timing {
             if !timing.contains_key(k) {
                 return Err(ConfigError::invalid(
@@ -412,19 +473,52 @@ impl Config {
             }
             timing.insert(k.clone(), *v);
         }
-        for must_be_positive in ["tCK_ps", "nBL", "nREFI"] {
-            if timing.get(must_be_positive) == Some(&0) {
+        for must_be_positive in POSITIVE_TIMINGS {
+            if timing.get(*must_be_positive) == Some(&0) {
                 return Err(ConfigError::invalid(
                     src,
                     format!("dram.timing.{must_be_positive}"),
-                    "must be positive",
+                    "must be positive: no DRAM device has this timing at zero",
                 ));
             }
         }
         let h = &std_file.standard;
         let o = &d.org;
-        let bank_groups = o.bank_groups.unwrap_or(h.bank_groups);
+        let bank_groups = o
+            .bank_groups
+            .unwrap_or(part.bank_groups.unwrap_or(h.bank_groups));
         let banks = o.banks.unwrap_or(part.banks);
+        let rows = o.rows.unwrap_or(part.rows);
+        let columns = o.columns.unwrap_or(part.columns);
+        for (key, v) in [
+            ("dram.channels", d.channels),
+            ("dram.ranks", d.ranks),
+            ("dram.org.bank_groups", bank_groups),
+            ("dram.org.banks", banks),
+            ("dram.org.rows", rows),
+            ("dram.org.columns", columns),
+        ] {
+            if let Some((_, max, why)) = ORG_LIMITS.iter().find(|(k, _, _)| *k == key) {
+                if v > *max {
+                    return Err(ConfigError::invalid(
+                        src,
+                        key,
+                        format!("{v} is more than any real system has (at most {max}: {why})"),
+                    ));
+                }
+            }
+        }
+        let total_banks = u64::from(d.channels) * u64::from(d.ranks) * u64::from(banks);
+        if total_banks > MAX_TOTAL_BANKS {
+            return Err(ConfigError::invalid(
+                src,
+                "dram.channels",
+                format!(
+                    "{} channels x {} ranks x {banks} banks = {total_banks} banks in all; at most {MAX_TOTAL_BANKS} can be simulated",
+                    d.channels, d.ranks
+                ),
+            ));
+        }
         if bank_groups == 0 || banks == 0 || !banks.is_multiple_of(bank_groups) {
             return Err(ConfigError::invalid(
                 src,
@@ -437,8 +531,8 @@ impl Config {
             ranks: d.ranks,
             bank_groups,
             banks_per_group: banks / bank_groups,
-            rows: o.rows.unwrap_or(part.rows),
-            columns: o.columns.unwrap_or(part.columns),
+            rows,
+            columns,
             subarray_rows: o.subarray_rows.unwrap_or(h.subarray_rows),
             device_width: part.device_width,
             bus_width: h.bus_width,
@@ -480,7 +574,8 @@ impl Config {
                 ),
             ));
         }
-        let mut currents = part.currents.clone();
+        let energy_available = part.currents.is_some() || !d.currents.is_empty();
+        let mut currents = part.currents.clone().unwrap_or_default();
         {
             let mut cv = toml::Value::try_from(&currents)
                 .map_err(|e| ConfigError::invalid(src, "dram.currents", e.to_string()))?;
@@ -508,7 +603,17 @@ impl Config {
                 ConfigError::invalid(src, "dram.currents", e.to_string())
             })?;
         }
-        if self.controller.refresh == "all-bank" {
+        if self.controller.refresh == "same-bank" && !timing.contains_key("nRFCsb") {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.refresh",
+                format!(
+                    "\"same-bank\" refresh needs a part with tRFCsb ({} has none; DDR5 parts do)",
+                    d.part
+                ),
+            ));
+        }
+        if self.controller.refresh != "none" {
             // One refresh and one complete access must fit in a refresh interval, or the rank
             // spends all its time refreshing and requests starve.
             let t = |k: &str| timing.get(k).copied().unwrap_or(0);
@@ -566,6 +671,7 @@ impl Config {
             rules,
             windows,
             currents,
+            energy_available,
         })
     }
 
@@ -588,14 +694,18 @@ impl Config {
             crate::scheduler::SCHEDULERS,
         )?;
         one_of("controller.row_policy", &c.row_policy, &["open", "closed"])?;
-        one_of("controller.refresh", &c.refresh, &["all-bank", "none"])?;
+        one_of(
+            "controller.refresh",
+            &c.refresh,
+            &["all-bank", "same-bank", "none"],
+        )?;
         one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
         one_of("controller.bulk", &c.bulk, &["baseline", "rowclone"])?;
-        if c.bulk_buffer_lines == 0 {
+        if c.bulk_buffer_lines == 0 || c.bulk_buffer_lines > MAX_QUEUE {
             return Err(ConfigError::invalid(
                 src,
                 "controller.bulk_buffer_lines",
-                "must be at least 1",
+                format!("{}: must be between 1 and {MAX_QUEUE}", c.bulk_buffer_lines),
             ));
         }
         if !(0.0..=1.0).contains(&c.engine_share) {
@@ -628,6 +738,13 @@ impl Config {
                 src,
                 key,
                 format!("need 0 <= low ({lo}) < high ({hi}) <= 1"),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.energy.bank_rho) {
+            return Err(ConfigError::invalid(
+                src,
+                "energy.bank_rho",
+                format!("{} is not a fraction between 0 and 1", self.energy.bank_rho),
             ));
         }
         if !self.energy.io_pj_per_bit.is_finite() || self.energy.io_pj_per_bit < 0.0 {

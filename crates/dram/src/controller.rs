@@ -7,12 +7,12 @@
 use crate::command::{CommandKind, CommandRecord, CommandSink, TransferDst};
 use crate::config::ControllerConfig;
 use crate::device::{BankId, ChannelDevices};
+use crate::job_queue::JobQueue;
 use crate::mapper::Location;
 use crate::request::Op;
 use crate::scheduler::{self, AnyScheduler, Candidate};
 use crate::spec::DramSpec;
 use crate::stats::{Histogram, RowStats};
-use std::collections::VecDeque;
 
 /// Who a queued request or a finished piece of work belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,12 +80,6 @@ impl Job {
         match &self.kind {
             JobKind::Fpm { bank, .. } => [Some(bank.flat), None],
             JobKind::Psm { src, dst, .. } => [Some(src.flat), Some(dst.flat)],
-        }
-    }
-    fn rank(&self) -> u32 {
-        match &self.kind {
-            JobKind::Fpm { bank, .. } => bank.rank,
-            JobKind::Psm { src, .. } => src.rank,
         }
     }
 }
@@ -166,7 +160,7 @@ enum Who {
 /// Per-channel counters, merged into [`crate::stats::Stats`] at the end.
 #[derive(Debug, Clone, Default)]
 pub struct ChannelCounters {
-    pub commands: [u64; 10],
+    pub commands: [u64; CommandKind::ALL.len()],
     /// Banks closed by PREA (each counts as a precharge for energy).
     pub banks_closed_by_prea: u64,
     pub reads: u64,
@@ -184,6 +178,8 @@ pub struct Controller {
     closed_row: bool,
     keep_activated: bool,
     refresh: bool,
+    /// Same-bank refresh (REFSB) instead of all-bank REF.
+    same_bank: bool,
     n_cl: u64,
     n_bl: u64,
     n_cwl: u64,
@@ -207,8 +203,17 @@ pub struct Controller {
     write_mode: bool,
     refresh_due: Vec<u64>,
     refresh_pending: Vec<bool>,
+    /// Per rank, the cycles of its last two REFs and how late each was after its due cycle; and
+    /// the cycle of the last command that was not a refresh's (see
+    /// [`Controller::skip_idle_refreshes`]).
+    last_ref: Vec<[u64; 2]>,
+    ref_late: Vec<[u64; 2]>,
+    last_work: u64,
+    /// Same-bank refresh: per rank, the bank index refreshed next and the REFSBs issued so far.
+    sb_next: Vec<u32>,
+    sb_done: Vec<u64>,
     jobs: Vec<(u64, Job)>,
-    waiting_jobs: VecDeque<(u64, Job)>,
+    waiting_jobs: JobQueue<Job>,
     next_cmd_cycle: u64,
     /// The scheduler's view of each bank, by flat index (one record, so a pass over the banks
     /// touches one array).
@@ -267,7 +272,8 @@ impl Controller {
             sched,
             closed_row: cfg.row_policy == "closed",
             keep_activated: cfg.keep_activated_rows,
-            refresh: cfg.refresh == "all-bank",
+            refresh: cfg.refresh != "none",
+            same_bank: cfg.refresh == "same-bank",
             n_cl: spec.t("nCL"),
             n_bl: spec.t("nBL"),
             n_cwl: spec.t("nCWL"),
@@ -285,10 +291,22 @@ impl Controller {
             wr_hi_n: (cfg.write_high_watermark * cfg.write_queue as f64).floor() as usize,
             wr_lo_n: (cfg.write_low_watermark * cfg.write_queue as f64).ceil() as usize,
             write_mode: false,
-            refresh_due: vec![n_refi; ranks],
+            refresh_due: vec![
+                if cfg.refresh == "same-bank" {
+                    (n_refi / u64::from(spec.org.banks_per_group)).max(1)
+                } else {
+                    n_refi
+                };
+                ranks
+            ],
             refresh_pending: vec![false; ranks],
+            last_ref: vec![[0; 2]; ranks],
+            ref_late: vec![[0; 2]; ranks],
+            last_work: 0,
+            sb_next: vec![0; ranks],
+            sb_done: vec![0; ranks],
             jobs: Vec::new(),
-            waiting_jobs: VecDeque::new(),
+            waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
             slots,
             bypass: cfg.cpu_bypass,
@@ -409,7 +427,7 @@ impl Controller {
     /// Queues an in-DRAM bulk job; it starts when its banks are free.
     pub fn submit_job(&mut self, seq: u64, job: Job) {
         self.wake = 0;
-        self.waiting_jobs.push_back((seq, job));
+        self.waiting_jobs.push_back(seq, job.banks(), job);
     }
 
     /// Nothing queued, running or waiting.
@@ -418,24 +436,21 @@ impl Controller {
     }
 
     fn start_jobs(&mut self) {
-        let mut i = 0;
-        while i < self.waiting_jobs.len() {
-            let free = self.waiting_jobs[i]
-                .1
-                .banks()
-                .iter()
-                .flatten()
-                .all(|b| !self.slots[*b as usize].owned);
-            if free {
-                if let Some((seq, job)) = self.waiting_jobs.remove(i) {
-                    for b in job.banks().iter().flatten() {
-                        self.slots[*b as usize].owned = true;
-                    }
-                    self.jobs.push((seq, job));
-                }
-            } else {
-                i += 1;
+        if !self.waiting_jobs.take_dirty() {
+            return;
+        }
+        loop {
+            let slots = &self.slots;
+            let Some((seq, banks, job)) = self
+                .waiting_jobs
+                .take_first_startable(|b| !slots[b as usize].owned)
+            else {
+                break;
+            };
+            for b in banks.iter().flatten() {
+                self.slots[*b as usize].owned = true;
             }
+            self.jobs.push((seq, job));
         }
     }
 
@@ -720,19 +735,14 @@ impl Controller {
                         continue;
                     }
                 }
-                let b0 = self.dev.bank_id(r as u32, 0, 0);
-                let kind = if self.dev.any_open(r as u32) {
-                    CommandKind::Prea
-                } else {
-                    CommandKind::Ref
-                };
+                let (kind, b0, row) = self.refresh_command(r as u32);
                 let at = self.dev.earliest(kind, b0, None);
                 if at <= now {
                     self.issue(
                         Pending {
                             kind,
                             bank: b0,
-                            row: 0,
+                            row,
                             col: 0,
                             dst: None,
                             source: Source::Refresh,
@@ -740,9 +750,17 @@ impl Controller {
                         now,
                         &mut log,
                     );
-                    if kind == CommandKind::Ref {
+                    if kind.is_refresh() {
                         self.refresh_pending[r] = false;
-                        self.refresh_due[r] += self.n_refi;
+                        if self.same_bank {
+                            // Every bank index once per nREFI, evenly spread.
+                            let bpg = u64::from(self.dev.banks_per_group());
+                            self.sb_done[r] += 1;
+                            self.sb_next[r] = (self.sb_next[r] + 1) % bpg as u32;
+                            self.refresh_due[r] = (self.sb_done[r] + 1) * self.n_refi / bpg;
+                        } else {
+                            self.refresh_due[r] += self.n_refi;
+                        }
                     }
                     return now + 1;
                 }
@@ -776,7 +794,12 @@ impl Controller {
         };
         for ji in 0..self.jobs.len() {
             let (seq, ref job) = self.jobs[ji];
-            if self.refresh_pending[job.rank() as usize] {
+            if job
+                .banks()
+                .iter()
+                .flatten()
+                .any(|&f| self.refresh_blocks(self.dev.bank_from_flat(f)))
+            {
                 continue;
             }
             if let Some(p) = self.job_next(ji) {
@@ -811,8 +834,8 @@ impl Controller {
                 continue;
             };
             let bank = self.slots[flat].id;
-            if self.refresh_pending[bank.rank as usize] {
-                // Re-examined when the REF issues (it marks the rank's banks dirty).
+            if self.refresh_blocks(bank) {
+                // Re-examined when the REF issues (it marks the banks it refreshed dirty).
                 self.slots[flat].ready = u64::MAX;
                 continue;
             }
@@ -865,6 +888,35 @@ impl Controller {
         }
     }
 
+    /// Whether a refresh that is due keeps bank `b` from taking other commands: every bank of
+    /// the rank for all-bank refresh, the banks of the bank index being refreshed for same-bank.
+    #[inline]
+    fn refresh_blocks(&self, b: BankId) -> bool {
+        self.refresh_pending[b.rank as usize]
+            && (!self.same_bank || b.bank == self.sb_next[b.rank as usize])
+    }
+
+    /// The next command a due refresh of rank `r` needs: (kind, bank, row). All-bank: PREA while
+    /// any bank is open, then REF. Same-bank: PRE each open bank of the bank index, then REFSB.
+    fn refresh_command(&self, r: u32) -> (CommandKind, BankId, u32) {
+        if self.same_bank {
+            let i = self.sb_next[r as usize];
+            for g in 0..self.dev.bank_groups() {
+                let b = self.dev.bank_id(r, g, i);
+                if let Some(row) = self.dev.open_row(b) {
+                    return (CommandKind::Pre, b, row);
+                }
+            }
+            return (CommandKind::Refsb, self.dev.bank_id(r, 0, i), 0);
+        }
+        let b0 = self.dev.bank_id(r, 0, 0);
+        if self.dev.any_open(r) {
+            (CommandKind::Prea, b0, 0)
+        } else {
+            (CommandKind::Ref, b0, 0)
+        }
+    }
+
     fn issue<'s>(&mut self, p: Pending, now: u64, log: &mut Option<&mut (dyn CommandSink + 's)>) {
         let kind = p.kind;
         if kind == CommandKind::Prea {
@@ -884,6 +936,14 @@ impl Controller {
         if let Some((d, _, _)) = p.dst {
             self.slots[d.flat as usize].dirty = true;
         }
+        if kind == CommandKind::Refsb {
+            for g in 0..self.dev.bank_groups() {
+                let f = self.dev.bank_id(p.bank.rank, g, p.bank.bank).flat;
+                let slot = &mut self.slots[f as usize];
+                slot.dirty = true;
+                slot.activated = None;
+            }
+        }
         if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
             let per_rank = self.dev.banks_per_rank();
             for f in p.bank.rank * per_rank..(p.bank.rank + 1) * per_rank {
@@ -893,6 +953,16 @@ impl Controller {
             }
         }
         self.counters.commands[kind.index()] += 1;
+        match (p.source, kind) {
+            (Source::Refresh, CommandKind::Ref) => {
+                let r = p.bank.rank as usize;
+                let late = now.saturating_sub(self.refresh_due[r]);
+                self.last_ref[r] = [self.last_ref[r][1], now];
+                self.ref_late[r] = [self.ref_late[r][1], late];
+            }
+            (Source::Refresh, _) => {}
+            _ => self.last_work = now,
+        }
         self.next_cmd_cycle = now + 1;
         if let Some(sink) = log.as_deref_mut() {
             sink.record(&CommandRecord {
@@ -902,7 +972,10 @@ impl Controller {
                 rank: p.bank.rank,
                 bank_group: p.bank.bank_group,
                 bank: p.bank.bank,
-                row: if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
+                row: if matches!(
+                    kind,
+                    CommandKind::Prea | CommandKind::Ref | CommandKind::Refsb
+                ) {
                     0
                 } else {
                     p.row
@@ -1030,15 +1103,72 @@ impl Controller {
             self.slots[*b as usize].owned = false;
             self.slots[*b as usize].dirty = true;
         }
+        self.waiting_jobs.mark_dirty();
         self.counters.last_done = self.counters.last_done.max(t);
         match job.then {
-            Some(next) => self.waiting_jobs.push_front((seq, *next)),
+            Some(next) => self.waiting_jobs.push_front(seq, next.banks(), *next),
             None => self.done.push(Done {
                 time: t,
                 tag: Tag::BulkJob { op: job.op },
                 op: Op::Write,
             }),
         }
+    }
+
+    /// Accounts for the refreshes of an idle gap without visiting them: with nothing queued and
+    /// every bank precharged, refresh is periodic (once a rank's last two REFs both came after
+    /// the last other command, equally late after their due cycles, every later one issues
+    /// nREFI after the one before), so the REFs falling between
+    /// now and `until` can be counted instead of simulated. A trace whose next arrival is far
+    /// away then costs nothing to run. The last refresh of each rank before `until` is left to
+    /// be simulated, so the device's timing state at `until` is exactly what a cycle-by-cycle
+    /// run would leave. Elided REFs go to the command log as one line per rank (see
+    /// [`CommandSink::idle_refreshes`]). Returns the number of REFs elided.
+    pub fn skip_idle_refreshes<'s>(
+        &mut self,
+        now: u64,
+        until: u64,
+        log: Option<&mut (dyn CommandSink + 's)>,
+    ) -> u64 {
+        // Same-bank refresh (REFSB) is due bank by bank at uneven steps: visited, not elided.
+        if !self.refresh || self.same_bank || !self.idle() {
+            return 0;
+        }
+        let refi = self.n_refi;
+        let mut k = u64::MAX;
+        for r in 0..self.refresh_due.len() {
+            // Periodic only once this rank refreshed after the last other command, with its
+            // banks closed and no refresh owed.
+            if self.refresh_pending[r]
+                || self.dev.any_open(r as u32)
+                || self.last_ref[r][0] <= self.last_work
+                || self.ref_late[r][0] != self.ref_late[r][1]
+                || self.refresh_due[r] <= now
+            {
+                return 0;
+            }
+            // Elide REFs due at due, due + refi, ... while one more still falls before `until`.
+            let room = until.saturating_sub(self.refresh_due[r]) / refi;
+            k = k.min(room.saturating_sub(1));
+        }
+        if k == 0 || k == u64::MAX {
+            return 0;
+        }
+        let mut log = log;
+        for r in 0..self.refresh_due.len() {
+            // Each REF issues as late after its due cycle as the last two did.
+            let first = self.refresh_due[r] + self.ref_late[r][1];
+            if let Some(sink) = log.as_deref_mut() {
+                sink.idle_refreshes(self.channel, r as u32, first, k, refi);
+            }
+            self.dev.periodic_refreshes(r as u32, first, k, refi);
+            let last = first + (k - 1) * refi;
+            self.last_ref[r] = [last - refi, last];
+            self.refresh_due[r] += k * refi;
+        }
+        let elided = k * self.refresh_due.len() as u64;
+        self.counters.commands[CommandKind::Ref.index()] += elided;
+        elided
     }
 
     /// Jobs whose banks a refresh closed after their last data moved are finished by it.

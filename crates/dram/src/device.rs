@@ -18,15 +18,84 @@ pub struct BankId {
     pub flat: u32,
 }
 
-/// Time-weighted state of a rank, for the background energy.
+/// Time-weighted state of a rank, for the background energy. As in DRAMPower, a bank counts as
+/// active while a row is open in it, until the auto-precharge of an RDA / WRA takes effect, and
+/// while it is being refreshed (nRFC after a REF, nRFCsb after a REFSB of its bank index).
 #[derive(Debug, Clone, Default)]
 pub struct RankActivity {
+    /// Banks open or refreshing.
     pub open_banks: u32,
     pub since: u64,
-    /// Cycles with at least one bank open.
+    /// Cycles with at least one bank active.
     pub active_cycles: u64,
-    /// Cycles with all banks precharged.
+    /// Cycles with all banks precharged and idle.
     pub precharged_cycles: u64,
+    /// The sum over banks of the cycles each was active.
+    pub bank_active_cycles: u64,
+    /// Refreshes and auto-precharges in progress: (end cycle, banks), in end order.
+    refresh_ends: VecDeque<(u64, u32)>,
+}
+
+impl RankActivity {
+    /// Adds the time since the last change to the counters.
+    fn account(&mut self, now: u64) {
+        let span = now.saturating_sub(self.since);
+        if self.open_banks == 0 {
+            self.precharged_cycles += span;
+        } else {
+            self.active_cycles += span;
+        }
+        self.bank_active_cycles += span * u64::from(self.open_banks);
+        self.since = self.since.max(now);
+    }
+
+    /// Ends the refreshes that are over by `now`, then accounts up to `now`.
+    fn advance(&mut self, now: u64) {
+        while let Some(&(end, n)) = self.refresh_ends.front() {
+            if end > now {
+                break;
+            }
+            self.account(end);
+            self.open_banks -= n;
+            self.refresh_ends.pop_front();
+        }
+        self.account(now);
+    }
+
+    /// `banks` become active at `now` for `cycles` (a refresh).
+    fn refresh(&mut self, now: u64, banks: u32, cycles: u64) {
+        self.advance(now);
+        self.open_banks += banks;
+        self.end_at(now + cycles, banks);
+    }
+
+    /// `count` refreshes of `banks` banks for `cycles` each, the first at `first` and then every
+    /// `period` cycles (longer than `cycles`), with the rank otherwise precharged: accounted in
+    /// closed form, exactly as issuing them one by one would.
+    fn periodic_refreshes(&mut self, first: u64, count: u64, period: u64, banks: u32, cycles: u64) {
+        if count == 0 {
+            return;
+        }
+        self.advance(first);
+        let gaps = count - 1;
+        let busy = gaps.saturating_mul(cycles);
+        self.active_cycles = self.active_cycles.saturating_add(busy);
+        self.precharged_cycles = self
+            .precharged_cycles
+            .saturating_add(gaps.saturating_mul(period.saturating_sub(cycles)));
+        self.bank_active_cycles = self
+            .bank_active_cycles
+            .saturating_add(busy.saturating_mul(u64::from(banks)));
+        self.since = first.saturating_add(gaps.saturating_mul(period));
+        self.open_banks += banks;
+        self.end_at(self.since.saturating_add(cycles), banks);
+    }
+
+    /// `banks` already counted active stop being active at `end`.
+    fn end_at(&mut self, end: u64, banks: u32) {
+        let at = self.refresh_ends.partition_point(|&(e, _)| e <= end);
+        self.refresh_ends.insert(at, (end, banks));
+    }
 }
 
 pub struct ChannelDevices {
@@ -49,6 +118,15 @@ pub struct ChannelDevices {
     window_hist: Vec<VecDeque<u64>>,
     open_row: Vec<Option<u32>>,
     pub activity: Vec<RankActivity>,
+    /// Refresh durations for the activity accounting (REF, REFSB).
+    n_rfc: u64,
+    n_rfcsb: u64,
+    /// When an auto-precharge takes effect: nRTP after RDA, write recovery after WRA, and not
+    /// before nRAS after the activation (per bank: the last activation's cycle).
+    n_rtp: u64,
+    n_wrec: u64,
+    n_ras: u64,
+    activated_at: Vec<u64>,
 }
 
 fn scope_index(s: Scope) -> usize {
@@ -57,6 +135,8 @@ fn scope_index(s: Scope) -> usize {
         Scope::Bankgroup => 1,
         Scope::Rank => 2,
         Scope::OtherRank => 3,
+        // Resolved into Rank and OtherRank rules by `spec::resolve_rules`.
+        Scope::Channel => 2,
     }
 }
 
@@ -105,6 +185,12 @@ impl ChannelDevices {
             bank_next: vec![[0; NK]; banks],
             open_row: vec![None; banks],
             activity: vec![RankActivity::default(); o.ranks as usize],
+            n_rfc: spec.t("nRFC"),
+            n_rfcsb: spec.param("nRFCsb").unwrap_or(0),
+            n_rtp: spec.t("nRTP"),
+            n_wrec: spec.t("nCWL") + spec.t("nBL") + spec.t("nWR"),
+            n_ras: spec.t("nRAS"),
+            activated_at: vec![0; banks],
         }
     }
 
@@ -132,6 +218,14 @@ impl ChannelDevices {
         self.banks_per_rank
     }
 
+    pub fn banks_per_group(&self) -> u32 {
+        self.banks_per_group
+    }
+
+    pub fn bank_groups(&self) -> u32 {
+        self.groups_per_rank
+    }
+
     pub fn banks(&self) -> u32 {
         self.ranks * self.banks_per_rank
     }
@@ -141,8 +235,18 @@ impl ChannelDevices {
         self.open_row[b.flat as usize]
     }
 
+    /// Accounts for `count` all-bank REFs of an idle, precharged `rank` issued every `period`
+    /// cycles from `first`, without issuing them (see `Controller::skip_idle_refreshes`). Only the
+    /// activity accounting moves: the timing state stays that of the last REF issued, which the
+    /// caller keeps further back than any rule reaches.
+    pub fn periodic_refreshes(&mut self, rank: u32, first: u64, count: u64, period: u64) {
+        let banks = self.banks_per_rank;
+        let cycles = self.n_rfc;
+        self.activity[rank as usize].periodic_refreshes(first, count, period, banks, cycles);
+    }
+
     pub fn any_open(&self, rank: u32) -> bool {
-        self.activity[rank as usize].open_banks > 0
+        self.rows_open(rank)
     }
 
     #[inline]
@@ -151,7 +255,8 @@ impl ChannelDevices {
     }
 
     /// The earliest cycle at which `kind` may issue to bank `b` (for rank-level commands, PREA
-    /// and REF, any bank of the rank). For TR, `b` is the source and `dst` the destination.
+    /// and REF, any bank of the rank; for REFSB, bank `b.bank` of every group). For TR, `b` is the
+    /// source and `dst` the destination.
     #[inline]
     pub fn earliest(&self, kind: CommandKind, b: BankId, dst: Option<BankId>) -> u64 {
         let k = kind.index();
@@ -162,6 +267,14 @@ impl ChannelDevices {
                 let mut t = r[k];
                 for i in base..base + self.banks_per_rank {
                     t = t.max(self.bank_next[i as usize][k]);
+                }
+                t
+            }
+            CommandKind::Refsb => {
+                // Bank-scoped rules apply at every bank it refreshes.
+                let mut t = r[k];
+                for g in 0..self.groups_per_rank {
+                    t = t.max(self.bank_next[self.bank_id(b.rank, g, b.bank).flat as usize][k]);
                 }
                 t
             }
@@ -183,7 +296,7 @@ impl ChannelDevices {
     pub fn earliest_at_bank(&self, kind: CommandKind, b: BankId) -> u64 {
         debug_assert!(!matches!(
             kind,
-            CommandKind::Prea | CommandKind::Ref | CommandKind::Tr
+            CommandKind::Prea | CommandKind::Ref | CommandKind::Tr | CommandKind::Refsb
         ));
         let k = kind.index();
         self.rank_next[b.rank as usize][k]
@@ -230,34 +343,30 @@ impl ChannelDevices {
     fn set_open(&mut self, b: BankId, row: Option<u32>, now: u64) {
         let was = self.open_row[b.flat as usize].is_some();
         self.open_row[b.flat as usize] = row;
+        if was == row.is_some() {
+            return;
+        }
         let a = &mut self.activity[b.rank as usize];
-        let before = a.open_banks;
-        match (was, row.is_some()) {
-            (false, true) => a.open_banks += 1,
-            (true, false) => a.open_banks -= 1,
-            _ => {}
+        a.advance(now);
+        if was {
+            a.open_banks -= 1;
+        } else {
+            a.open_banks += 1;
         }
-        if (before == 0) != (a.open_banks == 0) {
-            let span = now.saturating_sub(a.since);
-            if before == 0 {
-                a.precharged_cycles += span;
-            } else {
-                a.active_cycles += span;
-            }
-            a.since = now;
-        }
+    }
+
+    /// Whether any bank of `rank` has a row open.
+    fn rows_open(&self, rank: u32) -> bool {
+        let base = (rank * self.banks_per_rank) as usize;
+        self.open_row[base..base + self.banks_per_rank as usize]
+            .iter()
+            .any(|r| r.is_some())
     }
 
     /// Closes the activity accounting at `now` (end of simulation).
     pub fn settle_activity(&mut self, now: u64) {
         for a in &mut self.activity {
-            let span = now.saturating_sub(a.since);
-            if a.open_banks == 0 {
-                a.precharged_cycles += span;
-            } else {
-                a.active_cycles += span;
-            }
-            a.since = now;
+            a.advance(now);
         }
     }
 
@@ -288,7 +397,28 @@ impl ChannelDevices {
                 self.apply_rules(TK_TRD, d, now);
                 return;
             }
+            CommandKind::Refsb => {
+                let g = self.groups_per_rank;
+                self.activity[b.rank as usize].refresh(now, g, self.n_rfcsb);
+                // Rank-scoped rules once; bank-scoped ones at each refreshed bank.
+                self.apply_rules(k, b, now);
+                for g in 0..self.groups_per_rank {
+                    let bi = self.bank_id(b.rank, g, b.bank);
+                    if bi.flat != b.flat && self.has[0][k] {
+                        Self::raise(
+                            &mut self.bank_next[bi.flat as usize],
+                            &self.dense[0][k],
+                            now,
+                        );
+                    }
+                }
+                return;
+            }
             CommandKind::Prea | CommandKind::Ref => {
+                if kind == CommandKind::Ref {
+                    let n = self.banks_per_rank;
+                    self.activity[b.rank as usize].refresh(now, n, self.n_rfc);
+                }
                 self.apply_rules(k, b, now);
                 if kind == CommandKind::Prea {
                     let base = b.rank * self.banks_per_rank;
@@ -326,8 +456,25 @@ impl ChannelDevices {
             }
         }
         match kind {
-            CommandKind::Act | CommandKind::Actc => self.set_open(b, Some(row), now),
-            CommandKind::Pre | CommandKind::Rda | CommandKind::Wra => self.set_open(b, None, now),
+            CommandKind::Act | CommandKind::Actc => {
+                self.activated_at[b.flat as usize] = now;
+                self.set_open(b, Some(row), now)
+            }
+            CommandKind::Pre => self.set_open(b, None, now),
+            CommandKind::Rda | CommandKind::Wra => {
+                // The row closes now for scheduling; the bank stays active (background energy)
+                // until the auto-precharge takes effect.
+                let after = if kind == CommandKind::Rda {
+                    self.n_rtp
+                } else {
+                    self.n_wrec
+                };
+                let at = (now + after).max(self.activated_at[b.flat as usize] + self.n_ras);
+                self.open_row[b.flat as usize] = None;
+                let a = &mut self.activity[b.rank as usize];
+                a.advance(now);
+                a.end_at(at, 1);
+            }
             _ => {}
         }
     }

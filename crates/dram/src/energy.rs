@@ -1,48 +1,182 @@
-//! The command-level energy model: per-command energies from datasheet IDD currents (the standard
-//! IDD-based formulas DRAMPower popularised; see dram-facts.md), background energy from the time
-//! each rank spent with a bank open or all banks precharged, and an explicit per-bit energy for
-//! data crossing the memory channel (what in-DRAM copy saves).
+//! The command-level energy model, in DRAMPower's structure (Jung et al.; DRAMPower 5/6's DDR4/DDR5
+//! core model, formulas written here from the published equations): per-command energies from
+//! datasheet currents, a bank-wise background model, each supply domain (VDD, and VPP where the
+//! part has one) evaluated with the same formulas and its own currents, plus an explicit per-bit
+//! energy for data crossing the memory channel (what in-DRAM copy saves).
+//!
+//! Per device and supply V, with B banks, BG bank groups, bank-wise factor rho (1 by default:
+//! then every formula is the classic IDD one):
+//!
+//! - I_rho = rho (I3N - I2N) + I2N; I_1 = (I3N + (B - 1) I_rho) / B (one bank open);
+//!   I_theta = (I0 (tRP + tRAS) - Ibeta tRP) / tRAS with Ibeta = I0; I_BG = I_rho + (I_1 - I_rho) BG
+//! - ACT (and RowClone's ACTC): V (I_theta - I_1) tRAS; PRE per closed bank (PRE, PREA, RDA, WRA):
+//!   V (Ibeta - I2N) tRP; RD / WR burst: V (I4R / I4W - I3N) nBL tCK; a TR: one of each
+//! - REF: V (I5B - I3N) tRFC; REFSB: V (I5C - I_BG) tRFCsb
+//! - background: V (I_rho x cycles any bank is active + (I_1 - I_rho) x the banks' active cycles
+//!   + I2N x cycles all are precharged) tCK, a bank being active while open or refreshing.
+//!
+//! The activate term goes negative when I_1 exceeds IDD0, as with the DDR5 current sets we have
+//! (IDD3N has every bank open), and so does REFsb's when IDD5C is below I_BG: any such term is
+//! charged against precharged standby instead, V (I - I2N) t, and never below zero (docs/dram.md,
+//! "DDR5 energy"). A part without public currents has no energy at all (every figure zero, the
+//! stats say it is not available), the channel's per-bit energy included.
 //!
 //! Units: V x mA x ns = pJ. All results in nJ for the whole memory system.
 use crate::command::CommandKind;
 use crate::controller::ChannelCounters;
 use crate::device::RankActivity;
-use crate::spec::DramSpec;
+use crate::spec::{Currents, DramSpec};
 use crate::stats::EnergyBreakdown;
 
-/// Per-command energies of one rank (all its chips), in pJ.
+/// The currents of one supply domain, mA, and its voltage, V.
 #[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Domain {
+    pub v: f64,
+    pub i0: f64,
+    pub i2n: f64,
+    pub i3n: f64,
+    pub i4r: f64,
+    pub i4w: f64,
+    pub i5b: f64,
+    pub i5c: f64,
+}
+
+impl Domain {
+    /// VDD and VPP of a part (VPP's currents are zero on parts without one).
+    pub fn of(c: &Currents) -> [Domain; 2] {
+        [
+            Domain {
+                v: c.vdd,
+                i0: c.idd0,
+                i2n: c.idd2n,
+                i3n: c.idd3n,
+                i4r: c.idd4r,
+                i4w: c.idd4w,
+                i5b: c.idd5,
+                i5c: c.idd5c,
+            },
+            Domain {
+                v: c.vpp,
+                i0: c.ipp0,
+                i2n: c.ipp2n,
+                i3n: c.ipp3n,
+                i4r: c.ipp4r,
+                i4w: c.ipp4w,
+                i5b: c.ipp5,
+                i5c: c.ipp5c,
+            },
+        ]
+    }
+}
+
+/// What the per-device model needs of the timing and organisation (times in ns).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoreTiming {
+    pub tck: f64,
+    pub t_ras: f64,
+    pub t_rp: f64,
+    pub t_bl: f64,
+    pub t_rfc: f64,
+    pub t_rfcsb: f64,
+    pub banks: u32,
+    pub bank_groups: u32,
+    pub rho: f64,
+}
+
+impl CoreTiming {
+    pub fn of(spec: &DramSpec, rho: f64) -> CoreTiming {
+        let tck = spec.t("tCK_ps") as f64 / 1000.0;
+        let ns = |name: &str| spec.t(name) as f64 * tck;
+        CoreTiming {
+            tck,
+            t_ras: ns("nRAS"),
+            t_rp: ns("nRP"),
+            t_bl: ns("nBL"),
+            t_rfc: ns("nRFC"),
+            t_rfcsb: ns("nRFCsb"),
+            banks: spec.org.banks_per_rank(),
+            bank_groups: spec.org.bank_groups,
+            rho,
+        }
+    }
+}
+
+/// Per-command energies and background powers of one device (or, scaled, one rank), in pJ.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct CommandEnergy {
     pub act: f64,
     pub pre: f64,
     pub read: f64,
     pub write: f64,
     pub refresh: f64,
-    /// Background power with a bank open / all precharged, in pJ per cycle.
+    /// Same-bank refresh (REFSB).
+    pub refresh_sb: f64,
+    /// Background per cycle: while any bank is active (shared), per active bank on top of that,
+    /// and while all banks are precharged.
     pub active_bg_per_cycle: f64,
+    pub bank_bg_per_cycle: f64,
     pub precharged_bg_per_cycle: f64,
     /// Channel energy of one burst (one line) crossing the channel.
     pub io_per_burst: f64,
 }
 
 impl CommandEnergy {
-    pub fn new(spec: &DramSpec, io_pj_per_bit: f64) -> CommandEnergy {
-        let c = &spec.currents;
-        let tck_ns = spec.t("tCK_ps") as f64 / 1000.0;
-        let ns = |name: &str| spec.t(name) as f64 * tck_ns;
+    /// One device's energies from its supply domains (DRAMPower's per-domain formulas, summed).
+    pub fn device(domains: &[Domain], t: &CoreTiming) -> CommandEnergy {
+        let mut e = CommandEnergy::default();
+        let b = f64::from(t.banks.max(1));
+        let bg = f64::from(t.bank_groups.max(1));
+        for d in domains {
+            let v = d.v;
+            let i_rho = t.rho * (d.i3n - d.i2n) + d.i2n;
+            let i_1 = (d.i3n + (b - 1.0) * i_rho) / b;
+            let i_beta = d.i0;
+            let i_theta = if t.t_ras > 0.0 {
+                (d.i0 * (t.t_rp + t.t_ras) - i_beta * t.t_rp) / t.t_ras
+            } else {
+                d.i0
+            };
+            let i_bg = i_rho + (i_1 - i_rho) * bg;
+            // A command's current above the background DRAMPower subtracts; when a current set
+            // puts the command below that background (DDR5: IDD0 and IDD5C below IDD3N), above
+            // precharged standby instead, and never below zero (module docs).
+            let above = |i: f64, background: f64| {
+                if i >= background {
+                    i - background
+                } else {
+                    (i - d.i2n).max(0.0)
+                }
+            };
+            e.act += v * above(i_theta, i_1) * t.t_ras;
+            e.pre += v * (i_beta - d.i2n).max(0.0) * t.t_rp;
+            e.read += v * above(d.i4r, d.i3n) * t.t_bl;
+            e.write += v * above(d.i4w, d.i3n) * t.t_bl;
+            e.refresh += v * above(d.i5b, d.i3n) * t.t_rfc;
+            e.refresh_sb += v * above(d.i5c, i_bg) * t.t_rfcsb;
+            e.active_bg_per_cycle += v * i_rho * t.tck;
+            e.bank_bg_per_cycle += v * (i_1 - i_rho) * t.tck;
+            e.precharged_bg_per_cycle += v * d.i2n * t.tck;
+        }
+        e
+    }
+
+    /// A rank's energies (all its chips) for `spec`, with bank-wise factor `rho`.
+    pub fn new(spec: &DramSpec, io_pj_per_bit: f64, rho: f64) -> CommandEnergy {
+        if !spec.energy_available {
+            return CommandEnergy::default();
+        }
+        let d = CommandEnergy::device(&Domain::of(&spec.currents), &CoreTiming::of(spec, rho));
         let chips = spec.org.chips_per_rank() as f64;
-        let (t_ras, t_rc, t_bl, t_rfc) = (ns("nRAS"), ns("nRC"), ns("nBL"), ns("nRFC"));
-        let vpp = |a: f64, b: f64| c.vpp * (a - b).max(0.0);
         CommandEnergy {
-            act: chips * (c.vdd * (c.idd0 - c.idd3n) * t_ras + vpp(c.ipp0, c.ipp3n) * t_ras),
-            pre: chips
-                * (c.vdd * (c.idd0 - c.idd2n) * (t_rc - t_ras)
-                    + vpp(c.ipp0, c.ipp2n) * (t_rc - t_ras)),
-            read: chips * (c.vdd * (c.idd4r - c.idd3n) * t_bl + vpp(c.ipp4r, c.ipp3n) * t_bl),
-            write: chips * (c.vdd * (c.idd4w - c.idd3n) * t_bl + vpp(c.ipp4w, c.ipp3n) * t_bl),
-            refresh: chips * (c.vdd * (c.idd5 - c.idd3n) * t_rfc + vpp(c.ipp5, c.ipp3n) * t_rfc),
-            active_bg_per_cycle: chips * (c.vdd * c.idd3n + c.vpp * c.ipp3n) * tck_ns,
-            precharged_bg_per_cycle: chips * (c.vdd * c.idd2n + c.vpp * c.ipp2n) * tck_ns,
+            act: chips * d.act,
+            pre: chips * d.pre,
+            read: chips * d.read,
+            write: chips * d.write,
+            refresh: chips * d.refresh,
+            refresh_sb: chips * d.refresh_sb,
+            active_bg_per_cycle: chips * d.active_bg_per_cycle,
+            bank_bg_per_cycle: chips * d.bank_bg_per_cycle,
+            precharged_bg_per_cycle: chips * d.precharged_bg_per_cycle,
             io_per_burst: io_pj_per_bit * spec.org.line_bytes() as f64 * 8.0,
         }
     }
@@ -65,10 +199,11 @@ pub fn channel_energy(
     let reads = n(CommandKind::Rd) + n(CommandKind::Rda);
     let writes = n(CommandKind::Wr) + n(CommandKind::Wra);
     let trs = n(CommandKind::Tr);
-    let (mut act_cyc, mut pre_cyc) = (0u64, 0u64);
+    let (mut act_cyc, mut pre_cyc, mut bank_cyc) = (0u64, 0u64, 0u64);
     for a in activity {
         act_cyc += a.active_cycles;
         pre_cyc += a.precharged_cycles;
+        bank_cyc += a.bank_active_cycles;
     }
     let mut b = EnergyBreakdown {
         activate_nj: acts * e.act / 1000.0,
@@ -76,8 +211,10 @@ pub fn channel_energy(
         read_nj: reads * e.read / 1000.0,
         write_nj: writes * e.write / 1000.0,
         transfer_nj: trs * (e.read + e.write) / 1000.0,
-        refresh_nj: n(CommandKind::Ref) * e.refresh / 1000.0,
+        refresh_nj: (n(CommandKind::Ref) * e.refresh + n(CommandKind::Refsb) * e.refresh_sb)
+            / 1000.0,
         background_nj: (act_cyc as f64 * e.active_bg_per_cycle
+            + bank_cyc as f64 * e.bank_bg_per_cycle
             + pre_cyc as f64 * e.precharged_bg_per_cycle)
             / 1000.0,
         io_nj: (reads + writes) * e.io_per_burst / 1000.0,
@@ -106,3 +243,6 @@ pub fn add_energy(a: &mut EnergyBreakdown, o: &EnergyBreakdown) {
     a.io_nj += o.io_nj;
     a.total_nj += o.total_nj;
 }
+
+#[cfg(test)]
+mod tests;

@@ -58,6 +58,8 @@ pub enum LogError {
     Line { line: usize, what: String },
     #[error("command log: {0}")]
     Header(String),
+    #[error("command log: {0}")]
+    Truncated(String),
     #[error("cannot read {path}: {what}")]
     Io { path: String, what: String },
 }
@@ -73,4 +75,6 @@ pub enum Error {
     Log(#[from] LogError),
     #[error("{0}")]
     Request(String),
+    #[error("interrupted")]
+    Interrupted,
 }

@@ -251,8 +251,24 @@ impl GeneratorSpec {
 
     /// Reads a spec from a JSON object, then checks it (errors as for [`Self::from_toml_str`]).
     pub fn from_json_str(text: &str, source_name: &str) -> Result<Self, ConfigError> {
-        let spec: GeneratorSpec = serde_json::from_str(text)
-            .map_err(|e| ConfigError::invalid(source_name, "generator", e.to_string()))?;
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let spec: GeneratorSpec = serde_path_to_error::deserialize(de).map_err(|e| {
+            // Name the field at fault (`generator.count`), not a position in JSON text the user
+            // did not write.
+            let path = e.path().to_string();
+            let key = if path == "." {
+                "generator".to_string()
+            } else {
+                format!("generator.{path}")
+            };
+            let inner = e.into_inner();
+            let what = inner.to_string();
+            let what = match what.rfind(" at line ") {
+                Some(i) if inner.line() > 0 => what[..i].to_string(),
+                _ => what,
+            };
+            ConfigError::invalid(source_name, key, what)
+        })?;
         spec.check(source_name, "generator")?;
         Ok(spec)
     }
@@ -457,6 +473,30 @@ impl std::iter::FusedIterator for Generator {}
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn json_errors_name_the_field_not_a_position() {
+        for (json, key) in [
+            (
+                r#"{"kind": "strem", "count": 1}"#,
+                "t: generator.kind: unknown variant `strem`",
+            ),
+            (
+                r#"{"kind": "random", "count": -1}"#,
+                "t: generator.count: invalid value",
+            ),
+            (
+                r#"{"kind": "random", "count": 1, "colour": 2}"#,
+                "t: generator",
+            ),
+        ] {
+            let e = GeneratorSpec::from_json_str(json, "t")
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(key), "{e}");
+            assert!(!e.contains("line 1 column"), "{e}");
+        }
+    }
 
     fn addrs(g: Generator) -> Vec<u64> {
         g.map(|i| match i {

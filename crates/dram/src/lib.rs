@@ -18,6 +18,8 @@ pub mod energy;
 pub mod error;
 pub mod experiments;
 pub mod generator;
+pub mod interrupt;
+pub mod job_queue;
 pub mod mapper;
 pub mod port;
 pub mod request;

@@ -13,9 +13,15 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
     ("ddr2.toml", include_str!("../../../presets/dram/ddr2.toml")),
     ("ddr3.toml", include_str!("../../../presets/dram/ddr3.toml")),
     ("ddr4.toml", include_str!("../../../presets/dram/ddr4.toml")),
+    ("ddr5.toml", include_str!("../../../presets/dram/ddr5.toml")),
+    ("hbm2.toml", include_str!("../../../presets/dram/hbm2.toml")),
 ];
 
 /// Where two commands must meet for a rule to apply.
+///
+/// `channel` is shorthand for "the same rank and every other rank of the channel" (the command
+/// bus, e.g. DDR5's two-clock commands): it resolves into one `rank` and one `other_rank` rule.
+/// A bank-scoped rule from or to a REFSB applies at every bank the REFSB refreshes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
@@ -23,18 +29,19 @@ pub enum Scope {
     Bankgroup,
     Rank,
     OtherRank,
+    Channel,
 }
 
-/// The command names a rule may use: the ten commands plus TRS / TRD, the source and destination
+/// The command names a rule may use: the commands plus TRS / TRD, the source and destination
 /// sides of a TRANSFER in bank-scoped rules.
-pub const TIMING_KINDS: [&str; 12] = [
-    "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "TRS", "TRD",
+pub const TIMING_KINDS: [&str; 13] = [
+    "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "REFSB", "TRS", "TRD",
 ];
 /// Index of TRS / TRD in [`TIMING_KINDS`].
-pub const TK_TRS: usize = 10;
-pub const TK_TRD: usize = 11;
+pub const TK_TRS: usize = 11;
+pub const TK_TRD: usize = 12;
 /// Number of timing kinds.
-pub const NK: usize = 12;
+pub const NK: usize = 13;
 
 pub fn timing_kind_index(name: &str) -> Option<usize> {
     TIMING_KINDS.iter().position(|k| *k == name)
@@ -78,7 +85,7 @@ pub struct Window {
 }
 
 /// Device currents (mA) and supplies (V) for the IDD-based energy model.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Currents {
     pub vdd: f64,
@@ -102,6 +109,11 @@ pub struct Currents {
     pub ipp4w: f64,
     #[serde(default)]
     pub ipp5: f64,
+    /// Same-bank refresh current (DDR5 IDD5C / IPP5C), for REFSB.
+    #[serde(default)]
+    pub idd5c: f64,
+    #[serde(default)]
+    pub ipp5c: f64,
 }
 
 /// The organisation of the simulated memory system.
@@ -166,6 +178,9 @@ pub struct DramSpec {
     pub rules: Vec<Rule>,
     pub windows: Vec<Window>,
     pub currents: Currents,
+    /// Whether the part has public currents (or the config set them): without, energy is not
+    /// modelled and every energy figure is zero.
+    pub energy_available: bool,
 }
 
 impl DramSpec {
@@ -203,6 +218,9 @@ pub struct PartRow {
     pub source: String,
     pub density_gbit: u32,
     pub device_width: u32,
+    /// Bank groups of this part when it differs from the standard's (DDR5 x16: 4 instead of 8).
+    #[serde(default)]
+    pub bank_groups: Option<u32>,
     pub banks: u32,
     pub rows: u32,
     pub columns: u32,
@@ -210,7 +228,12 @@ pub struct PartRow {
     pub trfc_ns: f64,
     #[serde(rename = "tREFI_ns")]
     pub trefi_ns: f64,
-    pub currents: Currents,
+    /// Same-bank refresh cycle time (DDR5 tRFCsb), ns; gives `nRFCsb`.
+    #[serde(default, rename = "tRFCsb_ns")]
+    pub trfcsb_ns: Option<f64>,
+    /// Absent when no public source gives the part's currents: energy is then not available.
+    #[serde(default)]
+    pub currents: Option<Currents>,
 }
 
 /// One standard file: its header, speed bins (name -> params) and parts.
@@ -293,14 +316,20 @@ pub fn resolve_rules(
         let key = format!("rules[{i}]");
         let lat = eval_latency(&r.latency, params)
             .map_err(|e| ConfigError::invalid(source_name, &key, e))?;
+        let scopes = match r.scope {
+            Scope::Channel => vec![Scope::Rank, Scope::OtherRank],
+            s => vec![s],
+        };
         for f in &r.from {
             for t in &r.to {
-                rules.push(Rule {
-                    scope: r.scope,
-                    from: kind(f, &key)?,
-                    to: kind(t, &key)?,
-                    latency: lat,
-                });
+                for &scope in &scopes {
+                    rules.push(Rule {
+                        scope,
+                        from: kind(f, &key)?,
+                        to: kind(t, &key)?,
+                        latency: lat,
+                    });
+                }
             }
         }
     }

@@ -193,5 +193,7 @@ pub struct Stats {
     pub row: RowStats,
     pub commands: BTreeMap<String, u64>,
     pub energy: EnergyBreakdown,
+    /// False when the part has no public currents: `energy` is then all zero, not a measurement.
+    pub energy_available: bool,
     pub bulk: BulkStats,
 }

@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::controller::{Controller, Done, Tag};
 use crate::energy::{add_energy, channel_energy, CommandEnergy};
 use crate::error::{Error, TraceError};
+use crate::interrupt;
 use crate::mapper::{self, AddressMapper};
 use crate::request::{BulkKind, TraceItem};
 use crate::spec::DramSpec;
@@ -21,9 +22,10 @@ pub struct RunOptions<'a> {
     /// Called every `progress_every` trace items with the number consumed so far.
     pub progress: Option<&'a mut dyn FnMut(u64)>,
     pub progress_every: u64,
-    /// Visit the cycle after every issued command and re-evaluate a bank on every arrival, as
-    /// the controllers did before they learned to skip cycles in which nothing can issue. The
-    /// schedule is the same either way (tests compare the two command logs); only slower.
+    /// Visit the cycle after every issued command, re-evaluate a bank on every arrival, and
+    /// issue every refresh of an idle gap, as the controllers did before they learned to skip
+    /// cycles in which nothing can issue. The schedule is the same either way (tests compare the
+    /// two command logs, idle refreshes expanded); only slower.
     pub reference_schedule: bool,
 }
 
@@ -35,7 +37,7 @@ pub fn log_header(config: &Config, spec: &DramSpec) -> LogHeader {
         part: spec.part.clone(),
         org: spec.org.clone(),
         timing: spec.timing.clone(),
-        refresh: config.controller.refresh == "all-bank",
+        refresh: config.controller.refresh != "none",
     }
 }
 
@@ -69,8 +71,13 @@ where
     let mut end: u64 = 0;
     let mut cached_loc: Option<(u64, crate::mapper::Location)> = None;
     let progress_every = opts.progress_every.max(1);
+    let mut steps: u64 = 0;
 
     loop {
+        steps += 1;
+        if steps.is_multiple_of(interrupt::CHECK_STEPS) && interrupt::requested() {
+            return Err(Error::Interrupted);
+        }
         // 1. The frontend offers the next item, one per cycle.
         let mut blocked = false;
         if let Some(peek) = trace.peek() {
@@ -78,6 +85,10 @@ where
                 Ok(it) => *it,
                 Err(e) => return Err(Error::Trace(e.clone())),
             };
+            if let Some(a) = item.arrival() {
+                crate::trace::check_arrival(a)
+                    .map_err(|e| Error::Request(format!("trace item {}: {e}", consumed + 1)))?;
+            }
             if consumed == 0 || !matches!(item.arrival(), Some(a) if a < last_arrival) {
                 offer_at = offer_at.max(item.arrival().unwrap_or(0));
             }
@@ -232,6 +243,17 @@ where
         if !busy {
             break;
         }
+        // An idle gap before the next arrival: its refreshes are counted, not visited.
+        if !opts.reference_schedule
+            && trace.peek().is_some()
+            && offer_at > now
+            && bulk.quiet()
+            && chans.iter().all(|c| c.idle())
+        {
+            for ch in chans.iter_mut() {
+                ch.skip_idle_refreshes(now, offer_at, opts.command_log.as_deref_mut());
+            }
+        }
         if next == u64::MAX {
             // Only refresh remains scheduled and nothing else is pending: done.
             if chans.iter().all(|c| c.idle()) && bulk.quiet() && trace.peek().is_none() {
@@ -276,7 +298,7 @@ pub fn collect_stats(
     let cc = &config.controller;
     let line = org.line_bytes();
     let tck = spec.t("tCK_ps");
-    let e = CommandEnergy::new(spec, config.energy.io_pj_per_bit);
+    let e = CommandEnergy::new(spec, config.energy.io_pj_per_bit, config.energy.bank_rho);
     let mut energy = EnergyBreakdown::default();
     let mut read_h = Histogram::default();
     let mut write_h = Histogram::default();
@@ -329,6 +351,7 @@ pub fn collect_stats(
         row,
         commands,
         energy,
+        energy_available: spec.energy_available,
         bulk: BulkStats {
             ops: bulk.copies + bulk.inits,
             copies: bulk.copies,

@@ -163,6 +163,16 @@ fn every_speed_bin_and_mapper_obeys_the_standard() {
         ("DDR3-1600K", "DDR3-8Gb-x8"),
         ("DDR4-2400R", "DDR4-4Gb-x8"),
         ("DDR4-3200AA", "DDR4-16Gb-x8"),
+        ("DDR5-3200AN", "DDR5-8Gb-x8"),
+        ("DDR5-3200BN", "DDR5-16Gb-x4"),
+        ("DDR5-3200C", "DDR5-32Gb-x8"),
+        ("DDR5-4800AN", "DDR5-16Gb-x16"),
+        ("DDR5-4800B", "DDR5-16Gb-x8"),
+        ("DDR5-5600AN", "DDR5-8Gb-x16"),
+        ("DDR5-5600B", "DDR5-32Gb-x4"),
+        ("DDR5-6400AN", "DDR5-16Gb-x8"),
+        ("DDR5-6400B", "DDR5-32Gb-x16"),
+        ("HBM2-2000", "HBM2-8Gb-PC"),
     ] {
         for mapper in ["RoBaRaCoCh", "ChRaBaRoCo", "RoRaBaChCo", "line-interleave"] {
             let mut cfg = Config::preset(&format!("{speed}/{part}")).unwrap();
@@ -172,6 +182,23 @@ fn every_speed_bin_and_mapper_obeys_the_standard() {
             cfg.controller.bank_xor = mapper == "line-interleave";
             cfg.controller.bulk = "rowclone".into();
             check(&cfg, 11, 2000);
+        }
+    }
+}
+
+#[test]
+fn same_bank_refresh_obeys_the_standard() {
+    // Every DDR5 bin with REFsb instead of REFab, both schedulers and row policies, RowClone on.
+    for speed in ["DDR5-3200AN", "DDR5-4800B", "DDR5-5600B", "DDR5-6400AN"] {
+        for sched in ["frfcfs", "fcfs"] {
+            for policy in ["open", "closed"] {
+                let mut cfg = Config::preset(&format!("{speed}/DDR5-16Gb-x8")).unwrap();
+                cfg.controller.refresh = "same-bank".into();
+                cfg.controller.scheduler = sched.into();
+                cfg.controller.row_policy = policy.into();
+                cfg.controller.bulk = "rowclone".into();
+                check(&cfg, 13, 6000);
+            }
         }
     }
 }

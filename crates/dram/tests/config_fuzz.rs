@@ -635,7 +635,9 @@ fn valid_edge_values_simulate() {
         "[controller]\nwrite_low_watermark = 0.0\nwrite_high_watermark = 1.0\n",
         "[controller]\nbulk_buffer_lines = 1\nbulk = \"rowclone\"\nscheduler = \"fcfs\"\nrow_policy = \"closed\"\n",
         "[controller]\nrefresh = \"none\"\nmapper = \"line-interleave\"\nbank_xor = true\n",
-        "[dram.timing]\nnRP = 0\nnRAS = 0\nnRCD = 0\nnRC = 0\nnFAW = 0\nnRRD = 0\n",
+        // Zero windows switch a rule off (nRP, nRAS, nRCD, ... at zero are refused: see
+        // tests/hardening.rs).
+        "[dram.timing]\nnFAW = 0\nnRRD = 0\nnCCD = 1\n",
         "[dram.timing]\nnREFI = 3000\nnRFC = 1\n",
         "[dram.timing]\nnRFC = 2000\n",
         "[energy]\nio_pj_per_bit = 0.0\n",
@@ -879,15 +881,21 @@ fn valid_config() -> impl Strategy<Value = String> {
                 let (lo, hi) = wm.split_once(", ").unwrap();
                 let cfg = Config::preset(preset).unwrap();
                 let t = &cfg.resolve("x").unwrap().timing;
+                // HBM splits the row-to-column delay; move its read half.
+                let rcd_key = if t.contains_key("nRCD") {
+                    "nRCD"
+                } else {
+                    "nRCDRD"
+                };
                 format!(
                     "preset = \"{preset}\"\n[dram]\nchannels = {ch}\nranks = {ranks}\n\
                      [dram.org]\nsubarray_rows = {sa}\n\
-                     [dram.timing]\nnRCD = {}\nnRP = {}\nnRAS = {}\nnWR = {}\nnRC = {}\n\
+                     [dram.timing]\n{rcd_key} = {}\nnRP = {}\nnRAS = {}\nnWR = {}\nnRC = {}\n\
                      [controller]\nscheduler = \"{sched}\"\nrow_policy = \"{policy}\"\n\
                      mapper = \"{mapper}\"\nbank_xor = {xor}\nbulk = \"{bulk}\"\nrefresh = \"{refresh}\"\n\
                      read_queue = {rq}\nwrite_queue = {wq}\nwrite_low_watermark = {lo}\n\
                      write_high_watermark = {hi}\nbulk_buffer_lines = {buf}\n",
-                    t["nRCD"] + rcd,
+                    t[rcd_key] + rcd,
                     t["nRP"] + rp,
                     t["nRAS"] + ras,
                     // A longer write recovery breaks the checker (bug_write_recovery_...): kept

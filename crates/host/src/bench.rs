@@ -13,14 +13,22 @@
 //! * `breakdown`: where a small asynchronous copy's time goes (submit, queueing, copy,
 //!   completion), with the worker spinning (busy engine) or asleep (idle engine).
 //!
+//! Overlap and pollution figures are unstable on a busy machine (one preemption inside a short
+//! measurement moves them far), so each of their points is measured `repeats` times: a row
+//! reports the median over the repetitions, the spread (`*_lo` / `*_hi`: the smallest and largest
+//! repetition) and `unstable = true` when the spread is too wide to trust ([`OVERLAP_TRUST`],
+//! [`POLLUTION_TRUST`]).
+//!
 //! The calling thread is pinned to the first available core during a run and the engine's workers
 //! to the last ones, so on a 2-core machine the engine owns the other core.
+use crate::cancel::{Cancel, Never, SLICE};
 use crate::engine::{EngineConfig, Op};
 use crate::error::{HostError, Result};
 use crate::runtime::Runtime;
 use crate::sys;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -54,8 +62,10 @@ pub struct Spec {
     /// Bounds on iterations per point.
     pub min_iters: usize,
     pub max_iters: usize,
-    /// Repetitions of the pollution and overlap measurements.
+    /// Samples per repetition of the pollution and overlap measurements.
     pub reps: usize,
+    /// Independent repetitions of each overlap and pollution point (median and spread reported).
+    pub repeats: usize,
     /// Run the caller and the engine workers with SCHED_FIFO priority (needs CAP_SYS_NICE), so
     /// that other tasks on a busy machine do not preempt the measurement.
     pub realtime: bool,
@@ -78,6 +88,7 @@ impl Default for Spec {
             min_iters: 5,
             max_iters: 20_000,
             reps: 15,
+            repeats: 5,
             realtime: false,
         }
     }
@@ -114,6 +125,12 @@ impl Spec {
                 self.cold_region
             ));
         }
+        if !(1..=50).contains(&self.repeats) {
+            return bad(format!("repeats {}: expected 1..=50", self.repeats));
+        }
+        if !(1..=10_000).contains(&self.reps) {
+            return bad(format!("reps {}: expected 1..=10000", self.reps));
+        }
         if self.window == 0 || self.window > 4096 {
             return bad(format!("window {}: expected 1..=4096", self.window));
         }
@@ -131,6 +148,38 @@ impl Spec {
 
 /// Run benchmark `name` with `spec_json` (a JSON object of [`Spec`] fields); returns JSON rows.
 pub fn run(name: &str, spec_json: &str) -> Result<String> {
+    run_with(name, spec_json, &Never)
+}
+
+/// How the kernels learn that they should stop (Ctrl-C): asked between iterations, never inside
+/// a timed region, and at most every [`SLICE`] (asking Python costs a GIL round trip).
+struct Stop<'a> {
+    cancel: &'a dyn Cancel,
+    name: &'a str,
+    next: Cell<Instant>,
+}
+
+impl Stop<'_> {
+    fn check(&self) -> Result<()> {
+        let now = Instant::now();
+        if now < self.next.get() {
+            return Ok(());
+        }
+        self.next.set(now + SLICE);
+        if self.cancel.cancelled() {
+            return Err(HostError::Stopped(format!("the {} benchmark", self.name)));
+        }
+        Ok(())
+    }
+}
+
+/// As [`run`], stopping within about [`SLICE`] (plus one operation) when `cancel` says so.
+pub fn run_with(name: &str, spec_json: &str, cancel: &dyn Cancel) -> Result<String> {
+    let stop = &Stop {
+        cancel,
+        name,
+        next: Cell::new(Instant::now()),
+    };
     let spec: Spec = if spec_json.trim().is_empty() {
         Spec::default()
     } else {
@@ -140,11 +189,11 @@ pub fn run(name: &str, spec_json: &str) -> Result<String> {
     spec.validate()?;
     let _pin = PinCaller::new(spec.realtime)?;
     let rows = match name {
-        "latency" => latency(&spec)?,
-        "bandwidth" => bandwidth(&spec)?,
-        "overlap" => overlap(&spec)?,
-        "pollution" => pollution(&spec)?,
-        "breakdown" => breakdown(&spec)?,
+        "latency" => latency(&spec, stop)?,
+        "bandwidth" => bandwidth(&spec, stop)?,
+        "overlap" => overlap(&spec, stop)?,
+        "pollution" => pollution(&spec, stop)?,
+        "breakdown" => breakdown(&spec, stop)?,
         other => {
             return Err(HostError::InvalidConfig(format!(
                 "unknown benchmark '{other}' (known: latency, bandwidth, overlap, pollution, breakdown)"
@@ -239,6 +288,37 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64, f64) {
     (q(0.5), q(0.99), mean, v[0])
 }
 
+/// The median and range of one figure over the repetitions of a point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Spread {
+    median: f64,
+    lo: f64,
+    hi: f64,
+}
+
+fn spread(v: &[f64]) -> Spread {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    Spread {
+        median,
+        lo: v[0],
+        hi: v[n - 1],
+    }
+}
+
+/// An overlap point is flagged unstable when its repetitions span more than this (overlap is a
+/// fraction of the copy time: 0.2 = a fifth of the copy).
+pub const OVERLAP_TRUST: f64 = 0.2;
+/// A pollution point is flagged unstable when its repetitions' slowdown (vs_none) spans more than
+/// this fraction of its median.
+pub const POLLUTION_TRUST: f64 = 0.25;
+
 /// Buffer pair provider: hot = the same pair each time; cold = the next slot of big regions.
 struct Buffers {
     hot: Option<(Region, Region)>,
@@ -310,7 +390,7 @@ struct LatencyRow {
     iters: usize,
 }
 
-fn latency(spec: &Spec) -> Result<Vec<Value>> {
+fn latency(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for engine in &spec.engines {
         let rt = Runtime::new(engine, &spec.config())?;
@@ -330,6 +410,7 @@ fn latency(spec: &Spec) -> Result<Vec<Value>> {
                     // SAFETY: the pointers come from live regions of at least `size` bytes.
                     unsafe { round_trip(&rt, s, d, size) }?;
                     n += 1;
+                    stop.check()?;
                 }
                 let mut samples = Vec::with_capacity(iters);
                 for _ in 0..iters {
@@ -338,6 +419,7 @@ fn latency(spec: &Spec) -> Result<Vec<Value>> {
                     // SAFETY: as above.
                     unsafe { round_trip(&rt, s, d, size) }?;
                     samples.push(t.elapsed().as_nanos() as f64);
+                    stop.check()?;
                 }
                 let (p50, p99, mean, min) = stats(samples);
                 rows.push(LatencyRow {
@@ -368,7 +450,7 @@ struct BandwidthRow {
     seconds: f64,
 }
 
-fn bandwidth(spec: &Spec) -> Result<Vec<Value>> {
+fn bandwidth(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for engine in &spec.engines {
         let rt = Runtime::new(engine, &spec.config())?;
@@ -401,6 +483,7 @@ fn bandwidth(spec: &Spec) -> Result<Vec<Value>> {
             let t = Instant::now();
             for _ in 0..windows {
                 run_window(&rt)?;
+                stop.check()?;
             }
             let secs = t.elapsed().as_secs_f64();
             let bytes = windows * window * size;
@@ -447,7 +530,14 @@ struct OverlapRow {
     channels: usize,
     size_bytes: usize,
     cache: String,
+    /// Median over the repetitions.
     overlap: f64,
+    /// Smallest and largest repetition.
+    overlap_lo: f64,
+    overlap_hi: f64,
+    /// The repetitions span more than OVERLAP_TRUST: do not trust this point.
+    unstable: bool,
+    repeats: usize,
     /// The same formula on the minimum of each time (robust to preemption on a busy machine).
     overlap_min: f64,
     t_copy_ns: f64,
@@ -456,7 +546,69 @@ struct OverlapRow {
     reps: usize,
 }
 
-fn overlap(spec: &Spec) -> Result<Vec<Value>> {
+/// One repetition of an overlap point: (Tcopy, Tcompute, Ttotal) medians and minima.
+struct OverlapRun {
+    copy: (f64, f64),
+    comp: (f64, f64),
+    total: (f64, f64),
+}
+
+fn overlap_once(
+    stop: &Stop,
+    rt: &Runtime,
+    bufs: &mut Buffers,
+    spec: &Spec,
+    size: usize,
+    reps: usize,
+    per_ns: f64,
+) -> Result<OverlapRun> {
+    // Tcopy: icopy immediately followed by wait (memcpy for cpu).
+    let mut copy = Vec::with_capacity(reps);
+    for i in 0..reps + 3 {
+        let (s, d) = bufs.next(spec.cold_region);
+        let t = Instant::now();
+        // SAFETY: live regions of at least `size` bytes.
+        unsafe { round_trip(rt, s, d, size) }?;
+        if i >= 3 {
+            copy.push(t.elapsed().as_nanos() as f64);
+        }
+        stop.check()?;
+    }
+    let (t_copy, _, _, t_copy_min) = stats(copy);
+    let n = ((t_copy * 1.5).max(2_000.0) * per_ns) as u64;
+    // Tcompute and Ttotal, interleaved so that drift hits both alike.
+    let (mut comp, mut total) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for i in 0..reps + 3 {
+        let t = Instant::now();
+        compute(n);
+        let t_comp = t.elapsed().as_nanos() as f64;
+        let (s, d) = bufs.next(spec.cold_region);
+        let t = Instant::now();
+        if rt.name() == "cpu" {
+            // SAFETY: live regions; the cpu engine's copy is blocking.
+            unsafe { rt.run_raw(Op::copy(s, d, size)) }?;
+            compute(n);
+        } else {
+            // SAFETY: live regions; waited below before the next use.
+            let c = unsafe { rt.icopy_raw(s, d, size, false) }?;
+            compute(n);
+            rt.wait(c)?;
+        }
+        if i >= 3 {
+            comp.push(t_comp);
+            total.push(t.elapsed().as_nanos() as f64);
+        }
+        stop.check()?;
+    }
+    let ((t_compute, _, _, comp_min), (t_total, _, _, total_min)) = (stats(comp), stats(total));
+    Ok(OverlapRun {
+        copy: (t_copy, t_copy_min),
+        comp: (t_compute, comp_min),
+        total: (t_total, total_min),
+    })
+}
+
+fn overlap(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
     let per_ns = calibrate_compute();
     let mut rows = Vec::new();
     for engine in &spec.engines {
@@ -465,57 +617,45 @@ fn overlap(spec: &Spec) -> Result<Vec<Value>> {
             for &size in &spec.sizes {
                 rest_between_points(spec);
                 let mut bufs = Buffers::new(cache, size, spec.cold_region);
-                let reps = spec
-                    .iters(size)
+                // The iteration budget of a point is shared by its repetitions.
+                let reps = (spec.iters(size) / spec.repeats)
                     .clamp(spec.reps.max(3), spec.reps.max(3) * 20);
-                // Tcopy: icopy immediately followed by wait (memcpy for cpu).
-                let mut copy = Vec::with_capacity(reps);
-                for i in 0..reps + 3 {
-                    let (s, d) = bufs.next(spec.cold_region);
-                    let t = Instant::now();
-                    // SAFETY: live regions of at least `size` bytes.
-                    unsafe { round_trip(&rt, s, d, size) }?;
-                    if i >= 3 {
-                        copy.push(t.elapsed().as_nanos() as f64);
+                let mut runs = Vec::with_capacity(spec.repeats);
+                for _ in 0..spec.repeats {
+                    runs.push(overlap_once(
+                        stop, &rt, &mut bufs, spec, size, reps, per_ns,
+                    )?);
+                    // Only a real-time caller needs the pause (the RT throttle); otherwise the
+                    // next repetition follows at once, as the samples of one run do.
+                    if spec.realtime {
+                        breathe(spec);
                     }
                 }
-                let (t_copy, _, _, t_copy_min) = stats(copy);
-                let n = ((t_copy * 1.5).max(2_000.0) * per_ns) as u64;
-                // Tcompute and Ttotal, interleaved so that drift hits both alike.
-                let (mut comp, mut total) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
-                for i in 0..reps + 3 {
-                    let t = Instant::now();
-                    compute(n);
-                    let t_comp = t.elapsed().as_nanos() as f64;
-                    let (s, d) = bufs.next(spec.cold_region);
-                    let t = Instant::now();
-                    if rt.name() == "cpu" {
-                        // SAFETY: live regions; the cpu engine's copy is blocking.
-                        unsafe { rt.run_raw(Op::copy(s, d, size)) }?;
-                        compute(n);
-                    } else {
-                        // SAFETY: live regions; waited below before the next use.
-                        let c = unsafe { rt.icopy_raw(s, d, size, false) }?;
-                        compute(n);
-                        rt.wait(c)?;
-                    }
-                    if i >= 3 {
-                        comp.push(t_comp);
-                        total.push(t.elapsed().as_nanos() as f64);
-                    }
-                }
-                let ((t_compute, _, _, comp_min), (t_total, _, _, total_min)) =
-                    (stats(comp), stats(total));
+                let per_run: Vec<f64> = runs
+                    .iter()
+                    .map(|r| (r.copy.0 + r.comp.0 - r.total.0) / r.copy.0)
+                    .collect();
+                let ov = spread(&per_run);
+                let med = |f: fn(&OverlapRun) -> f64| {
+                    spread(&runs.iter().map(f).collect::<Vec<_>>()).median
+                };
+                let min = |f: fn(&OverlapRun) -> f64| runs.iter().map(f).fold(f64::MAX, f64::min);
+                let (c_min, p_min, t_min) =
+                    (min(|r| r.copy.1), min(|r| r.comp.1), min(|r| r.total.1));
                 rows.push(OverlapRow {
                     engine: engine.clone(),
                     channels: if engine == "cpu" { 0 } else { spec.channels },
                     size_bytes: size,
                     cache: cache.clone(),
-                    overlap: (t_copy + t_compute - t_total) / t_copy,
-                    overlap_min: (t_copy_min + comp_min - total_min) / t_copy_min,
-                    t_copy_ns: t_copy,
-                    t_compute_ns: t_compute,
-                    t_total_ns: t_total,
+                    overlap: ov.median,
+                    overlap_lo: ov.lo,
+                    overlap_hi: ov.hi,
+                    unstable: ov.hi - ov.lo > OVERLAP_TRUST,
+                    repeats: spec.repeats,
+                    overlap_min: (c_min + p_min - t_min) / c_min,
+                    t_copy_ns: med(|r| r.copy.0),
+                    t_compute_ns: med(|r| r.comp.0),
+                    t_total_ns: med(|r| r.total.0),
                     reps,
                 });
             }
@@ -561,16 +701,23 @@ struct PollutionRow {
     case: String,
     ws_bytes: usize,
     size_bytes: usize,
+    /// Medians over the repetitions.
     access_ns: f64,
     walk_ns: f64,
     vs_none: f64,
+    /// Smallest and largest repetition of vs_none.
+    vs_none_lo: f64,
+    vs_none_hi: f64,
+    /// The repetitions' vs_none spans more than POLLUTION_TRUST of its median.
+    unstable: bool,
+    repeats: usize,
     /// As access_ns / vs_none but from the fastest repetition of each case.
     access_min_ns: f64,
     vs_none_min: f64,
     reps: usize,
 }
 
-fn pollution(spec: &Spec) -> Result<Vec<Value>> {
+fn pollution(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
     // The caller spin-waits for the engine's copy (instead of sleeping), so that no other task
     // runs on its core in the meantime and the only cache traffic is the copy's own.
     let thread = Runtime::new(
@@ -597,43 +744,58 @@ fn pollution(spec: &Spec) -> Result<Vec<Value>> {
         let ws_bytes = ws_bytes.next_multiple_of(4096);
         let ws = chain(ws_bytes);
         let lines = (ws_bytes / 64) as f64;
-        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
-        for _ in 0..spec.reps.max(3) {
-            for (k, case) in cases.iter().enumerate() {
-                breathe(spec);
-                for _ in 0..3 {
-                    walk(&ws); // make the working set cache-resident
-                }
-                let (s, d) = (src.ptr(0) as *const u8, dst.ptr(0));
-                let op = Op::copy(s, d, size);
-                match *case {
-                    "none" => {}
-                    "idle" => {
-                        let t = Instant::now();
-                        while t.elapsed() < copy_time {
-                            std::hint::spin_loop();
+        // Per repetition and case: the median walk; across repetitions: the minimum walk.
+        let mut per_rep: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+        let mut minima = vec![f64::MAX; cases.len()];
+        for _ in 0..spec.repeats {
+            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+            for _ in 0..spec.reps.max(3) {
+                for (k, case) in cases.iter().enumerate() {
+                    stop.check()?;
+                    breathe(spec);
+                    for _ in 0..3 {
+                        walk(&ws); // make the working set cache-resident
+                    }
+                    let (s, d) = (src.ptr(0) as *const u8, dst.ptr(0));
+                    let op = Op::copy(s, d, size);
+                    match *case {
+                        "none" => {}
+                        "idle" => {
+                            let t = Instant::now();
+                            while t.elapsed() < copy_time {
+                                std::hint::spin_loop();
+                            }
                         }
-                    }
-                    // SAFETY: src/dst are live, disjoint regions of `size` bytes; blocking calls.
-                    "cpu" => unsafe { cpu.run_raw(op) }?,
-                    "thread" => {
-                        let t = Instant::now();
+                        // SAFETY: src/dst are live, disjoint regions of `size` bytes; blocking calls.
+                        "cpu" => unsafe { cpu.run_raw(op) }?,
+                        "thread" => {
+                            let t = Instant::now();
+                            // SAFETY: as above.
+                            unsafe { thread.run_raw(op) }?;
+                            copy_time = t.elapsed();
+                        }
                         // SAFETY: as above.
-                        unsafe { thread.run_raw(op) }?;
-                        copy_time = t.elapsed();
+                        _ => unsafe { thread.run_raw(op.in_cache(true)) }?,
                     }
-                    // SAFETY: as above.
-                    _ => unsafe { thread.run_raw(op.in_cache(true)) }?,
+                    let t = Instant::now();
+                    walk(&ws);
+                    samples[k].push(t.elapsed().as_nanos() as f64);
                 }
-                let t = Instant::now();
-                walk(&ws);
-                samples[k].push(t.elapsed().as_nanos() as f64);
+            }
+            for (k, v) in samples.into_iter().enumerate() {
+                let (median, _, _, min) = stats(v);
+                per_rep[k].push(median);
+                minima[k] = minima[k].min(min);
             }
         }
-        let st: Vec<(f64, f64, f64, f64)> = samples.into_iter().map(stats).collect();
-        let medians: Vec<f64> = st.iter().map(|s| s.0).collect();
-        let minima: Vec<f64> = st.iter().map(|s| s.3).collect();
+        let medians: Vec<f64> = per_rep.iter().map(|v| spread(v).median).collect();
         for (k, case) in cases.iter().enumerate() {
+            let ratios: Vec<f64> = per_rep[k]
+                .iter()
+                .zip(&per_rep[0])
+                .map(|(c, none)| c / none)
+                .collect();
+            let vs = spread(&ratios);
             rows.push(PollutionRow {
                 engine: match *case {
                     "none" | "idle" => "none".into(),
@@ -649,7 +811,11 @@ fn pollution(spec: &Spec) -> Result<Vec<Value>> {
                 },
                 access_ns: medians[k] / lines,
                 walk_ns: medians[k],
-                vs_none: medians[k] / medians[0],
+                vs_none: vs.median,
+                vs_none_lo: vs.lo,
+                vs_none_hi: vs.hi,
+                unstable: (vs.hi - vs.lo) > POLLUTION_TRUST * vs.median,
+                repeats: spec.repeats,
                 access_min_ns: minima[k] / lines,
                 vs_none_min: minima[k] / minima[0],
                 reps: spec.reps.max(3),
@@ -672,7 +838,7 @@ struct BreakdownRow {
     iters: usize,
 }
 
-fn breakdown(spec: &Spec) -> Result<Vec<Value>> {
+fn breakdown(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for engine in &spec.engines {
         let rt = Runtime::new(engine, &spec.config())?;
@@ -704,6 +870,7 @@ fn breakdown(spec: &Spec) -> Result<Vec<Value>> {
                 let mut parts: [Vec<f64>; 5] = Default::default();
                 let warm = if gap_us > 0 { 1 } else { 10 };
                 for i in 0..iters + warm {
+                    stop.check()?;
                     if gap_us > 0 {
                         std::thread::sleep(gap);
                     }
@@ -776,6 +943,53 @@ mod tests {
                     "{name}: {r}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn spread_is_median_and_range() {
+        assert_eq!(
+            spread(&[3.0, -1.7, 4.6, 0.9, 1.0]),
+            Spread {
+                median: 1.0,
+                lo: -1.7,
+                hi: 4.6
+            }
+        );
+        assert_eq!(spread(&[2.0, 1.0]).median, 1.5);
+    }
+
+    #[test]
+    fn overlap_and_pollution_rows_report_repeats_and_spread() {
+        let spec = quick().replace("\"reps\":3", "\"reps\":3,\"repeats\":3");
+        for (name, fig) in [("overlap", "overlap"), ("pollution", "vs_none")] {
+            let rows: Vec<Value> = serde_json::from_str(&run(name, &spec).unwrap()).unwrap();
+            for r in &rows {
+                let g = |k: &str| r[k].as_f64().unwrap();
+                let (lo, mid, hi) = (g(&format!("{fig}_lo")), g(fig), g(&format!("{fig}_hi")));
+                assert!(lo <= mid && mid <= hi, "{name}: {r}");
+                assert_eq!(r["repeats"], 3, "{name}: {r}");
+                let wide = if name == "overlap" {
+                    hi - lo > OVERLAP_TRUST
+                } else {
+                    hi - lo > POLLUTION_TRUST * mid
+                };
+                assert_eq!(r["unstable"].as_bool(), Some(wide), "{name}: {r}");
+            }
+        }
+        assert!(run("overlap", r#"{"repeats":0}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("repeats"));
+    }
+
+    #[test]
+    fn every_benchmark_stops_when_cancelled() {
+        let stop = crate::cancel::Flag::default();
+        stop.raise();
+        for name in ["latency", "bandwidth", "overlap", "pollution", "breakdown"] {
+            let e = run_with(name, &quick(), &stop).unwrap_err().to_string();
+            assert!(e.contains("interrupted"), "{name}: {e}");
         }
     }
 

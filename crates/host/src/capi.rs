@@ -16,12 +16,13 @@ pub const MOVELAB_EINVAL: c_int = -1;
 pub const MOVELAB_ECOOKIE: c_int = -2;
 pub const MOVELAB_EABORTED: c_int = -3;
 pub const MOVELAB_EOS: c_int = -4;
+pub const MOVELAB_EFORKED: c_int = -5;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
-fn set_error(msg: String) {
+pub(crate) fn set_error(msg: String) {
     let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = c);
 }
@@ -31,13 +32,14 @@ fn code(e: HostError) -> c_int {
         HostError::UnknownCookie(_) => MOVELAB_ECOOKIE,
         HostError::Aborted(_) => MOVELAB_EABORTED,
         HostError::Os(_) => MOVELAB_EOS,
+        HostError::Forked { .. } => MOVELAB_EFORKED,
         _ => MOVELAB_EINVAL,
     };
     set_error(e.to_string());
     c
 }
 
-fn guarded<F: FnOnce() -> c_int>(f: F) -> c_int {
+pub(crate) fn guarded<F: FnOnce() -> c_int>(f: F) -> c_int {
     // The runtime keeps no state a panic could leave half-updated that matters to the caller.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
         set_error("internal error (panic) in movelab".into());
@@ -214,4 +216,46 @@ pub unsafe extern "C" fn movelab_fill(
             .map_or_else(code, |_| MOVELAB_OK),
         Err(c) => c,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last() -> String {
+        // SAFETY: movelab_last_error returns a valid NUL-terminated string of this thread.
+        unsafe { CStr::from_ptr(movelab_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn bad_arguments_name_the_argument() {
+        // SAFETY: a valid NUL-terminated name.
+        let e = unsafe { movelab_engine_create(c"thread".as_ptr(), 1000) };
+        assert!(e.is_null());
+        assert!(last().contains("channels = 1000"), "{}", last());
+        // SAFETY: a valid name; the handle is destroyed below.
+        let e = unsafe { movelab_engine_create(c"thread".as_ptr(), 1) };
+        let mut b = [0u8; 4];
+        // SAFETY: e is live; a null cookie pointer is refused before use.
+        let rc = unsafe { movelab_icopy(e, b.as_ptr(), b.as_mut_ptr(), 4, std::ptr::null_mut()) };
+        assert_eq!(rc, MOVELAB_EINVAL);
+        assert!(last().contains("cookie"), "{}", last());
+        // SAFETY: as above; the null source is refused before any memory is touched.
+        let rc = unsafe { movelab_copy(e, std::ptr::null(), b.as_mut_ptr(), 4) };
+        assert_eq!(rc, MOVELAB_EINVAL);
+        assert!(last().contains("source"), "{}", last());
+        // SAFETY: e is live.
+        assert_eq!(unsafe { movelab_wait(e, 77) }, MOVELAB_ECOOKIE);
+        assert!(last().contains("77"), "{}", last());
+        crate::runtime::tests::in_forked_child(|| {
+            let mut d = [0u8; 4];
+            // SAFETY: e is live (inherited); refused in the child before any memory is touched.
+            let rc = unsafe { movelab_copy(e, b.as_ptr(), d.as_mut_ptr(), 4) };
+            rc == MOVELAB_EFORKED && last().contains("forked")
+        });
+        // SAFETY: created above, not used afterwards.
+        unsafe { movelab_engine_destroy(e) };
+    }
 }

@@ -4,6 +4,7 @@
 //! [`Completion`] records. The runtime owns cookies, the cookie table and waiting; an engine only
 //! moves bytes. New mechanisms (a hardware engine such as Intel DSA) implement [`Engine`] and
 //! register a name in [`crate::engines::registry`].
+use crate::cancel::{Cancel, Never, SLICE};
 use crate::error::{HostError, Result};
 use crate::sys;
 use serde::{Deserialize, Serialize};
@@ -158,15 +159,30 @@ impl EngineConfig {
                 self.ring_capacity
             )));
         }
+        // An idle worker naps up to nap_us before looking at its ring: unbounded, a copy could
+        // wait for hours. One second bounds every pause a setting can introduce.
         for (name, v) in [
             ("spin_us", self.spin_us),
             ("wait_spin_us", self.wait_spin_us),
+            ("nap_us", self.nap_us),
         ] {
             if v > 1_000_000 {
                 return Err(HostError::InvalidConfig(format!(
-                    "{name} = {v}: expected <= 1000000"
+                    "{name} = {v}: expected 0..=1000000 (microseconds)"
                 )));
             }
+        }
+        if self.park_after_us > 60_000_000 {
+            return Err(HostError::InvalidConfig(format!(
+                "park_after_us = {}: expected 0..=60000000 (microseconds)",
+                self.park_after_us
+            )));
+        }
+        if self.cpus.len() > 4096 {
+            return Err(HostError::InvalidConfig(format!(
+                "cpus has {} entries: expected at most 4096",
+                self.cpus.len()
+            )));
         }
         let cpus = sys::available_cpus();
         if let Some(c) = self.cpus.iter().find(|c| !cpus.contains(c)) {
@@ -242,20 +258,30 @@ impl Completion {
 
     /// Block until done: spin for `spin`, then sleep on the record (no busy polling).
     pub fn wait(&self, spin: Duration) {
+        self.wait_cancel(spin, &Never);
+    }
+
+    /// As [`Completion::wait`], but sleep in slices of [`SLICE`] and give up when `cancel` says
+    /// so. Returns true when the operation is done, false when cancelled.
+    pub fn wait_cancel(&self, spin: Duration, cancel: &dyn Cancel) -> bool {
         if self.is_done() {
-            return;
+            return true;
         }
         let start = Instant::now();
         let mut n = 0u32;
         while start.elapsed() < spin {
             for _ in 0..64 {
                 if self.is_done() {
-                    return;
+                    return true;
                 }
                 std::hint::spin_loop();
             }
             n += 1;
             if n.is_multiple_of(16) {
+                // A spin may be long (wait_spin_us up to 1 s): ask here too.
+                if cancel.cancelled() {
+                    return false;
+                }
                 // Every few microseconds, offer the core to anything runnable on it (a worker
                 // of this engine may share the caller's core when there are more channels than
                 // spare cores).
@@ -263,14 +289,18 @@ impl Completion {
             }
         }
         self.waiters.fetch_add(1, Ordering::SeqCst);
-        loop {
+        let done = loop {
             let r = self.remaining.load(Ordering::SeqCst);
             if r == 0 {
-                break;
+                break true;
             }
-            sys::futex_wait(&self.remaining, r);
-        }
+            if cancel.cancelled() {
+                break false;
+            }
+            sys::futex_wait_for(&self.remaining, r, SLICE);
+        };
         self.waiters.fetch_sub(1, Ordering::SeqCst);
+        done
     }
 
     pub(crate) fn stamp(&self, which: fn(&Stamps) -> &AtomicU64) {
@@ -299,6 +329,13 @@ pub trait Engine: Send + Sync {
     fn name(&self) -> &'static str;
     /// The configuration it was built with.
     fn config(&self) -> &EngineConfig;
+    /// Can the engine be used in the calling process? An engine that owns threads (or any other
+    /// per-process resource) returns [`HostError::Forked`] in a forked child, where its threads
+    /// do not exist: the runtime then refuses every call at once instead of hanging, and its
+    /// destructor leaves the parent's resources alone.
+    fn usable_here(&self) -> Result<()> {
+        Ok(())
+    }
     /// Start one operation. The engine calls [`Completion::add_parts`] for the parts it creates
     /// before dispatching them and [`Completion::part_done`] once per part when its bytes have
     /// moved (a synchronous engine may simply move the bytes and return).

@@ -34,6 +34,20 @@ pub enum HostError {
     /// The operation could not complete because the engine shut down.
     #[error("operation {0} was aborted: the engine shut down before it completed")]
     Aborted(u64),
+    /// The engine's worker threads belong to another process: this is a forked child.
+    #[error(
+        "this engine was created in process {owner}; its worker threads do not exist in the forked \
+         process {child}, so it cannot be used there (create a new engine in the child)"
+    )]
+    Forked { owner: i32, child: i32 },
+    /// A blocking call was cancelled (Ctrl-C); the operation is still in flight.
+    #[error(
+        "interrupted while waiting for operation {0} (it is still in flight; wait for it again)"
+    )]
+    Interrupted(u64),
+    /// A long call (a benchmark run) was cancelled (Ctrl-C) before it finished.
+    #[error("{0} was interrupted")]
+    Stopped(String),
     /// The operating system refused something (thread creation, affinity).
     #[error("operating system error: {0}")]
     Os(String),

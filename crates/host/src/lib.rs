@@ -15,12 +15,14 @@
 //!
 //! Not here: the simulator (movelab-dram / movelab-platform), plotting and the CLI (Python).
 pub mod bench;
+pub mod cancel;
 pub mod capi;
 pub mod engine;
 pub mod engines;
 pub mod error;
 pub mod ipc;
 pub mod kernel;
+pub mod onload;
 pub mod ring;
 pub mod runtime;
 pub mod sys;

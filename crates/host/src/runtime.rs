@@ -5,6 +5,11 @@
 //! table until they are waited for; `check` polls a record, `wait` sleeps on it (after a short
 //! spin) and retires the cookie. Waiting for a cookie twice, or for one never issued, is
 //! [`HostError::UnknownCookie`], never a hang.
+//!
+//! Every call first asks the engine whether it can be used in this process (a thread engine
+//! inherited by a forked child cannot: [`HostError::Forked`]). Waits have `_with` variants that
+//! take a [`Cancel`] and give up (leaving the operation in flight) when it says so.
+use crate::cancel::{Cancel, Never};
 use crate::engine::{Completion, Engine, EngineConfig, Op, Stamps};
 use crate::engines;
 use crate::error::{HostError, Result};
@@ -78,6 +83,12 @@ impl Runtime {
         self.engine.config()
     }
 
+    /// Can this runtime be used in the calling process? [`HostError::Forked`] in a forked child
+    /// of the process that created a thread engine.
+    pub fn usable_here(&self) -> Result<()> {
+        self.engine.usable_here()
+    }
+
     /// Number of cookies issued and not yet waited for.
     pub fn outstanding(&self) -> usize {
         self.lock().len()
@@ -120,6 +131,7 @@ impl Runtime {
         trace: bool,
         register: bool,
     ) -> Result<Vec<(Cookie, Arc<Completion>)>> {
+        self.engine.usable_here()?;
         for op in ops {
             Self::check_op(op)?;
         }
@@ -218,6 +230,7 @@ impl Runtime {
 
     /// Has the operation completed? Does not retire the cookie.
     pub fn check(&self, cookie: Cookie) -> Result<bool> {
+        self.engine.usable_here()?;
         let t = self.lock();
         let done = t.get(&cookie.0).ok_or(HostError::UnknownCookie(cookie.0))?;
         if done.is_done() && done.is_aborted() {
@@ -233,12 +246,26 @@ impl Runtime {
 
     /// As [`Runtime::wait`], returning where the time went (zeros unless submitted with trace).
     pub fn wait_traced(&self, cookie: Cookie) -> Result<Trace> {
+        self.wait_traced_with(cookie, &Never)
+    }
+
+    /// As [`Runtime::wait`], giving up with [`HostError::Interrupted`] when `cancel` says so
+    /// (asked at least every [`crate::cancel::SLICE`]); the cookie then stays outstanding.
+    pub fn wait_with(&self, cookie: Cookie, cancel: &dyn Cancel) -> Result<()> {
+        self.wait_traced_with(cookie, cancel).map(|_| ())
+    }
+
+    /// As [`Runtime::wait_traced`], cancellable like [`Runtime::wait_with`].
+    pub fn wait_traced_with(&self, cookie: Cookie, cancel: &dyn Cancel) -> Result<Trace> {
+        self.engine.usable_here()?;
         let done = self
             .lock()
             .get(&cookie.0)
             .cloned()
             .ok_or(HostError::UnknownCookie(cookie.0))?;
-        done.wait(self.spin);
+        if !done.wait_cancel(self.spin, cancel) {
+            return Err(HostError::Interrupted(cookie.0));
+        }
         let end = sys::now_ns();
         if self.lock().remove(&cookie.0).is_none() {
             // Someone else waited for it concurrently and retired it first.
@@ -282,11 +309,28 @@ impl Runtime {
 
     /// Wait for every outstanding cookie and retire them all; reports the first failure.
     pub fn wait_all(&self) -> Result<()> {
-        let all: Vec<(u64, Arc<Completion>)> = self.lock().drain().collect();
+        self.wait_all_with(&Never)
+    }
+
+    /// As [`Runtime::wait_all`], giving up with [`HostError::Interrupted`] when `cancel` says
+    /// so; cookies are retired only once all of them have completed.
+    pub fn wait_all_with(&self, cancel: &dyn Cancel) -> Result<()> {
+        self.engine.usable_here()?;
+        let mut all: Vec<(u64, Arc<Completion>)> =
+            self.lock().iter().map(|(c, d)| (*c, d.clone())).collect();
+        all.sort_by_key(|(c, _)| *c);
+        for (c, done) in &all {
+            // Asked between records too: records that complete while their waiter still spins
+            // would otherwise never give the cancel a chance.
+            if !done.is_done() && cancel.cancelled() || !done.wait_cancel(self.spin, cancel) {
+                return Err(HostError::Interrupted(*c));
+            }
+        }
         let mut first_err = None;
+        let mut t = self.lock();
         for (c, done) in all {
-            done.wait(self.spin);
-            if done.is_aborted() && first_err.is_none() {
+            // Absent: another thread waited for it meanwhile (and reported it).
+            if t.remove(&c).is_some() && done.is_aborted() && first_err.is_none() {
                 first_err = Some(HostError::Aborted(c));
             }
         }
@@ -368,6 +412,11 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        if self.engine.usable_here().is_err() {
+            // A forked child: nobody here will ever complete the parent's operations (and the
+            // table's lock may have been copied while held); leave them be.
+            return;
+        }
         // Engines drain their queues on drop; wait here too so that no record is left pending.
         for (_, done) in self.lock().drain() {
             done.wait(self.spin);
@@ -475,6 +524,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 
     /// Wait for every operation started in this scope.
     pub fn wait_all(&self) -> Result<()> {
+        // In a forked child nobody will complete the parent's operations, and nobody here
+        // touches the buffers: leave at once instead of waiting forever.
+        self.rt.engine.usable_here()?;
         let started: Vec<_> =
             std::mem::take(&mut *self.started.lock().unwrap_or_else(|e| e.into_inner()));
         let mut first_err = None;
@@ -494,7 +546,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn thread_rt(channels: usize) -> Runtime {
@@ -689,6 +741,172 @@ mod tests {
                     std::thread::sleep(Duration::from_micros(200));
                 }
             }
+        }
+    }
+
+    /// An engine that completes nothing until told to (a copy that takes as long as a test needs).
+    struct Stall(EngineConfig, Mutex<Vec<Arc<Completion>>>);
+    impl Stall {
+        fn release(&self) {
+            for d in self.1.lock().unwrap().drain(..) {
+                d.part_done();
+            }
+        }
+    }
+    impl Engine for Stall {
+        fn name(&self) -> &'static str {
+            "stall"
+        }
+        fn config(&self) -> &EngineConfig {
+            &self.0
+        }
+        unsafe fn start(&self, _op: &Op, done: &Arc<Completion>) {
+            done.add_parts(1);
+            self.1.lock().unwrap().push(done.clone());
+        }
+    }
+    impl Drop for Stall {
+        fn drop(&mut self) {
+            self.release();
+        }
+    }
+
+    #[test]
+    fn waits_give_up_when_cancelled_and_can_wait_again() {
+        use crate::cancel::Flag;
+        let stall = Box::new(Stall(EngineConfig::default(), Mutex::new(Vec::new())));
+        let stall_ptr: *const Stall = &*stall;
+        let rt = Runtime::with_engine(stall);
+        let mut dst = [0u8; 8];
+        // SAFETY: dst outlives every wait below (the runtime is dropped first at the latest).
+        let c = unsafe { rt.ifill_raw(dst.as_mut_ptr(), 1, 8, false) }.unwrap();
+        let flag = Flag::default();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                flag.raise();
+            });
+            let t = std::time::Instant::now();
+            assert_eq!(rt.wait_with(c, &flag), Err(HostError::Interrupted(c.0)));
+            assert_eq!(rt.wait_all_with(&flag), Err(HostError::Interrupted(c.0)));
+            // Asked at least every slice: back well within a second of the cancel.
+            assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        });
+        assert_eq!(rt.outstanding(), 1, "an interrupted wait keeps the cookie");
+        assert_eq!(rt.check(c), Ok(false));
+        // SAFETY: the Stall lives inside `rt`, which is alive here.
+        unsafe { (*stall_ptr).release() };
+        rt.wait(c).unwrap();
+        assert_eq!(dst, [0u8; 8], "the stall engine moves no bytes");
+        assert_eq!(rt.outstanding(), 0);
+    }
+
+    /// Fork, run `child` in the child (its exit status is the test's verdict) and wait at most
+    /// 20 s for it: a child that hangs fails the test instead of hanging it.
+    pub(crate) fn in_forked_child(child: impl FnOnce() -> bool) {
+        // SAFETY: the child runs only our code and leaves with _exit; glibc's malloc is fork-safe.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).unwrap_or(false);
+            // SAFETY: leave the child without running the parent's destructors or test harness.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let t0 = std::time::Instant::now();
+        let mut status = 0;
+        loop {
+            // SAFETY: waiting for our own child; status is valid for writes.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(20) {
+                // SAFETY: killing and reaping our own child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                panic!("the forked child hung");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "child status {status}"
+        );
+    }
+
+    #[test]
+    fn a_forked_child_gets_an_error_never_a_hang() {
+        let mut owned = Some(thread_rt(1));
+        let rt = owned.as_ref().unwrap();
+        let src = pattern(1 << 16, 3);
+        let mut dst = vec![0u8; 1 << 16];
+        let mut dst2 = vec![0u8; 1 << 16];
+        // SAFETY: dst2 outlives the wait in the parent below.
+        let inflight =
+            unsafe { rt.icopy_raw(src.as_ptr(), dst2.as_mut_ptr(), 1 << 16, false) }.unwrap();
+        let _ = rt;
+        in_forked_child(|| {
+            let rt = owned.as_ref().unwrap();
+            let forked = |r: Result<()>| matches!(r, Err(HostError::Forked { .. }));
+            // SAFETY: refused before any memory is touched.
+            let submit = unsafe { rt.icopy_raw(src.as_ptr(), dst.as_mut_ptr(), 1 << 16, false) };
+            let ok = matches!(submit, Err(HostError::Forked { .. }))
+                && forked(rt.copy(&src, &mut dst))
+                && forked(rt.wait(inflight))
+                && forked(rt.wait_all())
+                && matches!(rt.check(inflight), Err(HostError::Forked { .. }))
+                && forked(rt.scope(|s| s.icopy(&src, &mut dst).map(|_| ())));
+            let msg = rt.copy(&src, &mut dst).unwrap_err().to_string();
+            drop(owned.take()); // must neither wait for the parent's operation nor join its workers
+            ok && msg.contains("forked") && msg.contains("new engine")
+        });
+        let rt = owned.as_ref().unwrap();
+        rt.wait(inflight).unwrap();
+        assert_eq!(src, dst2);
+        rt.copy(&src, &mut dst).unwrap();
+        assert_eq!(src, dst);
+    }
+
+    #[test]
+    fn a_cpu_engine_works_in_a_forked_child() {
+        // It owns no threads: the child copies inline.
+        let rt = Runtime::new("cpu", &EngineConfig::default()).unwrap();
+        let src = pattern(4096, 9);
+        in_forked_child(|| {
+            let mut dst = vec![0u8; 4096];
+            rt.copy(&src, &mut dst).is_ok() && dst == src
+        });
+    }
+
+    #[test]
+    fn config_bounds_name_the_field() {
+        for (cfg, field) in [
+            (
+                EngineConfig {
+                    nap_us: u64::MAX,
+                    ..Default::default()
+                },
+                "nap_us",
+            ),
+            (
+                EngineConfig {
+                    park_after_us: u64::MAX,
+                    ..Default::default()
+                },
+                "park_after_us",
+            ),
+            (
+                EngineConfig {
+                    ring_capacity: 1,
+                    ..Default::default()
+                },
+                "ring_capacity",
+            ),
+        ] {
+            let e = Runtime::new("thread", &cfg).unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains("expected"), "{e}");
         }
     }
 

@@ -156,6 +156,99 @@ pub fn futex_wait(word: &AtomicU32, expected: u32) {
     }
 }
 
+/// As [`futex_wait`], but sleep at most `timeout` (callers re-check their condition and clock).
+pub fn futex_wait_for(word: &AtomicU32, expected: u32, timeout: std::time::Duration) {
+    #[cfg(target_os = "linux")]
+    {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: as in futex_wait; `ts` is a valid relative timeout for the duration of the call.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                expected,
+                &ts as *const libc::timespec,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        if word.load(Ordering::Acquire) == expected {
+            std::thread::sleep(timeout.min(std::time::Duration::from_millis(1)));
+        }
+    }
+}
+
+/// The calling process's id (compared with an owner's to detect a forked child).
+pub fn pid() -> i32 {
+    // SAFETY: getpid cannot fail and has no preconditions.
+    unsafe { libc::getpid() }
+}
+
+/// Incremented in every child right after `fork()` (a `pthread_atfork` handler), so that checking
+/// whether this is still the owner's process costs one atomic load, not a `getpid` system call
+/// on every submit and wait.
+static FORK_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+extern "C" fn after_fork_in_child() {
+    // Async-signal-safe: one atomic increment.
+    FORK_GENERATION.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn fork_generation() -> u64 {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    REGISTER.call_once(|| {
+        #[cfg(unix)]
+        // SAFETY: registers a handler that only increments an atomic; no memory is passed.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+        }
+    });
+    FORK_GENERATION.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The process that created an object which owns threads or a shared resource. After `fork()`
+/// the child inherits the object but not its threads (and perhaps locks copied while held), so
+/// such an object refuses to be used there, and its destructor leaves the parent's resources
+/// alone. The check is one atomic load (a fork handler counts forks in each child).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pid: i32,
+    generation: u64,
+}
+
+impl Default for Owner {
+    fn default() -> Self {
+        Self::here()
+    }
+}
+
+impl Owner {
+    /// Owned by the calling process.
+    pub fn here() -> Self {
+        Owner {
+            generation: fork_generation(),
+            pid: pid(),
+        }
+    }
+    /// The owner's pid.
+    pub fn pid(self) -> i32 {
+        self.pid
+    }
+    /// `Some(child pid)` when called in a process other than the owner (a forked child).
+    pub fn forked(self) -> Option<i32> {
+        if FORK_GENERATION.load(std::sync::atomic::Ordering::Relaxed) == self.generation {
+            return None;
+        }
+        let me = pid();
+        (me != self.pid).then_some(me)
+    }
+}
+
 /// Wake every thread sleeping in [`futex_wait`] on `word`.
 pub fn futex_wake_all(word: &AtomicU32) {
     #[cfg(target_os = "linux")]

@@ -1,5 +1,5 @@
-//! Compiles tests/c/smoke.c with the system C compiler against the freshly built
-//! libmovelab_host.so and runs it, checking every line of its output.
+//! Compiles the C programs in tests/c/ with the system C compiler against the freshly built
+//! libmovelab_host.so and runs them, checking every line they print.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,27 +12,27 @@ fn find_library() -> Option<PathBuf> {
         .find(|d| d.join("libmovelab_host.so").exists())
 }
 
-#[test]
-fn c_program_uses_the_api() {
+/// Compile `tests/c/<name>.c`, run it and return its output lines (None: skipped, with a note).
+fn compile_and_run(name: &str) -> Option<Vec<String>> {
     if !cfg!(target_os = "linux") {
         eprintln!("skipped: the C API test is written for Linux");
-        return;
+        return None;
     }
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     if Command::new(&cc).arg("--version").output().is_err() {
         eprintln!("skipped: no C compiler ({cc})");
-        return;
+        return None;
     }
     let lib_dir = find_library().expect("libmovelab_host.so was not built next to the test binary");
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out_dir = std::env::temp_dir().join(format!("movelab-capi-{}", std::process::id()));
+    let out_dir = std::env::temp_dir().join(format!("movelab-capi-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
-    let exe = out_dir.join("smoke");
+    let exe = out_dir.join(name);
     let status = Command::new(&cc)
         .arg("-std=c11")
         .arg("-Wall")
         .arg("-Werror")
-        .arg(manifest.join("tests/c/smoke.c"))
+        .arg(manifest.join(format!("tests/c/{name}.c")))
         .arg("-I")
         .arg(manifest.join("include"))
         .arg("-L")
@@ -43,14 +43,23 @@ fn c_program_uses_the_api() {
         .arg(&exe)
         .status()
         .expect("running the C compiler");
-    assert!(status.success(), "C program failed to compile");
+    assert!(status.success(), "C program {name} failed to compile");
     let out = Command::new(&exe).output().expect("running the C program");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "C program failed: {text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let _ = std::fs::remove_dir_all(&out_dir);
+    Some(text.lines().map(str::to_owned).collect())
+}
+
+#[test]
+fn c_program_uses_the_api() {
+    let Some(lines) = compile_and_run("smoke") else {
+        return;
+    };
     let expected = [
         "unknown engine: rejected",
         "icopy: ok",
@@ -63,7 +72,24 @@ fn c_program_uses_the_api() {
         "zero length: ok",
         "destroy in flight: ok",
     ];
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines, expected, "C program output:\n{text}");
-    let _ = std::fs::remove_dir_all(&out_dir);
+    assert_eq!(lines, expected, "C program output:\n{}", lines.join("\n"));
+}
+
+#[test]
+fn c_program_uses_the_onload_api() {
+    let Some(lines) = compile_and_run("onload") else {
+        return;
+    };
+    let expected = [
+        "bad spec: rejected",
+        "double bind: rejected",
+        "post null: EINVAL",
+        "poll before go: empty",
+        "receive: ok",
+        "timeout: nothing posted",
+        "send: ok",
+        "stats: ok",
+        "destroy: ok",
+    ];
+    assert_eq!(lines, expected, "C program output:\n{}", lines.join("\n"));
 }

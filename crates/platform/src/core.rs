@@ -124,6 +124,19 @@ pub trait Uncore {
     fn interrupt(&mut self, now: Ps, target: u32) -> Access;
 }
 
+/// Micro-ops a copy or initialisation by the core keeps expanded ahead of dispatch.
+const EXPAND_AHEAD: usize = 256;
+
+/// A copy (`src` given) or initialisation by the core, expanded up to `off` bytes.
+#[derive(Debug, Clone, Copy)]
+struct Expansion {
+    src: Option<u64>,
+    dst: u64,
+    bytes: u64,
+    off: u64,
+    value: u8,
+}
+
 /// Core statistics.
 #[derive(Debug, Clone, Default)]
 pub struct CoreCounters {
@@ -157,6 +170,9 @@ pub struct Core {
     next_sb_id: u64,
     /// Micro-ops expanded from the current operation, not yet dispatched.
     pending: VecDeque<Uop>,
+    /// A copy or initialisation by the core still being expanded, a chunk at a time, so that an
+    /// operation of any size holds a bounded number of micro-ops.
+    expanding: Option<Expansion>,
     /// Bandwidth carried between cycles (negative: overdrawn).
     dispatch_credit: i64,
     issue_credit: i64,
@@ -184,6 +200,8 @@ pub struct Core {
     interrupted: Option<VecDeque<Uop>>,
     /// `emitted` when the handler began.
     interrupt_mark: u64,
+    /// The program's copy being expanded when the interrupt came.
+    interrupted_expansion: Option<Expansion>,
     /// The hardware context, in the top byte of every token this core hands out.
     tag: u64,
 }
@@ -213,6 +231,7 @@ impl Core {
             sb_timed: Vec::new(),
             next_sb_id: 0,
             pending: VecDeque::new(),
+            expanding: None,
             dispatch_credit: 0,
             issue_credit: 0,
             port_credit: 0,
@@ -230,6 +249,7 @@ impl Core {
             serialize_until: 0,
             interrupted: None,
             interrupt_mark: 0,
+            interrupted_expansion: None,
             tag: 0,
         }
     }
@@ -278,7 +298,7 @@ impl Core {
 
     /// Whether the front end wants another operation.
     pub fn wants_op(&self) -> bool {
-        self.pending.len() < 64 && !self.finished_input
+        self.pending.len() < 64 && self.expanding.is_none() && !self.finished_input
     }
 
     /// No more operations will come.
@@ -288,7 +308,11 @@ impl Core {
 
     /// Everything dispatched has retired and every store is written.
     pub fn drained(&self) -> bool {
-        self.finished_input && self.pending.is_empty() && self.rob.is_empty() && self.sb.is_empty()
+        self.finished_input
+            && self.pending.is_empty()
+            && self.expanding.is_none()
+            && self.rob.is_empty()
+            && self.sb.is_empty()
     }
 
     fn emit(&mut self, kind: UopKind, count: u32, dep_on: Option<u64>) {
@@ -301,8 +325,6 @@ impl Core {
 
     /// Expands one workload operation into micro-ops.
     pub fn push_op(&mut self, op: &Op, copy_by: CopyBy) {
-        let reg = u64::from(self.cfg.register_bytes);
-        let loop_instr = self.cfg.copy_loop_instructions;
         let ilp = if self.in_order {
             self.cfg.in_order_ilp
         } else {
@@ -388,38 +410,14 @@ impl Core {
             } => match copy_by {
                 CopyBy::Offload => self.push_offload(Some(src), dst, bytes, 0),
                 CopyBy::Cpu => {
-                    // Register-sized loads and stores, grouped by (source line, destination line).
-                    let mut off = 0;
-                    while off < bytes {
-                        let s = src + off;
-                        let d = dst + off;
-                        let to_s = 64 - s % 64;
-                        let to_d = 64 - d % 64;
-                        let seg = to_s.min(to_d).min(bytes - off);
-                        let words = seg.div_ceil(reg).max(1) as u32;
-                        self.emit(
-                            UopKind::Load {
-                                addr: s,
-                                copy: true,
-                            },
-                            words,
-                            None,
-                        );
-                        let l = self.emitted - 1;
-                        self.emit(
-                            UopKind::Store {
-                                addr: d,
-                                copy: true,
-                                whole: seg == 64,
-                            },
-                            words,
-                            Some(l),
-                        );
-                        if loop_instr > 0 {
-                            self.emit(UopKind::Alu { lat: 1 }, words * loop_instr, None);
-                        }
-                        off += seg;
-                    }
+                    self.expanding = Some(Expansion {
+                        src: Some(src),
+                        dst,
+                        bytes,
+                        off: 0,
+                        value: 0,
+                    });
+                    self.expand();
                 }
             },
             Op::Uncached { addr, write } => self.emit(UopKind::Uncached { addr, write }, 1, None),
@@ -435,30 +433,82 @@ impl Core {
             Op::Init { dst, bytes, value } => match copy_by {
                 CopyBy::Offload => self.push_offload(None, dst, bytes, value),
                 CopyBy::Cpu => {
-                    let mut off = 0;
-                    while off < bytes {
-                        let d = dst + off;
-                        let seg = (64 - d % 64).min(bytes - off);
-                        let words = seg.div_ceil(reg).max(1) as u32;
-                        // Zeroing is bulk initialisation (what in-memory mechanisms accelerate);
-                        // filling with data is ordinary program stores.
-                        self.emit(
-                            UopKind::Store {
-                                addr: d,
-                                copy: value == 0,
-                                whole: false,
-                            },
-                            words,
-                            None,
-                        );
-                        if loop_instr > 0 {
-                            self.emit(UopKind::Alu { lat: 1 }, words * loop_instr, None);
-                        }
-                        off += seg;
-                    }
+                    self.expanding = Some(Expansion {
+                        src: None,
+                        dst,
+                        bytes,
+                        off: 0,
+                        value,
+                    });
+                    self.expand();
                 }
             },
         }
+    }
+
+    /// Expands the copy or initialisation under way into micro-ops until [`EXPAND_AHEAD`] wait
+    /// or it is all expanded. A copy is register-sized loads and stores grouped by (source line,
+    /// destination line); an initialisation, stores by destination line. Zeroing is bulk
+    /// initialisation (what in-memory mechanisms accelerate); filling with data is ordinary
+    /// program stores.
+    fn expand(&mut self) {
+        let Some(mut x) = self.expanding else {
+            return;
+        };
+        let reg = u64::from(self.cfg.register_bytes);
+        let loop_instr = self.cfg.copy_loop_instructions;
+        while x.off < x.bytes && self.pending.len() < EXPAND_AHEAD {
+            let d = x.dst + x.off;
+            let to_d = 64 - d % 64;
+            match x.src {
+                Some(src) => {
+                    let s = src + x.off;
+                    let to_s = 64 - s % 64;
+                    let seg = to_s.min(to_d).min(x.bytes - x.off);
+                    let words = seg.div_ceil(reg).max(1) as u32;
+                    self.emit(
+                        UopKind::Load {
+                            addr: s,
+                            copy: true,
+                        },
+                        words,
+                        None,
+                    );
+                    let l = self.emitted - 1;
+                    self.emit(
+                        UopKind::Store {
+                            addr: d,
+                            copy: true,
+                            whole: seg == 64,
+                        },
+                        words,
+                        Some(l),
+                    );
+                    if loop_instr > 0 {
+                        self.emit(UopKind::Alu { lat: 1 }, words * loop_instr, None);
+                    }
+                    x.off += seg;
+                }
+                None => {
+                    let seg = to_d.min(x.bytes - x.off);
+                    let words = seg.div_ceil(reg).max(1) as u32;
+                    self.emit(
+                        UopKind::Store {
+                            addr: d,
+                            copy: x.value == 0,
+                            whole: false,
+                        },
+                        words,
+                        None,
+                    );
+                    if loop_instr > 0 {
+                        self.emit(UopKind::Alu { lat: 1 }, words * loop_instr, None);
+                    }
+                    x.off += seg;
+                }
+            }
+        }
+        self.expanding = (x.off < x.bytes).then_some(x);
     }
 
     fn push_offload(&mut self, src: Option<u64>, dst: u64, bytes: u64, value: u8) {
@@ -478,6 +528,10 @@ impl Core {
     /// feeds the handler's operations and calls [`Core::end_interrupt`].
     pub fn begin_interrupt(&mut self, entry_cycles: u32) {
         self.counters.interrupts += 1;
+        // A copy of the program still being expanded resumes after the handler.
+        if self.interrupted_expansion.is_none() {
+            self.interrupted_expansion = self.expanding.take();
+        }
         let saved = std::mem::take(&mut self.pending);
         self.interrupted = Some(match self.interrupted.take() {
             // An interrupt while feeding a handler nests after it.
@@ -499,6 +553,16 @@ impl Core {
 
     /// The handler is fed: the return cost, then the interrupted program resumes.
     pub fn end_interrupt(&mut self, exit_cycles: u32) {
+        // The handler's own CPU copies are expanded whole (workloads bound them to 1 MiB).
+        while self.expanding.is_some() {
+            let mut done = std::mem::take(&mut self.pending);
+            self.expand();
+            done.append(&mut self.pending);
+            self.pending = done;
+            if self.pending.len() > 1 << 20 {
+                break;
+            }
+        }
         self.emit(
             UopKind::Serialize {
                 cycles: exit_cycles,
@@ -515,6 +579,9 @@ impl Core {
                 }
                 self.pending.push_back(u);
             }
+        }
+        if self.expanding.is_none() {
+            self.expanding = self.interrupted_expansion.take();
         }
     }
 
@@ -818,6 +885,9 @@ impl Core {
                 break;
             }
             self.pending.pop_front();
+            if self.pending.len() < 64 {
+                self.expand();
+            }
             if mem {
                 self.lsq_used += u.count;
             }
@@ -861,5 +931,69 @@ impl Core {
         let wake = wake.max(next_cycle);
         let cycles = (wake - now).div_ceil(self.cycle_ps);
         now + cycles * self.cycle_ps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::DstPolicy;
+
+    /// A copy or initialisation of any size holds a bounded number of micro-ops: expanding a
+    /// terabyte at once took gigabytes a second until the machine ran out.
+    #[test]
+    fn a_huge_copy_or_init_is_expanded_a_chunk_at_a_time() {
+        for op in [
+            Op::Copy {
+                src: 0,
+                dst: 1 << 41,
+                bytes: 1 << 40,
+                policy: DstPolicy::AsGiven,
+            },
+            Op::Init {
+                dst: 0,
+                bytes: 1 << 40,
+                value: 0,
+            },
+        ] {
+            let mut core = Core::new(&CoreConfig::default(), 1);
+            core.push_op(&op, CopyBy::Cpu);
+            assert!(
+                core.pending.len() <= EXPAND_AHEAD + 2,
+                "{}",
+                core.pending.len()
+            );
+            assert!(core.expanding.is_some() && !core.wants_op() && !core.drained());
+        }
+    }
+
+    /// Expanding in chunks makes the same micro-ops, in the same order, as all at once.
+    #[test]
+    fn chunked_expansion_emits_the_whole_operation() {
+        let mut core = Core::new(&CoreConfig::default(), 1);
+        let op = Op::Copy {
+            src: 8,
+            dst: 4096 + 40,
+            bytes: 100_000,
+            policy: DstPolicy::AsGiven,
+        };
+        core.push_op(&op, CopyBy::Cpu);
+        let mut stored = 0u64;
+        let mut loads = 0u64;
+        while let Some(u) = core.pending.pop_front() {
+            match u.kind {
+                UopKind::Load { .. } => loads += 1,
+                UopKind::Store { .. } => stored += 1,
+                _ => {}
+            }
+            if core.pending.len() < 64 {
+                core.expand();
+            }
+        }
+        assert!(core.expanding.is_none());
+        // One load and one store per (source line, destination line) segment.
+        assert_eq!(loads, stored);
+        assert!(stored >= 100_000 / 64, "{stored}");
+        assert!(core.wants_op());
     }
 }

@@ -31,6 +31,9 @@ pub enum PlatformError {
     /// The simulation could not make progress (a model bug, reported instead of hanging).
     #[error("simulation stalled: {0}")]
     Stalled(String),
+    /// Stopped on request (Ctrl-C), see `movelab_dram::interrupt`.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl PlatformError {

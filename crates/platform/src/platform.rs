@@ -16,6 +16,7 @@ use crate::memory_system::{AgentId, Ev, MemorySystem, Responder, Response};
 use crate::ring::{RingStep, Rings};
 use crate::stats::{CacheStats, CopyLines, CoreStats, PlatformStats};
 use crate::workload::{DstPolicy, Op, OpStream, Workload};
+use movelab_dram::interrupt;
 use movelab_dram::port::MemoryPort;
 
 /// Operations of one interrupt handler, at most.
@@ -559,6 +560,9 @@ impl Platform {
                 last_now = now;
             }
             self.now = now;
+            if loops.is_multiple_of(interrupt::CHECK_STEPS) && interrupt::requested() {
+                return Err(PlatformError::Interrupted);
+            }
             if mem_t <= now {
                 self.sys.step_memory(&mut self.agents);
             }

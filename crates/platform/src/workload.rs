@@ -443,6 +443,7 @@ impl Workload {
         };
         w.check_ops(&spec.ops, "ops")?;
         w.check_ops(&spec.handler, "handler")?;
+        w.check_handler_sizes(&spec.handler)?;
         Ok(w)
     }
 
@@ -551,6 +552,30 @@ impl Workload {
                 }
                 OpSpec::Uncached { at, .. } => self.check_addr(at, &p)?,
                 OpSpec::RingPush { .. } | OpSpec::RingPop { .. } | OpSpec::Interrupt { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// An interrupt handler's copies and initialisations are at most 1 MiB each (a handler is
+    /// fed whole when the interrupt is taken).
+    fn check_handler_sizes(&self, ops: &[OpSpec]) -> Result<(), PlatformError> {
+        for (i, op) in ops.iter().enumerate() {
+            let bytes = match op {
+                OpSpec::Copy { bytes, .. } | OpSpec::Init { bytes, .. } => bytes,
+                OpSpec::Repeat { ops, .. } => {
+                    self.check_handler_sizes(ops)?;
+                    continue;
+                }
+                _ => continue,
+            };
+            let b = bytes.eval(&self.params).unwrap_or(0);
+            if b > 1 << 20 {
+                return Err(PlatformError::workload(
+                    &self.source,
+                    format!("handler[{i}]"),
+                    format!("{b} bytes: a handler's copy or init is at most 1 MiB"),
+                ));
             }
         }
         Ok(())

@@ -223,3 +223,27 @@ fn a_multithreaded_core_switches_context_on_a_miss() {
         "{extra_cycles} cycles more for {sw} swaps"
     );
 }
+
+#[test]
+fn an_interrupt_in_the_middle_of_a_cpu_copy_resumes_it() {
+    // The worker copies 64 KiB at a time on the core; its handler copies 256 bytes; interrupts
+    // land in the middle of the big copies, and every instruction of both still retires.
+    let worker = w(
+        "name = \"copier\"\niterations = 4\n[[regions]]\nname = \"s\"\nbase = 0x100_0000\nsize = \"1MiB\"\nstride = \"64KiB\"\n[[regions]]\nname = \"d\"\nbase = 0x200_0000\nsize = \"1MiB\"\nstride = \"64KiB\"\n[[ops]]\nkind = \"copy\"\nsrc = { region = \"s\" }\ndst = { region = \"d\" }\nbytes = \"64KiB\"\n[[handler]]\nkind = \"copy\"\nsrc = { region = \"s\" }\ndst = { region = \"d\", offset = 512 }\nbytes = 256\n",
+    );
+    let instr = |n: u64| {
+        let (s, _) = run(TWO_GROUPS, vec![interrupter(n, 1), worker.clone()], false);
+        assert_eq!(s.per_core[1].interrupts, n);
+        s.per_core[1].instructions
+    };
+    let (none, five) = (instr(0), instr(5));
+    let per = (five - none) / 5;
+    assert_eq!(five - none, 5 * per);
+    // 256 bytes in 4-byte registers: 64 loads, 64 stores, 64 loop instructions; entry and return.
+    assert_eq!(per, 192 + 2);
+    let big = "name = \"h\"\niterations = 1\n[[regions]]\nname = \"a\"\nbase = 0\nsize = \"64MiB\"\n[[ops]]\nkind = \"compute\"\nn = 1\n[[handler]]\nkind = \"init\"\ndst = { region = \"a\" }\nbytes = \"2MiB\"\n";
+    let e = Workload::from_toml_str(big, "h.toml", &BTreeMap::new())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("handler[0]") && e.contains("1 MiB"), "{e}");
+}

@@ -1,6 +1,7 @@
 //! Bindings for movelab-dram: configs, simulation, the command-log checker, presets and the
 //! RowClone latency experiment. Values cross as JSON strings; the Python layer turns them into
 //! dicts and DataFrames. Errors become `ValueError` (bad input) or `OSError` (files).
+use crate::interrupt::detach_interruptible;
 use movelab_dram::bulkgen::BulkGenSpec;
 use movelab_dram::checker;
 use movelab_dram::command::LogWriter;
@@ -16,6 +17,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use std::io::BufWriter;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 pub(crate) fn verr(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -149,7 +151,7 @@ fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<
             Ok(Box::new(g.map(Ok)))
         }
         "generator" => {
-            let spec = GeneratorSpec::from_json_str(value, "generator").map_err(verr)?;
+            let spec = GeneratorSpec::from_json_str(value, "trace").map_err(verr)?;
             let g = spec.build().map_err(verr)?;
             Ok(Box::new(g.map(Ok)))
         }
@@ -157,10 +159,48 @@ fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<
     }
 }
 
+/// The text a Python callable returns chunk by chunk (`next_chunk() -> str`, "" at the end), read
+/// as a stream: a Python trace is never joined in memory. An exception the callable raises (a bad
+/// item, Ctrl-C) is kept in `err` and re-raised after the run.
+struct PyChunks {
+    next_chunk: Py<PyAny>,
+    buf: Vec<u8>,
+    pos: usize,
+    err: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl std::io::Read for PyChunks {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.buf.len() {
+            let chunk = Python::attach(|py| {
+                self.next_chunk
+                    .call0(py)
+                    .and_then(|c| c.extract::<String>(py))
+            });
+            match chunk {
+                Ok(c) => {
+                    self.buf = c.into_bytes();
+                    self.pos = 0;
+                }
+                Err(e) => {
+                    if let Ok(mut slot) = self.err.lock() {
+                        *slot = Some(e);
+                    }
+                    return Err(std::io::Error::other("the Python trace iterator raised"));
+                }
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
 /// Runs a simulation. Returns the stats as JSON. `progress(n)` is called every `progress_every`
-/// trace items.
+/// trace items. `trace_kind` "iter" reads the trace from `trace_iter` (see [`PyChunks`]).
 #[pyfunction]
-#[pyo3(signature = (config_json, trace_kind, trace_value, trace_format="auto", command_log=None, progress=None, progress_every=100_000))]
+#[pyo3(signature = (config_json, trace_kind, trace_value, trace_format="auto", command_log=None, progress=None, progress_every=100_000, trace_iter=None))]
 #[allow(clippy::too_many_arguments)]
 fn dram_simulate(
     py: Python<'_>,
@@ -171,14 +211,39 @@ fn dram_simulate(
     command_log: Option<&str>,
     progress: Option<Py<PyAny>>,
     progress_every: u64,
+    trace_iter: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let cfg = load_config("json", config_json, None)?;
-    let stream = open_stream(trace_kind, trace_value, trace_format, &cfg)?;
+    let iter_err = Arc::new(Mutex::new(None));
+    let stream = match (trace_kind, trace_iter) {
+        ("iter", Some(next_chunk)) => {
+            let fmt = trace_format.parse::<TraceFormat>().map_err(verr)?;
+            let chunks = PyChunks {
+                next_chunk,
+                buf: Vec::new(),
+                pos: 0,
+                err: iter_err.clone(),
+            };
+            let r = trace::from_reader(std::io::BufReader::new(chunks), "trace", fmt);
+            if let Some(e) = iter_err.lock().ok().and_then(|mut s| s.take()) {
+                return Err(e);
+            }
+            Box::new(r.map_err(verr)?) as Stream
+        }
+        _ => open_stream(trace_kind, trace_value, trace_format, &cfg)?,
+    };
     let spec = cfg.resolve("config").map_err(verr)?;
-    let mut writer = match command_log {
+    // The log is written beside its destination and renamed onto it only when the run
+    // succeeded, so a failed or interrupted run leaves no log that looks complete.
+    let tmp_log = command_log.map(|p| format!("{p}.partial-{}", std::process::id()));
+    let mut writer = match &tmp_log {
         Some(p) => {
-            let f = std::fs::File::create(p)
-                .map_err(|e| PyOSError::new_err(format!("cannot create {p}: {e}")))?;
+            let f = std::fs::File::create(p).map_err(|e| {
+                PyOSError::new_err(format!(
+                    "cannot create {}: {e}",
+                    command_log.unwrap_or_default()
+                ))
+            })?;
             Some(
                 LogWriter::new(BufWriter::new(f), &log_header(&cfg, &spec))
                     .map_err(|e| PyOSError::new_err(e.to_string()))?,
@@ -186,7 +251,7 @@ fn dram_simulate(
         }
         None => None,
     };
-    let result = py.detach(|| {
+    let result = detach_interruptible(py, || {
         let mut cb = |n: u64| {
             if let Some(p) = &progress {
                 Python::attach(|py| {
@@ -204,21 +269,49 @@ fn dram_simulate(
         };
         simulate(&cfg, stream, opts)
     });
-    if let Some(w) = writer {
-        w.finish()
-            .map_err(|e| PyOSError::new_err(format!("writing the command log: {e}")))?;
+    let discard = |tmp: &Option<String>| {
+        if let Some(t) = tmp {
+            let _ = std::fs::remove_file(t);
+        }
+    };
+    let stats = match result {
+        Ok(Ok(s)) => s,
+        Err(signal) => {
+            // Ctrl-C (or another signal handler's exception).
+            drop(writer);
+            discard(&tmp_log);
+            return Err(signal);
+        }
+        Ok(Err(e)) => {
+            drop(writer);
+            discard(&tmp_log);
+            // The Python trace iterator's own exception (a bad item, Ctrl-C) comes first.
+            if let Some(py_err) = iter_err.lock().ok().and_then(|mut s| s.take()) {
+                return Err(py_err);
+            }
+            return Err(match e {
+                Error::Trace(TraceError::Io { .. }) => PyOSError::new_err(e.to_string()),
+                _ => verr(e),
+            });
+        }
+    };
+    if let (Some(w), Some(tmp), Some(dest)) = (writer, &tmp_log, command_log) {
+        let done = w
+            .finish()
+            .and_then(|_| std::fs::rename(tmp, dest))
+            .map_err(|e| PyOSError::new_err(format!("writing the command log {dest}: {e}")));
+        if done.is_err() {
+            discard(&tmp_log);
+        }
+        done?;
     }
-    let stats = result.map_err(|e| match e {
-        Error::Trace(TraceError::Io { .. }) => PyOSError::new_err(e.to_string()),
-        _ => verr(e),
-    })?;
     json(&stats)
 }
 
 /// Checks a command log with the independent checker. Returns the report as JSON.
 #[pyfunction]
 fn dram_check(py: Python<'_>, path: &str) -> PyResult<String> {
-    let report = py.detach(|| checker::check_log_file(Path::new(path)));
+    let report = detach_interruptible(py, || checker::check_log_file(Path::new(path)))?;
     match report {
         Ok(r) => json(&r),
         Err(e @ movelab_dram::error::LogError::Io { .. }) => Err(PyOSError::new_err(e.to_string())),
@@ -231,18 +324,33 @@ fn dram_check(py: Python<'_>, path: &str) -> PyResult<String> {
 #[pyo3(signature = (config_json, bytes=4096))]
 fn dram_rowclone_latency(py: Python<'_>, config_json: &str, bytes: u64) -> PyResult<String> {
     let cfg = load_config("json", config_json, None)?;
-    let rows = py
-        .detach(|| rowclone_latency::run(&cfg, bytes))
-        .map_err(verr)?;
+    let rows = detach_interruptible(py, || rowclone_latency::run(&cfg, bytes))?.map_err(verr)?;
     json(&rows)
 }
 
-/// Writes a generated trace to a file in native format, for use by other tools.
+/// Writes a generated trace to a file in native format, for use by other tools. Ctrl-C stops it
+/// (raising `KeyboardInterrupt`) within 64 Ki requests.
 #[pyfunction]
 #[pyo3(signature = (generator_json, path, format="native"))]
-fn dram_write_trace(generator_json: &str, path: &str, format: &str) -> PyResult<u64> {
+fn dram_write_trace(
+    py: Python<'_>,
+    generator_json: &str,
+    path: &str,
+    format: &str,
+) -> PyResult<u64> {
     let spec = GeneratorSpec::from_json_str(generator_json, "generator").map_err(verr)?;
-    let g = spec.build().map_err(verr)?;
+    let mut interrupted: Option<PyErr> = None;
+    let mut written = 0u64;
+    let g = spec.build().map_err(verr)?.map_while(|item| {
+        written += 1;
+        if written.is_multiple_of(1 << 16) {
+            if let Err(e) = py.check_signals() {
+                interrupted = Some(e);
+                return None;
+            }
+        }
+        Some(item)
+    });
     let f = std::fs::File::create(path)
         .map_err(|e| PyOSError::new_err(format!("cannot create {path}: {e}")))?;
     let mut w = BufWriter::new(f);
@@ -252,6 +360,9 @@ fn dram_write_trace(generator_json: &str, path: &str, format: &str) -> PyResult<
         "dramsim3" => trace::write_dramsim3(g, &mut w),
         other => return Err(verr(format!("unknown trace format '{other}'"))),
     };
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
     n.map_err(verr)
 }
 

@@ -4,21 +4,142 @@
 //! any C-contiguous exporter). An asynchronous operation holds both buffer exports (which keeps
 //! the objects alive, and stops a bytearray from being resized) from `icopy` until `wait` or
 //! `wait_all` returns. The GIL is released while bytes move or while waiting.
+//!
+//! Every blocking call waits in short slices and re-acquires the GIL between them to run
+//! Python's signal handlers ([`Signals`]): Ctrl-C raises `KeyboardInterrupt` within a fraction of
+//! a second, and the operation being waited for stays in flight (its buffers stay held). Integer
+//! arguments are checked here ([`int_arg`]): out of range is a `ValueError` naming the argument,
+//! the value and what is allowed, never an `OverflowError`.
+use movelab_host::cancel::Cancel;
 use movelab_host::{Cookie, EngineConfig, HostError, Op, Runtime};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::PyInt;
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 fn to_py(e: HostError) -> PyErr {
     let msg = e.to_string();
     match e {
         HostError::Os(_) => PyOSError::new_err(msg),
-        HostError::Aborted(_) => PyRuntimeError::new_err(msg),
+        HostError::Aborted(_)
+        | HostError::Forked { .. }
+        | HostError::Interrupted(_)
+        | HostError::Stopped(_) => PyRuntimeError::new_err(msg),
         _ => PyValueError::new_err(msg),
     }
+}
+
+/// A [`Cancel`] that asks Python: between the slices of a blocking call it re-acquires the GIL
+/// and runs the signal handlers; the exception they raise (KeyboardInterrupt) is kept for the
+/// caller to re-raise. It asks at most every [`ASK_EVERY`], starting that long after the call
+/// began: a call that returns sooner never touches the GIL, and a loop that asks often (the IPC
+/// protocol asks once per message) pays a clock read, not a GIL round trip.
+pub(crate) struct Signals {
+    raised: Mutex<Option<PyErr>>,
+    start: Instant,
+    /// Nanoseconds after `start` before which the next question is not put to Python.
+    next_ns: AtomicU64,
+}
+
+/// How often a blocking call asks Python about signals: a fraction of a second, as Ctrl-C must be.
+const ASK_EVERY: Duration = Duration::from_millis(20);
+
+impl Default for Signals {
+    fn default() -> Self {
+        Signals {
+            raised: Mutex::new(None),
+            start: Instant::now(),
+            next_ns: AtomicU64::new(ASK_EVERY.as_nanos() as u64),
+        }
+    }
+}
+
+impl Cancel for Signals {
+    fn cancelled(&self) -> bool {
+        let now = self.start.elapsed().as_nanos() as u64;
+        if now < self.next_ns.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.next_ns
+            .store(now + ASK_EVERY.as_nanos() as u64, Ordering::Relaxed);
+        let mut raised = self.raised.lock().unwrap_or_else(|p| p.into_inner());
+        if raised.is_some() {
+            return true;
+        }
+        if let Err(e) = Python::attach(|py| py.check_signals()) {
+            *raised = Some(e);
+            return true;
+        }
+        false
+    }
+}
+
+impl Signals {
+    /// Run `f` without the GIL, interruptible by signals. Returns `f`'s result, or the
+    /// exception a signal handler raised if `f` gave up because of it.
+    pub(crate) fn detach<T: Send, E: Send>(
+        py: Python<'_>,
+        f: impl FnOnce(&Signals) -> Result<T, E> + Send,
+    ) -> Result<Result<T, E>, PyErr> {
+        let sig = Signals::default();
+        let r = py.detach(|| f(&sig));
+        match sig.raised.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) if r.is_err() => Err(e),
+            Some(e) => {
+                // Finished anyway: the signal still counts (raise it now, as Python would).
+                e.restore(py);
+                Ok(r)
+            }
+            None => Ok(r),
+        }
+    }
+}
+
+/// An integer argument in `lo..=hi`: anything else is a `ValueError` (out of range, however
+/// large) or a `TypeError` (not an integer) naming the argument, the value and what is allowed.
+pub(crate) fn int_arg(obj: &Bound<'_, PyAny>, name: &str, lo: i128, hi: i128) -> PyResult<i128> {
+    if !obj.is_instance_of::<PyInt>() {
+        let t = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an integer, got {t} ({})",
+            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        )));
+    }
+    match obj.extract::<i128>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(PyValueError::new_err(format!(
+            "{name} = {}: expected an integer in {lo}..={hi}",
+            obj.str().map(|r| r.to_string()).unwrap_or_default()
+        ))),
+    }
+}
+
+/// Largest buffer length (bytes) the host API accepts: what a Python buffer can be.
+pub(crate) const MAX_LEN: i128 = isize::MAX as i128;
+
+fn opt_len(obj: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<usize>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => Ok(Some(int_arg(o, name, 0, MAX_LEN)? as usize)),
+    }
+}
+
+fn cookie_arg(obj: &Bound<'_, PyAny>) -> PyResult<u64> {
+    Ok(int_arg(obj, "cookie", 0, u64::MAX as i128)? as u64)
+}
+
+fn byte_arg(obj: &Bound<'_, PyAny>) -> PyResult<u8> {
+    Ok(int_arg(obj, "value", 0, 255)? as u8)
 }
 
 /// One buffer export (`PyObject_GetBuffer`), released when dropped.
@@ -108,18 +229,26 @@ fn count(src: usize, dst: usize, nbytes: Option<usize>) -> PyResult<usize> {
 #[pyclass(module = "movelab._core", name = "HostEngine")]
 pub struct PyEngine {
     // Declared first: dropped first, and the runtime's drop waits for in-flight operations
-    // before the buffers below are released.
-    rt: Runtime,
+    // before the buffers below are released. None once closed.
+    rt: RwLock<Option<Arc<Runtime>>>,
     held: Mutex<HashMap<u64, Vec<Held>>>,
+    name: &'static str,
 }
 
-/// Raw pointers that may cross into a GIL-free closure (their memory is held by `Held`s).
-#[derive(Clone, Copy)]
-struct SendOp(Op);
-// SAFETY: the op's memory is pinned by buffer exports that outlive the closure.
-unsafe impl Send for SendOp {}
-
 impl PyEngine {
+    /// The runtime, or a clear error once the engine is closed.
+    fn rt(&self) -> PyResult<Arc<Runtime>> {
+        self.rt
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "the {} engine is closed: create a new Engine to copy again",
+                    self.name
+                ))
+            })
+    }
     fn hold(&self, cookie: Cookie, bufs: Vec<Held>) {
         self.held
             .lock()
@@ -164,23 +293,46 @@ impl PyEngine {
         };
         Ok((Op::fill(d.ptr(), value, n).in_cache(cache), vec![d]))
     }
+    /// A blocking operation: start it, then wait interruptibly. On Ctrl-C the operation stays in
+    /// flight with its buffers held (released by wait_all, close or drop) and the
+    /// KeyboardInterrupt propagates.
     fn run_blocking(&self, py: Python<'_>, op: Op, bufs: Vec<Held>) -> PyResult<()> {
-        let op = SendOp(op);
-        let rt = &self.rt;
-        let r = py.detach(move || {
-            let op = op;
-            // SAFETY: `bufs` pins the memory until after this blocking call returns.
-            unsafe { rt.run_raw(op.0) }
-        });
-        drop(bufs);
-        r.map_err(to_py)
+        let c = self.start(op, bufs)?;
+        self.wait_cookie(py, c)
     }
     fn start(&self, op: Op, bufs: Vec<Held>) -> PyResult<u64> {
+        let rt = self.rt()?;
         // SAFETY: `bufs` is stored under the cookie and released only after wait/wait_all (or
         // after the runtime, which waits for every operation, has been dropped).
-        let c = unsafe { self.rt.submit_raw(&[op], false) }.map_err(to_py)?[0];
+        let c = unsafe { rt.submit_raw(&[op], false) }.map_err(to_py)?[0];
         self.hold(c, bufs);
         Ok(c.0)
+    }
+    fn wait_cookie(&self, py: Python<'_>, cookie: u64) -> PyResult<()> {
+        let rt = self.rt()?;
+        let r = Signals::detach(py, |sig| rt.wait_with(Cookie(cookie), sig))?;
+        if !matches!(
+            r,
+            Err(HostError::UnknownCookie(_)) | Err(HostError::Forked { .. })
+        ) {
+            self.release(cookie);
+        }
+        r.map_err(to_py)
+    }
+    /// Wait for everything, interruptibly; then release every held buffer.
+    fn wait_everything(&self, py: Python<'_>, rt: &Runtime) -> PyResult<()> {
+        let r = Signals::detach(py, |sig| rt.wait_all_with(sig))?;
+        if matches!(r, Err(HostError::Forked { .. })) {
+            return r.map_err(to_py);
+        }
+        let bufs: Vec<_> = self
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .collect();
+        drop(bufs);
+        r.map_err(to_py)
     }
 }
 
@@ -192,8 +344,10 @@ impl PyEngine {
     fn new(name: &str, config_json: &str) -> PyResult<Self> {
         let cfg: EngineConfig = serde_json::from_str(config_json)
             .map_err(|e| PyValueError::new_err(format!("invalid engine configuration: {e}")))?;
+        let rt = Runtime::new(name, &cfg).map_err(to_py)?;
         Ok(PyEngine {
-            rt: Runtime::new(name, &cfg).map_err(to_py)?,
+            name: rt.name(),
+            rt: RwLock::new(Some(Arc::new(rt))),
             held: Mutex::new(HashMap::new()),
         })
     }
@@ -201,18 +355,47 @@ impl PyEngine {
     /// The engine's registry name.
     #[getter]
     fn name(&self) -> &'static str {
-        self.rt.name()
+        self.name
     }
 
     /// The engine's configuration as a JSON string.
     fn config_json(&self) -> PyResult<String> {
-        serde_json::to_string(self.rt.config()).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        serde_json::to_string(self.rt()?.config())
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
-    /// Cookies issued and not yet waited for.
+    /// Cookies issued and not yet waited for (0 once closed).
     #[getter]
     fn outstanding(&self) -> usize {
-        self.rt.outstanding()
+        self.rt().map_or(0, |rt| rt.outstanding())
+    }
+
+    /// True once `close` has been called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.rt.read().unwrap_or_else(|p| p.into_inner()).is_none()
+    }
+
+    /// Wait for every outstanding operation, release the buffers and stop the engine's workers.
+    /// Idempotent. Interrupted by Ctrl-C, the engine stays open (nothing was lost).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let Some(rt) = self.rt.read().unwrap_or_else(|p| p.into_inner()).clone() else {
+            return Ok(());
+        };
+        // In a forked child the parent's operations are not ours to wait for: just let go.
+        let r = match rt.usable_here() {
+            Ok(()) => self.wait_everything(py, &rt),
+            Err(_) => Ok(()),
+        };
+        if let Err(e) = &r {
+            if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                return r;
+            }
+        }
+        let taken = self.rt.write().unwrap_or_else(|p| p.into_inner()).take();
+        // Joining the workers is quick once every operation is done.
+        py.detach(move || drop(taken));
+        r
     }
 
     #[pyo3(signature = (src, dst, nbytes = None, cache = false))]
@@ -221,9 +404,10 @@ impl PyEngine {
         py: Python<'_>,
         src: &Bound<'_, PyAny>,
         dst: &Bound<'_, PyAny>,
-        nbytes: Option<usize>,
+        nbytes: Option<Bound<'_, PyAny>>,
         cache: bool,
     ) -> PyResult<()> {
+        let nbytes = opt_len(nbytes.as_ref(), "nbytes")?;
         let (op, bufs) = Self::copy_op(src, dst, nbytes, cache)?;
         self.run_blocking(py, op, bufs)
     }
@@ -233,9 +417,10 @@ impl PyEngine {
         &self,
         src: &Bound<'_, PyAny>,
         dst: &Bound<'_, PyAny>,
-        nbytes: Option<usize>,
+        nbytes: Option<Bound<'_, PyAny>>,
         cache: bool,
     ) -> PyResult<u64> {
+        let nbytes = opt_len(nbytes.as_ref(), "nbytes")?;
         let (op, bufs) = Self::copy_op(src, dst, nbytes, cache)?;
         self.start(op, bufs)
     }
@@ -245,10 +430,11 @@ impl PyEngine {
         &self,
         py: Python<'_>,
         dst: &Bound<'_, PyAny>,
-        value: u8,
-        nbytes: Option<usize>,
+        value: &Bound<'_, PyAny>,
+        nbytes: Option<Bound<'_, PyAny>>,
         cache: bool,
     ) -> PyResult<()> {
+        let (value, nbytes) = (byte_arg(value)?, opt_len(nbytes.as_ref(), "nbytes")?);
         let (op, bufs) = Self::fill_op(dst, value, nbytes, cache)?;
         self.run_blocking(py, op, bufs)
     }
@@ -257,10 +443,11 @@ impl PyEngine {
     fn ifill(
         &self,
         dst: &Bound<'_, PyAny>,
-        value: u8,
-        nbytes: Option<usize>,
+        value: &Bound<'_, PyAny>,
+        nbytes: Option<Bound<'_, PyAny>>,
         cache: bool,
     ) -> PyResult<u64> {
+        let (value, nbytes) = (byte_arg(value)?, opt_len(nbytes.as_ref(), "nbytes")?);
         let (op, bufs) = Self::fill_op(dst, value, nbytes, cache)?;
         self.start(op, bufs)
     }
@@ -274,48 +461,41 @@ impl PyEngine {
             ops.push(op);
             all.push(bufs);
         }
+        let rt = self.rt()?;
         // SAFETY: each op's buffers are stored under its cookie right below and released only
         // after wait/wait_all.
-        let cookies = unsafe { self.rt.submit_raw(&ops, false) }.map_err(to_py)?;
+        let cookies = unsafe { rt.submit_raw(&ops, false) }.map_err(to_py)?;
         for (c, bufs) in cookies.iter().zip(all) {
             self.hold(*c, bufs);
         }
         Ok(cookies.into_iter().map(|c| c.0).collect())
     }
 
-    fn check(&self, cookie: u64) -> PyResult<bool> {
-        self.rt.check(Cookie(cookie)).map_err(to_py)
+    fn check(&self, cookie: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let cookie = cookie_arg(cookie)?;
+        self.rt()?.check(Cookie(cookie)).map_err(to_py)
     }
 
-    fn wait(&self, py: Python<'_>, cookie: u64) -> PyResult<()> {
-        let rt = &self.rt;
-        let r = py.detach(|| rt.wait(Cookie(cookie)));
-        if !matches!(r, Err(HostError::UnknownCookie(_))) {
-            self.release(cookie);
-        }
-        r.map_err(to_py)
+    fn wait(&self, py: Python<'_>, cookie: &Bound<'_, PyAny>) -> PyResult<()> {
+        let cookie = cookie_arg(cookie)?;
+        self.wait_cookie(py, cookie)
     }
 
     fn wait_all(&self, py: Python<'_>) -> PyResult<()> {
-        let rt = &self.rt;
-        let r = py.detach(|| rt.wait_all());
-        let bufs: Vec<_> = self
-            .held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain()
-            .collect();
-        drop(bufs);
-        r.map_err(to_py)
+        let rt = self.rt()?;
+        self.wait_everything(py, &rt)
     }
 }
 
-/// Run a host benchmark kernel: `name` and a JSON spec in, JSON rows out (GIL released).
+/// Run a host benchmark kernel: `name` and a JSON spec in, JSON rows out (GIL released;
+/// Ctrl-C stops it within a fraction of a second).
 #[pyfunction]
 fn host_bench(py: Python<'_>, name: &str, spec_json: &str) -> PyResult<String> {
     let (name, spec) = (name.to_string(), spec_json.to_string());
-    py.detach(move || movelab_host::bench::run(&name, &spec))
-        .map_err(to_py)
+    Signals::detach(py, move |sig| {
+        movelab_host::bench::run_with(&name, &spec, sig)
+    })?
+    .map_err(to_py)
 }
 
 /// The registered engines as (name, description) pairs.

@@ -2,10 +2,13 @@
 //!
 //! A posted buffer is held (a `PyBuffer`, which keeps the exporting object alive and its memory
 //! pinned) from `iwrite`/`iread` until `wait` returns, or until the connection is closed.
+//! Blocking calls (accept, connect, wait, the benchmark sides) are interruptible by Ctrl-C (see
+//! [`Signals`]); an interrupted wait leaves its operation in flight and its buffer held.
+use crate::host::{int_arg, Signals};
 use movelab_host::ipc::{self, Connection, IpcError, Listener, Options, Transfer, TransferPath};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{
-    PyConnectionError, PyPermissionError, PyRuntimeError, PyTimeoutError, PyValueError,
+    PyConnectionError, PyOSError, PyPermissionError, PyRuntimeError, PyTimeoutError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -15,9 +18,10 @@ use std::time::Duration;
 
 fn to_py(e: IpcError) -> PyErr {
     let msg = e.to_string();
-    match e {
+    match &e {
         IpcError::Timeout { .. } | IpcError::WaitTimeout { .. } => PyTimeoutError::new_err(msg),
         IpcError::Auth(_) => PyPermissionError::new_err(msg),
+        IpcError::AddrInUse { .. } => PyOSError::new_err((e.errno().unwrap_or(0), msg)),
         IpcError::PeerClosed | IpcError::Closed(_) => PyConnectionError::new_err(msg),
         IpcError::UnknownCookie(_)
         | IpcError::SizeMismatch { .. }
@@ -45,17 +49,35 @@ const NO_LIMIT: Duration = Duration::from_secs(3_000_000_000);
 fn options(
     path: &str,
     deny_single_copy: bool,
-    ring_slots: usize,
-    slot_size: usize,
+    ring_slots: Option<&Bound<'_, PyAny>>,
+    slot_size: Option<&Bound<'_, PyAny>>,
     timeout: f64,
 ) -> PyResult<Options> {
-    Ok(Options {
+    let d = Options::default();
+    let o = Options {
         path: TransferPath::parse(path).map_err(to_py)?,
         deny_single_copy,
-        ring_slots,
-        slot_size,
+        ring_slots: match ring_slots {
+            Some(v) => int_arg(v, "ring_slots", 1, 1024)? as usize,
+            None => d.ring_slots,
+        },
+        slot_size: match slot_size {
+            Some(v) => int_arg(v, "slot_size", 4096, 64 << 20)? as usize,
+            None => d.slot_size,
+        },
         timeout: duration(Some(timeout))?.unwrap_or(NO_LIMIT),
-    })
+    };
+    if !o.slot_size.is_multiple_of(4096) {
+        return Err(PyValueError::new_err(format!(
+            "slot_size = {}: expected a multiple of 4096 in 4096..=67108864",
+            o.slot_size
+        )));
+    }
+    Ok(o)
+}
+
+fn cookie_arg(obj: &Bound<'_, PyAny>) -> PyResult<u64> {
+    Ok(int_arg(obj, "cookie", 0, u64::MAX as i128)? as u64)
 }
 
 fn transfer_dict<'py>(py: Python<'py>, t: &Transfer) -> PyResult<Bound<'py, PyDict>> {
@@ -90,7 +112,7 @@ impl PyListener {
         let l = guard
             .as_ref()
             .ok_or_else(|| PyConnectionError::new_err("the listener is closed"))?;
-        let conn = py.detach(|| l.accept(t)).map_err(to_py)?;
+        let conn = Signals::detach(py, |sig| l.accept_with(t, sig))?.map_err(to_py)?;
         Ok(PyConnection::new(conn))
     }
 
@@ -187,8 +209,8 @@ impl PyConnection {
     }
 
     /// True once the operation has finished; `wait` then returns at once.
-    fn check(&self, cookie: u64) -> PyResult<bool> {
-        self.inner.check(cookie).map_err(to_py)
+    fn check(&self, cookie: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.inner.check(cookie_arg(cookie)?).map_err(to_py)
     }
 
     /// Block (without the GIL, without spinning) until the operation finishes; returns
@@ -197,11 +219,13 @@ impl PyConnection {
     fn wait<'py>(
         &self,
         py: Python<'py>,
-        cookie: u64,
+        cookie: &Bound<'py, PyAny>,
         timeout: Option<f64>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let cookie = cookie_arg(cookie)?;
         let t = duration(timeout)?;
-        let r = py.detach(|| self.inner.wait(cookie, t));
+        // Interrupted (Ctrl-C): the operation stays in flight and its buffer stays held.
+        let r = Signals::detach(py, |sig| self.inner.wait_with(cookie, t, sig))?;
         if !matches!(r, Err(IpcError::WaitTimeout { .. })) {
             self.release(py, cookie);
         }
@@ -253,8 +277,7 @@ impl PyConnection {
         sizes: Vec<usize>,
         quick: bool,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let rows = py
-            .detach(|| ipc::bench::drive(&self.inner, &sizes, quick))
+        let rows = Signals::detach(py, |sig| ipc::bench::drive(&self.inner, &sizes, quick, sig))?
             .map_err(to_py)?;
         rows.iter()
             .map(|r| {
@@ -275,23 +298,29 @@ impl PyConnection {
     /// Run the echoing side of the IPC benchmark.
     #[pyo3(signature = (sizes, quick=false))]
     fn bench_serve(&self, py: Python<'_>, sizes: Vec<usize>, quick: bool) -> PyResult<()> {
-        py.detach(|| ipc::bench::serve(&self.inner, &sizes, quick))
+        Signals::detach(py, |sig| ipc::bench::serve(&self.inner, &sizes, quick, sig))?
             .map_err(to_py)
     }
 }
 
 /// Listen on a Unix socket path.
 #[pyfunction]
-#[pyo3(signature = (path, *, prefer="auto", deny_single_copy=false, ring_slots=8, slot_size=262144, timeout=10.0))]
+#[pyo3(signature = (path, *, prefer="auto", deny_single_copy=false, ring_slots=None, slot_size=None, timeout=10.0))]
 fn ipc_listen(
     path: &str,
     prefer: &str,
     deny_single_copy: bool,
-    ring_slots: usize,
-    slot_size: usize,
+    ring_slots: Option<Bound<'_, PyAny>>,
+    slot_size: Option<Bound<'_, PyAny>>,
     timeout: f64,
 ) -> PyResult<PyListener> {
-    let o = options(prefer, deny_single_copy, ring_slots, slot_size, timeout)?;
+    let o = options(
+        prefer,
+        deny_single_copy,
+        ring_slots.as_ref(),
+        slot_size.as_ref(),
+        timeout,
+    )?;
     let l = Listener::bind(path, o).map_err(to_py)?;
     Ok(PyListener {
         inner: Mutex::new(Some(l)),
@@ -300,18 +329,24 @@ fn ipc_listen(
 
 /// Connect to a listener (retrying until it exists, within `timeout` seconds).
 #[pyfunction]
-#[pyo3(signature = (path, *, prefer="auto", deny_single_copy=false, ring_slots=8, slot_size=262144, timeout=10.0))]
+#[pyo3(signature = (path, *, prefer="auto", deny_single_copy=false, ring_slots=None, slot_size=None, timeout=10.0))]
 fn ipc_connect(
     py: Python<'_>,
     path: &str,
     prefer: &str,
     deny_single_copy: bool,
-    ring_slots: usize,
-    slot_size: usize,
+    ring_slots: Option<Bound<'_, PyAny>>,
+    slot_size: Option<Bound<'_, PyAny>>,
     timeout: f64,
 ) -> PyResult<PyConnection> {
-    let o = options(prefer, deny_single_copy, ring_slots, slot_size, timeout)?;
-    let c = py.detach(|| ipc::connect(path, o)).map_err(to_py)?;
+    let o = options(
+        prefer,
+        deny_single_copy,
+        ring_slots.as_ref(),
+        slot_size.as_ref(),
+        timeout,
+    )?;
+    let c = Signals::detach(py, |sig| ipc::connect_with(path, o, sig))?.map_err(to_py)?;
     Ok(PyConnection::new(c))
 }
 

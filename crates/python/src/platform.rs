@@ -1,6 +1,7 @@
 //! Bindings for movelab-platform: platform configs, workloads, runs and the system-level paper
 //! reproductions. Values cross as JSON strings; errors become `ValueError`.
 use crate::dram::{json, strip_nulls, verr};
+use crate::interrupt::detach_interruptible;
 use movelab_platform::config::{builtin_platform_names, PlatformConfig, BUILTIN_PLATFORMS};
 use movelab_platform::experiments::{rowclone_fork, zhao_copy_engine};
 use movelab_platform::workload::{builtin_workload_names, Workload, BUILTIN_WORKLOADS};
@@ -77,9 +78,7 @@ fn platform_run(
 ) -> PyResult<String> {
     let cfg = load(platform, overrides)?;
     let w = Workload::load(workload, &self::params(params_json)?).map_err(verr)?;
-    let s = py
-        .detach(|| movelab_platform::run(&cfg, &w))
-        .map_err(verr)?;
+    let s = detach_interruptible(py, || movelab_platform::run(&cfg, &w))?.map_err(verr)?;
     json(&s)
 }
 
@@ -93,12 +92,15 @@ fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
 
 /// Zhao et al. Table 3, Fig. 11, Table 4, Fig. 15: rows as JSON.
 #[pyfunction]
-#[pyo3(signature = (overrides=None, packets=200, payloads=None, progress=None))]
+#[pyo3(signature = (overrides=None, packets=200, payloads=None, progress=None, cores=None, figures=true))]
 fn reproduce_zhao(
+    py: Python<'_>,
     overrides: Option<&str>,
     packets: u64,
     payloads: Option<Vec<u64>>,
     progress: Option<Py<PyAny>>,
+    cores: Option<Vec<String>>,
+    figures: bool,
 ) -> PyResult<String> {
     if packets == 0 {
         return Err(verr("packets must be at least 1"));
@@ -114,28 +116,38 @@ fn reproduce_zhao(
         }
         o.payloads = p;
     }
-    let rows =
-        zhao_copy_engine::run(&o, &mut |d, t| call_progress(&progress, d, t)).map_err(verr)?;
+    if let Some(c) = cores {
+        o.cores = c;
+    }
+    o.figures = figures;
+    let rows = detach_interruptible(py, || {
+        zhao_copy_engine::run(&o, &mut |d, t| call_progress(&progress, d, t))
+    })?
+    .map_err(verr)?;
     json(&rows)
 }
 
 /// RowClone forkbench and bulk-zero: rows as JSON.
 #[pyfunction]
-#[pyo3(signature = (overrides=None, sizes_mb=None, n_pages=None, zero_pages=1024, progress=None))]
+#[pyo3(signature = (overrides=None, sizes_mb=None, n_pages=None, zero_pages=1024, progress=None, bulk_zero=true))]
 fn reproduce_rowclone_fork(
+    py: Python<'_>,
     overrides: Option<&str>,
     sizes_mb: Option<Vec<u64>>,
     n_pages: Option<Vec<u64>>,
     zero_pages: u64,
     progress: Option<Py<PyAny>>,
+    bulk_zero: bool,
 ) -> PyResult<String> {
     let mut o = rowclone_fork::Options {
         overrides: self::overrides(overrides)?,
         zero_pages,
+        bulk_zero,
         ..Default::default()
     };
     if let Some(s) = sizes_mb {
-        if s.is_empty() || s.iter().any(|&v| v == 0 || v > 4096) {
+        // An empty list runs no forkbench (only bulk zeroing): one of the points of a split run.
+        if s.iter().any(|&v| v == 0 || v > 4096) {
             return Err(verr("sizes_mb must be between 1 and 4096"));
         }
         o.sizes_mb = s;
@@ -149,7 +161,10 @@ fn reproduce_rowclone_fork(
     if zero_pages == 0 {
         return Err(verr("zero_pages must be at least 1"));
     }
-    let rows = rowclone_fork::run(&o, &mut |d, t| call_progress(&progress, d, t)).map_err(verr)?;
+    let rows = detach_interruptible(py, || {
+        rowclone_fork::run(&o, &mut |d, t| call_progress(&progress, d, t))
+    })?
+    .map_err(verr)?;
     json(&rows)
 }
 

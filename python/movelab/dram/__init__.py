@@ -13,13 +13,17 @@ as ``("R", 0x1000)``, ``("W", 0x40)``, ``("COPY", src, dst, nbytes)``, ``("INIT"
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Iterable
+import operator
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from movelab import _core
+from movelab._util import U64_MAX, check_value
 
 __all__ = ["Config", "SimResult", "check_log", "flatten", "load_config", "presets", "simulate"]
 
@@ -38,20 +42,59 @@ class Config:
         return load_config(self, overrides)
 
 
+TRACE_FORMATS = ("auto", "native", "ramulator", "dramsim3")
+_POSITION = re.compile(r" at line \d+ column \d+")
+
+
+def _native_call(fn: Callable[..., Any], *args: Any, what: str | None = None) -> Any:
+    """Calls the extension; a ``ValueError`` loses the JSON parser's positions (the JSON is ours,
+    not the user's) and gains ``what`` (the argument at fault) in front."""
+    try:
+        return fn(*args)
+    except ValueError as e:
+        msg = _POSITION.sub("", str(e))
+        raise ValueError(f"{what}: {msg}" if what and not msg.startswith(what) else msg) from None
+
+
+def _dict_json(d: Any, what: str) -> str:
+    """``d`` (a mapping with string keys) as JSON; NaN, infinities, 64-bit overflows and values
+    JSON cannot hold are refused naming the key."""
+    if not isinstance(d, Mapping):
+        raise TypeError(f"{what} must be a dict, not {type(d).__name__}")
+    _check_keys(d, what)
+    check_value(dict(d), what)
+    try:
+        return json.dumps(d, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{what}: {e}") from None
+
+
+def _check_keys(d: Mapping[Any, Any], what: str) -> None:
+    for k, v in d.items():
+        if not isinstance(k, str):
+            raise TypeError(f"{what}: keys must be strings, got {k!r}")
+        if isinstance(v, Mapping):
+            _check_keys(v, f"{what}.{k}")
+
+
 def load_config(config: str | Path | dict[str, Any] | Config, overrides: dict[str, Any] | None = None) -> Config:
     """Builds a :class:`Config`; errors name the file or preset and the key."""
-    ov = json.dumps(overrides) if overrides else None
+    ov = _dict_json(overrides, "overrides") if overrides else None
     if isinstance(config, Config):
-        raw = _core.dram_config("json", config.to_json(), ov)
-    elif isinstance(config, dict):
-        raw = _core.dram_config("json", json.dumps(config), ov)
+        raw = _native_call(_core.dram_config, "json", config.to_json(), ov)
+    elif isinstance(config, Mapping):
+        raw = _native_call(_core.dram_config, "json", _dict_json(config, "config"), ov)
     elif isinstance(config, Path) or (isinstance(config, str) and (config.endswith(".toml") or Path(config).is_file())):
         path = Path(config)
-        if not path.is_file():
+        if path.is_dir():
+            raise ValueError(f"config: {path} is a directory, not a TOML file")
+        if not path.exists():
             raise FileNotFoundError(f"config file {path} does not exist")
-        raw = _core.dram_config("file", str(path), ov)
+        if not path.is_file():
+            raise ValueError(f"config: {path} is not a regular file")
+        raw = _native_call(_core.dram_config, "file", str(path), ov)
     elif isinstance(config, str):
-        raw = _core.dram_config("preset", config, ov)
+        raw = _native_call(_core.dram_config, "preset", config, ov)
     else:
         raise TypeError(f"config must be a preset name, a path, a dict or a Config, not {type(config).__name__}")
     d = json.loads(raw)
@@ -87,28 +130,60 @@ class SimResult:
         return json.dumps(self.stats, indent=2)
 
 
-def _items_to_native(items: Iterable[Any]) -> str:
-    lines = []
-    for i, it in enumerate(items):
-        if isinstance(it, str):
-            lines.append(it)
-            continue
-        if not isinstance(it, (tuple, list)) or not it:
-            raise ValueError(f"trace item {i}: expected a tuple like ('R', addr), got {it!r}")
-        op = str(it[0]).upper()
-        try:
-            args = [int(a) for a in it[1:]]
-        except (TypeError, ValueError):
-            raise ValueError(f"trace item {i}: arguments must be integers, got {it!r}") from None
-        arity = {"R": 1, "W": 1, "COPY": 3, "INIT": 3}.get(op)
-        if arity is None:
-            raise ValueError(f"trace item {i}: unknown operation {it[0]!r} (R, W, COPY, INIT)")
-        if len(args) != arity:
-            raise ValueError(f"trace item {i}: {op} takes {arity} arguments, got {len(args)}")
-        if any(a < 0 for a in args):
-            raise ValueError(f"trace item {i}: negative value in {it!r}")
-        lines.append(" ".join([op] + [hex(a) if j < 2 else str(a) for j, a in enumerate(args)]))
-    return "\n".join(lines) + "\n"
+_ARITY = {"R": 1, "W": 1, "COPY": 3, "INIT": 3}
+#: Trace items handed to the simulator per call when a Python iterable is streamed.
+CHUNK_ITEMS = 4096
+
+
+def _item_line(i: int, it: Any) -> str:
+    """Trace item ``i`` (a tuple such as ``("R", 0x40)`` or a native trace line) as one line."""
+    if isinstance(it, str):
+        if "\n" in it or "\r" in it:
+            raise ValueError(f"trace item {i}: a string item is one trace line, got {it!r}")
+        return it
+    if not isinstance(it, (tuple, list)) or not it:
+        raise ValueError(f"trace item {i}: expected a tuple like ('R', addr), got {it!r}")
+    op = str(it[0]).upper()
+    arity = _ARITY.get(op)
+    if arity is None:
+        raise ValueError(f"trace item {i}: unknown operation {it[0]!r} (R, W, COPY, INIT)")
+    if len(it) - 1 != arity:
+        raise ValueError(f"trace item {i}: {op} takes {arity} arguments, got {len(it) - 1}")
+    try:
+        if any(isinstance(a, bool) for a in it[1:]):
+            raise TypeError
+        args = [operator.index(a) for a in it[1:]]
+    except TypeError:
+        raise ValueError(f"trace item {i}: arguments must be integers, got {it!r}") from None
+    if any(a < 0 or a > U64_MAX for a in args):
+        raise ValueError(f"trace item {i}: values must be in 0..2**64-1, got {it!r}")
+    return " ".join([op] + [hex(a) if j < 2 else str(a) for j, a in enumerate(args)])
+
+
+def _chunks(items: Iterable[Any]) -> Callable[[], str]:
+    """A callable returning the next :data:`CHUNK_ITEMS` items as native trace text ("" at the
+    end): the simulator pulls a Python trace chunk by chunk instead of holding it whole."""
+    lines: Iterator[str] = (_item_line(i, it) for i, it in enumerate(items))
+
+    def next_chunk() -> str:
+        part = list(itertools.islice(lines, CHUNK_ITEMS))
+        return "\n".join(part) + "\n" if part else ""
+
+    return next_chunk
+
+
+def _input_path(p: str | Path, what: str) -> Path:
+    """An input file that exists and is a regular file (a FIFO would block, a directory fails late)."""
+    if not isinstance(p, (str, Path)):
+        raise TypeError(f"{what} must be a path, not {type(p).__name__}")
+    path = Path(p)
+    if path.is_dir():
+        raise ValueError(f"{what}: {path} is a directory, not a file")
+    if not path.exists():
+        raise FileNotFoundError(f"{what} file {path} does not exist")
+    if not path.is_file():
+        raise ValueError(f"{what}: {path} is not a regular file (a FIFO or a device is not read)")
+    return path
 
 
 def simulate(
@@ -121,38 +196,58 @@ def simulate(
     progress: Callable[[int], None] | None = None,
     progress_every: int = 100_000,
 ) -> SimResult:
-    """Runs ``trace`` on the memory system ``config`` describes and returns its stats."""
+    """Runs ``trace`` on the memory system ``config`` describes and returns its stats.
+
+    A list or any iterable of items is streamed: it is read as the simulator needs it, so a
+    generator of a billion items takes no more memory than one of a thousand. Bad arguments raise
+    ``ValueError`` (``TypeError`` for a wrong type, ``FileNotFoundError`` for a missing file)
+    naming the argument."""
+    if not isinstance(trace_format, str) or trace_format not in TRACE_FORMATS:
+        raise ValueError(f"trace_format: {trace_format!r} is not one of: {', '.join(TRACE_FORMATS)}")
+    if isinstance(progress_every, bool) or not isinstance(progress_every, int) or not 1 <= progress_every <= U64_MAX:
+        raise ValueError(f"progress_every: {progress_every!r} must be a positive integer")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a callable taking the items done, not {type(progress).__name__}")
+    if command_log is not None and not isinstance(command_log, (str, Path)):
+        raise TypeError(f"command_log must be a path, not {type(command_log).__name__}")
+    if command_log is not None and Path(command_log).is_dir():
+        raise ValueError(f"command_log: {command_log} is a directory; give a file name")
     cfg = load_config(config, overrides)
-    if isinstance(trace, dict):
-        kind, value = "generator", json.dumps(trace)
+    it = None
+    if isinstance(trace, Mapping):
+        kind, value = "generator", _dict_json(trace, "trace")
     elif isinstance(trace, (str, Path)):
-        path = Path(trace)
-        if not path.is_file():
-            raise FileNotFoundError(f"trace file {path} does not exist")
-        kind, value = "file", str(path)
-    elif isinstance(trace, Iterable):
-        kind, value = "text", _items_to_native(trace)
+        kind, value = "file", str(_input_path(trace, "trace"))
+    elif isinstance(trace, Iterable) and not isinstance(trace, (bytes, bytearray)):
+        kind, value, it = "iter", "", _chunks(trace)
         if trace_format == "auto":
             trace_format = "native"
     else:
         raise TypeError(
             f"trace must be a file path, a generator dict or a list of items, not {type(trace).__name__}"
         )
-    raw = _core.dram_simulate(
+    raw = _native_call(
+        _core.dram_simulate,
         cfg.to_json(),
         kind,
         value,
         trace_format,
         str(command_log) if command_log is not None else None,
         progress,
-        max(1, int(progress_every)),
+        progress_every,
+        it,
+        what="trace" if kind == "generator" else None,
     )
     return SimResult(stats=json.loads(raw), config=cfg)
 
 
 def check_log(path: str | Path) -> dict[str, Any]:
     """Replays a command log through the independent timing checker; returns its report."""
-    return json.loads(_core.dram_check(str(path)))
+    p = _input_path(path, "command log")
+    try:
+        return json.loads(_core.dram_check(str(p)))
+    except ValueError as e:
+        raise ValueError(f"{p}: {str(e).removeprefix('command log: ')}") from None
 
 
 def presets() -> dict[str, Any]:
@@ -162,4 +257,9 @@ def presets() -> dict[str, Any]:
 
 def write_trace(generator: dict[str, Any], path: str | Path, fmt: str = "native") -> int:
     """Writes a generated trace to ``path`` in ``fmt`` (native, ramulator, dramsim3)."""
-    return int(_core.dram_write_trace(json.dumps(generator), str(path), fmt))
+    if not isinstance(fmt, str) or fmt not in TRACE_FORMATS[1:]:
+        raise ValueError(f"fmt: {fmt!r} is not one of: {', '.join(TRACE_FORMATS[1:])}")
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a path, not {type(path).__name__}")
+    return int(_native_call(_core.dram_write_trace, _dict_json(generator, "generator"), str(path), fmt,
+                            what="generator"))

@@ -13,43 +13,56 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from movelab import dram
-from movelab._util import echo_json, output_path, parse_set
+from movelab._util import (
+    GeneratorKind,
+    TableJson,
+    TraceFileFormat,
+    TraceFormat,
+    atomic_path,
+    check_output_dir,
+    echo_json,
+    finite,
+    output_path,
+    parse_set,
+    parse_size,
+    staged_dir,
+)
+from movelab._util import fail as _fail
 
 app = typer.Typer(help="Command-level DRAM simulator with in-DRAM copy (RowClone) and energy.",
                   no_args_is_help=True)
 console = Console()
 
 
-def _fail(e: Exception) -> None:
-    console.print(f"[red]error:[/red] {e}")
-    raise typer.Exit(2) from e
-
-
 @app.command("presets")
-def presets_cmd(fmt: str = typer.Option("table", "--format", help="table or json")) -> None:
+def presets_cmd(fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json")) -> None:
     """List the built-in speed bins, parts and configuration presets."""
     p = dram.presets()
     if fmt == "json":
         echo_json(p)
         return
-    t = Table(title="Speed bins (timings in clocks)")
-    for col in ["standard", "name", "tCK ps", "CL-RCD-RP", "RAS", "RC", "source"]:
-        t.add_column(col)
+
+    def tbl(title: str, cols: list[str]) -> Table:
+        # Names never wrap (they are what a user types); the source column takes what is left.
+        t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_lines=False)
+        for i, col in enumerate(cols):
+            last = i == len(cols) - 1
+            t.add_column(col, no_wrap=not last, justify="left" if i == 0 or last else "right",
+                         ratio=1 if last else None)
+        return t
+
+    t = tbl("Speed bins (timings in clocks)", ["name", "tCK ps", "CL-RCD-RP", "RAS", "RC", "source"])
     for s in p["speeds"]:
         q = s["params"]
-        t.add_row(s["standard"], s["name"], str(q.get("tCK_ps")), f"{q.get('nCL')}-{q.get('nRCD')}-{q.get('nRP')}",
-                  str(q.get("nRAS")), str(q.get("nRC")), str(q.get("source", "")))
+        t.add_row(s["name"], str(q.get("tCK_ps")), f"{q.get('nCL')}-{q.get('nRCD')}-{q.get('nRP')}",
+                  str(q.get("nRAS")), str(q.get("nRC")), f"[dim]{q.get('source', '')}[/dim]")
     console.print(t)
-    t = Table(title="Parts")
-    for col in ["standard", "name", "Gb", "width", "banks", "rows", "columns", "tRFC ns", "source"]:
-        t.add_column(col)
+    t = tbl("Parts", ["name", "Gb", "banks", "rows", "cols", "tRFC ns", "source"])
     for s in p["parts"]:
-        t.add_row(s["standard"], s["name"], str(s["density_gbit"]), f"x{s['device_width']}", str(s["banks"]),
-                  str(s["rows"]), str(s["columns"]), str(s["tRFC_ns"]), s["source"])
+        t.add_row(s["name"], f"{s['density_gbit']:g}", str(s["banks"]), str(s["rows"]), str(s["columns"]),
+                  f"{s['tRFC_ns']:g}", f"[dim]{s['source']}[/dim]")
     console.print(t)
-    t = Table(title="Configuration presets (also: any SPEED/PART, e.g. DDR3-1600K/DDR3-4Gb-x8)")
-    t.add_column("name")
-    t.add_column("description")
+    t = tbl("Configuration presets (also: any SPEED/PART, e.g. DDR3-1600K/DDR3-4Gb-x8)", ["name", "description"])
     for c in p["configs"]:
         t.add_row(c["name"], c["description"])
     console.print(t)
@@ -63,7 +76,7 @@ def show_cmd(
     """Print a config after presets and overrides, with the DRAM spec it resolves to (JSON)."""
     try:
         c = dram.load_config(config, parse_set(set_))
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, TypeError, OSError) as e:
         _fail(e)
     echo_json({"config": c.data, "spec": c.spec})
 
@@ -74,7 +87,7 @@ def _trace_arg(trace: str | None, generate: str | None, count: int, read_fractio
         raise typer.BadParameter("give either a TRACE file or --generate KIND", param_hint="TRACE")
     if generate is not None:
         return {"kind": generate, "count": count, "read_fraction": read_fraction, "seed": seed,
-                "footprint_bytes": footprint}
+                "footprint_bytes": parse_size(footprint, "--footprint")}
     return trace
 
 
@@ -100,6 +113,10 @@ def _stats_table(s: dict[str, Any]) -> Table:
         ("  refresh / background / channel I/O",
          f"{e['refresh_nj']:.1f} / {e['background_nj']:.1f} / {e['io_nj']:.1f} nJ"),
     ]
+    if not s.get("energy_available", True):
+        # No public currents for this part: say so instead of printing zeros as energy.
+        rows = [r for r in rows if not r[0].startswith(("energy", "  "))]
+        rows.append(("energy", f"not available: no public currents for {s['part']}"))
     if b["ops"]:
         bb = b["bytes"]
         rows += [
@@ -113,32 +130,58 @@ def _stats_table(s: dict[str, Any]) -> Table:
     return t
 
 
+# Bounds of the generator options (the simulator streams generated requests, so these bound time,
+# not memory): a trillion requests is days of simulation.
+MAX_COUNT = 10**12
+# The generator's options, shared by `run --generate` and `generate`.
+COUNT = typer.Option(100_000, min=0, max=MAX_COUNT, help="Requests to generate.")
+READ_FRACTION = typer.Option(0.8, min=0.0, max=1.0, callback=finite("--read-fraction"),
+                             help="Fraction of generated requests that are reads.")
+SEED = typer.Option(0, min=0, max=(1 << 64) - 1, help="Generator seed.")
+FOOTPRINT = typer.Option("1G", help="Generated addresses fall within this many bytes (e.g. 64M, 4G).")
+
+
 @app.command("run")
 def run_cmd(
     config: str = typer.Argument(..., help="Preset name, SPEED/PART, or a TOML file."),
-    trace: str | None = typer.Argument(None, help="Trace file (native, Ramulator 2 LD/ST, or DRAMsim3)."),
-    generate: str | None = typer.Option(None, "--generate", help="Instead of a file: stream or random."),
-    count: int = typer.Option(100_000, help="Requests to generate."),
-    read_fraction: float = typer.Option(0.8, help="Fraction of generated requests that are reads."),
-    seed: int = typer.Option(0, help="Generator seed."),
-    footprint: str = typer.Option("1G", help="Generated addresses fall within this many bytes."),
-    trace_format: str = typer.Option("auto", "--trace-format", help="auto, native, ramulator or dramsim3."),
-    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE (repeatable)."),
-    command_log: Path | None = typer.Option(None, "--command-log", help="Write every issued command here."),
-    fmt: str = typer.Option("table", "--format", help="table or json"),
+    trace: Path | None = typer.Argument(None, help="Trace file (native, Ramulator 2 LD/ST, or DRAMsim3); "
+                                                   "make one with `movelab dram generate`.", show_default=False),
+    generate: GeneratorKind | None = typer.Option(None, "--generate", help="Instead of a trace file: generate "
+                                                  "requests, stream or random.", show_default=False),
+    count: int = COUNT,
+    read_fraction: float = READ_FRACTION,
+    seed: int = SEED,
+    footprint: str = FOOTPRINT,
+    trace_format: TraceFormat = typer.Option(TraceFormat.auto, "--trace-format", help="Format of the trace file."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a config KEY=VALUE (repeatable), "
+                                          "e.g. dram.timing.nRAS=30.", show_default=False),
+    command_log: Path | None = typer.Option(None, "--command-log", help="Write every issued command to this file "
+                                            "(check it with `movelab dram check`).", show_default=False),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --command-log file."),
 ) -> None:
     """Simulate a trace and print its statistics."""
-    tr = _trace_arg(trace, generate, count, read_fraction, seed, footprint)
+    tr = _trace_arg(str(trace) if trace is not None else None, generate.value if generate else None, count,
+                    read_fraction, seed, footprint)
+    overrides = parse_set(set_)
     log = output_path(command_log, force, "--command-log")
     try:
         with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=Console(stderr=True), transient=True, disable=fmt == "json") as prog:
             total = count if generate else None
             task = prog.add_task("sim", total=total)
-            res = dram.simulate(config, tr, overrides=parse_set(set_), trace_format=trace_format, command_log=log,
-                                progress=lambda n: prog.update(task, completed=n), progress_every=50_000)
-    except (ValueError, FileNotFoundError, OSError) as e:
+
+            def sim(log_path: Path | None) -> dram.SimResult:
+                return dram.simulate(config, tr, overrides=overrides, trace_format=trace_format.value,
+                                     command_log=log_path, progress=lambda n: prog.update(task, completed=n),
+                                     progress_every=50_000)
+
+            if log is None:
+                res = sim(None)
+            else:
+                with atomic_path(log) as tmp:
+                    res = sim(tmp)
+    except (ValueError, TypeError, OSError) as e:
         _fail(e)
     if fmt == "json":
         typer.echo(json.dumps(res.stats, indent=2))
@@ -151,13 +194,13 @@ def run_cmd(
 @app.command("check")
 def check_cmd(
     log: Path = typer.Argument(..., help="A command log written by `movelab dram run --command-log`."),
-    fmt: str = typer.Option("table", "--format", help="table or json"),
-    limit: int = typer.Option(20, help="Violations to print."),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    limit: int = typer.Option(20, min=0, max=1_000_000, help="Violations to print in the table."),
 ) -> None:
     """Replay a command log through the independent timing checker. Exit status 1 on violations."""
     try:
         r = dram.check_log(log)
-    except (ValueError, OSError) as e:
+    except (ValueError, TypeError, OSError) as e:
         _fail(e)
     if fmt == "json":
         echo_json(r)
@@ -178,43 +221,71 @@ def check_cmd(
 
 @app.command("generate")
 def generate_cmd(
-    kind: str = typer.Argument(..., help="stream or random"),
-    out: Path = typer.Option(..., "--out", "-o", help="File to write."),
-    count: int = typer.Option(100_000),
-    read_fraction: float = typer.Option(0.8),
-    seed: int = typer.Option(0),
-    footprint: str = typer.Option("1G"),
-    fmt: str = typer.Option("native", "--format", help="native, ramulator or dramsim3"),
+    kind: GeneratorKind = typer.Argument(..., help="stream or random"),
+    out: Path = typer.Option(..., "--out", "-o", help="File to write.", show_default=False),
+    count: int = COUNT,
+    read_fraction: float = READ_FRACTION,
+    seed: int = SEED,
+    footprint: str = FOOTPRINT,
+    fmt: TraceFileFormat = typer.Option(TraceFileFormat.native, "--format", help="Trace format to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write a seeded synthetic trace in any supported format (to feed other simulators too)."""
     path = output_path(out, force, "--out")
     try:
-        n = dram.write_trace({"kind": kind, "count": count, "read_fraction": read_fraction, "seed": seed,
-                              "footprint_bytes": footprint}, path, fmt)
-    except (ValueError, OSError) as e:
+        with atomic_path(path) as tmp:
+            n = dram.write_trace({"kind": kind.value, "count": count, "read_fraction": read_fraction, "seed": seed,
+                                  "footprint_bytes": parse_size(footprint, "--footprint")}, tmp, fmt.value)
+    except (ValueError, TypeError, OSError) as e:
         _fail(e)
     console.print(f"wrote {n:,} requests to {path}")
 
 
-def bench_dram(
-    requests: int = typer.Option(5_000_000, help="Requests per run (the issue's bar: 5 million)."),
-    repeats: int = typer.Option(3, help="Runs per pattern; the median is reported."),
-    out: Path | None = typer.Option(None, "--out", help="Directory for bench-dram.json."),
-    fmt: str = typer.Option("table", "--format", help="table or json"),
-) -> None:
-    """Speed benchmark of the DRAM simulator: requests/s, simulated cycles and peak memory."""
-    from movelab.dram.bench import run_bench
+def _sizes(text: str, option: str) -> tuple[int, ...]:
+    """``"64M,256M"`` -> bytes; each a positive multiple of 4 KiB of at most 4 GiB."""
+    out = []
+    for part in text.split(","):
+        n = parse_size(part, option)
+        if n <= 0 or n % 4096 or n > 4 << 30:
+            raise typer.BadParameter(f"'{part.strip()}': give a multiple of 4 KiB between 4K and 4G",
+                                     param_hint=option)
+        out.append(n)
+    return tuple(out)
 
-    rows = run_bench(requests, repeats, console=None if fmt == "json" else console)
+
+def bench_dram(
+    requests: int = typer.Option(5_000_000, min=1, max=10**9, help="Requests per run (the speed bar: 5 million)."),
+    repeats: int = typer.Option(3, min=1, max=100, help="Runs per pattern; the median is reported."),
+    bulk_sizes: str = typer.Option("64M,256M", "--bulk-sizes",
+                                   help="Sizes of the RowClone COPY whose simulation speed is measured; "
+                                        "'none' skips it."),
+    out: Path | None = typer.Option(None, "--out", help="Directory for bench-dram.json.", show_default=False),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing bench-dram.json."),
+    config: str = typer.Option("ddr3-1600k-bench", help="Config preset or TOML file for the request runs, "
+                                                        "e.g. ddr5-3200an."),
+) -> None:
+    """Speed benchmark of the DRAM simulator: requests/s and bulk-copy bytes/s, simulated cycles and
+    peak memory."""
+    from movelab.dram.bench import run_bench, run_bulk
+
+    sizes = () if bulk_sizes.strip().lower() == "none" else _sizes(bulk_sizes, "--bulk-sizes")
+    try:
+        spec = dram.load_config(config).spec
+    except (ValueError, FileNotFoundError) as e:
+        _fail(e)
+    check_output_dir(out, ["bench-dram.json"], force)
+    log = None if fmt == "json" else console
+    rows = run_bench(requests, repeats, console=log, config=config)
+    bulk = run_bulk(sizes, 1, console=log)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "bench-dram.json").write_text(json.dumps(rows, indent=2))
+        with staged_dir(out, force) as d:
+            (d / "bench-dram.json").write_text(json.dumps({"requests": rows, "bulk": bulk}, indent=2))
     if fmt == "json":
-        echo_json(rows)
+        echo_json({"requests": rows, "bulk": bulk})
         return
-    t = Table(title="DRAM simulator speed (DDR3-1600K, x8 4 Gb, 1 ch, 1 rank, RoBaRaCoCh, FR-FCFS, open row, "
-                    "refresh)", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(title=f"DRAM simulator speed ({config}: {spec['speed']}, {spec['part']}; stream and random, 80% reads)",
+              box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("pattern", no_wrap=True, min_width=7)
     for col in ["requests", "M req/s", "cycles", "cyc/req", "read lat", "RSS MiB"]:
         t.add_column(col, justify="right", no_wrap=True)
@@ -223,3 +294,12 @@ def bench_dram(
                   f"{r['cycles'] / r['requests']:.3f}", f"{r['mean_read_latency_cycles']:.1f}",
                   f"{r['peak_rss_mib']:.1f}")
     console.print(t)
+    if bulk:
+        t = Table(title="Bulk copy speed (one COPY on rowclone-ddr3-1066; bytes of copy simulated per second)",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ["size", "MiB/s", "wall s", "cycles", "moved by", "RSS MiB"]:
+            t.add_column(col, justify="left" if col == "moved by" else "right", no_wrap=col != "moved by")
+        for r in bulk:
+            t.add_row(f"{r['bytes'] >> 20} MiB", f"{r['mib_per_s']:,.1f}", f"{r['seconds_median']:.2f}",
+                      f"{r['cycles']:,}", r["by"], f"{r['peak_rss_mib']:.1f}")
+        console.print(t)

@@ -11,8 +11,19 @@
 Buffers are anything with the buffer protocol that is C-contiguous: ``bytes`` (as a source only),
 ``bytearray``, ``memoryview`` and NumPy arrays. The engine holds both buffers from ``icopy`` until
 ``wait``/``wait_all`` so they cannot be freed (or a bytearray resized) while in flight; waiting
-releases the GIL. Bad input raises ``ValueError`` (sizes, cookies, configuration) or ``TypeError``
-(not a buffer, read-only destination). The mechanics live in Rust (``movelab_host``).
+releases the GIL. Bad input raises ``ValueError`` (sizes, cookies, configuration, an integer out
+of range: the message names the argument, the value and what is allowed) or ``TypeError`` (not a
+buffer, read-only destination, not an integer). The mechanics live in Rust (``movelab_host``).
+
+Every blocking call (``copy``, ``fill``, ``wait``, ``wait_all``, ``close``) reacts to Ctrl-C within
+a fraction of a second with ``KeyboardInterrupt``; the operation stays in flight and its buffers
+stay held until a later ``wait``/``wait_all``/``close``.
+
+``close()`` (or leaving a ``with Engine(...)`` block) waits for every operation, releases the
+buffers and stops the workers; it is idempotent, and any later call raises ``ValueError``. A thread
+engine belongs to the process that created it: after ``os.fork()`` the child has none of its
+worker threads, so every call there raises ``RuntimeError`` at once (create a new ``Engine`` in the
+child); a ``cpu`` engine, which owns no threads, keeps working in the child.
 """
 
 from __future__ import annotations
@@ -24,6 +35,8 @@ from typing import Any, Self
 from movelab import _core
 
 __all__ = ["Engine", "cpus", "engines"]
+
+_U64_MAX = (1 << 64) - 1
 
 
 def engines() -> dict[str, str]:
@@ -82,11 +95,16 @@ class Engine:
         }
         for key, value in options.items():
             if key == "cpus":
+                if not isinstance(value, list | tuple) or not all(
+                    isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 4096 for c in value
+                ):
+                    raise ValueError(f"cpus = {value!r}: expected a list of CPU numbers in 0..4095")
+                options[key] = list(value)
                 continue
             if value is not None and not isinstance(value, bool | int):
                 raise ValueError(f"{key} must be an integer, got {value!r}")
-            if isinstance(value, int) and not isinstance(value, bool) and value < 0:
-                raise ValueError(f"{key} must be non-negative, got {value}")
+            if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= _U64_MAX:
+                raise ValueError(f"{key} = {value}: expected an integer in 0..={_U64_MAX}")
         config = {k: v for k, v in options.items() if v is not None}
         self._e = _core.HostEngine(name, json.dumps(config))
 
@@ -140,13 +158,24 @@ class Engine:
         """Wait for every outstanding operation and release all held buffers."""
         self._e.wait_all()
 
+    def close(self) -> None:
+        """Wait for every operation, release all held buffers and stop the workers. Idempotent;
+        afterwards every call raises ``ValueError``. (In a forked child it only lets go.)"""
+        self._e.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._e.closed
+
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.wait_all()
+        self.close()
 
     def __repr__(self) -> str:
+        if self.closed:
+            return f"Engine({self.name!r}, closed)"
         return f"Engine({self.name!r}, channels={self.config['channels']})"
 
 # IPC endpoints between processes (Table 2 of the paper): see movelab.host.ipc.

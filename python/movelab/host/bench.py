@@ -7,9 +7,13 @@ time (so a progress bar can follow), and writes CSV, PNG and JSON. Each row carr
 * ``latency``   blocking copy vs size; ``cache`` = hot (same buffers) or cold (cycled through
                 regions 8x the last-level cache); cpu = memcpy, thread = icopy + wait.
 * ``bandwidth`` a window of 128 outstanding icopy operations on cold buffers.
-* ``overlap``   (Tcopy + Tcompute - Ttotal) / Tcopy with Tcompute ~ 1.5 Tcopy.
+* ``overlap``   (Tcopy + Tcompute - Ttotal) / Tcopy with Tcompute ~ 1.5 Tcopy; each point is
+                measured ``repeats`` times: median, range (``overlap_lo``/``_hi``) and an
+                ``unstable`` flag when the range exceeds 0.2.
 * ``pollution`` time per access of a column-wise walk of a cache-resident working set right after
-                a 64 MiB copy: none / cpu / thread (streaming stores) / thread_cache.
+                a 64 MiB copy: none / cpu / thread (streaming stores) / thread_cache; repeated like
+                overlap (``vs_none_lo``/``_hi``, ``unstable`` when the range exceeds 25% of the
+                median).
 * ``breakdown`` a small async copy split into submit, queueing, copy and completion.
 * ``ipc``       from :mod:`movelab.host.bench_ipc` (single copy vs two copy vs socket).
 """
@@ -27,6 +31,7 @@ from movelab import _core
 
 KiB, MiB = 1 << 10, 1 << 20
 BENCHMARKS = ["latency", "bandwidth", "overlap", "pollution", "breakdown", "ipc"]
+REPEATED = ("overlap", "pollution")  # benchmarks that take ``repeats``
 FIGURE = {
     "latency": "latency_ns",
     "bandwidth": "bandwidth_mb_s",
@@ -57,6 +62,7 @@ _FULL: dict[str, dict[str, Any]] = {
         "sizes": [4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB, 64 * MiB],
         "cache": ["hot", "cold"],
         "reps": 15,
+        "repeats": 5,
         "budget_bytes": 256 * MiB,
         "engines": ["cpu", "thread"],
         "channels": [1],
@@ -65,6 +71,7 @@ _FULL: dict[str, dict[str, Any]] = {
         "ws_sizes": [256 * KiB, 512 * KiB, 2 * MiB, 8 * MiB],
         "copy_bytes": 64 * MiB,
         "reps": 9,
+        "repeats": 5,
         "engines": ["thread"],
         "channels": [1],
     },
@@ -80,8 +87,8 @@ _QUICK: dict[str, dict[str, Any]] = {
     "latency": {"sizes": [64, 64 * KiB], "cold_region": 16 * MiB, "budget_bytes": 4 * MiB, "max_iters": 200},
     "bandwidth": {"sizes": [64 * KiB, MiB], "cold_region": 16 * MiB, "budget_bytes": 8 * MiB,
                   "channels": [1]},
-    "overlap": {"sizes": [64 * KiB, MiB], "cold_region": 16 * MiB, "reps": 3, "budget_bytes": 4 * MiB},
-    "pollution": {"ws_sizes": [256 * KiB], "copy_bytes": 4 * MiB, "reps": 3},
+    "overlap": {"sizes": [64 * KiB, MiB], "cold_region": 16 * MiB, "reps": 3, "repeats": 3, "budget_bytes": 4 * MiB},
+    "pollution": {"ws_sizes": [256 * KiB], "copy_bytes": 4 * MiB, "reps": 3, "repeats": 3},
     "breakdown": {"sizes": [64, 4 * KiB], "budget_bytes": 256 * KiB, "max_iters": 100},
 }
 
@@ -142,6 +149,11 @@ def run(
     return rows
 
 
+def output_names(name: str) -> list[str]:
+    """The files :func:`write_outputs` writes for a benchmark."""
+    return [f"{name}.csv", f"{name}.png"]
+
+
 def human_bytes(n: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", KiB)):
         if n >= scale and n % scale == 0:
@@ -165,6 +177,13 @@ def _series(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, list
         label = " ".join(str(r[k]) if k != "channels" else f"ch{r[k]}" for k in keys if k in r)
         out.setdefault(label, []).append(r)
     return out
+
+
+_YLABEL = {
+    "latency": "copy latency (ns, median)",
+    "bandwidth": "copy bandwidth (MB/s, 10^6 bytes/s)",
+    "overlap": "overlap (fraction of the copy time hidden;\nmedian, band: range over repeats, red: unstable)",
+}
 
 
 def plot(name: str, rows: list[dict[str, Any]], path: Path) -> None:
@@ -197,11 +216,21 @@ def plot(name: str, rows: list[dict[str, Any]], path: Path) -> None:
         for i, case in enumerate(cases):
             vals = [next((r["access_ns"] for r in rows if r["case"] == case and r["ws_bytes"] == w), 0)
                     for w in wss]
-            ax.bar([j + i * width for j in range(len(wss))], vals, width, label=case)
+            xs = [j + i * width for j in range(len(wss))]
+            ax.bar(xs, vals, width, label=case)
+            # the spread over the repetitions (vs_none range, scaled to access time), and a mark on
+            # a point too unstable to trust
+            for x, w, v in zip(xs, wss, vals, strict=True):
+                r = next((r for r in rows if r["case"] == case and r["ws_bytes"] == w), None)
+                if r and "vs_none_lo" in r and r["vs_none"]:
+                    lo, hi = v * r["vs_none_lo"] / r["vs_none"], v * r["vs_none_hi"] / r["vs_none"]
+                    ax.errorbar([x], [v], yerr=[[v - lo], [hi - v]], color="black", capsize=2, lw=0.8)
+                if r and r.get("unstable"):
+                    ax.annotate("?", (x, v), ha="center", va="bottom", color="red", fontweight="bold")
         ax.set_xticks([j + width * (len(cases) - 1) / 2 for j in range(len(wss))],
                       [human_bytes(w) for w in wss])
-        ax.set_xlabel("working set")
-        ax.set_ylabel("ns per access after the copy")
+        ax.set_xlabel("working set (bytes)")
+        ax.set_ylabel("access time after the copy (ns per access;\nmedian, bars: range over repeats)")
         ax.legend()
         ax.grid(alpha=0.3, axis="y")
     elif name == "breakdown":
@@ -213,19 +242,28 @@ def plot(name: str, rows: list[dict[str, Any]], path: Path) -> None:
             ax.bar(range(len(rows)), vals, bottom=bottom, label=part.removesuffix("_ns"))
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
         ax.set_xticks(range(len(rows)), labels, fontsize=7)
-        ax.set_ylabel("ns (medians)")
+        ax.set_ylabel("time (ns, median)")
+        ax.set_xlabel("engine / worker state, copy size")
         ax.legend()
     else:
         fig, ax = plt.subplots(figsize=(8, 4.5))
         fig_key = FIGURE[name]
         for label, rs in _series(rows, ("engine", "channels", "cache")).items():
             rs = sorted(rs, key=lambda r: r["size_bytes"])
-            ax.plot([r["size_bytes"] for r in rs], [r[fig_key] for r in rs], marker="o", label=label)
+            xs, ys = [r["size_bytes"] for r in rs], [r[fig_key] for r in rs]
+            line = ax.plot(xs, ys, marker="o", label=label)[0]
+            if f"{fig_key}_lo" in rs[0]:
+                # the range over the repetitions; an unstable point is circled in red
+                ax.fill_between(xs, [r[f"{fig_key}_lo"] for r in rs], [r[f"{fig_key}_hi"] for r in rs],
+                                color=line.get_color(), alpha=0.2)
+                bad = [(x, y) for x, y, r in zip(xs, ys, rs, strict=True) if r.get("unstable")]
+                if bad:
+                    ax.scatter(*zip(*bad, strict=True), s=120, facecolors="none", edgecolors="red", zorder=3)
         ax.set_xscale("log", base=2)
         if name == "latency":
             ax.set_yscale("log")
         ax.set_xlabel("copy size (bytes)")
-        ax.set_ylabel(fig_key)
+        ax.set_ylabel(_YLABEL[name])
         ax.legend()
         ax.grid(alpha=0.3)
     ax_title = {"latency": "copy latency (median)", "bandwidth": "copy bandwidth, window of 128",
@@ -255,6 +293,10 @@ def bars(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         out["overlap_thread_ge_4MiB"] = {
             f"{r['cache']} {human_bytes(r['size_bytes'])}": round(r["overlap"], 4) for r in ov
         }
+        out["overlap_unstable_points"] = [
+            f"{r['engine']} {r['cache']} {human_bytes(r['size_bytes'])}"
+            for r in results.get("overlap", []) if r.get("unstable")
+        ]
         out["overlap_bar_met"] = all(r["overlap"] >= 0.95 for r in ov)
     bw = results.get("bandwidth", [])
     if bw:
@@ -274,6 +316,9 @@ def bars(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         out["pollution"] = {
             f"{human_bytes(r['ws_bytes'])} {r['case']}": {
                 "vs_none": round(r["vs_none"], 3),
+                "vs_none_range": [round(r.get("vs_none_lo", float("nan")), 3),
+                                  round(r.get("vs_none_hi", float("nan")), 3)],
+                "unstable": bool(r.get("unstable")),
                 "vs_none_min": round(r.get("vs_none_min", float("nan")), 3),
                 "vs_idle": round(r["access_ns"] / idle[r["ws_bytes"]], 3) if idle.get(r["ws_bytes"]) else None,
             }

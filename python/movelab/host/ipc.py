@@ -14,6 +14,13 @@ of any dtype (moved as raw bytes). A posted buffer is held until ``wait`` return
 buffer being written, nor read a buffer being read into, before then. A connection belongs to the
 process that made it: a forked child must connect again.
 
+Endpoint rules: ``listen`` on a path where a live server listens raises ``OSError`` (errno
+EADDRINUSE); only a stale socket file (nobody listening) is replaced; a listener removes the
+socket file on close only if it is still its own (and not from a forked child). ``connect`` to a
+path that exists but is not a socket raises ``ValueError`` at once. ``accept``, ``connect`` and
+``wait`` react to Ctrl-C within a fraction of a second (``KeyboardInterrupt``; an interrupted
+``wait`` leaves the operation in flight and its buffer held).
+
 Example::
 
     # process A                                  # process B

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from movelab import _core
-from movelab.dram import flatten
+from movelab._util import check_value
+from movelab.dram import _native_call, flatten
 
 __all__ = ["PlatformResult", "load_config", "presets", "run", "to_toml"]
 
@@ -56,7 +57,24 @@ def _check_overrides(overrides: Any, what: str = "overrides") -> dict[str, Any]:
     for k in overrides:
         if not isinstance(k, str):
             raise TypeError(f"{what}: keys must be strings, got {k!r}")
+    check_value(dict(overrides), what)
+    for key, why in _DERIVED.items():
+        node: Any = overrides
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if node is not None:
+            raise ValueError(f"{what}: {key} cannot be set: {why}")
     return dict(overrides)
+
+
+#: Keys of a platform's memory config that the platform sets itself; an override of them would be
+#: dropped without a word, so it is refused.
+_DERIVED = {
+    "memory.controller.bulk": "the platform sets it from copy.mechanism (RowClone for rowclone and "
+                              "rowclone-zi, the baseline otherwise); set copy.mechanism instead",
+    "memory.controller.cpu_bypass": "the platform sets it from copy.mechanism and copy.mode",
+    "memory.controller.engine_share": "the platform sets it from copy.engine_share; set that instead",
+}
 
 
 def _source(platform: Any, overrides: Any) -> tuple[str, str | None]:
@@ -78,13 +96,13 @@ def _source(platform: Any, overrides: Any) -> tuple[str, str | None]:
     elif not isinstance(platform, str):
         raise TypeError(f"platform must be a built-in name, a TOML path or a dict with 'preset', "
                         f"not {type(platform).__name__}")
-    return platform, (json.dumps(ov) if ov else None)
+    return platform, (json.dumps(ov, allow_nan=False) if ov else None)
 
 
 def load_config(platform: PlatformLike, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The full platform config after presets and overrides; errors name the file or preset and the key."""
     name, ov = _source(platform, overrides)
-    return json.loads(_core.platform_config(name, ov))
+    return json.loads(_native_call(_core.platform_config, name, ov))
 
 
 def _check_params(params: Any) -> str | None:
@@ -147,7 +165,7 @@ def run(
     name, ov = _source(platform, overrides)
     w = _workload(workload)
     p = _check_params(params)
-    return PlatformResult(stats=json.loads(_core.platform_run(name, w, ov, p)))
+    return PlatformResult(stats=json.loads(_native_call(_core.platform_run, name, w, ov, p)))
 
 
 # ------------------------------------------------------------------------------------------------

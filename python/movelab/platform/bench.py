@@ -45,10 +45,12 @@ def _child(plat: str, work: str, overrides: dict, params: dict) -> dict[str, Any
 
 
 def run_bench(repeats: int = 3, console=None) -> list[dict[str, Any]]:
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats: {repeats!r} must be a positive integer")
     rows = []
     for label, plat, work, overrides, params in CASES:
         runs = []
-        for i in range(max(1, repeats)):
+        for i in range(repeats):
             if console is not None:
                 console.print(f"bench platform: {label}, run {i + 1}", style="dim")
             runs.append(_child(plat, work, overrides, params))

@@ -12,21 +12,12 @@ from rich.console import Console
 from rich.table import Table
 
 from movelab import platform as plat
-from movelab._util import echo_json, parse_set
+from movelab._util import U64_MAX, TableJson, TomlJson, check_output_dir, echo_json, parse_set, staged_dir
+from movelab._util import fail as _fail
 
 app = typer.Typer(help="Platform simulator: a core, caches, a bus and DRAM, with copy engines and RowClone.",
                   no_args_is_help=True)
 console = Console()
-
-
-def _fail(e: Exception) -> None:
-    console.print(f"[red]error:[/red] {e}")
-    raise typer.Exit(2) from e
-
-
-def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
-    if fmt not in allowed:
-        raise typer.BadParameter(f"'{fmt}' is not one of: {', '.join(allowed)}", param_hint="--format")
 
 
 def parse_params(items: list[str] | None) -> dict[str, int]:
@@ -42,16 +33,15 @@ def parse_params(items: list[str] | None) -> dict[str, int]:
             value = int(raw, 0)
         except ValueError:
             raise typer.BadParameter(f"'{item}': {key} must be a non-negative integer", param_hint="--param") from None
-        if value < 0:
-            raise typer.BadParameter(f"'{item}': {key} must be a non-negative integer", param_hint="--param")
+        if not 0 <= value <= U64_MAX:
+            raise typer.BadParameter(f"'{item}': {key} must be a non-negative 64-bit integer", param_hint="--param")
         out[key] = value
     return out
 
 
 @app.command("presets")
-def presets_cmd(fmt: str = typer.Option("table", "--format", help="table or json")) -> None:
+def presets_cmd(fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json")) -> None:
     """List the built-in platforms and workloads."""
-    _check_format(fmt, ("table", "json"))
     try:
         p = plat.presets()
     except ValueError as e:
@@ -77,14 +67,13 @@ def presets_cmd(fmt: str = typer.Option("table", "--format", help="table or json
 @app.command("show")
 def show_cmd(
     platform: str = typer.Argument(..., help="Built-in platform name or a TOML file."),
-    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE (repeatable)."),
-    fmt: str = typer.Option("toml", "--format", help="toml or json"),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE (repeatable).", show_default=False),
+    fmt: TomlJson = typer.Option(TomlJson.toml, "--format", help="toml or json"),
 ) -> None:
     """Print a platform config after presets and overrides."""
-    _check_format(fmt, ("toml", "json"))
     try:
         cfg = plat.load_config(platform, parse_set(set_))
-    except (ValueError, TypeError, FileNotFoundError) as e:
+    except (ValueError, TypeError, OSError) as e:
         _fail(e)
     if fmt == "json":
         echo_json(cfg)
@@ -145,12 +134,13 @@ def stats_table(s: dict[str, Any]) -> Table:
 def run_cmd(
     platform: str = typer.Argument(..., help="Built-in platform name or a TOML file."),
     workload: str = typer.Argument(..., help="Built-in workload name (tcp-rx, forkbench, ...) or a TOML file."),
-    set_: list[str] | None = typer.Option(None, "--set", help="Override platform KEY=VALUE, e.g. copy.mechanism=ce."),
-    param: list[str] | None = typer.Option(None, "--param", help="Workload parameter NAME=VALUE, e.g. packets=100."),
-    fmt: str = typer.Option("table", "--format", help="table or json"),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override platform KEY=VALUE, e.g. copy.mechanism=ce.",
+                                          show_default=False),
+    param: list[str] | None = typer.Option(None, "--param", help="Workload parameter NAME=VALUE, e.g. packets=100.",
+                                           show_default=False),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
     """Run a workload on a platform and print its statistics."""
-    _check_format(fmt, ("table", "json"))
     overrides, params = parse_set(set_), parse_params(param)
     try:
         if fmt == "json":
@@ -158,7 +148,7 @@ def run_cmd(
         else:
             with Console(stderr=True).status("simulating"):
                 res = plat.run(platform, workload, overrides, params)
-    except (ValueError, TypeError, FileNotFoundError) as e:
+    except (ValueError, TypeError, OSError) as e:
         _fail(e)
     if fmt == "json":
         typer.echo(json.dumps(res.stats, indent=2))
@@ -167,17 +157,19 @@ def run_cmd(
 
 
 def bench_platform(
-    repeats: int = typer.Option(3, help="Runs per case (median reported)."),
-    fmt: str = typer.Option("table", "--format", help="table or json"),
-    out: Path | None = typer.Option(None, "--out", help="Directory for platform-speed.json."),
+    repeats: int = typer.Option(3, min=1, max=100, help="Runs per case (median reported)."),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    out: Path | None = typer.Option(None, "--out", help="Directory for platform-speed.json.", show_default=False),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing platform-speed.json."),
 ) -> None:
     """Speed of the platform model: simulated instructions per second on the built-in workloads."""
     from movelab.platform.bench import run_bench
 
+    check_output_dir(out, ["platform-speed.json"], force)
     rows = run_bench(repeats, console=None if fmt == "json" else console)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "platform-speed.json").write_text(json.dumps(rows, indent=2))
+        with staged_dir(out, force) as d:
+            (d / "platform-speed.json").write_text(json.dumps(rows, indent=2))
     if fmt == "json":
         typer.echo(json.dumps(rows, indent=2))
         return

@@ -15,10 +15,36 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from movelab._util import parse_set
+from movelab._util import TableJson, check_output_dir, parse_set, staged_dir
+from movelab._util import fail as _fail
 
 app = typer.Typer(help="Reproduce the papers' results from the models.", no_args_is_help=True)
 console = Console()
+
+_CLUSTER_HELP = "Run the points on a Dask cluster, tcp://HOST:PORT [default: a local pool on every core]."
+_WORKERS_HELP = "Local worker processes [default: one per core; 1 runs everything in this process]."
+
+
+def _executor(ctx: typer.Context, cluster: str | None, workers: int | None) -> None:
+    """Runs this command's reproductions on the executor the options name (the points of every
+    reproduction go through :func:`movelab.executor.run_points`)."""
+    from movelab.executor import make_executor, use
+
+    try:
+        ex = make_executor(cluster, workers)
+    except (ValueError, TypeError, ConnectionError, OSError) as e:
+        _fail(e)
+    ctx.with_resource(ex)
+    ctx.with_resource(use(ex))
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    cluster: str | None = typer.Option(None, "--cluster", help=_CLUSTER_HELP),
+    workers: int | None = typer.Option(None, "--workers", min=1, max=4096, help=_WORKERS_HELP),
+) -> None:
+    _executor(ctx, cluster, workers)
 
 
 def _num(v) -> str:
@@ -29,26 +55,34 @@ def _x(v) -> str:
     return "-" if v is None else f"{v:g}"
 
 
-def _fail(e: Exception) -> None:
-    console.print(f"[red]error:[/red] {e}")
-    raise typer.Exit(2) from e
-
-
 def _check_format(fmt: str) -> None:
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"'{fmt}' is not one of: table, json", param_hint="--format")
 
 
-def _int_list(text: str | None, option: str) -> list[int] | None:
-    """``"64,128"`` -> ``[64, 128]``."""
+#: The files each reproduction writes into --out (checked before it runs, so that an existing one
+#: is refused without --force before minutes of simulation, not after).
+FILES = {
+    "rowclone-latency": ["rowclone-latency.json", "rowclone-latency.csv", "rowclone-latency.png"],
+    "zhao-copy-engine": ["zhao-copy-engine.json", "zhao-copy-engine.csv", "zhao-copy-engine-table3.png",
+                         "zhao-copy-engine-fig11.png", "zhao-copy-engine-fig15.png"],
+    "rowclone-fork": ["rowclone-fork.json", "rowclone-fork.csv", "rowclone-fork-fmtc.png", "rowclone-fork-speedup.png",
+                      "rowclone-fork-energy.png", "rowclone-fork-bulk-zero.png"],
+}
+FORCE_HELP = "Overwrite files that exist in --out."
+OUT_HELP = "Directory for CSV, JSON and PNG (an existing file there is kept unless --force)."
+
+
+def _int_list(text: str | None, option: str, most: int) -> list[int] | None:
+    """``"64,128"`` -> ``[64, 128]``; each from 1 to ``most``."""
     if text is None:
         return None
     try:
         values = [int(v.strip(), 0) for v in text.split(",") if v.strip()]
     except ValueError:
         raise typer.BadParameter(f"'{text}' is not a comma-separated list of integers", param_hint=option) from None
-    if not values or any(v < 1 for v in values):
-        raise typer.BadParameter(f"'{text}': give positive integers, e.g. 64,128", param_hint=option)
+    if not values or len(values) > 64 or any(not 1 <= v <= most for v in values):
+        raise typer.BadParameter(f"'{text}': give 1 to 64 integers from 1 to {most:,}, e.g. 64,128", param_hint=option)
     return values
 
 
@@ -68,37 +102,96 @@ def _progress(label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]
 
 @app.command("rowclone-latency")
 def rowclone_latency(
-    fmt: str = typer.Option("table", "--format", help="table or json"),
-    config: str = typer.Option("rowclone-ddr3-1066", help="Config preset or TOML file."),
-    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. dram.timing.nRAS=24."),
-    out: Path | None = typer.Option(None, "--out", help="Directory for CSV, JSON and PNG."),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    config: str | None = typer.Option(None, help="Config preset or TOML file (default: the standard's, "
+                                                 "rowclone-ddr3-1066 for DDR3).", show_default=False),
+    standard: str = typer.Option("ddr3", "--standard", help="ddr3 (the paper's system) or ddr5 (the same system "
+                                                            "on DDR5-4800B, shown beside DDR3)."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. dram.timing.nRAS=24.",
+                                          show_default=False),
+    nbytes: int = typer.Option(4096, "--bytes", min=64, max=1 << 20,
+                               help="Bytes per operation (the paper's 4 KB is one row of its system)."),
+    out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
-    """RowClone Table 3: 4 KB copy and zeroing latency and energy per mechanism."""
-    _rowclone_latency(fmt, config, parse_set(set_), out)
+    """RowClone Table 3: copy and zeroing latency and energy per mechanism (4 KB on the paper's system)."""
+    from movelab.reproduce import rowclone_latency as rl
+
+    if standard not in rl.STANDARDS:
+        _fail(ValueError(f"--standard: '{standard}' is not one of {', '.join(rl.STANDARDS)}"))
+    cfg = config or rl.STANDARDS[standard]
+    if standard == "ddr3":
+        check_output_dir(out, FILES["rowclone-latency"], force)
+        _rowclone_latency(fmt, cfg, parse_set(set_), out, force, nbytes)
+    else:
+        _rowclone_beside_ddr3(fmt, cfg, parse_set(set_), out, force)
 
 
-def _rowclone_latency(fmt: str, config: str, overrides: dict[str, Any], out: Path | None) -> None:
+def _rowclone_beside_ddr3(fmt: str, config: str, overrides: dict[str, Any], out: Path | None,
+                          force: bool = False) -> None:
     from movelab.reproduce import rowclone_latency as rl
 
     _check_format(fmt)
     try:
-        rows = rl.run(config, overrides)
+        rows = rl.beside_ddr3(config, overrides)
     except (ValueError, FileNotFoundError) as e:
         _fail(e)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "rowclone-latency.json").write_text(json.dumps(rows, indent=2))
-        with open(out / "rowclone-latency.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=rl.KEYS)
-            w.writeheader()
-            w.writerows(rows)
-        rl.plot(rows, out / "rowclone-latency.png")
+        name = f"rowclone-latency-{rows[0]['standard'].lower()}"
+        check_output_dir(out, [f"{name}.json", f"{name}.csv"], force)
+        with staged_dir(out, force) as d:
+            (d / f"{name}.json").write_text(json.dumps(rows, indent=2))
+            with open(d / f"{name}.csv", "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=rl.BESIDE_KEYS)
+                w.writeheader()
+                w.writerows(rows)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    std, speed = rows[0]["standard"], rows[0]["speed"]
+    red = rl.reductions(rows)
+    red3 = rl.reductions([{**r, "latency_ns": r["ddr3_latency_ns"], "energy_uj": r["ddr3_energy_uj"]} for r in rows])
+    t = Table(title=f"RowClone Table 3 on {speed} beside DDR3-1066 (8-8-8): 4 KB operations, modelled "
+                    f"(no {std} chip result is public); energy = DRAM commands + channel",
+              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    t.add_column("op", no_wrap=True, min_width=4)
+    t.add_column("mechanism", no_wrap=True, min_width=9)
+    for col in [f"{std} ns", "DDR3 ns", f"{std} uJ", "DDR3 uJ", f"{std} lat x", "DDR3", f"{std} E x", "DDR3"]:
+        t.add_column(col, justify="right", no_wrap=True)
+    for r in rows:
+        k = (r["operation"], r["mechanism"])
+        t.add_row(r["operation"], r["mechanism"], f"{r['latency_ns']:.0f}", f"{r['ddr3_latency_ns']:.0f}",
+                  f"{r['energy_uj']:.3f}", f"{r['ddr3_energy_uj']:.3f}", f"{red[k][0]:.2f}", f"{red3[k][0]:.2f}",
+                  f"{red[k][1]:.1f}", f"{red3[k][1]:.1f}")
+    console.print(t)
+
+
+def _rowclone_latency(fmt: str, config: str, overrides: dict[str, Any], out: Path | None, force: bool = False,
+                      nbytes: int = 4096) -> None:
+    from movelab.dram import load_config
+    from movelab.reproduce import rowclone_latency as rl
+
+    _check_format(fmt)
+    try:
+        rows = rl.run(config, overrides, nbytes)
+        what = rl.title(load_config(config, overrides), nbytes)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+    if out is not None:
+        with staged_dir(out, force) as d:
+            (d / "rowclone-latency.json").write_text(json.dumps(rows, indent=2))
+            with open(d / "rowclone-latency.csv", "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=rl.KEYS)
+                w.writeheader()
+                w.writerows(rows)
+            rl.plot(rows, d / "rowclone-latency.png", what)
     if fmt == "json":
         typer.echo(json.dumps(rows, indent=2))
         return
     red = rl.reductions(rows)
-    paper = rl.paper_table3()
-    t = Table(title="RowClone Table 3: 4 KB operations, DDR3-1066 (8-8-8); energy = DRAM commands + channel",
+    paper = rl.paper_table3() if nbytes == rl.PAPER_BYTES else {}
+    t = Table(title=f"RowClone Table 3: {what}; energy = DRAM commands + channel"
+                    + ("" if paper else " (the paper's values are for 4 KB: not shown)"),
               box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     t.add_column("op", no_wrap=True, min_width=4)
     t.add_column("mechanism", no_wrap=True, min_width=9)
@@ -113,31 +206,33 @@ def _rowclone_latency(fmt: str, config: str, overrides: dict[str, Any], out: Pat
     console.print(t)
 
 
-
-
 @app.command("zhao-copy-engine")
 def zhao_copy_engine(
-    fmt: str = typer.Option("table", "--format", help="table or json"),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
     set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE on both platforms, "
-                                                              "e.g. copy.stream_buffer_lines=16."),
-    packets: int = typer.Option(200, "--packets", min=1, help="Packets per run."),
-    out: Path | None = typer.Option(None, "--out", help="Directory for CSV, JSON and PNG."),
+                                                              "e.g. copy.stream_buffer_lines=16.", show_default=False),
+    packets: int = typer.Option(200, "--packets", min=1, max=1_000_000, help="Packets per run."),
+    out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Zhao et al. (IEEE TC 2007) Table 3, Fig. 11, Table 4, Fig. 15: TCP/IP receive with copy engines."""
-    _zhao_copy_engine(fmt, parse_set(set_), packets, out)
+    check_output_dir(out, FILES["zhao-copy-engine"], force)
+    _zhao_copy_engine(fmt, parse_set(set_), packets, out, force)
 
 
-def _zhao_copy_engine(fmt: str, overrides: dict[str, Any], packets: int, out: Path | None) -> None:
+def _zhao_copy_engine(fmt: str, overrides: dict[str, Any], packets: int, out: Path | None,
+                      force: bool = False) -> None:
     from movelab.reproduce import zhao_copy_engine as zc
 
     _check_format(fmt)
     try:
         with _progress("simulating", fmt != "json") as progress:
             rows = zc.run(overrides, packets=packets, progress=progress)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OSError) as e:
         _fail(e)
     if out is not None:
-        zc.write(rows, out)
+        with staged_dir(out, force) as d:
+            zc.write(rows, d)
     if fmt == "json":
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -147,30 +242,37 @@ def _zhao_copy_engine(fmt: str, overrides: dict[str, Any], packets: int, out: Pa
 
 @app.command("rowclone-fork")
 def rowclone_fork(
-    fmt: str = typer.Option("table", "--format", help="table or json"),
-    set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE (rowclone-system)."),
-    sizes: str | None = typer.Option(None, "--sizes", help="forkbench array sizes S in MB [default: 64,128]."),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE (rowclone-system).",
+                                          show_default=False),
+    sizes: str | None = typer.Option(None, "--sizes", help="forkbench array sizes S in MB, 1 to 4096 "
+                                                           "[default: 64,128].", show_default=False),
     pages: str | None = typer.Option(None, "--pages", help="Pages N the child updates "
-                                                           "[default: 2,8,32,128,512,2048,8192,16384]."),
-    zero_pages: int = typer.Option(1024, "--zero-pages", min=1, help="Pages of the bulk-zero workload."),
-    out: Path | None = typer.Option(None, "--out", help="Directory for CSV, JSON and PNG."),
+                                                           "[default: 2,8,32,128,512,2048,8192,16384].",
+                                     show_default=False),
+    zero_pages: int = typer.Option(1024, "--zero-pages", min=1, max=1 << 22, help="Pages of the bulk-zero workload."),
+    out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """RowClone (MICRO 2013) Fig. 7-9 (forkbench) and bulk zeroing with RowClone, RowClone-ZI, MC-DMA."""
-    _rowclone_fork(fmt, parse_set(set_), _int_list(sizes, "--sizes"), _int_list(pages, "--pages"), zero_pages, out)
+    check_output_dir(out, FILES["rowclone-fork"], force)
+    _rowclone_fork(fmt, parse_set(set_), _int_list(sizes, "--sizes", 4096), _int_list(pages, "--pages", 1 << 22),
+                   zero_pages, out, force)
 
 
 def _rowclone_fork(fmt: str, overrides: dict[str, Any], sizes: list[int] | None, pages: list[int] | None,
-                   zero_pages: int, out: Path | None) -> None:
+                   zero_pages: int, out: Path | None, force: bool = False) -> None:
     from movelab.reproduce import rowclone_fork as rf
 
     _check_format(fmt)
     try:
         with _progress("simulating", fmt != "json") as progress:
             rows = rf.run(overrides, sizes, pages, zero_pages, progress=progress)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OSError) as e:
         _fail(e)
     if out is not None:
-        rf.write(rows, out)
+        with staged_dir(out, force) as d:
+            rf.write(rows, d)
     if fmt == "json":
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -179,12 +281,23 @@ def _rowclone_fork(fmt: str, overrides: dict[str, Any], sizes: list[int] | None,
 
 
 @app.command("all")
-def all_cmd(out: Path = typer.Option(Path("reports"), "--out", help="Report directory.")) -> None:
+def all_cmd(
+    ctx: typer.Context,
+    out: Path = typer.Option(Path("reports"), "--out", help="Report directory: files go under OUT/<name>/."),
+    force: bool = typer.Option(False, "--force", help="Overwrite report files that exist."),
+    cluster: str | None = typer.Option(None, "--cluster", help=_CLUSTER_HELP, show_default=False),
+    workers: int | None = typer.Option(None, "--workers", min=1, max=4096, help=_WORKERS_HELP,
+                                       show_default=False),
+) -> None:
     """Run every reproduction, printing tables and writing CSV/JSON/PNG under OUT/<name>/."""
+    for name, files in FILES.items():
+        check_output_dir(out / name, files, force)
+    if cluster is not None or workers is not None:
+        _executor(ctx, cluster, workers)
     jobs = [
-        ("rowclone-latency", lambda d: _rowclone_latency("table", "rowclone-ddr3-1066", {}, d)),
-        ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, 200, d)),
-        ("rowclone-fork", lambda d: _rowclone_fork("table", {}, None, None, 1024, d)),
+        ("rowclone-latency", lambda d: _rowclone_latency("table", "rowclone-ddr3-1066", {}, d, force)),
+        ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, 200, d, force)),
+        ("rowclone-fork", lambda d: _rowclone_fork("table", {}, None, None, 1024, d, force)),
     ]
     for i, (name, fn) in enumerate(jobs, 1):
         console.rule(f"{name} ({i}/{len(jobs)})")

@@ -19,23 +19,55 @@ from typing import Any
 from rich.console import Group
 
 from movelab import _core
+from movelab._util import refuse_keys
+from movelab.executor import run_points
 from movelab.reproduce import fraction, group, paper_data, table
 
 NAME = "rowclone-fork"
+# The columns that name a row (a sweep of this reproduction's points labels statistics with them).
+ROW_KEY = ["workload", "s_mb", "n_pages", "mechanism"]
 KEYS = ["workload", "s_mb", "n_pages", "mechanism", "fmtc", "speedup", "energy_reduction", "bandwidth_reduction",
         "time_ns", "ipc", "dram_energy_uj", "channel_mb"]
 FORK_MECHS = ["baseline", "fpm", "psm"]
 ZERO_MECHS = ["baseline", "rowclone", "rowclone-zi", "mc-dma"]
+#: Platform keys the experiment sets itself for each run (an override of them would be dropped).
+SETS = ["copy.mechanism"]
+#: Bounds of the run's sizes: S up to 4 GB, N and the zeroed pages up to 4M pages (16 GB).
+MAX_S_MB = 4096
+MAX_PAGES = 1 << 22
 
 
-def _positive_ints(v: Any, what: str) -> list[int] | None:
+def _check_mechanism(r: dict[str, Any]) -> None:
+    """Refuses a run whose label is not what moved its bytes (the DRAM model's ``bulk.bytes``): an
+    "fpm" forkbench run must copy by FPM only, a "psm" run by PSM only, a "rowclone" zeroing in
+    DRAM only."""
+    b = r.get("bulk_bytes") or {}
+    fpm, psm, base = b.get("fpm", 0), b.get("psm_inter", 0) + b.get("psm_intra", 0), b.get("baseline", 0)
+    mech = r["mechanism"]
+    if r["workload"] == "forkbench" and mech == "fpm":
+        ok = fpm > 0 and psm == 0 and base == 0
+    elif r["workload"] == "forkbench" and mech == "psm":
+        ok = psm > 0 and fpm == 0 and base == 0
+    elif r["workload"] == "bulk-zero" and mech == "rowclone":
+        ok = fpm + psm > 0 and base == 0
+    else:
+        return
+    if not ok:
+        moved = ", ".join(f"{k} {v:,} B" for k, v in b.items() if v) or "nothing in DRAM"
+        raise ValueError(f"rowclone-fork: the {r['workload']} '{mech}' run (N = {r['n_pages']}) moved its pages by "
+                         f"{moved}, not by {mech}; RowClone's FPM copies whole rows, so the memory's rows must be "
+                         f"one 4 KB page (as in the paper's system, memory.preset = rowclone-ddr3-1066)")
+
+
+def _positive_ints(v: Any, what: str, most: int) -> list[int] | None:
     if v is None:
         return None
     if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
         raise TypeError(f"{what} must be a list of positive integers, not {type(v).__name__}")
     out = list(v)
-    if not out or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in out):
-        raise ValueError(f"{what} must be a non-empty list of positive integers, got {out!r}")
+    if not out or len(out) > 64 or any(isinstance(x, bool) or not isinstance(x, int) or not 1 <= x <= most
+                                       for x in out):
+        raise ValueError(f"{what}: {out!r} must be a list of 1 to 64 integers from 1 to {most:,}")
     return out
 
 
@@ -51,14 +83,16 @@ def run(
     Defaults are the paper's: S in {64, 128} MB, N from 2 to 16k pages."""
     if overrides is not None and not isinstance(overrides, Mapping):
         raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
-    sizes = _positive_ints(sizes_mb, "sizes_mb")
-    pages = _positive_ints(n_pages, "n_pages")
-    if isinstance(zero_pages, bool) or not isinstance(zero_pages, int) or zero_pages < 1:
-        raise ValueError(f"zero_pages must be a positive integer, got {zero_pages!r}")
-    raw = _core.reproduce_rowclone_fork(json.dumps(dict(overrides)) if overrides else None, sizes, pages,
-                                        zero_pages, progress)
+    sizes = _positive_ints(sizes_mb, "sizes_mb", MAX_S_MB)
+    pages = _positive_ints(n_pages, "n_pages", MAX_PAGES)
+    if isinstance(zero_pages, bool) or not isinstance(zero_pages, int) or not 1 <= zero_pages <= MAX_PAGES:
+        raise ValueError(f"zero_pages: {zero_pages!r} must be an integer from 1 to {MAX_PAGES:,}")
+    if overrides:
+        refuse_keys(dict(overrides), SETS, "rowclone-fork")
+    pts = points(overrides, sizes, pages, zero_pages)
     rows = []
-    for r in json.loads(raw):
+    for r in (r for rs in run_points(point, pts, progress) for r in rs):
+        _check_mechanism(r)
         row = {k: r.get(k) for k in KEYS}
         for k in ["fmtc", "speedup", "energy_reduction", "bandwidth_reduction", "ipc"]:
             row[k] = round(row[k], 4)
@@ -68,6 +102,22 @@ def run(
             row["s_mb"] = int(row["s_mb"])
         rows.append(row)
     return rows
+
+
+def points(overrides: Mapping[str, Any] | None = None, sizes_mb: list[int] | None = None,
+           n_pages: list[int] | None = None, zero_pages: int = 1024) -> list[dict[str, Any]]:
+    """The independent runs: forkbench for each S (its fill phase is shared by every N and
+    mechanism, so S is the unit), then bulk zeroing."""
+    base = {"overrides": dict(overrides) if overrides else None, "n_pages": n_pages, "zero_pages": zero_pages}
+    return [*({**base, "s_mb": s} for s in (sizes_mb or [64, 128])), {**base, "s_mb": None}]
+
+
+def point(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of one point of :func:`points` (the model's, unrounded)."""
+    ov = json.dumps(p["overrides"]) if p.get("overrides") else None
+    sizes = [p["s_mb"]] if p["s_mb"] is not None else []
+    return json.loads(_core.reproduce_rowclone_fork(ov, sizes, p["n_pages"], p["zero_pages"], None,
+                                                    p["s_mb"] is None))
 
 
 def paper() -> dict[str, dict[str, Any]]:
@@ -257,16 +307,20 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
                                     "rowclone-zi": t5.get("zi_bandwidth_reduction")},
         }
         names = [r["mechanism"] for r in zero]
-        for ax, key, label in [(axes[0], "speedup", "speedup over baseline"),
-                               (axes[1], "energy_reduction", "DRAM energy reduction"),
-                               (axes[2], "bandwidth_reduction", "memory bandwidth reduction")]:
+        for ax, key, label, unit, scale in [
+            (axes[0], "speedup", "speedup over baseline", "speedup (baseline time / time, x)", 1.0),
+            (axes[1], "energy_reduction", "DRAM energy reduction", "DRAM energy reduction, %", 100.0),
+            (axes[2], "bandwidth_reduction", "memory bandwidth reduction", "channel traffic reduction, %", 100.0),
+        ]:
             x = list(range(len(zero)))
-            ax.bar(x, [r[key] for r in zero], width=0.6, label="movelab")
+            ax.bar(x, [r[key] * scale for r in zero], width=0.6, label="movelab")
             px = [(i, ref[key].get(n)) for i, n in enumerate(names) if ref[key].get(n) is not None]
             if px:
-                ax.plot([i for i, _ in px], [v for _, v in px], marker="_", markersize=22, color="black",
+                ax.plot([i for i, _ in px], [v * scale for _, v in px], marker="_", markersize=22, color="black",
                         linestyle="none", label="paper")
             ax.set_xticks(x, names, fontsize=8)
+            ax.set_xlabel("zeroing mechanism")
+            ax.set_ylabel(unit)
             ax.set_title(label, fontsize=10)
             ax.axhline(1.0 if key == "speedup" else 0.0, color="black", linewidth=0.6)
             ax.legend(frameon=False, fontsize=8)
@@ -291,3 +345,18 @@ def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         w.writeheader()
         w.writerows(rows)
     return paths + plot(rows, out)
+
+
+# docs/platform.md: FPM's peak forkbench speedup matches the paper's 2.2x, within this fraction.
+PEAK_TOLERANCE = 0.05
+
+
+def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Whether FPM's peak forkbench speedup is within :data:`PEAK_TOLERANCE` of the paper's (Fig. 8)."""
+    fpm = [r["speedup"] for r in rows if r["workload"] == "forkbench" and r["mechanism"] == "fpm"]
+    paper_peak = paper()["forkbench"].get("fpm_peak_speedup")
+    if not fpm or paper_peak is None:
+        return False, "no FPM forkbench rows or no paper peak to compare"
+    err = abs(max(fpm) - paper_peak) / paper_peak
+    return err <= PEAK_TOLERANCE, (f"FPM peak speedup {max(fpm):.2f}x against the paper's {paper_peak:.2f}x "
+                                   f"({err:.1%} off; tolerance {PEAK_TOLERANCE:.0%}, docs/platform.md)")

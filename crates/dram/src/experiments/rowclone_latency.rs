@@ -172,6 +172,56 @@ mod tests {
     }
 
     #[test]
+    fn fpm_on_ddr5_is_two_nras_plus_nrp_of_its_bin() {
+        // The same rule on DDR5 (modelled, not measured): every bin, and it moves with nRAS.
+        for speed in ["DDR5-3200AN", "DDR5-4800B", "DDR5-5600B", "DDR5-6400AN"] {
+            for n_ras in [None, Some(90)] {
+                let mut c = Config::preset("rowclone-ddr5-4800b").unwrap();
+                c.dram.speed = speed.into();
+                if let Some(r) = n_ras {
+                    c.dram.timing.insert("nRAS".into(), r);
+                    c.dram.timing.insert("nRC".into(), r + 60);
+                }
+                let spec = c.resolve("t").unwrap();
+                let rows = run(&c, 4096).unwrap();
+                let (ras, rp) = (spec.t("nRAS"), spec.t("nRP"));
+                assert_eq!(ras, n_ras.unwrap_or(ras));
+                for op in ["copy", "zero"] {
+                    let r = get(&rows, op, "fpm");
+                    assert_eq!(r.cycles, 2 * ras + rp, "{speed} {op}");
+                    assert_eq!(r.bytes_fpm, 4096, "{speed} {op}");
+                }
+                for r in &rows {
+                    let moved = match r.mechanism.as_str() {
+                        "baseline" => r.bytes_baseline,
+                        "fpm" => r.bytes_fpm,
+                        "psm-inter" => r.bytes_psm_inter,
+                        _ => r.bytes_psm_intra,
+                    };
+                    assert_eq!(moved, 4096, "{speed} {r:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fpm_on_hbm2_is_two_nras_plus_nrp() {
+        // One 1 KB pseudo-channel row, row-interleaved; modelled (DRAMScope used RowCopy on HBM2
+        // only to find subarrays), and it moves with nRAS.
+        for n_ras in [28, 40] {
+            let mut c = Config::preset("hbm2-2000").unwrap();
+            c.controller.mapper = "RoRaBaChCo".into();
+            c.dram.timing.insert("nRAS".into(), n_ras);
+            c.dram.timing.insert("nRC".into(), n_ras + 14);
+            let spec = c.resolve("t").unwrap();
+            let rows = run(&c, spec.org.row_bytes()).unwrap();
+            let r = get(&rows, "copy", "fpm");
+            assert_eq!(r.cycles, 2 * n_ras + spec.t("nRP"));
+            assert_eq!(r.bytes_fpm, spec.org.row_bytes());
+        }
+    }
+
+    #[test]
     fn orderings_of_table_3_hold() {
         let r = rows_with("");
         let l = |o, m| get(&r, o, m).latency_ns;

@@ -71,6 +71,7 @@ impl Dramsim3Parser {
         let cycle: u64 = cycle
             .parse()
             .map_err(|_| format!("cycle: '{}' does not fit in 64 bits", shorten(cycle)))?;
+        let cycle = super::check_arrival(cycle)?;
         if let Some(last) = self.last_cycle {
             if cycle < last {
                 return Err(format!(

@@ -43,6 +43,21 @@
 //! mapper's job) or of timing (the consumer decides when an item with no arrival is offered).
 use crate::error::TraceError;
 use crate::request::TraceItem;
+
+/// The latest arrival cycle a trace may give: 2^60 cycles is decades of DRAM time at any clock,
+/// so a larger one is a typing error (and cycle arithmetic near 2^64 would overflow).
+pub const MAX_ARRIVAL_CYCLE: u64 = 1 << 60;
+
+/// Refuses an arrival cycle past [`MAX_ARRIVAL_CYCLE`].
+pub(crate) fn check_arrival(c: u64) -> Result<u64, String> {
+    if c > MAX_ARRIVAL_CYCLE {
+        Err(format!(
+            "arrival cycle {c} is beyond {MAX_ARRIVAL_CYCLE} (2^60 cycles, decades of DRAM time)"
+        ))
+    } else {
+        Ok(c)
+    }
+}
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -388,6 +403,10 @@ impl<R: BufRead> TraceReader<R> {
         }
         if self.buf.last() == Some(&b'\r') {
             self.buf.pop();
+        }
+        // A UTF-8 byte-order mark (as some editors write) is not part of the first line.
+        if self.line == 1 && self.buf.starts_with(b"\xEF\xBB\xBF") {
+            self.buf.drain(..3);
         }
         if self.buf.len() > MAX_LINE_BYTES {
             return Err(self.error(format!("line is longer than {MAX_LINE_BYTES} bytes")));

@@ -69,6 +69,7 @@ impl NativeParser {
         let mut arrival = None;
         if let Some(cycle) = op.strip_prefix('@') {
             let c = parse_u64(cycle).map_err(|e| format!("arrival cycle: {e}"))?;
+            let c = super::check_arrival(c)?;
             if let Some(last) = self.last_arrival {
                 if c < last {
                     return Err(format!(

@@ -399,3 +399,12 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_byte_order_mark_is_not_part_of_the_first_line() {
+    let plain = read_back(b"R 0x0\nW 0x40\n").unwrap();
+    let marked = read_back(b"\xEF\xBB\xBFR 0x0\nW 0x40\n").unwrap();
+    assert_eq!(marked, plain);
+    // Only at the very start: elsewhere it is a bad line.
+    assert!(read_back(b"R 0x0\n\xEF\xBB\xBFW 0x40\n").is_err());
+}

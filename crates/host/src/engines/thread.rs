@@ -13,6 +13,9 @@
 //!   A submitter rings the doorbell (a system call) only when the worker is parked.
 //! * Dropping the engine lets every worker drain its ring (all in-flight operations complete)
 //!   and joins the workers.
+//! * After `fork()` the child has none of the workers: the engine refuses to be used there
+//!   ([`HostError::Forked`]) rather than queue work nobody will ever take, and dropping it in
+//!   the child neither signals nor joins the parent's threads.
 use crate::engine::{Completion, Engine, EngineConfig, Op, OpKind, Stamps};
 use crate::error::{HostError, Result};
 use crate::ring::Ring;
@@ -76,6 +79,8 @@ pub struct ThreadEngine {
     channels: Vec<Arc<Channel>>,
     workers: Vec<JoinHandle<()>>,
     next: AtomicUsize,
+    /// The process whose threads the workers are.
+    owner: sys::Owner,
 }
 
 impl ThreadEngine {
@@ -94,6 +99,7 @@ impl ThreadEngine {
             channels: Vec::new(),
             workers: Vec::new(),
             next: AtomicUsize::new(0),
+            owner: sys::Owner::here(),
         };
         for i in 0..config.channels {
             let ch = Arc::new(Channel {
@@ -202,6 +208,15 @@ impl Engine for ThreadEngine {
     fn config(&self) -> &EngineConfig {
         &self.config
     }
+    fn usable_here(&self) -> Result<()> {
+        match self.owner.forked() {
+            None => Ok(()),
+            Some(child) => Err(HostError::Forked {
+                owner: self.owner.pid(),
+                child,
+            }),
+        }
+    }
     unsafe fn start(&self, op: &Op, done: &Arc<Completion>) {
         let mut touched = vec![false; self.channels.len()];
         self.dispatch(op, done, &mut touched);
@@ -226,6 +241,14 @@ impl Engine for ThreadEngine {
 
 impl Drop for ThreadEngine {
     fn drop(&mut self) {
+        if self.owner.forked().is_some() {
+            // A forked child: the workers are the parent's threads and do not exist here.
+            // Joining them would wait forever; forget the handles, free the rest.
+            for w in self.workers.drain(..) {
+                std::mem::forget(w);
+            }
+            return;
+        }
         for ch in &self.channels {
             ch.stop.store(true, Ordering::SeqCst);
             ch.doorbell.fetch_add(1, Ordering::SeqCst);

@@ -4,8 +4,9 @@
 //! socket. One process runs [`drive`], its peer runs [`serve`] with the same sizes and `quick`
 //! flag; both derive the same iteration counts from them. Every round trip is checked byte for byte
 //! at the end of each size.
-use super::conn::{Connection, TransferPath};
+use super::conn::{Connection, Transfer, TransferPath};
 use super::error::{IpcError, IpcResult};
+use crate::cancel::Cancel;
 use std::time::{Duration, Instant};
 
 /// One measured size.
@@ -27,6 +28,14 @@ pub struct IpcBenchRow {
 
 const T: Option<Duration> = Some(Duration::from_secs(120));
 
+fn write(conn: &Connection, buf: &[u8], cancel: &dyn Cancel) -> IpcResult<Transfer> {
+    conn.iwrite(buf)?.wait_with(T, cancel)
+}
+
+fn read(conn: &Connection, buf: &mut [u8], cancel: &dyn Cancel) -> IpcResult<Transfer> {
+    conn.iread(buf)?.wait_with(T, cancel)
+}
+
 /// (ping-pong iterations, bandwidth transfers, window) for a size; both sides compute the same.
 pub fn schedule(size: usize, quick: bool) -> (usize, usize, usize) {
     let s = size.max(64);
@@ -46,7 +55,12 @@ fn pattern(n: usize, seed: usize) -> Vec<u8> {
 }
 
 /// The measuring side: for each size, a ping-pong then a windowed stream of writes.
-pub fn drive(conn: &Connection, sizes: &[usize], quick: bool) -> IpcResult<Vec<IpcBenchRow>> {
+pub fn drive(
+    conn: &Connection,
+    sizes: &[usize],
+    quick: bool,
+    cancel: &dyn Cancel,
+) -> IpcResult<Vec<IpcBenchRow>> {
     let mut rows = Vec::with_capacity(sizes.len());
     for (idx, &size) in sizes.iter().enumerate() {
         let (lat_iters, bw_iters, window) = schedule(size, quick);
@@ -54,15 +68,15 @@ pub fn drive(conn: &Connection, sizes: &[usize], quick: bool) -> IpcResult<Vec<I
         let mut back = vec![0u8; size];
         // Warm-up round trips (page faults, first-touch of the rings).
         for _ in 0..2 {
-            conn.write(&src, T)?;
-            conn.read(&mut back, T)?;
+            write(conn, &src, cancel)?;
+            read(conn, &mut back, cancel)?;
         }
         back.fill(0);
         let t0 = Instant::now();
         let mut last = None;
         for _ in 0..lat_iters {
-            last = Some(conn.write(&src, T)?);
-            conn.read(&mut back, T)?;
+            last = Some(write(conn, &src, cancel)?);
+            read(conn, &mut back, cancel)?;
         }
         let rtt = t0.elapsed();
         if back != src {
@@ -73,11 +87,12 @@ pub fn drive(conn: &Connection, sizes: &[usize], quick: bool) -> IpcResult<Vec<I
         let lat = last.ok_or_else(|| IpcError::Protocol("no latency iteration ran".into()))?;
 
         let t0 = Instant::now();
+        let guard = CloseOnError(conn);
         let mut inflight = std::collections::VecDeque::with_capacity(window);
         for _ in 0..bw_iters {
             if inflight.len() == window {
                 if let Some(c) = inflight.pop_front() {
-                    conn.wait(c, T)?;
+                    conn.wait_with(c, T, cancel)?;
                 }
             }
             // SAFETY: src outlives every write: all of them are waited for before src drops, and
@@ -85,10 +100,11 @@ pub fn drive(conn: &Connection, sizes: &[usize], quick: bool) -> IpcResult<Vec<I
             inflight.push_back(unsafe { conn.iwrite_raw(src.as_ptr(), src.len())? });
         }
         for c in inflight {
-            conn.wait(c, T)?;
+            conn.wait_with(c, T, cancel)?;
         }
+        std::mem::forget(guard);
         let mut ack = [0u8; 1];
-        conn.read(&mut ack, T)?;
+        read(conn, &mut ack, cancel)?;
         let bw_time = t0.elapsed();
         rows.push(IpcBenchRow {
             size_bytes: size,
@@ -105,20 +121,26 @@ pub fn drive(conn: &Connection, sizes: &[usize], quick: bool) -> IpcResult<Vec<I
 }
 
 /// The echoing side: mirrors [`drive`] for the same sizes and `quick` flag.
-pub fn serve(conn: &Connection, sizes: &[usize], quick: bool) -> IpcResult<()> {
+pub fn serve(
+    conn: &Connection,
+    sizes: &[usize],
+    quick: bool,
+    cancel: &dyn Cancel,
+) -> IpcResult<()> {
     for &size in sizes {
         let (lat_iters, bw_iters, window) = schedule(size, quick);
         let mut buf = vec![0u8; size];
         for _ in 0..lat_iters + 2 {
-            conn.read(&mut buf, T)?;
-            conn.write(&buf, T)?;
+            read(conn, &mut buf, cancel)?;
+            write(conn, &buf, cancel)?;
         }
         let mut bufs: Vec<Vec<u8>> = (0..window).map(|_| vec![0u8; size]).collect();
+        let guard = CloseOnError(conn);
         let mut inflight = std::collections::VecDeque::with_capacity(window);
         for i in 0..bw_iters {
             if inflight.len() == window {
                 if let Some(c) = inflight.pop_front() {
-                    conn.wait(c, T)?;
+                    conn.wait_with(c, T, cancel)?;
                 }
             }
             let b = &mut bufs[i % window];
@@ -127,9 +149,21 @@ pub fn serve(conn: &Connection, sizes: &[usize], quick: bool) -> IpcResult<()> {
             inflight.push_back(unsafe { conn.iread_raw(b.as_mut_ptr(), b.len())? });
         }
         for c in inflight {
-            conn.wait(c, T)?;
+            conn.wait_with(c, T, cancel)?;
         }
-        conn.write(&[1u8], T)?;
+        write(conn, &[1u8], cancel)?;
+        std::mem::forget(guard);
     }
     Ok(())
+}
+
+/// Closes the connection when a windowed loop leaves early (an error or Ctrl-C) with raw posts
+/// still in flight: closing fails them and stops the peer from touching the buffers, which are
+/// dropped right after. Declared after the buffers, so it runs before they are freed.
+struct CloseOnError<'a>(&'a Connection);
+
+impl Drop for CloseOnError<'_> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }

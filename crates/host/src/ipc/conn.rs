@@ -33,6 +33,7 @@
 use super::error::{IpcError, IpcResult};
 use super::proto::{self, Kind, Msg};
 use super::sys::{self, Mapping, PeerCred, Recv, VmError};
+use crate::cancel::{Cancel, Never, SLICE};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -231,49 +232,101 @@ pub struct Connection {
     path: TransferPath,
     /// The process that made the connection: a forked child must not use it (its locks may have
     /// been copied while held, its progress thread does not exist there).
-    owner_pid: i32,
+    owner: crate::sys::Owner,
 }
 
-/// A listening endpoint bound to a socket path. The path is removed when the listener drops.
+/// A listening endpoint bound to a socket path.
+///
+/// Endpoint rules: binding over a live server fails ([`IpcError::AddrInUse`]); only a stale
+/// socket file (nobody listening) is replaced; any other file is an error. The listener removes
+/// the socket file when it drops only if the file is still the one it bound (same device and
+/// inode) and only in the process that bound it (not in a forked child).
 pub struct Listener {
     fd: OwnedFd,
     path: PathBuf,
     opts: Options,
+    /// (device, inode) of the socket file this listener created.
+    ident: Option<(u64, u64)>,
+    owner: crate::sys::Owner,
 }
 
 impl Listener {
-    /// Bind and listen on `path`. A stale socket file at `path` is replaced; any other file is
-    /// an error.
+    /// Bind and listen on `path` (see the endpoint rules above).
     pub fn bind(path: impl AsRef<Path>, opts: Options) -> IpcResult<Self> {
         opts.validate()?;
         let path = path.as_ref().to_path_buf();
+        let shown = || path.display().to_string();
         if let Ok(md) = std::fs::symlink_metadata(&path) {
             use std::os::unix::fs::FileTypeExt;
-            if md.file_type().is_socket() {
-                let _ = std::fs::remove_file(&path);
-            } else {
+            if !md.file_type().is_socket() {
                 return Err(IpcError::BadPath {
-                    path: path.display().to_string(),
+                    path: shown(),
                     reason: "a file that is not a socket already exists there".into(),
                 });
             }
+            match sys::probe(&path)? {
+                sys::Probe::Live(reason) => {
+                    return Err(IpcError::AddrInUse {
+                        path: shown(),
+                        reason: format!("{reason}; close it first or choose another path"),
+                    })
+                }
+                // Nobody listens: a leftover of a server that died. Replace it.
+                sys::Probe::Stale => {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
         }
         let fd = sys::seqpacket_socket()?;
-        sys::bind_listen(&fd, &path)?;
-        Ok(Listener { fd, path, opts })
+        if let Err(e) = sys::bind_listen(&fd, &path) {
+            // Another server bound the path between our check and our bind.
+            if path.exists() && matches!(sys::probe(&path), Ok(sys::Probe::Live(_))) {
+                return Err(IpcError::AddrInUse {
+                    path: shown(),
+                    reason: "another server bound it first".into(),
+                });
+            }
+            return Err(e);
+        }
+        Ok(Listener {
+            ident: sys::file_identity(&path),
+            fd,
+            path,
+            opts,
+            owner: crate::sys::Owner::here(),
+        })
     }
 
     /// Accept one peer and run the handshake, waiting at most `timeout` (None: the options').
     pub fn accept(&self, timeout: Option<Duration>) -> IpcResult<Connection> {
+        self.accept_with(timeout, &Never)
+    }
+
+    /// As [`Listener::accept`], giving up with [`IpcError::Interrupted`] when `cancel` says so
+    /// (asked at least every [`SLICE`]). A peer that leaves before finishing its handshake (such
+    /// as another `bind` probing whether this server is alive) is skipped, not reported.
+    pub fn accept_with(
+        &self,
+        timeout: Option<Duration>,
+        cancel: &dyn Cancel,
+    ) -> IpcResult<Connection> {
         let t = timeout.unwrap_or(self.opts.timeout);
-        if !sys::wait_readable(self.fd.as_raw_fd(), ms(t))? {
-            return Err(IpcError::Timeout {
-                what: format!("waiting for a peer to connect to {}", self.path.display()),
-                ms: t.as_millis() as u64,
-            });
+        let deadline = Instant::now().checked_add(t);
+        let what = || format!("waiting for a peer to connect to {}", self.path.display());
+        loop {
+            if !sys::wait_readable_until(self.fd.as_raw_fd(), deadline, cancel, &what)? {
+                return Err(IpcError::Timeout {
+                    what: what(),
+                    ms: t.as_millis() as u64,
+                });
+            }
+            let c = sys::accept(&self.fd)?;
+            let left = deadline.map_or(NO_LIMIT, |d| d.saturating_duration_since(Instant::now()));
+            match handshake(c, &self.opts, left, cancel) {
+                Err(IpcError::PeerClosed) => continue,
+                r => return r,
+            }
         }
-        let c = sys::accept(&self.fd)?;
-        handshake(c, &self.opts, t)
     }
 
     pub fn path(&self) -> &Path {
@@ -283,9 +336,16 @@ impl Listener {
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        // Only the process that bound the socket removes it, and only if the file there is still
+        // ours: never a socket another server has bound since.
+        if self.owner.forked().is_none() && sys::file_identity(&self.path) == self.ident {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
+
+/// "No limit" (about a century).
+const NO_LIMIT: Duration = Duration::from_secs(3_000_000_000);
 
 fn ms(d: Duration) -> i32 {
     d.as_millis().min(i32::MAX as u128) as i32
@@ -293,20 +353,36 @@ fn ms(d: Duration) -> i32 {
 
 /// Connect to a listener at `path`, retrying while it does not exist yet, within `opts.timeout`.
 pub fn connect(path: impl AsRef<Path>, opts: Options) -> IpcResult<Connection> {
+    connect_with(path, opts, &Never)
+}
+
+/// As [`connect`], giving up with [`IpcError::Interrupted`] when `cancel` says so (asked at
+/// least every [`SLICE`]). A path that exists but is not a socket fails at once.
+pub fn connect_with(
+    path: impl AsRef<Path>,
+    opts: Options,
+    cancel: &dyn Cancel,
+) -> IpcResult<Connection> {
     opts.validate()?;
     let path = path.as_ref();
-    // A timeout too large to add to the clock means "no limit" (about a century).
-    let far = || Instant::now() + Duration::from_secs(3_000_000_000);
-    let deadline = Instant::now().checked_add(opts.timeout).unwrap_or_else(far);
+    // A timeout too large to add to the clock means "no limit".
+    let deadline = Instant::now().checked_add(opts.timeout);
+    let bad = |reason: String| IpcError::BadPath {
+        path: path.display().to_string(),
+        reason,
+    };
     loop {
         let fd = sys::seqpacket_socket()?;
         match sys::connect(&fd, path)? {
             Ok(()) => {
-                return handshake(
-                    fd,
-                    &opts,
-                    deadline.saturating_duration_since(Instant::now()),
-                )
+                let left =
+                    deadline.map_or(NO_LIMIT, |d| d.saturating_duration_since(Instant::now()));
+                return handshake(fd, &opts, left, cancel).map_err(|e| match e {
+                    IpcError::PeerClosed => IpcError::Protocol(
+                        "the server closed the connection during the handshake".into(),
+                    ),
+                    e => e,
+                });
             }
             Err(e) => {
                 let retry = matches!(
@@ -314,16 +390,24 @@ pub fn connect(path: impl AsRef<Path>, opts: Options) -> IpcResult<Connection> {
                     Some(libc::ENOENT) | Some(libc::ECONNREFUSED)
                 );
                 if !retry {
-                    return Err(IpcError::BadPath {
-                        path: path.display().to_string(),
-                        reason: e.to_string(),
-                    });
+                    return Err(bad(e.to_string()));
                 }
-                if Instant::now() >= deadline {
+                // connect(2) says ECONNREFUSED for a file that is not a socket: no server can
+                // ever appear there, so waiting would only hide the mistake.
+                if let Some(kind) = sys::not_a_socket(path) {
+                    return Err(bad(format!("it is {kind}, not a socket")));
+                }
+                if deadline.is_some_and(|d| Instant::now() >= d) {
                     return Err(IpcError::Timeout {
                         what: format!("connecting to {} ({e})", path.display()),
                         ms: opts.timeout.as_millis() as u64,
                     });
+                }
+                if cancel.cancelled() {
+                    return Err(IpcError::Interrupted(format!(
+                        "connecting to {}",
+                        path.display()
+                    )));
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -332,7 +416,13 @@ pub fn connect(path: impl AsRef<Path>, opts: Options) -> IpcResult<Connection> {
 }
 
 /// Exchange HELLOs (pid, path preference, ring geometry, ring fd) and authenticate the peer.
-fn handshake(sock: OwnedFd, opts: &Options, timeout: Duration) -> IpcResult<Connection> {
+/// A peer that closes before its HELLO gives [`IpcError::PeerClosed`] (the listener skips it).
+fn handshake(
+    sock: OwnedFd,
+    opts: &Options,
+    timeout: Duration,
+    cancel: &dyn Cancel,
+) -> IpcResult<Connection> {
     let ring_bytes = opts.ring_slots * opts.slot_size;
     let ring_fd = sys::sealed_memfd(ring_bytes)?;
     let ring_out = Mapping::new(&ring_fd, ring_bytes, true)?;
@@ -348,20 +438,22 @@ fn handshake(sock: OwnedFd, opts: &Options, timeout: Duration) -> IpcResult<Conn
         return Err(IpcError::Protocol("could not send the handshake".into()));
     }
     drop(ring_fd);
-    if !sys::wait_readable(sock.as_raw_fd(), ms(timeout))? {
+    let what = || "waiting for the peer's handshake".to_string();
+    if !sys::wait_readable_until(
+        sock.as_raw_fd(),
+        Instant::now().checked_add(timeout),
+        cancel,
+        &what,
+    )? {
         return Err(IpcError::Timeout {
-            what: "waiting for the peer's handshake".into(),
+            what: what(),
             ms: timeout.as_millis() as u64,
         });
     }
     let mut buf = vec![0u8; proto::MAX_MSG];
     let (n, fd) = match sys::recv_msg(&sock, &mut buf)? {
         Recv::Msg(n, fd) => (n, fd),
-        Recv::Eof | Recv::WouldBlock => {
-            return Err(IpcError::Protocol(
-                "the peer closed the connection during the handshake".into(),
-            ))
-        }
+        Recv::Eof | Recv::WouldBlock => return Err(IpcError::PeerClosed),
     };
     let (m, _) = Msg::decode(&buf[..n]).map_err(IpcError::Protocol)?;
     if m.kind != Kind::Hello || m.flags != proto::VERSION {
@@ -459,7 +551,7 @@ fn handshake(sock: OwnedFd, opts: &Options, timeout: Duration) -> IpcResult<Conn
         thread: Mutex::new(Some(thread)),
         peer: cred,
         path,
-        owner_pid: sys::getpid(),
+        owner: crate::sys::Owner::here(),
     })
 }
 
@@ -476,12 +568,11 @@ impl Connection {
 
     /// An error when called in a process other than the one that made the connection.
     fn foreign(&self) -> IpcResult<()> {
-        let me = sys::getpid();
-        if me != self.owner_pid {
+        if let Some(me) = self.owner.forked() {
             return Err(IpcError::Closed(format!(
                 "this connection belongs to process {}; it cannot be used in the forked process {me} \
                  (connect again from the child)",
-                self.owner_pid
+                self.owner.pid()
             )));
         }
         Ok(())
@@ -599,6 +690,17 @@ impl Connection {
     /// Block until the operation finishes (sleeping, not spinning), then forget the cookie.
     /// On timeout the operation stays in flight and can be waited for again.
     pub fn wait(&self, cookie: u64, timeout: Option<Duration>) -> IpcResult<Transfer> {
+        self.wait_with(cookie, timeout, &Never)
+    }
+
+    /// As [`Connection::wait`], giving up with [`IpcError::Interrupted`] when `cancel` says so
+    /// (asked at least every [`SLICE`]); like a timeout, the operation stays in flight.
+    pub fn wait_with(
+        &self,
+        cookie: u64,
+        timeout: Option<Duration>,
+        cancel: &dyn Cancel,
+    ) -> IpcResult<Transfer> {
         self.foreign()?;
         // A timeout too large to add to the clock waits forever.
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
@@ -621,15 +723,20 @@ impl Connection {
                 }
             }
             let left = match deadline {
-                None => None,
+                None => SLICE,
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
                         break Err(timeout_err());
                     }
-                    Some(d - now)
+                    (d - now).min(SLICE)
                 }
             };
+            if cancel.cancelled() {
+                break Err(IpcError::Interrupted(format!(
+                    "waiting for operation {cookie} (it is still in flight; wait for it again)"
+                )));
+            }
             if !registered {
                 // From now on the progress thread stands aside and this thread runs the
                 // protocol: the peer's messages wake it directly (one thread hop fewer).
@@ -640,7 +747,7 @@ impl Connection {
             // (notified under the state lock) cannot slip in between and be missed.
             if let Ok(mut e) = self.engine.try_lock() {
                 drop(st);
-                let finished = e.turn(left.map(|l| ms(l).max(1)).unwrap_or(-1));
+                let finished = e.turn(ms(left).max(1));
                 drop(e);
                 self.shared.notify();
                 st = self.shared.lock();
@@ -648,16 +755,12 @@ impl Connection {
                     continue; // every pending op has been failed: the next check returns
                 }
             } else {
-                st = match left {
-                    None => self.shared.cond.wait(st).unwrap_or_else(|p| p.into_inner()),
-                    Some(l) => {
-                        self.shared
-                            .cond
-                            .wait_timeout(st, l)
-                            .unwrap_or_else(|p| p.into_inner())
-                            .0
-                    }
-                };
+                st = self
+                    .shared
+                    .cond
+                    .wait_timeout(st, left)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
             }
         };
         drop(st);
@@ -735,8 +838,22 @@ impl Pending<'_> {
 
     /// Wait for completion. On `WaitTimeout` the operation is still in flight and the buffer
     /// stays borrowed: the returned error carries the cookie, and dropping the `Pending` waits.
-    pub fn wait(mut self, timeout: Option<Duration>) -> IpcResult<Transfer> {
-        let r = self.conn.wait(self.cookie, timeout);
+    pub fn wait(self, timeout: Option<Duration>) -> IpcResult<Transfer> {
+        self.wait_with(timeout, &Never)
+    }
+
+    /// As [`Pending::wait`], giving up when `cancel` says so. The borrowed buffer cannot stay
+    /// posted past this call, so an interrupted wait closes the connection (the peer can then no
+    /// longer touch the buffer) before returning [`IpcError::Interrupted`].
+    pub fn wait_with(
+        mut self,
+        timeout: Option<Duration>,
+        cancel: &dyn Cancel,
+    ) -> IpcResult<Transfer> {
+        let r = self.conn.wait_with(self.cookie, timeout, cancel);
+        if matches!(r, Err(IpcError::Interrupted(_))) {
+            self.conn.close();
+        }
         if !matches!(r, Err(IpcError::WaitTimeout { .. })) {
             self.done = true;
         }

@@ -10,6 +10,12 @@ pub enum IpcError {
     /// The socket path cannot be used (too long, contains a NUL byte, ...).
     #[error("socket path '{path}': {reason}")]
     BadPath { path: String, reason: String },
+    /// A live server already listens on the socket path (like EADDRINUSE).
+    #[error("socket path '{path}': address in use: {reason}")]
+    AddrInUse { path: String, reason: String },
+    /// A blocking call was cancelled (Ctrl-C); an operation being waited for stays in flight.
+    #[error("interrupted while {0}")]
+    Interrupted(String),
     /// An operating-system call failed.
     #[error("{op} failed: {msg}")]
     Os { op: &'static str, msg: String },
@@ -51,6 +57,14 @@ pub enum IpcError {
 }
 
 impl IpcError {
+    /// The errno a socket call would have given for this error, where one fits (EADDRINUSE).
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            IpcError::AddrInUse { .. } => Some(libc::EADDRINUSE),
+            _ => None,
+        }
+    }
+
     /// Wrap the current `errno` as an [`IpcError::Os`].
     pub(crate) fn last_os(op: &'static str) -> Self {
         Self::os(op, std::io::Error::last_os_error())

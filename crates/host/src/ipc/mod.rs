@@ -16,7 +16,8 @@ pub mod proto;
 pub mod sys;
 
 pub use conn::{
-    connect, Connection, Direction, Listener, Options, Pending, Transfer, TransferPath,
+    connect, connect_with, Connection, Direction, Listener, Options, Pending, Transfer,
+    TransferPath,
 };
 pub use error::{IpcError, IpcResult};
 pub use sys::PeerCred;

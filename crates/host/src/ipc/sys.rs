@@ -140,6 +140,92 @@ pub fn wait_readable(fd: RawFd, timeout_ms: i32) -> IpcResult<bool> {
     Ok(poll(&mut p, timeout_ms)? > 0)
 }
 
+/// Wait until `fd` is readable or `deadline` passes (`None`: no deadline), in slices of
+/// [`crate::cancel::SLICE`], asking `cancel` between slices. Ok(false) on timeout; `what` names
+/// the wait in the interruption error.
+pub fn wait_readable_until(
+    fd: RawFd,
+    deadline: Option<std::time::Instant>,
+    cancel: &dyn crate::cancel::Cancel,
+    what: &dyn Fn() -> String,
+) -> IpcResult<bool> {
+    loop {
+        if cancel.cancelled() {
+            return Err(IpcError::Interrupted(what()));
+        }
+        let slice = match deadline {
+            None => crate::cancel::SLICE,
+            Some(d) => {
+                let left = d.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return Ok(false);
+                }
+                left.min(crate::cancel::SLICE)
+            }
+        };
+        let ms = slice.as_millis().max(1) as i32;
+        if wait_readable(fd, ms)? {
+            return Ok(true);
+        }
+    }
+}
+
+/// What is at a socket path: a listening server, a stale socket file nobody listens on, or
+/// something else (the error says what).
+pub enum Probe {
+    Live(String),
+    Stale,
+}
+
+/// Find out whether a server listens at `path` by connecting to it without blocking. The
+/// connection is closed at once; a movelab listener ignores a peer that leaves before its
+/// handshake.
+pub fn probe(path: &Path) -> IpcResult<Probe> {
+    let fd = seqpacket_socket()?;
+    set_nonblocking(&fd)?;
+    match connect(&fd, path)? {
+        Ok(()) => Ok(Probe::Live("a server is listening there".into())),
+        Err(e) => match e.raw_os_error() {
+            Some(libc::ECONNREFUSED) | Some(libc::ENOENT) => Ok(Probe::Stale),
+            Some(libc::EAGAIN) | Some(libc::EINPROGRESS) => Ok(Probe::Live(
+                "a server is listening there (its backlog is full)".into(),
+            )),
+            Some(libc::EPROTOTYPE) => Ok(Probe::Live(
+                "another program's socket of a different type is listening there".into(),
+            )),
+            _ => Err(IpcError::BadPath {
+                path: path.display().to_string(),
+                reason: format!("cannot tell whether a server listens there: {e}"),
+            }),
+        },
+    }
+}
+
+/// (device, inode) of the file at `path` itself (not following a symlink).
+pub fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+/// What kind of file is at `path` (following symlinks, as connect does), when it is not a socket.
+pub fn not_a_socket(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::metadata(path).ok()?.file_type();
+    if t.is_socket() {
+        None
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_file() {
+        Some("a regular file")
+    } else {
+        Some("a device or other special file")
+    }
+}
+
 /// Credentials of the process at the other end of a connected Unix socket (SO_PEERCRED).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerCred {
@@ -176,8 +262,7 @@ pub fn peer_cred(fd: &OwnedFd) -> IpcResult<PeerCred> {
 }
 
 pub fn getpid() -> i32 {
-    // SAFETY: getpid cannot fail.
-    unsafe { libc::getpid() }
+    crate::sys::pid()
 }
 
 pub fn geteuid() -> u32 {

@@ -437,8 +437,8 @@ fn benchmark_kernels_measure_every_path() {
         );
         let sizes = [64usize, 300_000];
         let rows = std::thread::scope(|s| {
-            let h = s.spawn(|| bench::serve(&b, &sizes, true));
-            let rows = bench::drive(&a, &sizes, true).unwrap();
+            let h = s.spawn(|| bench::serve(&b, &sizes, true, &crate::cancel::Never));
+            let rows = bench::drive(&a, &sizes, true, &crate::cancel::Never).unwrap();
             h.join().unwrap().unwrap();
             rows
         });
@@ -499,5 +499,145 @@ mod prop {
                 prop_assert_eq!(tr.path, path);
             }
         }
+    }
+}
+
+mod endpoint {
+    //! The endpoint rules: a live endpoint cannot be stolen, a server removes only its own socket
+    //! file, and a path that is not a socket fails at once.
+    use super::*;
+    use crate::runtime::tests::in_forked_child;
+
+    fn client(p: &std::path::Path) -> std::thread::JoinHandle<IpcResult<Connection>> {
+        let p = p.to_path_buf();
+        std::thread::spawn(move || connect(&p, Options::default()))
+    }
+
+    #[test]
+    fn a_second_listen_on_a_live_endpoint_is_refused_and_takes_nothing() {
+        let p = sock_path("live");
+        let first = Listener::bind(&p, Options::default()).unwrap();
+        let e = Listener::bind(&p, Options::default()).err().unwrap();
+        assert!(matches!(e, IpcError::AddrInUse { .. }), "{e}");
+        assert!(e.to_string().contains("address in use"), "{e}");
+        // The probe left a half-open connection in the first server's backlog: accept skips it
+        // and serves the real client.
+        let h = client(&p);
+        let server = first.accept(T).unwrap();
+        let c = h.join().unwrap().unwrap();
+        transfer(&server, &c, 1000, Order::Both, 1);
+        drop(first);
+        assert!(!p.exists(), "the server removes its own socket file");
+    }
+
+    #[test]
+    fn a_stale_socket_file_is_replaced() {
+        let p = sock_path("stale");
+        // A socket file nobody listens on: what a crashed server leaves behind.
+        drop(std::os::unix::net::UnixListener::bind(&p).unwrap());
+        assert!(p.exists());
+        let l = Listener::bind(&p, Options::default()).unwrap();
+        let h = client(&p);
+        let s = l.accept(T).unwrap();
+        transfer(&s, &h.join().unwrap().unwrap(), 10, Order::WriterFirst, 2);
+    }
+
+    #[test]
+    fn a_server_removes_only_its_own_socket_file() {
+        let p = sock_path("own");
+        let old = Listener::bind(&p, Options::default()).unwrap();
+        // Someone removes the file and a new server binds the path.
+        std::fs::remove_file(&p).unwrap();
+        let new = Listener::bind(&p, Options::default()).unwrap();
+        drop(old);
+        assert!(p.exists(), "the old server deleted the new server's socket");
+        let h = client(&p);
+        let s = new.accept(T).unwrap();
+        transfer(&s, &h.join().unwrap().unwrap(), 10, Order::ReaderFirst, 3);
+    }
+
+    #[test]
+    fn a_forked_child_dropping_the_listener_leaves_the_socket() {
+        let p = sock_path("fork");
+        let mut l = Some(Listener::bind(&p, Options::default()).unwrap());
+        in_forked_child(|| {
+            drop(l.take());
+            p.exists()
+        });
+        assert!(p.exists(), "the child removed the parent's socket file");
+        let h = client(&p);
+        let s = l.as_ref().unwrap().accept(T).unwrap();
+        transfer(&s, &h.join().unwrap().unwrap(), 10, Order::Both, 4);
+    }
+
+    #[test]
+    fn connecting_to_something_that_is_not_a_socket_fails_at_once() {
+        let dir = std::env::temp_dir().join(format!("movelab-notsock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("plain");
+        std::fs::write(&file, b"x").unwrap();
+        for (path, kind) in [(&file, "regular file"), (&dir, "directory")] {
+            let t = Instant::now();
+            let e = connect(path, Options::default()).err().unwrap();
+            // The default timeout is 10 s: an error well before it was not a wait.
+            assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+            assert!(
+                matches!(e, IpcError::BadPath { ref reason, .. } if reason.contains(kind)),
+                "{e}"
+            );
+            let e = Listener::bind(path, Options::default()).err().unwrap();
+            assert!(matches!(e, IpcError::BadPath { .. }), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+mod cancel {
+    //! Every blocking call gives up when its Cancel says so (Ctrl-C in Python).
+    use super::*;
+    use crate::cancel::Flag;
+
+    fn raise_after(flag: &Flag, ms: u64) {
+        std::thread::sleep(Duration::from_millis(ms));
+        flag.raise();
+    }
+
+    #[test]
+    fn accept_connect_and_wait_can_be_interrupted() {
+        let forever = Options {
+            timeout: Duration::from_secs(3600),
+            ..Options::default()
+        };
+        let p = sock_path("intr");
+        let l = Listener::bind(&p, forever.clone()).unwrap();
+        let flag = Flag::default();
+        std::thread::scope(|s| {
+            s.spawn(|| raise_after(&flag, 100));
+            let e = l.accept_with(None, &flag).err().unwrap();
+            assert!(matches!(e, IpcError::Interrupted(_)), "{e}");
+        });
+        let flag = Flag::default();
+        std::thread::scope(|s| {
+            s.spawn(|| raise_after(&flag, 100));
+            let e = connect_with(sock_path("nobody"), forever.clone(), &flag)
+                .err()
+                .unwrap();
+            assert!(matches!(e, IpcError::Interrupted(_)), "{e}");
+        });
+        let (a, b) = pair(forever.clone(), forever);
+        let mut buf = vec![0u8; 100];
+        // SAFETY: buf outlives the read: it is waited for below before buf drops.
+        let c = unsafe { a.iread_raw(buf.as_mut_ptr(), buf.len()) }.unwrap();
+        let flag = Flag::default();
+        std::thread::scope(|s| {
+            s.spawn(|| raise_after(&flag, 100));
+            let e = a.wait_with(c, None, &flag).err().unwrap();
+            assert!(matches!(e, IpcError::Interrupted(_)), "{e}");
+        });
+        // Still in flight: the peer's write completes it.
+        assert!(!a.check(c).unwrap());
+        b.write(&[9u8; 100], T).unwrap();
+        assert_eq!(a.wait(c, T).unwrap().bytes, 100);
+        assert_eq!(buf, vec![9u8; 100]);
     }
 }

@@ -15,6 +15,7 @@ use crate::error::PlatformError;
 use crate::platform::Platform;
 use crate::stats::PlatformStats;
 use crate::workload::{DstPolicy, Workload};
+use movelab_dram::stats::BulkBytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -40,6 +41,10 @@ pub struct Row {
     pub ipc: f64,
     pub dram_energy_uj: f64,
     pub channel_mb: f64,
+    /// Bytes the memory controller moved by each mechanism (the DRAM model's `bulk.bytes`), so a
+    /// row's label can be checked against what ran: an "fpm" row whose pages are not whole rows
+    /// moves them by PSM or over the channel instead.
+    pub bulk_bytes: BulkBytes,
 }
 
 #[derive(Debug, Clone)]
@@ -49,6 +54,9 @@ pub struct Options {
     pub overrides: toml::Value,
     /// Pages of the bulk-zero workload.
     pub zero_pages: u64,
+    /// Whether to run the bulk-zero workload (a point of its own when the runs are split over an
+    /// executor: one point per S, one for bulk zeroing).
+    pub bulk_zero: bool,
 }
 
 impl Default for Options {
@@ -58,6 +66,7 @@ impl Default for Options {
             n_pages: vec![2, 8, 32, 128, 512, 2048, 8192, 16384],
             overrides: toml::Value::Table(Default::default()),
             zero_pages: 1024,
+            bulk_zero: true,
         }
     }
 }
@@ -70,6 +79,8 @@ struct Totals {
     energy: f64,
     channel: u64,
     copy: u64,
+    /// Bulk bytes by baseline, FPM, inter-bank PSM, intra-bank PSM.
+    bulk: [u64; 4],
 }
 
 impl Totals {
@@ -80,6 +91,14 @@ impl Totals {
         self.energy += s.dram_energy_nj;
         self.channel += s.memory.channel_bytes;
         self.copy += s.memory.copy_bytes + s.memory.bulk_bytes;
+        let b = &s.dram.bulk.bytes;
+        for (sum, v) in self
+            .bulk
+            .iter_mut()
+            .zip([b.baseline, b.fpm, b.psm_inter, b.psm_intra])
+        {
+            *sum += v;
+        }
     }
 }
 
@@ -104,7 +123,8 @@ const MECHS: [(&str, &str, DstPolicy); 3] = [
 /// Runs forkbench and the bulk-zero workload; `progress(done, total)` after each run.
 pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Row>, PlatformError> {
     let plat = "rowclone-system";
-    let total = o.sizes_mb.len() * (1 + o.n_pages.len() * MECHS.len()) + 4;
+    let zero_runs = if o.bulk_zero { 4 } else { 0 };
+    let total = o.sizes_mb.len() * (1 + o.n_pages.len() * MECHS.len()) + zero_runs;
     let mut done = 0;
     let mut rows = Vec::new();
     for &s in &o.sizes_mb {
@@ -147,6 +167,9 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 rows.push(row("forkbench", s as f64, n, name, fmtc, &b, &t));
             }
         }
+    }
+    if !o.bulk_zero {
+        return Ok(rows);
     }
     // Bulk zeroing: baseline, RowClone, RowClone-ZI, MC-DMA.
     let mut p = BTreeMap::new();
@@ -210,5 +233,11 @@ fn row(workload: &str, s_mb: f64, n: u64, mech: &str, fmtc: f64, b: &Totals, t: 
         },
         dram_energy_uj: t.energy / 1000.0,
         channel_mb: t.channel as f64 / (1 << 20) as f64,
+        bulk_bytes: BulkBytes {
+            baseline: t.bulk[0],
+            fpm: t.bulk[1],
+            psm_inter: t.bulk[2],
+            psm_intra: t.bulk[3],
+        },
     }
 }

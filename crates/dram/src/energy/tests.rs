@@ -1,0 +1,281 @@
+//! Golden tests: DRAMPower 6's published DDR5 core test cases (tukl-msd/DRAMPower @ d8b980a,
+//! `tests/tests_drampower/core/DDR5/ddr5_test_pattern_{0..6,10}.cpp` with the synthetic memspec
+//! `tests/tests_drampower/resources/ddr5.json`), their command patterns replayed through movelab's
+//! device model and energy formulas, and their expected energies in pJ (rounded, as there).
+use super::*;
+use crate::config::Config;
+use crate::device::ChannelDevices;
+
+/// DRAMPower's test memspec: one x8 device, 16 banks in 2 groups, BL8 at double data rate (4
+/// clocks), tCK = 1/1.3 ns, tRAS = tRP = 10, tRFC1 = 25, tRFCsb = 20, tRTP = 5, rho = 0.5,
+/// VDD 1.2 V; the VPP currents are all zero.
+fn memspec() -> (Vec<Domain>, CoreTiming, Config) {
+    let vdd = Domain {
+        v: 1.2,
+        i0: 56.25,
+        i2n: 33.75,
+        i3n: 39.5,
+        i4r: 157.5,
+        i4w: 135.0,
+        i5b: 118.0,
+        i5c: 110.0,
+    };
+    let vpp = Domain {
+        v: 1.2,
+        i0: 0.0,
+        i2n: 0.0,
+        i3n: 0.0,
+        i4r: 0.0,
+        i4w: 0.0,
+        i5b: 0.0,
+        i5c: 0.0,
+    };
+    let tck = 1.0 / 1.3;
+    let t = CoreTiming {
+        tck,
+        t_ras: 10.0 * tck,
+        t_rp: 10.0 * tck,
+        t_bl: 4.0 * tck,
+        t_rfc: 25.0 * tck,
+        t_rfcsb: 20.0 * tck,
+        banks: 16,
+        bank_groups: 2,
+        rho: 0.5,
+    };
+    // The device model only counts cycles: a DDR5 spec reshaped to the memspec's banks and times.
+    let mut cfg = Config::preset("DDR5-3200AN/DDR5-16Gb-x8").unwrap();
+    cfg.controller.refresh = "none".into();
+    cfg.dram.org.banks = Some(16);
+    cfg.dram.org.bank_groups = Some(2);
+    for (k, v) in [
+        ("nRAS", 10),
+        ("nRP", 10),
+        ("nRC", 20),
+        ("nBL", 4),
+        ("nRFC", 25),
+        ("nRFCsb", 20),
+        ("nRTP", 5),
+        ("nCWL", 5),
+        ("nWR", 5),
+    ] {
+        cfg.dram.timing.insert(k.into(), v);
+    }
+    (vec![vdd, vpp], t, cfg)
+}
+
+/// Replays `(cycle, command, flat bank)` up to `end` and returns the energy breakdown in pJ.
+fn replay(pattern: &[(u64, CommandKind, u32)], end: u64) -> EnergyBreakdown {
+    let (domains, t, cfg) = memspec();
+    let spec = cfg.resolve("test").unwrap();
+    let mut dev = ChannelDevices::new(&spec);
+    let mut counters = ChannelCounters::default();
+    let bpg = spec.org.banks_per_group;
+    for &(cycle, kind, flat) in pattern {
+        let b = dev.bank_id(0, flat / bpg, flat % bpg);
+        if kind == CommandKind::Prea {
+            counters.banks_closed_by_prea += (0..16)
+                .filter(|&f| dev.open_row(dev.bank_from_flat(f)).is_some())
+                .count() as u64;
+        }
+        counters.commands[kind.index()] += 1;
+        dev.issue(kind, b, 0, None, cycle);
+    }
+    dev.settle_activity(end);
+    let e = CommandEnergy::device(&domains, &t);
+    let mut b = channel_energy(&e, &counters, &dev.activity);
+    for x in [
+        &mut b.activate_nj,
+        &mut b.precharge_nj,
+        &mut b.read_nj,
+        &mut b.write_nj,
+        &mut b.refresh_nj,
+        &mut b.background_nj,
+        &mut b.total_nj,
+    ] {
+        *x *= 1000.0; // nJ -> pJ
+    }
+    b
+}
+
+/// Expected (DRAMPower): E_act, E_pre (with the RDA's), E_RD (with RDA's), refresh (REFab + REFsb),
+/// background (E_bg_act + E_bg_pre), total.
+fn golden(b: &EnergyBreakdown, act: f64, pre: f64, rd: f64, refresh: f64, bg: f64, total: f64) {
+    let r = |x: f64| x.round();
+    let got = [
+        r(b.activate_nj),
+        r(b.precharge_nj),
+        r(b.read_nj),
+        r(b.refresh_nj),
+        r(b.background_nj),
+        r(b.total_nj),
+    ];
+    let want = [act, pre, rd, refresh, bg, total];
+    for (g, w) in got.iter().zip(want) {
+        // DRAMPower rounds each part and the total separately: allow its one-pJ rounding.
+        assert!((g - w).abs() <= 1.0, "got {got:?}, DRAMPower {want:?}");
+    }
+}
+
+use CommandKind::*;
+
+#[test]
+fn drampower_ddr5_pattern_0_act_pre() {
+    let b = replay(&[(0, Act, 0), (15, Pre, 0)], 15);
+    golden(&b, 179.0, 208.0, 0.0, 0.0, 510.0, 897.0);
+}
+
+#[test]
+fn drampower_ddr5_patterns_1_2_read() {
+    let p = [(0, Act, 0), (15, Rd, 0), (35, Pre, 0)];
+    golden(&replay(&p, 35), 179.0, 208.0, 436.0, 0.0, 1189.0, 2012.0);
+    golden(
+        &replay(&p, 50),
+        179.0,
+        208.0,
+        436.0,
+        0.0,
+        1189.0 + 467.0,
+        2479.0,
+    );
+}
+
+#[test]
+fn drampower_ddr5_patterns_3_4_two_banks_and_prea() {
+    let p = [
+        (0, Act, 0),
+        (15, Rd, 0),
+        (20, Act, 3),
+        (35, Pre, 0),
+        (45, Pre, 3),
+    ];
+    golden(
+        &replay(&p, 50),
+        359.0,
+        415.0,
+        436.0,
+        0.0,
+        1531.0 + 156.0,
+        2897.0,
+    );
+    let p = [
+        (0, Act, 0),
+        (15, Rd, 0),
+        (20, Act, 3),
+        (35, Rd, 3),
+        (40, Rd, 0),
+        (50, Prea, 0),
+    ];
+    golden(
+        &replay(&p, 70),
+        359.0,
+        415.0,
+        1307.0,
+        0.0,
+        1704.0 + 623.0,
+        4408.0,
+    );
+}
+
+#[test]
+fn drampower_ddr5_patterns_5_6_all_bank_refresh_and_rda() {
+    let p = [
+        (0, Act, 0),
+        (15, Rd, 0),
+        (20, Act, 3),
+        (35, Rd, 3),
+        (40, Rd, 0),
+        (50, Prea, 0),
+        (65, Ref, 0),
+    ];
+    golden(
+        &replay(&p, 100),
+        359.0,
+        415.0,
+        1307.0,
+        1812.0,
+        2615.0 + 779.0,
+        7287.0,
+    );
+    let p = [
+        (0, Act, 0),
+        (15, Rda, 0),
+        (20, Act, 3),
+        (35, Rd, 3),
+        (50, Prea, 0),
+        (65, Ref, 0),
+    ];
+    golden(
+        &replay(&p, 100),
+        359.0,
+        415.0,
+        872.0,
+        1812.0,
+        2610.0 + 779.0,
+        6846.0,
+    );
+}
+
+#[test]
+fn drampower_ddr5_pattern_10_same_bank_refresh() {
+    // REFSB to bank 0 refreshes banks 0 and 8; to bank 11 (group 1, bank 3) banks 3 and 11.
+    let p = [
+        (0, Act, 0),
+        (15, Rd, 0),
+        (20, Act, 11),
+        (55, Prea, 0),
+        (70, Refsb, 0),
+        (75, Refsb, 11),
+    ];
+    golden(
+        &replay(&p, 100),
+        359.0,
+        415.0,
+        436.0,
+        2696.0,
+        2733.0 + 623.0,
+        7262.0,
+    );
+}
+
+#[test]
+fn rho_one_is_the_classic_idd_model() {
+    let (domains, mut t, _) = memspec();
+    t.rho = 1.0;
+    let e = CommandEnergy::device(&domains, &t);
+    let d = &domains[0];
+    assert!((e.act - d.v * (d.i0 - d.i3n) * t.t_ras).abs() < 1e-9);
+    assert!((e.pre - d.v * (d.i0 - d.i2n) * t.t_rp).abs() < 1e-9);
+    assert!(e.bank_bg_per_cycle.abs() < 1e-12);
+    assert!((e.active_bg_per_cycle - d.v * d.i3n * t.tck).abs() < 1e-9);
+    assert!((e.refresh_sb - d.v * (d.i5c - d.i3n) * t.t_rfcsb).abs() < 1e-9);
+}
+
+#[test]
+fn ddr5_activate_never_negative() {
+    // DDR5's IDD0 (103 mA) is below IDD3N (142 mA, all banks open): the DRAMPower activate term
+    // would be negative; it is charged against precharged standby instead, on VDD and VPP alike.
+    let spec = Config::preset("DDR5-4800B/DDR5-16Gb-x8")
+        .unwrap()
+        .resolve("t")
+        .unwrap();
+    let c = &spec.currents;
+    assert!(c.idd0 < c.idd3n);
+    let t = CoreTiming::of(&spec, 1.0);
+    let e = CommandEnergy::device(&Domain::of(c), &t);
+    let want = c.vdd * (c.idd0 - c.idd2n) * t.t_ras + c.vpp * (c.ipp0 - c.ipp3n) * t.t_ras;
+    assert!(e.act > 0.0);
+    assert!((e.act - want).abs() < 1e-9, "{} vs {want}", e.act);
+    // Same for REFsb: IDD5C (135 mA) is below I_BG (= IDD3N with rho = 1).
+    assert!(c.idd5c < c.idd3n);
+    let want = c.vdd * (c.idd5c - c.idd2n) * t.t_rfcsb;
+    assert!((e.refresh_sb - want).abs() < 1e-9 && e.refresh_sb > 0.0);
+    // The DDR3 parts keep DRAMPower's (and the classic) term.
+    let ddr3 = Config::preset("DDR3-1066G/DDR3-2Gb-x8")
+        .unwrap()
+        .resolve("t")
+        .unwrap();
+    let c3 = &ddr3.currents;
+    let t3 = CoreTiming::of(&ddr3, 1.0);
+    let e3 = CommandEnergy::device(&Domain::of(c3), &t3);
+    assert!((e3.act - c3.vdd * (c3.idd0 - c3.idd3n) * t3.t_ras).abs() < 1e-9);
+}

@@ -1,0 +1,501 @@
+//! Exact earliest-legal-cycle tests, one per timing rule row of the newer standards (after
+//! Ramulator 2.1's device-timing suite): after a short legal prefix, the controller's device model
+//! must report the probe command legal exactly at the cycle the standard gives (computed here from
+//! the bin's parameters by the rule's formula), and the independent checker must accept the probe
+//! at that cycle and reject it one cycle earlier, naming the rule.
+use movelab_dram::checker::{CheckReport, Checker};
+use movelab_dram::command::{CommandKind, CommandKind::*, CommandRecord, TransferDst};
+use movelab_dram::config::Config;
+use movelab_dram::device::ChannelDevices;
+use movelab_dram::spec::DramSpec;
+use movelab_dram::system::log_header;
+
+/// One command of a case: cycle, kind, rank, (bank group, bank), row, TR destination.
+#[derive(Clone, Copy)]
+struct Cmd {
+    cycle: u64,
+    kind: CommandKind,
+    rank: u32,
+    bank: (u32, u32),
+    row: u32,
+    dst: Option<(u32, u32, u32)>,
+}
+
+fn cmd(cycle: u64, kind: CommandKind, bank: (u32, u32)) -> Cmd {
+    Cmd {
+        cycle,
+        kind,
+        rank: 0,
+        bank,
+        row: 5,
+        dst: None,
+    }
+}
+
+fn on_rank(mut c: Cmd, rank: u32) -> Cmd {
+    c.rank = rank;
+    c
+}
+
+fn row(mut c: Cmd, row: u32) -> Cmd {
+    c.row = row;
+    c
+}
+
+fn record(c: &Cmd, cycle: u64) -> CommandRecord {
+    CommandRecord {
+        cycle,
+        kind: c.kind,
+        channel: 0,
+        rank: c.rank,
+        bank_group: c.bank.0,
+        bank: c.bank.1,
+        row: if matches!(c.kind, Prea | Ref | Refsb) {
+            0
+        } else {
+            c.row
+        },
+        column: 0,
+        dst: c.dst.map(|(g, b, r)| TransferDst {
+            bank_group: g,
+            bank: b,
+            row: r,
+            column: 0,
+        }),
+    }
+}
+
+struct Setup {
+    cfg: Config,
+    spec: DramSpec,
+}
+
+fn setup(name: &str, ranks: u32, timing: &[(&str, u64)]) -> Setup {
+    let mut cfg = Config::preset(name).unwrap();
+    cfg.dram.ranks = ranks;
+    cfg.controller.refresh = "none".into();
+    for (k, v) in timing {
+        cfg.dram.timing.insert((*k).into(), *v);
+    }
+    let spec = cfg.resolve("test").unwrap();
+    Setup { cfg, spec }
+}
+
+impl Setup {
+    fn t(&self, name: &str) -> u64 {
+        self.spec
+            .param(name)
+            .unwrap_or_else(|| panic!("no parameter {name}"))
+    }
+
+    fn check(&self, cmds: &[CommandRecord]) -> CheckReport {
+        let mut ck = Checker::new(&log_header(&self.cfg, &self.spec)).unwrap();
+        for r in cmds {
+            let _ = ck.check(r);
+        }
+        ck.finish()
+    }
+
+    /// The device model's earliest cycle for `probe` after `prefix`.
+    fn earliest(&self, prefix: &[Cmd], probe: &Cmd) -> u64 {
+        let mut dev = ChannelDevices::new(&self.spec);
+        for c in prefix {
+            let b = dev_bank(&dev, c);
+            let dst = c.dst.map(|(g, bk, r)| (dev.bank_id(c.rank, g, bk), r));
+            dev.issue(c.kind, b, c.row, dst, c.cycle);
+        }
+        let dst = probe.dst.map(|(g, bk, _)| dev.bank_id(probe.rank, g, bk));
+        dev.earliest(probe.kind, dev_bank(&dev, probe), dst)
+    }
+
+    /// The case: the device says `expected`, the checker accepts the probe there and rejects it
+    /// one cycle earlier with a timing violation whose key is `key`.
+    fn case(&self, what: &str, key: &str, prefix: &[Cmd], probe: Cmd, expected: u64) {
+        let got = self.earliest(prefix, &probe);
+        assert_eq!(got, expected, "{what}: device model's earliest cycle");
+        let mut log: Vec<CommandRecord> = prefix.iter().map(|c| record(c, c.cycle)).collect();
+        log.push(record(&probe, expected));
+        let ok = self.check(&log);
+        assert!(
+            ok.ok,
+            "{what}: checker rejects the probe at {expected}: {:?}",
+            ok.violations.first().map(|v| &v.message)
+        );
+        log.last_mut().unwrap().cycle = expected - 1;
+        let early = self.check(&log);
+        assert!(
+            early
+                .violations
+                .iter()
+                .any(|v| v.index == prefix.len() as u64 && v.rule_key() == key),
+            "{what}: checker does not report {key} one cycle early: {:?}",
+            early
+                .violations
+                .iter()
+                .map(|v| v.rule.clone())
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+fn dev_bank(dev: &ChannelDevices, c: &Cmd) -> movelab_dram::device::BankId {
+    dev.bank_id(c.rank, c.bank.0, c.bank.1)
+}
+
+#[test]
+fn ddr5_every_rule_row_at_its_earliest_cycle() {
+    // DDR5-4800B: nCCD_L, nRRD_L, nWTR_L differ from their _S forms (at 3200 they coincide).
+    let s = setup("DDR5-4800B/DDR5-16Gb-x8", 1, &[]);
+    let t = |n: &str| s.t(n);
+    let (rcd, rp, ras, rc) = (t("nRCD"), t("nRP"), t("nRAS"), t("nRC"));
+    let (cl, cwl, bl, wr, rtp) = (t("nCL"), t("nCWL"), t("nBL"), t("nWR"), t("nRTP"));
+    let a = (0, 0); // bank group 0, bank 0
+    let same_group = (0, 1);
+    let other_group = (1, 0);
+
+    // Two-clock commands hold the command bus for the next clock.
+    for k in [Rd, Wr, Rda, Wra] {
+        let p = [cmd(0, Act, a), cmd(rcd, k, a)];
+        s.case(
+            &format!("{k} two clocks"),
+            "2",
+            &p,
+            cmd(0, Act, other_group),
+            rcd + 2,
+        );
+    }
+    s.case(
+        "ACT two clocks",
+        "2",
+        &[cmd(0, Act, a)],
+        cmd(0, Pre, other_group),
+        2,
+    );
+    // Same bank.
+    for k in [Rd, Wr, Rda, Wra] {
+        s.case(
+            &format!("nRCD ACT -> {k}"),
+            "nRCD",
+            &[cmd(0, Act, a)],
+            cmd(0, k, a),
+            rcd,
+        );
+    }
+    s.case("nRAS", "nRAS", &[cmd(0, Act, a)], cmd(0, Pre, a), ras);
+    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
+    s.case("nRC", "nRC", &p, row(cmd(0, Act, a), 9), rc.max(ras + rp));
+    let p = [cmd(0, Act, a), cmd(rc, Pre, a)];
+    s.case("nRP", "nRP", &p, row(cmd(0, Act, a), 9), rc + rp);
+    let p = [cmd(0, Act, a), cmd(ras, Rd, a)];
+    s.case("nRTP", "nRTP", &p, cmd(0, Pre, a), ras + rtp);
+    let p = [cmd(0, Act, a), cmd(rcd, Wr, a)];
+    s.case(
+        "write recovery",
+        "nCWL+nBL+nWR",
+        &p,
+        cmd(0, Pre, a),
+        rcd + cwl + bl + wr,
+    );
+    let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
+    s.case(
+        "RDA -> ACT",
+        "nRP",
+        &p,
+        row(cmd(0, Act, a), 9),
+        ras + 3 + rtp + rp,
+    );
+    let p = [cmd(0, Act, a), cmd(rcd, Wra, a)];
+    s.case(
+        "WRA -> ACT",
+        "nRP",
+        &p,
+        row(cmd(0, Act, a), 9),
+        rcd + cwl + bl + wr + rp,
+    );
+    let p = [cmd(0, Act, a), cmd(rcd, Wr, a)];
+    s.case(
+        "WR -> RDA",
+        "nCWL+nBL+nWR",
+        &p,
+        cmd(0, Rda, a),
+        rcd + cwl + bl + wr - rtp,
+    );
+    // Activations.
+    s.case(
+        "nRRD_S",
+        "nRRD_S",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, other_group),
+        t("nRRD_S"),
+    );
+    s.case(
+        "nRRD_L",
+        "nRRD_L",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, same_group),
+        t("nRRD_L"),
+    );
+    // Column commands.
+    let (s_l, s_s) = (t("nRRD_L"), t("nRRD_S"));
+    let pl = [
+        cmd(0, Act, a),
+        cmd(s_l, Act, same_group),
+        cmd(s_l + rcd, Rd, a),
+    ];
+    s.case(
+        "nCCD_L",
+        "nCCD_L",
+        &pl,
+        cmd(0, Rd, same_group),
+        s_l + rcd + t("nCCD_L"),
+    );
+    let pl = [
+        cmd(0, Act, a),
+        cmd(s_l, Act, same_group),
+        cmd(s_l + rcd, Wr, a),
+    ];
+    let e = s_l + rcd + t("nCCD_L_WR");
+    s.case("nCCD_L_WR", "nCCD_L_WR", &pl, cmd(0, Wr, same_group), e);
+    let ps = [
+        cmd(0, Act, a),
+        cmd(s_s, Act, other_group),
+        cmd(s_s + rcd, Rd, a),
+    ];
+    s.case(
+        "nCCD_S read",
+        "nCCD_S",
+        &ps,
+        cmd(0, Rd, other_group),
+        s_s + rcd + t("nCCD_S"),
+    );
+    let ps = [
+        cmd(0, Act, a),
+        cmd(s_s, Act, other_group),
+        cmd(s_s + rcd, Wr, a),
+    ];
+    s.case(
+        "nCCD_S write",
+        "nCCD_S",
+        &ps,
+        cmd(0, Wr, other_group),
+        s_s + rcd + t("nCCD_S"),
+    );
+    let e = s_s + rcd + cwl + bl + t("nWTR_S");
+    s.case(
+        "WR -> RD other group",
+        "nCWL+nBL+nWTR_S",
+        &ps,
+        cmd(0, Rd, other_group),
+        e,
+    );
+    let p = [cmd(0, Act, a), cmd(rcd, Wr, a)];
+    let e = rcd + cwl + bl + t("nWTR_L");
+    s.case(
+        "WR -> RD same group",
+        "nCWL+nBL+nWTR_L",
+        &p,
+        cmd(0, Rd, a),
+        e,
+    );
+    let p = [cmd(0, Act, a), cmd(rcd, Rd, a)];
+    let e = rcd + cl + bl + 2 + t("nWPRE") - cwl;
+    s.case("RD -> WR", "nCL+nBL+2-nCWL", &p, cmd(0, Wr, a), e);
+    // Precharges.
+    let p = [
+        cmd(0, Act, a),
+        cmd(s_s, Act, other_group),
+        cmd(ras + 20, Pre, a),
+    ];
+    s.case(
+        "nPPD",
+        "nPPD",
+        &p,
+        cmd(0, Pre, other_group),
+        ras + 20 + t("nPPD"),
+    );
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case("PREA -> ACT", "nRP", &p, cmd(0, Act, other_group), ras + rp);
+    // All-bank refresh.
+    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
+    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
+    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
+    // Same-bank refresh (bank index 1 of every group).
+    let sb = (0, 1);
+    let (rfcsb, refsbrd) = (t("nRFCsb"), t("nREFSBRD"));
+    s.case(
+        "nRFCsb REFSB -> ACT",
+        "nRFCsb",
+        &[cmd(0, Refsb, sb)],
+        cmd(0, Act, (2, 1)),
+        rfcsb,
+    );
+    s.case(
+        "nRFCsb REFSB -> REFSB",
+        "nRFCsb",
+        &[cmd(0, Refsb, sb)],
+        cmd(0, Refsb, sb),
+        rfcsb,
+    );
+    let other = cmd(0, Act, (2, 0));
+    s.case("nREFSBRD", "nREFSBRD", &[cmd(0, Refsb, sb)], other, refsbrd);
+    s.case(
+        "REFSB -> REF",
+        "nRFCsb",
+        &[cmd(0, Refsb, sb)],
+        cmd(0, Ref, a),
+        rfcsb,
+    );
+    s.case(
+        "REF -> REFSB",
+        "nRFC",
+        &[cmd(0, Ref, a)],
+        cmd(0, Refsb, sb),
+        t("nRFC"),
+    );
+    let p = [cmd(0, Act, (3, 1)), cmd(ras, Pre, (3, 1))];
+    s.case(
+        "ACT -> REFSB",
+        "nRC",
+        &p,
+        cmd(0, Refsb, sb),
+        rc.max(ras + rp),
+    );
+    let p = [cmd(0, Act, (3, 1)), cmd(rc, Pre, (3, 1))];
+    s.case("PRE -> REFSB", "nRP", &p, cmd(0, Refsb, sb), rc + rp);
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case("PREA -> REFSB", "nRP", &p, cmd(0, Refsb, (0, 2)), ras + rp);
+    // RowClone FPM and PSM.
+    s.case(
+        "ACT -> ACTC",
+        "nRAS",
+        &[cmd(0, Act, a)],
+        row(cmd(0, Actc, a), 6),
+        ras,
+    );
+    let p = [cmd(0, Act, a), row(cmd(ras, Actc, a), 6)];
+    s.case("ACTC -> PRE", "nRAS", &p, cmd(0, Pre, a), 2 * ras);
+    let p = [cmd(0, Act, a), cmd(s_s, Act, other_group)];
+    let mut tr = cmd(0, Tr, a);
+    tr.dst = Some((1, 0, 5));
+    s.case("TR nRCD (destination)", "nRCD", &p, tr, s_s + rcd);
+}
+
+#[test]
+fn ddr5_fifth_activation_waits_for_nfaw() {
+    // nFAW binds only when it exceeds 4 x nRRD_S: the 2 KB-page value (x16 parts, 40 clocks).
+    let s = setup("DDR5-4800B/DDR5-16Gb-x8", 1, &[("nFAW", 40)]);
+    let rrd = s.t("nRRD_S");
+    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
+    s.case("nFAW", "nFAW", &p, cmd(0, Act, (4, 0)), 40);
+}
+
+#[test]
+fn ddr5_rank_to_rank_turnarounds() {
+    let s = setup("DDR5-4800B/DDR5-16Gb-x8", 2, &[]);
+    let t = |n: &str| s.t(n);
+    let (rcd, bl, rtrs, cl, cwl) = (t("nRCD"), t("nBL"), t("nRTRS"), t("nCL"), t("nCWL"));
+    let p = [
+        cmd(0, Act, (0, 0)),
+        on_rank(cmd(2, Act, (0, 0)), 1),
+        cmd(rcd + 2, Rd, (0, 0)),
+    ];
+    let probe = on_rank(cmd(0, Rd, (0, 0)), 1);
+    s.case(
+        "RD -> RD other rank",
+        "nBL+nRTRS",
+        &p,
+        probe,
+        rcd + 2 + bl + rtrs,
+    );
+    let probe = on_rank(cmd(0, Wr, (0, 0)), 1);
+    let e = rcd + 2 + cl + bl + rtrs - cwl;
+    s.case("RD -> WR other rank", "nBL+nRTRS", &p, probe, e);
+}
+
+#[test]
+fn hbm2_every_rule_row_at_its_earliest_cycle() {
+    // HBM2's own rows: split nRCDRD / nRCDWR, nRTW, and the DDR4-like group rules at its values.
+    let s = setup("HBM2-2000/HBM2-8Gb-PC", 1, &[]);
+    let t = |n: &str| s.t(n);
+    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    let (rcdrd, rcdwr) = (t("nRCDRD"), t("nRCDWR"));
+    for k in [Rd, Rda] {
+        s.case(
+            &format!("nRCDRD -> {k}"),
+            "nRCDRD",
+            &[cmd(0, Act, a)],
+            cmd(0, k, a),
+            rcdrd,
+        );
+    }
+    for k in [Wr, Wra] {
+        s.case(
+            &format!("nRCDWR -> {k}"),
+            "nRCDWR",
+            &[cmd(0, Act, a)],
+            cmd(0, k, a),
+            rcdwr,
+        );
+    }
+    let p = [cmd(0, Act, a), cmd(rcdrd, Rd, a)];
+    s.case("nRTW", "nRTW", &p, cmd(0, Wr, a), rcdrd + t("nRTW"));
+    let p = [cmd(0, Act, a), cmd(rcdwr, Wr, a)];
+    let e = rcdwr + t("nCWL") + t("nBL") + t("nWTR_L");
+    s.case(
+        "WR -> RD same group",
+        "nCWL+nBL+nWTR_L",
+        &p,
+        cmd(0, Rd, a),
+        e,
+    );
+    s.case(
+        "nRRD_S",
+        "nRRD_S",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, other_group),
+        t("nRRD_S"),
+    );
+    s.case(
+        "nRRD_L",
+        "nRRD_L",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, same_group),
+        t("nRRD_L"),
+    );
+    let l = t("nRRD_L");
+    let p = [
+        cmd(0, Act, a),
+        cmd(l, Act, same_group),
+        cmd(l + rcdrd, Rd, a),
+    ];
+    s.case(
+        "nCCD_L",
+        "nCCD_L",
+        &p,
+        cmd(0, Rd, same_group),
+        l + rcdrd + t("nCCD_L"),
+    );
+    let sh = t("nRRD_S");
+    let p = [
+        cmd(0, Act, a),
+        cmd(sh, Act, other_group),
+        cmd(sh + rcdrd, Rd, a),
+    ];
+    s.case(
+        "nCCD_S",
+        "nCCD_S",
+        &p,
+        cmd(0, Rd, other_group),
+        sh + rcdrd + t("nCCD_S"),
+    );
+    s.case("nRAS", "nRAS", &[cmd(0, Act, a)], cmd(0, Pre, a), t("nRAS"));
+    let p = [cmd(0, Act, a), cmd(t("nRC"), Pre, a)];
+    s.case(
+        "nRP",
+        "nRP",
+        &p,
+        row(cmd(0, Act, a), 9),
+        t("nRC") + t("nRP"),
+    );
+    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
+}

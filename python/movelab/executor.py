@@ -1,0 +1,309 @@
+"""One executor for independent runs: sweeps and reproductions hand it a point function and a list of
+points, and it runs them on a local pool of processes (every core by default), in this process
+(``workers=1``), or on a Dask cluster (``dask.distributed``) given its scheduler's address or a
+``Client``.
+
+Outcomes come back as points finish, in any order, each carrying its point's index, so a caller can
+store results as they arrive and order them afterwards: the table is the same whichever executor ran
+it. A point whose function raises does not stop the others; its outcome carries the error message.
+
+The point function must be importable by the workers (a module-level function of an installed
+package), since both the process pool and Dask send it by reference.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Executor", "Outcome", "PointError", "cpu_count", "current", "make_executor", "run_points", "use"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of point ``index``: ``value`` when it succeeded, else ``error`` (``"Type: message"``)."""
+
+    index: int
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class PointError(ValueError):
+    """Raised by :meth:`Executor.map` when a point failed."""
+
+
+def cpu_count() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _guarded(fn: Callable[[Any], Any], point: Any) -> tuple[bool, Any]:
+    """Runs ``fn(point)`` in a worker; an exception becomes ``(False, "Type: message")`` so that it
+    crosses any process boundary (some exceptions do not pickle)."""
+    try:
+        return True, fn(point)
+    except Exception as e:
+        msg = str(e).strip() or traceback.format_exc(limit=2).strip().splitlines()[-1]
+        return False, f"{type(e).__name__}: {msg}"
+
+
+def _worker_init(parent: int) -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops them (otherwise every worker prints a
+    traceback of its own), and die with the parent: a sweep killed with ``kill -9`` leaves no worker
+    running its points (Linux's parent-death signal; elsewhere they stop at their next point)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+class Executor:
+    """Runs a point function over points. Use :func:`make_executor` to build one; use it as a context
+    manager (or call :meth:`close`) to release its workers."""
+
+    workers: int
+    description: str
+
+    def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
+        """Yields one :class:`Outcome` per point as points finish (in any order)."""
+        raise NotImplementedError
+
+    def map(self, fn: Callable[[Any], Any], points: Sequence[Any],
+            progress: Callable[[int, int], None] | None = None) -> list[Any]:
+        """``[fn(p) for p in points]``, computed by the executor; raises :class:`PointError` naming the
+        first failed point (by index) after the others finish. ``progress(done, total)`` after each."""
+        out: list[Any] = [None] * len(points)
+        errors: list[Outcome] = []
+        for done, o in enumerate(self.imap(fn, points), 1):
+            if o.ok:
+                out[o.index] = o.value
+            else:
+                errors.append(o)
+            if progress is not None:
+                progress(done, len(points))
+        if errors:
+            first = min(errors, key=lambda o: o.index)
+            raise PointError(f"{len(errors)} of {len(points)} points failed; point {first.index}: {first.error}")
+        return out
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SerialExecutor(Executor):
+    """Every point in this process, one after another (``workers=1``): no start-up cost, and the
+    reference a parallel executor's speedup is measured against."""
+
+    def __init__(self) -> None:
+        self.workers = 1
+        self.description = "this process"
+
+    def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
+        for i, p in enumerate(points):
+            ok, v = _guarded(fn, p)
+            yield Outcome(i, v) if ok else Outcome(i, error=v)
+
+
+class LocalExecutor(Executor):
+    """A pool of worker processes on this machine. At most ``2 * workers`` points are queued at once,
+    so a sweep of a million points holds a few in memory, and Ctrl-C stops the workers at once."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        n = cpu_count() if workers is None else workers
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096:
+            raise ValueError(f"workers must be an integer between 1 and 4096, got {workers!r}")
+        self.workers = n
+        self.description = f"local pool of {n} processes"
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _get_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            # spawn: the parent may run threads (progress bars, Dask); forking beside them is unsafe.
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_worker_init, initargs=(os.getpid(),))
+        return self._pool
+
+    def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
+        if len(points) <= 1 and self._pool is None:  # a pool would only add its start-up time
+            yield from SerialExecutor().imap(fn, points)
+            return
+        pool = self._get_pool()
+        pending: dict[Future, int] = {}
+        it = iter(enumerate(points))
+        window = 2 * self.workers
+        try:
+            while True:
+                while len(pending) < window:
+                    nxt = next(it, None)
+                    if nxt is None:
+                        break
+                    pending[pool.submit(_guarded, fn, nxt[1])] = nxt[0]
+                if not pending:
+                    return
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for f in sorted(done, key=lambda f: pending[f]):
+                    i = pending.pop(f)
+                    exc = f.exception()
+                    if exc is not None:  # the worker died (killed, out of memory): the pool is broken
+                        raise RuntimeError(f"a worker process died while running point {i}: {exc}") from exc
+                    ok, v = f.result()
+                    yield Outcome(i, v) if ok else Outcome(i, error=v)
+        except BaseException:
+            self._kill()
+            raise
+
+    def _kill(self) -> None:
+        """Stops the workers now (Ctrl-C, a broken pool, or the caller abandoning the iteration)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        procs = list(getattr(pool, "_processes", {}).values())  # no public way to stop running tasks
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(timeout=5)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class DaskExecutor(Executor):
+    """Points as tasks on a Dask cluster (``dask.distributed``). The workers must have movelab
+    installed (see docs/sweeps.md)."""
+
+    def __init__(self, cluster: Any) -> None:
+        try:
+            from distributed import Client
+        except ImportError as e:  # pragma: no cover - a dependency of movelab
+            raise RuntimeError("running on a cluster needs dask.distributed: pip install 'dask[distributed]'") from e
+        if isinstance(cluster, Client):
+            self.client, self._own = cluster, False
+        elif isinstance(cluster, str):
+            if not cluster.startswith(("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")):
+                raise ValueError(f"cluster address '{cluster}' must look like tcp://HOST:PORT")
+            try:
+                self.client, self._own = Client(cluster, timeout="20s"), True
+            except (OSError, TimeoutError) as e:
+                raise ConnectionError(f"cannot reach the Dask scheduler at {cluster}: {e}") from e
+        else:
+            raise TypeError(f"cluster must be an address (tcp://HOST:PORT) or a dask.distributed.Client, "
+                            f"not {type(cluster).__name__}")
+        threads = sum(self.client.nthreads().values())
+        self.workers = max(1, threads)
+        self.description = f"Dask cluster at {self.client.scheduler.address} ({threads} threads)"
+
+    def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
+        from distributed import as_completed
+
+        # Keep the scheduler's queue a few points per thread deep, so that memory stays bounded and
+        # Ctrl-C has little to cancel; the cluster may grow while we run, so ask again as we go.
+        it = iter(enumerate(points))
+        index: dict[Any, int] = {}
+        ac = as_completed()
+        threads = {"n": self.workers, "asked": time.monotonic()}
+
+        def top_up() -> None:
+            if time.monotonic() - threads["asked"] > 5.0:  # one round trip to the scheduler every 5 s at most
+                threads["n"], threads["asked"] = sum(self.client.nthreads().values()), time.monotonic()
+            window = 4 * max(1, threads["n"])
+            while ac.count() < window:
+                nxt = next(it, None)
+                if nxt is None:
+                    return
+                f = self.client.submit(_guarded, fn, nxt[1], pure=False)
+                index[f.key] = nxt[0]
+                ac.add(f)
+
+        try:
+            top_up()
+            while not ac.is_empty():
+                f = next(ac)
+                i = index.pop(f.key)
+                if f.status == "error":
+                    exc = f.exception()
+                    f.release()
+                    raise RuntimeError(f"the cluster lost point {i}: {exc}")
+                ok, v = f.result()
+                f.release()
+                yield Outcome(i, v) if ok else Outcome(i, error=v)
+                top_up()
+        except BaseException:
+            futures = list(ac.futures) if hasattr(ac, "futures") else []
+            if futures:
+                self.client.cancel(futures)
+            raise
+
+    def close(self) -> None:
+        if self._own:
+            self.client.close()
+
+
+def make_executor(cluster: Any = None, workers: int | None = None) -> Executor:
+    """A Dask executor when ``cluster`` (an address or a ``Client``) is given; else a local pool of
+    ``workers`` processes (every core by default), or this process alone when ``workers == 1``."""
+    if cluster is not None:
+        if workers is not None:
+            raise ValueError("give either a cluster or a number of local workers, not both")
+        return DaskExecutor(cluster)
+    if workers == 1:
+        return SerialExecutor()
+    return LocalExecutor(workers)
+
+
+_current: ContextVar[Executor | None] = ContextVar("movelab_executor", default=None)
+
+
+@contextmanager
+def use(executor: Executor) -> Iterator[Executor]:
+    """Makes ``executor`` the one :func:`run_points` uses in this block (the CLI's ``--cluster``)."""
+    token = _current.set(executor)
+    try:
+        yield executor
+    finally:
+        _current.reset(token)
+
+
+def current() -> Executor:
+    """The executor set by :func:`use`, else this process (a library call does not start workers
+    unless asked)."""
+    return _current.get() or SerialExecutor()
+
+
+def run_points(fn: Callable[[Any], Any], points: Sequence[Any],
+               progress: Callable[[int, int], None] | None = None) -> list[Any]:
+    """``[fn(p) for p in points]`` on the current executor: the hook a reproduction calls with its
+    point function and its list of points."""
+    return current().map(fn, points, progress)

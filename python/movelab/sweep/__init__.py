@@ -1,0 +1,818 @@
+"""Design-space sweeps: a spec (TOML or a dict) names what to run (the DRAM simulator or a platform),
+its base config and workload, the axes to vary (lists, ranges, products and zips, seeds) and the
+statistics to keep. Every point is an independent task on the executor (:mod:`movelab.executor`:
+every core of this machine, or a Dask cluster), and the results form one table, a row per point:
+``point``, the axes (named as in the spec), the statistics, and ``error`` (the message of a point
+that failed, else null).
+
+Results are stored as points finish, in numbered Parquet parts under ``OUT.parts/``; when every point
+has run the parts are merged into ``OUT`` (written to a temporary name, then renamed) and removed.
+An interrupted sweep therefore never leaves an ``OUT`` that looks complete, and ``resume=True`` runs
+only the points its parts do not hold (failed points are run again).
+
+>>> from movelab import sweep
+>>> df = sweep.run({"simulator": "dram", "config": "ddr3-1600k-bench",
+...                 "workload": {"kind": "random", "count": 1000},
+...                 "axes": {"controller.scheduler": ["frfcfs", "fcfs"]}}, workers=1)
+>>> list(df["controller.scheduler"])
+['frfcfs', 'fcfs']
+
+See docs/sweeps.md for the spec format.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import itertools
+import json
+import math
+import os
+import shutil
+import time
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from movelab.dram import flatten
+from movelab.executor import Executor, make_executor
+
+__all__ = ["Spec", "SpecError", "SweepInterrupted", "load_spec", "read", "run", "summary"]
+
+SIMULATORS = ("dram", "platform")
+TOP_KEYS = {"name", "description", "simulator", "config", "set", "workload", "point", "axes", "zip", "seeds", "keep"}
+MAX_POINTS = 1_000_000
+MAX_AXIS = 100_000
+META_KEY = b"movelab.sweep"
+# A part is written when this many rows wait, or this many seconds passed since the last one.
+FLUSH_ROWS = 1000
+FLUSH_SECONDS = 2.0
+
+
+class SpecError(ValueError):
+    """A spec that cannot run: the message names the file and the key."""
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep: every finished point is saved in ``parts`` (resume with ``resume=True``)."""
+
+    def __init__(self, done: int, total: int, parts: Path | None) -> None:
+        super().__init__(f"interrupted after {done} of {total} points")
+        self.done, self.total, self.parts = done, total, parts
+
+
+# ------------------------------------------------------------------------------------------------
+# The spec
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One factor of the product: a single key, or several keys zipped (varying together)."""
+
+    keys: tuple[str, ...]
+    values: tuple[tuple[Any, ...], ...]  # one tuple per step, a value per key
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated sweep. ``points()`` lists the points as ``{axis key: value}`` dicts."""
+
+    source: str
+    simulator: str
+    config: Any
+    set: dict[str, Any]
+    workload: dict[str, Any]
+    axes: tuple[Axis, ...]
+    keep: tuple[str, ...] | None
+    name: str
+    description: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def axis_keys(self) -> list[str]:
+        return [k for a in self.axes for k in a.keys]
+
+    def points(self) -> list[dict[str, Any]]:
+        out = []
+        for combo in itertools.product(*(a.values for a in self.axes)):
+            p: dict[str, Any] = {}
+            for axis, values in zip(self.axes, combo, strict=True):
+                p.update(zip(axis.keys, values, strict=True))
+            out.append(p)
+        return out
+
+    def base(self) -> dict[str, Any]:
+        """What every point shares (the resume check compares it)."""
+        return {"simulator": self.simulator, "config": self.config, "set": self.set, "workload": self.workload,
+                "keep": list(self.keep) if self.keep is not None else None}
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(self.base(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def to_json(self) -> str:
+        return json.dumps({**self.base(), "name": self.name, "axes": self.axis_keys}, default=str)
+
+
+def _err(source: str, key: str, what: str) -> SpecError:
+    return SpecError(f"{source}: '{key}': {what}")
+
+
+def _scalar_kind(v: Any) -> str | None:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return None
+
+
+def _range(source: str, key: str, t: Mapping[str, Any]) -> list[Any]:
+    """``{from, to, step}`` (arithmetic, ``to`` included when reached) or ``{from, to, times}``
+    (geometric: 64, 128, ... up to ``to``)."""
+    allowed = {"from", "to", "step", "times"}
+    extra = sorted(set(t) - allowed)
+    if extra:
+        raise _err(source, key, f"unknown range key '{extra[0]}' "
+                                "(a range is {from, to, step} or {from, to, times})")
+    if "from" not in t or "to" not in t:
+        raise _err(source, key, "a range needs 'from' and 'to' (and 'step' or 'times')")
+    if ("step" in t) == ("times" in t):
+        raise _err(source, key, "a range needs exactly one of 'step' (arithmetic) or 'times' (geometric)")
+    lo, hi = t["from"], t["to"]
+    for name, v in [("from", lo), ("to", hi), *[(k, t[k]) for k in ("step", "times") if k in t]]:
+        if _scalar_kind(v) != "number" or not math.isfinite(v):
+            raise _err(source, f"{key}.{name}", f"must be a number, got {v!r}")
+    values: list[Any] = []
+    if "step" in t:
+        step = t["step"]
+        if step == 0 or (hi - lo) / step < 0:
+            raise _err(source, f"{key}.step", f"{step!r} never goes from {lo!r} to {hi!r}")
+        n = math.floor((hi - lo) / step + 1e-9) + 1
+        if n > MAX_AXIS:
+            raise _err(source, key, f"the range has {n} values; an axis has at most {MAX_AXIS}")
+        values = [lo + i * step for i in range(n)]
+        if all(isinstance(x, int) for x in (lo, hi, step)):
+            values = [int(v) for v in values]
+        else:
+            values = [round(v, 12) for v in values]
+    else:
+        f = t["times"]
+        if f <= 1 or lo <= 0 or hi < lo:
+            raise _err(source, f"{key}.times", "a geometric range needs from > 0, to >= from and times > 1")
+        v = lo
+        while v <= hi * (1 + 1e-12):
+            values.append(v)
+            if len(values) > MAX_AXIS:
+                raise _err(source, key, f"the range has more than {MAX_AXIS} values")
+            v = v * f
+        if all(isinstance(x, int) for x in (lo, hi, f)):
+            values = [int(v) for v in values]
+    return values
+
+
+def _axis_values(source: str, key: str, v: Any) -> list[Any]:
+    if isinstance(v, Mapping):
+        values = _range(source, key, v)
+    elif isinstance(v, list):
+        values = v
+    elif _scalar_kind(v) is not None:
+        values = [v]
+    else:
+        raise _err(source, key, f"an axis is a list of values or a range table, got {type(v).__name__}")
+    if not values:
+        raise _err(source, key, "the axis is empty (give at least one value)")
+    if len(values) > MAX_AXIS:
+        raise _err(source, key, f"the axis has {len(values)} values; at most {MAX_AXIS}")
+    kinds = {_scalar_kind(x) for x in values}
+    if None in kinds:
+        bad = next(x for x in values if _scalar_kind(x) is None)
+        raise _err(source, key, f"axis values must be strings, numbers or booleans, got {bad!r}")
+    if len(kinds) > 1:
+        raise _err(source, key, f"the axis mixes {' and '.join(sorted(kinds))} values; one column has one type")
+    if len({json.dumps(x) for x in values}) != len(values):
+        raise _err(source, key, "the axis repeats a value")
+    return values
+
+
+def _check_key(source: str, key: Any, where: str) -> str:
+    if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
+        raise _err(source, f"{where}.{key}", "axis keys are dotted names like controller.scheduler")
+    if key == "point" or key == "error":
+        raise _err(source, f"{where}.{key}", f"'{key}' is a column of every result table; rename the axis")
+    return key
+
+
+def _set_path(d: dict[str, Any], dotted: str, value: Any, source: str, what: str) -> None:
+    parts = dotted.split(".")
+    node = d
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise _err(source, what, f"sets inside '{part}', which is a value, not a table")
+        node = child
+    node[parts[-1]] = value
+
+
+def _resolve_path(value: Any, base_dir: Path | None) -> Any:
+    """A relative ``.toml`` or trace path in a spec file is relative to the spec file."""
+    if isinstance(value, str) and base_dir is not None and (value.endswith((".toml", ".trace", ".txt"))):
+        p = Path(value)
+        if not p.is_absolute() and (base_dir / p).exists():
+            return str(base_dir / p)
+    return value
+
+
+def load_spec(spec: str | Path | Mapping[str, Any], *, source: str | None = None) -> Spec:
+    """Reads and checks a spec (a TOML file or a dict). Errors name the file and the key; configs and
+    workloads are checked against the simulator (every axis value), so a typo fails before any run."""
+    base_dir: Path | None = None
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, (str, Path)):
+        path = Path(spec)
+        source = source or str(path)
+        if not path.is_file():
+            raise SpecError(f"{path}: no such spec file")
+        try:
+            raw = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise SpecError(f"{path}: not valid TOML: {e}") from None
+        except UnicodeDecodeError:
+            raise SpecError(f"{path}: not a text file") from None
+        base_dir = path.resolve().parent
+    elif isinstance(spec, Mapping):
+        raw = dict(spec)
+        source = source or "spec"
+    else:
+        raise TypeError(f"a spec is a TOML path or a dict, not {type(spec).__name__}")
+
+    for k in raw:
+        if k not in TOP_KEYS:
+            raise _err(source, k, f"unknown key (a spec has: {', '.join(sorted(TOP_KEYS))})")
+    sim = raw.get("simulator")
+    known = [*SIMULATORS, *reproductions()]
+    if sim is None:
+        raise _err(source, "simulator", f"missing: say what to run ({', '.join(known)})")
+    if sim not in known:
+        raise _err(source, "simulator", f"unknown simulator {sim!r} ({', '.join(known)})")
+    if sim not in SIMULATORS:
+        return _load_reproduction_spec(raw, source, sim)
+    if "point" in raw:
+        raise _err(source, "point", "only a reproduction's sweep has a [point] (dram and platform have [workload])")
+    config = raw.get("config")
+    if config is None:
+        raise _err(source, "config", "missing: a preset name, SPEED/PART or a TOML file")
+    if not isinstance(config, (str, dict)):
+        raise _err(source, "config", f"must be a preset name, a path or a table, got {type(config).__name__}")
+    config = _resolve_path(config, base_dir)
+    sets = raw.get("set", {})
+    if not isinstance(sets, dict):
+        raise _err(source, "set", f"must be a table of config keys, got {type(sets).__name__}")
+    workload = raw.get("workload")
+    if not isinstance(workload, dict):
+        raise _err(source, "workload", "missing or not a table: say what the simulator runs")
+    workload = {k: _resolve_path(v, base_dir) for k, v in workload.items()}
+    for k in ("name", "description"):
+        if k in raw and not isinstance(raw[k], str):
+            raise _err(source, k, f"must be a string, got {type(raw[k]).__name__}")
+    name = raw.get("name") or (Path(source).stem if source != "spec" else "sweep")
+
+    axes = _axes(raw, source)
+    keep = _keep(raw, source)
+    s = Spec(source=source, simulator=sim, config=config, set=sets, workload=workload, axes=tuple(axes), keep=keep,
+             name=name, description=raw.get("description", ""), raw=raw)
+    _validate(s)
+    return s
+
+
+def _keep(raw: Mapping[str, Any], source: str) -> tuple[str, ...] | None:
+    keep = raw.get("keep")
+    if keep is not None:
+        if not isinstance(keep, list) or not keep or any(not isinstance(k, str) or not k for k in keep):
+            raise _err(source, "keep", "must be a non-empty list of statistic names (globs allowed: 'read_latency.*')")
+        keep = tuple(keep)
+    return keep
+
+
+def _axes(raw: Mapping[str, Any], source: str) -> list[Axis]:
+    axes: list[Axis] = []
+    seen: set[str] = set()
+
+    def claim(key: str, where: str) -> None:
+        if key in seen:
+            raise _err(source, f"{where}.{key}", "the key is swept twice")
+        seen.add(key)
+
+    ax = raw.get("axes", {})
+    if not isinstance(ax, dict):
+        raise _err(source, "axes", f"must be a table of KEY = [values], got {type(ax).__name__}")
+    for key, v in ax.items():
+        _check_key(source, key, "axes")
+        claim(key, "axes")
+        axes.append(Axis((key,), tuple((x,) for x in _axis_values(source, f"axes.{key}", v))))
+    zips = raw.get("zip", {})
+    if not isinstance(zips, dict) or any(not isinstance(z, dict) for z in zips.values()):
+        raise _err(source, "zip", "zips are tables of tables: [zip.NAME] with KEY = [values] that vary together")
+    for zname, z in zips.items():
+        if not z:
+            raise _err(source, f"zip.{zname}", "the zip is empty")
+        cols = []
+        for key, v in z.items():
+            _check_key(source, key, f"zip.{zname}")
+            claim(key, f"zip.{zname}")
+            cols.append(_axis_values(source, f"zip.{zname}.{key}", v))
+        lengths = {len(c) for c in cols}
+        if len(lengths) > 1:
+            raise _err(source, f"zip.{zname}", f"zipped axes must have one length, got {sorted(lengths)}")
+        axes.append(Axis(tuple(z), tuple(zip(*cols, strict=True))))
+    seeds = raw.get("seeds")
+    if seeds is not None:
+        if isinstance(seeds, bool) or not isinstance(seeds, (int, list)):
+            raise _err(source, "seeds", "must be a count (seeds = 3: seeds 1, 2, 3) or a list of seeds")
+        values = list(range(1, seeds + 1)) if isinstance(seeds, int) else seeds
+        values = _axis_values(source, "seeds", values)
+        if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in values):
+            raise _err(source, "seeds", f"seeds are non-negative integers, got {values!r}")
+        claim("workload.seed", "seeds")
+        axes.append(Axis(("workload.seed",), tuple((s,) for s in values)))
+    n = math.prod(len(a.values) for a in axes)
+    if n > MAX_POINTS:
+        raise _err(source, "axes", f"the sweep has {n:,} points; at most {MAX_POINTS:,}")
+    return axes
+
+
+# ------------------------------------------------------------------------------------------------
+# A reproduction's point function as the simulator
+
+
+def reproductions() -> dict[str, str]:
+    """The reproductions whose points a sweep can run: modules of :mod:`movelab.reproduce` with a
+    ``points()`` list and a ``point(p)`` function, by name (``zhao-copy-engine``) -> module."""
+    import importlib
+    import pkgutil
+
+    import movelab.reproduce as pkg
+
+    out = {}
+    for m in pkgutil.iter_modules(pkg.__path__):
+        if m.name == "cli" or m.name.startswith("_"):
+            continue
+        try:
+            mod = importlib.import_module(f"{pkg.__name__}.{m.name}")
+        except ImportError:
+            continue
+        if callable(getattr(mod, "points", None)) and callable(getattr(mod, "point", None)):
+            out[m.name.replace("_", "-")] = mod.__name__
+    return out
+
+
+def _load_reproduction_spec(raw: Mapping[str, Any], source: str, sim: str) -> Spec:
+    """A sweep of a reproduction's point function: the base point is the reproduction's first with
+    ``[point]`` layered on, and the axes set its keys (dotted: ``overrides.copy.stream_buffer_lines``)."""
+    import importlib
+
+    for k in ("config", "set", "workload"):
+        if k in raw:
+            raise _err(source, k, f"a sweep of the reproduction {sim} has no '{k}': its points are [point] tables "
+                                  "(axes set their keys, e.g. \"overrides.copy.mode\")")
+    mod = importlib.import_module(reproductions()[sim])
+    given = raw.get("point", {})
+    if not isinstance(given, dict):
+        raise _err(source, "point", f"must be a table (a point of {sim}), got {type(given).__name__}")
+    base = {**mod.points()[0], **given}
+    axes = _axes(raw, source)
+    for a in axes:
+        for key in a.keys:
+            if key.split(".")[0] not in base:
+                raise _err(source, f"axes.{key}", f"a point of {sim} has no '{key.split('.')[0]}' "
+                                                  f"(it has: {', '.join(base)})")
+    return Spec(source=source, simulator=sim, config=None, set={}, workload=dict(base), axes=tuple(axes),
+                keep=_keep(raw, source), name=raw.get("name") or (Path(source).stem if source != "spec" else sim),
+                description=raw.get("description", ""), raw=dict(raw))
+
+
+def _rows_stats(out: Any, row_key: list[str] | None) -> dict[str, Any]:
+    """A point function's result as statistics: a dict is flattened; a list of rows gives
+    ``LABEL.COLUMN``, the label joining the row's key columns (``table3/in-order/512/ASYNC/off-die``)."""
+    if isinstance(out, dict):
+        return flatten(out)
+    if not isinstance(out, list):
+        return {"value": out}
+    stats: dict[str, Any] = {}
+    for i, r in enumerate(out):
+        if not isinstance(r, dict):
+            stats[str(i)] = r
+            continue
+        keys = [k for k in (row_key or []) if k in r]
+        label = "/".join(str(r[k]) for k in keys if r[k] not in (None, "")) or str(i)
+        for k, v in r.items():
+            if k not in keys:
+                stats[f"{label}.{k}"] = v
+    return stats
+
+
+# ------------------------------------------------------------------------------------------------
+# Points
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a worker needs to run one point (picklable: plain data)."""
+
+    simulator: str
+    config: Any
+    set: dict[str, Any]
+    workload: dict[str, Any]
+    keep: tuple[str, ...] | None
+    point: tuple[tuple[str, Any], ...]
+
+
+def _reproduction_point(task: Task) -> dict[str, Any]:
+    p = json.loads(json.dumps(task.workload))
+    for key, value in task.point:
+        node = p
+        parts = key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[parts[-1]] = value
+    return p
+
+
+def _layered(task: Task, source: str = "spec") -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """(config, overrides, workload) of a point: ``config`` replaces the config, ``workload.X`` sets a
+    workload parameter, any other key sets a config key."""
+    config = task.config
+    overrides = json.loads(json.dumps(task.set))
+    workload = dict(task.workload)
+    for key, value in task.point:
+        if key == "config":
+            config = value
+        elif key.startswith("workload."):
+            workload[key.removeprefix("workload.")] = value
+        else:
+            _set_path(overrides, key, value, source, f"axes.{key}")
+    return config, overrides, workload
+
+
+def _run_dram(config: Any, overrides: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
+    from movelab import dram
+
+    w = dict(workload)
+    if "trace" in w:
+        trace = w.pop("trace")
+        fmt = w.pop("format", "auto")
+        if w:
+            raise ValueError(f"workload: a trace workload takes only 'trace' and 'format', not '{next(iter(w))}'")
+        res = dram.simulate(config, trace, overrides=overrides, trace_format=fmt)
+    else:
+        res = dram.simulate(config, w, overrides=overrides)
+    return flatten(res.stats)
+
+
+def _run_platform(config: Any, overrides: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
+    from movelab import platform
+
+    w = dict(workload)
+    name = w.pop("name", None)
+    if not isinstance(name, str):
+        raise ValueError("workload: a platform workload needs name = \"WORKLOAD\" (movelab platform presets)")
+    return platform.run(config, name, overrides=overrides, params=w).flat()
+
+
+def run_point(task: Task) -> dict[str, Any]:
+    """Runs one point; returns its kept statistics, flattened (``read_latency.mean_ns``)."""
+    if task.simulator in SIMULATORS:
+        config, overrides, workload = _layered(task)
+        runner = _run_dram if task.simulator == "dram" else _run_platform
+        raw = runner(config, overrides, workload)
+    else:
+        import importlib
+
+        mod = importlib.import_module(f"movelab.reproduce.{task.simulator.replace('-', '_')}")
+        raw = _rows_stats(mod.point(_reproduction_point(task)), getattr(mod, "ROW_KEY", None))
+    stats = {k: v for k, v in raw.items() if v is None or isinstance(v, (bool, int, float, str))}
+    if task.keep is None:
+        return stats
+    out: dict[str, Any] = {}
+    for pattern in task.keep:
+        hits = [k for k in stats if fnmatch.fnmatchcase(k, pattern)]
+        if not hits:
+            raise ValueError(f"keep: '{pattern}' names no statistic of the {task.simulator} simulator "
+                             f"(some it has: {', '.join(list(stats)[:8])}, ...)")
+        for k in hits:
+            out[k] = stats[k]
+    return out
+
+
+def _tasks(spec: Spec, points: list[dict[str, Any]]) -> list[Task]:
+    return [Task(spec.simulator, spec.config, spec.set, spec.workload, spec.keep, tuple(p.items())) for p in points]
+
+
+def _validate(spec: Spec) -> None:
+    """Checks the base config and workload, and every axis value layered on them, with the
+    simulator's own parsers (fast: no simulation beyond a one-request probe)."""
+    from movelab import dram, platform
+
+    probes: list[tuple[str, tuple[tuple[str, Any], ...]]] = [("", ())]
+    for axis in spec.axes:
+        for values in axis.values:
+            probes.append((f"axes.{'/'.join(axis.keys)} = {values[0] if len(values) == 1 else list(values)!r}",
+                           tuple(zip(axis.keys, values, strict=True))))
+    checked: set[str] = set()
+    for where, point in probes:
+        task = Task(spec.simulator, spec.config, spec.set, spec.workload, spec.keep, point)
+        config, overrides, workload = _layered(task, spec.source)
+        for what, probe in [("config", (config, overrides)), ("workload", workload)]:
+            sig = json.dumps([what, probe], sort_keys=True, default=str)
+            if sig in checked:
+                continue
+            checked.add(sig)
+            label = where or ("config/set" if what == "config" else "workload")
+            try:
+                if what == "config":
+                    if spec.simulator == "dram":
+                        dram.load_config(config, overrides)
+                    else:
+                        platform.load_config(config, overrides)
+                elif spec.simulator == "dram":
+                    _probe_dram_workload(config, overrides, workload)
+                else:
+                    _probe_platform_workload(workload)
+            except (ValueError, TypeError, FileNotFoundError) as e:
+                raise SpecError(f"{spec.source}: '{label}': {e}") from None
+
+
+def _probe_dram_workload(config: Any, overrides: dict[str, Any], workload: dict[str, Any]) -> None:
+    from movelab import dram
+
+    w = dict(workload)
+    if "trace" in w:
+        trace = w["trace"]
+        if not isinstance(trace, str) or not Path(trace).is_file():
+            raise FileNotFoundError(f"workload.trace: trace file {trace!r} does not exist")
+        extra = set(w) - {"trace", "format"}
+        if extra:
+            raise ValueError(f"a trace workload takes only 'trace' and 'format', not '{sorted(extra)[0]}'")
+        return
+    count = w.get("count")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"workload.count must be a positive integer, got {count!r}")
+    dram.simulate(config, {**w, "count": 1}, overrides=overrides)
+
+
+def _probe_platform_workload(workload: dict[str, Any]) -> None:
+    from movelab import platform
+
+    w = dict(workload)
+    name = w.pop("name", None)
+    workloads = {x["name"]: x for x in platform.presets()["workloads"]}
+    if not isinstance(name, str):
+        raise ValueError(f"workload.name: say which workload runs ({', '.join(workloads)})")
+    if name.endswith(".toml"):
+        if not Path(name).is_file():
+            raise FileNotFoundError(f"workload.name: workload file {name} does not exist")
+        known = None
+    else:
+        if name not in workloads:
+            raise ValueError(f"workload.name: unknown workload '{name}' ({', '.join(workloads)})")
+        known = set(workloads[name].get("params", {}))
+    for k, v in w.items():
+        if known is not None and k not in known:
+            raise ValueError(f"workload.{k}: '{name}' has no parameter '{k}' ({', '.join(sorted(known))})")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"workload.{k}: workload parameters are non-negative integers, got {v!r}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Results: Parquet parts while running, one Parquet file at the end
+
+
+def _point_key(p: Mapping[str, Any], keys: list[str]) -> str:
+    return json.dumps([p.get(k) for k in keys], default=str)
+
+
+class _Store:
+    """The parts directory of a sweep being run: ``spec.json`` and ``part-NNNNN.parquet`` files, each
+    written under a temporary name and renamed, so a part is either whole or absent."""
+
+    def __init__(self, out: Path, spec: Spec, save_every: float | None = None) -> None:
+        self.save_every = FLUSH_SECONDS if save_every is None else save_every
+        self.out = out
+        self.dir = out.with_name(out.name + ".parts")
+        self.spec = spec
+        self.buffer: list[dict[str, Any]] = []
+        self.last = time.monotonic()
+        self.nparts = 0
+
+    def start(self, resume: bool, force: bool) -> list[dict[str, Any]]:
+        """Prepares the directory; returns the rows already done (when resuming)."""
+        rows: list[dict[str, Any]] = []
+        if resume:
+            if self.out.exists():
+                rows += _load_rows(self.out, self.spec, "the finished table")
+            if self.dir.exists():
+                for part in sorted(self.dir.glob("part-*.parquet")):
+                    rows += _load_rows(part, self.spec, "its saved results")
+                    self.nparts = max(self.nparts, int(part.stem.split("-")[1]))
+        else:
+            if (self.out.exists() or self.dir.exists()) and not force:
+                what = self.out if self.out.exists() else self.dir
+                raise FileExistsError(f"{what} exists; pass --resume to continue that sweep or --force to start over")
+            if self.dir.exists():
+                shutil.rmtree(self.dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "spec.json").write_text(self.spec.to_json())
+        return rows
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.buffer.append(row)
+        if len(self.buffer) >= FLUSH_ROWS or time.monotonic() - self.last >= self.save_every:
+            self.flush()
+
+    def flush(self) -> None:
+        self.last = time.monotonic()
+        if not self.buffer:
+            return
+        import pandas as pd
+
+        self.nparts += 1
+        path = self.dir / f"part-{self.nparts:05d}.parquet"
+        tmp = path.with_suffix(".tmp")
+        pd.DataFrame.from_records(self.buffer).to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+        self.buffer = []
+
+    def finish(self, df: Any) -> None:
+        _write_table(df, self.out, self.spec)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _load_rows(path: Path, spec: Spec, what: str) -> list[dict[str, Any]]:
+    import pandas as pd
+
+    if path.suffix == ".parquet" and path.parent.name.endswith(".parts"):
+        saved = path.parent / "spec.json"
+        if saved.is_file():
+            other = json.loads(saved.read_text())
+            mine = json.loads(spec.to_json())
+            diff = [k for k in ("simulator", "config", "set", "workload", "keep") if other.get(k) != mine.get(k)]
+            if diff:
+                raise SpecError(f"{spec.source}: '{diff[0]}' differs from the sweep saved in {path.parent}; "
+                                "resume with the same spec (axes may grow) or pass --force to start over")
+    else:
+        meta = read_meta(path)
+        if meta and meta.get("simulator") != spec.simulator:
+            raise SpecError(f"{path} holds a {meta.get('simulator')} sweep, not a {spec.simulator} one")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as e:
+        raise OSError(f"cannot read {what} in {path}: {e}") from None
+    missing = [k for k in spec.axis_keys if k not in df.columns]
+    if missing:
+        raise SpecError(f"{spec.source}: axis '{missing[0]}' is not a column of {path}; resume with the same axes")
+    return [{k: v for k, v in r.items() if not _is_missing(v)} for r in df.to_dict("records")]
+
+
+def _is_missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _write_table(df: Any, out: Path, spec: Spec) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: spec.to_json().encode()})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, out)
+
+
+def read_meta(path: str | Path) -> dict[str, Any] | None:
+    """The sweep description stored in a result table (simulator, config, axes, ...), if any."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    raw = meta.get(META_KEY)
+    return json.loads(raw) if raw else None
+
+
+def read(path: str | Path):
+    """A result table as a pandas DataFrame."""
+    import pandas as pd
+
+    return pd.read_parquet(path)
+
+
+def _table(spec: Spec, points: list[dict[str, Any]], rows: dict[int, dict[str, Any]]):
+    import pandas as pd
+
+    ordered = [rows[i] for i in sorted(rows)]
+    stats: list[str] = []
+    seen = {"point", "error", *spec.axis_keys}
+    for r in ordered:
+        for k in r:
+            if k not in seen:
+                seen.add(k)
+                stats.append(k)
+    df = pd.DataFrame.from_records(ordered, columns=["point", *spec.axis_keys, *stats, "error"])
+    return df.astype({"error": "string"})
+
+
+# ------------------------------------------------------------------------------------------------
+# Running
+
+
+def run(
+    spec: str | Path | Mapping[str, Any] | Spec,
+    out: str | Path | None = None,
+    *,
+    cluster: Any = None,
+    workers: int | None = None,
+    executor: Executor | None = None,
+    resume: bool = False,
+    force: bool = False,
+    progress: Callable[[int, int, int], None] | None = None,
+    save_every: float | None = None,
+):
+    """Runs every point of ``spec`` and returns the result table (a DataFrame, a row per point in
+    the spec's order). With ``out`` the table is also written there as Parquet, saving points as
+    they finish (see the module's doc). ``cluster`` (an address or a ``dask.distributed.Client``)
+    runs the points on Dask; else ``workers`` local processes (every core by default; 1 runs them in
+    this process). ``progress(done, failed, total)`` is called after each point. Finished points are
+    saved at least every ``save_every`` seconds (default 2; 0 saves each point as it finishes)."""
+    if save_every is not None and not 0 <= save_every <= 3600:
+        raise ValueError(f"save_every must be between 0 and 3600 seconds, got {save_every!r}")
+    s = load_spec(spec)
+    points = s.points()
+    keys = s.axis_keys
+    store = _Store(Path(out), s, save_every) if out is not None else None
+    rows: dict[int, dict[str, Any]] = {}
+    if store is not None:
+        index = {_point_key(p, keys): i for i, p in enumerate(points)}
+        for r in store.start(resume, force):
+            i = index.get(_point_key(r, keys))
+            if i is not None and r.get("error") is None:
+                rows[i] = {**r, "point": i}
+    todo = [i for i in range(len(points)) if i not in rows]
+    tasks = _tasks(s, [points[i] for i in todo])
+    done = len(rows)
+    failed = 0
+    if progress is not None:
+        progress(done, failed, len(points))
+    own = executor is None
+    ex = executor or make_executor(cluster, workers)
+    try:
+        for o in ex.imap(run_point, tasks):
+            i = todo[o.index]
+            row: dict[str, Any] = {"point": i, **points[i]}
+            if o.ok:
+                row.update({k: v for k, v in o.value.items() if k not in row})
+            else:
+                row["error"] = o.error
+                failed += 1
+            rows[i] = row
+            done += 1
+            if store is not None:
+                store.add(row)
+            if progress is not None:
+                progress(done, failed, len(points))
+    except KeyboardInterrupt:
+        if store is not None:
+            store.flush()
+        raise SweepInterrupted(done, len(points), store.dir if store is not None else None) from None
+    finally:
+        if own:
+            ex.close()
+    df = _table(s, points, rows)
+    if store is not None:
+        store.flush()
+        store.finish(df)
+    return df
+
+
+def summary(df: Any, axes: list[str] | None = None) -> dict[str, Any]:
+    """What a result table holds: points, failures, each axis's values, each statistic's range."""
+    axes = axes if axes is not None else []
+    stats = [c for c in df.columns if c not in ("point", "error", *axes)]
+    failed = df[df["error"].notna()] if "error" in df.columns else df.iloc[0:0]
+    out: dict[str, Any] = {
+        "points": len(df),
+        "failed": len(failed),
+        "axes": {a: sorted(df[a].dropna().unique().tolist(), key=str) for a in axes if a in df.columns},
+        "stats": {},
+        "errors": failed["error"].value_counts().head(5).to_dict() if len(failed) else {},
+    }
+    for c in stats:
+        col = df[c].dropna()
+        if len(col) and col.dtype.kind in "iuf":
+            out["stats"][c] = {"min": col.min().item(), "mean": float(col.mean()), "max": col.max().item()}
+        elif len(col):
+            out["stats"][c] = {"values": sorted(map(str, col.unique()))[:5]}
+    return out

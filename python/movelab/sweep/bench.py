@@ -1,0 +1,32 @@
+"""The executor's speed benchmark: one sweep (by default ``presets/sweeps/dram-240.toml``, 240 DRAM
+points) run in one process and on the local pool, timed, with a check that both give the same table."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from movelab.executor import cpu_count
+
+SPEC = Path(__file__).resolve().parents[3] / "presets" / "sweeps" / "dram-240.toml"
+
+
+def run_bench(spec: Path = SPEC, workers: int | None = None, console=None) -> dict[str, Any]:
+    """Times the sweep with ``workers=1`` (this process) and with ``workers`` local processes (every
+    core by default); returns both timings, the speedup and whether the tables are equal."""
+    from movelab import sweep
+
+    s = sweep.load_spec(spec)
+    n = workers or cpu_count()
+    runs, tables = [], []
+    for w in (1, n):
+        if console is not None:
+            console.print(f"bench sweep: {len(s.points())} points on {w} process{'es' if w > 1 else ''}", style="dim")
+        t = time.perf_counter()
+        tables.append(sweep.run(s, workers=w))
+        secs = time.perf_counter() - t
+        runs.append({"workers": w, "seconds": secs, "points_per_s": len(tables[-1]) / secs})
+    return {"spec": str(spec), "points": len(tables[0]), "runs": runs,
+            "speedup": runs[0]["seconds"] / runs[1]["seconds"], "tables_equal": bool(tables[0].equals(tables[1])),
+            "failed": int(tables[0]["error"].notna().sum())}

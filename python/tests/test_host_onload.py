@@ -1,0 +1,181 @@
+"""The onload engine's Python API on the replay source (no privileges): receive with and without
+blocking, every payload checked byte for byte, faults counted and never delivered, transmit,
+argument errors naming the argument, and Ctrl-C interrupting a blocking receive."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+from movelab.host.onload import OnloadEngine, frame, payload
+
+
+def test_receive_every_payload_byte_for_byte() -> None:
+    n, size = 200, 1472
+    with OnloadEngine(payload_bytes=size, count=n, pool_frames=n, port=9000, gated=True,
+                      idle_spin_us=50) as eng:
+        sock = eng.bind(9000)
+        for _ in range(n):
+            sock.post(bytearray(2048))
+        assert sock.recv(block=False) is None
+        eng.go()
+        for seq in range(n):
+            msg = sock.recv(timeout=10)
+            assert msg is not None
+            assert msg.nbytes == size
+            assert msg.payload == payload(seq, size)
+            assert msg.addr == ("10.77.0.2", 40000)
+        st = eng.stats()
+        assert st["delivered"] == n and st["no_buffer"] == 0
+        assert sock.stats()["delivered_bytes"] == n * size
+        sock.close()
+
+
+def test_faults_are_counted_and_never_delivered() -> None:
+    good = frame(payload(1, 100), dst=("10.77.0.1", 7000))
+    bad_udp = bytearray(frame(payload(2, 100), dst=("10.77.0.1", 7000)))
+    bad_udp[60] ^= 0xFF
+    bad_ip = bytearray(good)
+    bad_ip[14 + 8] ^= 1
+    truncated = good[:50]
+    unbound = frame(payload(3, 100), dst=("10.77.0.1", 7001))
+    no_buffer = frame(payload(4, 100), dst=("10.77.0.1", 7000))
+    frames = [bytes(bad_udp), bytes(bad_ip), truncated, unbound, good, no_buffer]
+    with OnloadEngine(frames=frames, gated=True, idle_spin_us=50) as eng:
+        sock = eng.bind(7000)
+        sock.post(bytearray(128))
+        eng.go()
+        msg = sock.recv(timeout=10)
+        assert msg is not None and msg.payload == payload(1, 100)
+        deadline = time.monotonic() + 10
+        while eng.stats()["frames"] < len(frames) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        st = eng.stats()
+        assert st["delivered"] == 1
+        assert st["bad_udp_checksum"] == 1 and st["bad_ip_checksum"] == 1
+        assert st["truncated"] + st["malformed"] == 1
+        assert st["unbound_port"] == 1 and st["no_buffer"] == 1
+        assert sock.recv(block=False) is None
+
+
+def test_send_builds_a_valid_frame() -> None:
+    with OnloadEngine(capture_tx=4, idle_spin_us=50) as eng:
+        sock = eng.bind(5555)
+        data = payload(7, 300)
+        sock.send(data, ("10.77.0.2", 6000))
+        sock.send(bytearray(b"x"), ("10.77.0.2", 6001))
+        frames = eng.captured()
+        assert len(frames) == 2
+        f = frames[0]
+        assert f[42:342] == data
+        # Past the MAC addresses, the engine's frame is what frame() builds for the same flow.
+        assert f[12:] == frame(data, src=("10.77.0.1", 5555), dst=("10.77.0.2", 6000), ip_id=0)[12:]
+        assert eng.stats()["tx_frames"] == 2
+
+
+def test_bad_arguments_raise_value_error_naming_them() -> None:
+    with pytest.raises(ValueError, match="bogus"):
+        OnloadEngine(bogus=1)
+    with pytest.raises(ValueError, match="burst"):
+        OnloadEngine(burst=0)
+    with pytest.raises(ValueError, match="rate_mbps"):
+        OnloadEngine(rate_mbps=-1)
+    with pytest.raises(ValueError, match="payload_bytes"):
+        OnloadEngine(payload_bytes=70000)
+    with OnloadEngine(idle_spin_us=50) as eng:
+        with pytest.raises(ValueError, match="port"):
+            eng.bind(0)
+        sock = eng.bind(9000)
+        with pytest.raises(ValueError, match="already bound"):
+            eng.bind(9000)
+        with pytest.raises(ValueError, match="buf"):
+            sock.post(b"read-only bytes")
+        with pytest.raises(ValueError, match="buf"):
+            sock.post(bytearray())
+        with pytest.raises(ValueError, match="no buffer is posted"):
+            sock.recv(timeout=0.01)
+        sock.post(bytearray(64))
+        with pytest.raises(ValueError, match="timeout"):
+            sock.recv(timeout=-1)
+        with pytest.raises(ValueError, match="addr"):
+            sock.send(b"x", ("not-an-ip", 9))
+        with pytest.raises(ValueError, match="addr"):
+            sock.send(b"x", ("10.77.0.2", 0))
+        with pytest.raises(ValueError, match="9001"):
+            sock.send(bytes(9001), ("10.77.0.2", 9))
+        assert sock.recv(timeout=0.02) is None
+
+
+def test_ctrl_c_interrupts_a_blocking_receive() -> None:
+    with OnloadEngine(idle_spin_us=50) as eng:
+        sock = eng.bind(9000)
+        sock.post(bytearray(64))
+        timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+        t0 = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            sock.recv()  # nothing will ever arrive
+        assert time.monotonic() - t0 < 5
+        timer.join()
+
+
+def _bench_cli(tmp_path, *args: str):  # type: ignore[no-untyped-def]
+    import json
+
+    from movelab.host.cli import bench_host_app
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(bench_host_app, ["onload", "--quick", "--format", "json", "--out", str(tmp_path),
+                                              "--seconds", "0.05", "--sizes", "64", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+REQUIRED = {"direction", "config", "source", "payload_bytes", "throughput_mbps", "host_cpu_ns_per_packet",
+            "engine_cpu_ns_per_packet", "loss"}
+
+
+def test_bench_quick_replay_rows_and_outputs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rows = _bench_cli(tmp_path, "--source", "replay")
+    assert {(r["direction"], r["config"]) for r in rows} == {
+        (d, c) for d in ("rx", "tx") for c in ("kernel", "softnic", "onload", "onload-nocache")}
+    for r in rows:
+        assert REQUIRED <= r.keys()
+        assert r["source"] == "replay" and r["payload_bytes"] == 64
+        assert r["corrupted"] == 0
+        assert 0 <= r["loss"] <= 1
+        assert r["packets"] > 0, r
+    for name in ("onload.csv", "onload.png", "onload.json"):
+        assert (tmp_path / name).exists()
+    # Outputs are not overwritten without --force.
+    from movelab.host.cli import bench_host_app
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(bench_host_app, ["onload", "--quick", "--out", str(tmp_path), "--seconds", "0.05",
+                                              "--sizes", "64", "--source", "replay", "--config", "onload"])
+    assert res.exit_code == 2 and "--force" in res.output
+
+
+def test_bench_rejects_bad_options(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from movelab.host.cli import bench_host_app
+    from typer.testing import CliRunner
+
+    for args, word in ((["--config", "warp"], "config"), (["--sizes", "9000"], "sizes"),
+                       (["--seconds", "0"], "seconds"), (["--source", "pigeon"], "source")):
+        res = CliRunner().invoke(bench_host_app, ["onload", "--out", str(tmp_path), *args])
+        assert res.exit_code == 2 and word in res.output, res.output
+
+
+def test_bench_veth_when_permitted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from movelab.host.bench_onload import veth_status
+
+    ok, why = veth_status()
+    if not ok:
+        pytest.skip(f"veth source not available here: {why}")
+    rows = _bench_cli(tmp_path, "--source", "veth", "--config", "kernel", "--config", "onload")
+    assert {r["source"] for r in rows} == {"veth"}
+    for r in rows:
+        assert r["corrupted"] == 0 and r["packets"] > 0, r

@@ -1,0 +1,56 @@
+"""The reproductions as points on the executor: a split run gives exactly the rows of one whole run
+of the model, and the CLI's table is the same from one process, a local pool and a Dask cluster."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from movelab import _core
+from movelab.cli import app
+from movelab.executor import make_executor, use
+from movelab.reproduce import rowclone_fork as rf
+from movelab.reproduce import zhao_copy_engine as zc
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def cli(*args: object, code: int = 0) -> str:
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == code, f"exit {r.exit_code} for {args}:\n{r.output}\n{r.exception!r}"
+    return r.output
+
+
+def test_zhao_points_assemble_to_the_whole_run() -> None:
+    whole = json.loads(_core.reproduce_zhao(None, 5, None, None))
+    pts = zc.points(None, 5)
+    assert len(pts) == 7  # six Table 3 cells and the figures
+    assert zc.assemble([zc.point(p) for p in pts]) == whole
+    # Without the 1 KB cell the figures measure their own base, with the same result.
+    only = zc.assemble([zc.point(p) for p in zc.points(None, 5, [512])])
+    assert [r for r in only if r["figure"] != "table3" and r["placement"] == "on-die"] == \
+        [r for r in whole if r["figure"] != "table3" and r["placement"] == "on-die"]
+
+
+def test_fork_points_assemble_to_the_whole_run() -> None:
+    whole = json.loads(_core.reproduce_rowclone_fork(None, [4, 8], [2, 16], 16, None))
+    pts = rf.points(None, [4, 8], [2, 16], 16)
+    assert [p["s_mb"] for p in pts] == [4, 8, None]
+    assert [r for p in pts for r in rf.point(p)] == whole
+
+
+def test_reproduction_is_the_same_on_every_executor() -> None:
+    args = ["zhao-copy-engine", "--packets", "5", "--format", "json"]
+    serial = json.loads(cli("reproduce", "--workers", "1", *args))
+    pool = json.loads(cli("reproduce", "--workers", "2", *args))
+    assert serial == pool
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as lc, \
+            distributed.Client(lc) as client, make_executor(client) as ex, use(ex):
+        assert zc.run(packets=5) == serial
+
+
+def test_a_bad_override_fails_every_point_with_its_message() -> None:
+    out = cli("reproduce", "--workers", "2", "zhao-copy-engine", "--packets", "5", "--set", "copy.mode=FAST", code=2)
+    assert "error:" in out and "copy.mode" in out
