@@ -2,7 +2,7 @@
 //! system, arrivals far in the future (idle gaps), truncated command logs, and the per-bank job
 //! queue that keeps RowClone-heavy runs linear.
 use movelab_dram::checker::check_log;
-use movelab_dram::command::{CommandRecord, LogWriter};
+use movelab_dram::command::LogWriter;
 use movelab_dram::config::{builtin_config_names, Config, ORG_LIMITS};
 use movelab_dram::error::{Error, LogError};
 use movelab_dram::generator::GeneratorSpec;
@@ -11,6 +11,9 @@ use movelab_dram::stats::Stats;
 use movelab_dram::system::{log_header, simulate, RunOptions};
 use movelab_dram::trace::{self, TraceFormat, MAX_ARRIVAL_CYCLE};
 use proptest::prelude::*;
+
+mod common;
+use common::log_of;
 
 fn with(preset: &str, key: &str, value: toml::Value) -> Result<Config, String> {
     let mut over = toml::Table::new();
@@ -147,21 +150,6 @@ fn gappy(seed: u64, bursts: &[(u64, u64)], refi: u64) -> Vec<TraceItem> {
     items
 }
 
-fn run(cfg: &Config, items: &[TraceItem], reference: bool) -> (Vec<CommandRecord>, String) {
-    let mut log: Vec<CommandRecord> = Vec::new();
-    let stats = simulate(
-        cfg,
-        items.iter().copied().map(Ok),
-        RunOptions {
-            command_log: Some(&mut log),
-            reference_schedule: reference,
-            ..RunOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    (log, serde_json::to_string(&stats).unwrap())
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     /// Counting an idle gap's refreshes instead of issuing them is exact: expanded, the elided
@@ -181,8 +169,8 @@ proptest! {
         let cfg = base.with_overrides(over, "o").unwrap();
         let refi = cfg.resolve("c").unwrap().t("nREFI");
         let items = gappy(seed, &bursts, refi);
-        let (mut fast_log, fast_stats) = run(&cfg, &items, false);
-        let (mut ref_log, ref_stats) = run(&cfg, &items, true);
+        let (mut fast_log, fast_stats) = log_of(&cfg, &items, false);
+        let (mut ref_log, ref_stats) = log_of(&cfg, &items, true);
         // Elided REFs reach the sink rank by rank when the gap is entered; issued ones in time
         // order. The same commands at the same cycles, once put in time order.
         fast_log.sort_by_key(|r| (r.cycle, r.channel));

@@ -3,27 +3,13 @@
 //! That is a speed-up only: for any configuration and traffic, the command log must equal the
 //! reference run, which visits the cycle after every command and re-evaluates every arrival.
 use movelab_dram::bulkgen::BulkGenSpec;
-use movelab_dram::command::CommandRecord;
 use movelab_dram::config::{builtin_config_names, Config};
 use movelab_dram::generator::GeneratorSpec;
 use movelab_dram::request::TraceItem;
-use movelab_dram::system::{simulate, RunOptions};
 use proptest::prelude::*;
 
-fn log_of(cfg: &Config, items: &[TraceItem], reference: bool) -> (Vec<CommandRecord>, String) {
-    let mut log: Vec<CommandRecord> = Vec::new();
-    let stats = simulate(
-        cfg,
-        items.iter().copied().map(Ok),
-        RunOptions {
-            command_log: Some(&mut log),
-            reference_schedule: reference,
-            ..RunOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    (log, serde_json::to_string(&stats).unwrap())
-}
+mod common;
+use common::log_of;
 
 /// Random and streaming requests, with bulk copies sprinkled in when `bulk_ops` > 0.
 fn traffic(cfg: &Config, n: u64, reads: f64, seed: u64, bulk_ops: u64) -> Vec<TraceItem> {
