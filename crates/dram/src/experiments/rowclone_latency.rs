@@ -144,13 +144,17 @@ mod tests {
     fn each_case_uses_the_mechanism_it_names() {
         let rows = rows_with("");
         for r in &rows {
-            let moved = match r.mechanism.as_str() {
-                "baseline" => r.bytes_baseline,
-                "fpm" => r.bytes_fpm,
-                "psm-inter" => r.bytes_psm_inter,
-                _ => r.bytes_psm_intra,
-            };
-            assert_eq!(moved, 4096, "{r:?}");
+            assert_eq!(moved_by_own_mechanism(r), 4096, "{r:?}");
+        }
+    }
+
+    /// The bytes a row's case moved by the mechanism the row names.
+    fn moved_by_own_mechanism(r: &LatencyRow) -> u64 {
+        match r.mechanism.as_str() {
+            "baseline" => r.bytes_baseline,
+            "fpm" => r.bytes_fpm,
+            "psm-inter" => r.bytes_psm_inter,
+            _ => r.bytes_psm_intra,
         }
     }
 
@@ -192,13 +196,7 @@ mod tests {
                     assert_eq!(r.bytes_fpm, 4096, "{speed} {op}");
                 }
                 for r in &rows {
-                    let moved = match r.mechanism.as_str() {
-                        "baseline" => r.bytes_baseline,
-                        "fpm" => r.bytes_fpm,
-                        "psm-inter" => r.bytes_psm_inter,
-                        _ => r.bytes_psm_intra,
-                    };
-                    assert_eq!(moved, 4096, "{speed} {r:?}");
+                    assert_eq!(moved_by_own_mechanism(r), 4096, "{speed} {r:?}");
                 }
             }
         }

@@ -57,32 +57,12 @@ impl Notify {
     }
 }
 
+/// Sleeps while `word` holds `expected`, at most `timeout` when one is given (the shared futex
+/// calls of [`crate::sys`]).
 fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
-    #[cfg(target_os = "linux")]
-    {
-        let ts = timeout.map(|t| libc::timespec {
-            tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
-            tv_nsec: t.subsec_nanos() as libc::c_long,
-        });
-        let tsp = ts
-            .as_ref()
-            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: `word` is a live aligned 32-bit atomic and `tsp` is null or points to a live
-        // timespec for the duration of the call; FUTEX_WAIT only reads the word.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                expected,
-                tsp,
-            );
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (word, expected, timeout);
-        std::thread::yield_now();
+    match timeout {
+        Some(t) => crate::sys::futex_wait_for(word, expected, t),
+        None => crate::sys::futex_wait(word, expected),
     }
 }
 
