@@ -23,6 +23,8 @@ pub mod in_memory_copy;
 pub mod interconnect;
 pub mod kernel;
 pub mod memory_system;
+pub mod pcie_bytes;
+pub mod pcie_link;
 pub mod pending_copy_table;
 pub mod platform;
 pub mod ring;
