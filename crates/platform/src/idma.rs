@@ -208,7 +208,8 @@ impl IdmaEngine {
                         .map(|(k, seg)| {
                             let mut f = h.to_vec();
                             if f.len() >= 16 {
-                                f[8..16].copy_from_slice(&((k * mss as usize) as u64).to_le_bytes());
+                                f[8..16]
+                                    .copy_from_slice(&((k * mss as usize) as u64).to_le_bytes());
                             }
                             f.extend_from_slice(seg);
                             f
@@ -248,7 +249,14 @@ impl IdmaEngine {
     }
 
     /// The adapter's write into the pinned buffer landed (the root complex saw it).
-    pub fn rx_landed(&mut self, now: Ps, addr: u64, len: u64, mem: &mut HostMemory, out: &mut Vec<IdmaOut>) {
+    pub fn rx_landed(
+        &mut self,
+        now: Ps,
+        addr: u64,
+        len: u64,
+        mem: &mut HostMemory,
+        out: &mut Vec<IdmaOut>,
+    ) {
         let off = addr.wrapping_sub(self.pinned);
         if off >= self.pinned_bytes {
             return;
@@ -280,7 +288,7 @@ impl IdmaEngine {
             let mut t = now.max(self.busy_until);
             let da = self.rx_base + self.rx_next as u64 * DESC;
             // Four descriptors per line: the first of a line costs a memory read.
-            if self.rx_next % 4 == 0 || self.stats.rx_frames == 0 {
+            if self.rx_next.is_multiple_of(4) || self.stats.rx_frames == 0 {
                 t += self.mem_read;
                 self.stats.desc_reads += 1;
             }

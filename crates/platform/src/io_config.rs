@@ -308,14 +308,15 @@ pub struct IoConfig {
 }
 
 fn builtin_value(name: &str) -> Result<toml::Value, PlatformError> {
-    let (_, text) = BUILTIN_IO
-        .iter()
-        .find(|(n, _)| *n == name)
-        .ok_or_else(|| PlatformError::Unknown {
-            kind: "I/O platform preset",
-            name: name.into(),
-            known: builtin_io_names().join(", "),
-        })?;
+    let (_, text) =
+        BUILTIN_IO
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| PlatformError::Unknown {
+                kind: "I/O platform preset",
+                name: name.into(),
+                known: builtin_io_names().join(", "),
+            })?;
     text.parse::<toml::Table>()
         .map(toml::Value::Table)
         .map_err(|e| {
@@ -412,13 +413,22 @@ impl IoConfig {
             return err("link.gen", format!("{} must be 1, 2 or 3", l.gen));
         }
         if !pow2_in(l.lanes, 1, 32) {
-            return err("link.lanes", format!("{} must be 1, 2, 4, 8, 16 or 32", l.lanes));
+            return err(
+                "link.lanes",
+                format!("{} must be 1, 2, 4, 8, 16 or 32", l.lanes),
+            );
         }
         if !pow2_in(l.mps, 128, 4096) {
-            return err("link.mps", format!("{} must be a power of two from 128 to 4096", l.mps));
+            return err(
+                "link.mps",
+                format!("{} must be a power of two from 128 to 4096", l.mps),
+            );
         }
         if !pow2_in(l.mrrs, 128, 4096) {
-            return err("link.mrrs", format!("{} must be a power of two from 128 to 4096", l.mrrs));
+            return err(
+                "link.mrrs",
+                format!("{} must be a power of two from 128 to 4096", l.mrrs),
+            );
         }
         if l.rcb != 64 && l.rcb != 128 {
             return err("link.rcb", format!("{} must be 64 or 128", l.rcb));
@@ -426,8 +436,13 @@ impl IoConfig {
         if !(1..=256).contains(&l.tags) {
             return err("link.tags", format!("{} must be from 1 to 256", l.tags));
         }
-        if !(1..=4096).contains(&l.posted_hdr_credits) || !(1..=4096).contains(&l.nonposted_hdr_credits) {
-            return err("link.posted_hdr_credits", "header credits must be from 1 to 4096".into());
+        if !(1..=4096).contains(&l.posted_hdr_credits)
+            || !(1..=4096).contains(&l.nonposted_hdr_credits)
+        {
+            return err(
+                "link.posted_hdr_credits",
+                "header credits must be from 1 to 4096".into(),
+            );
         }
         // A posted TLP of MPS bytes must fit the advertised data credits, or it could never go.
         if l.posted_data_credits < l.mps / 16 || l.posted_data_credits > 1 << 16 {
@@ -444,12 +459,24 @@ impl IoConfig {
             ("link.latency_ns", l.latency_ns),
             ("link.ack_ns", l.ack_ns),
             ("root_complex.read_ns", self.root_complex.read_ns),
-            ("root_complex.read_ns_per_byte", self.root_complex.read_ns_per_byte),
-            ("root_complex.core_store_ns", self.root_complex.core_store_ns),
-            ("root_complex.downstream_ns", self.root_complex.downstream_ns),
+            (
+                "root_complex.read_ns_per_byte",
+                self.root_complex.read_ns_per_byte,
+            ),
+            (
+                "root_complex.core_store_ns",
+                self.root_complex.core_store_ns,
+            ),
+            (
+                "root_complex.downstream_ns",
+                self.root_complex.downstream_ns,
+            ),
             ("root_complex.llc_ns", self.root_complex.llc_ns),
             ("root_complex.dram_ns", self.root_complex.dram_ns),
-            ("root_complex.irq_delivery_ns", self.root_complex.irq_delivery_ns),
+            (
+                "root_complex.irq_delivery_ns",
+                self.root_complex.irq_delivery_ns,
+            ),
             ("nic.itr_us", self.nic.itr_us),
             ("nic.processing_ns", self.nic.processing_ns),
             ("nic.mac_tx_ns", self.nic.mac_tx_ns),
@@ -474,14 +501,25 @@ impl IoConfig {
         }
         let n = &self.nic;
         if n.kind != "descriptor" && n.kind != "idma" {
-            return err("nic.kind", format!("'{}' must be \"descriptor\" or \"idma\"", n.kind));
+            return err(
+                "nic.kind",
+                format!("'{}' must be \"descriptor\" or \"idma\"", n.kind),
+            );
         }
         for (k, v) in [("nic.tx_ring", n.tx_ring), ("nic.rx_ring", n.rx_ring)] {
-            if !(8..=8192).contains(&v) || v % 8 != 0 {
-                return err(k, format!("{v} must be a multiple of 8 from 8 to 8192 (rings are multiples of 128 B)"));
+            if !(8..=8192).contains(&v) || !v.is_multiple_of(8) {
+                return err(
+                    k,
+                    format!(
+                        "{v} must be a multiple of 8 from 8 to 8192 (rings are multiples of 128 B)"
+                    ),
+                );
             }
         }
-        for (k, v, ring) in [("nic.tx_on_chip", n.tx_on_chip, n.tx_ring), ("nic.rx_on_chip", n.rx_on_chip, n.rx_ring)] {
+        for (k, v, ring) in [
+            ("nic.tx_on_chip", n.tx_on_chip, n.tx_ring),
+            ("nic.rx_on_chip", n.rx_on_chip, n.rx_ring),
+        ] {
             if !(4..=ring).contains(&v) {
                 return err(k, format!("{v} must be from 4 to the ring's size {ring}"));
             }
@@ -495,49 +533,103 @@ impl IoConfig {
             ("nic.rx_wthresh", n.rx_wthresh, n.rx_on_chip),
         ] {
             if v > cap {
-                return err(k, format!("{v} must be at most the descriptors held on chip ({cap})"));
+                return err(
+                    k,
+                    format!("{v} must be at most the descriptors held on chip ({cap})"),
+                );
             }
         }
         if n.itr_us == 0.0 && (n.tx_wthresh > 1 || n.rx_wthresh > 1) {
             return err("nic.tx_wthresh", "write-back thresholds above 1 need interrupt moderation (nic.itr_us > 0): its timer flushes them".into());
         }
         if !(4096..=16 << 20).contains(&self.driver.window_bytes) {
-            return err("driver.window_bytes", format!("{} must be from 4096 to 16 MiB", self.driver.window_bytes));
+            return err(
+                "driver.window_bytes",
+                format!("{} must be from 4096 to 16 MiB", self.driver.window_bytes),
+            );
         }
         if n.tx_pthresh == 0 || n.rx_pthresh == 0 {
-            return err("nic.tx_pthresh", "prefetch thresholds must be at least 1".into());
+            return err(
+                "nic.tx_pthresh",
+                "prefetch thresholds must be at least 1".into(),
+            );
         }
         if n.rx_fetch != "four-per-line" && n.rx_fetch != "one-at-a-time" {
-            return err("nic.rx_fetch", format!("'{}' must be \"four-per-line\" or \"one-at-a-time\"", n.rx_fetch));
+            return err(
+                "nic.rx_fetch",
+                format!(
+                    "'{}' must be \"four-per-line\" or \"one-at-a-time\"",
+                    n.rx_fetch
+                ),
+            );
         }
-        if !(256..=16384).contains(&n.rx_buffer_bytes) || n.rx_buffer_bytes % 64 != 0 {
-            return err("nic.rx_buffer_bytes", format!("{} must be a multiple of 64 from 256 to 16384", n.rx_buffer_bytes));
+        if !(256..=16384).contains(&n.rx_buffer_bytes) || !n.rx_buffer_bytes.is_multiple_of(64) {
+            return err(
+                "nic.rx_buffer_bytes",
+                format!(
+                    "{} must be a multiple of 64 from 256 to 16384",
+                    n.rx_buffer_bytes
+                ),
+            );
         }
         if !n.mac_gbps.is_finite() || !(0.1..=1000.0).contains(&n.mac_gbps) {
-            return err("nic.mac_gbps", format!("{} must be from 0.1 to 1000", n.mac_gbps));
+            return err(
+                "nic.mac_gbps",
+                format!("{} must be from 0.1 to 1000", n.mac_gbps),
+            );
         }
         if !(1..=65536).contains(&n.rx_fifo_frames) {
-            return err("nic.rx_fifo_frames", format!("{} must be from 1 to 65536", n.rx_fifo_frames));
+            return err(
+                "nic.rx_fifo_frames",
+                format!("{} must be from 1 to 65536", n.rx_fifo_frames),
+            );
         }
         let i = &self.idma;
-        if !(2048..=1 << 20).contains(&i.rx_buffer_bytes) || i.rx_buffer_bytes % 64 != 0 {
-            return err("idma.rx_buffer_bytes", format!("{} must be a multiple of 64 from 2048 to 1 MiB", i.rx_buffer_bytes));
+        if !(2048..=1 << 20).contains(&i.rx_buffer_bytes) || !i.rx_buffer_bytes.is_multiple_of(64) {
+            return err(
+                "idma.rx_buffer_bytes",
+                format!(
+                    "{} must be a multiple of 64 from 2048 to 1 MiB",
+                    i.rx_buffer_bytes
+                ),
+            );
         }
         if i.head_update_bytes < 64 || i.head_update_bytes > i.rx_buffer_bytes / 2 {
-            return err("idma.head_update_bytes", format!("{} must be from 64 to half the receive buffer", i.head_update_bytes));
+            return err(
+                "idma.head_update_bytes",
+                format!(
+                    "{} must be from 64 to half the receive buffer",
+                    i.head_update_bytes
+                ),
+            );
         }
         let d = &self.driver;
         if d.rx_refill_batch == 0 || d.rx_refill_batch > n.rx_ring / 2 {
-            return err("driver.rx_refill_batch", format!("{} must be from 1 to half the RX ring", d.rx_refill_batch));
+            return err(
+                "driver.rx_refill_batch",
+                format!("{} must be from 1 to half the RX ring", d.rx_refill_batch),
+            );
         }
         if d.ack_every > 64 {
-            return err("driver.ack_every", format!("{} must be at most 64", d.ack_every));
+            return err(
+                "driver.ack_every",
+                format!("{} must be at most 64", d.ack_every),
+            );
         }
         if !(40..=256).contains(&d.header_bytes) {
-            return err("driver.header_bytes", format!("{} must be from 40 to 256", d.header_bytes));
+            return err(
+                "driver.header_bytes",
+                format!("{} must be from 40 to 256", d.header_bytes),
+            );
         }
         if d.mss < 64 || d.mss + d.header_bytes > n.rx_buffer_bytes.min(9216) {
-            return err("driver.mss", format!("{} must be at least 64 and a segment with headers must fit an RX buffer", d.mss));
+            return err(
+                "driver.mss",
+                format!(
+                    "{} must be at least 64 and a segment with headers must fit an RX buffer",
+                    d.mss
+                ),
+            );
         }
         Ok(())
     }

@@ -53,7 +53,11 @@ enum Ev {
 
 #[derive(Debug, Clone)]
 enum Job {
-    Send { msg: u64, len: u64, ack: Option<u64> },
+    Send {
+        msg: u64,
+        len: u64,
+        ack: Option<u64>,
+    },
     Handler,
 }
 
@@ -184,6 +188,7 @@ pub struct IoSystem {
     nic_traces: Vec<TxTrace>,
     idma_traces: Vec<IdmaTrace>,
     error: Option<String>,
+    corrupt: bool,
 }
 
 impl IoSystem {
@@ -244,6 +249,7 @@ impl IoSystem {
             nic_traces: Vec::new(),
             idma_traces: Vec::new(),
             error: None,
+            corrupt: false,
         };
         // The initial RX tail: every buffer posted (before time 0 of the measurement).
         for h in 0..2 {
@@ -282,7 +288,9 @@ impl IoSystem {
                     "the I/O run took more than {MAX_EVENTS} events"
                 )));
             }
-            if self.events.is_multiple_of(movelab_dram::interrupt::CHECK_STEPS)
+            if self
+                .events
+                .is_multiple_of(movelab_dram::interrupt::CHECK_STEPS)
                 && movelab_dram::interrupt::requested()
             {
                 return Err(PlatformError::Interrupted);
@@ -321,6 +329,12 @@ impl IoSystem {
             h.rc.stats = RcStats::default();
         }
         Ok(())
+    }
+
+    /// Flips the last byte of the next payload read the root complex answers (a negative
+    /// control for the receivers' byte checks).
+    pub fn corrupt_next_payload(&mut self) {
+        self.corrupt = true;
     }
 
     fn push(&mut self, at: Ps, ev: Ev) {
@@ -391,7 +405,13 @@ impl IoSystem {
             Ev::LinkSend(h, dir, tlp) => self.link_send(h, dir, now, tlp),
             Ev::Arrive(h, Dir::Up, tlp) => self.at_root_complex(h, now, tlp),
             Ev::Arrive(h, Dir::Down, tlp) => self.at_device(h, now, tlp),
-            Ev::RcReadDone(h, tag, addr, data, purpose) => {
+            Ev::RcReadDone(h, tag, addr, mut data, purpose) => {
+                if self.corrupt && purpose == Purpose::Payload {
+                    self.corrupt = false;
+                    if let Some(b) = data.last_mut() {
+                        *b ^= 0x5A;
+                    }
+                }
                 let g = self.cfg.geometry();
                 let parts = g.split_completions(addr, data.len() as u32);
                 let n = parts.len();
@@ -467,7 +487,13 @@ impl IoSystem {
                 hs.rc.device_write(tlp.addr, &tlp.data);
                 if let Dev::Idma(eng, _) = &mut hs.dev {
                     let mut out = Vec::new();
-                    eng.rx_landed(now, tlp.addr, tlp.data.len() as u64, &mut hs.rc.mem, &mut out);
+                    eng.rx_landed(
+                        now,
+                        tlp.addr,
+                        tlp.data.len() as u64,
+                        &mut hs.rc.mem,
+                        &mut out,
+                    );
                     self.idma_outs(h, out);
                 }
             }
@@ -574,7 +600,14 @@ impl IoSystem {
         let hs = &mut self.hosts[h];
         hs.app.pop_front();
         hs.send_queued = true;
-        hs.jobs.push_back((now, Job::Send { msg, len, ack: None }));
+        hs.jobs.push_back((
+            now,
+            Job::Send {
+                msg,
+                len,
+                ack: None,
+            },
+        ));
         self.kick(h, now);
     }
 
@@ -622,8 +655,7 @@ impl IoSystem {
             let mut n = 0;
             if ctx_each {
                 let dsc = nic::tx_context_desc(mss as u16, hdr as u16);
-                hs.rc
-                    .core_write(TX_RING + hs.tx_tail as u64 * DESC, &dsc);
+                hs.rc.core_write(TX_RING + hs.tx_tail as u64 * DESC, &dsc);
                 hs.tx_tail = (hs.tx_tail + 1) % ring;
                 n += 1;
             }
@@ -637,8 +669,7 @@ impl IoSystem {
                     cmd |= CMD_EOP | CMD_RS;
                 }
                 let dsc = nic::tx_data_desc(buf, c.len() as u16, cmd);
-                hs.rc
-                    .core_write(TX_RING + hs.tx_tail as u64 * DESC, &dsc);
+                hs.rc.core_write(TX_RING + hs.tx_tail as u64 * DESC, &dsc);
                 hs.tx_tail = (hs.tx_tail + 1) % ring;
                 n += 1;
             }
@@ -784,11 +815,14 @@ impl IoSystem {
                 continue;
             }
             let hs = &mut self.hosts[h];
-            hs.jobs.push_back((t, Job::Send {
-                msg: u64::MAX,
-                len: 0,
-                ack: Some(cum),
-            }));
+            hs.jobs.push_back((
+                t,
+                Job::Send {
+                    msg: u64::MAX,
+                    len: 0,
+                    ack: Some(cum),
+                },
+            ));
         }
         t
     }
@@ -798,7 +832,10 @@ impl IoSystem {
     fn check_frame(&mut self, h: usize, f: &[u8]) -> Result<Option<(bool, u64, u64, u64)>, String> {
         let hdr = self.cfg.driver.header_bytes as usize;
         if f.len() < hdr {
-            return Err(format!("host {h} received a {}-byte frame, shorter than its headers", f.len()));
+            return Err(format!(
+                "host {h} received a {}-byte frame, shorter than its headers",
+                f.len()
+            ));
         }
         let rd = |o: usize| u64::from_le_bytes(f[o..o + 8].try_into().unwrap_or([0; 8]));
         let (msg, off, len, cum) = (rd(0), rd(8), rd(16), rd(24));
@@ -813,7 +850,9 @@ impl IoSystem {
         }
         let body = &f[hdr..];
         let Some(m) = self.messages.get(msg as usize) else {
-            return Err(format!("host {h} received a frame of unknown message {msg}"));
+            return Err(format!(
+                "host {h} received a frame of unknown message {msg}"
+            ));
         };
         if m.len != len || off + body.len() as u64 > len {
             return Err(format!(
@@ -922,19 +961,35 @@ impl IoSystem {
                 };
                 vec![
                     ("doorbell".into(), f(tr.doorbell.saturating_sub(store))),
-                    ("descriptor".into(), f(tr.desc_arrived.saturating_sub(tr.doorbell))),
-                    ("payload".into(), f(tr.data_arrived.saturating_sub(tr.desc_arrived))),
+                    (
+                        "descriptor".into(),
+                        f(tr.desc_arrived.saturating_sub(tr.doorbell)),
+                    ),
+                    (
+                        "payload".into(),
+                        f(tr.data_arrived.saturating_sub(tr.desc_arrived)),
+                    ),
                 ]
             }
             Dev::Idma(e, _) => {
                 let Some(tr) = e.traces.first().or(self.idma_traces.first()) else {
                     return TxStack::default();
                 };
-                let arrived = self.hosts[m.from].adapter_frames.first().copied().unwrap_or(0);
+                let arrived = self.hosts[m.from]
+                    .adapter_frames
+                    .first()
+                    .copied()
+                    .unwrap_or(0);
                 vec![
                     ("doorbell".into(), f(tr.triggered.saturating_sub(tr.store))),
-                    ("descriptor".into(), f(tr.desc_done.saturating_sub(tr.triggered))),
-                    ("payload".into(), f(tr.data_done.saturating_sub(tr.desc_done))),
+                    (
+                        "descriptor".into(),
+                        f(tr.desc_done.saturating_sub(tr.triggered)),
+                    ),
+                    (
+                        "payload".into(),
+                        f(tr.data_done.saturating_sub(tr.desc_done)),
+                    ),
                     ("push".into(), f(arrived.saturating_sub(tr.push_start))),
                 ]
             }

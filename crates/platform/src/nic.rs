@@ -307,15 +307,18 @@ impl Nic {
     fn issue(&mut self, at: Ps, r: Read, out: &mut Vec<NicOut>) {
         match self.free_tags.pop() {
             Some(tag) => {
-                out.push(NicOut::Tlp(at, Tlp {
-                    kind: TlpKind::Read { len: r.len, tag },
-                    addr: r.addr,
-                    data: Vec::new(),
-                    purpose: match r.for_ {
-                        ReadFor::Payload { .. } => Purpose::Payload,
-                        _ => Purpose::Descriptor,
+                out.push(NicOut::Tlp(
+                    at,
+                    Tlp {
+                        kind: TlpKind::Read { len: r.len, tag },
+                        addr: r.addr,
+                        data: Vec::new(),
+                        purpose: match r.for_ {
+                            ReadFor::Payload { .. } => Purpose::Payload,
+                            _ => Purpose::Descriptor,
+                        },
                     },
-                }));
+                ));
                 self.reads.insert(tag, r);
             }
             None => {
@@ -389,7 +392,7 @@ impl Nic {
                 .min(self.one_request(self.rx_base, self.rx_fetch_next));
             // Whole 64 B lines where possible.
             let end = self.rx_fetch_next + n;
-            if n > 4 && end % 4 != 0 {
+            if n > 4 && !end.is_multiple_of(4) {
                 n -= end % 4;
             }
             n
@@ -542,7 +545,10 @@ impl Nic {
                 now + self.processing,
                 a,
                 l,
-                ReadFor::Payload { pkt: id, offset: off },
+                ReadFor::Payload {
+                    pkt: id,
+                    offset: off,
+                },
                 out,
             );
         }
@@ -588,7 +594,11 @@ impl Nic {
                 let idx = (p.first + i) % self.tx_ring;
                 let mut d = [0u8; 16];
                 d[12] = 1; // DD
-                d[10] = if i + 1 == p.ndesc { CMD_EOP | CMD_RS } else { 0 };
+                d[10] = if i + 1 == p.ndesc {
+                    CMD_EOP | CMD_RS
+                } else {
+                    0
+                };
                 self.tx_wb.push((idx, d));
             }
         }
@@ -613,12 +623,15 @@ impl Nic {
                 for (_, d) in &wb[run.0..run.1] {
                     data.extend_from_slice(d);
                 }
-                out.push(NicOut::Tlp(now, Tlp {
-                    kind: TlpKind::Write,
-                    addr: self.tx_base + wb[run.0].0 as u64 * DESC,
-                    data,
-                    purpose: Purpose::WriteBack,
-                }));
+                out.push(NicOut::Tlp(
+                    now,
+                    Tlp {
+                        kind: TlpKind::Write,
+                        addr: self.tx_base + wb[run.0].0 as u64 * DESC,
+                        data,
+                        purpose: Purpose::WriteBack,
+                    },
+                ));
             }
             wrote = true;
             self.fetch_tx(now, out);
@@ -634,12 +647,15 @@ impl Nic {
                     d[12..14].copy_from_slice(&len.to_le_bytes());
                     data.extend_from_slice(&d);
                 }
-                out.push(NicOut::Tlp(now, Tlp {
-                    kind: TlpKind::Write,
-                    addr: self.rx_base + wb[run.0].0 as u64 * DESC,
-                    data,
-                    purpose: Purpose::WriteBack,
-                }));
+                out.push(NicOut::Tlp(
+                    now,
+                    Tlp {
+                        kind: TlpKind::Write,
+                        addr: self.rx_base + wb[run.0].0 as u64 * DESC,
+                        data,
+                        purpose: Purpose::WriteBack,
+                    },
+                ));
             }
             wrote = true;
         }
@@ -653,7 +669,10 @@ impl Nic {
 
     fn arm(&mut self, now: Ps, out: &mut Vec<NicOut>) {
         if self.timer_at.is_none() {
-            let at = self.last_irq.map_or(now, |l| (l + self.itr).max(now)).max(now + 1);
+            let at = self
+                .last_irq
+                .map_or(now, |l| (l + self.itr).max(now))
+                .max(now + 1);
             self.timer_at = Some(at);
             out.push(NicOut::Timer(at));
         }
@@ -671,12 +690,15 @@ impl Nic {
     fn send_msix(&mut self, now: Ps, out: &mut Vec<NicOut>) {
         self.last_irq = Some(now);
         self.stats.interrupts += 1;
-        out.push(NicOut::Tlp(now, Tlp {
-            kind: TlpKind::Write32,
-            addr: MSIX_ADDR,
-            data: vec![0; 4],
-            purpose: Purpose::Interrupt,
-        }));
+        out.push(NicOut::Tlp(
+            now,
+            Tlp {
+                kind: TlpKind::Write32,
+                addr: MSIX_ADDR,
+                data: vec![0; 4],
+                purpose: Purpose::Interrupt,
+            },
+        ));
     }
 
     /// The moderation timer fires: flush write-backs and interrupt.
@@ -712,12 +734,15 @@ impl Nic {
             self.stats.rx_frames += 1;
             for (a, l) in self.g.split_write(buf, f.len() as u64) {
                 let o = (a - buf) as usize;
-                out.push(NicOut::Tlp(now, Tlp {
-                    kind: TlpKind::Write,
-                    addr: a,
-                    data: f[o..o + l as usize].to_vec(),
-                    purpose: Purpose::Payload,
-                }));
+                out.push(NicOut::Tlp(
+                    now,
+                    Tlp {
+                        kind: TlpKind::Write,
+                        addr: a,
+                        data: f[o..o + l as usize].to_vec(),
+                        purpose: Purpose::Payload,
+                    },
+                ));
             }
             self.rx_wb.push((idx, f.len() as u16));
         }

@@ -193,8 +193,7 @@ impl Link {
         let start = now.max(side.busy_until);
         side.busy_until = start + t;
         side.busy_ps += t;
-        side.bytes
-            .add_tlp(tlp.purpose, tlp.data.len() as u32, wire);
+        side.bytes.add_tlp(tlp.purpose, tlp.data.len() as u32, wire);
         let at = start + t + self.p.latency;
         // The receiver frees the buffer on arrival: an Ack and (for finite classes) an
         // UpdateFC become due one coalescing interval after the first unacknowledged TLP.

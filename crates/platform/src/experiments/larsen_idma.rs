@@ -40,7 +40,15 @@ pub struct Row {
     pub note: String,
 }
 
-fn row(figure: &str, case: &str, metric: &str, value: f64, paper: Option<f64>, unit: &str, note: &str) -> Row {
+fn row(
+    figure: &str,
+    case: &str,
+    metric: &str,
+    value: f64,
+    paper: Option<f64>,
+    unit: &str,
+    note: &str,
+) -> Row {
     Row {
         figure: figure.into(),
         case: case.into(),
@@ -116,8 +124,20 @@ fn stack_rows(out: &mut Vec<Row>, fig: &str, case: &str, s: &IoStats, with_paper
         };
         out.push(row(fig, case, &format!("{name}_ns"), *v, p, "ns", ""));
     }
-    let p = if with_paper { paper(table, "total_ns") } else { None };
-    out.push(row(fig, case, "nic_tx_latency_ns", s.tx_stack.total, p, "ns", "sum of the stack"));
+    let p = if with_paper {
+        paper(table, "total_ns")
+    } else {
+        None
+    };
+    out.push(row(
+        fig,
+        case,
+        "nic_tx_latency_ns",
+        s.tx_stack.total,
+        p,
+        "ns",
+        "sum of the stack",
+    ));
 }
 
 /// The share of TLP bytes on host `h`'s link for descriptors, doorbells, write-backs and
@@ -142,7 +162,9 @@ pub fn shares(s: &IoStats, h: usize) -> (f64, f64, f64) {
 pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Row>, PlatformError> {
     let mut out = Vec::new();
     let want = |p: &str| o.parts.iter().any(|x| x == p);
-    let total = want("latency") as usize * 3 + want("fig10") as usize * 8 + want("sensitivity") as usize * 6;
+    let total = want("latency") as usize * 3
+        + want("fig10") as usize * 8
+        + want("sensitivity") as usize * 6;
     let mut done = 0;
     let mut tick = |progress: &mut dyn FnMut(usize, usize)| {
         done += 1;
@@ -157,22 +179,59 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
         tick(progress);
         stack_rows(&mut out, "fig8", "descriptor-dma", &desc, true);
         stack_rows(&mut out, "fig9", "idma", &idma, true);
-        out.push(row("table1", "descriptor-dma", "end_to_end_us", e2e_us(&desc),
-            paper("table1", "descriptor_dma_end_to_end_us"), "us",
-            "calibrated: the software terms make this 8.8 us"));
-        out.push(row("table1", "idma", "end_to_end_us", e2e_us(&idma),
-            paper("table1", "idma_end_to_end_us"), "us", "predicted: iDMA on the sender"));
-        out.push(row("table1", "idma-both", "end_to_end_us", e2e_us(&both), None, "us",
-            "iDMA on both hosts (not in the paper)"));
-        out.push(row("table1", "descriptor-dma", "nic_tx_latency_ns", desc.tx_stack.total,
-            paper("fig8", "total_ns"), "ns", ""));
-        out.push(row("table1", "idma", "nic_tx_latency_ns", idma.tx_stack.total,
-            paper("fig9", "total_ns"), "ns", ""));
+        out.push(row(
+            "table1",
+            "descriptor-dma",
+            "end_to_end_us",
+            e2e_us(&desc),
+            paper("table1", "descriptor_dma_end_to_end_us"),
+            "us",
+            "calibrated: the software terms make this 8.8 us",
+        ));
+        out.push(row(
+            "table1",
+            "idma",
+            "end_to_end_us",
+            e2e_us(&idma),
+            paper("table1", "idma_end_to_end_us"),
+            "us",
+            "predicted: iDMA on the sender",
+        ));
+        out.push(row(
+            "table1",
+            "idma-both",
+            "end_to_end_us",
+            e2e_us(&both),
+            None,
+            "us",
+            "iDMA on both hosts (not in the paper)",
+        ));
+        out.push(row(
+            "table1",
+            "descriptor-dma",
+            "nic_tx_latency_ns",
+            desc.tx_stack.total,
+            paper("fig8", "total_ns"),
+            "ns",
+            "",
+        ));
+        out.push(row(
+            "table1",
+            "idma",
+            "nic_tx_latency_ns",
+            idma.tx_stack.total,
+            paper("fig9", "total_ns"),
+            "ns",
+            "",
+        ));
     }
     if want("fig10") {
         let b = &o.bandwidth;
         let mut mean = [0.0f64; 2];
-        let cases = [("64B", o.small_count, 64u64), ("64KB", o.large_count, 65536)];
+        let cases = [
+            ("64B", o.small_count, 64u64),
+            ("64KB", o.large_count, 65536),
+        ];
         for (ki, kind) in ["descriptor", "idma"].iter().enumerate() {
             for (label, count, len) in cases {
                 let mut c = b.clone();
@@ -184,34 +243,97 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                     let (share, fetch_db, dllp) = shares(&s, h);
                     mean[ki] += share / 4.0;
                     if ki == 0 {
-                        out.push(row("fig10", &case, "descriptor_doorbell_share", share,
-                            paper("fig10", &format!("{dir}_{label}")), "fraction",
-                            "descriptor fetch + doorbell + write-back + MSI-X, of TLP bytes"));
-                        out.push(row("fig10", &case, "fetch_doorbell_share", fetch_db, None, "fraction",
-                            "descriptor fetch + doorbell only, of TLP bytes"));
-                        out.push(row("fig10", &case, "dllp_share", dllp, None, "fraction",
-                            "Ack/UpdateFC DLLPs, of all bytes"));
+                        out.push(row(
+                            "fig10",
+                            &case,
+                            "descriptor_doorbell_share",
+                            share,
+                            paper("fig10", &format!("{dir}_{label}")),
+                            "fraction",
+                            "descriptor fetch + doorbell + write-back + MSI-X, of TLP bytes",
+                        ));
+                        out.push(row(
+                            "fig10",
+                            &case,
+                            "fetch_doorbell_share",
+                            fetch_db,
+                            None,
+                            "fraction",
+                            "descriptor fetch + doorbell only, of TLP bytes",
+                        ));
+                        out.push(row(
+                            "fig10",
+                            &case,
+                            "dllp_share",
+                            dllp,
+                            None,
+                            "fraction",
+                            "Ack/UpdateFC DLLPs, of all bytes",
+                        ));
                         let l = &s.hosts[h].link;
                         for (k, v) in &l.categories {
-                            out.push(row("fig10", &case, &format!("bytes_{k}"), *v as f64, None, "B", ""));
+                            out.push(row(
+                                "fig10",
+                                &case,
+                                &format!("bytes_{k}"),
+                                *v as f64,
+                                None,
+                                "B",
+                                "",
+                            ));
                         }
-                        out.push(row("fig10", &case, "link_bytes", l.total as f64, None, "B", ""));
-                        out.push(row("fig10", &case, "bytes_checked",
-                            s.bytes_checked as f64, None, "B", "payload bytes checked by the receiver"));
+                        out.push(row(
+                            "fig10",
+                            &case,
+                            "link_bytes",
+                            l.total as f64,
+                            None,
+                            "B",
+                            "",
+                        ));
+                        out.push(row(
+                            "fig10",
+                            &case,
+                            "bytes_checked",
+                            s.bytes_checked as f64,
+                            None,
+                            "B",
+                            "payload bytes checked by the receiver",
+                        ));
                     } else {
-                        out.push(row("fig10", &case, "idma_descriptor_doorbell_share", share, None,
-                            "fraction", "with the iDMA: only its receive-buffer head writes remain"));
+                        out.push(row(
+                            "fig10",
+                            &case,
+                            "idma_descriptor_doorbell_share",
+                            share,
+                            None,
+                            "fraction",
+                            "with the iDMA: only its receive-buffer head writes remain",
+                        ));
                     }
                 }
             }
         }
         // Table 1's bandwidth per lane: dual-port line rate over the lanes, less the overhead share.
         let per_lane = 2.0 * b.nic.mac_gbps / b.link.lanes as f64;
-        out.push(row("table1", "descriptor-dma", "gbps_per_lane", per_lane * (1.0 - mean[0]),
-            paper("table1", "descriptor_dma_gbps_per_lane"), "Gb/s",
-            "2 x 10 Gb/s over 8 lanes, less the mean Fig. 10 share (the paper's arithmetic)"));
-        out.push(row("table1", "idma", "gbps_per_lane", per_lane * (1.0 - mean[1]),
-            paper("table1", "idma_gbps_per_lane"), "Gb/s", "the same with the iDMA's shares"));
+        out.push(row(
+            "table1",
+            "descriptor-dma",
+            "gbps_per_lane",
+            per_lane * (1.0 - mean[0]),
+            paper("table1", "descriptor_dma_gbps_per_lane"),
+            "Gb/s",
+            "2 x 10 Gb/s over 8 lanes, less the mean Fig. 10 share (the paper's arithmetic)",
+        ));
+        out.push(row(
+            "table1",
+            "idma",
+            "gbps_per_lane",
+            per_lane * (1.0 - mean[1]),
+            paper("table1", "idma_gbps_per_lane"),
+            "Gb/s",
+            "the same with the iDMA's shares",
+        ));
     }
     if want("sensitivity") {
         let m = &o.modern;
@@ -219,31 +341,89 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
         tick(progress);
         let idma = latency_run(m, ["idma", "descriptor"])?;
         tick(progress);
-        stack_rows(&mut out, "sensitivity", "haswell-gen3-descriptor-dma", &desc, false);
+        stack_rows(
+            &mut out,
+            "sensitivity",
+            "haswell-gen3-descriptor-dma",
+            &desc,
+            false,
+        );
         stack_rows(&mut out, "sensitivity", "haswell-gen3-idma", &idma, false);
-        out.push(row("sensitivity", "haswell-gen3-descriptor-dma", "end_to_end_us", e2e_us(&desc), None, "us", ""));
-        out.push(row("sensitivity", "haswell-gen3-idma", "end_to_end_us", e2e_us(&idma), None, "us", ""));
+        out.push(row(
+            "sensitivity",
+            "haswell-gen3-descriptor-dma",
+            "end_to_end_us",
+            e2e_us(&desc),
+            None,
+            "us",
+            "",
+        ));
+        out.push(row(
+            "sensitivity",
+            "haswell-gen3-idma",
+            "end_to_end_us",
+            e2e_us(&idma),
+            None,
+            "us",
+            "",
+        ));
         for ddio in [false, true] {
             let mut c = o.latency.clone();
             c.root_complex.ddio = ddio;
             let case = if ddio { "rx-ddio-on" } else { "rx-ddio-off" };
             let lat = latency_run(&c, ["descriptor", "descriptor"])?;
             tick(progress);
-            out.push(row("sensitivity", case, "end_to_end_us", e2e_us(&lat), None, "us",
-                "5520 platform, 64 B frame; the receiver's reads hit the LLC with DDIO"));
+            out.push(row(
+                "sensitivity",
+                case,
+                "end_to_end_us",
+                e2e_us(&lat),
+                None,
+                "us",
+                "5520 platform, 64 B frame; the receiver's reads hit the LLC with DDIO",
+            ));
             let mut c = o.bandwidth.clone();
             c.root_complex.ddio = ddio;
             let s = stream(&c, o.large_count, 65536)?;
             tick(progress);
             let rc = &s.hosts[1].rc;
             let line = 64.0;
-            out.push(row("sensitivity", case, "rx_memory_write_bytes", rc.mem_write_lines as f64 * line, None, "B",
-                "device writes that went to DRAM on the receiver"));
-            out.push(row("sensitivity", case, "rx_llc_write_bytes", rc.llc_write_lines as f64 * line, None, "B",
-                "device writes allocated in the LLC"));
-            out.push(row("sensitivity", case, "rx_core_llc_hits", rc.core_llc_hits as f64, None, "lines",
-                "driver and stack reads of received lines served by the LLC"));
-            out.push(row("sensitivity", case, "rx_core_memory_reads", rc.core_mem_reads as f64, None, "lines", ""));
+            out.push(row(
+                "sensitivity",
+                case,
+                "rx_memory_write_bytes",
+                rc.mem_write_lines as f64 * line,
+                None,
+                "B",
+                "device writes that went to DRAM on the receiver",
+            ));
+            out.push(row(
+                "sensitivity",
+                case,
+                "rx_llc_write_bytes",
+                rc.llc_write_lines as f64 * line,
+                None,
+                "B",
+                "device writes allocated in the LLC",
+            ));
+            out.push(row(
+                "sensitivity",
+                case,
+                "rx_core_llc_hits",
+                rc.core_llc_hits as f64,
+                None,
+                "lines",
+                "driver and stack reads of received lines served by the LLC",
+            ));
+            out.push(row(
+                "sensitivity",
+                case,
+                "rx_core_memory_reads",
+                rc.core_mem_reads as f64,
+                None,
+                "lines",
+                "",
+            ));
         }
     }
     Ok(out)
