@@ -4,6 +4,15 @@ use movelab_platform::io_system::stream;
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
+    if a.get(1).is_some_and(|s| s == "pcie-model") {
+        for r in movelab_platform::experiments::pcie_model_check::run().expect("run") {
+            println!(
+                "{:16} gen{} {:5} movelab {:7.2} pcie-model {:7.2} fixed {:7.2}",
+                r.model, r.gen, r.size, r.movelab_gbps, r.pcie_model_gbps, r.pcie_model_fixed_gbps
+            );
+        }
+        return;
+    }
     if a.get(1).is_some_and(|s| s == "larsen") {
         let o = movelab_platform::experiments::larsen_idma::Options::paper().expect("presets");
         for r in movelab_platform::experiments::larsen_idma::run(&o, &mut |_, _| {}).expect("run") {

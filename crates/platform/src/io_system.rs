@@ -305,8 +305,18 @@ impl IoSystem {
             }
         }
         if let Some(m) = self.messages.iter().find(|m| m.done_ns.is_none()) {
+            let drops: u64 = self
+                .hosts
+                .iter()
+                .map(|h| match &h.dev {
+                    Dev::Nic(n) => n.stats.rx_drops,
+                    Dev::Idma(_, a) => a.drops,
+                })
+                .sum();
             return Err(PlatformError::Stalled(format!(
-                "message {} ({} B from host {}) was not delivered: {} B arrived",
+                "message {} ({} B from host {}) was not delivered: {} B arrived; {drops} frames \
+                 were dropped for want of RX descriptors or buffer space (no retransmission is \
+                 modelled: lower the sender's rate or window, or raise nic.rx_fifo_frames)",
                 m.id, m.len, m.from, m.received
             )));
         }
@@ -591,7 +601,8 @@ impl IoSystem {
         };
         let f = &self.hosts[h].flow;
         let window = self.cfg.driver.window_bytes as u64;
-        if f.sent > f.acked && f.sent - f.acked + len > window {
+        // Without ACKs (ack_every = 0) there is no window: a raw packet stream.
+        if self.cfg.driver.ack_every > 0 && f.sent > f.acked && f.sent - f.acked + len > window {
             return;
         }
         if self.descs_for(len) > self.ring_room(h) {

@@ -181,7 +181,8 @@ pub struct Nic {
     rdt: u32,
     rx_fetch_next: u32,
     rx_chip: VecDeque<(u32, u64)>,
-    rx_fetching: bool,
+    /// RX descriptors being fetched.
+    rx_fetching: u32,
     rx_fifo: VecDeque<Vec<u8>>,
     rx_wb: Vec<(u32, u16)>,
     // Reads.
@@ -236,7 +237,7 @@ impl Nic {
             rdt: 0,
             rx_fetch_next: 0,
             rx_chip: VecDeque::new(),
-            rx_fetching: false,
+            rx_fetching: 0,
             rx_fifo: VecDeque::new(),
             rx_wb: Vec::new(),
             reads: BTreeMap::new(),
@@ -368,7 +369,16 @@ impl Nic {
     }
 
     fn fetch_rx(&mut self, now: Ps, out: &mut Vec<NicOut>) {
-        if self.rx_fetching {
+        if self.one_at_a_time {
+            // On demand: one read per waiting frame that no descriptor on chip or in flight serves.
+            while (self.rx_chip.len() as u32 + self.rx_fetching) < self.rx_fifo.len() as u32
+                && ring_avail(self.rdt, self.rx_fetch_next, self.rx_ring) > 0
+            {
+                self.fetch_rx_range(now, 1, out);
+            }
+            return;
+        }
+        if self.rx_fetching > 0 {
             return;
         }
         let avail = ring_avail(self.rdt, self.rx_fetch_next, self.rx_ring);
@@ -377,12 +387,7 @@ impl Nic {
             return;
         }
         let starving = held == 0 && !self.rx_fifo.is_empty();
-        let n = if self.one_at_a_time {
-            if !starving {
-                return;
-            }
-            1
-        } else {
+        let n = {
             if !((held < self.rx_pthresh && avail >= self.rx_hthresh) || starving) {
                 return;
             }
@@ -397,10 +402,14 @@ impl Nic {
             }
             n
         };
+        self.fetch_rx_range(now, n, out);
+    }
+
+    fn fetch_rx_range(&mut self, now: Ps, n: u32, out: &mut Vec<NicOut>) {
         if n == 0 {
             return;
         }
-        self.rx_fetching = true;
+        self.rx_fetching += n;
         let first = self.rx_fetch_next;
         self.rx_fetch_next = (first + n) % self.rx_ring;
         self.stats.rx_desc_fetched += n as u64;
@@ -454,7 +463,7 @@ impl Nic {
                 self.fetch_tx(now, out);
             }
             ReadFor::RxDesc { first, count } => {
-                self.rx_fetching = false;
+                self.rx_fetching = self.rx_fetching.saturating_sub(count);
                 for i in 0..count.min(r.data.len() as u32 / 16) {
                     let o = (i as usize) * 16;
                     let buf = u64::from_le_bytes(r.data[o..o + 8].try_into().unwrap_or([0; 8]));

@@ -30,7 +30,7 @@ from movelab.reproduce import group, table
 NAME = "larsen-idma"
 ROW_KEY = ["figure", "case", "metric"]
 KEYS = ["figure", "case", "metric", "value", "paper_value", "unit", "note"]
-PARTS = ["latency", "fig10", "sensitivity"]
+PARTS = ["latency", "fig10", "sensitivity", "pcie-model"]
 #: Bounds of the stream lengths.
 MAX_SMALL = 100_000
 MAX_LARGE = 10_000

@@ -77,7 +77,7 @@ pub struct Options {
     /// Messages per small-I/O and large-I/O stream.
     pub small_count: u64,
     pub large_count: u64,
-    /// Which parts to run: any of "latency", "fig10", "sensitivity".
+    /// Which parts to run: any of "latency", "fig10", "sensitivity", "pcie-model".
     pub parts: Vec<String>,
 }
 
@@ -89,7 +89,12 @@ impl Options {
             modern: IoConfig::preset("haswell-gen3")?,
             small_count: 2000,
             large_count: 64,
-            parts: vec!["latency".into(), "fig10".into(), "sensitivity".into()],
+            parts: vec![
+                "latency".into(),
+                "fig10".into(),
+                "sensitivity".into(),
+                "pcie-model".into(),
+            ],
         })
     }
 }
@@ -425,6 +430,42 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 "",
             ));
         }
+    }
+    if want("pcie-model") {
+        for r in super::pcie_model_check::run()? {
+            let case = format!("{}-gen{}-{}B", r.model, r.gen, r.size);
+            let note = "pcie-model restated in our code (see experiments/pcie_model_check.rs)";
+            out.push(row(
+                "pcie-model",
+                &case,
+                "movelab_gbps",
+                r.movelab_gbps,
+                None,
+                "Gb/s",
+                "",
+            ));
+            out.push(row(
+                "pcie-model",
+                &case,
+                "pcie_model_gbps",
+                r.pcie_model_gbps,
+                None,
+                "Gb/s",
+                note,
+            ));
+            if r.model.ends_with("-rx") {
+                out.push(row(
+                    "pcie-model",
+                    &case,
+                    "pcie_model_fixed_gbps",
+                    r.pcie_model_fixed_gbps,
+                    None,
+                    "Gb/s",
+                    "pcie-model with its RX slip mended (descriptor-read requests counted)",
+                ));
+            }
+        }
+        tick(progress);
     }
     Ok(out)
 }
