@@ -242,10 +242,10 @@ fn reproduce_larsen_idma(
     if let Some(p) = parts {
         if let Some(bad) = p
             .iter()
-            .find(|x| !["latency", "fig10", "sensitivity"].contains(&x.as_str()))
+            .find(|x| !["latency", "fig10", "sensitivity", "pcie-model"].contains(&x.as_str()))
         {
             return Err(verr(format!(
-                "parts: '{bad}' is not one of latency, fig10, sensitivity"
+                "parts: '{bad}' is not one of latency, fig10, sensitivity, pcie-model"
             )));
         }
         o.parts = p;

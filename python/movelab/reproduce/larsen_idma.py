@@ -91,7 +91,8 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
               "less the mean Fig. 10 share, the paper's arithmetic.")
     for c in ["factor", "case", "movelab", "paper"]:
         t.add_column(c, justify="left" if c in ("factor", "case") else "right")
-    for metric, label, fmt in [("end_to_end_us", "latency (us)", "{:.2f}"), ("gbps_per_lane", "Gb/s per lane", "{:.2f}")]:
+    factors = [("end_to_end_us", "latency (us)", "{:.2f}"), ("gbps_per_lane", "Gb/s per lane", "{:.2f}")]
+    for metric, label, fmt in factors:
         for case in ["descriptor-dma", "idma", "idma-both"]:
             r = _get(rows, "table1", case, metric)
             if r is not None:
@@ -119,6 +120,18 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
         for r in sens:
             t.add_row(r["case"], r["metric"], f"{r['value']:.4g}", r["unit"])
         out.append(group(t))
+    pm = [r for r in rows if r["figure"] == "pcie-model"]
+    if pm:
+        t = table("Cross-check: effective bandwidth (Gb/s), movelab beside pcie-model (restated in our code)",
+                  "movelab counts the DLLPs its link sends; pcie-model charges 8 B per Ack/UpdateFC limit in symbol "
+                  "times (8x on x8) to the data direction; 'mended': pcie-model with its RX slip fixed. docs/io.md.")
+        for c in ["case", "movelab", "pcie-model", "mended"]:
+            t.add_column(c, justify="left" if c == "case" else "right")
+        for case in dict.fromkeys(r["case"] for r in pm):
+            t.add_row(case, _v(_get(rows, "pcie-model", case, "movelab_gbps"), "{:.2f}"),
+                      _v(_get(rows, "pcie-model", case, "pcie_model_gbps"), "{:.2f}"),
+                      _v(_get(rows, "pcie-model", case, "pcie_model_fixed_gbps"), "{:.2f}"))
+        out.append(group(t))
     return out
 
 
@@ -142,8 +155,8 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
                 bottom = 0.0
                 for k, r in enumerate(parts):
                     v = r[who] or 0.0
-                    ax.bar(x, v, bottom=bottom, color=f"C{k}", label=r["metric"].removesuffix("_ns") if x == 0 else None,
-                           alpha=1.0 if j == 0 else 0.5)
+                    name = r["metric"].removesuffix("_ns") if x == 0 else None
+                    ax.bar(x, v, bottom=bottom, color=f"C{k}", label=name, alpha=1.0 if j == 0 else 0.5)
                     bottom += v
                 labels.append(f"{case}\n{'movelab' if j == 0 else 'paper'}")
                 x += 1
@@ -156,7 +169,8 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         fig.savefig(p, dpi=110)
         plt.close(fig)
         paths.append(p)
-    bars = [c for c in ["rx-64B", "tx-64B", "rx-64KB", "tx-64KB"] if _get(rows, "fig10", c, "descriptor_doorbell_share")]
+    bars = [c for c in ["rx-64B", "tx-64B", "rx-64KB", "tx-64KB"]
+            if _get(rows, "fig10", c, "descriptor_doorbell_share")]
     if bars:
         fig, ax = plt.subplots(figsize=(7, 4))
         w = 0.27
