@@ -230,3 +230,24 @@ def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     return not bad and n > 0, (f"{n - len(bad)} of {n} held figures within the issue's bars (latency 10%, "
                                f"Fig. 10 shares 5 points; rx-64B explained in docs/io.md)"
                                + (f"; outside: {', '.join(bad)}" if bad else ""))
+
+
+def summary(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(statement, movelab, paper) for the paper's headline figures."""
+    out = []
+    for fig, case, metric, what, fmt in [
+        ("fig8", "descriptor-dma", "nic_tx_latency_ns", "NIC-TX latency, 64 B, descriptor DMA (ns)", "{:.0f}"),
+        ("fig9", "idma", "nic_tx_latency_ns", "the same with the iDMA (ns)", "{:.0f}"),
+        ("table1", "descriptor-dma", "end_to_end_us", "end to end, descriptor DMA (us, calibrated)", "{:.2f}"),
+        ("table1", "idma", "end_to_end_us", "end to end, iDMA on the sender (us)", "{:.2f}"),
+        ("fig10", "tx-64B", "descriptor_doorbell_share", "descriptor/doorbell share, small TX (%)", "{:.1f}"),
+        ("fig10", "rx-64B", "fetch_doorbell_share", "small RX, fetch + doorbell only (%; all terms: see table)",
+         "{:.1f}"),
+    ]:
+        r = _get(rows, fig, case, metric)
+        if r is None:
+            continue
+        scale = 100 if fig == "fig10" else 1
+        paper_r = _get(rows, fig, case, "descriptor_doorbell_share") if metric == "fetch_doorbell_share" else r
+        out.append((what, _v(r, fmt, scale), _p(paper_r, fmt, scale)))
+    return out
