@@ -32,6 +32,8 @@ pub const MAX_EVENTS: u64 = 200_000_000;
 /// Largest message and count a run accepts.
 pub const MAX_MESSAGE: u64 = 1 << 20;
 pub const MAX_MESSAGES: u64 = 1_000_000;
+/// Messages listed one by one in the statistics.
+pub const MAX_LISTED: usize = 1000;
 
 /// The byte at `off` of message `msg`: what the receiver checks.
 pub fn pattern(msg: u64, off: u64) -> u8 {
@@ -169,9 +171,13 @@ pub struct IoStats {
     pub time_ns: f64,
     pub kind: String,
     pub hosts: Vec<HostStats>,
+    /// The first [`MAX_LISTED`] messages (all are counted in `messages_total` and the latencies).
     pub messages: Vec<Message>,
+    pub messages_total: u64,
     pub tx_stack: TxStack,
     pub mean_latency_ns: f64,
+    pub min_latency_ns: f64,
+    pub max_latency_ns: f64,
     pub frames_checked: u64,
     pub bytes_checked: u64,
 }
@@ -952,9 +958,16 @@ impl IoSystem {
             frames_checked: hosts.iter().map(|h| h.driver.frames_checked).sum(),
             bytes_checked: hosts.iter().map(|h| h.driver.bytes_checked).sum(),
             hosts,
-            messages: self.messages.clone(),
+            messages: self.messages.iter().take(MAX_LISTED).cloned().collect(),
+            messages_total: self.messages.len() as u64,
             tx_stack,
             mean_latency_ns: mean,
+            min_latency_ns: if done.is_empty() {
+                0.0
+            } else {
+                done.iter().copied().fold(f64::INFINITY, f64::min)
+            },
+            max_latency_ns: done.iter().copied().fold(0.0, f64::max),
         }
     }
 

@@ -175,7 +175,7 @@ def _io_run(platform: str, overrides: dict[str, Any], params: dict[str, int], fm
     if fmt == "json":
         typer.echo(json.dumps(s, indent=2))
         return
-    t = Table(title=f"{platform}: {len(s['messages'])} message(s), devices {s['kind']}", box=box.SIMPLE_HEAD)
+    t = Table(title=f"{platform}: {s['messages_total']} message(s), devices {s['kind']}", box=box.SIMPLE_HEAD)
     t.add_column("statistic", justify="left")
     t.add_column("value", justify="right")
     t.add_row("simulated time (ns)", f"{s['time_ns']:,.1f}")
