@@ -251,6 +251,9 @@ pub struct DriverConfig {
     pub copy_ns_per_byte: f64,
     /// The sender's TCP window: bytes sent and not yet acknowledged, at most.
     pub window_bytes: u32,
+    /// The TX clean reads the NIC's head register over PCIe (an MMIO read: the core stalls for
+    /// the round trip) instead of the descriptors' done bits in memory.
+    pub head_reads: bool,
     /// Segmentation offload: the NIC cuts a large send into MSS segments from one context and
     /// the buffers' data descriptors (one per 4 KB page).
     pub tso: bool,
@@ -269,6 +272,7 @@ impl Default for DriverConfig {
             mss: 1448,
             copy_ns_per_byte: 0.1,
             window_bytes: 262_144,
+            head_reads: false,
             tso: true,
         }
     }

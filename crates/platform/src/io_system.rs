@@ -61,6 +61,16 @@ enum Job {
         ack: Option<u64>,
     },
     Handler,
+    /// The handler continues once its read of the TX head register returned `head`.
+    HandlerResume {
+        head: u32,
+    },
+}
+
+/// How a job left the core: free at a time, or stalled on an MMIO read until its completion.
+enum JobEnd {
+    Free(Ps),
+    Stalled,
 }
 
 enum Dev {
@@ -87,6 +97,8 @@ struct Host {
     jobs: VecDeque<(Ps, Job)>,
     core_scheduled: bool,
     handler_queued: bool,
+    /// The core waits for an MMIO read's completion (since this time).
+    stalled_since: Option<Ps>,
     tx_tail: u32,
     tx_clean: u32,
     /// Descriptor indices of each posted packet, oldest first: (first, count).
@@ -231,6 +243,7 @@ impl IoSystem {
                 jobs: VecDeque::new(),
                 core_scheduled: false,
                 handler_queued: false,
+                stalled_since: None,
                 tx_tail: 0,
                 tx_clean: 0,
                 tx_posted: VecDeque::new(),
@@ -513,7 +526,23 @@ impl IoSystem {
                     self.idma_outs(h, out);
                 }
             }
-            TlpKind::Completion { .. } => {}
+            TlpKind::Completion { .. } => {
+                // An MMIO read's data reaches the stalled core after the upstream crossing.
+                let hs = &mut self.hosts[h];
+                if let Some(since) = hs.stalled_since.take() {
+                    let head = tlp
+                        .data
+                        .get(0..4)
+                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .unwrap_or(0);
+                    let at = now + hs.rc.downstream;
+                    hs.core_busy += at.saturating_sub(since);
+                    hs.core_free = at;
+                    hs.jobs.push_front((at, Job::HandlerResume { head }));
+                    self.kick(h, at);
+                }
+            }
+            TlpKind::Read32 { .. } => {}
         }
     }
 
@@ -527,6 +556,10 @@ impl IoSystem {
                         nic.mmio_write(now, tlp.addr, &tlp.data, &mut out)
                     }
                     TlpKind::Read { .. } => {}
+                    TlpKind::Read32 { len, tag } => {
+                        let c = nic.mmio_read(tlp.addr, len, tag);
+                        out.push(NicOut::Tlp(now, c));
+                    }
                 }
                 self.nic_outs(h, out);
             }
@@ -548,7 +581,7 @@ impl IoSystem {
 
     fn kick(&mut self, h: usize, now: Ps) {
         let hs = &mut self.hosts[h];
-        if !hs.core_scheduled && !hs.jobs.is_empty() {
+        if !hs.core_scheduled && !hs.jobs.is_empty() && hs.stalled_since.is_none() {
             hs.core_scheduled = true;
             let at = now.max(hs.core_free);
             self.push(at, Ev::CoreNext(h));
@@ -568,8 +601,15 @@ impl IoSystem {
             Job::Send { msg, len, ack } => self.job_send(h, now, msg, len, ack),
             Job::Handler => {
                 self.hosts[h].handler_queued = false;
-                self.job_handler(h, now)
+                match self.job_handler(h, now, None) {
+                    JobEnd::Free(t) => t,
+                    JobEnd::Stalled => return,
+                }
             }
+            Job::HandlerResume { head } => match self.job_handler(h, now, Some(head)) {
+                JobEnd::Free(t) => t,
+                JobEnd::Stalled => return,
+            },
         };
         let hs = &mut self.hosts[h];
         hs.core_busy += end - now;
@@ -751,24 +791,56 @@ impl IoSystem {
 
     /// The interrupt handler: clean finished TX descriptors, receive every done RX descriptor
     /// (check the frame, run the stack, acknowledge), refill and write the RX tail in batches.
-    fn job_handler(&mut self, h: usize, now: Ps) -> Ps {
+    fn job_handler(&mut self, h: usize, now: Ps, head: Option<u32>) -> JobEnd {
         let d = self.cfg.driver.clone();
         let ring_rx = self.cfg.nic.rx_ring;
         let ring_tx = self.cfg.nic.tx_ring;
-        let mut t = now + ns(d.irq_entry_ns);
-        // TX clean: read the done bits of the oldest packets.
+        let nic_dev = matches!(self.hosts[h].dev, Dev::Nic(_));
+        let mut t = if head.is_some() {
+            now
+        } else {
+            now + ns(d.irq_entry_ns)
+        };
+        if d.head_reads && nic_dev && head.is_none() && !self.hosts[h].tx_posted.is_empty() {
+            // An uncached read of the TX head: the core stalls until its completion returns.
+            let hs = &mut self.hosts[h];
+            hs.stalled_since = Some(now);
+            hs.core_busy += t - now;
+            let at = t + hs.rc.core_store + hs.rc.downstream;
+            let tlp = Tlp {
+                kind: TlpKind::Read32 { len: 4, tag: 0 },
+                addr: nic::TDH,
+                data: Vec::new(),
+                purpose: Purpose::Doorbell,
+            };
+            self.link_send(h, Dir::Down, at, tlp);
+            return JobEnd::Stalled;
+        }
+        // TX clean: by the head register's value, or by the done bits of the oldest packets.
         loop {
             let hs = &mut self.hosts[h];
             let Some(&(first, n)) = hs.tx_posted.front() else {
                 break;
             };
             let last = (first + n - 1) % ring_tx;
-            let a = TX_RING + last as u64 * DESC;
-            let dsc = hs.rc.mem.read(a, 16);
-            if !nic::tx_done(&dsc) {
+            let done = match head {
+                // Done when `last` lies in [tx_clean, head) around the ring.
+                Some(hd) => {
+                    (last + ring_tx - hs.tx_clean) % ring_tx
+                        < (hd + ring_tx - hs.tx_clean) % ring_tx
+                }
+                None => {
+                    let a = TX_RING + last as u64 * DESC;
+                    let dsc = hs.rc.mem.read(a, 16);
+                    if nic::tx_done(&dsc) {
+                        t += hs.rc.core_read_ps(a, 16, 1);
+                    }
+                    nic::tx_done(&dsc)
+                }
+            };
+            if !done {
                 break;
             }
-            t += hs.rc.core_read_ps(a, 16, 1);
             hs.tx_posted.pop_front();
             hs.tx_clean = (last + 1) % ring_tx;
         }
@@ -841,7 +913,7 @@ impl IoSystem {
                 },
             ));
         }
-        t
+        JobEnd::Free(t)
     }
 
     /// Checks a received frame against what its sender wrote. Returns (is ACK, message, payload

@@ -21,6 +21,8 @@ pub const BAR: u64 = 0xF000_0000;
 /// TX and RX tail registers (offsets as in the 82598's queue 0).
 pub const TDT: u64 = BAR + 0x6018;
 pub const RDT: u64 = BAR + 0x1018;
+/// TX head register (read by drivers that clean by head instead of done bits).
+pub const TDH: u64 = BAR + 0x6010;
 /// Where MSI-X writes go.
 pub const MSIX_ADDR: u64 = 0xFEE0_0000;
 pub const DESC: u64 = 16;
@@ -176,6 +178,8 @@ pub struct Nic {
     tx_pkts: VecDeque<TxPkt>,
     next_pkt: u64,
     tx_fifo: u64,
+    /// The TX head: one past the last descriptor whose packet went to the MAC.
+    tx_head: u32,
     /// Done descriptors not yet written back: (index, descriptor).
     tx_wb: Vec<(u32, [u8; 16])>,
     rdt: u32,
@@ -233,6 +237,7 @@ impl Nic {
             tx_pkts: VecDeque::new(),
             next_pkt: 0,
             tx_fifo: 0,
+            tx_head: 0,
             tx_wb: Vec::new(),
             rdt: 0,
             rx_fetch_next: 0,
@@ -253,6 +258,20 @@ impl Nic {
     /// Whether the driver builds a context descriptor before each packet.
     pub fn wants_context(&self) -> bool {
         self.context_desc
+    }
+
+    /// A register read arrives: the completion to send upstream (TDH: the descriptor after the
+    /// last one whose packet the NIC has taken; other registers read as zero).
+    pub fn mmio_read(&mut self, addr: u64, len: u32, tag: u16) -> Tlp {
+        let v = if addr == TDH { self.tx_head } else { 0 };
+        let mut data = v.to_le_bytes().to_vec();
+        data.resize(len.clamp(1, 8) as usize, 0);
+        Tlp {
+            kind: TlpKind::Completion { tag, last: true },
+            addr,
+            data,
+            purpose: Purpose::Doorbell,
+        }
     }
 
     /// A posted write to a register arrives (a doorbell).
@@ -599,6 +618,7 @@ impl Nic {
                     out.push(NicOut::Frame(p.data));
                 }
             }
+            self.tx_head = (p.first + p.ndesc) % self.tx_ring;
             for i in 0..p.ndesc {
                 let idx = (p.first + i) % self.tx_ring;
                 let mut d = [0u8; 16];

@@ -31,8 +31,10 @@ pub enum TlpKind {
     Write,
     /// Posted memory write to a 32-bit address (a device register, an MSI-X).
     Write32,
-    /// Non-posted memory read of `len` bytes, with a tag.
+    /// Non-posted memory read of `len` bytes of host memory, with a tag.
     Read { len: u32, tag: u16 },
+    /// Non-posted read of a device register (a BAR below 4 GB: 3 DW header), with a tag.
+    Read32 { len: u32, tag: u16 },
     /// A completion with data for tag `tag`; `last` closes the request.
     Completion { tag: u16, last: bool },
 }
@@ -58,7 +60,7 @@ impl Tlp {
     fn class(&self) -> Class {
         match self.kind {
             TlpKind::Write | TlpKind::Write32 => Class::Posted,
-            TlpKind::Read { .. } => Class::NonPosted,
+            TlpKind::Read { .. } | TlpKind::Read32 { .. } => Class::NonPosted,
             TlpKind::Completion { .. } => Class::Completion,
         }
     }
@@ -69,6 +71,7 @@ impl Tlp {
             TlpKind::Write => g.write_bytes(n),
             TlpKind::Write32 => g.write32_bytes(n),
             TlpKind::Read { .. } => g.read_request_bytes(),
+            TlpKind::Read32 { .. } => g.write32_bytes(0),
             TlpKind::Completion { .. } => g.completion_bytes(n),
         }
     }

@@ -229,3 +229,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn head_register_reads_cross_the_link_and_stall_the_core() {
+    let mut c = IoConfig::preset("larsen-82598-gen1").unwrap();
+    let base = stream(&c, 50, 64).unwrap();
+    c.driver.head_reads = true;
+    let hr = stream(&c, 50, 64).unwrap();
+    assert_eq!(hr.bytes_checked, 50 * 64);
+    let db = |s: &IoStats, up: bool| {
+        let l = &s.hosts[0].link;
+        (if up { l.up } else { l.down }).of(Purpose::Doorbell)
+    };
+    // Each head read is a 20 B register read down and a 24 B completion up.
+    let reads = (db(&hr, true) - db(&base, true)) / 24;
+    assert!(reads > 0);
+    assert_eq!(db(&hr, false) - db(&base, false), reads * 20);
+    // The core waits at least the round trip for each read.
+    let rc = &c.root_complex;
+    let g = c.geometry();
+    let rtt = rc.core_store_ns + 2.0 * rc.downstream_ns + (g.wire_ps(20) + g.wire_ps(24)) as f64 / 1000.0;
+    let extra = hr.hosts[0].driver.core_busy_ns - base.hosts[0].driver.core_busy_ns;
+    assert!(extra >= reads as f64 * rtt * 0.99 - c.driver.irq_entry_ns * 2.0, "{extra} vs {reads} x {rtt}");
+}

@@ -19,8 +19,9 @@
 //! - pcie-model subtracts 8 B per Ack and per UpdateFC limit, where the limits are in symbol
 //!   times: on a x8 link a symbol time carries 8 bytes, so its DLLP share is 8x too large (about
 //!   15% at Gen1 x8 MPS 256 instead of 2%). movelab counts the DLLPs its link sends.
-//! - movelab's driver does not read the head register over PCIe (ixgbe reads the done bits in
-//!   memory), and its NIC prefetches descriptors by its thresholds rather than in fixed batches.
+//! - movelab's driver reads the TX head register once per interrupt (here set to read it, as
+//!   pcie-model's drivers do; ixgbe reads done bits in memory), not once per packet, and reads
+//!   no RX head; its NIC prefetches descriptors by its thresholds, not in fixed batches.
 use crate::error::PlatformError;
 use crate::io_config::IoConfig;
 use crate::io_system::stream;
@@ -235,6 +236,8 @@ pub fn movelab_nic(kernel: bool, frame: u64) -> Result<(f64, f64), PlatformError
     c.nic.context_desc = false;
     c.nic.rx_fetch = "one-at-a-time".into();
     c.nic.rx_wthresh = 1;
+    // As pcie-model's drivers: the TX clean reads the head register over PCIe.
+    c.driver.head_reads = true;
     if kernel {
         c.nic.tx_wthresh = 8;
         c.nic.itr_us = 5.0;
