@@ -100,8 +100,9 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
     out.append(group(t))
     t = table("Fig. 10: share of PCIe bytes for descriptors and doorbells (%), 82599 on Gen2 x8, iperf-like streams",
               "all terms: descriptor fetch + doorbell + write-back + MSI-X over TLP bytes; fetch+doorbell: the first "
-              "two only; iDMA: the same streams through the iDMA (only its receive-buffer head writes remain).")
-    for c in ["bar", "all terms", "paper", "fetch+doorbell", "DLLP share", "iDMA"]:
+              "two only; no ACKs: the same streams without TCP ACKs; iDMA: the same streams through the iDMA (only "
+              "its receive-buffer head writes remain).")
+    for c in ["bar", "all terms", "paper", "fetch+doorbell", "no ACKs: all", "fetch+db", "DLLP share", "iDMA"]:
         t.add_column(c, justify="left" if c == "bar" else "right")
     for case in ["rx-64B", "tx-64B", "rx-64KB", "tx-64KB"]:
         a = _get(rows, "fig10", case, "descriptor_doorbell_share")
@@ -109,6 +110,8 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
             continue
         t.add_row(case, _v(a, "{:.1f}", 100), _p(a, "{:.1f}", 100),
                   _v(_get(rows, "fig10", case, "fetch_doorbell_share"), "{:.1f}", 100),
+                  _v(_get(rows, "fig10", case, "share_without_acks"), "{:.1f}", 100),
+                  _v(_get(rows, "fig10", case, "fetch_doorbell_share_without_acks"), "{:.1f}", 100),
                   _v(_get(rows, "fig10", case, "dllp_share"), "{:.1f}", 100),
                   _v(_get(rows, "fig10", case, "idma_descriptor_doorbell_share"), "{:.1f}", 100))
     out.append(group(t))

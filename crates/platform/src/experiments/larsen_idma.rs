@@ -168,7 +168,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
     let mut out = Vec::new();
     let want = |p: &str| o.parts.iter().any(|x| x == p);
     let total = want("latency") as usize * 3
-        + want("fig10") as usize * 8
+        + want("fig10") as usize * 6
         + want("sensitivity") as usize * 6;
     let mut done = 0;
     let mut tick = |progress: &mut dyn FnMut(usize, usize)| {
@@ -317,6 +317,37 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                         ));
                     }
                 }
+            }
+        }
+        // The same streams without TCP ACKs (and an RX FIFO large enough that nothing drops): the
+        // terms the receivers' ACK transmissions add to each bar.
+        for (label, count, len) in cases {
+            let mut c = b.clone();
+            c.driver.ack_every = 0;
+            c.nic.rx_fifo_frames = 65536;
+            let s = stream(&c, count, len)?;
+            tick(progress);
+            for (dir, h) in [("tx", 0usize), ("rx", 1usize)] {
+                let case = format!("{dir}-{label}");
+                let (share, fetch_db, _) = shares(&s, h);
+                out.push(row(
+                    "fig10",
+                    &case,
+                    "share_without_acks",
+                    share,
+                    None,
+                    "fraction",
+                    "all terms, the stream without TCP ACKs",
+                ));
+                out.push(row(
+                    "fig10",
+                    &case,
+                    "fetch_doorbell_share_without_acks",
+                    fetch_db,
+                    None,
+                    "fraction",
+                    "descriptor fetch + doorbell only, without TCP ACKs",
+                ));
             }
         }
         // Table 1's bandwidth per lane: dual-port line rate over the lanes, less the overhead share.
