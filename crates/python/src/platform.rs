@@ -3,7 +3,7 @@
 use crate::dram::{json, strip_nulls, verr};
 use crate::interrupt::detach_interruptible;
 use movelab_platform::config::{builtin_platform_names, PlatformConfig, BUILTIN_PLATFORMS};
-use movelab_platform::experiments::{rowclone_fork, zhao_copy_engine};
+use movelab_platform::experiments::{larsen_idma, rowclone_fork, zhao_copy_engine};
 use movelab_platform::workload::{builtin_workload_names, Workload, BUILTIN_WORKLOADS};
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
@@ -168,7 +168,107 @@ fn reproduce_rowclone_fork(
     json(&rows)
 }
 
+fn io_config(platform: &str, o: Option<&str>) -> PyResult<movelab_platform::io_config::IoConfig> {
+    let cfg = movelab_platform::io_config::IoConfig::load(platform).map_err(verr)?;
+    let ov = overrides(o)?;
+    if ov.as_table().is_some_and(|t| t.is_empty()) {
+        return Ok(cfg);
+    }
+    cfg.with_overrides(ov, "overrides").map_err(verr)
+}
+
+/// An I/O platform config (`presets/io/`) after overrides, as JSON.
+#[pyfunction]
+#[pyo3(signature = (platform, overrides=None))]
+fn io_platform_config(platform: &str, overrides: Option<&str>) -> PyResult<String> {
+    json(&io_config(platform, overrides)?)
+}
+
+/// The built-in I/O platforms: names, descriptions, sources.
+#[pyfunction]
+fn io_presets() -> PyResult<String> {
+    let mut out = Vec::new();
+    for name in movelab_platform::io_config::builtin_io_names() {
+        let c = movelab_platform::io_config::IoConfig::preset(name).map_err(verr)?;
+        out.push(
+            serde_json::json!({"name": name, "description": c.description, "source": c.source,
+            "gen": c.link.gen, "lanes": c.link.lanes, "nic": c.nic.kind}),
+        );
+    }
+    json(&out)
+}
+
+/// Host 0 sends `count` messages of `nbytes` to host 1 on I/O platform `platform`, with device
+/// kinds `devices` ("descriptor" / "idma" per host); statistics as JSON.
+#[pyfunction]
+#[pyo3(signature = (platform, count, nbytes, devices=None, overrides=None))]
+fn io_run(
+    py: Python<'_>,
+    platform: &str,
+    count: u64,
+    nbytes: u64,
+    devices: Option<Vec<String>>,
+    overrides: Option<&str>,
+) -> PyResult<String> {
+    let cfg = io_config(platform, overrides)?;
+    let kinds = match devices {
+        None => [cfg.nic.kind.clone(), cfg.nic.kind.clone()],
+        Some(d) if d.len() == 2 => [d[0].clone(), d[1].clone()],
+        Some(d) => {
+            return Err(verr(format!(
+                "devices: give two device kinds (one per host), not {}",
+                d.len()
+            )))
+        }
+    };
+    let s = detach_interruptible(py, || {
+        movelab_platform::io_system::stream_between(&cfg, [&kinds[0], &kinds[1]], count, nbytes)
+    })?
+    .map_err(verr)?;
+    json(&s)
+}
+
+/// Larsen & Lee (CACHES 2011): Fig. 8, 9, Table 1, Fig. 10 and the sensitivity runs; rows as JSON.
+#[pyfunction]
+#[pyo3(signature = (parts=None, small_count=2000, large_count=64, progress=None))]
+fn reproduce_larsen_idma(
+    py: Python<'_>,
+    parts: Option<Vec<String>>,
+    small_count: u64,
+    large_count: u64,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let mut o = larsen_idma::Options::paper().map_err(verr)?;
+    if let Some(p) = parts {
+        if let Some(bad) = p
+            .iter()
+            .find(|x| !["latency", "fig10", "sensitivity", "pcie-model"].contains(&x.as_str()))
+        {
+            return Err(verr(format!(
+                "parts: '{bad}' is not one of latency, fig10, sensitivity, pcie-model"
+            )));
+        }
+        o.parts = p;
+    }
+    if !(1..=100_000).contains(&small_count) || !(1..=10_000).contains(&large_count) {
+        return Err(verr(
+            "small_count must be from 1 to 100,000 and large_count from 1 to 10,000",
+        ));
+    }
+    o.small_count = small_count;
+    o.large_count = large_count;
+    let rows = detach_interruptible(py, || {
+        larsen_idma::run(&o, &mut |d, t| call_progress(&progress, d, t))
+    })?
+    .map_err(verr)?;
+    json(&rows)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(io_platform_config, m)?)?;
+    m.add_function(wrap_pyfunction!(io_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(io_run, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce_larsen_idma, m)?)?;
     m.add_function(wrap_pyfunction!(platform_config, m)?)?;
     m.add_function(wrap_pyfunction!(platform_presets, m)?)?;
     m.add_function(wrap_pyfunction!(platform_run, m)?)?;

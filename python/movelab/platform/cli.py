@@ -140,8 +140,12 @@ def run_cmd(
                                            show_default=False),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
-    """Run a workload on a platform and print its statistics."""
+    """Run a workload on a platform and print its statistics. The workload ``nic-stream`` runs the
+    I/O model on an I/O platform (``presets/io``): params count, bytes; ``--set nic.kind=idma``."""
     overrides, params = parse_set(set_), parse_params(param)
+    if workload == "nic-stream":
+        _io_run(platform, overrides, params, fmt)
+        return
     try:
         if fmt == "json":
             res = plat.run(platform, workload, overrides, params)
@@ -154,6 +158,37 @@ def run_cmd(
         typer.echo(json.dumps(res.stats, indent=2))
     else:
         console.print(stats_table(res.stats))
+
+
+def _io_run(platform: str, overrides: dict[str, Any], params: dict[str, int], fmt: str) -> None:
+    """``movelab platform run IO-PLATFORM nic-stream``: the I/O model's statistics."""
+    from movelab.platform import io
+
+    unknown = sorted(set(params) - {"count", "bytes"})
+    if unknown:
+        _fail(ValueError(f"--param: nic-stream takes count and bytes, not {', '.join(unknown)}"))
+    try:
+        res = io.run(platform, params.get("count", 1), params.get("bytes", 64), overrides=overrides or None)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+    s = res.stats
+    if fmt == "json":
+        typer.echo(json.dumps(s, indent=2))
+        return
+    t = Table(title=f"{platform}: {s['messages_total']} message(s), devices {s['kind']}", box=box.SIMPLE_HEAD)
+    t.add_column("statistic", justify="left")
+    t.add_column("value", justify="right")
+    t.add_row("simulated time (ns)", f"{s['time_ns']:,.1f}")
+    t.add_row("mean end-to-end latency (ns)", f"{s['mean_latency_ns']:,.1f}")
+    for name, v in s["tx_stack"]["parts"]:
+        t.add_row(f"first TX stack: {name} (ns)", f"{v:,.1f}")
+    t.add_row("first TX stack: total (ns)", f"{s['tx_stack']['total']:,.1f}")
+    for i, h in enumerate(s["hosts"]):
+        for name, v in h["link"]["categories"]:
+            t.add_row(f"host {i} link bytes: {name}", f"{v:,}")
+        t.add_row(f"host {i} link bytes: total", f"{h['link']['total']:,}")
+    t.add_row("payload bytes checked", f"{s['bytes_checked']:,}")
+    console.print(t)
 
 
 def bench_platform(

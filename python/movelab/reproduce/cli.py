@@ -68,6 +68,7 @@ FILES = {
                          "zhao-copy-engine-fig11.png", "zhao-copy-engine-fig15.png"],
     "rowclone-fork": ["rowclone-fork.json", "rowclone-fork.csv", "rowclone-fork-fmtc.png", "rowclone-fork-speedup.png",
                       "rowclone-fork-energy.png", "rowclone-fork-bulk-zero.png"],
+    "larsen-idma": ["larsen-idma.json", "larsen-idma.csv", "larsen-idma-stacks.png", "larsen-idma-fig10.png"],
 }
 FORCE_HELP = "Overwrite files that exist in --out."
 OUT_HELP = "Directory for CSV, JSON and PNG (an existing file there is kept unless --force)."
@@ -280,6 +281,38 @@ def _rowclone_fork(fmt: str, overrides: dict[str, Any], sizes: list[int] | None,
         console.print(t)
 
 
+@app.command("larsen-idma")
+def larsen_idma(
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    small: int = typer.Option(2000, "--small-count", min=1, max=100_000, help="64 B messages per Fig. 10 stream."),
+    large: int = typer.Option(64, "--large-count", min=1, max=10_000, help="64 KB messages per Fig. 10 stream."),
+    out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+) -> None:
+    """Larsen & Lee (CACHES 2011) Fig. 8, 9, Table 1, Fig. 10: descriptor DMA vs the integrated DMA engine."""
+    check_output_dir(out, FILES["larsen-idma"], force)
+    _larsen_idma(fmt, small, large, out, force)
+
+
+def _larsen_idma(fmt: str, small: int, large: int, out: Path | None, force: bool = False) -> None:
+    from movelab.reproduce import larsen_idma as li
+
+    _check_format(fmt)
+    try:
+        with _progress("simulating", fmt != "json") as progress:
+            rows = li.run(small, large, progress=progress)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+    if out is not None:
+        with staged_dir(out, force) as d:
+            li.write(rows, d)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for t in li.tables(rows):
+        console.print(t)
+
+
 @app.command("all")
 def all_cmd(
     ctx: typer.Context,
@@ -298,6 +331,7 @@ def all_cmd(
         ("rowclone-latency", lambda d: _rowclone_latency("table", "rowclone-ddr3-1066", {}, d, force)),
         ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, 200, d, force)),
         ("rowclone-fork", lambda d: _rowclone_fork("table", {}, None, None, 1024, d, force)),
+        ("larsen-idma", lambda d: _larsen_idma("table", 2000, 64, d, force)),
     ]
     for i, (name, fn) in enumerate(jobs, 1):
         console.rule(f"{name} ({i}/{len(jobs)})")

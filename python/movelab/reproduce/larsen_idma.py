@@ -1,0 +1,256 @@
+"""Larsen & Lee, "Platform IO DMA Transaction Acceleration" (CACHES 2011), from the I/O model:
+
+* Fig. 8: the NIC-TX latency stack of a 64 B message under descriptor DMA (doorbell, descriptor
+  fetch, payload fetch), 82598 on PCIe Gen1 x8 behind a 5520 IOH;
+* Fig. 9: the integrated DMA engine's stack (on-die doorbell, memory reads, push to the adapter);
+* Table 1: end-to-end latency of a 64 B message between two systems, and bandwidth per lane;
+* Fig. 10: the share of PCIe bytes for descriptors and doorbells in iperf-like streams of 64 B and
+  64 KB I/O (82599 on Gen2 x8), receive and transmit;
+* sensitivity: the stacks on a Gen3 / Haswell platform, and the receive path with DDIO on and off.
+
+The runs are the Rust model's (``experiments::larsen_idma``); the paper's values are in
+``presets/papers/larsen-idma.toml``. Rows: ``figure``, ``case``, ``metric``, ``value``,
+``paper_value`` (None where the paper gives none), ``unit``, ``note``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+
+from movelab import _core
+from movelab.executor import run_points
+from movelab.reproduce import group, table
+
+NAME = "larsen-idma"
+ROW_KEY = ["figure", "case", "metric"]
+KEYS = ["figure", "case", "metric", "value", "paper_value", "unit", "note"]
+PARTS = ["latency", "fig10", "sensitivity", "pcie-model"]
+#: Bounds of the stream lengths.
+MAX_SMALL = 100_000
+MAX_LARGE = 10_000
+
+
+def run(small_count: int = 2000, large_count: int = 64, parts: list[str] | None = None,
+        progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """Rows with exactly :data:`KEYS`. ``small_count`` 64 B messages and ``large_count`` 64 KB
+    messages per Fig. 10 stream; ``parts``: any of :data:`PARTS` (default: all)."""
+    for name, v, most in [("small_count", small_count, MAX_SMALL), ("large_count", large_count, MAX_LARGE)]:
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= most:
+            raise ValueError(f"{name}: {v!r} must be an integer from 1 to {most:,}")
+    parts = list(parts) if parts is not None else PARTS
+    bad = [p for p in parts if p not in PARTS]
+    if bad or not parts:
+        raise ValueError(f"parts: {bad or parts!r} must be some of {', '.join(PARTS)}")
+    pts = points(small_count, large_count, parts)
+    return [{k: r.get(k) for k in KEYS} for rs in run_points(point, pts, progress) for r in rs]
+
+
+def points(small_count: int = 2000, large_count: int = 64, parts: list[str] | None = None) -> list[dict[str, Any]]:
+    """The independent runs: one per part."""
+    return [{"part": p, "small_count": small_count, "large_count": large_count} for p in (parts or PARTS)]
+
+
+def point(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of one point of :func:`points`."""
+    return json.loads(_core.reproduce_larsen_idma([p["part"]], p["small_count"], p["large_count"], None))
+
+
+def _get(rows: list[dict[str, Any]], figure: str, case: str, metric: str) -> dict[str, Any] | None:
+    return next((r for r in rows if r["figure"] == figure and r["case"] == case and r["metric"] == metric), None)
+
+
+def _v(r: dict[str, Any] | None, fmt: str = "{:.0f}", scale: float = 1.0) -> str:
+    return "-" if r is None or r.get("value") is None else fmt.format(r["value"] * scale)
+
+
+def _p(r: dict[str, Any] | None, fmt: str = "{:.0f}", scale: float = 1.0) -> str:
+    return "-" if r is None or r.get("paper_value") is None else fmt.format(r["paper_value"] * scale)
+
+
+def tables(rows: list[dict[str, Any]]) -> list[Group]:
+    """The figures as rich tables, movelab beside the paper."""
+    out = []
+    t = table("Fig. 8 / Fig. 9: NIC-TX latency of a 64 B message (ns), 82598 on Gen1 x8, 5520 IOH",
+              "Fig. 8 descriptor DMA: doorbell + descriptor fetch + payload fetch; Fig. 9 iDMA: on-die doorbell + "
+              "memory reads + push. Both come out of the simulated transactions.")
+    for c in ["stack", "part", "movelab", "paper"]:
+        t.add_column(c, justify="left" if c in ("stack", "part") else "right")
+    for fig, case in [("fig8", "descriptor-dma"), ("fig9", "idma")]:
+        for r in rows:
+            if r["figure"] == fig and r["case"] == case:
+                t.add_row(case, r["metric"].removesuffix("_ns"), _v(r), _p(r))
+    out.append(group(t))
+    t = table("Table 1: iDMA's benefits", "End-to-end: one 64 B frame between two hosts (descriptor-DMA total "
+              "calibrated to 8.8 us by the software terms; iDMA's is predicted). Per lane: 2 x 10 Gb/s over 8 lanes "
+              "less the mean Fig. 10 share, the paper's arithmetic.")
+    for c in ["factor", "case", "movelab", "paper"]:
+        t.add_column(c, justify="left" if c in ("factor", "case") else "right")
+    factors = [("end_to_end_us", "latency (us)", "{:.2f}"), ("gbps_per_lane", "Gb/s per lane", "{:.2f}")]
+    for metric, label, fmt in factors:
+        for case in ["descriptor-dma", "idma", "idma-both"]:
+            r = _get(rows, "table1", case, metric)
+            if r is not None:
+                t.add_row(label, case, _v(r, fmt), _p(r, fmt))
+    out.append(group(t))
+    t = table("Fig. 10: share of PCIe bytes for descriptors and doorbells (%), 82599 on Gen2 x8, iperf-like streams",
+              "all terms: descriptor fetch + doorbell + write-back + MSI-X over TLP bytes; fetch+doorbell: the first "
+              "two only; no ACKs: the same streams without TCP ACKs; iDMA: the same streams through the iDMA (only "
+              "its receive-buffer head writes remain).")
+    for c in ["bar", "all terms", "paper", "fetch+doorbell", "no ACKs: all", "fetch+db", "DLLP share", "iDMA"]:
+        t.add_column(c, justify="left" if c == "bar" else "right")
+    for case in ["rx-64B", "tx-64B", "rx-64KB", "tx-64KB"]:
+        a = _get(rows, "fig10", case, "descriptor_doorbell_share")
+        if a is None:
+            continue
+        t.add_row(case, _v(a, "{:.1f}", 100), _p(a, "{:.1f}", 100),
+                  _v(_get(rows, "fig10", case, "fetch_doorbell_share"), "{:.1f}", 100),
+                  _v(_get(rows, "fig10", case, "share_without_acks"), "{:.1f}", 100),
+                  _v(_get(rows, "fig10", case, "fetch_doorbell_share_without_acks"), "{:.1f}", 100),
+                  _v(_get(rows, "fig10", case, "dllp_share"), "{:.1f}", 100),
+                  _v(_get(rows, "fig10", case, "idma_descriptor_doorbell_share"), "{:.1f}", 100))
+    out.append(group(t))
+    sens = [r for r in rows if r["figure"] == "sensitivity"]
+    if sens:
+        t = table("Sensitivity: Gen3 / Haswell stacks; the receive path with DDIO off and on")
+        for c in ["case", "metric", "value", "unit"]:
+            t.add_column(c, justify="right" if c == "value" else "left")
+        for r in sens:
+            t.add_row(r["case"], r["metric"], f"{r['value']:.4g}", r["unit"])
+        out.append(group(t))
+    pm = [r for r in rows if r["figure"] == "pcie-model"]
+    if pm:
+        t = table("Cross-check: effective bandwidth (Gb/s), movelab beside pcie-model (restated in our code)",
+                  "movelab counts the DLLPs its link sends; pcie-model charges 8 B per Ack/UpdateFC limit in symbol "
+                  "times (8x on x8) to the data direction; 'mended': pcie-model with its RX slip fixed. docs/io.md.")
+        for c in ["case", "movelab", "pcie-model", "mended"]:
+            t.add_column(c, justify="left" if c == "case" else "right")
+        for case in dict.fromkeys(r["case"] for r in pm):
+            t.add_row(case, _v(_get(rows, "pcie-model", case, "movelab_gbps"), "{:.2f}"),
+                      _v(_get(rows, "pcie-model", case, "pcie_model_gbps"), "{:.2f}"),
+                      _v(_get(rows, "pcie-model", case, "pcie_model_fixed_gbps"), "{:.2f}"))
+        out.append(group(t))
+    return out
+
+
+def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """The stacks (Fig. 8, 9) and the shares (Fig. 10) beside the paper's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    stacks = [(fig, case) for fig, case in [("fig8", "descriptor-dma"), ("fig9", "idma")]
+              if _get(rows, fig, case, "nic_tx_latency_ns")]
+    if stacks:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        x = 0
+        labels = []
+        for f, case in stacks:
+            parts = [r for r in rows if r["figure"] == f and r["case"] == case and r["metric"] != "nic_tx_latency_ns"]
+            for j, who in enumerate(["value", "paper_value"]):
+                bottom = 0.0
+                for k, r in enumerate(parts):
+                    v = r[who] or 0.0
+                    name = r["metric"].removesuffix("_ns") if x == 0 else None
+                    ax.bar(x, v, bottom=bottom, color=f"C{k}", label=name, alpha=1.0 if j == 0 else 0.5)
+                    bottom += v
+                labels.append(f"{case}\n{'movelab' if j == 0 else 'paper'}")
+                x += 1
+        ax.set_xticks(range(x), labels)
+        ax.set_ylabel("ns")
+        ax.set_title("NIC-TX latency of a 64 B message (Fig. 8, Fig. 9)")
+        ax.legend()
+        fig.tight_layout()
+        p = out / f"{NAME}-stacks.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    bars = [c for c in ["rx-64B", "tx-64B", "rx-64KB", "tx-64KB"]
+            if _get(rows, "fig10", c, "descriptor_doorbell_share")]
+    if bars:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        w = 0.27
+        for j, (label, key, who) in enumerate([("movelab (all terms)", "descriptor_doorbell_share", "value"),
+                                               ("movelab (fetch+doorbell)", "fetch_doorbell_share", "value"),
+                                               ("paper", "descriptor_doorbell_share", "paper_value")]):
+            vals = [((_get(rows, "fig10", c, key) or {}).get(who) or 0.0) * 100 for c in bars]
+            ax.bar([i + (j - 1) * w for i in range(len(bars))], vals, w, label=label)
+        ax.set_xticks(range(len(bars)), bars)
+        ax.set_ylabel("% of PCIe TLP bytes")
+        ax.set_title("Descriptors and doorbells on PCIe (Fig. 10)")
+        ax.legend()
+        fig.tight_layout()
+        p = out / f"{NAME}-fig10.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{NAME}.json", out / f"{NAME}.csv"]
+    paths[0].write_text(json.dumps(rows, indent=2))
+    with open(paths[1], "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=KEYS)
+        w.writeheader()
+        w.writerows(rows)
+    return paths + plot(rows, out)
+
+
+#: The issue's bars: latency within 10%, Fig. 10's small-TX and 64 KB bars within 5 points.
+LATENCY_TOLERANCE = 0.10
+SHARE_POINTS = 0.05
+
+
+def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Fig. 8 total and parts, Fig. 9 total and both end-to-end figures within 10% of the paper;
+    the tx-64B and both 64 KB shares within 5 points (the rx-64B bar is reported, not held: the
+    paper's 16% counts fewer terms, see docs/io.md)."""
+    bad, n = [], 0
+    for r in rows:
+        p = r.get("paper_value")
+        if p is None:
+            continue
+        if r["figure"] in ("fig8", "fig9") or r["metric"] == "end_to_end_us":
+            if r["figure"] == "fig9" and r["metric"] != "nic_tx_latency_ns":
+                continue
+            n += 1
+            if abs(r["value"] / p - 1) > LATENCY_TOLERANCE:
+                bad.append(f"{r['figure']} {r['case']} {r['metric']} {r['value']:.4g} vs {p:g}")
+        elif r["figure"] == "fig10" and r["case"] != "rx-64B":
+            n += 1
+            if abs(r["value"] - p) > SHARE_POINTS + 1e-9:
+                bad.append(f"fig10 {r['case']} {r['value'] * 100:.1f}% vs {p * 100:.0f}%")
+    return not bad and n > 0, (f"{n - len(bad)} of {n} held figures within the issue's bars (latency 10%, "
+                               f"Fig. 10 shares 5 points; rx-64B explained in docs/io.md)"
+                               + (f"; outside: {', '.join(bad)}" if bad else ""))
+
+
+def summary(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(statement, movelab, paper) for the paper's headline figures."""
+    out = []
+    for fig, case, metric, what, fmt in [
+        ("fig8", "descriptor-dma", "nic_tx_latency_ns", "NIC-TX latency, 64 B, descriptor DMA (ns)", "{:.0f}"),
+        ("fig9", "idma", "nic_tx_latency_ns", "the same with the iDMA (ns)", "{:.0f}"),
+        ("table1", "descriptor-dma", "end_to_end_us", "end to end, descriptor DMA (us, calibrated)", "{:.2f}"),
+        ("table1", "idma", "end_to_end_us", "end to end, iDMA on the sender (us)", "{:.2f}"),
+        ("fig10", "tx-64B", "descriptor_doorbell_share", "descriptor/doorbell share, small TX (%)", "{:.1f}"),
+        ("fig10", "rx-64B", "fetch_doorbell_share", "small RX, fetch + doorbell only (%; all terms: see table)",
+         "{:.1f}"),
+    ]:
+        r = _get(rows, fig, case, metric)
+        if r is None:
+            continue
+        scale = 100 if fig == "fig10" else 1
+        paper_r = _get(rows, fig, case, "descriptor_doorbell_share") if metric == "fetch_doorbell_share" else r
+        out.append((what, _v(r, fmt, scale), _p(paper_r, fmt, scale)))
+    return out

@@ -1,0 +1,103 @@
+"""The I/O model from Python: the API (``movelab.platform.io``), ``movelab platform run ... nic-stream``,
+and ``movelab reproduce larsen-idma`` (rows, files, the issue's bars, bad input)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from movelab.cli import app
+from movelab.platform import io
+from movelab.reproduce import larsen_idma as li
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def cli(*args: object, code: int = 0) -> str:
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == code, f"exit {r.exit_code} for {args}:\n{r.output}\n{r.exception!r}"
+    return r.output
+
+
+def test_api_run_counts_bytes_and_stacks() -> None:
+    res = io.run("larsen-82598-gen1", count=3, nbytes=200)
+    s = res.stats
+    assert s["bytes_checked"] == 600
+    assert [p[0] for p in s["tx_stack"]["parts"]] == ["doorbell", "descriptor", "payload"]
+    for h in s["hosts"]:
+        assert sum(v for _, v in h["link"]["categories"]) == h["link"]["total"]
+    idma = io.run("larsen-82598-gen1", 1, 64, devices=["idma", "descriptor"]).stats
+    assert idma["tx_stack"]["total"] < s["tx_stack"]["total"]
+    assert "tx_stack.total" in res.flat()
+    assert {p["name"] for p in io.presets()} >= {"larsen-82598-gen1", "larsen-82599-gen2", "haswell-gen3"}
+
+
+def test_api_stack_moves_with_the_host_read_latency() -> None:
+    base = io.run("larsen-82598-gen1").stats["tx_stack"]["parts"]
+    slow = io.run("larsen-82598-gen1", overrides={"root_complex": {"read_ns": 829.0}}).stats["tx_stack"]["parts"]
+    d = {a[0]: b[1] - a[1] for a, b in zip(base, slow, strict=True)}
+    assert d["doorbell"] == pytest.approx(0, abs=0.01)
+    assert d["descriptor"] == pytest.approx(100, abs=0.01)
+    assert d["payload"] == pytest.approx(100, abs=0.01)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"count": 0}, "count"),
+    ({"nbytes": 1 << 30}, "nbytes"),
+    ({"devices": ["descriptor"]}, "devices"),
+    ({"overrides": {"link": {"gen": 7}}}, "link.gen"),
+    ({"overrides": {"nic": {"rx_fetch": "x"}}}, "nic.rx_fetch"),
+])
+def test_api_bad_input_names_the_argument(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        io.run("larsen-82598-gen1", **kwargs)
+
+
+def test_api_unknown_platform() -> None:
+    with pytest.raises(ValueError, match="larsen-82598-gen1"):
+        io.run("no-such-platform")
+    with pytest.raises(TypeError):
+        io.run("larsen-82598-gen1", overrides=[1])  # type: ignore[arg-type]
+
+
+def test_cli_platform_run_nic_stream() -> None:
+    s = json.loads(cli("platform", "run", "larsen-82599-gen2", "nic-stream", "--param", "count=20",
+                       "--param", "bytes=64", "--set", "nic.kind=idma", "--format", "json"))
+    assert s["kind"] == "idma/idma" and s["bytes_checked"] == 20 * 64
+    text = cli("platform", "run", "larsen-82598-gen1", "nic-stream")
+    assert "first TX stack" in text and "doorbell" in text
+    assert "nic-stream takes count and bytes" in cli("platform", "run", "larsen-82598-gen1", "nic-stream",
+                                                     "--param", "packets=3", code=2)
+
+
+def test_reproduction_rows_and_bars(tmp_path: Path) -> None:
+    rows = json.loads(cli("reproduce", "larsen-idma", "--format", "json", "--small-count", "400",
+                          "--large-count", "16", "--out", tmp_path))
+    assert all(set(li.KEYS) <= set(r) for r in rows)
+    get = {(r["figure"], r["case"], r["metric"]): r for r in rows}
+    for key in [("fig8", "descriptor-dma", "nic_tx_latency_ns"), ("fig9", "idma", "nic_tx_latency_ns"),
+                ("table1", "descriptor-dma", "end_to_end_us"), ("table1", "idma", "end_to_end_us")]:
+        r = get[key]
+        assert abs(r["value"] / r["paper_value"] - 1) <= 0.10, r
+    for case in ["rx-64B", "tx-64B", "rx-64KB", "tx-64KB"]:
+        assert ("fig10", case, "descriptor_doorbell_share") in get
+    assert abs(get[("fig10", "tx-64B", "descriptor_doorbell_share")]["value"] - 0.43) <= 0.05
+    assert get[("fig10", "rx-64B", "fetch_doorbell_share")]["value"] < get[("fig10", "rx-64B",
+                                                                               "descriptor_doorbell_share")]["value"]
+    assert ("pcie-model", "kernel-nic-rx-gen3-64B", "pcie_model_fixed_gbps") in get
+    ok, text = li.check(rows)
+    assert ok, text
+    for f in ["larsen-idma.json", "larsen-idma.csv", "larsen-idma-stacks.png", "larsen-idma-fig10.png"]:
+        assert (tmp_path / f).is_file()
+    # An existing file is kept without --force.
+    assert "--force" in cli("reproduce", "larsen-idma", "--out", tmp_path, code=2)
+
+
+def test_reproduction_bad_input() -> None:
+    with pytest.raises(ValueError, match="small_count"):
+        li.run(small_count=0)
+    with pytest.raises(ValueError, match="parts"):
+        li.run(parts=["fig99"])
+    cli("reproduce", "larsen-idma", "--small-count", "0", code=2)
