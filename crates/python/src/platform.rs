@@ -82,7 +82,7 @@ fn platform_run(
     json(&s)
 }
 
-fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
+pub(crate) fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
     if let Some(f) = cb {
         Python::attach(|py| {
             let _ = f.call1(py, (done, total));

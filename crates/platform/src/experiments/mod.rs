@@ -2,6 +2,7 @@
 //! presets, runs them, and returns rows (movelab's figures beside the paper's where it gives
 //! them). The Python CLI prints, stores and plots them.
 pub mod rowclone_fork;
+pub mod wun_onload;
 pub mod zhao_copy_engine;
 
 use crate::config::PlatformConfig;
