@@ -331,9 +331,8 @@ impl NetworkIo {
                 format!("{} is outside {MIN_PAYLOAD}..={MAX_PAYLOAD} (a UDP datagram in one 1500-byte Ethernet frame)", spec.payload),
             ));
         }
-        if !spec.with_app
-            && !(spec.direction == Direction::Rx && conf.rx.notify == Notify::IfWaiting)
-        {
+        let without_app_ok = spec.direction == Direction::Rx && conf.rx.notify == Notify::IfWaiting;
+        if !spec.with_app && !without_app_ok {
             return Err(PlatformError::config(
                 "run",
                 "with_app",

@@ -4,6 +4,7 @@ use crate::dram::{json, strip_nulls, verr};
 use crate::interrupt::detach_interruptible;
 use crate::platform::call_progress;
 use movelab_platform::experiments::wun_onload::{self, Point};
+use movelab_platform::network_io::{self, Direction, RunSpec};
 use movelab_platform::network_io_config::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
 use pyo3::prelude::*;
 
@@ -40,6 +41,42 @@ fn network_presets() -> Vec<String> {
         .collect()
 }
 
+/// One run: configuration `config` ("emu", "softnic", "onloader"), direction "rx" or "tx", UDP
+/// payload bytes; `with_app = false` leaves the receiving process out (onloader receive only).
+/// The run's statistics as JSON.
+#[pyfunction]
+#[pyo3(signature = (config, direction, payload, with_app=true, platform="ixp2350", overrides=None))]
+fn network_run(
+    py: Python<'_>,
+    config: &str,
+    direction: &str,
+    payload: usize,
+    with_app: bool,
+    platform: &str,
+    overrides: Option<&str>,
+) -> PyResult<String> {
+    let direction = match direction {
+        "rx" => Direction::Rx,
+        "tx" => Direction::Tx,
+        d => return Err(verr(format!("direction '{d}' is not one of: rx, tx"))),
+    };
+    let cfg = NetworkIoConfig::load(platform).map_err(verr)?;
+    let ov = self::overrides(overrides)?;
+    let cfg = if ov.as_table().is_some_and(|t| t.is_empty()) {
+        cfg
+    } else {
+        cfg.with_overrides(&ov, "overrides").map_err(verr)?
+    };
+    let spec = RunSpec {
+        config: config.into(),
+        direction,
+        payload,
+        with_app,
+    };
+    let s = detach_interruptible(py, || network_io::run(&cfg, &spec))?.map_err(verr)?;
+    json(&s)
+}
+
 /// The points of the wun-onload reproduction, as JSON.
 #[pyfunction]
 #[pyo3(signature = (experiments, payloads))]
@@ -72,6 +109,7 @@ fn reproduce_wun_onload(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(network_config, m)?)?;
     m.add_function(wrap_pyfunction!(network_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(network_run, m)?)?;
     m.add_function(wrap_pyfunction!(wun_onload_points, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_wun_onload, m)?)?;
     Ok(())

@@ -155,7 +155,8 @@ def bars(rows: list[dict[str, Any]]) -> list[tuple[str, str, str, bool | None]]:
         loss = 1 - poff[big] / pon[big]
         out.append((f"L2 push off at {big} B costs the softnic 25%-45%", f"{loss:.0%}",
                     f"{p['l2_push']['softnic_loss']:.0%}", 0.25 <= loss <= 0.45))
-    won, woff = _tp(rows, "rx-components", "onloader", "with-app"), _tp(rows, "rx-components", "onloader", "without-app")
+    won = _tp(rows, "rx-components", "onloader", "with-app")
+    woff = _tp(rows, "rx-components", "onloader", "without-app")
     if won and woff:
         offered = {r["payload_bytes"]: r["offered_mbps"] for r in rows if r["experiment"] == "rx-components"}
         near = all(woff[k] >= 0.9 * offered[k] for k in woff)
