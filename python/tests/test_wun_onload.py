@@ -73,6 +73,9 @@ def test_api_run_and_bad_input() -> None:
         network.config(overrides={"host": {"cpi": 0.0}})
     with pytest.raises(ValueError, match="payloads"):
         wo.run(payloads=[8])
+    with pytest.raises(ValueError, match=r"host\.l2_push.*ignored"):
+        wo.run({"host": {"l2_push": False}}, [1472], ["l2-push"])
+    assert wo.run({**SHORT, "host": {"l2_push": False}}, [1472], ["rx"])[0]["throughput_mbps"] > 0
     with pytest.raises(ValueError, match="experiments"):
         wo.run(experiments=["fig9"])
 

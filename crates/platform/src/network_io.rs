@@ -466,16 +466,32 @@ impl NetworkIo {
         Ok(self.finish(events))
     }
 
+    /// The sender's next datagram at `t`: data while it sends, then the terminating one.
+    fn next_frame(&mut self, t: Ps) -> Vec<u8> {
+        if t < self.send_until {
+            self.stats.sent += 1;
+            self.sender.next_frame()
+        } else {
+            self.fin_sent = true;
+            self.sender.fin_frame()
+        }
+    }
+
+    /// The receiving program checks a delivered payload.
+    fn deliver(&mut self, t: Ps, payload: &[u8]) -> Result<(), PlatformError> {
+        self.receiver
+            .deliver(t, payload)
+            .map_err(|c| corrupt(c.0))?;
+        if self.receiver.fin_at.is_none() {
+            self.stats.delivered += 1;
+        }
+        Ok(())
+    }
+
     fn event(&mut self, t: Ps, e: Ev) -> Result<(), PlatformError> {
         match e {
             Ev::Send => {
-                let frame = if t < self.send_until {
-                    self.stats.sent += 1;
-                    self.sender.next_frame()
-                } else {
-                    self.fin_sent = true;
-                    self.sender.fin_frame()
-                };
+                let frame = self.next_frame(t);
                 let gap = if self.fin_sent {
                     (self.cfg.wire.fin_resend_us * 1e6) as Ps
                 } else {
@@ -550,12 +566,13 @@ impl NetworkIo {
                 }
             }
             Ev::PeerRx(frame) => {
-                self.receiver
-                    .deliver_frame(t, &frame)
-                    .map_err(|c| corrupt(c.0))?;
-                if self.receiver.fin_at.is_none() {
-                    self.stats.delivered += 1;
+                // The peer checks the headers' checksums, then the payload as the program does.
+                if !checksum_ok(&frame) {
+                    return Err(corrupt(
+                        "the peer received a frame with a bad IP or UDP checksum",
+                    ));
                 }
+                self.deliver(t, &frame[HEADER_BYTES..])?;
             }
         }
         Ok(())
@@ -602,13 +619,7 @@ impl NetworkIo {
                     Notify::IfWaiting => {
                         if !self.spec.with_app {
                             let data = self.buffers.take(p);
-                            self.receiver
-                                .deliver(t, &data[HEADER_BYTES..])
-                                .map_err(|c| corrupt(c.0))?;
-                            if self.receiver.fin_at.is_none() {
-                                self.stats.delivered += 1;
-                            }
-                            return Ok(());
+                            return self.deliver(t, &data[HEADER_BYTES..]);
                         }
                         if self.sockq.len() >= self.cfg.queues.socket as usize {
                             self.stats.socket_drops += 1;
@@ -718,13 +729,7 @@ impl NetworkIo {
             && !self.fin_sent
             && self.tx_ring.len() < self.cfg.queues.dev_ring as usize
         {
-            let frame = if t < self.send_until {
-                self.stats.sent += 1;
-                self.sender.next_frame()
-            } else {
-                self.fin_sent = true;
-                self.sender.fin_frame()
-            };
+            let frame = self.next_frame(t);
             let p = self.buffers.put(Loc::User, &frame);
             return item(Stage::AppTx, &self.rc.app_tx, p);
         }
@@ -910,12 +915,7 @@ impl NetworkIo {
                     )));
                 }
                 let data = self.buffers.take(p);
-                self.receiver
-                    .deliver(t, &data[HEADER_BYTES..])
-                    .map_err(|c| corrupt(c.0))?;
-                if self.receiver.fin_at.is_none() {
-                    self.stats.delivered += 1;
-                }
+                self.deliver(t, &data[HEADER_BYTES..])?;
             }
             Stage::AppTx => {
                 self.tx_ring.push_back(p);

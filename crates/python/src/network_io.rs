@@ -1,35 +1,28 @@
 //! Bindings for the network-I/O platform (Wun & Crowley's IXP2350-like system): its config and
 //! the `wun-onload` reproduction. Values cross as JSON strings; errors become `ValueError`.
-use crate::dram::{json, strip_nulls, verr};
+use crate::dram::{json, verr};
 use crate::interrupt::detach_interruptible;
-use crate::platform::call_progress;
+use crate::platform::{call_progress, overrides};
 use movelab_platform::experiments::wun_onload::{self, Point};
 use movelab_platform::network_io::{self, Direction, RunSpec};
 use movelab_platform::network_io_config::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
 use pyo3::prelude::*;
 
-fn overrides(o: Option<&str>) -> PyResult<toml::Value> {
-    match o {
-        None => Ok(toml::Value::Table(Default::default())),
-        Some(s) => {
-            let v: serde_json::Value = serde_json::from_str(s).map_err(verr)?;
-            toml::Value::try_from(strip_nulls(v)).map_err(|e| verr(format!("overrides: {e}")))
-        }
+/// Platform `platform` with the JSON `overrides` merged in.
+fn load(platform: &str, overrides: Option<&str>) -> PyResult<NetworkIoConfig> {
+    let cfg = NetworkIoConfig::load(platform).map_err(verr)?;
+    let ov = self::overrides(overrides)?;
+    if ov.as_table().is_some_and(|t| t.is_empty()) {
+        return Ok(cfg);
     }
+    cfg.with_overrides(&ov, "overrides").map_err(verr)
 }
 
 /// The network platform after its preset and overrides, as JSON.
 #[pyfunction]
 #[pyo3(signature = (platform="ixp2350", overrides=None))]
 fn network_config(platform: &str, overrides: Option<&str>) -> PyResult<String> {
-    let cfg = NetworkIoConfig::load(platform).map_err(verr)?;
-    let ov = self::overrides(overrides)?;
-    let cfg = if ov.as_table().is_some_and(|t| t.is_empty()) {
-        cfg
-    } else {
-        cfg.with_overrides(&ov, "overrides").map_err(verr)?
-    };
-    json(&cfg)
+    json(&load(platform, overrides)?)
 }
 
 /// The built-in network platforms' names.
@@ -60,13 +53,7 @@ fn network_run(
         "tx" => Direction::Tx,
         d => return Err(verr(format!("direction '{d}' is not one of: rx, tx"))),
     };
-    let cfg = NetworkIoConfig::load(platform).map_err(verr)?;
-    let ov = self::overrides(overrides)?;
-    let cfg = if ov.as_table().is_some_and(|t| t.is_empty()) {
-        cfg
-    } else {
-        cfg.with_overrides(&ov, "overrides").map_err(verr)?
-    };
+    let cfg = load(platform, overrides)?;
     let spec = RunSpec {
         config: config.into(),
         direction,

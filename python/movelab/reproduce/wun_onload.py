@@ -21,8 +21,9 @@ from typing import Any
 from rich.console import Group
 
 from movelab import _core
+from movelab._util import refuse_keys
 from movelab.executor import run_points
-from movelab.reproduce import group, paper_data, table
+from movelab.reproduce import group, paper_data, table, write_rows
 
 NAME = "wun-onload"
 ROW_KEY = ["experiment", "config", "payload_bytes", "variant"]
@@ -84,7 +85,12 @@ def run(overrides: Mapping[str, Any] | None = None, payloads: list[int] | None =
     e.g. ``{"host": {"clock_mhz": 600.0}}``."""
     if overrides is not None and not isinstance(overrides, Mapping):
         raise TypeError(f"overrides must be a dict shaped like the network platform, not {type(overrides).__name__}")
-    pts = points(overrides, payloads, experiments)
+    exps = _experiments(experiments)
+    if overrides:
+        # The variants set these themselves: an override would be dropped in their rows.
+        sets = {"l2-push": "host.l2_push", "mapping-cache": "host.mapping_cache"}
+        refuse_keys(dict(overrides), [k for e, k in sets.items() if e in exps], NAME)
+    pts = points(overrides, payloads, exps)
     rows = []
     for r in (r for rs in run_points(point, pts, progress) for r in rs):
         row = {k: r.get(k) for k in KEYS}
@@ -294,13 +300,4 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
 def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
-    import csv
-
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{NAME}.json", out / f"{NAME}.csv"]
-    paths[0].write_text(json.dumps(rows, indent=2))
-    with open(paths[1], "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=KEYS)
-        w.writeheader()
-        w.writerows(rows)
-    return paths + plot(rows, out)
+    return write_rows(rows, out, NAME, KEYS) + plot(rows, out)
