@@ -51,8 +51,10 @@ def test_the_bars_hold(rows: list[dict]) -> None:
 def test_a_slower_host_clock_lowers_host_bound_receive() -> None:
     base = {r["config"]: r["throughput_mbps"] for r in wo.run(SHORT, [1472], ["rx"])}
     slow = {r["config"]: r["throughput_mbps"] for r in wo.run({**SHORT, "host": {"clock_mhz": 450.0}}, [1472], ["rx"])}
-    for c in wo.CONFIGS:
+    for c in ["softnic", "onloader"]:
         assert slow[c] < base[c] * 0.85, (c, base[c], slow[c])
+    # The emu nic's time goes mostly to uncached reads over the chip bus (ns, not host cycles).
+    assert slow["emu"] < base["emu"] and slow["emu"] / base["emu"] > slow["softnic"] / base["softnic"]
 
 
 def test_api_run_and_bad_input() -> None:

@@ -290,7 +290,8 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         ax.set_xlabel("UDP payload, bytes")
         ax.set_ylabel("receive throughput, Mb/s")
         ax.set_title(title, fontsize=10)
-        ax.legend(frameon=False, fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
     paths.append(out / f"{NAME}-variants.png")
     fig.savefig(paths[-1], dpi=110)
