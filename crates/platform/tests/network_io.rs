@@ -249,3 +249,43 @@ fn bad_configurations_and_runs_are_refused_by_name() {
         .to_string()
         .contains("ixp2350"));
 }
+
+mod random_platforms {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+        /// Whatever the queue sizes, core counts, contexts and payload, every configuration ends
+        /// (no stall), every datagram it delivers passes the byte check, and every one it does not
+        /// deliver was dropped at a counted place.
+        #[test]
+        fn any_platform_delivers_checked_datagrams_and_accounts_for_the_rest(
+            payload in 16usize..=1472,
+            ring in 1u32..80,
+            socket in 1u32..40,
+            threads in 1u32..9,
+            rx_cores in 1u32..4,
+            poll_budget in 1u32..100,
+            config in 0usize..3,
+            tx in any::<bool>(),
+            push in any::<bool>(),
+        ) {
+            let over = format!(
+                "wire = {{ duration_us = 1500.0 }}\nqueues = {{ dev_ring = {ring}, socket = {socket}, poll_budget = {poll_budget} }}\n\
+                 small_cores = {{ threads = {threads}, rx_cores = {rx_cores} }}\nhost = {{ l2_push = {push} }}"
+            );
+            let c = cfg(&over);
+            let config = ["emu", "softnic", "onloader"][config];
+            let dir = if tx { Direction::Tx } else { Direction::Rx };
+            let s = run(&c, &RunSpec { config: config.into(), direction: dir, payload, with_app: true })
+                .map_err(|e| TestCaseError::fail(format!("{config} {dir:?} {payload}: {e}")))?;
+            prop_assert!(s.delivered > 0);
+            prop_assert!(s.delivered + s.lost <= s.sent);
+            let drops = s.rbuf_drops + s.ring_drops + s.buffer_drops + s.socket_drops;
+            prop_assert!(drops >= s.sent - s.delivered, "{:?}", s);
+            prop_assert!(s.throughput_mbps <= s.offered_mbps * 1.01, "{:?}", s);
+        }
+    }
+}
