@@ -3,7 +3,7 @@
 //! mechanisms say when a host or small-core parameter moves; the coherence oracle catches a
 //! program without its cache maintenance; bad configurations are refused by name.
 use movelab_platform::network_io::{run, Direction, NetStats, RunSpec};
-use movelab_platform::network_io_config::NetworkIoConfig;
+use movelab_platform::network_io_config::{HostStep, NetworkIoConfig};
 
 /// The preset, with a short sending time (debug builds are slow) and `over` merged in.
 fn cfg(over: &str) -> NetworkIoConfig {
@@ -144,49 +144,30 @@ fn the_mapping_cache_and_the_l2_push_act_through_their_mechanisms() {
     assert!(nopush.throughput_mbps < push.throughput_mbps * 0.85);
 }
 
+/// The softnic's `direction` run with the cache operations of one of its host programs removed
+/// (`pick` chooses the program); the run's error.
+fn softnic_without_cache_ops(
+    direction: Direction,
+    pick: fn(&mut movelab_platform::network_io_config::Configuration) -> &mut Vec<HostStep>,
+) -> String {
+    let mut c = cfg("");
+    pick(c.configs.get_mut("softnic").unwrap()).retain(|s| !matches!(s, HostStep::CacheOp { .. }));
+    let spec = RunSpec {
+        config: "softnic".into(),
+        direction,
+        payload: 1472,
+        with_app: true,
+    };
+    run(&c, &spec).unwrap_err().to_string()
+}
+
 #[test]
 fn the_coherence_oracle_catches_missing_cache_maintenance() {
     // The softnic's receive without the L1 invalidation: the host copies stale lines.
-    let mut c = cfg("");
-    let soft = c.configs.get_mut("softnic").unwrap();
-    soft.rx.driver.retain(|s| {
-        !matches!(
-            s,
-            movelab_platform::network_io_config::HostStep::CacheOp { .. }
-        )
-    });
-    let e = run(
-        &c,
-        &RunSpec {
-            config: "softnic".into(),
-            direction: Direction::Rx,
-            payload: 1472,
-            with_app: true,
-        },
-    )
-    .unwrap_err()
-    .to_string();
+    let e = softnic_without_cache_ops(Direction::Rx, |c| &mut c.rx.driver);
     assert!(e.contains("without invalidating"), "{e}");
-    // The softnic's transmit without the clean: a small core reads a line dirty in the host's cache.
-    let mut c = cfg("");
-    let soft = c.configs.get_mut("softnic").unwrap();
-    soft.tx.app.retain(|s| {
-        !matches!(
-            s,
-            movelab_platform::network_io_config::HostStep::CacheOp { .. }
-        )
-    });
-    let e = run(
-        &c,
-        &RunSpec {
-            config: "softnic".into(),
-            direction: Direction::Tx,
-            payload: 1472,
-            with_app: true,
-        },
-    )
-    .unwrap_err()
-    .to_string();
+    // Its transmit without the clean: a small core reads a line dirty in the host's cache.
+    let e = softnic_without_cache_ops(Direction::Tx, |c| &mut c.tx.app);
     assert!(e.contains("dirty"), "{e}");
 }
 
