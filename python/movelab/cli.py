@@ -19,6 +19,7 @@ from movelab._util import fail
 from movelab.dram.cli import app as dram_app
 from movelab.dram.cli import bench_dram
 from movelab.host.cli import bench_host_app
+from movelab.network.cli import app as network_app
 from movelab.platform.cli import app as platform_app
 from movelab.platform.cli import bench_platform
 from movelab.reproduce.cli import app as reproduce_app
@@ -87,6 +88,7 @@ bench_app.command("sweep")(bench_sweep)
 
 app.add_typer(dram_app, name="dram")
 app.add_typer(platform_app, name="platform")
+app.add_typer(network_app, name="network")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sweep_app, name="sweep")

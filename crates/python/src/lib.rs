@@ -8,6 +8,7 @@ mod dram;
 mod host;
 mod interrupt;
 mod ipc;
+mod network_io;
 mod onload;
 mod platform;
 
@@ -17,6 +18,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dram::register(m)?;
     host::register(m)?;
     ipc::register(m)?;
+    network_io::register(m)?;
     onload::register(m)?;
     platform::register(m)?;
     Ok(())

@@ -8,7 +8,7 @@ use movelab_platform::workload::{builtin_workload_names, Workload, BUILTIN_WORKL
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 
-fn overrides(o: Option<&str>) -> PyResult<toml::Value> {
+pub(crate) fn overrides(o: Option<&str>) -> PyResult<toml::Value> {
     match o {
         None => Ok(toml::Value::Table(Default::default())),
         Some(s) => {
@@ -82,7 +82,7 @@ fn platform_run(
     json(&s)
 }
 
-fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
+pub(crate) fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
     if let Some(f) = cb {
         Python::attach(|py| {
             let _ = f.call1(py, (done, total));

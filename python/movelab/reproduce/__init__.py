@@ -50,3 +50,18 @@ def group(t: Table) -> Group:
         parts.append(Text(str(t.caption), style="dim"))
         t.caption = None
     return Group(*parts, Text(""))
+
+
+def write_rows(rows: list[dict[str, Any]], out: Path, name: str, keys: list[str]) -> list[Path]:
+    """Writes ``out/NAME.json`` (the rows) and ``out/NAME.csv`` (columns ``keys``); returns the paths."""
+    import csv
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.json", out / f"{name}.csv"]
+    paths[0].write_text(json.dumps(rows, indent=2))
+    with open(paths[1], "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    return paths

@@ -69,6 +69,7 @@ FILES = {
     "rowclone-fork": ["rowclone-fork.json", "rowclone-fork.csv", "rowclone-fork-fmtc.png", "rowclone-fork-speedup.png",
                       "rowclone-fork-energy.png", "rowclone-fork-bulk-zero.png"],
     "larsen-idma": ["larsen-idma.json", "larsen-idma.csv", "larsen-idma-stacks.png", "larsen-idma-fig10.png"],
+    "wun-onload": ["wun-onload.json", "wun-onload.csv", "wun-onload-throughput.png", "wun-onload-variants.png"],
 }
 FORCE_HELP = "Overwrite files that exist in --out."
 OUT_HELP = "Directory for CSV, JSON and PNG (an existing file there is kept unless --force)."
@@ -313,6 +314,47 @@ def _larsen_idma(fmt: str, small: int, large: int, out: Path | None, force: bool
         console.print(t)
 
 
+@app.command("wun-onload")
+def wun_onload(
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a network-platform KEY=VALUE "
+                                                              "(presets/network/ixp2350.toml), e.g. host.cpi=8.",
+                                          show_default=False),
+    payloads: str | None = typer.Option(None, "--payloads", help="UDP payload bytes, 16 to 1472 "
+                                                                 "[default: 64,128,256,512,1024,1472].",
+                                        show_default=False),
+    experiments: str | None = typer.Option(None, "--experiments", help="Comma-separated subset of rx, tx, "
+                                                                       "rx-components, mapping-cache, l2-push "
+                                                                       "[default: all].", show_default=False),
+    out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+) -> None:
+    """Wun & Crowley: network I/O on small cores (emu nic, softnic, onloader), Fig. 3-6 and section 6."""
+    check_output_dir(out, FILES["wun-onload"], force)
+    exps = None if experiments is None else [e.strip() for e in experiments.split(",") if e.strip()]
+    _wun_onload(fmt, parse_set(set_), _int_list(payloads, "--payloads", 1472), exps, out, force)
+
+
+def _wun_onload(fmt: str, overrides: dict[str, Any], payloads: list[int] | None, experiments: list[str] | None,
+                out: Path | None, force: bool = False) -> None:
+    from movelab.reproduce import wun_onload as wo
+
+    _check_format(fmt)
+    try:
+        with _progress("simulating", fmt != "json") as progress:
+            rows = wo.run(overrides, payloads, experiments, progress=progress)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+    if out is not None:
+        with staged_dir(out, force) as d:
+            wo.write(rows, d)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for t in wo.tables(rows):
+        console.print(t)
+
+
 @app.command("all")
 def all_cmd(
     ctx: typer.Context,
@@ -332,6 +374,7 @@ def all_cmd(
         ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, 200, d, force)),
         ("rowclone-fork", lambda d: _rowclone_fork("table", {}, None, None, 1024, d, force)),
         ("larsen-idma", lambda d: _larsen_idma("table", 2000, 64, d, force)),
+        ("wun-onload", lambda d: _wun_onload("table", {}, None, None, d, force)),
     ]
     for i, (name, fn) in enumerate(jobs, 1):
         console.rule(f"{name} ({i}/{len(jobs)})")

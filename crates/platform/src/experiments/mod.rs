@@ -4,6 +4,7 @@
 pub mod larsen_idma;
 pub mod pcie_model_check;
 pub mod rowclone_fork;
+pub mod wun_onload;
 pub mod zhao_copy_engine;
 
 use crate::config::PlatformConfig;

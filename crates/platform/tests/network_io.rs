@@ -1,0 +1,272 @@
+//! The network-I/O platform (Wun & Crowley's IXP2350-like system): every configuration delivers
+//! byte-checked datagrams and accounts for every one it loses; throughputs move the way the
+//! mechanisms say when a host or small-core parameter moves; the coherence oracle catches a
+//! program without its cache maintenance; bad configurations are refused by name.
+use movelab_platform::network_io::{run, Direction, NetStats, RunSpec};
+use movelab_platform::network_io_config::{HostStep, NetworkIoConfig};
+
+/// The preset, with a short sending time (debug builds are slow) and `over` merged in.
+fn cfg(over: &str) -> NetworkIoConfig {
+    let c = NetworkIoConfig::load("ixp2350").unwrap();
+    let short: toml::Value = toml::from_str("wire = { duration_us = 6000.0 }").unwrap();
+    let c = c.with_overrides(&short, "test").unwrap();
+    if over.is_empty() {
+        return c;
+    }
+    c.with_overrides(&toml::from_str(over).unwrap(), "test")
+        .unwrap()
+}
+
+fn go(c: &NetworkIoConfig, config: &str, dir: Direction, payload: usize) -> NetStats {
+    run(
+        c,
+        &RunSpec {
+            config: config.into(),
+            direction: dir,
+            payload,
+            with_app: true,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{config} {dir:?} {payload}: {e}"))
+}
+
+#[test]
+fn every_configuration_delivers_checked_datagrams_and_accounts_for_losses() {
+    let c = cfg("");
+    for config in ["emu", "softnic", "onloader"] {
+        for dir in [Direction::Rx, Direction::Tx] {
+            let s = go(&c, config, dir, 512);
+            assert!(s.delivered > 20, "{config} {dir:?}: {s:?}");
+            assert!(
+                s.throughput_mbps > 0.0 && s.throughput_mbps < s.offered_mbps * 1.01,
+                "{s:?}"
+            );
+            assert!(s.delivered + s.lost <= s.sent, "{s:?}");
+            let drops = s.rbuf_drops + s.ring_drops + s.buffer_drops + s.socket_drops;
+            assert!(
+                drops >= s.sent - s.delivered,
+                "every lost datagram was dropped somewhere: {s:?}"
+            );
+            if dir == Direction::Tx {
+                assert_eq!(
+                    s.delivered, s.sent,
+                    "transmit is lossless (back-pressure): {s:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn interrupts_follow_the_notification_policy() {
+    let c = cfg("");
+    let emu = go(&c, "emu", Direction::Rx, 1472);
+    let soft = go(&c, "softnic", Direction::Rx, 1472);
+    let on = go(&c, "onloader", Direction::Rx, 1472);
+    // Per packet: at least one interrupt per packet the ME passed on.
+    assert!(emu.interrupts >= emu.delivered, "{emu:?}");
+    // Adaptive polling and interrupt-if-waiting: far fewer under overload.
+    assert!(soft.interrupts * 4 < soft.delivered, "{soft:?}");
+    assert!(on.interrupts * 4 < on.delivered, "{on:?}");
+    assert!(
+        emu.host_irq > 0.5 && soft.host_irq < 0.2,
+        "{emu:?} {soft:?}"
+    );
+}
+
+#[test]
+fn throughputs_move_with_the_host_and_small_core_parameters() {
+    let base = cfg("");
+    let soft = go(&base, "softnic", Direction::Rx, 1472).throughput_mbps;
+    let emu = go(&base, "emu", Direction::Rx, 1472).throughput_mbps;
+    let on = go(&base, "onloader", Direction::Rx, 1472).throughput_mbps;
+    // A slower host core: every host-bound configuration slows; the softnic (host instructions
+    // and an L2-hit copy) by most of the clock ratio.
+    let slow = cfg("host = { clock_mhz = 600.0 }");
+    let soft_slow = go(&slow, "softnic", Direction::Rx, 1472).throughput_mbps;
+    assert!(
+        soft_slow < soft * 0.8 && soft_slow > soft * 0.6,
+        "{soft} -> {soft_slow}"
+    );
+    // A dearer interrupt costs the emu nic (one per packet), hardly the onloader (none under load).
+    let irq = cfg("host = { costs = { irq_entry = 4000.0 } }");
+    let emu_irq = go(&irq, "emu", Direction::Rx, 1472).throughput_mbps;
+    let on_irq = go(&irq, "onloader", Direction::Rx, 1472).throughput_mbps;
+    assert!(emu_irq < emu * 0.9, "{emu} -> {emu_irq}");
+    assert!(on_irq > on * 0.97, "{on} -> {on_irq}");
+    // Dearer uncached reads of the small cores' DRAM: the emu nic's copies; not the softnic's.
+    let unc = cfg("host = { uncached_read_ns = 400.0 }");
+    assert!(go(&unc, "emu", Direction::Rx, 1472).throughput_mbps < emu * 0.7);
+    assert!(go(&unc, "softnic", Direction::Rx, 1472).throughput_mbps > soft * 0.95);
+    // A dearer host copy loop hurts the softnic more at large payloads than at small ones.
+    let copy = cfg("host = { copy_cycles_per_line = 60.0 }");
+    let small = go(&copy, "softnic", Direction::Rx, 64).throughput_mbps
+        / go(&base, "softnic", Direction::Rx, 64).throughput_mbps;
+    let large = go(&copy, "softnic", Direction::Rx, 1472).throughput_mbps / soft;
+    assert!(
+        large < small - 0.05,
+        "copy cost: small {small:.3}, large {large:.3}"
+    );
+    // Slower small cores: the onloader's receive (its copy into the user buffer is on the
+    // host's path) slows; the emu nic's (host-bound, the cores only move frames) does not.
+    let me =
+        cfg("small_cores = { clock_mhz = 300.0 }\nchannels = { me_dram = { latency_ns = 600.0 } }");
+    assert!(go(&me, "onloader", Direction::Rx, 1472).throughput_mbps < on * 0.85);
+    assert!(go(&me, "emu", Direction::Rx, 1472).throughput_mbps > emu * 0.95);
+}
+
+#[test]
+fn the_mapping_cache_and_the_l2_push_act_through_their_mechanisms() {
+    let on = go(&cfg(""), "onloader", Direction::Rx, 1472);
+    let off = go(
+        &cfg("host = { mapping_cache = false }"),
+        "onloader",
+        Direction::Rx,
+        1472,
+    );
+    assert_eq!(on.mapping_misses, 1, "one mapping, then hits: {on:?}");
+    assert!(off.mapping_misses >= off.delivered, "{off:?}");
+    assert!(off.throughput_mbps < on.throughput_mbps * 0.8);
+    let push = go(&cfg(""), "softnic", Direction::Rx, 1472);
+    let nopush = go(
+        &cfg("host = { l2_push = false }"),
+        "softnic",
+        Direction::Rx,
+        1472,
+    );
+    assert!(push.pushed_lines > 0 && nopush.pushed_lines == 0);
+    assert!(
+        nopush.l2_misses > push.l2_misses * 2,
+        "{} vs {}",
+        nopush.l2_misses,
+        push.l2_misses
+    );
+    assert!(nopush.throughput_mbps < push.throughput_mbps * 0.85);
+}
+
+/// The softnic's `direction` run with the cache operations of one of its host programs removed
+/// (`pick` chooses the program); the run's error.
+fn softnic_without_cache_ops(
+    direction: Direction,
+    pick: fn(&mut movelab_platform::network_io_config::Configuration) -> &mut Vec<HostStep>,
+) -> String {
+    let mut c = cfg("");
+    pick(c.configs.get_mut("softnic").unwrap()).retain(|s| !matches!(s, HostStep::CacheOp { .. }));
+    let spec = RunSpec {
+        config: "softnic".into(),
+        direction,
+        payload: 1472,
+        with_app: true,
+    };
+    run(&c, &spec).unwrap_err().to_string()
+}
+
+#[test]
+fn the_coherence_oracle_catches_missing_cache_maintenance() {
+    // The softnic's receive without the L1 invalidation: the host copies stale lines.
+    let e = softnic_without_cache_ops(Direction::Rx, |c| &mut c.rx.driver);
+    assert!(e.contains("without invalidating"), "{e}");
+    // Its transmit without the clean: a small core reads a line dirty in the host's cache.
+    let e = softnic_without_cache_ops(Direction::Tx, |c| &mut c.tx.app);
+    assert!(e.contains("dirty"), "{e}");
+}
+
+#[test]
+fn bad_configurations_and_runs_are_refused_by_name() {
+    let c = NetworkIoConfig::load("ixp2350").unwrap();
+    let over = |t: &str| {
+        c.with_overrides(&toml::from_str(t).unwrap(), "test")
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(over("host = { cpi = -1.0 }").contains("host.cpi"));
+    assert!(over("queues = { socket = 0 }").contains("queues.socket"));
+    assert!(over("wire = { speed = 1 }").contains("wire.speed"));
+    let e = over("configs.emu.rx.app = [{ op = \"cost\", name = \"nope\" }]");
+    assert!(
+        e.contains("nope") && e.contains("configs.emu.rx.app"),
+        "{e}"
+    );
+    let e = over("configs.emu.rx.app = [{ op = \"copy\", from = \"user\", to = \"kernel\", bytes = \"frame\" }]");
+    assert!(e.contains("copies from User"), "{e}");
+    let e = run(
+        &c,
+        &RunSpec {
+            config: "emu".into(),
+            direction: Direction::Rx,
+            payload: 9000,
+            with_app: true,
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("payload_bytes"), "{e}");
+    let e = run(
+        &c,
+        &RunSpec {
+            config: "nic".into(),
+            direction: Direction::Rx,
+            payload: 100,
+            with_app: true,
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("nic") && e.contains("softnic"), "{e}");
+    let e = run(
+        &c,
+        &RunSpec {
+            config: "emu".into(),
+            direction: Direction::Rx,
+            payload: 100,
+            with_app: false,
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("with_app"), "{e}");
+    assert!(NetworkIoConfig::load("no-such-platform")
+        .unwrap_err()
+        .to_string()
+        .contains("ixp2350"));
+}
+
+mod random_platforms {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+        /// Whatever the queue sizes, core counts, contexts and payload, every configuration ends
+        /// (no stall), every datagram it delivers passes the byte check, and every one it does not
+        /// deliver was dropped at a counted place.
+        #[test]
+        fn any_platform_delivers_checked_datagrams_and_accounts_for_the_rest(
+            payload in 16usize..=1472,
+            ring in 1u32..80,
+            socket in 1u32..40,
+            threads in 1u32..9,
+            rx_cores in 1u32..4,
+            poll_budget in 1u32..100,
+            config in 0usize..3,
+            tx in any::<bool>(),
+            push in any::<bool>(),
+        ) {
+            let over = format!(
+                "wire = {{ duration_us = 1500.0 }}\nqueues = {{ dev_ring = {ring}, socket = {socket}, poll_budget = {poll_budget} }}\n\
+                 small_cores = {{ threads = {threads}, rx_cores = {rx_cores} }}\nhost = {{ l2_push = {push} }}"
+            );
+            let c = cfg(&over);
+            let config = ["emu", "softnic", "onloader"][config];
+            let dir = if tx { Direction::Tx } else { Direction::Rx };
+            let s = run(&c, &RunSpec { config: config.into(), direction: dir, payload, with_app: true })
+                .map_err(|e| TestCaseError::fail(format!("{config} {dir:?} {payload}: {e}")))?;
+            prop_assert!(s.delivered > 0);
+            prop_assert!(s.delivered + s.lost <= s.sent);
+            let drops = s.rbuf_drops + s.ring_drops + s.buffer_drops + s.socket_drops;
+            prop_assert!(drops >= s.sent - s.delivered, "{:?}", s);
+            prop_assert!(s.throughput_mbps <= s.offered_mbps * 1.01, "{:?}", s);
+        }
+    }
+}

@@ -1,0 +1,63 @@
+"""``movelab network ...``: the network-I/O simulator (docs/onload-sim.md)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from movelab._util import TableJson, parse_set
+from movelab._util import fail as _fail
+
+app = typer.Typer(help="Network I/O on a host core with small cores beside it (Wun & Crowley).",
+                  no_args_is_help=True)
+console = Console()
+
+
+@app.command("run")
+def run_cmd(
+    config: str = typer.Argument(..., help="emu, softnic or onloader."),
+    direction: str = typer.Argument("rx", help="rx or tx."),
+    payload: int = typer.Option(1472, "--payload", min=16, max=1472, help="UDP payload bytes."),
+    no_app: bool = typer.Option(False, "--no-app", help="Receive without the user program (onloader only)."),
+    platform: str = typer.Option("ixp2350", "--platform", help="Built-in network platform or TOML file."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. host.clock_mhz=600.",
+                                          show_default=False),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+) -> None:
+    """One run: throughput and where the time and the packets went."""
+    from movelab import network
+
+    try:
+        s = network.run(config, direction, payload, not no_app, platform, parse_set(set_) or None)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+    if fmt == "json":
+        typer.echo(json.dumps(s, indent=2))
+        return
+    t = Table(title=f"{config} {direction}, {payload} B payload")
+    t.add_column("statistic")
+    t.add_column("value", justify="right")
+    for k, v in s.items():
+        if isinstance(v, dict):
+            v = ", ".join(f"{a} {b:.3f}" for a, b in v.items())
+        elif isinstance(v, float):
+            v = f"{v:.3f}"
+        t.add_row(k, str(v))
+    console.print(t)
+
+
+@app.command("config")
+def config_cmd(
+    platform: str = typer.Option("ixp2350", "--platform", help="Built-in network platform or TOML file."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE.", show_default=False),
+) -> None:
+    """The platform after its preset and overrides, as JSON."""
+    from movelab import network
+
+    try:
+        typer.echo(json.dumps(network.config(platform, parse_set(set_) or None), indent=2))
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)

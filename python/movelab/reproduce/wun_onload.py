@@ -1,0 +1,304 @@
+"""Wun & Crowley: network I/O on small cores (IXP2350-like platform; emu nic, softnic, onloader):
+
+* receive throughput against the UDP payload size (Fig. 3) and the onloader's gain over the
+  softnic (Fig. 4);
+* the onloader's receive blocks with and without the user program (Fig. 5);
+* transmit throughput (Fig. 6);
+* the per-connection mapping cache on and off, and the L2 push on and off (section 6).
+
+The runs are the network-I/O model's (Rust: ``network_io``, ``experiments::wun_onload``; platform
+``presets/network/ixp2350.toml``); the paper states its results in its text
+(``presets/papers/wun-onload.toml``). Every delivered datagram is byte-checked by the receiver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+
+from movelab import _core
+from movelab._util import refuse_keys
+from movelab.executor import run_points
+from movelab.reproduce import group, paper_data, table, write_rows
+
+NAME = "wun-onload"
+ROW_KEY = ["experiment", "config", "payload_bytes", "variant"]
+KEYS = ["experiment", "config", "payload_bytes", "variant", "throughput_mbps", "offered_mbps", "sent", "delivered",
+        "lost", "rbuf_drops", "ring_drops", "socket_drops", "interrupts", "host_irq", "host_softirq", "host_process",
+        "host_spin", "host_idle", "small_core_busy", "mapping_misses", "sim_time_us", "sim_packets", "wall_s"]
+EXPERIMENTS = ["rx", "tx", "rx-components", "mapping-cache", "l2-push"]
+CONFIGS = ["emu", "softnic", "onloader"]
+PAYLOADS = [64, 128, 256, 512, 1024, 1472]
+#: UDP payloads: iperf's header needs 16 bytes; one 1500-byte Ethernet frame holds 1472.
+MIN_PAYLOAD, MAX_PAYLOAD = 16, 1472
+
+
+def _payloads(v: Any) -> list[int]:
+    if v is None:
+        return list(PAYLOADS)
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+        raise TypeError(f"payloads must be a list of integers, not {type(v).__name__}")
+    out = list(v)
+    if not out or len(out) > 32 or any(isinstance(x, bool) or not isinstance(x, int)
+                                       or not MIN_PAYLOAD <= x <= MAX_PAYLOAD for x in out):
+        raise ValueError(f"payloads: {out!r} must be 1 to 32 integers from {MIN_PAYLOAD} to {MAX_PAYLOAD} "
+                         "(UDP payload bytes in one 1500-byte frame)")
+    return out
+
+
+def _experiments(v: Any) -> list[str]:
+    if v is None:
+        return list(EXPERIMENTS)
+    if isinstance(v, str) or not hasattr(v, "__iter__"):
+        raise TypeError(f"experiments must be a list of names, not {type(v).__name__}")
+    out = list(v)
+    bad = [e for e in out if e not in EXPERIMENTS]
+    if not out or bad:
+        raise ValueError(f"experiments: {bad or out!r} - known: {', '.join(EXPERIMENTS)}")
+    return out
+
+
+def points(overrides: Mapping[str, Any] | None = None, payloads: list[int] | None = None,
+           experiments: list[str] | None = None) -> list[dict[str, Any]]:
+    """One point per run: (experiment, config, payload, variant) with the overrides."""
+    pts = json.loads(_core.wun_onload_points(_experiments(experiments), _payloads(payloads)))
+    ov = dict(overrides) if overrides else None
+    return [{"point": p, "overrides": ov} for p in pts]
+
+
+def point(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The row of one point of :func:`points`."""
+    ov = json.dumps(p["overrides"]) if p.get("overrides") else None
+    return json.loads(_core.reproduce_wun_onload(json.dumps([p["point"]]), "ixp2350", ov, None))
+
+
+def run(overrides: Mapping[str, Any] | None = None, payloads: list[int] | None = None,
+        experiments: list[str] | None = None,
+        progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """Rows with exactly :data:`KEYS` (``variant`` is None where it does not apply).
+
+    ``overrides``: a dict shaped like the network platform (``presets/network/ixp2350.toml``),
+    e.g. ``{"host": {"clock_mhz": 600.0}}``."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides must be a dict shaped like the network platform, not {type(overrides).__name__}")
+    exps = _experiments(experiments)
+    if overrides:
+        # The variants set these themselves: an override would be dropped in their rows.
+        sets = {"l2-push": "host.l2_push", "mapping-cache": "host.mapping_cache"}
+        refuse_keys(dict(overrides), [k for e, k in sets.items() if e in exps], NAME)
+    pts = points(overrides, payloads, exps)
+    rows = []
+    for r in (r for rs in run_points(point, pts, progress) for r in rs):
+        row = {k: r.get(k) for k in KEYS}
+        for k in ["throughput_mbps", "offered_mbps", "sim_time_us"]:
+            row[k] = round(row[k], 3)
+        for k in ["host_irq", "host_softirq", "host_process", "host_spin", "host_idle", "small_core_busy"]:
+            row[k] = round(row[k], 4)
+        row["wall_s"] = round(row["wall_s"], 4)
+        rows.append(row)
+    return rows
+
+
+def paper() -> dict[str, Any]:
+    """The paper's statements (``presets/papers/wun-onload.toml``)."""
+    return paper_data("wun-onload")
+
+
+def _tp(rows: list[dict[str, Any]], exp: str, config: str, variant: str | None = None) -> dict[int, float]:
+    return {r["payload_bytes"]: r["throughput_mbps"] for r in rows
+            if r["experiment"] == exp and r["config"] == config and r["variant"] == variant}
+
+
+def gains(rows: list[dict[str, Any]]) -> dict[int, float]:
+    """Fig. 4: the onloader's receive gain over the softnic, per payload (0.2 = +20%)."""
+    on, soft = _tp(rows, "rx", "onloader"), _tp(rows, "rx", "softnic")
+    return {p: on[p] / soft[p] - 1 for p in sorted(on) if soft.get(p)}
+
+
+def bars(rows: list[dict[str, Any]]) -> list[tuple[str, str, str, bool | None]]:
+    """(bar of issue 12, movelab, paper, holds) for each bar the rows allow."""
+    p = paper()
+    out: list[tuple[str, str, str, bool | None]] = []
+    emu, soft, on = (_tp(rows, "rx", c) for c in CONFIGS)
+    if emu and soft and on:
+        big = max(set(emu) & set(soft) & set(on))
+        a, b = soft[big] / emu[big], on[big] / emu[big]
+        out.append((f"rx at {big} B: softnic and onloader >= 5x emu nic", f"{a:.1f}x, {b:.1f}x",
+                    f"~{p['rx']['large_gain_over_emu']:.0f}x", a >= 5 and b >= 5))
+        g = gains(rows)
+        if len(g) >= 2:
+            ps = sorted(g)
+            ok = g[ps[0]] > g[ps[-1]] and all(0.2 - 1e-9 <= v <= 1.0 + 1e-9 for v in g.values())
+            out.append(("rx: onloader over softnic larger at small payloads, within +20%..+100%",
+                        ", ".join(f"{k} B {v:+.0%}" for k, v in g.items()),
+                        f"+{p['rx']['onloader_gain_small']:.0%} small .. +{p['rx']['onloader_gain_large']:.0%} large",
+                        ok))
+        out.append((f"rx at {big} B: below the host's ceiling", f"onloader {on[big]:.0f} Mb/s",
+                    f"< {p['rx']['host_ceiling_mbps']:.0f} Mb/s", on[big] <= p["rx"]["host_ceiling_mbps"] * 1.05))
+    temu, tsoft, ton = (_tp(rows, "tx", c) for c in CONFIGS)
+    if temu and tsoft and ton:
+        big = max(set(temu) & set(tsoft) & set(ton))
+        a, b = tsoft[big] / temu[big], ton[big] / temu[big]
+        apart = abs(a - b) / max(a, b)
+        out.append((f"tx at {big} B: softnic and onloader 2x-4x emu, within 15% of each other",
+                    f"{a:.2f}x, {b:.2f}x ({apart:.0%} apart)", f"~{p['tx']['gain_over_emu']:.0f}x, no clear winner",
+                    2 <= a <= 4 and 2 <= b <= 4 and apart <= 0.15))
+    mon, moff = _tp(rows, "mapping-cache", "onloader", "cache-on"), _tp(rows, "mapping-cache", "onloader", "cache-off")
+    if mon and moff and soft:
+        big = max(set(mon) & set(moff) & set(soft))
+        r = mon[big] / moff[big]
+        out.append((f"mapping cache at {big} B: off falls below the softnic; on is ~1.5x off",
+                    f"off {moff[big]:.0f} vs softnic {soft[big]:.0f} Mb/s; on/off {r:.2f}x",
+                    f"{p['mapping_cache']['rx_gain']:.1f}x; off slower than softnic",
+                    moff[big] < soft[big] and 1.25 <= r <= 1.9))
+    pon, poff = _tp(rows, "l2-push", "softnic", "push-on"), _tp(rows, "l2-push", "softnic", "push-off")
+    if pon and poff:
+        big = max(set(pon) & set(poff))
+        loss = 1 - poff[big] / pon[big]
+        out.append((f"L2 push off at {big} B costs the softnic 25%-45%", f"{loss:.0%}",
+                    f"{p['l2_push']['softnic_loss']:.0%}", 0.25 <= loss <= 0.45))
+    won = _tp(rows, "rx-components", "onloader", "with-app")
+    woff = _tp(rows, "rx-components", "onloader", "without-app")
+    if won and woff:
+        offered = {r["payload_bytes"]: r["offered_mbps"] for r in rows if r["experiment"] == "rx-components"}
+        near = all(woff[k] >= 0.9 * offered[k] for k in woff)
+        out.append(("Fig. 5: receive blocks alone near the sender's rate; with recvmsg the host is the bottleneck",
+                    ", ".join(f"{k} B {woff[k]:.0f}/{offered[k]:.0f} vs {won[k]:.0f}" for k in sorted(woff)),
+                    "blocks ~ sender; recvmsg + copy the bottleneck", near and all(won[k] < woff[k] for k in won)))
+    return out
+
+
+def summary(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(statement, movelab, paper) for the report."""
+    return [(s, m + ("" if ok is None else (" (holds)" if ok else " (does not hold)")), p) for s, m, p, ok in
+            bars(rows)]
+
+
+def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Whether every bar of issue 12 the rows allow holds."""
+    b = bars(rows)
+    if not b:
+        return False, "no rows to check"
+    bad = [s for s, _, _, ok in b if ok is False]
+    return not bad, (f"all {len(b)} bars hold" if not bad else f"{len(bad)} of {len(b)} bars miss: " + "; ".join(bad))
+
+
+def speed(rows: list[dict[str, Any]]) -> float | None:
+    """Simulated packets per wall second over the rows."""
+    wall = sum(r["wall_s"] for r in rows)
+    return sum(r["sim_packets"] for r in rows) / wall if wall > 0 else None
+
+
+def tables(rows: list[dict[str, Any]]) -> list[Group]:
+    out = []
+    for exp, title in [("rx", "Receive throughput, Mb/s (Fig. 3) and the onloader's gain over the softnic (Fig. 4)"),
+                       ("tx", "Transmit throughput, Mb/s (Fig. 6)")]:
+        sel = {c: _tp(rows, exp, c) for c in CONFIGS}
+        ps = sorted({p for v in sel.values() for p in v})
+        if not ps:
+            continue
+        t = table(title)
+        for c in ["payload B", *CONFIGS, "onloader/softnic"]:
+            t.add_column(c, justify="right")
+        for p in ps:
+            vals = [sel[c].get(p) for c in CONFIGS]
+            g = f"{vals[2] / vals[1] - 1:+.0%}" if vals[1] and vals[2] else "-"
+            t.add_row(str(p), *("-" if v is None else f"{v:.1f}" for v in vals), g)
+        out.append(group(t))
+    var = [r for r in rows if r["variant"] is not None]
+    if var:
+        t = table("Variants: onloader components (Fig. 5), mapping cache, L2 push (section 6), Mb/s")
+        for c in ["experiment", "config", "payload B", "variant", "throughput", "offered"]:
+            t.add_column(c, justify="right" if c in ("payload B", "throughput", "offered") else "left")
+        for r in var:
+            t.add_row(r["experiment"], r["config"], str(r["payload_bytes"]), r["variant"],
+                      f"{r['throughput_mbps']:.1f}", f"{r['offered_mbps']:.0f}")
+        out.append(group(t))
+    b = bars(rows)
+    if b:
+        pps = speed(rows)
+        t = table("Beside the paper (issue 12's bars)",
+                  caption=None if pps is None else f"{pps:,.0f} simulated packets per second of wall time")
+        for c in ["bar", "movelab", "paper", "holds"]:
+            t.add_column(c)
+        for s, m, p, ok in b:
+            t.add_row(s, m, p, "-" if ok is None else ("yes" if ok else "NO"))
+        out.append(group(t))
+    return out
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Fig. 3/6 (throughput), Fig. 4 (gain), Fig. 5 and section 6 variants; returns the paths."""
+    plt = _plt()
+    paths = []
+    p = paper()
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for ax, exp, title in [(axes[0], "rx", "receive (Fig. 3)"), (axes[2], "tx", "transmit (Fig. 6)")]:
+        for c in CONFIGS:
+            d = _tp(rows, exp, c)
+            if d:
+                ax.plot(list(d), list(d.values()), "-o", markersize=4, label=c)
+        ax.axhline(p["rx"]["host_ceiling_mbps"], color="grey", linestyle=":", label="paper: host ceiling")
+        ax.set_xlabel("UDP payload, bytes")
+        ax.set_ylabel("throughput, Mb/s")
+        ax.set_title(title, fontsize=10)
+        ax.legend(frameon=False, fontsize=8)
+    g = gains(rows)
+    if g:
+        axes[1].bar([str(k) for k in g], [v * 100 for v in g.values()], label="movelab")
+        for key, ls in [("onloader_gain_small", ":"), ("onloader_gain_large", "--")]:
+            axes[1].axhline(p["rx"][key] * 100, color="grey", linestyle=ls, label=f"paper: {key[15:]}")
+        axes[1].set_xlabel("UDP payload, bytes")
+        axes[1].set_ylabel("onloader over softnic, %")
+        axes[1].set_title("receive gain (Fig. 4)", fontsize=10)
+        axes[1].legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    paths.append(out / f"{NAME}-throughput.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    specs = [(axes[0], "rx-components", "onloader", ["without-app", "with-app"], "onloader receive (Fig. 5)"),
+             (axes[1], "mapping-cache", "onloader", ["cache-on", "cache-off"], "mapping cache (section 6)"),
+             (axes[2], "l2-push", "softnic", ["push-on", "push-off"], "softnic, L2 push (section 6)")]
+    for ax, exp, config, variants, title in specs:
+        for v in variants:
+            d = _tp(rows, exp, config, v)
+            if d:
+                ax.plot(list(d), list(d.values()), "-o", markersize=4, label=v)
+        if exp == "rx-components":
+            off = {r["payload_bytes"]: r["offered_mbps"] for r in rows if r["experiment"] == exp}
+            if off:
+                ax.plot(list(off), list(off.values()), ":", color="black", label="sender")
+        if exp == "mapping-cache":
+            d = _tp(rows, "rx", "softnic")
+            if d:
+                ax.plot(list(d), list(d.values()), "--", color="grey", label="softnic")
+        ax.set_xlabel("UDP payload, bytes")
+        ax.set_ylabel("receive throughput, Mb/s")
+        ax.set_title(title, fontsize=10)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    paths.append(out / f"{NAME}-variants.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+    return paths
+
+
+def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
+    return write_rows(rows, out, NAME, KEYS) + plot(rows, out)

@@ -1,0 +1,108 @@
+"""Wun & Crowley's network I/O on small cores: the API, the CLI and the reproduction (its rows, its
+bars, its bad input)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from movelab import network
+from movelab.cli import app
+from movelab.reproduce import wun_onload as wo
+from typer.testing import CliRunner
+
+runner = CliRunner()
+SHORT = {"wire": {"duration_us": 3000.0}}
+
+
+def cli(*args: object, code: int = 0) -> str:
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == code, f"exit {r.exit_code} for {args}:\n{r.output}\n{r.exception!r}"
+    return r.output
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    return wo.run(payloads=[256, 1472])
+
+
+def test_rows_have_the_issue_keys_and_variants(rows: list[dict]) -> None:
+    assert {r["experiment"] for r in rows} == set(wo.EXPERIMENTS)
+    for r in rows:
+        assert set(r) == set(wo.KEYS)
+        assert r["config"] in wo.CONFIGS and r["payload_bytes"] in (256, 1472)
+        assert 0 < r["throughput_mbps"] <= r["offered_mbps"] * 1.01
+        if r["experiment"] in ("rx", "tx"):
+            assert r["variant"] is None
+    variants = {(r["experiment"], r["variant"]) for r in rows if r["variant"]}
+    assert variants == {("rx-components", "with-app"), ("rx-components", "without-app"),
+                        ("mapping-cache", "cache-on"), ("mapping-cache", "cache-off"),
+                        ("l2-push", "push-on"), ("l2-push", "push-off")}
+
+
+def test_the_bars_hold(rows: list[dict]) -> None:
+    ok, text = wo.check(rows)
+    assert ok, text
+    g = wo.gains(rows)
+    assert g[256] > g[1472] >= 0.2 - 1e-9
+
+
+def test_a_slower_host_clock_lowers_host_bound_receive() -> None:
+    base = {r["config"]: r["throughput_mbps"] for r in wo.run(SHORT, [1472], ["rx"])}
+    slow = {r["config"]: r["throughput_mbps"] for r in wo.run({**SHORT, "host": {"clock_mhz": 450.0}}, [1472], ["rx"])}
+    for c in ["softnic", "onloader"]:
+        assert slow[c] < base[c] * 0.85, (c, base[c], slow[c])
+    # The emu nic's time goes mostly to uncached reads over the chip bus (ns, not host cycles).
+    assert slow["emu"] < base["emu"] and slow["emu"] / base["emu"] > slow["softnic"] / base["softnic"]
+
+
+def test_api_run_and_bad_input() -> None:
+    s = network.run("softnic", "rx", 512, overrides=SHORT)
+    assert s["delivered"] > 0 and s["config"] == "softnic"
+    assert network.run("onloader", "rx", 512, with_app=False, overrides=SHORT)["host_process"] == 0
+    assert network.config()["host"]["clock_mhz"] == 900.0
+    assert "ixp2350" in network.presets()
+    with pytest.raises(ValueError, match="direction"):
+        network.run("emu", "up", 512)
+    with pytest.raises(ValueError, match="payload"):
+        network.run("emu", "rx", 9000)
+    with pytest.raises(ValueError, match="softnic"):
+        network.run("nic", "rx", 512, overrides=SHORT)
+    with pytest.raises(ValueError, match=r"host\.speed"):
+        network.run("emu", "rx", 512, overrides={"host": {"speed": 2}})
+    with pytest.raises(ValueError, match=r"host\.cpi"):
+        network.config(overrides={"host": {"cpi": 0.0}})
+    with pytest.raises(ValueError, match="payloads"):
+        wo.run(payloads=[8])
+    with pytest.raises(ValueError, match=r"host\.l2_push.*ignored"):
+        wo.run({"host": {"l2_push": False}}, [1472], ["l2-push"])
+    assert wo.run({**SHORT, "host": {"l2_push": False}}, [1472], ["rx"])[0]["throughput_mbps"] > 0
+    with pytest.raises(ValueError, match="experiments"):
+        wo.run(experiments=["fig9"])
+
+
+def test_cli_json_files_and_no_overwrite(tmp_path: Path) -> None:
+    args = ["reproduce", "--workers", "2", "wun-onload", "--payloads", "1472", "--experiments", "rx,l2-push",
+            "--set", "wire.duration_us=3000.0"]
+    rows = json.loads(cli(*args, "--format", "json"))
+    assert {(r["experiment"], r["config"], r["variant"]) for r in rows} >= {
+        ("rx", "emu", None), ("l2-push", "softnic", "push-off")}
+    one = json.loads(cli("reproduce", "--workers", "1", *args[3:], "--format", "json"))
+
+    def same(rs: list[dict]) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "wall_s"} for r in rs]
+
+    assert same(rows) == same(one), "a pool of processes gives the rows of one process"
+    out = tmp_path / "w"
+    cli(*args, "--out", out)
+    assert {p.name for p in out.iterdir()} == set(
+        ["wun-onload.json", "wun-onload.csv", "wun-onload-throughput.png", "wun-onload-variants.png"])
+    assert "--force" in cli(*args, "--out", out, code=2)
+    assert "error" in cli("reproduce", "wun-onload", "--payloads", "2000", code=2).lower()
+    assert "host.nope" in cli("reproduce", "--workers", "1", "wun-onload", "--payloads", "64", "--experiments", "rx",
+                              "--set", "host.nope=1", code=2)
+    s = json.loads(cli("network", "run", "emu", "tx", "--payload", "256", "--set", "wire.duration_us=2000.0",
+                       "--format", "json"))
+    assert s["direction"] == "tx" and s["delivered"] > 0
+    assert "direction" in cli("network", "run", "emu", "sideways", code=2)
