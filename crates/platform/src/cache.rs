@@ -148,6 +148,14 @@ impl Cache {
     pub fn occupancy(&self) -> usize {
         self.sets.iter().filter(|w| w.valid).count()
     }
+
+    /// The dirty lines present, each with whether a copy or initialisation dirtied it.
+    pub fn dirty_lines(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
+        self.sets
+            .iter()
+            .filter(|w| w.valid && w.dirty)
+            .map(|w| (w.tag, w.by_copy))
+    }
 }
 
 #[cfg(test)]

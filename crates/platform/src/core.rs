@@ -60,6 +60,10 @@ pub struct Uop {
     pub count: u32,
     /// Distance back (in entries) to the entry producing its operand; 0: none.
     pub dep: u32,
+    /// Program instructions it stands for: `count`, except that a copy or initialisation the
+    /// core expands counts as one instruction in all (its first entry), as the offloaded
+    /// `memcpy`/`meminit` does, so that work is measured alike under every mechanism.
+    pub work: u32,
 }
 
 /// An offloaded bulk operation, as the uncore receives it.
@@ -141,6 +145,9 @@ struct Expansion {
 #[derive(Debug, Clone, Default)]
 pub struct CoreCounters {
     pub instructions: u64,
+    /// Program instructions retired, a copy or initialisation counting as one whatever runs it
+    /// (see [`Uop::work`]).
+    pub work_instructions: u64,
     pub loads: u64,
     pub stores: u64,
     pub offloads: u64,
@@ -204,6 +211,8 @@ pub struct Core {
     interrupted_expansion: Option<Expansion>,
     /// The hardware context, in the top byte of every token this core hands out.
     tag: u64,
+    /// Set while a copy or initialisation is expanded: its entries count no program work.
+    in_expansion: bool,
 }
 
 /// How the core turns a workload operation into micro-ops.
@@ -251,6 +260,7 @@ impl Core {
             interrupt_mark: 0,
             interrupted_expansion: None,
             tag: 0,
+            in_expansion: false,
         }
     }
 
@@ -319,7 +329,13 @@ impl Core {
         // dep_on is an absolute emission index; convert to a distance.
         // Producers further back than any window have long retired: no dependence.
         let dep = dep_on.map_or(0, |d| u32::try_from(self.emitted - d).unwrap_or(0));
-        self.pending.push_back(Uop { kind, count, dep });
+        let work = if self.in_expansion { 0 } else { count };
+        self.pending.push_back(Uop {
+            kind,
+            count,
+            dep,
+            work,
+        });
         self.emitted += 1;
     }
 
@@ -457,6 +473,9 @@ impl Core {
         };
         let reg = u64::from(self.cfg.register_bytes);
         let loop_instr = self.cfg.copy_loop_instructions;
+        let first = x.off == 0;
+        let mark = self.pending.len();
+        self.in_expansion = true;
         while x.off < x.bytes && self.pending.len() < EXPAND_AHEAD {
             let d = x.dst + x.off;
             let to_d = 64 - d % 64;
@@ -506,6 +525,12 @@ impl Core {
                     }
                     x.off += seg;
                 }
+            }
+        }
+        self.in_expansion = false;
+        if first {
+            if let Some(u) = self.pending.get_mut(mark) {
+                u.work = 1;
             }
         }
         self.expanding = (x.off < x.bytes).then_some(x);
@@ -665,6 +690,7 @@ impl Core {
                     kind: UopKind::Alu { lat: 0 },
                     count: 0,
                     dep: 0,
+                    work: 0,
                 },
                 issued: true,
                 blocked: false,
@@ -674,6 +700,7 @@ impl Core {
             self.rob_instrs -= e.uop.count;
             self.retire_credit -= i64::from(e.uop.count);
             self.counters.instructions += u64::from(e.uop.count);
+            self.counters.work_instructions += u64::from(e.uop.work);
             progress = true;
         }
 

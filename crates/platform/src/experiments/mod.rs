@@ -1,7 +1,9 @@
 //! The papers' system-level experiments: each builds its platforms and workloads from the
 //! presets, runs them, and returns rows (movelab's figures beside the paper's where it gives
 //! them). The Python CLI prints, stores and plots them.
+pub mod rowclone_apps;
 pub mod rowclone_fork;
+pub mod rowclone_multicore;
 pub mod zhao_copy_engine;
 
 use crate::config::PlatformConfig;
