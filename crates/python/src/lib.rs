@@ -10,6 +10,7 @@ mod interrupt;
 mod ipc;
 mod onload;
 mod platform;
+mod rowclone_system;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -19,5 +20,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ipc::register(m)?;
     onload::register(m)?;
     platform::register(m)?;
+    rowclone_system::register(m)?;
     Ok(())
 }

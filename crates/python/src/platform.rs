@@ -8,7 +8,7 @@ use movelab_platform::workload::{builtin_workload_names, Workload, BUILTIN_WORKL
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 
-fn overrides(o: Option<&str>) -> PyResult<toml::Value> {
+pub(crate) fn overrides(o: Option<&str>) -> PyResult<toml::Value> {
     match o {
         None => Ok(toml::Value::Table(Default::default())),
         Some(s) => {
@@ -27,7 +27,7 @@ fn load(platform: &str, o: Option<&str>) -> PyResult<PlatformConfig> {
     cfg.with_overrides(ov, "overrides").map_err(verr)
 }
 
-fn params(p: Option<&str>) -> PyResult<BTreeMap<String, u64>> {
+pub(crate) fn params(p: Option<&str>) -> PyResult<BTreeMap<String, u64>> {
     match p {
         None => Ok(BTreeMap::new()),
         Some(s) => serde_json::from_str(s).map_err(|e| {
@@ -82,7 +82,7 @@ fn platform_run(
     json(&s)
 }
 
-fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
+pub(crate) fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
     if let Some(f) = cb {
         Python::attach(|py| {
             let _ = f.call1(py, (done, total));

@@ -219,8 +219,8 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            instructions: 400_000,
-            warmup: 200_000,
+            instructions: 200_000,
+            warmup: 100_000,
             overrides: toml::Value::Table(Default::default()),
             app_params: BTreeMap::new(),
             apps: Vec::new(),
@@ -243,7 +243,7 @@ impl Options {
 }
 
 /// What one run measured, over its window.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct Measure {
     /// Program instructions per cycle of each core, over its own measured instructions.
     pub ipc: f64,

@@ -21,7 +21,7 @@ use crate::config::CoreGroup;
 use crate::error::PlatformError;
 use crate::platform::Platform;
 use movelab_dram::generator::Xoshiro256StarStar;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Most mixes per core count.
@@ -72,7 +72,7 @@ impl Options {
 }
 
 /// A multi-programmed workload: one application per core.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Mix {
     pub cores: u32,
     /// Its index among the mixes of this core count.
@@ -115,7 +115,7 @@ pub fn draw_mixes(seed: u64, cores: u32, n: u32) -> Result<Vec<Mix>, PlatformErr
 }
 
 /// One mix under one mechanism.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MixRun {
     pub mechanism: String,
     /// Each core's shared IPC (program instructions per cycle over its measured instructions).
@@ -129,7 +129,7 @@ pub struct MixRun {
 }
 
 /// A mix's runs under the three mechanisms (in the order of `rowclone_apps::MECHANISMS`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MixResult {
     pub mix: Mix,
     /// The applications' alone IPCs (the baseline's).
