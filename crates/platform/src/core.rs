@@ -213,6 +213,8 @@ pub struct Core {
     tag: u64,
     /// Set while a copy or initialisation is expanded: its entries count no program work.
     in_expansion: bool,
+    /// The window's first entries, this many, have all issued: the issue scan starts after them.
+    issued_prefix: usize,
 }
 
 /// How the core turns a workload operation into micro-ops.
@@ -261,6 +263,7 @@ impl Core {
             interrupted_expansion: None,
             tag: 0,
             in_expansion: false,
+            issued_prefix: 0,
         }
     }
 
@@ -685,6 +688,7 @@ impl Core {
             if Self::is_mem(&e.uop) {
                 self.lsq_used -= e.uop.count;
             }
+            self.issued_prefix = self.issued_prefix.saturating_sub(1);
             let e = self.rob.pop_front().unwrap_or(Entry {
                 uop: Uop {
                     kind: UopKind::Alu { lat: 0 },
@@ -774,7 +778,11 @@ impl Core {
         let mut wake = Ps::MAX;
         let mut retry = false;
         let n = self.rob.len();
-        let mut idx = 0;
+        // Entries before the prefix have issued: the scan would skip them.
+        while self.issued_prefix < n && self.rob[self.issued_prefix].issued {
+            self.issued_prefix += 1;
+        }
+        let mut idx = self.issued_prefix.min(n);
         if now < self.serialize_until {
             // A serializing entry (interrupt entry or return) holds everything younger.
             wake = wake.min(self.serialize_until);

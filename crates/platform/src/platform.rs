@@ -283,7 +283,11 @@ impl Platform {
     /// [`PlatformStats::window`] the system's traffic, energy and instructions from the moment
     /// every core was warm to the end (the caches then hold a steady population of dirty lines,
     /// so a mechanism's write-backs are not left uncounted in them).
-    pub fn set_work_targets(&mut self, warmup: u64, targets: Vec<u64>) -> Result<(), PlatformError> {
+    pub fn set_work_targets(
+        &mut self,
+        warmup: u64,
+        targets: Vec<u64>,
+    ) -> Result<(), PlatformError> {
         if targets.len() != self.cores.len() || targets.contains(&0) {
             return Err(PlatformError::config(
                 "platform",
@@ -788,7 +792,12 @@ impl Platform {
         }
         if let Some(l) = &self.sys.llc {
             for (line, c) in l.dirty_lines() {
-                if !self.sys.privs.iter().any(|p| p.l2.is_dirty(line) || p.l1.is_dirty(line)) {
+                if !self
+                    .sys
+                    .privs
+                    .iter()
+                    .any(|p| p.l2.is_dirty(line) || p.l1.is_dirty(line))
+                {
                     count(c);
                 }
             }

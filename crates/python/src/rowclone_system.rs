@@ -36,7 +36,7 @@ fn rowclone_app_list() -> PyResult<String> {
 /// RowClone section 7.3: the given applications (default: the six of Table 4) alone under the
 /// baseline, RowClone and RowClone-ZI: rows as JSON.
 #[pyfunction]
-#[pyo3(signature = (apps=None, instructions=200_000, warmup=100_000, overrides=None, app_params=None, progress=None))]
+#[pyo3(signature = (apps=None, instructions=100_000, warmup=50_000, overrides=None, app_params=None, progress=None))]
 fn reproduce_rowclone_apps(
     py: Python<'_>,
     apps: Option<Vec<String>>,
@@ -73,7 +73,7 @@ fn rowclone_mixes(seed: u64, cores: u32, n: u32) -> PyResult<String> {
 /// One application alone on the single-core system under `mechanism` (a `copy.mechanism`):
 /// its measure as JSON (ipc, bytes and energy per instruction).
 #[pyfunction]
-#[pyo3(signature = (app, mechanism="base", instructions=200_000, warmup=100_000, overrides=None, app_params=None))]
+#[pyo3(signature = (app, mechanism="base", instructions=100_000, warmup=50_000, overrides=None, app_params=None))]
 fn rowclone_alone(
     py: Python<'_>,
     app: &str,
@@ -92,7 +92,7 @@ fn rowclone_alone(
 /// One mix (JSON, as `rowclone_mixes` gives) under the three mechanisms; `alone` maps each
 /// application to its alone IPC. The mix's result as JSON.
 #[pyfunction]
-#[pyo3(signature = (mix, alone, instructions=200_000, warmup=100_000, overrides=None, app_params=None))]
+#[pyo3(signature = (mix, alone, instructions=100_000, warmup=50_000, overrides=None, app_params=None))]
 fn rowclone_mix(
     py: Python<'_>,
     mix: &str,

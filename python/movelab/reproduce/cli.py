@@ -311,8 +311,8 @@ def rowclone_apps(
     set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE (rowclone-system).",
                                           show_default=False),
     app_param: list[str] | None = typer.Option(None, "--app-param", help=_APP_PARAM_HELP, show_default=False),
-    instructions: int = typer.Option(200_000, "--instructions", min=1, max=1 << 32, help=_INSTR_HELP),
-    warmup: int = typer.Option(100_000, "--warmup", min=0, max=1 << 32, help=_WARMUP_HELP),
+    instructions: int = typer.Option(100_000, "--instructions", min=1, max=1 << 32, help=_INSTR_HELP),
+    warmup: int = typer.Option(50_000, "--warmup", min=0, max=1 << 32, help=_WARMUP_HELP),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
@@ -352,8 +352,8 @@ def rowclone_multicore(
     seed: int = typer.Option(7, "--seed", min=0, max=(1 << 63) - 1, help="Seed of the mixes' draw."),
     cores: str | None = typer.Option(None, "--cores", help="Core counts, even, 2 to 8 [default: 2,4,8].",
                                      show_default=False),
-    instructions: int = typer.Option(200_000, "--instructions", min=1, max=1 << 32, help=_INSTR_HELP),
-    warmup: int = typer.Option(100_000, "--warmup", min=0, max=1 << 32, help=_WARMUP_HELP),
+    instructions: int = typer.Option(100_000, "--instructions", min=1, max=1 << 32, help=_INSTR_HELP),
+    warmup: int = typer.Option(50_000, "--warmup", min=0, max=1 << 32, help=_WARMUP_HELP),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
@@ -403,8 +403,8 @@ def all_cmd(
         ("rowclone-latency", lambda d: _rowclone_latency("table", "rowclone-ddr3-1066", {}, d, force)),
         ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, 200, d, force)),
         ("rowclone-fork", lambda d: _rowclone_fork("table", {}, None, None, 1024, d, force)),
-        ("rowclone-apps", lambda d: _rowclone_apps("table", {}, None, 200_000, 100_000, d, force)),
-        ("rowclone-multicore", lambda d: _rowclone_multicore("table", {}, None, 10, 7, None, 200_000, 100_000, d,
+        ("rowclone-apps", lambda d: _rowclone_apps("table", {}, None, 100_000, 50_000, d, force)),
+        ("rowclone-multicore", lambda d: _rowclone_multicore("table", {}, None, 10, 7, None, 100_000, 50_000, d,
                                                              force)),
     ]
     for i, (name, fn) in enumerate(jobs, 1):

@@ -34,8 +34,8 @@ MECHS = ["baseline", "rowclone", "rowclone-zi"]
 #: Platform keys the experiment sets itself for each run (an override of them would be dropped).
 SETS = ["copy.mechanism"]
 #: Default run lengths (program instructions per application; docs/rowclone-system.md).
-INSTRUCTIONS = 200_000
-WARMUP = 100_000
+INSTRUCTIONS = 100_000
+WARMUP = 50_000
 MAX_INSTRUCTIONS = 1 << 32
 
 

@@ -219,8 +219,8 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            instructions: 200_000,
-            warmup: 100_000,
+            instructions: 100_000,
+            warmup: 50_000,
             overrides: toml::Value::Table(Default::default()),
             app_params: BTreeMap::new(),
             apps: Vec::new(),
@@ -230,8 +230,7 @@ impl Default for Options {
 
 impl Options {
     pub fn check(&self) -> Result<(), PlatformError> {
-        if !(1..=MAX_INSTRUCTIONS).contains(&self.instructions) || self.warmup > MAX_INSTRUCTIONS
-        {
+        if !(1..=MAX_INSTRUCTIONS).contains(&self.instructions) || self.warmup > MAX_INSTRUCTIONS {
             return Err(PlatformError::config(
                 "rowclone-apps",
                 "instructions",
@@ -338,19 +337,19 @@ pub fn rows_of(app: &str, m: &[Measure; 3]) -> Vec<Row> {
         .iter()
         .zip(m)
         .map(|((name, _), x)| Row {
-                app: app.into(),
-                mechanism: (*name).into(),
-                ipc: x.ipc,
-                speedup: if b.ipc > 0.0 { x.ipc / b.ipc } else { 0.0 },
-                energy_reduction: red(x.energy_nj_per_instruction, b.energy_nj_per_instruction),
-                bandwidth_reduction: red(x.bytes_per_instruction, b.bytes_per_instruction),
-                copy_init_fraction: if b.bytes_per_instruction > 0.0 {
-                    b.copy_bytes_per_instruction / b.bytes_per_instruction
-                } else {
-                    0.0
-                },
-                bytes_per_instruction: x.bytes_per_instruction,
-                energy_nj_per_instruction: x.energy_nj_per_instruction,
+            app: app.into(),
+            mechanism: (*name).into(),
+            ipc: x.ipc,
+            speedup: if b.ipc > 0.0 { x.ipc / b.ipc } else { 0.0 },
+            energy_reduction: red(x.energy_nj_per_instruction, b.energy_nj_per_instruction),
+            bandwidth_reduction: red(x.bytes_per_instruction, b.bytes_per_instruction),
+            copy_init_fraction: if b.bytes_per_instruction > 0.0 {
+                b.copy_bytes_per_instruction / b.bytes_per_instruction
+            } else {
+                0.0
+            },
+            bytes_per_instruction: x.bytes_per_instruction,
+            energy_nj_per_instruction: x.energy_nj_per_instruction,
         })
         .collect()
 }

@@ -52,12 +52,19 @@ impl Default for Options {
 impl Options {
     pub fn check(&self) -> Result<(), PlatformError> {
         self.apps.check()?;
-        if self.cores.is_empty() || self.cores.iter().any(|&c| !(2..=8).contains(&c) || c % 2 == 1)
+        if self.cores.is_empty()
+            || self
+                .cores
+                .iter()
+                .any(|&c| !(2..=8).contains(&c) || c % 2 == 1)
         {
             return Err(PlatformError::config(
                 "rowclone-multicore",
                 "cores",
-                format!("{:?}: core counts must be even, 2 to 8 (half run copy-intensive applications)", self.cores),
+                format!(
+                    "{:?}: core counts must be even, 2 to 8 (half run copy-intensive applications)",
+                    self.cores
+                ),
             ));
         }
         if !(1..=MAX_MIXES).contains(&self.mixes) {
@@ -153,13 +160,18 @@ pub fn run_mix(
         .iter()
         .map(|n| {
             alone.get(n).copied().filter(|v| *v > 0.0).ok_or_else(|| {
-                PlatformError::config("rowclone-multicore", "alone", format!("no alone IPC for '{n}'"))
+                PlatformError::config(
+                    "rowclone-multicore",
+                    "alone",
+                    format!("no alone IPC for '{n}'"),
+                )
             })
         })
         .collect::<Result<_, _>>()?;
     let mut runs = Vec::new();
     for (label, mech) in rowclone_apps::MECHANISMS {
-        let mut cfg = rowclone_apps::mechanism_platform("rowclone-multicore", &o.apps.overrides, mech)?;
+        let mut cfg =
+            rowclone_apps::mechanism_platform("rowclone-multicore", &o.apps.overrides, mech)?;
         let stride = cfg.cores.first().map_or(0x2000_0000, |g| g.stride);
         cfg.cores = (0..mix.cores)
             .map(|i| CoreGroup {
