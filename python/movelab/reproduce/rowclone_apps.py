@@ -22,7 +22,7 @@ from rich.console import Group
 from movelab import _core
 from movelab._util import refuse_keys
 from movelab.executor import run_points
-from movelab.reproduce import fraction, group, paper_data, table
+from movelab.reproduce import fraction, group, paper_data, pyplot, table, write_rows
 
 NAME = "rowclone-apps"
 ROW_KEY = ["app", "mechanism"]
@@ -182,19 +182,10 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
     return out
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """Fig. 11 (IPC by mechanism), Table 5 (energy and bandwidth reductions beside the paper's) and
     Fig. 10 (copy + init share); returns the paths."""
-    plt = _plt()
+    plt = pyplot()
     apps = list(dict.fromkeys(r["app"] for r in rows))
     by = {(r["app"], r["mechanism"]): r for r in rows}
     x = range(len(apps))
@@ -253,16 +244,7 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
 def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
-    import csv
-
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{NAME}.json", out / f"{NAME}.csv"]
-    paths[0].write_text(json.dumps(rows, indent=2))
-    with open(paths[1], "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=KEYS)
-        w.writeheader()
-        w.writerows(rows)
-    return paths + plot(rows, out)
+    return write_rows(rows, out, NAME, KEYS) + plot(rows, out)
 
 
 # docs/rowclone-system.md: RowClone-ZI's bandwidth reduction per application is within this many

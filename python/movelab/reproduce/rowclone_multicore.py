@@ -24,7 +24,7 @@ from rich.console import Group
 from movelab import _core
 from movelab._util import refuse_keys
 from movelab.executor import run_points
-from movelab.reproduce import fraction, group, paper_data, table
+from movelab.reproduce import fraction, group, paper_data, pyplot, table, write_csv, write_rows
 from movelab.reproduce.rowclone_apps import INSTRUCTIONS, WARMUP, check_app_params, check_lengths
 
 NAME = "rowclone-multicore"
@@ -211,18 +211,9 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
     return out
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """Table 7 (bars by core count beside the paper's) and Fig. 13 (lines); returns the paths."""
-    plt = _plt()
+    plt = pyplot()
     cores = sorted({r["cores"] for r in rows})
     by = {(r["cores"], r["mechanism"]): r for r in rows}
     paths = []
@@ -267,27 +258,13 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     return paths
 
 
-def _csv(path: Path, rows: list[dict[str, Any]], keys: list[str]) -> None:
-    import csv
-
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in r.items()})
-
-
 def write(rows: list[dict[str, Any]], out: Path, results: list[dict[str, Any]] | None = None) -> list[Path]:
     """Writes the JSON, CSV (and, given the mixes' results, the per-mix CSV) and PNGs into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{NAME}.json", out / f"{NAME}.csv"]
-    paths[0].write_text(json.dumps(rows, indent=2))
-    _csv(paths[1], rows, KEYS)
-    if results is not None:
-        mr = mix_rows(results)
-        if mr:
-            paths.append(out / f"{NAME}-mixes.csv")
-            _csv(paths[-1], mr, list(mr[0]))
+    paths = write_rows(rows, out, NAME, KEYS)
+    mr = mix_rows(results or [])
+    if mr:
+        paths.append(out / f"{NAME}-mixes.csv")
+        write_csv(paths[-1], mr, list(mr[0]))
     return paths + plot(rows, out)
 
 
