@@ -126,6 +126,7 @@ def test_rowclone_multicore_writes_files(tmp_path: Path) -> None:
     (["rowclone-multicore", "--set", "copy.mechanism=rowclone"], ["copy.mechanism"]),
     (["rowclone-apps", "--instructions", "0"], ["--instructions"]),
     (["rowclone-apps", "--app-param", "nosuch=1"], ["nosuch"]),
+    (["rowclone-apps", "--app-param", "work=99999999"], ["work", "1,000,000"]),
 ])
 def test_bad_input_is_refused(args: list[str], words: list[str]) -> None:
     out = cli("reproduce", *args, *SHORT[2:], code=2)

@@ -237,9 +237,20 @@ impl Options {
                 format!("instructions must be 1 to {MAX_INSTRUCTIONS} and warmup at most that"),
             ));
         }
+        if let Some((k, v)) = self.app_params.iter().find(|(_, v)| **v > MAX_APP_PARAM) {
+            return Err(PlatformError::config(
+                "rowclone-apps",
+                format!("app_params.{k}"),
+                format!("{v}: an application parameter is at most {MAX_APP_PARAM}"),
+            ));
+        }
         Ok(())
     }
 }
+
+/// Largest value of an application parameter override (a unit's instruction and page counts:
+/// a unit is generated whole, so its size is bounded).
+pub const MAX_APP_PARAM: u64 = 1_000_000;
 
 /// What one run measured, over its window.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
