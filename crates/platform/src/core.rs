@@ -213,8 +213,8 @@ pub struct Core {
     tag: u64,
     /// Set while a copy or initialisation is expanded: its entries count no program work.
     in_expansion: bool,
-    /// The window's first entries, this many, have all issued: the issue scan starts after them.
-    issued_prefix: usize,
+    /// Sequence numbers of the window's entries not yet issued, oldest first.
+    unissued: VecDeque<u64>,
 }
 
 /// How the core turns a workload operation into micro-ops.
@@ -263,7 +263,7 @@ impl Core {
             interrupted_expansion: None,
             tag: 0,
             in_expansion: false,
-            issued_prefix: 0,
+            unissued: VecDeque::new(),
         }
     }
 
@@ -688,7 +688,6 @@ impl Core {
             if Self::is_mem(&e.uop) {
                 self.lsq_used -= e.uop.count;
             }
-            self.issued_prefix = self.issued_prefix.saturating_sub(1);
             let e = self.rob.pop_front().unwrap_or(Entry {
                 uop: Uop {
                     kind: UopKind::Alu { lat: 0 },
@@ -778,22 +777,25 @@ impl Core {
         let mut wake = Ps::MAX;
         let mut retry = false;
         let n = self.rob.len();
-        // Entries before the prefix have issued: the scan would skip them.
-        while self.issued_prefix < n && self.rob[self.issued_prefix].issued {
-            self.issued_prefix += 1;
-        }
-        let mut idx = self.issued_prefix.min(n);
+        // The scan visits only entries not yet issued (`unissued`, oldest first): issued ones
+        // would be skipped anyway.
+        let mut p = 0;
         if now < self.serialize_until {
             // A serializing entry (interrupt entry or return) holds everything younger.
             wake = wake.min(self.serialize_until);
-            idx = n;
+            p = self.unissued.len();
         }
-        while idx < n && self.issue_credit > 0 {
-            let e = self.rob[idx];
-            if e.issued {
-                idx += 1;
+        while p < self.unissued.len() && self.issue_credit > 0 {
+            let s = self.unissued[p];
+            let Some(idx) = s
+                .checked_sub(self.head_seq)
+                .map(|i| i as usize)
+                .filter(|&i| i < n && !self.rob[i].issued)
+            else {
+                self.unissued.remove(p);
                 continue;
-            }
+            };
+            let e = self.rob[idx];
             // Operand ready?
             let ready_at = if e.uop.dep == 0 || (e.uop.dep as usize) > idx {
                 0
@@ -829,7 +831,7 @@ impl Core {
                 if self.in_order {
                     break;
                 }
-                idx += 1;
+                p += 1;
                 continue;
             }
             // Tokens carry the hardware context in their top byte.
@@ -875,7 +877,7 @@ impl Core {
                     if self.in_order {
                         break;
                     }
-                    idx += 1;
+                    p += 1;
                     continue;
                 }
                 Access::Retry => {
@@ -888,7 +890,7 @@ impl Core {
                     if self.in_order {
                         break;
                     }
-                    idx += 1;
+                    p += 1;
                     continue;
                 }
                 Access::At(t) => {
@@ -898,12 +900,12 @@ impl Core {
                 Access::Pending => self.rob[idx].done_at = Ps::MAX,
             }
             self.rob[idx].issued = true;
+            self.unissued.remove(p);
             self.issue_credit -= i64::from(e.uop.count);
             if mem {
                 self.port_credit -= i64::from(e.uop.count);
             }
             progress = true;
-            idx += 1;
         }
 
         // Dispatch into the window.
@@ -926,6 +928,8 @@ impl Core {
             if mem {
                 self.lsq_used += u.count;
             }
+            self.unissued
+                .push_back(self.head_seq + self.rob.len() as u64);
             self.rob.push_back(Entry {
                 uop: u,
                 issued: false,
