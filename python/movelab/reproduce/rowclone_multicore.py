@@ -144,18 +144,10 @@ def rows_of(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def run(
-    overrides: Mapping[str, Any] | None = None,
-    cores: list[int] | None = None,
-    n_mixes: int = MIXES,
-    seed: int = SEED,
-    instructions: int = INSTRUCTIONS,
-    warmup: int = WARMUP,
-    app_params: Mapping[str, Any] | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Rows with exactly :data:`KEYS`: one per core count and mechanism (RowClone, RowClone-ZI)."""
-    return rows_of(run_mixes(overrides, cores, n_mixes, seed, instructions, warmup, app_params, progress))
+def run(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    """Rows with exactly :data:`KEYS`: one per core count and mechanism (RowClone, RowClone-ZI); the
+    arguments are :func:`run_mixes`'s."""
+    return rows_of(run_mixes(*args, **kwargs))
 
 
 def mix_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
