@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from movelab import platform
 
-PLATFORMS = {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system"}
+PLATFORMS = {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system", "rowclone-multicore"}
 WORKLOADS = {"tcp-rx", "forkbench", "bulk-copy", "bulk-zero"}
 ZERO16 = {"pages": 16}
 

@@ -29,7 +29,8 @@ def cli(*args: str, code: int = 0) -> str:
 
 def test_presets_json_and_table() -> None:
     p = json.loads(cli("platform", "presets", "--format", "json"))
-    assert {q["name"] for q in p["platforms"]} == {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system"}
+    assert {q["name"] for q in p["platforms"]} == {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system",
+                                                   "rowclone-multicore"}
     table = cli("platform", "presets")
     assert "Platforms" in table and "Workloads" in table and "tcp-rx" in table
 
@@ -213,8 +214,17 @@ def test_reproduce_all_runs_every_reproduction_into_its_folder(monkeypatch, tmp_
                         lambda fmt, ov, packets, out, force: calls.append(("zhao-copy-engine", out, force)))
     monkeypatch.setattr(rcli, "_rowclone_fork",
                         lambda fmt, ov, s, n, z, out, force: calls.append(("rowclone-fork", out, force)))
+    monkeypatch.setattr(rcli, "_rowclone_apps",
+                        lambda fmt, ov, ap, i, w, out, force: calls.append(("rowclone-apps", out, force)))
+    monkeypatch.setattr(rcli, "_rowclone_multicore",
+                        lambda fmt, ov, ap, m, s, c, i, w, out, force: calls.append(("rowclone-multicore", out, force)))
+    monkeypatch.setattr(rcli, "_larsen_idma",
+                        lambda fmt, small, large, out, force: calls.append(("larsen-idma", out, force)))
+    monkeypatch.setattr(rcli, "_wun_onload",
+                        lambda fmt, ov, p, e, out, force: calls.append(("wun-onload", out, force)))
     cli("reproduce", "all", "--out", tmp_path)
-    names = ["rowclone-latency", "zhao-copy-engine", "rowclone-fork"]
+    names = ["rowclone-latency", "zhao-copy-engine", "rowclone-fork", "larsen-idma", "wun-onload", "rowclone-apps",
+             "rowclone-multicore"]
     assert calls == [(name, tmp_path / name, False) for name in names]
     calls.clear()
     cli("reproduce", "all", "--out", tmp_path, "--force")

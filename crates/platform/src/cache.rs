@@ -31,6 +31,10 @@ pub struct Cache {
     pub hit_cycles: u64,
     pub hits: u64,
     pub misses: u64,
+    /// The lowest and highest line ever inserted: a lookup outside them misses at once (the
+    /// cores of a multi-programmed run use disjoint memory, so most snoops end here).
+    lo: u64,
+    hi: u64,
 }
 
 impl Cache {
@@ -46,6 +50,8 @@ impl Cache {
             hit_cycles: c.hit_cycles,
             hits: 0,
             misses: 0,
+            lo: u64::MAX,
+            hi: 0,
         }
     }
 
@@ -54,6 +60,9 @@ impl Cache {
     }
 
     fn find(&self, line: u64) -> Option<usize> {
+        if line < self.lo || line > self.hi {
+            return None;
+        }
         let s = self.set_of(line);
         (s..s + self.ways).find(|&i| self.sets[i].valid && self.sets[i].tag == line)
     }
@@ -102,6 +111,8 @@ impl Cache {
             }
             return None;
         }
+        self.lo = self.lo.min(line);
+        self.hi = self.hi.max(line);
         let s = self.set_of(line);
         let i = (s..s + self.ways)
             .min_by_key(|&i| (self.sets[i].valid, self.sets[i].lru))
@@ -147,6 +158,14 @@ impl Cache {
     /// Lines present.
     pub fn occupancy(&self) -> usize {
         self.sets.iter().filter(|w| w.valid).count()
+    }
+
+    /// The dirty lines present, each with whether a copy or initialisation dirtied it.
+    pub fn dirty_lines(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
+        self.sets
+            .iter()
+            .filter(|w| w.valid && w.dirty)
+            .map(|w| (w.tag, w.by_copy))
     }
 }
 

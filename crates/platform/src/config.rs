@@ -20,6 +20,10 @@ pub const BUILTIN_PLATFORMS: &[(&str, &str)] = &[
         "rowclone-system",
         include_str!("../../../presets/platforms/rowclone-system.toml"),
     ),
+    (
+        "rowclone-multicore",
+        include_str!("../../../presets/platforms/rowclone-multicore.toml"),
+    ),
 ];
 
 /// Names of the built-in platforms.

@@ -60,6 +60,10 @@ pub struct Uop {
     pub count: u32,
     /// Distance back (in entries) to the entry producing its operand; 0: none.
     pub dep: u32,
+    /// Program instructions it stands for: `count`, except that a copy or initialisation the
+    /// core expands counts as one instruction in all (its first entry), as the offloaded
+    /// `memcpy`/`meminit` does, so that work is measured alike under every mechanism.
+    pub work: u32,
 }
 
 /// An offloaded bulk operation, as the uncore receives it.
@@ -141,6 +145,9 @@ struct Expansion {
 #[derive(Debug, Clone, Default)]
 pub struct CoreCounters {
     pub instructions: u64,
+    /// Program instructions retired, a copy or initialisation counting as one whatever runs it
+    /// (see [`Uop::work`]).
+    pub work_instructions: u64,
     pub loads: u64,
     pub stores: u64,
     pub offloads: u64,
@@ -204,6 +211,10 @@ pub struct Core {
     interrupted_expansion: Option<Expansion>,
     /// The hardware context, in the top byte of every token this core hands out.
     tag: u64,
+    /// Set while a copy or initialisation is expanded: its entries count no program work.
+    in_expansion: bool,
+    /// Sequence numbers of the window's entries not yet issued, oldest first.
+    unissued: VecDeque<u64>,
 }
 
 /// How the core turns a workload operation into micro-ops.
@@ -251,6 +262,8 @@ impl Core {
             interrupt_mark: 0,
             interrupted_expansion: None,
             tag: 0,
+            in_expansion: false,
+            unissued: VecDeque::new(),
         }
     }
 
@@ -319,7 +332,13 @@ impl Core {
         // dep_on is an absolute emission index; convert to a distance.
         // Producers further back than any window have long retired: no dependence.
         let dep = dep_on.map_or(0, |d| u32::try_from(self.emitted - d).unwrap_or(0));
-        self.pending.push_back(Uop { kind, count, dep });
+        let work = if self.in_expansion { 0 } else { count };
+        self.pending.push_back(Uop {
+            kind,
+            count,
+            dep,
+            work,
+        });
         self.emitted += 1;
     }
 
@@ -457,6 +476,9 @@ impl Core {
         };
         let reg = u64::from(self.cfg.register_bytes);
         let loop_instr = self.cfg.copy_loop_instructions;
+        let first = x.off == 0;
+        let mark = self.pending.len();
+        self.in_expansion = true;
         while x.off < x.bytes && self.pending.len() < EXPAND_AHEAD {
             let d = x.dst + x.off;
             let to_d = 64 - d % 64;
@@ -506,6 +528,12 @@ impl Core {
                     }
                     x.off += seg;
                 }
+            }
+        }
+        self.in_expansion = false;
+        if first {
+            if let Some(u) = self.pending.get_mut(mark) {
+                u.work = 1;
             }
         }
         self.expanding = (x.off < x.bytes).then_some(x);
@@ -665,6 +693,7 @@ impl Core {
                     kind: UopKind::Alu { lat: 0 },
                     count: 0,
                     dep: 0,
+                    work: 0,
                 },
                 issued: true,
                 blocked: false,
@@ -674,6 +703,7 @@ impl Core {
             self.rob_instrs -= e.uop.count;
             self.retire_credit -= i64::from(e.uop.count);
             self.counters.instructions += u64::from(e.uop.count);
+            self.counters.work_instructions += u64::from(e.uop.work);
             progress = true;
         }
 
@@ -747,18 +777,25 @@ impl Core {
         let mut wake = Ps::MAX;
         let mut retry = false;
         let n = self.rob.len();
-        let mut idx = 0;
+        // The scan visits only entries not yet issued (`unissued`, oldest first): issued ones
+        // would be skipped anyway.
+        let mut p = 0;
         if now < self.serialize_until {
             // A serializing entry (interrupt entry or return) holds everything younger.
             wake = wake.min(self.serialize_until);
-            idx = n;
+            p = self.unissued.len();
         }
-        while idx < n && self.issue_credit > 0 {
-            let e = self.rob[idx];
-            if e.issued {
-                idx += 1;
+        while p < self.unissued.len() && self.issue_credit > 0 {
+            let s = self.unissued[p];
+            let Some(idx) = s
+                .checked_sub(self.head_seq)
+                .map(|i| i as usize)
+                .filter(|&i| i < n && !self.rob[i].issued)
+            else {
+                self.unissued.remove(p);
                 continue;
-            }
+            };
+            let e = self.rob[idx];
             // Operand ready?
             let ready_at = if e.uop.dep == 0 || (e.uop.dep as usize) > idx {
                 0
@@ -794,7 +831,7 @@ impl Core {
                 if self.in_order {
                     break;
                 }
-                idx += 1;
+                p += 1;
                 continue;
             }
             // Tokens carry the hardware context in their top byte.
@@ -840,7 +877,7 @@ impl Core {
                     if self.in_order {
                         break;
                     }
-                    idx += 1;
+                    p += 1;
                     continue;
                 }
                 Access::Retry => {
@@ -853,7 +890,7 @@ impl Core {
                     if self.in_order {
                         break;
                     }
-                    idx += 1;
+                    p += 1;
                     continue;
                 }
                 Access::At(t) => {
@@ -863,12 +900,12 @@ impl Core {
                 Access::Pending => self.rob[idx].done_at = Ps::MAX,
             }
             self.rob[idx].issued = true;
+            self.unissued.remove(p);
             self.issue_credit -= i64::from(e.uop.count);
             if mem {
                 self.port_credit -= i64::from(e.uop.count);
             }
             progress = true;
-            idx += 1;
         }
 
         // Dispatch into the window.
@@ -891,6 +928,8 @@ impl Core {
             if mem {
                 self.lsq_used += u.count;
             }
+            self.unissued
+                .push_back(self.head_seq + self.rob.len() as u64);
             self.rob.push_back(Entry {
                 uop: u,
                 issued: false,

@@ -14,7 +14,7 @@ use crate::error::PlatformError;
 use crate::kernel::Ps;
 use crate::memory_system::{AgentId, Ev, MemorySystem, Responder, Response};
 use crate::ring::{RingStep, Rings};
-use crate::stats::{CacheStats, CopyLines, CoreStats, PlatformStats};
+use crate::stats::{CacheStats, CopyLines, CoreStats, PlatformStats, WindowStats};
 use crate::workload::{DstPolicy, Op, OpStream, Workload};
 use movelab_dram::interrupt;
 use movelab_dram::port::MemoryPort;
@@ -100,6 +100,10 @@ pub struct CoreSlot {
     next: Ps,
     /// When its program finished (every instruction retired, every store written).
     pub done_at: Option<Ps>,
+    /// When it retired its warm-up and then its target of program instructions
+    /// ([`Platform::set_work_targets`]).
+    pub warm_at: Option<Ps>,
+    pub target_at: Option<Ps>,
 }
 
 /// A physical core: its hardware contexts (one, or a multithreaded core's) and which runs.
@@ -126,6 +130,26 @@ pub struct Platform {
     offload_to: Option<usize>,
     now: Ps,
     ran: bool,
+    /// Program instructions ([`crate::core::CoreCounters::work_instructions`]) each core is to
+    /// retire after its warm-up; empty: every program runs to its end.
+    targets: Vec<u64>,
+    warmup: u64,
+    /// The system's counters when every core had finished its warm-up.
+    window_start: Option<WindowMark>,
+}
+
+/// The counters a measurement window subtracts (see [`Platform::set_work_targets`]).
+#[derive(Debug, Clone, Copy)]
+struct WindowMark {
+    at: Ps,
+    work: u64,
+    channel_bytes: u64,
+    copy_bytes: u64,
+    bulk_bytes: u64,
+    energy_nj: f64,
+    /// Dirty lines in the caches (all, and those a copy or initialisation dirtied): write-backs
+    /// owed to memory.
+    dirty: (u64, u64),
 }
 
 fn shift(op: Op, off: u64) -> Op {
@@ -217,6 +241,8 @@ impl Platform {
                     // Only a multithreaded core's first context starts running.
                     next: if t == 0 { 0 } else { Ps::MAX },
                     done_at: None,
+                    warm_at: None,
+                    target_at: None,
                 });
             }
             engines.push(Engine {
@@ -237,12 +263,45 @@ impl Platform {
             offload_to,
             now: 0,
             ran: false,
+            targets: Vec::new(),
+            warmup: 0,
+            window_start: None,
         })
     }
 
     /// The memory controllers (e.g. to attach a command log).
     pub fn mem_mut(&mut self) -> &mut MemoryPort {
         self.sys.mem_mut()
+    }
+
+    /// Runs each core (context) for `warmup` program instructions and then `targets[i]` more
+    /// (a copy or initialisation counting as one instruction, whatever mechanism runs it),
+    /// instead of to the end of its program. A core past its target keeps running its program,
+    /// so the others still compete with it (the multi-programmed method of RowClone section
+    /// 7.4); the run stops once every core reached its target (or finished its program). Each
+    /// core's statistics give the time and cycles from its warm-up to its target, and
+    /// [`PlatformStats::window`] the system's traffic, energy and instructions from the moment
+    /// every core was warm to the end (the caches then hold a steady population of dirty lines,
+    /// so a mechanism's write-backs are not left uncounted in them).
+    pub fn set_work_targets(
+        &mut self,
+        warmup: u64,
+        targets: Vec<u64>,
+    ) -> Result<(), PlatformError> {
+        if targets.len() != self.cores.len() || targets.contains(&0) {
+            return Err(PlatformError::config(
+                "platform",
+                "(targets)",
+                format!(
+                    "{} instruction targets for {} cores (each must be positive)",
+                    targets.len(),
+                    self.cores.len()
+                ),
+            ));
+        }
+        self.targets = targets;
+        self.warmup = warmup;
+        Ok(())
     }
 
     /// Copies the cache contents of `other` into this platform (a warm start: e.g. the state a
@@ -536,6 +595,9 @@ impl Platform {
             if all_drained && self.sys.idle() && self.agents.idle() {
                 break;
             }
+            if !self.targets.is_empty() && self.targets_reached() {
+                break;
+            }
             let mem_t = self.sys.mem_time();
             let ev_t = self.sys.events.peek_time().unwrap_or(Ps::MAX);
             let core_t = self.cores.iter().map(|c| c.next).min().unwrap_or(Ps::MAX);
@@ -660,6 +722,89 @@ impl Platform {
         Ok(self.stats(&programs, start, end, &reports))
     }
 
+    /// Notes the cores that finished their warm-up or reached their target (marking the
+    /// window's start when the last one is warm); whether all reached their targets.
+    fn targets_reached(&mut self) -> bool {
+        let now = self.now;
+        let (mut all_warm, mut all) = (true, true);
+        for (c, &t) in self.cores.iter_mut().zip(&self.targets) {
+            let work = c.core.counters.work_instructions;
+            if c.warm_at.is_none() {
+                if work >= self.warmup {
+                    c.warm_at = Some(now);
+                } else if let Some(d) = c.done_at {
+                    c.warm_at = Some(d);
+                }
+            }
+            if c.target_at.is_none() {
+                if c.warm_at.is_some() && work >= self.warmup + t {
+                    c.target_at = Some(now);
+                } else if let Some(d) = c.done_at {
+                    c.target_at = Some(d);
+                } else {
+                    all = false;
+                }
+            }
+            all_warm &= c.warm_at.is_some();
+        }
+        if all_warm && self.window_start.is_none() {
+            self.window_start = Some(self.mark(now));
+        }
+        all
+    }
+
+    /// The system's counters now.
+    fn mark(&mut self, now: Ps) -> WindowMark {
+        let dram = self.sys.mem.stats(now / self.sys.tck.max(1));
+        let lines = dram.reads + dram.writes;
+        WindowMark {
+            at: now,
+            work: self
+                .cores
+                .iter()
+                .map(|c| c.core.counters.work_instructions)
+                .sum(),
+            channel_bytes: dram.channel_bytes,
+            copy_bytes: self.sys.traffic.copy_bytes,
+            bulk_bytes: lines.saturating_sub(self.sys.offered_lines) * 64,
+            energy_nj: dram.energy.total_nj,
+            dirty: self.dirty_lines(),
+        }
+    }
+
+    /// Dirty lines in all caches (a line dirty at two levels counted once), and of them the
+    /// ones a copy or initialisation dirtied.
+    fn dirty_lines(&self) -> (u64, u64) {
+        let (mut all, mut by_copy) = (0u64, 0u64);
+        let mut count = |c: bool| {
+            all += 1;
+            by_copy += u64::from(c);
+        };
+        for p in &self.sys.privs {
+            for (_, c) in p.l2.dirty_lines() {
+                count(c);
+            }
+            for (line, c) in p.l1.dirty_lines() {
+                if !p.l2.is_dirty(line) {
+                    count(c);
+                }
+            }
+        }
+        if let Some(l) = &self.sys.llc {
+            for (line, c) in l.dirty_lines() {
+                if !self
+                    .sys
+                    .privs
+                    .iter()
+                    .any(|p| p.l2.is_dirty(line) || p.l1.is_dirty(line))
+                {
+                    count(c);
+                }
+            }
+        }
+        (all, by_copy)
+    }
+
     fn stats(
         &mut self,
         programs: &[Workload],
@@ -707,6 +852,10 @@ impl Platform {
         let mut stall_cycles = 0;
         let mut caches = CacheStats::default();
         let mut per_core = Vec::new();
+        let window_of = |c: &CoreSlot| match (c.warm_at, c.target_at) {
+            (Some(w), Some(t)) => t.saturating_sub(w),
+            _ => 0,
+        };
         for (i, c) in self.cores.iter().enumerate() {
             let k = &c.core.counters;
             instructions += k.instructions;
@@ -737,11 +886,51 @@ impl Platform {
                 interrupts: k.interrupts,
                 engine: c.engine as u32,
                 context_switches: self.engines[c.engine].switches,
+                work_instructions: k.work_instructions,
+                target_instructions: self.targets.get(i).copied().unwrap_or(0),
+                target_ns: window_of(c) as f64 / 1000.0,
+                target_cycles: window_of(c) / c.core.cycle_ps.max(1),
             });
         }
         caches.llc_hits = h.llc.as_ref().map_or(0, |l| l.hits);
         caches.llc_misses = h.llc.as_ref().map_or(0, |l| l.misses);
         let single = self.cores.len() == 1;
+        let work_now: u64 = self
+            .cores
+            .iter()
+            .map(|c| c.core.counters.work_instructions)
+            .sum();
+        let window = self.window_start.map(|m| {
+            // Write-backs owed: the change in the caches' dirty lines over the window, charged
+            // as line writes (their share of the run's write, activate, precharge and I/O
+            // energy per line).
+            let (d_all, d_copy) = self.dirty_lines();
+            let owed = d_all as f64 - m.dirty.0 as f64;
+            let owed_copy = d_copy as f64 - m.dirty.1 as f64;
+            let en = &dram.energy;
+            let per_write = if dram.writes > 0 {
+                en.write_nj / dram.writes as f64
+            } else {
+                0.0
+            };
+            let per_line = if dram_lines > 0 {
+                per_write + (en.io_nj + en.activate_nj + en.precharge_nj) / dram_lines as f64
+            } else {
+                0.0
+            };
+            let bytes = |v: f64| (v.max(0.0) * 64.0).round() as u64;
+            let channel = traffic.channel_bytes.saturating_sub(m.channel_bytes) as f64 / 64.0;
+            let copy = (traffic.copy_bytes + traffic.bulk_bytes)
+                .saturating_sub(m.copy_bytes + m.bulk_bytes) as f64
+                / 64.0;
+            WindowStats {
+                time_ns: end.saturating_sub(m.at) as f64 / 1000.0,
+                work_instructions: work_now.saturating_sub(m.work),
+                channel_bytes: bytes(channel + owed),
+                copy_bytes: bytes(copy + owed_copy),
+                dram_energy_nj: (en.total_nj - m.energy_nj + owed * per_line).max(0.0),
+            }
+        });
         PlatformStats {
             platform: self.cfg.name.clone(),
             workload: programs[0].spec.name.clone(),
@@ -779,7 +968,12 @@ impl Platform {
             rings: self.rings.stats(),
             interrupts: self.cores.iter().map(|c| c.core.counters.interrupts).sum(),
             uncached_accesses: h.uncached_accesses,
-            per_core: if single { Vec::new() } else { per_core },
+            window,
+            per_core: if single && self.targets.is_empty() {
+                Vec::new()
+            } else {
+                per_core
+            },
             dram,
         }
     }

@@ -70,6 +70,27 @@ pub struct CoreStats {
     /// context swaps.
     pub engine: u32,
     pub context_switches: u64,
+    /// Program instructions retired by the end of the run (a copy or initialisation counts as
+    /// one, whatever runs it).
+    pub work_instructions: u64,
+    /// With instruction targets (`Platform::set_work_targets`): the target, and the time and
+    /// cycles this core took to retire it (or to finish its program, if that came first).
+    pub target_instructions: u64,
+    pub target_ns: f64,
+    pub target_cycles: u64,
+}
+
+/// A run's measurement window: what happened between every core's warm-up and the end.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct WindowStats {
+    pub time_ns: f64,
+    /// Program instructions all cores retired in it (a copy or initialisation counts as one).
+    pub work_instructions: u64,
+    /// Bytes over the memory channels, and of them the ones copies and initialisation caused
+    /// (as `MemoryTraffic::copy_bytes` + `bulk_bytes`).
+    pub channel_bytes: u64,
+    pub copy_bytes: u64,
+    pub dram_energy_nj: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -112,6 +133,10 @@ pub struct PlatformStats {
     pub interrupts: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub uncached_accesses: u64,
+    /// The measurement window of a run with instruction targets (`Platform::set_work_targets`):
+    /// from the moment every core finished its warm-up to the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowStats>,
     /// Per-core statistics (multi-core runs only; a single core's are the figures above).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_core: Vec<CoreStats>,

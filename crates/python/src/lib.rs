@@ -11,6 +11,7 @@ mod ipc;
 mod network_io;
 mod onload;
 mod platform;
+mod rowclone_system;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -21,5 +22,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     network_io::register(m)?;
     onload::register(m)?;
     platform::register(m)?;
+    rowclone_system::register(m)?;
     Ok(())
 }

@@ -27,7 +27,7 @@ fn load(platform: &str, o: Option<&str>) -> PyResult<PlatformConfig> {
     cfg.with_overrides(ov, "overrides").map_err(verr)
 }
 
-fn params(p: Option<&str>) -> PyResult<BTreeMap<String, u64>> {
+pub(crate) fn params(p: Option<&str>) -> PyResult<BTreeMap<String, u64>> {
     match p {
         None => Ok(BTreeMap::new()),
         Some(s) => serde_json::from_str(s).map_err(|e| {

@@ -52,16 +52,34 @@ def group(t: Table) -> Group:
     return Group(*parts, Text(""))
 
 
-def write_rows(rows: list[dict[str, Any]], out: Path, name: str, keys: list[str]) -> list[Path]:
-    """Writes ``out/NAME.json`` (the rows) and ``out/NAME.csv`` (columns ``keys``); returns the paths."""
+def pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend (the reproductions write PNGs)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]], keys: list[str]) -> None:
+    """Rows as CSV with columns ``keys``; a list in a cell is written as JSON."""
     import csv
+    import json
+
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in r.items()})
+
+
+def write_rows(rows: list[dict[str, Any]], out: Path, name: str, keys: list[str]) -> list[Path]:
+    """``NAME.json`` and ``NAME.csv`` in ``out`` (created); returns their paths."""
     import json
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.json", out / f"{name}.csv"]
     paths[0].write_text(json.dumps(rows, indent=2))
-    with open(paths[1], "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(paths[1], rows, keys)
     return paths

@@ -70,6 +70,9 @@ FILES = {
                       "rowclone-fork-energy.png", "rowclone-fork-bulk-zero.png"],
     "larsen-idma": ["larsen-idma.json", "larsen-idma.csv", "larsen-idma-stacks.png", "larsen-idma-fig10.png"],
     "wun-onload": ["wun-onload.json", "wun-onload.csv", "wun-onload-throughput.png", "wun-onload-variants.png"],
+    "rowclone-apps": ["rowclone-apps.json", "rowclone-apps.csv", "rowclone-apps-ipc.png", "rowclone-apps-table5.png"],
+    "rowclone-multicore": ["rowclone-multicore.json", "rowclone-multicore.csv", "rowclone-multicore-mixes.csv",
+                           "rowclone-multicore-table7.png", "rowclone-multicore-fig13.png"],
 }
 FORCE_HELP = "Overwrite files that exist in --out."
 OUT_HELP = "Directory for CSV, JSON and PNG (an existing file there is kept unless --force)."
@@ -355,6 +358,108 @@ def _wun_onload(fmt: str, overrides: dict[str, Any], payloads: list[int] | None,
         console.print(t)
 
 
+def _app_params(items: list[str] | None) -> dict[str, int] | None:
+    """``["copies=0", "zeros=0"]`` -> ``{"copies": 0, "zeros": 0}``."""
+    if not items:
+        return None
+    out = {}
+    for it in items:
+        k, eq, v = it.partition("=")
+        try:
+            out[k.strip()] = int(v.strip(), 0)
+        except ValueError:
+            raise typer.BadParameter(f"'{it}' is not NAME=INTEGER", param_hint="--app-param") from None
+        if not eq or not k.strip() or out[k.strip()] < 0:
+            raise typer.BadParameter(f"'{it}' is not NAME=INTEGER (non-negative)", param_hint="--app-param")
+    return out
+
+
+_APP_PARAM_HELP = ("Override a parameter of every copy/initialisation-intensive application NAME=INTEGER, "
+                   "e.g. copies=0 (presets/workloads/rowclone-apps/copy-init-app.toml).")
+_INSTR_HELP = "Program instructions measured per application (a copy or zeroing counts as one)."
+_WARMUP_HELP = "Program instructions run before measuring (caches filled)."
+
+
+@app.command("rowclone-apps")
+def rowclone_apps(
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE (rowclone-system).",
+                                          show_default=False),
+    app_param: list[str] | None = typer.Option(None, "--app-param", help=_APP_PARAM_HELP, show_default=False),
+    instructions: int = typer.Option(100_000, "--instructions", min=1, max=1 << 32, help=_INSTR_HELP),
+    warmup: int = typer.Option(50_000, "--warmup", min=0, max=1 << 32, help=_WARMUP_HELP),
+    out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+) -> None:
+    """RowClone (MICRO 2013) section 7.3: the six copy/initialisation-intensive applications alone (Fig. 11,
+    Table 5, Fig. 10)."""
+    check_output_dir(out, FILES["rowclone-apps"], force)
+    _rowclone_apps(fmt, parse_set(set_), _app_params(app_param), instructions, warmup, out, force)
+
+
+def _rowclone_apps(fmt: str, overrides: dict[str, Any], app_params: dict[str, int] | None, instructions: int,
+                   warmup: int, out: Path | None, force: bool = False) -> None:
+    from movelab.reproduce import rowclone_apps as ra
+
+    _check_format(fmt)
+    try:
+        with _progress("simulating", fmt != "json") as progress:
+            rows = ra.run(overrides, None, instructions, warmup, app_params, progress=progress)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+    if out is not None:
+        with staged_dir(out, force) as d:
+            ra.write(rows, d)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for t in ra.tables(rows):
+        console.print(t)
+
+
+@app.command("rowclone-multicore")
+def rowclone_multicore(
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE (rowclone-multicore).",
+                                          show_default=False),
+    app_param: list[str] | None = typer.Option(None, "--app-param", help=_APP_PARAM_HELP, show_default=False),
+    mixes: int = typer.Option(10, "--mixes", min=1, max=10_000, help="Mixes per core count."),
+    seed: int = typer.Option(7, "--seed", min=0, max=(1 << 63) - 1, help="Seed of the mixes' draw."),
+    cores: str | None = typer.Option(None, "--cores", help="Core counts, even, 2 to 8 [default: 2,4,8].",
+                                     show_default=False),
+    instructions: int = typer.Option(100_000, "--instructions", min=1, max=1 << 32, help=_INSTR_HELP),
+    warmup: int = typer.Option(50_000, "--warmup", min=0, max=1 << 32, help=_WARMUP_HELP),
+    out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+) -> None:
+    """RowClone (MICRO 2013) section 7.4: multi-programmed mixes on 2, 4 and 8 cores (Table 7, Fig. 13)."""
+    check_output_dir(out, FILES["rowclone-multicore"], force)
+    _rowclone_multicore(fmt, parse_set(set_), _app_params(app_param), mixes, seed, _int_list(cores, "--cores", 8),
+                        instructions, warmup, out, force)
+
+
+def _rowclone_multicore(fmt: str, overrides: dict[str, Any], app_params: dict[str, int] | None, mixes: int,
+                        seed: int, cores: list[int] | None, instructions: int, warmup: int, out: Path | None,
+                        force: bool = False) -> None:
+    from movelab.reproduce import rowclone_multicore as rm
+
+    _check_format(fmt)
+    try:
+        with _progress("simulating", fmt != "json") as progress:
+            results = rm.run_mixes(overrides, cores, mixes, seed, instructions, warmup, app_params, progress=progress)
+        rows = rm.rows_of(results)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+    if out is not None:
+        with staged_dir(out, force) as d:
+            rm.write(rows, d, results)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for t in rm.tables(rows):
+        console.print(t)
+
+
 @app.command("all")
 def all_cmd(
     ctx: typer.Context,
@@ -375,6 +480,9 @@ def all_cmd(
         ("rowclone-fork", lambda d: _rowclone_fork("table", {}, None, None, 1024, d, force)),
         ("larsen-idma", lambda d: _larsen_idma("table", 2000, 64, d, force)),
         ("wun-onload", lambda d: _wun_onload("table", {}, None, None, d, force)),
+        ("rowclone-apps", lambda d: _rowclone_apps("table", {}, None, 100_000, 50_000, d, force)),
+        ("rowclone-multicore", lambda d: _rowclone_multicore("table", {}, None, 10, 7, None, 100_000, 50_000, d,
+                                                             force)),
     ]
     for i, (name, fn) in enumerate(jobs, 1):
         console.rule(f"{name} ({i}/{len(jobs)})")

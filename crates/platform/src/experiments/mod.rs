@@ -3,7 +3,9 @@
 //! them). The Python CLI prints, stores and plots them.
 pub mod larsen_idma;
 pub mod pcie_model_check;
+pub mod rowclone_apps;
 pub mod rowclone_fork;
+pub mod rowclone_multicore;
 pub mod wun_onload;
 pub mod zhao_copy_engine;
 

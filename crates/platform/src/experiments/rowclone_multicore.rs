@@ -1,0 +1,345 @@
+//! RowClone on multi-core systems (Seshadri et al., MICRO 2013, section 7.4): multi-programmed
+//! mixes on 2, 4 and 8 cores, half copy/initialisation-intensive applications (Table 4), half
+//! memory-intensive ones (Table 6), drawn at random with a seed; for each mix, the baseline,
+//! RowClone and RowClone-ZI. Metrics (Table 7): weighted speedup, instruction throughput,
+//! harmonic speedup, maximum slowdown, memory bandwidth and DRAM energy per instruction, each as
+//! the improvement (or reduction) of RowClone and RowClone-ZI over the baseline, averaged over
+//! the mixes; and weighted speedup against the number of highly copy-intensive applications in a
+//! mix (Fig. 13).
+//!
+//! Method: every core runs its application for a warm-up and then a target of program
+//! instructions; a core past its target keeps running, so the others still compete with it, and
+//! the run ends when all reached theirs (`Platform::set_work_targets`). A core's shared IPC is
+//! over its own measured instructions. Each application's alone IPC is its IPC alone on the
+//! single-core system under the baseline (`rowclone_apps::alone`), computed once per application
+//! and reused by every mix: the reference of weighted speedup (sum of shared / alone IPC),
+//! harmonic speedup (cores / sum of alone / shared) and maximum slowdown (largest alone /
+//! shared). The baseline's alone IPC is the reference for all three mechanisms, so that an
+//! application's own speedup under RowClone counts (against its own alone IPC it would cancel).
+use super::rowclone_apps::{self, core_ipc, App, Options as AppOptions, ENDLESS};
+use crate::config::CoreGroup;
+use crate::error::PlatformError;
+use crate::platform::Platform;
+use movelab_dram::generator::Xoshiro256StarStar;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Most mixes per core count.
+pub const MAX_MIXES: u32 = 10_000;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Core counts (each even, 2 to 8).
+    pub cores: Vec<u32>,
+    /// Mixes per core count.
+    pub mixes: u32,
+    pub seed: u64,
+    /// Run lengths, platform overrides and application overrides, as for the single-core runs.
+    pub apps: AppOptions,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cores: vec![2, 4, 8],
+            mixes: 10,
+            seed: 7,
+            apps: AppOptions::default(),
+        }
+    }
+}
+
+impl Options {
+    pub fn check(&self) -> Result<(), PlatformError> {
+        self.apps.check()?;
+        if self.cores.is_empty()
+            || self
+                .cores
+                .iter()
+                .any(|&c| !(2..=8).contains(&c) || c % 2 == 1)
+        {
+            return Err(PlatformError::config(
+                "rowclone-multicore",
+                "cores",
+                format!(
+                    "{:?}: core counts must be even, 2 to 8 (half run copy-intensive applications)",
+                    self.cores
+                ),
+            ));
+        }
+        if !(1..=MAX_MIXES).contains(&self.mixes) {
+            return Err(PlatformError::config(
+                "rowclone-multicore",
+                "mixes",
+                format!("{} mixes: must be 1 to {MAX_MIXES}", self.mixes),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A multi-programmed workload: one application per core.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Mix {
+    pub cores: u32,
+    /// Its index among the mixes of this core count.
+    pub index: u32,
+    pub apps: Vec<String>,
+    /// How many of them are highly copy/initialisation-intensive (Fig. 13).
+    pub highly_intensive: u32,
+}
+
+/// The mixes of `cores` cores: each draws `cores / 2` copy/initialisation-intensive and
+/// `cores / 2` memory-intensive applications uniformly (with repetition), from a generator
+/// seeded by (`seed`, cores, index), so a mix does not depend on how many others are drawn.
+pub fn draw_mixes(seed: u64, cores: u32, n: u32) -> Result<Vec<Mix>, PlatformError> {
+    let all = rowclone_apps::apps()?;
+    let copy: Vec<&App> = all.iter().filter(|a| a.copy_intensive()).collect();
+    let mem: Vec<&App> = all.iter().filter(|a| !a.copy_intensive()).collect();
+    let mut out = Vec::new();
+    for index in 0..n {
+        let mut rng = Xoshiro256StarStar::seed_from_u64(
+            seed ^ (u64::from(cores) << 48) ^ (u64::from(index) << 16) ^ 0x9e37_79b9,
+        );
+        let mut apps = Vec::new();
+        let mut highly = 0;
+        for _ in 0..cores / 2 {
+            let a = copy[rng.below(copy.len() as u64) as usize];
+            highly += u32::from(a.highly_copy_intensive());
+            apps.push(a.name.clone());
+        }
+        for _ in 0..cores / 2 {
+            apps.push(mem[rng.below(mem.len() as u64) as usize].name.clone());
+        }
+        out.push(Mix {
+            cores,
+            index,
+            apps,
+            highly_intensive: highly,
+        });
+    }
+    Ok(out)
+}
+
+/// One mix under one mechanism.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MixRun {
+    pub mechanism: String,
+    /// Each core's shared IPC (program instructions per cycle over its measured instructions).
+    pub ipc: Vec<f64>,
+    pub weighted_speedup: f64,
+    pub instruction_throughput: f64,
+    pub harmonic_speedup: f64,
+    pub max_slowdown: f64,
+    pub bytes_per_instruction: f64,
+    pub energy_nj_per_instruction: f64,
+}
+
+/// A mix's runs under the three mechanisms (in the order of `rowclone_apps::MECHANISMS`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MixResult {
+    pub mix: Mix,
+    /// The applications' alone IPCs (the baseline's).
+    pub alone_ipc: Vec<f64>,
+    pub runs: Vec<MixRun>,
+}
+
+/// Runs `mix` under each mechanism; `alone` gives each application's alone IPC.
+pub fn run_mix(
+    mix: &Mix,
+    o: &Options,
+    alone: &BTreeMap<String, f64>,
+) -> Result<MixResult, PlatformError> {
+    let apps: Vec<App> = mix
+        .apps
+        .iter()
+        .map(|n| rowclone_apps::app(n))
+        .collect::<Result<_, _>>()?;
+    let alone_ipc: Vec<f64> = mix
+        .apps
+        .iter()
+        .map(|n| {
+            alone.get(n).copied().filter(|v| *v > 0.0).ok_or_else(|| {
+                PlatformError::config(
+                    "rowclone-multicore",
+                    "alone",
+                    format!("no alone IPC for '{n}'"),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let mut runs = Vec::new();
+    for (label, mech) in rowclone_apps::MECHANISMS {
+        let mut cfg =
+            rowclone_apps::mechanism_platform("rowclone-multicore", &o.apps.overrides, mech)?;
+        let stride = cfg.cores.first().map_or(0x2000_0000, |g| g.stride);
+        cfg.cores = (0..mix.cores)
+            .map(|i| CoreGroup {
+                count: 1,
+                offset: u64::from(i) * stride,
+                ..Default::default()
+            })
+            .collect();
+        let programs = apps
+            .iter()
+            .map(|a| {
+                let p = if a.copy_intensive() {
+                    o.apps.app_params.clone()
+                } else {
+                    BTreeMap::new()
+                };
+                a.workload(ENDLESS, &p)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut p = Platform::new(&cfg)?;
+        p.set_work_targets(o.apps.warmup, vec![o.apps.instructions; mix.cores as usize])?;
+        let s = p.run_programs(programs, &mut |_| {})?;
+        let ipc: Vec<f64> = s.per_core.iter().map(core_ipc).collect();
+        let m = rowclone_apps::window_measure(&s);
+        let speedups: Vec<f64> = ipc.iter().zip(&alone_ipc).map(|(s, a)| s / a).collect();
+        runs.push(MixRun {
+            mechanism: label.into(),
+            weighted_speedup: speedups.iter().sum(),
+            instruction_throughput: ipc.iter().sum(),
+            harmonic_speedup: speedups.len() as f64
+                / speedups.iter().map(|v| 1.0 / v.max(1e-12)).sum::<f64>(),
+            max_slowdown: speedups
+                .iter()
+                .map(|v| 1.0 / v.max(1e-12))
+                .fold(0.0, f64::max),
+            bytes_per_instruction: m.bytes_per_instruction,
+            energy_nj_per_instruction: m.energy_nj_per_instruction,
+            ipc,
+        });
+    }
+    Ok(MixResult {
+        mix: mix.clone(),
+        alone_ipc,
+        runs,
+    })
+}
+
+/// One mix's improvements of a mechanism over the baseline (fractions).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Improvement {
+    pub weighted_speedup_improvement: f64,
+    pub instruction_throughput_improvement: f64,
+    pub harmonic_speedup_improvement: f64,
+    pub max_slowdown_reduction: f64,
+    pub bandwidth_per_instruction_reduction: f64,
+    pub energy_per_instruction_reduction: f64,
+}
+
+/// The improvement of `m` over the baseline run `b` of the same mix.
+pub fn improvement(b: &MixRun, m: &MixRun) -> Improvement {
+    let up = |x: f64, y: f64| if y > 0.0 { x / y - 1.0 } else { 0.0 };
+    let down = |x: f64, y: f64| if y > 0.0 { 1.0 - x / y } else { 0.0 };
+    Improvement {
+        weighted_speedup_improvement: up(m.weighted_speedup, b.weighted_speedup),
+        instruction_throughput_improvement: up(m.instruction_throughput, b.instruction_throughput),
+        harmonic_speedup_improvement: up(m.harmonic_speedup, b.harmonic_speedup),
+        max_slowdown_reduction: down(m.max_slowdown, b.max_slowdown),
+        bandwidth_per_instruction_reduction: down(m.bytes_per_instruction, b.bytes_per_instruction),
+        energy_per_instruction_reduction: down(
+            m.energy_nj_per_instruction,
+            b.energy_nj_per_instruction,
+        ),
+    }
+}
+
+/// Table 7's row for one core count and mechanism: the mean improvement over its mixes, and
+/// Fig. 13's mean weighted speedup improvement by number of highly copy-intensive applications.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Row {
+    pub cores: u32,
+    /// "rowclone" or "rowclone-zi".
+    pub mechanism: String,
+    pub mixes: u32,
+    #[serde(flatten)]
+    pub mean: Improvement,
+    /// (highly copy-intensive applications in the mix, mixes, mean weighted speedup improvement).
+    pub by_highly_intensive: Vec<(u32, u32, f64)>,
+}
+
+/// Table 7 and Fig. 13 rows from the mixes' results.
+pub fn summarise(results: &[MixResult]) -> Vec<Row> {
+    let mut cores: Vec<u32> = results.iter().map(|r| r.mix.cores).collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let mut rows = Vec::new();
+    for c in cores {
+        for (label, _) in &rowclone_apps::MECHANISMS[1..] {
+            let mut imps = Vec::new();
+            let mut by: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+            for r in results.iter().filter(|r| r.mix.cores == c) {
+                let (Some(b), Some(m)) = (
+                    r.runs.iter().find(|x| x.mechanism == "baseline"),
+                    r.runs.iter().find(|x| x.mechanism == *label),
+                ) else {
+                    continue;
+                };
+                let i = improvement(b, m);
+                by.entry(r.mix.highly_intensive)
+                    .or_default()
+                    .push(i.weighted_speedup_improvement);
+                imps.push(i);
+            }
+            let n = imps.len().max(1) as f64;
+            let mean = |f: fn(&Improvement) -> f64| imps.iter().map(f).sum::<f64>() / n;
+            rows.push(Row {
+                cores: c,
+                mechanism: (*label).into(),
+                mixes: imps.len() as u32,
+                mean: Improvement {
+                    weighted_speedup_improvement: mean(|i| i.weighted_speedup_improvement),
+                    instruction_throughput_improvement: mean(|i| {
+                        i.instruction_throughput_improvement
+                    }),
+                    harmonic_speedup_improvement: mean(|i| i.harmonic_speedup_improvement),
+                    max_slowdown_reduction: mean(|i| i.max_slowdown_reduction),
+                    bandwidth_per_instruction_reduction: mean(|i| {
+                        i.bandwidth_per_instruction_reduction
+                    }),
+                    energy_per_instruction_reduction: mean(|i| i.energy_per_instruction_reduction),
+                },
+                by_highly_intensive: by
+                    .into_iter()
+                    .map(|(k, v)| (k, v.len() as u32, v.iter().sum::<f64>() / v.len() as f64))
+                    .collect(),
+            });
+        }
+    }
+    rows
+}
+
+/// Every mix of every core count, with alone IPCs computed once per application (baseline)
+/// and reused; `progress(done, total)` after each run. Returns the per-mix results.
+pub fn run(
+    o: &Options,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<MixResult>, PlatformError> {
+    o.check()?;
+    let mut mixes = Vec::new();
+    for &c in &o.cores {
+        mixes.extend(draw_mixes(o.seed, c, o.mixes)?);
+    }
+    let mut names: Vec<&String> = mixes.iter().flat_map(|m| &m.apps).collect();
+    names.sort();
+    names.dedup();
+    let total = names.len() + mixes.len();
+    let mut done = 0;
+    let mut alone = BTreeMap::new();
+    for n in names {
+        let a = rowclone_apps::app(n)?;
+        alone.insert(n.clone(), rowclone_apps::alone(&a, "base", &o.apps)?.ipc);
+        done += 1;
+        progress(done, total);
+    }
+    let mut out = Vec::new();
+    for m in &mixes {
+        out.push(run_mix(m, o, &alone)?);
+        done += 1;
+        progress(done, total);
+    }
+    Ok(out)
+}

@@ -1,0 +1,272 @@
+"""RowClone (MICRO 2013) section 7.3: the copy/initialisation-intensive applications alone:
+
+* IPC of the baseline, RowClone and RowClone-ZI per application (Fig. 11);
+* the reduction of DRAM energy and of memory bandwidth (Table 5), beside the paper's values;
+* the fraction of the baseline's memory traffic due to copies and initialisation (Fig. 10).
+
+The applications (bootup, compile, forkbench, mcached, mysql, shell) are parameter sets of one
+program (``presets/workloads/rowclone-apps/``; docs/rowclone-system.md says what each stands for and
+which numbers come from the paper). The runs are the platform model's (Rust:
+``experiments::rowclone_apps``); the paper's values come from ``presets/papers/rowclone.toml``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+
+from movelab import _core
+from movelab._util import refuse_keys
+from movelab.executor import run_points
+from movelab.reproduce import fraction, group, paper_data, pyplot, table, write_rows
+
+NAME = "rowclone-apps"
+ROW_KEY = ["app", "mechanism"]
+KEYS = ["app", "mechanism", "ipc", "speedup", "paper_speedup", "energy_reduction", "paper_energy_reduction",
+        "bandwidth_reduction", "paper_bandwidth_reduction", "copy_init_fraction", "bytes_per_instruction",
+        "energy_nj_per_instruction"]
+APPS = ["bootup", "compile", "forkbench", "mcached", "mysql", "shell"]
+MECHS = ["baseline", "rowclone", "rowclone-zi"]
+#: The mechanisms' names in the 80-column table.
+SHORT = {"baseline": "base", "rowclone": "RC", "rowclone-zi": "RC-ZI"}
+#: Platform keys the experiment sets itself for each run (an override of them would be dropped).
+SETS = ["copy.mechanism"]
+#: Default run lengths (program instructions per application; docs/rowclone-system.md).
+INSTRUCTIONS = 100_000
+WARMUP = 50_000
+MAX_INSTRUCTIONS = 1 << 32
+#: Largest application parameter override (Rust: ``rowclone_apps::MAX_APP_PARAM``).
+MAX_APP_PARAM = 1_000_000
+
+
+def check_lengths(instructions: Any, warmup: Any) -> None:
+    """Refuses run lengths out of range."""
+    for v, what, lo in [(instructions, "instructions", 1), (warmup, "warmup", 0)]:
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= MAX_INSTRUCTIONS:
+            raise ValueError(f"{what}: {v!r} must be an integer from {lo} to {MAX_INSTRUCTIONS:,}")
+
+
+def check_app_params(app_params: Mapping[str, Any] | None) -> dict[str, int] | None:
+    """Overrides of the copy/initialisation-intensive applications' parameters: names to integers."""
+    if app_params is None:
+        return None
+    if not isinstance(app_params, Mapping):
+        raise TypeError(f"app_params must be a dict of parameter names to integers, not {type(app_params).__name__}")
+    out = {}
+    for k, v in app_params.items():
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_APP_PARAM:
+            raise ValueError(f"app_params: {k} = {v!r} must be an integer from 0 to {MAX_APP_PARAM:,}")
+        out[str(k)] = v
+    return out
+
+
+def paper() -> dict[str, Any]:
+    """The paper's statements: ``table5`` (by application), ``fig10``, ``fig11``."""
+    d = paper_data("rowclone")
+    return {"table5": {r["app"]: r for r in d.get("table5", [])}, "fig10": d.get("fig10", {}),
+            "fig11": d.get("fig11", {})}
+
+
+def _paper_cells(app: str, mech: str, p: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """(speedup, energy reduction, bandwidth reduction) the paper gives for (app, mechanism)."""
+    t5 = p["table5"].get(app, {})
+    if mech == "rowclone":
+        return None, t5.get("rowclone_energy_reduction"), t5.get("rowclone_bandwidth_reduction")
+    if mech == "rowclone-zi":
+        return (p["fig11"].get("zi_speedup", {}).get(app), t5.get("zi_energy_reduction"),
+                t5.get("zi_bandwidth_reduction"))
+    return None, None, None
+
+
+def run(
+    overrides: Mapping[str, Any] | None = None,
+    apps: list[str] | None = None,
+    instructions: int = INSTRUCTIONS,
+    warmup: int = WARMUP,
+    app_params: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Rows with exactly :data:`KEYS`: each application under each mechanism."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
+    if overrides:
+        refuse_keys(dict(overrides), SETS, NAME)
+    check_lengths(instructions, warmup)
+    ap = check_app_params(app_params)
+    names = list(apps) if apps is not None else APPS
+    if not names or len(names) > 64 or not all(isinstance(a, str) for a in names):
+        raise ValueError(f"apps: {names!r} must be a list of 1 to 64 application names")
+    pts = points(overrides, names, instructions, warmup, ap)
+    p = paper()
+    rows = []
+    for r in (r for rs in run_points(point, pts, progress) for r in rs):
+        ps, pe, pb = _paper_cells(r["app"], r["mechanism"], p)
+        row = {k: r.get(k) for k in KEYS}
+        row.update(paper_speedup=ps, paper_energy_reduction=pe, paper_bandwidth_reduction=pb)
+        for k in ["ipc", "speedup", "energy_reduction", "bandwidth_reduction", "copy_init_fraction",
+                  "bytes_per_instruction", "energy_nj_per_instruction"]:
+            row[k] = round(row[k], 4)
+        rows.append(row)
+    return rows
+
+
+def points(overrides: Mapping[str, Any] | None, apps: list[str], instructions: int, warmup: int,
+           app_params: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+    """The independent runs: one application (under the three mechanisms) each."""
+    return [{"overrides": dict(overrides) if overrides else None, "app": a, "instructions": instructions,
+             "warmup": warmup, "app_params": dict(app_params) if app_params else None} for a in apps]
+
+
+def point(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of one point of :func:`points` (the model's, unrounded)."""
+    ov = json.dumps(p["overrides"]) if p.get("overrides") else None
+    ap = json.dumps(p["app_params"]) if p.get("app_params") else None
+    return json.loads(_core.reproduce_rowclone_apps([p["app"]], p["instructions"], p["warmup"], ov, ap, None))
+
+
+def summary(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(statement, movelab, paper) for the paper's statements of section 7.3."""
+    by = {(r["app"], r["mechanism"]): r for r in rows}
+    p = paper()
+    out = []
+    fr = [r["copy_init_fraction"] for r in rows if r["mechanism"] == "baseline"]
+    if fr:
+        f10 = p["fig10"]
+        out.append(("copy + initialisation share of memory traffic (Fig. 10)",
+                    f"{min(fr) * 100:.0f}% - {max(fr) * 100:.0f}%",
+                    f"{f10.get('copy_init_fraction_min', 0) * 100:.0f}% - "
+                    f"{f10.get('copy_init_fraction_max', 0) * 100:.0f}%"))
+    for app, sp in p["fig11"].get("zi_speedup", {}).items():
+        r = by.get((app, "rowclone-zi"))
+        if r:
+            out.append((f"RowClone-ZI speedup, {app} (Fig. 11)", f"{r['speedup']:.2f}x", f"{sp:.2f}x"))
+    deg = [a for a in p["fig11"].get("rowclone_degrades", []) if (a, "rowclone") in by]
+    if deg:
+        out.append(("RowClone on " + ", ".join(deg) + " (Fig. 11)",
+                    ", ".join(f"{by[(a, 'rowclone')]['speedup']:.2f}x" for a in deg), "slightly below 1x"))
+    zi = [r for r in rows if r["mechanism"] == "rowclone-zi"]
+    if zi:
+        out.append(("RowClone-ZI never slower than the baseline (section 7.3)",
+                    f"lowest {min(r['speedup'] for r in zi):.2f}x", "improves every application"))
+    return out
+
+
+def tables(rows: list[dict[str, Any]]) -> list[Group]:
+    t = table("RowClone section 7.3: applications alone (Fig. 11 IPC, Table 5 reductions over the baseline, "
+              "Fig. 10 copy + init share)",
+              "paper: Table 5; Fig. 11's speedups where the text gives them (forkbench, shell). Energy and "
+              "bandwidth are per program instruction over the measured window.", tight=True)
+    for col in ["app", "mech", "IPC", "speedup", "paper", "energy %", "paper", "bandwidth %", "paper",
+                "copy+init %"]:
+        t.add_column(col, justify="left" if col in ("app", "mech") else "right", no_wrap=True)
+    last = None
+    for r in rows:
+        if last is not None and r["app"] != last:
+            t.add_section()
+        last = r["app"]
+        base = r["mechanism"] == "baseline"
+        t.add_row(r["app"], SHORT.get(r["mechanism"], r["mechanism"]), f"{r['ipc']:.3f}", f"{r['speedup']:.2f}",
+                  "-" if r["paper_speedup"] is None else f"{r['paper_speedup']:.2f}",
+                  "-" if base else fraction(r["energy_reduction"]), fraction(r["paper_energy_reduction"], 0),
+                  "-" if base else fraction(r["bandwidth_reduction"]), fraction(r["paper_bandwidth_reduction"], 0),
+                  fraction(r["copy_init_fraction"]) if base else "")
+    out = [group(t)]
+    s = summary(rows)
+    if s:
+        t = table("Beside the paper's statements (section 7.3)")
+        for col in ["statement", "movelab", "paper"]:
+            t.add_column(col, no_wrap=col != "statement", justify="left" if col == "statement" else "right")
+        for row in s:
+            t.add_row(*row)
+        out.append(group(t))
+    return out
+
+
+def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Fig. 11 (IPC by mechanism), Table 5 (energy and bandwidth reductions beside the paper's) and
+    Fig. 10 (copy + init share); returns the paths."""
+    plt = pyplot()
+    apps = list(dict.fromkeys(r["app"] for r in rows))
+    by = {(r["app"], r["mechanism"]): r for r in rows}
+    x = range(len(apps))
+    w = 0.27
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    for k, m in enumerate(MECHS):
+        vals = [by[(a, m)]["ipc"] if (a, m) in by else 0 for a in apps]
+        bars = ax.bar([i + (k - 1) * w for i in x], vals, w, label=m)
+        if m == "rowclone-zi":
+            for b, a in zip(bars, apps, strict=True):
+                if (a, m) in by:
+                    ax.annotate(f"{(by[(a, m)]['speedup'] - 1) * 100:+.0f}%", (b.get_x() + w / 2, b.get_height()),
+                                ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(x), apps)
+    ax.set_ylabel("IPC (program instructions per cycle)")
+    ax.set_title("Applications alone: IPC (RowClone Fig. 11; label: RowClone-ZI over baseline)", fontsize=10)
+    ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    paths.append(out / f"{NAME}-ipc.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for ax, key, label in [(axes[0], "energy_reduction", "DRAM energy reduction, %"),
+                           (axes[1], "bandwidth_reduction", "memory bandwidth reduction, %")]:
+        for k, m in enumerate(MECHS[1:]):
+            vals = [by[(a, m)][key] * 100 if (a, m) in by else 0 for a in apps]
+            ax.bar([i + (k - 0.5) * w for i in x], vals, w, label=f"{m}")
+            ref = [by[(a, m)].get(f"paper_{key}") if (a, m) in by else None for a in apps]
+            px = [i + (k - 0.5) * w for i, v in zip(x, ref, strict=True) if v is not None]
+            ax.plot(px, [v * 100 for v in ref if v is not None], "k_", markersize=12,
+                    label="paper (Table 5)" if k == 0 else None)
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.set_xticks(list(x), apps, fontsize=8)
+        ax.set_ylabel(label)
+        ax.legend(frameon=False, fontsize=7)
+    ax = axes[2]
+    ax.bar(list(x), [by[(a, "baseline")]["copy_init_fraction"] * 100 if (a, "baseline") in by else 0
+                     for a in apps], 0.5, color="grey")
+    f10 = paper()["fig10"]
+    if f10:
+        ax.axhspan(f10.get("copy_init_fraction_min", 0) * 100, f10.get("copy_init_fraction_max", 0) * 100,
+                   color="tab:blue", alpha=0.1, label="paper's range (Fig. 10)")
+        ax.legend(frameon=False, fontsize=7)
+    ax.set_xticks(list(x), apps, fontsize=8)
+    ax.set_ylabel("copy + initialisation, % of traffic")
+    fig.suptitle("Applications alone: Table 5 reductions and Fig. 10 traffic share", fontsize=10)
+    fig.tight_layout()
+    paths.append(out / f"{NAME}-table5.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
+    return write_rows(rows, out, NAME, KEYS) + plot(rows, out)
+
+
+# docs/rowclone-system.md: RowClone-ZI's bandwidth reduction per application is within this many
+# points of Table 5 (the applications' copy and zeroing shares were set from it), and RowClone-ZI
+# is never slower than the baseline (section 7.3).
+BANDWIDTH_TOLERANCE = 0.10
+
+
+def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Whether RowClone-ZI's bandwidth reductions are within :data:`BANDWIDTH_TOLERANCE` of Table 5 and
+    it speeds every application up."""
+    zi = [r for r in rows if r["mechanism"] == "rowclone-zi" and r.get("paper_bandwidth_reduction") is not None]
+    if not zi:
+        return False, "no RowClone-ZI rows with a Table 5 value"
+    worst = max(zi, key=lambda r: abs(r["bandwidth_reduction"] - r["paper_bandwidth_reduction"]))
+    err = abs(worst["bandwidth_reduction"] - worst["paper_bandwidth_reduction"])
+    slow = [r["app"] for r in rows if r["mechanism"] == "rowclone-zi" and r["speedup"] < 1.0]
+    ok = err <= BANDWIDTH_TOLERANCE and not slow
+    return ok, (f"RowClone-ZI bandwidth reduction at most {err * 100:.1f} points from Table 5 (worst: "
+                f"{worst['app']}; tolerance {BANDWIDTH_TOLERANCE * 100:.0f}); "
+                + (f"slower than the baseline on {', '.join(slow)}" if slow else "faster than the baseline on all"))

@@ -1,0 +1,275 @@
+"""RowClone (MICRO 2013) section 7.4: multi-programmed mixes on 2, 4 and 8 cores:
+
+* Table 7: weighted speedup, instruction throughput, harmonic speedup, maximum slowdown, memory
+  bandwidth per instruction and memory energy per instruction, as the improvement (or reduction) of
+  RowClone and RowClone-ZI over the baseline, averaged over the mixes;
+* Fig. 13: weighted speedup improvement against the number of highly copy-intensive applications.
+
+Each mix is half copy/initialisation-intensive applications (Table 4), half memory-intensive ones
+standing for Table 6's SPEC CPU2006 programs, drawn with a seed. Each application's alone IPC (the
+reference of the speedups) is computed once, on the single-core baseline, and reused by every mix.
+The runs are the platform model's (Rust: ``experiments::rowclone_multicore``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+
+from movelab import _core
+from movelab._util import refuse_keys
+from movelab.executor import run_points
+from movelab.reproduce import fraction, group, paper_data, pyplot, table, write_csv, write_rows
+from movelab.reproduce.rowclone_apps import INSTRUCTIONS, WARMUP, check_app_params, check_lengths
+
+NAME = "rowclone-multicore"
+ROW_KEY = ["cores", "mechanism"]
+METRICS = ["weighted_speedup_improvement", "instruction_throughput_improvement", "harmonic_speedup_improvement",
+           "max_slowdown_reduction", "bandwidth_per_instruction_reduction", "energy_per_instruction_reduction"]
+KEYS = ["cores", "mechanism", "mixes", *[k for m in METRICS for k in (m, f"paper_{m}")], "by_highly_intensive"]
+LABELS = {"weighted_speedup_improvement": "weighted speedup", "instruction_throughput_improvement":
+          "instruction throughput", "harmonic_speedup_improvement": "harmonic speedup",
+          "max_slowdown_reduction": "maximum slowdown (reduction)",
+          "bandwidth_per_instruction_reduction": "bandwidth / instruction (reduction)",
+          "energy_per_instruction_reduction": "energy / instruction (reduction)"}
+CORES = [2, 4, 8]
+MIXES = 10
+SEED = 7
+MAX_MIXES = 10_000
+SETS = ["copy.mechanism", "cores"]
+
+
+def paper() -> dict[str, Any]:
+    """Table 7 (RowClone-ZI) by core count, and Fig. 12's 4-core means."""
+    d = paper_data("rowclone")
+    return {"table7": {r["cores"]: r for r in d.get("table7", [])}, "fig12": d.get("fig12", {})}
+
+
+def _paper_cells(cores: int, mech: str, p: dict[str, Any]) -> dict[str, Any]:
+    if mech == "rowclone-zi":
+        t7 = p["table7"].get(cores, {})
+        return {f"paper_{m}": t7.get(m) for m in METRICS}
+    out: dict[str, Any] = {f"paper_{m}": None for m in METRICS}
+    if cores == 4:
+        out["paper_weighted_speedup_improvement"] = p["fig12"].get("rowclone_weighted_speedup_improvement")
+    return out
+
+
+def mixes(seed: int = SEED, cores: list[int] | None = None, n: int = MIXES) -> list[dict[str, Any]]:
+    """The seeded mixes (each: cores, index, apps, highly_intensive)."""
+    out = []
+    for c in cores or CORES:
+        out.extend(json.loads(_core.rowclone_mixes(seed, c, n)))
+    return out
+
+
+def _check(cores: Any, n: Any, seed: Any) -> list[int]:
+    cs = list(cores) if cores is not None else CORES
+    if not cs or any(isinstance(c, bool) or not isinstance(c, int) or c not in (2, 4, 6, 8) for c in cs):
+        raise ValueError(f"cores: {cs!r} must be a list of even core counts from 2 to 8")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_MIXES:
+        raise ValueError(f"mixes: {n!r} must be an integer from 1 to {MAX_MIXES:,}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+        raise ValueError(f"seed: {seed!r} must be a non-negative 64-bit integer")
+    return sorted(set(cs))
+
+
+def run_mixes(
+    overrides: Mapping[str, Any] | None = None,
+    cores: list[int] | None = None,
+    n_mixes: int = MIXES,
+    seed: int = SEED,
+    instructions: int = INSTRUCTIONS,
+    warmup: int = WARMUP,
+    app_params: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every mix's result (the mix, its alone IPCs, its runs under the three mechanisms): the alone
+    runs first (one per application, reused by every mix), then the mixes, on the executor."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
+    if overrides:
+        refuse_keys(dict(overrides), SETS, NAME)
+    cs = _check(cores, n_mixes, seed)
+    check_lengths(instructions, warmup)
+    ap = check_app_params(app_params)
+    ms = mixes(seed, cs, n_mixes)
+    base = {"overrides": dict(overrides) if overrides else None, "instructions": instructions, "warmup": warmup,
+            "app_params": ap or None}
+    names = sorted({a for m in ms for a in m["apps"]})
+    total = len(names) + len(ms)
+
+    def shifted(offset: int) -> Callable[[int, int], None] | None:
+        if progress is None:
+            return None
+        return lambda done, _t: progress(offset + done, total)
+
+    ipcs = run_points(alone_point, [{**base, "app": a} for a in names], shifted(0))
+    alone = dict(zip(names, ipcs, strict=True))
+    return run_points(mix_point, [{**base, "mix": m, "alone": alone} for m in ms], shifted(len(names)))
+
+
+def alone_point(p: dict[str, Any]) -> float:
+    """One application's alone IPC on the single-core baseline."""
+    ov = json.dumps(p["overrides"]) if p.get("overrides") else None
+    ap = json.dumps(p["app_params"]) if p.get("app_params") else None
+    return json.loads(_core.rowclone_alone(p["app"], "base", p["instructions"], p["warmup"], ov, ap))["ipc"]
+
+
+def mix_point(p: dict[str, Any]) -> dict[str, Any]:
+    """One mix under the three mechanisms."""
+    ov = json.dumps(p["overrides"]) if p.get("overrides") else None
+    ap = json.dumps(p["app_params"]) if p.get("app_params") else None
+    return json.loads(_core.rowclone_mix(json.dumps(p["mix"]), json.dumps(p["alone"]), p["instructions"],
+                                         p["warmup"], ov, ap))
+
+
+def rows_of(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Table 7 rows (with Fig. 13's ``by_highly_intensive``: [count, mixes, mean weighted speedup
+    improvement]) beside the paper's values."""
+    p = paper()
+    out = []
+    for r in json.loads(_core.rowclone_summarise(json.dumps(results))):
+        row = {k: r.get(k) for k in KEYS}
+        row.update(_paper_cells(r["cores"], r["mechanism"], p))
+        for m in METRICS:
+            row[m] = round(row[m], 4)
+        row["by_highly_intensive"] = [[k, n, round(v, 4)] for k, n, v in r["by_highly_intensive"]]
+        out.append(row)
+    return out
+
+
+def run(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    """Rows with exactly :data:`KEYS`: one per core count and mechanism (RowClone, RowClone-ZI); the
+    arguments are :func:`run_mixes`'s."""
+    return rows_of(run_mixes(*args, **kwargs))
+
+
+def mix_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One flat row per mix and mechanism (the per-mix file)."""
+    out = []
+    for r in results:
+        m = r["mix"]
+        for x in r["runs"]:
+            out.append({"cores": m["cores"], "mix": m["index"], "apps": " ".join(m["apps"]),
+                        "highly_intensive": m["highly_intensive"], "mechanism": x["mechanism"],
+                        **{k: round(x[k], 4) for k in ["weighted_speedup", "instruction_throughput",
+                                                        "harmonic_speedup", "max_slowdown",
+                                                        "bytes_per_instruction", "energy_nj_per_instruction"]}})
+    return out
+
+
+def tables(rows: list[dict[str, Any]]) -> list[Group]:
+    cores = sorted({r["cores"] for r in rows})
+    n = {r["cores"]: r["mixes"] for r in rows}
+    t = table("RowClone Table 7: improvement over the baseline, % (mean over the mixes; paper's in parentheses)",
+              "WS weighted speedup, IT instruction throughput, HS harmonic speedup, MS maximum slowdown "
+              "(reduction), BW/i memory bandwidth per instruction (reduction), E/i memory energy per "
+              "instruction (reduction). Paper: Table 7 (RowClone-ZI; 138, 50, 40 workloads); RowClone's "
+              "4-core WS is Fig. 12's mean. Mixes here: " + ", ".join(f"{n[c]} on {c} cores" for c in cores),
+              tight=True)
+    t.add_column("cores", justify="right", no_wrap=True)
+    t.add_column("mech", no_wrap=True)
+    for col in ["WS", "IT", "HS", "MS", "BW/i", "E/i"]:
+        t.add_column(col, justify="right", no_wrap=True)
+    last = None
+    for r in rows:
+        if last is not None and r["cores"] != last:
+            t.add_section()
+        last = r["cores"]
+        cells = []
+        for m in METRICS:
+            pv = r.get(f"paper_{m}")
+            cells.append(fraction(r[m]) + ("" if pv is None else f" ({pv * 100:.0f})"))
+        t.add_row(str(r["cores"]), "RC" if r["mechanism"] == "rowclone" else "RC-ZI", *cells)
+    out = [group(t)]
+    t = table("RowClone Fig. 13: weighted speedup improvement, % (mixes), by highly copy-intensive applications "
+              "in the mix")
+    t.add_column("cores", justify="right")
+    t.add_column("mechanism")
+    ks = sorted({k for r in rows for k, _, _ in r["by_highly_intensive"]})
+    for k in ks:
+        t.add_column(str(k), justify="right", no_wrap=True)
+    for r in rows:
+        d = {k: (nm, v) for k, nm, v in r["by_highly_intensive"]}
+        t.add_row(str(r["cores"]), r["mechanism"],
+                  *[f"{d[k][1] * 100:.1f} ({d[k][0]})" if k in d else "-" for k in ks])
+    out.append(group(t))
+    return out
+
+
+def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Table 7 (bars by core count beside the paper's) and Fig. 13 (lines); returns the paths."""
+    plt = pyplot()
+    cores = sorted({r["cores"] for r in rows})
+    by = {(r["cores"], r["mechanism"]): r for r in rows}
+    paths = []
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6))
+    w = 0.35
+    for ax, m in zip(axes.flat, METRICS, strict=True):
+        for k, mech in enumerate(["rowclone", "rowclone-zi"]):
+            vals = [by[(c, mech)][m] * 100 if (c, mech) in by else 0 for c in cores]
+            ax.bar([i + (k - 0.5) * w for i in range(len(cores))], vals, w, label=mech)
+        ref = [(i + 0.5 * w, by[(c, "rowclone-zi")].get(f"paper_{m}")) for i, c in enumerate(cores)
+               if (c, "rowclone-zi") in by]
+        ref = [(x, v * 100) for x, v in ref if v is not None]
+        if ref:
+            ax.plot([x for x, _ in ref], [v for _, v in ref], "k_", markersize=14, label="paper (Table 7)")
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.set_xticks(range(len(cores)), [f"{c} cores" for c in cores])
+        ax.set_title(LABELS[m], fontsize=9)
+        ax.set_ylabel("%", fontsize=8)
+    axes.flat[0].legend(frameon=False, fontsize=7)
+    fig.suptitle("RowClone on multi-core systems: improvement over the baseline (Table 7)", fontsize=10)
+    fig.tight_layout()
+    paths.append(out / f"{NAME}-table7.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for c in cores:
+        for mech, style in [("rowclone-zi", "-o"), ("rowclone", "--s")]:
+            r = by.get((c, mech))
+            if r and r["by_highly_intensive"]:
+                pts = sorted((k, v * 100) for k, _, v in r["by_highly_intensive"])
+                ax.plot([k for k, _ in pts], [v for _, v in pts], style, label=f"{c} cores, {mech}", markersize=4)
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_xlabel("highly copy/initialisation-intensive applications in the mix")
+    ax.set_ylabel("weighted speedup improvement, %")
+    ax.set_title("RowClone Fig. 13: effect of copy/initialisation intensity", fontsize=10)
+    ax.legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    paths.append(out / f"{NAME}-fig13.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def write(rows: list[dict[str, Any]], out: Path, results: list[dict[str, Any]] | None = None) -> list[Path]:
+    """Writes the JSON, CSV (and, given the mixes' results, the per-mix CSV) and PNGs into ``out``."""
+    paths = write_rows(rows, out, NAME, KEYS)
+    mr = mix_rows(results or [])
+    if mr:
+        paths.append(out / f"{NAME}-mixes.csv")
+        write_csv(paths[-1], mr, list(mr[0]))
+    return paths + plot(rows, out)
+
+
+def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+    """The bar of docs/rowclone-system.md: RowClone-ZI's weighted speedup improvement is positive for
+    every core count and grows with it; the text gives the distance from Table 7."""
+    zi = sorted((r for r in rows if r["mechanism"] == "rowclone-zi"), key=lambda r: r["cores"])
+    if not zi:
+        return False, "no RowClone-ZI rows"
+    ws = [r["weighted_speedup_improvement"] for r in zi]
+    ok = all(v > 0 for v in ws) and all(a < b for a, b in itertools.pairwise(ws))
+    parts = [f"{r['cores']} cores {r['weighted_speedup_improvement'] * 100:.1f}%"
+             + (f" (paper {r['paper_weighted_speedup_improvement'] * 100:.0f}%)"
+                if r.get("paper_weighted_speedup_improvement") is not None else "") for r in zi]
+    return ok, ("RowClone-ZI weighted speedup improvement " + ", ".join(parts)
+                + ("; positive and growing with the core count" if ok else "; NOT positive and growing"))
