@@ -33,6 +33,7 @@ pub mod msf_mac;
 pub mod network_io;
 pub mod network_io_config;
 pub mod nic;
+pub mod packet_buffers;
 pub mod pcie_bytes;
 pub mod pcie_link;
 pub mod pending_copy_table;

@@ -9,12 +9,30 @@
 //! first. The cores move the packet's bytes for real and verify checksums where the program
 //! says so.
 use crate::error::PlatformError;
+use crate::host_step_cost::HostCaches;
 use crate::kernel::Ps;
-use crate::network_io::{amount, CoreEvent, Pkt, SmallCoreEnv};
+use crate::mem_channel::MemChannel;
+use crate::msf_mac::MsfMac;
 use crate::network_io_config::{Loc, MeStep, SmallCoreConfig};
+use crate::packet_buffers::{amount, Buffers, Pkt};
 use crate::udp_peer::checksum_ok;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
+
+/// What the small cores touch beside themselves.
+pub struct SmallCoreEnv<'a> {
+    pub buffers: &'a mut Buffers,
+    pub channels: &'a mut BTreeMap<String, MemChannel>,
+    pub msf: &'a mut MsfMac,
+    pub host: &'a mut HostCaches,
+    pub tx_ring: &'a mut VecDeque<Pkt>,
+}
+
+/// Events the small cores ask for.
+pub enum CoreEvent {
+    TbufFree(usize),
+    PeerRx(Vec<u8>),
+}
 
 /// Why a job runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,14 +9,13 @@
 //! dropped at the MSF, at the ring to the host or at the socket, never inside the host's
 //! programs (a stage does not start a packet it has no room to pass on).
 use crate::error::PlatformError;
-use crate::host_step_cost::{HostCaches, StaleRead, BUFFER_BYTES};
+use crate::host_step_cost::{HostCaches, StaleRead};
 use crate::kernel::{EventQueue, Ps};
 use crate::mem_channel::MemChannel;
-use crate::microengine::{Job, JobKind, SmallCores};
+use crate::microengine::{CoreEvent, Job, JobKind, SmallCoreEnv, SmallCores};
 use crate::msf_mac::MsfMac;
-use crate::network_io_config::{
-    Amount, Configuration, HostStep, Loc, NetworkIoConfig, Notify, Part,
-};
+use crate::network_io_config::{Configuration, HostStep, Loc, NetworkIoConfig, Notify};
+use crate::packet_buffers::{amount, Buffers, Pkt};
 use crate::udp_peer::{
     checksum_ok, UdpReceiver, UdpSender, HEADER_BYTES, MAX_PAYLOAD, MIN_PAYLOAD,
 };
@@ -79,114 +78,6 @@ pub struct NetStats {
     pub l2_misses: u64,
     pub sim_time_us: f64,
     pub events: u64,
-}
-
-/// A packet: where its bytes are.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Pkt {
-    pub loc: Loc,
-    pub idx: usize,
-    pub len: usize,
-}
-
-/// Fixed-size buffers with a free list (the User arena is the application's one buffer).
-struct Arena {
-    bufs: Vec<Vec<u8>>,
-    free: Vec<usize>,
-    grow: bool,
-}
-
-impl Arena {
-    fn new(n: usize, grow: bool) -> Arena {
-        Arena {
-            bufs: (0..n).map(|_| vec![0; BUFFER_BYTES as usize]).collect(),
-            free: (0..n).rev().collect(),
-            grow,
-        }
-    }
-    fn alloc(&mut self) -> Option<usize> {
-        if let Some(i) = self.free.pop() {
-            return Some(i);
-        }
-        self.grow.then(|| {
-            self.bufs.push(vec![0; BUFFER_BYTES as usize]);
-            self.bufs.len() - 1
-        })
-    }
-}
-
-/// The packet buffers of every location, and the data moves between them.
-pub struct Buffers {
-    arenas: BTreeMap<Loc, Arena>,
-}
-
-impl Buffers {
-    fn new(q: &crate::network_io_config::QueueConfig) -> Buffers {
-        let mut arenas = BTreeMap::new();
-        arenas.insert(Loc::Rbuf, Arena::new(0, true));
-        arenas.insert(Loc::Tbuf, Arena::new(0, true));
-        arenas.insert(Loc::MeDram, Arena::new(q.me_buffers as usize, false));
-        arenas.insert(Loc::Kernel, Arena::new(q.kernel_buffers as usize, false));
-        arenas.insert(Loc::User, Arena::new(1, false));
-        Buffers { arenas }
-    }
-
-    fn arena(&mut self, l: Loc) -> &mut Arena {
-        self.arenas
-            .get_mut(&l)
-            .expect("every location has an arena")
-    }
-
-    /// A new packet in `loc` holding `frame`.
-    pub fn put(&mut self, loc: Loc, frame: &[u8]) -> Option<Pkt> {
-        let idx = if loc == Loc::User {
-            0
-        } else {
-            self.arena(loc).alloc()?
-        };
-        self.arena(loc).bufs[idx][..frame.len()].copy_from_slice(frame);
-        Some(Pkt {
-            loc,
-            idx,
-            len: frame.len(),
-        })
-    }
-
-    pub fn bytes(&self, p: &Pkt) -> &[u8] {
-        &self.arenas[&p.loc].bufs[p.idx][..p.len]
-    }
-
-    /// Frees the packet's buffer (the application's buffer stays).
-    pub fn release(&mut self, p: Pkt) {
-        if p.loc != Loc::User {
-            self.arena(p.loc).free.push(p.idx);
-        }
-    }
-
-    /// Moves the packet's bytes to a new buffer in `to` (None: no buffer free there; the packet
-    /// is dropped and its old buffer freed).
-    pub fn move_to(&mut self, p: Pkt, to: Loc) -> Option<Pkt> {
-        let data = self.bytes(&p).to_vec();
-        self.release(p);
-        self.put(to, &data)
-    }
-
-    /// Removes the packet, returning its bytes.
-    pub fn take(&mut self, p: Pkt) -> Vec<u8> {
-        let data = self.bytes(&p).to_vec();
-        self.release(p);
-        data
-    }
-}
-
-/// Bytes of `a` for a packet of `len` bytes.
-pub fn amount(a: Amount, len: usize) -> u64 {
-    match a {
-        Amount::Bytes(n) => n,
-        Amount::Part(Part::Frame) => len as u64,
-        Amount::Part(Part::Payload) => len.saturating_sub(HEADER_BYTES) as u64,
-        Amount::Part(Part::Headers) => HEADER_BYTES as u64,
-    }
 }
 
 /// What the host core is doing.
@@ -962,21 +853,6 @@ impl NetworkIo {
         s.events = events;
         self.stats.clone()
     }
-}
-
-/// What the small cores touch beside themselves.
-pub struct SmallCoreEnv<'a> {
-    pub buffers: &'a mut Buffers,
-    pub channels: &'a mut BTreeMap<String, MemChannel>,
-    pub msf: &'a mut MsfMac,
-    pub host: &'a mut HostCaches,
-    pub tx_ring: &'a mut VecDeque<Pkt>,
-}
-
-/// Events the small cores ask for.
-pub enum CoreEvent {
-    TbufFree(usize),
-    PeerRx(Vec<u8>),
 }
 
 fn ev_of(e: CoreEvent) -> Ev {
