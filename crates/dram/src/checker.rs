@@ -142,9 +142,11 @@ struct Params {
     rcd_wr: (&'static str, u64),
     /// HBM: the read-to-write turnaround as one parameter (nRTW) instead of DDR's formula.
     rtw: Option<u64>,
+    /// PREA -> ACT / REF: nRP, or nRP + 1 (tRPA) on 8-bank DDR2, or LPDDR5's tRPab; and how a
+    /// violation names it.
     rp: u64,
-    /// PREA -> ACT / REF: nRP, or nRP + 1 (tRPA) on 8-bank DDR2.
     rpa: u64,
+    rpa_key: &'static str,
     ras: u64,
     rc: u64,
     cwl: u64,
@@ -171,8 +173,24 @@ struct Params {
     /// DDR5 same-bank refresh: tRFCsb and tREFSBRD (REFsb to ACT of another bank).
     rfcsb: Option<u64>,
     refsbrd: u64,
-    /// DDR5: ACT, RD, RDA, WR, WRA (and RowClone's ACTC, TR) hold the command bus two clocks.
-    two_clock: bool,
+    /// Commands that hold the command bus for the next clock too: DDR5's ACT, RD, RDA, WR, WRA
+    /// (and RowClone's ACTC, TR); LPDDR5's two-part activate (ACT-1, ACT-2; and ACTC).
+    two_clock: &'static [CommandKind],
+    /// Per-bank refresh (LPDDR5, HBM3), when the standard has it.
+    pb: Option<PerBankRefresh>,
+}
+
+/// The per-bank refresh rules of a standard (REFPB), with the names they go by.
+#[derive(Debug, Clone, Copy)]
+struct PerBankRefresh {
+    /// REFPB -> ACT / REFPB of the same bank (tRFCpb); REFPB -> REF / PREA.
+    rfcpb: u64,
+    /// REFPB -> REFPB of any bank (LPDDR5 tpbR2pbR, HBM3 tRREFD).
+    pb2pb: (&'static str, u64),
+    /// REFPB -> ACT of any bank (LPDDR5 tpbR2act, HBM3 tRREFD).
+    pb2act: (&'static str, u64),
+    /// ACT -> REFPB of another bank (HBM3: tRRD_S; LPDDR5 lists none).
+    act2pb: Option<(&'static str, u64)>,
 }
 
 impl Params {
@@ -228,10 +246,30 @@ impl Params {
         }
         let rp = get("nRP")?;
         // DDR2's tRPA: a PRECHARGE ALL on an 8-bank device needs one clock more than tRP.
-        let rpa = if h.standard == "DDR2" && h.org.banks_per_rank() >= 8 {
-            rp + 1
+        // LPDDR5 (JESD209-5B): PREab needs tRPab, longer than the per-bank tRPpb.
+        let (rpa, rpa_key) = if h.standard == "DDR2" && h.org.banks_per_rank() >= 8 {
+            (rp + 1, "nRP+1")
+        } else if h.standard == "LPDDR5" {
+            (get("nRPab")?, "nRPab")
         } else {
-            rp
+            (rp, "nRP")
+        };
+        // Per-bank refresh: LPDDR5 (JESD209-5B: tRFCpb, tpbR2pbR, tpbR2act) and HBM3 (JESD238:
+        // tRFCpb, tRREFD both ways between REFpb and REFpb / ACT, tRRD_S from an ACT).
+        let pb = match h.standard.as_str() {
+            "LPDDR5" => Some(PerBankRefresh {
+                rfcpb: get("nRFCpb")?,
+                pb2pb: ("nPBR2PBR", get("nPBR2PBR")?),
+                pb2act: ("nPBR2ACT", get("nPBR2ACT")?),
+                act2pb: None,
+            }),
+            "HBM3" => Some(PerBankRefresh {
+                rfcpb: get("nRFCpb")?,
+                pb2pb: ("nRREFD", get("nRREFD")?),
+                pb2act: ("nRREFD", get("nRREFD")?),
+                act2pb: Some(("nRRD_S", get("nRRD_S")?)),
+            }),
+            _ => None,
         };
         // HBM splits tRCD by direction (JESD235 / JESD238 as tabulated by DRAMSys, gem5, Ramulator 2).
         let rcd = |split: &'static str| -> Result<(&'static str, u64), LogError> {
@@ -251,6 +289,7 @@ impl Params {
             rtw: h.timing.get("nRTW").copied(),
             rp,
             rpa,
+            rpa_key,
             ras: get("nRAS")?,
             rc: get("nRC")?,
             cwl: get("nCWL")?,
@@ -272,8 +311,22 @@ impl Params {
             wpre: h.timing.get("nWPRE").copied().unwrap_or(0),
             rfcsb: h.timing.get("nRFCsb").copied(),
             refsbrd: h.timing.get("nREFSBRD").copied().unwrap_or(0),
-            // JESD79-5 (Table 30 as cited by Ramulator 2): two-clock ACT, RD, RDA, WR, WRA.
-            two_clock: h.standard == "DDR5",
+            two_clock: match h.standard.as_str() {
+                // JESD79-5 (Table 30 as cited by Ramulator 2): two-clock ACT, RD, RDA, WR, WRA.
+                "DDR5" => &[
+                    CommandKind::Act,
+                    CommandKind::Actc,
+                    CommandKind::Rd,
+                    CommandKind::Rda,
+                    CommandKind::Wr,
+                    CommandKind::Wra,
+                    CommandKind::Tr,
+                ],
+                // JESD209-5: ACT-1 and ACT-2 on consecutive clocks.
+                "LPDDR5" => &[CommandKind::Act, CommandKind::Actc],
+                _ => &[],
+            },
+            pb,
         })
     }
 
@@ -309,6 +362,12 @@ impl Params {
             self.ppd.unwrap_or(0),
             self.rfcsb.unwrap_or(0),
             self.refsbrd,
+            self.pb.map_or(0, |b| {
+                b.rfcpb
+                    .max(b.pb2pb.1)
+                    .max(b.pb2act.1)
+                    .max(b.act2pb.map_or(0, |a| a.1))
+            }),
         ]
         .into_iter()
         .max()
@@ -335,6 +394,8 @@ enum Role {
     Pre,
     /// Refreshes the bank (REFSB).
     Refresh,
+    /// Refreshes the one bank (REFPB).
+    RefreshPb,
 }
 
 /// One bank a command acts on.
@@ -439,7 +500,8 @@ struct RankState {
     history: VecDeque<Entry>,
     /// REFs within nRFC of now.
     refs: VecDeque<(u64, u64)>,
-    /// Per bank index (within a group): the last refresh (REF, or REFSB of that index) and the
+    /// Per bank index (within a group; per bank of the rank when the standard has per-bank
+    /// refresh): the last refresh (REF, or REFSB of that index, or REFPB of that bank) and the
     /// refreshes done. A REF counts for every index.
     last_ref: Vec<u64>,
     refs_done: Vec<u64>,
@@ -504,6 +566,8 @@ pub struct Checker {
     scratch: Vec<Side>,
     /// The log used same-bank refresh (violations then name the bank index).
     saw_refsb: bool,
+    /// The log used per-bank refresh (violations then name the bank).
+    saw_refpb: bool,
 }
 
 /// Where a command is, after its indices passed the bounds check.
@@ -550,10 +614,16 @@ impl Checker {
             )));
         }
         let p = Params::from_header(header)?;
+        // Refresh is tracked per bank index (REFSB) or, with per-bank refresh, per bank.
+        let ref_slots = if p.pb.is_some() {
+            o.banks_per_rank()
+        } else {
+            o.banks_per_group
+        } as usize;
         let rank = RankState {
             banks: vec![BankState::default(); o.banks_per_rank() as usize],
-            last_ref: vec![0; o.banks_per_group as usize],
-            refs_done: vec![0; o.banks_per_group as usize],
+            last_ref: vec![0; ref_slots],
+            refs_done: vec![0; ref_slots],
             ..RankState::default()
         };
         Ok(Checker {
@@ -569,6 +639,7 @@ impl Checker {
             violation_count: 0,
             scratch: Vec::new(),
             saw_refsb: false,
+            saw_refpb: false,
         })
     }
 
@@ -802,18 +873,7 @@ impl Checker {
                 );
             }
         }
-        if self.p.two_clock
-            && matches!(
-                rec.kind,
-                CommandKind::Act
-                    | CommandKind::Actc
-                    | CommandKind::Rd
-                    | CommandKind::Rda
-                    | CommandKind::Wr
-                    | CommandKind::Wra
-                    | CommandKind::Tr
-            )
-        {
+        if self.p.two_clock.contains(&rec.kind) {
             ch.two_clock = Some((t, ctx.index, rec.kind));
         }
 
@@ -856,7 +916,11 @@ impl Checker {
                 rank.last_ref.iter_mut().for_each(|c| *c = t);
                 rank.refs_done.iter_mut().for_each(|n| *n += 1);
             } else {
-                let i = rec.bank as usize;
+                let i = if rec.kind == CommandKind::Refpb {
+                    loc.bank as usize
+                } else {
+                    rec.bank as usize
+                };
                 if let (Some(c), Some(n)) = (rank.last_ref.get_mut(i), rank.refs_done.get_mut(i)) {
                     *c = t;
                     *n += 1;
@@ -1105,6 +1169,25 @@ impl Checker {
                     ..side(loc.bank, loc.group, Role::Refresh, "REFSB")
                 });
             }
+            CommandKind::Refpb => {
+                self.saw_refpb = true;
+                if p.pb.is_none() {
+                    ctx.protocol(
+                        "REFPB without per-bank refresh",
+                        format!(
+                            "{} has no per-bank refresh (LPDDR5 and HBM3 do)",
+                            self.header.standard
+                        ),
+                    );
+                }
+                if let Some(r) = rank.banks[loc.bank as usize].open {
+                    ctx.protocol(
+                        "REFPB to an open bank",
+                        format!("bank {} has row {r} open", bank_name(loc.bank, bpg)),
+                    );
+                }
+                sides.push(side(loc.bank, loc.group, Role::RefreshPb, "REFPB"));
+            }
             CommandKind::Ref => {
                 let open: Vec<String> = rank
                     .banks
@@ -1297,8 +1380,39 @@ impl Checker {
             {
                 ctx.timing("nRP: PREA -> REFSB same rank".into(), p.rp, actual, prev);
             }
-            // PREA precharges the rank: nRP (tRPA on 8-bank DDR2) before any ACT.
-            let rpa_key = if p.rpa > p.rp { "nRP+1" } else { "nRP" };
+            // Per-bank refresh, rank-wide.
+            if let Some(pb) = p.pb {
+                let other_bank = || match (prev.sides[0], new.sides[0]) {
+                    (Some(a), Some(b)) => a.bank != b.bank,
+                    _ => true,
+                };
+                let rule = match (prev.kind, new.kind) {
+                    (CommandKind::Refpb, CommandKind::Refpb) => Some(pb.pb2pb),
+                    (CommandKind::Refpb, CommandKind::Act) => Some(pb.pb2act),
+                    (CommandKind::Refpb, CommandKind::Ref | CommandKind::Prea) => {
+                        Some(("nRFCpb", pb.rfcpb))
+                    }
+                    (CommandKind::Prea, CommandKind::Refpb) => Some((p.rpa_key, p.rpa)),
+                    (CommandKind::Act | CommandKind::Actc, CommandKind::Refpb)
+                        if !prev.implied && other_bank() =>
+                    {
+                        pb.act2pb
+                    }
+                    _ => None,
+                };
+                if let Some((key, req)) = rule {
+                    if !prev.implied && short(actual, req) {
+                        ctx.timing(
+                            format!("{key}: {} -> {} same rank", prev.label(), new.label()),
+                            req,
+                            actual,
+                            prev,
+                        );
+                    }
+                }
+            }
+            // PREA precharges the rank: nRP (tRPA on 8-bank DDR2, tRPab on LPDDR5) before any ACT.
+            let rpa_key = p.rpa_key;
             if prev.kind == CommandKind::Prea
                 && new.kind == CommandKind::Act
                 && short(actual, p.rpa)
@@ -1405,10 +1519,14 @@ impl Checker {
         let refi = self.p.refi;
         let max_gap = refi.saturating_mul(REFRESH_POSTPONE_LIMIT + 1);
         let ranks_per_ch = self.header.org.ranks as usize;
-        let sb = self.saw_refsb;
-        // With same-bank refresh each bank index keeps its own interval (a REF counts for all).
+        let (sb, pb) = (self.saw_refsb, self.saw_refpb);
+        let bpg = self.header.org.banks_per_group;
+        // With same-bank (per-bank) refresh each bank index (bank) keeps its own interval (a REF
+        // counts for all).
         let which = |i: usize| {
-            if sb {
+            if pb {
+                format!(" bank {}", bank_name(i as u32, bpg))
+            } else if sb {
                 format!(" bank index {i}")
             } else {
                 String::new()
@@ -1474,6 +1592,10 @@ fn bank_rule(p: &Params, prev: Role, new: Role) -> Option<(&'static str, u64)> {
         (Act, Refresh) => ("nRC", p.rc),
         (Pre, Refresh) => ("nRP", p.rp),
         (Refresh, Act) | (Refresh, Refresh) => ("nRFCsb", p.rfcsb.unwrap_or(0)),
+        // Per-bank refresh, the same at one bank with tRFCpb.
+        (Act, RefreshPb) => ("nRC", p.rc),
+        (Pre, RefreshPb) => ("nRP", p.rp),
+        (RefreshPb, Act) | (RefreshPb, RefreshPb) => ("nRFCpb", p.pb.map_or(0, |b| b.rfcpb)),
         _ => return None,
     })
 }

@@ -31,10 +31,13 @@ pub enum CommandKind {
     /// DDR5 same-bank REFRESH (REFsb): refreshes the bank with the command's bank index in every
     /// bank group of the rank; those banks must be precharged, the others keep working.
     Refsb,
+    /// Per-bank REFRESH (LPDDR5 REFpb, HBM3 REFpb): refreshes the one bank it names, which must
+    /// be precharged; the rank's other banks keep working.
+    Refpb,
 }
 
 impl CommandKind {
-    pub const ALL: [CommandKind; 11] = [
+    pub const ALL: [CommandKind; 12] = [
         CommandKind::Act,
         CommandKind::Pre,
         CommandKind::Prea,
@@ -46,6 +49,7 @@ impl CommandKind {
         CommandKind::Actc,
         CommandKind::Tr,
         CommandKind::Refsb,
+        CommandKind::Refpb,
     ];
     pub fn mnemonic(self) -> &'static str {
         match self {
@@ -60,6 +64,7 @@ impl CommandKind {
             CommandKind::Actc => "ACTC",
             CommandKind::Tr => "TR",
             CommandKind::Refsb => "REFSB",
+            CommandKind::Refpb => "REFPB",
         }
     }
     pub fn from_mnemonic(s: &str) -> Option<CommandKind> {
@@ -75,9 +80,12 @@ impl CommandKind {
     pub fn index(self) -> usize {
         self as usize
     }
-    /// Refreshes (REF, REFSB).
+    /// Refreshes (REF, REFSB, REFPB).
     pub fn is_refresh(self) -> bool {
-        matches!(self, CommandKind::Ref | CommandKind::Refsb)
+        matches!(
+            self,
+            CommandKind::Ref | CommandKind::Refsb | CommandKind::Refpb
+        )
     }
 }
 

@@ -180,6 +180,8 @@ pub struct Controller {
     refresh: bool,
     /// Same-bank refresh (REFSB) instead of all-bank REF.
     same_bank: bool,
+    /// Per-bank refresh (REFPB) instead of all-bank REF.
+    per_bank: bool,
     n_cl: u64,
     n_bl: u64,
     n_cwl: u64,
@@ -209,7 +211,8 @@ pub struct Controller {
     last_ref: Vec<[u64; 2]>,
     ref_late: Vec<[u64; 2]>,
     last_work: u64,
-    /// Same-bank refresh: per rank, the bank index refreshed next and the REFSBs issued so far.
+    /// Same-bank refresh: per rank, the bank index refreshed next and the REFSBs issued so far;
+    /// per-bank refresh: the bank (index within the rank) refreshed next and the REFPBs so far.
     sb_next: Vec<u32>,
     sb_done: Vec<u64>,
     jobs: Vec<(u64, Job)>,
@@ -274,6 +277,7 @@ impl Controller {
             keep_activated: cfg.keep_activated_rows,
             refresh: cfg.refresh != "none",
             same_bank: cfg.refresh == "same-bank",
+            per_bank: cfg.refresh == "per-bank",
             n_cl: spec.t("nCL"),
             n_bl: spec.t("nBL"),
             n_cwl: spec.t("nCWL"),
@@ -292,10 +296,10 @@ impl Controller {
             wr_lo_n: (cfg.write_low_watermark * cfg.write_queue as f64).ceil() as usize,
             write_mode: false,
             refresh_due: vec![
-                if cfg.refresh == "same-bank" {
-                    (n_refi / u64::from(spec.org.banks_per_group)).max(1)
-                } else {
-                    n_refi
+                match cfg.refresh.as_str() {
+                    "same-bank" => (n_refi / u64::from(spec.org.banks_per_group)).max(1),
+                    "per-bank" => (n_refi / u64::from(spec.org.banks_per_rank())).max(1),
+                    _ => n_refi,
                 };
                 ranks
             ],
@@ -752,12 +756,13 @@ impl Controller {
                     );
                     if kind.is_refresh() {
                         self.refresh_pending[r] = false;
-                        if self.same_bank {
-                            // Every bank index once per nREFI, evenly spread.
-                            let bpg = u64::from(self.dev.banks_per_group());
+                        if self.same_bank || self.per_bank {
+                            // Every bank index (same-bank) or bank (per-bank) once per nREFI,
+                            // evenly spread.
+                            let steps = u64::from(self.refresh_steps());
                             self.sb_done[r] += 1;
-                            self.sb_next[r] = (self.sb_next[r] + 1) % bpg as u32;
-                            self.refresh_due[r] = (self.sb_done[r] + 1) * self.n_refi / bpg;
+                            self.sb_next[r] = (self.sb_next[r] + 1) % steps as u32;
+                            self.refresh_due[r] = (self.sb_done[r] + 1) * self.n_refi / steps;
                         } else {
                             self.refresh_due[r] += self.n_refi;
                         }
@@ -892,13 +897,39 @@ impl Controller {
     /// the rank for all-bank refresh, the banks of the bank index being refreshed for same-bank.
     #[inline]
     fn refresh_blocks(&self, b: BankId) -> bool {
-        self.refresh_pending[b.rank as usize]
-            && (!self.same_bank || b.bank == self.sb_next[b.rank as usize])
+        let r = b.rank as usize;
+        self.refresh_pending[r]
+            && if self.per_bank {
+                b.flat % self.dev.banks_per_rank() == self.sb_next[r]
+            } else {
+                !self.same_bank || b.bank == self.sb_next[r]
+            }
+    }
+
+    /// Refresh commands per rank per nREFI: bank indices (same-bank), banks (per-bank), or 1.
+    fn refresh_steps(&self) -> u32 {
+        if self.per_bank {
+            self.dev.banks_per_rank()
+        } else if self.same_bank {
+            self.dev.banks_per_group()
+        } else {
+            1
+        }
     }
 
     /// The next command a due refresh of rank `r` needs: (kind, bank, row). All-bank: PREA while
     /// any bank is open, then REF. Same-bank: PRE each open bank of the bank index, then REFSB.
+    /// Per-bank: PRE the bank if open, then REFPB.
     fn refresh_command(&self, r: u32) -> (CommandKind, BankId, u32) {
+        if self.per_bank {
+            let b = self
+                .dev
+                .bank_from_flat(r * self.dev.banks_per_rank() + self.sb_next[r as usize]);
+            return match self.dev.open_row(b) {
+                Some(row) => (CommandKind::Pre, b, row),
+                None => (CommandKind::Refpb, b, 0),
+            };
+        }
         if self.same_bank {
             let i = self.sb_next[r as usize];
             for g in 0..self.dev.bank_groups() {
@@ -935,6 +966,9 @@ impl Controller {
         }
         if let Some((d, _, _)) = p.dst {
             self.slots[d.flat as usize].dirty = true;
+        }
+        if kind == CommandKind::Refpb {
+            self.slots[p.bank.flat as usize].activated = None;
         }
         if kind == CommandKind::Refsb {
             for g in 0..self.dev.bank_groups() {
@@ -974,7 +1008,7 @@ impl Controller {
                 bank: p.bank.bank,
                 row: if matches!(
                     kind,
-                    CommandKind::Prea | CommandKind::Ref | CommandKind::Refsb
+                    CommandKind::Prea | CommandKind::Ref | CommandKind::Refsb | CommandKind::Refpb
                 ) {
                     0
                 } else {
@@ -1130,8 +1164,9 @@ impl Controller {
         until: u64,
         log: Option<&mut (dyn CommandSink + 's)>,
     ) -> u64 {
-        // Same-bank refresh (REFSB) is due bank by bank at uneven steps: visited, not elided.
-        if !self.refresh || self.same_bank || !self.idle() {
+        // Same-bank (REFSB) and per-bank refresh (REFPB) are due bank by bank at uneven steps:
+        // visited, not elided.
+        if !self.refresh || self.same_bank || self.per_bank || !self.idle() {
             return 0;
         }
         let refi = self.n_refi;
