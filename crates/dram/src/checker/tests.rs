@@ -1179,6 +1179,7 @@ enum GCol {
 
 /// How the generator refreshes.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[allow(clippy::enum_variant_names)]
 enum RefMode {
     /// REF per rank every nREFI.
     AllBank,
@@ -1501,7 +1502,7 @@ impl Gen {
     fn refresh(&mut self, rank: u32) {
         let r = &mut self.ranks[rank as usize];
         r.ref_count += 1;
-        let all = self.mode == RefMode::AllBank || r.ref_count % 4 == 0;
+        let all = self.mode == RefMode::AllBank || r.ref_count.is_multiple_of(4);
         let step = self.refresh_step();
         self.ranks[rank as usize].next_ref += step;
         if all {
