@@ -55,6 +55,14 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "hbm3-6400",
         include_str!("../../../presets/configs/hbm3-6400.toml"),
     ),
+    (
+        "rowclone-lpddr5-6400",
+        include_str!("../../../presets/configs/rowclone-lpddr5-6400.toml"),
+    ),
+    (
+        "rowclone-hbm3-6400",
+        include_str!("../../../presets/configs/rowclone-hbm3-6400.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.

@@ -105,8 +105,9 @@ def rowclone_latency(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
     config: str | None = typer.Option(None, help="Config preset or TOML file (default: the standard's, "
                                                  "rowclone-ddr3-1066 for DDR3).", show_default=False),
-    standard: str = typer.Option("ddr3", "--standard", help="ddr3 (the paper's system) or ddr5 (the same system "
-                                                            "on DDR5-4800B, shown beside DDR3)."),
+    standard: str = typer.Option("ddr3", "--standard", help="ddr3 (the paper's system), or ddr5, lpddr5, hbm3 (the "
+                                                            "same system on DDR5-4800B, LPDDR5-6400, HBM3-6400, "
+                                                            "shown beside DDR3)."),
     set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. dram.timing.nRAS=24.",
                                           show_default=False),
     nbytes: int = typer.Option(4096, "--bytes", min=64, max=1 << 20,
@@ -151,8 +152,10 @@ def _rowclone_beside_ddr3(fmt: str, config: str, overrides: dict[str, Any], out:
     std, speed = rows[0]["standard"], rows[0]["speed"]
     red = rl.reductions(rows)
     red3 = rl.reductions([{**r, "latency_ns": r["ddr3_latency_ns"], "energy_uj": r["ddr3_energy_uj"]} for r in rows])
+    energy = rows[0]["energy_uj"] is not None
+    note = "energy = DRAM commands + channel" if energy else f"energy not available for {std} (no public currents)"
     t = Table(title=f"RowClone Table 3 on {speed} beside DDR3-1066 (8-8-8): 4 KB operations, modelled "
-                    f"(no {std} chip result is public); energy = DRAM commands + channel",
+                    f"(no {std} chip result is public); {note}",
               box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     t.add_column("op", no_wrap=True, min_width=4)
     t.add_column("mechanism", no_wrap=True, min_width=9)
@@ -160,9 +163,10 @@ def _rowclone_beside_ddr3(fmt: str, config: str, overrides: dict[str, Any], out:
         t.add_column(col, justify="right", no_wrap=True)
     for r in rows:
         k = (r["operation"], r["mechanism"])
+        e, ex = r["energy_uj"], red[k][1]
         t.add_row(r["operation"], r["mechanism"], f"{r['latency_ns']:.0f}", f"{r['ddr3_latency_ns']:.0f}",
-                  f"{r['energy_uj']:.3f}", f"{r['ddr3_energy_uj']:.3f}", f"{red[k][0]:.2f}", f"{red3[k][0]:.2f}",
-                  f"{red[k][1]:.1f}", f"{red3[k][1]:.1f}")
+                  "n/a" if e is None else f"{e:.3f}", f"{r['ddr3_energy_uj']:.3f}", f"{red[k][0]:.2f}",
+                  f"{red3[k][0]:.2f}", "n/a" if ex is None else f"{ex:.1f}", f"{red3[k][1]:.1f}")
     console.print(t)
 
 
@@ -202,7 +206,7 @@ def _rowclone_latency(fmt: str, config: str, overrides: dict[str, Any], out: Pat
         p = paper.get((r["operation"], r["mechanism"]), {})
         t.add_row(r["operation"], r["mechanism"], f"{r['latency_ns']:.0f}", _num(r["paper_latency_ns"]),
                   f"{r['energy_uj']:.3f}", _num(r["paper_energy_uj"]), f"{lr:.2f}", _x(p.get("latency_reduction")),
-                  f"{er:.1f}", _x(p.get("energy_reduction")))
+                  "n/a" if er is None else f"{er:.1f}", _x(p.get("energy_reduction")))
     console.print(t)
 
 

@@ -220,6 +220,42 @@ mod tests {
     }
 
     #[test]
+    fn fpm_on_every_standard_is_two_nras_plus_nrp_of_its_bin() {
+        // Every standard's RowClone system (4 KB operations; on LPDDR5 and HBM3 the 4 KB page
+        // spans the same row of several channels, copied in parallel): FPM copy and zeroing take
+        // 2 nRAS + nRP of the bin, every case runs the mechanism it names, and the FPM latency
+        // moves with nRAS.
+        for preset in [
+            "rowclone-ddr3-1066",
+            "rowclone-ddr5-4800b",
+            "rowclone-lpddr5-6400",
+            "rowclone-hbm3-6400",
+        ] {
+            let base = Config::preset(preset).unwrap().resolve("t").unwrap();
+            let ras0 = base.t("nRAS");
+            for n_ras in [ras0, ras0 + 11] {
+                let mut c = Config::preset(preset).unwrap();
+                c.dram.timing.insert("nRAS".into(), n_ras);
+                c.dram
+                    .timing
+                    .insert("nRC".into(), base.t("nRC") + n_ras - ras0);
+                let spec = c.resolve("t").unwrap();
+                let rows = run(&c, 4096).unwrap();
+                let rp = spec.t("nRP");
+                for op in ["copy", "zero"] {
+                    let r = get(&rows, op, "fpm");
+                    assert_eq!(r.cycles, 2 * n_ras + rp, "{preset} {op} nRAS {n_ras}");
+                    let tck = spec.t("tCK_ps") as f64 / 1000.0;
+                    assert!((r.latency_ns - (2 * n_ras + rp) as f64 * tck).abs() < 1e-6);
+                }
+                for r in &rows {
+                    assert_eq!(moved_by_own_mechanism(r), 4096, "{preset} {r:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn orderings_of_table_3_hold() {
         let r = rows_with("");
         let l = |o, m| get(&r, o, m).latency_ns;
