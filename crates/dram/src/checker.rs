@@ -23,7 +23,7 @@
 //! | --- | --- |
 //! | same bank | ACT -> RD / WR / TR(src) / TR(dst): nRCD; ACT -> PRE: nRAS; ACT -> ACT: nRC; PRE -> ACT: nRP |
 //! | same bank | RD / TR(src) -> PRE: nRTP; WR / TR(dst) -> PRE: nCWL + nBL + nWR |
-//! | same bank (FPM) | ACT -> ACTC, ACTC -> ACTC, ACTC -> PRE: nRAS |
+//! | same bank (FPM) | ACT -> ACTC, ACTC -> ACTC, ACTC -> PRE: nRAS (Multi-RowCopy's ACTM as ACTC) |
 //! | other bank, same rank | ACT / ACTC -> ACT / ACTC: nRRD (_S other group, _L same group) |
 //! | same rank | at most 4 ACT / ACTC in any nFAW window |
 //! | same rank | RD -> RD, WR -> WR, TR <-> RD / WR / TR, RD -> TR: nCCD (_S / _L) |
@@ -34,7 +34,9 @@
 //! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
 //!
 //! Protocol: ACT only to a precharged bank; RD / WR / RDA / WRA / TR only to an open bank and its
-//! open row; ACTC only to an open bank whose open row is in the same subarray
+//! open row; ACTM only to an open bank, its row group (open row XOR each subset of the differing
+//! address bits: 2 to 32 rows) within the open row's subarray; ACTC only to an open bank whose
+//! open row is in the same subarray
 //! (`row / org.subarray_rows`); TR between two different banks; REF only with every bank of the
 //! rank precharged; at most one command per channel per cycle; cycles non-decreasing; every index
 //! within the organisation.
@@ -316,6 +318,7 @@ impl Params {
                 "DDR5" => &[
                     CommandKind::Act,
                     CommandKind::Actc,
+                    CommandKind::Actm,
                     CommandKind::Rd,
                     CommandKind::Rda,
                     CommandKind::Wr,
@@ -323,7 +326,7 @@ impl Params {
                     CommandKind::Tr,
                 ],
                 // JESD209-5: ACT-1 and ACT-2 on consecutive clocks.
-                "LPDDR5" => &[CommandKind::Act, CommandKind::Actc],
+                "LPDDR5" => &[CommandKind::Act, CommandKind::Actc, CommandKind::Actm],
                 _ => &[],
             },
             pb,
@@ -457,7 +460,11 @@ impl Entry {
         self.sides.iter().flatten()
     }
     fn is_activation(&self) -> bool {
-        !self.implied && matches!(self.kind, CommandKind::Act | CommandKind::Actc)
+        !self.implied
+            && matches!(
+                self.kind,
+                CommandKind::Act | CommandKind::Actc | CommandKind::Actm
+            )
     }
     /// Closes a row (or, for PREA, precharges the rank).
     fn is_precharge(&self) -> bool {
@@ -1074,6 +1081,46 @@ impl Checker {
                 b.activated_at = t;
                 sides.push(side(loc.bank, loc.group, Role::Actc, "ACTC"));
             }
+            CommandKind::Actm => {
+                let b = &mut rank.banks[loc.bank as usize];
+                match b.open {
+                    None => ctx.protocol(
+                        "ACTM to a closed bank",
+                        format!(
+                            "bank {} has no open row to copy from",
+                            bank_name(loc.bank, bpg)
+                        ),
+                    ),
+                    Some(open) => {
+                        // SiMRA (DSN 2024): the rows raised are the open row XOR every subset of
+                        // the address bits where the two rows differ; at most 32 rows at once,
+                        // all in the open row's subarray.
+                        let mask = open ^ rec.row;
+                        let (lo, hi) = (open & !mask, open | mask);
+                        if mask == 0 || mask.count_ones() > 5 {
+                            ctx.protocol(
+                                "ACTM row group",
+                                format!(
+                                    "rows {open} and {} select {} rows; a multi-row activation raises 2 to 32",
+                                    rec.row,
+                                    1u64 << mask.count_ones()
+                                ),
+                            );
+                        } else if lo / subarray_rows != hi / subarray_rows {
+                            ctx.protocol(
+                                "ACTM row group",
+                                format!(
+                                    "rows {open} and {} select rows {lo} to {hi}, across subarrays of {subarray_rows} rows",
+                                    rec.row
+                                ),
+                            );
+                        }
+                    }
+                }
+                b.open = Some(rec.row);
+                b.activated_at = t;
+                sides.push(side(loc.bank, loc.group, Role::Actc, "ACTM"));
+            }
             CommandKind::Pre => {
                 let b = &mut rank.banks[loc.bank as usize];
                 if b.open.take().is_some() {
@@ -1393,11 +1440,10 @@ impl Checker {
                         Some(("nRFCpb", pb.rfcpb))
                     }
                     (CommandKind::Prea, CommandKind::Refpb) => Some((p.rpa_key, p.rpa)),
-                    (CommandKind::Act | CommandKind::Actc, CommandKind::Refpb)
-                        if !prev.implied && other_bank() =>
-                    {
-                        pb.act2pb
-                    }
+                    (
+                        CommandKind::Act | CommandKind::Actc | CommandKind::Actm,
+                        CommandKind::Refpb,
+                    ) if !prev.implied && other_bank() => pb.act2pb,
                     _ => None,
                 };
                 if let Some((key, req)) = rule {

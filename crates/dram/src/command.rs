@@ -34,10 +34,15 @@ pub enum CommandKind {
     /// Per-bank REFRESH (LPDDR5 REFpb, HBM3 REFpb): refreshes the one bank it names, which must
     /// be precharged; the rank's other banks keep working.
     Refpb,
+    /// Multi-RowCopy's multi-row ACTIVATE (Yuksel et al., DSN 2024): issued to a bank whose source
+    /// row is open, it raises every row of the group the two addresses select at once (the open
+    /// row XOR each subset of the bits where the two differ, see `multi_row_copy`), and the
+    /// sense amplifiers copy the source row into all of them.
+    Actm,
 }
 
 impl CommandKind {
-    pub const ALL: [CommandKind; 12] = [
+    pub const ALL: [CommandKind; 13] = [
         CommandKind::Act,
         CommandKind::Pre,
         CommandKind::Prea,
@@ -50,6 +55,7 @@ impl CommandKind {
         CommandKind::Tr,
         CommandKind::Refsb,
         CommandKind::Refpb,
+        CommandKind::Actm,
     ];
     pub fn mnemonic(self) -> &'static str {
         match self {
@@ -65,6 +71,7 @@ impl CommandKind {
             CommandKind::Tr => "TR",
             CommandKind::Refsb => "REFSB",
             CommandKind::Refpb => "REFPB",
+            CommandKind::Actm => "ACTM",
         }
     }
     pub fn from_mnemonic(s: &str) -> Option<CommandKind> {

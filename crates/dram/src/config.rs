@@ -156,7 +156,8 @@ pub struct ControllerConfig {
     pub mapper: String,
     /// XOR the bank index with low row bits (permutation-based interleaving) in the mapper.
     pub bank_xor: bool,
-    /// Mechanism for bulk copy/init requests: "baseline" (data crosses the channel) or "rowclone".
+    /// Mechanism for bulk copy/init requests: "baseline" (data crosses the channel), "rowclone", or
+    /// "multi-row-copy" (RowClone, and Multi-RowCopy for replication).
     pub bulk: String,
     /// Lines the controller's baseline copy engine reads before it writes them out (its stream
     /// buffer); 64 lines = one 4 KB page.
@@ -740,7 +741,11 @@ impl Config {
             &["all-bank", "same-bank", "per-bank", "none"],
         )?;
         one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
-        one_of("controller.bulk", &c.bulk, &["baseline", "rowclone"])?;
+        one_of(
+            "controller.bulk",
+            &c.bulk,
+            &["baseline", "rowclone", "multi-row-copy"],
+        )?;
         if c.bulk_buffer_lines == 0 || c.bulk_buffer_lines > MAX_QUEUE {
             return Err(ConfigError::invalid(
                 src,

@@ -43,6 +43,7 @@ pub enum JobMech {
     Fpm,
     PsmInter,
     PsmIntra,
+    Mrc,
 }
 
 /// An in-DRAM bulk job.
@@ -53,6 +54,14 @@ pub enum JobKind {
         bank: BankId,
         src_row: u32,
         dst_row: u32,
+        copied: bool,
+    },
+    /// Multi-RowCopy: ACT src, ACTM to `src_row ^ mask` (raising the group `src_row` XOR every
+    /// subset of `mask`), PRE.
+    Mrc {
+        bank: BankId,
+        src_row: u32,
+        mask: u32,
         copied: bool,
     },
     /// Pipelined Serial Mode: open both rows, one TR per (src column, dst column), close both.
@@ -78,7 +87,7 @@ pub struct Job {
 impl Job {
     fn banks(&self) -> [Option<u32>; 2] {
         match &self.kind {
-            JobKind::Fpm { bank, .. } => [Some(bank.flat), None],
+            JobKind::Fpm { bank, .. } | JobKind::Mrc { bank, .. } => [Some(bank.flat), None],
             JobKind::Psm { src, dst, .. } => [Some(src.flat), Some(dst.flat)],
         }
     }
@@ -163,6 +172,8 @@ pub struct ChannelCounters {
     pub commands: [u64; CommandKind::ALL.len()],
     /// Banks closed by PREA (each counts as a precharge for energy).
     pub banks_closed_by_prea: u64,
+    /// Rows raised by Multi-RowCopy's ACTMs besides the open one (each costs an activation).
+    pub mrc_rows: u64,
     pub reads: u64,
     pub writes: u64,
     pub read_latency: Histogram,
@@ -494,6 +505,22 @@ impl Controller {
                         dst: None,
                         source: Source::Job(ji),
                     })
+                }
+            }
+            JobKind::Mrc {
+                bank,
+                src_row,
+                mask,
+                copied,
+            } => {
+                let open = self.dev.open_row(*bank);
+                match (copied, open) {
+                    (false, None) => p(CommandKind::Act, *bank, *src_row, 0, None),
+                    (false, Some(r)) if r == *src_row => {
+                        p(CommandKind::Actm, *bank, *src_row ^ *mask, 0, None)
+                    }
+                    (_, Some(r)) => p(CommandKind::Pre, *bank, r, 0, None),
+                    (true, None) => None,
                 }
             }
             JobKind::Psm {
@@ -957,6 +984,11 @@ impl Controller {
                 .filter(|&f| self.dev.open_row(self.dev.bank_from_flat(f)).is_some())
                 .count() as u64;
         }
+        if kind == CommandKind::Actm {
+            if let Some(open) = self.dev.open_row(p.bank) {
+                self.counters.mrc_rows += (1u64 << (open ^ p.row).count_ones()) - 1;
+            }
+        }
         self.dev
             .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
         self.slots[p.bank.flat as usize].dirty = true;
@@ -1118,6 +1150,11 @@ impl Controller {
                         *copied = true;
                     }
                 }
+                JobKind::Mrc { copied, .. } => {
+                    if kind == CommandKind::Actm {
+                        *copied = true;
+                    }
+                }
                 JobKind::Psm { next, .. } => {
                     if kind == CommandKind::Tr {
                         *next += 1;
@@ -1211,7 +1248,7 @@ impl Controller {
         let mut ji = 0;
         while ji < self.jobs.len() {
             let moved = match &self.jobs[ji].1.kind {
-                JobKind::Fpm { copied, .. } => *copied,
+                JobKind::Fpm { copied, .. } | JobKind::Mrc { copied, .. } => *copied,
                 JobKind::Psm { cols, next, .. } => *next >= cols.len(),
             };
             if moved && self.job_next(ji).is_none() {

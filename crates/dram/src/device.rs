@@ -441,7 +441,10 @@ impl ChannelDevices {
             _ => {}
         }
         self.apply_rules(k, b, now);
-        if matches!(kind, CommandKind::Act | CommandKind::Actc) {
+        if matches!(
+            kind,
+            CommandKind::Act | CommandKind::Actc | CommandKind::Actm
+        ) {
             for wi in 0..self.windows.len() {
                 if self.windows[wi].0[k] {
                     let (kinds, cap, lat) = self.windows[wi];
@@ -465,7 +468,7 @@ impl ChannelDevices {
             }
         }
         match kind {
-            CommandKind::Act | CommandKind::Actc => {
+            CommandKind::Act | CommandKind::Actc | CommandKind::Actm => {
                 self.activated_at[b.flat as usize] = now;
                 self.set_open(b, Some(row), now)
             }

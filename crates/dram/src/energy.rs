@@ -201,8 +201,9 @@ pub fn channel_energy(
     activity: &[RankActivity],
 ) -> EnergyBreakdown {
     let n = |k: CommandKind| c.commands[k.index()] as f64;
-    // ACTC raises a wordline and restores a full row, like an ACTIVATE.
-    let acts = n(CommandKind::Act) + n(CommandKind::Actc);
+    // ACTC raises a wordline and restores a full row, like an ACTIVATE; an ACTM (Multi-RowCopy)
+    // costs one activation per row it raises besides the open one (modelled).
+    let acts = n(CommandKind::Act) + n(CommandKind::Actc) + c.mrc_rows as f64;
     // Auto-precharge forms and PREA close banks too.
     let pres = n(CommandKind::Pre)
         + n(CommandKind::Rda)

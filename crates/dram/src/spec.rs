@@ -39,15 +39,15 @@ pub enum Scope {
 
 /// The command names a rule may use: the commands plus TRS / TRD, the source and destination
 /// sides of a TRANSFER in bank-scoped rules.
-pub const TIMING_KINDS: [&str; 14] = [
-    "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "REFSB", "REFPB", "TRS",
-    "TRD",
+pub const TIMING_KINDS: [&str; 15] = [
+    "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "REFSB", "REFPB", "ACTM",
+    "TRS", "TRD",
 ];
 /// Index of TRS / TRD in [`TIMING_KINDS`].
-pub const TK_TRS: usize = 12;
-pub const TK_TRD: usize = 13;
+pub const TK_TRS: usize = 13;
+pub const TK_TRD: usize = 14;
 /// Number of timing kinds.
-pub const NK: usize = 14;
+pub const NK: usize = 15;
 
 pub fn timing_kind_index(name: &str) -> Option<usize> {
     TIMING_KINDS.iter().position(|k| *k == name)

@@ -40,7 +40,16 @@ fn traffic(seed: u64, n: usize, footprint: u64, page: u64) -> Vec<TraceItem> {
     for _ in 0..n {
         cycle += rng.below(6);
         let r = rng.below(100);
-        let item = if r < 3 {
+        let item = if r == 99 {
+            // A replication of one row-sized page into 1 to 31 rows of its block.
+            let copies = movelab_dram::multi_row_copy::COPIES[rng.below(5) as usize];
+            TraceItem::Bulk(BulkOp {
+                kind: BulkKind::Replicate { copies },
+                dst: rng.below(footprint / page) * page,
+                bytes: page,
+                arrival: Some(cycle),
+            })
+        } else if r < 3 {
             let dst = rng.below(footprint / page) * page;
             let bytes = page * (1 + rng.below(2));
             if rng.below(2) == 0 {
@@ -102,7 +111,12 @@ fn check(cfg: &Config, seed: u64, n: usize) -> movelab_dram::stats::Stats {
         first: None,
         recent: Default::default(),
     };
-    let page = spec.org.row_bytes().min(4096);
+    // Pages of at most 4 KB; with Multi-RowCopy whole rows, which it replicates.
+    let page = if cfg.controller.bulk == "multi-row-copy" {
+        spec.org.row_bytes()
+    } else {
+        spec.org.row_bytes().min(4096)
+    };
     let items = traffic(seed, n, 1 << 24, page);
     let stats = simulate(
         cfg,
@@ -225,6 +239,28 @@ fn per_bank_refresh_obeys_the_standard() {
                 let refpb = stats.commands.get("REFPB").copied().unwrap_or(0);
                 assert!(refpb >= 2 * 2 * 16, "{preset}: {refpb} REFPBs");
                 assert!(stats.commands.get("TR").copied().unwrap_or(0) > 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn multi_row_copy_obeys_the_standard() {
+    // Every preset with Multi-RowCopy on (ACT, ACTM, PRE jobs for replication), both schedulers
+    // and both row policies (in two pairings), row-interleaved.
+    for name in builtin_config_names() {
+        for (sched, policy) in [("frfcfs", "open"), ("fcfs", "closed")] {
+            {
+                let mut cfg = Config::preset(name).unwrap();
+                cfg.controller.scheduler = sched.into();
+                cfg.controller.row_policy = policy.into();
+                cfg.controller.bulk = "multi-row-copy".into();
+                // Row interleaving: a row-sized page is one whole row (what MRC copies).
+                cfg.controller.mapper = "RoRaBaChCo".into();
+                let stats = check(&cfg, 23, 2000);
+                let actm = stats.commands.get("ACTM").copied().unwrap_or(0);
+                assert!(actm > 0, "{name}: no ACTM");
+                assert!(stats.bulk.bytes.mrc > 0, "{name}");
             }
         }
     }

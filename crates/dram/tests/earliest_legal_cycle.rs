@@ -819,3 +819,81 @@ fn hbm3_every_rule_row_at_its_earliest_cycle() {
         e,
     );
 }
+
+#[test]
+fn multi_row_copy_rows_on_every_standard() {
+    // Multi-RowCopy's ACTM is timed as RowClone's ACTC on every standard: nRAS after the source
+    // ACT, nRAS before its PRE, an activation for nRRD and nFAW; ACT -> PRE -> ACT after it.
+    for (preset, rrd) in [
+        ("DDR3-1600K/DDR3-4Gb-x8", "nRRD"),
+        ("DDR4-2400R/DDR4-8Gb-x8", "nRRD_S"),
+        ("DDR5-4800B/DDR5-16Gb-x8", "nRRD_S"),
+        ("HBM2-2000/HBM2-8Gb-PC", "nRRD_S"),
+        ("LPDDR5-6400/LPDDR5-8Gb-x16", "nRRD"),
+        ("HBM3-6400/HBM3-8Gb-PC", "nRRD_S"),
+    ] {
+        let s = setup(preset, 1, &[]);
+        let (ras, rp) = (s.t("nRAS"), s.t("nRP"));
+        // Another bank (in another group where there are groups).
+        let other_group = if s.spec.org.bank_groups > 1 {
+            (1, 0)
+        } else {
+            (0, 1)
+        };
+        let a = (0, 0);
+        // Rows 4..8 (open row 4, second address 7).
+        let actm = row(cmd(0, Actm, a), 7);
+        let src = row(cmd(0, Act, a), 4);
+        s.case(&format!("{preset} ACT -> ACTM"), "nRAS", &[src], actm, ras);
+        let p = [src, row(cmd(ras, Actm, a), 7)];
+        s.case(
+            &format!("{preset} ACTM -> PRE"),
+            "nRAS",
+            &p,
+            cmd(0, Pre, a),
+            2 * ras,
+        );
+        let p = [src, row(cmd(ras, Actm, a), 7), cmd(2 * ras, Pre, a)];
+        let e = 2 * ras + rp;
+        s.case(
+            &format!("{preset} ACTM -> ACT"),
+            "nRP",
+            &p,
+            row(cmd(0, Act, a), 9),
+            e,
+        );
+        let p = [src, row(cmd(ras, Actm, a), 7)];
+        let e = ras + s.t(rrd);
+        s.case(
+            &format!("{preset} ACTM -> ACT"),
+            rrd,
+            &p,
+            cmd(0, Act, other_group),
+            e,
+        );
+    }
+}
+
+#[test]
+fn an_actm_group_must_fit_a_subarray_and_32_rows() {
+    let s = setup("DDR4-2400R/DDR4-8Gb-x8", 1, &[]);
+    let ras = s.t("nRAS");
+    for (second, what) in [
+        (4 ^ 63, "64 rows"),
+        (4 ^ 512, "across subarrays"),
+        (4, "1 rows"),
+    ] {
+        let log = [
+            record(&row(cmd(0, Act, (0, 0)), 4), 0),
+            record(&row(cmd(0, Actm, (0, 0)), second), ras),
+        ];
+        let r = s.check(&log);
+        assert!(
+            r.violations
+                .iter()
+                .any(|v| v.rule == "ACTM row group" && v.message.contains(what)),
+            "{what}: {:?}",
+            r.violations
+        );
+    }
+}

@@ -1310,8 +1310,8 @@ impl Gen {
     }
     fn two_clock(&self, k: CommandKind) -> bool {
         match self.std() {
-            "DDR5" => matches!(k, Act | Actc | Rd | Rda | Wr | Wra | Tr),
-            "LPDDR5" => matches!(k, Act | Actc),
+            "DDR5" => matches!(k, Act | Actc | Actm | Rd | Rda | Wr | Wra | Tr),
+            "LPDDR5" => matches!(k, Act | Actc | Actm),
             _ => false,
         }
     }
@@ -1738,13 +1738,19 @@ impl Gen {
                 self.ranks[rank as usize].last_pre_cmd = Some(t);
             }
             27..=30 => {
-                // FPM: a row of the same subarray.
-                let dst = row / sa * sa + self.rand(sa as u64) as u32;
+                // FPM: a row of the same subarray; or Multi-RowCopy's ACTM raising the aligned
+                // block of 2 to 32 rows around the open row (timed as ACTC).
+                let (kind, dst) = if choice >= 29 && sa >= 2 {
+                    let k = 1 + self.rand(u64::from(sa.ilog2().min(5))) as u32;
+                    (Actm, row ^ ((1 << k) - 1))
+                } else {
+                    (Actc, row / sa * sa + self.rand(sa as u64) as u32)
+                };
                 if let Some(a) = self.banks[bi].last_activation {
                     cons.push((a + self.p("nRAS"), "nRAS".into()));
                 }
                 self.act_like(rank, bank, group, &mut cons);
-                let t = self.emit(self.rec(Actc, rank, bank, dst, 0), cons);
+                let t = self.emit(self.rec(kind, rank, bank, dst, 0), cons);
                 let bk = &mut self.banks[bi];
                 bk.open = Some(dst);
                 bk.last_activation = Some(t);
