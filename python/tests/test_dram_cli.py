@@ -271,6 +271,23 @@ def test_rowclone_latency_on_lpddr5_and_hbm3_beside_ddr3(standard: str, speed: s
     assert "energy not available" in table and "n/a" in table
 
 
+def test_multi_row_copy_replication_table() -> None:
+    rows = json.loads(cli("reproduce", "rowclone-latency", "--replication", "--format", "json"))
+    by = {(r["copies"], r["mechanism"]): r for r in rows}
+    assert sorted({r["copies"] for r in rows}) == [1, 3, 7, 15, 31]
+    # One MRC takes one FPM copy's time (2 nRAS + nRP) whatever the copies; N FPM copies N times it.
+    one = by[(1, "fpm")]["latency_ns"]
+    assert one == pytest.approx((2 * 20 + 8) * TCK_NS)
+    for n in [1, 3, 7, 15, 31]:
+        assert by[(n, "mrc")]["latency_ns"] == pytest.approx(one)
+        assert by[(n, "fpm")]["latency_ns"] == pytest.approx(n * one)
+        assert by[(n, "mrc")]["bytes"] == 4096 * n
+        assert by[(n, "baseline")]["latency_ns"] > by[(n, "fpm")]["latency_ns"] or n == 1
+    assert by[(31, "mrc")]["energy_uj"] < by[(31, "fpm")]["energy_uj"]
+    out = cli("reproduce", "rowclone-latency", "--replication", "--standard", "hbm3")
+    assert "Multi-RowCopy on HBM3-6400" in out and "energy not available" in out
+
+
 def test_bench_dram_on_another_config() -> None:
     rows = json.loads(cli("bench", "dram", "--requests", "2000", "--repeats", "1", "--config", "ddr5-3200an",
                           "--bulk-sizes", "none", "--format", "json"))["requests"]

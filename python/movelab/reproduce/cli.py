@@ -114,6 +114,9 @@ def rowclone_latency(
                                help="Bytes per operation (the paper's 4 KB is one row of its system)."),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    replicate: bool = typer.Option(False, "--replication", help="Instead of Table 3: replicate the page into 1-31 "
+                                                                 "rows by Multi-RowCopy (DSN 2024) vs FPM copies "
+                                                                 "vs the channel."),
 ) -> None:
     """RowClone Table 3: copy and zeroing latency and energy per mechanism (4 KB on the paper's system)."""
     from movelab.reproduce import rowclone_latency as rl
@@ -121,11 +124,51 @@ def rowclone_latency(
     if standard not in rl.STANDARDS:
         _fail(ValueError(f"--standard: '{standard}' is not one of {', '.join(rl.STANDARDS)}"))
     cfg = config or rl.STANDARDS[standard]
-    if standard == "ddr3":
+    if replicate:
+        _replication(fmt, cfg, parse_set(set_), out, force, nbytes)
+    elif standard == "ddr3":
         check_output_dir(out, FILES["rowclone-latency"], force)
         _rowclone_latency(fmt, cfg, parse_set(set_), out, force, nbytes)
     else:
         _rowclone_beside_ddr3(fmt, cfg, parse_set(set_), out, force)
+
+
+def _replication(fmt: str, config: str, overrides: dict[str, Any], out: Path | None, force: bool,
+                 nbytes: int) -> None:
+    from movelab.reproduce import rowclone_latency as rl
+
+    _check_format(fmt)
+    try:
+        rows = rl.replication(config, overrides, nbytes)
+    except (ValueError, FileNotFoundError) as e:
+        _fail(e)
+    if out is not None:
+        name = f"multi-row-copy-{rows[0]['standard'].lower()}"
+        check_output_dir(out, [f"{name}.json", f"{name}.csv"], force)
+        with staged_dir(out, force) as d:
+            (d / f"{name}.json").write_text(json.dumps(rows, indent=2))
+            with open(d / f"{name}.csv", "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=rl.REPLICATION_KEYS)
+                w.writeheader()
+                w.writerows(rows)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    std, speed = rows[0]["standard"], rows[0]["speed"]
+    by = {(r["copies"], r["mechanism"]): r for r in rows}
+    energy = rows[0]["energy_uj"] is not None
+    measured = "timing and success rate measured on DDR4 chips" if std == "DDR4" else "modelled, not measured"
+    t = Table(title=f"Multi-RowCopy on {speed}: a {nbytes} B page replicated into N rows of its block; "
+                    f"{measured}" + ("" if energy else f"; energy not available for {std}"),
+              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for col in ["N", "MRC ns", "N x FPM ns", "channel ns", "MRC vs FPM x", "MRC uJ", "FPM uJ", "channel uJ"]:
+        t.add_column(col, justify="right", no_wrap=True)
+    for n in sorted({r["copies"] for r in rows}):
+        m, f, b = by[(n, "mrc")], by[(n, "fpm")], by[(n, "baseline")]
+        e = (lambda r: "n/a" if r["energy_uj"] is None else f"{r['energy_uj']:.3f}")
+        t.add_row(str(n), f"{m['latency_ns']:.0f}", f"{f['latency_ns']:.0f}", f"{b['latency_ns']:.0f}",
+                  f"{f['latency_ns'] / m['latency_ns']:.1f}", e(m), e(f), e(b))
+    console.print(t)
 
 
 def _rowclone_beside_ddr3(fmt: str, config: str, overrides: dict[str, Any], out: Path | None,

@@ -116,6 +116,29 @@ def beside_ddr3(config: Any, overrides: dict[str, Any] | None = None,
     return rows
 
 
+#: Rows of the Multi-RowCopy replication table.
+REPLICATION_KEYS = ["copies", "mechanism", "standard", "speed", "latency_ns", "energy_uj", "cycles", "bytes"]
+
+
+def replication(config: Any = PRESET, overrides: dict[str, Any] | None = None,
+                nbytes: int = PAPER_BYTES) -> list[dict[str, Any]]:
+    """Rows with exactly :data:`REPLICATION_KEYS`: the time and energy to replicate the page at
+    address 0 (``nbytes``, whole rows) into 1, 3, 7, 15, 31 rows of its block by Multi-RowCopy
+    (``mrc``, Yuksel et al., DSN 2024), by that many RowClone FPM copies (``fpm``) and over the
+    channel (``baseline``). Modelled, not measured, on every standard but DDR4 (docs/dram.md);
+    ``energy_uj`` is None where the part has no public currents."""
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 0 < nbytes <= 1 << 20:
+        raise ValueError(f"nbytes: {nbytes!r} must be a positive integer of at most 1 MiB")
+    if overrides:
+        refuse_keys(dict(overrides), SETS, "rowclone-latency")
+    cfg = load_config(config, overrides)
+    sim = json.loads(_native_call(_core.dram_replication_latency, cfg.to_json(), nbytes))
+    return [{"copies": r["copies"], "mechanism": r["mechanism"], "standard": cfg.spec["standard"],
+             "speed": cfg.spec["speed"], "latency_ns": round(r["latency_ns"], 3),
+             "energy_uj": None if r["energy_uj"] is None else round(r["energy_uj"], 4), "cycles": r["cycles"],
+             "bytes": r["bytes"]} for r in sim]
+
+
 def reductions(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float | None]]:
     """Latency and energy reduction factors of each row over its operation's baseline (energy: None
     where energy is not available)."""
