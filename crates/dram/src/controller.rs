@@ -143,9 +143,6 @@ struct BankCand {
 /// The scheduler's view of one bank.
 #[derive(Debug, Clone, Copy)]
 struct BankSlot {
-    /// The cycle at which the candidate was last found ready (a lower bound: horizons only move
-    /// later).
-    ready: u64,
     /// The candidate from the request queues, recomputed only when the bank's queue, its open
     /// row or the queue mode changed (the scan for a row hit is the costly part).
     cand: Option<BankCand>,
@@ -229,9 +226,12 @@ pub struct Controller {
     jobs: Vec<(u64, Job)>,
     waiting_jobs: JobQueue<Job>,
     next_cmd_cycle: u64,
-    /// The scheduler's view of each bank, by flat index (one record, so a pass over the banks
-    /// touches one array).
+    /// The scheduler's view of each bank, by flat index.
     slots: Vec<BankSlot>,
+    /// Per bank (flat index), the cycle at which its candidate was last found ready (a lower
+    /// bound: horizons only move later), 0 while the candidate must be recomputed (`dirty`): the
+    /// one array a pass over the banks reads, eight banks to a cache line.
+    ready: Vec<u64>,
     /// CPU request bypass and the engine's guaranteed share of column commands.
     bypass: bool,
     engine_share: f64,
@@ -272,7 +272,6 @@ impl Controller {
         );
         let slots = (0..banks as u32)
             .map(|f| BankSlot {
-                ready: 0,
                 cand: None,
                 id: dev.bank_from_flat(f),
                 dirty: true,
@@ -324,6 +323,7 @@ impl Controller {
             waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
             slots,
+            ready: vec![0; banks],
             bypass: cfg.cpu_bypass,
             engine_share: cfg.engine_share,
             win_total: 0,
@@ -403,7 +403,7 @@ impl Controller {
         };
         let flat = bank.flat as usize;
         if !self.lookahead || self.changes_candidate(flat, op, loc.row) {
-            self.slots[flat].dirty = true;
+            self.mark_dirty(flat);
             self.wake = 0;
         }
         match op {
@@ -652,7 +652,7 @@ impl Controller {
         let mode = self.wanted_write_mode();
         if mode != self.write_mode {
             self.write_mode = mode;
-            self.slots.iter_mut().for_each(|b| b.dirty = true);
+            self.mark_all_dirty();
         }
     }
 
@@ -666,6 +666,18 @@ impl Controller {
         }
     }
 
+    /// The bank's candidate must be recomputed: it is looked at on the next pass.
+    #[inline]
+    fn mark_dirty(&mut self, flat: usize) {
+        self.slots[flat].dirty = true;
+        self.ready[flat] = 0;
+    }
+
+    fn mark_all_dirty(&mut self) {
+        self.slots.iter_mut().for_each(|b| b.dirty = true);
+        self.ready.iter_mut().for_each(|r| *r = 0);
+    }
+
     /// Lists in `work[..n]` (returning `n`) the banks that need a look at cycle `at`: those whose
     /// candidate changed, whose cached ready time is not after `at`, or all of them with `all`.
     /// The others' cached times are folded into `next`. Branch-free: which banks are ready
@@ -674,9 +686,10 @@ impl Controller {
     fn banks_to_examine(&mut self, at: u64, all: bool, next: &mut u64) -> usize {
         let mut n = 0;
         let mut low = *next;
-        for (flat, b) in self.slots.iter().enumerate() {
-            let look = (b.ready <= at) | b.dirty | all;
-            low = low.min(if look { u64::MAX } else { b.ready });
+        // A dirty bank's ready time is 0 (see `ready`), so it is looked at.
+        for (flat, &ready) in self.ready.iter().enumerate() {
+            let look = (ready <= at) | all;
+            low = low.min(if look { u64::MAX } else { ready });
             self.work[n] = flat as u32;
             n += usize::from(look);
         }
@@ -718,7 +731,7 @@ impl Controller {
                 Some(p) => self.dev.earliest_at_bank(p.kind, self.slots[flat].id),
                 None => u64::MAX,
             };
-            self.slots[flat].ready = at;
+            self.ready[flat] = at;
             if at <= soon {
                 return soon;
             }
@@ -852,29 +865,29 @@ impl Controller {
         for wi in 0..n {
             let flat = self.work[wi] as usize;
             if self.slots[flat].owned {
-                self.slots[flat].ready = u64::MAX;
+                self.ready[flat] = u64::MAX;
                 continue;
             }
-            let mut at = self.slots[flat].ready;
+            let mut at = self.ready[flat];
             if self.slots[flat].dirty {
                 self.slots[flat].cand = self.bank_candidate(flat);
                 self.slots[flat].dirty = false;
                 at = 0;
             }
             let Some(p) = self.slots[flat].cand else {
-                self.slots[flat].ready = u64::MAX;
+                self.ready[flat] = u64::MAX;
                 continue;
             };
             let bank = self.slots[flat].id;
             if self.refresh_blocks(bank) {
                 // Re-examined when the REF issues (it marks the banks it refreshed dirty).
-                self.slots[flat].ready = u64::MAX;
+                self.ready[flat] = u64::MAX;
                 continue;
             }
             if at <= now {
                 at = self.dev.earliest_at_bank(p.kind, bank);
             }
-            self.slots[flat].ready = at;
+            self.ready[flat] = at;
             if at > now && !self.scan_all {
                 // Not ready: no scheduler here ranks it (only strict FCFS looks at those).
                 next = next.min(at);
@@ -991,13 +1004,13 @@ impl Controller {
         }
         self.dev
             .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
-        self.slots[p.bank.flat as usize].dirty = true;
+        self.mark_dirty(p.bank.flat as usize);
         if matches!(kind, CommandKind::Pre | CommandKind::Rda | CommandKind::Wra) {
             // The row closed: nothing activated waits on it any more.
             self.slots[p.bank.flat as usize].activated = None;
         }
         if let Some((d, _, _)) = p.dst {
-            self.slots[d.flat as usize].dirty = true;
+            self.mark_dirty(d.flat as usize);
         }
         if kind == CommandKind::Refpb {
             self.slots[p.bank.flat as usize].activated = None;
@@ -1005,17 +1018,15 @@ impl Controller {
         if kind == CommandKind::Refsb {
             for g in 0..self.dev.bank_groups() {
                 let f = self.dev.bank_id(p.bank.rank, g, p.bank.bank).flat;
-                let slot = &mut self.slots[f as usize];
-                slot.dirty = true;
-                slot.activated = None;
+                self.mark_dirty(f as usize);
+                self.slots[f as usize].activated = None;
             }
         }
         if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
             let per_rank = self.dev.banks_per_rank();
             for f in p.bank.rank * per_rank..(p.bank.rank + 1) * per_rank {
-                let slot = &mut self.slots[f as usize];
-                slot.dirty = true;
-                slot.activated = None;
+                self.mark_dirty(f as usize);
+                self.slots[f as usize].activated = None;
             }
         }
         self.counters.commands[kind.index()] += 1;
@@ -1137,7 +1148,7 @@ impl Controller {
         let turn = f64::from(self.win_engine) < self.engine_share * f64::from(self.win_total);
         if turn != self.engine_turn {
             self.engine_turn = turn;
-            self.slots.iter_mut().for_each(|b| b.dirty = true);
+            self.mark_all_dirty();
         }
     }
 
@@ -1172,7 +1183,7 @@ impl Controller {
         let (seq, job) = self.jobs.swap_remove(ji);
         for b in job.banks().iter().flatten() {
             self.slots[*b as usize].owned = false;
-            self.slots[*b as usize].dirty = true;
+            self.mark_dirty(*b as usize);
         }
         self.waiting_jobs.mark_dirty();
         self.counters.last_done = self.counters.last_done.max(t);
