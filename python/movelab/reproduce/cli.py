@@ -163,9 +163,12 @@ def _replication(fmt: str, config: str, overrides: dict[str, Any], out: Path | N
               box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     for col in ["N", "MRC ns", "N x FPM ns", "channel ns", "MRC vs FPM x", "MRC uJ", "FPM uJ", "channel uJ"]:
         t.add_column(col, justify="right", no_wrap=True)
+
+    def e(r: dict[str, Any]) -> str:
+        return "n/a" if r["energy_uj"] is None else f"{r['energy_uj']:.3f}"
+
     for n in sorted({r["copies"] for r in rows}):
         m, f, b = by[(n, "mrc")], by[(n, "fpm")], by[(n, "baseline")]
-        e = (lambda r: "n/a" if r["energy_uj"] is None else f"{r['energy_uj']:.3f}")
         t.add_row(str(n), f"{m['latency_ns']:.0f}", f"{f['latency_ns']:.0f}", f"{b['latency_ns']:.0f}",
                   f"{f['latency_ns'] / m['latency_ns']:.1f}", e(m), e(f), e(b))
     console.print(t)
