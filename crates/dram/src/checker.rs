@@ -32,6 +32,11 @@
 //! | same rank | REF -> any command: nRFC; PRE / PREA / auto-precharge -> REF: nRP; PREA -> ACT: nRP |
 //! | same rank, 8-bank DDR2 | PREA -> ACT, PREA -> REF: nRP + 1 (tRPA) |
 //! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
+//! | DDR5 / LPDDR5 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT) hold the bus the next clock |
+//! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
+//! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank, nPBR2PBR to REFPB, nPBR2ACT to ACT |
+//! | HBM3 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
+//! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
 //!
 //! Protocol: ACT only to a precharged bank; RD / WR / RDA / WRA / TR only to an open bank and its
 //! open row; ACTM only to an open bank, its row group (open row XOR each subset of the differing
