@@ -57,7 +57,7 @@ pub fn split_by(
         return multi_row_copy::split(op, copies, op_index, mapper, org, dev, mech);
     }
     if mech.in_dram() {
-        return split(op, op_index, mapper, org, dev);
+        return split(op, op_index, mapper, org, dev, mech);
     }
     let line = org.line_bytes();
     let lines = baseline_lines(op, line);
@@ -102,6 +102,7 @@ pub fn split(
     mapper: &dyn AddressMapper,
     org: &Organization,
     dev: &ChannelDevices,
+    mech: BulkMech,
 ) -> Split {
     let line = org.line_bytes();
     let mut out = Split::default();
@@ -234,6 +235,10 @@ pub fn split(
             for i in 0..n {
                 let d = mapper.map(op.dst + i * line);
                 groups.entry(key(&d)).or_default().push(d.column);
+            }
+            if mech == BulkMech::MultiRowCopy {
+                // Whole blocks of rows zeroed by one FPM and one Multi-RowCopy each.
+                multi_row_copy::zero_blocks(&mut groups, op_idx, org, dev, &mut out);
             }
             for ((ch, rank, bg, b, row), cols) in groups {
                 let bytes = cols.len() as u64 * line;
