@@ -44,7 +44,7 @@ use std::io::Write;
 
 /// Whether `tok` is one of the native operation keywords.
 pub(crate) fn is_keyword(tok: &str) -> bool {
-    ["R", "W", "COPY", "INIT"]
+    ["R", "W", "COPY", "INIT", "REPL"]
         .iter()
         .any(|k| tok.eq_ignore_ascii_case(k))
 }
@@ -287,6 +287,28 @@ mod tests {
     use super::*;
     use crate::trace::{from_reader, TraceFormat};
     use proptest::prelude::*;
+
+    #[test]
+    fn replication_lines_read_and_write_back() {
+        let item = TraceItem::Bulk(BulkOp {
+            kind: BulkKind::Replicate { copies: 7 },
+            dst: 0x2000,
+            bytes: 4096,
+            arrival: Some(5),
+        });
+        let line = native_line(&item);
+        assert_eq!(line, "@5 REPL 0x2000 4096 7");
+        let mut p = NativeParser::default();
+        assert_eq!(p.parse_line(&line).unwrap(), Some(item));
+        assert_eq!(
+            crate::trace::detect_format("REPL 0 4K 31"),
+            Some(TraceFormat::Native)
+        );
+        assert!(p
+            .parse_line("REPL 0x0 4K")
+            .unwrap_err()
+            .contains("SRC BYTES COPIES"));
+    }
 
     fn read(text: &str) -> Vec<Result<TraceItem, TraceError>> {
         match from_reader(text.as_bytes(), "t.trace", TraceFormat::Native) {
