@@ -254,6 +254,40 @@ def test_rowclone_latency_on_ddr5_beside_ddr3() -> None:
     assert "lpddr9" in out
 
 
+@pytest.mark.parametrize("standard,speed,ras,rp,tck", [("lpddr5", "LPDDR5-6400", 34, 15, 1.25),
+                                                        ("hbm3", "HBM3-6400", 45, 26, 0.625)])
+def test_rowclone_latency_on_lpddr5_and_hbm3_beside_ddr3(standard: str, speed: str, ras: int, rp: int,
+                                                         tck: float) -> None:
+    rows = json.loads(cli("reproduce", "rowclone-latency", "--standard", standard, "--format", "json"))
+    by = {(r["operation"], r["mechanism"]): r for r in rows}
+    assert len(rows) == 8 and all(r["speed"] == speed for r in rows)
+    # FPM: 2 nRAS + nRP of the bin; energy is not available (no public currents), not zero.
+    for op in ["copy", "zero"]:
+        assert by[(op, "fpm")]["latency_ns"] == pytest.approx((2 * ras + rp) * tck)
+    assert all(r["energy_uj"] is None and r["ddr3_energy_uj"] > 0 for r in rows)
+    assert by[("copy", "fpm")]["latency_ns"] < by[("copy", "psm-inter")]["latency_ns"] \
+        < by[("copy", "baseline")]["latency_ns"]
+    table = cli("reproduce", "rowclone-latency", "--standard", standard)
+    assert "energy not available" in table and "n/a" in table
+
+
+def test_multi_row_copy_replication_table() -> None:
+    rows = json.loads(cli("reproduce", "rowclone-latency", "--replication", "--format", "json"))
+    by = {(r["copies"], r["mechanism"]): r for r in rows}
+    assert sorted({r["copies"] for r in rows}) == [1, 3, 7, 15, 31]
+    # One MRC takes one FPM copy's time (2 nRAS + nRP) whatever the copies; N FPM copies N times it.
+    one = by[(1, "fpm")]["latency_ns"]
+    assert one == pytest.approx((2 * 20 + 8) * TCK_NS)
+    for n in [1, 3, 7, 15, 31]:
+        assert by[(n, "mrc")]["latency_ns"] == pytest.approx(one)
+        assert by[(n, "fpm")]["latency_ns"] == pytest.approx(n * one)
+        assert by[(n, "mrc")]["bytes"] == 4096 * n
+        assert by[(n, "baseline")]["latency_ns"] > by[(n, "fpm")]["latency_ns"] or n == 1
+    assert by[(31, "mrc")]["energy_uj"] < by[(31, "fpm")]["energy_uj"]
+    out = cli("reproduce", "rowclone-latency", "--replication", "--standard", "hbm3")
+    assert "Multi-RowCopy on HBM3-6400" in out and "energy not available" in out
+
+
 def test_bench_dram_on_another_config() -> None:
     rows = json.loads(cli("bench", "dram", "--requests", "2000", "--repeats", "1", "--config", "ddr5-3200an",
                           "--bulk-sizes", "none", "--format", "json"))["requests"]

@@ -1,5 +1,6 @@
 //! Times the simulator without Python in the way:
-//! `cargo run --release --example simspeed -- random 5000000` (line requests on ddr3-1600k-bench),
+//! `cargo run --release --example simspeed -- random 5000000 [CONFIG]` (line requests on
+//! ddr3-1600k-bench or the config preset named),
 //! or `-- copy 67108864` / `-- zero 67108864` (one RowClone bulk operation of that many bytes on
 //! rowclone-ddr3-1066, to show that bulk work costs time linear in its size).
 use movelab_dram::config::Config;
@@ -49,7 +50,12 @@ fn main() {
         "args",
     )
     .expect("generator");
-    let cfg = Config::preset("ddr3-1600k-bench").expect("preset");
+    // An optional third argument names another config preset (e.g. ddr5-3200an).
+    let preset = args
+        .get(3)
+        .map(String::as_str)
+        .unwrap_or("ddr3-1600k-bench");
+    let cfg = Config::preset(preset).expect("preset");
     let t = std::time::Instant::now();
     let s = simulate(
         &cfg,

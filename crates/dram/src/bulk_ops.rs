@@ -5,6 +5,7 @@
 use crate::bulk_baseline::BaselineOp;
 use crate::controller::{Controller, Tag};
 use crate::mapper::AddressMapper;
+use crate::multi_row_copy::BulkMech;
 use crate::request::{BulkKind, BulkOp, Op};
 use crate::rowclone;
 use crate::spec::Organization;
@@ -34,7 +35,7 @@ pub struct BulkOps {
 }
 
 impl BulkOps {
-    /// Splits `b` (by RowClone when `rowclone`, else all over the channel), hands its jobs to the
+    /// Splits `b` (by `mech`: RowClone, Multi-RowCopy or all over the channel), hands its jobs to the
     /// controllers and keeps its channel lines. Returns `Some(now)` when nothing was left to do
     /// (the operation completed at once); otherwise its completion is reported by
     /// [`BulkOps::settle`] with `id`.
@@ -44,7 +45,7 @@ impl BulkOps {
         b: &BulkOp,
         id: u32,
         now: u64,
-        rowclone_on: bool,
+        mech: BulkMech,
         mapper: &dyn AddressMapper,
         org: &Organization,
         chans: &mut [Controller],
@@ -53,10 +54,10 @@ impl BulkOps {
         let op = self.next_op;
         self.next_op = self.next_op.wrapping_add(1);
         match b.kind {
-            BulkKind::Copy { .. } => self.totals.copies += 1,
+            BulkKind::Copy { .. } | BulkKind::Replicate { .. } => self.totals.copies += 1,
             BulkKind::Init { .. } => self.totals.inits += 1,
         }
-        let split = rowclone::split_by(rowclone_on, b, op, mapper, org, &chans[0].dev);
+        let split = rowclone::split_by(mech, b, op, mapper, org, &chans[0].dev);
         self.totals.bytes.add(&split.bytes);
         let mut parts = split.jobs.len() as u32;
         for (ch, job) in split.jobs {

@@ -23,7 +23,7 @@
 //! | --- | --- |
 //! | same bank | ACT -> RD / WR / TR(src) / TR(dst): nRCD; ACT -> PRE: nRAS; ACT -> ACT: nRC; PRE -> ACT: nRP |
 //! | same bank | RD / TR(src) -> PRE: nRTP; WR / TR(dst) -> PRE: nCWL + nBL + nWR |
-//! | same bank (FPM) | ACT -> ACTC, ACTC -> ACTC, ACTC -> PRE: nRAS |
+//! | same bank (FPM) | ACT -> ACTC, ACTC -> ACTC, ACTC -> PRE: nRAS (Multi-RowCopy's ACTM as ACTC) |
 //! | other bank, same rank | ACT / ACTC -> ACT / ACTC: nRRD (_S other group, _L same group) |
 //! | same rank | at most 4 ACT / ACTC in any nFAW window |
 //! | same rank | RD -> RD, WR -> WR, TR <-> RD / WR / TR, RD -> TR: nCCD (_S / _L) |
@@ -32,9 +32,16 @@
 //! | same rank | REF -> any command: nRFC; PRE / PREA / auto-precharge -> REF: nRP; PREA -> ACT: nRP |
 //! | same rank, 8-bank DDR2 | PREA -> ACT, PREA -> REF: nRP + 1 (tRPA) |
 //! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
+//! | DDR5 / LPDDR5 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT) hold the bus the next clock |
+//! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
+//! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank, nPBR2PBR to REFPB, nPBR2ACT to ACT |
+//! | HBM3 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
+//! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
 //!
 //! Protocol: ACT only to a precharged bank; RD / WR / RDA / WRA / TR only to an open bank and its
-//! open row; ACTC only to an open bank whose open row is in the same subarray
+//! open row; ACTM only to an open bank, its row group (open row XOR each subset of the differing
+//! address bits: 2 to 32 rows) within the open row's subarray; ACTC only to an open bank whose
+//! open row is in the same subarray
 //! (`row / org.subarray_rows`); TR between two different banks; REF only with every bank of the
 //! rank precharged; at most one command per channel per cycle; cycles non-decreasing; every index
 //! within the organisation.
@@ -142,9 +149,11 @@ struct Params {
     rcd_wr: (&'static str, u64),
     /// HBM: the read-to-write turnaround as one parameter (nRTW) instead of DDR's formula.
     rtw: Option<u64>,
+    /// PREA -> ACT / REF: nRP, or nRP + 1 (tRPA) on 8-bank DDR2, or LPDDR5's tRPab; and how a
+    /// violation names it.
     rp: u64,
-    /// PREA -> ACT / REF: nRP, or nRP + 1 (tRPA) on 8-bank DDR2.
     rpa: u64,
+    rpa_key: &'static str,
     ras: u64,
     rc: u64,
     cwl: u64,
@@ -171,8 +180,24 @@ struct Params {
     /// DDR5 same-bank refresh: tRFCsb and tREFSBRD (REFsb to ACT of another bank).
     rfcsb: Option<u64>,
     refsbrd: u64,
-    /// DDR5: ACT, RD, RDA, WR, WRA (and RowClone's ACTC, TR) hold the command bus two clocks.
-    two_clock: bool,
+    /// Commands that hold the command bus for the next clock too: DDR5's ACT, RD, RDA, WR, WRA
+    /// (and RowClone's ACTC, TR); LPDDR5's two-part activate (ACT-1, ACT-2; and ACTC).
+    two_clock: &'static [CommandKind],
+    /// Per-bank refresh (LPDDR5, HBM3), when the standard has it.
+    pb: Option<PerBankRefresh>,
+}
+
+/// The per-bank refresh rules of a standard (REFPB), with the names they go by.
+#[derive(Debug, Clone, Copy)]
+struct PerBankRefresh {
+    /// REFPB -> ACT / REFPB of the same bank (tRFCpb); REFPB -> REF / PREA.
+    rfcpb: u64,
+    /// REFPB -> REFPB of any bank (LPDDR5 tpbR2pbR, HBM3 tRREFD).
+    pb2pb: (&'static str, u64),
+    /// REFPB -> ACT of any bank (LPDDR5 tpbR2act, HBM3 tRREFD).
+    pb2act: (&'static str, u64),
+    /// ACT -> REFPB of another bank (HBM3: tRRD_S; LPDDR5 lists none).
+    act2pb: Option<(&'static str, u64)>,
 }
 
 impl Params {
@@ -228,10 +253,30 @@ impl Params {
         }
         let rp = get("nRP")?;
         // DDR2's tRPA: a PRECHARGE ALL on an 8-bank device needs one clock more than tRP.
-        let rpa = if h.standard == "DDR2" && h.org.banks_per_rank() >= 8 {
-            rp + 1
+        // LPDDR5 (JESD209-5B): PREab needs tRPab, longer than the per-bank tRPpb.
+        let (rpa, rpa_key) = if h.standard == "DDR2" && h.org.banks_per_rank() >= 8 {
+            (rp + 1, "nRP+1")
+        } else if h.standard == "LPDDR5" {
+            (get("nRPab")?, "nRPab")
         } else {
-            rp
+            (rp, "nRP")
+        };
+        // Per-bank refresh: LPDDR5 (JESD209-5B: tRFCpb, tpbR2pbR, tpbR2act) and HBM3 (JESD238:
+        // tRFCpb, tRREFD both ways between REFpb and REFpb / ACT, tRRD_S from an ACT).
+        let pb = match h.standard.as_str() {
+            "LPDDR5" => Some(PerBankRefresh {
+                rfcpb: get("nRFCpb")?,
+                pb2pb: ("nPBR2PBR", get("nPBR2PBR")?),
+                pb2act: ("nPBR2ACT", get("nPBR2ACT")?),
+                act2pb: None,
+            }),
+            "HBM3" => Some(PerBankRefresh {
+                rfcpb: get("nRFCpb")?,
+                pb2pb: ("nRREFD", get("nRREFD")?),
+                pb2act: ("nRREFD", get("nRREFD")?),
+                act2pb: Some(("nRRD_S", get("nRRD_S")?)),
+            }),
+            _ => None,
         };
         // HBM splits tRCD by direction (JESD235 / JESD238 as tabulated by DRAMSys, gem5, Ramulator 2).
         let rcd = |split: &'static str| -> Result<(&'static str, u64), LogError> {
@@ -251,6 +296,7 @@ impl Params {
             rtw: h.timing.get("nRTW").copied(),
             rp,
             rpa,
+            rpa_key,
             ras: get("nRAS")?,
             rc: get("nRC")?,
             cwl: get("nCWL")?,
@@ -272,8 +318,23 @@ impl Params {
             wpre: h.timing.get("nWPRE").copied().unwrap_or(0),
             rfcsb: h.timing.get("nRFCsb").copied(),
             refsbrd: h.timing.get("nREFSBRD").copied().unwrap_or(0),
-            // JESD79-5 (Table 30 as cited by Ramulator 2): two-clock ACT, RD, RDA, WR, WRA.
-            two_clock: h.standard == "DDR5",
+            two_clock: match h.standard.as_str() {
+                // JESD79-5 (Table 30 as cited by Ramulator 2): two-clock ACT, RD, RDA, WR, WRA.
+                "DDR5" => &[
+                    CommandKind::Act,
+                    CommandKind::Actc,
+                    CommandKind::Actm,
+                    CommandKind::Rd,
+                    CommandKind::Rda,
+                    CommandKind::Wr,
+                    CommandKind::Wra,
+                    CommandKind::Tr,
+                ],
+                // JESD209-5: ACT-1 and ACT-2 on consecutive clocks.
+                "LPDDR5" => &[CommandKind::Act, CommandKind::Actc, CommandKind::Actm],
+                _ => &[],
+            },
+            pb,
         })
     }
 
@@ -309,6 +370,12 @@ impl Params {
             self.ppd.unwrap_or(0),
             self.rfcsb.unwrap_or(0),
             self.refsbrd,
+            self.pb.map_or(0, |b| {
+                b.rfcpb
+                    .max(b.pb2pb.1)
+                    .max(b.pb2act.1)
+                    .max(b.act2pb.map_or(0, |a| a.1))
+            }),
         ]
         .into_iter()
         .max()
@@ -335,6 +402,8 @@ enum Role {
     Pre,
     /// Refreshes the bank (REFSB).
     Refresh,
+    /// Refreshes the one bank (REFPB).
+    RefreshPb,
 }
 
 /// One bank a command acts on.
@@ -396,7 +465,11 @@ impl Entry {
         self.sides.iter().flatten()
     }
     fn is_activation(&self) -> bool {
-        !self.implied && matches!(self.kind, CommandKind::Act | CommandKind::Actc)
+        !self.implied
+            && matches!(
+                self.kind,
+                CommandKind::Act | CommandKind::Actc | CommandKind::Actm
+            )
     }
     /// Closes a row (or, for PREA, precharges the rank).
     fn is_precharge(&self) -> bool {
@@ -439,7 +512,8 @@ struct RankState {
     history: VecDeque<Entry>,
     /// REFs within nRFC of now.
     refs: VecDeque<(u64, u64)>,
-    /// Per bank index (within a group): the last refresh (REF, or REFSB of that index) and the
+    /// Per bank index (within a group; per bank of the rank when the standard has per-bank
+    /// refresh): the last refresh (REF, or REFSB of that index, or REFPB of that bank) and the
     /// refreshes done. A REF counts for every index.
     last_ref: Vec<u64>,
     refs_done: Vec<u64>,
@@ -504,6 +578,8 @@ pub struct Checker {
     scratch: Vec<Side>,
     /// The log used same-bank refresh (violations then name the bank index).
     saw_refsb: bool,
+    /// The log used per-bank refresh (violations then name the bank).
+    saw_refpb: bool,
 }
 
 /// Where a command is, after its indices passed the bounds check.
@@ -550,10 +626,16 @@ impl Checker {
             )));
         }
         let p = Params::from_header(header)?;
+        // Refresh is tracked per bank index (REFSB) or, with per-bank refresh, per bank.
+        let ref_slots = if p.pb.is_some() {
+            o.banks_per_rank()
+        } else {
+            o.banks_per_group
+        } as usize;
         let rank = RankState {
             banks: vec![BankState::default(); o.banks_per_rank() as usize],
-            last_ref: vec![0; o.banks_per_group as usize],
-            refs_done: vec![0; o.banks_per_group as usize],
+            last_ref: vec![0; ref_slots],
+            refs_done: vec![0; ref_slots],
             ..RankState::default()
         };
         Ok(Checker {
@@ -569,6 +651,7 @@ impl Checker {
             violation_count: 0,
             scratch: Vec::new(),
             saw_refsb: false,
+            saw_refpb: false,
         })
     }
 
@@ -802,18 +885,7 @@ impl Checker {
                 );
             }
         }
-        if self.p.two_clock
-            && matches!(
-                rec.kind,
-                CommandKind::Act
-                    | CommandKind::Actc
-                    | CommandKind::Rd
-                    | CommandKind::Rda
-                    | CommandKind::Wr
-                    | CommandKind::Wra
-                    | CommandKind::Tr
-            )
-        {
+        if self.p.two_clock.contains(&rec.kind) {
             ch.two_clock = Some((t, ctx.index, rec.kind));
         }
 
@@ -856,7 +928,11 @@ impl Checker {
                 rank.last_ref.iter_mut().for_each(|c| *c = t);
                 rank.refs_done.iter_mut().for_each(|n| *n += 1);
             } else {
-                let i = rec.bank as usize;
+                let i = if rec.kind == CommandKind::Refpb {
+                    loc.bank as usize
+                } else {
+                    rec.bank as usize
+                };
                 if let (Some(c), Some(n)) = (rank.last_ref.get_mut(i), rank.refs_done.get_mut(i)) {
                     *c = t;
                     *n += 1;
@@ -1010,6 +1086,46 @@ impl Checker {
                 b.activated_at = t;
                 sides.push(side(loc.bank, loc.group, Role::Actc, "ACTC"));
             }
+            CommandKind::Actm => {
+                let b = &mut rank.banks[loc.bank as usize];
+                match b.open {
+                    None => ctx.protocol(
+                        "ACTM to a closed bank",
+                        format!(
+                            "bank {} has no open row to copy from",
+                            bank_name(loc.bank, bpg)
+                        ),
+                    ),
+                    Some(open) => {
+                        // SiMRA (DSN 2024): the rows raised are the open row XOR every subset of
+                        // the address bits where the two rows differ; at most 32 rows at once,
+                        // all in the open row's subarray.
+                        let mask = open ^ rec.row;
+                        let (lo, hi) = (open & !mask, open | mask);
+                        if mask == 0 || mask.count_ones() > 5 {
+                            ctx.protocol(
+                                "ACTM row group",
+                                format!(
+                                    "rows {open} and {} select {} rows; a multi-row activation raises 2 to 32",
+                                    rec.row,
+                                    1u64 << mask.count_ones()
+                                ),
+                            );
+                        } else if lo / subarray_rows != hi / subarray_rows {
+                            ctx.protocol(
+                                "ACTM row group",
+                                format!(
+                                    "rows {open} and {} select rows {lo} to {hi}, across subarrays of {subarray_rows} rows",
+                                    rec.row
+                                ),
+                            );
+                        }
+                    }
+                }
+                b.open = Some(rec.row);
+                b.activated_at = t;
+                sides.push(side(loc.bank, loc.group, Role::Actc, "ACTM"));
+            }
             CommandKind::Pre => {
                 let b = &mut rank.banks[loc.bank as usize];
                 if b.open.take().is_some() {
@@ -1104,6 +1220,25 @@ impl Checker {
                     all_groups: true,
                     ..side(loc.bank, loc.group, Role::Refresh, "REFSB")
                 });
+            }
+            CommandKind::Refpb => {
+                self.saw_refpb = true;
+                if p.pb.is_none() {
+                    ctx.protocol(
+                        "REFPB without per-bank refresh",
+                        format!(
+                            "{} has no per-bank refresh (LPDDR5 and HBM3 do)",
+                            self.header.standard
+                        ),
+                    );
+                }
+                if let Some(r) = rank.banks[loc.bank as usize].open {
+                    ctx.protocol(
+                        "REFPB to an open bank",
+                        format!("bank {} has row {r} open", bank_name(loc.bank, bpg)),
+                    );
+                }
+                sides.push(side(loc.bank, loc.group, Role::RefreshPb, "REFPB"));
             }
             CommandKind::Ref => {
                 let open: Vec<String> = rank
@@ -1297,8 +1432,38 @@ impl Checker {
             {
                 ctx.timing("nRP: PREA -> REFSB same rank".into(), p.rp, actual, prev);
             }
-            // PREA precharges the rank: nRP (tRPA on 8-bank DDR2) before any ACT.
-            let rpa_key = if p.rpa > p.rp { "nRP+1" } else { "nRP" };
+            // Per-bank refresh, rank-wide.
+            if let Some(pb) = p.pb {
+                let other_bank = || match (prev.sides[0], new.sides[0]) {
+                    (Some(a), Some(b)) => a.bank != b.bank,
+                    _ => true,
+                };
+                let rule = match (prev.kind, new.kind) {
+                    (CommandKind::Refpb, CommandKind::Refpb) => Some(pb.pb2pb),
+                    (CommandKind::Refpb, CommandKind::Act) => Some(pb.pb2act),
+                    (CommandKind::Refpb, CommandKind::Ref | CommandKind::Prea) => {
+                        Some(("nRFCpb", pb.rfcpb))
+                    }
+                    (CommandKind::Prea, CommandKind::Refpb) => Some((p.rpa_key, p.rpa)),
+                    (
+                        CommandKind::Act | CommandKind::Actc | CommandKind::Actm,
+                        CommandKind::Refpb,
+                    ) if !prev.implied && other_bank() => pb.act2pb,
+                    _ => None,
+                };
+                if let Some((key, req)) = rule {
+                    if !prev.implied && short(actual, req) {
+                        ctx.timing(
+                            format!("{key}: {} -> {} same rank", prev.label(), new.label()),
+                            req,
+                            actual,
+                            prev,
+                        );
+                    }
+                }
+            }
+            // PREA precharges the rank: nRP (tRPA on 8-bank DDR2, tRPab on LPDDR5) before any ACT.
+            let rpa_key = p.rpa_key;
             if prev.kind == CommandKind::Prea
                 && new.kind == CommandKind::Act
                 && short(actual, p.rpa)
@@ -1405,10 +1570,14 @@ impl Checker {
         let refi = self.p.refi;
         let max_gap = refi.saturating_mul(REFRESH_POSTPONE_LIMIT + 1);
         let ranks_per_ch = self.header.org.ranks as usize;
-        let sb = self.saw_refsb;
-        // With same-bank refresh each bank index keeps its own interval (a REF counts for all).
+        let (sb, pb) = (self.saw_refsb, self.saw_refpb);
+        let bpg = self.header.org.banks_per_group;
+        // With same-bank (per-bank) refresh each bank index (bank) keeps its own interval (a REF
+        // counts for all).
         let which = |i: usize| {
-            if sb {
+            if pb {
+                format!(" bank {}", bank_name(i as u32, bpg))
+            } else if sb {
                 format!(" bank index {i}")
             } else {
                 String::new()
@@ -1474,6 +1643,10 @@ fn bank_rule(p: &Params, prev: Role, new: Role) -> Option<(&'static str, u64)> {
         (Act, Refresh) => ("nRC", p.rc),
         (Pre, Refresh) => ("nRP", p.rp),
         (Refresh, Act) | (Refresh, Refresh) => ("nRFCsb", p.rfcsb.unwrap_or(0)),
+        // Per-bank refresh, the same at one bank with tRFCpb.
+        (Act, RefreshPb) => ("nRC", p.rc),
+        (Pre, RefreshPb) => ("nRP", p.rp),
+        (RefreshPb, Act) | (RefreshPb, RefreshPb) => ("nRFCpb", p.pb.map_or(0, |b| b.rfcpb)),
         _ => return None,
     })
 }

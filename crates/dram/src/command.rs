@@ -31,10 +31,18 @@ pub enum CommandKind {
     /// DDR5 same-bank REFRESH (REFsb): refreshes the bank with the command's bank index in every
     /// bank group of the rank; those banks must be precharged, the others keep working.
     Refsb,
+    /// Per-bank REFRESH (LPDDR5 REFpb, HBM3 REFpb): refreshes the one bank it names, which must
+    /// be precharged; the rank's other banks keep working.
+    Refpb,
+    /// Multi-RowCopy's multi-row ACTIVATE (Yuksel et al., DSN 2024): issued to a bank whose source
+    /// row is open, it raises every row of the group the two addresses select at once (the open
+    /// row XOR each subset of the bits where the two differ, see `multi_row_copy`), and the
+    /// sense amplifiers copy the source row into all of them.
+    Actm,
 }
 
 impl CommandKind {
-    pub const ALL: [CommandKind; 11] = [
+    pub const ALL: [CommandKind; 13] = [
         CommandKind::Act,
         CommandKind::Pre,
         CommandKind::Prea,
@@ -46,6 +54,8 @@ impl CommandKind {
         CommandKind::Actc,
         CommandKind::Tr,
         CommandKind::Refsb,
+        CommandKind::Refpb,
+        CommandKind::Actm,
     ];
     pub fn mnemonic(self) -> &'static str {
         match self {
@@ -60,6 +70,8 @@ impl CommandKind {
             CommandKind::Actc => "ACTC",
             CommandKind::Tr => "TR",
             CommandKind::Refsb => "REFSB",
+            CommandKind::Refpb => "REFPB",
+            CommandKind::Actm => "ACTM",
         }
     }
     pub fn from_mnemonic(s: &str) -> Option<CommandKind> {
@@ -75,9 +87,12 @@ impl CommandKind {
     pub fn index(self) -> usize {
         self as usize
     }
-    /// Refreshes (REF, REFSB).
+    /// Refreshes (REF, REFSB, REFPB).
     pub fn is_refresh(self) -> bool {
-        matches!(self, CommandKind::Ref | CommandKind::Refsb)
+        matches!(
+            self,
+            CommandKind::Ref | CommandKind::Refsb | CommandKind::Refpb
+        )
     }
 }
 

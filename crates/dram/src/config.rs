@@ -47,6 +47,22 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "ddr5-4800b-sb",
         include_str!("../../../presets/configs/ddr5-4800b-sb.toml"),
     ),
+    (
+        "lpddr5-6400",
+        include_str!("../../../presets/configs/lpddr5-6400.toml"),
+    ),
+    (
+        "hbm3-6400",
+        include_str!("../../../presets/configs/hbm3-6400.toml"),
+    ),
+    (
+        "rowclone-lpddr5-6400",
+        include_str!("../../../presets/configs/rowclone-lpddr5-6400.toml"),
+    ),
+    (
+        "rowclone-hbm3-6400",
+        include_str!("../../../presets/configs/rowclone-hbm3-6400.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.
@@ -133,13 +149,15 @@ pub struct ControllerConfig {
     /// Leave write-drain mode when the write queue falls below this fraction (and reads wait).
     pub write_low_watermark: f64,
     /// Refresh: "all-bank" (REF per rank every nREFI), "same-bank" (DDR5 REFSB: one bank index
-    /// of every group at a time, each refreshed once per nREFI) or "none".
+    /// of every group at a time, each refreshed once per nREFI), "per-bank" (LPDDR5 / HBM3 REFPB:
+    /// one bank at a time, each once per nREFI) or "none".
     pub refresh: String,
     /// Address mapper: "RoBaRaCoCh", "ChRaBaRoCo" or "line-interleave" (see docs/dram.md).
     pub mapper: String,
     /// XOR the bank index with low row bits (permutation-based interleaving) in the mapper.
     pub bank_xor: bool,
-    /// Mechanism for bulk copy/init requests: "baseline" (data crosses the channel) or "rowclone".
+    /// Mechanism for bulk copy/init requests: "baseline" (data crosses the channel), "rowclone", or
+    /// "multi-row-copy" (RowClone, and Multi-RowCopy for replication).
     pub bulk: String,
     /// Lines the controller's baseline copy engine reads before it writes them out (its stream
     /// buffer); 64 lines = one 4 KB page.
@@ -450,8 +468,14 @@ impl Config {
             "nREFI".into(),
             ((part.trefi_ns * 1000.0) / tck as f64).floor() as u64,
         );
-        if let Some(ns) = part.trfcsb_ns {
-            timing.insert("nRFCsb".into(), ((ns * 1000.0) / tck as f64).ceil() as u64);
+        for (name, ns) in [
+            ("nRFCsb", part.trfcsb_ns),
+            ("nRFCpb", part.trfcpb_ns),
+            ("nPBR2PBR", part.tpbr2pbr_ns),
+        ] {
+            if let Some(ns) = ns {
+                timing.insert(name.into(), ((ns * 1000.0) / tck as f64).ceil() as u64);
+            }
         }
         for (k, v) in &d.timing {
             if !timing.contains_key(k) {
@@ -613,6 +637,23 @@ impl Config {
                 ),
             ));
         }
+        if self.controller.refresh == "per-bank" && !timing.contains_key("nRFCpb") {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.refresh",
+                format!(
+                    "\"per-bank\" refresh needs a part with tRFCpb ({} has none; LPDDR5 and HBM3 parts do)",
+                    d.part
+                ),
+            ));
+        }
+        if self.controller.refresh == "per-bank" && energy_available && currents.idd5pb <= 0.0 {
+            return Err(ConfigError::invalid(
+                src,
+                "dram.currents.idd5pb",
+                "\"per-bank\" refresh with currents needs the per-bank refresh current idd5pb (mA), or REFPB energy would be left out",
+            ));
+        }
         if self.controller.refresh != "none" {
             // One refresh and one complete access must fit in a refresh interval, or the rank
             // spends all its time refreshing and requests starve.
@@ -697,10 +738,14 @@ impl Config {
         one_of(
             "controller.refresh",
             &c.refresh,
-            &["all-bank", "same-bank", "none"],
+            &["all-bank", "same-bank", "per-bank", "none"],
         )?;
         one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
-        one_of("controller.bulk", &c.bulk, &["baseline", "rowclone"])?;
+        one_of(
+            "controller.bulk",
+            &c.bulk,
+            &["baseline", "rowclone", "multi-row-copy"],
+        )?;
         if c.bulk_buffer_lines == 0 || c.bulk_buffer_lines > MAX_QUEUE {
             return Err(ConfigError::invalid(
                 src,

@@ -43,6 +43,7 @@ pub enum JobMech {
     Fpm,
     PsmInter,
     PsmIntra,
+    Mrc,
 }
 
 /// An in-DRAM bulk job.
@@ -53,6 +54,14 @@ pub enum JobKind {
         bank: BankId,
         src_row: u32,
         dst_row: u32,
+        copied: bool,
+    },
+    /// Multi-RowCopy: ACT src, ACTM to `src_row ^ mask` (raising the group `src_row` XOR every
+    /// subset of `mask`), PRE.
+    Mrc {
+        bank: BankId,
+        src_row: u32,
+        mask: u32,
         copied: bool,
     },
     /// Pipelined Serial Mode: open both rows, one TR per (src column, dst column), close both.
@@ -78,7 +87,7 @@ pub struct Job {
 impl Job {
     fn banks(&self) -> [Option<u32>; 2] {
         match &self.kind {
-            JobKind::Fpm { bank, .. } => [Some(bank.flat), None],
+            JobKind::Fpm { bank, .. } | JobKind::Mrc { bank, .. } => [Some(bank.flat), None],
             JobKind::Psm { src, dst, .. } => [Some(src.flat), Some(dst.flat)],
         }
     }
@@ -134,9 +143,6 @@ struct BankCand {
 /// The scheduler's view of one bank.
 #[derive(Debug, Clone, Copy)]
 struct BankSlot {
-    /// The cycle at which the candidate was last found ready (a lower bound: horizons only move
-    /// later).
-    ready: u64,
     /// The candidate from the request queues, recomputed only when the bank's queue, its open
     /// row or the queue mode changed (the scan for a row hit is the costly part).
     cand: Option<BankCand>,
@@ -163,6 +169,8 @@ pub struct ChannelCounters {
     pub commands: [u64; CommandKind::ALL.len()],
     /// Banks closed by PREA (each counts as a precharge for energy).
     pub banks_closed_by_prea: u64,
+    /// Rows raised by Multi-RowCopy's ACTMs besides the open one (each costs an activation).
+    pub mrc_rows: u64,
     pub reads: u64,
     pub writes: u64,
     pub read_latency: Histogram,
@@ -180,6 +188,8 @@ pub struct Controller {
     refresh: bool,
     /// Same-bank refresh (REFSB) instead of all-bank REF.
     same_bank: bool,
+    /// Per-bank refresh (REFPB) instead of all-bank REF.
+    per_bank: bool,
     n_cl: u64,
     n_bl: u64,
     n_cwl: u64,
@@ -209,15 +219,19 @@ pub struct Controller {
     last_ref: Vec<[u64; 2]>,
     ref_late: Vec<[u64; 2]>,
     last_work: u64,
-    /// Same-bank refresh: per rank, the bank index refreshed next and the REFSBs issued so far.
+    /// Same-bank refresh: per rank, the bank index refreshed next and the REFSBs issued so far;
+    /// per-bank refresh: the bank (index within the rank) refreshed next and the REFPBs so far.
     sb_next: Vec<u32>,
     sb_done: Vec<u64>,
     jobs: Vec<(u64, Job)>,
     waiting_jobs: JobQueue<Job>,
     next_cmd_cycle: u64,
-    /// The scheduler's view of each bank, by flat index (one record, so a pass over the banks
-    /// touches one array).
+    /// The scheduler's view of each bank, by flat index.
     slots: Vec<BankSlot>,
+    /// Per bank (flat index), the cycle at which its candidate was last found ready (a lower
+    /// bound: horizons only move later), 0 while the candidate must be recomputed (`dirty`): the
+    /// one array a pass over the banks reads, eight banks to a cache line.
+    ready: Vec<u64>,
     /// CPU request bypass and the engine's guaranteed share of column commands.
     bypass: bool,
     engine_share: f64,
@@ -258,7 +272,6 @@ impl Controller {
         );
         let slots = (0..banks as u32)
             .map(|f| BankSlot {
-                ready: 0,
                 cand: None,
                 id: dev.bank_from_flat(f),
                 dirty: true,
@@ -274,6 +287,7 @@ impl Controller {
             keep_activated: cfg.keep_activated_rows,
             refresh: cfg.refresh != "none",
             same_bank: cfg.refresh == "same-bank",
+            per_bank: cfg.refresh == "per-bank",
             n_cl: spec.t("nCL"),
             n_bl: spec.t("nBL"),
             n_cwl: spec.t("nCWL"),
@@ -292,10 +306,10 @@ impl Controller {
             wr_lo_n: (cfg.write_low_watermark * cfg.write_queue as f64).ceil() as usize,
             write_mode: false,
             refresh_due: vec![
-                if cfg.refresh == "same-bank" {
-                    (n_refi / u64::from(spec.org.banks_per_group)).max(1)
-                } else {
-                    n_refi
+                match cfg.refresh.as_str() {
+                    "same-bank" => (n_refi / u64::from(spec.org.banks_per_group)).max(1),
+                    "per-bank" => (n_refi / u64::from(spec.org.banks_per_rank())).max(1),
+                    _ => n_refi,
                 };
                 ranks
             ],
@@ -309,6 +323,7 @@ impl Controller {
             waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
             slots,
+            ready: vec![0; banks],
             bypass: cfg.cpu_bypass,
             engine_share: cfg.engine_share,
             win_total: 0,
@@ -388,7 +403,7 @@ impl Controller {
         };
         let flat = bank.flat as usize;
         if !self.lookahead || self.changes_candidate(flat, op, loc.row) {
-            self.slots[flat].dirty = true;
+            self.mark_dirty(flat);
             self.wake = 0;
         }
         match op {
@@ -490,6 +505,22 @@ impl Controller {
                         dst: None,
                         source: Source::Job(ji),
                     })
+                }
+            }
+            JobKind::Mrc {
+                bank,
+                src_row,
+                mask,
+                copied,
+            } => {
+                let open = self.dev.open_row(*bank);
+                match (copied, open) {
+                    (false, None) => p(CommandKind::Act, *bank, *src_row, 0, None),
+                    (false, Some(r)) if r == *src_row => {
+                        p(CommandKind::Actm, *bank, *src_row ^ *mask, 0, None)
+                    }
+                    (_, Some(r)) => p(CommandKind::Pre, *bank, r, 0, None),
+                    (true, None) => None,
                 }
             }
             JobKind::Psm {
@@ -621,7 +652,7 @@ impl Controller {
         let mode = self.wanted_write_mode();
         if mode != self.write_mode {
             self.write_mode = mode;
-            self.slots.iter_mut().for_each(|b| b.dirty = true);
+            self.mark_all_dirty();
         }
     }
 
@@ -635,6 +666,18 @@ impl Controller {
         }
     }
 
+    /// The bank's candidate must be recomputed: it is looked at on the next pass.
+    #[inline]
+    fn mark_dirty(&mut self, flat: usize) {
+        self.slots[flat].dirty = true;
+        self.ready[flat] = 0;
+    }
+
+    fn mark_all_dirty(&mut self) {
+        self.slots.iter_mut().for_each(|b| b.dirty = true);
+        self.ready.iter_mut().for_each(|r| *r = 0);
+    }
+
     /// Lists in `work[..n]` (returning `n`) the banks that need a look at cycle `at`: those whose
     /// candidate changed, whose cached ready time is not after `at`, or all of them with `all`.
     /// The others' cached times are folded into `next`. Branch-free: which banks are ready
@@ -643,9 +686,10 @@ impl Controller {
     fn banks_to_examine(&mut self, at: u64, all: bool, next: &mut u64) -> usize {
         let mut n = 0;
         let mut low = *next;
-        for (flat, b) in self.slots.iter().enumerate() {
-            let look = (b.ready <= at) | b.dirty | all;
-            low = low.min(if look { u64::MAX } else { b.ready });
+        // A dirty bank's ready time is 0 (see `ready`), so it is looked at.
+        for (flat, &ready) in self.ready.iter().enumerate() {
+            let look = (ready <= at) | all;
+            low = low.min(if look { u64::MAX } else { ready });
             self.work[n] = flat as u32;
             n += usize::from(look);
         }
@@ -687,7 +731,7 @@ impl Controller {
                 Some(p) => self.dev.earliest_at_bank(p.kind, self.slots[flat].id),
                 None => u64::MAX,
             };
-            self.slots[flat].ready = at;
+            self.ready[flat] = at;
             if at <= soon {
                 return soon;
             }
@@ -752,12 +796,13 @@ impl Controller {
                     );
                     if kind.is_refresh() {
                         self.refresh_pending[r] = false;
-                        if self.same_bank {
-                            // Every bank index once per nREFI, evenly spread.
-                            let bpg = u64::from(self.dev.banks_per_group());
+                        if self.same_bank || self.per_bank {
+                            // Every bank index (same-bank) or bank (per-bank) once per nREFI,
+                            // evenly spread.
+                            let steps = u64::from(self.refresh_steps());
                             self.sb_done[r] += 1;
-                            self.sb_next[r] = (self.sb_next[r] + 1) % bpg as u32;
-                            self.refresh_due[r] = (self.sb_done[r] + 1) * self.n_refi / bpg;
+                            self.sb_next[r] = (self.sb_next[r] + 1) % steps as u32;
+                            self.refresh_due[r] = (self.sb_done[r] + 1) * self.n_refi / steps;
                         } else {
                             self.refresh_due[r] += self.n_refi;
                         }
@@ -820,29 +865,29 @@ impl Controller {
         for wi in 0..n {
             let flat = self.work[wi] as usize;
             if self.slots[flat].owned {
-                self.slots[flat].ready = u64::MAX;
+                self.ready[flat] = u64::MAX;
                 continue;
             }
-            let mut at = self.slots[flat].ready;
+            let mut at = self.ready[flat];
             if self.slots[flat].dirty {
                 self.slots[flat].cand = self.bank_candidate(flat);
                 self.slots[flat].dirty = false;
                 at = 0;
             }
             let Some(p) = self.slots[flat].cand else {
-                self.slots[flat].ready = u64::MAX;
+                self.ready[flat] = u64::MAX;
                 continue;
             };
             let bank = self.slots[flat].id;
             if self.refresh_blocks(bank) {
                 // Re-examined when the REF issues (it marks the banks it refreshed dirty).
-                self.slots[flat].ready = u64::MAX;
+                self.ready[flat] = u64::MAX;
                 continue;
             }
             if at <= now {
                 at = self.dev.earliest_at_bank(p.kind, bank);
             }
-            self.slots[flat].ready = at;
+            self.ready[flat] = at;
             if at > now && !self.scan_all {
                 // Not ready: no scheduler here ranks it (only strict FCFS looks at those).
                 next = next.min(at);
@@ -892,13 +937,39 @@ impl Controller {
     /// the rank for all-bank refresh, the banks of the bank index being refreshed for same-bank.
     #[inline]
     fn refresh_blocks(&self, b: BankId) -> bool {
-        self.refresh_pending[b.rank as usize]
-            && (!self.same_bank || b.bank == self.sb_next[b.rank as usize])
+        let r = b.rank as usize;
+        self.refresh_pending[r]
+            && if self.per_bank {
+                b.flat % self.dev.banks_per_rank() == self.sb_next[r]
+            } else {
+                !self.same_bank || b.bank == self.sb_next[r]
+            }
+    }
+
+    /// Refresh commands per rank per nREFI: bank indices (same-bank), banks (per-bank), or 1.
+    fn refresh_steps(&self) -> u32 {
+        if self.per_bank {
+            self.dev.banks_per_rank()
+        } else if self.same_bank {
+            self.dev.banks_per_group()
+        } else {
+            1
+        }
     }
 
     /// The next command a due refresh of rank `r` needs: (kind, bank, row). All-bank: PREA while
     /// any bank is open, then REF. Same-bank: PRE each open bank of the bank index, then REFSB.
+    /// Per-bank: PRE the bank if open, then REFPB.
     fn refresh_command(&self, r: u32) -> (CommandKind, BankId, u32) {
+        if self.per_bank {
+            let b = self
+                .dev
+                .bank_from_flat(r * self.dev.banks_per_rank() + self.sb_next[r as usize]);
+            return match self.dev.open_row(b) {
+                Some(row) => (CommandKind::Pre, b, row),
+                None => (CommandKind::Refpb, b, 0),
+            };
+        }
         if self.same_bank {
             let i = self.sb_next[r as usize];
             for g in 0..self.dev.bank_groups() {
@@ -926,30 +997,36 @@ impl Controller {
                 .filter(|&f| self.dev.open_row(self.dev.bank_from_flat(f)).is_some())
                 .count() as u64;
         }
+        if kind == CommandKind::Actm {
+            if let Some(open) = self.dev.open_row(p.bank) {
+                self.counters.mrc_rows += (1u64 << (open ^ p.row).count_ones()) - 1;
+            }
+        }
         self.dev
             .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
-        self.slots[p.bank.flat as usize].dirty = true;
+        self.mark_dirty(p.bank.flat as usize);
         if matches!(kind, CommandKind::Pre | CommandKind::Rda | CommandKind::Wra) {
             // The row closed: nothing activated waits on it any more.
             self.slots[p.bank.flat as usize].activated = None;
         }
         if let Some((d, _, _)) = p.dst {
-            self.slots[d.flat as usize].dirty = true;
+            self.mark_dirty(d.flat as usize);
+        }
+        if kind == CommandKind::Refpb {
+            self.slots[p.bank.flat as usize].activated = None;
         }
         if kind == CommandKind::Refsb {
             for g in 0..self.dev.bank_groups() {
                 let f = self.dev.bank_id(p.bank.rank, g, p.bank.bank).flat;
-                let slot = &mut self.slots[f as usize];
-                slot.dirty = true;
-                slot.activated = None;
+                self.mark_dirty(f as usize);
+                self.slots[f as usize].activated = None;
             }
         }
         if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
             let per_rank = self.dev.banks_per_rank();
             for f in p.bank.rank * per_rank..(p.bank.rank + 1) * per_rank {
-                let slot = &mut self.slots[f as usize];
-                slot.dirty = true;
-                slot.activated = None;
+                self.mark_dirty(f as usize);
+                self.slots[f as usize].activated = None;
             }
         }
         self.counters.commands[kind.index()] += 1;
@@ -974,7 +1051,7 @@ impl Controller {
                 bank: p.bank.bank,
                 row: if matches!(
                     kind,
-                    CommandKind::Prea | CommandKind::Ref | CommandKind::Refsb
+                    CommandKind::Prea | CommandKind::Ref | CommandKind::Refsb | CommandKind::Refpb
                 ) {
                     0
                 } else {
@@ -1071,7 +1148,7 @@ impl Controller {
         let turn = f64::from(self.win_engine) < self.engine_share * f64::from(self.win_total);
         if turn != self.engine_turn {
             self.engine_turn = turn;
-            self.slots.iter_mut().for_each(|b| b.dirty = true);
+            self.mark_all_dirty();
         }
     }
 
@@ -1081,6 +1158,11 @@ impl Controller {
             match &mut job.kind {
                 JobKind::Fpm { copied, .. } => {
                     if kind == CommandKind::Actc {
+                        *copied = true;
+                    }
+                }
+                JobKind::Mrc { copied, .. } => {
+                    if kind == CommandKind::Actm {
                         *copied = true;
                     }
                 }
@@ -1101,7 +1183,7 @@ impl Controller {
         let (seq, job) = self.jobs.swap_remove(ji);
         for b in job.banks().iter().flatten() {
             self.slots[*b as usize].owned = false;
-            self.slots[*b as usize].dirty = true;
+            self.mark_dirty(*b as usize);
         }
         self.waiting_jobs.mark_dirty();
         self.counters.last_done = self.counters.last_done.max(t);
@@ -1130,8 +1212,9 @@ impl Controller {
         until: u64,
         log: Option<&mut (dyn CommandSink + 's)>,
     ) -> u64 {
-        // Same-bank refresh (REFSB) is due bank by bank at uneven steps: visited, not elided.
-        if !self.refresh || self.same_bank || !self.idle() {
+        // Same-bank (REFSB) and per-bank refresh (REFPB) are due bank by bank at uneven steps:
+        // visited, not elided.
+        if !self.refresh || self.same_bank || self.per_bank || !self.idle() {
             return 0;
         }
         let refi = self.n_refi;
@@ -1176,7 +1259,7 @@ impl Controller {
         let mut ji = 0;
         while ji < self.jobs.len() {
             let moved = match &self.jobs[ji].1.kind {
-                JobKind::Fpm { copied, .. } => *copied,
+                JobKind::Fpm { copied, .. } | JobKind::Mrc { copied, .. } => *copied,
                 JobKind::Psm { cols, next, .. } => *next >= cols.len(),
             };
             if moved && self.job_next(ji).is_none() {

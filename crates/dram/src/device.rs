@@ -20,7 +20,8 @@ pub struct BankId {
 
 /// Time-weighted state of a rank, for the background energy. As in DRAMPower, a bank counts as
 /// active while a row is open in it, until the auto-precharge of an RDA / WRA takes effect, and
-/// while it is being refreshed (nRFC after a REF, nRFCsb after a REFSB of its bank index).
+/// while it is being refreshed (nRFC after a REF, nRFCsb after a REFSB of its bank index, nRFCpb
+/// after a REFPB of the bank).
 #[derive(Debug, Clone, Default)]
 pub struct RankActivity {
     /// Banks open or refreshing.
@@ -118,9 +119,10 @@ pub struct ChannelDevices {
     window_hist: Vec<VecDeque<u64>>,
     open_row: Vec<Option<u32>>,
     pub activity: Vec<RankActivity>,
-    /// Refresh durations for the activity accounting (REF, REFSB).
+    /// Refresh durations for the activity accounting (REF, REFSB, REFPB).
     n_rfc: u64,
     n_rfcsb: u64,
+    n_rfcpb: u64,
     /// When an auto-precharge takes effect: nRTP after RDA, write recovery after WRA, and not
     /// before nRAS after the activation (per bank: the last activation's cycle).
     n_rtp: u64,
@@ -187,6 +189,7 @@ impl ChannelDevices {
             activity: vec![RankActivity::default(); o.ranks as usize],
             n_rfc: spec.t("nRFC"),
             n_rfcsb: spec.param("nRFCsb").unwrap_or(0),
+            n_rfcpb: spec.param("nRFCpb").unwrap_or(0),
             n_rtp: spec.t("nRTP"),
             n_wrec: spec.t("nCWL") + spec.t("nBL") + spec.t("nWR"),
             n_ras: spec.t("nRAS"),
@@ -414,6 +417,12 @@ impl ChannelDevices {
                 }
                 return;
             }
+            CommandKind::Refpb => {
+                // One bank refreshes; its open-row state does not change (it was precharged).
+                self.activity[b.rank as usize].refresh(now, 1, self.n_rfcpb);
+                self.apply_rules(k, b, now);
+                return;
+            }
             CommandKind::Prea | CommandKind::Ref => {
                 if kind == CommandKind::Ref {
                     let n = self.banks_per_rank;
@@ -432,7 +441,10 @@ impl ChannelDevices {
             _ => {}
         }
         self.apply_rules(k, b, now);
-        if matches!(kind, CommandKind::Act | CommandKind::Actc) {
+        if matches!(
+            kind,
+            CommandKind::Act | CommandKind::Actc | CommandKind::Actm
+        ) {
             for wi in 0..self.windows.len() {
                 if self.windows[wi].0[k] {
                     let (kinds, cap, lat) = self.windows[wi];
@@ -456,7 +468,7 @@ impl ChannelDevices {
             }
         }
         match kind {
-            CommandKind::Act | CommandKind::Actc => {
+            CommandKind::Act | CommandKind::Actc | CommandKind::Actm => {
                 self.activated_at[b.flat as usize] = now;
                 self.set_open(b, Some(row), now)
             }

@@ -11,7 +11,8 @@
 //!   I_theta = (I0 (tRP + tRAS) - Ibeta tRP) / tRAS with Ibeta = I0; I_BG = I_rho + (I_1 - I_rho) BG
 //! - ACT (and RowClone's ACTC): V (I_theta - I_1) tRAS; PRE per closed bank (PRE, PREA, RDA, WRA):
 //!   V (Ibeta - I2N) tRP; RD / WR burst: V (I4R / I4W - I3N) nBL tCK; a TR: one of each
-//! - REF: V (I5B - I3N) tRFC; REFSB: V (I5C - I_BG) tRFCsb
+//! - REF: V (I5B - I3N) tRFC; REFSB: V (I5C - I_BG) tRFCsb; REFPB: V (I5PB - I_1) tRFCpb (one bank
+//!   refreshing while the bank counts as active in the background, as REFSB's banks do)
 //! - background: V (I_rho x cycles any bank is active + (I_1 - I_rho) x the banks' active cycles
 //!   + I2N x cycles all are precharged) tCK, a bank being active while open or refreshing.
 //!
@@ -39,6 +40,8 @@ pub struct Domain {
     pub i4w: f64,
     pub i5b: f64,
     pub i5c: f64,
+    /// Per-bank refresh current (LPDDR5 / HBM3 IDD5PB), for REFPB.
+    pub i5pb: f64,
 }
 
 impl Domain {
@@ -54,6 +57,7 @@ impl Domain {
                 i4w: c.idd4w,
                 i5b: c.idd5,
                 i5c: c.idd5c,
+                i5pb: c.idd5pb,
             },
             Domain {
                 v: c.vpp,
@@ -64,6 +68,7 @@ impl Domain {
                 i4w: c.ipp4w,
                 i5b: c.ipp5,
                 i5c: c.ipp5c,
+                i5pb: c.ipp5pb,
             },
         ]
     }
@@ -78,6 +83,7 @@ pub struct CoreTiming {
     pub t_bl: f64,
     pub t_rfc: f64,
     pub t_rfcsb: f64,
+    pub t_rfcpb: f64,
     pub banks: u32,
     pub bank_groups: u32,
     pub rho: f64,
@@ -94,6 +100,7 @@ impl CoreTiming {
             t_bl: ns("nBL"),
             t_rfc: ns("nRFC"),
             t_rfcsb: ns("nRFCsb"),
+            t_rfcpb: ns("nRFCpb"),
             banks: spec.org.banks_per_rank(),
             bank_groups: spec.org.bank_groups,
             rho,
@@ -111,6 +118,8 @@ pub struct CommandEnergy {
     pub refresh: f64,
     /// Same-bank refresh (REFSB).
     pub refresh_sb: f64,
+    /// Per-bank refresh (REFPB).
+    pub refresh_pb: f64,
     /// Background per cycle: while any bank is active (shared), per active bank on top of that,
     /// and while all banks are precharged.
     pub active_bg_per_cycle: f64,
@@ -153,6 +162,8 @@ impl CommandEnergy {
             e.write += v * above(d.i4w, d.i3n) * t.t_bl;
             e.refresh += v * above(d.i5b, d.i3n) * t.t_rfc;
             e.refresh_sb += v * above(d.i5c, i_bg) * t.t_rfcsb;
+            // One bank refreshes while the others keep their state: above one bank active.
+            e.refresh_pb += v * above(d.i5pb, i_1) * t.t_rfcpb;
             e.active_bg_per_cycle += v * i_rho * t.tck;
             e.bank_bg_per_cycle += v * (i_1 - i_rho) * t.tck;
             e.precharged_bg_per_cycle += v * d.i2n * t.tck;
@@ -174,6 +185,7 @@ impl CommandEnergy {
             write: chips * d.write,
             refresh: chips * d.refresh,
             refresh_sb: chips * d.refresh_sb,
+            refresh_pb: chips * d.refresh_pb,
             active_bg_per_cycle: chips * d.active_bg_per_cycle,
             bank_bg_per_cycle: chips * d.bank_bg_per_cycle,
             precharged_bg_per_cycle: chips * d.precharged_bg_per_cycle,
@@ -189,8 +201,9 @@ pub fn channel_energy(
     activity: &[RankActivity],
 ) -> EnergyBreakdown {
     let n = |k: CommandKind| c.commands[k.index()] as f64;
-    // ACTC raises a wordline and restores a full row, like an ACTIVATE.
-    let acts = n(CommandKind::Act) + n(CommandKind::Actc);
+    // ACTC raises a wordline and restores a full row, like an ACTIVATE; an ACTM (Multi-RowCopy)
+    // costs one activation per row it raises besides the open one (modelled).
+    let acts = n(CommandKind::Act) + n(CommandKind::Actc) + c.mrc_rows as f64;
     // Auto-precharge forms and PREA close banks too.
     let pres = n(CommandKind::Pre)
         + n(CommandKind::Rda)
@@ -211,7 +224,9 @@ pub fn channel_energy(
         read_nj: reads * e.read / 1000.0,
         write_nj: writes * e.write / 1000.0,
         transfer_nj: trs * (e.read + e.write) / 1000.0,
-        refresh_nj: (n(CommandKind::Ref) * e.refresh + n(CommandKind::Refsb) * e.refresh_sb)
+        refresh_nj: (n(CommandKind::Ref) * e.refresh
+            + n(CommandKind::Refsb) * e.refresh_sb
+            + n(CommandKind::Refpb) * e.refresh_pb)
             / 1000.0,
         background_nj: (act_cyc as f64 * e.active_bg_per_cycle
             + bank_cyc as f64 * e.bank_bg_per_cycle

@@ -21,6 +21,7 @@ pub mod generator;
 pub mod interrupt;
 pub mod job_queue;
 pub mod mapper;
+pub mod multi_row_copy;
 pub mod port;
 pub mod request;
 pub mod rowclone;

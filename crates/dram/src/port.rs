@@ -119,12 +119,15 @@ impl MemoryPort {
                 org.capacity_bytes()
             )));
         }
-        let rowclone_on = self.config.controller.bulk == "rowclone";
+        if let crate::request::BulkKind::Replicate { copies } = op.kind {
+            crate::multi_row_copy::check_copies(&self.spec.org, copies).map_err(Error::Request)?;
+        }
+        let mech = crate::multi_row_copy::BulkMech::of(&self.config.controller.bulk);
         if let Some(t) = self.bulk.submit(
             &op,
             id,
             now,
-            rowclone_on,
+            mech,
             self.mapper.as_ref(),
             &self.spec.org,
             &mut self.chans,

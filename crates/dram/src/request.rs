@@ -25,6 +25,10 @@ pub enum BulkKind {
     Copy { src: u64 },
     /// Set `bytes` at `dst` to `value` (zeroing when 0).
     Init { value: u8 },
+    /// Copy every row of the region at `dst` into the other rows of its aligned block of
+    /// `copies + 1` rows (`copies` of 1, 3, 7, 15, 31): replication by Multi-RowCopy (see
+    /// `multi_row_copy`).
+    Replicate { copies: u32 },
 }
 
 /// A bulk copy or initialisation, a first-class request at the memory controller.

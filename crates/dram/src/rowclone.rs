@@ -11,6 +11,7 @@
 use crate::controller::{Job, JobKind, JobMech};
 use crate::device::ChannelDevices;
 use crate::mapper::{AddressMapper, Location};
+use crate::multi_row_copy::{self, BulkMech};
 use crate::request::{BulkKind, BulkOp};
 use crate::spec::Organization;
 use crate::stats::BulkBytes;
@@ -42,18 +43,21 @@ pub struct Split {
     pub bytes: BulkBytes,
 }
 
-/// Splits `op` by the configured mechanism: RowClone's split when `rowclone` is on, otherwise
-/// every line over the channel.
+/// Splits `op` by the configured mechanism: RowClone's split when it is on, otherwise every line
+/// over the channel; a replication by `multi_row_copy`.
 pub fn split_by(
-    rowclone: bool,
+    mech: BulkMech,
     op: &BulkOp,
     op_index: u32,
     mapper: &dyn AddressMapper,
     org: &Organization,
     dev: &ChannelDevices,
 ) -> Split {
-    if rowclone {
-        return split(op, op_index, mapper, org, dev);
+    if let BulkKind::Replicate { copies } = op.kind {
+        return multi_row_copy::split(op, copies, op_index, mapper, org, dev, mech);
+    }
+    if mech.in_dram() {
+        return split(op, op_index, mapper, org, dev, mech);
     }
     let line = org.line_bytes();
     let lines = baseline_lines(op, line);
@@ -76,14 +80,14 @@ pub fn baseline_lines(op: &BulkOp, line: u64) -> Vec<(Option<u64>, u64)> {
         .map(|i| {
             let src = match op.kind {
                 BulkKind::Copy { src } => Some(src / line * line + i * line),
-                BulkKind::Init { .. } => None,
+                BulkKind::Init { .. } | BulkKind::Replicate { .. } => None,
             };
             (src, first_dst + i * line)
         })
         .collect()
 }
 
-type RowKey = (u32, u32, u32, u32, u32); // channel, rank, bank group, bank, row
+pub(crate) type RowKey = (u32, u32, u32, u32, u32); // channel, rank, bank group, bank, row
 /// Lines of one (source row, destination row) pair: (src column, dst column, src addr, dst addr).
 type RowPairs = BTreeMap<(RowKey, RowKey), Vec<(u32, u32, u64, u64)>>;
 
@@ -98,6 +102,7 @@ pub fn split(
     mapper: &dyn AddressMapper,
     org: &Organization,
     dev: &ChannelDevices,
+    mech: BulkMech,
 ) -> Split {
     let line = org.line_bytes();
     let mut out = Split::default();
@@ -106,7 +111,7 @@ pub fn split(
         && matches!(op.kind, BulkKind::Init { value: 0 } | BulkKind::Copy { .. })
         && match op.kind {
             BulkKind::Copy { src } => src % line == 0,
-            BulkKind::Init { .. } => true,
+            BulkKind::Init { .. } | BulkKind::Replicate { .. } => true,
         };
     if !aligned {
         out.baseline_lines = baseline_lines(op, line);
@@ -223,11 +228,17 @@ pub fn split(
                 }
             }
         }
+        // Split by `multi_row_copy` (see `split_by`).
+        BulkKind::Replicate { .. } => {}
         BulkKind::Init { .. } => {
             let mut groups: BTreeMap<RowKey, Vec<u32>> = BTreeMap::new();
             for i in 0..n {
                 let d = mapper.map(op.dst + i * line);
                 groups.entry(key(&d)).or_default().push(d.column);
+            }
+            if mech == BulkMech::MultiRowCopy {
+                // Whole blocks of rows zeroed by one FPM and one Multi-RowCopy each.
+                multi_row_copy::zero_blocks(&mut groups, op_idx, org, dev, &mut out);
             }
             for ((ch, rank, bg, b, row), cols) in groups {
                 let bytes = cols.len() as u64 * line;

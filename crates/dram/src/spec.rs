@@ -15,6 +15,11 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
     ("ddr4.toml", include_str!("../../../presets/dram/ddr4.toml")),
     ("ddr5.toml", include_str!("../../../presets/dram/ddr5.toml")),
     ("hbm2.toml", include_str!("../../../presets/dram/hbm2.toml")),
+    ("hbm3.toml", include_str!("../../../presets/dram/hbm3.toml")),
+    (
+        "lpddr5.toml",
+        include_str!("../../../presets/dram/lpddr5.toml"),
+    ),
 ];
 
 /// Where two commands must meet for a rule to apply.
@@ -34,14 +39,15 @@ pub enum Scope {
 
 /// The command names a rule may use: the commands plus TRS / TRD, the source and destination
 /// sides of a TRANSFER in bank-scoped rules.
-pub const TIMING_KINDS: [&str; 13] = [
-    "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "REFSB", "TRS", "TRD",
+pub const TIMING_KINDS: [&str; 15] = [
+    "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "REFSB", "REFPB", "ACTM",
+    "TRS", "TRD",
 ];
 /// Index of TRS / TRD in [`TIMING_KINDS`].
-pub const TK_TRS: usize = 11;
-pub const TK_TRD: usize = 12;
+pub const TK_TRS: usize = 13;
+pub const TK_TRD: usize = 14;
 /// Number of timing kinds.
-pub const NK: usize = 13;
+pub const NK: usize = 15;
 
 pub fn timing_kind_index(name: &str) -> Option<usize> {
     TIMING_KINDS.iter().position(|k| *k == name)
@@ -114,6 +120,11 @@ pub struct Currents {
     pub idd5c: f64,
     #[serde(default)]
     pub ipp5c: f64,
+    /// Per-bank refresh current (LPDDR5 / HBM3 IDD5PB), for REFPB.
+    #[serde(default)]
+    pub idd5pb: f64,
+    #[serde(default)]
+    pub ipp5pb: f64,
 }
 
 /// The organisation of the simulated memory system.
@@ -231,6 +242,13 @@ pub struct PartRow {
     /// Same-bank refresh cycle time (DDR5 tRFCsb), ns; gives `nRFCsb`.
     #[serde(default, rename = "tRFCsb_ns")]
     pub trfcsb_ns: Option<f64>,
+    /// Per-bank refresh cycle time (LPDDR5 / HBM3 tRFCpb), ns; gives `nRFCpb`.
+    #[serde(default, rename = "tRFCpb_ns")]
+    pub trfcpb_ns: Option<f64>,
+    /// Per-bank refresh to per-bank refresh of another bank (LPDDR5 tpbR2pbR), ns; gives
+    /// `nPBR2PBR`.
+    #[serde(default, rename = "tPBR2PBR_ns")]
+    pub tpbr2pbr_ns: Option<f64>,
     /// Absent when no public source gives the part's currents: energy is then not available.
     #[serde(default)]
     pub currents: Option<Currents>,

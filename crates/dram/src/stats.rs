@@ -137,6 +137,9 @@ pub struct BulkBytes {
     pub psm_inter: u64,
     /// RowClone PSM within a bank, through a reserved row of another bank.
     pub psm_intra: u64,
+    /// Multi-RowCopy (one source row into a group of rows of its subarray).
+    #[serde(default)]
+    pub mrc: u64,
 }
 
 impl BulkBytes {
@@ -146,6 +149,7 @@ impl BulkBytes {
         self.fpm += o.fpm;
         self.psm_inter += o.psm_inter;
         self.psm_intra += o.psm_intra;
+        self.mrc += o.mrc;
     }
 }
 

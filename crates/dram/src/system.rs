@@ -58,7 +58,7 @@ where
             ch
         })
         .collect();
-    let rowclone_on = cc.bulk == "rowclone";
+    let mech = crate::multi_row_copy::BulkMech::of(&cc.bulk);
     let capacity = org.capacity_bytes();
 
     let mut trace = trace.peekable();
@@ -123,6 +123,12 @@ where
                         let src_end = match b.kind {
                             BulkKind::Copy { src } => src.checked_add(b.bytes),
                             BulkKind::Init { .. } => Some(0),
+                            BulkKind::Replicate { copies } => {
+                                crate::multi_row_copy::check_copies(&org, copies).map_err(|e| {
+                                    Error::Request(format!("trace item {}: {e}", consumed + 1))
+                                })?;
+                                Some(0)
+                            }
                         };
                         if src_end.is_none() || b.dst.checked_add(b.bytes).is_none() {
                             return Err(Error::Request(format!(
@@ -142,7 +148,7 @@ where
                             &b,
                             0,
                             now,
-                            rowclone_on,
+                            mech,
                             mapper.as_ref(),
                             &org,
                             &mut chans,

@@ -40,7 +40,16 @@ fn traffic(seed: u64, n: usize, footprint: u64, page: u64) -> Vec<TraceItem> {
     for _ in 0..n {
         cycle += rng.below(6);
         let r = rng.below(100);
-        let item = if r < 3 {
+        let item = if r == 99 {
+            // A replication of one row-sized page into 1 to 31 rows of its block.
+            let copies = movelab_dram::multi_row_copy::COPIES[rng.below(5) as usize];
+            TraceItem::Bulk(BulkOp {
+                kind: BulkKind::Replicate { copies },
+                dst: rng.below(footprint / page) * page,
+                bytes: page,
+                arrival: Some(cycle),
+            })
+        } else if r < 3 {
             let dst = rng.below(footprint / page) * page;
             let bytes = page * (1 + rng.below(2));
             if rng.below(2) == 0 {
@@ -94,7 +103,7 @@ fn traffic(seed: u64, n: usize, footprint: u64, page: u64) -> Vec<TraceItem> {
     out
 }
 
-fn check(cfg: &Config, seed: u64, n: usize) {
+fn check(cfg: &Config, seed: u64, n: usize) -> movelab_dram::stats::Stats {
     let spec = cfg.resolve("test").unwrap();
     let header = log_header(cfg, &spec);
     let mut sink = CheckSink {
@@ -102,7 +111,12 @@ fn check(cfg: &Config, seed: u64, n: usize) {
         first: None,
         recent: Default::default(),
     };
-    let page = spec.org.row_bytes().min(4096);
+    // Pages of at most 4 KB; with Multi-RowCopy whole rows, which it replicates.
+    let page = if cfg.controller.bulk == "multi-row-copy" {
+        spec.org.row_bytes()
+    } else {
+        spec.org.row_bytes().min(4096)
+    };
     let items = traffic(seed, n, 1 << 24, page);
     let stats = simulate(
         cfg,
@@ -131,6 +145,7 @@ fn check(cfg: &Config, seed: u64, n: usize) {
         report.commands_checked
     );
     assert!(stats.reads + stats.writes > 0);
+    stats
 }
 
 #[test]
@@ -173,6 +188,9 @@ fn every_speed_bin_and_mapper_obeys_the_standard() {
         ("DDR5-6400AN", "DDR5-16Gb-x8"),
         ("DDR5-6400B", "DDR5-32Gb-x16"),
         ("HBM2-2000", "HBM2-8Gb-PC"),
+        ("LPDDR5-6400", "LPDDR5-8Gb-x16"),
+        ("LPDDR5-6400", "LPDDR5-16Gb-x16"),
+        ("HBM3-6400", "HBM3-8Gb-PC"),
     ] {
         for mapper in ["RoBaRaCoCh", "ChRaBaRoCo", "RoRaBaChCo", "line-interleave"] {
             let mut cfg = Config::preset(&format!("{speed}/{part}")).unwrap();
@@ -198,6 +216,51 @@ fn same_bank_refresh_obeys_the_standard() {
                 cfg.controller.row_policy = policy.into();
                 cfg.controller.bulk = "rowclone".into();
                 check(&cfg, 13, 6000);
+            }
+        }
+    }
+}
+
+#[test]
+fn per_bank_refresh_obeys_the_standard() {
+    // LPDDR5 and HBM3 with REFpb, both schedulers and row policies, RowClone on, over several
+    // refresh intervals (every bank refreshed several times).
+    for preset in ["LPDDR5-6400/LPDDR5-8Gb-x16", "HBM3-6400/HBM3-8Gb-PC"] {
+        for sched in ["frfcfs", "fcfs"] {
+            for policy in ["open", "closed"] {
+                let mut cfg = Config::preset(preset).unwrap();
+                cfg.dram.ranks = 2;
+                cfg.controller.refresh = "per-bank".into();
+                cfg.controller.scheduler = sched.into();
+                cfg.controller.row_policy = policy.into();
+                cfg.controller.bulk = "rowclone".into();
+                let stats = check(&cfg, 17, 8000);
+                // Every bank of both ranks refreshed at least twice.
+                let refpb = stats.commands.get("REFPB").copied().unwrap_or(0);
+                assert!(refpb >= 2 * 2 * 16, "{preset}: {refpb} REFPBs");
+                assert!(stats.commands.get("TR").copied().unwrap_or(0) > 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn multi_row_copy_obeys_the_standard() {
+    // Every preset with Multi-RowCopy on (ACT, ACTM, PRE jobs for replication), both schedulers
+    // and both row policies (in two pairings), row-interleaved.
+    for name in builtin_config_names() {
+        for (sched, policy) in [("frfcfs", "open"), ("fcfs", "closed")] {
+            {
+                let mut cfg = Config::preset(name).unwrap();
+                cfg.controller.scheduler = sched.into();
+                cfg.controller.row_policy = policy.into();
+                cfg.controller.bulk = "multi-row-copy".into();
+                // Row interleaving: a row-sized page is one whole row (what MRC copies).
+                cfg.controller.mapper = "RoRaBaChCo".into();
+                let stats = check(&cfg, 23, 2000);
+                let actm = stats.commands.get("ACTM").copied().unwrap_or(0);
+                assert!(actm > 0, "{name}: no ACTM");
+                assert!(stats.bulk.bytes.mrc > 0, "{name}");
             }
         }
     }
@@ -241,6 +304,41 @@ fn a_controller_that_breaks_a_rule_is_caught() {
         "{:?}",
         report.violations.first()
     );
+}
+
+#[test]
+fn a_controller_that_refreshes_a_bank_too_early_is_caught() {
+    // Mutation check for per-bank refresh: the controller believes tRFCpb is 40 clocks shorter.
+    for preset in ["LPDDR5-6400/LPDDR5-8Gb-x16", "HBM3-6400/HBM3-8Gb-PC"] {
+        let mut real = Config::preset(preset).unwrap();
+        real.controller.refresh = "per-bank".into();
+        let spec = real.resolve("test").unwrap();
+        let mut broken = real.clone();
+        broken
+            .dram
+            .timing
+            .insert("nRFCpb".into(), spec.t("nRFCpb") - 40);
+        let mut sink = CheckSink {
+            checker: Checker::new(&log_header(&real, &spec)).unwrap(),
+            first: None,
+            recent: Default::default(),
+        };
+        simulate(
+            &broken,
+            traffic(5, 4000, 1 << 20, 2048).into_iter().map(Ok),
+            RunOptions {
+                command_log: Some(&mut sink),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let report = sink.checker.finish();
+        assert!(
+            report.violations.iter().any(|v| v.rule_key() == "nRFCpb"),
+            "{preset}: {:?}",
+            report.violations.first()
+        );
+    }
 }
 
 #[test]

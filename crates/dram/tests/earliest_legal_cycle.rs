@@ -50,7 +50,7 @@ fn record(c: &Cmd, cycle: u64) -> CommandRecord {
         rank: c.rank,
         bank_group: c.bank.0,
         bank: c.bank.1,
-        row: if matches!(c.kind, Prea | Ref | Refsb) {
+        row: if matches!(c.kind, Prea | Ref | Refsb | Refpb) {
             0
         } else {
             c.row
@@ -498,4 +498,402 @@ fn hbm2_every_rule_row_at_its_earliest_cycle() {
         t("nRC") + t("nRP"),
     );
     s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
+}
+
+/// The rule rows LPDDR5 and HBM3 share with the other standards, at their own values: same-bank
+/// row cycle, auto-precharge, write recovery, RowClone's FPM rows, the bank-group and rank column
+/// rules (`rcd_rd` / `rcd_wr`: nRCD, or HBM3's split nRCDRD / nRCDWR; `rrd_s`: the ACT spacing
+/// of two banks in different groups).
+fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
+    let t = |n: &str| s.t(n);
+    let (rp, ras, rc) = (t("nRP"), t("nRAS"), t("nRC"));
+    let (cwl, bl, wr, rtp) = (t("nCWL"), t("nBL"), t("nWR"), t("nRTP"));
+    let (rcd_rd, rcd_wr) = (t(rcd_keys.0), t(rcd_keys.1));
+    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    for k in [Rd, Rda] {
+        let name = format!("{} ACT -> {k}", rcd_keys.0);
+        s.case(&name, rcd_keys.0, &[cmd(0, Act, a)], cmd(0, k, a), rcd_rd);
+    }
+    for k in [Wr, Wra] {
+        let name = format!("{} ACT -> {k}", rcd_keys.1);
+        s.case(&name, rcd_keys.1, &[cmd(0, Act, a)], cmd(0, k, a), rcd_wr);
+    }
+    s.case("nRAS", "nRAS", &[cmd(0, Act, a)], cmd(0, Pre, a), ras);
+    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
+    s.case("nRC", "nRC", &p, row(cmd(0, Act, a), 9), rc.max(ras + rp));
+    let p = [cmd(0, Act, a), cmd(rc, Pre, a)];
+    s.case("nRP", "nRP", &p, row(cmd(0, Act, a), 9), rc + rp);
+    let p = [cmd(0, Act, a), cmd(ras, Rd, a)];
+    s.case("nRTP", "nRTP", &p, cmd(0, Pre, a), ras + rtp);
+    let p = [cmd(0, Act, a), cmd(rcd_wr, Wr, a)];
+    let e = rcd_wr + cwl + bl + wr;
+    s.case("write recovery", "nCWL+nBL+nWR", &p, cmd(0, Pre, a), e);
+    s.case("WR -> RDA", "nCWL+nBL+nWR", &p, cmd(0, Rda, a), e - rtp);
+    let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
+    let e = ras + 3 + rtp + rp;
+    s.case("RDA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
+    let p = [cmd(0, Act, a), cmd(rcd_wr, Wra, a)];
+    let e = rcd_wr + cwl + bl + wr + rp;
+    s.case("WRA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
+    // RowClone FPM.
+    s.case(
+        "ACT -> ACTC",
+        "nRAS",
+        &[cmd(0, Act, a)],
+        row(cmd(0, Actc, a), 6),
+        ras,
+    );
+    let p = [cmd(0, Act, a), row(cmd(ras, Actc, a), 6)];
+    s.case("ACTC -> PRE", "nRAS", &p, cmd(0, Pre, a), 2 * ras);
+    let p = [
+        cmd(0, Act, a),
+        row(cmd(ras, Actc, a), 6),
+        cmd(2 * ras, Pre, a),
+    ];
+    s.case(
+        "ACTC -> ACT",
+        "nRP",
+        &p,
+        row(cmd(0, Act, a), 9),
+        2 * ras + rp,
+    );
+    // Activations.
+    s.case(
+        rrd_s.0,
+        rrd_s.0,
+        &[cmd(0, Act, a)],
+        cmd(0, Act, other_group),
+        rrd_s.1,
+    );
+    let rrd_l = if rrd_s.0 == "nRRD" { "nRRD" } else { "nRRD_L" };
+    let l = t(rrd_l);
+    s.case(rrd_l, rrd_l, &[cmd(0, Act, a)], cmd(0, Act, same_group), l);
+    // Column commands: reads in one group and in two; writes; turnarounds.
+    let pl = [
+        cmd(0, Act, a),
+        cmd(l, Act, same_group),
+        cmd(l + rcd_rd, Rd, a),
+    ];
+    let e = l + rcd_rd + t("nCCD_L");
+    s.case("nCCD_L read", "nCCD_L", &pl, cmd(0, Rd, same_group), e);
+    let pw = [
+        cmd(0, Act, a),
+        cmd(l, Act, same_group),
+        cmd(l + rcd_wr, Wr, a),
+    ];
+    let e = l + rcd_wr + t("nCCD_L");
+    s.case("nCCD_L write", "nCCD_L", &pw, cmd(0, Wr, same_group), e);
+    let e = l + rcd_wr + cwl + bl + t("nWTR_L");
+    s.case(
+        "WR -> RD same group",
+        "nCWL+nBL+nWTR_L",
+        &pw,
+        cmd(0, Rd, same_group),
+        e,
+    );
+    let sh = rrd_s.1;
+    let ps = [
+        cmd(0, Act, a),
+        cmd(sh, Act, other_group),
+        cmd(sh + rcd_rd, Rd, a),
+    ];
+    let e = sh + rcd_rd + t("nCCD_S");
+    s.case("nCCD_S read", "nCCD_S", &ps, cmd(0, Rd, other_group), e);
+    let pw = [
+        cmd(0, Act, a),
+        cmd(sh, Act, other_group),
+        cmd(sh + rcd_wr, Wr, a),
+    ];
+    let e = sh + rcd_wr + t("nCCD_S");
+    s.case("nCCD_S write", "nCCD_S", &pw, cmd(0, Wr, other_group), e);
+    let e = sh + rcd_wr + cwl + bl + t("nWTR_S");
+    s.case(
+        "WR -> RD other group",
+        "nCWL+nBL+nWTR_S",
+        &pw,
+        cmd(0, Rd, other_group),
+        e,
+    );
+    // Precharge to precharge.
+    let p = [
+        cmd(0, Act, a),
+        cmd(sh, Act, other_group),
+        cmd(ras + 20, Pre, a),
+    ];
+    let e = ras + 20 + t("nPPD");
+    s.case("nPPD", "nPPD", &p, cmd(0, Pre, other_group), e);
+    // All-bank refresh.
+    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
+    s.case(
+        "REF -> REFPB",
+        "nRFC",
+        &[cmd(0, Ref, a)],
+        cmd(0, Refpb, a),
+        t("nRFC"),
+    );
+    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
+    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
+    // Per-bank refresh at the refreshed bank.
+    let rfcpb = t("nRFCpb");
+    s.case(
+        "REFPB -> ACT same bank",
+        "nRFCpb",
+        &[cmd(0, Refpb, a)],
+        cmd(0, Act, a),
+        rfcpb,
+    );
+    let p = [cmd(0, Refpb, a)];
+    s.case(
+        "REFPB -> REFPB same bank",
+        "nRFCpb",
+        &p,
+        cmd(0, Refpb, a),
+        rfcpb,
+    );
+    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
+    s.case(
+        "ACT -> REFPB same bank",
+        "nRC",
+        &p,
+        cmd(0, Refpb, a),
+        rc.max(ras + rp),
+    );
+    let p = [cmd(0, Act, a), cmd(rc, Pre, a)];
+    s.case("PRE -> REFPB", "nRP", &p, cmd(0, Refpb, a), rc + rp);
+    let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
+    s.case(
+        "RDA -> REFPB",
+        "nRP",
+        &p,
+        cmd(0, Refpb, a),
+        ras + 3 + rtp + rp,
+    );
+    s.case(
+        "REFPB -> REF",
+        "nRFCpb",
+        &[cmd(0, Refpb, a)],
+        cmd(0, Ref, a),
+        rfcpb,
+    );
+    s.case(
+        "REFPB -> PREA",
+        "nRFCpb",
+        &[cmd(0, Refpb, a)],
+        cmd(0, Prea, a),
+        rfcpb,
+    );
+}
+
+#[test]
+fn lpddr5_every_rule_row_at_its_earliest_cycle() {
+    let s = setup("LPDDR5-6400/LPDDR5-8Gb-x16", 1, &[]);
+    let t = |n: &str| s.t(n);
+    // JESD209-5B's 8 Gb refresh clocks at 6400 (Ramulator 2.1's test asserts the same numbers).
+    assert_eq!(
+        [t("nRFC"), t("nRFCpb"), t("nPBR2PBR"), t("nPBR2ACT")],
+        [168, 96, 72, 6]
+    );
+    shared_rows(&s, ("nRCD", "nRCD"), ("nRRD", t("nRRD")));
+    let (a, other_group) = ((0, 0), (1, 0));
+    let (rcd, ras, cl, cwl, bl) = (t("nRCD"), t("nRAS"), t("nCL"), t("nCWL"), t("nBL"));
+    // The two-part activate: ACT-2 holds the command bus the clock after ACT-1.
+    for k in [Act, Actc] {
+        let p: Vec<Cmd> = if k == Act {
+            vec![]
+        } else {
+            vec![cmd(0, Act, a)]
+        };
+        let at = if k == Act { 0 } else { ras };
+        let mut p = p;
+        p.push(row(cmd(at, k, a), 6));
+        s.case(
+            &format!("{k} two-part"),
+            "2",
+            &p,
+            cmd(0, Pre, (2, 0)),
+            at + 2,
+        );
+    }
+    // RD -> WR: RL + BL/n + 2 - WL.
+    let p = [cmd(0, Act, a), cmd(rcd, Rd, a)];
+    let e = rcd + cl + bl + 2 - cwl;
+    s.case("RD -> WR", "nCL+nBL+2-nCWL", &p, cmd(0, Wr, a), e);
+    // PREab takes tRPab.
+    let rpab = t("nRPab");
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case(
+        "PREA -> ACT",
+        "nRPab",
+        &p,
+        cmd(0, Act, other_group),
+        ras + rpab,
+    );
+    s.case("PREA -> REF", "nRPab", &p, cmd(0, Ref, a), ras + rpab);
+    s.case(
+        "PREA -> REFPB",
+        "nRPab",
+        &p,
+        cmd(0, Refpb, other_group),
+        ras + rpab,
+    );
+    // Per-bank refresh, rank-wide.
+    let pb = [cmd(0, Refpb, a)];
+    let e = t("nPBR2PBR");
+    s.case("tpbR2pbR", "nPBR2PBR", &pb, cmd(0, Refpb, other_group), e);
+    s.case(
+        "tpbR2act",
+        "nPBR2ACT",
+        &pb,
+        cmd(0, Act, other_group),
+        t("nPBR2ACT"),
+    );
+    // nFAW: four activations a tRRD apart; the window binds only beyond 4 x tRRD (the bin has
+    // exactly that), so the test widens it.
+    let rrd = t("nRRD");
+    let w = setup("LPDDR5-6400/LPDDR5-8Gb-x16", 1, &[("nFAW", 4 * rrd + 3)]);
+    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
+    w.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), 4 * rrd + 3);
+}
+
+#[test]
+fn hbm3_every_rule_row_at_its_earliest_cycle() {
+    let s = setup("HBM3-6400/HBM3-8Gb-PC", 1, &[]);
+    let t = |n: &str| s.t(n);
+    shared_rows(&s, ("nRCDRD", "nRCDWR"), ("nRRD_S", t("nRRD_S")));
+    let (a, other_group) = ((0, 0), (1, 0));
+    let (rcdrd, ras, rp) = (t("nRCDRD"), t("nRAS"), t("nRP"));
+    let p = [cmd(0, Act, a), cmd(rcdrd, Rd, a)];
+    s.case("nRTW", "nRTW", &p, cmd(0, Wr, a), rcdrd + t("nRTW"));
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case("PREA -> ACT", "nRP", &p, cmd(0, Act, other_group), ras + rp);
+    s.case(
+        "PREA -> REFPB",
+        "nRP",
+        &p,
+        cmd(0, Refpb, other_group),
+        ras + rp,
+    );
+    // Per-bank refresh, rank-wide: tRREFD both ways to REFpb / ACT, tRRD_S from an ACT.
+    let pb = [cmd(0, Refpb, a)];
+    let rrefd = t("nRREFD");
+    s.case(
+        "REFPB -> REFPB",
+        "nRREFD",
+        &pb,
+        cmd(0, Refpb, other_group),
+        rrefd,
+    );
+    s.case(
+        "REFPB -> ACT",
+        "nRREFD",
+        &pb,
+        cmd(0, Act, other_group),
+        rrefd,
+    );
+    let e = t("nRRD_S");
+    s.case(
+        "ACT -> REFPB",
+        "nRRD_S",
+        &[cmd(0, Act, a)],
+        cmd(0, Refpb, other_group),
+        e,
+    );
+    // nFAW binds beyond 4 x nRRD_S.
+    let rrd = t("nRRD_S");
+    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
+    s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), t("nFAW"));
+    // Other SID (movelab rank): RD -> RD nCCD_R = nBL + nRTRS.
+    let s2 = setup("HBM3-6400/HBM3-8Gb-PC", 2, &[]);
+    let p = [
+        cmd(0, Act, a),
+        on_rank(cmd(1, Act, a), 1),
+        cmd(rcdrd + 1, Rd, a),
+    ];
+    let e = rcdrd + 1 + s2.t("nBL") + s2.t("nRTRS");
+    assert_eq!(s2.t("nBL") + s2.t("nRTRS"), 3, "nCCD_R");
+    s2.case(
+        "RD -> RD other SID",
+        "nBL+nRTRS",
+        &p,
+        on_rank(cmd(0, Rd, a), 1),
+        e,
+    );
+}
+
+#[test]
+fn multi_row_copy_rows_on_every_standard() {
+    // Multi-RowCopy's ACTM is timed as RowClone's ACTC on every standard: nRAS after the source
+    // ACT, nRAS before its PRE, an activation for nRRD and nFAW; ACT -> PRE -> ACT after it.
+    for (preset, rrd) in [
+        ("DDR3-1600K/DDR3-4Gb-x8", "nRRD"),
+        ("DDR4-2400R/DDR4-8Gb-x8", "nRRD_S"),
+        ("DDR5-4800B/DDR5-16Gb-x8", "nRRD_S"),
+        ("HBM2-2000/HBM2-8Gb-PC", "nRRD_S"),
+        ("LPDDR5-6400/LPDDR5-8Gb-x16", "nRRD"),
+        ("HBM3-6400/HBM3-8Gb-PC", "nRRD_S"),
+    ] {
+        let s = setup(preset, 1, &[]);
+        let (ras, rp) = (s.t("nRAS"), s.t("nRP"));
+        // Another bank (in another group where there are groups).
+        let other_group = if s.spec.org.bank_groups > 1 {
+            (1, 0)
+        } else {
+            (0, 1)
+        };
+        let a = (0, 0);
+        // Rows 4..8 (open row 4, second address 7).
+        let actm = row(cmd(0, Actm, a), 7);
+        let src = row(cmd(0, Act, a), 4);
+        s.case(&format!("{preset} ACT -> ACTM"), "nRAS", &[src], actm, ras);
+        let p = [src, row(cmd(ras, Actm, a), 7)];
+        s.case(
+            &format!("{preset} ACTM -> PRE"),
+            "nRAS",
+            &p,
+            cmd(0, Pre, a),
+            2 * ras,
+        );
+        let p = [src, row(cmd(ras, Actm, a), 7), cmd(2 * ras, Pre, a)];
+        let e = 2 * ras + rp;
+        s.case(
+            &format!("{preset} ACTM -> ACT"),
+            "nRP",
+            &p,
+            row(cmd(0, Act, a), 9),
+            e,
+        );
+        let p = [src, row(cmd(ras, Actm, a), 7)];
+        let e = ras + s.t(rrd);
+        s.case(
+            &format!("{preset} ACTM -> ACT"),
+            rrd,
+            &p,
+            cmd(0, Act, other_group),
+            e,
+        );
+    }
+}
+
+#[test]
+fn an_actm_group_must_fit_a_subarray_and_32_rows() {
+    let s = setup("DDR4-2400R/DDR4-8Gb-x8", 1, &[]);
+    let ras = s.t("nRAS");
+    for (second, what) in [
+        (4 ^ 63, "64 rows"),
+        (4 ^ 512, "across subarrays"),
+        (4, "1 rows"),
+    ] {
+        let log = [
+            record(&row(cmd(0, Act, (0, 0)), 4), 0),
+            record(&row(cmd(0, Actm, (0, 0)), second), ras),
+        ];
+        let r = s.check(&log);
+        assert!(
+            r.violations
+                .iter()
+                .any(|v| v.rule == "ACTM row group" && v.message.contains(what)),
+            "{what}: {:?}",
+            r.violations
+        );
+    }
 }

@@ -328,6 +328,16 @@ fn dram_rowclone_latency(py: Python<'_>, config_json: &str, bytes: u64) -> PyRes
     json(&rows)
 }
 
+/// Multi-RowCopy (DSN 2024) beside RowClone FPM and the channel: replicating a page of `bytes`
+/// into 1 to 31 rows, as JSON rows (`experiments::rowclone_latency::replication`).
+#[pyfunction]
+fn dram_replication_latency(py: Python<'_>, config_json: &str, bytes: u64) -> PyResult<String> {
+    let cfg = load_config("json", config_json, None)?;
+    let rows =
+        detach_interruptible(py, || rowclone_latency::replication(&cfg, bytes))?.map_err(verr)?;
+    json(&rows)
+}
+
 /// Writes a generated trace to a file in native format, for use by other tools. Ctrl-C stops it
 /// (raising `KeyboardInterrupt`) within 64 Ki requests.
 #[pyfunction]
@@ -383,6 +393,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dram_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(dram_check, m)?)?;
     m.add_function(wrap_pyfunction!(dram_rowclone_latency, m)?)?;
+    m.add_function(wrap_pyfunction!(dram_replication_latency, m)?)?;
     m.add_function(wrap_pyfunction!(dram_write_trace, m)?)?;
     Ok(())
 }

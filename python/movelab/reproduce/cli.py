@@ -110,14 +110,18 @@ def rowclone_latency(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
     config: str | None = typer.Option(None, help="Config preset or TOML file (default: the standard's, "
                                                  "rowclone-ddr3-1066 for DDR3).", show_default=False),
-    standard: str = typer.Option("ddr3", "--standard", help="ddr3 (the paper's system) or ddr5 (the same system "
-                                                            "on DDR5-4800B, shown beside DDR3)."),
+    standard: str = typer.Option("ddr3", "--standard", help="ddr3 (the paper's system), or ddr5, lpddr5, hbm3 (the "
+                                                            "same system on DDR5-4800B, LPDDR5-6400, HBM3-6400, "
+                                                            "shown beside DDR3)."),
     set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. dram.timing.nRAS=24.",
                                           show_default=False),
     nbytes: int = typer.Option(4096, "--bytes", min=64, max=1 << 20,
                                help="Bytes per operation (the paper's 4 KB is one row of its system)."),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    replicate: bool = typer.Option(False, "--replication", help="Instead of Table 3: replicate the page into 1-31 "
+                                                                 "rows by Multi-RowCopy (DSN 2024) vs FPM copies "
+                                                                 "vs the channel."),
 ) -> None:
     """RowClone Table 3: copy and zeroing latency and energy per mechanism (4 KB on the paper's system)."""
     from movelab.reproduce import rowclone_latency as rl
@@ -125,11 +129,54 @@ def rowclone_latency(
     if standard not in rl.STANDARDS:
         _fail(ValueError(f"--standard: '{standard}' is not one of {', '.join(rl.STANDARDS)}"))
     cfg = config or rl.STANDARDS[standard]
-    if standard == "ddr3":
+    if replicate:
+        _replication(fmt, cfg, parse_set(set_), out, force, nbytes)
+    elif standard == "ddr3":
         check_output_dir(out, FILES["rowclone-latency"], force)
         _rowclone_latency(fmt, cfg, parse_set(set_), out, force, nbytes)
     else:
         _rowclone_beside_ddr3(fmt, cfg, parse_set(set_), out, force)
+
+
+def _replication(fmt: str, config: str, overrides: dict[str, Any], out: Path | None, force: bool,
+                 nbytes: int) -> None:
+    from movelab.reproduce import rowclone_latency as rl
+
+    _check_format(fmt)
+    try:
+        rows = rl.replication(config, overrides, nbytes)
+    except (ValueError, FileNotFoundError) as e:
+        _fail(e)
+    if out is not None:
+        name = f"multi-row-copy-{rows[0]['standard'].lower()}"
+        check_output_dir(out, [f"{name}.json", f"{name}.csv"], force)
+        with staged_dir(out, force) as d:
+            (d / f"{name}.json").write_text(json.dumps(rows, indent=2))
+            with open(d / f"{name}.csv", "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=rl.REPLICATION_KEYS)
+                w.writeheader()
+                w.writerows(rows)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    std, speed = rows[0]["standard"], rows[0]["speed"]
+    by = {(r["copies"], r["mechanism"]): r for r in rows}
+    energy = rows[0]["energy_uj"] is not None
+    measured = "timing and success rate measured on DDR4 chips" if std == "DDR4" else "modelled, not measured"
+    t = Table(title=f"Multi-RowCopy on {speed}: a {nbytes} B page replicated into N rows of its block; "
+                    f"{measured}" + ("" if energy else f"; energy not available for {std}"),
+              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for col in ["N", "MRC ns", "N x FPM ns", "channel ns", "MRC vs FPM x", "MRC uJ", "FPM uJ", "channel uJ"]:
+        t.add_column(col, justify="right", no_wrap=True)
+
+    def e(r: dict[str, Any]) -> str:
+        return "n/a" if r["energy_uj"] is None else f"{r['energy_uj']:.3f}"
+
+    for n in sorted({r["copies"] for r in rows}):
+        m, f, b = by[(n, "mrc")], by[(n, "fpm")], by[(n, "baseline")]
+        t.add_row(str(n), f"{m['latency_ns']:.0f}", f"{f['latency_ns']:.0f}", f"{b['latency_ns']:.0f}",
+                  f"{f['latency_ns'] / m['latency_ns']:.1f}", e(m), e(f), e(b))
+    console.print(t)
 
 
 def _rowclone_beside_ddr3(fmt: str, config: str, overrides: dict[str, Any], out: Path | None,
@@ -156,8 +203,10 @@ def _rowclone_beside_ddr3(fmt: str, config: str, overrides: dict[str, Any], out:
     std, speed = rows[0]["standard"], rows[0]["speed"]
     red = rl.reductions(rows)
     red3 = rl.reductions([{**r, "latency_ns": r["ddr3_latency_ns"], "energy_uj": r["ddr3_energy_uj"]} for r in rows])
+    energy = rows[0]["energy_uj"] is not None
+    note = "energy = DRAM commands + channel" if energy else f"energy not available for {std} (no public currents)"
     t = Table(title=f"RowClone Table 3 on {speed} beside DDR3-1066 (8-8-8): 4 KB operations, modelled "
-                    f"(no {std} chip result is public); energy = DRAM commands + channel",
+                    f"(no {std} chip result is public); {note}",
               box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     t.add_column("op", no_wrap=True, min_width=4)
     t.add_column("mechanism", no_wrap=True, min_width=9)
@@ -165,9 +214,10 @@ def _rowclone_beside_ddr3(fmt: str, config: str, overrides: dict[str, Any], out:
         t.add_column(col, justify="right", no_wrap=True)
     for r in rows:
         k = (r["operation"], r["mechanism"])
+        e, ex = r["energy_uj"], red[k][1]
         t.add_row(r["operation"], r["mechanism"], f"{r['latency_ns']:.0f}", f"{r['ddr3_latency_ns']:.0f}",
-                  f"{r['energy_uj']:.3f}", f"{r['ddr3_energy_uj']:.3f}", f"{red[k][0]:.2f}", f"{red3[k][0]:.2f}",
-                  f"{red[k][1]:.1f}", f"{red3[k][1]:.1f}")
+                  "n/a" if e is None else f"{e:.3f}", f"{r['ddr3_energy_uj']:.3f}", f"{red[k][0]:.2f}",
+                  f"{red3[k][0]:.2f}", "n/a" if ex is None else f"{ex:.1f}", f"{red3[k][1]:.1f}")
     console.print(t)
 
 
@@ -207,7 +257,7 @@ def _rowclone_latency(fmt: str, config: str, overrides: dict[str, Any], out: Pat
         p = paper.get((r["operation"], r["mechanism"]), {})
         t.add_row(r["operation"], r["mechanism"], f"{r['latency_ns']:.0f}", _num(r["paper_latency_ns"]),
                   f"{r['energy_uj']:.3f}", _num(r["paper_energy_uj"]), f"{lr:.2f}", _x(p.get("latency_reduction")),
-                  f"{er:.1f}", _x(p.get("energy_reduction")))
+                  "n/a" if er is None else f"{er:.1f}", _x(p.get("energy_reduction")))
     console.print(t)
 
 

@@ -38,7 +38,8 @@ def _ran(r: dict[str, Any]) -> str:
     return ", ".join(f"{m} {b} B" for m, b in moved) or "nothing"
 
 # The config each ``--standard`` runs (the paper's system moved to that standard; docs/dram.md).
-STANDARDS = {"ddr3": PRESET, "ddr5": "rowclone-ddr5-4800b"}
+STANDARDS = {"ddr3": PRESET, "ddr5": "rowclone-ddr5-4800b", "lpddr5": "rowclone-lpddr5-6400",
+             "hbm3": "rowclone-hbm3-6400"}
 # Rows of another standard beside DDR3's (the paper's figures are DDR3's only).
 BESIDE_KEYS = ["operation", "mechanism", "standard", "speed", "latency_ns", "energy_uj", "ddr3_latency_ns",
                "ddr3_energy_uj"]
@@ -92,8 +93,12 @@ def run(config: Any = PRESET, overrides: dict[str, Any] | None = None, nbytes: i
 
 def beside_ddr3(config: Any, overrides: dict[str, Any] | None = None,
                 nbytes: int = 4096) -> list[dict[str, Any]]:
-    """Rows with exactly :data:`BESIDE_KEYS`: ``config``'s Table 3 beside the paper system's (DDR3)."""
+    """Rows with exactly :data:`BESIDE_KEYS`: ``config``'s Table 3 beside the paper system's (DDR3).
+
+    ``energy_uj`` is None on a part without public currents (LPDDR5, HBM3): energy is not available
+    there, not zero."""
     cfg = load_config(config, overrides)
+    energy = cfg.spec.get("energy_available", True)
     ddr3 = {(r["operation"], r["mechanism"]): r for r in run(PRESET, None, nbytes)}
     rows = []
     for r in run(cfg, None, nbytes):
@@ -104,18 +109,47 @@ def beside_ddr3(config: Any, overrides: dict[str, Any] | None = None,
             "standard": cfg.spec["standard"],
             "speed": cfg.spec["speed"],
             "latency_ns": r["latency_ns"],
-            "energy_uj": r["energy_uj"],
+            "energy_uj": r["energy_uj"] if energy else None,
             "ddr3_latency_ns": d["latency_ns"],
             "ddr3_energy_uj": d["energy_uj"],
         })
     return rows
 
 
-def reductions(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float]]:
-    """Latency and energy reduction factors of each row over its operation's baseline."""
+#: Rows of the Multi-RowCopy replication table.
+REPLICATION_KEYS = ["copies", "mechanism", "standard", "speed", "latency_ns", "energy_uj", "cycles", "bytes"]
+
+
+def replication(config: Any = PRESET, overrides: dict[str, Any] | None = None,
+                nbytes: int = PAPER_BYTES) -> list[dict[str, Any]]:
+    """Rows with exactly :data:`REPLICATION_KEYS`: the time and energy to replicate the page at
+    address 0 (``nbytes``, whole rows) into 1, 3, 7, 15, 31 rows of its block by Multi-RowCopy
+    (``mrc``, Yuksel et al., DSN 2024), by that many RowClone FPM copies (``fpm``) and over the
+    channel (``baseline``). Modelled, not measured, on every standard but DDR4 (docs/dram.md);
+    ``energy_uj`` is None where the part has no public currents."""
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 0 < nbytes <= 1 << 20:
+        raise ValueError(f"nbytes: {nbytes!r} must be a positive integer of at most 1 MiB")
+    if overrides:
+        refuse_keys(dict(overrides), SETS, "rowclone-latency")
+    cfg = load_config(config, overrides)
+    sim = json.loads(_native_call(_core.dram_replication_latency, cfg.to_json(), nbytes))
+    return [{"copies": r["copies"], "mechanism": r["mechanism"], "standard": cfg.spec["standard"],
+             "speed": cfg.spec["speed"], "latency_ns": round(r["latency_ns"], 3),
+             "energy_uj": None if r["energy_uj"] is None else round(r["energy_uj"], 4), "cycles": r["cycles"],
+             "bytes": r["bytes"]} for r in sim]
+
+
+def reductions(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float | None]]:
+    """Latency and energy reduction factors of each row over its operation's baseline (energy: None
+    where energy is not available)."""
     base = {r["operation"]: r for r in rows if r["mechanism"] == "baseline"}
-    return {(r["operation"], r["mechanism"]): (base[r["operation"]]["latency_ns"] / r["latency_ns"],
-                                               base[r["operation"]]["energy_uj"] / r["energy_uj"]) for r in rows}
+
+    def energy(r: dict[str, Any]) -> float | None:
+        b = base[r["operation"]]["energy_uj"]
+        return None if b is None or not r["energy_uj"] else b / r["energy_uj"]
+
+    return {(r["operation"], r["mechanism"]): (base[r["operation"]]["latency_ns"] / r["latency_ns"], energy(r))
+            for r in rows}
 
 
 def title(cfg: Config, nbytes: int = PAPER_BYTES) -> str:

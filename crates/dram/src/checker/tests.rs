@@ -1153,7 +1153,10 @@ fn log_files() {
 
 // ------------------------------------------------------------------------------------------------
 // A greedy generator: random legal sequences, each command at the earliest cycle the rules allow.
-// Its model is its own: the last event of each kind per bank and rank, not a history scan.
+// Its model is its own: the last event of each kind per bank and rank, not a history scan. It
+// knows every standard the presets have (DDR2 to DDR5, LPDDR5, HBM2, HBM3) and their refresh
+// modes (all-bank REF, DDR5's same-bank REFSB, LPDDR5 / HBM3's per-bank REFPB), written from the
+// standards' rule lists (dram-facts.md, dram-facts-modern.md), not from the checker's code.
 
 #[derive(Debug, Clone, Default)]
 struct GBank {
@@ -1163,6 +1166,8 @@ struct GBank {
     last_pre: Option<u64>,
     last_read: Option<u64>,
     last_write: Option<u64>,
+    /// The last REFSB of this bank's index, or REFPB of this bank.
+    last_bank_ref: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -1170,6 +1175,18 @@ enum GCol {
     Read,
     Write,
     Transfer,
+}
+
+/// How the generator refreshes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[allow(clippy::enum_variant_names)]
+enum RefMode {
+    /// REF per rank every nREFI.
+    AllBank,
+    /// DDR5 REFSB: one bank index per nREFI / banks per group, every fourth an all-bank REF.
+    SameBank,
+    /// LPDDR5 / HBM3 REFPB: one bank per nREFI / banks, every fourth an all-bank REF.
+    PerBank,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -1180,42 +1197,61 @@ struct GRank {
     cols: Vec<(u64, GCol, Vec<u32>)>,
     last_prea: Option<u64>,
     last_ref: Option<u64>,
+    /// The last PRE that closed a bank, or PREA (tPPD).
+    last_pre_cmd: Option<u64>,
+    last_refsb: Option<u64>,
+    last_refpb: Option<u64>,
     next_ref: u64,
+    /// Bank index (same-bank) or bank (per-bank) refreshed next, and refreshes so far.
+    ref_next: u32,
+    ref_count: u64,
+}
+
+/// A header and the refresh mode the generator uses for it.
+#[derive(Debug, Clone)]
+struct Case {
+    h: LogHeader,
+    mode: RefMode,
 }
 
 struct Gen {
     h: LogHeader,
+    mode: RefMode,
     rng: u64,
     banks: Vec<GBank>,
     ranks: Vec<GRank>,
     /// (command cycle, offset to the burst, rank).
     bursts: Vec<(u64, u64, u32)>,
     last: Option<u64>,
+    /// The last command that holds the command bus two clocks (DDR5 ACT / column commands,
+    /// LPDDR5's two-part ACT).
+    last_two_clock: Option<u64>,
     out: Vec<CommandRecord>,
     /// The rule keys that set each command's cycle (empty: only the command bus did).
     binding: Vec<BTreeSet<String>>,
 }
 
 impl Gen {
-    fn new(h: &LogHeader, seed: u64) -> Gen {
+    fn new(case: &Case, seed: u64) -> Gen {
+        let h = &case.h;
         let nb = (h.org.ranks * h.org.banks_per_rank()) as usize;
-        let refi = h.timing.get("nREFI").copied().unwrap_or(0);
-        Gen {
+        let mut g = Gen {
             h: h.clone(),
+            mode: case.mode,
             rng: seed | 1,
             banks: vec![GBank::default(); nb],
-            ranks: vec![
-                GRank {
-                    next_ref: refi,
-                    ..GRank::default()
-                };
-                h.org.ranks as usize
-            ],
+            ranks: vec![GRank::default(); h.org.ranks as usize],
             bursts: Vec::new(),
             last: None,
+            last_two_clock: None,
             out: Vec::new(),
             binding: Vec::new(),
+        };
+        let step = g.refresh_step();
+        for r in &mut g.ranks {
+            r.next_ref = step;
         }
+        g
     }
     fn rand(&mut self, n: u64) -> u64 {
         self.rng ^= self.rng << 13;
@@ -1226,11 +1262,18 @@ impl Gen {
     fn p(&self, n: &str) -> u64 {
         self.h.timing[n]
     }
+    fn has(&self, n: &str) -> bool {
+        self.h.timing.contains_key(n)
+    }
+    fn std(&self) -> &str {
+        &self.h.standard
+    }
     fn grouped(&self) -> bool {
         self.h.org.bank_groups > 1
     }
+    /// A rule with `_S` / `_L` variants on grouped devices (LPDDR5's one tRRD has none).
     fn var(&self, base: &str, same: bool) -> (String, u64) {
-        let n = if !self.grouped() {
+        let n = if !self.grouped() || !self.has(&format!("{base}_S")) {
             base.to_string()
         } else if same {
             format!("{base}_L")
@@ -1240,6 +1283,46 @@ impl Gen {
         let v = self.p(&n);
         (n, v)
     }
+    /// ACT -> RD / WR: nRCD, or HBM's nRCDRD / nRCDWR.
+    fn rcd(&self, read: bool) -> (String, u64) {
+        let split = if read { "nRCDRD" } else { "nRCDWR" };
+        let n = if self.has(split) { split } else { "nRCD" };
+        (n.to_string(), self.p(n))
+    }
+    /// PREA -> ACT / REF / REFPB: tRPA = nRP + 1 on 8-bank DDR2, LPDDR5's tRPab, else nRP.
+    fn rpa(&self) -> (String, u64) {
+        if self.std() == "DDR2" && self.h.org.banks_per_rank() >= 8 {
+            ("nRP+1".into(), self.p("nRP") + 1)
+        } else if self.std() == "LPDDR5" {
+            ("nRPab".into(), self.p("nRPab"))
+        } else {
+            ("nRP".into(), self.p("nRP"))
+        }
+    }
+    /// Per-bank refresh: (REFpb -> REFpb, REFpb -> ACT, ACT -> REFpb of another bank).
+    fn pb_rules(&self) -> [Option<(String, u64)>; 3] {
+        let one = |n: &str| Some((n.to_string(), self.p(n)));
+        match self.std() {
+            "LPDDR5" => [one("nPBR2PBR"), one("nPBR2ACT"), None],
+            "HBM3" => [one("nRREFD"), one("nRREFD"), one("nRRD_S")],
+            _ => [None, None, None],
+        }
+    }
+    fn two_clock(&self, k: CommandKind) -> bool {
+        match self.std() {
+            "DDR5" => matches!(k, Act | Actc | Actm | Rd | Rda | Wr | Wra | Tr),
+            "LPDDR5" => matches!(k, Act | Actc | Actm),
+            _ => false,
+        }
+    }
+    fn refresh_step(&self) -> u64 {
+        let refi = self.h.timing.get("nREFI").copied().unwrap_or(0);
+        match self.mode {
+            RefMode::AllBank => refi,
+            RefMode::SameBank => refi / u64::from(self.h.org.banks_per_group),
+            RefMode::PerBank => refi / u64::from(self.h.org.banks_per_rank()),
+        }
+    }
     fn wtp(&self) -> u64 {
         self.p("nCWL") + self.p("nBL") + self.p("nWR")
     }
@@ -1248,20 +1331,45 @@ impl Gen {
     }
 
     /// Places `rec` at the earliest cycle that meets `cons` (cycle, rule key) and the bus.
-    fn emit(&mut self, mut rec: CommandRecord, cons: Vec<(u64, String)>) -> u64 {
+    fn emit(&mut self, mut rec: CommandRecord, mut cons: Vec<(u64, String)>) -> u64 {
+        if let Some(c) = self.last_two_clock {
+            cons.push((c + 2, "2".into()));
+        }
         let bus = self.last.map_or(0, |l| l + 1);
         let t = cons.iter().map(|c| c.0).max().unwrap_or(0).max(bus);
         let binding = cons.into_iter().filter(|c| c.0 == t).map(|c| c.1).collect();
         rec.cycle = t;
         self.last = Some(t);
+        if self.two_clock(rec.kind) {
+            self.last_two_clock = Some(t);
+        }
         self.out.push(rec);
         self.binding.push(binding);
         t
     }
 
+    /// Rank-wide rules every command meets: nRFC after a REF.
     fn rfc(&self, rank: u32, cons: &mut Vec<(u64, String)>) {
         if let Some(r) = self.ranks[rank as usize].last_ref {
             cons.push((r + self.p("nRFC"), "nRFC".into()));
+        }
+    }
+
+    /// PRE / PREA: tPPD after the last precharge command of the rank (where the standard has it).
+    fn ppd(&self, rank: u32, cons: &mut Vec<(u64, String)>) {
+        if let (Some(p), true) = (self.ranks[rank as usize].last_pre_cmd, self.has("nPPD")) {
+            cons.push((p + self.p("nPPD"), "nPPD".into()));
+        }
+    }
+
+    /// REF / PREA after a same-bank or per-bank refresh of the rank.
+    fn after_partial_refresh(&self, rank: u32, cons: &mut Vec<(u64, String)>) {
+        let r = &self.ranks[rank as usize];
+        if let Some(c) = r.last_refsb {
+            cons.push((c + self.p("nRFCsb"), "nRFCsb".into()));
+        }
+        if let Some(c) = r.last_refpb {
+            cons.push((c + self.p("nRFCpb"), "nRFCpb".into()));
         }
     }
 
@@ -1282,10 +1390,14 @@ impl Gen {
         for (c, pc, pg) in &self.ranks[rank as usize].cols {
             let same = pg.iter().any(|g| groups.contains(g));
             let (k, v) = match (pc, class) {
-                (GCol::Read, GCol::Write) => (
-                    "nCL+nBL+2-nCWL".to_string(),
-                    self.p("nCL") + self.p("nBL") + 2 - self.p("nCWL"),
-                ),
+                (GCol::Read, GCol::Write) if self.has("nRTW") => ("nRTW".into(), self.p("nRTW")),
+                (GCol::Read, GCol::Write) => {
+                    let wpre = self.h.timing.get("nWPRE").copied().unwrap_or(0);
+                    (
+                        "nCL+nBL+2-nCWL".to_string(),
+                        self.p("nCL") + self.p("nBL") + 2 + wpre - self.p("nCWL"),
+                    )
+                }
                 (GCol::Write, GCol::Read) => {
                     let (k, v) = self.var("nWTR", same);
                     (format!("nCWL+nBL+{k}"), self.p("nCWL") + self.p("nBL") + v)
@@ -1296,6 +1408,15 @@ impl Gen {
                     cons.push((c + v, k));
                     let (k, v) = self.var("nWTR", pg.contains(&groups[0]));
                     (format!("nCWL+nBL+{k}"), self.p("nCWL") + self.p("nBL") + v)
+                }
+                // DDR5: writes in one bank group tCCD_L_WR apart.
+                (GCol::Write, GCol::Write)
+                    if same
+                        && self.grouped()
+                        && self.has("nCCD_L_WR")
+                        && self.p("nCCD_L_WR") >= self.p("nCCD_L") =>
+                {
+                    ("nCCD_L_WR".into(), self.p("nCCD_L_WR"))
                 }
                 _ => self.var("nCCD", same),
             };
@@ -1359,7 +1480,41 @@ impl Gen {
         }
     }
 
+    /// PRE of one open bank (for a refresh).
+    fn close(&mut self, rank: u32, bank: u32) {
+        let bi = self.bi(rank, bank);
+        if self.banks[bi].open.is_none() {
+            return;
+        }
+        let mut cons = Vec::new();
+        self.pre_cons(bi, &mut cons);
+        self.ppd(rank, &mut cons);
+        self.rfc(rank, &mut cons);
+        let t = self.emit(self.rec(Pre, rank, bank, 0, 0), cons);
+        let bk = &mut self.banks[bi];
+        bk.open = None;
+        bk.last_pre = Some(t);
+        self.ranks[rank as usize].last_pre_cmd = Some(t);
+    }
+
+    /// The refresh due on `rank`: REF (after a PREA), or REFSB / REFPB in their modes, with an
+    /// all-bank REF in place of every fourth.
     fn refresh(&mut self, rank: u32) {
+        let r = &mut self.ranks[rank as usize];
+        r.ref_count += 1;
+        let all = self.mode == RefMode::AllBank || r.ref_count.is_multiple_of(4);
+        let step = self.refresh_step();
+        self.ranks[rank as usize].next_ref += step;
+        if all {
+            self.refresh_all(rank);
+        } else if self.mode == RefMode::SameBank {
+            self.refresh_same_bank(rank);
+        } else {
+            self.refresh_per_bank(rank);
+        }
+    }
+
+    fn refresh_all(&mut self, rank: u32) {
         let nbr = self.h.org.banks_per_rank();
         let open: Vec<u32> = (0..nbr)
             .filter(|&b| self.banks[self.bi(rank, b)].open.is_some())
@@ -1370,12 +1525,16 @@ impl Gen {
                 self.pre_cons(self.bi(rank, b), &mut cons);
             }
             self.rfc(rank, &mut cons);
+            self.ppd(rank, &mut cons);
+            self.after_partial_refresh(rank, &mut cons);
             let t = self.emit(self.rec(Prea, rank, 0, 0, 0), cons);
             for &b in &open {
                 let bi = self.bi(rank, b);
                 self.banks[bi].open = None;
             }
-            self.ranks[rank as usize].last_prea = Some(t);
+            let r = &mut self.ranks[rank as usize];
+            r.last_prea = Some(t);
+            r.last_pre_cmd = Some(t);
         }
         let mut cons = Vec::new();
         for b in 0..nbr {
@@ -1384,16 +1543,86 @@ impl Gen {
             }
         }
         if let Some(p) = self.ranks[rank as usize].last_prea {
-            cons.push((p + self.p("nRP"), "nRP".into()));
+            let (k, v) = self.rpa();
+            cons.push((p + v, k));
         }
         self.rfc(rank, &mut cons);
+        self.after_partial_refresh(rank, &mut cons);
         let t = self.emit(self.rec(Ref, rank, 0, 0, 0), cons);
-        let r = &mut self.ranks[rank as usize];
-        r.last_ref = Some(t);
-        r.next_ref += self.h.timing["nREFI"];
+        self.ranks[rank as usize].last_ref = Some(t);
     }
 
-    /// Issues one random legal command (or a PREA + REF when a refresh is due).
+    /// The constraints of a refresh at bank `bi` from its own history (`key`: its tRFC name).
+    fn bank_refresh_cons(&self, bi: usize, key: &str, cons: &mut Vec<(u64, String)>) {
+        let bk = &self.banks[bi];
+        if let Some(p) = bk.last_pre {
+            cons.push((p + self.p("nRP"), "nRP".into()));
+        }
+        if let Some(a) = bk.last_act {
+            cons.push((a + self.p("nRC"), "nRC".into()));
+        }
+        if let Some(c) = bk.last_bank_ref {
+            cons.push((c + self.p(key), key.into()));
+        }
+    }
+
+    fn refresh_same_bank(&mut self, rank: u32) {
+        let o = self.h.org.clone();
+        let i = self.ranks[rank as usize].ref_next;
+        self.ranks[rank as usize].ref_next = (i + 1) % o.banks_per_group;
+        let banks: Vec<u32> = (0..o.bank_groups)
+            .map(|g| g * o.banks_per_group + i)
+            .collect();
+        for &b in &banks {
+            self.close(rank, b);
+        }
+        let mut cons = Vec::new();
+        self.rfc(rank, &mut cons);
+        for &b in &banks {
+            self.bank_refresh_cons(self.bi(rank, b), "nRFCsb", &mut cons);
+        }
+        if let Some(p) = self.ranks[rank as usize].last_prea {
+            cons.push((p + self.p("nRP"), "nRP".into()));
+        }
+        let t = self.emit(self.rec(Refsb, rank, i, 0, 0), cons);
+        for &b in &banks {
+            let bi = self.bi(rank, b);
+            self.banks[bi].last_bank_ref = Some(t);
+        }
+        self.ranks[rank as usize].last_refsb = Some(t);
+    }
+
+    fn refresh_per_bank(&mut self, rank: u32) {
+        let nbr = self.h.org.banks_per_rank();
+        let b = self.ranks[rank as usize].ref_next;
+        self.ranks[rank as usize].ref_next = (b + 1) % nbr;
+        self.close(rank, b);
+        let bi = self.bi(rank, b);
+        let mut cons = Vec::new();
+        self.rfc(rank, &mut cons);
+        self.bank_refresh_cons(bi, "nRFCpb", &mut cons);
+        let [pb2pb, _, act2pb] = self.pb_rules();
+        let r = &self.ranks[rank as usize];
+        if let (Some(c), Some((k, v))) = (r.last_refpb, pb2pb) {
+            cons.push((c + v, k));
+        }
+        if let Some(p) = r.last_prea {
+            let (k, v) = self.rpa();
+            cons.push((p + v, k));
+        }
+        if let Some((k, v)) = act2pb {
+            for &(c, ab, _) in &r.acts {
+                if ab != b {
+                    cons.push((c + v, k.clone()));
+                }
+            }
+        }
+        let t = self.emit(self.rec(Refpb, rank, b, 0, 0), cons);
+        self.banks[bi].last_bank_ref = Some(t);
+        self.ranks[rank as usize].last_refpb = Some(t);
+    }
+
+    /// Issues one random legal command (or a refresh when one is due).
     fn step(&mut self) {
         let o = self.h.org.clone();
         if self.h.refresh {
@@ -1414,7 +1643,8 @@ impl Gen {
         self.rfc(rank, &mut cons);
         let Some(row) = self.banks[bi].open else {
             if self.rand(10) == 0 {
-                // A PRE to a closed bank: a no-op.
+                // A PRE to a closed bank: a no-op, but still a precharge command (tPPD).
+                self.ppd(rank, &mut cons);
                 self.emit(self.rec(Pre, rank, bank, 0, 0), cons);
                 return;
             }
@@ -1426,8 +1656,24 @@ impl Gen {
             if let Some(a) = bk.last_act {
                 cons.push((a + self.p("nRC"), "nRC".into()));
             }
-            if let Some(p) = self.ranks[rank as usize].last_prea {
-                cons.push((p + self.p("nRP"), "nRP".into()));
+            if let Some(c) = bk.last_bank_ref {
+                let key = if self.mode == RefMode::SameBank {
+                    "nRFCsb"
+                } else {
+                    "nRFCpb"
+                };
+                cons.push((c + self.p(key), key.into()));
+            }
+            let r = &self.ranks[rank as usize];
+            if let Some(p) = r.last_prea {
+                let (k, v) = self.rpa();
+                cons.push((p + v, k));
+            }
+            if let Some(c) = r.last_refsb {
+                cons.push((c + self.p("nREFSBRD"), "nREFSBRD".into()));
+            }
+            if let (Some(c), [_, Some((k, v)), _]) = (r.last_refpb, self.pb_rules()) {
+                cons.push((c + v, k));
             }
             self.act_like(rank, bank, group, &mut cons);
             let t = self.emit(self.rec(Act, rank, bank, row, 0), cons);
@@ -1444,7 +1690,8 @@ impl Gen {
                 let kind = [Rd, Rd, Rd, Wr, Wr, Rda, Wra][choice as usize % 7];
                 let read = kind.is_read();
                 if let Some(a) = self.banks[bi].last_act {
-                    cons.push((a + self.p("nRCD"), "nRCD".into()));
+                    let (k, v) = self.rcd(read);
+                    cons.push((a + v, k));
                 }
                 let class = if read { GCol::Read } else { GCol::Write };
                 self.col(rank, class, &[group], &mut cons);
@@ -1483,19 +1730,27 @@ impl Gen {
             }
             22..=26 => {
                 self.pre_cons(bi, &mut cons);
+                self.ppd(rank, &mut cons);
                 let t = self.emit(self.rec(Pre, rank, bank, 0, 0), cons);
                 let bk = &mut self.banks[bi];
                 bk.open = None;
                 bk.last_pre = Some(t);
+                self.ranks[rank as usize].last_pre_cmd = Some(t);
             }
             27..=30 => {
-                // FPM: a row of the same subarray.
-                let dst = row / sa * sa + self.rand(sa as u64) as u32;
+                // FPM: a row of the same subarray; or Multi-RowCopy's ACTM raising the aligned
+                // block of 2 to 32 rows around the open row (timed as ACTC).
+                let (kind, dst) = if choice >= 29 && sa >= 2 {
+                    let k = 1 + self.rand(u64::from(sa.ilog2().min(5))) as u32;
+                    (Actm, row ^ ((1 << k) - 1))
+                } else {
+                    (Actc, row / sa * sa + self.rand(sa as u64) as u32)
+                };
                 if let Some(a) = self.banks[bi].last_activation {
                     cons.push((a + self.p("nRAS"), "nRAS".into()));
                 }
                 self.act_like(rank, bank, group, &mut cons);
-                let t = self.emit(self.rec(Actc, rank, bank, dst, 0), cons);
+                let t = self.emit(self.rec(kind, rank, bank, dst, 0), cons);
                 let bk = &mut self.banks[bi];
                 bk.open = Some(dst);
                 bk.last_activation = Some(t);
@@ -1512,9 +1767,11 @@ impl Gen {
                 let dbank = others[self.rand(others.len() as u64) as usize];
                 let di = self.bi(rank, dbank);
                 let dgroup = dbank / o.banks_per_group;
-                for i in [bi, di] {
+                // The source side reads (nRCD / nRCDRD), the destination side writes.
+                for (i, read) in [(bi, true), (di, false)] {
                     if let Some(a) = self.banks[i].last_act {
-                        cons.push((a + self.p("nRCD"), "nRCD".into()));
+                        let (k, v) = self.rcd(read);
+                        cons.push((a + v, k));
                     }
                 }
                 self.col(rank, GCol::Transfer, &[group, dgroup], &mut cons);
@@ -1541,39 +1798,71 @@ impl Gen {
                 for &i in &open {
                     self.pre_cons(i, &mut cons);
                 }
+                self.ppd(rank, &mut cons);
+                self.after_partial_refresh(rank, &mut cons);
                 let t = self.emit(self.rec(Prea, rank, 0, 0, 0), cons);
                 for i in open {
                     self.banks[i].open = None;
                 }
-                self.ranks[rank as usize].last_prea = Some(t);
+                let r = &mut self.ranks[rank as usize];
+                r.last_prea = Some(t);
+                r.last_pre_cmd = Some(t);
             }
         }
     }
 }
 
-fn generate(h: &LogHeader, seed: u64, n: usize) -> Gen {
-    let mut g = Gen::new(h, seed);
+fn generate(case: &Case, seed: u64, n: usize) -> Gen {
+    let mut g = Gen::new(case, seed);
     while g.out.len() < n {
         g.step();
     }
     g
 }
 
-/// Headers for the property tests: every standard, with two ranks, and a short refresh interval
-/// so that REF and its rules come up in short sequences.
-fn prop_headers() -> Vec<LogHeader> {
+/// Cases for the property tests: a speed bin of every standard the presets have (DDR5 with
+/// all-bank and with same-bank refresh, LPDDR5 and HBM3 with all-bank and per-bank refresh), two
+/// ranks, and a short refresh interval so that refreshes and their rules come up in short
+/// sequences (long enough for one per-bank refresh of every bank between a rank's REFs).
+fn prop_cases() -> Vec<Case> {
+    use RefMode::*;
     [
-        "DDR3-1066G/DDR3-2Gb-x8",
-        "DDR3-1600K/DDR3-4Gb-x8",
-        "DDR4-2400R/DDR4-8Gb-x8",
-        "DDR4-3200AA/DDR4-16Gb-x8",
+        ("DDR2-800D/DDR2-1Gb-x8", AllBank),
+        ("DDR3-1066G/DDR3-2Gb-x8", AllBank),
+        ("DDR3-1600K/DDR3-4Gb-x8", AllBank),
+        ("DDR4-2400R/DDR4-8Gb-x8", AllBank),
+        ("DDR4-3200AA/DDR4-16Gb-x8", AllBank),
+        ("DDR5-4800B/DDR5-16Gb-x8", AllBank),
+        ("DDR5-3200AN/DDR5-8Gb-x16", SameBank),
+        ("DDR5-6400B/DDR5-16Gb-x8", SameBank),
+        ("HBM2-2000/HBM2-8Gb-PC", AllBank),
+        ("LPDDR5-6400/LPDDR5-8Gb-x16", AllBank),
+        ("LPDDR5-6400/LPDDR5-16Gb-x16", PerBank),
+        ("HBM3-6400/HBM3-8Gb-PC", AllBank),
+        ("HBM3-6400/HBM3-8Gb-PC", PerBank),
     ]
     .iter()
-    .map(|p| {
+    .map(|&(p, mode)| {
         let h = ranks(header(p), 2);
-        LogHeader {
-            refresh: true,
-            ..with(h, &[("nREFI", 600), ("nRFC", 70)])
+        let mut kv = vec![("nREFI", 600), ("nRFC", 70)];
+        // Same-bank / per-bank refreshes come nREFI / banks apart: the interval grows so that
+        // they fit, and their cycle times shrink so that traffic runs between them.
+        match mode {
+            AllBank => {}
+            SameBank => kv.extend([("nREFI", 1600), ("nRFCsb", 60), ("nREFSBRD", 30)]),
+            PerBank => {
+                kv.extend([("nREFI", 2400), ("nRFCpb", 50)]);
+                if h.timing.contains_key("nPBR2PBR") {
+                    kv.push(("nPBR2PBR", 40));
+                }
+            }
+        }
+        Case {
+            h: LogHeader {
+                refresh: true,
+                ..with(h, &kv)
+            },
+            mode,
         }
     })
     .collect()
@@ -1581,20 +1870,31 @@ fn prop_headers() -> Vec<LogHeader> {
 
 #[test]
 fn generated_sequences_cover_every_command() {
-    for h in prop_headers() {
-        let g = generate(&h, 7, 3000);
+    for case in prop_cases() {
+        let g = generate(&case, 7, 4000);
         let kinds: BTreeSet<_> = g.out.iter().map(|r| r.kind).collect();
-        // REFSB exists on DDR5 only (its rules: tests/earliest_legal_cycle.rs and the replays).
-        let expected = CommandKind::ALL.iter().filter(|k| **k != Refsb).count();
-        assert_eq!(kinds.len(), expected, "{kinds:?}");
+        let expected: BTreeSet<_> = CommandKind::ALL
+            .into_iter()
+            .filter(|k| match k {
+                Refsb => case.mode == RefMode::SameBank,
+                Refpb => case.mode == RefMode::PerBank,
+                _ => true,
+            })
+            .collect();
+        assert_eq!(kinds, expected, "{} {:?}", case.h.speed, case.mode);
         let keys: BTreeSet<_> = g
             .binding
             .iter()
             .flatten()
             .map(|k| k.split('_').next().unwrap_or("").to_string())
             .collect();
-        for k in [
-            "nRCD",
+        let h = &case.h.timing;
+        let mut want = vec![
+            if h.contains_key("nRCDRD") {
+                "nRCDRD"
+            } else {
+                "nRCD"
+            },
             "nRAS",
             "nRP",
             "nRTP",
@@ -1604,19 +1904,40 @@ fn generated_sequences_cover_every_command() {
             "nFAW",
             "nRFC",
             "nBL+nRTRS",
-            "nCL+nBL+2-nCWL",
+            if h.contains_key("nRTW") {
+                "nRTW"
+            } else {
+                "nCL+nBL+2-nCWL"
+            },
             "nCWL+nBL+nWTR",
-        ] {
-            assert!(keys.contains(k), "no command bound by {k}: {keys:?}");
+        ];
+        match case.h.standard.as_str() {
+            "DDR5" => want.extend(["2", "nPPD"]),
+            "LPDDR5" => want.extend(["2", "nPPD", "nRPab"]),
+            "HBM3" => want.push("nPPD"),
+            _ => {}
+        }
+        match case.mode {
+            RefMode::SameBank => want.extend(["nRFCsb", "nREFSBRD"]),
+            RefMode::PerBank => want.push("nRFCpb"),
+            RefMode::AllBank => {}
+        }
+        for k in want {
+            assert!(
+                keys.contains(k),
+                "{} {:?}: no command bound by {k}: {keys:?}",
+                case.h.speed,
+                case.mode
+            );
         }
     }
 }
 
 #[test]
 fn memory_stays_bounded() {
-    let h = prop_headers().remove(1);
-    let g = generate(&h, 11, 60_000);
-    let mut ck = Checker::new(&h).expect("checker");
+    let case = prop_cases().remove(2);
+    let g = generate(&case, 11, 60_000);
+    let mut ck = Checker::new(&case.h).expect("checker");
     let mut most = 0;
     for r in &g.out {
         ck.check(r).expect("legal");
@@ -1627,25 +1948,26 @@ fn memory_stays_bounded() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     /// Random legal sequences pass; one command one cycle earlier breaks exactly the rules that
-    /// set its cycle, and the checker names them.
+    /// set its cycle, and the checker names them. Every standard and refresh mode.
     #[test]
-    fn greedy_sequences_pass_and_shifts_are_caught(which in 0usize..4, seed in any::<u64>(), n in 50usize..400, pick in any::<u64>()) {
-        let h = prop_headers().swap_remove(which);
-        let g = generate(&h, seed, n);
-        let r = run(&h, &g.out);
+    fn greedy_sequences_pass_and_shifts_are_caught(which in 0usize..13, seed in any::<u64>(), n in 50usize..400, pick in any::<u64>()) {
+        let case = prop_cases().swap_remove(which);
+        let h = &case.h;
+        let g = generate(&case, seed, n);
+        let r = run(h, &g.out);
         prop_assert!(r.ok, "legal sequence rejected:\n{}", show(&r));
 
         let k = 1 + (pick % (g.out.len() as u64 - 1)) as usize;
         let mut early = g.out.clone();
         early[k].cycle -= 1;
-        let r = run(&h, &early);
+        let r = run(h, &early);
         let at_k: BTreeSet<String> = r.violations.iter()
             .filter(|v| v.index == k as u64 && v.kind == ViolationKind::Timing)
             .map(|v| v.rule_key().to_string()).collect();
-        prop_assert_eq!(&at_k, &g.binding[k], "command #{} {}:\n{}", k, g.out[k].to_line(), show(&r));
+        prop_assert_eq!(&at_k, &g.binding[k], "{} command #{} {}:\n{}", h.speed, k, g.out[k].to_line(), show(&r));
         let bus = g.out[k].cycle - 1 == g.out[k - 1].cycle;
         let protocol: Vec<String> = protocol_rules(&r);
         prop_assert_eq!(protocol.clone(), if bus { vec!["command bus".to_string()] } else { vec![] });
@@ -1655,6 +1977,18 @@ proptest! {
         // Elsewhere only an auto-precharge that moved with an earlier ACT may break a rule.
         for v in r.violations.iter().filter(|v| v.index != k as u64) {
             prop_assert!(v.rule.contains("PRE(auto"), "unexpected: {} {}", v.index, v.rule);
+        }
+    }
+}
+
+#[test]
+fn every_case_passes_long_generated_sequences() {
+    // Long sequences (many refresh intervals) of every case: checker-clean, refresh included.
+    for case in prop_cases() {
+        for seed in [3, 5] {
+            let g = generate(&case, seed, 6000);
+            let r = run(&case.h, &g.out);
+            assert!(r.ok, "{} {:?}:\n{}", case.h.speed, case.mode, show(&r));
         }
     }
 }

@@ -19,6 +19,7 @@ fn memspec() -> (Vec<Domain>, CoreTiming, Config) {
         i4w: 135.0,
         i5b: 118.0,
         i5c: 110.0,
+        i5pb: 0.0,
     };
     let vpp = Domain {
         v: 1.2,
@@ -29,6 +30,7 @@ fn memspec() -> (Vec<Domain>, CoreTiming, Config) {
         i4w: 0.0,
         i5b: 0.0,
         i5c: 0.0,
+        i5pb: 0.0,
     };
     let tck = 1.0 / 1.3;
     let t = CoreTiming {
@@ -38,6 +40,7 @@ fn memspec() -> (Vec<Domain>, CoreTiming, Config) {
         t_bl: 4.0 * tck,
         t_rfc: 25.0 * tck,
         t_rfcsb: 20.0 * tck,
+        t_rfcpb: 0.0,
         banks: 16,
         bank_groups: 2,
         rho: 0.5,

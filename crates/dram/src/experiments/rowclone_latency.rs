@@ -122,6 +122,81 @@ pub fn run(config: &Config, bytes: u64) -> Result<Vec<LatencyRow>, Error> {
     Ok(rows)
 }
 
+/// One row of the replication table: one 4 KB page (or `bytes`) copied into `copies` rows of its
+/// block by one mechanism.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ReplicationRow {
+    pub copies: u32,
+    /// "mrc" (Multi-RowCopy), "fpm" (`copies` RowClone FPM copies) or "baseline" (the channel).
+    pub mechanism: String,
+    pub latency_ns: f64,
+    /// Command and channel energy, uJ; None when the part has no public currents.
+    pub energy_uj: Option<f64>,
+    pub cycles: u64,
+    /// Bytes written by the mechanism named (the split really chose it).
+    pub bytes: u64,
+}
+
+/// Multi-RowCopy (DSN 2024) beside RowClone FPM and the channel: the time and energy to
+/// replicate the page at address 0 (`bytes`, whole rows) into each count of [`COPIES`] rows, with
+/// refresh off.
+///
+/// [`COPIES`]: crate::multi_row_copy::COPIES
+pub fn replication(config: &Config, bytes: u64) -> Result<Vec<ReplicationRow>, Error> {
+    let spec = config.resolve("config")?;
+    let mut rows = Vec::new();
+    for copies in crate::multi_row_copy::COPIES {
+        crate::multi_row_copy::check_copies(&spec.org, copies).map_err(Error::Request)?;
+        for (mechanism, bulk) in [
+            ("mrc", "multi-row-copy"),
+            ("fpm", "rowclone"),
+            ("baseline", "baseline"),
+        ] {
+            let mut c = config.clone();
+            c.controller.bulk = bulk.into();
+            // Refresh off: a refresh falling inside the N copies (LPDDR5's and HBM3's per-bank
+            // refresh comes every few hundred cycles) would blur the comparison of mechanisms.
+            c.controller.refresh = "none".into();
+            let op = BulkOp {
+                kind: BulkKind::Replicate { copies },
+                dst: 0,
+                bytes,
+                arrival: Some(0),
+            };
+            let s = simulate(
+                &c,
+                std::iter::once(Ok(TraceItem::Bulk(op))),
+                RunOptions::default(),
+            )?;
+            let b = &s.bulk.bytes;
+            let moved = match mechanism {
+                "mrc" => b.mrc,
+                "fpm" => b.fpm,
+                _ => b.baseline,
+            };
+            if moved != bytes * u64::from(copies) {
+                return Err(Error::Request(format!(
+                    "replicating {bytes} bytes into {copies} copies by {mechanism} moved {moved} bytes by it: \
+                     the page must be whole rows (a row-interleaving mapper, {}-byte rows)",
+                    spec.org.row_bytes()
+                )));
+            }
+            let e = &s.energy;
+            rows.push(ReplicationRow {
+                copies,
+                mechanism: mechanism.into(),
+                latency_ns: s.bulk.latency.max_ns,
+                energy_uj: spec
+                    .energy_available
+                    .then(|| (e.total_nj - e.background_nj - e.refresh_nj) / 1000.0),
+                cycles: s.bulk.latency.max_cycles,
+                bytes: moved,
+            });
+        }
+    }
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +291,83 @@ mod tests {
             let r = get(&rows, "copy", "fpm");
             assert_eq!(r.cycles, 2 * n_ras + spec.t("nRP"));
             assert_eq!(r.bytes_fpm, spec.org.row_bytes());
+        }
+    }
+
+    #[test]
+    fn fpm_on_every_standard_is_two_nras_plus_nrp_of_its_bin() {
+        // Every standard's RowClone system (4 KB operations; on LPDDR5 and HBM3 the 4 KB page
+        // spans the same row of several channels, copied in parallel): FPM copy and zeroing take
+        // 2 nRAS + nRP of the bin, every case runs the mechanism it names, and the FPM latency
+        // moves with nRAS.
+        for preset in [
+            "rowclone-ddr3-1066",
+            "rowclone-ddr5-4800b",
+            "rowclone-lpddr5-6400",
+            "rowclone-hbm3-6400",
+        ] {
+            let base = Config::preset(preset).unwrap().resolve("t").unwrap();
+            let ras0 = base.t("nRAS");
+            for n_ras in [ras0, ras0 + 11] {
+                let mut c = Config::preset(preset).unwrap();
+                c.dram.timing.insert("nRAS".into(), n_ras);
+                c.dram
+                    .timing
+                    .insert("nRC".into(), base.t("nRC") + n_ras - ras0);
+                let spec = c.resolve("t").unwrap();
+                let rows = run(&c, 4096).unwrap();
+                let rp = spec.t("nRP");
+                for op in ["copy", "zero"] {
+                    let r = get(&rows, op, "fpm");
+                    assert_eq!(r.cycles, 2 * n_ras + rp, "{preset} {op} nRAS {n_ras}");
+                    let tck = spec.t("tCK_ps") as f64 / 1000.0;
+                    assert!((r.latency_ns - (2 * n_ras + rp) as f64 * tck).abs() < 1e-6);
+                }
+                for r in &rows {
+                    assert_eq!(moved_by_own_mechanism(r), 4096, "{preset} {r:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn multi_row_copy_replicates_in_one_fpm_time() {
+        // One MRC takes 2 nRAS + nRP whatever the copies; N FPM copies take N times that; the
+        // channel longer still. Every standard's RowClone system; it moves with nRAS.
+        for preset in [
+            "rowclone-ddr3-1066",
+            "rowclone-ddr5-4800b",
+            "rowclone-lpddr5-6400",
+            "rowclone-hbm3-6400",
+        ] {
+            for extra in [0, 9] {
+                let mut c = Config::preset(preset).unwrap();
+                let spec = c.resolve("t").unwrap();
+                let ras = spec.t("nRAS") + extra;
+                c.dram.timing.insert("nRAS".into(), ras);
+                c.dram.timing.insert("nRC".into(), spec.t("nRC") + extra);
+                let one = 2 * ras + spec.t("nRP");
+                let rows = replication(&c, 4096).unwrap();
+                let at = |n: u32, m: &str| {
+                    rows.iter()
+                        .find(|r| r.copies == n && r.mechanism == m)
+                        .unwrap()
+                };
+                for n in crate::multi_row_copy::COPIES {
+                    assert_eq!(at(n, "mrc").cycles, one, "{preset} {n}");
+                    assert_eq!(at(n, "fpm").cycles, u64::from(n) * one, "{preset} {n}");
+                    assert!(at(n, "baseline").cycles > at(n, "mrc").cycles);
+                    assert_eq!(at(n, "mrc").bytes, 4096 * u64::from(n));
+                    assert_eq!(at(n, "mrc").energy_uj.is_some(), spec.energy_available);
+                }
+                if spec.energy_available {
+                    // Energy: one activation per copy either way, but MRC saves the source's
+                    // re-activation and precharge of every further FPM copy.
+                    let e = |n, m| at(n, m).energy_uj.unwrap();
+                    assert!(e(31, "mrc") < e(31, "fpm") && e(31, "fpm") < e(31, "baseline"));
+                    assert!((e(1, "mrc") - e(1, "fpm")).abs() < 1e-9);
+                }
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Three text formats are read, each one item per line:
 //!
-//! - [`native`]: movelab's own format, line reads and writes plus bulk `COPY` / `INIT` operations
+//! - [`native`]: movelab's own format, line reads and writes plus bulk `COPY` / `INIT` / `REPL` operations
 //!   with optional arrival cycles (the format is specified in that module's documentation);
 //! - [`ramulator`]: Ramulator 2's load/store trace (`LD 0x1f2e3d40` / `ST ...`), no timestamps:
 //!   the consumer offers one request per cycle;
@@ -142,7 +142,7 @@ impl FromStr for TraceFormat {
 /// with.
 ///
 /// Rules, in order: a first token `LD` or `ST` is Ramulator 2; a first token starting with `@`,
-/// or `R`, `W`, `COPY`, `INIT`, is native; three tokens whose second is a DRAMsim3 operation
+/// or `R`, `W`, `COPY`, `INIT`, `REPL`, is native; three tokens whose second is a DRAMsim3 operation
 /// (`READ`, `WRITE`, `P_MEM_RD`, ...) is DRAMsim3. Keywords are matched case-insensitively.
 pub fn detect_format(line: &str) -> Option<TraceFormat> {
     let mut tokens = strip_comment(line).split_ascii_whitespace();

@@ -21,6 +21,7 @@
 //! | `W`    | `ADDR`              | line write at `ADDR`                                   |
 //! | `COPY` | `SRC DST BYTES`     | bulk copy of `BYTES` bytes from `SRC` to `DST`         |
 //! | `INIT` | `DST BYTES VALUE`   | bulk initialisation of `BYTES` bytes at `DST` to `VALUE` |
+//! | `REPL` | `SRC BYTES COPIES`  | replication of each row at `SRC` into `COPIES` rows of its block (Multi-RowCopy) |
 //!
 //! - Keywords are case-insensitive (`r`, `copy`, ...).
 //! - `CYCLE` and `VALUE` are plain numbers: decimal or `0x` hexadecimal. `VALUE` is a byte,
@@ -43,7 +44,7 @@ use std::io::Write;
 
 /// Whether `tok` is one of the native operation keywords.
 pub(crate) fn is_keyword(tok: &str) -> bool {
-    ["R", "W", "COPY", "INIT"]
+    ["R", "W", "COPY", "INIT", "REPL"]
         .iter()
         .any(|k| tok.eq_ignore_ascii_case(k))
 }
@@ -55,7 +56,7 @@ pub(crate) struct NativeParser {
 }
 
 const SYNTAX: &str =
-    "expected '[@CYCLE] R ADDR', 'W ADDR', 'COPY SRC DST BYTES' or 'INIT DST BYTES VALUE'";
+    "expected '[@CYCLE] R ADDR', 'W ADDR', 'COPY SRC DST BYTES', 'INIT DST BYTES VALUE' or 'REPL SRC BYTES COPIES'";
 
 impl NativeParser {
     /// Parses one line; `Ok(None)` for a blank or comment line.
@@ -144,6 +145,24 @@ impl NativeParser {
             };
             check_bulk(&op)?;
             TraceItem::Bulk(op)
+        } else if op.eq_ignore_ascii_case("REPL") {
+            if n != 3 {
+                return Err(arity(op, "SRC BYTES COPIES", n));
+            }
+            let [src, bytes, copies] = args;
+            let dst = parse_size(src).map_err(|e| format!("REPL source: {e}"))?;
+            let bytes = parse_size(bytes).map_err(|e| format!("REPL size: {e}"))?;
+            let copies = parse_u64(copies).map_err(|e| format!("REPL copies: {e}"))?;
+            let copies =
+                u32::try_from(copies).map_err(|_| format!("REPL copies {copies} is too large"))?;
+            let op = BulkOp {
+                kind: BulkKind::Replicate { copies },
+                dst,
+                bytes,
+                arrival,
+            };
+            check_bulk(&op)?;
+            TraceItem::Bulk(op)
         } else {
             return Err(format!("unknown operation '{}'; {SYNTAX}", shorten(op)));
         };
@@ -171,6 +190,7 @@ pub fn check_bulk(op: &BulkOp) -> Result<(), String> {
     let name = match op.kind {
         BulkKind::Copy { .. } => "COPY",
         BulkKind::Init { .. } => "INIT",
+        BulkKind::Replicate { .. } => "REPL",
     };
     if op.bytes == 0 {
         return Err(format!("{name} of zero bytes"));
@@ -215,6 +235,9 @@ pub fn native_line(item: &TraceItem) -> String {
         TraceItem::Bulk(b) => match b.kind {
             BulkKind::Copy { src } => format!("{at}COPY 0x{src:x} 0x{:x} {}", b.dst, b.bytes),
             BulkKind::Init { value } => format!("{at}INIT 0x{:x} {} {value}", b.dst, b.bytes),
+            BulkKind::Replicate { copies } => {
+                format!("{at}REPL 0x{:x} {} {copies}", b.dst, b.bytes)
+            }
         },
     }
 }
@@ -264,6 +287,28 @@ mod tests {
     use super::*;
     use crate::trace::{from_reader, TraceFormat};
     use proptest::prelude::*;
+
+    #[test]
+    fn replication_lines_read_and_write_back() {
+        let item = TraceItem::Bulk(BulkOp {
+            kind: BulkKind::Replicate { copies: 7 },
+            dst: 0x2000,
+            bytes: 4096,
+            arrival: Some(5),
+        });
+        let line = native_line(&item);
+        assert_eq!(line, "@5 REPL 0x2000 4096 7");
+        let mut p = NativeParser::default();
+        assert_eq!(p.parse_line(&line).unwrap(), Some(item));
+        assert_eq!(
+            crate::trace::detect_format("REPL 0 4K 31"),
+            Some(TraceFormat::Native)
+        );
+        assert!(p
+            .parse_line("REPL 0x0 4K")
+            .unwrap_err()
+            .contains("SRC BYTES COPIES"));
+    }
 
     fn read(text: &str) -> Vec<Result<TraceItem, TraceError>> {
         match from_reader(text.as_bytes(), "t.trace", TraceFormat::Native) {
@@ -385,7 +430,7 @@ mod tests {
             err("@x R 0\n"),
             "t.trace:1: arrival cycle: 'x' is not a number (decimal, or hexadecimal with 0x)"
         );
-        assert_eq!(err("@12\n"), "t.trace:1: '@12' is not followed by an operation; expected '[@CYCLE] R ADDR', 'W ADDR', 'COPY SRC DST BYTES' or 'INIT DST BYTES VALUE'");
+        assert_eq!(err("@12\n"), "t.trace:1: '@12' is not followed by an operation; expected '[@CYCLE] R ADDR', 'W ADDR', 'COPY SRC DST BYTES', 'INIT DST BYTES VALUE' or 'REPL SRC BYTES COPIES'");
         assert!(err("R 0\nMOVE 1 2\n").starts_with("t.trace:2: unknown operation 'MOVE'"));
     }
 

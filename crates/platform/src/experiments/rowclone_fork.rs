@@ -238,6 +238,7 @@ fn row(workload: &str, s_mb: f64, n: u64, mech: &str, fmtc: f64, b: &Totals, t: 
             fpm: t.bulk[1],
             psm_inter: t.bulk[2],
             psm_intra: t.bulk[3],
+            ..Default::default()
         },
     }
 }
