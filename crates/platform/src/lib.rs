@@ -28,6 +28,7 @@ pub mod kernel;
 pub mod memory_system;
 pub mod nic;
 pub mod pcie_bytes;
+pub mod pcie_device_agent;
 pub mod pcie_link;
 pub mod pending_copy_table;
 pub mod platform;
