@@ -85,7 +85,7 @@ def test_cli_platform_run_nic_tx_on_the_platform() -> None:
     assert gen3["tx_stack_total_ns"] < dev["tx_stack_total_ns"]
     table = cli("platform", "run", "larsen-io", "nic-tx", "--param", "messages=1")
     assert "first TX stack: payload" in table and "link bytes down: payload" in table
-    out = cli("platform", "run", "larsen-io", "nic-tx", "--set", "io.bar=268435456", code=1)
+    out = cli("platform", "run", "larsen-io", "nic-tx", "--set", "io.bar=268435456", code=2)
     assert "io.bar" in out
 
 

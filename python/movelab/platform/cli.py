@@ -99,8 +99,8 @@ def _device_rows(dev: dict[str, Any]) -> list[tuple[str, str]]:
         for cat, v in dev[f"bytes_{direction}"]:
             rows.append((f"{name}: link bytes {direction}: {cat}", f"{v:,}"))
     rows += [
-        (f"{name}: lines read from memory / cache", f"{dev['lines_from_memory']:,} / {dev['lines_from_cache']:,}"),
-        (f"{name}: lines written to memory / cache", f"{dev['lines_to_memory']:,} / {dev['lines_to_cache']:,}"),
+        (f"{name}: lines read from mem / cache", f"{dev['lines_from_memory']:,} / {dev['lines_from_cache']:,}"),
+        (f"{name}: lines written to mem / cache", f"{dev['lines_to_memory']:,} / {dev['lines_to_cache']:,}"),
         (f"{name}: interrupts", f"{dev['interrupts']:,}"),
     ]
     return rows
