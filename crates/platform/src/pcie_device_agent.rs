@@ -48,8 +48,10 @@ const EV_NIC_TIMER: u16 = 3;
 const EV_LINE: u16 = 4;
 /// A device read's completions are ready (id: the read).
 const EV_CPL: u16 = 5;
-/// The MAC finished a frame (id: its bytes).
+/// The MAC finished a frame (id: the held frame).
 const EV_MAC: u16 = 6;
+/// A looped-back frame reaches the NIC's receive MAC (id: the held frame).
+const EV_FRAME_IN: u16 = 7;
 
 /// Tag of the device's memory writes (nothing waits for them).
 const WRITE_TAG: u32 = u32::MAX;
@@ -99,6 +101,17 @@ pub struct PcieDeviceConfig {
     /// The root complex's fixed part of a device read, ns: from the request's arrival (less the
     /// platform's snoop and DRAM access, which are simulated) to the completions leaving.
     pub rc_read_ns: f64,
+    /// Receive: the RX descriptor ring and buffers (packet k of the ring: `rx_buffers + (k mod
+    /// ring) x tx_buffer_stride`). Each uncached store to the RX tail (0x1018) posts one buffer.
+    /// Without them the NIC receives nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_ring: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_buffers: Option<u64>,
+    /// Frames the MAC sends come back into its receive side after `nic.mac_tx_ns + nic.mac_rx_ns`
+    /// (a loopback peer); needs `rx_ring` and `rx_buffers`.
+    #[serde(default)]
+    pub loopback: bool,
     /// The core the MSI-X interrupts; the core whose L2 takes DDIO writes.
     #[serde(default)]
     pub irq_core: u32,
@@ -190,11 +203,28 @@ impl PcieDeviceConfig {
             return err("rc_read_ns", format!("{}: 0 to 100000 ns", self.rc_read_ns));
         }
         let ring = io.nic.tx_ring as u64;
+        let rx = io.nic.rx_ring as u64;
         let bar = (self.bar, self.bar + self.bar_bytes);
-        for (key, base, bytes) in [
+        if self.rx_ring.is_some() != self.rx_buffers.is_some()
+            || (self.loopback && self.rx_ring.is_none())
+        {
+            return err(
+                "rx_ring",
+                "rx_ring and rx_buffers go together, and loopback needs both".into(),
+            );
+        }
+        if self.rx_ring.is_some_and(|r| !r.is_multiple_of(128)) {
+            return err("rx_ring", "rings are 128 B aligned".into());
+        }
+        let mut ranges = vec![
             ("tx_ring", self.tx_ring, ring * nic::DESC),
             ("tx_buffers", self.tx_buffers, ring * self.tx_buffer_stride),
-        ] {
+        ];
+        if let (Some(r), Some(b)) = (self.rx_ring, self.rx_buffers) {
+            ranges.push(("rx_ring", r, rx * nic::DESC));
+            ranges.push(("rx_buffers", b, rx * self.tx_buffer_stride));
+        }
+        for (key, base, bytes) in ranges {
             let Some(end) = base.checked_add(bytes) else {
                 return err(key, format!("{base:#x} + {bytes:#x} overflows"));
             };
@@ -247,6 +277,10 @@ pub struct PcieDeviceAgent {
     mac_gbps: f64,
     descs_per_pkt: u32,
     tail: u32,
+    rx_tail: u32,
+    rx_posted: u64,
+    loop_ps: Ps,
+    frames: HashMap<u32, Vec<u8>>,
     posted: u64,
     stores: Vec<Ps>,
     tlps: HashMap<u32, (Dir, Tlp)>,
@@ -285,7 +319,8 @@ impl PcieDeviceAgent {
         let nic = Nic::new(
             &io,
             cfg.tx_ring,
-            cfg.tx_ring + io.nic.tx_ring as u64 * nic::DESC,
+            cfg.rx_ring
+                .unwrap_or(cfg.tx_ring + io.nic.tx_ring as u64 * nic::DESC),
         );
         let rc = &io.root_complex;
         Ok(PcieDeviceAgent {
@@ -303,6 +338,10 @@ impl PcieDeviceAgent {
             mac_gbps: io.nic.mac_gbps.max(0.001),
             tail: 0,
             posted: 0,
+            rx_tail: 0,
+            rx_posted: 0,
+            loop_ps: ns(io.nic.mac_tx_ns + io.nic.mac_rx_ns),
+            frames: HashMap::new(),
             stores: Vec::new(),
             tlps: HashMap::new(),
             next_tlp: 0,
@@ -356,7 +395,10 @@ impl PcieDeviceAgent {
                     self.stats.frame_bytes += f.len() as u64;
                     // Serialized with FCS, preamble and inter-frame gap.
                     let wire = ((f.len() as f64 + 24.0) * 8.0 * 1000.0 / self.mac_gbps) as Ps;
-                    sys.schedule(now + wire, self.id, EV_MAC, f.len() as u32);
+                    let k = self.next_tlp;
+                    self.next_tlp = self.next_tlp.wrapping_add(1);
+                    self.frames.insert(k, f);
+                    sys.schedule(now + wire, self.id, EV_MAC, k);
                 }
             }
         }
@@ -379,6 +421,22 @@ impl PcieDeviceAgent {
         }
         self.posted += 1;
         self.tail
+    }
+
+    /// The driver posts one RX buffer: its descriptor, and the new RX tail.
+    fn post_rx(&mut self) -> u32 {
+        let (Some(ring_base), Some(bufs)) = (self.cfg.rx_ring, self.cfg.rx_buffers) else {
+            return self.rx_tail;
+        };
+        let ring = self.nic.rx_ring.max(1);
+        let buf = bufs + (self.rx_posted % ring as u64) * self.cfg.tx_buffer_stride;
+        self.mem.write(
+            ring_base + self.rx_tail as u64 * nic::DESC,
+            &nic::rx_read_desc(buf),
+        );
+        self.rx_tail = (self.rx_tail + 1) % ring;
+        self.rx_posted += 1;
+        self.rx_tail
     }
 
     /// A device read reached the root complex: each line from a cache (dirty) or from memory.
@@ -446,6 +504,19 @@ impl PcieDeviceAgent {
 
     /// A device write reached the root complex: into memory (cached copies invalidated) or DDIO.
     fn device_write(&mut self, sys: &mut MemorySystem, now: Ps, addr: u64, data: &[u8]) {
+        // A received frame in RX buffer k is the frame sent from TX buffer k (loopback, one RX
+        // buffer posted per message): byte check.
+        if let Some(rxb) = self.cfg.rx_buffers.filter(|_| self.cfg.loopback) {
+            let span = self.nic.rx_ring as u64 * self.cfg.tx_buffer_stride;
+            if addr >= rxb && addr - rxb < span {
+                let sent = self
+                    .mem
+                    .read(self.cfg.tx_buffers + (addr - rxb), data.len());
+                self.stats.rx_bytes_checked += data.len() as u64;
+                self.stats.rx_bytes_wrong +=
+                    sent.iter().zip(data).filter(|(a, b)| a != b).count() as u64;
+            }
+        }
         self.mem.write(addr, data);
         if data.is_empty() {
             return;
@@ -572,6 +643,8 @@ impl Agent for PcieDeviceAgent {
                 self.stores.push(now);
             }
             self.post_packet()
+        } else if reg == nic::RDT {
+            self.post_rx()
         } else {
             0
         };
@@ -649,8 +722,24 @@ impl Agent for PcieDeviceAgent {
                 }
             }
             EV_MAC => {
+                let Some(f) = self.frames.remove(&id) else {
+                    return;
+                };
                 let mut out = Vec::new();
-                self.nic.mac_done(now, id as u64, &mut out);
+                self.nic.mac_done(now, f.len() as u64, &mut out);
+                self.nic_outs(sys, now, out);
+                if self.cfg.loopback {
+                    self.frames.insert(id, f);
+                    sys.schedule(now + self.loop_ps, self.id, EV_FRAME_IN, id);
+                }
+            }
+            EV_FRAME_IN => {
+                let Some(f) = self.frames.remove(&id) else {
+                    return;
+                };
+                self.stats.rx_frames_in += 1;
+                let mut out = Vec::new();
+                self.nic.frame_in(now, f, &mut out);
                 self.nic_outs(sys, now, out);
             }
             _ => {}
@@ -666,7 +755,11 @@ impl Agent for PcieDeviceAgent {
     }
 
     fn idle(&self) -> bool {
-        self.nic.idle() && self.link.idle() && self.tlps.is_empty() && self.reads.is_empty()
+        self.nic.idle()
+            && self.link.idle()
+            && self.tlps.is_empty()
+            && self.reads.is_empty()
+            && self.frames.is_empty()
     }
 
     fn report(&self) -> AgentReport {

@@ -147,5 +147,10 @@ pub struct DeviceStats {
     pub lines_checked: u64,
     pub stale_lines: u64,
     pub interrupts: u64,
+    /// Frames that came back into the NIC's receive side (loopback).
+    pub rx_frames_in: u64,
+    /// Received payload bytes compared with the frame sent (loopback), and those that differed.
+    pub rx_bytes_checked: u64,
+    pub rx_bytes_wrong: u64,
     pub nic: crate::nic::NicStats,
 }

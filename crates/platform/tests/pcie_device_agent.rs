@@ -165,6 +165,30 @@ fn ddio_puts_device_writes_in_the_cache() {
     assert_eq!((ddio.lines_to_memory, ddio.lines_to_cache), (0, 2));
 }
 
+/// With a loopback peer the frames come back in: RX descriptors fetched, frames written into the
+/// posted buffers (DDIO or memory), every received byte the one sent.
+#[test]
+fn loopback_receives_what_was_sent() {
+    let rx = "io.rx_ring = 0x1100_0000\nio.rx_buffers = 0x3000_0000\nio.loopback = true\n";
+    for ddio in [false, true] {
+        let over = format!("{rx}io.root_complex = {{ ddio = {ddio} }}\n");
+        let (s, d) = run(&over, "messages=3,rx_post=1");
+        assert_eq!(d.rx_frames_in, 3, "{d:?}");
+        assert_eq!(d.nic.rx_frames, 3);
+        assert_eq!(d.rx_bytes_checked, 3 * 64);
+        assert_eq!(d.rx_bytes_wrong, 0);
+        assert!(d.nic.rx_desc_written_back >= 3);
+        // Payload, TX and RX write-backs: into the cache with DDIO, else to memory.
+        let written = d.lines_to_memory + d.lines_to_cache;
+        assert!(written >= 3 + 3 + 3, "{d:?}");
+        assert_eq!(d.lines_to_cache > 0, ddio);
+        assert_eq!(d.lines_to_memory > 0, !ddio);
+        assert_eq!(s.uncached_accesses, 6);
+    }
+    let e = refused("io.loopback = true\n");
+    assert!(e.contains("io.rx_ring"), "{e}");
+}
+
 fn refused(over: &str) -> String {
     let base = PlatformConfig::preset("larsen-io").unwrap();
     match base
