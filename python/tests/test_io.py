@@ -72,6 +72,23 @@ def test_cli_platform_run_nic_stream() -> None:
                                                      "--param", "packets=3", code=2)
 
 
+def test_cli_platform_run_nic_tx_on_the_platform() -> None:
+    """The NIC as a platform agent: the driver program's doorbells, the stack and bytes in .stats."""
+    s = json.loads(cli("platform", "run", "larsen-io", "nic-tx", "--param", "messages=3", "--format", "json"))
+    (dev,) = s["devices"]
+    assert [p[0] for p in dev["tx_stack"]] == ["doorbell", "descriptor", "payload"]
+    assert abs(dev["tx_stack_total_ns"] - 1770) < 177
+    assert dev["frames"] == 3 and dev["interrupts"] == 3 and s["interrupts"] == 3
+    assert dict(dev["bytes_down"])["payload"] == 3 * 64
+    gen3 = json.loads(cli("platform", "run", "larsen-io", "nic-tx", "--param", "messages=1",
+                          "--set", "io.link.gen=3", "--format", "json"))["devices"][0]
+    assert gen3["tx_stack_total_ns"] < dev["tx_stack_total_ns"]
+    table = cli("platform", "run", "larsen-io", "nic-tx", "--param", "messages=1")
+    assert "first TX stack: payload" in table and "link bytes down: payload" in table
+    out = cli("platform", "run", "larsen-io", "nic-tx", "--set", "io.bar=268435456", code=2)
+    assert "io.bar" in out
+
+
 def test_reproduction_rows_and_bars(tmp_path: Path) -> None:
     rows = json.loads(cli("reproduce", "larsen-idma", "--format", "json", "--small-count", "400",
                           "--large-count", "16", "--out", tmp_path))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from movelab import platform
 
-PLATFORMS = {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system", "rowclone-multicore"}
-WORKLOADS = {"tcp-rx", "forkbench", "bulk-copy", "bulk-zero"}
+PLATFORMS = {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system", "rowclone-multicore", "larsen-io"}
+WORKLOADS = {"tcp-rx", "forkbench", "bulk-copy", "bulk-zero", "nic-tx"}
 ZERO16 = {"pages": 16}
 
 

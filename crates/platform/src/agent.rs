@@ -18,6 +18,8 @@ pub struct AgentReport {
     /// The last time one finished.
     pub last_done: Ps,
     pub lines: CopyLines,
+    /// A PCIe device's counts and latency stacks (devices only).
+    pub device: Option<crate::stats::DeviceStats>,
 }
 
 /// Something that acts on memory by itself.
@@ -39,6 +41,20 @@ pub trait Agent {
     fn event(&mut self, sys: &mut MemorySystem, now: Ps, kind: u16, id: u32);
     /// The memory system answers one of its requests.
     fn response(&mut self, sys: &mut MemorySystem, now: Ps, r: Response);
+    /// A core's uncached load or store at `addr`, inside the register range the agent
+    /// registered ([`MemorySystem::register_mmio`]); returns when the core may go on. Agents
+    /// without registers never see one.
+    fn mmio(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        core: usize,
+        addr: u64,
+        write: bool,
+    ) -> Access {
+        let _ = (core, addr, write);
+        sys.uncached(now)
+    }
     /// Nothing in flight.
     fn idle(&self) -> bool;
     fn report(&self) -> AgentReport;

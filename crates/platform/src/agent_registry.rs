@@ -6,9 +6,10 @@ use crate::copy_engine::CopyEngine;
 use crate::error::PlatformError;
 use crate::in_memory_copy::InMemory;
 use crate::memory_system::{AgentId, MemorySystem};
+use crate::pcie_device_agent::PcieDeviceAgent;
 
 /// The agent names [`build`] knows.
-pub const AGENTS: &[&str] = &["copy-engine", "in-memory"];
+pub const AGENTS: &[&str] = &["copy-engine", "in-memory", "nic"];
 
 /// Builds agent `name` as agent number `id` of a platform, registering what it needs with `sys`.
 pub fn build(
@@ -20,6 +21,7 @@ pub fn build(
     match name {
         "copy-engine" => Ok(Box::new(CopyEngine::new(id, cfg, sys))),
         "in-memory" => Ok(Box::new(InMemory::new(id, cfg, sys))),
+        "nic" => Ok(Box::new(PcieDeviceAgent::new(id, cfg, sys)?)),
         _ => Err(PlatformError::Unknown {
             kind: "agent",
             name: name.into(),

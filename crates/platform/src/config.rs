@@ -24,6 +24,10 @@ pub const BUILTIN_PLATFORMS: &[(&str, &str)] = &[
         "rowclone-multicore",
         include_str!("../../../presets/platforms/rowclone-multicore.toml"),
     ),
+    (
+        "larsen-io",
+        include_str!("../../../presets/platforms/larsen-io.toml"),
+    ),
 ];
 
 /// Names of the built-in platforms.
@@ -395,6 +399,9 @@ pub struct PlatformConfig {
     pub rings: Vec<RingConfig>,
     #[serde(default)]
     pub interrupts: InterruptConfig,
+    /// A PCIe device (a descriptor NIC) on the platform: its link, root complex and registers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<crate::pcie_device_agent::PcieDeviceConfig>,
 }
 
 fn default_l2() -> CacheConfig {
@@ -569,6 +576,9 @@ impl PlatformConfig {
             }
         };
         check_core(src, "core.", &self.core)?;
+        if let Some(io) = &self.io {
+            io.validate(src)?;
+        }
         for (i, (c, _)) in self.core_list(src)?.iter().enumerate() {
             check_core(src, &format!("cores: core {i}: "), c)?;
         }

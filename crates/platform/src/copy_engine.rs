@@ -451,6 +451,7 @@ impl Agent for CopyEngine {
                 engine_written: self.lines_written,
                 ..Default::default()
             },
+            device: None,
         }
     }
 }

@@ -228,6 +228,7 @@ impl Agent for InMemory {
                 inserted: self.inserted_lines,
                 ..Default::default()
             },
+            device: None,
         }
     }
 }

@@ -35,6 +35,7 @@ pub mod network_io_config;
 pub mod nic;
 pub mod packet_buffers;
 pub mod pcie_bytes;
+pub mod pcie_device_agent;
 pub mod pcie_link;
 pub mod pending_copy_table;
 pub mod platform;

@@ -236,6 +236,8 @@ pub struct MemorySystem {
     pub interrupt_targets: usize,
     uncached_latency: Ps,
     pub uncached_accesses: u64,
+    /// Address ranges of devices' registers (BARs): (base, bytes, agent). Empty without devices.
+    mmio: Vec<(u64, u64, AgentId)>,
     /// The value shadow, when enabled ([`MemorySystem::track_values`]).
     pub shadow: Option<Box<ValueShadow>>,
     /// Fault injection for the tests of the coherence checks: cores' writes leave other cores'
@@ -297,6 +299,7 @@ impl MemorySystem {
             interrupt_targets: cores.len(),
             uncached_latency: crate::kernel::ns(cfg.interconnect.uncached_ns),
             uncached_accesses: 0,
+            mmio: Vec::new(),
             shadow: None,
             skip_invalidations: false,
             fatal: None,
@@ -411,6 +414,61 @@ impl MemorySystem {
     pub fn uncached(&mut self, now: Ps) -> Access {
         self.uncached_accesses += 1;
         Access::At(self.ic.address_phase(now) + self.uncached_latency)
+    }
+
+    /// Registers agent `agent`'s register range (a device's BAR): a core's uncached loads and
+    /// stores inside it go to that agent. Refuses an empty range or one overlapping another's.
+    pub fn register_mmio(&mut self, base: u64, bytes: u64, agent: AgentId) -> Result<(), String> {
+        let end = base
+            .checked_add(bytes)
+            .filter(|_| bytes > 0)
+            .ok_or_else(|| format!("{base:#x} + {bytes:#x} is not a range"))?;
+        if let Some((b, n, a)) = self.mmio.iter().find(|(b, n, _)| base < b + n && *b < end) {
+            return Err(format!(
+                "{base:#x}..{end:#x} overlaps agent {a}'s registers at {b:#x}..{:#x}",
+                b + n
+            ));
+        }
+        self.mmio.push((base, bytes, agent));
+        Ok(())
+    }
+
+    /// The agent whose registers hold `addr`, if any.
+    pub fn mmio_owner(&self, addr: u64) -> Option<AgentId> {
+        self.mmio
+            .iter()
+            .find(|(b, n, _)| addr >= *b && addr - b < *n)
+            .map(|(_, _, a)| *a)
+    }
+
+    /// Counts an uncached access a device took (its cost is the device's).
+    pub fn count_uncached(&mut self) {
+        self.uncached_accesses += 1;
+    }
+
+    /// With the value shadow on: the version of `line` a device read sees when it takes the
+    /// line from a cache (`from_cache`: the dirty copy's) or from memory, and the version last
+    /// written to it. The two differ when the read took a path coherence forbids.
+    pub fn device_read_version(&self, line: u64, from_cache: bool) -> Option<(u64, u64)> {
+        let sh = self.shadow.as_ref()?;
+        let mut seen = None;
+        if from_cache {
+            for (c, p) in self.privs.iter().enumerate() {
+                if p.l1.is_dirty(line) {
+                    seen = Some(sh.get(Holder::L1(c as u16), line));
+                    break;
+                }
+                if p.l2.is_dirty(line) {
+                    seen = Some(sh.get(Holder::L2(c as u16), line));
+                    break;
+                }
+            }
+            if seen.is_none() && self.llc.as_ref().is_some_and(|l| l.is_dirty(line)) {
+                seen = Some(sh.get(Holder::Llc, line));
+            }
+        }
+        let seen = seen.unwrap_or_else(|| sh.memory.get(&line).copied().unwrap_or(0));
+        Some((seen, sh.latest.get(&line).copied().unwrap_or(0)))
     }
 
     /// A guard released a range: every core retries what it held back.

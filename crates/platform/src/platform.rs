@@ -70,7 +70,13 @@ impl Uncore for Port<'_> {
             None => Access::At(now + self.sys.cycle_ps(self.core)),
         }
     }
-    fn uncached(&mut self, now: Ps, _addr: u64, _write: bool) -> Access {
+    fn uncached(&mut self, now: Ps, addr: u64, write: bool) -> Access {
+        // A device's registers go to the device; everything else costs the fixed latency.
+        if let Some(a) = self.sys.mmio_owner(addr) {
+            if let Some(agent) = self.agents.list.get_mut(a as usize) {
+                return agent.mmio(self.sys, now, self.core, addr, write);
+            }
+        }
         self.sys.uncached(now)
     }
     fn ring_wait(&mut self, now: Ps, ring: u16, push: bool, addr: u64, seq: u64) -> Access {
@@ -212,6 +218,13 @@ impl Platform {
                 .list
                 .push(agent_registry::build(name, id as AgentId, cfg, &mut sys)?);
             offload_to = Some(id);
+        }
+        // A PCIe device on the platform (`[io]`).
+        if cfg.io.is_some() {
+            let id = agents.list.len();
+            agents
+                .list
+                .push(agent_registry::build("nic", id as AgentId, cfg, &mut sys)?);
         }
         let mut in_group = vec![0u64; cfg.cores.len().max(1)];
         let mut cores = Vec::new();
@@ -974,6 +987,7 @@ impl Platform {
             } else {
                 per_core
             },
+            devices: reports.iter().filter_map(|r| r.device.clone()).collect(),
             dram,
         }
     }

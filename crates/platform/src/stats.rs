@@ -140,5 +140,42 @@ pub struct PlatformStats {
     /// Per-core statistics (multi-core runs only; a single core's are the figures above).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_core: Vec<CoreStats>,
+    /// PCIe devices on the platform (`[io]`): bytes on their links and latency stacks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceStats>,
     pub dram: DramStats,
+}
+
+/// A PCIe device's statistics on the platform.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DeviceStats {
+    pub name: String,
+    /// Link bytes by category (payload, descriptor, doorbell, write-back, interrupt split into
+    /// data and overhead, and DLLPs), upstream (device to host) and downstream.
+    pub bytes_up: Vec<(String, u64)>,
+    pub bytes_down: Vec<(String, u64)>,
+    /// The first packet's transmit stack, ns: (part, ns) for doorbell, descriptor, payload.
+    pub tx_stack: Vec<(String, f64)>,
+    pub tx_stack_total_ns: f64,
+    /// The same, averaged over every packet whose doorbell is known.
+    pub tx_stack_mean: Vec<(String, f64)>,
+    pub frames: u64,
+    pub frame_bytes: u64,
+    /// Lines the device read: from memory, from a core's cache (a dirty line, by snoop).
+    pub lines_from_memory: u64,
+    pub lines_from_cache: u64,
+    /// Lines the device wrote: to memory, into a cache (DDIO).
+    pub lines_to_memory: u64,
+    pub lines_to_cache: u64,
+    /// With the value shadow on: payload lines checked, and those that were not the last
+    /// version a core wrote (0 when coherent).
+    pub lines_checked: u64,
+    pub stale_lines: u64,
+    pub interrupts: u64,
+    /// Frames that came back into the NIC's receive side (loopback).
+    pub rx_frames_in: u64,
+    /// Received payload bytes compared with the frame sent (loopback), and those that differed.
+    pub rx_bytes_checked: u64,
+    pub rx_bytes_wrong: u64,
+    pub nic: crate::nic::NicStats,
 }

@@ -27,6 +27,10 @@ pub const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
         "bulk-zero",
         include_str!("../../../presets/workloads/bulk-zero.toml"),
     ),
+    (
+        "nic-tx",
+        include_str!("../../../presets/workloads/nic-tx.toml"),
+    ),
 ];
 
 pub fn builtin_workload_names() -> Vec<&'static str> {

@@ -88,6 +88,24 @@ def _fmt_bytes(n: int) -> str:
     return f"{n:,} B"
 
 
+def _device_rows(dev: dict[str, Any]) -> list[tuple[str, str]]:
+    """A PCIe device's rows: its first TX stack, link bytes by category, where its lines went."""
+    name = dev["name"]
+    rows = [(f"{name}: frames sent", f"{dev['frames']:,} ({dev['frame_bytes']:,} B)")]
+    for part, v in dev["tx_stack"]:
+        rows.append((f"{name}: first TX stack: {part}", f"{v:,.1f} ns"))
+    rows.append((f"{name}: first TX stack: total", f"{dev['tx_stack_total_ns']:,.1f} ns"))
+    for direction in ("up", "down"):
+        for cat, v in dev[f"bytes_{direction}"]:
+            rows.append((f"{name}: link bytes {direction}: {cat}", f"{v:,}"))
+    rows += [
+        (f"{name}: lines read from mem / cache", f"{dev['lines_from_memory']:,} / {dev['lines_from_cache']:,}"),
+        (f"{name}: lines written to mem / cache", f"{dev['lines_to_memory']:,} / {dev['lines_to_cache']:,}"),
+        (f"{name}: interrupts", f"{dev['interrupts']:,}"),
+    ]
+    return rows
+
+
 def stats_table(s: dict[str, Any]) -> Table:
     copy = s["mechanism"] if s["mechanism"] != "ce" else f"ce ({s['placement']}, {s['mode']})"
     t = Table(title=f"{s['platform']} / {s['workload']}", box=box.SIMPLE_HEAD)
@@ -125,6 +143,8 @@ def stats_table(s: dict[str, Any]) -> Table:
     d = s.get("dram") or {}
     if d:
         rows.append(("memory", f"{d.get('speed')} / {d.get('part')}, {d.get('channels')} ch x {d.get('ranks')} rank"))
+    for dev in s.get("devices") or []:
+        rows += _device_rows(dev)
     for k, v in rows:
         t.add_row(k, v)
     return t
