@@ -3,6 +3,7 @@
 //! a config file may say `preset = "NAME"` and override any key, and `--set key=value` overrides
 //! layer on top. Every field has a default and a one-line description.
 use crate::error::PlatformError;
+use crate::preset_toml::{deserialize, PresetSet};
 use movelab_dram::config::{merge_toml, Config as DramConfig};
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +33,7 @@ pub const BUILTIN_PLATFORMS: &[(&str, &str)] = &[
 
 /// Names of the built-in platforms.
 pub fn builtin_platform_names() -> Vec<&'static str> {
-    BUILTIN_PLATFORMS.iter().map(|(n, _)| *n).collect()
+    PLATFORMS.names()
 }
 
 /// A core.
@@ -413,91 +414,30 @@ fn default_l2() -> CacheConfig {
     }
 }
 
-fn builtin_value(name: &str) -> Result<toml::Value, PlatformError> {
-    let (_, text) = BUILTIN_PLATFORMS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .ok_or_else(|| PlatformError::Unknown {
-            kind: "platform preset",
-            name: name.into(),
-            known: builtin_platform_names().join(", "),
-        })?;
-    text.parse::<toml::Table>()
-        .map(toml::Value::Table)
-        .map_err(|e| {
-            PlatformError::config(
-                format!("presets/platforms/{name}.toml"),
-                "(syntax)",
-                e.to_string(),
-            )
-        })
-}
+/// The built-in platforms as a preset family.
+const PLATFORMS: PresetSet = PresetSet {
+    kind: "platform",
+    unknown: "platform preset",
+    unknown_or_file: "platform preset or file",
+    dir: "platforms",
+    presets: BUILTIN_PLATFORMS,
+};
 
 impl PlatformConfig {
     /// A built-in platform by name.
     pub fn preset(name: &str) -> Result<PlatformConfig, PlatformError> {
-        PlatformConfig::from_value(
-            builtin_value(name)?,
-            &format!("presets/platforms/{name}.toml"),
-        )
+        PlatformConfig::from_value(PLATFORMS.value(name)?, &PLATFORMS.source(name))
     }
 
     /// A preset name or a TOML file path.
     pub fn load(name_or_path: &str) -> Result<PlatformConfig, PlatformError> {
-        if builtin_platform_names().contains(&name_or_path) {
-            return PlatformConfig::preset(name_or_path);
-        }
-        let p = std::path::Path::new(name_or_path);
-        if p.exists() {
-            let text = std::fs::read_to_string(p).map_err(|e| PlatformError::Io {
-                path: name_or_path.into(),
-                what: e.to_string(),
-            })?;
-            let v = text
-                .parse::<toml::Table>()
-                .map_err(|e| PlatformError::config(name_or_path, "(syntax)", e.to_string()))?;
-            return PlatformConfig::from_value(toml::Value::Table(v), name_or_path);
-        }
-        Err(PlatformError::Unknown {
-            kind: "platform preset or file",
-            name: name_or_path.into(),
-            known: builtin_platform_names().join(", "),
-        })
+        let (v, source_name) = PLATFORMS.load(name_or_path)?;
+        PlatformConfig::from_value(v, &source_name)
     }
 
     /// From a TOML value; `preset = "NAME"` layers it over a built-in platform.
     pub fn from_value(v: toml::Value, source_name: &str) -> Result<PlatformConfig, PlatformError> {
-        let mut merged = match v.get("preset").and_then(|p| p.as_str()) {
-            Some(p) => {
-                let mut base = builtin_value(p).map_err(|e| match e {
-                    PlatformError::Unknown { name, known, .. } => PlatformError::config(
-                        source_name,
-                        "preset",
-                        format!("unknown platform preset '{name}' (known: {known})"),
-                    ),
-                    other => other,
-                })?;
-                merge_toml(&mut base, v.clone());
-                base
-            }
-            None => v,
-        };
-        if let Some(t) = merged.as_table_mut() {
-            t.remove("preset");
-        }
-        let cfg: PlatformConfig = serde_path_to_error::deserialize(merged).map_err(|e| {
-            let key = e.path().to_string();
-            let what = e.into_inner().message().to_string();
-            PlatformError::config(
-                source_name,
-                if key.is_empty() || key == "." {
-                    "(top level)".into()
-                } else {
-                    key
-                },
-                what,
-            )
-        })?;
+        let cfg: PlatformConfig = deserialize(PLATFORMS.layered(v, source_name)?, source_name)?;
         cfg.validate(source_name)?;
         Ok(cfg)
     }

@@ -7,6 +7,7 @@ use crate::error::PlatformError;
 use crate::kernel::{ns, Ps};
 use crate::pcie_bytes::{gen_rate, CompletionMode, Geometry};
 use crate::pcie_link::{Credits, LinkParams};
+use crate::preset_toml::{deserialize, PresetSet};
 use movelab_dram::config::merge_toml;
 use serde::{Deserialize, Serialize};
 
@@ -27,7 +28,7 @@ pub const BUILTIN_IO: &[(&str, &str)] = &[
 ];
 
 pub fn builtin_io_names() -> Vec<&'static str> {
-    BUILTIN_IO.iter().map(|(n, _)| *n).collect()
+    IO_PLATFORMS.names()
 }
 
 /// The PCIe link.
@@ -311,22 +312,14 @@ pub struct IoConfig {
     pub wire: WireConfig,
 }
 
-fn builtin_value(name: &str) -> Result<toml::Value, PlatformError> {
-    let (_, text) =
-        BUILTIN_IO
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| PlatformError::Unknown {
-                kind: "I/O platform preset",
-                name: name.into(),
-                known: builtin_io_names().join(", "),
-            })?;
-    text.parse::<toml::Table>()
-        .map(toml::Value::Table)
-        .map_err(|e| {
-            PlatformError::config(format!("presets/io/{name}.toml"), "(syntax)", e.to_string())
-        })
-}
+/// The built-in I/O platforms as a preset family.
+const IO_PLATFORMS: PresetSet = PresetSet {
+    kind: "I/O platform",
+    unknown: "I/O platform preset",
+    unknown_or_file: "I/O platform preset or file",
+    dir: "io",
+    presets: BUILTIN_IO,
+};
 
 fn pow2_in(v: u32, lo: u32, hi: u32) -> bool {
     v.is_power_of_two() && (lo..=hi).contains(&v)
@@ -334,65 +327,18 @@ fn pow2_in(v: u32, lo: u32, hi: u32) -> bool {
 
 impl IoConfig {
     pub fn preset(name: &str) -> Result<IoConfig, PlatformError> {
-        IoConfig::from_value(builtin_value(name)?, &format!("presets/io/{name}.toml"))
+        IoConfig::from_value(IO_PLATFORMS.value(name)?, &IO_PLATFORMS.source(name))
     }
 
     /// A preset name or a TOML file path.
     pub fn load(name_or_path: &str) -> Result<IoConfig, PlatformError> {
-        if builtin_io_names().contains(&name_or_path) {
-            return IoConfig::preset(name_or_path);
-        }
-        let p = std::path::Path::new(name_or_path);
-        if p.is_file() {
-            let text = std::fs::read_to_string(p).map_err(|e| PlatformError::Io {
-                path: name_or_path.into(),
-                what: e.to_string(),
-            })?;
-            let v = text
-                .parse::<toml::Table>()
-                .map_err(|e| PlatformError::config(name_or_path, "(syntax)", e.to_string()))?;
-            return IoConfig::from_value(toml::Value::Table(v), name_or_path);
-        }
-        Err(PlatformError::Unknown {
-            kind: "I/O platform preset or file",
-            name: name_or_path.into(),
-            known: builtin_io_names().join(", "),
-        })
+        let (v, source_name) = IO_PLATFORMS.load(name_or_path)?;
+        IoConfig::from_value(v, &source_name)
     }
 
     /// From a TOML value; `preset = "NAME"` layers it over a built-in I/O platform.
     pub fn from_value(v: toml::Value, source_name: &str) -> Result<IoConfig, PlatformError> {
-        let mut merged = match v.get("preset").and_then(|p| p.as_str()) {
-            Some(p) => {
-                let mut base = builtin_value(p).map_err(|e| match e {
-                    PlatformError::Unknown { name, known, .. } => PlatformError::config(
-                        source_name,
-                        "preset",
-                        format!("unknown I/O platform preset '{name}' (known: {known})"),
-                    ),
-                    other => other,
-                })?;
-                merge_toml(&mut base, v.clone());
-                base
-            }
-            None => v,
-        };
-        if let Some(t) = merged.as_table_mut() {
-            t.remove("preset");
-        }
-        let cfg: IoConfig = serde_path_to_error::deserialize(merged).map_err(|e| {
-            let key = e.path().to_string();
-            let what = e.into_inner().message().to_string();
-            PlatformError::config(
-                source_name,
-                if key.is_empty() || key == "." {
-                    "(top level)".into()
-                } else {
-                    key
-                },
-                what,
-            )
-        })?;
+        let cfg: IoConfig = deserialize(IO_PLATFORMS.layered(v, source_name)?, source_name)?;
         cfg.validate(source_name)?;
         Ok(cfg)
     }

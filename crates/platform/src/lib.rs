@@ -39,6 +39,7 @@ pub mod pcie_device_agent;
 pub mod pcie_link;
 pub mod pending_copy_table;
 pub mod platform;
+pub mod preset_toml;
 pub mod ring;
 pub mod root_complex;
 pub mod stats;

@@ -105,6 +105,31 @@ def _progress(label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]
         yield update
 
 
+def _simulate(fmt: str, run: Callable[[Callable[[int, int], None]], Any]) -> Any:
+    """Checks --format, then runs a reproduction under a progress bar (none for JSON); a bad
+    input ends the command with its message."""
+    _check_format(fmt)
+    try:
+        with _progress("simulating", fmt != "json") as progress:
+            return run(progress)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+
+
+def _emit(fmt: str, rows: Any, out: Path | None, force: bool, write: Callable[[Path], Any],
+          tables: Callable[[Any], Any]) -> None:
+    """Writes a reproduction's files into ``out`` (staged, kept without --force), then prints
+    its rows as JSON or its tables."""
+    if out is not None:
+        with staged_dir(out, force) as d:
+            write(d)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for t in tables(rows):
+        console.print(t)
+
+
 @app.command("rowclone-latency")
 def rowclone_latency(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
@@ -279,20 +304,8 @@ def _zhao_copy_engine(fmt: str, overrides: dict[str, Any], packets: int, out: Pa
                       force: bool = False) -> None:
     from movelab.reproduce import zhao_copy_engine as zc
 
-    _check_format(fmt)
-    try:
-        with _progress("simulating", fmt != "json") as progress:
-            rows = zc.run(overrides, packets=packets, progress=progress)
-    except (ValueError, TypeError, OSError) as e:
-        _fail(e)
-    if out is not None:
-        with staged_dir(out, force) as d:
-            zc.write(rows, d)
-    if fmt == "json":
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    for t in zc.tables(rows):
-        console.print(t)
+    rows = _simulate(fmt, lambda progress: zc.run(overrides, packets=packets, progress=progress))
+    _emit(fmt, rows, out, force, lambda d: zc.write(rows, d), zc.tables)
 
 
 @app.command("rowclone-fork")
@@ -319,20 +332,8 @@ def _rowclone_fork(fmt: str, overrides: dict[str, Any], sizes: list[int] | None,
                    zero_pages: int, out: Path | None, force: bool = False) -> None:
     from movelab.reproduce import rowclone_fork as rf
 
-    _check_format(fmt)
-    try:
-        with _progress("simulating", fmt != "json") as progress:
-            rows = rf.run(overrides, sizes, pages, zero_pages, progress=progress)
-    except (ValueError, TypeError, OSError) as e:
-        _fail(e)
-    if out is not None:
-        with staged_dir(out, force) as d:
-            rf.write(rows, d)
-    if fmt == "json":
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    for t in rf.tables(rows):
-        console.print(t)
+    rows = _simulate(fmt, lambda progress: rf.run(overrides, sizes, pages, zero_pages, progress=progress))
+    _emit(fmt, rows, out, force, lambda d: rf.write(rows, d), rf.tables)
 
 
 @app.command("larsen-idma")
@@ -351,20 +352,8 @@ def larsen_idma(
 def _larsen_idma(fmt: str, small: int, large: int, out: Path | None, force: bool = False) -> None:
     from movelab.reproduce import larsen_idma as li
 
-    _check_format(fmt)
-    try:
-        with _progress("simulating", fmt != "json") as progress:
-            rows = li.run(small, large, progress=progress)
-    except (ValueError, TypeError, OSError) as e:
-        _fail(e)
-    if out is not None:
-        with staged_dir(out, force) as d:
-            li.write(rows, d)
-    if fmt == "json":
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    for t in li.tables(rows):
-        console.print(t)
+    rows = _simulate(fmt, lambda progress: li.run(small, large, progress=progress))
+    _emit(fmt, rows, out, force, lambda d: li.write(rows, d), li.tables)
 
 
 @app.command("wun-onload")
@@ -392,20 +381,8 @@ def _wun_onload(fmt: str, overrides: dict[str, Any], payloads: list[int] | None,
                 out: Path | None, force: bool = False) -> None:
     from movelab.reproduce import wun_onload as wo
 
-    _check_format(fmt)
-    try:
-        with _progress("simulating", fmt != "json") as progress:
-            rows = wo.run(overrides, payloads, experiments, progress=progress)
-    except (ValueError, TypeError, OSError) as e:
-        _fail(e)
-    if out is not None:
-        with staged_dir(out, force) as d:
-            wo.write(rows, d)
-    if fmt == "json":
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    for t in wo.tables(rows):
-        console.print(t)
+    rows = _simulate(fmt, lambda progress: wo.run(overrides, payloads, experiments, progress=progress))
+    _emit(fmt, rows, out, force, lambda d: wo.write(rows, d), wo.tables)
 
 
 def _app_params(items: list[str] | None) -> dict[str, int] | None:
@@ -451,20 +428,8 @@ def _rowclone_apps(fmt: str, overrides: dict[str, Any], app_params: dict[str, in
                    warmup: int, out: Path | None, force: bool = False) -> None:
     from movelab.reproduce import rowclone_apps as ra
 
-    _check_format(fmt)
-    try:
-        with _progress("simulating", fmt != "json") as progress:
-            rows = ra.run(overrides, None, instructions, warmup, app_params, progress=progress)
-    except (ValueError, TypeError, OSError) as e:
-        _fail(e)
-    if out is not None:
-        with staged_dir(out, force) as d:
-            ra.write(rows, d)
-    if fmt == "json":
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    for t in ra.tables(rows):
-        console.print(t)
+    rows = _simulate(fmt, lambda progress: ra.run(overrides, None, instructions, warmup, app_params, progress=progress))
+    _emit(fmt, rows, out, force, lambda d: ra.write(rows, d), ra.tables)
 
 
 @app.command("rowclone-multicore")
@@ -493,21 +458,10 @@ def _rowclone_multicore(fmt: str, overrides: dict[str, Any], app_params: dict[st
                         force: bool = False) -> None:
     from movelab.reproduce import rowclone_multicore as rm
 
-    _check_format(fmt)
-    try:
-        with _progress("simulating", fmt != "json") as progress:
-            results = rm.run_mixes(overrides, cores, mixes, seed, instructions, warmup, app_params, progress=progress)
-        rows = rm.rows_of(results)
-    except (ValueError, TypeError, OSError) as e:
-        _fail(e)
-    if out is not None:
-        with staged_dir(out, force) as d:
-            rm.write(rows, d, results)
-    if fmt == "json":
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    for t in rm.tables(rows):
-        console.print(t)
+    results = _simulate(fmt, lambda progress: rm.run_mixes(overrides, cores, mixes, seed, instructions, warmup,
+                                                           app_params, progress=progress))
+    rows = rm.rows_of(results)
+    _emit(fmt, rows, out, force, lambda d: rm.write(rows, d, results), rm.tables)
 
 
 @app.command("all")
