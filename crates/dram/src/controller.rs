@@ -11,7 +11,7 @@ use crate::job_queue::JobQueue;
 use crate::mapper::Location;
 use crate::request::Op;
 use crate::scheduler::{self, AnyScheduler, Candidate};
-use crate::spec::DramSpec;
+use crate::spec::{DramSpec, NK};
 use crate::stats::{Histogram, RowStats};
 
 /// Who a queued request or a finished piece of work belongs to.
@@ -228,10 +228,25 @@ pub struct Controller {
     next_cmd_cycle: u64,
     /// The scheduler's view of each bank, by flat index.
     slots: Vec<BankSlot>,
-    /// Per bank (flat index), the cycle at which its candidate was last found ready (a lower
-    /// bound: horizons only move later), 0 while the candidate must be recomputed (`dirty`): the
-    /// one array a pass over the banks reads, eight banks to a cache line.
-    ready: Vec<u64>,
+    /// Per bank (flat index), the exact bank and bank-group part of its candidate's earliest
+    /// cycle (`u64::MAX` without a candidate); with `hidx` (rank * NK + the candidate's kind, the
+    /// index of the rank part in [`ChannelDevices::rank_horizons`]) and `key` (the FR-FCFS rank:
+    /// not-a-hit in the top bit, then the arrival sequence) the three arrays a pass reads. The
+    /// rank part is shared by every bank of the rank waiting on the same kind of command, so a
+    /// command that moves it costs the pass nothing; the local part moves only for the banks of
+    /// the group a command issued to. Valid for banks that are not `dirty`.
+    loc: Vec<u64>,
+    hidx: Vec<u32>,
+    key: Vec<u64>,
+    /// The banks whose candidate must be recomputed before the next pass (each once: `dirty`).
+    dirty_list: Vec<u32>,
+    /// FR-FCFS without CPU bypass, with lookahead: a pass after an issue also picks the command to
+    /// issue at the cycle it returns, and that choice is kept up to date as requests arrive.
+    fast: bool,
+    /// (cycle, bank): the command of `bank` is the one the scheduler will pick at `cycle`, the
+    /// earliest cycle anything can issue, unless a job, a queue-mode switch or a refresh
+    /// intervenes (each of which clears it).
+    pick: Option<(u64, u32)>,
     /// CPU request bypass and the engine's guaranteed share of column commands.
     bypass: bool,
     engine_share: f64,
@@ -250,9 +265,6 @@ pub struct Controller {
     /// whether candidates that cannot issue yet still matter to its choice.
     row_hits: bool,
     scan_all: bool,
-    /// Scratch list of the banks a pass must examine (one slot per bank; see
-    /// [`Controller::banks_to_examine`]).
-    work: Vec<u32>,
     /// Finished work, drained by the memory system.
     pub done: Vec<Done>,
     pub counters: ChannelCounters,
@@ -323,7 +335,12 @@ impl Controller {
             waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
             slots,
-            ready: vec![0; banks],
+            loc: vec![u64::MAX; banks],
+            hidx: vec![0; banks],
+            key: vec![u64::MAX; banks],
+            dirty_list: (0..banks as u32).collect(),
+            fast: false,
+            pick: None,
             bypass: cfg.cpu_bypass,
             engine_share: cfg.engine_share,
             win_total: 0,
@@ -333,7 +350,6 @@ impl Controller {
             wake: 0,
             row_hits,
             scan_all,
-            work: vec![0; banks],
             done: Vec::new(),
             counters: ChannelCounters::default(),
         }
@@ -346,6 +362,12 @@ impl Controller {
     /// when it waits for queue space the issue may have freed ([`Controller::issued_at`]).
     pub fn set_lookahead(&mut self, on: bool) {
         self.lookahead = on;
+        self.fast = on
+            && self.row_hits
+            && !self.scan_all
+            && !self.bypass
+            && matches!(self.sched, AnyScheduler::FrFcfs(_));
+        self.pick = None;
     }
 
     /// Whether a command issued at cycle `now`.
@@ -402,7 +424,8 @@ impl Controller {
             }
         };
         let flat = bank.flat as usize;
-        if !self.lookahead || self.changes_candidate(flat, op, loc.row) {
+        let changed = !self.lookahead || self.changes_candidate(flat, op, loc.row);
+        if changed {
             self.mark_dirty(flat);
             self.wake = 0;
         }
@@ -418,6 +441,29 @@ impl Controller {
         }
         if self.wanted_write_mode() != self.write_mode {
             self.wake = 0;
+            self.pick = None;
+        } else if changed && self.pick.is_some() {
+            self.repick_with(flat, now);
+        }
+    }
+
+    /// Keeps the cached pick right when bank `flat`'s candidate changed at `now` (a request
+    /// arrived): only that bank's candidate moved, so the pick is either unchanged or that bank.
+    /// When the pick itself was that bank, it is dropped and the next tick makes a full pass.
+    fn repick_with(&mut self, flat: usize, now: u64) {
+        let Some((t, p)) = self.pick else { return };
+        if p as usize == flat || t < now {
+            self.pick = None;
+            return;
+        }
+        self.clean(flat);
+        let at = self.loc[flat].max(self.dev.rank_horizons()[self.hidx[flat] as usize]);
+        if at == u64::MAX {
+            return;
+        }
+        let at = at.max(now);
+        if (at, self.key[flat]) < (t, self.key[p as usize]) {
+            self.pick = Some((at, flat as u32));
         }
     }
 
@@ -442,6 +488,7 @@ impl Controller {
     /// Queues an in-DRAM bulk job; it starts when its banks are free.
     pub fn submit_job(&mut self, seq: u64, job: Job) {
         self.wake = 0;
+        self.pick = None;
         self.waiting_jobs.push_back(seq, job.banks(), job);
     }
 
@@ -464,6 +511,7 @@ impl Controller {
             };
             for b in banks.iter().flatten() {
                 self.slots[*b as usize].owned = true;
+                self.mark_dirty(*b as usize);
             }
             self.jobs.push((seq, job));
         }
@@ -666,43 +714,94 @@ impl Controller {
         }
     }
 
-    /// The bank's candidate must be recomputed: it is looked at on the next pass.
+    /// The bank's candidate must be recomputed: it is, before the next pass.
     #[inline]
     fn mark_dirty(&mut self, flat: usize) {
-        self.slots[flat].dirty = true;
-        self.ready[flat] = 0;
+        if !self.slots[flat].dirty {
+            self.slots[flat].dirty = true;
+            self.dirty_list.push(flat as u32);
+        }
     }
 
     fn mark_all_dirty(&mut self) {
-        self.slots.iter_mut().for_each(|b| b.dirty = true);
-        self.ready.iter_mut().for_each(|r| *r = 0);
-    }
-
-    /// Lists in `work[..n]` (returning `n`) the banks that need a look at cycle `at`: those whose
-    /// candidate changed, whose cached ready time is not after `at`, or all of them with `all`.
-    /// The others' cached times are folded into `next`. Branch-free: which banks are ready
-    /// changes from call to call, and mispredicted branches here used to cost more than the rest.
-    #[inline]
-    fn banks_to_examine(&mut self, at: u64, all: bool, next: &mut u64) -> usize {
-        let mut n = 0;
-        let mut low = *next;
-        // A dirty bank's ready time is 0 (see `ready`), so it is looked at.
-        for (flat, &ready) in self.ready.iter().enumerate() {
-            let look = (ready <= at) | all;
-            low = low.min(if look { u64::MAX } else { ready });
-            self.work[n] = flat as u32;
-            n += usize::from(look);
+        self.pick = None;
+        for flat in 0..self.slots.len() {
+            self.mark_dirty(flat);
         }
-        *next = low;
-        n
     }
 
-    /// After an issue at `now`: a lower bound on the next cycle a command could issue, or `now + 1`
-    /// whenever the next tick may change more than readiness (a queue-mode switch, a refresh
-    /// due, bulk jobs). Banks whose cached bound is not past `now + 1` get their exact ready
-    /// time, so the bound is tight where it matters. Skipping the cycles before it changes
-    /// nothing: no command could issue in them, and no other state moves without an enqueue
-    /// (after which the driver ticks anyway).
+    /// Recomputes bank `flat`'s candidate and the arrays a pass reads for it.
+    #[inline]
+    fn clean(&mut self, flat: usize) {
+        self.slots[flat].dirty = false;
+        let cand = if self.slots[flat].owned {
+            None
+        } else {
+            self.bank_candidate(flat)
+        };
+        self.slots[flat].cand = cand;
+        match cand {
+            Some(c) => {
+                let id = self.slots[flat].id;
+                self.hidx[flat] = id.rank * NK as u32 + c.kind.index() as u32;
+                self.key[flat] = (u64::from(!c.is_hit) << 63) | c.seq;
+                self.loc[flat] = self.dev.local_at_bank(c.kind, id);
+            }
+            None => {
+                self.loc[flat] = u64::MAX;
+                self.key[flat] = u64::MAX;
+            }
+        }
+    }
+
+    fn clean_dirty(&mut self) {
+        while let Some(flat) = self.dirty_list.pop() {
+            let flat = flat as usize;
+            if self.slots[flat].dirty {
+                self.clean(flat);
+            }
+        }
+    }
+
+    /// After a command issued: the local parts of the banks whose bank or group horizons it may
+    /// have moved. The common commands move their bank's (marked dirty by the issue) and, with
+    /// group-scoped rules, their group's; the rare ones (refresh, bulk copy) the whole rank's.
+    fn refresh_locals(&mut self, kind: CommandKind, b: BankId) {
+        let (from, to) = match kind {
+            CommandKind::Act
+            | CommandKind::Pre
+            | CommandKind::Rd
+            | CommandKind::Wr
+            | CommandKind::Rda
+            | CommandKind::Wra => {
+                if !self.dev.has_group_rules(kind) {
+                    return;
+                }
+                let per = self.dev.banks_per_group();
+                let first = b.flat - b.bank;
+                (first, first + per)
+            }
+            _ => {
+                let per = self.dev.banks_per_rank();
+                (b.rank * per, (b.rank + 1) * per)
+            }
+        };
+        for flat in from as usize..to as usize {
+            if !self.slots[flat].dirty {
+                if let Some(c) = self.slots[flat].cand {
+                    self.loc[flat] = self.dev.local_at_bank(c.kind, self.slots[flat].id);
+                }
+            }
+        }
+    }
+
+    /// After an issue at `now`: the next cycle a command could issue, or `now + 1` whenever the
+    /// next tick may change more than readiness (a queue-mode switch, a refresh due, bulk jobs).
+    /// Every bank's earliest cycle is exact (its local part and its rank's horizon for the
+    /// kind), so this is the cycle the next command issues unless a request arrives first; in
+    /// fast mode the same pass also picks that command (see `pick`). Skipping the cycles before
+    /// it changes nothing: no command could issue in them, and no other state moves without an
+    /// enqueue (after which the driver ticks anyway).
     fn next_after_issue(&mut self, now: u64) -> u64 {
         let soon = now + 1;
         if !self.jobs.is_empty()
@@ -711,33 +810,42 @@ impl Controller {
         {
             return soon;
         }
-        let mut next = u64::MAX;
+        let mut refresh_at = u64::MAX;
         if self.refresh {
             for r in 0..self.refresh_pending.len() {
                 if self.refresh_pending[r] {
                     return soon;
                 }
-                next = next.min(self.refresh_due[r]);
+                refresh_at = refresh_at.min(self.refresh_due[r]);
             }
         }
-        let n = self.banks_to_examine(soon, false, &mut next);
-        for wi in 0..n {
-            let flat = self.work[wi] as usize;
-            if self.slots[flat].dirty {
-                self.slots[flat].cand = self.bank_candidate(flat);
-                self.slots[flat].dirty = false;
+        self.clean_dirty();
+        let horizons = self.dev.rank_horizons();
+        let (loc, hidx, key) = (&self.loc[..], &self.hidx[..], &self.key[..]);
+        let n = loc.len();
+        let (hidx, key) = (&hidx[..n], &key[..n]);
+        if !self.fast {
+            let mut next = u64::MAX;
+            for b in 0..n {
+                next = next.min(loc[b].max(horizons[hidx[b] as usize]));
             }
-            let at = match &self.slots[flat].cand {
-                Some(p) => self.dev.earliest_at_bank(p.kind, self.slots[flat].id),
-                None => u64::MAX,
-            };
-            self.ready[flat] = at;
-            if at <= soon {
-                return soon;
-            }
-            next = next.min(at);
+            return next.min(refresh_at).max(soon);
         }
-        next.max(soon)
+        // The earliest cycle (no earlier than `soon`) and, among the banks ready then, the best
+        // FR-FCFS key: the command the tick at that cycle will issue.
+        let (mut best_at, mut best_key, mut best) = (u64::MAX, u64::MAX, 0usize);
+        for b in 0..n {
+            let at = loc[b].max(horizons[hidx[b] as usize]).max(soon);
+            let better = (at < best_at) | ((at == best_at) & (key[b] < best_key));
+            best_at = if better { at } else { best_at };
+            best_key = if better { key[b] } else { best_key };
+            best = if better { b } else { best };
+        }
+        if best_at == u64::MAX || refresh_at <= best_at {
+            return best_at.min(refresh_at).max(soon);
+        }
+        self.pick = Some((best_at, best as u32));
+        best_at
     }
 
     /// Issues at most one command at cycle `now` and returns the next cycle at which a command
@@ -758,6 +866,29 @@ impl Controller {
     fn tick_at<'s>(&mut self, now: u64, mut log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
         if now < self.next_cmd_cycle {
             return self.next_cmd_cycle;
+        }
+        if let Some((at, flat)) = self.pick {
+            if now < at {
+                return at;
+            }
+            self.pick = None;
+            if now == at {
+                debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
+                debug_assert!(self.wanted_write_mode() == self.write_mode);
+                let flat = flat as usize;
+                if let Some(c) = self.slots[flat].cand {
+                    let p = Pending {
+                        kind: c.kind,
+                        bank: self.slots[flat].id,
+                        row: c.row,
+                        col: c.col,
+                        dst: None,
+                        source: Source::Entry(c.entry),
+                    };
+                    self.issue(p, now, &mut log);
+                    return self.next_after_issue(now);
+                }
+            }
         }
         if !self.jobs.is_empty() {
             self.sweep_jobs(now);
@@ -813,10 +944,9 @@ impl Controller {
             }
         }
 
-        // Banks whose candidate is unchanged and whose cached ready time (a lower bound: timing
-        // horizons only move later) is still after `now` cannot issue now; the others are
-        // (re)evaluated below and offered to the scheduler.
-        let n = self.banks_to_examine(now, self.scan_all, &mut next);
+        // Every bank's earliest cycle is its local part and its rank's horizon for the kind.
+        self.clean_dirty();
+        let any_pending = self.refresh && self.refresh_pending.iter().any(|&p| p);
         // Every candidate is ranked as it is found; nothing is collected.
         let mut best: Option<((u8, u64), u64, Who)> = None;
         let demote_engine = self.bypass && !self.engine_turn;
@@ -862,37 +992,24 @@ impl Controller {
                 );
             }
         }
-        for wi in 0..n {
-            let flat = self.work[wi] as usize;
-            if self.slots[flat].owned {
-                self.ready[flat] = u64::MAX;
+        let horizons = self.dev.rank_horizons();
+        for flat in 0..self.slots.len() {
+            let at = self.loc[flat].max(horizons[self.hidx[flat] as usize]);
+            if at == u64::MAX {
                 continue;
             }
-            let mut at = self.ready[flat];
-            if self.slots[flat].dirty {
-                self.slots[flat].cand = self.bank_candidate(flat);
-                self.slots[flat].dirty = false;
-                at = 0;
-            }
-            let Some(p) = self.slots[flat].cand else {
-                self.ready[flat] = u64::MAX;
-                continue;
-            };
-            let bank = self.slots[flat].id;
-            if self.refresh_blocks(bank) {
-                // Re-examined when the REF issues (it marks the banks it refreshed dirty).
-                self.ready[flat] = u64::MAX;
+            // Re-examined once the refresh issues.
+            if any_pending && self.refresh_blocks(self.slots[flat].id) {
                 continue;
             }
-            if at <= now {
-                at = self.dev.earliest_at_bank(p.kind, bank);
-            }
-            self.ready[flat] = at;
             if at > now && !self.scan_all {
                 // Not ready: no scheduler here ranks it (only strict FCFS looks at those).
                 next = next.min(at);
                 continue;
             }
+            let Some(p) = self.slots[flat].cand else {
+                continue;
+            };
             offer(
                 Candidate {
                     seq: p.seq,
@@ -1004,7 +1121,14 @@ impl Controller {
         }
         self.dev
             .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
+        self.pick = None;
         self.mark_dirty(p.bank.flat as usize);
+        self.refresh_locals(kind, p.bank);
+        if let Some((d, _, _)) = p.dst {
+            if d.rank != p.bank.rank {
+                self.refresh_locals(kind, d);
+            }
+        }
         if matches!(kind, CommandKind::Pre | CommandKind::Rda | CommandKind::Wra) {
             // The row closed: nothing activated waits on it any more.
             self.slots[p.bank.flat as usize].activated = None;

@@ -307,6 +307,28 @@ impl ChannelDevices {
             .max(self.bank_next[b.flat as usize][k])
     }
 
+    /// The bank and bank-group part of [`ChannelDevices::earliest_at_bank`]: it moves only when a
+    /// command issues to that bank, or to its group with a group-scoped rule
+    /// ([`ChannelDevices::has_group_rules`]). The rank part is [`ChannelDevices::rank_horizons`].
+    #[inline]
+    pub fn local_at_bank(&self, kind: CommandKind, b: BankId) -> u64 {
+        let k = kind.index();
+        self.group_next[self.group_index(b)][k].max(self.bank_next[b.flat as usize][k])
+    }
+
+    /// Every rank's horizons, rank by rank: entry `rank * NK + kind` is the earliest cycle the
+    /// rank- and channel-scoped rules allow `kind` in that rank.
+    #[inline]
+    pub fn rank_horizons(&self) -> &[u64] {
+        self.rank_next.as_flattened()
+    }
+
+    /// Whether issuing `kind` moves any bank-group horizon (a group-scoped rule starts at it).
+    #[inline]
+    pub fn has_group_rules(&self, kind: CommandKind) -> bool {
+        self.has[1][kind.index()]
+    }
+
     #[inline]
     fn raise(next: &mut [u64; NK], lat: &[(u8, u64)], now: u64) {
         for &(to, l) in lat {
