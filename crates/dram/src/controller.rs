@@ -179,6 +179,21 @@ pub struct ChannelCounters {
     pub last_done: u64,
 }
 
+/// A bank's FR-FCFS rank and its index in one word, smaller first: whether the candidate is not
+/// a row hit (bit 48), the arrival sequence (40 bits; a larger one turns the packed ranking off)
+/// and the bank (8 bits; more banks per channel turn it off). The pass after an issue puts the
+/// wait until the candidate is ready above these 49 bits.
+const KEY_SEQ_BITS: u32 = 40;
+const KEY_BANK_BITS: u32 = 8;
+const KEY_BITS: u32 = KEY_SEQ_BITS + KEY_BANK_BITS + 1;
+const KEY_WAIT_BITS: u32 = 64 - KEY_BITS;
+const KEY_BANK_MASK: u64 = (1 << KEY_BANK_BITS) - 1;
+
+#[inline(always)]
+fn pack_key(is_hit: bool, seq: u64, flat: usize) -> u64 {
+    (u64::from(!is_hit) << (KEY_SEQ_BITS + KEY_BANK_BITS)) | (seq << KEY_BANK_BITS) | flat as u64
+}
+
 pub struct Controller {
     pub channel: u32,
     pub dev: ChannelDevices,
@@ -230,8 +245,8 @@ pub struct Controller {
     slots: Vec<BankSlot>,
     /// Per bank (flat index), the exact bank and bank-group part of its candidate's earliest
     /// cycle (`u64::MAX` without a candidate); with `hidx` (rank * NK + the candidate's kind, the
-    /// index of the rank part in [`ChannelDevices::rank_horizons`]) and `key` (the FR-FCFS rank:
-    /// not-a-hit in the top bit, then the arrival sequence) the three arrays a pass reads. The
+    /// index of the rank part in [`ChannelDevices::rank_horizons`]) and `key` (the FR-FCFS rank
+    /// packed with the bank, see [`pack_key`]) the three arrays a pass reads. The
     /// rank part is shared by every bank of the rank waiting on the same kind of command, so a
     /// command that moves it costs the pass nothing; the local part moves only for the banks of
     /// the group a command issued to. Valid for banks that are not `dirty`.
@@ -366,7 +381,8 @@ impl Controller {
             && self.row_hits
             && !self.scan_all
             && !self.bypass
-            && matches!(self.sched, AnyScheduler::FrFcfs(_));
+            && matches!(self.sched, AnyScheduler::FrFcfs(_))
+            && self.slots.len() <= 1 << KEY_BANK_BITS;
         self.pick = None;
     }
 
@@ -462,7 +478,9 @@ impl Controller {
             return;
         }
         let at = at.max(now);
-        if (at, self.key[flat]) < (t, self.key[p as usize]) {
+        if !self.fast {
+            self.pick = None;
+        } else if (at, self.key[flat]) < (t, self.key[p as usize]) {
             self.pick = Some((at, flat as u32));
         }
     }
@@ -744,7 +762,12 @@ impl Controller {
             Some(c) => {
                 let id = self.slots[flat].id;
                 self.hidx[flat] = id.rank * NK as u32 + c.kind.index() as u32;
-                self.key[flat] = (u64::from(!c.is_hit) << 63) | c.seq;
+                if c.seq >= 1 << KEY_SEQ_BITS {
+                    // Beyond what a packed key holds: rank candidates the general way.
+                    self.fast = false;
+                    self.pick = None;
+                }
+                self.key[flat] = pack_key(c.is_hit, c.seq, flat);
                 self.loc[flat] = self.dev.local_at_bank(c.kind, id);
             }
             None => {
@@ -832,17 +855,28 @@ impl Controller {
             return next.min(refresh_at).max(soon);
         }
         // The earliest cycle (no earlier than `soon`) and, among the banks ready then, the best
-        // FR-FCFS key: the command the tick at that cycle will issue.
-        let (mut best_at, mut best_key, mut best) = (u64::MAX, u64::MAX, 0usize);
+        // FR-FCFS key: the command the tick at that cycle will issue. The cycle, as a distance
+        // from `soon` capped below 2^KEY_WAIT_BITS, sits above the packed key, so one minimum over
+        // one word per bank finds both (only the minimum carries from bank to bank).
+        let cap = (1u64 << KEY_WAIT_BITS) - 1;
+        let mut best_word = u64::MAX;
         for b in 0..n {
-            let at = loc[b].max(horizons[hidx[b] as usize]).max(soon);
-            let better = (at < best_at) | ((at == best_at) & (key[b] < best_key));
-            best_at = if better { at } else { best_at };
-            best_key = if better { key[b] } else { best_key };
-            best = if better { b } else { best };
+            let wait = loc[b].max(horizons[hidx[b] as usize]).saturating_sub(soon);
+            best_word = best_word.min((wait.min(cap) << KEY_BITS) | key[b]);
         }
-        if best_at == u64::MAX || refresh_at <= best_at {
-            return best_at.min(refresh_at).max(soon);
+        let wait = best_word >> KEY_BITS;
+        if wait == cap {
+            // Nothing within reach of the packed word: the exact bound the plain way (rare).
+            let mut next = u64::MAX;
+            for b in 0..n {
+                next = next.min(loc[b].max(horizons[hidx[b] as usize]));
+            }
+            return next.min(refresh_at).max(soon);
+        }
+        let best_at = soon + wait;
+        let best = (best_word & KEY_BANK_MASK) as usize;
+        if refresh_at <= best_at {
+            return refresh_at.max(soon);
         }
         self.pick = Some((best_at, best as u32));
         best_at
