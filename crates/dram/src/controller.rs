@@ -11,6 +11,7 @@ use crate::job_queue::JobQueue;
 use crate::mapper::Location;
 use crate::request::Op;
 use crate::scheduler::{self, AnyScheduler, Candidate};
+use crate::ready_scan::{self, pack_key, KEY_BANK_BITS, KEY_SEQ_BITS, WAIT_CAP};
 use crate::spec::{DramSpec, NK};
 use crate::stats::{Histogram, RowStats};
 
@@ -179,21 +180,6 @@ pub struct ChannelCounters {
     pub last_done: u64,
 }
 
-/// A bank's FR-FCFS rank and its index in one word, smaller first: whether the candidate is not
-/// a row hit (bit 48), the arrival sequence (40 bits; a larger one turns the packed ranking off)
-/// and the bank (8 bits; more banks per channel turn it off). The pass after an issue puts the
-/// wait until the candidate is ready above these 49 bits.
-const KEY_SEQ_BITS: u32 = 40;
-const KEY_BANK_BITS: u32 = 8;
-const KEY_BITS: u32 = KEY_SEQ_BITS + KEY_BANK_BITS + 1;
-const KEY_WAIT_BITS: u32 = 64 - KEY_BITS;
-const KEY_BANK_MASK: u64 = (1 << KEY_BANK_BITS) - 1;
-
-#[inline(always)]
-fn pack_key(is_hit: bool, seq: u64, flat: usize) -> u64 {
-    (u64::from(!is_hit) << (KEY_SEQ_BITS + KEY_BANK_BITS)) | (seq << KEY_BANK_BITS) | flat as u64
-}
-
 pub struct Controller {
     pub channel: u32,
     pub dev: ChannelDevices,
@@ -262,6 +248,8 @@ pub struct Controller {
     /// earliest cycle anything can issue, unless a job, a queue-mode switch or a refresh
     /// intervenes (each of which clears it).
     pick: Option<(u64, u32)>,
+    /// The CPU runs the vector version of the scan ([`ready_scan::vector_available`]).
+    vector: bool,
     /// CPU request bypass and the engine's guaranteed share of column commands.
     bypass: bool,
     engine_share: f64,
@@ -356,6 +344,7 @@ impl Controller {
             dirty_list: (0..banks as u32).collect(),
             fast: false,
             pick: None,
+            vector: ready_scan::vector_available(),
             bypass: cfg.cpu_bypass,
             engine_share: cfg.engine_share,
             win_total: 0,
@@ -788,9 +777,11 @@ impl Controller {
 
     /// After a command issued: the local parts of the banks whose bank or group horizons it may
     /// have moved. The common commands move their bank's (marked dirty by the issue) and, with
-    /// group-scoped rules, their group's; the rare ones (refresh, bulk copy) the whole rank's.
+    /// group-scoped rules, their group's horizons, which only rise: the group's other banks take
+    /// the later of their part and the group's horizon for their kind. The rare commands
+    /// (refresh, bulk copy) recompute the whole rank's.
     fn refresh_locals(&mut self, kind: CommandKind, b: BankId) {
-        let (from, to) = match kind {
+        match kind {
             CommandKind::Act
             | CommandKind::Pre
             | CommandKind::Rd
@@ -800,19 +791,24 @@ impl Controller {
                 if !self.dev.has_group_rules(kind) {
                     return;
                 }
-                let per = self.dev.banks_per_group();
-                let first = b.flat - b.bank;
-                (first, first + per)
+                let first = (b.flat - b.bank) as usize;
+                let group = self.dev.group_horizons(b);
+                for flat in first..first + self.dev.banks_per_group() as usize {
+                    if let Some(c) = self.slots[flat].cand {
+                        // A dirty bank's part is recomputed anyway.
+                        self.loc[flat] = self.loc[flat].max(group[c.kind.index()]);
+                    }
+                }
             }
             _ => {
-                let per = self.dev.banks_per_rank();
-                (b.rank * per, (b.rank + 1) * per)
-            }
-        };
-        for flat in from as usize..to as usize {
-            if !self.slots[flat].dirty {
-                if let Some(c) = self.slots[flat].cand {
-                    self.loc[flat] = self.dev.local_at_bank(c.kind, self.slots[flat].id);
+                let per = self.dev.banks_per_rank() as usize;
+                let first = b.rank as usize * per;
+                for flat in first..first + per {
+                    if !self.slots[flat].dirty {
+                        if let Some(c) = self.slots[flat].cand {
+                            self.loc[flat] = self.dev.local_at_bank(c.kind, self.slots[flat].id);
+                        }
+                    }
                 }
             }
         }
@@ -844,37 +840,27 @@ impl Controller {
         }
         self.clean_dirty();
         let horizons = self.dev.rank_horizons();
-        let (loc, hidx, key) = (&self.loc[..], &self.hidx[..], &self.key[..]);
-        let n = loc.len();
-        let (hidx, key) = (&hidx[..n], &key[..n]);
         if !self.fast {
-            let mut next = u64::MAX;
-            for b in 0..n {
-                next = next.min(loc[b].max(horizons[hidx[b] as usize]));
-            }
+            let next = ready_scan::min_ready(&self.loc, &self.hidx, horizons);
             return next.min(refresh_at).max(soon);
         }
         // The earliest cycle (no earlier than `soon`) and, among the banks ready then, the best
-        // FR-FCFS key: the command the tick at that cycle will issue. The cycle, as a distance
-        // from `soon` capped below 2^KEY_WAIT_BITS, sits above the packed key, so one minimum over
-        // one word per bank finds both (only the minimum carries from bank to bank).
-        let cap = (1u64 << KEY_WAIT_BITS) - 1;
-        let mut best_word = u64::MAX;
-        for b in 0..n {
-            let wait = loc[b].max(horizons[hidx[b] as usize]).saturating_sub(soon);
-            best_word = best_word.min((wait.min(cap) << KEY_BITS) | key[b]);
-        }
-        let wait = best_word >> KEY_BITS;
-        if wait == cap {
+        // FR-FCFS key: the command the tick at that cycle will issue.
+        let word = ready_scan::min_word(
+            self.vector,
+            &self.loc,
+            &self.hidx,
+            &self.key,
+            horizons,
+            soon,
+        );
+        let (wait, best) = ready_scan::unpack(word);
+        if wait == WAIT_CAP {
             // Nothing within reach of the packed word: the exact bound the plain way (rare).
-            let mut next = u64::MAX;
-            for b in 0..n {
-                next = next.min(loc[b].max(horizons[hidx[b] as usize]));
-            }
+            let next = ready_scan::min_ready(&self.loc, &self.hidx, horizons);
             return next.min(refresh_at).max(soon);
         }
         let best_at = soon + wait;
-        let best = (best_word & KEY_BANK_MASK) as usize;
         if refresh_at <= best_at {
             return refresh_at.max(soon);
         }

@@ -316,6 +316,12 @@ impl ChannelDevices {
         self.group_next[self.group_index(b)][k].max(self.bank_next[b.flat as usize][k])
     }
 
+    /// The horizons of bank `b`'s group, by command kind.
+    #[inline]
+    pub fn group_horizons(&self, b: BankId) -> &[u64; NK] {
+        &self.group_next[self.group_index(b)]
+    }
+
     /// Every rank's horizons, rank by rank: entry `rank * NK + kind` is the earliest cycle the
     /// rank- and channel-scoped rules allow `kind` in that rank.
     #[inline]

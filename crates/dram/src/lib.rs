@@ -23,6 +23,7 @@ pub mod job_queue;
 pub mod mapper;
 pub mod multi_row_copy;
 pub mod port;
+pub mod ready_scan;
 pub mod request;
 pub mod rowclone;
 pub mod scheduler;
