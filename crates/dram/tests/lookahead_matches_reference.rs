@@ -40,16 +40,18 @@ fn traffic(cfg: &Config, n: u64, reads: f64, seed: u64, bulk_ops: u64) -> Vec<Tr
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 60, ..ProptestConfig::default() })]
     #[test]
     fn skipping_idle_cycles_changes_no_command(
-        preset in 0usize..8,
+        preset in 0usize..64,
         sched in prop_oneof![Just("frfcfs"), Just("fcfs")],
         policy in prop_oneof![Just("open"), Just("closed")],
         bulk in prop_oneof![Just("baseline"), Just("rowclone")],
         rq in prop_oneof![Just(4usize), Just(16), Just(64)],
         wq in prop_oneof![Just(3usize), Just(16), Just(64)],
-        refresh in prop_oneof![Just("all-bank"), Just("none")],
+        refresh in prop_oneof![Just("preset"), Just("all-bank"), Just("none")],
+        ranks in 1u32..=2,
+        bypass in any::<bool>(),
         reads in 0.0f64..=1.0,
         seed in 0u64..1000,
         bulk_ops in 0u64..4,
@@ -62,7 +64,12 @@ proptest! {
         cfg.controller.bulk = bulk.into();
         cfg.controller.read_queue = rq;
         cfg.controller.write_queue = wq;
-        cfg.controller.refresh = refresh.into();
+        if refresh != "preset" {
+            // The preset's own (same-bank or per-bank on the modern standards) otherwise.
+            cfg.controller.refresh = refresh.into();
+        }
+        cfg.dram.ranks = ranks;
+        cfg.controller.cpu_bypass = bypass;
         cfg.controller.keep_activated_rows = keep;
         let items = traffic(&cfg, 1500, reads, seed, bulk_ops);
         let (fast, fast_stats) = log_of(&cfg, &items, false);
