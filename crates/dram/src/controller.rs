@@ -248,8 +248,6 @@ pub struct Controller {
     /// earliest cycle anything can issue, unless a job, a queue-mode switch or a refresh
     /// intervenes (each of which clears it).
     pick: Option<(u64, u32)>,
-    /// The CPU runs the vector version of the scan ([`ready_scan::vector_available`]).
-    vector: bool,
     /// CPU request bypass and the engine's guaranteed share of column commands.
     bypass: bool,
     engine_share: f64,
@@ -344,7 +342,6 @@ impl Controller {
             dirty_list: (0..banks as u32).collect(),
             fast: false,
             pick: None,
-            vector: ready_scan::vector_available(),
             bypass: cfg.cpu_bypass,
             engine_share: cfg.engine_share,
             win_total: 0,
@@ -846,14 +843,7 @@ impl Controller {
         }
         // The earliest cycle (no earlier than `soon`) and, among the banks ready then, the best
         // FR-FCFS key: the command the tick at that cycle will issue.
-        let word = ready_scan::min_word(
-            self.vector,
-            &self.loc,
-            &self.hidx,
-            &self.key,
-            horizons,
-            soon,
-        );
+        let word = ready_scan::min_word(&self.loc, &self.hidx, &self.key, horizons, soon);
         let (wait, best) = ready_scan::unpack(word);
         if wait == WAIT_CAP {
             // Nothing within reach of the packed word: the exact bound the plain way (rare).

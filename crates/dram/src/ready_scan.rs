@@ -5,8 +5,10 @@
 //! Each bank is one word: the wait until its candidate is ready, from a given cycle and capped,
 //! above its packed FR-FCFS key (not-a-hit, arrival sequence, bank). The smallest word is both the
 //! next cycle and the command to issue then, so the scan is a single minimum. On x86-64 with
-//! AVX-512 the same code is compiled a second time for it and chosen at run time (the compiler
-//! turns it into 8-bank vector steps); results are identical bit for bit.
+//! AVX-512 the same code is compiled a second time for it and chosen at run time (the
+//! `multiversion` crate does the detection and dispatch; the compiler turns the loop into 8-bank
+//! vector steps); results are identical bit for bit.
+use multiversion::multiversion;
 
 /// Bits of the arrival sequence in a key: a larger sequence cannot be packed (the caller falls
 /// back to ranking candidates the general way).
@@ -49,40 +51,9 @@ fn scan(local: &[u64], hidx: &[u32], key: &[u64], horizons: &[u64], from: u64) -
     best
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn scan_avx512(local: &[u64], hidx: &[u32], key: &[u64], horizons: &[u64], from: u64) -> u64 {
-    scan(local, hidx, key, horizons, from)
-}
-
-/// Whether this CPU runs the vector version (asked once per controller).
-pub fn vector_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// The smallest word over the banks; `vector` must come from [`vector_available`].
-#[inline]
-pub fn min_word(
-    vector: bool,
-    local: &[u64],
-    hidx: &[u32],
-    key: &[u64],
-    horizons: &[u64],
-    from: u64,
-) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if vector {
-        // SAFETY: `vector` is true only when the CPU reports AVX-512F (`vector_available`).
-        return unsafe { scan_avx512(local, hidx, key, horizons, from) };
-    }
-    let _ = vector;
+/// The smallest word over the banks, on the best version of [`scan`] this CPU runs.
+#[multiversion(targets("x86_64+avx512f"))]
+pub fn min_word(local: &[u64], hidx: &[u32], key: &[u64], horizons: &[u64], from: u64) -> u64 {
     scan(local, hidx, key, horizons, from)
 }
 
@@ -131,8 +102,11 @@ mod tests {
                     (at - from, key[b], b)
                 })
                 .min();
-            for vector in [false, vector_available()] {
-                let w = min_word(vector, &local, &hidx, &key, &horizons, from);
+            let words = [
+                scan(&local, &hidx, &key, &horizons, from),
+                min_word(&local, &hidx, &key, &horizons, from),
+            ];
+            for w in words {
                 match expect {
                     Some((wait, k, b)) => {
                         assert_eq!(unpack(w), (wait, b), "case {case}");
