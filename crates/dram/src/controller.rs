@@ -9,9 +9,9 @@ use crate::config::ControllerConfig;
 use crate::device::{BankId, ChannelDevices};
 use crate::job_queue::JobQueue;
 use crate::mapper::Location;
+use crate::ready_scan::{self, pack_key, KEY_BANK_BITS, KEY_SEQ_BITS, WAIT_CAP};
 use crate::request::Op;
 use crate::scheduler::{self, AnyScheduler, Candidate};
-use crate::ready_scan::{self, pack_key, KEY_BANK_BITS, KEY_SEQ_BITS, WAIT_CAP};
 use crate::spec::{DramSpec, NK};
 use crate::stats::{Histogram, RowStats};
 
