@@ -223,9 +223,13 @@ fn same_bank_refresh_obeys_the_standard() {
 
 #[test]
 fn per_bank_refresh_obeys_the_standard() {
-    // LPDDR5 and HBM3 with REFpb, both schedulers and row policies, RowClone on, over several
-    // refresh intervals (every bank refreshed several times).
-    for preset in ["LPDDR5-6400/LPDDR5-8Gb-x16", "HBM3-6400/HBM3-8Gb-PC"] {
+    // LPDDR5, HBM2 and HBM3 with REFpb, both schedulers and row policies, RowClone on, over
+    // several refresh intervals (every bank refreshed several times).
+    for preset in [
+        "LPDDR5-6400/LPDDR5-8Gb-x16",
+        "HBM2-2000/HBM2-8Gb-PC",
+        "HBM3-6400/HBM3-8Gb-PC",
+    ] {
         for sched in ["frfcfs", "fcfs"] {
             for policy in ["open", "closed"] {
                 let mut cfg = Config::preset(preset).unwrap();
