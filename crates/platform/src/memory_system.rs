@@ -214,6 +214,13 @@ pub struct MemorySystem {
     pub(crate) tck: Ps,
     /// The DRAM cycle at which the memory controllers next need to run.
     pub(crate) mem_wake: u64,
+    /// The last DRAM cycle the memory controllers ran.
+    mem_now: u64,
+    /// Bulk operations handed over for a cycle the controllers have not reached yet: (cycle,
+    /// operation, id, agent). An agent acting on a response that completes in the future (the
+    /// last write-back before a RowClone copy) submits for that future cycle; the controllers
+    /// take the operation only when they get there, so it cannot start before it arrived.
+    pending_bulk: Vec<(u64, BulkOp, u32, AgentId)>,
     pub(crate) events: EventQueue<Ev>,
     pub(crate) reqs: Vec<Option<MemReq>>,
     free_reqs: Vec<u32>,
@@ -292,6 +299,8 @@ impl MemorySystem {
             hold_core_requests: false,
             held: Vec::new(),
             bulk_owner: Vec::new(),
+            mem_now: 0,
+            pending_bulk: Vec::new(),
             traffic: MemoryTraffic::default(),
             offered_lines: 0,
             coherence: CoherenceStats::default(),
@@ -530,8 +539,25 @@ impl MemorySystem {
         r
     }
 
-    /// Starts a bulk operation of `agent` at the memory controller (cycle `cycle`).
+    /// Starts a bulk operation of `agent` at the memory controller (cycle `cycle`). A cycle the
+    /// controllers have not reached yet holds it until they do (see `pending_bulk`); an
+    /// operation the controller refuses then stops the run with its error.
     pub fn bulk(&mut self, agent: AgentId, op: BulkOp, id: u32, cycle: u64) -> Result<(), String> {
+        if cycle > self.mem_now {
+            self.pending_bulk.push((cycle, op, id, agent));
+            self.mem_wake = self.mem_wake.min(cycle);
+            return Ok(());
+        }
+        self.submit_bulk(agent, op, id, cycle)
+    }
+
+    fn submit_bulk(
+        &mut self,
+        agent: AgentId,
+        op: BulkOp,
+        id: u32,
+        cycle: u64,
+    ) -> Result<(), String> {
         match self.mem.bulk(op, id, cycle) {
             Ok(()) => {
                 self.bulk_owner.push((id, agent));
@@ -1171,6 +1197,19 @@ impl MemorySystem {
     /// Runs the memory controllers at their cycle `mem_wake`.
     pub(crate) fn step_memory(&mut self, resp: &mut dyn Responder) {
         let cycle = self.mem_wake;
+        self.mem_now = cycle;
+        // Bulk operations whose cycle has come, in the order they were handed over.
+        let mut i = 0;
+        while i < self.pending_bulk.len() {
+            if self.pending_bulk[i].0 <= cycle {
+                let (at, op, id, agent) = self.pending_bulk.remove(i);
+                if let Err(e) = self.submit_bulk(agent, op, id, at) {
+                    self.fatal.get_or_insert(format!("offload {id}: {e}"));
+                }
+            } else {
+                i += 1;
+            }
+        }
         let next = self.mem.step(cycle);
         let done: Vec<_> = self.mem.drain().collect();
         for c in done {
@@ -1199,6 +1238,10 @@ impl MemorySystem {
         if self.mem_wake == u64::MAX && waiting {
             self.mem_wake = cycle + 1;
         }
+        // Including those handed over while this step's completions were delivered.
+        if let Some(at) = self.pending_bulk.iter().map(|p| p.0).min() {
+            self.mem_wake = self.mem_wake.min(at);
+        }
     }
 
     /// The time the memory controllers next need to run (`Ps::MAX`: not until offered work).
@@ -1214,6 +1257,7 @@ impl MemorySystem {
     pub(crate) fn idle(&self) -> bool {
         self.events.is_empty()
             && self.mem.idle()
+            && self.pending_bulk.is_empty()
             && self.mc_retry.iter().all(|q| q.is_empty())
             && self.held.is_empty()
     }
