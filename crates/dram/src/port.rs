@@ -42,8 +42,16 @@ impl MemoryPort {
         let cc = &config.controller;
         let mapper = mapper::build(&cc.mapper, &spec.org, cc.bank_xor)
             .ok_or_else(|| Error::Request(format!("unknown mapper '{}'", cc.mapper)))?;
+        // The controllers skip the cycles in which nothing can issue (see
+        // `Controller::set_lookahead`); `step` keeps the contract by returning the next cycle
+        // whenever a command issued while the bulk engine may wait for the space it freed, and a
+        // driver retries refused offers right after each step.
         let chans = (0..spec.org.channels)
-            .map(|c| Controller::new(c, &spec, cc))
+            .map(|c| {
+                let mut ch = Controller::new(c, &spec, cc);
+                ch.set_lookahead(true);
+                ch
+            })
             .collect();
         Ok(MemoryPort {
             config: config.clone(),
@@ -158,8 +166,10 @@ impl MemoryPort {
     pub fn step(&mut self, now: u64) -> u64 {
         self.pump(now);
         let mut next = u64::MAX;
+        let mut issued = false;
         for ch in self.chans.iter_mut() {
             next = next.min(ch.tick(now, self.log.as_deref_mut()));
+            issued |= ch.issued_at(now);
             for Done { time, tag, op } in ch.done.drain(..) {
                 match tag {
                     Tag::Port { id } => self.completions.push(Completion {
@@ -178,7 +188,7 @@ impl MemoryPort {
                 bulk: true,
             });
         }
-        if self.pump(now) {
+        if self.pump(now) || (issued && !self.bulk.quiet()) {
             next = now + 1;
         }
         if let Some(t) = self.bulk.next_event() {
