@@ -190,6 +190,8 @@ fn every_speed_bin_and_mapper_obeys_the_standard() {
         ("HBM2-2000", "HBM2-8Gb-PC"),
         ("LPDDR5-6400", "LPDDR5-8Gb-x16"),
         ("LPDDR5-6400", "LPDDR5-16Gb-x16"),
+        ("LPDDR5-6400-BL32", "LPDDR5-16Gb-x16"),
+        ("LPDDR5-6400-8B", "LPDDR5-16Gb-x16-8B"),
         ("HBM3-6400", "HBM3-8Gb-PC"),
     ] {
         for mapper in ["RoBaRaCoCh", "ChRaBaRoCo", "RoRaBaChCo", "line-interleave"] {
@@ -223,9 +225,14 @@ fn same_bank_refresh_obeys_the_standard() {
 
 #[test]
 fn per_bank_refresh_obeys_the_standard() {
-    // LPDDR5 and HBM3 with REFpb, both schedulers and row policies, RowClone on, over several
-    // refresh intervals (every bank refreshed several times).
-    for preset in ["LPDDR5-6400/LPDDR5-8Gb-x16", "HBM3-6400/HBM3-8Gb-PC"] {
+    // LPDDR5 (BG mode with BL16 and BL32, 8B mode) and HBM3 with REFpb, both schedulers and row
+    // policies, RowClone on, over several refresh intervals (every bank refreshed several times).
+    for preset in [
+        "LPDDR5-6400/LPDDR5-8Gb-x16",
+        "LPDDR5-6400-BL32/LPDDR5-8Gb-x16",
+        "LPDDR5-6400-8B/LPDDR5-8Gb-x16-8B",
+        "HBM3-6400/HBM3-8Gb-PC",
+    ] {
         for sched in ["frfcfs", "fcfs"] {
             for policy in ["open", "closed"] {
                 let mut cfg = Config::preset(preset).unwrap();
@@ -236,8 +243,9 @@ fn per_bank_refresh_obeys_the_standard() {
                 cfg.controller.bulk = "rowclone".into();
                 let stats = check(&cfg, 17, 8000);
                 // Every bank of both ranks refreshed at least twice.
+                let banks = u64::from(cfg.resolve("t").unwrap().org.banks_per_rank());
                 let refpb = stats.commands.get("REFPB").copied().unwrap_or(0);
-                assert!(refpb >= 2 * 2 * 16, "{preset}: {refpb} REFPBs");
+                assert!(refpb >= 2 * 2 * banks, "{preset}: {refpb} REFPBs");
                 assert!(stats.commands.get("TR").copied().unwrap_or(0) > 0);
             }
         }
@@ -350,5 +358,48 @@ fn keeping_activated_rows_obeys_the_standard() {
             cfg.controller.keep_activated_rows = true;
             check(&cfg, 11, 3000);
         }
+    }
+}
+
+#[test]
+fn lpddr5_bl32_overlapping_bursts_and_short_write_to_read_are_caught() {
+    // Mutation checks for BL32 in BG mode. (1) A bin that spaces column commands of other bank
+    // groups at JEDEC's interleave slot (nCCD_S = 2) while its bursts hold the data bus for 6
+    // clocks: the checker, given that same bin, still finds the bursts overlapping on the data
+    // bus. (2) A controller that counts nBL instead of BL/n_max for same-group write to read.
+    let real = Config::preset("lpddr5-6400-bl32").unwrap();
+    let spec = real.resolve("test").unwrap();
+    let mut interleaving = real.clone();
+    interleaving.dram.timing.insert("nCCD_S".into(), 2);
+    let mut short_wtr = real.clone();
+    short_wtr
+        .dram
+        .timing
+        .insert("nBL_max".into(), spec.t("nBL"));
+    for (controller, checker_cfg, key) in [
+        (&interleaving, &interleaving, "nBL"),
+        (&short_wtr, &real, "nCWL+nBL_max+nWTR_L"),
+    ] {
+        let checker_spec = checker_cfg.resolve("test").unwrap();
+        let mut sink = CheckSink {
+            checker: Checker::new(&log_header(checker_cfg, &checker_spec)).unwrap(),
+            first: None,
+            recent: Default::default(),
+        };
+        simulate(
+            controller,
+            traffic(9, 3000, 1 << 20, 2048).into_iter().map(Ok),
+            RunOptions {
+                command_log: Some(&mut sink),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let report = sink.checker.finish();
+        assert!(
+            report.violations.iter().any(|v| v.rule_key() == key),
+            "{key}: {:?}",
+            report.violations.first()
+        );
     }
 }

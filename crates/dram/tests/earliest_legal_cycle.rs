@@ -583,10 +583,15 @@ fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
     ];
     let e = l + rcd_wr + t("nCCD_L");
     s.case("nCCD_L write", "nCCD_L", &pw, cmd(0, Wr, same_group), e);
-    let e = l + rcd_wr + cwl + bl + t("nWTR_L");
+    // LPDDR5 with BL32 in BG mode counts BL/n_max within a group.
+    let (bl_l, bl_l_key) = match s.spec.param("nBL_max") {
+        Some(v) => (v, "nCWL+nBL_max+nWTR_L"),
+        None => (bl, "nCWL+nBL+nWTR_L"),
+    };
+    let e = l + rcd_wr + cwl + bl_l + t("nWTR_L");
     s.case(
         "WR -> RD same group",
-        "nCWL+nBL+nWTR_L",
+        bl_l_key,
         &pw,
         cmd(0, Rd, same_group),
         e,
@@ -686,7 +691,54 @@ fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
 
 #[test]
 fn lpddr5_every_rule_row_at_its_earliest_cycle() {
-    let s = setup("LPDDR5-6400/LPDDR5-8Gb-x16", 1, &[]);
+    lpddr5_bg_rows("LPDDR5-6400/LPDDR5-8Gb-x16");
+}
+
+#[test]
+fn lpddr5_bl32_every_rule_row_at_its_earliest_cycle() {
+    // BG mode with BL32: the same rows at the BL32 values (6-clock burst window, nCCD_S 6,
+    // nCCD_L 8, BL/n_max 8 for same-group write to read), and the rank-to-rank rows.
+    let s = setup("LPDDR5-6400-BL32/LPDDR5-8Gb-x16", 1, &[]);
+    assert_eq!(
+        ["nBL", "nBL_max", "nCCD_S", "nCCD_L"].map(|n| s.t(n)),
+        [6, 8, 6, 8]
+    );
+    assert_eq!(s.spec.org.line_bytes(), 64);
+    lpddr5_bg_rows("LPDDR5-6400-BL32/LPDDR5-8Gb-x16");
+    lpddr5_rank_to_rank("LPDDR5-6400-BL32/LPDDR5-8Gb-x16", (1, 0));
+}
+
+/// Data-bus turnarounds between two ranks of one channel (the burst length enters as nBL; WR ->
+/// RD, nCWL + nBL + nRTRS - nCL, comes out at zero or below on LPDDR5-6400 and binds nothing).
+fn lpddr5_rank_to_rank(name: &str, bank: (u32, u32)) {
+    let s = setup(name, 2, &[]);
+    let t = |n: &str| s.t(n);
+    let (rcd, bl, rtrs, cl, cwl) = (t("nRCD"), t("nBL"), t("nRTRS"), t("nCL"), t("nCWL"));
+    let gap = t("nRRD");
+    let p = [
+        cmd(0, Act, bank),
+        on_rank(cmd(gap, Act, bank), 1),
+        cmd(rcd + gap, Rd, bank),
+    ];
+    let e = rcd + gap + bl + rtrs;
+    let probe = on_rank(cmd(0, Rd, bank), 1);
+    s.case("RD -> RD other rank", "nBL+nRTRS", &p, probe, e);
+    let e = rcd + gap + cl + bl + rtrs - cwl;
+    let probe = on_rank(cmd(0, Wr, bank), 1);
+    s.case("RD -> WR other rank", "nBL+nRTRS", &p, probe, e);
+    let p = [
+        cmd(0, Act, bank),
+        on_rank(cmd(gap, Act, bank), 1),
+        cmd(rcd + gap, Wr, bank),
+    ];
+    let e = rcd + gap + bl + rtrs;
+    let probe = on_rank(cmd(0, Wr, bank), 1);
+    s.case("WR -> WR other rank", "nBL+nRTRS", &p, probe, e);
+}
+
+/// Every LPDDR5 rule row in BG mode (BL16 or BL32, by the speed entry).
+fn lpddr5_bg_rows(name: &str) {
+    let s = setup(name, 1, &[]);
     let t = |n: &str| s.t(n);
     // JESD209-5B's 8 Gb refresh clocks at 6400 (Ramulator 2.1's test asserts the same numbers).
     assert_eq!(
@@ -750,9 +802,149 @@ fn lpddr5_every_rule_row_at_its_earliest_cycle() {
     // nFAW: four activations a tRRD apart; the window binds only beyond 4 x tRRD (the bin has
     // exactly that), so the test widens it.
     let rrd = t("nRRD");
-    let w = setup("LPDDR5-6400/LPDDR5-8Gb-x16", 1, &[("nFAW", 4 * rrd + 3)]);
+    let w = setup(name, 1, &[("nFAW", 4 * rrd + 3)]);
     let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
     w.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), 4 * rrd + 3);
+}
+
+#[test]
+fn lpddr5_8b_every_rule_row_at_its_earliest_cycle() {
+    // 8-bank mode: no bank groups, so one nCCD, nWTR and nRRD for any two banks; BL32 in 4
+    // clocks; tRRD 10 ns and tFAW 40 ns. Banks 0 to 7 of the one group.
+    let s = setup("LPDDR5-6400-8B/LPDDR5-8Gb-x16-8B", 1, &[]);
+    let t = |n: &str| s.t(n);
+    assert_eq!(
+        ["nBL", "nCCD", "nRRD", "nFAW", "nWTR"].map(|n| s.t(n)),
+        [4, 4, 8, 32, 10]
+    );
+    assert_eq!(
+        [t("nRFC"), t("nRFCpb"), t("nPBR2PBR"), t("nPBR2ACT")],
+        [168, 96, 72, 6]
+    );
+    let o = &s.spec.org;
+    assert_eq!(
+        (
+            o.bank_groups,
+            o.banks_per_rank(),
+            o.row_bytes(),
+            o.line_bytes()
+        ),
+        (1, 8, 4096, 64)
+    );
+    let (rp, ras, rc, rcd) = (t("nRP"), t("nRAS"), t("nRC"), t("nRCD"));
+    let (cl, cwl, bl, wr, rtp) = (t("nCL"), t("nCWL"), t("nBL"), t("nWR"), t("nRTP"));
+    let (a, b2) = ((0, 0), (0, 5));
+    // Same bank.
+    for k in [Rd, Rda, Wr, Wra] {
+        s.case(
+            &format!("nRCD -> {k}"),
+            "nRCD",
+            &[cmd(0, Act, a)],
+            cmd(0, k, a),
+            rcd,
+        );
+    }
+    s.case("nRAS", "nRAS", &[cmd(0, Act, a)], cmd(0, Pre, a), ras);
+    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
+    s.case("nRC", "nRC", &p, row(cmd(0, Act, a), 9), rc.max(ras + rp));
+    let p = [cmd(0, Act, a), cmd(rc, Pre, a)];
+    s.case("nRP", "nRP", &p, row(cmd(0, Act, a), 9), rc + rp);
+    s.case("PRE -> REFPB", "nRP", &p, cmd(0, Refpb, a), rc + rp);
+    let p = [cmd(0, Act, a), cmd(ras, Rd, a)];
+    s.case("nRTP", "nRTP", &p, cmd(0, Pre, a), ras + rtp);
+    let p = [cmd(0, Act, a), cmd(rcd, Wr, a)];
+    let e = rcd + cwl + bl + wr;
+    s.case("write recovery", "nCWL+nBL+nWR", &p, cmd(0, Pre, a), e);
+    s.case("WR -> RDA", "nCWL+nBL+nWR", &p, cmd(0, Rda, a), e - rtp);
+    let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
+    let e = ras + 3 + rtp + rp;
+    s.case("RDA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
+    s.case("RDA -> REFPB", "nRP", &p, cmd(0, Refpb, a), e);
+    let p = [cmd(0, Act, a), cmd(rcd, Wra, a)];
+    let e = rcd + cwl + bl + wr + rp;
+    s.case("WRA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
+    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
+    let e = rc.max(ras + rp);
+    s.case("ACT -> REFPB same bank", "nRC", &p, cmd(0, Refpb, a), e);
+    // RowClone FPM.
+    let p = [cmd(0, Act, a)];
+    s.case("ACT -> ACTC", "nRAS", &p, row(cmd(0, Actc, a), 6), ras);
+    let p = [cmd(0, Act, a), row(cmd(ras, Actc, a), 6)];
+    s.case("ACTC -> PRE", "nRAS", &p, cmd(0, Pre, a), 2 * ras);
+    let p = [
+        cmd(0, Act, a),
+        row(cmd(ras, Actc, a), 6),
+        cmd(2 * ras, Pre, a),
+    ];
+    let e = 2 * ras + rp;
+    s.case("ACTC -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
+    // The two-part activate.
+    let p = [cmd(0, Act, a)];
+    s.case("ACT two-part", "2", &p, cmd(0, Pre, (0, 3)), 2);
+    // Any two banks: tRRD 10 ns, nCCD, write to read, read to write.
+    let rrd = t("nRRD");
+    s.case("nRRD", "nRRD", &[cmd(0, Act, a)], cmd(0, Act, b2), rrd);
+    let p = [cmd(0, Act, a), cmd(rrd, Act, b2), cmd(rrd + rcd, Rd, a)];
+    let e = rrd + rcd + t("nCCD");
+    s.case("nCCD read", "nCCD", &p, cmd(0, Rd, b2), e);
+    let e = rrd + rcd + cl + bl + 2 - cwl;
+    s.case("RD -> WR", "nCL+nBL+2-nCWL", &p, cmd(0, Wr, b2), e);
+    let p = [cmd(0, Act, a), cmd(rrd, Act, b2), cmd(rrd + rcd, Wr, a)];
+    let e = rrd + rcd + t("nCCD");
+    s.case("nCCD write", "nCCD", &p, cmd(0, Wr, b2), e);
+    let e = rrd + rcd + cwl + bl + t("nWTR");
+    s.case("WR -> RD", "nCWL+nBL+nWTR", &p, cmd(0, Rd, b2), e);
+    // Precharges.
+    let p = [cmd(0, Act, a), cmd(rrd, Act, b2), cmd(ras + 20, Pre, a)];
+    s.case("nPPD", "nPPD", &p, cmd(0, Pre, b2), ras + 20 + t("nPPD"));
+    let rpab = t("nRPab");
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case("PREA -> ACT", "nRPab", &p, cmd(0, Act, b2), ras + rpab);
+    s.case("PREA -> REF", "nRPab", &p, cmd(0, Ref, a), ras + rpab);
+    s.case("PREA -> REFPB", "nRPab", &p, cmd(0, Refpb, b2), ras + rpab);
+    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
+    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
+    // Refresh.
+    let rfc = t("nRFC");
+    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), rfc);
+    s.case(
+        "REF -> REFPB",
+        "nRFC",
+        &[cmd(0, Ref, a)],
+        cmd(0, Refpb, a),
+        rfc,
+    );
+    let (rfcpb, pb) = (t("nRFCpb"), [cmd(0, Refpb, a)]);
+    s.case(
+        "REFPB -> ACT same bank",
+        "nRFCpb",
+        &pb,
+        cmd(0, Act, a),
+        rfcpb,
+    );
+    s.case(
+        "REFPB -> REFPB same bank",
+        "nRFCpb",
+        &pb,
+        cmd(0, Refpb, a),
+        rfcpb,
+    );
+    s.case("REFPB -> REF", "nRFCpb", &pb, cmd(0, Ref, a), rfcpb);
+    s.case("REFPB -> PREA", "nRFCpb", &pb, cmd(0, Prea, a), rfcpb);
+    let e = t("nPBR2PBR");
+    s.case("tpbR2pbR", "nPBR2PBR", &pb, cmd(0, Refpb, b2), e);
+    let e = t("nPBR2ACT");
+    s.case("tpbR2act", "nPBR2ACT", &pb, cmd(0, Act, b2), e);
+    // nFAW 40 ns: exactly 4 x tRRD, so the fifth activation waits tFAW after the first; the test
+    // widens it by 3 clocks to tell the two rules apart.
+    let w = setup(
+        "LPDDR5-6400-8B/LPDDR5-8Gb-x16-8B",
+        1,
+        &[("nFAW", 4 * rrd + 3)],
+    );
+    let p: Vec<Cmd> = (0..4).map(|k| cmd(k as u64 * rrd, Act, (0, k))).collect();
+    w.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 4)), 4 * rrd + 3);
+    lpddr5_rank_to_rank("LPDDR5-6400-8B/LPDDR5-8Gb-x16-8B", (0, 0));
 }
 
 #[test]
