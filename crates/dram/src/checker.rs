@@ -1540,7 +1540,8 @@ impl Checker {
         }
     }
 
-    /// Bursts of different ranks on one channel's data bus: nRTRS between them.
+    /// Bursts on one channel's data bus: nRTRS between those of different ranks, no overlap
+    /// between those of one rank.
     fn data_bus(&mut self, ctx: &mut Ctx<'_>, loc: Loc) {
         let rec = ctx.rec;
         let p = &self.p;
@@ -1553,53 +1554,42 @@ impl Checker {
         let end = start.saturating_add(p.bl);
         let ch = &mut self.channels[loc.ch];
         for b in ch.bursts.iter() {
-            if b.rank == rec.rank {
-                // One rank's bursts may not overlap on the data bus either. The column rules
-                // keep them apart; this checks the bursts themselves, so that a bin whose column
-                // spacing is shorter than its burst (e.g. BL32's 6-clock window) shows. Reported
-                // only when no column rule already named the pair.
-                let named = ctx.found.iter().any(|v| v.earlier_index == Some(b.index));
-                if start < b.end && b.start < end && !named {
-                    let prev = Entry {
-                        cycle: b.cmd_cycle,
-                        index: b.index,
-                        kind: b.kind,
-                        implied: false,
-                        sides: [None, None],
-                    };
-                    ctx.timing(
-                        format!(
-                            "nBL: {} -> {} same rank (data bus busy for the burst)",
-                            b.kind, rec.kind
-                        ),
-                        (b.offset + p.bl).saturating_sub(offset),
-                        sep(rec.cycle, b.cmd_cycle),
-                        &prev,
-                    );
-                }
+            // Another rank's burst needs nRTRS of idle bus between. One rank's bursts may not
+            // overlap either: the column rules keep them apart, and this checks the bursts
+            // themselves, so that a bin whose column spacing is shorter than its burst (e.g.
+            // BL32's 6-clock window) shows; reported only when no column rule named the pair.
+            let same = b.rank == rec.rank;
+            let gap = if same { 0 } else { p.rtrs };
+            let after = start >= b.end.saturating_add(gap);
+            let before = b.start >= end.saturating_add(gap);
+            let named = same && ctx.found.iter().any(|v| v.earlier_index == Some(b.index));
+            if after || before || named {
                 continue;
             }
-            let after = start >= b.end.saturating_add(p.rtrs);
-            let before = b.start >= end.saturating_add(p.rtrs);
-            if !(after || before) {
-                let req = (b.offset + p.bl + p.rtrs).saturating_sub(offset);
-                let prev = Entry {
-                    cycle: b.cmd_cycle,
-                    index: b.index,
-                    kind: b.kind,
-                    implied: false,
-                    sides: [None, None],
-                };
-                ctx.timing(
-                    format!(
-                        "nBL+nRTRS: {} -> {} different ranks (data bus)",
-                        b.kind, rec.kind
-                    ),
-                    req,
-                    sep(rec.cycle, b.cmd_cycle),
-                    &prev,
-                );
-            }
+            let rule = if same {
+                format!(
+                    "nBL: {} -> {} same rank (data bus busy for the burst)",
+                    b.kind, rec.kind
+                )
+            } else {
+                format!(
+                    "nBL+nRTRS: {} -> {} different ranks (data bus)",
+                    b.kind, rec.kind
+                )
+            };
+            let prev = Entry {
+                cycle: b.cmd_cycle,
+                index: b.index,
+                kind: b.kind,
+                implied: false,
+                sides: [None, None],
+            };
+            ctx.timing(
+                rule,
+                (b.offset + p.bl + gap).saturating_sub(offset),
+                sep(rec.cycle, b.cmd_cycle),
+                &prev,
+            );
         }
         ch.bursts.push_back(Burst {
             start,

@@ -2,7 +2,7 @@
 //! every preset, both schedulers and both row policies, on randomized traffic with bulk copies and
 //! zeroing through both bulk mechanisms. Any rule the controller's rule table gets wrong shows up
 //! here as a violation.
-use movelab_dram::checker::Checker;
+use movelab_dram::checker::{CheckReport, Checker};
 use movelab_dram::command::{CommandRecord, CommandSink};
 use movelab_dram::config::{builtin_config_names, Config};
 use movelab_dram::generator::Xoshiro256StarStar;
@@ -314,6 +314,27 @@ fn a_controller_that_breaks_a_rule_is_caught() {
     );
 }
 
+/// Runs `items` through a controller configured as `controller` while the checker holds the
+/// timing of `device` (a mutation check when the two differ).
+fn replay_against(controller: &Config, device: &Config, items: Vec<TraceItem>) -> CheckReport {
+    let spec = device.resolve("test").unwrap();
+    let mut sink = CheckSink {
+        checker: Checker::new(&log_header(device, &spec)).unwrap(),
+        first: None,
+        recent: Default::default(),
+    };
+    simulate(
+        controller,
+        items.into_iter().map(Ok),
+        RunOptions {
+            command_log: Some(&mut sink),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sink.checker.finish()
+}
+
 #[test]
 fn a_controller_that_refreshes_a_bank_too_early_is_caught() {
     // Mutation check for per-bank refresh: the controller believes tRFCpb is 40 clocks shorter.
@@ -326,21 +347,7 @@ fn a_controller_that_refreshes_a_bank_too_early_is_caught() {
             .dram
             .timing
             .insert("nRFCpb".into(), spec.t("nRFCpb") - 40);
-        let mut sink = CheckSink {
-            checker: Checker::new(&log_header(&real, &spec)).unwrap(),
-            first: None,
-            recent: Default::default(),
-        };
-        simulate(
-            &broken,
-            traffic(5, 4000, 1 << 20, 2048).into_iter().map(Ok),
-            RunOptions {
-                command_log: Some(&mut sink),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let report = sink.checker.finish();
+        let report = replay_against(&broken, &real, traffic(5, 4000, 1 << 20, 2048));
         assert!(
             report.violations.iter().any(|v| v.rule_key() == "nRFCpb"),
             "{preset}: {:?}",
@@ -376,26 +383,11 @@ fn lpddr5_bl32_overlapping_bursts_and_short_write_to_read_are_caught() {
         .dram
         .timing
         .insert("nBL_max".into(), spec.t("nBL"));
-    for (controller, checker_cfg, key) in [
+    for (controller, device, key) in [
         (&interleaving, &interleaving, "nBL"),
         (&short_wtr, &real, "nCWL+nBL_max+nWTR_L"),
     ] {
-        let checker_spec = checker_cfg.resolve("test").unwrap();
-        let mut sink = CheckSink {
-            checker: Checker::new(&log_header(checker_cfg, &checker_spec)).unwrap(),
-            first: None,
-            recent: Default::default(),
-        };
-        simulate(
-            controller,
-            traffic(9, 3000, 1 << 20, 2048).into_iter().map(Ok),
-            RunOptions {
-                command_log: Some(&mut sink),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let report = sink.checker.finish();
+        let report = replay_against(controller, device, traffic(9, 3000, 1 << 20, 2048));
         assert!(
             report.violations.iter().any(|v| v.rule_key() == key),
             "{key}: {:?}",

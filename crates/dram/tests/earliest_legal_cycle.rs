@@ -500,16 +500,14 @@ fn hbm2_every_rule_row_at_its_earliest_cycle() {
     s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
 }
 
-/// The rule rows LPDDR5 and HBM3 share with the other standards, at their own values: same-bank
-/// row cycle, auto-precharge, write recovery, RowClone's FPM rows, the bank-group and rank column
-/// rules (`rcd_rd` / `rcd_wr`: nRCD, or HBM3's split nRCDRD / nRCDWR; `rrd_s`: the ACT spacing
-/// of two banks in different groups).
-fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
+/// The same-bank rows every standard here has, at the bin's values: row cycle, auto-precharge,
+/// write recovery and RowClone's FPM rows (`rcd_keys`: nRCD, or HBM3's split nRCDRD / nRCDWR).
+fn same_bank_rows(s: &Setup, rcd_keys: (&str, &str)) {
     let t = |n: &str| s.t(n);
     let (rp, ras, rc) = (t("nRP"), t("nRAS"), t("nRC"));
     let (cwl, bl, wr, rtp) = (t("nCWL"), t("nBL"), t("nWR"), t("nRTP"));
     let (rcd_rd, rcd_wr) = (t(rcd_keys.0), t(rcd_keys.1));
-    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    let a = (0, 0);
     for k in [Rd, Rda] {
         let name = format!("{} ACT -> {k}", rcd_keys.0);
         s.case(&name, rcd_keys.0, &[cmd(0, Act, a)], cmd(0, k, a), rcd_rd);
@@ -557,6 +555,84 @@ fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
         row(cmd(0, Act, a), 9),
         2 * ras + rp,
     );
+}
+
+/// All-bank refresh and, at the refreshed bank, per-bank refresh (LPDDR5, HBM3).
+fn refresh_rows(s: &Setup) {
+    let t = |n: &str| s.t(n);
+    let (rp, ras, rc, rtp) = (t("nRP"), t("nRAS"), t("nRC"), t("nRTP"));
+    let a = (0, 0);
+    // All-bank refresh.
+    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
+    s.case(
+        "REF -> REFPB",
+        "nRFC",
+        &[cmd(0, Ref, a)],
+        cmd(0, Refpb, a),
+        t("nRFC"),
+    );
+    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
+    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
+    // Per-bank refresh at the refreshed bank.
+    let rfcpb = t("nRFCpb");
+    s.case(
+        "REFPB -> ACT same bank",
+        "nRFCpb",
+        &[cmd(0, Refpb, a)],
+        cmd(0, Act, a),
+        rfcpb,
+    );
+    let p = [cmd(0, Refpb, a)];
+    s.case(
+        "REFPB -> REFPB same bank",
+        "nRFCpb",
+        &p,
+        cmd(0, Refpb, a),
+        rfcpb,
+    );
+    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
+    s.case(
+        "ACT -> REFPB same bank",
+        "nRC",
+        &p,
+        cmd(0, Refpb, a),
+        rc.max(ras + rp),
+    );
+    let p = [cmd(0, Act, a), cmd(rc, Pre, a)];
+    s.case("PRE -> REFPB", "nRP", &p, cmd(0, Refpb, a), rc + rp);
+    let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
+    s.case(
+        "RDA -> REFPB",
+        "nRP",
+        &p,
+        cmd(0, Refpb, a),
+        ras + 3 + rtp + rp,
+    );
+    s.case(
+        "REFPB -> REF",
+        "nRFCpb",
+        &[cmd(0, Refpb, a)],
+        cmd(0, Ref, a),
+        rfcpb,
+    );
+    s.case(
+        "REFPB -> PREA",
+        "nRFCpb",
+        &[cmd(0, Refpb, a)],
+        cmd(0, Prea, a),
+        rfcpb,
+    );
+}
+
+/// The rule rows LPDDR5 and HBM3 share with the other standards, at their own values: the
+/// same-bank rows, the bank-group and rank column rules (`rcd_rd` / `rcd_wr`: nRCD, or HBM3's
+/// split nRCDRD / nRCDWR; `rrd_s`: the ACT spacing of two banks in different groups) and refresh.
+fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
+    same_bank_rows(s, rcd_keys);
+    let t = |n: &str| s.t(n);
+    let (ras, cwl, bl) = (t("nRAS"), t("nCWL"), t("nBL"));
+    let (rcd_rd, rcd_wr) = (t(rcd_keys.0), t(rcd_keys.1));
+    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
     // Activations.
     s.case(
         rrd_s.0,
@@ -627,66 +703,7 @@ fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
     ];
     let e = ras + 20 + t("nPPD");
     s.case("nPPD", "nPPD", &p, cmd(0, Pre, other_group), e);
-    // All-bank refresh.
-    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
-    s.case(
-        "REF -> REFPB",
-        "nRFC",
-        &[cmd(0, Ref, a)],
-        cmd(0, Refpb, a),
-        t("nRFC"),
-    );
-    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
-    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
-    // Per-bank refresh at the refreshed bank.
-    let rfcpb = t("nRFCpb");
-    s.case(
-        "REFPB -> ACT same bank",
-        "nRFCpb",
-        &[cmd(0, Refpb, a)],
-        cmd(0, Act, a),
-        rfcpb,
-    );
-    let p = [cmd(0, Refpb, a)];
-    s.case(
-        "REFPB -> REFPB same bank",
-        "nRFCpb",
-        &p,
-        cmd(0, Refpb, a),
-        rfcpb,
-    );
-    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
-    s.case(
-        "ACT -> REFPB same bank",
-        "nRC",
-        &p,
-        cmd(0, Refpb, a),
-        rc.max(ras + rp),
-    );
-    let p = [cmd(0, Act, a), cmd(rc, Pre, a)];
-    s.case("PRE -> REFPB", "nRP", &p, cmd(0, Refpb, a), rc + rp);
-    let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
-    s.case(
-        "RDA -> REFPB",
-        "nRP",
-        &p,
-        cmd(0, Refpb, a),
-        ras + 3 + rtp + rp,
-    );
-    s.case(
-        "REFPB -> REF",
-        "nRFCpb",
-        &[cmd(0, Refpb, a)],
-        cmd(0, Ref, a),
-        rfcpb,
-    );
-    s.case(
-        "REFPB -> PREA",
-        "nRFCpb",
-        &[cmd(0, Refpb, a)],
-        cmd(0, Prea, a),
-        rfcpb,
-    );
+    refresh_rows(s);
 }
 
 #[test]
@@ -831,53 +848,11 @@ fn lpddr5_8b_every_rule_row_at_its_earliest_cycle() {
         ),
         (1, 8, 4096, 64)
     );
-    let (rp, ras, rc, rcd) = (t("nRP"), t("nRAS"), t("nRC"), t("nRCD"));
-    let (cl, cwl, bl, wr, rtp) = (t("nCL"), t("nCWL"), t("nBL"), t("nWR"), t("nRTP"));
+    same_bank_rows(&s, ("nRCD", "nRCD"));
+    refresh_rows(&s);
+    let (ras, rcd) = (t("nRAS"), t("nRCD"));
+    let (cl, cwl, bl) = (t("nCL"), t("nCWL"), t("nBL"));
     let (a, b2) = ((0, 0), (0, 5));
-    // Same bank.
-    for k in [Rd, Rda, Wr, Wra] {
-        s.case(
-            &format!("nRCD -> {k}"),
-            "nRCD",
-            &[cmd(0, Act, a)],
-            cmd(0, k, a),
-            rcd,
-        );
-    }
-    s.case("nRAS", "nRAS", &[cmd(0, Act, a)], cmd(0, Pre, a), ras);
-    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
-    s.case("nRC", "nRC", &p, row(cmd(0, Act, a), 9), rc.max(ras + rp));
-    let p = [cmd(0, Act, a), cmd(rc, Pre, a)];
-    s.case("nRP", "nRP", &p, row(cmd(0, Act, a), 9), rc + rp);
-    s.case("PRE -> REFPB", "nRP", &p, cmd(0, Refpb, a), rc + rp);
-    let p = [cmd(0, Act, a), cmd(ras, Rd, a)];
-    s.case("nRTP", "nRTP", &p, cmd(0, Pre, a), ras + rtp);
-    let p = [cmd(0, Act, a), cmd(rcd, Wr, a)];
-    let e = rcd + cwl + bl + wr;
-    s.case("write recovery", "nCWL+nBL+nWR", &p, cmd(0, Pre, a), e);
-    s.case("WR -> RDA", "nCWL+nBL+nWR", &p, cmd(0, Rda, a), e - rtp);
-    let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
-    let e = ras + 3 + rtp + rp;
-    s.case("RDA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
-    s.case("RDA -> REFPB", "nRP", &p, cmd(0, Refpb, a), e);
-    let p = [cmd(0, Act, a), cmd(rcd, Wra, a)];
-    let e = rcd + cwl + bl + wr + rp;
-    s.case("WRA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
-    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
-    let e = rc.max(ras + rp);
-    s.case("ACT -> REFPB same bank", "nRC", &p, cmd(0, Refpb, a), e);
-    // RowClone FPM.
-    let p = [cmd(0, Act, a)];
-    s.case("ACT -> ACTC", "nRAS", &p, row(cmd(0, Actc, a), 6), ras);
-    let p = [cmd(0, Act, a), row(cmd(ras, Actc, a), 6)];
-    s.case("ACTC -> PRE", "nRAS", &p, cmd(0, Pre, a), 2 * ras);
-    let p = [
-        cmd(0, Act, a),
-        row(cmd(ras, Actc, a), 6),
-        cmd(2 * ras, Pre, a),
-    ];
-    let e = 2 * ras + rp;
-    s.case("ACTC -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
     // The two-part activate.
     let p = [cmd(0, Act, a)];
     s.case("ACT two-part", "2", &p, cmd(0, Pre, (0, 3)), 2);
@@ -902,35 +877,8 @@ fn lpddr5_8b_every_rule_row_at_its_earliest_cycle() {
     s.case("PREA -> ACT", "nRPab", &p, cmd(0, Act, b2), ras + rpab);
     s.case("PREA -> REF", "nRPab", &p, cmd(0, Ref, a), ras + rpab);
     s.case("PREA -> REFPB", "nRPab", &p, cmd(0, Refpb, b2), ras + rpab);
-    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
-    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
-    // Refresh.
-    let rfc = t("nRFC");
-    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), rfc);
-    s.case(
-        "REF -> REFPB",
-        "nRFC",
-        &[cmd(0, Ref, a)],
-        cmd(0, Refpb, a),
-        rfc,
-    );
-    let (rfcpb, pb) = (t("nRFCpb"), [cmd(0, Refpb, a)]);
-    s.case(
-        "REFPB -> ACT same bank",
-        "nRFCpb",
-        &pb,
-        cmd(0, Act, a),
-        rfcpb,
-    );
-    s.case(
-        "REFPB -> REFPB same bank",
-        "nRFCpb",
-        &pb,
-        cmd(0, Refpb, a),
-        rfcpb,
-    );
-    s.case("REFPB -> REF", "nRFCpb", &pb, cmd(0, Ref, a), rfcpb);
-    s.case("REFPB -> PREA", "nRFCpb", &pb, cmd(0, Prea, a), rfcpb);
+    // Per-bank refresh, rank-wide.
+    let pb = [cmd(0, Refpb, a)];
     let e = t("nPBR2PBR");
     s.case("tpbR2pbR", "nPBR2PBR", &pb, cmd(0, Refpb, b2), e);
     let e = t("nPBR2ACT");
