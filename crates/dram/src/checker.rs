@@ -37,7 +37,7 @@
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
 //! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank, nPBR2PBR to REFPB, nPBR2ACT to ACT |
 //! | LPDDR5 BG mode, BL32 | WR -> RD / TR same bank group: nCWL + nBL_max + nWTR_L (BL/n_max), when the bin gives nBL_max |
-//! | HBM3 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
+//! | HBM2, HBM3 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
 //! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
 //!
 //! Protocol: ACT only to a precharged bank; RD / WR / RDA / WRA / TR only to an open bank and its
@@ -267,8 +267,9 @@ impl Params {
         } else {
             (rp, "nRP")
         };
-        // Per-bank refresh: LPDDR5 (JESD209-5B: tRFCpb, tpbR2pbR, tpbR2act) and HBM3 (JESD238:
-        // tRFCpb, tRREFD both ways between REFpb and REFpb / ACT, tRRD_S from an ACT).
+        // Per-bank refresh: LPDDR5 (JESD209-5B: tRFCpb, tpbR2pbR, tpbR2act) and HBM2 / HBM3
+        // (JESD235's single-bank refresh, JESD238's REFpb: tRFCpb, tRREFD both ways between
+        // REFpb and REFpb / ACT, tRRD_S from an ACT).
         let pb = match h.standard.as_str() {
             "LPDDR5" => Some(PerBankRefresh {
                 rfcpb: get("nRFCpb")?,
@@ -276,7 +277,7 @@ impl Params {
                 pb2act: ("nPBR2ACT", get("nPBR2ACT")?),
                 act2pb: None,
             }),
-            "HBM3" => Some(PerBankRefresh {
+            "HBM2" | "HBM3" => Some(PerBankRefresh {
                 rfcpb: get("nRFCpb")?,
                 pb2pb: ("nRREFD", get("nRREFD")?),
                 pb2act: ("nRREFD", get("nRREFD")?),

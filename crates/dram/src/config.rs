@@ -165,7 +165,7 @@ pub struct ControllerConfig {
     /// Leave write-drain mode when the write queue falls below this fraction (and reads wait).
     pub write_low_watermark: f64,
     /// Refresh: "all-bank" (REF per rank every nREFI), "same-bank" (DDR5 REFSB: one bank index
-    /// of every group at a time, each refreshed once per nREFI), "per-bank" (LPDDR5 / HBM3 REFPB:
+    /// of every group at a time, each refreshed once per nREFI), "per-bank" (LPDDR5 / HBM2 / HBM3 REFPB:
     /// one bank at a time, each once per nREFI) or "none".
     pub refresh: String,
     /// Address mapper: "RoBaRaCoCh", "ChRaBaRoCo" or "line-interleave" (see docs/dram.md).
@@ -658,7 +658,7 @@ impl Config {
                 src,
                 "controller.refresh",
                 format!(
-                    "\"per-bank\" refresh needs a part with tRFCpb ({} has none; LPDDR5 and HBM3 parts do)",
+                    "\"per-bank\" refresh needs a part with tRFCpb ({} has none; LPDDR5, HBM2 and HBM3 parts do)",
                     d.part
                 ),
             ));

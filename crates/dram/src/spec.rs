@@ -250,7 +250,7 @@ pub struct PartRow {
     /// Same-bank refresh cycle time (DDR5 tRFCsb), ns; gives `nRFCsb`.
     #[serde(default, rename = "tRFCsb_ns")]
     pub trfcsb_ns: Option<f64>,
-    /// Per-bank refresh cycle time (LPDDR5 / HBM3 tRFCpb), ns; gives `nRFCpb`.
+    /// Per-bank refresh cycle time (LPDDR5 / HBM2 / HBM3 tRFCpb), ns; gives `nRFCpb`.
     #[serde(default, rename = "tRFCpb_ns")]
     pub trfcpb_ns: Option<f64>,
     /// Per-bank refresh to per-bank refresh of another bank (LPDDR5 tpbR2pbR), ns; gives

@@ -225,12 +225,14 @@ fn same_bank_refresh_obeys_the_standard() {
 
 #[test]
 fn per_bank_refresh_obeys_the_standard() {
-    // LPDDR5 (BG mode with BL16 and BL32, 8B mode) and HBM3 with REFpb, both schedulers and row
-    // policies, RowClone on, over several refresh intervals (every bank refreshed several times).
+    // LPDDR5 (BG mode with BL16 and BL32, 8B mode), HBM2 and HBM3 with REFpb, both schedulers and
+    // row policies, RowClone on, over several refresh intervals (every bank refreshed several
+    // times).
     for preset in [
         "LPDDR5-6400/LPDDR5-8Gb-x16",
         "LPDDR5-6400-BL32/LPDDR5-8Gb-x16",
         "LPDDR5-6400-8B/LPDDR5-8Gb-x16-8B",
+        "HBM2-2000/HBM2-8Gb-PC",
         "HBM3-6400/HBM3-8Gb-PC",
     ] {
         for sched in ["frfcfs", "fcfs"] {

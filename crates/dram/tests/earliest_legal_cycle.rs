@@ -416,6 +416,10 @@ fn ddr5_rank_to_rank_turnarounds() {
 fn hbm2_every_rule_row_at_its_earliest_cycle() {
     // HBM2's own rows: split nRCDRD / nRCDWR, nRTW, and the DDR4-like group rules at its values.
     let s = setup("HBM2-2000/HBM2-8Gb-PC", 1, &[]);
+    // Per-bank refresh (JESD235's single-bank refresh), at DRAMSys's HBM2 values.
+    assert_eq!([s.t("nRFCpb"), s.t("nRREFD")], [96, 8]);
+    per_bank_rows(&s);
+    hbm_per_bank_rank_rows(&s);
     let t = |n: &str| s.t(n);
     let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
     let (rcdrd, rcdwr) = (t("nRCDRD"), t("nRCDWR"));
@@ -560,10 +564,21 @@ fn same_bank_rows(s: &Setup, rcd_keys: (&str, &str)) {
 /// All-bank refresh and, at the refreshed bank, per-bank refresh (LPDDR5, HBM3).
 fn refresh_rows(s: &Setup) {
     let t = |n: &str| s.t(n);
-    let (rp, ras, rc, rtp) = (t("nRP"), t("nRAS"), t("nRC"), t("nRTP"));
+    let (rp, ras) = (t("nRP"), t("nRAS"));
     let a = (0, 0);
     // All-bank refresh.
     s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
+    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
+    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
+    per_bank_rows(s);
+}
+
+/// Per-bank refresh (REFPB) at the refreshed bank, and against all-bank refresh: the rows LPDDR5,
+/// HBM2 and HBM3 share.
+fn per_bank_rows(s: &Setup) {
+    let t = |n: &str| s.t(n);
+    let a = (0, 0);
+    let (rp, ras, rc, rtp) = (t("nRP"), t("nRAS"), t("nRC"), t("nRTP"));
     s.case(
         "REF -> REFPB",
         "nRFC",
@@ -571,9 +586,6 @@ fn refresh_rows(s: &Setup) {
         cmd(0, Refpb, a),
         t("nRFC"),
     );
-    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
-    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
-    // Per-bank refresh at the refreshed bank.
     let rfcpb = t("nRFCpb");
     s.case(
         "REFPB -> ACT same bank",
@@ -913,7 +925,19 @@ fn hbm3_every_rule_row_at_its_earliest_cycle() {
         cmd(0, Refpb, other_group),
         ras + rp,
     );
-    // Per-bank refresh, rank-wide: tRREFD both ways to REFpb / ACT, tRRD_S from an ACT.
+    hbm_per_bank_rank_rows(&s);
+    // nFAW binds beyond 4 x nRRD_S.
+    let rrd = t("nRRD_S");
+    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
+    s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), t("nFAW"));
+    hbm3_other_sid(a, rcdrd);
+}
+
+/// HBM's per-bank refresh, rank-wide (JESD235 / JESD238 as DRAMSys and Ramulator 2 list them):
+/// tRREFD both ways between REFPB and REFPB / ACT, tRRD_S from an ACT to a REFPB of another bank.
+fn hbm_per_bank_rank_rows(s: &Setup) {
+    let t = |n: &str| s.t(n);
+    let (a, other_group) = ((0, 0), (1, 0));
     let pb = [cmd(0, Refpb, a)];
     let rrefd = t("nRREFD");
     s.case(
@@ -938,11 +962,10 @@ fn hbm3_every_rule_row_at_its_earliest_cycle() {
         cmd(0, Refpb, other_group),
         e,
     );
-    // nFAW binds beyond 4 x nRRD_S.
-    let rrd = t("nRRD_S");
-    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
-    s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), t("nFAW"));
-    // Other SID (movelab rank): RD -> RD nCCD_R = nBL + nRTRS.
+}
+
+/// HBM3's other SID (a movelab rank): RD -> RD nCCD_R = nBL + nRTRS.
+fn hbm3_other_sid(a: (u32, u32), rcdrd: u64) {
     let s2 = setup("HBM3-6400/HBM3-8Gb-PC", 2, &[]);
     let p = [
         cmd(0, Act, a),

@@ -5,6 +5,7 @@
 //! user can set is bounded ([`NetworkIoConfig::validate`]).
 use crate::config::CacheConfig;
 use crate::error::PlatformError;
+use crate::preset_toml::{deserialize, PresetSet};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -13,6 +14,14 @@ pub const BUILTIN_NETWORK_PLATFORMS: &[(&str, &str)] = &[(
     "ixp2350",
     include_str!("../../../presets/network/ixp2350.toml"),
 )];
+
+const NETWORK_PLATFORMS: PresetSet = PresetSet {
+    kind: "network platform",
+    unknown: "network platform preset",
+    unknown_or_file: "network platform preset or file",
+    dir: "network",
+    presets: BUILTIN_NETWORK_PLATFORMS,
+};
 
 /// The host core: an in-order core with a private L1 and L2 (tags only, `cache.rs`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -305,31 +314,11 @@ fn range(src: &str, key: &str, v: f64, lo: f64, hi: f64) -> Result<(), PlatformE
 }
 
 impl NetworkIoConfig {
-    /// A built-in platform by name, or a TOML file.
+    /// A built-in platform by name, or a TOML file (which may start from a built-in one with
+    /// `preset = "NAME"` and change only what differs).
     pub fn load(name_or_path: &str) -> Result<NetworkIoConfig, PlatformError> {
-        if let Some((_, text)) = BUILTIN_NETWORK_PLATFORMS
-            .iter()
-            .find(|(n, _)| *n == name_or_path)
-        {
-            return Self::from_toml_str(text, &format!("presets/network/{name_or_path}.toml"));
-        }
-        let p = std::path::Path::new(name_or_path);
-        if !p.is_file() {
-            return Err(PlatformError::Unknown {
-                kind: "network platform preset or file",
-                name: name_or_path.into(),
-                known: BUILTIN_NETWORK_PLATFORMS
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        }
-        let text = std::fs::read_to_string(p).map_err(|e| PlatformError::Io {
-            path: name_or_path.into(),
-            what: e.to_string(),
-        })?;
-        Self::from_toml_str(&text, name_or_path)
+        let (v, src) = NETWORK_PLATFORMS.load(name_or_path)?;
+        Self::from_value(v, &src)
     }
 
     pub fn from_toml_str(text: &str, src: &str) -> Result<NetworkIoConfig, PlatformError> {
@@ -338,10 +327,9 @@ impl NetworkIoConfig {
         Self::from_value(v, src)
     }
 
+    /// From a TOML value; errors name the key at fault.
     pub fn from_value(v: toml::Value, src: &str) -> Result<NetworkIoConfig, PlatformError> {
-        let c: NetworkIoConfig = v
-            .try_into()
-            .map_err(|e: toml::de::Error| bad(src, "(structure)", e.to_string()))?;
+        let c: NetworkIoConfig = deserialize(NETWORK_PLATFORMS.layered(v, src)?, src)?;
         c.validate(src)?;
         Ok(c)
     }

@@ -231,6 +231,34 @@ fn bad_configurations_and_runs_are_refused_by_name() {
         .contains("ixp2350"));
 }
 
+#[test]
+fn a_platform_file_layers_over_a_preset_and_type_errors_name_the_key() {
+    let dir = std::env::temp_dir().join(format!("movelab-netio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Only what differs from the built-in platform.
+    let f = dir.join("faster-host.toml");
+    std::fs::write(&f, "preset = \"ixp2350\"\n[host]\nclock_mhz = 1200.0\n").unwrap();
+    let c = NetworkIoConfig::load(f.to_str().unwrap()).unwrap();
+    let base = NetworkIoConfig::load("ixp2350").unwrap();
+    assert_eq!(c.host.clock_mhz, 1200.0);
+    assert_eq!(c.host.cpi, base.host.cpi);
+    assert_eq!(c.configs.len(), base.configs.len());
+    // A value of the wrong type: the error names the file and the key, not just "(structure)".
+    let g = dir.join("bad-type.toml");
+    std::fs::write(&g, "preset = \"ixp2350\"\n[host]\ncpi = \"fast\"\n").unwrap();
+    let e = NetworkIoConfig::load(g.to_str().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bad-type.toml") && e.contains("host.cpi"), "{e}");
+    let h = dir.join("bad-preset.toml");
+    std::fs::write(&h, "preset = \"ixp9999\"\n").unwrap();
+    let e = NetworkIoConfig::load(h.to_str().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ixp9999") && e.contains("ixp2350"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 mod random_platforms {
     use super::*;
     use proptest::prelude::*;

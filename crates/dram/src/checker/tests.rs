@@ -1313,7 +1313,7 @@ impl Gen {
         let one = |n: &str| Some((n.to_string(), self.p(n)));
         match self.std() {
             "LPDDR5" => [one("nPBR2PBR"), one("nPBR2ACT"), None],
-            "HBM3" => [one("nRREFD"), one("nRREFD"), one("nRRD_S")],
+            "HBM2" | "HBM3" => [one("nRREFD"), one("nRREFD"), one("nRRD_S")],
             _ => [None, None, None],
         }
     }
@@ -1832,7 +1832,7 @@ fn generate(case: &Case, seed: u64, n: usize) -> Gen {
 }
 
 /// Cases for the property tests: a speed bin of every standard the presets have (DDR5 with
-/// all-bank and with same-bank refresh, LPDDR5 and HBM3 with all-bank and per-bank refresh), two
+/// all-bank and with same-bank refresh, LPDDR5, HBM2 and HBM3 with all-bank and per-bank refresh), two
 /// ranks, and a short refresh interval so that refreshes and their rules come up in short
 /// sequences (long enough for one per-bank refresh of every bank between a rank's REFs).
 fn prop_cases() -> Vec<Case> {
@@ -1847,6 +1847,7 @@ fn prop_cases() -> Vec<Case> {
         ("DDR5-3200AN/DDR5-8Gb-x16", SameBank),
         ("DDR5-6400B/DDR5-16Gb-x8", SameBank),
         ("HBM2-2000/HBM2-8Gb-PC", AllBank),
+        ("HBM2-2000/HBM2-8Gb-PC", PerBank),
         ("LPDDR5-6400/LPDDR5-8Gb-x16", AllBank),
         ("LPDDR5-6400/LPDDR5-16Gb-x16", PerBank),
         ("LPDDR5-6400-BL32/LPDDR5-8Gb-x16", PerBank),
@@ -1968,7 +1969,7 @@ proptest! {
     /// Random legal sequences pass; one command one cycle earlier breaks exactly the rules that
     /// set its cycle, and the checker names them. Every standard and refresh mode.
     #[test]
-    fn greedy_sequences_pass_and_shifts_are_caught(which in 0usize..17, seed in any::<u64>(), n in 50usize..400, pick in any::<u64>()) {
+    fn greedy_sequences_pass_and_shifts_are_caught(which in 0usize..18, seed in any::<u64>(), n in 50usize..400, pick in any::<u64>()) {
         let case = prop_cases().swap_remove(which);
         let h = &case.h;
         let g = generate(&case, seed, n);
