@@ -255,6 +255,8 @@ def test_rowclone_latency_on_ddr5_beside_ddr3() -> None:
 
 
 @pytest.mark.parametrize("standard,speed,ras,rp,tck", [("lpddr5", "LPDDR5-6400", 34, 15, 1.25),
+                                                        ("lpddr5-bl32", "LPDDR5-6400-BL32", 34, 15, 1.25),
+                                                        ("lpddr5-8b", "LPDDR5-6400-8B", 34, 15, 1.25),
                                                         ("hbm3", "HBM3-6400", 45, 26, 0.625)])
 def test_rowclone_latency_on_lpddr5_and_hbm3_beside_ddr3(standard: str, speed: str, ras: int, rp: int,
                                                          tck: float) -> None:

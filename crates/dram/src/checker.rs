@@ -29,12 +29,14 @@
 //! | same rank | RD -> RD, WR -> WR, TR <-> RD / WR / TR, RD -> TR: nCCD (_S / _L) |
 //! | same rank | RD -> WR: nCL + nBL + 2 - nCWL; WR -> RD, WR -> TR: nCWL + nBL + nWTR (_S / _L) |
 //! | other rank, same channel | data bursts (RD at [t + nCL, +nBL), WR at [t + nCWL, +nBL)) nRTRS apart |
+//! | same rank | data bursts do not overlap (whatever the column rules allow) |
 //! | same rank | REF -> any command: nRFC; PRE / PREA / auto-precharge -> REF: nRP; PREA -> ACT: nRP |
 //! | same rank, 8-bank DDR2 | PREA -> ACT, PREA -> REF: nRP + 1 (tRPA) |
 //! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
 //! | DDR5 / LPDDR5 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT) hold the bus the next clock |
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
 //! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank, nPBR2PBR to REFPB, nPBR2ACT to ACT |
+//! | LPDDR5 BG mode, BL32 | WR -> RD / TR same bank group: nCWL + nBL_max + nWTR_L (BL/n_max), when the bin gives nBL_max |
 //! | HBM2, HBM3 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
 //! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
 //!
@@ -167,6 +169,10 @@ struct Params {
     ccd_l: (&'static str, u64),
     wtr_s: (&'static str, u64),
     wtr_l: (&'static str, u64),
+    /// The burst time a write to a read of the same bank group counts: LPDDR5 with BL32 in BG mode
+    /// counts BL/n_max (`nBL_max`, JESD209-5 as given by gem5's tBURST_MAX and Ramulator 2.1),
+    /// every other device its burst `nBL`.
+    bl_l: (&'static str, u64),
     rrd_s: (&'static str, u64),
     rrd_l: (&'static str, u64),
     /// Whether the device has bank groups (then `_S` / `_L` differ).
@@ -289,8 +295,14 @@ impl Params {
                 ))),
             }
         };
+        let bl = get("nBL")?;
+        let bl_l = match h.timing.get("nBL_max") {
+            Some(&v) if h.standard == "LPDDR5" && grouped => ("nBL_max", v),
+            _ => ("nBL", bl),
+        };
         Ok(Params {
-            bl: get("nBL")?,
+            bl,
+            bl_l,
             cl: get("nCL")?,
             rcd_rd: rcd("nRCDRD")?,
             rcd_wr: rcd("nRCDWR")?,
@@ -363,7 +375,7 @@ impl Params {
             self.rtp,
             self.write_to_pre(),
             self.read_to_write(),
-            self.cwl + self.bl + self.wtr_l.1.max(self.wtr_s.1),
+            self.cwl + self.bl.max(self.bl_l.1) + self.wtr_l.1.max(self.wtr_s.1),
             self.ccd_l.1.max(self.ccd_s.1),
             self.rrd_l.1.max(self.rrd_s.1),
             self.faw,
@@ -1351,8 +1363,16 @@ impl Checker {
                         (key.into(), p.read_to_write(), same)
                     }
                     (Col::Write, Col::Read) => {
-                        let wtr = if same { p.wtr_l } else { p.wtr_s };
-                        (format!("nCWL+nBL+{}", wtr.0), p.cwl + p.bl + wtr.1, same)
+                        let (wtr, bl) = if same {
+                            (p.wtr_l, p.bl_l)
+                        } else {
+                            (p.wtr_s, ("nBL", p.bl))
+                        };
+                        (
+                            format!("nCWL+{}+{}", bl.0, wtr.0),
+                            p.cwl + bl.1 + wtr.1,
+                            same,
+                        )
                     }
                     (Col::Write, Col::Transfer) => {
                         // The TR reads its source bank after the write: nWTR, _L when the
@@ -1361,12 +1381,16 @@ impl Checker {
                         let wg = prev.sides[0].map(|s| s.group);
                         let src_same = new.sides[0].map(|s| s.group) == wg;
                         let dst_same = new.sides[1].map(|s| s.group) == wg;
-                        let wtr = if src_same { p.wtr_l } else { p.wtr_s };
+                        let (wtr, bl) = if src_same {
+                            (p.wtr_l, p.bl_l)
+                        } else {
+                            (p.wtr_s, ("nBL", p.bl))
+                        };
                         let ccd = if dst_same { p.ccd_l } else { p.ccd_s };
-                        if p.cwl + p.bl + wtr.1 >= ccd.1 {
+                        if p.cwl + bl.1 + wtr.1 >= ccd.1 {
                             (
-                                format!("nCWL+nBL+{}", wtr.0),
-                                p.cwl + p.bl + wtr.1,
+                                format!("nCWL+{}+{}", bl.0, wtr.0),
+                                p.cwl + bl.1 + wtr.1,
                                 src_same,
                             )
                         } else {
@@ -1517,7 +1541,8 @@ impl Checker {
         }
     }
 
-    /// Bursts of different ranks on one channel's data bus: nRTRS between them.
+    /// Bursts on one channel's data bus: nRTRS between those of different ranks, no overlap
+    /// between those of one rank.
     fn data_bus(&mut self, ctx: &mut Ctx<'_>, loc: Loc) {
         let rec = ctx.rec;
         let p = &self.p;
@@ -1530,30 +1555,42 @@ impl Checker {
         let end = start.saturating_add(p.bl);
         let ch = &mut self.channels[loc.ch];
         for b in ch.bursts.iter() {
-            if b.rank == rec.rank {
+            // Another rank's burst needs nRTRS of idle bus between. One rank's bursts may not
+            // overlap either: the column rules keep them apart, and this checks the bursts
+            // themselves, so that a bin whose column spacing is shorter than its burst (e.g.
+            // BL32's 6-clock window) shows; reported only when no column rule named the pair.
+            let same = b.rank == rec.rank;
+            let gap = if same { 0 } else { p.rtrs };
+            let after = start >= b.end.saturating_add(gap);
+            let before = b.start >= end.saturating_add(gap);
+            let named = same && ctx.found.iter().any(|v| v.earlier_index == Some(b.index));
+            if after || before || named {
                 continue;
             }
-            let after = start >= b.end.saturating_add(p.rtrs);
-            let before = b.start >= end.saturating_add(p.rtrs);
-            if !(after || before) {
-                let req = (b.offset + p.bl + p.rtrs).saturating_sub(offset);
-                let prev = Entry {
-                    cycle: b.cmd_cycle,
-                    index: b.index,
-                    kind: b.kind,
-                    implied: false,
-                    sides: [None, None],
-                };
-                ctx.timing(
-                    format!(
-                        "nBL+nRTRS: {} -> {} different ranks (data bus)",
-                        b.kind, rec.kind
-                    ),
-                    req,
-                    sep(rec.cycle, b.cmd_cycle),
-                    &prev,
-                );
-            }
+            let rule = if same {
+                format!(
+                    "nBL: {} -> {} same rank (data bus busy for the burst)",
+                    b.kind, rec.kind
+                )
+            } else {
+                format!(
+                    "nBL+nRTRS: {} -> {} different ranks (data bus)",
+                    b.kind, rec.kind
+                )
+            };
+            let prev = Entry {
+                cycle: b.cmd_cycle,
+                index: b.index,
+                kind: b.kind,
+                implied: false,
+                sides: [None, None],
+            };
+            ctx.timing(
+                rule,
+                (b.offset + p.bl + gap).saturating_sub(offset),
+                sep(rec.cycle, b.cmd_cycle),
+                &prev,
+            );
         }
         ch.bursts.push_back(Burst {
             start,

@@ -63,6 +63,22 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "rowclone-hbm3-6400",
         include_str!("../../../presets/configs/rowclone-hbm3-6400.toml"),
     ),
+    (
+        "lpddr5-6400-bl32",
+        include_str!("../../../presets/configs/lpddr5-6400-bl32.toml"),
+    ),
+    (
+        "lpddr5-6400-8b",
+        include_str!("../../../presets/configs/lpddr5-6400-8b.toml"),
+    ),
+    (
+        "rowclone-lpddr5-6400-bl32",
+        include_str!("../../../presets/configs/rowclone-lpddr5-6400-bl32.toml"),
+    ),
+    (
+        "rowclone-lpddr5-6400-8b",
+        include_str!("../../../presets/configs/rowclone-lpddr5-6400-8b.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.

@@ -20,6 +20,14 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
         "lpddr5.toml",
         include_str!("../../../presets/dram/lpddr5.toml"),
     ),
+    (
+        "lpddr5-bl32.toml",
+        include_str!("../../../presets/dram/lpddr5-bl32.toml"),
+    ),
+    (
+        "lpddr5-8b.toml",
+        include_str!("../../../presets/dram/lpddr5-8b.toml"),
+    ),
 ];
 
 /// Where two commands must meet for a rule to apply.

@@ -2,7 +2,7 @@
 //! every preset, both schedulers and both row policies, on randomized traffic with bulk copies and
 //! zeroing through both bulk mechanisms. Any rule the controller's rule table gets wrong shows up
 //! here as a violation.
-use movelab_dram::checker::Checker;
+use movelab_dram::checker::{CheckReport, Checker};
 use movelab_dram::command::{CommandRecord, CommandSink};
 use movelab_dram::config::{builtin_config_names, Config};
 use movelab_dram::generator::Xoshiro256StarStar;
@@ -190,6 +190,8 @@ fn every_speed_bin_and_mapper_obeys_the_standard() {
         ("HBM2-2000", "HBM2-8Gb-PC"),
         ("LPDDR5-6400", "LPDDR5-8Gb-x16"),
         ("LPDDR5-6400", "LPDDR5-16Gb-x16"),
+        ("LPDDR5-6400-BL32", "LPDDR5-16Gb-x16"),
+        ("LPDDR5-6400-8B", "LPDDR5-16Gb-x16-8B"),
         ("HBM3-6400", "HBM3-8Gb-PC"),
     ] {
         for mapper in ["RoBaRaCoCh", "ChRaBaRoCo", "RoRaBaChCo", "line-interleave"] {
@@ -223,10 +225,13 @@ fn same_bank_refresh_obeys_the_standard() {
 
 #[test]
 fn per_bank_refresh_obeys_the_standard() {
-    // LPDDR5, HBM2 and HBM3 with REFpb, both schedulers and row policies, RowClone on, over
-    // several refresh intervals (every bank refreshed several times).
+    // LPDDR5 (BG mode with BL16 and BL32, 8B mode), HBM2 and HBM3 with REFpb, both schedulers and
+    // row policies, RowClone on, over several refresh intervals (every bank refreshed several
+    // times).
     for preset in [
         "LPDDR5-6400/LPDDR5-8Gb-x16",
+        "LPDDR5-6400-BL32/LPDDR5-8Gb-x16",
+        "LPDDR5-6400-8B/LPDDR5-8Gb-x16-8B",
         "HBM2-2000/HBM2-8Gb-PC",
         "HBM3-6400/HBM3-8Gb-PC",
     ] {
@@ -240,8 +245,9 @@ fn per_bank_refresh_obeys_the_standard() {
                 cfg.controller.bulk = "rowclone".into();
                 let stats = check(&cfg, 17, 8000);
                 // Every bank of both ranks refreshed at least twice.
+                let banks = u64::from(cfg.resolve("t").unwrap().org.banks_per_rank());
                 let refpb = stats.commands.get("REFPB").copied().unwrap_or(0);
-                assert!(refpb >= 2 * 2 * 16, "{preset}: {refpb} REFPBs");
+                assert!(refpb >= 2 * 2 * banks, "{preset}: {refpb} REFPBs");
                 assert!(stats.commands.get("TR").copied().unwrap_or(0) > 0);
             }
         }
@@ -310,6 +316,27 @@ fn a_controller_that_breaks_a_rule_is_caught() {
     );
 }
 
+/// Runs `items` through a controller configured as `controller` while the checker holds the
+/// timing of `device` (a mutation check when the two differ).
+fn replay_against(controller: &Config, device: &Config, items: Vec<TraceItem>) -> CheckReport {
+    let spec = device.resolve("test").unwrap();
+    let mut sink = CheckSink {
+        checker: Checker::new(&log_header(device, &spec)).unwrap(),
+        first: None,
+        recent: Default::default(),
+    };
+    simulate(
+        controller,
+        items.into_iter().map(Ok),
+        RunOptions {
+            command_log: Some(&mut sink),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sink.checker.finish()
+}
+
 #[test]
 fn a_controller_that_refreshes_a_bank_too_early_is_caught() {
     // Mutation check for per-bank refresh: the controller believes tRFCpb is 40 clocks shorter.
@@ -322,21 +349,7 @@ fn a_controller_that_refreshes_a_bank_too_early_is_caught() {
             .dram
             .timing
             .insert("nRFCpb".into(), spec.t("nRFCpb") - 40);
-        let mut sink = CheckSink {
-            checker: Checker::new(&log_header(&real, &spec)).unwrap(),
-            first: None,
-            recent: Default::default(),
-        };
-        simulate(
-            &broken,
-            traffic(5, 4000, 1 << 20, 2048).into_iter().map(Ok),
-            RunOptions {
-                command_log: Some(&mut sink),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let report = sink.checker.finish();
+        let report = replay_against(&broken, &real, traffic(5, 4000, 1 << 20, 2048));
         assert!(
             report.violations.iter().any(|v| v.rule_key() == "nRFCpb"),
             "{preset}: {:?}",
@@ -354,5 +367,33 @@ fn keeping_activated_rows_obeys_the_standard() {
             cfg.controller.keep_activated_rows = true;
             check(&cfg, 11, 3000);
         }
+    }
+}
+
+#[test]
+fn lpddr5_bl32_overlapping_bursts_and_short_write_to_read_are_caught() {
+    // Mutation checks for BL32 in BG mode. (1) A bin that spaces column commands of other bank
+    // groups at JEDEC's interleave slot (nCCD_S = 2) while its bursts hold the data bus for 6
+    // clocks: the checker, given that same bin, still finds the bursts overlapping on the data
+    // bus. (2) A controller that counts nBL instead of BL/n_max for same-group write to read.
+    let real = Config::preset("lpddr5-6400-bl32").unwrap();
+    let spec = real.resolve("test").unwrap();
+    let mut interleaving = real.clone();
+    interleaving.dram.timing.insert("nCCD_S".into(), 2);
+    let mut short_wtr = real.clone();
+    short_wtr
+        .dram
+        .timing
+        .insert("nBL_max".into(), spec.t("nBL"));
+    for (controller, device, key) in [
+        (&interleaving, &interleaving, "nBL"),
+        (&short_wtr, &real, "nCWL+nBL_max+nWTR_L"),
+    ] {
+        let report = replay_against(controller, device, traffic(9, 3000, 1 << 20, 2048));
+        assert!(
+            report.violations.iter().any(|v| v.rule_key() == key),
+            "{key}: {:?}",
+            report.violations.first()
+        );
     }
 }

@@ -504,16 +504,14 @@ fn hbm2_every_rule_row_at_its_earliest_cycle() {
     s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
 }
 
-/// The rule rows LPDDR5 and HBM3 share with the other standards, at their own values: same-bank
-/// row cycle, auto-precharge, write recovery, RowClone's FPM rows, the bank-group and rank column
-/// rules (`rcd_rd` / `rcd_wr`: nRCD, or HBM3's split nRCDRD / nRCDWR; `rrd_s`: the ACT spacing
-/// of two banks in different groups).
-fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
+/// The same-bank rows every standard here has, at the bin's values: row cycle, auto-precharge,
+/// write recovery and RowClone's FPM rows (`rcd_keys`: nRCD, or HBM3's split nRCDRD / nRCDWR).
+fn same_bank_rows(s: &Setup, rcd_keys: (&str, &str)) {
     let t = |n: &str| s.t(n);
     let (rp, ras, rc) = (t("nRP"), t("nRAS"), t("nRC"));
     let (cwl, bl, wr, rtp) = (t("nCWL"), t("nBL"), t("nWR"), t("nRTP"));
     let (rcd_rd, rcd_wr) = (t(rcd_keys.0), t(rcd_keys.1));
-    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    let a = (0, 0);
     for k in [Rd, Rda] {
         let name = format!("{} ACT -> {k}", rcd_keys.0);
         s.case(&name, rcd_keys.0, &[cmd(0, Act, a)], cmd(0, k, a), rcd_rd);
@@ -561,71 +559,13 @@ fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
         row(cmd(0, Act, a), 9),
         2 * ras + rp,
     );
-    // Activations.
-    s.case(
-        rrd_s.0,
-        rrd_s.0,
-        &[cmd(0, Act, a)],
-        cmd(0, Act, other_group),
-        rrd_s.1,
-    );
-    let rrd_l = if rrd_s.0 == "nRRD" { "nRRD" } else { "nRRD_L" };
-    let l = t(rrd_l);
-    s.case(rrd_l, rrd_l, &[cmd(0, Act, a)], cmd(0, Act, same_group), l);
-    // Column commands: reads in one group and in two; writes; turnarounds.
-    let pl = [
-        cmd(0, Act, a),
-        cmd(l, Act, same_group),
-        cmd(l + rcd_rd, Rd, a),
-    ];
-    let e = l + rcd_rd + t("nCCD_L");
-    s.case("nCCD_L read", "nCCD_L", &pl, cmd(0, Rd, same_group), e);
-    let pw = [
-        cmd(0, Act, a),
-        cmd(l, Act, same_group),
-        cmd(l + rcd_wr, Wr, a),
-    ];
-    let e = l + rcd_wr + t("nCCD_L");
-    s.case("nCCD_L write", "nCCD_L", &pw, cmd(0, Wr, same_group), e);
-    let e = l + rcd_wr + cwl + bl + t("nWTR_L");
-    s.case(
-        "WR -> RD same group",
-        "nCWL+nBL+nWTR_L",
-        &pw,
-        cmd(0, Rd, same_group),
-        e,
-    );
-    let sh = rrd_s.1;
-    let ps = [
-        cmd(0, Act, a),
-        cmd(sh, Act, other_group),
-        cmd(sh + rcd_rd, Rd, a),
-    ];
-    let e = sh + rcd_rd + t("nCCD_S");
-    s.case("nCCD_S read", "nCCD_S", &ps, cmd(0, Rd, other_group), e);
-    let pw = [
-        cmd(0, Act, a),
-        cmd(sh, Act, other_group),
-        cmd(sh + rcd_wr, Wr, a),
-    ];
-    let e = sh + rcd_wr + t("nCCD_S");
-    s.case("nCCD_S write", "nCCD_S", &pw, cmd(0, Wr, other_group), e);
-    let e = sh + rcd_wr + cwl + bl + t("nWTR_S");
-    s.case(
-        "WR -> RD other group",
-        "nCWL+nBL+nWTR_S",
-        &pw,
-        cmd(0, Rd, other_group),
-        e,
-    );
-    // Precharge to precharge.
-    let p = [
-        cmd(0, Act, a),
-        cmd(sh, Act, other_group),
-        cmd(ras + 20, Pre, a),
-    ];
-    let e = ras + 20 + t("nPPD");
-    s.case("nPPD", "nPPD", &p, cmd(0, Pre, other_group), e);
+}
+
+/// All-bank refresh and, at the refreshed bank, per-bank refresh (LPDDR5, HBM3).
+fn refresh_rows(s: &Setup) {
+    let t = |n: &str| s.t(n);
+    let (rp, ras) = (t("nRP"), t("nRAS"));
+    let a = (0, 0);
     // All-bank refresh.
     s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
     let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
@@ -696,9 +636,138 @@ fn per_bank_rows(s: &Setup) {
     );
 }
 
+/// The rule rows LPDDR5 and HBM3 share with the other standards, at their own values: the
+/// same-bank rows, the bank-group and rank column rules (`rcd_rd` / `rcd_wr`: nRCD, or HBM3's
+/// split nRCDRD / nRCDWR; `rrd_s`: the ACT spacing of two banks in different groups) and refresh.
+fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
+    same_bank_rows(s, rcd_keys);
+    let t = |n: &str| s.t(n);
+    let (ras, cwl, bl) = (t("nRAS"), t("nCWL"), t("nBL"));
+    let (rcd_rd, rcd_wr) = (t(rcd_keys.0), t(rcd_keys.1));
+    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    // Activations.
+    s.case(
+        rrd_s.0,
+        rrd_s.0,
+        &[cmd(0, Act, a)],
+        cmd(0, Act, other_group),
+        rrd_s.1,
+    );
+    let rrd_l = if rrd_s.0 == "nRRD" { "nRRD" } else { "nRRD_L" };
+    let l = t(rrd_l);
+    s.case(rrd_l, rrd_l, &[cmd(0, Act, a)], cmd(0, Act, same_group), l);
+    // Column commands: reads in one group and in two; writes; turnarounds.
+    let pl = [
+        cmd(0, Act, a),
+        cmd(l, Act, same_group),
+        cmd(l + rcd_rd, Rd, a),
+    ];
+    let e = l + rcd_rd + t("nCCD_L");
+    s.case("nCCD_L read", "nCCD_L", &pl, cmd(0, Rd, same_group), e);
+    let pw = [
+        cmd(0, Act, a),
+        cmd(l, Act, same_group),
+        cmd(l + rcd_wr, Wr, a),
+    ];
+    let e = l + rcd_wr + t("nCCD_L");
+    s.case("nCCD_L write", "nCCD_L", &pw, cmd(0, Wr, same_group), e);
+    // LPDDR5 with BL32 in BG mode counts BL/n_max within a group.
+    let (bl_l, bl_l_key) = match s.spec.param("nBL_max") {
+        Some(v) => (v, "nCWL+nBL_max+nWTR_L"),
+        None => (bl, "nCWL+nBL+nWTR_L"),
+    };
+    let e = l + rcd_wr + cwl + bl_l + t("nWTR_L");
+    s.case(
+        "WR -> RD same group",
+        bl_l_key,
+        &pw,
+        cmd(0, Rd, same_group),
+        e,
+    );
+    let sh = rrd_s.1;
+    let ps = [
+        cmd(0, Act, a),
+        cmd(sh, Act, other_group),
+        cmd(sh + rcd_rd, Rd, a),
+    ];
+    let e = sh + rcd_rd + t("nCCD_S");
+    s.case("nCCD_S read", "nCCD_S", &ps, cmd(0, Rd, other_group), e);
+    let pw = [
+        cmd(0, Act, a),
+        cmd(sh, Act, other_group),
+        cmd(sh + rcd_wr, Wr, a),
+    ];
+    let e = sh + rcd_wr + t("nCCD_S");
+    s.case("nCCD_S write", "nCCD_S", &pw, cmd(0, Wr, other_group), e);
+    let e = sh + rcd_wr + cwl + bl + t("nWTR_S");
+    s.case(
+        "WR -> RD other group",
+        "nCWL+nBL+nWTR_S",
+        &pw,
+        cmd(0, Rd, other_group),
+        e,
+    );
+    // Precharge to precharge.
+    let p = [
+        cmd(0, Act, a),
+        cmd(sh, Act, other_group),
+        cmd(ras + 20, Pre, a),
+    ];
+    let e = ras + 20 + t("nPPD");
+    s.case("nPPD", "nPPD", &p, cmd(0, Pre, other_group), e);
+    refresh_rows(s);
+}
+
 #[test]
 fn lpddr5_every_rule_row_at_its_earliest_cycle() {
-    let s = setup("LPDDR5-6400/LPDDR5-8Gb-x16", 1, &[]);
+    lpddr5_bg_rows("LPDDR5-6400/LPDDR5-8Gb-x16");
+}
+
+#[test]
+fn lpddr5_bl32_every_rule_row_at_its_earliest_cycle() {
+    // BG mode with BL32: the same rows at the BL32 values (6-clock burst window, nCCD_S 6,
+    // nCCD_L 8, BL/n_max 8 for same-group write to read), and the rank-to-rank rows.
+    let s = setup("LPDDR5-6400-BL32/LPDDR5-8Gb-x16", 1, &[]);
+    assert_eq!(
+        ["nBL", "nBL_max", "nCCD_S", "nCCD_L"].map(|n| s.t(n)),
+        [6, 8, 6, 8]
+    );
+    assert_eq!(s.spec.org.line_bytes(), 64);
+    lpddr5_bg_rows("LPDDR5-6400-BL32/LPDDR5-8Gb-x16");
+    lpddr5_rank_to_rank("LPDDR5-6400-BL32/LPDDR5-8Gb-x16", (1, 0));
+}
+
+/// Data-bus turnarounds between two ranks of one channel (the burst length enters as nBL; WR ->
+/// RD, nCWL + nBL + nRTRS - nCL, comes out at zero or below on LPDDR5-6400 and binds nothing).
+fn lpddr5_rank_to_rank(name: &str, bank: (u32, u32)) {
+    let s = setup(name, 2, &[]);
+    let t = |n: &str| s.t(n);
+    let (rcd, bl, rtrs, cl, cwl) = (t("nRCD"), t("nBL"), t("nRTRS"), t("nCL"), t("nCWL"));
+    let gap = t("nRRD");
+    let p = [
+        cmd(0, Act, bank),
+        on_rank(cmd(gap, Act, bank), 1),
+        cmd(rcd + gap, Rd, bank),
+    ];
+    let e = rcd + gap + bl + rtrs;
+    let probe = on_rank(cmd(0, Rd, bank), 1);
+    s.case("RD -> RD other rank", "nBL+nRTRS", &p, probe, e);
+    let e = rcd + gap + cl + bl + rtrs - cwl;
+    let probe = on_rank(cmd(0, Wr, bank), 1);
+    s.case("RD -> WR other rank", "nBL+nRTRS", &p, probe, e);
+    let p = [
+        cmd(0, Act, bank),
+        on_rank(cmd(gap, Act, bank), 1),
+        cmd(rcd + gap, Wr, bank),
+    ];
+    let e = rcd + gap + bl + rtrs;
+    let probe = on_rank(cmd(0, Wr, bank), 1);
+    s.case("WR -> WR other rank", "nBL+nRTRS", &p, probe, e);
+}
+
+/// Every LPDDR5 rule row in BG mode (BL16 or BL32, by the speed entry).
+fn lpddr5_bg_rows(name: &str) {
+    let s = setup(name, 1, &[]);
     let t = |n: &str| s.t(n);
     // JESD209-5B's 8 Gb refresh clocks at 6400 (Ramulator 2.1's test asserts the same numbers).
     assert_eq!(
@@ -762,9 +831,80 @@ fn lpddr5_every_rule_row_at_its_earliest_cycle() {
     // nFAW: four activations a tRRD apart; the window binds only beyond 4 x tRRD (the bin has
     // exactly that), so the test widens it.
     let rrd = t("nRRD");
-    let w = setup("LPDDR5-6400/LPDDR5-8Gb-x16", 1, &[("nFAW", 4 * rrd + 3)]);
+    let w = setup(name, 1, &[("nFAW", 4 * rrd + 3)]);
     let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
     w.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), 4 * rrd + 3);
+}
+
+#[test]
+fn lpddr5_8b_every_rule_row_at_its_earliest_cycle() {
+    // 8-bank mode: no bank groups, so one nCCD, nWTR and nRRD for any two banks; BL32 in 4
+    // clocks; tRRD 10 ns and tFAW 40 ns. Banks 0 to 7 of the one group.
+    let s = setup("LPDDR5-6400-8B/LPDDR5-8Gb-x16-8B", 1, &[]);
+    let t = |n: &str| s.t(n);
+    assert_eq!(
+        ["nBL", "nCCD", "nRRD", "nFAW", "nWTR"].map(|n| s.t(n)),
+        [4, 4, 8, 32, 10]
+    );
+    assert_eq!(
+        [t("nRFC"), t("nRFCpb"), t("nPBR2PBR"), t("nPBR2ACT")],
+        [168, 96, 72, 6]
+    );
+    let o = &s.spec.org;
+    assert_eq!(
+        (
+            o.bank_groups,
+            o.banks_per_rank(),
+            o.row_bytes(),
+            o.line_bytes()
+        ),
+        (1, 8, 4096, 64)
+    );
+    same_bank_rows(&s, ("nRCD", "nRCD"));
+    refresh_rows(&s);
+    let (ras, rcd) = (t("nRAS"), t("nRCD"));
+    let (cl, cwl, bl) = (t("nCL"), t("nCWL"), t("nBL"));
+    let (a, b2) = ((0, 0), (0, 5));
+    // The two-part activate.
+    let p = [cmd(0, Act, a)];
+    s.case("ACT two-part", "2", &p, cmd(0, Pre, (0, 3)), 2);
+    // Any two banks: tRRD 10 ns, nCCD, write to read, read to write.
+    let rrd = t("nRRD");
+    s.case("nRRD", "nRRD", &[cmd(0, Act, a)], cmd(0, Act, b2), rrd);
+    let p = [cmd(0, Act, a), cmd(rrd, Act, b2), cmd(rrd + rcd, Rd, a)];
+    let e = rrd + rcd + t("nCCD");
+    s.case("nCCD read", "nCCD", &p, cmd(0, Rd, b2), e);
+    let e = rrd + rcd + cl + bl + 2 - cwl;
+    s.case("RD -> WR", "nCL+nBL+2-nCWL", &p, cmd(0, Wr, b2), e);
+    let p = [cmd(0, Act, a), cmd(rrd, Act, b2), cmd(rrd + rcd, Wr, a)];
+    let e = rrd + rcd + t("nCCD");
+    s.case("nCCD write", "nCCD", &p, cmd(0, Wr, b2), e);
+    let e = rrd + rcd + cwl + bl + t("nWTR");
+    s.case("WR -> RD", "nCWL+nBL+nWTR", &p, cmd(0, Rd, b2), e);
+    // Precharges.
+    let p = [cmd(0, Act, a), cmd(rrd, Act, b2), cmd(ras + 20, Pre, a)];
+    s.case("nPPD", "nPPD", &p, cmd(0, Pre, b2), ras + 20 + t("nPPD"));
+    let rpab = t("nRPab");
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case("PREA -> ACT", "nRPab", &p, cmd(0, Act, b2), ras + rpab);
+    s.case("PREA -> REF", "nRPab", &p, cmd(0, Ref, a), ras + rpab);
+    s.case("PREA -> REFPB", "nRPab", &p, cmd(0, Refpb, b2), ras + rpab);
+    // Per-bank refresh, rank-wide.
+    let pb = [cmd(0, Refpb, a)];
+    let e = t("nPBR2PBR");
+    s.case("tpbR2pbR", "nPBR2PBR", &pb, cmd(0, Refpb, b2), e);
+    let e = t("nPBR2ACT");
+    s.case("tpbR2act", "nPBR2ACT", &pb, cmd(0, Act, b2), e);
+    // nFAW 40 ns: exactly 4 x tRRD, so the fifth activation waits tFAW after the first; the test
+    // widens it by 3 clocks to tell the two rules apart.
+    let w = setup(
+        "LPDDR5-6400-8B/LPDDR5-8Gb-x16-8B",
+        1,
+        &[("nFAW", 4 * rrd + 3)],
+    );
+    let p: Vec<Cmd> = (0..4).map(|k| cmd(k as u64 * rrd, Act, (0, k))).collect();
+    w.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 4)), 4 * rrd + 3);
+    lpddr5_rank_to_rank("LPDDR5-6400-8B/LPDDR5-8Gb-x16-8B", (0, 0));
 }
 
 #[test]

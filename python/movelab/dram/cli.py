@@ -43,12 +43,13 @@ def presets_cmd(fmt: TableJson = typer.Option(TableJson.table, "--format", help=
         return
 
     def tbl(title: str, cols: list[str]) -> Table:
-        # Names never wrap (they are what a user types); the source column takes what is left.
+        # Names never wrap (they are what a user types); the source column takes what is left, and
+        # a word longer than it (a file path) folds onto the next line rather than being cut.
         t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_lines=False)
         for i, col in enumerate(cols):
             last = i == len(cols) - 1
             t.add_column(col, no_wrap=not last, justify="left" if i == 0 or last else "right",
-                         ratio=1 if last else None)
+                         ratio=1 if last else None, overflow="fold" if last else "ellipsis")
         return t
 
     t = tbl("Speed bins (timings in clocks)", ["name", "tCK ps", "CL-RCD-RP", "RAS", "RC", "source"])

@@ -137,7 +137,8 @@ def rowclone_latency(
                                                  "rowclone-ddr3-1066 for DDR3).", show_default=False),
     standard: str = typer.Option("ddr3", "--standard", help="ddr3 (the paper's system), or ddr5, lpddr5, hbm3 (the "
                                                             "same system on DDR5-4800B, LPDDR5-6400, HBM3-6400, "
-                                                            "shown beside DDR3)."),
+                                                            "shown beside DDR3); lpddr5-bl32, lpddr5-8b for "
+                                                            "LPDDR5's BL32 and 8-bank variants."),
     set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. dram.timing.nRAS=24.",
                                           show_default=False),
     nbytes: int = typer.Option(4096, "--bytes", min=64, max=1 << 20,

@@ -39,7 +39,9 @@ def _ran(r: dict[str, Any]) -> str:
 
 # The config each ``--standard`` runs (the paper's system moved to that standard; docs/dram.md).
 STANDARDS = {"ddr3": PRESET, "ddr5": "rowclone-ddr5-4800b", "lpddr5": "rowclone-lpddr5-6400",
-             "hbm3": "rowclone-hbm3-6400"}
+             "hbm3": "rowclone-hbm3-6400",
+             # LPDDR5's other variants: BL32 in bank-group mode, and 8-bank mode (BL32, 4 KB rows).
+             "lpddr5-bl32": "rowclone-lpddr5-6400-bl32", "lpddr5-8b": "rowclone-lpddr5-6400-8b"}
 # Rows of another standard beside DDR3's (the paper's figures are DDR3's only).
 BESIDE_KEYS = ["operation", "mechanism", "standard", "speed", "latency_ns", "energy_uj", "ddr3_latency_ns",
                "ddr3_energy_uj"]

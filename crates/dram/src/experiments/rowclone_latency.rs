@@ -304,6 +304,8 @@ mod tests {
             "rowclone-ddr3-1066",
             "rowclone-ddr5-4800b",
             "rowclone-lpddr5-6400",
+            "rowclone-lpddr5-6400-bl32",
+            "rowclone-lpddr5-6400-8b",
             "rowclone-hbm3-6400",
         ] {
             let base = Config::preset(preset).unwrap().resolve("t").unwrap();
@@ -338,6 +340,8 @@ mod tests {
             "rowclone-ddr3-1066",
             "rowclone-ddr5-4800b",
             "rowclone-lpddr5-6400",
+            "rowclone-lpddr5-6400-bl32",
+            "rowclone-lpddr5-6400-8b",
             "rowclone-hbm3-6400",
         ] {
             for extra in [0, 9] {
