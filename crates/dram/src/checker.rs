@@ -35,7 +35,7 @@
 //! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
 //! | DDR5 / LPDDR5 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT) hold the bus the next clock |
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
-//! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank, nPBR2PBR to REFPB, nPBR2ACT to ACT |
+//! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank (and at bank + 8 with 16 banks: a pair), nPBR2PBR to REFPB, nPBR2ACT to ACT |
 //! | LPDDR5 BG mode, BL32 | WR -> RD / TR same bank group: nCWL + nBL_max + nWTR_L (BL/n_max), when the bin gives nBL_max |
 //! | HBM2, HBM3 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
 //! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
@@ -204,6 +204,9 @@ struct PerBankRefresh {
     pb2act: (&'static str, u64),
     /// ACT -> REFPB of another bank (HBM3: tRRD_S; LPDDR5 lists none).
     act2pb: Option<(&'static str, u64)>,
+    /// A REFPB refreshes its bank and the one this many banks further on in the rank (LPDDR5
+    /// with 16 banks: bank-group and 16-bank mode); 0: its bank alone.
+    pair: u32,
 }
 
 impl Params {
@@ -271,17 +274,22 @@ impl Params {
         // (JESD235's single-bank refresh, JESD238's REFpb: tRFCpb, tRREFD both ways between
         // REFpb and REFpb / ACT, tRRD_S from an ACT).
         let pb = match h.standard.as_str() {
+            // JESD209-5: with 16 banks (BG and 16B mode) REFpb refreshes a bank pair, b and
+            // b + 8 (DRAMPower's perTwoBankOffset = 8; Ramulator 2.1's tREFIpb = tREFI / 8 for
+            // 16 banks); in 8B mode one bank.
             "LPDDR5" => Some(PerBankRefresh {
                 rfcpb: get("nRFCpb")?,
                 pb2pb: ("nPBR2PBR", get("nPBR2PBR")?),
                 pb2act: ("nPBR2ACT", get("nPBR2ACT")?),
                 act2pb: None,
+                pair: if h.org.banks_per_rank() == 16 { 8 } else { 0 },
             }),
             "HBM2" | "HBM3" => Some(PerBankRefresh {
                 rfcpb: get("nRFCpb")?,
                 pb2pb: ("nRREFD", get("nRREFD")?),
                 pb2act: ("nRREFD", get("nRREFD")?),
                 act2pb: Some(("nRRD_S", get("nRRD_S")?)),
+                pair: 0,
             }),
             _ => None,
         };
@@ -920,7 +928,9 @@ impl Checker {
             // matter for its own check.
             sides: match rec.kind {
                 CommandKind::Prea => [None, None],
-                CommandKind::Tr => [sides.first().copied(), sides.get(1).copied()],
+                CommandKind::Tr | CommandKind::Refpb => {
+                    [sides.first().copied(), sides.get(1).copied()]
+                }
                 _ => [sides.first().copied(), None],
             },
         };
@@ -941,14 +951,19 @@ impl Checker {
                 rank.last_ref.iter_mut().for_each(|c| *c = t);
                 rank.refs_done.iter_mut().for_each(|n| *n += 1);
             } else {
-                let i = if rec.kind == CommandKind::Refpb {
-                    loc.bank as usize
+                let banks = if rec.kind == CommandKind::Refpb {
+                    refpb_banks(&self.p, loc.bank, self.header.org.banks_per_rank())
                 } else {
-                    rec.bank as usize
+                    vec![rec.bank]
                 };
-                if let (Some(c), Some(n)) = (rank.last_ref.get_mut(i), rank.refs_done.get_mut(i)) {
-                    *c = t;
-                    *n += 1;
+                for i in banks {
+                    let i = i as usize;
+                    if let (Some(c), Some(n)) =
+                        (rank.last_ref.get_mut(i), rank.refs_done.get_mut(i))
+                    {
+                        *c = t;
+                        *n += 1;
+                    }
                 }
                 rank.history.push_back(new);
             }
@@ -1051,6 +1066,7 @@ impl Checker {
         let o = &self.header.org;
         let subarray_rows = o.subarray_rows;
         let bpg = o.banks_per_group;
+        let bpr = o.banks_per_rank();
         let p = &self.p;
         let rank = &mut self.ranks[ri];
         let side = |bank: u32, group: u32, role: Role, label: &'static str| Side {
@@ -1245,13 +1261,15 @@ impl Checker {
                         ),
                     );
                 }
-                if let Some(r) = rank.banks[loc.bank as usize].open {
-                    ctx.protocol(
-                        "REFPB to an open bank",
-                        format!("bank {} has row {r} open", bank_name(loc.bank, bpg)),
-                    );
+                for b in refpb_banks(p, loc.bank, bpr) {
+                    if let Some(r) = rank.banks[b as usize].open {
+                        ctx.protocol(
+                            "REFPB to an open bank",
+                            format!("bank {} has row {r} open", bank_name(b, bpg)),
+                        );
+                    }
+                    sides.push(side(b, b / bpg, Role::RefreshPb, "REFPB"));
                 }
-                sides.push(side(loc.bank, loc.group, Role::RefreshPb, "REFPB"));
             }
             CommandKind::Ref => {
                 let open: Vec<String> = rank
@@ -1696,6 +1714,14 @@ fn group_scope(p: &Params, same: bool, bank_level: bool) -> &'static str {
         (false, _, false) => "same rank",
         (true, true, _) => "same bank group",
         (true, false, _) => "other bank group",
+    }
+}
+
+/// The banks (rank-relative) a REFPB to `bank` refreshes.
+fn refpb_banks(p: &Params, bank: u32, bpr: u32) -> Vec<u32> {
+    match p.pb {
+        Some(pb) if pb.pair > 0 => vec![bank, (bank + pb.pair) % bpr],
+        _ => vec![bank],
     }
 }
 

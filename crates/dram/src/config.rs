@@ -601,6 +601,17 @@ impl Config {
                 "fewer columns than one burst",
             ));
         }
+        if h.refpb_pairs && !org.banks_per_rank().is_multiple_of(2) {
+            return Err(ConfigError::invalid(
+                src,
+                "dram.org.banks",
+                format!(
+                    "{} refreshes banks in pairs (per-bank refresh), so a rank needs an even number of banks, not {}",
+                    h.name,
+                    org.banks_per_rank()
+                ),
+            ));
+        }
         if org.subarray_rows < 2
             || org.subarray_rows > org.rows
             || !org.rows.is_multiple_of(org.subarray_rows)
@@ -719,6 +730,11 @@ impl Config {
             }
         })?;
         self.check_controller(src)?;
+        let refpb_pair_offset = if h.refpb_pairs {
+            org.banks_per_rank() / 2
+        } else {
+            0
+        };
         Ok(DramSpec {
             standard: h.name.clone(),
             speed: d.speed.clone(),
@@ -729,6 +745,7 @@ impl Config {
             windows,
             currents,
             energy_available,
+            refpb_pair_offset,
         })
     }
 

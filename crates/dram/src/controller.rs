@@ -321,7 +321,13 @@ impl Controller {
             refresh_due: vec![
                 match cfg.refresh.as_str() {
                     "same-bank" => (n_refi / u64::from(spec.org.banks_per_group)).max(1),
-                    "per-bank" => (n_refi / u64::from(spec.org.banks_per_rank())).max(1),
+                    "per-bank" => (n_refi
+                        / u64::from(if spec.refpb_pair_offset > 0 {
+                            spec.org.banks_per_rank() / 2
+                        } else {
+                            spec.org.banks_per_rank()
+                        }))
+                    .max(1),
                     _ => n_refi,
                 };
                 ranks
@@ -1067,16 +1073,20 @@ impl Controller {
         let r = b.rank as usize;
         self.refresh_pending[r]
             && if self.per_bank {
-                b.flat % self.dev.banks_per_rank() == self.sb_next[r]
+                // The bank named, or (where REFPB refreshes pairs) its partner.
+                let per = self.dev.banks_per_rank();
+                b.flat % per == self.sb_next[r]
+                    || self.dev.refpb_partner(b).flat % per == self.sb_next[r]
             } else {
                 !self.same_bank || b.bank == self.sb_next[r]
             }
     }
 
-    /// Refresh commands per rank per nREFI: bank indices (same-bank), banks (per-bank), or 1.
+    /// Refresh commands per rank per nREFI: bank indices (same-bank), banks or bank pairs
+    /// (per-bank), or 1.
     fn refresh_steps(&self) -> u32 {
         if self.per_bank {
-            self.dev.banks_per_rank()
+            self.dev.banks_per_rank() / if self.dev.refpb_pairs() { 2 } else { 1 }
         } else if self.same_bank {
             self.dev.banks_per_group()
         } else {
@@ -1086,16 +1096,20 @@ impl Controller {
 
     /// The next command a due refresh of rank `r` needs: (kind, bank, row). All-bank: PREA while
     /// any bank is open, then REF. Same-bank: PRE each open bank of the bank index, then REFSB.
-    /// Per-bank: PRE the bank if open, then REFPB.
+    /// Per-bank: PRE the bank (and the other bank of its pair, where REFPB refreshes pairs) if
+    /// open, then REFPB.
     fn refresh_command(&self, r: u32) -> (CommandKind, BankId, u32) {
         if self.per_bank {
             let b = self
                 .dev
                 .bank_from_flat(r * self.dev.banks_per_rank() + self.sb_next[r as usize]);
-            return match self.dev.open_row(b) {
-                Some(row) => (CommandKind::Pre, b, row),
-                None => (CommandKind::Refpb, b, 0),
-            };
+            let partner = self.dev.refpb_partner(b);
+            for x in [b, partner] {
+                if let Some(row) = self.dev.open_row(x) {
+                    return (CommandKind::Pre, x, row);
+                }
+            }
+            return (CommandKind::Refpb, b, 0);
         }
         if self.same_bank {
             let i = self.sb_next[r as usize];
@@ -1148,6 +1162,9 @@ impl Controller {
         }
         if kind == CommandKind::Refpb {
             self.slots[p.bank.flat as usize].activated = None;
+            let partner = self.dev.refpb_partner(p.bank).flat as usize;
+            self.mark_dirty(partner);
+            self.slots[partner].activated = None;
         }
         if kind == CommandKind::Refsb {
             for g in 0..self.dev.bank_groups() {

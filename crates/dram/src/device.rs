@@ -123,6 +123,8 @@ pub struct ChannelDevices {
     n_rfc: u64,
     n_rfcsb: u64,
     n_rfcpb: u64,
+    /// The second bank a REFPB refreshes, this many banks further on in its rank (0: none).
+    refpb_pair: u32,
     /// When an auto-precharge takes effect: nRTP after RDA, write recovery after WRA, and not
     /// before nRAS after the activation (per bank: the last activation's cycle).
     n_rtp: u64,
@@ -190,6 +192,7 @@ impl ChannelDevices {
             n_rfc: spec.t("nRFC"),
             n_rfcsb: spec.param("nRFCsb").unwrap_or(0),
             n_rfcpb: spec.param("nRFCpb").unwrap_or(0),
+            refpb_pair: spec.refpb_pair_offset,
             n_rtp: spec.t("nRTP"),
             n_wrec: spec.t("nCWL") + spec.t("nBL") + spec.t("nWR"),
             n_ras: spec.t("nRAS"),
@@ -281,6 +284,13 @@ impl ChannelDevices {
                 }
                 t
             }
+            CommandKind::Refpb if self.refpb_pair > 0 => {
+                // Bank-scoped rules apply at both banks it refreshes.
+                let p = self.refpb_partner(b);
+                r[k].max(self.group_next[self.group_index(b)][k])
+                    .max(self.bank_next[b.flat as usize][k])
+                    .max(self.bank_next[p.flat as usize][k])
+            }
             CommandKind::Tr => {
                 let d = dst.unwrap_or(b);
                 r[k].max(self.group_next[self.group_index(b)][k])
@@ -320,6 +330,21 @@ impl ChannelDevices {
     #[inline]
     pub fn group_horizons(&self, b: BankId) -> &[u64; NK] {
         &self.group_next[self.group_index(b)]
+    }
+
+    /// Whether a REFPB refreshes a pair of banks.
+    pub fn refpb_pairs(&self) -> bool {
+        self.refpb_pair > 0
+    }
+
+    /// The other bank a REFPB to `b` refreshes when the standard pairs them (else `b`).
+    pub fn refpb_partner(&self, b: BankId) -> BankId {
+        if self.refpb_pair == 0 {
+            return b;
+        }
+        let base = b.rank * self.banks_per_rank;
+        let i = (b.flat - base + self.refpb_pair) % self.banks_per_rank;
+        self.bank_from_flat(base + i)
     }
 
     /// Every rank's horizons, rank by rank: entry `rank * NK + kind` is the earliest cycle the
@@ -446,9 +471,14 @@ impl ChannelDevices {
                 return;
             }
             CommandKind::Refpb => {
-                // One bank refreshes; its open-row state does not change (it was precharged).
-                self.activity[b.rank as usize].refresh(now, 1, self.n_rfcpb);
+                // One bank (or a pair) refreshes; open rows do not change (they were precharged).
+                let banks = if self.refpb_pair > 0 { 2 } else { 1 };
+                self.activity[b.rank as usize].refresh(now, banks, self.n_rfcpb);
                 self.apply_rules(k, b, now);
+                if self.refpb_pair > 0 && self.has[0][k] {
+                    let p = self.refpb_partner(b);
+                    Self::raise(&mut self.bank_next[p.flat as usize], &self.dense[0][k], now);
+                }
                 return;
             }
             CommandKind::Prea | CommandKind::Ref => {

@@ -200,6 +200,9 @@ pub struct DramSpec {
     /// Whether the part has public currents (or the config set them): without, energy is not
     /// modelled and every energy figure is zero.
     pub energy_available: bool,
+    /// The bank a REFPB refreshes besides the one it names is this many banks further on
+    /// (modulo the rank); 0: a REFPB refreshes one bank.
+    pub refpb_pair_offset: u32,
 }
 
 impl DramSpec {
@@ -227,6 +230,10 @@ pub struct StandardHeader {
     pub bus_width: u32,
     pub burst_length: u32,
     pub subarray_rows: u32,
+    /// A per-bank refresh (REFPB) refreshes a pair of banks, the one it names and the one half
+    /// the rank's banks further on (LPDDR5 in bank-group and 16-bank mode).
+    #[serde(default)]
+    pub refpb_pairs: bool,
     pub rules: Vec<RuleRow>,
     pub windows: Vec<WindowRow>,
 }

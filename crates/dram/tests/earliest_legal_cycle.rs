@@ -721,6 +721,8 @@ fn shared_rows(s: &Setup, rcd_keys: (&str, &str), rrd_s: (&str, u64)) {
 #[test]
 fn lpddr5_every_rule_row_at_its_earliest_cycle() {
     lpddr5_bg_rows("LPDDR5-6400/LPDDR5-8Gb-x16");
+    lpddr5_refpb_pair_rows(&setup("LPDDR5-6400/LPDDR5-8Gb-x16", 1, &[]));
+    lpddr5_refpb_pair_rows(&setup("LPDDR5-6400-BL32/LPDDR5-8Gb-x16", 1, &[]));
 }
 
 #[test]
@@ -766,6 +768,38 @@ fn lpddr5_rank_to_rank(name: &str, bank: (u32, u32)) {
 }
 
 /// Every LPDDR5 rule row in BG mode (BL16 or BL32, by the speed entry).
+/// LPDDR5 with 16 banks refreshes bank pairs: a REFPB to bank 0.0 also refreshes bank 2.0 (eight
+/// banks on), so that bank's row cycle must be over before it, and it takes no ACT for tRFCpb.
+fn lpddr5_refpb_pair_rows(s: &Setup) {
+    let t = |n: &str| s.t(n);
+    let (a, partner) = ((0, 0), (2, 0));
+    let (rp, ras, rc, rfcpb) = (t("nRP"), t("nRAS"), t("nRC"), t("nRFCpb"));
+    let pb = [cmd(0, Refpb, a)];
+    s.case(
+        "REFPB -> ACT pair bank",
+        "nRFCpb",
+        &pb,
+        cmd(0, Act, partner),
+        rfcpb,
+    );
+    let p = [cmd(0, Act, partner), cmd(ras + 5, Pre, partner)];
+    let e = ras + 5 + rp;
+    s.case("PRE pair bank -> REFPB", "nRP", &p, cmd(0, Refpb, a), e);
+    let p = [cmd(0, Act, partner), cmd(ras, Pre, partner)];
+    let e = rc.max(ras + rp);
+    s.case("ACT pair bank -> REFPB", "nRC", &p, cmd(0, Refpb, a), e);
+    // A bank outside the pair is not held by tRFCpb, only by the rank's tpbR2act.
+    let other = (1, 0);
+    let e = t("nPBR2ACT");
+    s.case(
+        "REFPB -> ACT other bank",
+        "nPBR2ACT",
+        &pb,
+        cmd(0, Act, other),
+        e,
+    );
+}
+
 fn lpddr5_bg_rows(name: &str) {
     let s = setup(name, 1, &[]);
     let t = |n: &str| s.t(n);

@@ -1329,7 +1329,11 @@ impl Gen {
         match self.mode {
             RefMode::AllBank => refi,
             RefMode::SameBank => refi / u64::from(self.h.org.banks_per_group),
-            RefMode::PerBank => refi / u64::from(self.h.org.banks_per_rank()),
+            RefMode::PerBank => {
+                refi / u64::from(
+                    self.h.org.banks_per_rank() / if self.pb_pair() > 0 { 2 } else { 1 },
+                )
+            }
         }
     }
     fn wtp(&self) -> u64 {
@@ -1603,15 +1607,32 @@ impl Gen {
         self.ranks[rank as usize].last_refsb = Some(t);
     }
 
+    /// LPDDR5 with 16 banks (bank-group and 16-bank mode) refreshes bank pairs, b and b + 8
+    /// (JESD209-5 as DRAMPower and Ramulator 2.1 model it): the offset, or 0.
+    fn pb_pair(&self) -> u32 {
+        if self.std() == "LPDDR5" && self.h.org.banks_per_rank() == 16 {
+            8
+        } else {
+            0
+        }
+    }
+
     fn refresh_per_bank(&mut self, rank: u32) {
         let nbr = self.h.org.banks_per_rank();
+        let pair = self.pb_pair();
+        let steps = if pair > 0 { nbr / 2 } else { nbr };
         let b = self.ranks[rank as usize].ref_next;
-        self.ranks[rank as usize].ref_next = (b + 1) % nbr;
-        self.close(rank, b);
-        let bi = self.bi(rank, b);
+        self.ranks[rank as usize].ref_next = (b + 1) % steps;
+        let refreshed: Vec<u32> = if pair > 0 { vec![b, b + pair] } else { vec![b] };
+        for &x in &refreshed {
+            self.close(rank, x);
+        }
         let mut cons = Vec::new();
         self.rfc(rank, &mut cons);
-        self.bank_refresh_cons(bi, "nRFCpb", &mut cons);
+        for &x in &refreshed {
+            let xi = self.bi(rank, x);
+            self.bank_refresh_cons(xi, "nRFCpb", &mut cons);
+        }
         let [pb2pb, _, act2pb] = self.pb_rules();
         let r = &self.ranks[rank as usize];
         if let (Some(c), Some((k, v))) = (r.last_refpb, pb2pb) {
@@ -1623,13 +1644,16 @@ impl Gen {
         }
         if let Some((k, v)) = act2pb {
             for &(c, ab, _) in &r.acts {
-                if ab != b {
+                if !refreshed.contains(&ab) {
                     cons.push((c + v, k.clone()));
                 }
             }
         }
         let t = self.emit(self.rec(Refpb, rank, b, 0, 0), cons);
-        self.banks[bi].last_bank_ref = Some(t);
+        for &x in &refreshed {
+            let xi = self.bi(rank, x);
+            self.banks[xi].last_bank_ref = Some(t);
+        }
         self.ranks[rank as usize].last_refpb = Some(t);
     }
 
