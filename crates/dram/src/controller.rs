@@ -891,16 +891,7 @@ impl Controller {
             if now == at {
                 debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
                 debug_assert!(self.wanted_write_mode() == self.write_mode);
-                let flat = flat as usize;
-                if let Some(c) = self.slots[flat].cand {
-                    let p = Pending {
-                        kind: c.kind,
-                        bank: self.slots[flat].id,
-                        row: c.row,
-                        col: c.col,
-                        dst: None,
-                        source: Source::Entry(c.entry),
-                    };
+                if let Some(p) = self.bank_command(flat as usize) {
                     self.issue(p, now, &mut log);
                     return self.next_after_issue(now);
                 }
@@ -1040,14 +1031,7 @@ impl Controller {
         }
         let picked = match best {
             Some((_, ready_at, who)) if ready_at <= now => match who {
-                Who::Bank(flat) => self.slots[flat].cand.map(|c| Pending {
-                    kind: c.kind,
-                    bank: self.slots[flat].id,
-                    row: c.row,
-                    col: c.col,
-                    dst: None,
-                    source: Source::Entry(c.entry),
-                }),
+                Who::Bank(flat) => self.bank_command(flat),
                 Who::Job(ji) => self.job_next(ji),
             },
             _ => None,
@@ -1064,6 +1048,18 @@ impl Controller {
             // A queue-mode switch or a job start can make new candidates: re-evaluate next cycle.
             None => next.max(now + 1),
         }
+    }
+
+    /// Bank `flat`'s candidate as the command to issue.
+    fn bank_command(&self, flat: usize) -> Option<Pending> {
+        self.slots[flat].cand.map(|c| Pending {
+            kind: c.kind,
+            bank: self.slots[flat].id,
+            row: c.row,
+            col: c.col,
+            dst: None,
+            source: Source::Entry(c.entry),
+        })
     }
 
     /// Whether a refresh that is due keeps bank `b` from taking other commands: every bank of
