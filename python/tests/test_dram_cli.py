@@ -182,8 +182,13 @@ def test_presets_json_lists_the_speed_bins_and_parts() -> None:
     assert (parts["DDR3-2Gb-x8"]["rows"], parts["DDR3-4Gb-x8"]["rows"]) == (32768, 65536)
     assert (parts["DDR3-2Gb-x8"]["tRFC_ns"], parts["DDR3-4Gb-x8"]["tRFC_ns"]) == (160, 260)
     assert {c["name"] for c in p["configs"]} >= {"ddr3-1600k-bench", "rowclone-ddr3-1066"}
+    # A part goes with its own file's speed bins; a die two LPDDR5 variant files share is one table row.
+    assert "DDR3-1600K" in parts["DDR3-4Gb-x8"]["speeds"]
+    lp = [s for s in p["parts"] if s["name"] == "LPDDR5-8Gb-x16"]
+    assert {b for s in lp for b in s["speeds"]} >= {"LPDDR5-6400", "LPDDR5-6400-BL32"}
     table = cli("dram", "presets")
     assert "Speed bins" in table and "Parts" in table and "ddr3-1600k-bench" in table
+    assert sum(line.split()[0] == "LPDDR5-8Gb-x16" for line in table.splitlines() if line.split()) == 1
 
 
 def test_show_applies_set_overrides() -> None:

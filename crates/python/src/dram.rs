@@ -91,9 +91,12 @@ fn dram_presets() -> PyResult<String> {
                 serde_json::json!({ "standard": s.standard.name, "name": name, "params": params }),
             );
         }
+        // A part goes with the speed bins of its own standard file (LPDDR5's variants repeat it).
+        let bins: Vec<&String> = s.speed.keys().collect();
         for (name, p) in &s.part {
             parts.push(serde_json::json!({
-                "standard": s.standard.name, "name": name, "source": p.source, "density_gbit": p.density_gbit,
+                "standard": s.standard.name, "name": name, "speeds": bins, "source": p.source,
+                "density_gbit": p.density_gbit,
                 "device_width": p.device_width, "banks": p.banks, "rows": p.rows, "columns": p.columns,
                 "tRFC_ns": p.trfc_ns, "tREFI_ns": p.trefi_ns,
             }));
