@@ -58,15 +58,17 @@ def presets_cmd(fmt: TableJson = typer.Option(TableJson.table, "--format", help=
         t.add_row(s["name"], str(q.get("tCK_ps")), f"{q.get('nCL')}-{q.get('nRCD')}-{q.get('nRP')}",
                   str(q.get("nRAS")), str(q.get("nRC")), f"[dim]{q.get('source', '')}[/dim]")
     console.print(t)
-    t = tbl("Parts", ["name", "Gb", "banks", "rows", "cols", "tRFC ns", "speed bins", "source"])
-    # A die listed by several variant files of one standard (LPDDR5's BL16 and BL32) is one row.
-    rows: dict[tuple[Any, ...], list[str]] = {}
+    t = tbl("Parts", ["name", "Gb", "banks", "rows", "cols", "tRFC ns", "source"])
+    # A die listed by several variant files of one standard (LPDDR5's BL16 and BL32) is one row; which
+    # speed bins go with a part is in the JSON (`speeds`).
+    seen: set[tuple[Any, ...]] = set()
     for s in p["parts"]:
         key = (s["name"], s["density_gbit"], s["banks"], s["rows"], s["columns"], s["tRFC_ns"], s["source"])
-        rows.setdefault(key, []).extend(s.get("speeds", []))
-    for (name, gb, banks, nrows, cols, trfc, source), bins in rows.items():
-        t.add_row(name, f"{gb:g}", str(banks), str(nrows), str(cols), f"{trfc:g}",
-                  ", ".join(bins) if len(bins) <= 3 else f"{len(bins)} bins", f"[dim]{source}[/dim]")
+        if key in seen:
+            continue
+        seen.add(key)
+        t.add_row(s["name"], f"{s['density_gbit']:g}", str(s["banks"]), str(s["rows"]), str(s["columns"]),
+                  f"{s['tRFC_ns']:g}", f"[dim]{s['source']}[/dim]")
     console.print(t)
     t = tbl("Configuration presets (also: any SPEED/PART, e.g. DDR3-1600K/DDR3-4Gb-x8)", ["name", "description"])
     for c in p["configs"]:
