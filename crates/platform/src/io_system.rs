@@ -274,7 +274,7 @@ impl IoSystem {
         for h in 0..2 {
             let tail = cfg.nic.rx_ring - 1;
             s.hosts[h].rx_tail = tail;
-            s.rx_doorbell(h, 0, tail);
+            s.doorbell(h, 0, tail, true);
         }
         s
     }
@@ -743,18 +743,20 @@ impl IoSystem {
         // The doorbell (the tail), after a write barrier.
         let tail = self.hosts[h].tx_tail;
         self.hosts[h].stats.tx_doorbells += 1;
-        self.tx_doorbell(h, t, tail);
+        self.doorbell(h, t, tail, false);
         t
     }
 
-    fn tx_doorbell(&mut self, h: usize, t: Ps, tail: u32) {
+    /// A ring's new tail told to the device: an MMIO write of TDT / RDT down the link for the
+    /// NIC, a register write on the die for the iDMA engine.
+    fn doorbell(&mut self, h: usize, t: Ps, tail: u32, rx: bool) {
         let hs = &mut self.hosts[h];
         match &mut hs.dev {
             Dev::Nic(_) => {
                 let at = t + hs.rc.core_store + hs.rc.downstream;
                 let tlp = Tlp {
                     kind: TlpKind::Write32,
-                    addr: nic::TDT,
+                    addr: if rx { nic::RDT } else { nic::TDT },
                     data: tail.to_le_bytes().to_vec(),
                     purpose: Purpose::Doorbell,
                 };
@@ -762,28 +764,11 @@ impl IoSystem {
             }
             Dev::Idma(eng, _) => {
                 let mut out = Vec::new();
-                eng.tx_doorbell(t, tail, &mut hs.rc.mem, &mut out);
-                self.idma_outs(h, out);
-            }
-        }
-    }
-
-    fn rx_doorbell(&mut self, h: usize, t: Ps, tail: u32) {
-        let hs = &mut self.hosts[h];
-        match &mut hs.dev {
-            Dev::Nic(_) => {
-                let at = t + hs.rc.core_store + hs.rc.downstream;
-                let tlp = Tlp {
-                    kind: TlpKind::Write32,
-                    addr: nic::RDT,
-                    data: tail.to_le_bytes().to_vec(),
-                    purpose: Purpose::Doorbell,
-                };
-                self.link_send(h, Dir::Down, at, tlp);
-            }
-            Dev::Idma(eng, _) => {
-                let mut out = Vec::new();
-                eng.rx_tail(t, tail, &mut hs.rc.mem, &mut out);
+                if rx {
+                    eng.rx_tail(t, tail, &mut hs.rc.mem, &mut out);
+                } else {
+                    eng.tx_doorbell(t, tail, &mut hs.rc.mem, &mut out);
+                }
                 self.idma_outs(h, out);
             }
         }
@@ -895,7 +880,7 @@ impl IoSystem {
                 hs.rx_tail = (hs.rx_next + ring_rx - 1) % ring_rx;
                 hs.stats.rx_doorbells += 1;
                 let tail = hs.rx_tail;
-                self.rx_doorbell(h, t, tail);
+                self.doorbell(h, t, tail, true);
             }
         }
         for cum in acks {

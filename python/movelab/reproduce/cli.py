@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from rich.table import Table
 
 from movelab._util import TableJson, check_output_dir, parse_set, staged_dir
 from movelab._util import fail as _fail
+from movelab.reproduce import write_rows
 
 app = typer.Typer(help="Reproduce the papers' results from the models.", no_args_is_help=True)
 console = Console()
@@ -177,11 +177,7 @@ def _replication(fmt: str, config: str, overrides: dict[str, Any], out: Path | N
         name = f"multi-row-copy-{rows[0]['standard'].lower()}"
         check_output_dir(out, [f"{name}.json", f"{name}.csv"], force)
         with staged_dir(out, force) as d:
-            (d / f"{name}.json").write_text(json.dumps(rows, indent=2))
-            with open(d / f"{name}.csv", "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=rl.REPLICATION_KEYS)
-                w.writeheader()
-                w.writerows(rows)
+            write_rows(rows, d, name, rl.REPLICATION_KEYS)
     if fmt == "json":
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -218,11 +214,7 @@ def _rowclone_beside_ddr3(fmt: str, config: str, overrides: dict[str, Any], out:
         name = f"rowclone-latency-{rows[0]['standard'].lower()}"
         check_output_dir(out, [f"{name}.json", f"{name}.csv"], force)
         with staged_dir(out, force) as d:
-            (d / f"{name}.json").write_text(json.dumps(rows, indent=2))
-            with open(d / f"{name}.csv", "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=rl.BESIDE_KEYS)
-                w.writeheader()
-                w.writerows(rows)
+            write_rows(rows, d, name, rl.BESIDE_KEYS)
     if fmt == "json":
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -260,11 +252,7 @@ def _rowclone_latency(fmt: str, config: str, overrides: dict[str, Any], out: Pat
         _fail(e)
     if out is not None:
         with staged_dir(out, force) as d:
-            (d / "rowclone-latency.json").write_text(json.dumps(rows, indent=2))
-            with open(d / "rowclone-latency.csv", "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=rl.KEYS)
-                w.writeheader()
-                w.writerows(rows)
+            write_rows(rows, d, "rowclone-latency", rl.KEYS)
             rl.plot(rows, d / "rowclone-latency.png", what)
     if fmt == "json":
         typer.echo(json.dumps(rows, indent=2))

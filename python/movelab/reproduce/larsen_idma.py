@@ -15,7 +15,6 @@ The runs are the Rust model's (``experiments::larsen_idma``); the paper's values
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +24,7 @@ from rich.console import Group
 
 from movelab import _core
 from movelab.executor import run_points
-from movelab.reproduce import group, table
+from movelab.reproduce import group, table, write_rows
 
 NAME = "larsen-idma"
 ROW_KEY = ["figure", "case", "metric"]
@@ -196,14 +195,7 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
 def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{NAME}.json", out / f"{NAME}.csv"]
-    paths[0].write_text(json.dumps(rows, indent=2))
-    with open(paths[1], "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=KEYS)
-        w.writeheader()
-        w.writerows(rows)
-    return paths + plot(rows, out)
+    return write_rows(rows, out, NAME, KEYS) + plot(rows, out)
 
 
 #: The issue's bars: latency within 10%, Fig. 10's small-TX and 64 KB bars within 5 points.

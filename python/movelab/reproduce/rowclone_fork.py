@@ -21,7 +21,7 @@ from rich.console import Group
 from movelab import _core
 from movelab._util import refuse_keys
 from movelab.executor import run_points
-from movelab.reproduce import fraction, group, paper_data, table
+from movelab.reproduce import fraction, group, paper_data, table, write_rows
 
 NAME = "rowclone-fork"
 # The columns that name a row (a sweep of this reproduction's points labels statistics with them).
@@ -335,16 +335,7 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
 def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
-    import csv
-
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{NAME}.json", out / f"{NAME}.csv"]
-    paths[0].write_text(json.dumps(rows, indent=2))
-    with open(paths[1], "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=KEYS)
-        w.writeheader()
-        w.writerows(rows)
-    return paths + plot(rows, out)
+    return write_rows(rows, out, NAME, KEYS) + plot(rows, out)
 
 
 # docs/platform.md: FPM's peak forkbench speedup matches the paper's 2.2x, within this fraction.

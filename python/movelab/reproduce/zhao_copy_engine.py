@@ -24,7 +24,7 @@ from rich.console import Group
 from movelab import _core
 from movelab._util import refuse_keys
 from movelab.executor import run_points
-from movelab.reproduce import fraction, group, paper_data, table
+from movelab.reproduce import fraction, group, paper_data, table, write_rows
 
 NAME = "zhao-copy-engine"
 # The columns that name a row (a sweep of this reproduction's points labels statistics with them).
@@ -284,16 +284,8 @@ def plot_fig15(rows: list[dict[str, Any]], path: Path) -> None:
 
 def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
-    import csv
-
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{NAME}.json", out / f"{NAME}.csv", out / f"{NAME}-table3.png", out / f"{NAME}-fig11.png",
-             out / f"{NAME}-fig15.png"]
-    paths[0].write_text(json.dumps(rows, indent=2))
-    with open(paths[1], "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=KEYS)
-        w.writeheader()
-        w.writerows(rows)
+    paths = write_rows(rows, out, NAME, KEYS)
+    paths += [out / f"{NAME}-table3.png", out / f"{NAME}-fig11.png", out / f"{NAME}-fig15.png"]
     plot_table3(rows, paths[2])
     plot_fig11(rows, paths[3])
     plot_fig15(rows, paths[4])
