@@ -42,6 +42,7 @@ pub mod platform;
 pub mod preset_toml;
 pub mod ring;
 pub mod root_complex;
+pub mod sim;
 pub mod stats;
 pub mod udp_peer;
 pub mod workload;

@@ -1,0 +1,205 @@
+//! Golden lines: one line per case of every simulator (the platform, the two-host I/O system and
+//! the network-I/O platform) and per row of every system-level reproduction, each with a digest of
+//! its DRAM command log (where it has one) and of its JSON results. `tests/golden.rs` compares them
+//! with the files in `tests/golden/`; `cargo run --release -p movelab-platform --example
+//! platform_digest` prints them. A refactor that leaves every line equal changed no number.
+use crate::config::builtin_platform_names;
+use crate::error::PlatformError;
+use crate::experiments::{
+    larsen_idma, pcie_model_check, platform, rowclone_apps, rowclone_fork, rowclone_multicore,
+    wun_onload, zhao_copy_engine,
+};
+use crate::io_config::{builtin_io_names, IoConfig};
+use crate::io_system::stream;
+use crate::network_io::{self, Direction, RunSpec};
+use crate::network_io_config::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
+use crate::sim::digest::{simulated_json, CommandLogDigest, Fnv};
+use crate::workload::builtin_workload_names;
+use crate::{Platform, Workload};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The sections of the golden files, in order.
+pub const SECTIONS: &[&str] = &["platform", "io", "network", "reproductions"];
+
+/// The golden lines of `section` (one of [`SECTIONS`]).
+pub fn lines(section: &str) -> Result<Vec<String>, PlatformError> {
+    match section {
+        "platform" => Ok(platform_lines()),
+        "io" => io_lines(),
+        "network" => network_lines(),
+        "reproductions" => reproduction_lines(),
+        _ => Err(PlatformError::Unknown {
+            kind: "golden section",
+            name: section.into(),
+            known: SECTIONS.join(", "),
+        }),
+    }
+}
+
+fn digest<T: Serialize>(v: &T) -> u64 {
+    Fnv::text(&simulated_json(&serde_json::to_value(v).unwrap_or_default()))
+}
+
+/// Small parameters per workload, so that every case runs in well under a second.
+fn params(workload: &str) -> BTreeMap<String, u64> {
+    let kv: &[(&str, u64)] = match workload {
+        "tcp-rx" => &[("packets", 60)],
+        "forkbench" => &[("s_mb", 2), ("n_pages", 32)],
+        "bulk-copy" => &[("pages", 24)],
+        "bulk-zero" => &[("pages", 24)],
+        _ => &[],
+    };
+    kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// The copy mechanisms and core kinds every platform preset runs under.
+const VARIANTS: &[(&str, &str)] = &[
+    ("base", "copy = { mechanism = \"base\" }"),
+    ("base-inorder", "core = { kind = \"in-order\" }\ncopy = { mechanism = \"base\" }"),
+    ("ce-offdie-nlb", "copy = { mechanism = \"ce\", placement = \"off-die\", mode = \"SYNC_NLB\" }"),
+    ("ce-offdie-wlb", "copy = { mechanism = \"ce\", placement = \"off-die\", mode = \"SYNC_WLB\" }"),
+    ("ce-offdie-async", "copy = { mechanism = \"ce\", placement = \"off-die\", mode = \"ASYNC\" }"),
+    ("ce-ondie-async", "copy = { mechanism = \"ce\", placement = \"on-die\", mode = \"ASYNC\", snoop_ack = \"after\" }"),
+    ("ce-ondie-cache", "copy = { mechanism = \"ce\", placement = \"on-die\", mode = \"SYNC_WLB\", dest_to_cache = true }"),
+    ("rowclone", "copy = { mechanism = \"rowclone\" }"),
+    ("rowclone-zi", "copy = { mechanism = \"rowclone-zi\" }"),
+    ("mc-dma", "copy = { mechanism = \"mc-dma\" }"),
+];
+
+/// Every built-in platform preset under every variant and built-in workload: the command log's
+/// length and digest, the stats' digest, the simulated time and instructions.
+fn platform_lines() -> Vec<String> {
+    let none = toml::Value::Table(Default::default());
+    let mut out = Vec::new();
+    for plat in builtin_platform_names() {
+        for (variant, extra) in VARIANTS {
+            let cfg = platform(plat, &none, extra);
+            for wname in builtin_workload_names() {
+                let line = cfg.as_ref().map_err(|e| e.to_string()).and_then(|cfg| {
+                    let w = Workload::load(wname, &params(wname)).map_err(|e| e.to_string())?;
+                    let mut p = Platform::new(cfg).map_err(|e| e.to_string())?;
+                    let (sink, cell) = CommandLogDigest::new();
+                    p.mem_mut().set_command_log(Box::new(sink));
+                    let s = p.run(&w).map_err(|e| e.to_string())?;
+                    let json = serde_json::to_string(&s).unwrap_or_default();
+                    let (log, n) = cell.lock().map(|g| (g.0 .0, g.1)).unwrap_or((0, 0));
+                    Ok(format!(
+                        "cmds={n} log={log:016x} stats={:016x} time_ns={:.1} instr={}",
+                        Fnv::text(&json),
+                        s.time_ns,
+                        s.instructions
+                    ))
+                });
+                let line = line.unwrap_or_else(|e| format!("error: {e}"));
+                out.push(format!("run {plat} {variant} {wname} {line}"));
+            }
+        }
+    }
+    out
+}
+
+/// Every I/O preset with descriptor DMA and the iDMA: one 64 B message, one 1500 B message and a
+/// stream of 16 of them, and a 64 KB message.
+fn io_lines() -> Result<Vec<String>, PlatformError> {
+    let mut out = Vec::new();
+    for name in builtin_io_names() {
+        for kind in ["descriptor", "idma"] {
+            let mut cfg = IoConfig::preset(name)?;
+            cfg.nic.kind = kind.into();
+            for (count, len) in [(1, 64), (1, 1500), (16, 1500), (1, 65536)] {
+                let line = match stream(&cfg, count, len) {
+                    Ok(s) => format!("time_ns={:.3} stats={:016x}", s.time_ns, digest(&s)),
+                    Err(e) => format!("error: {e}"),
+                };
+                out.push(format!("io {name} {kind} {count}x{len} {line}"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The network platform's three configurations, receive and transmit, small and full datagrams,
+/// with the user program and (receive) without it.
+fn network_lines() -> Result<Vec<String>, PlatformError> {
+    let mut out = Vec::new();
+    for (name, _) in BUILTIN_NETWORK_PLATFORMS {
+        let cfg = NetworkIoConfig::load(name)?;
+        for config in ["emu", "softnic", "onloader"] {
+            for direction in [Direction::Rx, Direction::Tx] {
+                for payload in [64, 1472] {
+                    for with_app in [true, false] {
+                        if direction == Direction::Tx && !with_app {
+                            continue;
+                        }
+                        let spec = RunSpec {
+                            config: config.into(),
+                            direction,
+                            payload,
+                            with_app,
+                        };
+                        let line = match network_io::run(&cfg, &spec) {
+                            Ok(s) => format!("mbps={:.3} stats={:016x}", s.throughput_mbps, digest(&s)),
+                            Err(e) => format!("error: {e}"),
+                        };
+                        out.push(format!(
+                            "net {name} {config} {direction:?} {payload} app={with_app} {line}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn rows<T: Serialize>(out: &mut Vec<String>, name: &str, rows: &[T]) {
+    for (i, r) in rows.iter().enumerate() {
+        out.push(format!("{name} {i} {:016x}", digest(r)));
+    }
+}
+
+/// Every system-level reproduction's rows, with small run lengths: Zhao et al., RowClone's
+/// forkbench, applications and multi-core mixes, Larsen & Lee (with the PCIe model check) and Wun
+/// & Crowley.
+fn reproduction_lines() -> Result<Vec<String>, PlatformError> {
+    let mut out = Vec::new();
+    let none = toml::Value::Table(Default::default());
+    let zo = zhao_copy_engine::Options {
+        packets: 40,
+        ..Default::default()
+    };
+    rows(&mut out, "zhao-copy-engine", &zhao_copy_engine::run(&zo, &mut |_, _| {})?);
+    let fo = rowclone_fork::Options {
+        sizes_mb: vec![4],
+        n_pages: vec![2, 32, 512],
+        zero_pages: 64,
+        ..Default::default()
+    };
+    rows(&mut out, "rowclone-fork", &rowclone_fork::run(&fo, &mut |_, _| {})?);
+    let ao = rowclone_apps::Options {
+        instructions: 4_000,
+        warmup: 2_000,
+        ..Default::default()
+    };
+    rows(&mut out, "rowclone-apps", &rowclone_apps::run(&ao, &mut |_, _| {})?);
+    let mo = rowclone_multicore::Options {
+        cores: vec![2, 4],
+        mixes: 2,
+        apps: ao.clone(),
+        ..Default::default()
+    };
+    rows(&mut out, "rowclone-multicore", &rowclone_multicore::run(&mo, &mut |_, _| {})?);
+    let lo = larsen_idma::Options {
+        small_count: 40,
+        large_count: 4,
+        ..larsen_idma::Options::paper()?
+    };
+    rows(&mut out, "larsen-idma", &larsen_idma::run(&lo, &mut |_, _| {})?);
+    rows(&mut out, "pcie-model-check", &pcie_model_check::run()?);
+    let experiments: Vec<String> = wun_onload::EXPERIMENTS.iter().map(|e| e.to_string()).collect();
+    let points = wun_onload::points(&experiments, &[64, 1472])?;
+    let name = BUILTIN_NETWORK_PLATFORMS[0].0;
+    rows(&mut out, "wun-onload", &wun_onload::run(name, &none, &points, &mut |_, _| {})?);
+    Ok(out)
+}
