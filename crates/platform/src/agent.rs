@@ -4,7 +4,7 @@
 //! agent knows nothing of the platform that owns it: it talks to the [`MemorySystem`] it is
 //! handed (requests, its own events, coherence hooks) and hears back through [`Agent::event`]
 //! and [`Agent::response`].
-use crate::core::{Access, OffloadOp};
+use crate::iface::{Access, OffloadOp};
 use crate::kernel::Ps;
 use crate::memory_system::{MemorySystem, Response};
 use crate::stats::CopyLines;

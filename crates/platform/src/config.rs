@@ -3,6 +3,7 @@
 //! a config file may say `preset = "NAME"` and override any key, and `--set key=value` overrides
 //! layer on top. Every field has a default and a one-line description.
 use crate::error::PlatformError;
+use crate::io_config::{IoConfig, NIC_DESC_BYTES};
 use crate::preset_toml::{deserialize, PresetSet};
 use movelab_dram::config::{merge_toml, Config as DramConfig};
 use serde::{Deserialize, Serialize};
@@ -402,7 +403,7 @@ pub struct PlatformConfig {
     pub interrupts: InterruptConfig,
     /// A PCIe device (a descriptor NIC) on the platform: its link, root complex and registers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub io: Option<crate::pcie_device_agent::PcieDeviceConfig>,
+    pub io: Option<PcieDeviceConfig>,
 }
 
 fn default_l2() -> CacheConfig {
@@ -667,6 +668,195 @@ impl PlatformConfig {
                     spec.org.line_bytes()
                 ),
             ));
+        }
+        Ok(())
+    }
+}
+
+fn default_bar_bytes() -> u64 {
+    128 * 1024
+}
+fn default_stride() -> u64 {
+    2048
+}
+fn default_frame() -> u32 {
+    64
+}
+
+/// `[io]` of a platform: which I/O preset's link, root complex and NIC the device is, overrides
+/// of them, where its registers and the driver's TX ring and buffers are, and the root complex's
+/// fixed part of a device read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PcieDeviceConfig {
+    /// An I/O preset (`presets/io`) or file: its `[link]`, `[root_complex]` and `[nic]`.
+    pub preset: String,
+    /// Overrides of the preset's tables (same keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<toml::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_complex: Option<toml::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<toml::Value>,
+    /// The device's register BAR: base address (aligned to its size) and size (4 KiB-64 MiB,
+    /// a power of two). Register offsets are the 82598's (TX tail at 0x6018).
+    pub bar: u64,
+    #[serde(default = "default_bar_bytes")]
+    pub bar_bytes: u64,
+    /// The TX descriptor ring in host memory (16 B descriptors, `nic.tx_ring` of them).
+    pub tx_ring: u64,
+    /// The driver's TX buffers: packet k of the ring uses `tx_buffers + (k mod ring) x stride`.
+    pub tx_buffers: u64,
+    #[serde(default = "default_stride")]
+    pub tx_buffer_stride: u64,
+    /// Bytes of each frame the driver posts (14 to the stride, at most 9018).
+    #[serde(default = "default_frame")]
+    pub frame_bytes: u32,
+    /// The root complex's fixed part of a device read, ns: from the request's arrival (less the
+    /// platform's snoop and DRAM access, which are simulated) to the completions leaving.
+    pub rc_read_ns: f64,
+    /// Receive: the RX descriptor ring and buffers (packet k of the ring: `rx_buffers + (k mod
+    /// ring) x tx_buffer_stride`). Each uncached store to the RX tail (0x1018) posts one buffer.
+    /// Without them the NIC receives nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_ring: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_buffers: Option<u64>,
+    /// Frames the MAC sends come back into its receive side after `nic.mac_tx_ns + nic.mac_rx_ns`
+    /// (a loopback peer); needs `rx_ring` and `rx_buffers`.
+    #[serde(default)]
+    pub loopback: bool,
+    /// The core the MSI-X interrupts; the core whose L2 takes DDIO writes.
+    #[serde(default)]
+    pub irq_core: u32,
+    #[serde(default)]
+    pub ddio_core: u32,
+}
+
+impl PcieDeviceConfig {
+    /// The I/O configuration: the preset with the overrides; errors name `io.<key>`.
+    pub fn io_config(&self, src: &str) -> Result<IoConfig, PlatformError> {
+        let named = |e: PlatformError| match e {
+            PlatformError::Config { key, what, .. } => {
+                PlatformError::config(src, format!("io.{key}"), what)
+            }
+            PlatformError::Unknown { kind, name, known } => PlatformError::config(
+                src,
+                "io.preset",
+                format!("unknown {kind} '{name}' (known: {known})"),
+            ),
+            other => other,
+        };
+        let base = IoConfig::load(&self.preset).map_err(named)?;
+        let mut over = toml::map::Map::new();
+        for (k, v) in [
+            ("link", &self.link),
+            ("root_complex", &self.root_complex),
+            ("nic", &self.nic),
+        ] {
+            if let Some(v) = v {
+                over.insert(k.into(), v.clone());
+            }
+        }
+        if over.is_empty() {
+            return Ok(base);
+        }
+        base.with_overrides(toml::Value::Table(over), src)
+            .map_err(named)
+    }
+
+    /// Checks every bounded value and that the BAR overlaps neither the ring nor the buffers;
+    /// the error names the key.
+    pub fn validate(&self, src: &str) -> Result<(), PlatformError> {
+        let err = |k: &str, w: String| Err(PlatformError::config(src, format!("io.{k}"), w));
+        let io = self.io_config(src)?;
+        if io.nic.kind != "descriptor" {
+            return err(
+                "nic.kind",
+                format!(
+                    "'{}': only a descriptor NIC sits on the platform",
+                    io.nic.kind
+                ),
+            );
+        }
+        if !self.bar_bytes.is_power_of_two() || !(4096..=1 << 26).contains(&self.bar_bytes) {
+            return err(
+                "bar_bytes",
+                format!("{:#x}: a power of two from 4 KiB to 64 MiB", self.bar_bytes),
+            );
+        }
+        if !self.bar.is_multiple_of(self.bar_bytes)
+            || self.bar.checked_add(self.bar_bytes).is_none()
+        {
+            return err(
+                "bar",
+                format!(
+                    "{:#x} is not aligned to bar_bytes ({:#x})",
+                    self.bar, self.bar_bytes
+                ),
+            );
+        }
+        if self.tx_buffer_stride == 0 || self.tx_buffer_stride > 1 << 20 {
+            return err(
+                "tx_buffer_stride",
+                format!("{}: 1 to 1 MiB", self.tx_buffer_stride),
+            );
+        }
+        if !(14..=9018).contains(&self.frame_bytes)
+            || self.frame_bytes as u64 > self.tx_buffer_stride
+        {
+            return err(
+                "frame_bytes",
+                format!(
+                    "{}: 14 to 9018 and at most tx_buffer_stride ({})",
+                    self.frame_bytes, self.tx_buffer_stride
+                ),
+            );
+        }
+        if !(self.rc_read_ns.is_finite() && (0.0..=100_000.0).contains(&self.rc_read_ns)) {
+            return err("rc_read_ns", format!("{}: 0 to 100000 ns", self.rc_read_ns));
+        }
+        let ring = io.nic.tx_ring as u64;
+        let rx = io.nic.rx_ring as u64;
+        let bar = (self.bar, self.bar + self.bar_bytes);
+        if self.rx_ring.is_some() != self.rx_buffers.is_some()
+            || (self.loopback && self.rx_ring.is_none())
+        {
+            return err(
+                "rx_ring",
+                "rx_ring and rx_buffers go together, and loopback needs both".into(),
+            );
+        }
+        if self.rx_ring.is_some_and(|r| !r.is_multiple_of(128)) {
+            return err("rx_ring", "rings are 128 B aligned".into());
+        }
+        let mut ranges = vec![
+            ("tx_ring", self.tx_ring, ring * NIC_DESC_BYTES),
+            ("tx_buffers", self.tx_buffers, ring * self.tx_buffer_stride),
+        ];
+        if let (Some(r), Some(b)) = (self.rx_ring, self.rx_buffers) {
+            ranges.push(("rx_ring", r, rx * NIC_DESC_BYTES));
+            ranges.push(("rx_buffers", b, rx * self.tx_buffer_stride));
+        }
+        for (key, base, bytes) in ranges {
+            let Some(end) = base.checked_add(bytes) else {
+                return err(key, format!("{base:#x} + {bytes:#x} overflows"));
+            };
+            if base < bar.1 && bar.0 < end {
+                return err(
+                    "bar",
+                    format!(
+                        "the BAR {:#x}..{:#x} overlaps {key} {base:#x}..{end:#x}",
+                        bar.0, bar.1
+                    ),
+                );
+            }
+        }
+        if !self.tx_ring.is_multiple_of(128) {
+            return err(
+                "tx_ring",
+                format!("{:#x}: rings are 128 B aligned", self.tx_ring),
+            );
         }
         Ok(())
     }

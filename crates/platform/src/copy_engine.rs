@@ -16,7 +16,7 @@
 //! the caches, or, with `dest_to_cache` (section 6.7), written into L2 instead of memory.
 use crate::agent::{Agent, AgentReport};
 use crate::config::PlatformConfig;
-use crate::core::{Access, OffloadOp, Token};
+use crate::iface::{Access, OffloadOp, Token};
 use crate::kernel::{ns, Ps};
 use crate::memory_system::{AgentId, MemReq, MemorySystem, ReqKind, Response};
 use crate::stats::CopyLines;

@@ -13,20 +13,11 @@
 //! caches; under an engine or in-memory mechanism it is one offload instruction (`ecpy`,
 //! `memcpy`/`meminit`) handed to the uncore.
 use crate::config::CoreConfig;
+pub use crate::iface::{token_context, Access, OffloadOp, Token, Uncore, SEQ_MASK};
 use crate::kernel::Ps;
 use crate::workload::Op;
 use movelab_dram::generator::Xoshiro256StarStar;
 use std::collections::VecDeque;
-
-/// The part of a token that numbers the entry; the top byte names the hardware context.
-pub const SEQ_MASK: u64 = (1 << 56) - 1;
-
-/// The hardware context a token belongs to.
-pub fn token_context(t: Token) -> u8 {
-    match t {
-        Token::Rob(v) | Token::Store(v) => (v >> 56) as u8,
-    }
-}
 
 /// What a window entry does.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,15 +57,6 @@ pub struct Uop {
     pub work: u32,
 }
 
-/// An offloaded bulk operation, as the uncore receives it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct OffloadOp {
-    pub src: Option<u64>,
-    pub dst: u64,
-    pub bytes: u64,
-    pub value: u8,
-}
-
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     uop: Uop,
@@ -83,49 +65,6 @@ struct Entry {
     blocked: bool,
     /// When its result is available (`Ps::MAX`: waiting for memory or an engine).
     done_at: Ps,
-}
-
-/// The result of asking the uncore for a load or a store-buffer write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Done at this time.
-    At(Ps),
-    /// Waiting for memory; the uncore will call back with the token.
-    Pending,
-    /// Cannot start now (no MSHR, or the line is in a pending copy); retry after the uncore wakes
-    /// the core.
-    Retry,
-    /// Cannot start now; retry at this time (a poll) or when the uncore wakes the core
-    /// (`Ps::MAX`: only then, e.g. asleep until a doorbell).
-    RetryAt(Ps),
-}
-
-/// Who the uncore calls back when memory answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Token {
-    /// The window entry with this sequence number.
-    Rob(u64),
-    /// The store-buffer entry with this id.
-    Store(u64),
-}
-
-/// The core's view of everything below it.
-pub trait Uncore {
-    fn load(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access;
-    /// A store-buffer write at `addr`; `whole`: a CPU copy overwriting the whole line.
-    fn store(&mut self, now: Ps, addr: u64, whole: bool, copy: bool, token: Token) -> Access;
-    /// Starts offload `id` (issued at `now`, window entry `seq`); the uncore later reports its
-    /// completion with [`Core::offload_done`]. `Retry` when it cannot start yet.
-    fn offload(&mut self, now: Ps, id: u32, op: OffloadOp, seq: u64) -> Access;
-    /// An uncached load or store at `addr`.
-    fn uncached(&mut self, now: Ps, addr: u64, write: bool) -> Access;
-    /// A ring wait (window entry `seq`): `At`/`Pending` once there is room or an entry (after its
-    /// poll of `addr`), `RetryAt` while not.
-    fn ring_wait(&mut self, now: Ps, ring: u16, push: bool, addr: u64, seq: u64) -> Access;
-    /// A ring commit: writes `addr` and publishes the push or pop.
-    fn ring_commit(&mut self, now: Ps, ring: u16, push: bool, addr: u64, seq: u64) -> Access;
-    /// Raises an interrupt at core `target`.
-    fn interrupt(&mut self, now: Ps, target: u32) -> Access;
 }
 
 /// Micro-ops a copy or initialisation by the core keeps expanded ahead of dispatch.

@@ -12,7 +12,7 @@
 use crate::agent::{Agent, AgentReport};
 use crate::cache::Victim;
 use crate::config::PlatformConfig;
-use crate::core::{Access, OffloadOp, Token};
+use crate::iface::{Access, OffloadOp, Token};
 use crate::kernel::{ns, Ps};
 use crate::memory_system::{AgentId, MemorySystem, Response};
 use crate::stats::CopyLines;

@@ -4,12 +4,33 @@
 //! Built-in presets live in `presets/io/`; every key has a default and a one-line description,
 //! and errors name the file and the key.
 use crate::error::PlatformError;
-use crate::kernel::{ns, Ps};
-use crate::pcie_bytes::{gen_rate, CompletionMode, Geometry};
-use crate::pcie_link::{Credits, LinkParams};
 use crate::preset_toml::{deserialize, PresetSet};
 use movelab_dram::config::merge_toml;
 use serde::{Deserialize, Serialize};
+
+/// Bytes of a descriptor (82598/82599 legacy and advanced descriptors are 16 B).
+pub const NIC_DESC_BYTES: u64 = 16;
+
+/// How the completer returns read data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompletionMode {
+    /// One completion per RCB-aligned piece (Intel root complexes of the 2010s returned 64 B
+    /// completions: pcie-model's `rcb_chunks` switch; an inference for the 5520 IOH).
+    Rcb,
+    /// Completions as large as MPS, ending on RCB-aligned boundaries.
+    Coalesced,
+}
+
+/// The transfer rate and encoding of a generation: (GT/s per lane, payload bits per line bit).
+pub fn gen_rate(gen: u8) -> Option<(f64, f64)> {
+    match gen {
+        1 => Some((2.5, 8.0 / 10.0)),
+        2 => Some((5.0, 8.0 / 10.0)),
+        3 => Some((8.0, 128.0 / 130.0)),
+        _ => None,
+    }
+}
 
 /// Built-in I/O platforms: (name, TOML text).
 pub const BUILTIN_IO: &[(&str, &str)] = &[
@@ -582,53 +603,5 @@ impl IoConfig {
             );
         }
         Ok(())
-    }
-
-    pub fn geometry(&self) -> Geometry {
-        let l = &self.link;
-        Geometry {
-            gen: l.gen,
-            lanes: l.lanes,
-            mps: l.mps,
-            mrrs: l.mrrs,
-            rcb: l.rcb,
-            completions: l.completions,
-            addr64: l.addr64,
-            ecrc: l.ecrc,
-            skp: l.skp,
-        }
-    }
-
-    pub fn link_params(&self) -> LinkParams {
-        let g = self.geometry();
-        let l = &self.link;
-        LinkParams {
-            geometry: g,
-            latency: ns(l.latency_ns),
-            ack_interval: if l.ack_ns > 0.0 {
-                ns(l.ack_ns)
-            } else {
-                g.ack_interval_ps()
-            },
-            credits: [
-                Credits {
-                    hdr: Some(l.posted_hdr_credits),
-                    data: Some(l.posted_data_credits),
-                },
-                Credits {
-                    hdr: Some(l.nonposted_hdr_credits),
-                    data: None,
-                },
-                Credits {
-                    hdr: None,
-                    data: None,
-                },
-            ],
-        }
-    }
-
-    /// Host-side read latency of `len` bytes, ps.
-    pub fn host_read_ps(&self, len: u32) -> Ps {
-        ns(self.root_complex.read_ns + self.root_complex.read_ns_per_byte * len as f64)
     }
 }

@@ -21,6 +21,7 @@ pub mod error;
 pub mod experiments;
 pub mod host_step_cost;
 pub mod idma;
+pub mod iface;
 pub mod in_memory_copy;
 pub mod interconnect;
 pub mod io_config;

@@ -22,10 +22,11 @@
 //! take dirty lines from the caches. With one core nothing of this costs anything.
 use crate::cache::{Cache, Victim};
 use crate::config::{CoreConfig, PlatformConfig};
-use crate::core::{Access, Token};
+use crate::iface::{Access, Token};
 use crate::interconnect::Interconnect;
 use crate::kernel::{EventQueue, Ps};
 use crate::pending_copy_table::PendingCopyTable;
+pub use crate::stats::CoherenceStats;
 use crate::stats::MemoryTraffic;
 use movelab_dram::mapper::Location;
 use movelab_dram::port::MemoryPort;
@@ -119,17 +120,6 @@ pub struct Private {
     pub wakeups: Vec<(Token, Ps)>,
     /// The core should retry what it could not start (an MSHR or a table entry freed).
     pub poke: bool,
-}
-
-/// Coherence counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct CoherenceStats {
-    /// Writes to a line other cores held: invalidation broadcasts.
-    pub upgrades: u64,
-    /// Copies in other cores' caches invalidated (by cores' writes).
-    pub invalidations: u64,
-    /// Misses served by another core's cache (its dirty copy).
-    pub cache_to_cache: u64,
 }
 
 /// Where a line's value lives, for the value shadow ([`ValueShadow`]).

@@ -10,10 +10,11 @@
 //! address (8 B), length (2), command (1: EOP 1, RS 2, TSO 4), type (1: 0 data, 1 context),
 //! status (4: DD 1). TX context: MSS (2), header length (2), type at byte 11 = 1. RX read: buffer
 //! address (8 B); RX write-back: status at byte 8 (DD 1, EOP 2), length at byte 12.
-use crate::io_config::IoConfig;
+use crate::io_config::{IoConfig, NIC_DESC_BYTES};
 use crate::kernel::{ns, Ps};
 use crate::pcie_bytes::{Geometry, Purpose};
 use crate::pcie_link::{Tlp, TlpKind};
+pub use crate::stats::NicStats;
 use std::collections::{BTreeMap, VecDeque};
 
 /// The NIC's register BAR (below 4 GB: doorbells are 3 DW writes).
@@ -25,7 +26,7 @@ pub const RDT: u64 = BAR + 0x1018;
 pub const TDH: u64 = BAR + 0x6010;
 /// Where MSI-X writes go.
 pub const MSIX_ADDR: u64 = 0xFEE0_0000;
-pub const DESC: u64 = 16;
+pub const DESC: u64 = NIC_DESC_BYTES;
 pub const CMD_EOP: u8 = 1;
 pub const CMD_RS: u8 = 2;
 pub const CMD_TSO: u8 = 4;
@@ -124,22 +125,6 @@ struct TxPkt {
     reads_left: u32,
     issued: bool,
     trace: TxTrace,
-}
-
-/// Counters.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct NicStats {
-    pub tx_packets: u64,
-    pub tx_frames: u64,
-    pub tx_desc_fetched: u64,
-    pub tx_desc_written_back: u64,
-    pub rx_frames: u64,
-    pub rx_desc_fetched: u64,
-    pub rx_desc_written_back: u64,
-    pub rx_drops: u64,
-    pub interrupts: u64,
-    pub doorbells: u64,
-    pub reads_waiting_for_tags: u64,
 }
 
 /// The NIC of one host.

@@ -7,6 +7,8 @@
 //! Sources (see `../shared/reference/pcie-facts.md` in the project notes): PCIe Base
 //! Specification 2.1/3.0 (framing, headers, DLLPs), Intel AN708 "Understanding PCI Express
 //! Throughput", pcie-bench/pcie-model `model/pcie.py` (the same constants, its own code).
+use crate::io_config::IoConfig;
+pub use crate::io_config::{gen_rate, CompletionMode};
 use serde::{Deserialize, Serialize};
 
 /// Framing and link-layer bytes around every TLP at Gen1-Gen3: Gen1/2 STP 1 + sequence 2 +
@@ -24,17 +26,6 @@ pub const ECRC: u32 = 4;
 /// A request may not cross a 4 KB boundary (Base Spec 2.2.7).
 pub const BOUNDARY_4K: u64 = 4096;
 
-/// How the completer returns read data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CompletionMode {
-    /// One completion per RCB-aligned piece (Intel root complexes of the 2010s returned 64 B
-    /// completions: pcie-model's `rcb_chunks` switch; an inference for the 5520 IOH).
-    Rcb,
-    /// Completions as large as MPS, ending on RCB-aligned boundaries.
-    Coalesced,
-}
-
 /// The static description of one link: everything the byte counts and wire times depend on.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Geometry {
@@ -50,16 +41,6 @@ pub struct Geometry {
     pub ecrc: bool,
     /// Count clock-compensation SKP ordered sets (about 0.26% at Gen1/2, 4 symbols per 1538).
     pub skp: bool,
-}
-
-/// The transfer rate and encoding of a generation: (GT/s per lane, payload bits per line bit).
-pub fn gen_rate(gen: u8) -> Option<(f64, f64)> {
-    match gen {
-        1 => Some((2.5, 8.0 / 10.0)),
-        2 => Some((5.0, 8.0 / 10.0)),
-        3 => Some((8.0, 128.0 / 130.0)),
-        _ => None,
-    }
 }
 
 impl Geometry {
@@ -433,6 +414,24 @@ mod tests {
             prop_assert_eq!(down, len + cpls * 20);
             let w = l.write_cost(addr, len);
             prop_assert_eq!(w, len + l.split_write(addr, len).len() as u64 * 24);
+        }
+    }
+}
+
+impl IoConfig {
+    /// The link's static description, from `[link]`.
+    pub fn geometry(&self) -> Geometry {
+        let l = &self.link;
+        Geometry {
+            gen: l.gen,
+            lanes: l.lanes,
+            mps: l.mps,
+            mrrs: l.mrrs,
+            rcb: l.rcb,
+            completions: l.completions,
+            addr64: l.addr64,
+            ecrc: l.ecrc,
+            skp: l.skp,
         }
     }
 }

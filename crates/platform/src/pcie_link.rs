@@ -4,7 +4,8 @@
 //! Ack and UpdateFC DLLPs coalesced over the spec's Ack latency interval. Every byte is counted
 //! by purpose ([`ByteCount`]). The link knows nothing of what is at either end: the owner hands
 //! it TLPs and acts on the [`LinkOut`]s it returns (deliveries and timers).
-use crate::kernel::Ps;
+use crate::io_config::IoConfig;
+use crate::kernel::{ns, Ps};
 use crate::pcie_bytes::{ByteCount, Geometry, Purpose};
 use std::collections::VecDeque;
 
@@ -284,6 +285,37 @@ impl Link {
                 .sides
                 .iter()
                 .all(|s| s.ack_due.is_none() && s.fc_due.is_none() && s.returning.is_empty())
+    }
+}
+
+impl IoConfig {
+    /// The link's parameters (geometry, latency, ACK interval, credits), from `[link]`.
+    pub fn link_params(&self) -> LinkParams {
+        let g = self.geometry();
+        let l = &self.link;
+        LinkParams {
+            geometry: g,
+            latency: ns(l.latency_ns),
+            ack_interval: if l.ack_ns > 0.0 {
+                ns(l.ack_ns)
+            } else {
+                g.ack_interval_ps()
+            },
+            credits: [
+                Credits {
+                    hdr: Some(l.posted_hdr_credits),
+                    data: Some(l.posted_data_credits),
+                },
+                Credits {
+                    hdr: Some(l.nonposted_hdr_credits),
+                    data: None,
+                },
+                Credits {
+                    hdr: None,
+                    data: None,
+                },
+            ],
+        }
     }
 }
 

@@ -9,8 +9,9 @@
 use crate::agent::Agent;
 use crate::agent_registry;
 use crate::config::PlatformConfig;
-use crate::core::{token_context, Access, CopyBy, Core, OffloadOp, Token, Uncore};
+use crate::core::{CopyBy, Core};
 use crate::error::PlatformError;
+use crate::iface::{token_context, Access, OffloadOp, Token, Uncore};
 use crate::kernel::Ps;
 use crate::memory_system::{AgentId, Ev, MemorySystem, Responder, Response};
 use crate::ring::{RingStep, Rings};

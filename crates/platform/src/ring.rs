@@ -8,25 +8,11 @@
 //! is known when the operation is decoded (each side goes round the ring in order); whether the
 //! ring has room or an entry is decided when the wait reaches the head of the window.
 use crate::config::RingConfig;
-use crate::core::{Access, Token};
+use crate::iface::{Access, Token};
 use crate::kernel::{ns, Ps};
 use crate::memory_system::MemorySystem;
+pub use crate::stats::RingStats;
 use crate::workload::Op;
-use serde::Serialize;
-
-/// What a ring saw in a run.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct RingStats {
-    pub name: String,
-    pub pushes: u64,
-    pub pops: u64,
-    /// Polls that found the ring full (producer) or empty (consumer).
-    pub full_polls: u64,
-    pub empty_polls: u64,
-    /// Times the consumer went to sleep on an empty ring with a doorbell.
-    pub sleeps: u64,
-    pub doorbells: u64,
-}
 
 struct Ring {
     cfg: RingConfig,

@@ -177,6 +177,13 @@ impl RootComplex {
     }
 }
 
+impl IoConfig {
+    /// Host-side read latency of `len` bytes, ps.
+    pub fn host_read_ps(&self, len: u32) -> Ps {
+        ns(self.root_complex.read_ns + self.root_complex.read_ns_per_byte * len as f64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

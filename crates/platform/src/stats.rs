@@ -1,8 +1,6 @@
 //! Statistics of a platform run: time, instructions and IPC, offloaded copies, cache behaviour,
 //! memory traffic split into copy and other traffic (FMTC), bandwidth, and the DRAM model's own
 //! statistics including its energy. Serialisable, for JSON and Python.
-use crate::memory_system::CoherenceStats;
-use crate::ring::RingStats;
 use movelab_dram::stats::Stats as DramStats;
 use serde::Serialize;
 
@@ -177,5 +175,46 @@ pub struct DeviceStats {
     /// Received payload bytes compared with the frame sent (loopback), and those that differed.
     pub rx_bytes_checked: u64,
     pub rx_bytes_wrong: u64,
-    pub nic: crate::nic::NicStats,
+    pub nic: NicStats,
+}
+
+/// Coherence counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CoherenceStats {
+    /// Writes to a line other cores held: invalidation broadcasts.
+    pub upgrades: u64,
+    /// Copies in other cores' caches invalidated (by cores' writes).
+    pub invalidations: u64,
+    /// Misses served by another core's cache (its dirty copy).
+    pub cache_to_cache: u64,
+}
+
+/// What a ring saw in a run.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RingStats {
+    pub name: String,
+    pub pushes: u64,
+    pub pops: u64,
+    /// Polls that found the ring full (producer) or empty (consumer).
+    pub full_polls: u64,
+    pub empty_polls: u64,
+    /// Times the consumer went to sleep on an empty ring with a doorbell.
+    pub sleeps: u64,
+    pub doorbells: u64,
+}
+
+/// A descriptor NIC's counters.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct NicStats {
+    pub tx_packets: u64,
+    pub tx_frames: u64,
+    pub tx_desc_fetched: u64,
+    pub tx_desc_written_back: u64,
+    pub rx_frames: u64,
+    pub rx_desc_fetched: u64,
+    pub rx_desc_written_back: u64,
+    pub rx_drops: u64,
+    pub interrupts: u64,
+    pub doorbells: u64,
+    pub reads_waiting_for_tags: u64,
 }

@@ -31,7 +31,12 @@ fn check(section: &str) {
         want.len(),
         got.len(),
         want.len(),
-        moved.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        moved
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 

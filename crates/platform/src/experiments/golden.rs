@@ -38,7 +38,9 @@ pub fn lines(section: &str) -> Result<Vec<String>, PlatformError> {
 }
 
 fn digest<T: Serialize>(v: &T) -> u64 {
-    Fnv::text(&simulated_json(&serde_json::to_value(v).unwrap_or_default()))
+    Fnv::text(&simulated_json(
+        &serde_json::to_value(v).unwrap_or_default(),
+    ))
 }
 
 /// Small parameters per workload, so that every case runs in well under a second.
@@ -139,7 +141,9 @@ fn network_lines() -> Result<Vec<String>, PlatformError> {
                             with_app,
                         };
                         let line = match network_io::run(&cfg, &spec) {
-                            Ok(s) => format!("mbps={:.3} stats={:016x}", s.throughput_mbps, digest(&s)),
+                            Ok(s) => {
+                                format!("mbps={:.3} stats={:016x}", s.throughput_mbps, digest(&s))
+                            }
                             Err(e) => format!("error: {e}"),
                         };
                         out.push(format!(
@@ -169,37 +173,64 @@ fn reproduction_lines() -> Result<Vec<String>, PlatformError> {
         packets: 40,
         ..Default::default()
     };
-    rows(&mut out, "zhao-copy-engine", &zhao_copy_engine::run(&zo, &mut |_, _| {})?);
+    rows(
+        &mut out,
+        "zhao-copy-engine",
+        &zhao_copy_engine::run(&zo, &mut |_, _| {})?,
+    );
     let fo = rowclone_fork::Options {
         sizes_mb: vec![4],
         n_pages: vec![2, 32, 512],
         zero_pages: 64,
         ..Default::default()
     };
-    rows(&mut out, "rowclone-fork", &rowclone_fork::run(&fo, &mut |_, _| {})?);
+    rows(
+        &mut out,
+        "rowclone-fork",
+        &rowclone_fork::run(&fo, &mut |_, _| {})?,
+    );
     let ao = rowclone_apps::Options {
         instructions: 4_000,
         warmup: 2_000,
         ..Default::default()
     };
-    rows(&mut out, "rowclone-apps", &rowclone_apps::run(&ao, &mut |_, _| {})?);
+    rows(
+        &mut out,
+        "rowclone-apps",
+        &rowclone_apps::run(&ao, &mut |_, _| {})?,
+    );
     let mo = rowclone_multicore::Options {
         cores: vec![2, 4],
         mixes: 2,
         apps: ao.clone(),
         ..Default::default()
     };
-    rows(&mut out, "rowclone-multicore", &rowclone_multicore::run(&mo, &mut |_, _| {})?);
+    rows(
+        &mut out,
+        "rowclone-multicore",
+        &rowclone_multicore::run(&mo, &mut |_, _| {})?,
+    );
     let lo = larsen_idma::Options {
         small_count: 40,
         large_count: 4,
         ..larsen_idma::Options::paper()?
     };
-    rows(&mut out, "larsen-idma", &larsen_idma::run(&lo, &mut |_, _| {})?);
+    rows(
+        &mut out,
+        "larsen-idma",
+        &larsen_idma::run(&lo, &mut |_, _| {})?,
+    );
     rows(&mut out, "pcie-model-check", &pcie_model_check::run()?);
-    let experiments: Vec<String> = wun_onload::EXPERIMENTS.iter().map(|e| e.to_string()).collect();
+    let experiments: Vec<String> = wun_onload::EXPERIMENTS
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
     let points = wun_onload::points(&experiments, &[64, 1472])?;
     let name = BUILTIN_NETWORK_PLATFORMS[0].0;
-    rows(&mut out, "wun-onload", &wun_onload::run(name, &none, &points, &mut |_, _| {})?);
+    rows(
+        &mut out,
+        "wun-onload",
+        &wun_onload::run(name, &none, &points, &mut |_, _| {})?,
+    );
     Ok(out)
 }
