@@ -1,6 +1,6 @@
 //! Prints an I/O run's statistics (a development probe): `io_probe PRESET COUNT BYTES [idma]`.
-use movelab_platform::io_config::IoConfig;
-use movelab_platform::io_system::stream;
+use movelab_platform::config::io::IoConfig;
+use movelab_platform::systems::io_pair::stream;
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();

@@ -1,7 +1,7 @@
 //! Runs the network-I/O platform once per configuration and payload and prints the figures:
 //! `cargo run --release -p movelab-platform --example netio -- [rx|tx] [payloads,...] [TOML overrides]`.
-use movelab_platform::network_io::{run, Direction, RunSpec};
-use movelab_platform::network_io_config::NetworkIoConfig;
+use movelab_platform::config::network::NetworkIoConfig;
+use movelab_platform::systems::network_io::{run, Direction, RunSpec};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();

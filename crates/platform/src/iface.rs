@@ -2,7 +2,7 @@
 //! a store, an offloaded copy or initialisation, an uncached access, a ring operation or an
 //! interrupt, and what it gets back. Plain vocabulary shared by the cores, the memory system and
 //! the agents, so that none of them imports another's implementation.
-use crate::kernel::Ps;
+use crate::sim::Ps;
 
 /// The part of a token that numbers the entry; the top byte names the hardware context.
 pub const SEQ_MASK: u64 = (1 << 56) - 1;

@@ -1,55 +1,36 @@
-//! movelab-platform: the part of the simulator above the memory controller.
+//! movelab-platform: the part of the simulator above the memory controller, in layers that import
+//! only downwards (`tests/layering.rs` fails on an upward import or a circle):
 //!
-//! What is here: an event kernel that skips idle time ([`kernel`]); cores driven by workload
-//! programs ([`core`]), any number of them, each with its own program and clock; the memory
-//! system they and the agents talk to through one request/response interface
-//! ([`memory_system`]: private L1/L2 per core kept coherent, an optional shared last level, the
-//! interconnect ([`interconnect`]), the memory controllers of movelab-dram); agents, each one file
-//! behind the [`agent::Agent`] trait and built by name ([`agent_registry`]): copy engines on-die
-//! or off-die in SYNC_NLB, SYNC_WLB or ASYNC mode ([`copy_engine`], [`pending_copy_table`]), and
-//! RowClone, RowClone-ZI and MC-DMA through the DRAM model ([`in_memory_copy`]); workloads as data
-//! ([`workload`]); the wiring and the run loop ([`platform`]); and the papers' system-level
-//! experiments ([`experiments`]). Nothing imports [`platform`] back.
-//! What is not: DRAM itself (movelab-dram), the host runtime (movelab-host), Python (movelab-py).
-pub mod agent;
-pub mod agent_registry;
-pub mod cache;
+//! 1. [`sim`], the spine: time, the event queue, errors, preset loading, golden digests.
+//! 2. [`iface`] (the core/uncore vocabulary), [`config`] (configs and workloads, pure data) and
+//!    [`stats`] (plain data).
+//! 3. Components: [`cpu`] (cores), [`memory`] (caches, coherence, interconnect, rings, the DRAM
+//!    controllers), [`pcie`] (byte counts, link, root complex), [`devices`] (NIC, iDMA), [`net`]
+//!    (MAC, UDP peer, packet buffers), [`small_cores`] (IXP microengines, host cost model).
+//! 4. [`agents`]: copy engines, in-memory mechanisms, the PCIe device, each behind one trait and
+//!    built by name.
+//! 5. [`systems`]: the platform, two hosts over PCIe, the network-I/O platform; each wires its
+//!    parts and runs them.
+//! 6. [`experiments`]: the papers' system-level reproductions and the golden lines.
+//!
+//! What is not here: DRAM itself (movelab-dram), the host runtime (movelab-host), Python
+//! (movelab-py).
+pub mod agents;
 pub mod config;
-pub mod copy_engine;
-pub mod core;
-pub mod error;
+pub mod cpu;
+pub mod devices;
 pub mod experiments;
-pub mod host_step_cost;
-pub mod idma;
 pub mod iface;
-pub mod in_memory_copy;
-pub mod interconnect;
-pub mod io_config;
-pub mod io_system;
-pub mod kernel;
-pub mod mem_channel;
-pub mod memory_system;
-pub mod microengine;
-pub mod msf_mac;
-pub mod network_io;
-pub mod network_io_config;
-pub mod nic;
-pub mod packet_buffers;
-pub mod pcie_bytes;
-pub mod pcie_device_agent;
-pub mod pcie_link;
-pub mod pending_copy_table;
-pub mod platform;
-pub mod preset_toml;
-pub mod ring;
-pub mod root_complex;
+pub mod memory;
+pub mod net;
+pub mod pcie;
 pub mod sim;
+pub mod small_cores;
 pub mod stats;
-pub mod udp_peer;
-pub mod workload;
+pub mod systems;
 
+pub use config::workload::Workload;
 pub use config::PlatformConfig;
-pub use error::PlatformError;
-pub use platform::{run, Platform};
+pub use sim::error::PlatformError;
 pub use stats::PlatformStats;
-pub use workload::Workload;
+pub use systems::platform::{run, Platform};

@@ -1,6 +1,6 @@
 //! Programs that cooperate: shared-memory rings under producer/consumer pressure (polling and
 //! doorbell), interrupts and their cost, uncached loads and stores.
-use movelab_platform::workload::Workload;
+use movelab_platform::config::workload::Workload;
 use movelab_platform::{Platform, PlatformConfig, PlatformStats};
 use std::collections::BTreeMap;
 

@@ -1,10 +1,10 @@
 //! The I/O model: latency stacks against the paper and against the model's own arithmetic when a
 //! parameter moves, byte accounting of whole runs, byte checks of every delivered packet (and a
 //! corruption that must be caught), and configuration errors that name the key.
+use movelab_platform::config::io::IoConfig;
 use movelab_platform::experiments::larsen_idma::{latency_run, shares};
-use movelab_platform::io_config::IoConfig;
-use movelab_platform::io_system::{stream, stream_between, IoStats, IoSystem};
-use movelab_platform::pcie_bytes::{Purpose, PURPOSES};
+use movelab_platform::pcie::bytes::{Purpose, PURPOSES};
+use movelab_platform::systems::io_pair::{stream, stream_between, IoStats, IoSystem};
 use proptest::prelude::*;
 
 fn part(s: &IoStats, name: &str) -> f64 {
@@ -205,8 +205,8 @@ proptest! {
         c.link.mps = 128 << mps;
         c.link.mrrs = 128 << mrrs;
         c.link.rcb = if rcb { 128 } else { 64 };
-        c.link.completions = if co { movelab_platform::pcie_bytes::CompletionMode::Coalesced }
-                             else { movelab_platform::pcie_bytes::CompletionMode::Rcb };
+        c.link.completions = if co { movelab_platform::pcie::bytes::CompletionMode::Coalesced }
+                             else { movelab_platform::pcie::bytes::CompletionMode::Rcb };
         c.nic.context_desc = ctx;
         c.nic.rx_fetch = if one { "one-at-a-time".into() } else { "four-per-line".into() };
         c.nic.kind = if idma { "idma".into() } else { "descriptor".into() };

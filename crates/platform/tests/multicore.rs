@@ -4,7 +4,7 @@
 //! DRAM traffic of a multi-core run replayed through the independent timing checker.
 use movelab_dram::checker::Checker;
 use movelab_dram::command::{CommandRecord, CommandSink};
-use movelab_platform::workload::Workload;
+use movelab_platform::config::workload::Workload;
 use movelab_platform::{Platform, PlatformConfig};
 use proptest::prelude::*;
 use std::cell::RefCell;

@@ -2,8 +2,8 @@
 //! byte-checked datagrams and accounts for every one it loses; throughputs move the way the
 //! mechanisms say when a host or small-core parameter moves; the coherence oracle catches a
 //! program without its cache maintenance; bad configurations are refused by name.
-use movelab_platform::network_io::{run, Direction, NetStats, RunSpec};
-use movelab_platform::network_io_config::{HostStep, NetworkIoConfig};
+use movelab_platform::config::network::{HostStep, NetworkIoConfig};
+use movelab_platform::systems::network_io::{run, Direction, NetStats, RunSpec};
 
 /// The preset, with a short sending time (debug builds are slow) and `over` merged in.
 fn cfg(over: &str) -> NetworkIoConfig {
@@ -148,7 +148,7 @@ fn the_mapping_cache_and_the_l2_push_act_through_their_mechanisms() {
 /// (`pick` chooses the program); the run's error.
 fn softnic_without_cache_ops(
     direction: Direction,
-    pick: fn(&mut movelab_platform::network_io_config::Configuration) -> &mut Vec<HostStep>,
+    pick: fn(&mut movelab_platform::config::network::Configuration) -> &mut Vec<HostStep>,
 ) -> String {
     let mut c = cfg("");
     pick(c.configs.get_mut("softnic").unwrap()).retain(|s| !matches!(s, HostStep::CacheOp { .. }));
@@ -182,6 +182,20 @@ fn bad_configurations_and_runs_are_refused_by_name() {
     assert!(over("host = { cpi = -1.0 }").contains("host.cpi"));
     assert!(over("queues = { socket = 0 }").contains("queues.socket"));
     assert!(over("wire = { speed = 1 }").contains("wire.speed"));
+    // A misspelt cost is refused with its key and the costs there are (it used to be added
+    // silently, leaving the run unchanged); a known one is changed.
+    let e = over("host.costs.ip_rxx = 100000");
+    assert!(
+        e.contains("host.costs.ip_rxx") && e.contains("ip_rx"),
+        "{e}"
+    );
+    let fixed = c
+        .with_overrides(
+            &toml::from_str("host.costs.ip_rx = 100000").unwrap(),
+            "test",
+        )
+        .unwrap();
+    assert_eq!(fixed.host.costs.get("ip_rx"), Some(&100000.0));
     let e = over("configs.emu.rx.app = [{ op = \"cost\", name = \"nope\" }]");
     assert!(
         e.contains("nope") && e.contains("configs.emu.rx.app"),

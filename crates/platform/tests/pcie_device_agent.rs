@@ -1,9 +1,9 @@
 //! The PCIe device agent on the platform: a NIC's transmit through the coherent memory system,
 //! set beside the two-host I/O simulator's Fig. 8 stack.
-use movelab_platform::config::PlatformConfig;
+use movelab_platform::config::io::IoConfig;
+use movelab_platform::config::platform::PlatformConfig;
 use movelab_platform::experiments::larsen_idma::latency_run;
-use movelab_platform::io_config::IoConfig;
-use movelab_platform::pcie_bytes::Geometry;
+use movelab_platform::pcie::bytes::Geometry;
 use movelab_platform::stats::DeviceStats;
 use movelab_platform::{Platform, PlatformStats, Workload};
 

@@ -4,7 +4,7 @@
 //! commands a platform run issues replayed through the independent timing checker.
 use movelab_dram::checker::Checker;
 use movelab_dram::command::{CommandRecord, CommandSink};
-use movelab_platform::workload::{DstPolicy, Workload};
+use movelab_platform::config::workload::{DstPolicy, Workload};
 use movelab_platform::{run, Platform, PlatformConfig, PlatformStats};
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -5,10 +5,10 @@
 //! parameters are tested in release mode, in python/tests/test_rowclone_system.py.)
 use movelab_dram::checker::Checker;
 use movelab_dram::command::{CommandRecord, CommandSink};
-use movelab_platform::config::CoreGroup;
+use movelab_platform::config::platform::CoreGroup;
+use movelab_platform::config::workload::Workload;
 use movelab_platform::experiments::rowclone_apps::{self, ENDLESS};
 use movelab_platform::experiments::rowclone_multicore::{self, draw_mixes};
-use movelab_platform::workload::Workload;
 use movelab_platform::{Platform, PlatformConfig};
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -3,18 +3,18 @@
 //! its DRAM command log (where it has one) and of its JSON results. `tests/golden.rs` compares them
 //! with the files in `tests/golden/`; `cargo run --release -p movelab-platform --example
 //! platform_digest` prints them. A refactor that leaves every line equal changed no number.
-use crate::config::builtin_platform_names;
-use crate::error::PlatformError;
+use crate::config::io::{builtin_io_names, IoConfig};
+use crate::config::network::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
+use crate::config::platform::builtin_platform_names;
+use crate::config::workload::builtin_workload_names;
 use crate::experiments::{
     larsen_idma, pcie_model_check, platform, rowclone_apps, rowclone_fork, rowclone_multicore,
     wun_onload, zhao_copy_engine,
 };
-use crate::io_config::{builtin_io_names, IoConfig};
-use crate::io_system::stream;
-use crate::network_io::{self, Direction, RunSpec};
-use crate::network_io_config::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
 use crate::sim::digest::{simulated_json, CommandLogDigest, Fnv};
-use crate::workload::builtin_workload_names;
+use crate::sim::error::PlatformError;
+use crate::systems::io_pair::stream;
+use crate::systems::network_io::{self, Direction, RunSpec};
 use crate::{Platform, Workload};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -19,10 +19,10 @@
 //!   the sender (its RX of ACKs included).
 //! - Bandwidth per lane (Table 1) follows the paper's own arithmetic: the dual-port line rate
 //!   over the link's lanes, less the mean of the four Fig. 10 shares.
-use crate::error::PlatformError;
-use crate::io_config::IoConfig;
-use crate::io_system::{stream, stream_between, IoStats};
-use crate::pcie_bytes::Purpose;
+use crate::config::io::IoConfig;
+use crate::pcie::bytes::Purpose;
+use crate::sim::error::PlatformError;
+use crate::systems::io_pair::{stream, stream_between, IoStats};
 use serde::Serialize;
 
 /// The paper's values.

@@ -10,8 +10,8 @@ pub mod rowclone_multicore;
 pub mod wun_onload;
 pub mod zhao_copy_engine;
 
-use crate::config::PlatformConfig;
-use crate::error::PlatformError;
+use crate::config::platform::PlatformConfig;
+use crate::sim::error::PlatformError;
 
 /// A built-in platform with overrides (a TOML table shaped like a platform config) layered on.
 pub fn platform(

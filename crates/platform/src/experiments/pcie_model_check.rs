@@ -22,11 +22,11 @@
 //! - movelab's driver reads the TX head register once per interrupt (here set to read it, as
 //!   pcie-model's drivers do; ixgbe reads done bits in memory), not once per packet, and reads
 //!   no RX head; its NIC prefetches descriptors by its thresholds, not in fixed batches.
-use crate::error::PlatformError;
-use crate::io_config::IoConfig;
-use crate::io_system::stream;
-use crate::pcie_bytes::{CompletionMode, Geometry, Purpose};
-use crate::pcie_link::{Dir, Link, LinkOut, Tlp, TlpKind};
+use crate::config::io::IoConfig;
+use crate::pcie::bytes::{CompletionMode, Geometry, Purpose};
+use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
+use crate::sim::error::PlatformError;
+use crate::systems::io_pair::stream;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -12,10 +12,10 @@
 //! per program instruction over the measured window, with the write-backs the caches owe at its
 //! ends counted, and the reductions are `1 - mechanism / baseline`.
 use super::platform;
-use crate::error::PlatformError;
-use crate::platform::Platform;
+use crate::config::workload::Workload;
+use crate::sim::error::PlatformError;
 use crate::stats::PlatformStats;
-use crate::workload::Workload;
+use crate::systems::platform::Platform;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -296,7 +296,7 @@ pub fn mechanism_platform(
     preset: &str,
     o: &toml::Value,
     mechanism: &str,
-) -> Result<crate::config::PlatformConfig, PlatformError> {
+) -> Result<crate::config::platform::PlatformConfig, PlatformError> {
     platform(
         preset,
         o,

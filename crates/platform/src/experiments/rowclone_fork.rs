@@ -11,10 +11,10 @@
 //! PSM places it in another bank. Speedup is the baseline's time over the mechanism's for the
 //! same work.
 use super::platform;
-use crate::error::PlatformError;
-use crate::platform::Platform;
+use crate::config::workload::{DstPolicy, Workload};
+use crate::sim::error::PlatformError;
 use crate::stats::PlatformStats;
-use crate::workload::{DstPolicy, Workload};
+use crate::systems::platform::Platform;
 use movelab_dram::stats::BulkBytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -187,7 +187,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             &o.overrides,
             &format!("copy = {{ mechanism = \"{mech}\" }}"),
         )?;
-        let st = crate::platform::run(&cfg, &w)?;
+        let st = crate::systems::platform::run(&cfg, &w)?;
         let mut t = Totals::default();
         t.add(&st);
         res.push((name, t));

@@ -17,9 +17,9 @@
 //! shared). The baseline's alone IPC is the reference for all three mechanisms, so that an
 //! application's own speedup under RowClone counts (against its own alone IPC it would cancel).
 use super::rowclone_apps::{self, core_ipc, App, Options as AppOptions, ENDLESS};
-use crate::config::CoreGroup;
-use crate::error::PlatformError;
-use crate::platform::Platform;
+use crate::config::platform::CoreGroup;
+use crate::sim::error::PlatformError;
+use crate::systems::platform::Platform;
 use movelab_dram::generator::Xoshiro256StarStar;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -9,8 +9,8 @@
 //! `ecpy` issuing to the copy's completion. `faster_copy = (C_base - C_mode) / T_base`, and
 //! `overlap = reduction - faster_copy`: the rest of the gain comes from work done meanwhile.
 use super::platform;
-use crate::error::PlatformError;
-use crate::workload::Workload;
+use crate::config::workload::Workload;
+use crate::sim::error::PlatformError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -107,7 +107,7 @@ struct Measured {
 
 fn measure(plat: &str, o: &Options, extra: &str, w: &Workload) -> Result<Measured, PlatformError> {
     let cfg = platform(plat, &o.overrides, extra)?;
-    let s = crate::platform::run(&cfg, w)?;
+    let s = crate::systems::platform::run(&cfg, w)?;
     Ok(Measured {
         time: s.time_ns,
         ipc: s.ipc,

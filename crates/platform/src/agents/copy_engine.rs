@@ -1,0 +1,457 @@
+//! The copy engine (Zhao et al., IEEE TC 2007, sections 4-5): triggered by the `ecpy`
+//! instruction, placed `off-die` (in the memory controller hub, next to memory, across the bus
+//! from the core) or `on-die` (beside the core, with access to its cache), in three modes:
+//! `SYNC_NLB` (the instruction retires when the copy is done; core requests wait behind the
+//! engine's at the memory controller), `SYNC_WLB` (the same, but core requests bypass the
+//! engine's, which keep a guaranteed share) and `ASYNC` (with bypass, and the instruction retires
+//! at an early notification once the copy is recorded in the pending copy table; loads and
+//! stores that touch it stall until the final notification).
+//!
+//! The flow: the copy control unit translates the addresses and splits the copy at page
+//! boundaries into commands; each travels to the engine (a bus transaction off-die); the engine
+//! moves a command in batches of its stream buffer: reads of every source line of the batch, then
+//! writes of every destination line, so that each phase streams through open rows. Source lines
+//! are snooped: off-die, a line dirty in the core's cache comes from the cache over the bus;
+//! on-die, any cached source line is read from the cache. Destination lines are invalidated in
+//! the caches, or, with `dest_to_cache` (section 6.7), written into L2 instead of memory.
+use crate::agents::{Agent, AgentReport};
+use crate::config::platform::PlatformConfig;
+use crate::iface::{Access, OffloadOp, Token};
+use crate::memory::memory_system::{AgentId, MemReq, MemorySystem, ReqKind, Response};
+use crate::sim::{ns, Ps};
+use crate::stats::CopyLines;
+use movelab_dram::request::Op as MemOp;
+use std::collections::{BTreeMap, VecDeque};
+
+/// The engine's own events.
+const CMD: u16 = 0;
+/// A source line reaches the stream buffer (id: the request).
+const DATA: u16 = 1;
+/// A destination line written into the cache (id: the command).
+const CACHE_WRITE: u16 = 2;
+/// A copy's final notification reaches the core (id: the copy).
+const DONE: u16 = 3;
+
+#[derive(Debug, Clone)]
+struct Cmd {
+    copy: u32,
+    core: usize,
+    src: u64,
+    dst: u64,
+    bytes: u64,
+    /// Byte offset where the next batch starts.
+    next: u64,
+    /// Reads of the current batch not yet back.
+    reads_out: u32,
+    /// Destination lines of the current batch, written once its reads are back.
+    batch_dst: Vec<u64>,
+    writes_issued: u32,
+    writes_done: u32,
+}
+
+#[derive(Debug, Clone)]
+struct CopyState {
+    core: usize,
+    seq: u64,
+    issued_at: Ps,
+    cmds_left: u32,
+    asynchronous: bool,
+    /// All its data is written (its notification may still be on the way).
+    finished: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct CopyEngine {
+    id: AgentId,
+    on_die: bool,
+    asynchronous: bool,
+    buffer_lines: u64,
+    dest_to_cache: bool,
+    engine_mem: Ps,
+    snoop_after: bool,
+    page_bytes: u64,
+    translate_cycles: u64,
+    /// The pending copy table: a guard of the memory system.
+    pct: usize,
+    /// Commands not yet finished, by id.
+    cmds: BTreeMap<u32, Cmd>,
+    next_cmd: u32,
+    queue: VecDeque<u32>,
+    active: Option<u32>,
+    /// Copies not yet notified, by offload id.
+    states: BTreeMap<u32, CopyState>,
+    /// Copies finished, their summed issue-to-completion time, the last completion.
+    copies: u64,
+    copy_time: Ps,
+    last_done: Ps,
+    lines_read: u64,
+    lines_from_cache: u64,
+    lines_written: u64,
+    no_bypass: bool,
+}
+
+fn lines_of(addr: u64, bytes: u64) -> impl Iterator<Item = u64> {
+    let first = addr / 64;
+    let last = (addr + bytes - 1) / 64;
+    first..=last
+}
+
+impl CopyEngine {
+    pub fn new(id: AgentId, cfg: &PlatformConfig, sys: &mut MemorySystem) -> CopyEngine {
+        let c = &cfg.copy;
+        CopyEngine {
+            id,
+            on_die: c.placement == "on-die",
+            asynchronous: c.mode == "ASYNC",
+            buffer_lines: u64::from(c.stream_buffer_lines),
+            dest_to_cache: c.dest_to_cache,
+            engine_mem: ns(c.engine_memory_ns),
+            snoop_after: c.snoop_ack == "after",
+            page_bytes: c.page_bytes,
+            translate_cycles: c.translate_cycles,
+            pct: sys.add_guard(c.pending_copy_entries as usize),
+            cmds: BTreeMap::new(),
+            next_cmd: 0,
+            queue: VecDeque::new(),
+            active: None,
+            states: BTreeMap::new(),
+            copies: 0,
+            copy_time: 0,
+            last_done: 0,
+            lines_read: 0,
+            lines_from_cache: 0,
+            lines_written: 0,
+            no_bypass: c.mechanism == "ce" && c.mode == "SYNC_NLB",
+        }
+    }
+
+    /// SYNC_NLB with a copy in progress: core requests wait behind it.
+    fn holds_core_requests(&self) -> bool {
+        self.no_bypass && self.states.values().any(|c| !c.finished)
+    }
+
+    fn command_arrives(&mut self, sys: &mut MemorySystem, now: Ps, cmd: u32) {
+        self.queue.push_back(cmd);
+        if self.active.is_none() {
+            self.next_command(sys, now);
+        }
+    }
+
+    fn next_command(&mut self, sys: &mut MemorySystem, now: Ps) {
+        while let Some(c) = self.queue.pop_front() {
+            self.active = Some(c);
+            if self.batch(sys, now, c) {
+                return;
+            }
+        }
+        self.active = None;
+    }
+
+    /// Starts the next batch of command `c`: reads of its source lines. False when the command
+    /// has nothing left to read.
+    fn batch(&mut self, sys: &mut MemorySystem, now: Ps, c: u32) -> bool {
+        let Some(cmd) = self.cmds.get(&c) else {
+            return false;
+        };
+        if cmd.next >= cmd.bytes {
+            return false;
+        }
+        let core = cmd.core;
+        let len = (self.buffer_lines * 64).min(cmd.bytes - cmd.next);
+        let (s, d) = (cmd.src + cmd.next, cmd.dst + cmd.next);
+        let src_lines: Vec<u64> = lines_of(s, len).collect();
+        let dst_lines: Vec<u64> = lines_of(d, len).collect();
+        if let Some(cmd) = self.cmds.get_mut(&c) {
+            cmd.next += len;
+            cmd.reads_out = src_lines.len() as u32;
+            cmd.batch_dst = dst_lines;
+        }
+        let kind = ReqKind::Agent {
+            agent: self.id,
+            tag: c,
+        };
+        for line in src_lines {
+            self.lines_read += 1;
+            let addr = line * 64;
+            let from_cache = if self.on_die {
+                sys.cached_anywhere(line)
+            } else {
+                sys.dirty_anywhere(line)
+            };
+            if from_cache {
+                self.lines_from_cache += 1;
+                let at = if self.on_die {
+                    now + sys.l2_hit_ps(core)
+                } else {
+                    // Snooped over the bus: the cache supplies the line.
+                    let ch = sys.channel_of(addr);
+                    let t = sys.ic().request_arrives(now, ch);
+                    sys.ic().fill_arrives(t, 0)
+                };
+                let id = sys.alloc_req(MemReq {
+                    addr,
+                    op: MemOp::Read,
+                    engine: true,
+                    kind,
+                    copy: true,
+                    channel: 0,
+                });
+                sys.schedule(at, self.id, DATA, id);
+            } else {
+                let at = if self.on_die {
+                    let ch = sys.channel_of(addr);
+                    sys.ic().request_arrives(now, ch)
+                } else {
+                    // A coherent read: its snoop takes a turn on the bus, then the hub reads it.
+                    sys.ic().address_phase(now) + self.engine_mem
+                };
+                sys.send(at, addr, MemOp::Read, true, kind, true);
+            }
+        }
+        true
+    }
+
+    /// A source line reached the stream buffer.
+    fn data(&mut self, sys: &mut MemorySystem, now: Ps, id: u32) {
+        let Some(r) = sys.release_req(id) else {
+            return;
+        };
+        let ReqKind::Agent { tag: c, .. } = r.kind else {
+            return;
+        };
+        let Some(cmd) = self.cmds.get_mut(&c) else {
+            return;
+        };
+        cmd.reads_out = cmd.reads_out.saturating_sub(1);
+        if cmd.reads_out > 0 {
+            return;
+        }
+        // The batch is in the buffer: write it out.
+        let core = cmd.core;
+        let dst = std::mem::take(&mut cmd.batch_dst);
+        cmd.writes_issued += dst.len() as u32;
+        for line in dst {
+            self.lines_written += 1;
+            let addr = line * 64;
+            if self.dest_to_cache {
+                sys.push_to_l2(now, core, line, true);
+                let at = now + sys.l2_hit_ps(core);
+                sys.schedule(at, self.id, CACHE_WRITE, c);
+            } else {
+                // A destination line is overwritten whole: a dirty copy need not be written back.
+                sys.agent_write_line(line);
+                let at = if self.on_die {
+                    let ch = sys.channel_of(addr);
+                    sys.ic().writeback_arrives(now, ch)
+                } else {
+                    // The invalidating snoop takes a turn on the bus before the hub writes.
+                    sys.ic().address_phase(now) + self.engine_mem
+                };
+                let kind = ReqKind::Agent {
+                    agent: self.id,
+                    tag: c,
+                };
+                sys.send(at, addr, MemOp::Write, true, kind, true);
+            }
+        }
+        // The buffer is free again: next batch, or the next command.
+        if !self.batch(sys, now, c) {
+            self.next_command(sys, now);
+        }
+    }
+
+    /// One destination line of command `c` is written.
+    fn write_done(&mut self, sys: &mut MemorySystem, t: Ps, c: u32) {
+        let Some(cmd) = self.cmds.get_mut(&c) else {
+            return;
+        };
+        cmd.writes_done += 1;
+        if cmd.next < cmd.bytes || cmd.reads_out > 0 || cmd.writes_done < cmd.writes_issued {
+            return;
+        }
+        let copy = cmd.copy;
+        self.cmds.remove(&c);
+        let Some(st) = self.states.get_mut(&copy) else {
+            return;
+        };
+        st.cmds_left -= 1;
+        if st.cmds_left > 0 {
+            return;
+        }
+        let issued_at = st.issued_at;
+        st.finished = true;
+        self.copies_done(t, issued_at);
+        // Core requests held behind it (SYNC_NLB) go to the memory controller now.
+        sys.hold_core_requests = self.holds_core_requests();
+        if !sys.hold_core_requests {
+            sys.release_held(t);
+        }
+        // Final notification back to the core.
+        let at = t + sys.ic().engine_message;
+        sys.schedule(at, self.id, DONE, copy);
+    }
+
+    fn notify_core(&mut self, sys: &mut MemorySystem, now: Ps, copy: u32) {
+        let Some(st) = self.states.remove(&copy) else {
+            return;
+        };
+        if st.asynchronous {
+            sys.guards[self.pct].remove(copy);
+            sys.poke_all();
+        } else {
+            sys.wake(st.core, Token::Rob(st.seq), now);
+        }
+    }
+
+    /// Counts a finished copy. Its copy time is its service time: from its issue, or from the
+    /// previous copy's completion if it had to wait for the engine, to its own completion.
+    fn copies_done(&mut self, t: Ps, issued_at: Ps) {
+        self.copies += 1;
+        self.copy_time += t.saturating_sub(issued_at.max(self.last_done));
+        self.last_done = self.last_done.max(t);
+    }
+}
+
+impl Agent for CopyEngine {
+    fn name(&self) -> &'static str {
+        "copy-engine"
+    }
+
+    /// The core issued `ecpy` for offload `op`.
+    fn offload(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        core: usize,
+        op: u32,
+        o: OffloadOp,
+        seq: u64,
+    ) -> Access {
+        let cycle = sys.cycle_ps(core);
+        let Some(src) = o.src else {
+            // The engine copies; initialisation stays on the core (the platform never sends it).
+            return Access::At(now + cycle);
+        };
+        let asynchronous = self.asynchronous;
+        let dst_lines = (lines_of(o.dst, o.bytes).count()) as u64;
+        if asynchronous
+            && !sys.guards[self.pct].insert(
+                op,
+                Some((src, src + o.bytes)),
+                (o.dst, o.dst + o.bytes),
+            )
+        {
+            return Access::Retry;
+        }
+        // Translation and the split into commands that stay within a page.
+        let page = self.page_bytes;
+        let translate = self.translate_cycles * cycle;
+        let msg = sys.ic().engine_message;
+        let mut t = now;
+        let mut off = 0;
+        let mut n = 0;
+        while off < o.bytes {
+            let s = src + off;
+            let d = o.dst + off;
+            let len = (page - s % page).min(page - d % page).min(o.bytes - off);
+            t += translate;
+            if !self.on_die {
+                // The ecpy request is a bus transaction: it waits for its turn in the address phase.
+                let ic = sys.ic();
+                t = ic.address_phase(t) - ic.address_ps();
+            }
+            let id = self.next_cmd;
+            self.next_cmd = id.wrapping_add(1);
+            self.cmds.insert(
+                id,
+                Cmd {
+                    copy: op,
+                    core,
+                    src: s,
+                    dst: d,
+                    bytes: len,
+                    next: 0,
+                    reads_out: 0,
+                    batch_dst: Vec::new(),
+                    writes_issued: 0,
+                    writes_done: 0,
+                },
+            );
+            sys.schedule(t + msg, self.id, CMD, id);
+            off += len;
+            n += 1;
+        }
+        self.states.insert(
+            op,
+            CopyState {
+                core,
+                seq,
+                issued_at: now,
+                cmds_left: n,
+                asynchronous,
+                finished: false,
+            },
+        );
+        sys.hold_core_requests = self.holds_core_requests();
+        if asynchronous {
+            // Early notification (section 5.3.2, Table 4).
+            let ack = if self.on_die {
+                if self.snoop_after {
+                    ns(20.0) + ns(2.0) * 2 * dst_lines
+                } else {
+                    ns(30.0)
+                }
+            } else {
+                // Off-die on a bus: the copy is globally observed once its request is on the bus.
+                msg
+            };
+            Access::At(now + translate + ack)
+        } else {
+            Access::Pending
+        }
+    }
+
+    fn event(&mut self, sys: &mut MemorySystem, now: Ps, kind: u16, id: u32) {
+        match kind {
+            CMD => self.command_arrives(sys, now, id),
+            DATA => self.data(sys, now, id),
+            CACHE_WRITE => self.write_done(sys, now, id),
+            _ => self.notify_core(sys, now, id),
+        }
+    }
+
+    fn response(&mut self, sys: &mut MemorySystem, now: Ps, r: Response) {
+        match r {
+            Response::ReadDone { req, channel, .. } => {
+                // When the line the memory controller returned reaches the engine.
+                let at = if self.on_die {
+                    sys.ic().fill_arrives(now, channel)
+                } else {
+                    now + self.engine_mem
+                };
+                sys.schedule(at, self.id, DATA, req);
+            }
+            Response::WriteAccepted { tag } => self.write_done(sys, now, tag),
+            Response::Flushed { .. } | Response::BulkDone { .. } => {}
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.queue.is_empty() && self.active.is_none() && self.states.is_empty()
+    }
+
+    fn report(&self) -> AgentReport {
+        AgentReport {
+            ops: self.copies,
+            op_time: self.copy_time,
+            last_done: self.last_done,
+            lines: CopyLines {
+                engine_read: self.lines_read,
+                engine_from_cache: self.lines_from_cache,
+                engine_written: self.lines_written,
+                ..Default::default()
+            },
+            device: None,
+        }
+    }
+}

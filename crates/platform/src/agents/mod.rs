@@ -1,0 +1,66 @@
+//! Agents: the parts of a platform besides the cores that act on memory by themselves (a copy
+//! engine, the memory controller's bulk mechanisms, later devices). Each is one file behind the
+//! small [`Agent`] trait and is built by name ([`registry`]), as the DRAM schedulers are. An
+//! agent knows nothing of the platform that owns it: it talks to the [`MemorySystem`] it is
+//! handed (requests, its own events, coherence hooks) and hears back through [`Agent::event`]
+//! and [`Agent::response`].
+pub mod copy_engine;
+pub mod in_memory_copy;
+pub mod pcie_device;
+pub mod registry;
+
+use crate::iface::{Access, OffloadOp};
+use crate::memory::memory_system::{MemorySystem, Response};
+use crate::sim::Ps;
+use crate::stats::CopyLines;
+
+/// What an agent adds to a run's statistics.
+#[derive(Debug, Clone, Default)]
+pub struct AgentReport {
+    /// Operations finished and their summed service time.
+    pub ops: u64,
+    pub op_time: Ps,
+    /// The last time one finished.
+    pub last_done: Ps,
+    pub lines: CopyLines,
+    /// A PCIe device's counts and latency stacks (devices only).
+    pub device: Option<crate::stats::DeviceStats>,
+}
+
+/// Something that acts on memory by itself.
+pub trait Agent {
+    /// The name it was built by.
+    fn name(&self) -> &'static str;
+    /// A core (`core`, window entry `seq`) hands it offloaded operation `id` at `now`. `Pending`:
+    /// the agent wakes the core later ([`MemorySystem::wake`]); `Retry`: it cannot start yet.
+    fn offload(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        core: usize,
+        id: u32,
+        op: OffloadOp,
+        seq: u64,
+    ) -> Access;
+    /// One of its own events ([`MemorySystem::schedule`]) is due.
+    fn event(&mut self, sys: &mut MemorySystem, now: Ps, kind: u16, id: u32);
+    /// The memory system answers one of its requests.
+    fn response(&mut self, sys: &mut MemorySystem, now: Ps, r: Response);
+    /// A core's uncached load or store at `addr`, inside the register range the agent
+    /// registered ([`MemorySystem::register_mmio`]); returns when the core may go on. Agents
+    /// without registers never see one.
+    fn mmio(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        core: usize,
+        addr: u64,
+        write: bool,
+    ) -> Access {
+        let _ = (core, addr, write);
+        sys.uncached(now)
+    }
+    /// Nothing in flight.
+    fn idle(&self) -> bool;
+    fn report(&self) -> AgentReport;
+}

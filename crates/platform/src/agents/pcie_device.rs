@@ -1,0 +1,598 @@
+//! A PCIe device as an agent of the many-core platform: the descriptor NIC of `nic.rs` behind the
+//! timed link of `pcie_link.rs`, with the root complex's side played by the platform's coherent
+//! memory system instead of a latency. The state machines are reused as they are; this file only
+//! wires them to the platform:
+//! - a core's uncached store inside the device's BAR (`[io] bar`, `bar_bytes`) leaves the core
+//!   after `core_store_ns`, takes `downstream_ns` to the root port, and goes down the link as a
+//!   posted write; the TX tail register (82598 TDT) advances by one packet's descriptors per store
+//!   (stores carry no values on the platform: the descriptors the driver program's stores stand for
+//!   are written into the device's functional view of host memory at that moment);
+//! - every device read is split into 64 B lines: a line dirty in some core's cache is supplied by
+//!   that cache (a snoop: a turn in the address phase and a line on the data path), any other
+//!   line is read from the DRAM model through [`MemorySystem::send`] after its snoop turn; the
+//!   completions leave `rc_read_ns` (the root complex's own part, not the DRAM access) after the
+//!   last line is in, and go down the link split as the link's geometry says;
+//! - every device write invalidates the line's cached copies and goes to memory, or with the I/O
+//!   preset's `root_complex.ddio` is pushed into a core's L2 (`ddio_core`) as Intel DDIO would;
+//! - an MSI-X write raises an interrupt at `irq_core` ([`MemorySystem::raise_interrupt`]), which
+//!   runs that core's handler program.
+//!
+//! MMIO loads inside the BAR cost a computed round trip (down, a 3 DW read, a completion up, no
+//! queuing behind other TLPs). The NIC's MAC sends each frame at `nic.mac_gbps`; frames go
+//! nowhere further (there is no second host here: that is `io_system.rs`).
+use crate::agents::{Agent, AgentReport};
+pub use crate::config::platform::PcieDeviceConfig;
+use crate::config::platform::PlatformConfig;
+use crate::devices::nic::{self, Nic, NicOut};
+use crate::iface::{Access, OffloadOp};
+use crate::memory::memory_system::{AgentId, MemReq, MemorySystem, ReqKind, Response};
+use crate::pcie::bytes::{Geometry, Purpose};
+use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
+use crate::pcie::root_complex::HostMemory;
+use crate::sim::error::PlatformError;
+use crate::sim::{ns, Ps};
+use crate::stats::DeviceStats;
+use movelab_dram::request::Op as MemOp;
+use std::collections::HashMap;
+
+/// A TLP reaches the link's transmitter of its direction (id: a held TLP).
+const EV_SEND: u16 = 0;
+/// A TLP reaches the receiving end of its direction (id: a held TLP).
+const EV_DELIVER: u16 = 1;
+/// The link's timer of a direction (id: 0 down, 1 up).
+const EV_LINK_TIMER: u16 = 2;
+/// The NIC's moderation timer.
+const EV_NIC_TIMER: u16 = 3;
+/// A line of a device read is at the root complex (id: the memory request).
+const EV_LINE: u16 = 4;
+/// A device read's completions are ready (id: the read).
+const EV_CPL: u16 = 5;
+/// The MAC finished a frame (id: the held frame).
+const EV_MAC: u16 = 6;
+/// A looped-back frame reaches the NIC's receive MAC (id: the held frame).
+const EV_FRAME_IN: u16 = 7;
+
+/// Tag of the device's memory writes (nothing waits for them).
+const WRITE_TAG: u32 = u32::MAX;
+
+/// Doorbell store times kept for the latency stacks.
+const MAX_STORES: usize = nic::MAX_TRACES;
+
+/// A latency stack: (part, ns).
+type Stack = Vec<(String, f64)>;
+
+/// A device read waiting for its lines.
+struct DevRead {
+    addr: u64,
+    len: u32,
+    tag: u16,
+    purpose: Purpose,
+    lines_left: u32,
+}
+
+/// The NIC and its link as a platform agent.
+pub struct PcieDeviceAgent {
+    id: AgentId,
+    cfg: PcieDeviceConfig,
+    g: Geometry,
+    link: Link,
+    nic: Nic,
+    /// What the device sees of host memory: the descriptors the driver wrote, the payload it read.
+    mem: HostMemory,
+    rc_read: Ps,
+    rc_ns_per_byte: f64,
+    core_store: Ps,
+    downstream: Ps,
+    ddio: bool,
+    mac_gbps: f64,
+    descs_per_pkt: u32,
+    tail: u32,
+    rx_tail: u32,
+    rx_posted: u64,
+    loop_ps: Ps,
+    frames: HashMap<u32, Vec<u8>>,
+    posted: u64,
+    stores: Vec<Ps>,
+    tlps: HashMap<u32, (Dir, Tlp)>,
+    next_tlp: u32,
+    reads: HashMap<u32, DevRead>,
+    next_read: u32,
+    stats: DeviceStats,
+    last_done: Ps,
+}
+
+impl PcieDeviceAgent {
+    pub fn new(
+        id: AgentId,
+        pc: &PlatformConfig,
+        sys: &mut MemorySystem,
+    ) -> Result<PcieDeviceAgent, PlatformError> {
+        let src = pc.name.as_str();
+        let cfg = pc
+            .io
+            .clone()
+            .ok_or_else(|| PlatformError::config(src, "io", "the platform has no [io] device"))?;
+        cfg.validate(src)?;
+        let io = cfg.io_config(src)?;
+        let cores = sys.cores();
+        for (k, v) in [("irq_core", cfg.irq_core), ("ddio_core", cfg.ddio_core)] {
+            if v as usize >= cores {
+                return Err(PlatformError::config(
+                    src,
+                    format!("io.{k}"),
+                    format!("core {v}, but the platform has {cores} cores"),
+                ));
+            }
+        }
+        sys.register_mmio(cfg.bar, cfg.bar_bytes, id)
+            .map_err(|e| PlatformError::config(src, "io.bar", e))?;
+        let nic = Nic::new(
+            &io,
+            cfg.tx_ring,
+            cfg.rx_ring
+                .unwrap_or(cfg.tx_ring + io.nic.tx_ring as u64 * nic::DESC),
+        );
+        let rc = &io.root_complex;
+        Ok(PcieDeviceAgent {
+            id,
+            g: io.geometry(),
+            link: Link::new(io.link_params()),
+            descs_per_pkt: if nic.wants_context() { 2 } else { 1 },
+            nic,
+            mem: HostMemory::default(),
+            rc_read: ns(cfg.rc_read_ns),
+            rc_ns_per_byte: rc.read_ns_per_byte,
+            core_store: ns(rc.core_store_ns),
+            downstream: ns(rc.downstream_ns),
+            ddio: rc.ddio,
+            mac_gbps: io.nic.mac_gbps.max(0.001),
+            tail: 0,
+            posted: 0,
+            rx_tail: 0,
+            rx_posted: 0,
+            loop_ps: ns(io.nic.mac_tx_ns + io.nic.mac_rx_ns),
+            frames: HashMap::new(),
+            stores: Vec::new(),
+            tlps: HashMap::new(),
+            next_tlp: 0,
+            reads: HashMap::new(),
+            next_read: 0,
+            stats: DeviceStats {
+                name: "nic".into(),
+                ..Default::default()
+            },
+            last_done: 0,
+            cfg,
+        })
+    }
+
+    fn hold(&mut self, dir: Dir, tlp: Tlp) -> u32 {
+        let k = self.next_tlp;
+        self.next_tlp = self.next_tlp.wrapping_add(1);
+        self.tlps.insert(k, (dir, tlp));
+        k
+    }
+
+    fn link_send(&mut self, sys: &mut MemorySystem, now: Ps, dir: Dir, tlp: Tlp) {
+        let mut out = Vec::new();
+        self.link.send(dir, now, tlp, &mut out);
+        self.link_outs(sys, out);
+    }
+
+    fn link_outs(&mut self, sys: &mut MemorySystem, out: Vec<LinkOut>) {
+        for o in out {
+            match o {
+                LinkOut::Deliver { dir, at, tlp } => {
+                    let k = self.hold(dir, tlp);
+                    sys.schedule(at, self.id, EV_DELIVER, k);
+                }
+                LinkOut::Timer { dir, at } => sys.schedule(at, self.id, EV_LINK_TIMER, dir as u32),
+            }
+        }
+    }
+
+    fn nic_outs(&mut self, sys: &mut MemorySystem, now: Ps, out: Vec<NicOut>) {
+        for o in out {
+            match o {
+                NicOut::Tlp(at, tlp) if at <= now => self.link_send(sys, now, Dir::Up, tlp),
+                NicOut::Tlp(at, tlp) => {
+                    let k = self.hold(Dir::Up, tlp);
+                    sys.schedule(at, self.id, EV_SEND, k);
+                }
+                NicOut::Timer(at) => sys.schedule(at.max(now), self.id, EV_NIC_TIMER, 0),
+                NicOut::Frame(f) => {
+                    self.stats.frames += 1;
+                    self.stats.frame_bytes += f.len() as u64;
+                    // Serialized with FCS, preamble and inter-frame gap.
+                    let wire = ((f.len() as f64 + 24.0) * 8.0 * 1000.0 / self.mac_gbps) as Ps;
+                    let k = self.next_tlp;
+                    self.next_tlp = self.next_tlp.wrapping_add(1);
+                    self.frames.insert(k, f);
+                    sys.schedule(now + wire, self.id, EV_MAC, k);
+                }
+            }
+        }
+    }
+
+    /// The driver's doorbell: the descriptors its program's stores stand for, and the new tail.
+    fn post_packet(&mut self) -> u32 {
+        let ring = self.nic.tx_ring.max(1);
+        let slot = self.posted % ring as u64;
+        let buf = self.cfg.tx_buffers + slot * self.cfg.tx_buffer_stride;
+        for k in 0..self.descs_per_pkt {
+            let d = if k + 1 < self.descs_per_pkt {
+                nic::tx_context_desc(0, 0)
+            } else {
+                nic::tx_data_desc(buf, self.cfg.frame_bytes as u16, nic::CMD_EOP | nic::CMD_RS)
+            };
+            self.mem
+                .write(self.cfg.tx_ring + self.tail as u64 * nic::DESC, &d);
+            self.tail = (self.tail + 1) % ring;
+        }
+        self.posted += 1;
+        self.tail
+    }
+
+    /// The driver posts one RX buffer: its descriptor, and the new RX tail.
+    fn post_rx(&mut self) -> u32 {
+        let (Some(ring_base), Some(bufs)) = (self.cfg.rx_ring, self.cfg.rx_buffers) else {
+            return self.rx_tail;
+        };
+        let ring = self.nic.rx_ring.max(1);
+        let buf = bufs + (self.rx_posted % ring as u64) * self.cfg.tx_buffer_stride;
+        self.mem.write(
+            ring_base + self.rx_tail as u64 * nic::DESC,
+            &nic::rx_read_desc(buf),
+        );
+        self.rx_tail = (self.rx_tail + 1) % ring;
+        self.rx_posted += 1;
+        self.rx_tail
+    }
+
+    /// A device read reached the root complex: each line from a cache (dirty) or from memory.
+    fn device_read(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        addr: u64,
+        len: u32,
+        tag: u16,
+        purpose: Purpose,
+    ) {
+        let first = addr / 64;
+        let last = (addr + len.max(1) as u64 - 1) / 64;
+        let slot = self.next_read;
+        self.next_read = self.next_read.wrapping_add(1);
+        self.reads.insert(
+            slot,
+            DevRead {
+                addr,
+                len,
+                tag,
+                purpose,
+                lines_left: (last - first + 1) as u32,
+            },
+        );
+        let kind = ReqKind::Agent {
+            agent: self.id,
+            tag: slot,
+        };
+        for line in first..=last {
+            let a = line * 64;
+            let from_cache = sys.dirty_anywhere(line);
+            if purpose == Purpose::Payload {
+                // The payload's bytes: the version the path taken delivers (value shadow on).
+                if let Some((seen, latest)) = sys.device_read_version(line, from_cache) {
+                    self.stats.lines_checked += 1;
+                    if seen != latest {
+                        self.stats.stale_lines += 1;
+                    }
+                    self.mem.write(a, &[seen.to_le_bytes(); 8].concat());
+                }
+            }
+            if from_cache {
+                self.stats.lines_from_cache += 1;
+                let ch = sys.channel_of(a);
+                let t = sys.ic().request_arrives(now, ch);
+                let at = sys.ic().fill_arrives(t, 0);
+                let id = sys.alloc_req(MemReq {
+                    addr: a,
+                    op: MemOp::Read,
+                    engine: true,
+                    kind,
+                    copy: false,
+                    channel: 0,
+                });
+                sys.schedule(at, self.id, EV_LINE, id);
+            } else {
+                self.stats.lines_from_memory += 1;
+                let at = sys.ic().address_phase(now);
+                sys.send(at, a, MemOp::Read, true, kind, false);
+            }
+        }
+    }
+
+    /// A device write reached the root complex: into memory (cached copies invalidated) or DDIO.
+    fn device_write(&mut self, sys: &mut MemorySystem, now: Ps, addr: u64, data: &[u8]) {
+        // A received frame in RX buffer k is the frame sent from TX buffer k (loopback, one RX
+        // buffer posted per message): byte check.
+        if let Some(rxb) = self.cfg.rx_buffers.filter(|_| self.cfg.loopback) {
+            let span = self.nic.rx_ring as u64 * self.cfg.tx_buffer_stride;
+            if addr >= rxb && addr - rxb < span {
+                let sent = self
+                    .mem
+                    .read(self.cfg.tx_buffers + (addr - rxb), data.len());
+                self.stats.rx_bytes_checked += data.len() as u64;
+                self.stats.rx_bytes_wrong +=
+                    sent.iter().zip(data).filter(|(a, b)| a != b).count() as u64;
+            }
+        }
+        self.mem.write(addr, data);
+        if data.is_empty() {
+            return;
+        }
+        for line in addr / 64..=(addr + data.len() as u64 - 1) / 64 {
+            if self.ddio {
+                self.stats.lines_to_cache += 1;
+                sys.push_to_l2(now, self.cfg.ddio_core as usize, line, false);
+            } else {
+                self.stats.lines_to_memory += 1;
+                sys.agent_write_line(line);
+                let at = sys.ic().address_phase(now);
+                let kind = ReqKind::Agent {
+                    agent: self.id,
+                    tag: WRITE_TAG,
+                };
+                sys.send(at, line * 64, MemOp::Write, true, kind, false);
+            }
+        }
+    }
+
+    fn at_root_complex(&mut self, sys: &mut MemorySystem, now: Ps, tlp: Tlp) {
+        match tlp.kind {
+            TlpKind::Read { len, tag } => {
+                self.device_read(sys, now, tlp.addr, len, tag, tlp.purpose)
+            }
+            TlpKind::Write32 if tlp.addr == nic::MSIX_ADDR => {
+                self.stats.interrupts += 1;
+                sys.raise_interrupt(now, self.cfg.irq_core as usize);
+            }
+            TlpKind::Write | TlpKind::Write32 => self.device_write(sys, now, tlp.addr, &tlp.data),
+            // MMIO reads' completions: the core's cost was computed at issue.
+            TlpKind::Completion { .. } | TlpKind::Read32 { .. } => {}
+        }
+    }
+
+    fn at_device(&mut self, sys: &mut MemorySystem, now: Ps, tlp: Tlp) {
+        let mut out = Vec::new();
+        match tlp.kind {
+            TlpKind::Completion { .. } => self.nic.completion(now, tlp, &mut out),
+            TlpKind::Write | TlpKind::Write32 => {
+                self.nic.mmio_write(now, tlp.addr, &tlp.data, &mut out)
+            }
+            TlpKind::Read32 { len, tag } => {
+                let c = self.nic.mmio_read(tlp.addr, len, tag);
+                self.link_send(sys, now, Dir::Up, c);
+            }
+            TlpKind::Read { .. } => {}
+        }
+        self.nic_outs(sys, now, out);
+    }
+
+    /// The transmit stacks: the first packet's, and the mean over packets with a known doorbell.
+    fn stacks(&self) -> (Stack, Stack) {
+        let f = |p: Ps| p as f64 / 1000.0;
+        let parts = |i: usize| -> Option<[f64; 3]> {
+            let tr = self.nic.traces.get(i)?;
+            let store = *self.stores.get(i)?;
+            if tr.doorbell < store {
+                return None;
+            }
+            Some([
+                f(tr.doorbell - store),
+                f(tr.desc_arrived.saturating_sub(tr.doorbell)),
+                f(tr.data_arrived.saturating_sub(tr.desc_arrived)),
+            ])
+        };
+        let names = ["doorbell", "descriptor", "payload"];
+        let named = |v: [f64; 3]| names.iter().map(|n| n.to_string()).zip(v).collect();
+        let first = parts(0).map(named).unwrap_or_default();
+        let all: Vec<_> = (0..self.nic.traces.len()).filter_map(parts).collect();
+        let mean = if all.is_empty() {
+            Vec::new()
+        } else {
+            let mut m = [0.0; 3];
+            for p in &all {
+                for k in 0..3 {
+                    m[k] += p[k] / all.len() as f64;
+                }
+            }
+            named(m)
+        };
+        (first, mean)
+    }
+}
+
+impl Agent for PcieDeviceAgent {
+    fn name(&self) -> &'static str {
+        "nic"
+    }
+
+    fn offload(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        core: usize,
+        _id: u32,
+        _op: OffloadOp,
+        _seq: u64,
+    ) -> Access {
+        // The device takes no copies (the platform never hands it one).
+        Access::At(now + sys.cycle_ps(core))
+    }
+
+    fn mmio(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        _core: usize,
+        addr: u64,
+        write: bool,
+    ) -> Access {
+        sys.count_uncached();
+        let reg = nic::BAR + (addr - self.cfg.bar);
+        // The store (or load) leaves the core after its turn in the address phase.
+        let leave = sys.ic().address_phase(now) + self.core_store;
+        if !write {
+            let wire = self.g.wire_ps(self.g.write32_bytes(0) as u64)
+                + self.g.wire_ps(self.g.completion_bytes(4) as u64);
+            return Access::At(leave + 2 * self.downstream + wire);
+        }
+        let value = if reg == nic::TDT {
+            if self.stores.len() < MAX_STORES {
+                self.stores.push(now);
+            }
+            self.post_packet()
+        } else if reg == nic::RDT {
+            self.post_rx()
+        } else {
+            0
+        };
+        let tlp = Tlp {
+            kind: TlpKind::Write32,
+            addr: reg,
+            data: value.to_le_bytes().to_vec(),
+            purpose: Purpose::Doorbell,
+        };
+        let k = self.hold(Dir::Down, tlp);
+        sys.schedule(leave + self.downstream, self.id, EV_SEND, k);
+        Access::At(leave)
+    }
+
+    fn event(&mut self, sys: &mut MemorySystem, now: Ps, kind: u16, id: u32) {
+        self.last_done = self.last_done.max(now);
+        match kind {
+            EV_SEND => {
+                if let Some((dir, tlp)) = self.tlps.remove(&id) {
+                    self.link_send(sys, now, dir, tlp);
+                }
+            }
+            EV_DELIVER => match self.tlps.remove(&id) {
+                Some((Dir::Up, tlp)) => self.at_root_complex(sys, now, tlp),
+                Some((Dir::Down, tlp)) => self.at_device(sys, now, tlp),
+                None => {}
+            },
+            EV_LINK_TIMER => {
+                let dir = if id == 0 { Dir::Down } else { Dir::Up };
+                let mut out = Vec::new();
+                self.link.timer(dir, now, &mut out);
+                self.link_outs(sys, out);
+            }
+            EV_NIC_TIMER => {
+                let mut out = Vec::new();
+                self.nic.timer(now, &mut out);
+                self.nic_outs(sys, now, out);
+            }
+            EV_LINE => {
+                let Some(r) = sys.release_req(id) else {
+                    return;
+                };
+                let ReqKind::Agent { tag: slot, .. } = r.kind else {
+                    return;
+                };
+                let Some(rd) = self.reads.get_mut(&slot) else {
+                    return;
+                };
+                rd.lines_left = rd.lines_left.saturating_sub(1);
+                if rd.lines_left == 0 {
+                    let at = now + self.rc_read + ns(self.rc_ns_per_byte * rd.len as f64);
+                    sys.schedule(at, self.id, EV_CPL, slot);
+                }
+            }
+            EV_CPL => {
+                let Some(rd) = self.reads.remove(&id) else {
+                    return;
+                };
+                let data = self.mem.read(rd.addr, rd.len as usize);
+                let parts = self.g.split_completions(rd.addr, rd.len);
+                let n = parts.len();
+                let mut o = 0usize;
+                for (k, l) in parts.into_iter().enumerate() {
+                    let tlp = Tlp {
+                        kind: TlpKind::Completion {
+                            tag: rd.tag,
+                            last: k + 1 == n,
+                        },
+                        addr: rd.addr + o as u64,
+                        data: data[o..o + l as usize].to_vec(),
+                        purpose: rd.purpose,
+                    };
+                    o += l as usize;
+                    self.link_send(sys, now, Dir::Down, tlp);
+                }
+            }
+            EV_MAC => {
+                let Some(f) = self.frames.remove(&id) else {
+                    return;
+                };
+                let mut out = Vec::new();
+                self.nic.mac_done(now, f.len() as u64, &mut out);
+                self.nic_outs(sys, now, out);
+                if self.cfg.loopback {
+                    self.frames.insert(id, f);
+                    sys.schedule(now + self.loop_ps, self.id, EV_FRAME_IN, id);
+                }
+            }
+            EV_FRAME_IN => {
+                let Some(f) = self.frames.remove(&id) else {
+                    return;
+                };
+                self.stats.rx_frames_in += 1;
+                let mut out = Vec::new();
+                self.nic.frame_in(now, f, &mut out);
+                self.nic_outs(sys, now, out);
+            }
+            _ => {}
+        }
+    }
+
+    fn response(&mut self, sys: &mut MemorySystem, now: Ps, r: Response) {
+        if let Response::ReadDone { req, channel, .. } = r {
+            // The line travels from the controller to the root complex on the data path.
+            let at = sys.ic().fill_arrives(now, channel);
+            sys.schedule(at, self.id, EV_LINE, req);
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.nic.idle()
+            && self.link.idle()
+            && self.tlps.is_empty()
+            && self.reads.is_empty()
+            && self.frames.is_empty()
+    }
+
+    fn report(&self) -> AgentReport {
+        let mut s = self.stats.clone();
+        let cat = |d: Dir| {
+            self.link
+                .bytes(d)
+                .categories()
+                .into_iter()
+                .map(|(n, b)| (n.to_string(), b))
+                .collect()
+        };
+        s.bytes_up = cat(Dir::Up);
+        s.bytes_down = cat(Dir::Down);
+        let (first, mean) = self.stacks();
+        s.tx_stack_total_ns = first.iter().map(|(_, v)| v).sum();
+        s.tx_stack = first;
+        s.tx_stack_mean = mean;
+        s.nic = self.nic.stats.clone();
+        AgentReport {
+            last_done: self.last_done,
+            device: Some(s),
+            ..Default::default()
+        }
+    }
+}

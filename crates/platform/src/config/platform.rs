@@ -1,0 +1,863 @@
+//! Platform configuration: the core, the caches, the interconnect, the memory system (a
+//! movelab-dram config) and the copy mechanism. Built-in platforms live in `presets/platforms/`;
+//! a config file may say `preset = "NAME"` and override any key, and `--set key=value` overrides
+//! layer on top. Every field has a default and a one-line description.
+use crate::config::io::{IoConfig, NIC_DESC_BYTES};
+use crate::sim::error::PlatformError;
+use crate::sim::preset::{deserialize, PresetSet};
+use movelab_dram::config::{merge_toml, Config as DramConfig};
+use serde::{Deserialize, Serialize};
+
+/// The built-in platforms: (name, TOML text).
+pub const BUILTIN_PLATFORMS: &[(&str, &str)] = &[
+    (
+        "zhao-uma-emc",
+        include_str!("../../../../presets/platforms/zhao-uma-emc.toml"),
+    ),
+    (
+        "zhao-numa-imc",
+        include_str!("../../../../presets/platforms/zhao-numa-imc.toml"),
+    ),
+    (
+        "rowclone-system",
+        include_str!("../../../../presets/platforms/rowclone-system.toml"),
+    ),
+    (
+        "rowclone-multicore",
+        include_str!("../../../../presets/platforms/rowclone-multicore.toml"),
+    ),
+    (
+        "larsen-io",
+        include_str!("../../../../presets/platforms/larsen-io.toml"),
+    ),
+];
+
+/// Names of the built-in platforms.
+pub fn builtin_platform_names() -> Vec<&'static str> {
+    PLATFORMS.names()
+}
+
+/// A core.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoreConfig {
+    /// "out-of-order" (issue any ready instruction in the window, oldest first) or "in-order"
+    /// (issue in program order; a miss stalls only the first instruction that uses its value).
+    pub kind: String,
+    /// Core clock, MHz.
+    pub clock_mhz: u64,
+    /// Instructions fetched/dispatched, issued and retired per cycle.
+    pub width: u32,
+    /// Instruction window (reorder buffer) entries.
+    pub window: u32,
+    /// Load/store queue entries: loads and stores from dispatch until they retire.
+    pub lsq: u32,
+    /// Store buffer entries: retired stores until they are written to the cache (a store that
+    /// misses waits here for its line).
+    pub store_buffer: u32,
+    /// Loads and stores issued per cycle (load/store units).
+    pub mem_ports: u32,
+    /// Outstanding cache misses to memory (MSHRs).
+    pub mshrs: u32,
+    /// Bytes one load or store moves in the CPU copy (register size).
+    pub register_bytes: u32,
+    /// Extra loop instructions per register moved by the CPU copy/init (address update, branch).
+    pub copy_loop_instructions: u32,
+    /// Independent dependence chains an out-of-order core overlaps in compute (ALU) code:
+    /// compute runs at up to this IPC.
+    pub compute_ilp: u32,
+    /// The same for an in-order core: in-order issue stops at the first instruction whose
+    /// operand is not ready, so with the short dependence distances of integer code it sustains
+    /// about one ALU instruction per cycle.
+    pub in_order_ilp: u32,
+    /// The CPU copy allocates destination lines it overwrites whole without reading them from
+    /// memory (as x86 fast-string copies do); otherwise every store miss reads the line first
+    /// (write-allocate). Initialisation always reads (write-allocate).
+    pub copy_skips_destination_fetch: bool,
+    /// "multithreaded": hardware contexts, each running its own copy of the program (IXP
+    /// microengine: 8).
+    pub threads: u32,
+    /// "multithreaded": core cycles to swap to another context when the running one waits for
+    /// memory (IXP: about a taken branch).
+    pub switch_cycles: u32,
+}
+
+impl Default for CoreConfig {
+    fn default() -> Self {
+        CoreConfig {
+            kind: "out-of-order".into(),
+            clock_mhz: 3000,
+            width: 4,
+            window: 128,
+            lsq: 64,
+            store_buffer: 32,
+            mem_ports: 2,
+            mshrs: 8,
+            register_bytes: 8,
+            copy_loop_instructions: 1,
+            compute_ilp: 2,
+            in_order_ilp: 1,
+            copy_skips_destination_fetch: false,
+            threads: 1,
+            switch_cycles: 1,
+        }
+    }
+}
+
+/// A cache level.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    /// Capacity in KiB.
+    pub size_kib: u64,
+    /// Associativity (ways per set).
+    pub ways: u32,
+    /// Line size in bytes (must equal the DRAM line size).
+    pub line_bytes: u64,
+    /// Hit latency in core cycles (from the start of the access).
+    pub hit_cycles: u64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            size_kib: 32,
+            ways: 4,
+            line_bytes: 64,
+            hit_cycles: 2,
+        }
+    }
+}
+
+/// The path between the core's caches and the memory controller.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterconnectConfig {
+    /// "fsb": a pipelined shared front-side bus to an off-die memory controller (UMA/EMC);
+    /// "on-die": an integrated memory controller, with a link hop to the other node (NUMA/IMC).
+    pub kind: String,
+    /// Latency from a cache miss to the request reaching the memory controller, ns (arbitration,
+    /// request and snoop phases on a bus; the on-die path otherwise).
+    pub request_ns: f64,
+    /// Latency from the data leaving the memory controller to the fill reaching the cache, ns,
+    /// besides the data transfer itself.
+    pub response_ns: f64,
+    /// Data bandwidth of the bus or path, GB/s: a 64-byte transfer occupies it 64 / bandwidth ns.
+    pub bandwidth_gbs: f64,
+    /// Time one transaction occupies the address and snoop phases, ns: every miss, write-back,
+    /// copy command and engine snoop (one per line an engine reads or writes) takes a turn.
+    pub address_ns: f64,
+    /// NUMA: channels at or above this index belong to the other node (`u32::MAX`: none).
+    pub remote_from_channel: u32,
+    /// NUMA: extra latency each way to the other node's memory, ns.
+    pub remote_hop_ns: f64,
+    /// Latency of a copy command or a completion notification between the core and an engine
+    /// next to the memory controller (a bus transaction with the new `copy` request type), ns.
+    pub engine_message_ns: f64,
+    /// Latency of an uncached (MMIO-like) load or store, ns, after its turn in the address
+    /// phase: a register of a device or of an on-chip unit. Modelling choice (an on-chip
+    /// register; a PCIe device's registers take far longer and its preset says so).
+    pub uncached_ns: f64,
+}
+
+impl Default for InterconnectConfig {
+    fn default() -> Self {
+        InterconnectConfig {
+            kind: "fsb".into(),
+            request_ns: 20.0,
+            response_ns: 15.0,
+            bandwidth_gbs: 6.4,
+            address_ns: 10.0,
+            remote_from_channel: u32::MAX,
+            remote_hop_ns: 0.0,
+            engine_message_ns: 20.0,
+            uncached_ns: 100.0,
+        }
+    }
+}
+
+/// The copy mechanism and its parameters.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CopyConfig {
+    /// "base" (the core copies with loads and stores), "ce" (a copy engine), "rowclone",
+    /// "rowclone-zi" or "mc-dma".
+    pub mechanism: String,
+    /// Copy engine placement: "off-die" (in the memory controller hub) or "on-die" (beside the
+    /// core, with access to its cache).
+    pub placement: String,
+    /// Copy engine mode: "SYNC_NLB", "SYNC_WLB" or "ASYNC" (Zhao et al. section 6.2).
+    pub mode: String,
+    /// Lines the engine's stream buffer holds.
+    pub stream_buffer_lines: u32,
+    /// Engine to memory controller latency each way, ns (off-die: inside the hub).
+    pub engine_memory_ns: f64,
+    /// Core cycles to translate a copy's addresses in the copy control unit (TLB hits).
+    pub translate_cycles: u64,
+    /// Page size: a copy is split into commands that do not cross a page.
+    pub page_bytes: u64,
+    /// Pending copy table entries (ASYNC): a further copy waits for a free entry.
+    pub pending_copy_entries: u32,
+    /// ASYNC on-die: when the multiline snoop is acknowledged, "before" (the table entry is made,
+    /// at most 30 ns) or "after" (the snoop completes in the caches: 20 ns + 2 ns x 2 x lines).
+    pub snoop_ack: String,
+    /// On-die engine writes the destination into the core's cache instead of memory (section 6.7).
+    pub dest_to_cache: bool,
+    /// CPU request bypass at the memory controller (SYNC_WLB and ASYNC) guarantees the engine
+    /// this fraction of column commands.
+    pub engine_share: f64,
+}
+
+impl Default for CopyConfig {
+    fn default() -> Self {
+        CopyConfig {
+            mechanism: "base".into(),
+            placement: "off-die".into(),
+            mode: "SYNC_NLB".into(),
+            stream_buffer_lines: 64,
+            engine_memory_ns: 5.0,
+            translate_cycles: 2,
+            page_bytes: 4096,
+            pending_copy_entries: 8,
+            snoop_ack: "before".into(),
+            dest_to_cache: false,
+            engine_share: 0.25,
+        }
+    }
+}
+
+/// A group of identical cores, each running its own copy of a program (a multi-core platform).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoreGroup {
+    /// Cores in this group.
+    pub count: u32,
+    /// Keys of `[core]` that differ for these cores (e.g. `kind`, `clock_mhz`).
+    pub core: toml::Table,
+    /// The workload these cores run (a built-in name or a TOML file); empty: the workload the
+    /// run is given.
+    pub workload: String,
+    /// Parameters of that workload.
+    pub params: std::collections::BTreeMap<String, u64>,
+    /// Added to every address core k of the group uses: `offset + k * stride` bytes (0 and 0:
+    /// the cores share their data, e.g. a ring; a stride: each program has its own memory).
+    pub offset: u64,
+    pub stride: u64,
+}
+
+impl Default for CoreGroup {
+    fn default() -> Self {
+        CoreGroup {
+            count: 1,
+            core: toml::Table::new(),
+            workload: String::new(),
+            params: Default::default(),
+            offset: 0,
+            stride: 0,
+        }
+    }
+}
+
+/// A shared-memory ring between a producer and a consumer core (single producer, single
+/// consumer). In memory: the consumer's index line at `base`, the producer's at `base + 64`,
+/// then `slots` slots of `slot_bytes`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RingConfig {
+    /// The name workloads use in `ring_push` / `ring_pop`.
+    pub name: String,
+    pub base: u64,
+    pub slots: u32,
+    pub slot_bytes: u32,
+    /// The producer rings a doorbell on each push: an empty ring's consumer sleeps until it
+    /// (instead of polling).
+    pub doorbell: bool,
+    /// Core cycles between two polls of a full or empty ring.
+    pub poll_cycles: u32,
+    /// Latency of the doorbell from the producer's push to the consumer waking, ns.
+    pub doorbell_ns: f64,
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        RingConfig {
+            name: String::new(),
+            base: 0x7f00_0000,
+            slots: 64,
+            slot_bytes: 64,
+            doorbell: false,
+            poll_cycles: 20,
+            doorbell_ns: 100.0,
+        }
+    }
+}
+
+/// Interrupts between cores (and, later, from devices).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterruptConfig {
+    /// From the source raising it to the target core taking it, ns (the interrupt message).
+    pub delivery_ns: f64,
+    /// Core cycles from taking it to the handler's first instruction (pipeline drain, mode
+    /// switch, vector fetch), during which the core issues nothing.
+    pub entry_cycles: u32,
+    /// Core cycles of the return to the interrupted program.
+    pub exit_cycles: u32,
+}
+
+impl Default for InterruptConfig {
+    fn default() -> Self {
+        // Modelling choices of the order of a few hundred cycles for entry and exit on an
+        // out-of-order core; presets that depend on them cite their source.
+        InterruptConfig {
+            delivery_ns: 100.0,
+            entry_cycles: 300,
+            exit_cycles: 200,
+        }
+    }
+}
+
+/// At most this many cores in a platform.
+pub const MAX_CORES: u64 = 256;
+
+/// The names a config may use.
+pub const CORE_KINDS: &[&str] = &["out-of-order", "in-order", "multithreaded"];
+pub const INTERCONNECTS: &[&str] = &["fsb", "on-die"];
+pub const MECHANISMS: &[&str] = &["base", "ce", "rowclone", "rowclone-zi", "mc-dma"];
+pub const PLACEMENTS: &[&str] = &["off-die", "on-die"];
+pub const MODES: &[&str] = &["SYNC_NLB", "SYNC_WLB", "ASYNC"];
+
+/// Checks a core's values; `prefix` names it in errors (`core.` or `cores: core 3: `).
+fn check_core(src: &str, prefix: &str, c: &CoreConfig) -> Result<(), PlatformError> {
+    let err = |key: &str, what: String| PlatformError::config(src, format!("{prefix}{key}"), what);
+    if !CORE_KINDS.contains(&c.kind.as_str()) {
+        return Err(err(
+            "kind",
+            format!("'{}' is not one of: {}", c.kind, CORE_KINDS.join(", ")),
+        ));
+    }
+    for (key, v, max) in [
+        ("clock_mhz", c.clock_mhz, 100_000),
+        ("width", c.width.into(), 64),
+        ("window", c.window.into(), 4096),
+        ("lsq", c.lsq.into(), 4096),
+        ("store_buffer", c.store_buffer.into(), 4096),
+        ("mem_ports", c.mem_ports.into(), 64),
+        ("mshrs", c.mshrs.into(), 1024),
+        ("compute_ilp", c.compute_ilp.into(), 64),
+        ("in_order_ilp", c.in_order_ilp.into(), 64),
+        ("threads", c.threads.into(), 64),
+    ] {
+        if v == 0 || v > max {
+            return Err(err(key, format!("{v}: must be between 1 and {max}")));
+        }
+    }
+    if !matches!(c.register_bytes, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
+        return Err(err(
+            "register_bytes",
+            format!("{}: must be a power of two from 1 to 64", c.register_bytes),
+        ));
+    }
+    if c.copy_loop_instructions > 64 {
+        return Err(err("copy_loop_instructions", "at most 64".into()));
+    }
+    if c.switch_cycles > 10_000 {
+        return Err(err("switch_cycles", "at most 10000".into()));
+    }
+    Ok(())
+}
+
+/// A whole platform.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformConfig {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub core: CoreConfig,
+    /// The cores, when there are several (empty: one core as `[core]` says). Each private
+    /// L1 and L2 as `[l1]` and `[l2]`; the last level, the interconnect and memory are shared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cores: Vec<CoreGroup>,
+    #[serde(default)]
+    pub l1: CacheConfig,
+    #[serde(default = "default_l2")]
+    pub l2: CacheConfig,
+    /// An optional shared last-level cache below L2.
+    #[serde(default)]
+    pub llc: Option<CacheConfig>,
+    #[serde(default)]
+    pub interconnect: InterconnectConfig,
+    /// The memory system: a movelab-dram config (`preset = "..."` plus overrides).
+    pub memory: toml::Value,
+    #[serde(default)]
+    pub copy: CopyConfig,
+    /// Shared-memory rings between cores.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rings: Vec<RingConfig>,
+    #[serde(default)]
+    pub interrupts: InterruptConfig,
+    /// A PCIe device (a descriptor NIC) on the platform: its link, root complex and registers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<PcieDeviceConfig>,
+}
+
+fn default_l2() -> CacheConfig {
+    CacheConfig {
+        size_kib: 1024,
+        ways: 8,
+        line_bytes: 64,
+        hit_cycles: 15,
+    }
+}
+
+/// The built-in platforms as a preset family.
+const PLATFORMS: PresetSet = PresetSet {
+    kind: "platform",
+    unknown: "platform preset",
+    unknown_or_file: "platform preset or file",
+    dir: "platforms",
+    presets: BUILTIN_PLATFORMS,
+};
+
+impl PlatformConfig {
+    /// A built-in platform by name.
+    pub fn preset(name: &str) -> Result<PlatformConfig, PlatformError> {
+        PlatformConfig::from_value(PLATFORMS.value(name)?, &PLATFORMS.source(name))
+    }
+
+    /// A preset name or a TOML file path.
+    pub fn load(name_or_path: &str) -> Result<PlatformConfig, PlatformError> {
+        let (v, source_name) = PLATFORMS.load(name_or_path)?;
+        PlatformConfig::from_value(v, &source_name)
+    }
+
+    /// From a TOML value; `preset = "NAME"` layers it over a built-in platform.
+    pub fn from_value(v: toml::Value, source_name: &str) -> Result<PlatformConfig, PlatformError> {
+        let cfg: PlatformConfig = deserialize(PLATFORMS.layered(v, source_name)?, source_name)?;
+        cfg.validate(source_name)?;
+        Ok(cfg)
+    }
+
+    /// Layers overrides (a TOML table shaped like a platform config) on top.
+    pub fn with_overrides(
+        &self,
+        overrides: toml::Value,
+        source_name: &str,
+    ) -> Result<PlatformConfig, PlatformError> {
+        let mut base = toml::Value::try_from(self)
+            .map_err(|e| PlatformError::config(source_name, "(serialise)", e.to_string()))?;
+        merge_toml(&mut base, overrides);
+        PlatformConfig::from_value(base, source_name)
+    }
+
+    /// Every core's configuration, with its group (index into `cores`; 0 for the single core).
+    pub fn core_list(&self, source_name: &str) -> Result<Vec<(CoreConfig, usize)>, PlatformError> {
+        if self.cores.is_empty() {
+            return Ok(vec![(self.core.clone(), 0)]);
+        }
+        let total: u64 = self.cores.iter().map(|g| u64::from(g.count)).sum();
+        if total == 0 || total > MAX_CORES {
+            return Err(PlatformError::config(
+                source_name,
+                "cores",
+                format!("{total} cores in all: must be between 1 and {MAX_CORES}"),
+            ));
+        }
+        let mut out = Vec::new();
+        for (i, g) in self.cores.iter().enumerate() {
+            let mut base = toml::Value::try_from(&self.core)
+                .map_err(|e| PlatformError::config(source_name, "core", e.to_string()))?;
+            merge_toml(&mut base, toml::Value::Table(g.core.clone()));
+            let c: CoreConfig = serde_path_to_error::deserialize(base).map_err(|e| {
+                let key = e.path().to_string();
+                PlatformError::config(
+                    source_name,
+                    format!("cores[{i}].core.{key}"),
+                    e.into_inner().message().to_string(),
+                )
+            })?;
+            for _ in 0..g.count {
+                out.push((c.clone(), i));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The memory system's DRAM config, with the platform's copy settings applied.
+    pub fn dram_config(&self, source_name: &str) -> Result<DramConfig, PlatformError> {
+        let mut dc =
+            DramConfig::from_value(self.memory.clone(), &format!("{source_name} [memory]"))?;
+        let c = &self.copy;
+        dc.controller.cpu_bypass = c.mechanism == "ce" && c.mode != "SYNC_NLB";
+        dc.controller.engine_share = c.engine_share;
+        if matches!(c.mechanism.as_str(), "rowclone" | "rowclone-zi") {
+            dc.controller.bulk = "rowclone".into();
+        } else {
+            dc.controller.bulk = "baseline".into();
+        }
+        Ok(dc)
+    }
+
+    /// Checks every value a user could get wrong, naming the key.
+    pub fn validate(&self, src: &str) -> Result<(), PlatformError> {
+        let one_of = |key: &str, v: &str, allowed: &[&str]| {
+            if allowed.contains(&v) {
+                Ok(())
+            } else {
+                Err(PlatformError::config(
+                    src,
+                    key,
+                    format!("'{v}' is not one of: {}", allowed.join(", ")),
+                ))
+            }
+        };
+        check_core(src, "core.", &self.core)?;
+        if let Some(io) = &self.io {
+            io.validate(src)?;
+        }
+        for (i, (c, _)) in self.core_list(src)?.iter().enumerate() {
+            check_core(src, &format!("cores: core {i}: "), c)?;
+        }
+        one_of("interconnect.kind", &self.interconnect.kind, INTERCONNECTS)?;
+        one_of("copy.mechanism", &self.copy.mechanism, MECHANISMS)?;
+        one_of("copy.placement", &self.copy.placement, PLACEMENTS)?;
+        one_of("copy.mode", &self.copy.mode, MODES)?;
+        one_of("copy.snoop_ack", &self.copy.snoop_ack, &["before", "after"])?;
+        let positive = |key: &str, v: u64, max: u64| {
+            if v == 0 || v > max {
+                Err(PlatformError::config(
+                    src,
+                    key,
+                    format!("{v}: must be between 1 and {max}"),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let mut levels = vec![("l1", &self.l1), ("l2", &self.l2)];
+        if let Some(l) = &self.llc {
+            levels.push(("llc", l));
+        }
+        for (name, l) in levels {
+            if l.line_bytes != 64 {
+                return Err(PlatformError::config(
+                    src,
+                    format!("{name}.line_bytes"),
+                    format!(
+                        "{}: only 64-byte lines are modelled (the DRAM line size)",
+                        l.line_bytes
+                    ),
+                ));
+            }
+            positive(&format!("{name}.ways"), l.ways.into(), 64)?;
+            positive(&format!("{name}.hit_cycles"), l.hit_cycles, 10_000)?;
+            let lines = l.size_kib * 1024 / l.line_bytes;
+            if l.size_kib == 0
+                || l.size_kib > 1 << 20
+                || lines % u64::from(l.ways) != 0
+                || !(lines / u64::from(l.ways)).is_power_of_two()
+            {
+                return Err(PlatformError::config(src, format!("{name}.size_kib"), format!("{} KiB with {} ways: the number of sets must be a power of two (and at most 1 GiB)", l.size_kib, l.ways)));
+            }
+        }
+        let ic = &self.interconnect;
+        for (key, v) in [
+            ("interconnect.request_ns", ic.request_ns),
+            ("interconnect.response_ns", ic.response_ns),
+            ("interconnect.remote_hop_ns", ic.remote_hop_ns),
+            ("interconnect.engine_message_ns", ic.engine_message_ns),
+            ("interconnect.address_ns", ic.address_ns),
+            ("interconnect.uncached_ns", ic.uncached_ns),
+            ("interrupts.delivery_ns", self.interrupts.delivery_ns),
+            ("copy.engine_memory_ns", self.copy.engine_memory_ns),
+        ] {
+            if !v.is_finite() || !(0.0..=1e6).contains(&v) {
+                return Err(PlatformError::config(
+                    src,
+                    key,
+                    format!("{v}: must be between 0 and 1e6 ns"),
+                ));
+            }
+        }
+        if !ic.bandwidth_gbs.is_finite() || ic.bandwidth_gbs <= 0.0 || ic.bandwidth_gbs > 1e4 {
+            return Err(PlatformError::config(
+                src,
+                "interconnect.bandwidth_gbs",
+                format!("{}: must be positive (and at most 10000)", ic.bandwidth_gbs),
+            ));
+        }
+        if self.interrupts.entry_cycles > 1_000_000 || self.interrupts.exit_cycles > 1_000_000 {
+            return Err(PlatformError::config(
+                src,
+                "interrupts",
+                "entry_cycles and exit_cycles are at most 1000000",
+            ));
+        }
+        if self.rings.len() > 1024 {
+            return Err(PlatformError::config(src, "rings", "at most 1024 rings"));
+        }
+        for (i, r) in self.rings.iter().enumerate() {
+            let key = |k: &str| format!("rings[{i}].{k}");
+            if r.name.is_empty() || self.rings[..i].iter().any(|o| o.name == r.name) {
+                return Err(PlatformError::config(
+                    src,
+                    key("name"),
+                    format!("'{}': every ring needs a name of its own", r.name),
+                ));
+            }
+            positive(&key("slots"), r.slots.into(), 1 << 20)?;
+            positive(&key("slot_bytes"), r.slot_bytes.into(), 1 << 16)?;
+            positive(&key("poll_cycles"), r.poll_cycles.into(), 1 << 20)?;
+            if r.base % 64 != 0 {
+                return Err(PlatformError::config(
+                    src,
+                    key("base"),
+                    format!("{:#x}: must be 64-byte aligned", r.base),
+                ));
+            }
+            if !r.doorbell_ns.is_finite() || !(0.0..=1e6).contains(&r.doorbell_ns) {
+                return Err(PlatformError::config(
+                    src,
+                    key("doorbell_ns"),
+                    format!("{}: must be between 0 and 1e6 ns", r.doorbell_ns),
+                ));
+            }
+        }
+        let cp = &self.copy;
+        positive(
+            "copy.stream_buffer_lines",
+            cp.stream_buffer_lines.into(),
+            1 << 16,
+        )?;
+        positive(
+            "copy.pending_copy_entries",
+            cp.pending_copy_entries.into(),
+            1 << 16,
+        )?;
+        positive("copy.translate_cycles", cp.translate_cycles.max(1), 1 << 20)?;
+        if !cp.page_bytes.is_power_of_two() || cp.page_bytes < 64 {
+            return Err(PlatformError::config(
+                src,
+                "copy.page_bytes",
+                format!("{}: must be a power of two of at least 64", cp.page_bytes),
+            ));
+        }
+        if !(0.0..=1.0).contains(&cp.engine_share) {
+            return Err(PlatformError::config(
+                src,
+                "copy.engine_share",
+                format!("{}: must be a fraction between 0 and 1", cp.engine_share),
+            ));
+        }
+        if cp.dest_to_cache && cp.placement != "on-die" {
+            return Err(PlatformError::config(src, "copy.dest_to_cache", "only an on-die engine can write the destination into the cache (Zhao et al. section 5.5)"));
+        }
+        let dc = self.dram_config(src)?;
+        let spec = dc.resolve(src)?;
+        if spec.org.line_bytes() != 64 {
+            return Err(PlatformError::config(
+                src,
+                "memory",
+                format!(
+                    "the DRAM line is {} bytes; the platform models 64-byte lines",
+                    spec.org.line_bytes()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn default_bar_bytes() -> u64 {
+    128 * 1024
+}
+fn default_stride() -> u64 {
+    2048
+}
+fn default_frame() -> u32 {
+    64
+}
+
+/// `[io]` of a platform: which I/O preset's link, root complex and NIC the device is, overrides
+/// of them, where its registers and the driver's TX ring and buffers are, and the root complex's
+/// fixed part of a device read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PcieDeviceConfig {
+    /// An I/O preset (`presets/io`) or file: its `[link]`, `[root_complex]` and `[nic]`.
+    pub preset: String,
+    /// Overrides of the preset's tables (same keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<toml::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_complex: Option<toml::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<toml::Value>,
+    /// The device's register BAR: base address (aligned to its size) and size (4 KiB-64 MiB,
+    /// a power of two). Register offsets are the 82598's (TX tail at 0x6018).
+    pub bar: u64,
+    #[serde(default = "default_bar_bytes")]
+    pub bar_bytes: u64,
+    /// The TX descriptor ring in host memory (16 B descriptors, `nic.tx_ring` of them).
+    pub tx_ring: u64,
+    /// The driver's TX buffers: packet k of the ring uses `tx_buffers + (k mod ring) x stride`.
+    pub tx_buffers: u64,
+    #[serde(default = "default_stride")]
+    pub tx_buffer_stride: u64,
+    /// Bytes of each frame the driver posts (14 to the stride, at most 9018).
+    #[serde(default = "default_frame")]
+    pub frame_bytes: u32,
+    /// The root complex's fixed part of a device read, ns: from the request's arrival (less the
+    /// platform's snoop and DRAM access, which are simulated) to the completions leaving.
+    pub rc_read_ns: f64,
+    /// Receive: the RX descriptor ring and buffers (packet k of the ring: `rx_buffers + (k mod
+    /// ring) x tx_buffer_stride`). Each uncached store to the RX tail (0x1018) posts one buffer.
+    /// Without them the NIC receives nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_ring: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_buffers: Option<u64>,
+    /// Frames the MAC sends come back into its receive side after `nic.mac_tx_ns + nic.mac_rx_ns`
+    /// (a loopback peer); needs `rx_ring` and `rx_buffers`.
+    #[serde(default)]
+    pub loopback: bool,
+    /// The core the MSI-X interrupts; the core whose L2 takes DDIO writes.
+    #[serde(default)]
+    pub irq_core: u32,
+    #[serde(default)]
+    pub ddio_core: u32,
+}
+
+impl PcieDeviceConfig {
+    /// The I/O configuration: the preset with the overrides; errors name `io.<key>`.
+    pub fn io_config(&self, src: &str) -> Result<IoConfig, PlatformError> {
+        let named = |e: PlatformError| match e {
+            PlatformError::Config { key, what, .. } => {
+                PlatformError::config(src, format!("io.{key}"), what)
+            }
+            PlatformError::Unknown { kind, name, known } => PlatformError::config(
+                src,
+                "io.preset",
+                format!("unknown {kind} '{name}' (known: {known})"),
+            ),
+            other => other,
+        };
+        let base = IoConfig::load(&self.preset).map_err(named)?;
+        let mut over = toml::map::Map::new();
+        for (k, v) in [
+            ("link", &self.link),
+            ("root_complex", &self.root_complex),
+            ("nic", &self.nic),
+        ] {
+            if let Some(v) = v {
+                over.insert(k.into(), v.clone());
+            }
+        }
+        if over.is_empty() {
+            return Ok(base);
+        }
+        base.with_overrides(toml::Value::Table(over), src)
+            .map_err(named)
+    }
+
+    /// Checks every bounded value and that the BAR overlaps neither the ring nor the buffers;
+    /// the error names the key.
+    pub fn validate(&self, src: &str) -> Result<(), PlatformError> {
+        let err = |k: &str, w: String| Err(PlatformError::config(src, format!("io.{k}"), w));
+        let io = self.io_config(src)?;
+        if io.nic.kind != "descriptor" {
+            return err(
+                "nic.kind",
+                format!(
+                    "'{}': only a descriptor NIC sits on the platform",
+                    io.nic.kind
+                ),
+            );
+        }
+        if !self.bar_bytes.is_power_of_two() || !(4096..=1 << 26).contains(&self.bar_bytes) {
+            return err(
+                "bar_bytes",
+                format!("{:#x}: a power of two from 4 KiB to 64 MiB", self.bar_bytes),
+            );
+        }
+        if !self.bar.is_multiple_of(self.bar_bytes)
+            || self.bar.checked_add(self.bar_bytes).is_none()
+        {
+            return err(
+                "bar",
+                format!(
+                    "{:#x} is not aligned to bar_bytes ({:#x})",
+                    self.bar, self.bar_bytes
+                ),
+            );
+        }
+        if self.tx_buffer_stride == 0 || self.tx_buffer_stride > 1 << 20 {
+            return err(
+                "tx_buffer_stride",
+                format!("{}: 1 to 1 MiB", self.tx_buffer_stride),
+            );
+        }
+        if !(14..=9018).contains(&self.frame_bytes)
+            || self.frame_bytes as u64 > self.tx_buffer_stride
+        {
+            return err(
+                "frame_bytes",
+                format!(
+                    "{}: 14 to 9018 and at most tx_buffer_stride ({})",
+                    self.frame_bytes, self.tx_buffer_stride
+                ),
+            );
+        }
+        if !(self.rc_read_ns.is_finite() && (0.0..=100_000.0).contains(&self.rc_read_ns)) {
+            return err("rc_read_ns", format!("{}: 0 to 100000 ns", self.rc_read_ns));
+        }
+        let ring = io.nic.tx_ring as u64;
+        let rx = io.nic.rx_ring as u64;
+        let bar = (self.bar, self.bar + self.bar_bytes);
+        if self.rx_ring.is_some() != self.rx_buffers.is_some()
+            || (self.loopback && self.rx_ring.is_none())
+        {
+            return err(
+                "rx_ring",
+                "rx_ring and rx_buffers go together, and loopback needs both".into(),
+            );
+        }
+        if self.rx_ring.is_some_and(|r| !r.is_multiple_of(128)) {
+            return err("rx_ring", "rings are 128 B aligned".into());
+        }
+        let mut ranges = vec![
+            ("tx_ring", self.tx_ring, ring * NIC_DESC_BYTES),
+            ("tx_buffers", self.tx_buffers, ring * self.tx_buffer_stride),
+        ];
+        if let (Some(r), Some(b)) = (self.rx_ring, self.rx_buffers) {
+            ranges.push(("rx_ring", r, rx * NIC_DESC_BYTES));
+            ranges.push(("rx_buffers", b, rx * self.tx_buffer_stride));
+        }
+        for (key, base, bytes) in ranges {
+            let Some(end) = base.checked_add(bytes) else {
+                return err(key, format!("{base:#x} + {bytes:#x} overflows"));
+            };
+            if base < bar.1 && bar.0 < end {
+                return err(
+                    "bar",
+                    format!(
+                        "the BAR {:#x}..{:#x} overlaps {key} {base:#x}..{end:#x}",
+                        bar.0, bar.1
+                    ),
+                );
+            }
+        }
+        if !self.tx_ring.is_multiple_of(128) {
+            return err(
+                "tx_ring",
+                format!("{:#x}: rings are 128 B aligned", self.tx_ring),
+            );
+        }
+        Ok(())
+    }
+}

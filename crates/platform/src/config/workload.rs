@@ -1,0 +1,899 @@
+//! Workloads as data: a TOML program over the operation kinds `compute`, `load`, `store`,
+//! `copy`, `init` (and `repeat` to loop a block), with named address regions that advance every
+//! iteration, parameters that any number may refer to, and seeded randomness. Built-in workloads
+//! live in `presets/workloads/`. [`Workload::ops`] turns a workload into the stream of concrete
+//! operations the core runs; nothing is materialised up front, so a run's memory does not grow
+//! with its length.
+use crate::sim::error::PlatformError;
+use movelab_dram::generator::Xoshiro256StarStar;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The built-in workloads: (name, TOML text).
+pub const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
+    (
+        "tcp-rx",
+        include_str!("../../../../presets/workloads/tcp-rx.toml"),
+    ),
+    (
+        "forkbench",
+        include_str!("../../../../presets/workloads/forkbench.toml"),
+    ),
+    (
+        "bulk-copy",
+        include_str!("../../../../presets/workloads/bulk-copy.toml"),
+    ),
+    (
+        "bulk-zero",
+        include_str!("../../../../presets/workloads/bulk-zero.toml"),
+    ),
+    (
+        "nic-tx",
+        include_str!("../../../../presets/workloads/nic-tx.toml"),
+    ),
+];
+
+pub fn builtin_workload_names() -> Vec<&'static str> {
+    BUILTIN_WORKLOADS.iter().map(|(n, _)| *n).collect()
+}
+
+/// A number in a workload: an integer, or a string of terms joined by `+`, `-` and `*`, each an
+/// integer (optionally with a KiB/MiB/GiB suffix) or a parameter name.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Num {
+    Int(u64),
+    Expr(String),
+}
+
+impl Default for Num {
+    fn default() -> Self {
+        Num::Int(0)
+    }
+}
+
+fn term(tok: &str, params: &BTreeMap<String, u64>) -> Result<u64, String> {
+    let t = tok.trim();
+    for (suffix, mul) in [("KiB", 1u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30)] {
+        if let Some(n) = t.strip_suffix(suffix) {
+            return n
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .and_then(|v| v.checked_mul(mul))
+                .ok_or_else(|| format!("'{t}' is not a size"));
+        }
+    }
+    if let Some(h) = t.strip_prefix("0x") {
+        return u64::from_str_radix(&h.replace('_', ""), 16)
+            .map_err(|_| format!("'{t}' is not a hex number"));
+    }
+    if let Ok(v) = t.replace('_', "").parse::<u64>() {
+        return Ok(v);
+    }
+    params.get(t).copied().ok_or_else(|| {
+        format!(
+            "unknown parameter '{t}' (known: {})",
+            params.keys().cloned().collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+impl Num {
+    pub fn eval(&self, params: &BTreeMap<String, u64>) -> Result<u64, String> {
+        match self {
+            Num::Int(v) => Ok(*v),
+            Num::Expr(s) => {
+                // Sums of products, left to right.
+                let spaced = s
+                    .replace('+', " + ")
+                    .replace('-', " - ")
+                    .replace('*', " * ");
+                let (mut total, mut prod): (i128, i128) = (0, 1);
+                let mut sign = 1i128;
+                let mut expect = true;
+                for tok in spaced.split_whitespace() {
+                    match tok {
+                        "+" | "-" if !expect => {
+                            total += sign * prod;
+                            prod = 1;
+                            sign = if tok == "+" { 1 } else { -1 };
+                            expect = true;
+                        }
+                        "*" if !expect => expect = true,
+                        _ if expect => {
+                            prod = prod
+                                .checked_mul(term(tok, params)? as i128)
+                                .ok_or("overflow")?;
+                            expect = false;
+                        }
+                        _ => return Err(format!("malformed expression '{s}'")),
+                    }
+                }
+                if expect {
+                    return Err(format!("malformed expression '{s}'"));
+                }
+                total += sign * prod;
+                u64::try_from(total)
+                    .map_err(|_| format!("'{s}' evaluates to {total}, not a non-negative integer"))
+            }
+        }
+    }
+}
+
+/// A named address range. Iteration `i` uses the window starting at `base + (i * stride) mod size`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RegionSpec {
+    pub name: String,
+    pub base: Num,
+    pub size: Num,
+    #[serde(default)]
+    pub stride: Num,
+}
+
+/// An address: a region plus an offset; `random = true` picks a uniformly random `align`-aligned
+/// offset in the region instead; region "@dst" is the destination of the last copy.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AddrSpec {
+    pub region: String,
+    #[serde(default)]
+    pub offset: Num,
+    #[serde(default)]
+    pub random: bool,
+    #[serde(default)]
+    pub align: Option<Num>,
+    /// Added to the offset once per repetition already done of the innermost `repeat`.
+    #[serde(default)]
+    pub per_rep: Num,
+}
+
+/// Where a copy's destination goes when the workload lets the allocator choose (RowClone
+/// section 4.3.1): as written, in the source's subarray, or in another bank.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum DstPolicy {
+    #[default]
+    AsGiven,
+    SameSubarray,
+    OtherBank,
+}
+
+/// One operation of the program.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum OpSpec {
+    /// `n` instructions; fractions `loads` and `stores` of them access random lines of `region`.
+    Compute {
+        n: Num,
+        #[serde(default)]
+        loads: f64,
+        #[serde(default)]
+        stores: f64,
+        #[serde(default)]
+        region: Option<String>,
+    },
+    /// A load; `chase`: its address comes from the previous explicit load (pointer chasing).
+    Load {
+        at: AddrSpec,
+        #[serde(default)]
+        chase: bool,
+    },
+    Store {
+        at: AddrSpec,
+    },
+    Copy {
+        src: AddrSpec,
+        dst: AddrSpec,
+        bytes: Num,
+        #[serde(default)]
+        dst_policy: DstPolicy,
+    },
+    Init {
+        dst: AddrSpec,
+        bytes: Num,
+        #[serde(default)]
+        value: u8,
+    },
+    Repeat {
+        count: Num,
+        ops: Vec<OpSpec>,
+    },
+    /// An uncached (MMIO-like) load or store: it bypasses the caches, is strongly ordered (it
+    /// waits for older instructions and stores) and takes `interconnect.uncached_ns`.
+    Uncached {
+        at: AddrSpec,
+        #[serde(default)]
+        write: bool,
+    },
+    /// Puts one entry into the shared-memory ring `ring` of the platform (`[[rings]]`): waits
+    /// while the ring is full (polling the consumer's index), writes the slot, then the
+    /// producer's index (and rings the doorbell if the ring has one).
+    #[serde(rename = "ring_push")]
+    RingPush {
+        ring: String,
+    },
+    /// Takes one entry from ring `ring`: waits while it is empty (polling the producer's index,
+    /// or asleep until the doorbell), reads the slot, then writes the consumer's index.
+    #[serde(rename = "ring_pop")]
+    RingPop {
+        ring: String,
+    },
+    /// Raises an interrupt at core `target` (index in the platform): it takes it after the
+    /// delivery and entry costs, runs its workload's `handler` ops, and returns.
+    Interrupt {
+        target: u32,
+    },
+}
+
+/// A workload file.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Times the op list runs (packets, for the TCP/IP workload).
+    pub iterations: Num,
+    #[serde(default = "one")]
+    pub seed: u64,
+    #[serde(default)]
+    pub params: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub regions: Vec<RegionSpec>,
+    pub ops: Vec<OpSpec>,
+    /// What this program runs when its core takes an interrupt (may be empty).
+    #[serde(default)]
+    pub handler: Vec<OpSpec>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// A concrete operation for the core.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Op {
+    Compute {
+        n: u64,
+        loads: f64,
+        stores: f64,
+        region: Option<(u64, u64)>,
+    },
+    Load {
+        addr: u64,
+        chase: bool,
+    },
+    Store(u64),
+    Copy {
+        src: u64,
+        dst: u64,
+        bytes: u64,
+        policy: DstPolicy,
+    },
+    Init {
+        dst: u64,
+        bytes: u64,
+        value: u8,
+    },
+    Uncached {
+        addr: u64,
+        write: bool,
+    },
+    /// Ring operations name the ring by its index in [`Workload::rings`]; the platform turns
+    /// them into the wait, the slot's loads or stores and the commit below.
+    RingPush {
+        ring: u16,
+    },
+    RingPop {
+        ring: u16,
+    },
+    Interrupt {
+        target: u32,
+    },
+    /// Waits until ring `ring` (the platform's index) has room (`push`) or an entry; `addr`
+    /// is the other side's index line, which it polls.
+    RingWait {
+        ring: u16,
+        push: bool,
+        addr: u64,
+    },
+    /// Publishes a push or a pop: writes this side's index line `addr`.
+    RingCommit {
+        ring: u16,
+        push: bool,
+        addr: u64,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Region {
+    base: u64,
+    size: u64,
+    stride: u64,
+}
+
+/// A workload ready to run: its spec with parameters and regions checked.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub spec: WorkloadSpec,
+    pub source: String,
+    /// The ring names its ops use, in order of first use (ring ops carry the index).
+    pub rings: Vec<String>,
+    params: BTreeMap<String, u64>,
+    regions: BTreeMap<String, Region>,
+    pub iterations: u64,
+}
+
+impl Workload {
+    /// A built-in workload by name, or a TOML file path; `params` override the file's.
+    pub fn load(
+        name_or_path: &str,
+        params: &BTreeMap<String, u64>,
+    ) -> Result<Workload, PlatformError> {
+        let (text, src) =
+            if let Some((_, t)) = BUILTIN_WORKLOADS.iter().find(|(n, _)| *n == name_or_path) {
+                (
+                    t.to_string(),
+                    format!("presets/workloads/{name_or_path}.toml"),
+                )
+            } else if std::path::Path::new(name_or_path).exists() {
+                let t = std::fs::read_to_string(name_or_path).map_err(|e| PlatformError::Io {
+                    path: name_or_path.into(),
+                    what: e.to_string(),
+                })?;
+                (t, name_or_path.to_string())
+            } else {
+                return Err(PlatformError::Unknown {
+                    kind: "workload or file",
+                    name: name_or_path.into(),
+                    known: builtin_workload_names().join(", "),
+                });
+            };
+        Workload::from_toml_str(&text, &src, params)
+    }
+
+    pub fn from_toml_str(
+        text: &str,
+        src: &str,
+        params: &BTreeMap<String, u64>,
+    ) -> Result<Workload, PlatformError> {
+        let v: toml::Value = text
+            .parse::<toml::Table>()
+            .map(toml::Value::Table)
+            .map_err(|e| PlatformError::workload(src, "(syntax)", e.to_string()))?;
+        let spec: WorkloadSpec = serde_path_to_error::deserialize(v).map_err(|e| {
+            let key = e.path().to_string();
+            PlatformError::workload(src, key, e.into_inner().message().to_string())
+        })?;
+        Workload::new(spec, src, params)
+    }
+
+    pub fn new(
+        spec: WorkloadSpec,
+        src: &str,
+        overrides: &BTreeMap<String, u64>,
+    ) -> Result<Workload, PlatformError> {
+        let mut params = spec.params.clone();
+        for (k, v) in overrides {
+            if !params.contains_key(k) {
+                return Err(PlatformError::workload(
+                    src,
+                    format!("params.{k}"),
+                    format!(
+                        "the workload has no parameter '{k}' (it has: {})",
+                        params.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+            params.insert(k.clone(), *v);
+        }
+        let ev = |n: &Num, place: &str| {
+            n.eval(&params)
+                .map_err(|e| PlatformError::workload(src, place, e))
+        };
+        let mut regions = BTreeMap::new();
+        for (i, r) in spec.regions.iter().enumerate() {
+            let place = format!("regions[{i}] ({})", r.name);
+            let region = Region {
+                base: ev(&r.base, &place)?,
+                size: ev(&r.size, &place)?,
+                stride: ev(&r.stride, &place)?,
+            };
+            if region.size == 0 {
+                return Err(PlatformError::workload(src, place, "size must be positive"));
+            }
+            if region.base.checked_add(region.size).is_none() {
+                return Err(PlatformError::workload(
+                    src,
+                    place,
+                    "base + size overflows the address space",
+                ));
+            }
+            if r.name.starts_with('@') || regions.insert(r.name.clone(), region).is_some() {
+                return Err(PlatformError::workload(
+                    src,
+                    place,
+                    format!("region name '{}' is reserved or used twice", r.name),
+                ));
+            }
+        }
+        let iterations = ev(&spec.iterations, "iterations")?;
+        let mut rings = Vec::new();
+        fn ring_names(ops: &[OpSpec], out: &mut Vec<String>) {
+            for op in ops {
+                match op {
+                    OpSpec::RingPush { ring } | OpSpec::RingPop { ring } if !out.contains(ring) => {
+                        out.push(ring.clone());
+                    }
+                    OpSpec::Repeat { ops, .. } => ring_names(ops, out),
+                    _ => {}
+                }
+            }
+        }
+        ring_names(&spec.ops, &mut rings);
+        ring_names(&spec.handler, &mut rings);
+        if rings.len() > 1024 {
+            return Err(PlatformError::workload(src, "ops", "more than 1024 rings"));
+        }
+        let w = Workload {
+            spec: spec.clone(),
+            source: src.to_string(),
+            rings,
+            params,
+            regions,
+            iterations,
+        };
+        w.check_ops(&spec.ops, "ops")?;
+        w.check_ops(&spec.handler, "handler")?;
+        w.check_handler_sizes(&spec.handler)?;
+        Ok(w)
+    }
+
+    fn check_addr(&self, a: &AddrSpec, place: &str) -> Result<(), PlatformError> {
+        if a.region != "@dst" && !self.regions.contains_key(&a.region) {
+            return Err(PlatformError::workload(
+                &self.source,
+                place,
+                format!(
+                    "unknown region '{}' (known: {})",
+                    a.region,
+                    self.regions.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        a.offset
+            .eval(&self.params)
+            .map_err(|e| PlatformError::workload(&self.source, place, e))?;
+        a.per_rep
+            .eval(&self.params)
+            .map_err(|e| PlatformError::workload(&self.source, place, e))?;
+        if let Some(al) = &a.align {
+            let v = al
+                .eval(&self.params)
+                .map_err(|e| PlatformError::workload(&self.source, place, e))?;
+            if v == 0 || !v.is_power_of_two() {
+                return Err(PlatformError::workload(
+                    &self.source,
+                    place,
+                    format!("align {v} must be a power of two"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_ops(&self, ops: &[OpSpec], place: &str) -> Result<(), PlatformError> {
+        for (i, op) in ops.iter().enumerate() {
+            let p = format!("{place}[{i}]");
+            let ev = |n: &Num| {
+                n.eval(&self.params)
+                    .map_err(|e| PlatformError::workload(&self.source, &p, e))
+            };
+            match op {
+                OpSpec::Compute {
+                    n,
+                    loads,
+                    stores,
+                    region,
+                } => {
+                    ev(n)?;
+                    if !(0.0..=1.0).contains(loads)
+                        || !(0.0..=1.0).contains(stores)
+                        || loads + stores > 1.0
+                    {
+                        return Err(PlatformError::workload(
+                            &self.source,
+                            &p,
+                            "loads and stores are fractions that sum to at most 1",
+                        ));
+                    }
+                    if (*loads > 0.0 || *stores > 0.0) && region.is_none() {
+                        return Err(PlatformError::workload(
+                            &self.source,
+                            &p,
+                            "a compute op with loads or stores needs a region",
+                        ));
+                    }
+                    if let Some(r) = region {
+                        if !self.regions.contains_key(r) {
+                            return Err(PlatformError::workload(
+                                &self.source,
+                                &p,
+                                format!("unknown region '{r}'"),
+                            ));
+                        }
+                    }
+                }
+                OpSpec::Load { at, .. } | OpSpec::Store { at } => self.check_addr(at, &p)?,
+                OpSpec::Copy {
+                    src, dst, bytes, ..
+                } => {
+                    self.check_addr(src, &p)?;
+                    self.check_addr(dst, &p)?;
+                    if ev(bytes)? == 0 {
+                        return Err(PlatformError::workload(
+                            &self.source,
+                            &p,
+                            "a copy of 0 bytes",
+                        ));
+                    }
+                }
+                OpSpec::Init { dst, bytes, .. } => {
+                    self.check_addr(dst, &p)?;
+                    if ev(bytes)? == 0 {
+                        return Err(PlatformError::workload(
+                            &self.source,
+                            &p,
+                            "an init of 0 bytes",
+                        ));
+                    }
+                }
+                OpSpec::Repeat { count, ops } => {
+                    ev(count)?;
+                    self.check_ops(ops, &format!("{p}.ops"))?;
+                }
+                OpSpec::Uncached { at, .. } => self.check_addr(at, &p)?,
+                OpSpec::RingPush { .. } | OpSpec::RingPop { .. } | OpSpec::Interrupt { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// An interrupt handler's copies and initialisations are at most 1 MiB each (a handler is
+    /// fed whole when the interrupt is taken).
+    fn check_handler_sizes(&self, ops: &[OpSpec]) -> Result<(), PlatformError> {
+        for (i, op) in ops.iter().enumerate() {
+            let bytes = match op {
+                OpSpec::Copy { bytes, .. } | OpSpec::Init { bytes, .. } => bytes,
+                OpSpec::Repeat { ops, .. } => {
+                    self.check_handler_sizes(ops)?;
+                    continue;
+                }
+                _ => continue,
+            };
+            let b = bytes.eval(&self.params).unwrap_or(0);
+            if b > 1 << 20 {
+                return Err(PlatformError::workload(
+                    &self.source,
+                    format!("handler[{i}]"),
+                    format!("{b} bytes: a handler's copy or init is at most 1 MiB"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of a parameter.
+    pub fn param(&self, name: &str) -> Option<u64> {
+        self.params.get(name).copied()
+    }
+
+    /// The same workload with only the top-level ops in `range` (for running phases separately).
+    pub fn with_ops(&self, range: std::ops::Range<usize>) -> Workload {
+        let mut w = self.clone();
+        w.spec.ops = self.spec.ops[range].to_vec();
+        w
+    }
+
+    /// The same workload with every copy removed (to measure what the copies cost).
+    pub fn without_copies(&self) -> Workload {
+        fn walk(ops: &[OpSpec]) -> Vec<OpSpec> {
+            ops.iter()
+                .filter(|o| !matches!(o, OpSpec::Copy { .. }))
+                .map(|o| match o {
+                    OpSpec::Repeat { count, ops } => OpSpec::Repeat {
+                        count: count.clone(),
+                        ops: walk(ops),
+                    },
+                    other => other.clone(),
+                })
+                .collect()
+        }
+        let mut w = self.clone();
+        w.spec.ops = walk(&self.spec.ops);
+        w
+    }
+
+    /// Sets where every copy's destination goes (the allocator's policy).
+    pub fn set_dst_policy(&mut self, policy: DstPolicy) {
+        fn walk(ops: &mut [OpSpec], policy: DstPolicy) {
+            for op in ops {
+                match op {
+                    OpSpec::Copy { dst_policy, .. } => *dst_policy = policy,
+                    OpSpec::Repeat { ops, .. } => walk(ops, policy),
+                    _ => {}
+                }
+            }
+        }
+        walk(&mut self.spec.ops, policy);
+    }
+
+    /// The interrupt handler as a workload of one iteration (None: the program has none).
+    pub fn handler(&self) -> Option<Workload> {
+        if self.spec.handler.is_empty() {
+            return None;
+        }
+        let mut w = self.clone();
+        w.spec.ops = self.spec.handler.clone();
+        w.iterations = 1;
+        Some(w)
+    }
+
+    /// The operations, generated lazily.
+    pub fn ops(&self) -> OpStream<'_> {
+        OpStream {
+            w: self,
+            rng: Xoshiro256StarStar::seed_from_u64(self.spec.seed),
+            iter: 0,
+            stack: Vec::new(),
+            last_dst: 0,
+        }
+    }
+}
+
+/// The lazily generated operations of a workload.
+pub struct OpStream<'a> {
+    w: &'a Workload,
+    rng: Xoshiro256StarStar,
+    iter: u64,
+    /// (ops, next index, remaining repetitions, total repetitions)
+    stack: Vec<(&'a [OpSpec], usize, u64, u64)>,
+    /// The destination of the last copy (the "@dst" region), set by the platform after placing it.
+    pub last_dst: u64,
+}
+
+impl<'a> OpStream<'a> {
+    fn ring_index(&self, name: &str) -> u16 {
+        self.w.rings.iter().position(|r| r == name).unwrap_or(0) as u16
+    }
+
+    fn addr(&mut self, a: &AddrSpec) -> u64 {
+        let p = &self.w.params;
+        let rep = self
+            .stack
+            .last()
+            .map_or(0, |&(_, _, left, total)| total - left);
+        let off = a
+            .offset
+            .eval(p)
+            .unwrap_or(0)
+            .wrapping_add(rep.wrapping_mul(a.per_rep.eval(p).unwrap_or(0)));
+        if a.region == "@dst" {
+            return self.last_dst.wrapping_add(off);
+        }
+        let r = &self.w.regions[&a.region];
+        if a.random {
+            let align = a
+                .align
+                .as_ref()
+                .and_then(|n| n.eval(p).ok())
+                .unwrap_or(64)
+                .max(1);
+            let slots = (r.size / align).max(1);
+            return r.base + self.rng.below(slots) * align + off;
+        }
+        let window = self.iter.wrapping_mul(r.stride) % r.size;
+        r.base + (window + off) % r.size.max(1)
+    }
+}
+
+impl Iterator for OpStream<'_> {
+    type Item = Op;
+    fn next(&mut self) -> Option<Op> {
+        loop {
+            if self.stack.is_empty() {
+                if self.iter >= self.w.iterations {
+                    return None;
+                }
+                if self.w.spec.ops.is_empty() {
+                    return None;
+                }
+                self.stack.push((&self.w.spec.ops, 0, 1, 1));
+            }
+            let top = self.stack.len() - 1;
+            let (ops, idx, reps, total) = self.stack[top];
+            if idx >= ops.len() {
+                if reps > 1 {
+                    self.stack[top] = (ops, 0, reps - 1, total);
+                } else {
+                    self.stack.pop();
+                    if self.stack.is_empty() {
+                        self.iter += 1;
+                    }
+                }
+                continue;
+            }
+            self.stack[top].1 += 1;
+            let p = &self.w.params;
+            let ev = |n: &Num| n.eval(p).unwrap_or(0);
+            let op = &ops[idx];
+            return Some(match op {
+                OpSpec::Compute {
+                    n,
+                    loads,
+                    stores,
+                    region,
+                } => Op::Compute {
+                    n: ev(n),
+                    loads: *loads,
+                    stores: *stores,
+                    region: region.as_ref().map(|r| {
+                        let r = &self.w.regions[r];
+                        (r.base, r.size)
+                    }),
+                },
+                OpSpec::Load { at, chase } => Op::Load {
+                    addr: self.addr(at),
+                    chase: *chase,
+                },
+                OpSpec::Store { at } => Op::Store(self.addr(at)),
+                OpSpec::Copy {
+                    src,
+                    dst,
+                    bytes,
+                    dst_policy,
+                } => Op::Copy {
+                    src: self.addr(src),
+                    dst: self.addr(dst),
+                    bytes: ev(bytes),
+                    policy: *dst_policy,
+                },
+                OpSpec::Init { dst, bytes, value } => Op::Init {
+                    dst: self.addr(dst),
+                    bytes: ev(bytes),
+                    value: *value,
+                },
+                OpSpec::Uncached { at, write } => Op::Uncached {
+                    addr: self.addr(at),
+                    write: *write,
+                },
+                OpSpec::RingPush { ring } => Op::RingPush {
+                    ring: self.ring_index(ring),
+                },
+                OpSpec::RingPop { ring } => Op::RingPop {
+                    ring: self.ring_index(ring),
+                },
+                OpSpec::Interrupt { target } => Op::Interrupt { target: *target },
+                OpSpec::Repeat { count, ops } => {
+                    let c = ev(count);
+                    if c > 0 && !ops.is_empty() {
+                        self.stack.push((ops, 0, c, c));
+                    }
+                    continue;
+                }
+            });
+        }
+    }
+}
+
+/// A small deterministic random source for the core's compute expansion.
+pub fn rng(seed: u64) -> Xoshiro256StarStar {
+    Xoshiro256StarStar::seed_from_u64(seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn expressions() {
+        let ps = p(&[("payload", 1024), ("s_mb", 64)]);
+        assert_eq!(Num::Expr("payload + 64".into()).eval(&ps), Ok(1088));
+        assert_eq!(Num::Expr("s_mb * 1MiB".into()).eval(&ps), Ok(64 << 20));
+        assert_eq!(Num::Expr("0x1000 - 16".into()).eval(&ps), Ok(4080));
+        assert_eq!(
+            Num::Expr("2*3 + 4 * payload - 1".into()).eval(&ps),
+            Ok(4101)
+        );
+        assert!(Num::Expr("nope".into())
+            .eval(&ps)
+            .unwrap_err()
+            .contains("unknown parameter 'nope'"));
+        assert!(Num::Expr("1 -".into()).eval(&ps).is_err());
+        assert!(Num::Expr("1 - 2".into()).eval(&ps).is_err());
+    }
+
+    #[test]
+    fn regions_advance_and_repeat_loops() {
+        let text = r#"
+name = "t"
+iterations = 3
+[params]
+k = 2
+[[regions]]
+name = "a"
+base = 0x1000
+size = 256
+stride = 128
+[[ops]]
+kind = "load"
+at = { region = "a", offset = 8 }
+[[ops]]
+kind = "repeat"
+count = "k"
+ops = [{ kind = "store", at = { region = "a" } }]
+"#;
+        let w = Workload::from_toml_str(text, "t.toml", &BTreeMap::new()).unwrap();
+        let ops: Vec<Op> = w.ops().collect();
+        assert_eq!(
+            ops,
+            vec![
+                Op::Load {
+                    addr: 0x1008,
+                    chase: false
+                },
+                Op::Store(0x1000),
+                Op::Store(0x1000),
+                Op::Load {
+                    addr: 0x1088,
+                    chase: false
+                },
+                Op::Store(0x1080),
+                Op::Store(0x1080),
+                Op::Load {
+                    addr: 0x1008,
+                    chase: false
+                },
+                Op::Store(0x1000),
+                Op::Store(0x1000),
+            ]
+        );
+        let w3 = Workload::from_toml_str(text, "t.toml", &p(&[("k", 0)])).unwrap();
+        assert_eq!(w3.ops().count(), 3);
+    }
+
+    #[test]
+    fn errors_name_the_place() {
+        let bad = "name='t'\niterations=1\n[[ops]]\nkind='load'\nat={region='zz'}\n";
+        let e = Workload::from_toml_str(bad, "w.toml", &BTreeMap::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("w.toml") && e.contains("ops[0]") && e.contains("unknown region 'zz'"),
+            "{e}"
+        );
+        let bad = "name='t'\niterations=1\n[[ops]]\nkind='jump'\n";
+        let e = Workload::from_toml_str(bad, "w.toml", &BTreeMap::new())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("w.toml") && e.contains("jump"), "{e}");
+        let e = Workload::load("tcp-rx", &p(&[("nosuch", 1)]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no parameter 'nosuch'"), "{e}");
+    }
+
+    #[test]
+    fn builtins_parse() {
+        for n in builtin_workload_names() {
+            let w = Workload::load(n, &BTreeMap::new()).unwrap();
+            assert!(w.ops().next().is_some(), "{n}");
+        }
+    }
+}

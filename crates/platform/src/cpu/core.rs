@@ -1,0 +1,977 @@
+//! Cores: a pipeline with an instruction window (reorder buffer), issue width, load/store queue
+//! and memory ports, in two issue policies: `out-of-order` issues any ready instruction in the
+//! window, oldest first; `in-order` issues in program order and stalls at the first instruction
+//! whose operand is not ready (a miss stalls only its first use, as in SimpleScalar's in-order
+//! mode). Retirement is in order for both.
+//!
+//! The front end turns workload operations into micro-ops. To keep the model fast without
+//! changing its timing, instructions that behave alike travel together as one window entry that
+//! stands for `count` instructions: it occupies `count` window slots and `count` issue, retire
+//! and memory-port slots (bandwidth left over or overdrawn carries to the next cycle), e.g. the
+//! 16 four-byte loads the CPU copy does on one 64-byte source line, of which only the first can
+//! miss. In the base mechanism a copy runs as such register-sized loads and stores through the
+//! caches; under an engine or in-memory mechanism it is one offload instruction (`ecpy`,
+//! `memcpy`/`meminit`) handed to the uncore.
+use crate::config::platform::CoreConfig;
+use crate::config::workload::Op;
+pub use crate::iface::{token_context, Access, OffloadOp, Token, Uncore, SEQ_MASK};
+use crate::sim::Ps;
+use movelab_dram::generator::Xoshiro256StarStar;
+use std::collections::VecDeque;
+
+/// What a window entry does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum UopKind {
+    /// Integer work finishing `lat` cycles after issue.
+    Alu { lat: u32 },
+    /// Loads of one line (the first may miss). `copy`: part of a CPU copy/init.
+    Load { addr: u64, copy: bool },
+    /// Stores to one line, written to the cache from the store buffer after retirement.
+    /// `whole`: the CPU copy overwrites the whole line.
+    Store { addr: u64, copy: bool, whole: bool },
+    /// A copy or initialisation handed to the uncore (engine or memory controller); `id`
+    /// numbers the offloads of a run.
+    Offload { id: u32, op: OffloadOp },
+    /// An uncached (MMIO-like) load or store.
+    Uncached { addr: u64, write: bool },
+    /// Waits for room in (`push`) or an entry of a shared-memory ring, polling index line `addr`.
+    RingWait { ring: u16, push: bool, addr: u64 },
+    /// Publishes a ring push or pop by writing this side's index line `addr`.
+    RingCommit { ring: u16, push: bool, addr: u64 },
+    /// Raises an interrupt at another core.
+    Interrupt { target: u32 },
+    /// Nothing younger issues until `cycles` after this issues (interrupt entry and return).
+    Serialize { cycles: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Uop {
+    pub kind: UopKind,
+    /// Instructions this entry stands for.
+    pub count: u32,
+    /// Distance back (in entries) to the entry producing its operand; 0: none.
+    pub dep: u32,
+    /// Program instructions it stands for: `count`, except that a copy or initialisation the
+    /// core expands counts as one instruction in all (its first entry), as the offloaded
+    /// `memcpy`/`meminit` does, so that work is measured alike under every mechanism.
+    pub work: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    uop: Uop,
+    issued: bool,
+    /// Could not start (no MSHR, pending copy): waits for the uncore to poke the core.
+    blocked: bool,
+    /// When its result is available (`Ps::MAX`: waiting for memory or an engine).
+    done_at: Ps,
+}
+
+/// Micro-ops a copy or initialisation by the core keeps expanded ahead of dispatch.
+const EXPAND_AHEAD: usize = 256;
+
+/// A copy (`src` given) or initialisation by the core, expanded up to `off` bytes.
+#[derive(Debug, Clone, Copy)]
+struct Expansion {
+    src: Option<u64>,
+    dst: u64,
+    bytes: u64,
+    off: u64,
+    value: u8,
+}
+
+/// Core statistics.
+#[derive(Debug, Clone, Default)]
+pub struct CoreCounters {
+    pub instructions: u64,
+    /// Program instructions retired, a copy or initialisation counting as one whatever runs it
+    /// (see [`Uop::work`]).
+    pub work_instructions: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub offloads: u64,
+    /// Cycles in which nothing could retire because the window's head waited for memory.
+    pub stall_cycles: u64,
+    /// Interrupts taken.
+    pub interrupts: u64,
+}
+
+pub struct Core {
+    cfg: CoreConfig,
+    pub cycle_ps: Ps,
+    in_order: bool,
+    rob: VecDeque<Entry>,
+    head_seq: u64,
+    rob_instrs: u32,
+    lsq_used: u32,
+    /// Instructions' worth of stores in the store buffer.
+    sb_used: u32,
+    /// Store buffer: (id, addr, copy, started).
+    /// Store buffer: retired stores waiting to be written to the cache: (id, addr, copy,
+    /// started, instructions, whole line).
+    sb: VecDeque<(u64, u64, bool, bool, u32, bool)>,
+    sb_done: Vec<u64>,
+    /// Store-buffer writes that hit, finishing at a known time: (time, id).
+    sb_timed: Vec<(Ps, u64)>,
+    next_sb_id: u64,
+    /// Micro-ops expanded from the current operation, not yet dispatched.
+    pending: VecDeque<Uop>,
+    /// A copy or initialisation by the core still being expanded, a chunk at a time, so that an
+    /// operation of any size holds a bounded number of micro-ops.
+    expanding: Option<Expansion>,
+    /// Bandwidth carried between cycles (negative: overdrawn).
+    dispatch_credit: i64,
+    issue_credit: i64,
+    port_credit: i64,
+    retire_credit: i64,
+    /// Offloads emitted so far (the next offload's id).
+    next_offload: u32,
+    rng: Xoshiro256StarStar,
+    /// Emission indices of the last explicit load and the last ALU group (dependence targets).
+    last_load_dist: Option<u64>,
+    last_alu_dist: Option<u64>,
+    /// The last explicit load (what a pointer-chasing load depends on).
+    last_load_at: Option<u64>,
+    emitted: u64,
+    pub counters: CoreCounters,
+    finished_input: bool,
+    /// Set when the uncore woke the core (a fill or a notification), so that it retries.
+    pub poked: bool,
+    /// A memory access could not start; memory accesses are not retried until the uncore
+    /// pokes the core (it freed an MSHR or a pending copy finished) or a while has passed.
+    mem_blocked_until: Ps,
+    /// Nothing issues before this time (a serializing entry issued).
+    serialize_until: Ps,
+    /// The program's micro-ops set aside while an interrupt handler is fed in.
+    interrupted: Option<VecDeque<Uop>>,
+    /// `emitted` when the handler began.
+    interrupt_mark: u64,
+    /// The program's copy being expanded when the interrupt came.
+    interrupted_expansion: Option<Expansion>,
+    /// The hardware context, in the top byte of every token this core hands out.
+    tag: u64,
+    /// Set while a copy or initialisation is expanded: its entries count no program work.
+    in_expansion: bool,
+    /// Sequence numbers of the window's entries not yet issued, oldest first.
+    unissued: VecDeque<u64>,
+}
+
+/// How the core turns a workload operation into micro-ops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyBy {
+    /// Loads and stores on the core.
+    Cpu,
+    /// One offload instruction.
+    Offload,
+}
+
+impl Core {
+    pub fn new(cfg: &CoreConfig, seed: u64) -> Core {
+        Core {
+            cfg: cfg.clone(),
+            cycle_ps: (1_000_000.0 / cfg.clock_mhz as f64).round() as Ps,
+            in_order: cfg.kind != "out-of-order",
+            rob: VecDeque::new(),
+            head_seq: 0,
+            rob_instrs: 0,
+            lsq_used: 0,
+            sb_used: 0,
+            sb: VecDeque::new(),
+            sb_done: Vec::new(),
+            sb_timed: Vec::new(),
+            next_sb_id: 0,
+            pending: VecDeque::new(),
+            expanding: None,
+            dispatch_credit: 0,
+            issue_credit: 0,
+            port_credit: 0,
+            retire_credit: 0,
+            next_offload: 0,
+            rng: Xoshiro256StarStar::seed_from_u64(seed),
+            last_load_dist: None,
+            last_alu_dist: None,
+            last_load_at: None,
+            emitted: 0,
+            counters: CoreCounters::default(),
+            finished_input: false,
+            poked: false,
+            mem_blocked_until: 0,
+            serialize_until: 0,
+            interrupted: None,
+            interrupt_mark: 0,
+            interrupted_expansion: None,
+            tag: 0,
+            in_expansion: false,
+            unissued: VecDeque::new(),
+        }
+    }
+
+    /// Makes this core hardware context `ctx` of a multithreaded core.
+    pub fn set_context(&mut self, ctx: u8) {
+        self.tag = u64::from(ctx) << 56;
+    }
+
+    /// Waits for memory (a load, an offload or an uncached access outstanding, or an access
+    /// that could not start): a multithreaded core swaps to another context.
+    pub fn waiting_on_memory(&self) -> bool {
+        self.rob
+            .iter()
+            .any(|e| (e.issued && e.done_at == Ps::MAX) || e.blocked)
+    }
+
+    /// The core kind it was built as.
+    pub fn kind(&self) -> &str {
+        &self.cfg.kind
+    }
+
+    /// A one-line summary of what the core waits for (for stall reports).
+    pub fn state(&self) -> String {
+        let head = self.rob.front().map_or("empty".to_string(), |e| {
+            format!(
+                "{:?} issued={} blocked={} done_at={}",
+                e.uop.kind, e.issued, e.blocked, e.done_at
+            )
+        });
+        let sb = self.sb.front().map_or("empty".to_string(), |s| {
+            format!("{:#x} started={}", s.1, s.3)
+        });
+        format!(
+            "window {} (head: {head}), store buffer {} (first: {sb}), input {}",
+            self.rob.len(),
+            self.sb.len(),
+            if self.finished_input { "done" } else { "open" }
+        )
+    }
+
+    /// Window entries in flight.
+    pub fn window_len(&self) -> usize {
+        self.rob.len()
+    }
+
+    /// Whether the front end wants another operation.
+    pub fn wants_op(&self) -> bool {
+        self.pending.len() < 64 && self.expanding.is_none() && !self.finished_input
+    }
+
+    /// No more operations will come.
+    pub fn end_of_input(&mut self) {
+        self.finished_input = true;
+    }
+
+    /// Everything dispatched has retired and every store is written.
+    pub fn drained(&self) -> bool {
+        self.finished_input
+            && self.pending.is_empty()
+            && self.expanding.is_none()
+            && self.rob.is_empty()
+            && self.sb.is_empty()
+    }
+
+    fn emit(&mut self, kind: UopKind, count: u32, dep_on: Option<u64>) {
+        // dep_on is an absolute emission index; convert to a distance.
+        // Producers further back than any window have long retired: no dependence.
+        let dep = dep_on.map_or(0, |d| u32::try_from(self.emitted - d).unwrap_or(0));
+        let work = if self.in_expansion { 0 } else { count };
+        self.pending.push_back(Uop {
+            kind,
+            count,
+            dep,
+            work,
+        });
+        self.emitted += 1;
+    }
+
+    /// Expands one workload operation into micro-ops.
+    pub fn push_op(&mut self, op: &Op, copy_by: CopyBy) {
+        let ilp = if self.in_order {
+            self.cfg.in_order_ilp
+        } else {
+            self.cfg.compute_ilp
+        }
+        .max(1);
+        match *op {
+            Op::Compute {
+                n,
+                loads,
+                stores,
+                region,
+            } => {
+                let mut left = n;
+                let (mut lacc, mut sacc) = (0.0f64, 0.0f64);
+                while left > 0 {
+                    let chunk = left.min(8) as u32;
+                    left -= u64::from(chunk);
+                    lacc += loads * f64::from(chunk);
+                    sacc += stores * f64::from(chunk);
+                    let mut alu = chunk;
+                    let mut load_at = None;
+                    if let Some((base, size)) = region {
+                        let lines = (size / 64).max(1);
+                        while lacc >= 1.0 && alu > 0 {
+                            lacc -= 1.0;
+                            alu -= 1;
+                            let a = base + self.rng.below(lines) * 64;
+                            self.emit(
+                                UopKind::Load {
+                                    addr: a,
+                                    copy: false,
+                                },
+                                1,
+                                None,
+                            );
+                            load_at = Some(self.emitted - 1);
+                        }
+                        while sacc >= 1.0 && alu > 0 {
+                            sacc -= 1.0;
+                            alu -= 1;
+                            let a = base + self.rng.below(lines) * 64;
+                            self.emit(
+                                UopKind::Store {
+                                    addr: a,
+                                    copy: false,
+                                    whole: false,
+                                },
+                                1,
+                                self.last_alu_dist,
+                            );
+                        }
+                    }
+                    if alu > 0 {
+                        // The chain continues from the previous ALU group, or from the load just
+                        // made (load-use), or from the last explicit load.
+                        let dep = load_at
+                            .or(self.last_load_dist.take())
+                            .or(self.last_alu_dist);
+                        let lat = alu.div_ceil(ilp);
+                        self.emit(UopKind::Alu { lat }, alu, dep);
+                        self.last_alu_dist = Some(self.emitted - 1);
+                    }
+                }
+            }
+            Op::Load { addr, chase } => {
+                let dep = if chase { self.last_load_at } else { None };
+                self.emit(UopKind::Load { addr, copy: false }, 1, dep);
+                self.last_load_dist = Some(self.emitted - 1);
+                self.last_load_at = Some(self.emitted - 1);
+            }
+            Op::Store(a) => self.emit(
+                UopKind::Store {
+                    addr: a,
+                    copy: false,
+                    whole: false,
+                },
+                1,
+                None,
+            ),
+            Op::Copy {
+                src, dst, bytes, ..
+            } => match copy_by {
+                CopyBy::Offload => self.push_offload(Some(src), dst, bytes, 0),
+                CopyBy::Cpu => {
+                    self.expanding = Some(Expansion {
+                        src: Some(src),
+                        dst,
+                        bytes,
+                        off: 0,
+                        value: 0,
+                    });
+                    self.expand();
+                }
+            },
+            Op::Uncached { addr, write } => self.emit(UopKind::Uncached { addr, write }, 1, None),
+            Op::RingWait { ring, push, addr } => {
+                self.emit(UopKind::RingWait { ring, push, addr }, 1, None)
+            }
+            Op::RingCommit { ring, push, addr } => {
+                self.emit(UopKind::RingCommit { ring, push, addr }, 1, None)
+            }
+            Op::Interrupt { target } => self.emit(UopKind::Interrupt { target }, 1, None),
+            // The platform expands ring operations before they reach the core.
+            Op::RingPush { .. } | Op::RingPop { .. } => {}
+            Op::Init { dst, bytes, value } => match copy_by {
+                CopyBy::Offload => self.push_offload(None, dst, bytes, value),
+                CopyBy::Cpu => {
+                    self.expanding = Some(Expansion {
+                        src: None,
+                        dst,
+                        bytes,
+                        off: 0,
+                        value,
+                    });
+                    self.expand();
+                }
+            },
+        }
+    }
+
+    /// Expands the copy or initialisation under way into micro-ops until [`EXPAND_AHEAD`] wait
+    /// or it is all expanded. A copy is register-sized loads and stores grouped by (source line,
+    /// destination line); an initialisation, stores by destination line. Zeroing is bulk
+    /// initialisation (what in-memory mechanisms accelerate); filling with data is ordinary
+    /// program stores.
+    fn expand(&mut self) {
+        let Some(mut x) = self.expanding else {
+            return;
+        };
+        let reg = u64::from(self.cfg.register_bytes);
+        let loop_instr = self.cfg.copy_loop_instructions;
+        let first = x.off == 0;
+        let mark = self.pending.len();
+        self.in_expansion = true;
+        while x.off < x.bytes && self.pending.len() < EXPAND_AHEAD {
+            let d = x.dst + x.off;
+            let to_d = 64 - d % 64;
+            match x.src {
+                Some(src) => {
+                    let s = src + x.off;
+                    let to_s = 64 - s % 64;
+                    let seg = to_s.min(to_d).min(x.bytes - x.off);
+                    let words = seg.div_ceil(reg).max(1) as u32;
+                    self.emit(
+                        UopKind::Load {
+                            addr: s,
+                            copy: true,
+                        },
+                        words,
+                        None,
+                    );
+                    let l = self.emitted - 1;
+                    self.emit(
+                        UopKind::Store {
+                            addr: d,
+                            copy: true,
+                            whole: seg == 64,
+                        },
+                        words,
+                        Some(l),
+                    );
+                    if loop_instr > 0 {
+                        self.emit(UopKind::Alu { lat: 1 }, words * loop_instr, None);
+                    }
+                    x.off += seg;
+                }
+                None => {
+                    let seg = to_d.min(x.bytes - x.off);
+                    let words = seg.div_ceil(reg).max(1) as u32;
+                    self.emit(
+                        UopKind::Store {
+                            addr: d,
+                            copy: x.value == 0,
+                            whole: false,
+                        },
+                        words,
+                        None,
+                    );
+                    if loop_instr > 0 {
+                        self.emit(UopKind::Alu { lat: 1 }, words * loop_instr, None);
+                    }
+                    x.off += seg;
+                }
+            }
+        }
+        self.in_expansion = false;
+        if first {
+            if let Some(u) = self.pending.get_mut(mark) {
+                u.work = 1;
+            }
+        }
+        self.expanding = (x.off < x.bytes).then_some(x);
+    }
+
+    fn push_offload(&mut self, src: Option<u64>, dst: u64, bytes: u64, value: u8) {
+        let id = self.next_offload;
+        self.next_offload = self.next_offload.wrapping_add(1);
+        let op = OffloadOp {
+            src,
+            dst,
+            bytes,
+            value,
+        };
+        self.emit(UopKind::Offload { id, op }, 1, None);
+    }
+
+    /// Takes an interrupt: the program's micro-ops not yet in the window are set aside, and the
+    /// entry cost (`entry_cycles` during which nothing issues) comes next; the platform then
+    /// feeds the handler's operations and calls [`Core::end_interrupt`].
+    pub fn begin_interrupt(&mut self, entry_cycles: u32) {
+        self.counters.interrupts += 1;
+        // A copy of the program still being expanded resumes after the handler.
+        if self.interrupted_expansion.is_none() {
+            self.interrupted_expansion = self.expanding.take();
+        }
+        let saved = std::mem::take(&mut self.pending);
+        self.interrupted = Some(match self.interrupted.take() {
+            // An interrupt while feeding a handler nests after it.
+            Some(mut outer) => {
+                outer.extend(saved);
+                outer
+            }
+            None => saved,
+        });
+        self.interrupt_mark = self.emitted;
+        self.emit(
+            UopKind::Serialize {
+                cycles: entry_cycles,
+            },
+            1,
+            None,
+        );
+    }
+
+    /// The handler is fed: the return cost, then the interrupted program resumes.
+    pub fn end_interrupt(&mut self, exit_cycles: u32) {
+        // The handler's own CPU copies are expanded whole (workloads bound them to 1 MiB).
+        while self.expanding.is_some() {
+            let mut done = std::mem::take(&mut self.pending);
+            self.expand();
+            done.append(&mut self.pending);
+            self.pending = done;
+            if self.pending.len() > 1 << 20 {
+                break;
+            }
+        }
+        self.emit(
+            UopKind::Serialize {
+                cycles: exit_cycles,
+            },
+            1,
+            None,
+        );
+        let k = (self.emitted - self.interrupt_mark) as u32;
+        if let Some(saved) = self.interrupted.take() {
+            for (j, mut u) in saved.into_iter().enumerate() {
+                // A producer already in the window is now k entries further back.
+                if u.dep as usize > j {
+                    u.dep = u.dep.saturating_add(k);
+                }
+                self.pending.push_back(u);
+            }
+        }
+        if self.expanding.is_none() {
+            self.expanding = self.interrupted_expansion.take();
+        }
+    }
+
+    /// The uncore answers a load (a window entry) or a store-buffer write.
+    pub fn memory_done(&mut self, token: Token, at: Ps) {
+        self.poke();
+        match token {
+            Token::Rob(seq) => {
+                let seq = seq & SEQ_MASK;
+                if seq >= self.head_seq {
+                    let i = (seq - self.head_seq) as usize;
+                    if let Some(count) = self.rob.get(i).map(|e| e.uop.count) {
+                        let extra = self.group_extra(count);
+                        self.rob[i].done_at = at + extra;
+                    }
+                }
+            }
+            Token::Store(id) => self.sb_done.push(id & SEQ_MASK),
+        }
+    }
+
+    /// Something below the core changed: retry what could not start.
+    pub fn poke(&mut self) {
+        self.poked = true;
+        if self.mem_blocked_until != 0 {
+            self.mem_blocked_until = 0;
+            for e in self.rob.iter_mut() {
+                e.blocked = false;
+            }
+        }
+    }
+
+    /// An offload completed (or, for an asynchronous engine, was acknowledged) at `at`.
+    pub fn offload_done(&mut self, seq: u64, at: Ps) {
+        self.memory_done(Token::Rob(seq), at);
+    }
+
+    fn group_extra(&self, count: u32) -> Ps {
+        // A group of `count` accesses to one line takes count / ports cycles of port time.
+        let ports = self.cfg.mem_ports.max(1);
+        Ps::from(count.div_ceil(ports).saturating_sub(1)) * self.cycle_ps
+    }
+
+    fn is_mem(u: &Uop) -> bool {
+        matches!(u.kind, UopKind::Load { .. } | UopKind::Store { .. })
+    }
+
+    /// One core cycle at `now`. Returns the time the core next needs to run (`Ps::MAX`: only when
+    /// the uncore wakes it).
+    pub fn tick(&mut self, now: Ps, unc: &mut dyn Uncore) -> Ps {
+        self.poked = false;
+        let w = i64::from(self.cfg.width);
+        let mut progress = false;
+
+        // Retire, in order.
+        self.retire_credit = (self.retire_credit + w).min(w);
+        while self.retire_credit > 0 {
+            let Some(e) = self.rob.front() else { break };
+            if !e.issued || e.done_at > now {
+                if e.issued && e.done_at == Ps::MAX {
+                    self.counters.stall_cycles += 1;
+                }
+                break;
+            }
+            if let UopKind::Store { addr, copy, whole } = e.uop.kind {
+                // Retired stores leave the load/store queue for the store buffer, which must have
+                // room for them.
+                if self.sb_used + e.uop.count > self.cfg.store_buffer && !self.sb.is_empty() {
+                    break;
+                }
+                self.sb
+                    .push_back((self.next_sb_id, addr, copy, false, e.uop.count, whole));
+                self.sb_used += e.uop.count;
+                self.next_sb_id += 1;
+            }
+            if Self::is_mem(&e.uop) {
+                self.lsq_used -= e.uop.count;
+            }
+            let e = self.rob.pop_front().unwrap_or(Entry {
+                uop: Uop {
+                    kind: UopKind::Alu { lat: 0 },
+                    count: 0,
+                    dep: 0,
+                    work: 0,
+                },
+                issued: true,
+                blocked: false,
+                done_at: 0,
+            });
+            self.head_seq += 1;
+            self.rob_instrs -= e.uop.count;
+            self.retire_credit -= i64::from(e.uop.count);
+            self.counters.instructions += u64::from(e.uop.count);
+            self.counters.work_instructions += u64::from(e.uop.work);
+            progress = true;
+        }
+
+        // Store buffer: finished writes leave; waiting ones start.
+        if !self.sb_done.is_empty() {
+            // Store-buffer ids increase from front to back: find each by binary search.
+            for id in std::mem::take(&mut self.sb_done) {
+                if let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) {
+                    if let Some(e) = self.sb.remove(p) {
+                        self.sb_used -= e.4;
+                    }
+                }
+            }
+            progress = true;
+        }
+        // Writes start in order; the first that cannot start (no MSHR, a pending copy) holds
+        // back the younger ones.
+        let mut sb_retry = false;
+        let mut sb_next = Ps::MAX;
+        let mut i = if now < self.mem_blocked_until {
+            self.sb.len()
+        } else {
+            self.sb.iter().position(|s| !s.3).unwrap_or(self.sb.len())
+        };
+        while i < self.sb.len() {
+            let (id, addr, copy, _, count, whole) = self.sb[i];
+            match unc.store(now, addr, whole, copy, Token::Store(id | self.tag)) {
+                Access::At(t) => {
+                    if t <= now {
+                        self.sb.remove(i);
+                        self.sb_used -= count;
+                        progress = true;
+                        continue;
+                    }
+                    self.sb[i].3 = true;
+                    self.sb_timed.push((t, id));
+                    sb_next = sb_next.min(t);
+                }
+                Access::Pending => self.sb[i].3 = true,
+                Access::Retry | Access::RetryAt(_) => {
+                    sb_retry = true;
+                    self.mem_blocked_until = now + 64 * self.cycle_ps;
+                    break;
+                }
+            }
+            i += 1;
+        }
+        if !self.sb_timed.is_empty() {
+            let mut k = 0;
+            while k < self.sb_timed.len() {
+                let (t, id) = self.sb_timed[k];
+                if t <= now {
+                    self.sb_timed.swap_remove(k);
+                    if let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) {
+                        if let Some(e) = self.sb.remove(p) {
+                            self.sb_used -= e.4;
+                        }
+                        progress = true;
+                    }
+                } else {
+                    sb_next = sb_next.min(t);
+                    k += 1;
+                }
+            }
+        }
+
+        // Issue.
+        self.issue_credit = (self.issue_credit + w).min(w);
+        let ports = i64::from(self.cfg.mem_ports);
+        self.port_credit = (self.port_credit + ports).min(ports);
+        let mut wake = Ps::MAX;
+        let mut retry = false;
+        let n = self.rob.len();
+        // The scan visits only entries not yet issued (`unissued`, oldest first): issued ones
+        // would be skipped anyway.
+        let mut p = 0;
+        if now < self.serialize_until {
+            // A serializing entry (interrupt entry or return) holds everything younger.
+            wake = wake.min(self.serialize_until);
+            p = self.unissued.len();
+        }
+        while p < self.unissued.len() && self.issue_credit > 0 {
+            let s = self.unissued[p];
+            let Some(idx) = s
+                .checked_sub(self.head_seq)
+                .map(|i| i as usize)
+                .filter(|&i| i < n && !self.rob[i].issued)
+            else {
+                self.unissued.remove(p);
+                continue;
+            };
+            let e = self.rob[idx];
+            // Operand ready?
+            let ready_at = if e.uop.dep == 0 || (e.uop.dep as usize) > idx {
+                0
+            } else {
+                let p = &self.rob[idx - e.uop.dep as usize];
+                if p.issued {
+                    p.done_at
+                } else {
+                    Ps::MAX
+                }
+            };
+            let mem = Self::is_mem(&e.uop);
+            // An offloaded copy must see every older store: it issues from the head of the
+            // window once the store buffer has drained (it acts as a store fence).
+            let fence_wait = matches!(
+                e.uop.kind,
+                UopKind::Offload { .. }
+                    | UopKind::Uncached { .. }
+                    | UopKind::RingWait { .. }
+                    | UopKind::RingCommit { .. }
+                    | UopKind::Interrupt { .. }
+                    | UopKind::Serialize { .. }
+            ) && (idx > 0 || !self.sb.is_empty());
+            let blocked = (e.blocked && now < self.mem_blocked_until) || fence_wait;
+            let can = ready_at <= now && (!mem || self.port_credit > 0) && !blocked;
+            if !can {
+                if ready_at != Ps::MAX && ready_at > now {
+                    wake = wake.min(ready_at);
+                }
+                if mem && ready_at <= now && !blocked {
+                    wake = wake.min(now + self.cycle_ps);
+                }
+                if self.in_order {
+                    break;
+                }
+                p += 1;
+                continue;
+            }
+            // Tokens carry the hardware context in their top byte.
+            let seq = (self.head_seq + idx as u64) | self.tag;
+            let done = match e.uop.kind {
+                UopKind::Alu { lat } => Access::At(now + Ps::from(lat.max(1)) * self.cycle_ps),
+                UopKind::Load { addr, copy } => {
+                    self.counters.loads += u64::from(e.uop.count);
+                    match unc.load(now, addr, copy, Token::Rob(seq)) {
+                        Access::At(t) => Access::At(t + self.group_extra(e.uop.count)),
+                        other => other,
+                    }
+                }
+                // A store executes (address and data ready) in a cycle; it writes after retiring.
+                UopKind::Store { .. } => {
+                    self.counters.stores += u64::from(e.uop.count);
+                    Access::At(now + self.cycle_ps + self.group_extra(e.uop.count))
+                }
+                UopKind::Offload { id, op } => {
+                    let r = unc.offload(now, id, op, seq);
+                    if r != Access::Retry {
+                        self.counters.offloads += 1;
+                    }
+                    r
+                }
+                UopKind::Uncached { addr, write } => unc.uncached(now, addr, write),
+                UopKind::RingWait { ring, push, addr } => unc.ring_wait(now, ring, push, addr, seq),
+                UopKind::RingCommit { ring, push, addr } => {
+                    unc.ring_commit(now, ring, push, addr, seq)
+                }
+                UopKind::Interrupt { target } => unc.interrupt(now, target),
+                UopKind::Serialize { cycles } => {
+                    let t = now + Ps::from(cycles.max(1)) * self.cycle_ps;
+                    self.serialize_until = t;
+                    Access::At(t)
+                }
+            };
+            match done {
+                Access::RetryAt(t) => {
+                    if t != Ps::MAX {
+                        wake = wake.min(t);
+                    }
+                    if self.in_order {
+                        break;
+                    }
+                    p += 1;
+                    continue;
+                }
+                Access::Retry => {
+                    if let UopKind::Load { .. } = e.uop.kind {
+                        self.counters.loads -= u64::from(e.uop.count);
+                        self.mem_blocked_until = now + 64 * self.cycle_ps;
+                        self.rob[idx].blocked = true;
+                    }
+                    retry = true;
+                    if self.in_order {
+                        break;
+                    }
+                    p += 1;
+                    continue;
+                }
+                Access::At(t) => {
+                    self.rob[idx].done_at = t;
+                    wake = wake.min(t);
+                }
+                Access::Pending => self.rob[idx].done_at = Ps::MAX,
+            }
+            self.rob[idx].issued = true;
+            self.unissued.remove(p);
+            self.issue_credit -= i64::from(e.uop.count);
+            if mem {
+                self.port_credit -= i64::from(e.uop.count);
+            }
+            progress = true;
+        }
+
+        // Dispatch into the window.
+        self.dispatch_credit = (self.dispatch_credit + w).min(w);
+        while self.dispatch_credit > 0 {
+            let Some(u) = self.pending.front().copied() else {
+                break;
+            };
+            if self.rob_instrs + u.count > self.cfg.window && !self.rob.is_empty() {
+                break;
+            }
+            let mem = Self::is_mem(&u);
+            if mem && self.lsq_used + u.count > self.cfg.lsq && self.lsq_used > 0 {
+                break;
+            }
+            self.pending.pop_front();
+            if self.pending.len() < 64 {
+                self.expand();
+            }
+            if mem {
+                self.lsq_used += u.count;
+            }
+            self.unissued
+                .push_back(self.head_seq + self.rob.len() as u64);
+            self.rob.push_back(Entry {
+                uop: u,
+                issued: false,
+                blocked: false,
+                done_at: Ps::MAX,
+            });
+            self.rob_instrs += u.count;
+            self.dispatch_credit -= i64::from(u.count);
+            progress = true;
+        }
+
+        let next_cycle = now + self.cycle_ps;
+        if progress
+            || self.dispatch_credit <= 0
+            || self.issue_credit <= 0
+            || self.retire_credit <= 0
+        {
+            return next_cycle;
+        }
+        if let Some(h) = self.rob.front() {
+            if h.issued && h.done_at != Ps::MAX {
+                wake = wake.min(h.done_at);
+            }
+        }
+        wake = wake.min(sb_next);
+        if retry || sb_retry {
+            // Retried when the uncore frees what was missing (it pokes the core), or in any case
+            // after a while, so a missed wake-up cannot hang the run.
+            wake = wake.min(self.mem_blocked_until);
+        }
+        if !self.pending.is_empty() && self.rob.is_empty() {
+            wake = wake.min(next_cycle);
+        }
+        // Align to a cycle boundary after now.
+        if wake == Ps::MAX {
+            return Ps::MAX;
+        }
+        let wake = wake.max(next_cycle);
+        let cycles = (wake - now).div_ceil(self.cycle_ps);
+        now + cycles * self.cycle_ps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::workload::DstPolicy;
+
+    /// A copy or initialisation of any size holds a bounded number of micro-ops: expanding a
+    /// terabyte at once took gigabytes a second until the machine ran out.
+    #[test]
+    fn a_huge_copy_or_init_is_expanded_a_chunk_at_a_time() {
+        for op in [
+            Op::Copy {
+                src: 0,
+                dst: 1 << 41,
+                bytes: 1 << 40,
+                policy: DstPolicy::AsGiven,
+            },
+            Op::Init {
+                dst: 0,
+                bytes: 1 << 40,
+                value: 0,
+            },
+        ] {
+            let mut core = Core::new(&CoreConfig::default(), 1);
+            core.push_op(&op, CopyBy::Cpu);
+            assert!(
+                core.pending.len() <= EXPAND_AHEAD + 2,
+                "{}",
+                core.pending.len()
+            );
+            assert!(core.expanding.is_some() && !core.wants_op() && !core.drained());
+        }
+    }
+
+    /// Expanding in chunks makes the same micro-ops, in the same order, as all at once.
+    #[test]
+    fn chunked_expansion_emits_the_whole_operation() {
+        let mut core = Core::new(&CoreConfig::default(), 1);
+        let op = Op::Copy {
+            src: 8,
+            dst: 4096 + 40,
+            bytes: 100_000,
+            policy: DstPolicy::AsGiven,
+        };
+        core.push_op(&op, CopyBy::Cpu);
+        let mut stored = 0u64;
+        let mut loads = 0u64;
+        while let Some(u) = core.pending.pop_front() {
+            match u.kind {
+                UopKind::Load { .. } => loads += 1,
+                UopKind::Store { .. } => stored += 1,
+                _ => {}
+            }
+            if core.pending.len() < 64 {
+                core.expand();
+            }
+        }
+        assert!(core.expanding.is_none());
+        // One load and one store per (source line, destination line) segment.
+        assert_eq!(loads, stored);
+        assert!(stored >= 100_000 / 64, "{stored}");
+        assert!(core.wants_op());
+    }
+}

@@ -1,0 +1,270 @@
+//! A set-associative, write-back, write-allocate cache with LRU replacement, and the hooks copy
+//! engines and in-memory copy need: flush a line (write back if dirty), invalidate it, insert it.
+//! The cache holds tags and state only, no data. Each line remembers whether a copy dirtied it,
+//! so that its write-back counts as copy traffic.
+use crate::config::platform::CacheConfig;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Way {
+    tag: u64,
+    valid: bool,
+    dirty: bool,
+    /// Dirtied by a copy or initialisation (for the traffic attribution).
+    by_copy: bool,
+    lru: u64,
+}
+
+/// A line pushed out of the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Victim {
+    pub line: u64,
+    pub dirty: bool,
+    pub by_copy: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Cache {
+    sets: Vec<Way>,
+    ways: usize,
+    set_mask: u64,
+    clock: u64,
+    pub hit_cycles: u64,
+    pub hits: u64,
+    pub misses: u64,
+    /// The lowest and highest line ever inserted: a lookup outside them misses at once (the
+    /// cores of a multi-programmed run use disjoint memory, so most snoops end here).
+    lo: u64,
+    hi: u64,
+}
+
+impl Cache {
+    pub fn new(c: &CacheConfig) -> Cache {
+        let lines = (c.size_kib * 1024 / c.line_bytes) as usize;
+        let ways = c.ways as usize;
+        let sets = lines / ways;
+        Cache {
+            sets: vec![Way::default(); lines],
+            ways,
+            set_mask: sets as u64 - 1,
+            clock: 0,
+            hit_cycles: c.hit_cycles,
+            hits: 0,
+            misses: 0,
+            lo: u64::MAX,
+            hi: 0,
+        }
+    }
+
+    fn set_of(&self, line: u64) -> usize {
+        ((line & self.set_mask) as usize) * self.ways
+    }
+
+    fn find(&self, line: u64) -> Option<usize> {
+        if line < self.lo || line > self.hi {
+            return None;
+        }
+        let s = self.set_of(line);
+        (s..s + self.ways).find(|&i| self.sets[i].valid && self.sets[i].tag == line)
+    }
+
+    /// Whether `line` (an address divided by the line size) is present.
+    pub fn contains(&self, line: u64) -> bool {
+        self.find(line).is_some()
+    }
+
+    /// Whether `line` is present and dirty.
+    pub fn is_dirty(&self, line: u64) -> bool {
+        self.find(line).is_some_and(|i| self.sets[i].dirty)
+    }
+
+    /// An access: true on a hit (which also updates LRU and, for a write, dirties the line).
+    pub fn access(&mut self, line: u64, write: bool, by_copy: bool) -> bool {
+        self.clock += 1;
+        match self.find(line) {
+            Some(i) => {
+                self.hits += 1;
+                let w = &mut self.sets[i];
+                w.lru = self.clock;
+                if write {
+                    w.dirty = true;
+                    w.by_copy = by_copy;
+                }
+                true
+            }
+            None => {
+                self.misses += 1;
+                false
+            }
+        }
+    }
+
+    /// Inserts `line` (a fill, or an engine's insert hook), returning the victim it displaced.
+    /// An already present line is updated in place.
+    pub fn insert(&mut self, line: u64, dirty: bool, by_copy: bool) -> Option<Victim> {
+        self.clock += 1;
+        if let Some(i) = self.find(line) {
+            let w = &mut self.sets[i];
+            w.lru = self.clock;
+            if dirty {
+                w.dirty = true;
+                w.by_copy = by_copy;
+            }
+            return None;
+        }
+        self.lo = self.lo.min(line);
+        self.hi = self.hi.max(line);
+        let s = self.set_of(line);
+        let i = (s..s + self.ways)
+            .min_by_key(|&i| (self.sets[i].valid, self.sets[i].lru))
+            .unwrap_or(s);
+        let old = self.sets[i];
+        self.sets[i] = Way {
+            tag: line,
+            valid: true,
+            dirty,
+            by_copy: dirty && by_copy,
+            lru: self.clock,
+        };
+        old.valid.then_some(Victim {
+            line: old.tag,
+            dirty: old.dirty,
+            by_copy: old.by_copy,
+        })
+    }
+
+    /// Invalidate hook: drops `line`, returning it (with its dirty state) if it was present.
+    pub fn invalidate(&mut self, line: u64) -> Option<Victim> {
+        let i = self.find(line)?;
+        let w = &mut self.sets[i];
+        w.valid = false;
+        Some(Victim {
+            line,
+            dirty: w.dirty,
+            by_copy: w.by_copy,
+        })
+    }
+
+    /// Flush hook: cleans `line`, returning true if it was dirty (the caller writes it back).
+    pub fn flush(&mut self, line: u64) -> bool {
+        match self.find(line) {
+            Some(i) if self.sets[i].dirty => {
+                self.sets[i].dirty = false;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Lines present.
+    pub fn occupancy(&self) -> usize {
+        self.sets.iter().filter(|w| w.valid).count()
+    }
+
+    /// The dirty lines present, each with whether a copy or initialisation dirtied it.
+    pub fn dirty_lines(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
+        self.sets
+            .iter()
+            .filter(|w| w.valid && w.dirty)
+            .map(|w| (w.tag, w.by_copy))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn small() -> Cache {
+        Cache::new(&CacheConfig {
+            size_kib: 1,
+            ways: 2,
+            line_bytes: 64,
+            hit_cycles: 1,
+        })
+    }
+
+    #[test]
+    fn lru_evicts_the_least_recent_way() {
+        let mut c = small(); // 16 lines, 8 sets of 2
+        assert!(!c.access(0, false, false));
+        assert_eq!(c.insert(0, false, false), None);
+        assert_eq!(c.insert(8, true, false), None); // same set
+        assert!(c.access(0, false, false)); // 0 is now most recent
+        let v = c.insert(16, false, false).unwrap();
+        assert_eq!(
+            v,
+            Victim {
+                line: 8,
+                dirty: true,
+                by_copy: false
+            }
+        );
+        assert!(c.contains(0) && c.contains(16) && !c.contains(8));
+    }
+
+    #[test]
+    fn hooks_flush_invalidate_insert() {
+        let mut c = small();
+        c.insert(3, true, true);
+        assert!(c.is_dirty(3));
+        assert!(c.flush(3));
+        assert!(!c.flush(3));
+        assert!(c.contains(3) && !c.is_dirty(3));
+        assert_eq!(
+            c.invalidate(3),
+            Some(Victim {
+                line: 3,
+                dirty: false,
+                by_copy: true
+            })
+        );
+        assert!(!c.contains(3));
+        assert_eq!(c.invalidate(3), None);
+    }
+
+    proptest! {
+        // Against a model: a cache never holds more lines per set than its ways, an inserted
+        // line is present right after, and a line is present iff it was inserted and not since
+        // evicted or invalidated.
+        #[test]
+        fn matches_a_reference_model(ops in proptest::collection::vec((0u64..64, 0u8..3), 1..400)) {
+            let mut c = small();
+            let mut model: Vec<Vec<(u64, u64)>> = vec![Vec::new(); 8]; // per set: (line, last use)
+            let mut t = 0u64;
+            for (line, op) in ops {
+                t += 1;
+                let set = &mut model[(line % 8) as usize];
+                match op {
+                    0 => {
+                        let hit = c.access(line, false, false);
+                        let pos = set.iter().position(|e| e.0 == line);
+                        prop_assert_eq!(hit, pos.is_some());
+                        if let Some(p) = pos { set[p].1 = t; }
+                    }
+                    1 => {
+                        let v = c.insert(line, false, false);
+                        if let Some(p) = set.iter().position(|e| e.0 == line) {
+                            set[p].1 = t;
+                            prop_assert!(v.is_none());
+                        } else if set.len() < 2 {
+                            set.push((line, t));
+                            prop_assert!(v.is_none());
+                        } else {
+                            let (p, _) = set.iter().enumerate().min_by_key(|(_, e)| e.1).unwrap();
+                            let old = set[p].0;
+                            prop_assert_eq!(v.map(|v| v.line), Some(old));
+                            set[p] = (line, t);
+                        }
+                    }
+                    _ => {
+                        let v = c.invalidate(line);
+                        let pos = set.iter().position(|e| e.0 == line);
+                        prop_assert_eq!(v.is_some(), pos.is_some());
+                        if let Some(p) = pos { set.remove(p); }
+                    }
+                }
+            }
+            prop_assert!(c.occupancy() <= 16);
+        }
+    }
+}

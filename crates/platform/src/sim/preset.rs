@@ -1,0 +1,165 @@
+//! Loading a config from TOML, shared by the platform and the I/O presets: a built-in preset's
+//! text by name or a file by path, `preset = "NAME"` layering a file over a built-in, and
+//! deserialisation whose error names the key at fault.
+use crate::sim::error::PlatformError;
+use movelab_dram::config::merge_toml;
+use serde::de::DeserializeOwned;
+
+/// One family of built-in presets (`presets/DIR/NAME.toml`, compiled in).
+pub struct PresetSet {
+    /// What a preset of this family is called in messages ("platform", "I/O platform").
+    pub kind: &'static str,
+    /// How an unknown name is reported ("platform preset"), and an unknown name or path
+    /// ("platform preset or file").
+    pub unknown: &'static str,
+    pub unknown_or_file: &'static str,
+    /// Its folder under `presets/`.
+    pub dir: &'static str,
+    pub presets: &'static [(&'static str, &'static str)],
+}
+
+impl PresetSet {
+    pub fn names(&self) -> Vec<&'static str> {
+        self.presets.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// Where a built-in preset lives, as errors name it.
+    pub fn source(&self, name: &str) -> String {
+        format!("presets/{}/{name}.toml", self.dir)
+    }
+
+    /// A built-in preset's TOML.
+    pub fn value(&self, name: &str) -> Result<toml::Value, PlatformError> {
+        let (_, text) = self
+            .presets
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| PlatformError::Unknown {
+                kind: self.unknown,
+                name: name.into(),
+                known: self.names().join(", "),
+            })?;
+        parse(text, &self.source(name))
+    }
+
+    /// A built-in preset by name, or a TOML file by path: its TOML and the name errors give it.
+    pub fn load(&self, name_or_path: &str) -> Result<(toml::Value, String), PlatformError> {
+        if self.names().contains(&name_or_path) {
+            return Ok((self.value(name_or_path)?, self.source(name_or_path)));
+        }
+        let p = std::path::Path::new(name_or_path);
+        if !p.exists() {
+            return Err(PlatformError::Unknown {
+                kind: self.unknown_or_file,
+                name: name_or_path.into(),
+                known: self.names().join(", "),
+            });
+        }
+        let text = std::fs::read_to_string(p).map_err(|e| PlatformError::Io {
+            path: name_or_path.into(),
+            what: e.to_string(),
+        })?;
+        Ok((parse(&text, name_or_path)?, name_or_path.to_string()))
+    }
+
+    /// `v` with `preset = "NAME"` (if it has one) resolved: `v` layered over that built-in preset.
+    pub fn layered(&self, v: toml::Value, source_name: &str) -> Result<toml::Value, PlatformError> {
+        let mut merged = match v.get("preset").and_then(|p| p.as_str()) {
+            Some(p) => {
+                let mut base = self.value(p).map_err(|e| match e {
+                    PlatformError::Unknown { name, known, .. } => PlatformError::config(
+                        source_name,
+                        "preset",
+                        format!("unknown {} preset '{name}' (known: {known})", self.kind),
+                    ),
+                    other => other,
+                })?;
+                merge_toml(&mut base, v.clone());
+                base
+            }
+            None => v,
+        };
+        if let Some(t) = merged.as_table_mut() {
+            t.remove("preset");
+        }
+        Ok(merged)
+    }
+}
+
+fn parse(text: &str, source_name: &str) -> Result<toml::Value, PlatformError> {
+    text.parse::<toml::Table>()
+        .map(toml::Value::Table)
+        .map_err(|e| PlatformError::config(source_name, "(syntax)", e.to_string()))
+}
+
+/// `v` as a `T`; an error names the key (`(top level)` when it has none).
+pub fn deserialize<T: DeserializeOwned>(
+    v: toml::Value,
+    source_name: &str,
+) -> Result<T, PlatformError> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let key = e.path().to_string();
+        let what = e.into_inner().message().to_string();
+        PlatformError::config(
+            source_name,
+            if key.is_empty() || key == "." {
+                "(top level)".into()
+            } else {
+                key
+            },
+            what,
+        )
+    })
+}
+
+/// Merges `over` into `base` (both TOML tables), refusing a key `base` lacks, except inside the
+/// tables named in `open` (dotted paths such as `"configs"`), which take new entries. The error
+/// names the key and the keys its table has. For configs whose tables are open maps (where the
+/// deserialisation cannot refuse an unknown key); the others merge with `merge_toml` and let the
+/// deserialisation name an unknown key.
+pub fn merge_known(
+    base: &mut toml::Value,
+    over: &toml::Value,
+    src: &str,
+    open: &[&str],
+) -> Result<(), PlatformError> {
+    fn walk(
+        base: &mut toml::Value,
+        over: &toml::Value,
+        src: &str,
+        open: &[&str],
+        path: &str,
+    ) -> Result<(), PlatformError> {
+        let (Some(b), Some(o)) = (base.as_table_mut(), over.as_table()) else {
+            *base = over.clone();
+            return Ok(());
+        };
+        let is_open = open
+            .iter()
+            .any(|t| path == *t || path.starts_with(&format!("{t}.")));
+        for (k, v) in o {
+            let p = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            match b.get_mut(k) {
+                Some(slot) if slot.is_table() && v.is_table() => walk(slot, v, src, open, &p)?,
+                Some(slot) => *slot = v.clone(),
+                None if is_open => {
+                    b.insert(k.clone(), v.clone());
+                }
+                None => {
+                    let known: Vec<&str> = b.keys().map(String::as_str).collect();
+                    return Err(PlatformError::config(
+                        src,
+                        p,
+                        format!("unknown key (known: {})", known.join(", ")),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+    walk(base, over, src, open, "")
+}

@@ -1,0 +1,404 @@
+//! The small multithreaded cores (IXP microengines) of the network-I/O platform. Each core has
+//! `threads` hardware contexts sharing one single-issue pipeline; a context runs a per-packet
+//! program (`MeStep`s) and swaps out (after `switch_cycles`) whenever it waits for memory. Memory
+//! commands are asynchronous: a copy issues up to `copy_depth` reads of `chunk_bytes` at once,
+//! sleeps until they are in its transfer registers, then checksums them (ALU work) and posts
+//! the writes; a fence waits for the posted writes. Commands go to the channels of
+//! `mem_channel.rs` (DRAM, SRAM, scratch, the host's SDRAM, the MSF). Jobs wait in a pool's
+//! queue (pool 0 receive, pool 1 transmit) until a context is free; jobs the host spins on go
+//! first. The cores move the packet's bytes for real and verify checksums where the program
+//! says so.
+use crate::config::network::{Loc, MeStep, SmallCoreConfig};
+use crate::net::msf_mac::MsfMac;
+use crate::net::udp_peer::checksum_ok;
+use crate::sim::error::PlatformError;
+use crate::sim::Ps;
+use crate::small_cores::host_step_cost::HostCaches;
+use crate::small_cores::mem_channel::MemChannel;
+use crate::small_cores::packet_buffers::{amount, Buffers, Pkt};
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+
+/// What the small cores touch beside themselves.
+pub struct SmallCoreEnv<'a> {
+    pub buffers: &'a mut Buffers,
+    pub channels: &'a mut BTreeMap<String, MemChannel>,
+    pub msf: &'a mut MsfMac,
+    pub host: &'a mut HostCaches,
+    pub tx_ring: &'a mut VecDeque<Pkt>,
+}
+
+/// Events the small cores ask for.
+pub enum CoreEvent {
+    TbufFree(usize),
+    PeerRx(Vec<u8>),
+}
+
+/// Why a job runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    /// A frame from the MSF (receive program).
+    RxFrame,
+    /// A host program's small-core step; the host spins until it ends.
+    HostWait,
+    /// A packet from the host's transmit ring.
+    Tx,
+}
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub steps: Rc<Vec<MeStep>>,
+    pub pkt: Pkt,
+    pub kind: JobKind,
+}
+
+#[derive(Debug, Default)]
+struct Ctx {
+    job: Option<Job>,
+    step: usize,
+    ready: Ps,
+    /// Bytes of the current copy written, and read but not yet written.
+    copied: u64,
+    pending: u64,
+    last_write: Ps,
+}
+
+#[derive(Debug)]
+struct Me {
+    ctxs: Vec<Ctx>,
+    pipe_free: Ps,
+    last: usize,
+    wake_at: Ps,
+    busy: Ps,
+    swaps: u64,
+}
+
+struct Pool {
+    mes: Vec<Me>,
+    queue: VecDeque<Job>,
+}
+
+/// What one step of a core produced.
+#[derive(Default)]
+pub struct Outcome {
+    pub events: Vec<(Ps, CoreEvent)>,
+    pub finished: Vec<(Job, Ps)>,
+    /// When the core wants to run next.
+    pub wake: Option<Ps>,
+    /// A transmit job left the host's ring (the host may send again).
+    pub took_tx: bool,
+    /// Packets dropped for want of a buffer.
+    pub dropped: u64,
+}
+
+pub struct SmallCores {
+    cfg: SmallCoreConfig,
+    pools: Vec<Pool>,
+    cycle_ps: f64,
+    /// The wire's delay from the MAC to the peer.
+    pub wire_latency: Ps,
+    pub dropped: u64,
+}
+
+fn channel(l: Loc) -> &'static str {
+    match l {
+        Loc::Rbuf | Loc::Tbuf => "msf",
+        Loc::MeDram => "me_dram",
+        Loc::Kernel | Loc::User => "host_sdram",
+    }
+}
+
+fn bad(what: impl Into<String>) -> PlatformError {
+    PlatformError::Stalled(format!("data check failed: {}", what.into()))
+}
+
+impl SmallCores {
+    pub fn new(cfg: &SmallCoreConfig) -> SmallCores {
+        let pool = |n: u32| Pool {
+            mes: (0..n)
+                .map(|_| Me {
+                    ctxs: (0..cfg.threads).map(|_| Ctx::default()).collect(),
+                    pipe_free: 0,
+                    last: 0,
+                    wake_at: Ps::MAX,
+                    busy: 0,
+                    swaps: 0,
+                })
+                .collect(),
+            queue: VecDeque::new(),
+        };
+        SmallCores {
+            pools: vec![pool(cfg.rx_cores), pool(cfg.tx_cores)],
+            cycle_ps: 1e6 / cfg.clock_mhz,
+            cfg: cfg.clone(),
+            wire_latency: 0,
+            dropped: 0,
+        }
+    }
+
+    pub fn pools(&self) -> usize {
+        self.pools.len()
+    }
+
+    /// Queues a job on pool `pool` (`front`: ahead of the others).
+    pub fn submit(&mut self, pool: usize, job: Job, front: bool) {
+        let q = &mut self.pools[pool].queue;
+        if front {
+            q.push_front(job);
+        } else {
+            q.push_back(job);
+        }
+    }
+
+    /// The cores of `pool` to run at `t` (those not already due by then).
+    pub fn wake_idle(&mut self, pool: usize, t: Ps) -> Vec<(usize, Ps)> {
+        let mut out = Vec::new();
+        for (i, me) in self.pools[pool].mes.iter_mut().enumerate() {
+            if me.wake_at > t && me.ctxs.iter().any(|c| c.job.is_none()) {
+                let at = t.max(me.pipe_free);
+                if at < me.wake_at {
+                    me.wake_at = at;
+                    out.push((i, at));
+                }
+            }
+        }
+        out
+    }
+
+    /// Pipeline busy time, cores, context swaps.
+    pub fn busy(&self) -> (Ps, usize, u64) {
+        let mes = self.pools.iter().flat_map(|p| p.mes.iter());
+        let n = self.pools.iter().map(|p| p.mes.len()).sum();
+        (
+            mes.clone().map(|m| m.busy).sum(),
+            n,
+            mes.map(|m| m.swaps).sum(),
+        )
+    }
+
+    fn cyc(&self, n: f64) -> Ps {
+        (n * self.cycle_ps).round() as Ps
+    }
+
+    /// Core `me` of `pool` runs at `t`: contexts take queued jobs, and the next ready context
+    /// issues one action.
+    pub fn run(
+        &mut self,
+        pool: usize,
+        me: usize,
+        t: Ps,
+        env: &mut SmallCoreEnv,
+    ) -> Result<Outcome, PlatformError> {
+        let mut out = Outcome::default();
+        let (switch, issue) = (
+            self.cyc(self.cfg.switch_cycles as f64),
+            self.cyc(self.cfg.issue_cycles as f64),
+        );
+        let cycle_ps = self.cycle_ps;
+        let (chunk, depth, cpw) = (
+            self.cfg.chunk_bytes,
+            u64::from(self.cfg.copy_depth),
+            self.cfg.checksum_cycles_per_word,
+        );
+        let wire_latency = self.wire_latency;
+        let p = &mut self.pools[pool];
+        let m = &mut p.mes[me];
+        if m.wake_at != t {
+            return Ok(out);
+        }
+        m.wake_at = Ps::MAX;
+        for c in m.ctxs.iter_mut().filter(|c| c.job.is_none()) {
+            let Some(j) = p.queue.pop_front() else { break };
+            if j.kind == JobKind::Tx {
+                env.tx_ring.pop_front();
+                out.took_tx = true;
+            }
+            *c = Ctx {
+                job: Some(j),
+                ready: t,
+                ..Ctx::default()
+            };
+        }
+        if m.pipe_free <= t {
+            let n = m.ctxs.len();
+            let pick = (1..=n)
+                .map(|k| (m.last + k) % n)
+                .find(|&i| m.ctxs[i].job.is_some() && m.ctxs[i].ready <= t);
+            if let Some(ci) = pick {
+                let mut start = t;
+                if ci != m.last {
+                    start += switch;
+                    m.swaps += 1;
+                    m.last = ci;
+                }
+                let c = &mut m.ctxs[ci];
+                let job = c.job.as_ref().expect("picked a busy context");
+                let steps = job.steps.clone();
+                let mut pipe_end = start;
+                match steps.get(c.step) {
+                    None => {
+                        // The program is done.
+                        let j = c.job.take().expect("busy");
+                        out.finished.push((j, t));
+                    }
+                    Some(MeStep::Compute { cycles }) => {
+                        pipe_end = start + (*cycles as f64 * cycle_ps).round() as Ps;
+                        c.ready = pipe_end;
+                        c.step += 1;
+                    }
+                    Some(MeStep::Access { channel, bytes }) => {
+                        pipe_end = start + issue;
+                        let ch = env
+                            .channels
+                            .get_mut(channel.as_str())
+                            .ok_or_else(|| bad(format!("no channel {channel}")))?;
+                        c.ready = ch.transfer(pipe_end, *bytes);
+                        c.step += 1;
+                    }
+                    Some(MeStep::Fence) => {
+                        c.ready = start.max(c.last_write);
+                        c.step += 1;
+                    }
+                    Some(MeStep::Copy {
+                        from,
+                        to,
+                        bytes,
+                        checksum,
+                        rmw,
+                    }) => {
+                        let pk = job.pkt;
+                        if pk.loc != *from {
+                            return Err(bad(format!(
+                                "small-core copy from {from:?}, but the packet is in {:?}",
+                                pk.loc
+                            )));
+                        }
+                        let total = amount(*bytes, pk.len).max(1);
+                        if c.pending == 0 && c.copied == 0 {
+                            if *to == Loc::Tbuf && !env.msf.tbuf_room(pk.len) {
+                                // TBUF full: try again when the MAC has sent something.
+                                c.ready = t + 100_000;
+                                if c.ready < m.wake_at {
+                                    m.wake_at = c.ready;
+                                    out.wake = Some(c.ready);
+                                }
+                                return Ok(out);
+                            }
+                            if let Some(a) =
+                                env.host.small_core_reads_dirty((pk.loc, pk.idx), total)
+                            {
+                                return Err(bad(format!(
+                                    "a small core read host line {a:#x} while the host's cache held it dirty (the program does not clean it first)"
+                                )));
+                            }
+                        }
+                        if c.pending == 0 {
+                            // Issue the reads.
+                            let n = (depth * chunk).min(total - c.copied);
+                            let k = n.div_ceil(chunk);
+                            pipe_end = start + issue * k;
+                            let ch = env.channels.get_mut(channel(*from)).expect("validated");
+                            let mut done = pipe_end;
+                            let mut left = n;
+                            for _ in 0..k {
+                                done = done.max(ch.transfer(pipe_end, left.min(chunk)));
+                                left = left.saturating_sub(chunk);
+                            }
+                            if *rmw {
+                                // Read the destination's words too, once the source is in.
+                                let dst = env.channels.get_mut(channel(*to)).expect("validated");
+                                let mut left = n;
+                                let mut d = done;
+                                for _ in 0..k {
+                                    d = d.max(dst.transfer(done + issue, left.min(chunk)));
+                                    left = left.saturating_sub(chunk);
+                                }
+                                done = d;
+                            }
+                            c.pending = n;
+                            c.ready = done;
+                        } else {
+                            // Checksum what arrived and post the writes.
+                            let words = c.pending.div_ceil(4) as f64;
+                            let csum = if *checksum {
+                                (words * cpw * cycle_ps).round() as Ps
+                            } else {
+                                0
+                            };
+                            let k = c.pending.div_ceil(chunk);
+                            pipe_end = start + csum + issue * k;
+                            let ch = env.channels.get_mut(channel(*to)).expect("validated");
+                            let mut left = c.pending;
+                            for _ in 0..k {
+                                c.last_write =
+                                    c.last_write.max(ch.transfer(pipe_end, left.min(chunk)));
+                                left = left.saturating_sub(chunk);
+                            }
+                            c.copied += c.pending;
+                            c.pending = 0;
+                            c.ready = pipe_end;
+                            if c.copied >= total {
+                                c.copied = 0;
+                                c.step += 1;
+                                // The bytes move.
+                                if *checksum && !checksum_ok(env.buffers.bytes(&pk)) {
+                                    return Err(bad("a checksum failed on a small core"));
+                                }
+                                if *from == Loc::Rbuf {
+                                    env.msf.release_rbuf(pk.len);
+                                }
+                                match env.buffers.move_to(pk, *to) {
+                                    None => {
+                                        out.dropped += 1;
+                                        c.job = None;
+                                    }
+                                    Some(q) => {
+                                        if matches!(q.loc, Loc::Kernel | Loc::User) {
+                                            env.host.small_core_wrote((q.loc, q.idx), total);
+                                        }
+                                        if q.loc == Loc::Tbuf {
+                                            let sent =
+                                                env.msf.transmit(pipe_end.max(c.last_write), q.len);
+                                            let frame = env.buffers.take(q);
+                                            out.events.push((sent, CoreEvent::TbufFree(q.len)));
+                                            out.events.push((
+                                                sent + wire_latency,
+                                                CoreEvent::PeerRx(frame),
+                                            ));
+                                        }
+                                        if let Some(j) = c.job.as_mut() {
+                                            j.pkt = q;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                m.busy += pipe_end - t;
+                m.pipe_free = pipe_end;
+            }
+        }
+        self.dropped += out.dropped;
+        let p = &mut self.pools[pool];
+        let queued = !p.queue.is_empty();
+        let m = &mut p.mes[me];
+        let mut next = m
+            .ctxs
+            .iter()
+            .filter(|c| c.job.is_some())
+            .map(|c| c.ready.max(m.pipe_free))
+            .min();
+        if queued && m.ctxs.iter().any(|c| c.job.is_none()) {
+            next = Some(next.map_or(m.pipe_free.max(t), |n| n.min(m.pipe_free.max(t))));
+        }
+        if let Some(n) = next {
+            let n = n.max(t);
+            if n < m.wake_at {
+                m.wake_at = n;
+                out.wake = Some(n);
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,270 @@
+//! Systems: components and agents wired together with a run loop. [`platform`] is the platform of
+//! cores, caches, agents and DRAM; [`io_pair`] two hosts over PCIe on one wire (Larsen & Lee);
+//! [`network_io`] a host core beside small cores and a MAC (Wun & Crowley).
+//!
+//! The registry ([`SYSTEMS`], [`simulate`]) runs any of them by name through one call that takes a
+//! configuration (a built-in preset or a file), overrides, a workload and its parameters, and
+//! returns the one [`Report`]. A built-in preset's name says which system it belongs to.
+pub mod io_pair;
+pub mod network_io;
+pub mod platform;
+
+use crate::config::io::{builtin_io_names, IoConfig};
+use crate::config::network::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
+use crate::config::platform::{builtin_platform_names, PlatformConfig};
+use crate::config::workload::{builtin_workload_names, Workload};
+use crate::sim::error::PlatformError;
+use crate::sim::Report;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Workload parameters: name to value (integers, and for the network system the configuration's
+/// name).
+pub type Params = BTreeMap<String, toml::Value>;
+
+/// A system in the registry.
+pub struct System {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// Its built-in presets.
+    pub presets: fn() -> Vec<&'static str>,
+    /// The workloads it runs, with their parameters (`name=default`).
+    pub workloads: fn() -> Vec<(String, String)>,
+    run: fn(&str, &toml::Value, &str, &Params) -> Result<Report, PlatformError>,
+}
+
+/// Every system, by name.
+pub const SYSTEMS: &[System] = &[
+    System {
+        name: "platform",
+        about: "cores, caches, interconnect, copy engines, RowClone and DRAM",
+        presets: builtin_platform_names,
+        workloads: platform_workloads,
+        run: run_platform,
+    },
+    System {
+        name: "io-pair",
+        about: "two hosts over PCIe on one wire: descriptor DMA or the integrated DMA engine",
+        presets: builtin_io_names,
+        workloads: || vec![("stream".into(), "count=1, bytes=64".into())],
+        run: run_io_pair,
+    },
+    System {
+        name: "network-io",
+        about: "a host core beside small multithreaded cores and a MAC, against a UDP peer",
+        presets: || BUILTIN_NETWORK_PLATFORMS.iter().map(|(n, _)| *n).collect(),
+        workloads: || {
+            ["udp-rx", "udp-tx"]
+                .map(|w| (w.to_string(), "config=onloader, payload=1472, app=1".into()))
+                .to_vec()
+        },
+        run: run_network_io,
+    },
+];
+
+/// The system named `name`.
+pub fn system(name: &str) -> Result<&'static System, PlatformError> {
+    SYSTEMS
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| PlatformError::Unknown {
+            kind: "system",
+            name: name.into(),
+            known: SYSTEMS
+                .iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// The system whose built-in presets include `preset`.
+pub fn system_of_preset(preset: &str) -> Option<&'static System> {
+    SYSTEMS.iter().find(|s| (s.presets)().contains(&preset))
+}
+
+/// Runs `workload` with `params` on `config` (a built-in preset or a file) of system `system`
+/// (found from the preset's name when `None`), with `overrides` (a TOML table shaped like the
+/// configuration) layered on.
+pub fn simulate(
+    system: Option<&str>,
+    config: &str,
+    overrides: &toml::Value,
+    workload: &str,
+    params: &Params,
+) -> Result<Report, PlatformError> {
+    let sys = match system {
+        Some(n) => self::system(n)?,
+        None => system_of_preset(config).ok_or_else(|| {
+            PlatformError::config(
+                config,
+                "(system)",
+                format!(
+                    "not a built-in preset of any system; name the system of a file ({})",
+                    SYSTEMS
+                        .iter()
+                        .map(|s| s.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?,
+    };
+    (sys.run)(config, overrides, workload, params)
+}
+
+fn has_overrides(o: &toml::Value) -> bool {
+    o.as_table().is_some_and(|t| !t.is_empty())
+}
+
+fn report<T: Serialize>(
+    system: &str,
+    config: &str,
+    workload: &str,
+    time_ns: f64,
+    stats: &T,
+) -> Result<Report, PlatformError> {
+    Ok(Report {
+        system: system.into(),
+        config: config.into(),
+        workload: workload.into(),
+        time_ns,
+        stats: serde_json::to_value(stats)
+            .map_err(|e| PlatformError::config(config, "(report)", e.to_string()))?,
+    })
+}
+
+/// A parameter as an unsigned integer.
+fn uint(workload: &str, key: &str, v: &toml::Value) -> Result<u64, PlatformError> {
+    v.as_integer()
+        .and_then(|i| u64::try_from(i).ok())
+        .ok_or_else(|| {
+            PlatformError::config(
+                workload,
+                format!("params.{key}"),
+                format!("{v} must be a non-negative integer"),
+            )
+        })
+}
+
+/// Refuses parameters a workload does not take.
+fn only(workload: &str, params: &Params, known: &[&str]) -> Result<(), PlatformError> {
+    match params.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(PlatformError::config(
+            workload,
+            format!("params.{k}"),
+            format!("unknown parameter (known: {})", known.join(", ")),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn platform_workloads() -> Vec<(String, String)> {
+    builtin_workload_names()
+        .into_iter()
+        .map(|n| {
+            let p = Workload::load(n, &BTreeMap::new())
+                .map(|w| {
+                    w.spec
+                        .params
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
+            (n.to_string(), p)
+        })
+        .collect()
+}
+
+fn run_platform(
+    config: &str,
+    overrides: &toml::Value,
+    workload: &str,
+    params: &Params,
+) -> Result<Report, PlatformError> {
+    let mut cfg = PlatformConfig::load(config)?;
+    if has_overrides(overrides) {
+        cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
+    }
+    let ints = params
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), uint(workload, k, v)?)))
+        .collect::<Result<BTreeMap<_, _>, PlatformError>>()?;
+    let w = Workload::load(workload, &ints)?;
+    let s = platform::run(&cfg, &w)?;
+    report("platform", config, workload, s.time_ns, &s)
+}
+
+fn run_io_pair(
+    config: &str,
+    overrides: &toml::Value,
+    workload: &str,
+    params: &Params,
+) -> Result<Report, PlatformError> {
+    if workload != "stream" {
+        return Err(PlatformError::Unknown {
+            kind: "io-pair workload",
+            name: workload.into(),
+            known: "stream".into(),
+        });
+    }
+    only(workload, params, &["count", "bytes"])?;
+    let mut cfg = IoConfig::load(config)?;
+    if has_overrides(overrides) {
+        cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
+    }
+    let get = |k: &str, d: u64| params.get(k).map_or(Ok(d), |v| uint(workload, k, v));
+    let s = io_pair::stream(&cfg, get("count", 1)?, get("bytes", 64)?)?;
+    report("io-pair", config, workload, s.time_ns, &s)
+}
+
+fn run_network_io(
+    config: &str,
+    overrides: &toml::Value,
+    workload: &str,
+    params: &Params,
+) -> Result<Report, PlatformError> {
+    let direction = match workload {
+        "udp-rx" => network_io::Direction::Rx,
+        "udp-tx" => network_io::Direction::Tx,
+        _ => {
+            return Err(PlatformError::Unknown {
+                kind: "network-io workload",
+                name: workload.into(),
+                known: "udp-rx, udp-tx".into(),
+            })
+        }
+    };
+    only(workload, params, &["config", "payload", "app"])?;
+    let mut cfg = NetworkIoConfig::load(config)?;
+    if has_overrides(overrides) {
+        cfg = cfg.with_overrides(overrides, "overrides")?;
+    }
+    let conf = match params.get("config") {
+        None => "onloader".to_string(),
+        Some(toml::Value::String(s)) => s.clone(),
+        Some(v) => {
+            return Err(PlatformError::config(
+                workload,
+                "params.config",
+                format!("{v} must be a configuration's name"),
+            ))
+        }
+    };
+    let payload = params
+        .get("payload")
+        .map_or(Ok(1472), |v| uint(workload, "payload", v))?;
+    let app = params
+        .get("app")
+        .map_or(Ok(1), |v| uint(workload, "app", v))?;
+    let spec = network_io::RunSpec {
+        config: conf,
+        direction,
+        payload: usize::try_from(payload).unwrap_or(usize::MAX),
+        with_app: app != 0,
+    };
+    let s = network_io::run(&cfg, &spec)?;
+    report("network-io", config, workload, s.sim_time_us * 1000.0, &s)
+}

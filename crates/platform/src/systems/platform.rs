@@ -1,0 +1,996 @@
+//! The platform: the wiring of cores, agents and the memory system, and the run loop. A
+//! [`Platform`] is built from its description ([`PlatformConfig`]): the cores (one, or the groups
+//! of `[[cores]]`, each core with its own program and clock), the agents the copy mechanism needs
+//! (built by name through `agent_registry`), and the [`MemorySystem`] they all talk to. The run
+//! loop asks the event kernel for the earliest of the next event, the memory controllers' next
+//! cycle and each core's next cycle, and jumps there, so idle time costs nothing. Nothing below
+//! imports this file: the parts know only the memory system's interface. [`run`] runs a
+//! workload to the end and returns [`PlatformStats`].
+use crate::agents::registry;
+use crate::agents::Agent;
+use crate::config::platform::PlatformConfig;
+use crate::config::workload::{DstPolicy, Op, OpStream, Workload};
+use crate::cpu::core::{CopyBy, Core};
+use crate::iface::{token_context, Access, OffloadOp, Token, Uncore};
+use crate::memory::memory_system::{AgentId, Ev, MemorySystem, Responder, Response};
+use crate::memory::ring::{RingStep, Rings};
+use crate::sim::error::PlatformError;
+use crate::sim::{Ps, RunGuard};
+use crate::stats::{CacheStats, CopyLines, CoreStats, PlatformStats, WindowStats};
+use movelab_dram::port::MemoryPort;
+
+/// Operations of one interrupt handler, at most.
+const MAX_HANDLER_OPS: usize = 1 << 16;
+
+/// Simulated time without a retired instruction after which a run is reported as stalled.
+const STALL_PS: Ps = 100_000_000_000;
+
+/// The platform's agents, indexed by [`AgentId`]; the memory system calls them back through it.
+pub struct Agents {
+    list: Vec<Box<dyn Agent>>,
+}
+
+impl Responder for Agents {
+    fn respond(&mut self, sys: &mut MemorySystem, now: Ps, agent: AgentId, r: Response) {
+        if let Some(a) = self.list.get_mut(agent as usize) {
+            a.response(sys, now, r);
+        }
+    }
+}
+
+impl Agents {
+    fn idle(&self) -> bool {
+        self.list.iter().all(|a| a.idle())
+    }
+}
+
+/// What one core sees below it: the memory system, the agent that takes its offloads, and
+/// the rings.
+struct Port<'a> {
+    sys: &'a mut MemorySystem,
+    agents: &'a mut Agents,
+    rings: &'a mut Rings,
+    core: usize,
+    offload_to: Option<usize>,
+}
+
+impl Uncore for Port<'_> {
+    fn load(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access {
+        self.sys.access(now, self.core, addr, false, copy, token)
+    }
+    fn store(&mut self, now: Ps, addr: u64, whole: bool, copy: bool, token: Token) -> Access {
+        self.sys.store(now, self.core, addr, whole, copy, token)
+    }
+    fn offload(&mut self, now: Ps, id: u32, op: OffloadOp, seq: u64) -> Access {
+        // Offload ids are numbered per core: the agent sees them unique in the platform.
+        let id = (self.core as u32) << 24 | (id & 0x00ff_ffff);
+        match self.offload_to.and_then(|a| self.agents.list.get_mut(a)) {
+            Some(a) => a.offload(self.sys, now, self.core, id, op, seq),
+            // No agent takes copies (the platform never offloads then).
+            None => Access::At(now + self.sys.cycle_ps(self.core)),
+        }
+    }
+    fn uncached(&mut self, now: Ps, addr: u64, write: bool) -> Access {
+        // A device's registers go to the device; everything else costs the fixed latency.
+        if let Some(a) = self.sys.mmio_owner(addr) {
+            if let Some(agent) = self.agents.list.get_mut(a as usize) {
+                return agent.mmio(self.sys, now, self.core, addr, write);
+            }
+        }
+        self.sys.uncached(now)
+    }
+    fn ring_wait(&mut self, now: Ps, ring: u16, push: bool, addr: u64, seq: u64) -> Access {
+        self.rings
+            .wait(self.sys, now, self.core, RingStep { ring, push, addr }, seq)
+    }
+    fn ring_commit(&mut self, now: Ps, ring: u16, push: bool, addr: u64, seq: u64) -> Access {
+        self.rings
+            .commit(self.sys, now, self.core, RingStep { ring, push, addr }, seq)
+    }
+    fn interrupt(&mut self, now: Ps, target: u32) -> Access {
+        self.sys.raise_interrupt(now, target as usize);
+        Access::At(now + self.sys.cycle_ps(self.core))
+    }
+}
+
+/// One core of the platform and where its program lives.
+pub struct CoreSlot {
+    pub core: Core,
+    /// Its group in `[[cores]]`.
+    pub group: usize,
+    /// Added to every address of its program.
+    pub offset: u64,
+    /// The physical core (and private caches) it runs on.
+    pub engine: usize,
+    /// When it next needs to run.
+    next: Ps,
+    /// When its program finished (every instruction retired, every store written).
+    pub done_at: Option<Ps>,
+    /// When it retired its warm-up and then its target of program instructions
+    /// ([`Platform::set_work_targets`]).
+    pub warm_at: Option<Ps>,
+    pub target_at: Option<Ps>,
+}
+
+/// A physical core: its hardware contexts (one, or a multithreaded core's) and which runs.
+struct Engine {
+    /// Its contexts' indices in `Platform::cores`.
+    slots: Vec<usize>,
+    /// The running context (position in `slots`).
+    active: usize,
+    /// The cost of swapping to another context.
+    switch_ps: Ps,
+    switches: u64,
+}
+
+/// A platform ready to run workloads.
+pub struct Platform {
+    pub cfg: PlatformConfig,
+    pub cores: Vec<CoreSlot>,
+    /// The physical cores: each has private caches and runs one context at a time.
+    engines: Vec<Engine>,
+    pub sys: MemorySystem,
+    agents: Agents,
+    rings: Rings,
+    /// The agent that takes the cores' offloaded copies.
+    offload_to: Option<usize>,
+    now: Ps,
+    ran: bool,
+    /// Program instructions ([`crate::cpu::core::CoreCounters::work_instructions`]) each core is to
+    /// retire after its warm-up; empty: every program runs to its end.
+    targets: Vec<u64>,
+    warmup: u64,
+    /// The system's counters when every core had finished its warm-up.
+    window_start: Option<WindowMark>,
+}
+
+/// The counters a measurement window subtracts (see [`Platform::set_work_targets`]).
+#[derive(Debug, Clone, Copy)]
+struct WindowMark {
+    at: Ps,
+    work: u64,
+    channel_bytes: u64,
+    copy_bytes: u64,
+    bulk_bytes: u64,
+    energy_nj: f64,
+    /// Dirty lines in the caches (all, and those a copy or initialisation dirtied): write-backs
+    /// owed to memory.
+    dirty: (u64, u64),
+}
+
+fn shift(op: Op, off: u64) -> Op {
+    if off == 0 {
+        return op;
+    }
+    match op {
+        Op::Compute {
+            n,
+            loads,
+            stores,
+            region,
+        } => Op::Compute {
+            n,
+            loads,
+            stores,
+            region: region.map(|(b, s)| (b.wrapping_add(off), s)),
+        },
+        Op::Load { addr, chase } => Op::Load {
+            addr: addr.wrapping_add(off),
+            chase,
+        },
+        Op::Store(a) => Op::Store(a.wrapping_add(off)),
+        Op::Copy {
+            src,
+            dst,
+            bytes,
+            policy,
+        } => Op::Copy {
+            src: src.wrapping_add(off),
+            dst: dst.wrapping_add(off),
+            bytes,
+            policy,
+        },
+        Op::Init { dst, bytes, value } => Op::Init {
+            dst: dst.wrapping_add(off),
+            bytes,
+            value,
+        },
+        Op::Uncached { addr, write } => Op::Uncached {
+            addr: addr.wrapping_add(off),
+            write,
+        },
+        // Rings and interrupts are shared by the cores: their addresses are the platform's.
+        other => other,
+    }
+}
+
+impl Platform {
+    pub fn new(cfg: &PlatformConfig) -> Result<Platform, PlatformError> {
+        cfg.validate("platform")?;
+        let list = cfg.core_list("platform")?;
+        let confs: Vec<_> = list.iter().map(|(c, _)| c.clone()).collect();
+        let mut sys = MemorySystem::new(cfg, &confs)?;
+        let mut agents = Agents { list: Vec::new() };
+        let mut offload_to = None;
+        if let Some(name) = registry::for_mechanism(&cfg.copy.mechanism) {
+            let id = agents.list.len();
+            agents
+                .list
+                .push(registry::build(name, id as AgentId, cfg, &mut sys)?);
+            offload_to = Some(id);
+        }
+        // A PCIe device on the platform (`[io]`).
+        if cfg.io.is_some() {
+            let id = agents.list.len();
+            agents
+                .list
+                .push(registry::build("nic", id as AgentId, cfg, &mut sys)?);
+        }
+        let mut in_group = vec![0u64; cfg.cores.len().max(1)];
+        let mut cores = Vec::new();
+        let mut engines = Vec::new();
+        for (e, (c, g)) in list.iter().enumerate() {
+            let threads = if c.kind == "multithreaded" {
+                c.threads.max(1)
+            } else {
+                1
+            };
+            let mut slots = Vec::new();
+            for t in 0..threads {
+                let k = in_group[*g];
+                in_group[*g] += 1;
+                let offset = cfg
+                    .cores
+                    .get(*g)
+                    .map_or(0, |gr| gr.offset.wrapping_add(k.wrapping_mul(gr.stride)));
+                let mut core = Core::new(c, 0x5eed + cores.len() as u64);
+                core.set_context(t as u8);
+                slots.push(cores.len());
+                cores.push(CoreSlot {
+                    core,
+                    group: *g,
+                    offset,
+                    engine: e,
+                    // Only a multithreaded core's first context starts running.
+                    next: if t == 0 { 0 } else { Ps::MAX },
+                    done_at: None,
+                    warm_at: None,
+                    target_at: None,
+                });
+            }
+            engines.push(Engine {
+                slots,
+                active: 0,
+                switch_ps: Ps::from(c.switch_cycles) * cores[cores.len() - 1].core.cycle_ps,
+                switches: 0,
+            });
+        }
+        sys.interrupt_targets = cores.len();
+        Ok(Platform {
+            cfg: cfg.clone(),
+            cores,
+            engines,
+            sys,
+            agents,
+            rings: Rings::new(&cfg.rings),
+            offload_to,
+            now: 0,
+            ran: false,
+            targets: Vec::new(),
+            warmup: 0,
+            window_start: None,
+        })
+    }
+
+    /// The memory controllers (e.g. to attach a command log).
+    pub fn mem_mut(&mut self) -> &mut MemoryPort {
+        self.sys.mem_mut()
+    }
+
+    /// Runs each core (context) for `warmup` program instructions and then `targets[i]` more
+    /// (a copy or initialisation counting as one instruction, whatever mechanism runs it),
+    /// instead of to the end of its program. A core past its target keeps running its program,
+    /// so the others still compete with it (the multi-programmed method of RowClone section
+    /// 7.4); the run stops once every core reached its target (or finished its program). Each
+    /// core's statistics give the time and cycles from its warm-up to its target, and
+    /// [`PlatformStats::window`] the system's traffic, energy and instructions from the moment
+    /// every core was warm to the end (the caches then hold a steady population of dirty lines,
+    /// so a mechanism's write-backs are not left uncounted in them).
+    pub fn set_work_targets(
+        &mut self,
+        warmup: u64,
+        targets: Vec<u64>,
+    ) -> Result<(), PlatformError> {
+        if targets.len() != self.cores.len() || targets.contains(&0) {
+            return Err(PlatformError::config(
+                "platform",
+                "(targets)",
+                format!(
+                    "{} instruction targets for {} cores (each must be positive)",
+                    targets.len(),
+                    self.cores.len()
+                ),
+            ));
+        }
+        self.targets = targets;
+        self.warmup = warmup;
+        Ok(())
+    }
+
+    /// Copies the cache contents of `other` into this platform (a warm start: e.g. the state a
+    /// program's earlier phase left, simulated once and reused). Cores beyond `other`'s keep
+    /// cold caches.
+    pub fn warm_caches_from(&mut self, other: &Platform) {
+        for (p, o) in self.sys.privs.iter_mut().zip(&other.sys.privs) {
+            p.l1 = o.l1.clone();
+            p.l2 = o.l2.clone();
+        }
+        self.sys.llc = other.sys.llc.clone();
+    }
+
+    /// How the core runs a workload operation under this platform's mechanism.
+    fn copy_by(&self, op: &Op) -> CopyBy {
+        match (self.cfg.copy.mechanism.as_str(), op) {
+            ("base", _) => CopyBy::Cpu,
+            ("ce", Op::Copy { .. }) => CopyBy::Offload,
+            ("ce", _) => CopyBy::Cpu,
+            // In-DRAM initialisation needs a row of the value: only zeroing is offered.
+            ("rowclone" | "rowclone-zi", Op::Init { value, .. }) if *value != 0 => CopyBy::Cpu,
+            (_, Op::Copy { .. } | Op::Init { .. }) => CopyBy::Offload,
+            _ => CopyBy::Cpu,
+        }
+    }
+
+    /// Where the allocator puts a copy's destination page.
+    fn place(&self, src: u64, dst: u64, policy: DstPolicy) -> u64 {
+        if policy == DstPolicy::AsGiven {
+            return dst;
+        }
+        let spec = self.sys.mem().spec();
+        let org = &spec.org;
+        let row_bytes = org.row_bytes();
+        let mut loc = self.sys.locate(src);
+        match policy {
+            DstPolicy::SameSubarray => {
+                let r = org.subarray_rows.max(4);
+                let base = loc.row - loc.row % r;
+                let off = loc.row % r;
+                let mut cand = (off + r / 2) % r;
+                while cand == off || cand >= r - 2 {
+                    cand = (cand + 1) % r;
+                }
+                loc.row = base + cand;
+            }
+            DstPolicy::OtherBank => {
+                let banks = org.banks_per_rank() / org.bank_groups.max(1);
+                loc.bank = (loc.bank + 1) % banks.max(1);
+            }
+            DstPolicy::AsGiven => {}
+        }
+        let page = self.sys.mem().address_of(&loc);
+        page - page % row_bytes.min(self.cfg.copy.page_bytes)
+            + src % row_bytes.min(self.cfg.copy.page_bytes)
+    }
+
+    /// A multithreaded core whose running context waits for memory (or has finished) swaps to
+    /// the next context that can run, paying the swap cost; the others sleep.
+    #[inline]
+    fn maybe_switch(&mut self, e: usize, now: Ps) {
+        let eng = &self.engines[e];
+        if eng.slots.len() < 2 {
+            return;
+        }
+        let cur = eng.slots[eng.active];
+        let stuck = |c: &CoreSlot| c.core.drained() || c.core.waiting_on_memory();
+        if !stuck(&self.cores[cur]) {
+            return;
+        }
+        let n = eng.slots.len();
+        let Some(pos) = (1..n)
+            .map(|d| (eng.active + d) % n)
+            .find(|&p| !stuck(&self.cores[eng.slots[p]]))
+        else {
+            return;
+        };
+        let next = eng.slots[pos];
+        let switch = eng.switch_ps;
+        let cy = self.cores[next].core.cycle_ps;
+        let eng = &mut self.engines[e];
+        eng.active = pos;
+        eng.switches += 1;
+        self.cores[cur].next = Ps::MAX;
+        let at = now.div_ceil(cy) * cy + switch;
+        self.cores[next].next = at.max(now + cy);
+    }
+
+    /// Hands core `i` one operation of its program: addresses moved by the core's offset, a
+    /// copy's destination placed, ring operations expanded. Returns the new `@dst`.
+    fn feed(&mut self, i: usize, op: Op, last_dst: u64, ring_map: &[u16]) -> u64 {
+        let off = self.cores[i].offset;
+        let mut op = shift(op, off);
+        let mut dst = last_dst;
+        match op {
+            Op::Copy {
+                src,
+                dst: d0,
+                bytes,
+                policy,
+            } => {
+                let d = self.place(src, d0, policy);
+                dst = d.wrapping_sub(off);
+                op = Op::Copy {
+                    src,
+                    dst: d,
+                    bytes,
+                    policy,
+                };
+            }
+            Op::Init { dst: d, .. } => dst = d.wrapping_sub(off),
+            Op::RingPush { ring } | Op::RingPop { ring } => {
+                let push = matches!(op, Op::RingPush { .. });
+                let r = ring_map.get(ring as usize).copied().unwrap_or(0);
+                let mut ops = Vec::new();
+                self.rings.expand(r, push, &mut ops);
+                for o in ops {
+                    self.cores[i].core.push_op(&o, CopyBy::Cpu);
+                }
+                return dst;
+            }
+            _ => {}
+        }
+        let by = self.copy_by(&op);
+        self.cores[i].core.push_op(&op, by);
+        dst
+    }
+
+    /// Core `c` takes an interrupt: entry cost, its program's handler, return.
+    fn take_interrupt(&mut self, c: usize, handler: Option<&Workload>, ring_map: &[u16]) {
+        let ic = self.cfg.interrupts.clone();
+        self.cores[c].core.begin_interrupt(ic.entry_cycles);
+        if let Some(h) = handler {
+            let mut last = 0;
+            for op in h.ops().take(MAX_HANDLER_OPS) {
+                last = self.feed(c, op, last, ring_map);
+            }
+        }
+        self.cores[c].core.end_interrupt(ic.exit_cycles);
+    }
+
+    /// Runs `workload` to the end (on every core whose group names no workload of its own).
+    pub fn run(&mut self, workload: &Workload) -> Result<PlatformStats, PlatformError> {
+        self.run_with_progress(workload, &mut |_| {})
+    }
+
+    /// The workload each core runs: its group's, or `default`.
+    fn workloads(&self, default: &Workload) -> Result<Vec<Workload>, PlatformError> {
+        let mut out = Vec::new();
+        for (g, spec) in self.cfg.cores.iter().enumerate() {
+            if spec.workload.is_empty() {
+                out.push(default.clone());
+            } else {
+                out.push(Workload::load(&spec.workload, &spec.params).map_err(|e| {
+                    PlatformError::config("platform", format!("cores[{g}].workload"), e.to_string())
+                })?);
+            }
+        }
+        if out.is_empty() {
+            out.push(default.clone());
+        }
+        Ok(out)
+    }
+
+    /// Runs `workload`, calling `progress` with the number of operations done now and then.
+    pub fn run_with_progress(
+        &mut self,
+        workload: &Workload,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<PlatformStats, PlatformError> {
+        let programs = self.workloads(workload)?;
+        self.run_programs(programs, progress)
+    }
+
+    /// Runs one program per core group (`programs[g]` on the cores of `[[cores]]` group `g`; one
+    /// program for a single-core platform), calling `progress` now and then.
+    pub fn run_programs(
+        &mut self,
+        programs: Vec<Workload>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<PlatformStats, PlatformError> {
+        let groups = self.cfg.cores.len().max(1);
+        if programs.len() != groups {
+            return Err(PlatformError::config(
+                "platform",
+                "cores",
+                format!("{} programs for {groups} core groups", programs.len()),
+            ));
+        }
+        if self.ran {
+            return Err(PlatformError::config(
+                "platform",
+                "(run)",
+                "a platform runs one workload; make a new one (Platform::warm_caches_from carries the cache contents over)",
+            ));
+        }
+        self.ran = true;
+        let start = self.now;
+        let mut streams: Vec<OpStream<'_>> = self
+            .cores
+            .iter()
+            .map(|c| programs[c.group.min(programs.len() - 1)].ops())
+            .collect();
+        for c in self.cores.iter_mut() {
+            if c.next != Ps::MAX {
+                c.next = start;
+            }
+        }
+        // Each program's ring names, as the platform's ring indices.
+        let mut ring_maps = Vec::new();
+        for w in &programs {
+            let mut m = Vec::new();
+            for name in &w.rings {
+                m.push(self.rings.index(name).ok_or_else(|| {
+                    PlatformError::workload(
+                        &w.source,
+                        "ops",
+                        format!(
+                            "ring '{name}' is not one of the platform's rings ({})",
+                            self.rings.names().join(", ")
+                        ),
+                    )
+                })?);
+            }
+            ring_maps.push(m);
+        }
+        let handlers: Vec<Option<Workload>> = programs.iter().map(|w| w.handler()).collect();
+        let mut n_ops: u64 = 0;
+        let mut guard: u64 = 0;
+        let mut last_now = start;
+        // Progress watch: time may advance (DRAM refresh) while nothing retires (a model bug).
+        let mut run_guard = RunGuard::new("the platform run");
+        let mut watch = (0u64, start);
+        let mut wake_buf: Vec<(Token, Ps)> = Vec::new();
+        loop {
+            run_guard.step()?;
+            if run_guard.steps().is_multiple_of(1 << 16) {
+                let retired: u64 = self
+                    .cores
+                    .iter()
+                    .map(|c| c.core.counters.instructions)
+                    .sum();
+                if retired != watch.0 {
+                    watch = (retired, self.now);
+                } else if self.now - watch.1 > STALL_PS {
+                    let states: Vec<String> = self
+                        .cores
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            format!(
+                                "core {i}: {}, {}",
+                                c.core.state(),
+                                self.sys.private_state(i)
+                            )
+                        })
+                        .collect();
+                    return Err(PlatformError::Stalled(format!(
+                        "nothing retired from {} ns to {} ns; {}",
+                        watch.1 / 1000,
+                        self.now / 1000,
+                        states.join("; ")
+                    )));
+                }
+            }
+            // Feed the front ends.
+            let mut all_drained = true;
+            for (i, stream) in streams.iter_mut().enumerate() {
+                while self.cores[i].core.wants_op() {
+                    match stream.next() {
+                        Some(op) => {
+                            let g = self.cores[i].group.min(programs.len() - 1);
+                            stream.last_dst = self.feed(i, op, stream.last_dst, &ring_maps[g]);
+                            n_ops += 1;
+                            if n_ops.is_multiple_of(4096) {
+                                progress(n_ops);
+                            }
+                        }
+                        None => self.cores[i].core.end_of_input(),
+                    }
+                }
+                let c = &mut self.cores[i];
+                if c.core.drained() {
+                    if c.done_at.is_none() {
+                        c.done_at = Some(self.now);
+                    }
+                } else {
+                    all_drained = false;
+                }
+            }
+            if all_drained && self.sys.idle() && self.agents.idle() {
+                break;
+            }
+            if !self.targets.is_empty() && self.targets_reached() {
+                break;
+            }
+            let mem_t = self.sys.mem_time();
+            let ev_t = self.sys.events.peek_time().unwrap_or(Ps::MAX);
+            let core_t = self.cores.iter().map(|c| c.next).min().unwrap_or(Ps::MAX);
+            let now = core_t.min(mem_t).min(ev_t);
+            if now == Ps::MAX {
+                return Err(PlatformError::Stalled(format!(
+                    "at {} ns nothing is scheduled but the cores have not finished ({} window entries)",
+                    self.now / 1000,
+                    self.cores.iter().map(|c| c.core.window_len()).sum::<usize>()
+                )));
+            }
+            if now == last_now {
+                guard += 1;
+                if guard > 1_000_000 {
+                    return Err(PlatformError::Stalled(format!(
+                        "no progress at {} ns",
+                        now / 1000
+                    )));
+                }
+            } else {
+                guard = 0;
+                last_now = now;
+            }
+            self.now = now;
+            if mem_t <= now {
+                self.sys.step_memory(&mut self.agents);
+            }
+            if let Some(e) = self.sys.fatal.take() {
+                return Err(PlatformError::Dram(e));
+            }
+            while let Some((t, ev)) = self.sys.events.pop_due(now) {
+                match ev {
+                    Ev::Offer(id) => self.sys.offer(t, id, &mut self.agents),
+                    Ev::Fill(id) => self.sys.on_fill(t, id),
+                    Ev::Agent { agent, kind, id } => {
+                        if let Some(a) = self.agents.list.get_mut(agent as usize) {
+                            a.event(&mut self.sys, t, kind, id);
+                        }
+                    }
+                    Ev::Poke(c) => self.sys.poke(c as usize),
+                    Ev::Interrupt(c) => {
+                        let c = c as usize;
+                        let g = self.cores[c].group.min(programs.len() - 1);
+                        self.take_interrupt(c, handlers[g].as_ref(), &ring_maps[g]);
+                        self.sys.poke(c);
+                    }
+                }
+            }
+            for e in 0..self.engines.len() {
+                let p = &mut self.sys.privs[e];
+                if !p.wakeups.is_empty() || p.poke {
+                    let poke = std::mem::take(&mut p.poke);
+                    // Swapped with a buffer the loop keeps, so no allocation per wake-up.
+                    std::mem::swap(&mut p.wakeups, &mut wake_buf);
+                    let eng = &self.engines[e];
+                    for (tok, t) in wake_buf.drain(..) {
+                        if let Some(&i) = eng.slots.get(token_context(tok) as usize) {
+                            self.cores[i].core.memory_done(tok, t);
+                        }
+                    }
+                    for &i in &eng.slots {
+                        if poke {
+                            self.cores[i].core.poke();
+                        }
+                    }
+                    // The running context looks again at its next cycle boundary.
+                    let c = &mut self.cores[eng.slots[eng.active]];
+                    let cy = c.core.cycle_ps;
+                    let aligned = now.div_ceil(cy) * cy;
+                    c.next = c.next.min(aligned.max(now));
+                    if eng.slots.len() > 1 {
+                        self.maybe_switch(e, now);
+                    }
+                }
+            }
+            for i in 0..self.cores.len() {
+                if self.cores[i].next > now {
+                    continue;
+                }
+                let e = self.cores[i].engine;
+                let mut port = Port {
+                    sys: &mut self.sys,
+                    agents: &mut self.agents,
+                    rings: &mut self.rings,
+                    core: e,
+                    offload_to: self.offload_to,
+                };
+                let c = &mut self.cores[i];
+                c.next = c.core.tick(now, &mut port);
+                let cy = c.core.cycle_ps;
+                let p = &mut self.sys.privs[e];
+                if !p.wakeups.is_empty() {
+                    std::mem::swap(&mut p.wakeups, &mut wake_buf);
+                    for (tok, t) in wake_buf.drain(..) {
+                        if let Some(&k) = self.engines[e].slots.get(token_context(tok) as usize) {
+                            self.cores[k].core.memory_done(tok, t);
+                        }
+                    }
+                    let c = &mut self.cores[i];
+                    c.next = c.next.min(now + cy);
+                }
+                let p = &mut self.sys.privs[e];
+                if p.poke {
+                    p.poke = false;
+                    for &k in &self.engines[e].slots {
+                        self.cores[k].core.poke();
+                    }
+                    let c = &mut self.cores[i];
+                    c.next = c.next.min(now + cy);
+                }
+                if self.engines[e].slots.len() > 1 {
+                    self.maybe_switch(e, now);
+                }
+            }
+        }
+        progress(n_ops);
+        let reports: Vec<_> = self.agents.list.iter().map(|a| a.report()).collect();
+        let end = reports.iter().fold(self.now, |e, r| e.max(r.last_done));
+        Ok(self.stats(&programs, start, end, &reports))
+    }
+
+    /// Notes the cores that finished their warm-up or reached their target (marking the
+    /// window's start when the last one is warm); whether all reached their targets.
+    fn targets_reached(&mut self) -> bool {
+        let now = self.now;
+        let (mut all_warm, mut all) = (true, true);
+        for (c, &t) in self.cores.iter_mut().zip(&self.targets) {
+            let work = c.core.counters.work_instructions;
+            if c.warm_at.is_none() {
+                if work >= self.warmup {
+                    c.warm_at = Some(now);
+                } else if let Some(d) = c.done_at {
+                    c.warm_at = Some(d);
+                }
+            }
+            if c.target_at.is_none() {
+                if c.warm_at.is_some() && work >= self.warmup + t {
+                    c.target_at = Some(now);
+                } else if let Some(d) = c.done_at {
+                    c.target_at = Some(d);
+                } else {
+                    all = false;
+                }
+            }
+            all_warm &= c.warm_at.is_some();
+        }
+        if all_warm && self.window_start.is_none() {
+            self.window_start = Some(self.mark(now));
+        }
+        all
+    }
+
+    /// The system's counters now.
+    fn mark(&mut self, now: Ps) -> WindowMark {
+        let dram = self.sys.mem.stats(now / self.sys.tck.max(1));
+        let lines = dram.reads + dram.writes;
+        WindowMark {
+            at: now,
+            work: self
+                .cores
+                .iter()
+                .map(|c| c.core.counters.work_instructions)
+                .sum(),
+            channel_bytes: dram.channel_bytes,
+            copy_bytes: self.sys.traffic.copy_bytes,
+            bulk_bytes: lines.saturating_sub(self.sys.offered_lines) * 64,
+            energy_nj: dram.energy.total_nj,
+            dirty: self.dirty_lines(),
+        }
+    }
+
+    /// Dirty lines in all caches (a line dirty at two levels counted once), and of them the
+    /// ones a copy or initialisation dirtied.
+    fn dirty_lines(&self) -> (u64, u64) {
+        let (mut all, mut by_copy) = (0u64, 0u64);
+        let mut count = |c: bool| {
+            all += 1;
+            by_copy += u64::from(c);
+        };
+        for p in &self.sys.privs {
+            for (_, c) in p.l2.dirty_lines() {
+                count(c);
+            }
+            for (line, c) in p.l1.dirty_lines() {
+                if !p.l2.is_dirty(line) {
+                    count(c);
+                }
+            }
+        }
+        if let Some(l) = &self.sys.llc {
+            for (line, c) in l.dirty_lines() {
+                if !self
+                    .sys
+                    .privs
+                    .iter()
+                    .any(|p| p.l2.is_dirty(line) || p.l1.is_dirty(line))
+                {
+                    count(c);
+                }
+            }
+        }
+        (all, by_copy)
+    }
+
+    fn stats(
+        &mut self,
+        programs: &[Workload],
+        start: Ps,
+        end: Ps,
+        reports: &[crate::agents::AgentReport],
+    ) -> PlatformStats {
+        let tck = self.sys.tck;
+        let dram = self.sys.mem.stats(end.div_ceil(tck));
+        let h = &self.sys;
+        let elapsed = end - start;
+        let cycle0 = self.cores[0].core.cycle_ps.max(1);
+        let cycles = elapsed / cycle0;
+        let dram_lines = dram.reads + dram.writes;
+        // Lines the controllers moved on their own (MC-DMA and the channel part of RowClone's
+        // split) are copy traffic too.
+        let bulk_lines = dram_lines.saturating_sub(h.offered_lines);
+        let mut traffic = h.traffic.clone();
+        traffic.bulk_bytes = bulk_lines * 64;
+        traffic.channel_bytes = dram.channel_bytes;
+        let copy_total = traffic.copy_bytes + traffic.bulk_bytes;
+        traffic.fmtc = if traffic.channel_bytes > 0 {
+            copy_total as f64 / traffic.channel_bytes as f64
+        } else {
+            0.0
+        };
+        traffic.bandwidth_gbs = if elapsed > 0 {
+            traffic.channel_bytes as f64 / (elapsed as f64 / 1000.0)
+        } else {
+            0.0
+        };
+        let (mut copies, mut copy_time) = (0u64, 0u64);
+        let mut lines = CopyLines::default();
+        for r in reports {
+            copies += r.ops;
+            copy_time += r.op_time;
+            lines.engine_read += r.lines.engine_read;
+            lines.engine_from_cache += r.lines.engine_from_cache;
+            lines.engine_written += r.lines.engine_written;
+            lines.flushed += r.lines.flushed;
+            lines.invalidated += r.lines.invalidated;
+            lines.inserted += r.lines.inserted;
+        }
+        let mut instructions = 0;
+        let mut stall_cycles = 0;
+        let mut caches = CacheStats::default();
+        let mut per_core = Vec::new();
+        let window_of = |c: &CoreSlot| match (c.warm_at, c.target_at) {
+            (Some(w), Some(t)) => t.saturating_sub(w),
+            _ => 0,
+        };
+        for (i, c) in self.cores.iter().enumerate() {
+            let k = &c.core.counters;
+            instructions += k.instructions;
+            stall_cycles += k.stall_cycles;
+            let p = &h.privs[c.engine];
+            if self.engines[c.engine].slots[0] == i {
+                caches.l1_hits += p.l1.hits;
+                caches.l1_misses += p.l1.misses;
+                caches.l2_hits += p.l2.hits;
+                caches.l2_misses += p.l2.misses;
+            }
+            let done = c.done_at.unwrap_or(end).saturating_sub(start);
+            let cyc = done / c.core.cycle_ps.max(1);
+            per_core.push(CoreStats {
+                core: i as u32,
+                kind: c.core.kind().to_string(),
+                workload: programs[c.group.min(programs.len() - 1)].spec.name.clone(),
+                time_ns: done as f64 / 1000.0,
+                cycles: cyc,
+                instructions: k.instructions,
+                ipc: if cyc > 0 {
+                    k.instructions as f64 / cyc as f64
+                } else {
+                    0.0
+                },
+                l1_misses: p.l1.misses,
+                l2_misses: p.l2.misses,
+                interrupts: k.interrupts,
+                engine: c.engine as u32,
+                context_switches: self.engines[c.engine].switches,
+                work_instructions: k.work_instructions,
+                target_instructions: self.targets.get(i).copied().unwrap_or(0),
+                target_ns: window_of(c) as f64 / 1000.0,
+                target_cycles: window_of(c) / c.core.cycle_ps.max(1),
+            });
+        }
+        caches.llc_hits = h.llc.as_ref().map_or(0, |l| l.hits);
+        caches.llc_misses = h.llc.as_ref().map_or(0, |l| l.misses);
+        let single = self.cores.len() == 1;
+        let work_now: u64 = self
+            .cores
+            .iter()
+            .map(|c| c.core.counters.work_instructions)
+            .sum();
+        let window = self.window_start.map(|m| {
+            // Write-backs owed: the change in the caches' dirty lines over the window, charged
+            // as line writes (their share of the run's write, activate, precharge and I/O
+            // energy per line).
+            let (d_all, d_copy) = self.dirty_lines();
+            let owed = d_all as f64 - m.dirty.0 as f64;
+            let owed_copy = d_copy as f64 - m.dirty.1 as f64;
+            let en = &dram.energy;
+            let per_write = if dram.writes > 0 {
+                en.write_nj / dram.writes as f64
+            } else {
+                0.0
+            };
+            let per_line = if dram_lines > 0 {
+                per_write + (en.io_nj + en.activate_nj + en.precharge_nj) / dram_lines as f64
+            } else {
+                0.0
+            };
+            let bytes = |v: f64| (v.max(0.0) * 64.0).round() as u64;
+            let channel = traffic.channel_bytes.saturating_sub(m.channel_bytes) as f64 / 64.0;
+            let copy = (traffic.copy_bytes + traffic.bulk_bytes)
+                .saturating_sub(m.copy_bytes + m.bulk_bytes) as f64
+                / 64.0;
+            WindowStats {
+                time_ns: end.saturating_sub(m.at) as f64 / 1000.0,
+                work_instructions: work_now.saturating_sub(m.work),
+                channel_bytes: bytes(channel + owed),
+                copy_bytes: bytes(copy + owed_copy),
+                dram_energy_nj: (en.total_nj - m.energy_nj + owed * per_line).max(0.0),
+            }
+        });
+        PlatformStats {
+            platform: self.cfg.name.clone(),
+            workload: programs[0].spec.name.clone(),
+            core: self.cfg.core.kind.clone(),
+            mechanism: self.cfg.copy.mechanism.clone(),
+            placement: self.cfg.copy.placement.clone(),
+            mode: self.cfg.copy.mode.clone(),
+            time_ns: elapsed as f64 / 1000.0,
+            core_cycles: cycles,
+            instructions,
+            ipc: if cycles > 0 {
+                instructions as f64 / cycles as f64
+            } else {
+                0.0
+            },
+            offloads: copies,
+            mean_offload_ns: if copies > 0 {
+                copy_time as f64 / copies as f64 / 1000.0
+            } else {
+                0.0
+            },
+            offload_time_ns: copy_time as f64 / 1000.0,
+            head_stall_cycles: stall_cycles,
+            pending_copy_stalls: h.guards.iter().map(|g| g.stalls).sum(),
+            copy_lines: lines,
+            caches,
+            bus_busy_fraction: if elapsed > 0 {
+                h.ic.busy_ps as f64 / elapsed as f64
+            } else {
+                0.0
+            },
+            dram_energy_nj: dram.energy.total_nj,
+            memory: traffic,
+            coherence: if single { None } else { Some(h.coherence) },
+            rings: self.rings.stats(),
+            interrupts: self.cores.iter().map(|c| c.core.counters.interrupts).sum(),
+            uncached_accesses: h.uncached_accesses,
+            window,
+            per_core: if single && self.targets.is_empty() {
+                Vec::new()
+            } else {
+                per_core
+            },
+            devices: reports.iter().filter_map(|r| r.device.clone()).collect(),
+            dram,
+        }
+    }
+}
+
+/// Runs `workload` on a fresh platform `cfg`.
+pub fn run(cfg: &PlatformConfig, workload: &Workload) -> Result<PlatformStats, PlatformError> {
+    Platform::new(cfg)?.run(workload)
+}

@@ -1,0 +1,98 @@
+//! The one entry point: `systems::simulate` runs every system by name, finds the system from a
+//! built-in preset's name, returns the same statistics as the system's own call inside the one
+//! report envelope, and refuses a wrong system, workload or parameter by name.
+use movelab_platform::config::io::IoConfig;
+use movelab_platform::config::network::NetworkIoConfig;
+use movelab_platform::systems::network_io::{self, Direction, RunSpec};
+use movelab_platform::systems::{io_pair, simulate, system_of_preset, Params, SYSTEMS};
+use movelab_platform::{PlatformConfig, Workload};
+use std::collections::BTreeMap;
+
+fn params(kv: &[(&str, toml::Value)]) -> Params {
+    kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
+fn none() -> toml::Value {
+    toml::Value::Table(Default::default())
+}
+
+#[test]
+fn every_system_runs_through_the_registry_with_its_own_results() {
+    let p = params(&[("pages", 8.into())]);
+    let r = simulate(None, "rowclone-system", &none(), "bulk-zero", &p).unwrap();
+    let cfg = PlatformConfig::load("rowclone-system").unwrap();
+    let w = Workload::load("bulk-zero", &BTreeMap::from([("pages".into(), 8)])).unwrap();
+    let s = movelab_platform::run(&cfg, &w).unwrap();
+    assert_eq!(r.system, "platform");
+    assert_eq!(r.stats, serde_json::to_value(&s).unwrap());
+    assert_eq!(r.time_ns, s.time_ns);
+
+    let over: toml::Value = toml::from_str("nic = { kind = \"idma\" }").unwrap();
+    let p = params(&[("count", 4.into()), ("bytes", 1500.into())]);
+    let r = simulate(None, "larsen-82598-gen1", &over, "stream", &p).unwrap();
+    let cfg = IoConfig::load("larsen-82598-gen1")
+        .unwrap()
+        .with_overrides(over.clone(), "test")
+        .unwrap();
+    let s = io_pair::stream(&cfg, 4, 1500).unwrap();
+    assert_eq!(r.system, "io-pair");
+    assert_eq!(r.stats, serde_json::to_value(&s).unwrap());
+
+    let over: toml::Value = toml::from_str("wire = { duration_us = 2000.0 }").unwrap();
+    let p = params(&[("config", "softnic".into()), ("payload", 256.into())]);
+    let r = simulate(Some("network-io"), "ixp2350", &over, "udp-rx", &p).unwrap();
+    let cfg = NetworkIoConfig::load("ixp2350")
+        .unwrap()
+        .with_overrides(&over, "test")
+        .unwrap();
+    let spec = RunSpec {
+        config: "softnic".into(),
+        direction: Direction::Rx,
+        payload: 256,
+        with_app: true,
+    };
+    let s = network_io::run(&cfg, &spec).unwrap();
+    assert_eq!(r.system, "network-io");
+    assert!(s.throughput_mbps > 0.0);
+    assert_eq!(
+        r.stats["throughput_mbps"],
+        serde_json::json!(s.throughput_mbps)
+    );
+}
+
+#[test]
+fn presets_name_their_system_and_bad_requests_are_refused_by_name() {
+    for s in SYSTEMS {
+        for p in (s.presets)() {
+            assert_eq!(system_of_preset(p).map(|x| x.name), Some(s.name), "{p}");
+        }
+        assert!(!(s.workloads)().is_empty());
+    }
+    let err = |sys: Option<&str>, cfg: &str, w: &str, p: Params| {
+        simulate(sys, cfg, &none(), w, &p).unwrap_err().to_string()
+    };
+    assert!(err(Some("nope"), "ixp2350", "udp-rx", Params::new()).contains("nope"));
+    let e = err(None, "/no/such.toml", "udp-rx", Params::new());
+    assert!(
+        e.contains("/no/such.toml") && e.contains("network-io"),
+        "{e}"
+    );
+    let e = err(None, "ixp2350", "udp-rxx", Params::new());
+    assert!(e.contains("udp-rxx") && e.contains("udp-rx"), "{e}");
+    let e = err(
+        None,
+        "larsen-82598-gen1",
+        "stream",
+        params(&[("cnt", 1.into())]),
+    );
+    assert!(e.contains("params.cnt") && e.contains("count"), "{e}");
+    let e = err(
+        None,
+        "rowclone-system",
+        "bulk-zero",
+        params(&[("pages", (-1).into())]),
+    );
+    assert!(e.contains("params.pages"), "{e}");
+    let e = err(None, "ixp2350", "udp-tx", params(&[("config", 3.into())]));
+    assert!(e.contains("params.config"), "{e}");
+}
