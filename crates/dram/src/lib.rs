@@ -14,6 +14,7 @@ pub mod command;
 pub mod config;
 pub mod controller;
 pub mod device;
+pub mod digest;
 pub mod energy;
 pub mod error;
 pub mod experiments;

@@ -288,6 +288,24 @@ impl ByteCount {
     }
 }
 
+impl IoConfig {
+    /// The link's static description, from `[link]`.
+    pub fn geometry(&self) -> Geometry {
+        let l = &self.link;
+        Geometry {
+            gen: l.gen,
+            lanes: l.lanes,
+            mps: l.mps,
+            mrrs: l.mrrs,
+            rcb: l.rcb,
+            completions: l.completions,
+            addr64: l.addr64,
+            ecrc: l.ecrc,
+            skp: l.skp,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,24 +432,6 @@ mod tests {
             prop_assert_eq!(down, len + cpls * 20);
             let w = l.write_cost(addr, len);
             prop_assert_eq!(w, len + l.split_write(addr, len).len() as u64 * 24);
-        }
-    }
-}
-
-impl IoConfig {
-    /// The link's static description, from `[link]`.
-    pub fn geometry(&self) -> Geometry {
-        let l = &self.link;
-        Geometry {
-            gen: l.gen,
-            lanes: l.lanes,
-            mps: l.mps,
-            mrrs: l.mrrs,
-            rcb: l.rcb,
-            completions: l.completions,
-            addr64: l.addr64,
-            ecrc: l.ecrc,
-            skp: l.skp,
         }
     }
 }
