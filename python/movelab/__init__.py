@@ -4,7 +4,9 @@ Two halves share one vocabulary of operations:
 
 * :mod:`movelab.dram` -- a fast, command-level DRAM simulator with in-DRAM copy (RowClone) and energy;
 * :mod:`movelab.host` -- a real asynchronous copy runtime with a software copy engine, IPC, and the
-  benchmarks that measure this machine.
+  benchmarks that measure this machine;
+* :func:`movelab.simulate` -- one entry point for every simulated system (the platform, two hosts
+  over PCIe, the network-I/O platform), returning one report.
 
 The heavy lifting is in Rust (``movelab._core``); this package is a thin, idiomatic layer over it.
 """
@@ -16,4 +18,6 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+from movelab.systems import simulate, systems
+
+__all__ = ["__version__", "simulate", "systems"]

@@ -15,7 +15,7 @@ from rich.console import Console
 from typer._click import exceptions as click
 from typer.core import TyperGroup
 
-from movelab._util import fail
+from movelab._util import TableJson, echo_json, fail, parse_set
 from movelab.dram.cli import app as dram_app
 from movelab.dram.cli import bench_dram
 from movelab.host.cli import bench_host_app
@@ -108,6 +108,83 @@ def report(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"report: {path}")
+
+
+def _param_value(item: str) -> tuple[str, Any]:
+    if "=" not in item:
+        raise typer.BadParameter(f"'{item}' is not NAME=VALUE (e.g. packets=100)", param_hint="--param")
+    key, raw = (s.strip() for s in item.split("=", 1))
+    if not key:
+        raise typer.BadParameter(f"'{item}': empty name", param_hint="--param")
+    try:
+        return key, int(raw, 0)
+    except ValueError:
+        return key, raw
+
+
+@app.command("run")
+def run_cmd(
+    config: str = typer.Argument(..., help="A built-in preset of any system (movelab systems) or a TOML file."),
+    workload: str = typer.Argument(..., help="A workload of that system (movelab systems) or a TOML file."),
+    system: str | None = typer.Option(None, "--system", help="The system of a TOML file: platform, io-pair or "
+                                                             "network-io [default: the preset's].", show_default=False),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a configuration KEY=VALUE.",
+                                          show_default=False),
+    param: list[str] | None = typer.Option(None, "--param", help="Workload parameter NAME=VALUE (an integer, or the "
+                                                                 "network system's config name).", show_default=False),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+) -> None:
+    """Run a workload on any simulated system and print its report."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    from movelab.dram import flatten
+    from movelab.systems import simulate
+
+    overrides = parse_set(set_)
+    params = dict(_param_value(p) for p in param or [])
+    try:
+        if fmt == "json":
+            r = simulate(config, workload, overrides, params, system)
+        else:
+            with Console(stderr=True).status("simulating"):
+                r = simulate(config, workload, overrides, params, system)
+    except (ValueError, TypeError, OSError) as e:
+        fail(e)
+    if fmt == "json":
+        echo_json(r)
+        return
+    t = Table(title=escape(f"{r['system']}: {r['config']} / {r['workload']}"), box=box.SIMPLE_HEAD)
+    t.add_column("statistic", no_wrap=True)
+    t.add_column("value", justify="right")
+    t.add_row("simulated time (us)", f"{r['time_ns'] / 1000:,.3f}")
+    for k, v in flatten(r["stats"]).items():
+        if isinstance(v, list | dict) or v is None:
+            continue
+        t.add_row(escape(k), escape(f"{v:,.4g}" if isinstance(v, float) else str(v)))
+    Console().print(t)
+
+
+@app.command("systems")
+def systems_cmd(fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json")) -> None:
+    """The simulated systems: their built-in presets and workloads (for movelab run)."""
+    from rich import box
+    from rich.table import Table
+
+    from movelab.systems import systems
+
+    s = systems()
+    if fmt == "json":
+        echo_json(s)
+        return
+    t = Table(box=box.SIMPLE_HEAD, title="systems (movelab run PRESET WORKLOAD)")
+    for c in ("system", "presets", "workloads (parameters)"):
+        t.add_column(c)
+    for x in s:
+        works = "\n".join(f"{w['name']} ({w['params']})" if w["params"] else w["name"] for w in x["workloads"])
+        t.add_row(f"{x['name']}\n{x['about']}", "\n".join(x["presets"]), works)
+    Console().print(t)
 
 
 def _print_version(value: bool) -> None:

@@ -48,7 +48,7 @@ def test_reproduction_rows_are_golden(name: str) -> None:
         path.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
         return
     want = json.loads(path.read_text())
-    moved = [(i, w, g) for i, (w, g) in enumerate(zip(want, rows)) if w != g]
+    moved = [(i, w, g) for i, (w, g) in enumerate(zip(want, rows, strict=False)) if w != g]
     detail = "\n".join(f"row {i}:\n  want {w}\n  got  {g}" for i, w, g in moved[:5])
     assert not moved and len(rows) == len(want), (
         f"{name}: {len(moved)} of {len(want)} rows moved ({len(rows)} rows now):\n{detail}")

@@ -12,6 +12,7 @@ mod network_io;
 mod onload;
 mod platform;
 mod rowclone_system;
+mod simulate;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -23,5 +24,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     onload::register(m)?;
     platform::register(m)?;
     rowclone_system::register(m)?;
+    simulate::register(m)?;
     Ok(())
 }

@@ -3,9 +3,9 @@
 use crate::dram::{json, verr};
 use crate::interrupt::detach_interruptible;
 use crate::platform::{call_progress, overrides};
+use movelab_platform::config::network::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
 use movelab_platform::experiments::wun_onload::{self, Point};
-use movelab_platform::network_io::{self, Direction, RunSpec};
-use movelab_platform::network_io_config::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
+use movelab_platform::systems::network_io::{self, Direction, RunSpec};
 use pyo3::prelude::*;
 
 /// Platform `platform` with the JSON `overrides` merged in.

@@ -2,9 +2,11 @@
 //! reproductions. Values cross as JSON strings; errors become `ValueError`.
 use crate::dram::{json, strip_nulls, verr};
 use crate::interrupt::detach_interruptible;
-use movelab_platform::config::{builtin_platform_names, PlatformConfig, BUILTIN_PLATFORMS};
+use movelab_platform::config::platform::{
+    builtin_platform_names, PlatformConfig, BUILTIN_PLATFORMS,
+};
+use movelab_platform::config::workload::{builtin_workload_names, Workload, BUILTIN_WORKLOADS};
 use movelab_platform::experiments::{larsen_idma, rowclone_fork, zhao_copy_engine};
-use movelab_platform::workload::{builtin_workload_names, Workload, BUILTIN_WORKLOADS};
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 
@@ -168,8 +170,8 @@ fn reproduce_rowclone_fork(
     json(&rows)
 }
 
-fn io_config(platform: &str, o: Option<&str>) -> PyResult<movelab_platform::io_config::IoConfig> {
-    let cfg = movelab_platform::io_config::IoConfig::load(platform).map_err(verr)?;
+fn io_config(platform: &str, o: Option<&str>) -> PyResult<movelab_platform::config::io::IoConfig> {
+    let cfg = movelab_platform::config::io::IoConfig::load(platform).map_err(verr)?;
     let ov = overrides(o)?;
     if ov.as_table().is_some_and(|t| t.is_empty()) {
         return Ok(cfg);
@@ -188,8 +190,8 @@ fn io_platform_config(platform: &str, overrides: Option<&str>) -> PyResult<Strin
 #[pyfunction]
 fn io_presets() -> PyResult<String> {
     let mut out = Vec::new();
-    for name in movelab_platform::io_config::builtin_io_names() {
-        let c = movelab_platform::io_config::IoConfig::preset(name).map_err(verr)?;
+    for name in movelab_platform::config::io::builtin_io_names() {
+        let c = movelab_platform::config::io::IoConfig::preset(name).map_err(verr)?;
         out.push(
             serde_json::json!({"name": name, "description": c.description, "source": c.source,
             "gen": c.link.gen, "lanes": c.link.lanes, "nic": c.nic.kind}),
@@ -222,7 +224,12 @@ fn io_run(
         }
     };
     let s = detach_interruptible(py, || {
-        movelab_platform::io_system::stream_between(&cfg, [&kinds[0], &kinds[1]], count, nbytes)
+        movelab_platform::systems::io_pair::stream_between(
+            &cfg,
+            [&kinds[0], &kinds[1]],
+            count,
+            nbytes,
+        )
     })?
     .map_err(verr)?;
     json(&s)

@@ -1,0 +1,69 @@
+"""The one entry point: ``movelab.simulate`` and ``movelab run`` run every system, give the same
+statistics as each system's own call, and refuse a wrong system, workload or parameter by name."""
+
+from __future__ import annotations
+
+import json
+
+import movelab
+import pytest
+from movelab import network, platform
+from movelab.cli import app
+from movelab.platform import io
+from typer.testing import CliRunner
+
+runner = CliRunner()
+SHORT = {"wire": {"duration_us": 2000.0}}
+
+
+def test_every_system_runs_with_its_own_results() -> None:
+    r = movelab.simulate("rowclone-system", "bulk-zero", params={"pages": 8})
+    assert r["system"] == "platform" and r["workload"] == "bulk-zero"
+    assert r["stats"] == platform.run("rowclone-system", "bulk-zero", params={"pages": 8}).stats
+    assert r["time_ns"] == r["stats"]["time_ns"] > 0
+
+    r = movelab.simulate("larsen-82598-gen1", "stream", params={"count": 3, "bytes": 1500})
+    assert r["system"] == "io-pair"
+    assert r["stats"]["time_ns"] == io.run("larsen-82598-gen1", 3, 1500).stats["time_ns"]
+
+    r = movelab.simulate("ixp2350", "udp-rx", SHORT, {"config": "softnic", "payload": 256})
+    assert r["system"] == "network-io"
+    own = network.run("softnic", "rx", 256, overrides=SHORT)
+    assert r["stats"]["throughput_mbps"] == own["throughput_mbps"] > 0
+
+
+def test_the_registry_lists_every_system_and_preset() -> None:
+    s = {x["name"]: x for x in movelab.systems()}
+    assert set(s) == {"platform", "io-pair", "network-io"}
+    assert "rowclone-system" in s["platform"]["presets"] and "ixp2350" in s["network-io"]["presets"]
+    assert {w["name"] for w in s["network-io"]["workloads"]} == {"udp-rx", "udp-tx"}
+
+
+@pytest.mark.parametrize("args, words", [
+    (("nope-preset", "stream"), ("nope-preset", "io-pair")),
+    (("ixp2350", "udp-rxx"), ("udp-rxx", "udp-rx")),
+    (("larsen-82598-gen1", "stream", None, {"cnt": 1}), ("params.cnt", "count")),
+    (("rowclone-system", "bulk-zero", None, {"pages": -1}), ("params.pages",)),
+    (("ixp2350", "udp-rx", None, None, "nope"), ("nope", "network-io")),
+    (("ixp2350", "udp-rx", {"host": {"costs": {"ip_rxx": 5}}}), ("host.costs.ip_rxx",)),
+])
+def test_bad_requests_are_refused_by_name(args: tuple, words: tuple[str, ...]) -> None:
+    with pytest.raises(ValueError) as e:
+        movelab.simulate(*args)
+    assert all(w in str(e.value) for w in words), str(e.value)
+
+
+def test_the_cli_runs_any_system() -> None:
+    r = runner.invoke(app, ["run", "larsen-82598-gen1", "stream", "--param", "count=2", "--set", "nic.kind=idma",
+                            "--format", "json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["system"] == "io-pair" and rep["stats"]["time_ns"] > 0
+    r = runner.invoke(app, ["run", "ixp2350", "udp-tx", "--param", "config=emu", "--param", "payload=64",
+                            "--set", "wire.duration_us=2000"])
+    assert r.exit_code == 0, r.output
+    assert "network-io: ixp2350 / udp-tx" in r.stdout and "throughput_mbps" in r.stdout
+    r = runner.invoke(app, ["run", "ixp2350", "udp-rx", "--param", "payload"])
+    assert r.exit_code == 2 and "NAME=VALUE" in r.output
+    r = runner.invoke(app, ["systems"])
+    assert r.exit_code == 0 and "network-io" in r.stdout and "udp-rx" in r.stdout
