@@ -5,6 +5,7 @@
 //! operations the core runs; nothing is materialised up front, so a run's memory does not grow
 //! with its length.
 use crate::sim::error::PlatformError;
+use crate::sim::preset::PresetSet;
 use movelab_dram::generator::Xoshiro256StarStar;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -33,8 +34,17 @@ pub const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The built-in workloads, through the one preset loader.
+pub const WORKLOADS: PresetSet = PresetSet {
+    kind: "workload",
+    unknown: "workload",
+    unknown_or_file: "workload or file",
+    dir: "workloads",
+    presets: BUILTIN_WORKLOADS,
+};
+
 pub fn builtin_workload_names() -> Vec<&'static str> {
-    BUILTIN_WORKLOADS.iter().map(|(n, _)| *n).collect()
+    WORKLOADS.names()
 }
 
 /// A number in a workload: an integer, or a string of terms joined by `+`, `-` and `*`, each an
@@ -332,25 +342,7 @@ impl Workload {
         name_or_path: &str,
         params: &BTreeMap<String, u64>,
     ) -> Result<Workload, PlatformError> {
-        let (text, src) =
-            if let Some((_, t)) = BUILTIN_WORKLOADS.iter().find(|(n, _)| *n == name_or_path) {
-                (
-                    t.to_string(),
-                    format!("presets/workloads/{name_or_path}.toml"),
-                )
-            } else if std::path::Path::new(name_or_path).exists() {
-                let t = std::fs::read_to_string(name_or_path).map_err(|e| PlatformError::Io {
-                    path: name_or_path.into(),
-                    what: e.to_string(),
-                })?;
-                (t, name_or_path.to_string())
-            } else {
-                return Err(PlatformError::Unknown {
-                    kind: "workload or file",
-                    name: name_or_path.into(),
-                    known: builtin_workload_names().join(", "),
-                });
-            };
+        let (text, src) = WORKLOADS.text(name_or_path)?;
         Workload::from_toml_str(&text, &src, params)
     }
 

@@ -42,10 +42,10 @@ impl PresetSet {
         parse(text, &self.source(name))
     }
 
-    /// A built-in preset by name, or a TOML file by path: its TOML and the name errors give it.
-    pub fn load(&self, name_or_path: &str) -> Result<(toml::Value, String), PlatformError> {
-        if self.names().contains(&name_or_path) {
-            return Ok((self.value(name_or_path)?, self.source(name_or_path)));
+    /// A built-in preset's text by name, or a file's by path, and the name errors give it.
+    pub fn text(&self, name_or_path: &str) -> Result<(String, String), PlatformError> {
+        if let Some((_, t)) = self.presets.iter().find(|(n, _)| *n == name_or_path) {
+            return Ok((t.to_string(), self.source(name_or_path)));
         }
         let p = std::path::Path::new(name_or_path);
         if !p.exists() {
@@ -59,7 +59,13 @@ impl PresetSet {
             path: name_or_path.into(),
             what: e.to_string(),
         })?;
-        Ok((parse(&text, name_or_path)?, name_or_path.to_string()))
+        Ok((text, name_or_path.to_string()))
+    }
+
+    /// A built-in preset by name, or a TOML file by path: its TOML and the name errors give it.
+    pub fn load(&self, name_or_path: &str) -> Result<(toml::Value, String), PlatformError> {
+        let (text, source) = self.text(name_or_path)?;
+        Ok((parse(&text, &source)?, source))
     }
 
     /// `v` with `preset = "NAME"` (if it has one) resolved: `v` layered over that built-in preset.
