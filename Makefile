@@ -58,9 +58,9 @@ test-python: install browser
 bench: install
 	$(CLI) bench dram --out $(REPORTS)/bench --force
 	$(CLI) bench platform --out $(REPORTS)/bench --force
-	$(CLI) bench host all --out $(REPORTS)/bench-host
+	$(CLI) bench host all --out $(REPORTS)/bench-host --force
 	$(CLI) bench host onload --out $(REPORTS)/bench-host --force
-	$(CLI) bench sweep --out $(REPORTS)/bench
+	$(CLI) bench sweep --out $(REPORTS)/bench --force
 
 clean:
 	rm -rf target $(VENV) $(REPORTS)

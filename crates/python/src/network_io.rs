@@ -2,7 +2,8 @@
 //! the `wun-onload` reproduction. Values cross as JSON strings; errors become `ValueError`.
 use crate::dram::{json, verr};
 use crate::interrupt::detach_interruptible;
-use crate::platform::{call_progress, overrides};
+use crate::interrupt::call_progress;
+use crate::platform::overrides;
 use movelab_platform::experiments::wun_onload::{self, Point};
 use movelab_platform::network_io::{self, Direction, RunSpec};
 use movelab_platform::network_io_config::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
@@ -86,7 +87,7 @@ fn reproduce_wun_onload(
     let ov = self::overrides(overrides)?;
     let rows = detach_interruptible(py, || {
         wun_onload::run(platform, &ov, &pts, &mut |d, t| {
-            call_progress(&progress, d, t)
+            call_progress(&progress, (d, t))
         })
     })?
     .map_err(verr)?;
