@@ -52,8 +52,8 @@ _COLUMNS = {
 }
 #: Short headers, so that a wide table fits a terminal.
 _HEADERS = {"direction": "dir", "payload_bytes": "bytes", "throughput_mbps": "Mb/s",
-            "host_cpu_ns_per_packet": "host ns/pkt", "engine_cpu_ns_per_packet": "engine ns/pkt",
-            "latency_p99_ns": "p99 ns", "corrupted": "bad"}
+            "host_cpu_ns_per_packet": "host ns", "engine_cpu_ns_per_packet": "engine ns",
+            "latency_p99_ns": "p99 us", "corrupted": "bad"}
 
 
 def _fmt(v: Any) -> str:
@@ -70,13 +70,15 @@ def _table(name: str, rows: list[dict[str, Any]]) -> Table:
     cols = [c for c in _COLUMNS[name] if any(c in r for r in rows)]
     short = name == "onload"
     t = Table(title=f"movelab bench host {name}", box=box.SIMPLE_HEAD if short else box.HEAVY_HEAD,
-              caption="every column: onload.csv" if short else None)
+              caption="ns per packet; every column: onload.csv" if short else None,
+              padding=0 if short else (0, 1), show_edge=not short)
     for c in cols:
         t.add_column(_HEADERS.get(c, c) if short else c, no_wrap=short,
                      justify="left" if c in ("engine", "cache", "case", "path", "worker", "note", "direction",
                                              "config", "source") else "right")
     for r in rows:
         t.add_row(*[bench.human_bytes(r[c]) if c.endswith("bytes") and isinstance(r.get(c), int) and r[c] > 0
+                    else f"{r[c] / 1000:,.1f}" if c == "latency_p99_ns" and short and isinstance(r.get(c), int | float)
                     else _fmt(r.get(c)) for c in cols])
     return t
 
