@@ -22,6 +22,7 @@ from movelab._util import (
     check_output_dir,
     echo_json,
     finite,
+    lit,
     output_path,
     parse_set,
     parse_size,
@@ -196,7 +197,7 @@ def run_cmd(
     else:
         console.print(_stats_table(res.stats))
         if log is not None:
-            console.print(f"command log: {log} (check it with: movelab dram check {log})")
+            console.print(f"command log: {lit(log)} (check it with: movelab dram check {lit(log)})")
 
 
 @app.command("check")
@@ -246,7 +247,7 @@ def generate_cmd(
                                   "footprint_bytes": parse_size(footprint, "--footprint")}, tmp, fmt.value)
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
-    console.print(f"wrote {n:,} requests to {path}")
+    console.print(f"wrote {n:,} requests to {lit(path)}")
 
 
 def _sizes(text: str, option: str) -> tuple[int, ...]:

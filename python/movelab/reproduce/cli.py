@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from movelab._util import TableJson, check_output_dir, parse_set, staged_dir
+from movelab._util import TableJson, check_output_dir, lit, parse_set, staged_dir
 from movelab._util import fail as _fail
 from movelab.reproduce import write_rows
 
@@ -463,23 +463,31 @@ def all_cmd(
     cluster: str | None = typer.Option(None, "--cluster", help=_CLUSTER_HELP, show_default=False),
     workers: int | None = typer.Option(None, "--workers", min=1, max=4096, help=_WORKERS_HELP,
                                        show_default=False),
+    quick: bool = typer.Option(False, "--quick", help="A smoke test in seconds: every reproduction and its files, "
+                                                      "on shorter runs (fewer packets, messages, pages, "
+                                                      "instructions and mixes) than the papers' [default: off]."),
 ) -> None:
     """Run every reproduction, printing tables and writing CSV/JSON/PNG under OUT/<name>/."""
     for name, files in FILES.items():
         check_output_dir(out / name, files, force)
     if cluster is not None or workers is not None:
         _executor(ctx, cluster, workers)
+    # The papers' run lengths, or (--quick) short ones that still give every row, table and plot.
+    packets, small, large = (50, 200, 8) if quick else (200, 2000, 64)
+    sizes, pages, zero_pages = ([8], [2, 64], 64) if quick else (None, None, 1024)
+    payloads = [64, 1472] if quick else None
+    instructions, warmup, mixes = (10_000, 5_000, 2) if quick else (100_000, 50_000, 10)
     jobs = [
         ("rowclone-latency", lambda d: _rowclone_latency("table", "rowclone-ddr3-1066", {}, d, force)),
-        ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, 200, d, force)),
-        ("rowclone-fork", lambda d: _rowclone_fork("table", {}, None, None, 1024, d, force)),
-        ("larsen-idma", lambda d: _larsen_idma("table", 2000, 64, d, force)),
-        ("wun-onload", lambda d: _wun_onload("table", {}, None, None, d, force)),
-        ("rowclone-apps", lambda d: _rowclone_apps("table", {}, None, 100_000, 50_000, d, force)),
-        ("rowclone-multicore", lambda d: _rowclone_multicore("table", {}, None, 10, 7, None, 100_000, 50_000, d,
-                                                             force)),
+        ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, packets, d, force)),
+        ("rowclone-fork", lambda d: _rowclone_fork("table", {}, sizes, pages, zero_pages, d, force)),
+        ("larsen-idma", lambda d: _larsen_idma("table", small, large, d, force)),
+        ("wun-onload", lambda d: _wun_onload("table", {}, payloads, None, d, force)),
+        ("rowclone-apps", lambda d: _rowclone_apps("table", {}, None, instructions, warmup, d, force)),
+        ("rowclone-multicore", lambda d: _rowclone_multicore("table", {}, None, mixes, 7, None, instructions, warmup,
+                                                             d, force)),
     ]
     for i, (name, fn) in enumerate(jobs, 1):
         console.rule(f"{name} ({i}/{len(jobs)})")
         fn(out / name)
-    console.print(f"reports written under {out}/")
+    console.print(f"reports written under {lit(out)}/")

@@ -267,7 +267,7 @@ def load_spec(spec: str | Path | Mapping[str, Any], *, source: str | None = None
         if not path.is_file():
             raise SpecError(f"{path}: no such spec file")
         try:
-            raw = tomllib.loads(path.read_text())
+            raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is allowed, as in configs
         except tomllib.TOMLDecodeError as e:
             raise SpecError(f"{path}: not valid TOML: {e}") from None
         except UnicodeDecodeError:

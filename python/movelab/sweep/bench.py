@@ -12,20 +12,27 @@ from movelab import data
 from movelab.executor import cpu_count
 
 DEFAULT = "dram-240"
+#: Requests per point of ``--quick``.
+QUICK_COUNT = 2000
 
 
-def run_bench(spec: Path | None = None, workers: int | None = None, console=None) -> dict[str, Any]:
+def run_bench(spec: Path | None = None, workers: int | None = None, console=None,
+              count: int | None = None) -> dict[str, Any]:
     """Times the sweep ``spec`` (a TOML file; the shipped ``dram-240`` by default) with ``workers=1``
     (this process) and with ``workers`` local processes (every core by default); returns both
-    timings, the speedup and whether the tables are equal."""
+    timings, the speedup and whether the tables are equal. ``count`` replaces the workload's
+    request count (a quicker run of the same points)."""
+    import dataclasses
+
     from movelab import sweep
 
     if spec is None:
         raw, source = data.sweep_spec(DEFAULT)
         s = sweep.load_spec(raw, source=source)
     else:
-        s = sweep.load_spec(spec)
-        source = str(spec)
+        s, source = sweep.load_spec(spec), str(spec)
+    if count is not None and "count" in s.workload:
+        s = dataclasses.replace(s, workload={**s.workload, "count": count})
     n = workers or cpu_count()
     runs, tables = [], []
     for w in (1, n):

@@ -176,10 +176,12 @@ def bench_sweep(
     workers: int | None = typer.Option(None, "--workers", min=2, max=4096, help="Pool size [default: every core]."),
     out: Path | None = typer.Option(None, "--out", help="Directory for bench-sweep.json [default: none]."),
     force: bool = typer.Option(False, "--force", help="Overwrite bench-sweep.json in --out."),
+    quick: bool = typer.Option(False, "--quick", help="A smoke test: the same points with 2,000 requests each "
+                                                      "[default: off]."),
 ) -> None:
     """Speed of the executor: one sweep in one process and on the local pool (same table, speedup)."""
     from movelab.sweep import SpecError
-    from movelab.sweep.bench import run_bench
+    from movelab.sweep.bench import QUICK_COUNT, run_bench
 
     if out is not None:
         # Checked before minutes of benchmarking: an existing result is kept unless --force.
@@ -189,7 +191,7 @@ def bench_sweep(
         except OSError as e:
             _fail(f"--out {out}: cannot create the directory ({e.strerror or e})")
     try:
-        r = run_bench(spec, workers, console=err_console)
+        r = run_bench(spec, workers, console=err_console, count=QUICK_COUNT if quick else None)
     except SpecError as e:
         _fail(str(e))
     if out is not None:
