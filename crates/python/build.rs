@@ -22,7 +22,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets");
-    let root = root.canonicalize().expect("the presets folder beside crates/");
+    let root = root
+        .canonicalize()
+        .expect("the presets folder beside crates/");
     println!("cargo:rerun-if-changed={}", root.display());
     let mut files = Vec::new();
     walk(&root, &mut files);
@@ -30,8 +32,16 @@ fn main() {
     code.push_str("pub(crate) const FILES: &[(&str, &str)] = &[\n");
     for f in &files {
         let rel = f.strip_prefix(&root).expect("under presets/");
-        let rel = rel.to_str().expect("a UTF-8 preset path").replace('\\', "/");
-        writeln!(code, "    ({rel:?}, include_str!({:?})),", f.display().to_string()).unwrap();
+        let rel = rel
+            .to_str()
+            .expect("a UTF-8 preset path")
+            .replace('\\', "/");
+        writeln!(
+            code,
+            "    ({rel:?}, include_str!({:?})),",
+            f.display().to_string()
+        )
+        .unwrap();
     }
     code.push_str("];\n");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("package_files.rs");

@@ -256,6 +256,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
 @contextlib.contextmanager
 def _atomic_path(path: Path) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # an ordinary file's mode (mkstemp makes it private: 0600)
     os.close(fd)
     tmp_path = Path(tmp)
     try:

@@ -4,8 +4,8 @@
 //! once it has returned. So does an exception raised by a Python progress callback the
 //! computation calls ([`call_progress`]): Ctrl-C landing while the callback's Python code runs
 //! raises KeyboardInterrupt there, and it must stop the run too, not be dropped.
-use pyo3::prelude::*;
 use pyo3::call::PyCallArgs;
+use pyo3::prelude::*;
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 

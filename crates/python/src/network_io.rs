@@ -1,8 +1,8 @@
 //! Bindings for the network-I/O platform (Wun & Crowley's IXP2350-like system): its config and
 //! the `wun-onload` reproduction. Values cross as JSON strings; errors become `ValueError`.
 use crate::dram::{json, verr};
-use crate::interrupt::detach_interruptible;
 use crate::interrupt::call_progress;
+use crate::interrupt::detach_interruptible;
 use crate::platform::overrides;
 use movelab_platform::experiments::wun_onload::{self, Point};
 use movelab_platform::network_io::{self, Direction, RunSpec};

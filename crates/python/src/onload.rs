@@ -173,7 +173,12 @@ impl Drop for PyOnloadEngine {
     fn drop(&mut self) {
         if std::process::id() != self.owner {
             // A forked child: the engine's thread is the parent's; joining it would wait forever.
-            std::mem::forget(self.engine.get_mut().unwrap_or_else(|e| e.into_inner()).take());
+            std::mem::forget(
+                self.engine
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take(),
+            );
             std::mem::forget(self.replay.take());
         }
     }
@@ -269,10 +274,7 @@ impl PyUdpSocket {
         };
         // SAFETY: the export (held below until the completion is received or the socket is
         // closed, which waits for the engine to let go) keeps the memory valid and in place.
-        unsafe {
-            sock.post_raw(b.buf_ptr() as *mut u8, b.len_bytes(), tag)
-        }
-        .map_err(to_py)?;
+        unsafe { sock.post_raw(b.buf_ptr() as *mut u8, b.len_bytes(), tag) }.map_err(to_py)?;
         self.held
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -308,10 +310,7 @@ impl PyUdpSocket {
             let slice = deadline.map_or(SLICE, |d| {
                 d.saturating_duration_since(Instant::now()).min(SLICE)
             });
-            match py
-                .detach(|| sock.recv_raw(Some(slice)))
-                .map_err(to_py)?
-            {
+            match py.detach(|| sock.recv_raw(Some(slice))).map_err(to_py)? {
                 Some(c) => break Some(c),
                 None if deadline.is_some_and(|d| Instant::now() >= d) => break None,
                 None => py.check_signals()?,

@@ -19,7 +19,9 @@ fn package_file(name: &str) -> PyResult<&'static str> {
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, t)| *t)
-        .ok_or_else(|| PyFileNotFoundError::new_err(format!("no file presets/{name} ships with movelab")))
+        .ok_or_else(|| {
+            PyFileNotFoundError::new_err(format!("no file presets/{name} ships with movelab"))
+        })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -82,7 +82,6 @@ fn platform_run(
     json(&s)
 }
 
-
 /// Zhao et al. Table 3, Fig. 11, Table 4, Fig. 15: rows as JSON.
 #[pyfunction]
 #[pyo3(signature = (overrides=None, packets=200, payloads=None, progress=None, cores=None, figures=true))]

@@ -3,8 +3,8 @@
 //! one mix's runs, and the Table 7 summary, each a unit the Python executor can hand out. Values
 //! cross as JSON strings; errors become `ValueError`.
 use crate::dram::{json, verr};
-use crate::interrupt::detach_interruptible;
 use crate::interrupt::call_progress;
+use crate::interrupt::detach_interruptible;
 use crate::platform::{overrides, params};
 use movelab_platform::experiments::rowclone_apps::{self, Options as AppOptions};
 use movelab_platform::experiments::rowclone_multicore::{self, Mix, MixResult};

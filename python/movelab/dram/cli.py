@@ -240,6 +240,8 @@ def generate_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write a seeded synthetic trace in any supported format (to feed other simulators too)."""
+    if str(out) == "-":
+        raise typer.BadParameter("'-': a trace is written to a file; give its name", param_hint="--out")
     path = output_path(out, force, "--out")
     try:
         with atomic_path(path) as tmp:

@@ -78,16 +78,19 @@ FORCE_HELP = "Overwrite files that exist in --out."
 OUT_HELP = "Directory for CSV, JSON and PNG (an existing file there is kept unless --force)."
 
 
-def _int_list(text: str | None, option: str, most: int) -> list[int] | None:
-    """``"64,128"`` -> ``[64, 128]``; each from 1 to ``most``."""
+def _int_list(text: str | None, option: str, most: int, least: int = 1, count: int = 64) -> list[int] | None:
+    """``"64,128"`` -> ``[64, 128]``: 1 to ``count`` different integers, each from ``least`` to ``most``."""
     if text is None:
         return None
     try:
         values = [int(v.strip(), 0) for v in text.split(",") if v.strip()]
     except ValueError:
         raise typer.BadParameter(f"'{text}' is not a comma-separated list of integers", param_hint=option) from None
-    if not values or len(values) > 64 or any(not 1 <= v <= most for v in values):
-        raise typer.BadParameter(f"'{text}': give 1 to 64 integers from 1 to {most:,}, e.g. 64,128", param_hint=option)
+    if not values or len(values) > count or any(not least <= v <= most for v in values):
+        raise typer.BadParameter(f"'{text}': give 1 to {count} integers from {least} to {most:,}, e.g. 64,128",
+                                 param_hint=option)
+    if len(set(values)) != len(values):
+        raise typer.BadParameter(f"'{text}' repeats a value", param_hint=option)
     return values
 
 
@@ -365,7 +368,7 @@ def wun_onload(
     """Wun & Crowley: network I/O on small cores (emu nic, softnic, onloader), Fig. 3-6 and section 6."""
     check_output_dir(out, FILES["wun-onload"], force)
     exps = None if experiments is None else [e.strip() for e in experiments.split(",") if e.strip()]
-    _wun_onload(fmt, parse_set(set_), _int_list(payloads, "--payloads", 1472), exps, out, force)
+    _wun_onload(fmt, parse_set(set_), _int_list(payloads, "--payloads", 1472, least=16, count=32), exps, out, force)
 
 
 def _wun_onload(fmt: str, overrides: dict[str, Any], payloads: list[int] | None, experiments: list[str] | None,

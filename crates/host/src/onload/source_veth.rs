@@ -593,7 +593,12 @@ mod tests {
     fn namespace_names_carry_their_owner() {
         assert_eq!(namespace_owner("movelab-onl-4194303-7-a"), Some(4_194_303));
         assert_eq!(namespace_owner("movelab-onl-12-0-b"), Some(12));
-        for other in ["movelab-onl-12-0-c", "movelab-onl-12-a", "movelab-onl-x-0-a", "netns-12-0-a"] {
+        for other in [
+            "movelab-onl-12-0-c",
+            "movelab-onl-12-a",
+            "movelab-onl-x-0-a",
+            "netns-12-0-a",
+        ] {
             assert_eq!(namespace_owner(other), None, "{other}");
         }
     }
@@ -607,7 +612,9 @@ mod tests {
             eprintln!("skipped: not root");
             return;
         }
-        let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
         let dead = child.id();
         child.wait().expect("wait");
         let stale = format!("{NS_PREFIX}{dead}-0-a");
