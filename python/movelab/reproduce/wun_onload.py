@@ -265,7 +265,8 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     if g:
         axes[1].bar([str(k) for k in g], [v * 100 for v in g.values()], label="movelab")
         for key, ls in [("onloader_gain_small", ":"), ("onloader_gain_large", "--")]:
-            axes[1].axhline(p["rx"][key] * 100, color="grey", linestyle=ls, label=f"paper: {key.removeprefix('onloader_gain_')}")
+            axes[1].axhline(p["rx"][key] * 100, color="grey", linestyle=ls,
+                            label=f"paper: {key.removeprefix('onloader_gain_')}")
         axes[1].set_xlabel("UDP payload, bytes")
         axes[1].set_ylabel("onloader over softnic, %")
         axes[1].set_title("receive gain (Fig. 4)", fontsize=10)
