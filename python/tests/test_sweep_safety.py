@@ -15,11 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from movelab import sweep
-from movelab.cli import app
 from movelab.executor import Executor, Outcome
-from typer.testing import CliRunner
-
-runner = CliRunner()
+from test_sweep import cli
 
 SMALL = {
     "simulator": "dram",
@@ -28,12 +25,6 @@ SMALL = {
     "axes": {"controller.scheduler": ["frfcfs", "fcfs"], "workload.seed": [1, 2]},
     "keep": ["cycles", "time_ns"],
 }
-
-
-def cli(*args: object, code: int = 0) -> str:
-    r = runner.invoke(app, [str(a) for a in args])
-    assert r.exit_code == code, f"exit {r.exit_code} for {args}:\n{r.output}\n{r.exception!r}"
-    return r.output
 
 
 def test_resume_of_a_finished_table_refuses_a_changed_workload(tmp_path: Path) -> None:
