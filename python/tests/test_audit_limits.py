@@ -77,3 +77,27 @@ def test_sigterm_stops_the_onload_bench_as_ctrl_c_does(tmp_path: Path) -> None:
     assert p.returncode == 130, err  # handled (namespaces dropped after the point), not killed (-15)
     assert "interrupted" in err
     assert not (tmp_path / "onload.csv").exists()
+
+
+def test_every_output_is_locked_against_a_second_writer(tmp_path: Path) -> None:
+    """A reproduction's --out folder and a single output file are locked while written, as a sweep's
+    table is: another process writing there makes the run fail at once, naming it."""
+    from movelab._util import output_lock
+
+    out = tmp_path / "rep"
+    out.mkdir()
+    script = tmp_path / "hold.py"
+    script.write_text("import sys, time\nfrom pathlib import Path\nfrom movelab._util import output_lock\n"
+                      "with output_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(60)\n")
+    for target, args in [(out, ["reproduce", "rowclone-latency", "--out", out]),
+                         (tmp_path / "t.txt", ["dram", "generate", "random", "--count", "10", "-o", tmp_path / "t.txt"])]:
+        holder = subprocess.Popen([sys.executable, str(script), str(target)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+            text = cli(*args, code=2)
+            assert f"being written by process {holder.pid}" in " ".join(text.split())
+        finally:
+            holder.kill()
+            holder.wait()
+        with output_lock(target):  # free again once its holder is gone
+            pass
