@@ -89,8 +89,9 @@ def test_every_output_is_locked_against_a_second_writer(tmp_path: Path) -> None:
     script = tmp_path / "hold.py"
     script.write_text("import sys, time\nfrom pathlib import Path\nfrom movelab._util import output_lock\n"
                       "with output_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(60)\n")
+    trace = tmp_path / "t.txt"
     for target, args in [(out, ["reproduce", "rowclone-latency", "--out", out]),
-                         (tmp_path / "t.txt", ["dram", "generate", "random", "--count", "10", "-o", tmp_path / "t.txt"])]:
+                         (trace, ["dram", "generate", "random", "--count", "10", "-o", trace])]:
         holder = subprocess.Popen([sys.executable, str(script), str(target)], stdout=subprocess.PIPE, text=True)
         try:
             assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
