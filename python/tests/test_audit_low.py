@@ -70,3 +70,9 @@ def test_fig4_legend_names_the_paper_marks_in_full(tmp_path: Path, monkeypatch) 
     rows = wo.run(payloads=[64, 1472], experiments=["rx"])
     wo.write(rows, tmp_path)
     assert "paper: small" in labels and "paper: large" in labels
+
+
+def test_dram_run_gives_every_energy_in_one_unit() -> None:
+    text = cli("dram", "run", "ddr3-1600k-bench", "--generate", "random", "--count", "2000")
+    energy = text[text.index("energy total"):]
+    assert "nJ" not in energy and energy.count("uJ") >= 3

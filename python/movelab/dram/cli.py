@@ -117,10 +117,11 @@ def _stats_table(s: dict[str, Any]) -> Table:
         ("row hits / misses / conflicts", f"{s['row']['hits']:,} / {s['row']['misses']:,} / {s['row']['conflicts']:,}"),
         ("commands", ", ".join(f"{k} {v:,}" for k, v in s["commands"].items() if v)),
         ("energy total", f"{e['total_nj'] / 1000:,.3f} uJ"),
-        ("  act / pre / rd / wr / transfer", f"{e['activate_nj']:.1f} / {e['precharge_nj']:.1f} / {e['read_nj']:.1f}"
-                                             f" / {e['write_nj']:.1f} / {e['transfer_nj']:.1f} nJ"),
+        # The parts in the total's unit, with separators (one unit on every energy line).
+        ("  act / pre / rd / wr / transfer", " / ".join(f"{e[k] / 1000:,.3f}" for k in (
+            "activate_nj", "precharge_nj", "read_nj", "write_nj", "transfer_nj")) + " uJ"),
         ("  refresh / background / channel I/O",
-         f"{e['refresh_nj']:.1f} / {e['background_nj']:.1f} / {e['io_nj']:.1f} nJ"),
+         " / ".join(f"{e[k] / 1000:,.3f}" for k in ("refresh_nj", "background_nj", "io_nj")) + " uJ"),
     ]
     if not s.get("energy_available", True):
         # No public currents for this part: say so instead of printing zeros as energy.
