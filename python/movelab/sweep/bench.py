@@ -13,7 +13,7 @@ from movelab.executor import cpu_count
 
 DEFAULT = "dram-240"
 #: Requests per point of ``--quick``.
-QUICK_COUNT = 2000
+QUICK_COUNT = 500
 
 
 def run_bench(spec: Path | None = None, workers: int | None = None, console=None,

@@ -176,7 +176,7 @@ def bench_sweep(
     workers: int | None = typer.Option(None, "--workers", min=2, max=4096, help="Pool size [default: every core]."),
     out: Path | None = typer.Option(None, "--out", help="Directory for bench-sweep.json [default: none]."),
     force: bool = typer.Option(False, "--force", help="Overwrite bench-sweep.json in --out."),
-    quick: bool = typer.Option(False, "--quick", help="A smoke test: the same points with 2,000 requests each "
+    quick: bool = typer.Option(False, "--quick", help="A smoke test: the same points with 500 requests each "
                                                       "[default: off]."),
 ) -> None:
     """Speed of the executor: one sweep in one process and on the local pool (same table, speedup)."""
