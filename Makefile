@@ -12,7 +12,7 @@ PY_DEPS := maturin>=1.5,<2 typer>=0.12 rich>=13 numpy>=1.26 pandas>=2.0 matplotl
            dask[distributed]>=2024.1 pyarrow>=15 pytest>=8 hypothesis>=6 ruff>=0.5
 REPORTS ?= reports
 
-.PHONY: install reproduce browser test test-rust test-python lint bench clean
+.PHONY: install wheel reproduce browser test test-rust test-python lint bench clean
 
 install: $(INSTALL_STAMP)
 
@@ -29,6 +29,14 @@ $(DEPS_STAMP): pyproject.toml | $(PY)
 $(INSTALL_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release -q
 	touch $@
+
+# One abi3 wheel (CPython 3.11 and later) in dist/: presets, paper data and example specs are
+# built into it. Built with the same profile and interpreter as `make install`, so cargo reuses
+# that build (only the packaging runs). Install it anywhere with: pip install dist/movelab-*.whl
+wheel: install
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin build --release -q \
+	  -i $(abspath $(PY)) -o dist
+	@ls dist/movelab-*-abi3-*.whl
 
 # Every reproduction's points run on a local pool of processes (every core); the report is static HTML.
 reproduce: install
@@ -58,9 +66,9 @@ test-python: install browser
 bench: install
 	$(CLI) bench dram --out $(REPORTS)/bench --force
 	$(CLI) bench platform --out $(REPORTS)/bench --force
-	$(CLI) bench host all --out $(REPORTS)/bench-host
+	$(CLI) bench host all --out $(REPORTS)/bench-host --force
 	$(CLI) bench host onload --out $(REPORTS)/bench-host --force
-	$(CLI) bench sweep --out $(REPORTS)/bench
+	$(CLI) bench sweep --out $(REPORTS)/bench --force
 
 clean:
-	rm -rf target $(VENV) $(REPORTS)
+	rm -rf target dist $(VENV) $(REPORTS)

@@ -196,11 +196,69 @@ def output_path(path: Path | None, force: bool, what: str) -> Path | None:
     return path
 
 
+class OutputBusy(FileExistsError):
+    """Another process is writing the same output now."""
+
+
+def _lock_file(path: Path) -> Path:
+    """The lock of output ``path``: a hidden file beside it (inside it for a directory)."""
+    return path / ".movelab.lock" if path.is_dir() else path.with_name(f".{path.name}.lock")
+
+
+@contextlib.contextmanager
+def output_lock(path: Path) -> Iterator[None]:
+    """Holds an exclusive lock on output ``path`` (a file or a directory) for the block, so that two
+    runs never write one output at once: the second raises :class:`OutputBusy` at once, naming the
+    process that holds it. The lock (``flock`` on a hidden file beside the output) is released when
+    the process ends however it ends; the file is removed when the block ends."""
+    import fcntl
+
+    lock = _lock_file(path)
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise OSError(f"cannot lock {path}: cannot create {lock}: {e.strerror or e}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise OutputBusy(f"{path} is being written by process {holder}; wait for it to finish "
+                             "(or stop it) and run again") from None
+        # The holder before us may have removed the file after we opened it: lock the one in place.
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yields a temporary path beside ``path``; when the block ends normally the file is renamed
-    onto ``path``, else removed. An interrupted or failed run leaves no partial file behind."""
+    onto ``path``, else removed. An interrupted or failed run leaves no partial file behind. The
+    output is locked meanwhile (:func:`output_lock`)."""
+    with output_lock(path), _atomic_path(path) as tmp:
+        yield tmp
+
+
+@contextlib.contextmanager
+def _atomic_path(path: Path) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # an ordinary file's mode (mkstemp makes it private: 0600)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -227,18 +285,27 @@ def staged_dir(out: Path, force: bool, option: str = "--out") -> Iterator[Path]:
     """Yields an empty staging directory inside ``out``; when the block ends normally every file
     written there is moved into ``out`` (refusing, before moving any, a name that exists unless
     ``force``), else the staging directory is removed. So an interrupted run leaves the files of
-    the last run or none, never a half-written one."""
+    the last run or none, never a half-written one. ``out`` is locked meanwhile (:func:`output_lock`):
+    a second run writing there fails at once."""
     _make_dir(out, option)
-    stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
-    try:
-        yield stage
-        files = sorted(p for p in stage.iterdir())
-        for p in files:
-            _check_target(out / p.name, force, option)
-        for p in files:
-            os.replace(p, out / p.name)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    with output_lock(out):
+        stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
+        try:
+            yield stage
+            files = sorted(p for p in stage.iterdir())
+            for p in files:
+                _check_target(out / p.name, force, option)
+            for p in files:
+                os.replace(p, out / p.name)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def lit(value: Any) -> str:
+    """``value`` as text that rich prints literally (its brackets are not read as markup)."""
+    from rich.markup import escape
+
+    return escape(str(value))
 
 
 def error_line(e: BaseException | str) -> None:

@@ -80,6 +80,31 @@ def _worker_init(parent: int) -> None:
         os._exit(1)
 
 
+@contextmanager
+def _main_not_inherited(fn: Callable[[Any], Any]) -> Iterator[None]:
+    """While workers may be started (a pool starts them as points are submitted): keeps the spawned
+    workers from running the caller's main script again, which ``spawn`` does so that functions
+    defined there can be found. A script without an ``if __name__ == "__main__":`` guard would
+    otherwise run once more in every worker (its prints repeated, and its own sweep starting
+    workers of its own, which multiprocessing refuses). Only when ``fn`` does not live in the
+    main script: then the workers never need it."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    if main is None or getattr(fn, "__module__", None) == "__main__":
+        yield
+        return
+    d = main.__dict__
+    saved = {k: d[k] for k in ("__file__", "__spec__") if k in d}
+    d.pop("__file__", None)
+    d["__spec__"] = None
+    try:
+        yield
+    finally:
+        d.pop("__spec__", None)
+        d.update(saved)
+
+
 class Executor:
     """Runs a point function over points. Use :func:`make_executor` to build one; use it as a context
     manager (or call :meth:`close`) to release its workers."""
@@ -166,7 +191,8 @@ class LocalExecutor(Executor):
                     nxt = next(it, None)
                     if nxt is None:
                         break
-                    pending[pool.submit(_guarded, fn, nxt[1])] = nxt[0]
+                    with _main_not_inherited(fn):
+                        pending[pool.submit(_guarded, fn, nxt[1])] = nxt[0]
                 if not pending:
                     return
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -200,6 +226,63 @@ class LocalExecutor(Executor):
             self._pool = None
 
 
+#: Seconds a Dask scheduler has to accept a connection and answer (refused connections fail at once).
+CONNECT_TIMEOUT = 20.0
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of a tcp:// or tls:// address (None for other schemes); a bad port is an error."""
+    scheme, _, rest = address.partition("://")
+    if scheme not in ("tcp", "tls"):
+        return None
+    rest = rest.split("/", 1)[0]
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"cluster address '{address}': the port must be a number from 1 to 65535")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _probe_scheduler(address: str, timeout: float) -> None:
+    """Fails at once on a refused connection, and within ``timeout`` seconds on an address that
+    accepts connections but does not answer as a Dask scheduler would (``Client`` itself may wait
+    for ever on such a peer). Raises ``ConnectionError`` naming the address."""
+    import asyncio
+    import socket
+
+    hp = _host_port(address)
+    if hp is not None:
+        try:
+            socket.create_connection(hp, timeout=timeout).close()
+        except OSError as e:
+            raise ConnectionError(f"cannot reach the Dask scheduler at {address}: {e.strerror or e}") from None
+
+    async def identity() -> Any:
+        from distributed.core import rpc
+
+        r = rpc(address, timeout=timeout)
+        try:
+            return await r.identity()
+        finally:
+            await r.close_rpc()
+
+    async def bounded() -> Any:
+        return await asyncio.wait_for(identity(), timeout)
+
+    try:
+        asyncio.get_running_loop()
+        return  # called from async code (a notebook): Client's own timeout is all we can use
+    except RuntimeError:
+        pass
+
+    try:
+        asyncio.run(bounded())
+    except TimeoutError:
+        raise ConnectionError(f"cannot reach the Dask scheduler at {address}: it accepts connections but did not "
+                              f"answer in {timeout:g} s (is it a Dask scheduler?)") from None
+    except (OSError, ValueError) as e:
+        raise ConnectionError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+
+
 class DaskExecutor(Executor):
     """Points as tasks on a Dask cluster (``dask.distributed``). The workers must have movelab
     installed (see docs/sweeps.md)."""
@@ -214,8 +297,9 @@ class DaskExecutor(Executor):
         elif isinstance(cluster, str):
             if not cluster.startswith(("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")):
                 raise ValueError(f"cluster address '{cluster}' must look like tcp://HOST:PORT")
+            _probe_scheduler(cluster, CONNECT_TIMEOUT)
             try:
-                self.client, self._own = Client(cluster, timeout="20s"), True
+                self.client, self._own = Client(cluster, timeout=f"{CONNECT_TIMEOUT}s"), True
             except (OSError, TimeoutError) as e:
                 raise ConnectionError(f"cannot reach the Dask scheduler at {cluster}: {e}") from e
         else:

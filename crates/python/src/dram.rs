@@ -1,7 +1,7 @@
 //! Bindings for movelab-dram: configs, simulation, the command-log checker, presets and the
 //! RowClone latency experiment. Values cross as JSON strings; the Python layer turns them into
 //! dicts and DataFrames. Errors become `ValueError` (bad input) or `OSError` (files).
-use crate::interrupt::detach_interruptible;
+use crate::interrupt::{call_progress, detach_interruptible};
 use movelab_dram::bulkgen::BulkGenSpec;
 use movelab_dram::checker;
 use movelab_dram::command::LogWriter;
@@ -255,13 +255,7 @@ fn dram_simulate(
         None => None,
     };
     let result = detach_interruptible(py, || {
-        let mut cb = |n: u64| {
-            if let Some(p) = &progress {
-                Python::attach(|py| {
-                    let _ = p.call1(py, (n,));
-                });
-            }
-        };
+        let mut cb = |n: u64| call_progress(&progress, (n,));
         let opts = RunOptions {
             command_log: writer
                 .as_mut()
@@ -379,18 +373,7 @@ fn dram_write_trace(
     n.map_err(verr)
 }
 
-/// The text of a built-in paper-data file (`presets/papers/NAME.toml`).
-#[pyfunction]
-fn paper_data(name: &str) -> PyResult<String> {
-    movelab_dram::experiments::PAPER_DATA
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, t)| t.to_string())
-        .ok_or_else(|| verr(format!("no paper data named '{name}'")))
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(paper_data, m)?)?;
     m.add_function(wrap_pyfunction!(dram_config, m)?)?;
     m.add_function(wrap_pyfunction!(dram_presets, m)?)?;
     m.add_function(wrap_pyfunction!(dram_simulate, m)?)?;

@@ -10,6 +10,7 @@ mod interrupt;
 mod ipc;
 mod network_io;
 mod onload;
+mod package_data;
 mod platform;
 mod rowclone_system;
 mod simulate;
@@ -22,6 +23,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ipc::register(m)?;
     network_io::register(m)?;
     onload::register(m)?;
+    package_data::register(m)?;
     platform::register(m)?;
     rowclone_system::register(m)?;
     simulate::register(m)?;

@@ -1,8 +1,9 @@
 //! Bindings for the network-I/O platform (Wun & Crowley's IXP2350-like system): its config and
 //! the `wun-onload` reproduction. Values cross as JSON strings; errors become `ValueError`.
 use crate::dram::{json, verr};
+use crate::interrupt::call_progress;
 use crate::interrupt::detach_interruptible;
-use crate::platform::{call_progress, overrides};
+use crate::platform::overrides;
 use movelab_platform::config::network::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
 use movelab_platform::experiments::wun_onload::{self, Point};
 use movelab_platform::systems::network_io::{self, Direction, RunSpec};
@@ -86,7 +87,7 @@ fn reproduce_wun_onload(
     let ov = self::overrides(overrides)?;
     let rows = detach_interruptible(py, || {
         wun_onload::run(platform, &ov, &pts, &mut |d, t| {
-            call_progress(&progress, d, t)
+            call_progress(&progress, (d, t))
         })
     })?
     .map_err(verr)?;

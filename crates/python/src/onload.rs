@@ -4,6 +4,10 @@
 //! place) from `post` until its datagram is received or the socket is closed. Blocking calls
 //! release the GIL and wait in slices of 50 ms, checking for signals between slices, so that
 //! Ctrl-C interrupts them.
+//!
+//! The engine and its sockets belong to the process that made them (the engine's thread does not
+//! exist in a child after `fork()`): in a forked child every call raises RuntimeError at once, and
+//! dropping them there lets go without joining or waiting for anything.
 use movelab_host::onload::spec::{self, EngineSpec};
 use movelab_host::onload::{
     frame, pattern, Access, OnloadEngine, OnloadError, OnloadSocket, ReplayHandle,
@@ -14,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -35,6 +40,18 @@ fn to_py(e: OnloadError) -> PyErr {
     }
 }
 
+/// Refuses a call made in a forked child of the process `owner` that made the object.
+fn in_owner(owner: u32, what: &str) -> PyResult<()> {
+    let me = std::process::id();
+    if me == owner {
+        return Ok(());
+    }
+    Err(PyRuntimeError::new_err(format!(
+        "this {what} belongs to process {owner}, not to this forked child ({me}); \
+         create a new engine in the child"
+    )))
+}
+
 fn addr(ip: &str, port: u16, what: &str) -> PyResult<SocketAddrV4> {
     let ip: Ipv4Addr = ip
         .parse()
@@ -47,10 +64,13 @@ fn addr(ip: &str, port: u16, what: &str) -> PyResult<SocketAddrV4> {
 pub struct PyOnloadEngine {
     engine: Mutex<Option<OnloadEngine>>,
     replay: Option<ReplayHandle>,
+    /// The process that made the engine.
+    owner: u32,
 }
 
 impl PyOnloadEngine {
     fn with<T>(&self, f: impl FnOnce(&OnloadEngine) -> PyResult<T>) -> PyResult<T> {
+        in_owner(self.owner, "onload engine")?;
         let g = self.engine.lock().unwrap_or_else(|e| e.into_inner());
         match g.as_ref() {
             Some(e) => f(e),
@@ -58,6 +78,7 @@ impl PyOnloadEngine {
         }
     }
     fn replay(&self) -> PyResult<&ReplayHandle> {
+        in_owner(self.owner, "onload engine")?;
         self.replay
             .as_ref()
             .ok_or_else(|| PyValueError::new_err("the engine's source is not a replay"))
@@ -75,6 +96,7 @@ impl PyOnloadEngine {
         Ok(PyOnloadEngine {
             engine: Mutex::new(Some(started.engine)),
             replay: started.replay,
+            owner: std::process::id(),
         })
     }
 
@@ -122,14 +144,17 @@ impl PyOnloadEngine {
         let access = pid.map_or(Access::Registered, |pid| Access::VmWritev { pid });
         let sock = self.with(|e| py.detach(|| e.bind_with(port, access)).map_err(to_py))?;
         Ok(PyUdpSocket {
-            sock,
+            sock: Some(sock),
             held: Mutex::new(HashMap::new()),
             next_tag: Mutex::new(0),
+            closed: AtomicBool::new(false),
+            owner: self.owner,
         })
     }
 
     /// Stop the engine (queued sends complete); returns the final counters as JSON.
     fn shutdown(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        in_owner(self.owner, "onload engine")?;
         let e = self.engine.lock().unwrap_or_else(|e| e.into_inner()).take();
         match e {
             Some(e) => {
@@ -144,16 +169,53 @@ impl PyOnloadEngine {
     }
 }
 
+impl Drop for PyOnloadEngine {
+    fn drop(&mut self) {
+        if std::process::id() != self.owner {
+            // A forked child: the engine's thread is the parent's; joining it would wait forever.
+            std::mem::forget(
+                self.engine
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take(),
+            );
+            std::mem::forget(self.replay.take());
+        }
+    }
+}
+
 /// A bound UDP port.
 #[pyclass(module = "movelab._core", name = "UdpSocket")]
 pub struct PyUdpSocket {
-    sock: OnloadSocket,
+    /// Always Some, except while dropping.
+    sock: Option<OnloadSocket>,
     /// Posted buffers by tag: the export and the object handed back on receipt.
     held: Mutex<HashMap<u64, Held>>,
     next_tag: Mutex<u64>,
+    /// Set by `close`: every later call but `close` and the counters is an error.
+    closed: AtomicBool,
+    /// The process that made the engine.
+    owner: u32,
 }
 
 impl PyUdpSocket {
+    /// The socket, in the process that owns it.
+    fn sock(&self) -> PyResult<&OnloadSocket> {
+        in_owner(self.owner, "onload socket")?;
+        self.sock
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("the socket is closed"))
+    }
+
+    /// The socket, open, in the process that owns it.
+    fn open(&self) -> PyResult<&OnloadSocket> {
+        let s = self.sock()?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(PyValueError::new_err("the socket is closed"));
+        }
+        Ok(s)
+    }
+
     fn release_all(&self, py: Python<'_>) {
         let held: Vec<_> = self
             .held
@@ -170,22 +232,23 @@ impl PyUdpSocket {
 #[pymethods]
 impl PyUdpSocket {
     #[getter]
-    fn port(&self) -> u16 {
-        self.sock.port()
+    fn port(&self) -> PyResult<u16> {
+        Ok(self.sock()?.port())
     }
 
     #[getter]
-    fn posted(&self) -> usize {
-        self.sock.posted()
+    fn posted(&self) -> PyResult<usize> {
+        Ok(self.sock()?.posted())
     }
 
     #[getter]
-    fn capacity(&self) -> usize {
-        self.sock.capacity()
+    fn capacity(&self) -> PyResult<usize> {
+        Ok(self.sock()?.capacity())
     }
 
     /// Post a writable, C-contiguous buffer for one datagram.
     fn post(&self, buf: &Bound<'_, PyAny>) -> PyResult<()> {
+        let sock = self.open()?;
         let b = PyBuffer::<u8>::get(buf).map_err(|e| {
             PyValueError::new_err(format!(
                 "buf: must support the buffer protocol (bytearray, memoryview, NumPy array): {e}"
@@ -211,11 +274,7 @@ impl PyUdpSocket {
         };
         // SAFETY: the export (held below until the completion is received or the socket is
         // closed, which waits for the engine to let go) keeps the memory valid and in place.
-        unsafe {
-            self.sock
-                .post_raw(b.buf_ptr() as *mut u8, b.len_bytes(), tag)
-        }
-        .map_err(to_py)?;
+        unsafe { sock.post_raw(b.buf_ptr() as *mut u8, b.len_bytes(), tag) }.map_err(to_py)?;
         self.held
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -232,6 +291,7 @@ impl PyUdpSocket {
         block: bool,
         timeout: Option<f64>,
     ) -> PyResult<Option<Received>> {
+        let sock = self.open()?;
         let deadline = match timeout {
             None => None,
             Some(t) if t >= 0.0 && t.is_finite() => {
@@ -245,15 +305,12 @@ impl PyUdpSocket {
         };
         let c = loop {
             if !block {
-                break self.sock.try_recv_raw();
+                break sock.try_recv_raw();
             }
             let slice = deadline.map_or(SLICE, |d| {
                 d.saturating_duration_since(Instant::now()).min(SLICE)
             });
-            match py
-                .detach(|| self.sock.recv_raw(Some(slice)))
-                .map_err(to_py)?
-            {
+            match py.detach(|| sock.recv_raw(Some(slice))).map_err(to_py)? {
                 Some(c) => break Some(c),
                 None if deadline.is_some_and(|d| Instant::now() >= d) => break None,
                 None => py.check_signals()?,
@@ -288,6 +345,7 @@ impl PyUdpSocket {
 
     /// Send a buffer's bytes to (ip, port); returns once the frame is transmitted.
     fn send(&self, py: Python<'_>, data: &Bound<'_, PyAny>, ip: &str, port: u16) -> PyResult<()> {
+        let sock = self.open()?;
         let to = addr(ip, port, "addr")?;
         let b = PyBuffer::<u8>::get(data).map_err(|e| {
             PyValueError::new_err(format!("data: must support the buffer protocol: {e}"))
@@ -302,7 +360,7 @@ impl PyUdpSocket {
         // the engine transmitted the frame (or stopped).
         let r = py.detach(|| {
             let s = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-            self.sock.send(s, to)
+            sock.send(s, to)
         });
         b.release(py);
         r.map_err(to_py)
@@ -310,20 +368,32 @@ impl PyUdpSocket {
 
     /// The socket's counters as JSON.
     fn stats_json(&self) -> PyResult<String> {
-        serde_json::to_string(&self.sock.stats())
+        serde_json::to_string(&self.sock()?.stats())
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
     /// Unbind and release every posted buffer.
-    fn close(&self, py: Python<'_>) {
-        py.detach(|| self.sock.close());
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let sock = self.sock()?;
+        self.closed.store(true, Ordering::Release);
+        py.detach(|| sock.close());
         self.release_all(py);
+        Ok(())
     }
 }
 
 impl Drop for PyUdpSocket {
     fn drop(&mut self) {
-        self.sock.close();
+        let sock = self.sock.take();
+        if std::process::id() != self.owner {
+            // A forked child: the engine that would let go of the buffers is the parent's.
+            std::mem::forget(sock);
+            return;
+        }
+        if let Some(s) = &sock {
+            s.close();
+        }
+        drop(sock);
         Python::attach(|py| self.release_all(py));
     }
 }

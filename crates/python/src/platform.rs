@@ -1,7 +1,7 @@
 //! Bindings for movelab-platform: platform configs, workloads, runs and the system-level paper
 //! reproductions. Values cross as JSON strings; errors become `ValueError`.
 use crate::dram::{json, strip_nulls, verr};
-use crate::interrupt::detach_interruptible;
+use crate::interrupt::{call_progress, detach_interruptible};
 use movelab_platform::config::platform::{
     builtin_platform_names, PlatformConfig, BUILTIN_PLATFORMS,
 };
@@ -84,14 +84,6 @@ fn platform_run(
     json(&s)
 }
 
-pub(crate) fn call_progress(cb: &Option<Py<PyAny>>, done: usize, total: usize) {
-    if let Some(f) = cb {
-        Python::attach(|py| {
-            let _ = f.call1(py, (done, total));
-        });
-    }
-}
-
 /// Zhao et al. Table 3, Fig. 11, Table 4, Fig. 15: rows as JSON.
 #[pyfunction]
 #[pyo3(signature = (overrides=None, packets=200, payloads=None, progress=None, cores=None, figures=true))]
@@ -123,7 +115,7 @@ fn reproduce_zhao(
     }
     o.figures = figures;
     let rows = detach_interruptible(py, || {
-        zhao_copy_engine::run(&o, &mut |d, t| call_progress(&progress, d, t))
+        zhao_copy_engine::run(&o, &mut |d, t| call_progress(&progress, (d, t)))
     })?
     .map_err(verr)?;
     json(&rows)
@@ -164,7 +156,7 @@ fn reproduce_rowclone_fork(
         return Err(verr("zero_pages must be at least 1"));
     }
     let rows = detach_interruptible(py, || {
-        rowclone_fork::run(&o, &mut |d, t| call_progress(&progress, d, t))
+        rowclone_fork::run(&o, &mut |d, t| call_progress(&progress, (d, t)))
     })?
     .map_err(verr)?;
     json(&rows)
@@ -265,7 +257,7 @@ fn reproduce_larsen_idma(
     o.small_count = small_count;
     o.large_count = large_count;
     let rows = detach_interruptible(py, || {
-        larsen_idma::run(&o, &mut |d, t| call_progress(&progress, d, t))
+        larsen_idma::run(&o, &mut |d, t| call_progress(&progress, (d, t)))
     })?
     .map_err(verr)?;
     json(&rows)

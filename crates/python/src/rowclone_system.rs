@@ -3,8 +3,9 @@
 //! one mix's runs, and the Table 7 summary, each a unit the Python executor can hand out. Values
 //! cross as JSON strings; errors become `ValueError`.
 use crate::dram::{json, verr};
+use crate::interrupt::call_progress;
 use crate::interrupt::detach_interruptible;
-use crate::platform::{call_progress, overrides, params};
+use crate::platform::{overrides, params};
 use movelab_platform::experiments::rowclone_apps::{self, Options as AppOptions};
 use movelab_platform::experiments::rowclone_multicore::{self, Mix, MixResult};
 use pyo3::prelude::*;
@@ -49,7 +50,7 @@ fn reproduce_rowclone_apps(
     let mut o = options(instructions, warmup, overrides, app_params)?;
     o.apps = apps.unwrap_or_default();
     let rows = detach_interruptible(py, || {
-        rowclone_apps::run(&o, &mut |d, t| call_progress(&progress, d, t))
+        rowclone_apps::run(&o, &mut |d, t| call_progress(&progress, (d, t)))
     })?
     .map_err(verr)?;
     json(&rows)

@@ -22,6 +22,7 @@ from movelab._util import (
     check_output_dir,
     echo_json,
     finite,
+    lit,
     output_path,
     parse_set,
     parse_size,
@@ -116,10 +117,11 @@ def _stats_table(s: dict[str, Any]) -> Table:
         ("row hits / misses / conflicts", f"{s['row']['hits']:,} / {s['row']['misses']:,} / {s['row']['conflicts']:,}"),
         ("commands", ", ".join(f"{k} {v:,}" for k, v in s["commands"].items() if v)),
         ("energy total", f"{e['total_nj'] / 1000:,.3f} uJ"),
-        ("  act / pre / rd / wr / transfer", f"{e['activate_nj']:.1f} / {e['precharge_nj']:.1f} / {e['read_nj']:.1f}"
-                                             f" / {e['write_nj']:.1f} / {e['transfer_nj']:.1f} nJ"),
+        # The parts in the total's unit, with separators (one unit on every energy line).
+        ("  act / pre / rd / wr / transfer", " / ".join(f"{e[k] / 1000:,.3f}" for k in (
+            "activate_nj", "precharge_nj", "read_nj", "write_nj", "transfer_nj")) + " uJ"),
         ("  refresh / background / channel I/O",
-         f"{e['refresh_nj']:.1f} / {e['background_nj']:.1f} / {e['io_nj']:.1f} nJ"),
+         " / ".join(f"{e[k] / 1000:,.3f}" for k in ("refresh_nj", "background_nj", "io_nj")) + " uJ"),
     ]
     if not s.get("energy_available", True):
         # No public currents for this part: say so instead of printing zeros as energy.
@@ -196,7 +198,7 @@ def run_cmd(
     else:
         console.print(_stats_table(res.stats))
         if log is not None:
-            console.print(f"command log: {log} (check it with: movelab dram check {log})")
+            console.print(f"command log: {lit(log)} (check it with: movelab dram check {lit(log)})")
 
 
 @app.command("check")
@@ -239,6 +241,8 @@ def generate_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write a seeded synthetic trace in any supported format (to feed other simulators too)."""
+    if str(out) == "-":
+        raise typer.BadParameter("'-': a trace is written to a file; give its name", param_hint="--out")
     path = output_path(out, force, "--out")
     try:
         with atomic_path(path) as tmp:
@@ -246,7 +250,7 @@ def generate_cmd(
                                   "footprint_bytes": parse_size(footprint, "--footprint")}, tmp, fmt.value)
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
-    console.print(f"wrote {n:,} requests to {path}")
+    console.print(f"wrote {n:,} requests to {lit(path)}")
 
 
 def _sizes(text: str, option: str) -> tuple[int, ...]:

@@ -12,9 +12,10 @@ progress bar can follow and Ctrl-C stops between points. Rows carry ``direction`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ DIRECTIONS = ["rx", "tx"]
 SIZES = [18, 64, 256, 512, 1024, 1472, 8972]
 QUICK_SIZES = [64, 1472]
 MAX_PAYLOAD = 8972
+#: The files :func:`write_outputs` writes into its folder.
+OUTPUTS = ["onload.csv", "onload.png", "onload.json"]
 
 
 def veth_status() -> tuple[bool, str]:
@@ -82,11 +85,35 @@ def run(quick: bool = False, sizes: list[int] | None = None, configs: list[str] 
     if not push:
         extra["push"] = False
     rows: list[dict[str, Any]] = []
-    for pt in points:
-        if progress:
-            progress(f"{pt['directions'][0]} {pt['configs'][0]} {pt['sources'][0]} {pt['sizes'][0]} B")
-        rows.extend(json.loads(_core.onload_bench(json.dumps({**pt, **extra}))))
+    with _terminate_as_interrupt():
+        for pt in points:
+            if progress:
+                progress(f"{pt['directions'][0]} {pt['configs'][0]} {pt['sources'][0]} {pt['sizes'][0]} B")
+            rows.extend(json.loads(_core.onload_bench(json.dumps({**pt, **extra}))))
     return rows
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, ``timeout``) stops the benchmark as Ctrl-C does: after the point that is
+    running, whose network namespaces are removed when it ends; the default action would kill the
+    process at once and leave them behind. (A SIGKILL leaves them; the next veth run removes those
+    of dead processes.) Only in the main thread, where Python runs signal handlers."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def count_points(quick: bool = False, sizes: list[int] | None = None, configs: list[str] | None = None,
@@ -130,7 +157,7 @@ def write_outputs(rows: list[dict[str, Any]], out: Path, force: bool = False) ->
     from movelab.host.bench import machine, write_csv
 
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "onload.csv", out / "onload.png", out / "onload.json"]
+    paths = [out / n for n in OUTPUTS]
     existing = [p for p in paths if p.exists()]
     if existing and not force:
         raise FileExistsError(f"{existing[0]} exists; pass --force to overwrite")

@@ -22,6 +22,7 @@ naming the argument.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -31,6 +32,7 @@ __all__ = ["OnloadEngine", "Received", "UdpSocket", "frame", "payload"]
 
 _CONFIG_KEYS = {"cpu", "pin", "max_payload", "burst", "ring_capacity", "push", "idle_spin_us", "nap_us",
                 "wait_spin_us"}
+_U64_MAX = (1 << 64) - 1
 _REPLAY_KEYS = {"payload_bytes", "count", "rate_mbps", "port", "pool_frames", "rx_ring", "gated", "capture_tx"}
 
 
@@ -139,12 +141,14 @@ class OnloadEngine:
                 if not isinstance(v, bool):
                     raise ValueError(f"{k} must be True or False, got {v!r}")
             elif k == "rate_mbps":
-                if not isinstance(v, int | float) or isinstance(v, bool) or v < 0:
-                    raise ValueError(f"rate_mbps must be a non-negative number, got {v!r}")
+                if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v < math.inf:
+                    raise ValueError(f"rate_mbps must be a finite non-negative number, got {v!r}")
             elif k == "cpu" and v is None:
                 continue
-            elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ValueError(f"{k} must be a non-negative integer, got {v!r}")
+            elif k == "port":
+                _port(v)
+            elif not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= _U64_MAX:
+                raise ValueError(f"{k} must be a non-negative integer below 2**64, got {v!r}")
         if frames is not None:
             frames = [bytes(f) for f in frames]
             if not frames:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -11,22 +10,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from movelab import _core
-
-# presets/ of the source tree (the package is installed editable from python/).
-PRESETS = Path(__file__).resolve().parents[3] / "presets"
+from movelab import data
 
 
 def paper_data(name: str) -> dict[str, Any]:
-    """The published figures of paper ``name`` (``presets/papers/NAME.toml``): the file in the source
-    tree when there is one, else the copy built into the extension; ``{}`` when neither exists."""
-    path = PRESETS / "papers" / f"{name}.toml"
-    if path.is_file():
-        return tomllib.loads(path.read_text())
-    try:
-        return tomllib.loads(_core.paper_data(name))
-    except ValueError:
-        return {}
+    """The published figures of paper ``name`` (``presets/papers/NAME.toml``, found by
+    :mod:`movelab.data`)."""
+    return data.paper(name)
 
 
 def fraction(v: Any, digits: int = 1) -> str:

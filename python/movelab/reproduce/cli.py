@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from movelab._util import TableJson, check_output_dir, parse_set, staged_dir
+from movelab._util import TableJson, check_output_dir, lit, parse_set, staged_dir
 from movelab._util import fail as _fail
 from movelab.reproduce import write_rows
 
@@ -78,16 +78,19 @@ FORCE_HELP = "Overwrite files that exist in --out."
 OUT_HELP = "Directory for CSV, JSON and PNG (an existing file there is kept unless --force)."
 
 
-def _int_list(text: str | None, option: str, most: int) -> list[int] | None:
-    """``"64,128"`` -> ``[64, 128]``; each from 1 to ``most``."""
+def _int_list(text: str | None, option: str, most: int, least: int = 1, count: int = 64) -> list[int] | None:
+    """``"64,128"`` -> ``[64, 128]``: 1 to ``count`` different integers, each from ``least`` to ``most``."""
     if text is None:
         return None
     try:
         values = [int(v.strip(), 0) for v in text.split(",") if v.strip()]
     except ValueError:
         raise typer.BadParameter(f"'{text}' is not a comma-separated list of integers", param_hint=option) from None
-    if not values or len(values) > 64 or any(not 1 <= v <= most for v in values):
-        raise typer.BadParameter(f"'{text}': give 1 to 64 integers from 1 to {most:,}, e.g. 64,128", param_hint=option)
+    if not values or len(values) > count or any(not least <= v <= most for v in values):
+        raise typer.BadParameter(f"'{text}': give 1 to {count} integers from {least} to {most:,}, e.g. 64,128",
+                                 param_hint=option)
+    if len(set(values)) != len(values):
+        raise typer.BadParameter(f"'{text}' repeats a value", param_hint=option)
     return values
 
 
@@ -328,8 +331,10 @@ def _rowclone_fork(fmt: str, overrides: dict[str, Any], sizes: list[int] | None,
 @app.command("larsen-idma")
 def larsen_idma(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
-    small: int = typer.Option(2000, "--small-count", min=1, max=100_000, help="64 B messages per Fig. 10 stream."),
-    large: int = typer.Option(64, "--large-count", min=1, max=10_000, help="64 KB messages per Fig. 10 stream."),
+    small: int = typer.Option(2000, "--small-count", min=1, max=64_000, help="64 B messages per Fig. 10 stream "
+                                                                              "(the model's limit: 64,000)."),
+    large: int = typer.Option(64, "--large-count", min=1, max=2_000, help="64 KB messages per Fig. 10 stream "
+                                                                          "(the model's limit: 2,000)."),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
@@ -363,7 +368,7 @@ def wun_onload(
     """Wun & Crowley: network I/O on small cores (emu nic, softnic, onloader), Fig. 3-6 and section 6."""
     check_output_dir(out, FILES["wun-onload"], force)
     exps = None if experiments is None else [e.strip() for e in experiments.split(",") if e.strip()]
-    _wun_onload(fmt, parse_set(set_), _int_list(payloads, "--payloads", 1472), exps, out, force)
+    _wun_onload(fmt, parse_set(set_), _int_list(payloads, "--payloads", 1472, least=16, count=32), exps, out, force)
 
 
 def _wun_onload(fmt: str, overrides: dict[str, Any], payloads: list[int] | None, experiments: list[str] | None,
@@ -461,23 +466,31 @@ def all_cmd(
     cluster: str | None = typer.Option(None, "--cluster", help=_CLUSTER_HELP, show_default=False),
     workers: int | None = typer.Option(None, "--workers", min=1, max=4096, help=_WORKERS_HELP,
                                        show_default=False),
+    quick: bool = typer.Option(False, "--quick", help="A smoke test in seconds: every reproduction and its files, "
+                                                      "on shorter runs (fewer packets, messages, pages, "
+                                                      "instructions and mixes) than the papers' [default: off]."),
 ) -> None:
     """Run every reproduction, printing tables and writing CSV/JSON/PNG under OUT/<name>/."""
     for name, files in FILES.items():
         check_output_dir(out / name, files, force)
     if cluster is not None or workers is not None:
         _executor(ctx, cluster, workers)
+    # The papers' run lengths, or (--quick) short ones that still give every row, table and plot.
+    packets, small, large = (50, 200, 8) if quick else (200, 2000, 64)
+    sizes, pages, zero_pages = ([8], [2, 64], 64) if quick else (None, None, 1024)
+    payloads = [64, 1472] if quick else None
+    instructions, warmup, mixes = (10_000, 5_000, 2) if quick else (100_000, 50_000, 10)
     jobs = [
         ("rowclone-latency", lambda d: _rowclone_latency("table", "rowclone-ddr3-1066", {}, d, force)),
-        ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, 200, d, force)),
-        ("rowclone-fork", lambda d: _rowclone_fork("table", {}, None, None, 1024, d, force)),
-        ("larsen-idma", lambda d: _larsen_idma("table", 2000, 64, d, force)),
-        ("wun-onload", lambda d: _wun_onload("table", {}, None, None, d, force)),
-        ("rowclone-apps", lambda d: _rowclone_apps("table", {}, None, 100_000, 50_000, d, force)),
-        ("rowclone-multicore", lambda d: _rowclone_multicore("table", {}, None, 10, 7, None, 100_000, 50_000, d,
-                                                             force)),
+        ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, packets, d, force)),
+        ("rowclone-fork", lambda d: _rowclone_fork("table", {}, sizes, pages, zero_pages, d, force)),
+        ("larsen-idma", lambda d: _larsen_idma("table", small, large, d, force)),
+        ("wun-onload", lambda d: _wun_onload("table", {}, payloads, None, d, force)),
+        ("rowclone-apps", lambda d: _rowclone_apps("table", {}, None, instructions, warmup, d, force)),
+        ("rowclone-multicore", lambda d: _rowclone_multicore("table", {}, None, mixes, 7, None, instructions, warmup,
+                                                             d, force)),
     ]
     for i, (name, fn) in enumerate(jobs, 1):
         console.rule(f"{name} ({i}/{len(jobs)})")
         fn(out / name)
-    console.print(f"reports written under {out}/")
+    console.print(f"reports written under {lit(out)}/")

@@ -104,12 +104,36 @@ def run(
     return rows
 
 
+#: The paper's S (MB) and N (pages), the model's defaults (``rowclone_fork::Options::paper``).
+PAPER_SIZES_MB = [64, 128]
+PAPER_PAGES = [2, 8, 32, 128, 512, 2048, 8192, 16384]
+
+
+def page_groups(n_pages: list[int]) -> list[list[int]]:
+    """``n_pages`` cut into runs of one point each, in order: every N of at least a quarter of the
+    largest alone (its copies are most of the work: N = 16k takes 16 of the 28 CPU-seconds of an
+    S = 128 MB point), the smaller ones together. Each point repeats the fill phase, so the split
+    costs one fill per extra point and shortens the longest point (the critical path of
+    ``reproduce all`` on many workers)."""
+    big = max(n_pages) / 4
+    groups: list[list[int]] = []
+    for n in n_pages:
+        if n >= big or not groups or groups[-1][-1] >= big:
+            groups.append([n])
+        else:
+            groups[-1].append(n)
+    return groups
+
+
 def points(overrides: Mapping[str, Any] | None = None, sizes_mb: list[int] | None = None,
            n_pages: list[int] | None = None, zero_pages: int = 1024) -> list[dict[str, Any]]:
-    """The independent runs: forkbench for each S (its fill phase is shared by every N and
-    mechanism, so S is the unit), then bulk zeroing."""
-    base = {"overrides": dict(overrides) if overrides else None, "n_pages": n_pages, "zero_pages": zero_pages}
-    return [*({**base, "s_mb": s} for s in (sizes_mb or [64, 128])), {**base, "s_mb": None}]
+    """The independent runs: forkbench for each S and group of N (:func:`page_groups`; each N's
+    runs start from the same filled state, so a group's rows are those of the whole run), then
+    bulk zeroing."""
+    base = {"overrides": dict(overrides) if overrides else None, "zero_pages": zero_pages}
+    groups = page_groups(list(n_pages or PAPER_PAGES))
+    return [*({**base, "s_mb": s, "n_pages": g} for s in (sizes_mb or PAPER_SIZES_MB) for g in groups),
+            {**base, "s_mb": None, "n_pages": None}]
 
 
 def point(p: dict[str, Any]) -> list[dict[str, Any]]:

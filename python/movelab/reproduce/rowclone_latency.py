@@ -8,11 +8,10 @@ The figures come from simulating each command sequence through the controller (R
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from movelab import _core
+from movelab import _core, data
 from movelab._util import refuse_keys
 from movelab.dram import Config, _native_call, load_config
 
@@ -48,8 +47,7 @@ BESIDE_KEYS = ["operation", "mechanism", "standard", "speed", "latency_ns", "ene
 
 
 def paper_table3() -> dict[tuple[str, str], dict[str, float]]:
-    data = tomllib.loads(_core.paper_data("rowclone"))
-    return {(r["operation"], r["mechanism"]): r for r in data["table3"]}
+    return {(r["operation"], r["mechanism"]): r for r in data.paper("rowclone")["table3"]}
 
 
 def run(config: Any = PRESET, overrides: dict[str, Any] | None = None, nbytes: int = PAPER_BYTES

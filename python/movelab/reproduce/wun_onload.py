@@ -47,6 +47,8 @@ def _payloads(v: Any) -> list[int]:
                                        or not MIN_PAYLOAD <= x <= MAX_PAYLOAD for x in out):
         raise ValueError(f"payloads: {out!r} must be 1 to 32 integers from {MIN_PAYLOAD} to {MAX_PAYLOAD} "
                          "(UDP payload bytes in one 1500-byte frame)")
+    if len(set(out)) != len(out):
+        raise ValueError(f"payloads: {out!r} repeats a size")
     return out
 
 
@@ -87,6 +89,9 @@ def run(overrides: Mapping[str, Any] | None = None, payloads: list[int] | None =
         raise TypeError(f"overrides must be a dict shaped like the network platform, not {type(overrides).__name__}")
     exps = _experiments(experiments)
     if overrides:
+        from movelab.network import check_costs
+
+        check_costs("ixp2350", overrides)
         # The variants set these themselves: an override would be dropped in their rows.
         sets = {"l2-push": "host.l2_push", "mapping-cache": "host.mapping_cache"}
         refuse_keys(dict(overrides), [k for e, k in sets.items() if e in exps], NAME)
@@ -260,7 +265,8 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     if g:
         axes[1].bar([str(k) for k in g], [v * 100 for v in g.values()], label="movelab")
         for key, ls in [("onloader_gain_small", ":"), ("onloader_gain_large", "--")]:
-            axes[1].axhline(p["rx"][key] * 100, color="grey", linestyle=ls, label=f"paper: {key[15:]}")
+            axes[1].axhline(p["rx"][key] * 100, color="grey", linestyle=ls,
+                            label=f"paper: {key.removeprefix('onloader_gain_')}")
         axes[1].set_xlabel("UDP payload, bytes")
         axes[1].set_ylabel("onloader over softnic, %")
         axes[1].set_title("receive gain (Fig. 4)", fontsize=10)

@@ -39,7 +39,7 @@ from typing import Any
 from movelab.dram import flatten
 from movelab.executor import Executor, make_executor
 
-__all__ = ["Spec", "SpecError", "SweepInterrupted", "load_spec", "read", "run", "summary"]
+__all__ = ["Spec", "SpecError", "SweepBroken", "SweepInterrupted", "load_spec", "read", "run", "summary"]
 
 SIMULATORS = ("dram", "platform")
 TOP_KEYS = {"name", "description", "simulator", "config", "set", "workload", "point", "axes", "zip", "seeds", "keep"}
@@ -61,6 +61,24 @@ class SweepInterrupted(KeyboardInterrupt):
     def __init__(self, done: int, total: int, parts: Path | None) -> None:
         super().__init__(f"interrupted after {done} of {total} points")
         self.done, self.total, self.parts = done, total, parts
+
+
+class SweepBroken(RuntimeError):
+    """The executor failed during a sweep (a lost Dask scheduler, a worker process that died):
+    every finished point is saved in ``parts`` (resume with ``resume=True``)."""
+
+    def __init__(self, why: str, done: int, total: int, parts: Path | None) -> None:
+        where = f"{done} of {total} points saved in {parts}; run again with --resume" if parts is not None \
+            else f"{done} of {total} points had finished (nothing saved: no output was given)"
+        super().__init__(f"{why}; {where}")
+        self.done, self.total, self.parts = done, total, parts
+
+
+def _executor_failure(e: BaseException) -> str:
+    """What went wrong with the executor, in a phrase."""
+    if type(e).__module__.split(".")[0] == "distributed" or "scheduler" in str(e).lower():
+        return f"lost the Dask scheduler ({type(e).__name__}: {str(e).strip() or 'no message'})"
+    return str(e).strip() or type(e).__name__
 
 
 # ------------------------------------------------------------------------------------------------
@@ -189,12 +207,24 @@ def _axis_values(source: str, key: str, v: Any) -> list[Any]:
     kinds = {_scalar_kind(x) for x in values}
     if None in kinds:
         bad = next(x for x in values if _scalar_kind(x) is None)
-        raise _err(source, key, f"axis values must be strings, numbers or booleans, got {bad!r}")
+        raise _err(source, key, f"axis values must be strings, numbers or booleans, got {_short(bad)}")
     if len(kinds) > 1:
         raise _err(source, key, f"the axis mixes {' and '.join(sorted(kinds))} values; one column has one type")
     if len({json.dumps(x) for x in values}) != len(values):
         raise _err(source, key, "the axis repeats a value")
     return values
+
+
+def _short(v: Any, most: int = 80) -> str:
+    """``repr(v)``, cut to ``most`` characters (a message never echoes a huge value whole)."""
+    r = repr(v)
+    return r if len(r) <= most else f"{r[:most - 20]}...{r[-12:]} ({len(r):,} characters)"
+
+
+def _cap(text: str, most: int = 600) -> str:
+    """A message cut in its middle to ``most`` characters (the simulator echoes the value it refuses,
+    which may be huge; printing and wrapping it whole would take minutes)."""
+    return text if len(text) <= most else f"{text[:most // 2]} ... {text[-most // 2:]}"
 
 
 def _check_key(source: str, key: Any, where: str) -> str:
@@ -237,7 +267,7 @@ def load_spec(spec: str | Path | Mapping[str, Any], *, source: str | None = None
         if not path.is_file():
             raise SpecError(f"{path}: no such spec file")
         try:
-            raw = tomllib.loads(path.read_text())
+            raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is allowed, as in configs
         except tomllib.TOMLDecodeError as e:
             raise SpecError(f"{path}: not valid TOML: {e}") from None
         except UnicodeDecodeError:
@@ -332,6 +362,10 @@ def _axes(raw: Mapping[str, Any], source: str) -> list[Axis]:
     if seeds is not None:
         if isinstance(seeds, bool) or not isinstance(seeds, (int, list)):
             raise _err(source, "seeds", "must be a count (seeds = 3: seeds 1, 2, 3) or a list of seeds")
+        if isinstance(seeds, int) and not 1 <= seeds <= MAX_AXIS:
+            # Checked before the list is built: a huge count must not allocate anything first.
+            raise _err(source, "seeds", f"the axis has {seeds} values; at least 1 and at most {MAX_AXIS}"
+                       if seeds > 0 else f"a seed count is at least 1, got {seeds}")
         values = list(range(1, seeds + 1)) if isinstance(seeds, int) else seeds
         values = _axis_values(source, "seeds", values)
         if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in values):
@@ -513,15 +547,34 @@ def _tasks(spec: Spec, points: list[dict[str, Any]]) -> list[Task]:
     return [Task(spec.simulator, spec.config, spec.set, spec.workload, spec.keep, tuple(p.items())) for p in points]
 
 
+def _probed_steps(axis: Axis) -> list[tuple[Any, ...]]:
+    """The steps of ``axis`` that validation layers on the base: every step of an axis holding a
+    string or a boolean (each may name something unknown), but only the ends and the extremes of a
+    numeric axis (its values share one type, checked already; a number the simulator refuses is one
+    beyond a limit, so the smallest and largest find it). So validating a 100,000-seed axis
+    simulates two one-request probes, not 100,000."""
+    values = axis.values
+    numeric = all(_scalar_kind(v) == "number" for step in values for v in step)
+    if not numeric or len(values) <= 4:
+        return list(values)
+    picks = {0, len(values) - 1}
+    for k in range(len(axis.keys)):
+        column = [step[k] for step in values]
+        picks.add(column.index(min(column)))
+        picks.add(column.index(max(column)))
+    return [values[i] for i in sorted(picks)]
+
+
 def _validate(spec: Spec) -> None:
-    """Checks the base config and workload, and every axis value layered on them, with the
-    simulator's own parsers (fast: no simulation beyond a one-request probe)."""
+    """Checks the base config and workload, and the axis values layered on them, with the
+    simulator's own parsers (fast: no simulation beyond a one-request probe, and only the extremes
+    of a numeric axis; see :func:`_probed_steps`)."""
     from movelab import dram, platform
 
     probes: list[tuple[str, tuple[tuple[str, Any], ...]]] = [("", ())]
     for axis in spec.axes:
-        for values in axis.values:
-            probes.append((f"axes.{'/'.join(axis.keys)} = {values[0] if len(values) == 1 else list(values)!r}",
+        for values in _probed_steps(axis):
+            probes.append((f"axes.{'/'.join(axis.keys)} = {_short(values[0] if len(values) == 1 else list(values))}",
                            tuple(zip(axis.keys, values, strict=True))))
     checked: set[str] = set()
     for where, point in probes:
@@ -544,7 +597,7 @@ def _validate(spec: Spec) -> None:
                 else:
                     _probe_platform_workload(workload)
             except (ValueError, TypeError, FileNotFoundError) as e:
-                raise SpecError(f"{spec.source}: '{label}': {e}") from None
+                raise SpecError(_cap(f"{spec.source}: '{label}': {e}")) from None
 
 
 def _probe_dram_workload(config: Any, overrides: dict[str, Any], workload: dict[str, Any]) -> None:
@@ -658,16 +711,19 @@ def _load_rows(path: Path, spec: Spec, what: str) -> list[dict[str, Any]]:
     if path.suffix == ".parquet" and path.parent.name.endswith(".parts"):
         saved = path.parent / "spec.json"
         if saved.is_file():
-            other = json.loads(saved.read_text())
-            mine = json.loads(spec.to_json())
-            diff = [k for k in ("simulator", "config", "set", "workload", "keep") if other.get(k) != mine.get(k)]
+            diff = _base_diff(json.loads(saved.read_text()), spec)
             if diff:
-                raise SpecError(f"{spec.source}: '{diff[0]}' differs from the sweep saved in {path.parent}; "
+                raise SpecError(f"{spec.source}: '{diff}' differs from the sweep saved in {path.parent}; "
                                 "resume with the same spec (axes may grow) or pass --force to start over")
     else:
         meta = read_meta(path)
         if meta and meta.get("simulator") != spec.simulator:
             raise SpecError(f"{path} holds a {meta.get('simulator')} sweep, not a {spec.simulator} one")
+        if meta:
+            diff = _base_diff(meta, spec)
+            if diff:
+                raise SpecError(f"{spec.source}: '{diff}' differs from the sweep saved in {path}; "
+                                "resume with the same spec (axes may grow) or pass --force to start over")
     try:
         df = pd.read_parquet(path)
     except Exception as e:
@@ -676,6 +732,13 @@ def _load_rows(path: Path, spec: Spec, what: str) -> list[dict[str, Any]]:
     if missing:
         raise SpecError(f"{spec.source}: axis '{missing[0]}' is not a column of {path}; resume with the same axes")
     return [{k: v for k, v in r.items() if not _is_missing(v)} for r in df.to_dict("records")]
+
+
+def _base_diff(saved: Mapping[str, Any], spec: Spec) -> str | None:
+    """The first key of the base (what every point shares) in which a saved sweep differs from
+    ``spec``, or None: a resumed sweep may grow its axes, never change its base."""
+    mine = json.loads(spec.to_json())
+    return next((k for k in ("simulator", "config", "set", "workload", "keep") if saved.get(k) != mine.get(k)), None)
 
 
 def _is_missing(v: Any) -> bool:
@@ -750,9 +813,22 @@ def run(
     if save_every is not None and not 0 <= save_every <= 3600:
         raise ValueError(f"save_every must be between 0 and 3600 seconds, got {save_every!r}")
     s = load_spec(spec)
+    if out is None:
+        return _run(s, None, cluster, workers, executor, resume, force, progress, save_every)
+    from movelab._util import output_lock
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Two sweeps never write one table (and its parts) at once: the second is refused at once.
+    with output_lock(out):
+        return _run(s, out, cluster, workers, executor, resume, force, progress, save_every)
+
+
+def _run(s: Spec, out: Path | None, cluster: Any, workers: int | None, executor: Executor | None, resume: bool,
+         force: bool, progress: Callable[[int, int, int], None] | None, save_every: float | None):
     points = s.points()
     keys = s.axis_keys
-    store = _Store(Path(out), s, save_every) if out is not None else None
+    store = _Store(out, s, save_every) if out is not None else None
     rows: dict[int, dict[str, Any]] = {}
     if store is not None:
         index = {_point_key(p, keys): i for i, p in enumerate(points)}
@@ -787,6 +863,11 @@ def run(
         if store is not None:
             store.flush()
         raise SweepInterrupted(done, len(points), store.dir if store is not None else None) from None
+    except Exception as e:
+        # The executor broke (a point's own error is an outcome, not an exception): keep what finished.
+        if store is not None:
+            store.flush()
+        raise SweepBroken(_executor_failure(e), done, len(points), store.dir if store is not None else None) from e
     finally:
         if own:
             ex.close()
@@ -797,6 +878,14 @@ def run(
     return df
 
 
+def _sorted(values: list[Any]) -> list[Any]:
+    """An axis's values in their natural order (8, 16, 32, 64: numbers as numbers)."""
+    try:
+        return sorted(values)
+    except TypeError:
+        return sorted(values, key=str)
+
+
 def summary(df: Any, axes: list[str] | None = None) -> dict[str, Any]:
     """What a result table holds: points, failures, each axis's values, each statistic's range."""
     axes = axes if axes is not None else []
@@ -805,7 +894,7 @@ def summary(df: Any, axes: list[str] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "points": len(df),
         "failed": len(failed),
-        "axes": {a: sorted(df[a].dropna().unique().tolist(), key=str) for a in axes if a in df.columns},
+        "axes": {a: _sorted(df[a].dropna().unique().tolist()) for a in axes if a in df.columns},
         "stats": {},
         "errors": failed["error"].value_counts().head(5).to_dict() if len(failed) else {},
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import click
 import typer
@@ -19,6 +20,8 @@ from rich.progress import (
 )
 from rich.table import Table
 from typer.core import TyperGroup
+
+from movelab._util import atomic_path, check_output_dir, fail, lit
 
 console = Console()
 err_console = Console(stderr=True)
@@ -38,9 +41,9 @@ app = typer.Typer(cls=_RunByDefault, no_args_is_help=True,
                        "results in Parquet (docs/sweeps.md).")
 
 
-def _fail(msg: str, code: int = 2) -> None:
-    err_console.print(f"[red]error:[/red] {msg}")
-    raise typer.Exit(code)
+def _fail(msg: str) -> NoReturn:
+    """One line on stderr, printed literally (a message quoting the spec may hold brackets), exit 2."""
+    fail(msg)
 
 
 @app.command("run")
@@ -82,6 +85,12 @@ def run_cmd(
         _fail("--resume continues a sweep and --force starts it over; give one")
     if out.suffix != ".parquet":
         _fail(f"--out {out}: the result table is Parquet; name it FILE.parquet")
+    if not resume and not force:
+        parts = out.with_name(out.name + ".parts")
+        if out.exists() or parts.exists():
+            # Refused before a worker starts or a progress bar is drawn.
+            _fail(f"{out if out.exists() else parts} exists; pass --resume to continue that sweep or --force "
+                  "to start over")
 
     from movelab.executor import make_executor
 
@@ -89,7 +98,7 @@ def run_cmd(
         ex = make_executor(cluster, workers)
     except (ValueError, TypeError, ConnectionError, OSError) as e:
         _fail(str(e))
-    err_console.print(f"{s.name}: {len(points)} points on {ex.description}")
+    err_console.print(f"{lit(s.name)}: {len(points)} points on {lit(ex.description)}")
     columns = [TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]} failed"),
                TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn()]
     try:
@@ -102,16 +111,17 @@ def run_cmd(
             df = sweep.run(s, out, executor=ex, resume=resume, force=force, progress=update,
                            save_every=save_every)
     except sweep.SweepInterrupted as e:
-        err_console.print(f"[yellow]interrupted:[/yellow] {e.done} of {e.total} points saved in {e.parts}; "
+        err_console.print(f"[yellow]interrupted:[/yellow] {e.done} of {e.total} points saved in {lit(e.parts)}; "
                           f"run the same command with --resume to finish")
         raise typer.Exit(130) from None
     except (sweep.SpecError, FileExistsError, OSError, RuntimeError) as e:
         _fail(str(e))
     nfail = int(df["error"].notna().sum())
-    console.print(f"{len(df)} points ({nfail} failed) written to {out}")
+    console.print(f"{len(df)} points ({nfail} failed) written to {lit(out)}")
     if nfail:
         first = df[df["error"].notna()].iloc[0]
-        console.print(f"[red]point {first['point']}:[/red] {first['error']}")
+        console.print(f"[red]point {first['point']}:[/red] {lit(first['error'])}")
+        raise typer.Exit(1)  # a finding: the table is written, some points failed
 
 
 @app.command("show")
@@ -140,40 +150,56 @@ def show_cmd(
     if fmt == "json":
         typer.echo(json.dumps({"meta": meta, **summ}, indent=2, default=str))
         return
-    console.print(f"[bold]{meta.get('name', results.stem)}[/bold]: {summ['points']} points, "
-                  f"{summ['failed']} failed ({meta.get('simulator', '?')} on {meta.get('config', '?')})")
+    config = meta.get("config")
+    on = f" on {config}" if config is not None else ""
+    console.print(f"[bold]{lit(meta.get('name', results.stem))}[/bold]: {summ['points']} points, "
+                  f"{summ['failed']} failed ({lit(meta.get('simulator', '?'))}{lit(on)})")
     t = Table("axis", "values", box=None)
     for a, vals in summ["axes"].items():
-        t.add_row(a, ", ".join(map(str, vals[:12])) + (" ..." if len(vals) > 12 else ""))
+        t.add_row(lit(a), lit(", ".join(map(str, vals[:12])) + (" ..." if len(vals) > 12 else "")))
     console.print(t)
     t = Table("statistic", "min", "mean", "max", box=None)
+    t.columns[0].overflow = "fold"  # long statistic names wrap, never cut
     for k, v in summ["stats"].items():
         if "min" in v:
-            t.add_row(k, f"{v['min']:.6g}", f"{v['mean']:.6g}", f"{v['max']:.6g}")
+            t.add_row(lit(k), f"{v['min']:.6g}", f"{v['mean']:.6g}", f"{v['max']:.6g}")
         else:
-            t.add_row(k, ", ".join(v["values"]), "", "")
+            t.add_row(lit(k), lit(", ".join(v["values"])), "", "")
     console.print(t)
     for msg, n in summ["errors"].items():
-        console.print(f"[red]{n} x[/red] {msg}")
+        console.print(f"[red]{n} x[/red] {lit(msg)}")
 
 
 def bench_sweep(
-    spec: Path | None = typer.Option(None, "--spec", help="The sweep to time [default: presets/sweeps/dram-240.toml]."),
+    spec: Path | None = typer.Option(None, "--spec", help="The sweep to time [default: the dram-240 example "
+                                                          "shipped with movelab]."),
     workers: int | None = typer.Option(None, "--workers", min=2, max=4096, help="Pool size [default: every core]."),
-    out: Path | None = typer.Option(None, "--out", help="Directory for bench-sweep.json."),
+    out: Path | None = typer.Option(None, "--out", help="Directory for bench-sweep.json [default: none]."),
+    force: bool = typer.Option(False, "--force", help="Overwrite bench-sweep.json in --out."),
+    quick: bool = typer.Option(False, "--quick", help="A smoke test: the same points with 500 requests each "
+                                                      "[default: off]."),
 ) -> None:
     """Speed of the executor: one sweep in one process and on the local pool (same table, speedup)."""
     from movelab.sweep import SpecError
-    from movelab.sweep.bench import SPEC, run_bench
+    from movelab.sweep.bench import QUICK_COUNT, run_bench
 
+    if out is not None:
+        # Checked before minutes of benchmarking: an existing result is kept unless --force.
+        check_output_dir(out, ["bench-sweep.json"], force)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            _fail(f"--out {out}: cannot create the directory ({e.strerror or e})")
     try:
-        r = run_bench(spec or SPEC, workers, console=err_console)
+        r = run_bench(spec, workers, console=err_console, count=QUICK_COUNT if quick else None)
     except SpecError as e:
         _fail(str(e))
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "bench-sweep.json").write_text(json.dumps(r, indent=2))
-    t = Table(title=f"sweep speed: {r['points']} points of {Path(r['spec']).name}", box=None)
+        target = out / "bench-sweep.json"
+        check_output_dir(out, ["bench-sweep.json"], force)  # written meanwhile by someone else?
+        with atomic_path(target) as tmp:
+            tmp.write_text(json.dumps(r, indent=2))
+    t = Table(title=lit(f"sweep speed: {r['points']} points of {Path(r['spec']).name}"), box=None)
     for col in ["processes", "seconds", "points/s"]:
         t.add_column(col, justify="right")
     for run in r["runs"]:

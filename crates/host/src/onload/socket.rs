@@ -320,8 +320,12 @@ impl OnloadSocket {
     }
 
     /// Wait up to `timeout` (None: forever) for a completion. Ok(None) on timeout; an error when
-    /// the engine stopped with nothing left to receive or nothing is posted.
+    /// the socket is closed, the engine stopped with nothing left to receive, or nothing is posted.
     pub fn recv_raw(&self, timeout: Option<Duration>) -> OnloadResult<Option<RxCompletion>> {
+        if self.closed.load(Ordering::Acquire) {
+            // Closing released every posted buffer: nothing can arrive, so waiting would hang.
+            return Err(OnloadError::InvalidArgument("the socket is closed".into()));
+        }
         if let Some(c) = self.pop_rx() {
             return Ok(Some(c));
         }

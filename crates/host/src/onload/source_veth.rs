@@ -38,6 +38,43 @@ fn mac_str(m: [u8; 6]) -> String {
         .join(":")
 }
 
+/// The names of the namespaces a [`VethLab`] creates: `movelab-onl-PID-SEQ-a` and `-b`.
+const NS_PREFIX: &str = "movelab-onl-";
+
+/// The pid in a namespace name of [`NS_PREFIX`]'s form.
+fn namespace_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(NS_PREFIX)?;
+    let mut parts = rest.split('-');
+    let (pid, seq, side) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || seq.parse::<u32>().is_err() || !matches!(side, "a" | "b") {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Removes the namespaces (and with them their veth pairs) that a run killed without a chance
+/// to clean up (SIGKILL) left behind: those whose owner process no longer exists. Returns their
+/// names. Best effort: a namespace that cannot be removed stays.
+pub fn remove_stale_namespaces() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/run/netns") else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = namespace_owner(&name) else {
+            continue;
+        };
+        if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        if ip(&["netns", "del", &name]).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
 /// Two network namespaces joined by a veth pair; removed on drop.
 #[derive(Debug)]
 pub struct VethLab {
@@ -78,13 +115,19 @@ impl VethLab {
                     .into(),
             ));
         }
-        let id = format!(
-            "{}{}",
-            std::process::id() % 100_000,
-            SEQ.fetch_add(1, Ordering::Relaxed) % 100
+        remove_stale_namespaces();
+        let (pid, seq) = (
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed) % 100,
         );
+        // Interface names have at most 15 bytes; namespace names carry the whole pid, so that
+        // a later run can tell a dead owner's namespaces (`remove_stale_namespaces`).
+        let id = format!("{}{seq}", pid % 100_000);
         let lab = VethLab {
-            ns: [format!("movelab-onl-{id}-a"), format!("movelab-onl-{id}-b")],
+            ns: [
+                format!("{NS_PREFIX}{pid}-{seq}-a"),
+                format!("{NS_PREFIX}{pid}-{seq}-b"),
+            ],
             ifname: [format!("mla{id}"), format!("mlb{id}")],
         };
         let (na, nb) = (&lab.ns[0], &lab.ns[1]);
@@ -545,6 +588,50 @@ mod tests {
     use crate::onload::{OnloadConfig, OnloadEngine};
     use std::net::SocketAddrV4;
     use std::time::Duration;
+
+    #[test]
+    fn namespace_names_carry_their_owner() {
+        assert_eq!(namespace_owner("movelab-onl-4194303-7-a"), Some(4_194_303));
+        assert_eq!(namespace_owner("movelab-onl-12-0-b"), Some(12));
+        for other in [
+            "movelab-onl-12-0-c",
+            "movelab-onl-12-a",
+            "movelab-onl-x-0-a",
+            "netns-12-0-a",
+        ] {
+            assert_eq!(namespace_owner(other), None, "{other}");
+        }
+    }
+
+    /// A namespace whose owner died (a run killed with SIGKILL) is removed by the next run;
+    /// one whose owner lives is kept.
+    #[test]
+    fn stale_namespaces_are_removed_when_permitted() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: not root");
+            return;
+        }
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let dead = child.id();
+        child.wait().expect("wait");
+        let stale = format!("{NS_PREFIX}{dead}-0-a");
+        let live = format!("{NS_PREFIX}{}-99-a", std::process::id());
+        if let Err(e) = ip(&["netns", "add", &stale]) {
+            eprintln!("skipped: {e}");
+            return;
+        }
+        ip(&["netns", "add", &live]).expect("a second namespace");
+        let removed = remove_stale_namespaces();
+        let exists = |n: &str| std::path::Path::new(&format!("/run/netns/{n}")).exists();
+        let (stale_left, live_left) = (exists(&stale), exists(&live));
+        let _ = ip(&["netns", "del", &live]);
+        let _ = ip(&["netns", "del", &stale]);
+        assert!(removed.contains(&stale), "{removed:?}");
+        assert!(!stale_left && live_left);
+    }
 
     /// Real frames from the kernel's UDP stack in namespace b reach the engine through the
     /// veth pair and the packet ring; the engine's frames reach a kernel socket in b.

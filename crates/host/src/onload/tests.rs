@@ -522,3 +522,19 @@ fn bad_arguments_are_named() {
         assert!(matches!(e, OnloadError::InvalidArgument(_)), "{e}");
     }
 }
+
+#[test]
+fn a_closed_socket_refuses_a_blocking_receive() {
+    // A buffer posted, then the socket closed: closing released the buffer, so nothing can
+    // arrive and a receive without a timeout must fail at once, not wait forever.
+    let (src, _h) = replay(vec![], false);
+    let eng = OnloadEngine::start(config(), Box::new(src)).unwrap();
+    let s = eng.bind(81).unwrap();
+    s.post(vec![0; 2048]).unwrap();
+    s.close();
+    let t0 = Instant::now();
+    let e = s.recv_raw(None).unwrap_err();
+    assert!(e.to_string().contains("closed"), "{e}");
+    assert!(s.recv(Some(Duration::from_secs(5))).is_err());
+    assert!(t0.elapsed() < Duration::from_secs(2));
+}

@@ -1,0 +1,104 @@
+"""Promises of the options kept: every value an option accepts runs (the I/O model's stream limits
+are the options' ranges), a cost-name typo is refused naming the key, ``bench host onload`` checks
+its outputs before measuring and prints a table that fits 80 columns, and SIGTERM stops it as
+Ctrl-C does (so that its veth namespaces are removed)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from movelab import network
+from movelab.cli import app
+from movelab.platform import io
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def cli(*args: object, code: int = 0, **kw) -> str:
+    r = runner.invoke(app, [str(a) for a in args], **kw)
+    assert r.exit_code == code, f"exit {r.exit_code} for {args}:\n{r.output}\n{r.exception!r}"
+    return r.output
+
+
+def test_the_io_stream_limits_are_the_options_ranges() -> None:
+    # The largest accepted values run (a message of 64 KiB; 64,000 small messages, the longest stream).
+    assert io.run("larsen-82598-gen1", count=1, nbytes=io.MAX_BYTES).stats["messages_total"] == 1
+    assert io.run("larsen-82598-gen1", count=io.MAX_COUNT, nbytes=64).stats["messages_total"] == io.MAX_COUNT
+    for count, nbytes, named in [(1, io.MAX_BYTES + 1, "nbytes"), (io.MAX_COUNT + 1, 64, "count")]:
+        with pytest.raises(ValueError, match=named):
+            io.run("larsen-82598-gen1", count=count, nbytes=nbytes)
+    out = cli("platform", "run", "larsen-82598-gen1", "nic-stream", "--param", "count=1", "--param", "bytes=131072",
+              code=2)
+    assert "65,536" in out and "stalled" not in out
+    for opt, value in [("--small-count", "65000"), ("--large-count", "10000")]:
+        assert opt in cli("reproduce", "larsen-idma", opt, value, code=2)
+
+
+def test_a_cost_name_typo_is_refused_naming_the_key() -> None:
+    with pytest.raises(ValueError, match=r"host\.costs\.ip_rxx: unknown cost"):
+        network.run("softnic", "rx", 1472, overrides={"host": {"costs": {"ip_rxx": 100000}}})
+    assert "host.costs.ip_rxx" in cli("network", "run", "softnic", "--set", "host.costs.ip_rxx=100000", code=2)
+    assert "host.costs.nosuch" in cli("reproduce", "wun-onload", "--set", "host.costs.nosuch=5", code=2)
+    # A known cost is still overridden.
+    slow = network.run("softnic", "rx", 1472, overrides={"host": {"costs": {"ip_rx": 100000}},
+                                                          "wire": {"duration_us": 2000.0}})
+    fast = network.run("softnic", "rx", 1472, overrides={"wire": {"duration_us": 2000.0}})
+    assert slow["throughput_mbps"] < fast["throughput_mbps"] / 4
+
+
+def test_onload_bench_checks_outputs_first_and_its_table_fits(tmp_path: Path) -> None:
+    (tmp_path / "onload.csv").write_text("PRECIOUS")
+    t0 = time.monotonic()
+    out = cli("bench", "host", "onload", "--quick", "--source", "replay", "--out", tmp_path, code=2)
+    assert "refusing to overwrite" in out and time.monotonic() - t0 < 2
+    assert (tmp_path / "onload.csv").read_text() == "PRECIOUS"
+    text = cli("bench", "host", "onload", "--quick", "--source", "replay", "--direction", "rx", "--sizes", "64",
+               "--out", tmp_path / "o", env={"COLUMNS": "80"})
+    table = text[: text.index("every column: onload.csv")]
+    assert "…" not in table, table
+    assert "onload-nocache" in table and "softnic" in table
+    assert max(len(line) for line in table.splitlines()) <= 80
+
+
+def test_sigterm_stops_the_onload_bench_as_ctrl_c_does(tmp_path: Path) -> None:
+    p = subprocess.Popen([sys.executable, "-m", "movelab.cli", "bench", "host", "onload", "--source", "replay",
+                          "--seconds", "1", "--out", str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # inside the measurement loop
+    os.kill(p.pid, signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err  # handled (namespaces dropped after the point), not killed (-15)
+    assert "interrupted" in err
+    assert not (tmp_path / "onload.csv").exists()
+
+
+def test_every_output_is_locked_against_a_second_writer(tmp_path: Path) -> None:
+    """A reproduction's --out folder and a single output file are locked while written, as a sweep's
+    table is: another process writing there makes the run fail at once, naming it."""
+    from movelab._util import output_lock
+
+    out = tmp_path / "rep"
+    out.mkdir()
+    script = tmp_path / "hold.py"
+    script.write_text("import sys, time\nfrom pathlib import Path\nfrom movelab._util import output_lock\n"
+                      "with output_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(60)\n")
+    trace = tmp_path / "t.txt"
+    for target, args in [(out, ["reproduce", "rowclone-latency", "--out", out]),
+                         (trace, ["dram", "generate", "random", "--count", "10", "-o", trace])]:
+        holder = subprocess.Popen([sys.executable, str(script), str(target)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+            text = cli(*args, code=2)
+            assert f"being written by process {holder.pid}" in " ".join(text.split())
+        finally:
+            holder.kill()
+            holder.wait()
+        with output_lock(target):  # free again once its holder is gone
+            pass
