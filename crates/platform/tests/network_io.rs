@@ -196,6 +196,17 @@ fn bad_configurations_and_runs_are_refused_by_name() {
         )
         .unwrap();
     assert_eq!(fixed.host.costs.get("ip_rx"), Some(&100000.0));
+    // A new cost that a configuration's step names is taken.
+    let new = c
+        .with_overrides(
+            &toml::from_str(
+                "host.costs.mine = 7\nconfigs.emu.tx.free = [{ op = \"cost\", name = \"mine\" }]",
+            )
+            .unwrap(),
+            "test",
+        )
+        .unwrap();
+    assert_eq!(new.host.costs.get("mine"), Some(&7.0));
     let e = over("configs.emu.rx.app = [{ op = \"cost\", name = \"nope\" }]");
     assert!(
         e.contains("nope") && e.contains("configs.emu.rx.app"),

@@ -301,6 +301,19 @@ pub struct NetworkIoConfig {
 /// The channels every platform must name.
 pub const CHANNELS: &[&str] = &["me_dram", "sram", "scratch", "host_sdram", "msf"];
 
+/// Whether a step `{ op = "cost", name = NAME }` stands anywhere under `v`.
+fn names_cost(v: Option<&toml::Value>, name: &str) -> bool {
+    match v {
+        Some(toml::Value::Table(t)) => {
+            (t.get("op").and_then(|o| o.as_str()) == Some("cost")
+                && t.get("name").and_then(|n| n.as_str()) == Some(name))
+                || t.values().any(|x| names_cost(Some(x), name))
+        }
+        Some(toml::Value::Array(a)) => a.iter().any(|x| names_cost(Some(x), name)),
+        _ => false,
+    }
+}
+
 fn bad(src: &str, key: &str, what: impl Into<String>) -> PlatformError {
     PlatformError::config(src, key, what)
 }
@@ -339,9 +352,31 @@ impl NetworkIoConfig {
     pub fn with_overrides(&self, over: &toml::Value, src: &str) -> Result<Self, PlatformError> {
         let mut base =
             toml::Value::try_from(self).map_err(|e| bad(src, "(internal)", e.to_string()))?;
-        // Overrides change what the preset has; only the configurations' table takes new
-        // entries (a new cost name is a typo: costs are added in a platform file).
-        merge_known(&mut base, over, src, &["configs"])?;
+        // Overrides change what the preset has; the configurations and the costs take new
+        // entries, but a new cost must be named by a configuration's step (else it is a typo,
+        // such as `ip_rxx` for `ip_rx`, that would change nothing).
+        merge_known(&mut base, over, src, &["configs", "host.costs"])?;
+        let new_costs = over
+            .get("host")
+            .and_then(|h| h.get("costs"))
+            .and_then(|c| c.as_table())
+            .into_iter()
+            .flat_map(|t| t.keys())
+            .filter(|k| !self.host.costs.contains_key(*k));
+        for name in new_costs {
+            if !names_cost(base.get("configs"), name) {
+                let known: Vec<&str> = self.host.costs.keys().map(String::as_str).collect();
+                return Err(bad(
+                    src,
+                    &format!("host.costs.{name}"),
+                    format!(
+                        "unknown cost (the platform's: {}); a new cost must be named by a \
+                         configuration's steps",
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
         Self::from_value(base, src)
     }
 
