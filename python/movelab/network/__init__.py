@@ -19,7 +19,7 @@ from typing import Any
 from movelab import _core
 from movelab.dram import _dict_json, _native_call
 
-__all__ = ["CONFIGS", "DIRECTIONS", "check_costs", "config", "presets", "run"]
+__all__ = ["CONFIGS", "DIRECTIONS", "config", "presets", "run"]
 
 CONFIGS = ["emu", "softnic", "onloader"]
 DIRECTIONS = ["rx", "tx"]
@@ -32,53 +32,15 @@ def presets() -> list[str]:
     return list(_core.network_presets())
 
 
-def _ov(overrides: Mapping[str, Any] | None, platform: str = "ixp2350") -> str | None:
-    if overrides is None:
-        return None
-    text = _dict_json(overrides, "overrides")
-    check_costs(platform, overrides)
-    return text
-
-
-def _cost_steps(node: Any, out: set[str]) -> set[str]:
-    """The names of every ``{"op": "cost", "name": ...}`` step under ``node``."""
-    if isinstance(node, dict):
-        if node.get("op") == "cost" and isinstance(node.get("name"), str):
-            out.add(node["name"])
-        for v in node.values():
-            _cost_steps(v, out)
-    elif isinstance(node, list):
-        for v in node:
-            _cost_steps(v, out)
-    return out
-
-
-def check_costs(platform: str, overrides: Mapping[str, Any]) -> None:
-    """Refuses an override of ``host.costs.NAME`` that names no cost: neither one of the platform's
-    nor one that a config's steps use (a new cost for a new config's steps is allowed). So a typo
-    such as ``host.costs.ip_rxx`` is an error naming the key, never a silently added, unused cost."""
-    host = overrides.get("host") if isinstance(overrides, Mapping) else None
-    costs = host.get("costs") if isinstance(host, Mapping) else None
-    if not isinstance(costs, Mapping) or not costs:
-        return
-    base = json.loads(_native_call(_core.network_config, platform, None))["host"]["costs"]
-    new = [k for k in costs if k not in base]
-    if not new:
-        return
-    merged = json.loads(_native_call(_core.network_config, platform, json.dumps(dict(overrides))))
-    merged["host"].pop("costs", None)
-    used = _cost_steps(merged, set())
-    for name in new:
-        if name not in used:
-            raise ValueError(f"host.costs.{name}: unknown cost (the platform's: {', '.join(sorted(base))}); "
-                             "a new cost must be named by a config's steps")
+def _ov(overrides: Mapping[str, Any] | None) -> str | None:
+    return None if overrides is None else _dict_json(overrides, "overrides")
 
 
 def config(platform: str = "ixp2350", overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The platform (a built-in name or a TOML path) after ``overrides``, every value filled in."""
     if not isinstance(platform, str):
         raise TypeError(f"platform must be a name or a path, not {type(platform).__name__}")
-    return json.loads(_native_call(_core.network_config, platform, _ov(overrides, platform)))
+    return json.loads(_native_call(_core.network_config, platform, _ov(overrides)))
 
 
 def run(config: str, direction: str, payload: int, with_app: bool = True, platform: str = "ixp2350",
@@ -96,4 +58,4 @@ def run(config: str, direction: str, payload: int, with_app: bool = True, platfo
     if not isinstance(config, str) or not isinstance(platform, str):
         raise TypeError("config and platform must be strings")
     return json.loads(_native_call(_core.network_run, config, direction, payload, with_app, platform,
-                                   _ov(overrides, platform)))
+                                   _ov(overrides)))

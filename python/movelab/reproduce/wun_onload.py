@@ -89,9 +89,9 @@ def run(overrides: Mapping[str, Any] | None = None, payloads: list[int] | None =
         raise TypeError(f"overrides must be a dict shaped like the network platform, not {type(overrides).__name__}")
     exps = _experiments(experiments)
     if overrides:
-        from movelab.network import check_costs
+        from movelab.network import config as network_config
 
-        check_costs("ixp2350", overrides)
+        network_config("ixp2350", overrides)  # every key checked (a misspelt cost too) before any run
         # The variants set these themselves: an override would be dropped in their rows.
         sets = {"l2-push": "host.l2_push", "mapping-cache": "host.mapping_cache"}
         refuse_keys(dict(overrides), [k for e, k in sets.items() if e in exps], NAME)
