@@ -4,16 +4,27 @@ Two halves share one vocabulary of operations:
 
 * :mod:`movelab.dram` -- a fast, command-level DRAM simulator with in-DRAM copy (RowClone) and energy;
 * :mod:`movelab.host` -- a real asynchronous copy runtime with a software copy engine, IPC, and the
-  benchmarks that measure this machine.
+  benchmarks that measure this machine;
+* :mod:`movelab.record` -- a real program's copies and initialisations recorded on this machine
+  (``record.run``) and replayed on simulated platforms (:func:`replay`).
 
 The heavy lifting is in Rust (``movelab._core``); this package is a thin, idiomatic layer over it.
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 try:
     __version__ = version("movelab")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "replay"]
+
+
+def replay(trace: Any, platform: Any = "rowclone-system", mechanism: str = "cpu", **kw: Any) -> Any:
+    """Replays a recording (``movelab record``) on a simulated platform under one mechanism; see
+    :func:`movelab.record.replay.replay`."""
+    from movelab.record.replay import replay as _replay
+
+    return _replay(trace, platform, mechanism, **kw)

@@ -22,6 +22,7 @@ from movelab.host.cli import bench_host_app
 from movelab.network.cli import app as network_app
 from movelab.platform.cli import app as platform_app
 from movelab.platform.cli import bench_platform
+from movelab.record.cli import record_cmd, replay_cmd, what_if_cmd
 from movelab.reproduce.cli import app as reproduce_app
 from movelab.sweep.cli import app as sweep_app
 from movelab.sweep.cli import bench_sweep
@@ -92,6 +93,9 @@ app.add_typer(network_app, name="network")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sweep_app, name="sweep")
+app.command("record", context_settings={"allow_interspersed_args": False})(record_cmd)
+app.command("replay")(replay_cmd)
+app.command("what-if")(what_if_cmd)
 
 
 @app.command()
