@@ -13,7 +13,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from movelab import record
 from movelab.record import kernel
 from movelab.record.trace import COLUMNS, TraceError, read
@@ -223,7 +222,7 @@ def test_replay_and_what_if(recording: tuple[pd.DataFrame, Path], tmp_path: Path
     s = r.summary
     assert s["movement_ns"] > 0 and s["energy_nj"] > 0 and s["channel_bytes"] >= 0
     assert s["calls"] == int(r.classes["calls"].sum()) and s["sampled_calls"] <= 2 * len(r.classes)
-    assert s["total_ns"] == pytest.approx(s["wall_ns"] - s["measured_in_calls_ns"] + s["movement_ns"])
+    assert s["total_ns"] == pytest.approx(s["program_ns"] - s["measured_in_calls_ns"] + s["movement_ns"])
     summary, classes = what_if(path, "rowclone-system", ["cpu", "ce-on-die-async", "rowclone-zi-aligned"], samples=2)
     assert list(summary["mechanism"]) == ["cpu", "ce-on-die-async", "rowclone-zi-aligned"]
     cpu = summary.set_index("mechanism").loc["cpu"]

@@ -134,11 +134,19 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
         procs = _processes(heads)
         if use_perf:
             faults, sums = kernel.parse(data)
-            df = pd.concat([df, _kernel_rows(faults, sums, procs, start)], ignore_index=True)
+            k = _kernel_rows(faults, sums, procs, start)
+            last_exe = {p["pid"]: p["exe"] for p in procs}  # procs are in start order: the last image wins
+            k["exe"] = k["pid"].map(last_exe).astype("string")
+            df = pd.concat([df, k], ignore_index=True)
+        ends = [h["end_ns"] for h in heads if h.get("end_ns")]
+        # The program's own time: from its first image's start to its last footer (perf's own start
+        # and the interposer's start-up are outside it); the wall time when no process ended normally.
+        program_ns = max(ends) - min(h["t0_ns"] for h in heads) if ends else t1 - t0
     df = conform(df)
     df = df.sort_values(["t_ns"], kind="stable", na_position="last").reset_index(drop=True)
     meta = {
-        "command": argv, "exit_status": status, "wall_ns": t1 - t0, "min_bytes": min_bytes, "timed": timed,
+        "command": argv, "exit_status": status, "wall_ns": t1 - t0, "program_ns": program_ns,
+        "min_bytes": min_bytes, "timed": timed,
         "kernel_events": use_perf, "processes": procs, "not_recorded": not_recorded, "machine": _machine(),
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -174,7 +182,7 @@ def _processes(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for h in sorted(heads, key=lambda h: (h["t0_ns"], h["pid"], h["image"])):
         out.append({k: h.get(k) for k in ("pid", "ppid", "image", "exe", "complete", "minor_faults", "major_faults",
-                                          "own_write_bytes", "own_writes")})
+                                          "own_write_bytes", "own_writes", "clock_ns")})
     return out
 
 

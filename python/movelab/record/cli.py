@@ -67,8 +67,10 @@ def _print_recording(df: Any, meta: dict[str, Any]) -> None:
                   f"{r['ns'] / 1e6:.3f}" if src == "interposer" else "-")
     console.print(t)
     inside = float(df.loc[df["source"] == "interposer", "dur_ns"].sum())
-    console.print(f"wall time {meta['wall_ns'] / 1e6:.1f} ms; inside recorded calls {inside / 1e6:.2f} ms "
-                  f"({100 * inside / max(meta['wall_ns'], 1):.1f}%); processes {len(meta['processes'])}")
+    prog = meta.get("program_ns") or meta["wall_ns"]
+    console.print(f"program time {prog / 1e6:.1f} ms (wall {meta['wall_ns'] / 1e6:.1f} ms with start-up); inside "
+                  f"recorded calls {inside / 1e6:.2f} ms ({100 * inside / max(prog, 1):.1f}%); "
+                  f"processes {len(meta['processes'])}")
     console.print("[bold]Not recorded[/bold]:")
     for n in meta["not_recorded"]:
         console.print(f"  - {n}", highlight=False)
@@ -129,16 +131,17 @@ def replay_cmd(
         t.add_column(c, justify="left" if c == "mechanism" else "right")
     for r in results:
         s = r.summary
-        e = (s["movement_ns"] / s["measured_in_calls_ns"] - 1) * 100 if r.mechanism == "cpu" and \
-            s["measured_in_calls_ns"] else None
+        e = (s["movement_ns"] / s["measured_net_ns"] - 1) * 100 if r.mechanism == "cpu" and \
+            s["measured_net_ns"] else None
         t.add_row(r.mechanism, f"{s['movement_ns'] / 1e6:.3f}", f"{s['total_ns'] / 1e6:.1f}",
                   f"{s['energy_nj'] / 1e6:.4f}", f"{s['channel_bytes'] / 1e6:.2f}",
-                  f"{s['measured_in_calls_ns'] / 1e6:.3f}", f"{e:+.1f}%" if e is not None else "-")
+                  f"{s['measured_net_ns'] / 1e6:.3f}", f"{e:+.1f}%" if e is not None else "-")
     console.print(t)
     s = results[0].summary
     console.print(f"{s['calls']:,} calls ({s['bytes']:,} bytes) in {s['classes']} size classes, replayed from "
                   f"{s['sampled_calls']:,} sampled calls (at most {samples} per class) and scaled by each class's "
-                  f"call count; 'measured' is the time inside the recorded calls (user space only).",
+                  f"call count; 'measured' is the time inside the recorded calls (user space only) less the "
+                  f"clock reads' own cost; 'error' compares the cpu replay with it.",
                   highlight=False)
     for r in results:
         for n in r.notes:

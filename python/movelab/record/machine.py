@@ -74,7 +74,7 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
     ov: dict[str, Any] = {"preset": "rowclone-system"}
     core: dict[str, Any] = {}
     if d.get("cpu_mhz"):
-        core["clock_mhz"] = int(round(d["cpu_mhz"]))
+        core["clock_mhz"] = round(d["cpu_mhz"])
         notes.append(f"core clock {core['clock_mhz']} MHz: /proc/cpuinfo 'cpu MHz' (the nominal clock; turbo "
                      f"is not visible here)")
     # Not visible to Linux: the microarchitecture's widths. Defaults: a Golden Cove-class server core

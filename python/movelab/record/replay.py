@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from movelab.record.trace import COPY_KINDS, INIT_KINDS, read
+from movelab.record.trace import COPY_KINDS, INIT_KINDS, corrected_dur, read
 
 FOLD = (1 << 30) - 1
 HOT_BASE = 0x7000_0000  # the compute's hot region (16 KiB), outside the folded GiB
@@ -114,11 +114,7 @@ def _toml(ops: list[tuple], name: str = "replay") -> str:
 
 def _stats(st: dict[str, Any]) -> tuple[float, float, float]:
     """(time ns, DRAM energy nJ, channel bytes) of a platform run."""
-    mem = st.get("memory", {})
-    energy = st.get("memory", {}).get("energy_nj")
-    if energy is None:
-        energy = st.get("dram", {}).get("energy", {}).get("total_nj", 0.0)
-    return float(st["time_ns"]), float(energy or 0.0), float(mem.get("channel_bytes", 0))
+    return float(st["time_ns"]), float(st["dram_energy_nj"]), float(st["memory"]["channel_bytes"])
 
 
 def _sample(cls: pd.DataFrame, samples: int, budget: int) -> pd.DataFrame:
@@ -221,21 +217,25 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             t1, e1, b1 = _stats(plat.run(platform, path_with, overrides=mech_ov).stats)
             per_call = (t1 - t0) / k
             measured = cls["dur_ns"].sum(min_count=1)
+            net = corrected_dur(cls[cls["source"] == "interposer"], meta).sum()
             rows.append({"op": op, "size_class": int(sc),
                          "size_range": f"{1 << (int(sc) - 1) if sc else 0}-{(1 << int(sc)) - 1}",
                          "calls": calls, "bytes": nbytes, "sampled": k, "sim_ns_per_call": per_call,
                          "predicted_ns": per_call * calls,
                          "measured_ns": float(measured) if not pd.isna(measured) else float("nan"),
+                         "measured_net_ns": float(net) if not pd.isna(measured) else float("nan"),
                          "energy_nj": (e1 - e0) / k * calls, "channel_bytes": (b1 - b0) / k * calls})
     classes = pd.DataFrame(rows)
-    measured_in_calls = float(df.loc[df["source"] == "interposer", "dur_ns"].sum())
-    wall = float(meta.get("wall_ns", float("nan")))
+    user = df[df["source"] == "interposer"]
+    measured_in_calls = float(user["dur_ns"].sum())
+    measured_net = float(corrected_dur(user, meta).sum())
+    wall = float(meta.get("program_ns", meta.get("wall_ns", float("nan"))))
     moved = float(classes["predicted_ns"].sum())
     summary = {
         "mechanism": mechanism, "movement_ns": moved,
         "total_ns": wall - measured_in_calls + moved if not math.isnan(wall) else float("nan"),
         "energy_nj": float(classes["energy_nj"].sum()), "channel_bytes": float(classes["channel_bytes"].sum()),
-        "measured_in_calls_ns": measured_in_calls, "wall_ns": wall,
+        "measured_in_calls_ns": measured_in_calls, "measured_net_ns": measured_net, "program_ns": wall,
         "calls": int(ev["count"].sum()), "bytes": int(ev["bytes"].sum()),
         "sampled_calls": int(classes["sampled"].sum()), "classes": len(classes), "rate_instr_per_ns": rate,
     }
@@ -299,7 +299,7 @@ def what_if(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system",
             use = f.index >= thr_sc if thr_sc is not None else np.zeros(len(f), bool)
             best_ns += float(np.where(use, c.loc[op, "predicted_ns"], base.loc[op, "predicted_ns"]).sum())
         s = r.summary
-        wall = s["wall_ns"]
+        wall = s["program_ns"]
         rows.append({"mechanism": m, "movement_ns": s["movement_ns"], "total_ns": s["total_ns"],
                      "saving_pct": 100.0 * (1 - s["movement_ns"] / reps["cpu"].summary["movement_ns"])
                      if reps["cpu"].summary["movement_ns"] else float("nan"),

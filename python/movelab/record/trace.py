@@ -83,13 +83,14 @@ def read_process_file(path: Path) -> tuple[dict[str, Any], pd.DataFrame]:
     if version != 1 or recsize != 64:
         raise TraceError(f"{path}: interposer file version {version}, record size {recsize}; expected 1, 64")
     t0, min_bytes = np.frombuffer(raw[24:40], dtype="<u8")
-    exe = raw[40:256].split(b"\0", 1)[0].decode(errors="replace")
+    exe = raw[40:248].split(b"\0", 1)[0].decode(errors="replace")
+    clock_ns = int(np.frombuffer(raw[248:256], dtype="<u8")[0])
     body = raw[256:]
     n = len(body) // 64  # a torn last record (a process killed mid-write) is dropped
     recs = np.frombuffer(body[: n * 64], dtype=REC)
     image = int(path.name.split(".")[1])
     head: dict[str, Any] = {"pid": int(pid), "ppid": int(ppid), "t0_ns": int(t0), "min_bytes": int(min_bytes),
-                            "exe": exe, "image": image, "file": path.name, "complete": False}
+                            "exe": exe, "image": image, "file": path.name, "complete": False, "clock_ns": clock_ns}
     foot = recs[recs["kind"] == FOOTER]
     if len(foot):
         f = foot[-1]
@@ -190,3 +191,13 @@ def read(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     except (TypeError, ValueError) as e:
         raise TraceError(f"trace {p}: a column has the wrong type: {e}") from None
     return df, meta
+
+
+def corrected_dur(df: pd.DataFrame, meta: dict[str, Any]) -> pd.Series:
+    """Each interposer row's time inside its calls less the clock reads' own cost (the median of
+    back-to-back reads its process measured at start, ``clock_ns``, once per call); null for rows
+    without a duration."""
+    over = {(p["pid"], p["image"]): p.get("clock_ns") or 0 for p in meta.get("processes", [])}
+    keys = list(zip(df["pid"].fillna(-1).astype(int), df["image"].fillna(-1).astype(int), strict=True))
+    o = pd.Series([over.get(k, 0) for k in keys], index=df.index, dtype="float64")
+    return (df["dur_ns"].astype("float64") - o * df["count"].astype("float64")).clip(lower=0)
