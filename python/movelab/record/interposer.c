@@ -334,75 +334,50 @@ static void record(int kind, const void *dst, const void *src, uint64_t n, uint6
 
 #define CLOCK() (timed ? now_ns() : 0)
 
-EXPORT void *memcpy(void *d, const void *s, size_t n) {
-    if (!resolved) {
-        resolve();
-        if (!resolved) return slow_copy(d, s, n);
+/* The copies and fills, plain and fortified (_chk: abort on overflow, as glibc does); `extra`
+ * carries 1 for a fortified call (and memset's fill byte below it). */
+#define COPY(name, real, kind)                                                          \
+    static void *name##_do(void *d, const void *s, size_t n, uint64_t fortified, void *ra) { \
+        if (!resolved) resolve();                                                         \
+        if (!resolved) return slow_copy(d, s, n);                                         \
+        if (!want()) return real(d, s, n);                                                \
+        uint64_t t0 = CLOCK();                                                            \
+        void *r = real(d, s, n);                                                          \
+        record(kind, d, s, n, t0, CLOCK(), ra, fortified);                                \
+        return r;                                                                         \
+    }                                                                                     \
+    EXPORT void *name(void *d, const void *s, size_t n) {                                 \
+        return name##_do(d, s, n, 0, __builtin_return_address(0));                        \
+    }                                                                                     \
+    EXPORT void *__##name##_chk(void *d, const void *s, size_t n, size_t dlen) {          \
+        if (dlen < n) abort();                                                            \
+        return name##_do(d, s, n, 1, __builtin_return_address(0));                        \
     }
-    if (!want()) return real_memcpy(d, s, n);
-    uint64_t t0 = CLOCK();
-    void *r = real_memcpy(d, s, n);
-    record(K_MEMCPY, d, s, n, t0, CLOCK(), __builtin_return_address(0), 0);
-    return r;
-}
 
-EXPORT void *memmove(void *d, const void *s, size_t n) {
-    if (!resolved) {
-        resolve();
-        if (!resolved) return slow_copy(d, s, n);
-    }
-    if (!want()) return real_memmove(d, s, n);
-    uint64_t t0 = CLOCK();
-    void *r = real_memmove(d, s, n);
-    record(K_MEMMOVE, d, s, n, t0, CLOCK(), __builtin_return_address(0), 0);
-    return r;
-}
+/* Calls through the pointers, resolved at first use (an indirect call cannot be inlined away). */
+static void *call_memcpy(void *d, const void *s, size_t n) { return real_memcpy(d, s, n); }
+static void *call_memmove(void *d, const void *s, size_t n) { return real_memmove(d, s, n); }
 
-EXPORT void *memset(void *d, int c, size_t n) {
-    if (!resolved) {
-        resolve();
-        if (!resolved) return slow_set(d, c, n);
-    }
-    if (!want()) return real_memset(d, c, n);
-    uint64_t t0 = CLOCK();
-    void *r = real_memset(d, c, n);
-    record(K_MEMSET, d, NULL, n, t0, CLOCK(), __builtin_return_address(0), (uint64_t)(unsigned char)c);
-    return r;
-}
+COPY(memcpy, call_memcpy, K_MEMCPY)
+COPY(memmove, call_memmove, K_MEMMOVE)
 
-/* The _chk variants (fortified builds): same as the plain calls, abort on overflow as glibc does. */
-EXPORT void *__memcpy_chk(void *d, const void *s, size_t n, size_t dlen) {
-    if (dlen < n) abort();
-    if (!resolved) resolve();
-    if (!resolved) return slow_copy(d, s, n);
-    if (!want()) return real_memcpy(d, s, n);
-    uint64_t t0 = CLOCK();
-    void *r = real_memcpy(d, s, n);
-    record(K_MEMCPY, d, s, n, t0, CLOCK(), __builtin_return_address(0), 1);
-    return r;
-}
-
-EXPORT void *__memmove_chk(void *d, const void *s, size_t n, size_t dlen) {
-    if (dlen < n) abort();
-    if (!resolved) resolve();
-    if (!resolved) return slow_copy(d, s, n);
-    if (!want()) return real_memmove(d, s, n);
-    uint64_t t0 = CLOCK();
-    void *r = real_memmove(d, s, n);
-    record(K_MEMMOVE, d, s, n, t0, CLOCK(), __builtin_return_address(0), 1);
-    return r;
-}
-
-EXPORT void *__memset_chk(void *d, int c, size_t n, size_t dlen) {
-    if (dlen < n) abort();
+static void *memset_do(void *d, int c, size_t n, uint64_t fortified, void *ra) {
     if (!resolved) resolve();
     if (!resolved) return slow_set(d, c, n);
     if (!want()) return real_memset(d, c, n);
     uint64_t t0 = CLOCK();
     void *r = real_memset(d, c, n);
-    record(K_MEMSET, d, NULL, n, t0, CLOCK(), __builtin_return_address(0),
-           (uint64_t)(unsigned char)c | (1ull << 8));
+    record(K_MEMSET, d, NULL, n, t0, CLOCK(), ra, (uint64_t)(unsigned char)c | (fortified << 8));
     return r;
+}
+
+EXPORT void *memset(void *d, int c, size_t n) {
+    return memset_do(d, c, n, 0, __builtin_return_address(0));
+}
+
+EXPORT void *__memset_chk(void *d, int c, size_t n, size_t dlen) {
+    if (dlen < n) abort();
+    return memset_do(d, c, n, 1, __builtin_return_address(0));
 }
 
 EXPORT void *calloc(size_t a, size_t b) {
@@ -501,60 +476,47 @@ EXPORT int fexecve(int f, char *const argv[], char *const envp[]) {
     return real_fexecve(f, argv, envp);
 }
 
-/* The list forms gather their arguments and go through the vector forms above. */
+/* The list forms gather their arguments (up to the NULL) and go through the vector forms above. */
 #define MAXARGS 4096
-#define GATHER(first, ap, argv, ok)                                   \
-    do {                                                              \
-        int i_ = 0;                                                   \
-        argv[i_++] = (char *)(first);                                 \
-        char *a_;                                                     \
-        while ((a_ = va_arg(ap, char *)) != NULL && i_ < MAXARGS - 1) \
-            argv[i_++] = a_;                                          \
-        ok = a_ == NULL;                                              \
-        argv[i_] = NULL;                                              \
-    } while (0)
+
+static int gather(char **argv, const char *first, va_list *ap) {
+    int i = 0;
+    char *a = (char *)first;
+    while (a != NULL && i < MAXARGS - 1) {
+        argv[i++] = a;
+        a = va_arg(*ap, char *);
+    }
+    argv[i] = NULL;
+    if (a != NULL) errno = E2BIG;
+    return a == NULL;
+}
 
 EXPORT int execl(const char *path, const char *arg, ...) {
     char *argv[MAXARGS];
-    int ok;
     va_list ap;
     va_start(ap, arg);
-    GATHER(arg, ap, argv, ok);
+    int ok = gather(argv, arg, &ap);
     va_end(ap);
-    if (!ok) {
-        errno = E2BIG;
-        return -1;
-    }
-    return execv(path, argv);
+    return ok ? execv(path, argv) : -1;
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...) {
     char *argv[MAXARGS];
-    int ok;
     va_list ap;
     va_start(ap, arg);
-    GATHER(arg, ap, argv, ok);
+    int ok = gather(argv, arg, &ap);
     va_end(ap);
-    if (!ok) {
-        errno = E2BIG;
-        return -1;
-    }
-    return execvp(file, argv);
+    return ok ? execvp(file, argv) : -1;
 }
 
 EXPORT int execle(const char *path, const char *arg, ...) {
     char *argv[MAXARGS];
-    int ok;
     va_list ap;
     va_start(ap, arg);
-    GATHER(arg, ap, argv, ok);
-    char *const *envp = va_arg(ap, char *const *);
+    int ok = gather(argv, arg, &ap);
+    char *const *envp = ok ? va_arg(ap, char *const *) : NULL;
     va_end(ap);
-    if (!ok) {
-        errno = E2BIG;
-        return -1;
-    }
-    return execve(path, argv, envp);
+    return ok ? execve(path, argv, envp) : -1;
 }
 
 /* The child of a fork: the parent's unflushed records stay the parent's; the child keeps only its
