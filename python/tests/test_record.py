@@ -134,6 +134,12 @@ def test_kernel_events_or_a_reason(recording: tuple[pd.DataFrame, Path]) -> None
     # pages shared with its parent (copy-on-write)
     assert (k["kind"] == "page_zero").sum() > 0 and (k["kind"] == "page_cow").sum() > 0
     assert ((k["kind"].isin(["page_zero", "page_cow"])) == (k["bytes"] == 4096)).all()
+    # faults inside calls: counted for every timed call; the realloc into a fresh 1 MiB mapping
+    # writes its first page inside the call
+    ev = df[(df["source"] == "interposer") & df["t_ns"].notna()]
+    assert ev["faults"].notna().all() and (ev["faults"] >= 0).all()
+    assert (ev[ev["kind"] == "realloc"]["faults"] >= 1).any()
+    assert ev["faults"].sum() <= (k["kind"].str.startswith("page_")).sum()
 
 
 def test_parquet_round_trip(recording: tuple[pd.DataFrame, Path]) -> None:
@@ -234,3 +240,18 @@ def test_replay_and_what_if(recording: tuple[pd.DataFrame, Path], tmp_path: Path
     assert (out / "what-if.png").stat().st_size > 0 and (out / "what-if.csv").is_file()
     res = _cli("what-if", str(path), "--samples", "1", "--out", str(out))
     assert res.returncode == 2 and "--force" in res.stderr
+
+
+def test_report_shows_recordings_not_as_sweeps(recording: tuple[pd.DataFrame, Path], tmp_path: Path) -> None:
+    import json
+
+    from movelab.report import write_report
+
+    _, path = recording
+    d = tmp_path / "reports" / "record-replay"
+    d.mkdir(parents=True)
+    shutil.copy(path, d / "known.parquet")
+    (d / "record-replay.json").write_text(json.dumps([{"program": "known", "calls": 432, "slowdown": 1.1}]))
+    index = write_report(tmp_path / "reports").read_text()
+    assert 'data-name="record-replay"' in index and "known" in index
+    assert "sweep-link" not in index

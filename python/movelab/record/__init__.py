@@ -137,6 +137,7 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
             k = _kernel_rows(faults, sums, procs, start)
             last_exe = {p["pid"]: p["exe"] for p in procs}  # procs are in start order: the last image wins
             k["exe"] = k["pid"].map(last_exe).astype("string")
+            df["faults"] = _faults_inside(df, k)
             df = pd.concat([df, k], ignore_index=True)
         ends = [h["end_ns"] for h in heads if h.get("end_ns")]
         # The program's own time: from its first image's start to its last footer (perf's own start
@@ -158,6 +159,23 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
         with atomic_path(out) as tmp_out:
             write_parquet(df, meta, tmp_out)
     return df
+
+
+def _faults_inside(calls: pd.DataFrame, k: pd.DataFrame) -> pd.Series:
+    """For each recorded call, the page faults its thread took between its start and its end."""
+    out = pd.Series(pd.NA, index=calls.index, dtype="Int64")
+    f = k[k["kind"].str.startswith("page_") & k["t_ns"].notna()]
+    times = {tid: np.sort(g["t_ns"].to_numpy(dtype=np.int64)) for tid, g in f.groupby("tid")}
+    timed = calls[calls["t_ns"].notna() & calls["dur_ns"].notna()]
+    out.loc[timed.index] = 0
+    for tid, g in timed.groupby("tid"):
+        t = times.get(tid)
+        if t is None:
+            continue
+        start = g["t_ns"].to_numpy(dtype=np.int64)
+        end = start + g["dur_ns"].to_numpy(dtype=np.int64)
+        out.loc[g.index] = np.searchsorted(t, end, side="right") - np.searchsorted(t, start, side="left")
+    return out
 
 
 def _stop(proc: subprocess.Popen, sig: int) -> None:

@@ -86,6 +86,8 @@ def replay_cmd(
                                           show_default=False),
     samples: int = typer.Option(16, "--samples", min=1, help="Calls replayed per size class at most."),
     sources: str = typer.Option("all", "--sources", help="all, interposer (user-space calls) or kernel."),
+    unfaulted: bool = typer.Option(False, "--unfaulted", help="Only calls inside which no page fault was "
+                                   "recorded (the validation: a faulted call's time includes the kernel's work)."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
     """Replay a recording's copies and initialisations, with the compute between them, on a
@@ -108,7 +110,9 @@ def replay_cmd(
     df.attrs["movelab"] = meta
     if sources != "all":
         df = df[df["source"] == sources]
-        df.attrs["movelab"] = meta
+    if unfaulted:
+        df = df[(df["source"] == "interposer") & (df["faults"].fillna(0) == 0)]
+    df.attrs["movelab"] = meta
     plat, notes = _platform(platform, memory)
     cache: dict = {}
     results = []

@@ -48,6 +48,7 @@ COLUMNS: dict[str, str] = {
     "value": "Int64",        # memset's fill byte (calloc: 0)
     "fortified": "boolean",  # called as the _chk variant
     "use_ns": "Int64",       # copy-use window: not measured (docs/record-replay.md says why)
+    "faults": "Int64",       # page faults the thread took inside the call (null without kernel events)
 }
 
 
