@@ -229,6 +229,8 @@ def test_replay_and_what_if(recording: tuple[pd.DataFrame, Path], tmp_path: Path
     assert s["movement_ns"] > 0 and s["energy_nj"] > 0 and s["channel_bytes"] >= 0
     assert s["calls"] == int(r.classes["calls"].sum()) and s["sampled_calls"] <= 2 * len(r.classes)
     assert s["total_ns"] == pytest.approx(s["program_ns"] - s["measured_in_calls_ns"] + s["movement_ns"])
+    w = movelab.replay(path, "rowclone-system", "cpu", samples=2, warm=True)
+    assert w.summary["warm"] and w.summary["movement_ns"] > 0 and w.summary["calls"] == s["calls"]
     summary, classes = what_if(path, "rowclone-system", ["cpu", "ce-on-die-async", "rowclone-zi-aligned"], samples=2)
     assert list(summary["mechanism"]) == ["cpu", "ce-on-die-async", "rowclone-zi-aligned"]
     cpu = summary.set_index("mechanism").loc["cpu"]
@@ -255,3 +257,15 @@ def test_report_shows_recordings_not_as_sweeps(recording: tuple[pd.DataFrame, Pa
     index = write_report(tmp_path / "reports").read_text()
     assert 'data-name="record-replay"' in index and "known" in index
     assert "sweep-link" not in index
+
+
+def test_cli_record_and_replay(known: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t.parquet"
+    r = _cli("record", "--no-kernel", "-o", str(out), "--", str(known))
+    assert r.returncode == 0, r.stderr
+    assert out.is_file() and "Not recorded" in r.stdout and "kernel-side movement: not asked for" in r.stdout
+    r = _cli("record", "--no-kernel", "-o", str(out), "--", str(known))
+    assert r.returncode == 2 and "--force" in r.stderr
+    r = _cli("replay", str(out), "--samples", "1", "--mechanism", "cpu", "--mechanism", "rowclone")
+    assert r.returncode == 0, r.stderr
+    assert "cpu" in r.stdout and "rowclone" in r.stdout and "sampled calls" in r.stdout

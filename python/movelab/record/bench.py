@@ -120,6 +120,7 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int) ->
     clean.attrs = dict(user.attrs)
     faulted_ms = float(user.loc[user["faults"].fillna(0) > 0, "dur_ns"].sum()) / 1e6
     val = replay(clean, platform, "cpu", samples=samples)
+    warm = replay(clean, platform, "cpu", samples=samples, warm=True)
     net = val.summary["measured_net_ns"]
     err = val.summary["movement_ns"] / net - 1 if net else float("nan")
     summary, classes = what_if(f, platform, samples=samples)
@@ -136,6 +137,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int) ->
         "share_in_movement_pct": 100 * inside / prog if prog else float("nan"),
         "plain_s": slow["plain_s"], "interposed_s": slow["interposed_s"], "slowdown": slow["slowdown"],
         "baseline_predicted_ms": val.summary["movement_ns"] / 1e6, "baseline_error_pct": 100 * err,
+        "baseline_warm_predicted_ms": warm.summary["movement_ns"] / 1e6,
+        "baseline_warm_error_pct": 100 * (warm.summary["movement_ns"] / net - 1) if net else None,
         "baseline_error_raw_pct": 100 * (val.summary["movement_ns"] / float(clean["dur_ns"].sum()) - 1)
         if len(clean) else None,
     }
@@ -174,6 +177,7 @@ def bench_record(
         rows.append(row)
         console.print(f"  {row['calls']:,} calls, {row['share_in_movement_pct']:.1f}% of its time inside them; "
                       f"slowdown x{row['slowdown']:.2f}; baseline replay error {row['baseline_error_pct']:+.1f}% "
+                      f"(warm {row['baseline_warm_error_pct']:+.1f}%) "
                       f"({time.monotonic() - t:.0f} s)", highlight=False)
     clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
     (out / "record-replay.json").write_text(json.dumps(clean, indent=2))

@@ -86,6 +86,8 @@ def replay_cmd(
                                           show_default=False),
     samples: int = typer.Option(16, "--samples", min=1, help="Calls replayed per size class at most."),
     sources: str = typer.Option("all", "--sources", help="all, interposer (user-space calls) or kernel."),
+    warm: bool = typer.Option(False, "--warm", help="Cost each size class on a second pass over its sample "
+                              "(its buffers cached), not the first."),
     unfaulted: bool = typer.Option(False, "--unfaulted", help="Only calls inside which no page fault was "
                                    "recorded (the validation: a faulted call's time includes the kernel's work)."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
@@ -118,7 +120,7 @@ def replay_cmd(
     results = []
     for m in mechanism:
         try:
-            r = replay(df, plat, m, samples=samples, overrides=parse_set(set_), _cache=cache)
+            r = replay(df, plat, m, samples=samples, overrides=parse_set(set_), warm=warm, _cache=cache)
         except (ValueError, OSError) as e:
             _fail(e)
         results.append(r)

@@ -164,10 +164,12 @@ def _ops(sample: pd.DataFrame, rate: float, max_gap: int, aligned: bool, synth: 
 
 def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", mechanism: str = "cpu", *,
            samples: int = 16, budget_bytes: int = 4 << 20, max_gap_instructions: int = 50_000,
-           overrides: Mapping[str, Any] | None = None, _cache: dict | None = None) -> Replay:
+           overrides: Mapping[str, Any] | None = None, warm: bool = False, _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
-    (one of :data:`MECHANISMS`)."""
+    (one of :data:`MECHANISMS`). ``warm``: cost each class on the second of two passes over its
+    sample, the sampled calls' buffers left in the caches by the first (default: one pass, the
+    buffers wherever the previous replayed calls left them)."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r} (known: {', '.join(MECHANISMS)})")
     for name, v in (("samples", samples), ("budget_bytes", budget_bytes),
@@ -190,6 +192,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         cache[key] = _compute_rate(platform, base)
     rate = cache[key]
     mech_ov = _merge(base, MECHANISMS[mechanism])
+    cpu_ov = _merge(base, MECHANISMS["cpu"])
     aligned = mechanism in ALIGNED
     rows = []
     notes = []
@@ -205,16 +208,27 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                 notes.append(f"{op} class {sc}: only aggregated calls (below --min-bytes); replayed as "
                              f"{synth[0]} synthetic {size}-byte calls, 64-byte aligned, 1000 instructions apart")
             k = synth[0] if synth else len(sample)
-            path_with = Path(tmp) / f"{op}-{sc}-{mechanism}.toml"
-            path_with.write_text(_toml(_ops(sample, rate, max_gap_instructions, aligned, synth, True)))
-            bkey = ("without", repr(platform), repr(sorted(base.items())), op, int(sc), k,
-                    tuple(sample.index) if synth is None else synth)
-            if bkey not in cache:
-                p0 = Path(tmp) / f"{op}-{sc}-none.toml"
-                p0.write_text(_toml(_ops(sample, rate, max_gap_instructions, aligned, synth, False)))
-                cache[bkey] = _stats(plat.run(platform, p0, overrides=_merge(base, MECHANISMS["cpu"])).stats)
-            t0, e0, b0 = cache[bkey]
-            t1, e1, b1 = _stats(plat.run(platform, path_with, overrides=mech_ov).stats)
+            key = (repr(platform), repr(sorted(base.items())), op, int(sc), k,
+                   tuple(sample.index) if synth is None else synth)
+
+            def sim(passes: int, moves: bool, key: tuple = key, sample: pd.DataFrame = sample,
+                    synth: tuple | None = synth, op: str = str(op), sc: int = int(sc)) -> tuple[float, float, float]:
+                """(time, energy, traffic) of the class's sample run ``passes`` times in a row, with or
+                without its copies and initialisations (without: the same for every mechanism)."""
+                ck = ("run", passes, moves, mechanism if moves else "", key)
+                if ck not in cache:
+                    ops = _ops(sample, rate, max_gap_instructions, aligned, synth, moves) * passes
+                    path = Path(tmp) / f"{op}-{sc}-{passes}-{int(moves)}.toml"
+                    path.write_text(_toml(ops))
+                    cache[ck] = _stats(plat.run(platform, path, overrides=mech_ov if moves else cpu_ov).stats)
+                return cache[ck]
+
+            t0, e0, b0 = sim(1, False)
+            t1, e1, b1 = sim(1, True)
+            if warm:
+                # the second pass of two, its buffers left in the caches by the first
+                t0, e0, b0 = (a - b for a, b in zip(sim(2, False), (t0, e0, b0), strict=True))
+                t1, e1, b1 = (a - b for a, b in zip(sim(2, True), (t1, e1, b1), strict=True))
             per_call = (t1 - t0) / k
             measured = cls["dur_ns"].sum(min_count=1)
             net = corrected_dur(cls[cls["source"] == "interposer"], meta).sum()
@@ -238,6 +252,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "measured_in_calls_ns": measured_in_calls, "measured_net_ns": measured_net, "program_ns": wall,
         "calls": int(ev["count"].sum()), "bytes": int(ev["bytes"].sum()),
         "sampled_calls": int(classes["sampled"].sum()), "classes": len(classes), "rate_instr_per_ns": rate,
+        "warm": warm,
     }
     return Replay(mechanism, summary, classes, notes)
 
