@@ -167,9 +167,9 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            overrides: Mapping[str, Any] | None = None, warm: bool = False, _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
-    (one of :data:`MECHANISMS`). ``warm``: cost each class on the second of two passes over its
-    sample, the sampled calls' buffers left in the caches by the first (default: one pass, the
-    buffers wherever the previous replayed calls left them)."""
+    (one of :data:`MECHANISMS`). ``warm``: cost each class's sample after a first pass over it
+    that leaves the sampled calls' buffers in the caches (default: the buffers wherever the
+    previous replayed calls left them)."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r} (known: {', '.join(MECHANISMS)})")
     for name, v in (("samples", samples), ("budget_bytes", budget_bytes),
@@ -211,24 +211,23 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             key = (repr(platform), repr(sorted(base.items())), op, int(sc), k,
                    tuple(sample.index) if synth is None else synth)
 
-            def sim(passes: int, moves: bool, key: tuple = key, sample: pd.DataFrame = sample,
-                    synth: tuple | None = synth, op: str = str(op), sc: int = int(sc)) -> tuple[float, float, float]:
-                """(time, energy, traffic) of the class's sample run ``passes`` times in a row, with or
-                without its copies and initialisations (without: the same for every mechanism)."""
-                ck = ("run", passes, moves, mechanism if moves else "", key)
+            def sim(moves: bool, key: tuple = key, sample: pd.DataFrame = sample, synth: tuple | None = synth,
+                    op: str = str(op), sc: int = int(sc)) -> tuple[float, float, float]:
+                """(time, energy, traffic) of the class's sample with or without its copies and
+                initialisations; warm: after a first pass with them, which leaves their buffers in
+                the caches (the same first pass in both runs, so the difference is the second's)."""
+                ck = ("run", moves, warm, mechanism if (moves or warm) else "", key)
                 if ck not in cache:
-                    ops = _ops(sample, rate, max_gap_instructions, aligned, synth, moves) * passes
-                    path = Path(tmp) / f"{op}-{sc}-{passes}-{int(moves)}.toml"
+                    ops = _ops(sample, rate, max_gap_instructions, aligned, synth, moves)
+                    if warm:
+                        ops = _ops(sample, rate, max_gap_instructions, aligned, synth, True) + ops
+                    path = Path(tmp) / f"{op}-{sc}-{int(moves)}.toml"
                     path.write_text(_toml(ops))
-                    cache[ck] = _stats(plat.run(platform, path, overrides=mech_ov if moves else cpu_ov).stats)
+                    cache[ck] = _stats(plat.run(platform, path, overrides=mech_ov if moves or warm else cpu_ov).stats)
                 return cache[ck]
 
-            t0, e0, b0 = sim(1, False)
-            t1, e1, b1 = sim(1, True)
-            if warm:
-                # the second pass of two, its buffers left in the caches by the first
-                t0, e0, b0 = (a - b for a, b in zip(sim(2, False), (t0, e0, b0), strict=True))
-                t1, e1, b1 = (a - b for a, b in zip(sim(2, True), (t1, e1, b1), strict=True))
+            t0, e0, b0 = sim(False)
+            t1, e1, b1 = sim(True)
             per_call = (t1 - t0) / k
             measured = cls["dur_ns"].sum(min_count=1)
             net = corrected_dur(cls[cls["source"] == "interposer"], meta).sum()
