@@ -140,6 +140,7 @@ def test_kernel_events_or_a_reason(recording: tuple[pd.DataFrame, Path]) -> None
     assert ev["faults"].notna().all() and (ev["faults"] >= 0).all()
     assert (ev[ev["kind"] == "realloc"]["faults"] >= 1).any()
     assert ev["faults"].sum() <= (k["kind"].str.startswith("page_")).sum()
+    assert ev["switches"].notna().all() and (ev["switches"] >= 0).all()
 
 
 def test_parquet_round_trip(recording: tuple[pd.DataFrame, Path]) -> None:

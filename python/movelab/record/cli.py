@@ -88,8 +88,9 @@ def replay_cmd(
     sources: str = typer.Option("all", "--sources", help="all, interposer (user-space calls) or kernel."),
     warm: bool = typer.Option(False, "--warm", help="Cost each size class on a second pass over its sample "
                               "(its buffers cached), not the first."),
-    unfaulted: bool = typer.Option(False, "--unfaulted", help="Only calls inside which no page fault was "
-                                   "recorded (the validation: a faulted call's time includes the kernel's work)."),
+    undisturbed: bool = typer.Option(False, "--undisturbed", help="Only calls inside which their thread took no "
+                                   "page fault and was not switched out (the validation: such a call's time "
+                                   "includes the kernel's or other programs' work)."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
     """Replay a recording's copies and initialisations, with the compute between them, on a
@@ -112,8 +113,8 @@ def replay_cmd(
     df.attrs["movelab"] = meta
     if sources != "all":
         df = df[df["source"] == sources]
-    if unfaulted:
-        df = df[(df["source"] == "interposer") & (df["faults"].fillna(0) == 0)]
+    if undisturbed:
+        df = df[(df["source"] == "interposer") & (df["faults"].fillna(0) == 0) & (df["switches"].fillna(0) == 0)]
     df.attrs["movelab"] = meta
     plat, notes = _platform(platform, memory)
     cache: dict = {}

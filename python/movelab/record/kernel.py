@@ -7,6 +7,8 @@
   anonymous page is first-touch zeroing (``page_zero``, 4 KiB); a read of a missing anonymous page
   maps the shared zero page (``page_zero_map``, nothing moved); a file-backed fault maps the page
   cache (``page_file``, nothing moved, or a read from storage);
+* context switches of the recorded threads (``sched:sched_switch``), to mark the calls during which
+  their thread was switched out (their time includes other work);
 * the bytes the kernel copied for ``read``/``write``/``pread64``/``pwrite64``/``readv``/``writev``/
   ``recvfrom``/``sendto``/``recvmsg``/``sendmsg`` (their return values), summed per process and call.
 """
@@ -25,7 +27,9 @@ PAGE = 4096
 FAULTS = ["exceptions:page_fault_user", "exceptions:page_fault_kernel", "filemap:mm_filemap_fault"]
 SYSCALLS = {"read": "read", "write": "write", "pread64": "pread", "pwrite64": "pwrite", "readv": "readv",
             "writev": "writev", "recvfrom": "recv", "sendto": "send", "recvmsg": "recvmsg", "sendmsg": "sendmsg"}
-EVENTS = FAULTS + [f"syscalls:sys_exit_{s}" for s in SYSCALLS]
+#: A thread switched out (preempted or blocked): a call it was inside took longer than its work.
+SWITCH = "sched:sched_switch"
+EVENTS = [*FAULTS, SWITCH] + [f"syscalls:sys_exit_{s}" for s in SYSCALLS]
 USER_TOP = 1 << 47
 
 _LINE = re.compile(r"^\s*(\d+)/(\d+)\s+(\d+)\.(\d+):\s+(\S+):\s*(.*)$")
@@ -60,14 +64,16 @@ def wrap(cmd: list[str], data: Path) -> list[str]:
             "-e", ",".join(EVENTS), "--", *cmd]
 
 
-def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(page faults, one row each; kernel copies, summed per pid and call) from a perf file."""
+def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(page faults, one row each; kernel copies, summed per pid and call; context switches out,
+    one row each: tid, t_abs) from a perf file."""
     perf = shutil.which("perf") or "perf"
     proc = subprocess.Popen([perf, "script", "--ns", "-i", str(data), "-F", "pid,tid,time,event,trace"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     faults: list[list] = []
     last_fault: dict[int, int] = {}
     sums: dict[tuple[int, str], list[int]] = {}
+    switches: list[tuple[int, int]] = []
     assert proc.stdout is not None
     for line in proc.stdout:
         m = _LINE.match(line)
@@ -87,6 +93,8 @@ def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
                 continue
             last_fault[tid] = len(faults)
             faults.append([pid, tid, t, addr, code, False])
+        elif ev == SWITCH:
+            switches.append((tid, t))
         elif ev == "filemap:mm_filemap_fault":
             i = last_fault.pop(tid, None)
             if i is not None:
@@ -116,7 +124,7 @@ def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     else:
         fdf["kind"] = pd.Series(dtype="string")
     sdf = pd.DataFrame([(p, k, c, b) for (p, k), (c, b) in sums.items()], columns=["pid", "kind", "count", "bytes"])
-    return fdf, sdf
+    return fdf, sdf, pd.DataFrame(switches, columns=["tid", "t_abs"])
 
 
 def moved_bytes(kind: str) -> int:

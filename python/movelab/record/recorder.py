@@ -126,11 +126,13 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
         df["t_ns"] = df["t_ns"] - start
         procs = _processes(heads)
         if use_perf:
-            faults, sums = kernel.parse(data)
+            faults, sums, switches = kernel.parse(data)
             k = _kernel_rows(faults, sums, procs, start)
             last_exe = {p["pid"]: p["exe"] for p in procs}  # procs are in start order: the last image wins
             k["exe"] = k["pid"].map(last_exe).astype("string")
-            df["faults"] = _faults_inside(df, k)
+            pf = k[k["kind"].str.startswith("page_") & k["t_ns"].notna()]
+            df["faults"] = _inside(df, pf["tid"], pf["t_ns"])
+            df["switches"] = _inside(df, switches["tid"], switches["t_abs"] - start)
             df = pd.concat([df, k], ignore_index=True)
         ends = [h["end_ns"] for h in heads if h.get("end_ns")]
         # The program's own time: from its first image's start to its last footer (perf's own start
@@ -154,15 +156,16 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
     return df
 
 
-def _faults_inside(calls: pd.DataFrame, k: pd.DataFrame) -> pd.Series:
-    """For each recorded call, the page faults its thread took between its start and its end."""
+def _inside(calls: pd.DataFrame, tids: pd.Series, times: pd.Series) -> pd.Series:
+    """For each timed call, how many of the events (a thread id and a time each) its thread had
+    between the call's start and its end."""
     out = pd.Series(pd.NA, index=calls.index, dtype="Int64")
-    f = k[k["kind"].str.startswith("page_") & k["t_ns"].notna()]
-    times = {tid: np.sort(g["t_ns"].to_numpy(dtype=np.int64)) for tid, g in f.groupby("tid")}
+    ev = pd.DataFrame({"tid": tids.to_numpy(), "t": times.to_numpy(dtype=np.int64)})
+    by_tid = {tid: np.sort(g["t"].to_numpy()) for tid, g in ev.groupby("tid")}
     timed = calls[calls["t_ns"].notna() & calls["dur_ns"].notna()]
     out.loc[timed.index] = 0
     for tid, g in timed.groupby("tid"):
-        t = times.get(tid)
+        t = by_tid.get(tid)
         if t is None:
             continue
         start = g["t_ns"].to_numpy(dtype=np.int64)

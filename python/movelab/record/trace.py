@@ -49,6 +49,7 @@ COLUMNS: dict[str, str] = {
     "fortified": "boolean",  # called as the _chk variant
     "use_ns": "Int64",       # copy-use window: not measured (docs/record-replay.md says why)
     "faults": "Int64",       # page faults the thread took inside the call (null without kernel events)
+    "switches": "Int64",     # times the thread was switched out inside the call (null without kernel events)
 }
 
 
