@@ -31,7 +31,8 @@ def _platform(name: str, memory: str) -> tuple[Any, list[str]]:
 
 
 def record_cmd(
-    cmd: list[str] = typer.Argument(..., help="The program and its arguments (after --).", show_default=False),
+    cmd: list[str] = typer.Argument(..., help="The program and its arguments (after --).", show_default=False,
+                                    metavar="CMD"),
     out: Path = typer.Option(Path("trace.parquet"), "--out", "-o", help="The recording (Parquet)."),
     min_bytes: int = typer.Option(0, "--min-bytes", min=0,
                                   help="Calls smaller than this are counted per size class, not one by one."),
