@@ -270,3 +270,13 @@ def test_cli_record_and_replay(known: Path, tmp_path: Path) -> None:
     r = _cli("replay", str(out), "--samples", "1", "--mechanism", "cpu", "--mechanism", "rowclone")
     assert r.returncode == 0, r.stderr
     assert "cpu" in r.stdout and "rowclone" in r.stdout and "sampled calls" in r.stdout
+
+
+def test_window_replay(recording: tuple[pd.DataFrame, Path]) -> None:
+    from movelab.record.replay import replay_windows
+
+    _, path = recording
+    r = replay_windows(path, "rowclone-system", "cpu", windows=2, length=8)
+    assert r["windows"] == 2 and r["window_calls"] == 16 and r["movement_ns"] > 0
+    with pytest.raises(ValueError, match="unknown mechanism"):
+        replay_windows(path, mechanism="nope")

@@ -89,7 +89,7 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int) ->
     from movelab import record
     from movelab.record import _build
     from movelab.record.cli import plot
-    from movelab.record.replay import replay, what_if
+    from movelab.record.replay import replay, replay_windows, what_if
 
     desc, _needs, template, exe = PROGRAMS[name]
     src = Path(__file__).parent
@@ -125,6 +125,7 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int) ->
     switched_ms = float(user.loc[user["switches"].fillna(0) > 0, "dur_ns"].sum()) / 1e6
     val = replay(clean, platform, "cpu", samples=samples)
     warm = replay(clean, platform, "cpu", samples=samples, warm=True)
+    win = replay_windows(clean, platform, "cpu", windows=12)
     net = val.summary["measured_net_ns"]
     err = val.summary["movement_ns"] / net - 1 if net else float("nan")
     summary, classes = what_if(f, platform, samples=samples)
@@ -146,6 +147,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int) ->
         "baseline_predicted_ms": val.summary["movement_ns"] / 1e6, "baseline_error_pct": 100 * err,
         "baseline_warm_predicted_ms": warm.summary["movement_ns"] / 1e6,
         "baseline_warm_error_pct": 100 * (warm.summary["movement_ns"] / net - 1) if net else None,
+        "baseline_windows_predicted_ms": win["movement_ns"] / 1e6,
+        "baseline_windows_error_pct": 100 * (win["movement_ns"] / net - 1) if net else None,
         "baseline_error_raw_pct": 100 * (val.summary["movement_ns"] / float(clean["dur_ns"].sum()) - 1)
         if len(clean) else None,
     }
@@ -184,7 +187,8 @@ def bench_record(
         rows.append(row)
         console.print(f"  {row['calls']:,} calls, {row['share_in_movement_pct']:.1f}% of its time inside them; "
                       f"slowdown x{row['slowdown']:.2f}; baseline replay error {row['baseline_error_pct']:+.1f}% "
-                      f"(warm {row['baseline_warm_error_pct']:+.1f}%) "
+                      f"(warm {row['baseline_warm_error_pct']:+.1f}%, windows "
+                      f"{row['baseline_windows_error_pct']:+.1f}%) "
                       f"({time.monotonic() - t:.0f} s)", highlight=False)
     clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
     (out / "record-replay.json").write_text(json.dumps(clean, indent=2))

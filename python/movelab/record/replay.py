@@ -326,3 +326,45 @@ def what_if(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system",
         cc.insert(0, "mechanism", m)
         cls_rows.append(cc)
     return pd.DataFrame(rows), pd.concat(cls_rows, ignore_index=True)
+
+
+def replay_windows(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", mechanism: str = "cpu", *,
+                   windows: int = 4, length: int = 256, max_gap_instructions: int = 50_000,
+                   overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The other estimator: ``windows`` runs of ``length`` consecutive recorded calls (all sizes,
+    in time order, evenly spread over the recording), each replayed with and without its moves; the
+    movement cost per call of the windows, times the number of calls. Unlike the per-class replay,
+    a call finds the buffers the calls just before it left in the caches (reuse within a window is
+    kept; a window starts cold). Returns the predicted movement time and what it came from."""
+    from movelab import platform as plat
+
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"unknown mechanism {mechanism!r} (known: {', '.join(MECHANISMS)})")
+    if isinstance(trace, pd.DataFrame):
+        df = trace
+    else:
+        df, meta = read(trace)
+        df.attrs["movelab"] = meta
+    ev = movement_events(df)
+    ev = ev[ev["t_ns"].notna()].sort_values("t_ns", kind="stable")
+    if ev.empty:
+        raise ValueError("the trace holds no timed copies or initialisations to replay")
+    base = dict(overrides or {})
+    rate = _compute_rate(platform, base)
+    length = min(length, len(ev))
+    starts = sorted({int(s) for s in np.linspace(0, len(ev) - length, max(1, windows)).round()})
+    cost = calls = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, s in enumerate(starts):
+            w = ev.iloc[s:s + length]
+            t = []
+            for moves in (False, True):
+                path = Path(tmp) / f"w{i}-{int(moves)}.toml"
+                path.write_text(_toml(_ops(w, rate, max_gap_instructions, mechanism in ALIGNED, None, moves)))
+                ov = _merge(base, MECHANISMS[mechanism if moves else "cpu"])
+                t.append(_stats(plat.run(platform, path, overrides=ov).stats)[0])
+            cost += t[1] - t[0]
+            calls += float(w["count"].sum())
+    total_calls = float(ev["count"].sum())
+    return {"mechanism": mechanism, "movement_ns": cost / calls * total_calls, "windows": len(starts),
+            "window_calls": int(calls), "calls": int(total_calls)}
