@@ -26,9 +26,9 @@ from rich.console import Console
 console = Console()
 
 PORT = 6391
-_REDIS = (f"redis-server --port {PORT} --save '' --appendonly no --bind 127.0.0.1 & "
+_REDIS = (f"redis-server --port {PORT} --save '' --appendonly no --bind 127.0.0.1 --logfile /dev/null & "
           f"for i in $(seq 100); do redis-cli -p {PORT} ping >/dev/null 2>&1 && break; sleep 0.05; done; "
-          f"redis-benchmark -p {PORT} -h 127.0.0.1 -q -n 20000 -d 1024 -t set,get,lpush,lrange_100 >/dev/null; "
+          f"redis-benchmark -p {PORT} -h 127.0.0.1 -q -n 5000 -d 1024 -t set,get,lpush,lrange_100 >/dev/null; "
           f"redis-cli -p {PORT} shutdown nosave >/dev/null; wait")
 _SHELL = ("seq 1 200000 | sort -r | gzip -c > {tmp}/s.gz && gunzip -c {tmp}/s.gz | md5sum > /dev/null && "
           "seq 1 50000 | sed 's/1/one/g' | awk '{{n += length($0)}} END {{print n}}' > /dev/null")
@@ -49,7 +49,7 @@ PROGRAMS: dict[str, tuple[str, list[str], str, str]] = {
                "/usr/bin/python3 -c 'import json, decimal'", ""),
     "sqlite": ("sqlite3: 50,000 rows inserted, indexed, queried, updated, vacuumed (a file database)",
                ["sqlite3"], "rm -f {tmp}/t.db && sqlite3 {tmp}/t.db \"" + _SQL + "\"", "sqlite3"),
-    "redis": ("redis-server under redis-benchmark on loopback (80,000 requests, 1 KiB values)",
+    "redis": ("redis-server under redis-benchmark on loopback (20,000 requests, 1 KiB values)",
               ["redis-server", "redis-benchmark", "redis-cli"], _REDIS, "redis-server"),
 }
 
@@ -78,9 +78,13 @@ def _slowdown(cmd: str, lib: Path, runs: int) -> dict[str, Any]:
 
 
 def _focus(df: Any, exe: str) -> Any:
+    """The rows of the processes running ``exe`` (recorded as the resolved executable: Debian's
+    redis-server is a link to redis-check-rdb)."""
     if not exe:
         return df
-    sel = df[df["exe"].fillna("").str.endswith("/" + exe)]
+    path = shutil.which(exe)
+    real = os.path.realpath(path) if path else exe
+    sel = df[df["exe"].fillna("").isin([real, path])]
     sel.attrs = dict(df.attrs)
     return sel
 
@@ -158,6 +162,12 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int) ->
     return row
 
 
+def _write(out: Path, rows: list[dict[str, Any]]) -> None:
+    """The rows so far (after every program, so a failure later keeps them)."""
+    clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
+    (out / "record-replay.json").write_text(json.dumps(clean, indent=2))
+
+
 def bench_record(
     out: Path = typer.Option(Path("reports/record-replay"), "--out", help="Directory for the results."),
     programs: list[str] | None = typer.Option(None, "--program", help=f"Only these ({', '.join(PROGRAMS)})."),
@@ -183,15 +193,20 @@ def bench_record(
             continue
         console.print(f"{n}: recording and replaying ...")
         t = time.monotonic()
-        row = run_program(n, out, host["platform"], samples, runs)
+        try:
+            row = run_program(n, out, host["platform"], samples, runs)
+        except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
+            console.print(f"  {n} failed: {e}", highlight=False)
+            rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})
+            continue
         rows.append(row)
+        _write(out, rows)
         console.print(f"  {row['calls']:,} calls, {row['share_in_movement_pct']:.1f}% of its time inside them; "
                       f"slowdown x{row['slowdown']:.2f}; baseline replay error {row['baseline_error_pct']:+.1f}% "
                       f"(warm {row['baseline_warm_error_pct']:+.1f}%, windows "
                       f"{row['baseline_windows_error_pct']:+.1f}%) "
                       f"({time.monotonic() - t:.0f} s)", highlight=False)
-    clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
-    (out / "record-replay.json").write_text(json.dumps(clean, indent=2))
+    _write(out, rows)
     (out / "platform.json").write_text(json.dumps(host, indent=2))
     console.print(f"written: {out / 'record-replay.json'}")
 
