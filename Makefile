@@ -12,7 +12,7 @@ PY_DEPS := maturin>=1.5,<2 typer>=0.12 rich>=13 numpy>=1.26 pandas>=2.0 matplotl
            dask[distributed]>=2024.1 pyarrow>=15 pytest>=8 hypothesis>=6 ruff>=0.5
 REPORTS ?= reports
 
-.PHONY: install wheel reproduce browser test test-rust test-python lint bench clean
+.PHONY: install wheel reproduce browser test test-rust test-python lint bench bench-record-deps clean
 
 install: $(INSTALL_STAMP)
 
@@ -63,12 +63,24 @@ lint: install
 test-python: install browser
 	$(VENV)/bin/pytest -q python/tests
 
-bench: install
+# The real programs `movelab bench record` records (Debian packages; installed only when missing).
+RECORD_DEBS := gcc sqlite3 redis-server redis-tools gzip
+bench-record-deps:
+	@missing=""; for p in $(RECORD_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	      --no-install-recommends $$missing >/dev/null; \
+	  else echo "not installed (needs root and apt-get):$$missing; movelab bench record skips what needs them"; fi; \
+	fi
+
+bench: install bench-record-deps
 	$(CLI) bench dram --out $(REPORTS)/bench --force
 	$(CLI) bench platform --out $(REPORTS)/bench --force
 	$(CLI) bench host all --out $(REPORTS)/bench-host --force
 	$(CLI) bench host onload --out $(REPORTS)/bench-host --force
 	$(CLI) bench sweep --out $(REPORTS)/bench --force
+	$(CLI) bench record --out $(REPORTS)/record-replay
 
 clean:
 	rm -rf target dist $(VENV) $(REPORTS)

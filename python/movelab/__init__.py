@@ -6,12 +6,15 @@ Two halves share one vocabulary of operations:
 * :mod:`movelab.host` -- a real asynchronous copy runtime with a software copy engine, IPC, and the
   benchmarks that measure this machine;
 * :func:`movelab.simulate` -- one entry point for every simulated system (the platform, two hosts
-  over PCIe, the network-I/O platform), returning one report.
+  over PCIe, the network-I/O platform), returning one report;
+* :mod:`movelab.record` -- a real program's copies and initialisations recorded on this machine
+  (``record.run``) and replayed on simulated platforms (:func:`replay`).
 
 The heavy lifting is in Rust (``movelab._core``); this package is a thin, idiomatic layer over it.
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 try:
     __version__ = version("movelab")
@@ -20,4 +23,12 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
 
 from movelab.systems import simulate, systems
 
-__all__ = ["__version__", "simulate", "systems"]
+__all__ = ["__version__", "replay", "simulate", "systems"]
+
+
+def replay(trace: Any, platform: Any = "rowclone-system", mechanism: str = "cpu", **kw: Any) -> Any:
+    """Replays a recording (``movelab record``) on a simulated platform under one mechanism; see
+    :func:`movelab.record.replay.replay`."""
+    from movelab.record.replay import replay as _replay
+
+    return _replay(trace, platform, mechanism, **kw)

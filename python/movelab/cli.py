@@ -22,6 +22,8 @@ from movelab.host.cli import bench_host_app
 from movelab.network.cli import app as network_app
 from movelab.platform.cli import app as platform_app
 from movelab.platform.cli import bench_platform
+from movelab.record.bench import bench_record
+from movelab.record.cli import record_cmd, replay_cmd, what_if_cmd
 from movelab.reproduce.cli import app as reproduce_app
 from movelab.sweep.cli import app as sweep_app
 from movelab.sweep.cli import bench_sweep
@@ -85,6 +87,7 @@ bench_app.command("dram")(bench_dram)
 bench_app.command("platform")(bench_platform)
 bench_app.add_typer(bench_host_app, name="host")
 bench_app.command("sweep")(bench_sweep)
+bench_app.command("record")(bench_record)
 
 app.add_typer(dram_app, name="dram")
 app.add_typer(platform_app, name="platform")
@@ -92,6 +95,9 @@ app.add_typer(network_app, name="network")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sweep_app, name="sweep")
+app.command("record", context_settings={"allow_interspersed_args": False})(record_cmd)
+app.command("replay")(replay_cmd)
+app.command("what-if")(what_if_cmd)
 
 
 @app.command()

@@ -310,6 +310,16 @@ def _sweep_page(path: Path, root: Path) -> tuple[str, str, dict[str, Any]]:
 # ------------------------------------------------------------------------------------------------
 
 
+def _is_recording(path: Path) -> bool:
+    """A ``movelab record`` recording (shown through its directory's rows, not as a sweep)."""
+    try:
+        import pyarrow.parquet as pq
+
+        return b"movelab.record" in (pq.read_schema(path).metadata or {})
+    except Exception:
+        return False
+
+
 def _ours(path: Path) -> bool:
     try:
         return f'content="{GENERATOR}"' in path.read_text(errors="replace")[:2000]
@@ -324,7 +334,8 @@ def write_report(root: str | Path, force: bool = False) -> Path:
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory (run movelab reproduce all --out {root} first)")
     reps = _reproductions(root)
-    sweeps = sorted(p for p in root.rglob("*.parquet") if not any(s.name.endswith(".parts") for s in p.parents))
+    sweeps = sorted(p for p in root.rglob("*.parquet")
+                    if not any(s.name.endswith(".parts") for s in p.parents) and not _is_recording(p))
     pages: list[tuple[Path, str]] = []
     sweep_items = []
     for p in sweeps:

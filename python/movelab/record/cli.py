@@ -1,0 +1,247 @@
+"""``movelab record``, ``movelab replay`` and ``movelab what-if``: a real program's data movement,
+recorded on this machine and replayed on simulated platforms."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from movelab._util import TableJson, atomic_path, check_output_dir, echo_json, output_path, parse_set, staged_dir
+from movelab._util import fail as _fail
+
+console = Console()
+err = Console(stderr=True)
+
+
+def _platform(name: str, memory: str) -> tuple[Any, list[str]]:
+    """``host`` is this machine (read from Linux); anything else goes to the platform loader."""
+    if name == "host":
+        from movelab.record.machine import host_platform
+
+        h = host_platform(memory=memory)
+        return h["platform"], h["notes"]
+    return name, []
+
+
+def record_cmd(
+    cmd: list[str] = typer.Argument(..., help="The program and its arguments (after --).", show_default=False,
+                                    metavar="CMD"),
+    out: Path = typer.Option(Path("trace.parquet"), "--out", "-o", help="The recording (Parquet)."),
+    min_bytes: int = typer.Option(0, "--min-bytes", min=0,
+                                  help="Calls smaller than this are counted per size class, not one by one."),
+    no_kernel: bool = typer.Option(False, "--no-kernel", help="Do not record kernel-side movement with perf."),
+    no_time: bool = typer.Option(False, "--no-time", help="Do not time the calls (to measure the interposer's cost)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite --out."),
+) -> None:
+    """Run CMD and record its bulk data movement: memcpy, memmove, memset (and _chk), calloc, realloc
+    through an LD_PRELOAD interposer; page-fault zeroing, copy-on-write and read/write/send/recv
+    bytes through perf where this machine allows it. Usage: movelab record [OPTIONS] -- CMD ARGS..."""
+    from movelab import record
+
+    output_path(out, force, "--out")
+    try:
+        df = record.run(cmd, out, min_bytes=min_bytes, kernel_events=not no_kernel, force=True, timed=not no_time)
+    except (RuntimeError, FileNotFoundError, TypeError, ValueError) as e:
+        _fail(e)
+    meta = df.attrs["movelab"]
+    _print_recording(df, meta)
+    console.print(f"recording: {out}")
+    if meta["exit_status"] != 0:
+        err.print(f"note: {cmd[0]} exited with status {meta['exit_status']}; its recording was written")
+
+
+def _print_recording(df: Any, meta: dict[str, Any]) -> None:
+    g = df.groupby(["source", "kind"], sort=True).agg(calls=("count", "sum"), bytes=("bytes", "sum"),
+                                                      ns=("dur_ns", "sum"))
+    t = Table(title=f"Recorded data movement of {' '.join(meta['command'])}", box=box.SIMPLE_HEAD)
+    for c in ["source", "kind", "calls", "bytes", "time inside (ms)"]:
+        t.add_column(c, justify="right" if c not in ("source", "kind") else "left")
+    for (src, kind), r in g.iterrows():
+        t.add_row(src, kind, f"{int(r['calls']):,}", f"{int(r['bytes']):,}",
+                  f"{r['ns'] / 1e6:.3f}" if src == "interposer" else "-")
+    console.print(t)
+    inside = float(df.loc[df["source"] == "interposer", "dur_ns"].sum())
+    prog = meta.get("program_ns") or meta["wall_ns"]
+    console.print(f"program time {prog / 1e6:.1f} ms (wall {meta['wall_ns'] / 1e6:.1f} ms with start-up); inside "
+                  f"recorded calls {inside / 1e6:.2f} ms ({100 * inside / max(prog, 1):.1f}%); "
+                  f"processes {len(meta['processes'])}")
+    console.print("[bold]Not recorded[/bold]:")
+    for n in meta["not_recorded"]:
+        console.print(f"  - {n}", highlight=False)
+
+
+def replay_cmd(
+    trace: Path = typer.Argument(..., help="A recording from movelab record."),
+    platform: str = typer.Option("rowclone-system", "--platform", "-p",
+                                 help="A platform preset, a TOML file, or 'host' (this machine)."),
+    mechanism: list[str] = typer.Option(["cpu"], "--mechanism", "-m", help="Mechanism (repeatable)."),
+    memory: str = typer.Option("rowclone-ddr5-4800b", "--memory", help="DRAM config for --platform host."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Platform override KEY=VALUE (repeatable).",
+                                          show_default=False),
+    samples: int = typer.Option(16, "--samples", min=1, help="Calls replayed per size class at most."),
+    sources: str = typer.Option("all", "--sources", help="all, interposer (user-space calls) or kernel."),
+    warm: bool = typer.Option(False, "--warm", help="Cost each size class on a second pass over its sample "
+                              "(its buffers cached), not the first."),
+    undisturbed: bool = typer.Option(False, "--undisturbed", help="Only calls inside which their thread took no "
+                                   "page fault and was not switched out (the validation: such a call's time "
+                                   "includes the kernel's or other programs' work)."),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+) -> None:
+    """Replay a recording's copies and initialisations, with the compute between them, on a
+    simulated platform under each --mechanism: predicted time in data movement, total time, DRAM
+    energy and traffic. With the cpu mechanism, the prediction is compared with the time measured
+    inside the recorded calls."""
+    from movelab.record.replay import MECHANISMS, replay
+    from movelab.record.trace import read
+
+    for m in mechanism:
+        if m not in MECHANISMS:
+            raise typer.BadParameter(f"unknown mechanism {m!r} (known: {', '.join(MECHANISMS)})",
+                                     param_hint="--mechanism")
+    if sources not in ("all", "interposer", "kernel"):
+        raise typer.BadParameter(f"{sources!r}: one of all, interposer, kernel", param_hint="--sources")
+    try:
+        df, meta = read(trace)
+    except (ValueError, OSError) as e:
+        _fail(e)
+    df.attrs["movelab"] = meta
+    if sources != "all":
+        df = df[df["source"] == sources]
+    if undisturbed:
+        df = df[(df["source"] == "interposer") & (df["faults"].fillna(0) == 0) & (df["switches"].fillna(0) == 0)]
+    df.attrs["movelab"] = meta
+    plat, notes = _platform(platform, memory)
+    cache: dict = {}
+    results = []
+    for m in mechanism:
+        try:
+            r = replay(df, plat, m, samples=samples, overrides=parse_set(set_), warm=warm, _cache=cache)
+        except (ValueError, OSError) as e:
+            _fail(e)
+        results.append(r)
+    if fmt == "json":
+        echo_json({"platform": platform, "platform_notes": notes,
+                   "replays": [{"summary": r.summary, "classes": r.classes.to_dict("records"), "notes": r.notes}
+                               for r in results]})
+        return
+    for n in notes:
+        console.print(f"[dim]{n}[/dim]", highlight=False)
+    t = Table(title=f"Replay of {trace.name} on {platform}", box=box.SIMPLE_HEAD)
+    for c in ["mechanism", "movement (ms)", "total (ms)", "DRAM energy (mJ)", "DRAM traffic (MB)", "measured (ms)",
+              "error"]:
+        t.add_column(c, justify="left" if c == "mechanism" else "right")
+    for r in results:
+        s = r.summary
+        e = (s["movement_ns"] / s["measured_net_ns"] - 1) * 100 if r.mechanism == "cpu" and \
+            s["measured_net_ns"] else None
+        t.add_row(r.mechanism, f"{s['movement_ns'] / 1e6:.3f}", f"{s['total_ns'] / 1e6:.1f}",
+                  f"{s['energy_nj'] / 1e6:.4f}", f"{s['channel_bytes'] / 1e6:.2f}",
+                  f"{s['measured_net_ns'] / 1e6:.3f}", f"{e:+.1f}%" if e is not None else "-")
+    console.print(t)
+    s = results[0].summary
+    console.print(f"{s['calls']:,} calls ({s['bytes']:,} bytes) in {s['classes']} size classes, replayed from "
+                  f"{s['sampled_calls']:,} sampled calls (at most {samples} per class) and scaled by each class's "
+                  f"call count; 'measured' is the time inside the recorded calls (user space only) less the "
+                  f"clock reads' own cost; 'error' compares the cpu replay with it.",
+                  highlight=False)
+    for r in results:
+        for n in r.notes:
+            console.print(f"[dim]{r.mechanism}: {n}[/dim]", highlight=False)
+
+
+def what_if_cmd(
+    trace: Path = typer.Argument(..., help="A recording from movelab record."),
+    platform: str = typer.Option("rowclone-system", "--platform", "-p",
+                                 help="A platform preset, a TOML file, or 'host' (this machine)."),
+    memory: str = typer.Option("rowclone-ddr5-4800b", "--memory", help="DRAM config for --platform host."),
+    samples: int = typer.Option(16, "--samples", min=1, help="Calls replayed per size class at most."),
+    out: Path | None = typer.Option(None, "--out", help="Write what-if.csv, what-if-classes.csv, what-if.json and "
+                                    "what-if.png here."),
+    force: bool = typer.Option(False, "--force", help="Overwrite files in --out."),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+) -> None:
+    """Every mechanism side by side on one recording: predicted movement and total time, saving
+    against the CPU copy, DRAM energy and traffic, and the size from which each mechanism wins."""
+    from movelab.record.replay import what_if
+    from movelab.record.trace import read
+
+    names = ["what-if.csv", "what-if-classes.csv", "what-if.json", "what-if.png"]
+    check_output_dir(out, names, force)
+    try:
+        df, meta = read(trace)
+    except (ValueError, OSError) as e:
+        _fail(e)
+    df.attrs["movelab"] = meta
+    plat, notes = _platform(platform, memory)
+    summary, classes = what_if(df, plat, samples=samples)
+    if out is not None:
+        with staged_dir(out, force) as stage:
+            summary.to_csv(stage / names[0], index=False)
+            classes.to_csv(stage / names[1], index=False)
+            (stage / names[2]).write_text(json.dumps({"trace": trace.name, "command": meta.get("command"),
+                                                      "platform": platform, "platform_notes": notes,
+                                                      "mechanisms": _records(summary)}, indent=2))
+            plot(summary, stage / names[3], f"{' '.join(meta.get('command', []))[:60]} on {platform}")
+    if fmt == "json":
+        echo_json({"platform": platform, "mechanisms": _records(summary)})
+        return
+    t = Table(title=f"What if: {trace.name} on {platform}", box=box.SIMPLE_HEAD)
+    for c in ["mechanism", "movement (ms)", "saving", "total (ms)", "DRAM energy (mJ)", "traffic (MB)",
+              "copy from (B)", "init from (B)"]:
+        t.add_column(c, justify="left" if c == "mechanism" else "right")
+    for r in summary.to_dict("records"):
+        if r.get("error"):
+            t.add_row(r["mechanism"], f"[red]cannot run: {r['error']}[/red]", *[""] * 6)
+            continue
+        t.add_row(r["mechanism"], f"{r['movement_ns'] / 1e6:.3f}", f"{r['saving_pct']:+.1f}%",
+                  f"{r['total_ns'] / 1e6:.1f}", f"{r['energy_nj'] / 1e6:.4f}", f"{r['channel_bytes'] / 1e6:.2f}",
+                  _thr(r["copy_threshold_bytes"]), _thr(r["init_threshold_bytes"]))
+    console.print(t)
+    console.print("'copy from' / 'init from': the size from which the mechanism beats the CPU copy for every "
+                  "larger size class ('never': in no class; '-': no such calls).", highlight=False)
+    if out is not None:
+        console.print(f"written: {out}")
+
+
+def _thr(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "never"
+    return f"{int(v):,}"
+
+
+def _records(df: Any) -> list[dict[str, Any]]:
+    out = []
+    for r in df.to_dict("records"):
+        out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+    return out
+
+
+def plot(summary: Any, path: Path, title: str) -> None:
+    """Bars: predicted movement time and DRAM energy per mechanism, relative to the CPU copy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = summary[summary["error"].isna()]
+    cpu = ok[ok["mechanism"] == "cpu"].iloc[0]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    x = range(len(ok))
+    ax.bar([i - 0.2 for i in x], ok["movement_ns"] / cpu["movement_ns"], width=0.4, label="movement time")
+    ax.bar([i + 0.2 for i in x], ok["energy_nj"] / cpu["energy_nj"] if cpu["energy_nj"] else 0, width=0.4,
+           label="DRAM energy")
+    ax.set_xticks(list(x), ok["mechanism"], rotation=30, ha="right")
+    ax.set_ylabel("relative to the CPU copy")
+    ax.set_title(title, fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
+    plt.close(fig)

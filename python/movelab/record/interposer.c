@@ -1,0 +1,584 @@
+/* movelab's recording interposer: an LD_PRELOAD library that records a program's user-space bulk
+ * data movement (memcpy, memmove, memset, their _chk variants, calloc, realloc) into a binary file
+ * per process image, read by movelab.record.
+ *
+ * Built by movelab.record._build with the system C compiler:
+ *   cc -O2 -fPIC -shared -fno-builtin -fno-tree-loop-distribute-patterns -fvisibility=hidden
+ *      -ftls-model=initial-exec interposer.c -o libmovelab_record.so -ldl -lpthread
+ * -fno-builtin and -fno-tree-loop-distribute-patterns stop the compiler from turning this file's
+ * own loops into calls to memcpy/memset (which would be these very functions).
+ *
+ * File format (little-endian, see docs/record-replay.md): a 256-byte header, then 64-byte records.
+ * Environment: MOVELAB_RECORD_DIR (required; no directory, nothing is recorded),
+ * MOVELAB_RECORD_MIN_BYTES (calls smaller than this are counted per size class, not one by one;
+ * default 0 = every call), MOVELAB_RECORD_TIME (0: do not time calls; default 1).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum kind {
+    K_MEMCPY = 1,
+    K_MEMMOVE = 2,
+    K_MEMSET = 3,
+    K_CALLOC = 4,
+    K_REALLOC = 5,
+    K_AGG = 64, /* + kind: a per-size-class aggregate of calls below the threshold */
+    K_FOOTER = 255,
+};
+
+/* One record, 64 bytes. For an aggregate (kind K_AGG+k): size = total bytes, dst = calls,
+ * src = size class (floor(log2(size)), 0 for size 0), dur = total ns, t = when flushed. */
+struct rec {
+    uint64_t t_ns, dur_ns, dst, src, size, callsite, extra;
+    uint32_t tid;
+    uint16_t kind, flags;
+};
+_Static_assert(sizeof(struct rec) == 64, "record is 64 bytes");
+
+#define RING 4096 /* records per thread buffer (256 KiB) */
+#define NCLASS 65
+#define NKIND 6
+#define MAXBUF 4096
+
+struct tbuf {
+    volatile uint32_t n;
+    uint32_t tid;
+    int dead;
+    struct rec r[RING];
+    uint64_t agg_count[NKIND][NCLASS], agg_bytes[NKIND][NCLASS], agg_ns[NKIND][NCLASS];
+};
+
+typedef void *(*memcpy_t)(void *, const void *, size_t);
+typedef void *(*memset_t)(void *, int, size_t);
+typedef void *(*calloc_t)(size_t, size_t);
+typedef void *(*realloc_t)(void *, size_t);
+typedef void (*free_t)(void *);
+typedef size_t (*usable_t)(void *);
+typedef int (*execve_t)(const char *, char *const[], char *const[]);
+typedef int (*execvp_t)(const char *, char *const[]);
+typedef int (*execvpe_t)(const char *, char *const[], char *const[]);
+typedef int (*fexecve_t)(int, char *const[], char *const[]);
+
+static memcpy_t real_memcpy, real_memmove;
+static memset_t real_memset;
+static calloc_t real_calloc;
+static realloc_t real_realloc;
+static free_t real_free;
+static usable_t real_usable;
+static execve_t real_execve;
+static execvp_t real_execv, real_execvp;
+static execvpe_t real_execvpe;
+static fexecve_t real_fexecve;
+
+static volatile int resolved, resolving;
+static int enabled, fd = -1, timed = 1;
+static uint64_t min_bytes;
+static char dir[1024];
+static uint64_t flush_writes, flush_bytes;
+
+static struct tbuf *bufs[MAXBUF];
+static volatile uint32_t nbufs;
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t key;
+static int key_ok;
+
+static __thread struct tbuf *mine;
+static __thread int in_hook;
+
+/* Memory handed out while dlsym itself allocates, before the real calloc is known. */
+static char arena[1 << 16] __attribute__((aligned(64)));
+static size_t arena_used;
+
+static int in_arena(const void *p) {
+    return (const char *)p >= arena && (const char *)p < arena + sizeof arena;
+}
+
+/* Byte loops for calls made while resolving; never turned into library calls (see the flags). */
+static void *slow_copy(void *d, const void *s, size_t n) {
+    unsigned char *dp = d;
+    const unsigned char *sp = s;
+    if (dp < sp) {
+        for (size_t i = 0; i < n; i++) dp[i] = sp[i];
+    } else {
+        for (size_t i = n; i > 0; i--) dp[i - 1] = sp[i - 1];
+    }
+    return d;
+}
+
+static void *slow_set(void *d, int c, size_t n) {
+    volatile unsigned char *dp = d;
+    for (size_t i = 0; i < n; i++) dp[i] = (unsigned char)c;
+    return d;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void resolve(void) {
+    if (resolved || resolving) return;
+    resolving = 1;
+    real_memcpy = (memcpy_t)dlsym(RTLD_NEXT, "memcpy");
+    real_memmove = (memcpy_t)dlsym(RTLD_NEXT, "memmove");
+    real_memset = (memset_t)dlsym(RTLD_NEXT, "memset");
+    real_calloc = (calloc_t)dlsym(RTLD_NEXT, "calloc");
+    real_realloc = (realloc_t)dlsym(RTLD_NEXT, "realloc");
+    real_free = (free_t)dlsym(RTLD_NEXT, "free");
+    real_usable = (usable_t)dlsym(RTLD_NEXT, "malloc_usable_size");
+    real_execve = (execve_t)dlsym(RTLD_NEXT, "execve");
+    real_execv = (execvp_t)dlsym(RTLD_NEXT, "execv");
+    real_execvp = (execvp_t)dlsym(RTLD_NEXT, "execvp");
+    real_execvpe = (execvpe_t)dlsym(RTLD_NEXT, "execvpe");
+    real_fexecve = (fexecve_t)dlsym(RTLD_NEXT, "fexecve");
+    resolved = 1;
+    resolving = 0;
+}
+
+static size_t slen(const char *s) {
+    size_t n = 0;
+    while (s[n]) n++;
+    return n;
+}
+
+static void scat(char *d, size_t cap, const char *s) {
+    size_t n = slen(d);
+    while (*s && n + 1 < cap) d[n++] = *s++;
+    d[n] = 0;
+}
+
+static void sutoa(char *d, size_t cap, uint64_t v) {
+    char t[24];
+    int i = 0;
+    do {
+        t[i++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    size_t n = slen(d);
+    while (i > 0 && n + 1 < cap) d[n++] = t[--i];
+    d[n] = 0;
+}
+
+static void write_all(const void *p, size_t n) {
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        c += w;
+        n -= (size_t)w;
+        flush_bytes += (uint64_t)w;
+    }
+    flush_writes++;
+}
+
+/* The time two back-to-back clock reads take (median of 101), which every measured duration
+ * includes; stored in the header so that readers can subtract it. */
+static uint64_t clock_overhead;
+
+static void measure_clock(void) {
+    uint64_t d[101];
+    for (int i = 0; i < 101; i++) {
+        uint64_t a = now_ns();
+        d[i] = now_ns() - a;
+    }
+    for (int i = 1; i < 101; i++) /* insertion sort: no library call */
+        for (int j = i; j > 0 && d[j - 1] > d[j]; j--) {
+            uint64_t t = d[j];
+            d[j] = d[j - 1];
+            d[j - 1] = t;
+        }
+    clock_overhead = d[50];
+}
+
+/* Opens this image's file, DIR/PID.SEQ.bin (an exec keeps the pid, so SEQ counts up), and writes
+ * its header: magic, version, pid, ppid, record size, start time, threshold, executable path (at
+ * 40, NUL-terminated, at most 207 bytes), the clock-read overhead in ns (at 248). */
+static void open_file(void) {
+    char path[1200];
+    int pid = getpid();
+    for (int seq = 0; seq < 1000 && fd < 0; seq++) {
+        path[0] = 0;
+        scat(path, sizeof path, dir);
+        scat(path, sizeof path, "/");
+        sutoa(path, sizeof path, (uint64_t)pid);
+        scat(path, sizeof path, ".");
+        sutoa(path, sizeof path, (uint64_t)seq);
+        scat(path, sizeof path, ".bin");
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        enabled = 0;
+        return;
+    }
+    unsigned char h[256];
+    slow_set(h, 0, sizeof h);
+    slow_copy(h, "MVLREC01", 8);
+    uint32_t v[4] = {1, (uint32_t)pid, (uint32_t)getppid(), (uint32_t)sizeof(struct rec)};
+    slow_copy(h + 8, v, sizeof v);
+    uint64_t t0 = now_ns();
+    slow_copy(h + 24, &t0, 8);
+    slow_copy(h + 32, &min_bytes, 8);
+    ssize_t k = readlink("/proc/self/exe", (char *)h + 40, 207);
+    if (k < 0) k = 0;
+    h[40 + k] = 0;
+    slow_copy(h + 248, &clock_overhead, 8);
+    write_all(h, sizeof h);
+}
+
+static void flush_buf(struct tbuf *b) {
+    uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+    if (n == 0 || fd < 0) return;
+    pthread_mutex_lock(&file_lock);
+    write_all(b->r, n * sizeof(struct rec));
+    pthread_mutex_unlock(&file_lock);
+    __atomic_store_n(&b->n, 0, __ATOMIC_RELEASE);
+}
+
+static void put(struct tbuf *b, const struct rec *r) {
+    uint32_t n = b->n;
+    struct rec *s = &b->r[n];
+    s->t_ns = r->t_ns;
+    s->dur_ns = r->dur_ns;
+    s->dst = r->dst;
+    s->src = r->src;
+    s->size = r->size;
+    s->callsite = r->callsite;
+    s->extra = r->extra;
+    s->tid = r->tid;
+    s->kind = r->kind;
+    s->flags = r->flags;
+    __atomic_store_n(&b->n, n + 1, __ATOMIC_RELEASE);
+    if (n + 1 == RING) flush_buf(b);
+}
+
+static void flush_aggregates(struct tbuf *b) {
+    uint64_t t = now_ns();
+    for (int k = 1; k < NKIND; k++)
+        for (int c = 0; c < NCLASS; c++) {
+            if (!b->agg_count[k][c]) continue;
+            struct rec r = {t, b->agg_ns[k][c], b->agg_count[k][c], (uint64_t)c, b->agg_bytes[k][c], 0, 0,
+                            b->tid, (uint16_t)(K_AGG + k), 0};
+            put(b, &r);
+            b->agg_count[k][c] = b->agg_bytes[k][c] = b->agg_ns[k][c] = 0;
+        }
+}
+
+static void thread_done(void *p) {
+    struct tbuf *b = p;
+    int saved = in_hook;
+    in_hook = 1;
+    if (b && !b->dead) {
+        flush_aggregates(b);
+        flush_buf(b);
+        b->dead = 1;
+    }
+    in_hook = saved;
+}
+
+static struct tbuf *buf(void) {
+    if (mine) return mine;
+    void *m = mmap(NULL, sizeof(struct tbuf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    struct tbuf *b = m;
+    b->tid = (uint32_t)syscall(SYS_gettid);
+    uint32_t i = __atomic_fetch_add(&nbufs, 1, __ATOMIC_ACQ_REL);
+    if (i < MAXBUF) bufs[i] = b;
+    mine = b;
+    if (key_ok) pthread_setspecific(key, b);
+    return b;
+}
+
+static int cls(uint64_t n) {
+    return n ? 64 - __builtin_clzll(n) : 0;
+}
+
+static inline int want(void) {
+    return enabled && !in_hook;
+}
+
+static void record(int kind, const void *dst, const void *src, uint64_t n, uint64_t t0, uint64_t t1,
+                   void *ret, uint64_t extra) {
+    in_hook = 1;
+    struct tbuf *b = buf();
+    if (b) {
+        if (n < min_bytes) {
+            int c = cls(n);
+            b->agg_count[kind][c]++;
+            b->agg_bytes[kind][c] += n;
+            b->agg_ns[kind][c] += t1 - t0;
+        } else {
+            struct rec r = {t0, t1 - t0, (uint64_t)dst, (uint64_t)src, n, (uint64_t)ret, extra, b->tid,
+                            (uint16_t)kind, 0};
+            put(b, &r);
+        }
+    }
+    in_hook = 0;
+}
+
+#define CLOCK() (timed ? now_ns() : 0)
+
+/* The copies and fills, plain and fortified (_chk: abort on overflow, as glibc does); `extra`
+ * carries 1 for a fortified call (and memset's fill byte below it). */
+#define COPY(name, real, kind)                                                          \
+    static void *name##_do(void *d, const void *s, size_t n, uint64_t fortified, void *ra) { \
+        if (!resolved) resolve();                                                         \
+        if (!resolved) return slow_copy(d, s, n);                                         \
+        if (!want()) return real(d, s, n);                                                \
+        uint64_t t0 = CLOCK();                                                            \
+        void *r = real(d, s, n);                                                          \
+        record(kind, d, s, n, t0, CLOCK(), ra, fortified);                                \
+        return r;                                                                         \
+    }                                                                                     \
+    EXPORT void *name(void *d, const void *s, size_t n) {                                 \
+        return name##_do(d, s, n, 0, __builtin_return_address(0));                        \
+    }                                                                                     \
+    EXPORT void *__##name##_chk(void *d, const void *s, size_t n, size_t dlen) {          \
+        if (dlen < n) abort();                                                            \
+        return name##_do(d, s, n, 1, __builtin_return_address(0));                        \
+    }
+
+/* Calls through the pointers, resolved at first use (an indirect call cannot be inlined away). */
+static void *call_memcpy(void *d, const void *s, size_t n) { return real_memcpy(d, s, n); }
+static void *call_memmove(void *d, const void *s, size_t n) { return real_memmove(d, s, n); }
+
+COPY(memcpy, call_memcpy, K_MEMCPY)
+COPY(memmove, call_memmove, K_MEMMOVE)
+
+static void *memset_do(void *d, int c, size_t n, uint64_t fortified, void *ra) {
+    if (!resolved) resolve();
+    if (!resolved) return slow_set(d, c, n);
+    if (!want()) return real_memset(d, c, n);
+    uint64_t t0 = CLOCK();
+    void *r = real_memset(d, c, n);
+    record(K_MEMSET, d, NULL, n, t0, CLOCK(), ra, (uint64_t)(unsigned char)c | (fortified << 8));
+    return r;
+}
+
+EXPORT void *memset(void *d, int c, size_t n) {
+    return memset_do(d, c, n, 0, __builtin_return_address(0));
+}
+
+EXPORT void *__memset_chk(void *d, int c, size_t n, size_t dlen) {
+    if (dlen < n) abort();
+    return memset_do(d, c, n, 1, __builtin_return_address(0));
+}
+
+EXPORT void *calloc(size_t a, size_t b) {
+    size_t n;
+    if (__builtin_mul_overflow(a, b, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!resolved) resolve();
+    if (!real_calloc) {
+        /* dlsym allocating before calloc is known: a bump arena (already zero). */
+        size_t at = (arena_used + 15) & ~(size_t)15;
+        if (at + n > sizeof arena) return NULL;
+        arena_used = at + n;
+        return arena + at;
+    }
+    if (!want()) return real_calloc(a, b);
+    uint64_t t0 = CLOCK();
+    void *r = real_calloc(a, b);
+    if (r) record(K_CALLOC, r, NULL, n, t0, CLOCK(), __builtin_return_address(0), 0);
+    return r;
+}
+
+EXPORT void free(void *p) {
+    if (!p || in_arena(p)) return;
+    if (!real_free) resolve();
+    if (real_free) real_free(p);
+}
+
+/* realloc: a move copies min(old usable size, new size) bytes; extra = 1 when the block moved.
+ * (glibc moves large mmapped blocks with mremap, which remaps pages without copying.) */
+EXPORT void *realloc(void *p, size_t n) {
+    if (!resolved) resolve();
+    if (p && in_arena(p)) {
+        void *q = malloc(n);
+        if (q) slow_copy(q, p, n);
+        return q;
+    }
+    if (!real_realloc) return NULL;
+    if (!want() || !p) return real_realloc(p, n);
+    size_t old = real_usable ? real_usable(p) : 0;
+    uint64_t t0 = CLOCK();
+    void *r = real_realloc(p, n);
+    uint64_t t1 = CLOCK();
+    if (r && r != p) record(K_REALLOC, r, p, old < n ? old : n, t0, t1, __builtin_return_address(0), 1);
+    return r;
+}
+
+static void flush_all(void) {
+    uint32_t k = nbufs < MAXBUF ? nbufs : MAXBUF;
+    for (uint32_t i = 0; i < k; i++) {
+        struct tbuf *b = bufs[i];
+        if (b && !b->dead) {
+            flush_aggregates(b);
+            flush_buf(b);
+        }
+    }
+}
+
+/* Flushes everything before the image is replaced; the new image's copy of this library opens a
+ * new file (same pid, next sequence number). */
+static void before_exec(void) {
+    int saved = in_hook;
+    in_hook = 1;
+    if (enabled) flush_all();
+    in_hook = saved;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+    resolve();
+    before_exec();
+    return real_execve(path, argv, envp);
+}
+
+EXPORT int execv(const char *path, char *const argv[]) {
+    resolve();
+    before_exec();
+    return real_execv(path, argv);
+}
+
+EXPORT int execvp(const char *file, char *const argv[]) {
+    resolve();
+    before_exec();
+    return real_execvp(file, argv);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    resolve();
+    before_exec();
+    return real_execvpe(file, argv, envp);
+}
+
+EXPORT int fexecve(int f, char *const argv[], char *const envp[]) {
+    resolve();
+    before_exec();
+    return real_fexecve(f, argv, envp);
+}
+
+/* The list forms gather their arguments (up to the NULL) and go through the vector forms above. */
+#define MAXARGS 4096
+
+static int gather(char **argv, const char *first, va_list *ap) {
+    int i = 0;
+    char *a = (char *)first;
+    while (a != NULL && i < MAXARGS - 1) {
+        argv[i++] = a;
+        a = va_arg(*ap, char *);
+    }
+    argv[i] = NULL;
+    if (a != NULL) errno = E2BIG;
+    return a == NULL;
+}
+
+EXPORT int execl(const char *path, const char *arg, ...) {
+    char *argv[MAXARGS];
+    va_list ap;
+    va_start(ap, arg);
+    int ok = gather(argv, arg, &ap);
+    va_end(ap);
+    return ok ? execv(path, argv) : -1;
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...) {
+    char *argv[MAXARGS];
+    va_list ap;
+    va_start(ap, arg);
+    int ok = gather(argv, arg, &ap);
+    va_end(ap);
+    return ok ? execvp(file, argv) : -1;
+}
+
+EXPORT int execle(const char *path, const char *arg, ...) {
+    char *argv[MAXARGS];
+    va_list ap;
+    va_start(ap, arg);
+    int ok = gather(argv, arg, &ap);
+    char *const *envp = ok ? va_arg(ap, char *const *) : NULL;
+    va_end(ap);
+    return ok ? execve(path, argv, envp) : -1;
+}
+
+/* The child of a fork: the parent's unflushed records stay the parent's; the child keeps only its
+ * own thread's buffer, emptied, and writes its own file. */
+static void in_child(void) {
+    if (!enabled) return;
+    int saved = in_hook;
+    in_hook = 1;
+    if (fd >= 0) close(fd);
+    fd = -1;
+    struct tbuf *b = mine;
+    for (uint32_t i = 0; i < MAXBUF; i++) bufs[i] = NULL;
+    nbufs = 0;
+    if (b) {
+        b->n = 0;
+        b->tid = (uint32_t)syscall(SYS_gettid);
+        for (int k = 0; k < NKIND; k++)
+            for (int c = 0; c < NCLASS; c++) b->agg_count[k][c] = b->agg_bytes[k][c] = b->agg_ns[k][c] = 0;
+        bufs[0] = b;
+        nbufs = 1;
+    }
+    pthread_mutex_init(&file_lock, NULL);
+    flush_writes = flush_bytes = 0;
+    open_file();
+    in_hook = saved;
+}
+
+__attribute__((constructor)) static void start(void) {
+    in_hook = 1;
+    resolve();
+    const char *d = getenv("MOVELAB_RECORD_DIR");
+    if (d && *d) {
+        dir[0] = 0;
+        scat(dir, sizeof dir, d);
+        const char *m = getenv("MOVELAB_RECORD_MIN_BYTES");
+        if (m) {
+            min_bytes = 0;
+            for (; *m >= '0' && *m <= '9'; m++) min_bytes = min_bytes * 10 + (uint64_t)(*m - '0');
+        }
+        const char *t = getenv("MOVELAB_RECORD_TIME");
+        timed = !(t && t[0] == '0');
+        key_ok = pthread_key_create(&key, thread_done) == 0;
+        pthread_atfork(NULL, NULL, in_child);
+        enabled = 1;
+        measure_clock();
+        open_file();
+    }
+    in_hook = 0;
+}
+
+/* At exit: every thread's aggregates and records, then a footer with this process's counts
+ * (minor and major faults from getrusage, and this library's own writes to its file). */
+__attribute__((destructor)) static void stop(void) {
+    if (!enabled) return;
+    in_hook = 1;
+    flush_all();
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    struct rec f = {now_ns(), 0, (uint64_t)ru.ru_minflt, (uint64_t)ru.ru_majflt, flush_bytes, flush_writes + 1, 0,
+                    (uint32_t)syscall(SYS_gettid), K_FOOTER, 0};
+    pthread_mutex_lock(&file_lock);
+    write_all(&f, sizeof f);
+    pthread_mutex_unlock(&file_lock);
+    enabled = 0;
+}

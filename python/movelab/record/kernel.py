@@ -1,0 +1,132 @@
+"""Kernel-side data movement of a recorded program, from Linux tracepoints through ``perf``:
+
+* page faults (``exceptions:page_fault_user``, and ``exceptions:page_fault_kernel`` on user
+  addresses, e.g. a ``read`` into a page not touched yet), classified by the x86 error code and by
+  whether the page cache served them (``filemap:mm_filemap_fault`` on the same thread right after):
+  a write to a present page is a copy-on-write (``page_cow``, a 4 KiB copy); a write to a missing
+  anonymous page is first-touch zeroing (``page_zero``, 4 KiB); a read of a missing anonymous page
+  maps the shared zero page (``page_zero_map``, nothing moved); a file-backed fault maps the page
+  cache (``page_file``, nothing moved, or a read from storage);
+* context switches of the recorded threads (``sched:sched_switch``), to mark the calls during which
+  their thread was switched out (their time includes other work);
+* the bytes the kernel copied for ``read``/``write``/``pread64``/``pwrite64``/``readv``/``writev``/
+  ``recvfrom``/``sendto``/``recvmsg``/``sendmsg`` (their return values), summed per process and call.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+PAGE = 4096
+FAULTS = ["exceptions:page_fault_user", "exceptions:page_fault_kernel", "filemap:mm_filemap_fault"]
+SYSCALLS = {"read": "read", "write": "write", "pread64": "pread", "pwrite64": "pwrite", "readv": "readv",
+            "writev": "writev", "recvfrom": "recv", "sendto": "send", "recvmsg": "recvmsg", "sendmsg": "sendmsg"}
+#: A thread switched out (preempted or blocked): a call it was inside took longer than its work.
+SWITCH = "sched:sched_switch"
+EVENTS = [*FAULTS, SWITCH] + [f"syscalls:sys_exit_{s}" for s in SYSCALLS]
+USER_TOP = 1 << 47
+
+_LINE = re.compile(r"^\s*(\d+)/(\d+)\s+(\d+)\.(\d+):\s+(\S+):\s*(.*)$")
+_FIELD = re.compile(r"(\w+)=(\S+)")
+
+
+@cache
+def status() -> tuple[bool, str]:
+    """(available, why not): whether ``perf`` can record these tracepoints here."""
+    perf = shutil.which("perf")
+    if perf is None:
+        return False, "perf is not installed (Debian: linux-perf)"
+    try:
+        proc = subprocess.run([perf, "record", "-q", "-o", "/dev/null", "-e", ",".join(EVENTS), "--", "true"],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        return False, f"perf could not run: {e}"
+    if proc.returncode != 0:
+        first = (proc.stderr.strip().splitlines() or ["unknown error"])[0]
+        try:
+            paranoid = Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip()
+        except OSError:
+            paranoid = "unknown"
+        return False, f"perf cannot record kernel tracepoints here (perf_event_paranoid={paranoid}): {first}"
+    return True, ""
+
+
+def wrap(cmd: list[str], data: Path) -> list[str]:
+    """``cmd`` under ``perf record`` of the events above, timestamps on CLOCK_MONOTONIC (the
+    interposer's clock), following forks and execs."""
+    return [shutil.which("perf") or "perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-o", str(data),
+            "-e", ",".join(EVENTS), "--", *cmd]
+
+
+def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(page faults, one row each; kernel copies, summed per pid and call; context switches out,
+    one row each: tid, t_abs) from a perf file."""
+    perf = shutil.which("perf") or "perf"
+    proc = subprocess.Popen([perf, "script", "--ns", "-i", str(data), "-F", "pid,tid,time,event,trace"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    faults: list[list] = []
+    last_fault: dict[int, int] = {}
+    sums: dict[tuple[int, str], list[int]] = {}
+    switches: list[tuple[int, int]] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        m = _LINE.match(line)
+        if not m:
+            continue
+        pid, tid = int(m.group(1)), int(m.group(2))
+        t = int(m.group(3)) * 1_000_000_000 + int(m.group(4).ljust(9, "0")[:9])
+        ev, rest = m.group(5), m.group(6)
+        if ev.startswith("exceptions:page_fault"):
+            f = dict(_FIELD.findall(rest))
+            try:
+                addr = int(f["address"], 16)
+                code = int(f["error_code"], 16)
+            except (KeyError, ValueError):
+                continue
+            if addr >= USER_TOP:
+                continue
+            last_fault[tid] = len(faults)
+            faults.append([pid, tid, t, addr, code, False])
+        elif ev == SWITCH:
+            switches.append((tid, t))
+        elif ev == "filemap:mm_filemap_fault":
+            i = last_fault.pop(tid, None)
+            if i is not None:
+                faults[i][5] = True
+        elif ev.startswith("syscalls:sys_exit_"):
+            name = SYSCALLS.get(ev.removeprefix("syscalls:sys_exit_"))
+            try:
+                ret = int(rest.strip().split()[-1], 16)
+            except (ValueError, IndexError):
+                continue
+            if name is None or ret <= 0 or ret >= 1 << 62:  # errors are negative (printed as large hex)
+                continue
+            s = sums.setdefault((pid, name), [0, 0])
+            s[0] += 1
+            s[1] += ret
+    proc.wait()
+    fdf = pd.DataFrame(faults, columns=["pid", "tid", "t_abs", "addr", "code", "file"])
+    if len(fdf):
+        present = (fdf["code"] & 1) == 1
+        write = (fdf["code"] & 2) == 2
+        kind = pd.Series("page_zero_map", index=fdf.index)
+        kind[~present & write] = "page_zero"
+        kind[present & write] = "page_cow"
+        kind[fdf["file"] & ~(present & write)] = "page_file"
+        kind[present & ~write] = "page_protect"
+        fdf["kind"] = kind
+    else:
+        fdf["kind"] = pd.Series(dtype="string")
+    sdf = pd.DataFrame([(p, k, c, b) for (p, k), (c, b) in sums.items()], columns=["pid", "kind", "count", "bytes"])
+    return fdf, sdf, pd.DataFrame(switches, columns=["tid", "t_abs"])
+
+
+def moved_bytes(kind: str) -> int:
+    """Bytes a fault of ``kind`` moves (copies or zeroes): a 4 KiB page, or nothing."""
+    return PAGE if kind in ("page_zero", "page_cow") else 0

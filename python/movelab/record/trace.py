@@ -1,0 +1,205 @@
+"""A recording as a table: reading the interposer's per-process files and perf's kernel events into
+one DataFrame of the documented schema (docs/record-replay.md), and writing and reading it as
+Parquet with the recording's metadata."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SCHEMA_VERSION = 1
+META_KEY = b"movelab.record"
+
+#: The interposer's record kinds (interposer.c, ``enum kind``).
+KINDS = {1: "memcpy", 2: "memmove", 3: "memset", 4: "calloc", 5: "realloc"}
+AGG = 64
+FOOTER = 255
+#: Which recorded kinds are copies (source and destination) and which initialise memory.
+COPY_KINDS = ("memcpy", "memmove", "realloc", "page_cow")
+INIT_KINDS = ("memset", "calloc", "page_zero")
+
+REC = np.dtype([("t_ns", "<u8"), ("dur_ns", "<u8"), ("dst", "<u8"), ("src", "<u8"), ("size", "<u8"),
+                ("callsite", "<u8"), ("extra", "<u8"), ("tid", "<u4"), ("kind", "<u2"), ("flags", "<u2")])
+assert REC.itemsize == 64
+
+#: The columns, in order, with their pandas dtypes (nullable where a value may be absent).
+COLUMNS: dict[str, str] = {
+    "source": "string",      # "interposer" or "kernel"
+    "kind": "string",        # memcpy memmove memset calloc realloc | page_zero page_cow page_file | read write ...
+    "pid": "Int64",
+    "tid": "Int64",
+    "image": "Int64",        # 0 for the process's first program image, 1 after its first exec, ...
+    "exe": "string",
+    "t_ns": "Int64",         # start, ns since the recording started (null for an aggregate row)
+    "dur_ns": "Int64",       # time inside the call(s), ns (null where not measured)
+    "count": "Int64",        # calls this row stands for (1 for one event)
+    "size": "Int64",         # bytes of the one call (null for an aggregate row)
+    "bytes": "Int64",        # bytes moved or initialised in all: size x count
+    "size_class": "Int64",   # bit length of size: 0 for 0 bytes, k for 2^(k-1) <= size < 2^k
+    "src": "UInt64",
+    "dst": "UInt64",
+    "src_align": "Int64",    # the largest power of two dividing src, at most 4096
+    "dst_align": "Int64",
+    "callsite": "UInt64",    # the return address of the call
+    "value": "Int64",        # memset's fill byte (calloc: 0)
+    "fortified": "boolean",  # called as the _chk variant
+    "use_ns": "Int64",       # copy-use window: not measured (docs/record-replay.md says why)
+    "faults": "Int64",       # page faults the thread took inside the call (null without kernel events)
+    "switches": "Int64",     # times the thread was switched out inside the call (null without kernel events)
+}
+
+
+class TraceError(ValueError):
+    """A recording that cannot be read: missing, not a movelab recording, or of another schema."""
+
+
+def _align(a: np.ndarray) -> np.ndarray:
+    a = a.astype(np.uint64)
+    low = a & (~a + np.uint64(1))  # lowest set bit
+    low = np.where(a == 0, np.uint64(4096), low)
+    return np.minimum(low, np.uint64(4096)).astype(np.int64)
+
+
+def _size_class(n: np.ndarray) -> np.ndarray:
+    n = n.astype(np.uint64)
+    out = np.zeros(len(n), dtype=np.int64)
+    nz = n > 0
+    out[nz] = np.floor(np.log2(n[nz].astype(np.float64))).astype(np.int64) + 1
+    # float rounding near powers of two: fix with exact checks
+    big = nz & (np.left_shift(np.uint64(1), (out - 1).clip(0).astype(np.uint64)) > n)
+    out[big] -= 1
+    return out
+
+
+def read_process_file(path: Path) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One interposer file: its header (pid, ppid, start, threshold, executable, footer) and its
+    rows in the schema (times still absolute)."""
+    raw = path.read_bytes()
+    if len(raw) < 256 or raw[:8] != b"MVLREC01":
+        raise TraceError(f"{path} is not a movelab interposer file (bad magic)")
+    version, pid, ppid, recsize = np.frombuffer(raw[8:24], dtype="<u4")
+    if version != 1 or recsize != 64:
+        raise TraceError(f"{path}: interposer file version {version}, record size {recsize}; expected 1, 64")
+    t0, min_bytes = np.frombuffer(raw[24:40], dtype="<u8")
+    exe = raw[40:248].split(b"\0", 1)[0].decode(errors="replace")
+    clock_ns = int(np.frombuffer(raw[248:256], dtype="<u8")[0])
+    body = raw[256:]
+    n = len(body) // 64  # a torn last record (a process killed mid-write) is dropped
+    recs = np.frombuffer(body[: n * 64], dtype=REC)
+    image = int(path.name.split(".")[1])
+    head: dict[str, Any] = {"pid": int(pid), "ppid": int(ppid), "t0_ns": int(t0), "min_bytes": int(min_bytes),
+                            "exe": exe, "image": image, "file": path.name, "complete": False, "clock_ns": clock_ns}
+    foot = recs[recs["kind"] == FOOTER]
+    if len(foot):
+        f = foot[-1]
+        head.update(complete=True, minor_faults=int(f["dst"]), major_faults=int(f["src"]),
+                    own_write_bytes=int(f["size"]), own_writes=int(f["callsite"]), end_ns=int(f["t_ns"]))
+    ev = recs[recs["kind"] < AGG]
+    ag = recs[(recs["kind"] >= AGG) & (recs["kind"] < FOOTER)]
+    frames = []
+    if len(ev):
+        kind = pd.Series(ev["kind"]).map(KINDS)
+        if kind.isna().any():
+            raise TraceError(f"{path}: unknown record kind {sorted(set(ev['kind'][kind.isna().to_numpy()]))}")
+        is_set = kind.isin(["memset", "calloc"]).to_numpy()
+        value = np.where(kind == "memset", ev["extra"] & 0xFF, 0)
+        frames.append(pd.DataFrame({
+            "source": "interposer", "kind": kind, "pid": int(pid), "tid": ev["tid"].astype(np.int64),
+            "image": image, "exe": exe, "t_ns": ev["t_ns"].astype(np.int64), "dur_ns": ev["dur_ns"].astype(np.int64),
+            "count": 1, "size": ev["size"].astype(np.int64), "bytes": ev["size"].astype(np.int64),
+            "size_class": _size_class(ev["size"]),
+            "src": pd.array(np.where(is_set, 0, ev["src"]), dtype="UInt64"),
+            "dst": pd.array(ev["dst"], dtype="UInt64"),
+            "src_align": _align(ev["src"]), "dst_align": _align(ev["dst"]),
+            "callsite": pd.array(ev["callsite"], dtype="UInt64"),
+            "value": pd.array(np.where(is_set, value, -1)),
+            "fortified": np.where(kind == "memset", (ev["extra"] >> 8) & 1, ev["extra"] & 1).astype(bool)
+            & ~kind.isin(["calloc", "realloc"]).to_numpy(),
+        }))
+        df = frames[-1]
+        df.loc[~is_set, "value"] = None
+        df.loc[is_set, "src"] = None
+        df.loc[is_set, "src_align"] = None
+    if len(ag):
+        kind = pd.Series(ag["kind"] - AGG).map(KINDS)
+        frames.append(pd.DataFrame({
+            "source": "interposer", "kind": kind, "pid": int(pid), "tid": ag["tid"].astype(np.int64),
+            "image": image, "exe": exe, "dur_ns": ag["dur_ns"].astype(np.int64),
+            "count": ag["dst"].astype(np.int64), "bytes": ag["size"].astype(np.int64),
+            "size_class": ag["src"].astype(np.int64),
+        }))
+    return head, conform(pd.concat(frames, ignore_index=True) if frames else empty())
+
+
+def empty() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()})
+
+
+def conform(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with exactly the schema's columns, in order, with their types."""
+    out = {}
+    for c, t in COLUMNS.items():
+        col = df[c] if c in df else pd.Series([None] * len(df), index=df.index)
+        out[c] = col.astype(t)
+    return pd.DataFrame(out).reset_index(drop=True)
+
+
+def write_parquet(df: pd.DataFrame, meta: dict[str, Any], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(conform(df), preserve_index=False)
+    md = dict(table.schema.metadata or {})
+    md[META_KEY] = json.dumps({"schema_version": SCHEMA_VERSION, **meta}).encode()
+    pq.write_table(table.replace_schema_metadata(md), path)
+
+
+def read(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A recording written by ``movelab record``: (events, metadata). Raises ``TraceError`` (a
+    ``ValueError``) naming the file for a missing file, a file that is not Parquet, or a table that
+    is not a movelab recording of this schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"trace {p} does not exist")
+    if p.is_dir():
+        raise TraceError(f"trace {p} is a directory; give the .parquet file movelab record wrote")
+    try:
+        table = pq.read_table(p)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise TraceError(f"trace {p} is not a Parquet file: {e}") from None
+    md = (table.schema.metadata or {}).get(META_KEY)
+    if md is None:
+        raise TraceError(f"trace {p} is a Parquet file but not a movelab recording (no '{META_KEY.decode()}' "
+                         f"metadata)")
+    try:
+        meta = json.loads(md)
+    except ValueError:
+        raise TraceError(f"trace {p}: its movelab metadata is not JSON") from None
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise TraceError(f"trace {p}: schema version {meta.get('schema_version')!r}, this movelab reads "
+                         f"{SCHEMA_VERSION}")
+    missing = [c for c in COLUMNS if c not in table.column_names]
+    if missing:
+        raise TraceError(f"trace {p}: missing columns {', '.join(missing)}")
+    try:
+        df = conform(table.to_pandas())
+    except (TypeError, ValueError) as e:
+        raise TraceError(f"trace {p}: a column has the wrong type: {e}") from None
+    return df, meta
+
+
+def corrected_dur(df: pd.DataFrame, meta: dict[str, Any]) -> pd.Series:
+    """Each interposer row's time inside its calls less the clock reads' own cost (the median of
+    back-to-back reads its process measured at start, ``clock_ns``, once per call); null for rows
+    without a duration."""
+    over = {(p["pid"], p["image"]): p.get("clock_ns") or 0 for p in meta.get("processes", [])}
+    keys = list(zip(df["pid"].fillna(-1).astype(int), df["image"].fillna(-1).astype(int), strict=True))
+    o = pd.Series([over.get(k, 0) for k in keys], index=df.index, dtype="float64")
+    return (df["dur_ns"].astype("float64") - o * df["count"].astype("float64")).clip(lower=0)

@@ -1,0 +1,282 @@
+"""movelab record / replay / what-if: a C program with known copies and initialisations is recorded
+exactly (counts, sizes, byte totals), with threads, fork and exec; the Parquet recording round-trips;
+bad input is refused with a clear error; a replay and a what-if run end to end."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from movelab import record
+from movelab.record import kernel
+from movelab.record.trace import COLUMNS, TraceError, read
+
+HERE = Path(__file__).parent
+CC = shutil.which("cc") or shutil.which("gcc")
+pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler: the interposer is built with one")
+
+#: (kind, size) -> (calls, pid role, image) of record_known.c
+MAIN = {("memcpy", 4099): 10, ("memcpy", 77): 2, ("memset", 1001): 7, ("memmove", 301): 5,
+        ("calloc", 1040): 3, ("memcpy", 513): 400}
+
+
+@pytest.fixture(scope="module")
+def known(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("known")
+    exe = d / "record_known"
+    subprocess.run([CC, "-O0", "-fno-builtin", "-pthread", str(HERE / "data" / "record_known.c"), "-o", str(exe)],
+                   check=True)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def recording(known: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, Path]:
+    out = tmp_path_factory.mktemp("rec") / "known.parquet"
+    df = record.run([str(known)], out, kernel_events=True, timeout_s=120)
+    return df, out
+
+
+def _counts(df: pd.DataFrame) -> dict[tuple[str, int], int]:
+    ev = df[(df["source"] == "interposer") & df["size"].notna()]
+    return ev.groupby(["kind", "size"])["count"].sum().to_dict()
+
+
+def test_known_calls_are_recorded_exactly(recording: tuple[pd.DataFrame, Path]) -> None:
+    df, _ = recording
+    meta = df.attrs["movelab"]
+    assert meta["exit_status"] == 0
+    counts = _counts(df)
+    for key, n in MAIN.items():
+        assert counts.get(key) == n, (key, counts.get(key))
+    ev = df[df["source"] == "interposer"]
+    # byte totals follow: size x count for each known kind
+    for (kind, size), n in MAIN.items():
+        sel = ev[(ev["kind"] == kind) & (ev["size"] == size)]
+        assert int(sel["bytes"].sum()) == n * size
+    # the fortified calls are flagged, the others not
+    assert ev[(ev["kind"] == "memcpy") & (ev["size"] == 77)]["fortified"].all()
+    assert not ev[(ev["kind"] == "memcpy") & (ev["size"] == 4099)]["fortified"].any()
+    # memset's value, calloc's zero; copies carry a source, initialisations none
+    assert (ev[(ev["kind"] == "memset") & (ev["size"] == 1001)]["value"] == 0x5A).all()
+    assert ev[(ev["kind"] == "calloc") & (ev["size"] == 1040)]["src"].isna().all()
+    assert ev[(ev["kind"] == "memcpy") & (ev["size"] == 4099)]["src"].notna().all()
+    # the realloc that moved copied exactly the old block's usable size
+    moved = ev[ev["kind"] == "realloc"]
+    assert len(moved) >= 1 and (moved["size"] == 104).any()
+
+
+def test_threads_fork_and_exec(recording: tuple[pd.DataFrame, Path]) -> None:
+    df, _ = recording
+    ev = df[df["source"] == "interposer"]
+    threads = ev[(ev["kind"] == "memcpy") & (ev["size"] == 513)]
+    assert threads["tid"].nunique() == 4 and (threads.groupby("tid")["count"].sum() == 100).all()
+    # 4 zero-byte memsets, one per thread
+    assert int(ev[(ev["kind"] == "memset") & (ev["size"] == 0)]["count"].sum()) == 4
+    main_pid = int(ev[ev["size"] == 4099]["pid"].iloc[0])
+    child = ev[(ev["kind"] == "memset") & (ev["size"] == 2049)]
+    assert int(child["count"].sum()) == 6 and set(child["pid"]) != {main_pid}
+    assert int(child["pid"].iloc[0]) != main_pid
+    # the exec'd image: same pid, next image number, its own calls only
+    ex = ev[(ev["kind"] == "memcpy") & (ev["size"] == 8193)]
+    assert int(ex["count"].sum()) == 2 and set(ex["pid"]) == {main_pid} and set(ex["image"]) == {1}
+    assert set(ev[ev["size"] == 4099]["image"]) == {0}
+    procs = df.attrs["movelab"]["processes"]
+    assert len(procs) == 3
+    # the forked child and the exec'd image end normally (footer written); the image replaced by
+    # exec has none (exec runs no destructors) but its records were flushed before the exec
+    assert sum(p["complete"] for p in procs) == 2
+
+
+def test_times_and_alignment(recording: tuple[pd.DataFrame, Path]) -> None:
+    df, _ = recording
+    ev = df[(df["source"] == "interposer") & df["t_ns"].notna()]
+    assert (ev["t_ns"] >= 0).all() and (ev["dur_ns"] >= 0).all()
+    assert (ev["t_ns"] <= df.attrs["movelab"]["wall_ns"]).all()
+    one = ev[(ev["kind"] == "memmove") & (ev["size"] == 301)]
+    # memmove(b + 1, b, 301): the destination is one byte past the source
+    assert ((one["dst"] - one["src"]) == 1).all()
+    assert (one["dst_align"] == 1).all()
+    dst = one["dst"].astype("int64")
+    assert ((dst & (one["src_align"].astype("int64") - 1)) >= 0).all()
+    assert one["callsite"].notna().all() and one["use_ns"].isna().all()
+
+
+def test_small_calls_aggregate_exactly(known: Path) -> None:
+    df = record.run([str(known)], min_bytes=1024, kernel_events=False, timeout_s=120)
+    ev = df[df["source"] == "interposer"]
+    agg = ev[ev["size"].isna()]
+    assert (agg["t_ns"].isna()).all()
+    # 400 thread copies of 513 bytes (class 10) are counted, not listed
+    c10 = agg[(agg["kind"] == "memcpy") & (agg["size_class"] == 10)]
+    assert int(c10["count"].sum()) >= 400 and int(c10["bytes"].sum()) >= 400 * 513
+    assert not ((ev["kind"] == "memcpy") & (ev["size"] == 513)).any()
+    # calls at or above the threshold are still one row each
+    assert _counts(df).get(("memcpy", 4099)) == 10 and _counts(df).get(("memcpy", 8193)) == 2
+
+
+def test_kernel_events_or_a_reason(recording: tuple[pd.DataFrame, Path]) -> None:
+    df, _ = recording
+    ok, why = kernel.status()
+    meta = df.attrs["movelab"]
+    if not ok:
+        assert any(why in n for n in meta["not_recorded"])
+        return
+    k = df[df["source"] == "kernel"]
+    assert set(k["kind"]) <= {"page_zero", "page_cow", "page_file", "page_zero_map", "page_protect", "read", "write",
+                              "pread", "pwrite", "readv", "writev", "recv", "send", "recvmsg", "sendmsg"}
+    # the program touches fresh stack and heap pages (zeroing), and its forked child writes to
+    # pages shared with its parent (copy-on-write)
+    assert (k["kind"] == "page_zero").sum() > 0 and (k["kind"] == "page_cow").sum() > 0
+    assert ((k["kind"].isin(["page_zero", "page_cow"])) == (k["bytes"] == 4096)).all()
+    # faults inside calls: counted for every timed call; the realloc into a fresh 1 MiB mapping
+    # writes its first page inside the call
+    ev = df[(df["source"] == "interposer") & df["t_ns"].notna()]
+    assert ev["faults"].notna().all() and (ev["faults"] >= 0).all()
+    assert (ev[ev["kind"] == "realloc"]["faults"] >= 1).any()
+    assert ev["faults"].sum() <= (k["kind"].str.startswith("page_")).sum()
+    assert ev["switches"].notna().all() and (ev["switches"] >= 0).all()
+
+
+def test_parquet_round_trip(recording: tuple[pd.DataFrame, Path]) -> None:
+    df, path = recording
+    back, meta = read(path)
+    assert list(back.columns) == list(COLUMNS)
+    assert len(back) == len(df)
+    assert meta["command"] == df.attrs["movelab"]["command"]
+    pd.testing.assert_series_equal(back["bytes"], df["bytes"], check_names=False)
+
+
+def test_output_is_not_overwritten(known: Path, recording: tuple[pd.DataFrame, Path]) -> None:
+    _, path = recording
+    with pytest.raises(FileExistsError):
+        record.run([str(known)], path, kernel_events=False)
+
+
+# ------------------------------------------------------------------------------------------------
+# Bad input
+
+
+def test_bad_traces(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read(tmp_path / "missing.parquet")
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("not parquet")
+    with pytest.raises(TraceError, match="not a Parquet file"):
+        read(junk)
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"a": [1, 2]}), other)
+    with pytest.raises(TraceError, match="not a movelab recording"):
+        read(other)
+    wrong = tmp_path / "wrong.parquet"
+    pq.write_table(pa.table({"a": [1]}).replace_schema_metadata({b"movelab.record": b'{"schema_version": 99}'}),
+                   wrong)
+    with pytest.raises(TraceError, match="schema version 99"):
+        read(wrong)
+    cols = tmp_path / "cols.parquet"
+    pq.write_table(pa.table({"a": [1]}).replace_schema_metadata({b"movelab.record": b'{"schema_version": 1}'}), cols)
+    with pytest.raises(TraceError, match="missing columns"):
+        read(cols)
+    with pytest.raises(TraceError, match="is a directory"):
+        read(tmp_path)
+
+
+def test_bad_api_arguments(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="non-empty list"):
+        record.run("ls -l")  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError, match="no such program"):
+        record.run(["/no/such/program"])
+    with pytest.raises(ValueError, match="min_bytes"):
+        record.run(["true"], min_bytes=-1)
+    from movelab.record.replay import replay
+
+    with pytest.raises(ValueError, match="unknown mechanism"):
+        replay(tmp_path / "x.parquet", mechanism="warp-drive")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "movelab.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_cli_bad_input(tmp_path: Path) -> None:
+    r = _cli("replay", str(tmp_path / "missing.parquet"))
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("x")
+    r = _cli("what-if", str(junk))
+    assert r.returncode == 2 and "not a Parquet file" in r.stderr
+    r = _cli("replay", str(junk), "--mechanism", "nope")
+    assert r.returncode == 2 and "unknown mechanism" in r.stderr
+    r = _cli("record", "--out", str(tmp_path / "t.parquet"), "--", "/no/such/program")
+    assert r.returncode == 2 and "no such program" in r.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# Replay
+
+
+def test_replay_and_what_if(recording: tuple[pd.DataFrame, Path], tmp_path: Path) -> None:
+    import movelab
+    from movelab.record.replay import what_if
+
+    _, path = recording
+    r = movelab.replay(path, "rowclone-system", "cpu", samples=2)
+    s = r.summary
+    assert s["movement_ns"] > 0 and s["energy_nj"] > 0 and s["channel_bytes"] >= 0
+    assert s["calls"] == int(r.classes["calls"].sum()) and s["sampled_calls"] <= 2 * len(r.classes)
+    assert s["total_ns"] == pytest.approx(s["program_ns"] - s["measured_in_calls_ns"] + s["movement_ns"])
+    w = movelab.replay(path, "rowclone-system", "cpu", samples=2, warm=True)
+    assert w.summary["warm"] and w.summary["movement_ns"] > 0 and w.summary["calls"] == s["calls"]
+    summary, classes = what_if(path, "rowclone-system", ["cpu", "ce-on-die-async", "rowclone-zi-aligned"], samples=2)
+    assert list(summary["mechanism"]) == ["cpu", "ce-on-die-async", "rowclone-zi-aligned"]
+    cpu = summary.set_index("mechanism").loc["cpu"]
+    assert cpu["saving_pct"] == pytest.approx(0.0)
+    assert set(classes["mechanism"]) == set(summary["mechanism"])
+    out = tmp_path / "wi"
+    res = _cli("what-if", str(path), "--samples", "1", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert (out / "what-if.png").stat().st_size > 0 and (out / "what-if.csv").is_file()
+    res = _cli("what-if", str(path), "--samples", "1", "--out", str(out))
+    assert res.returncode == 2 and "--force" in res.stderr
+
+
+def test_report_shows_recordings_not_as_sweeps(recording: tuple[pd.DataFrame, Path], tmp_path: Path) -> None:
+    import json
+
+    from movelab.report import write_report
+
+    _, path = recording
+    d = tmp_path / "reports" / "record-replay"
+    d.mkdir(parents=True)
+    shutil.copy(path, d / "known.parquet")
+    (d / "record-replay.json").write_text(json.dumps([{"program": "known", "calls": 432, "slowdown": 1.1}]))
+    index = write_report(tmp_path / "reports").read_text()
+    assert 'data-name="record-replay"' in index and "known" in index
+    assert "sweep-link" not in index
+
+
+def test_cli_record_and_replay(known: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t.parquet"
+    r = _cli("record", "--no-kernel", "-o", str(out), "--", str(known))
+    assert r.returncode == 0, r.stderr
+    assert out.is_file() and "Not recorded" in r.stdout and "kernel-side movement: not asked for" in r.stdout
+    r = _cli("record", "--no-kernel", "-o", str(out), "--", str(known))
+    assert r.returncode == 2 and "--force" in r.stderr
+    r = _cli("replay", str(out), "--samples", "1", "--mechanism", "cpu", "--mechanism", "rowclone")
+    assert r.returncode == 0, r.stderr
+    assert "cpu" in r.stdout and "rowclone" in r.stdout and "sampled calls" in r.stdout
+
+
+def test_window_replay(recording: tuple[pd.DataFrame, Path]) -> None:
+    from movelab.record.replay import replay_windows
+
+    _, path = recording
+    r = replay_windows(path, "rowclone-system", "cpu", windows=2, length=8)
+    assert r["windows"] == 2 and r["window_calls"] == 16 and r["movement_ns"] > 0
+    with pytest.raises(ValueError, match="unknown mechanism"):
+        replay_windows(path, mechanism="nope")
