@@ -309,3 +309,15 @@ impl<W: std::io::Write> CommandSink for LogWriter<W> {
         ));
     }
 }
+
+/// The header a command log of this configuration starts with.
+pub fn log_header(config: &crate::config::Config, spec: &crate::spec::DramSpec) -> LogHeader {
+    LogHeader {
+        standard: spec.standard.clone(),
+        speed: spec.speed.clone(),
+        part: spec.part.clone(),
+        org: spec.org.clone(),
+        timing: spec.timing.clone(),
+        refresh: config.controller.refresh != "none",
+    }
+}
