@@ -9,9 +9,11 @@
 pub mod bulk;
 pub mod checker;
 pub mod command;
+pub mod command_log;
 pub mod config;
 pub mod controller;
 pub mod device;
+pub mod drampower;
 pub mod energy;
 pub mod error;
 pub mod experiments;
