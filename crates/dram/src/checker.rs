@@ -1818,17 +1818,7 @@ impl Ctx<'_> {
 // ------------------------------------------------------------------------------------------------
 // Logs
 
-/// Builds the log header of a resolved spec (what a controller writes on a log's second line).
-pub fn header_from_spec(spec: &crate::spec::DramSpec, refresh: bool) -> LogHeader {
-    LogHeader {
-        standard: spec.standard.clone(),
-        speed: spec.speed.clone(),
-        part: spec.part.clone(),
-        org: spec.org.clone(),
-        timing: spec.timing.clone(),
-        refresh,
-    }
-}
+pub use crate::command::header_from_spec;
 
 /// Checks a command log from a reader (`source` names it in I/O errors): the magic line, the
 /// `# spec` line, then one command per line. Blank lines and further `#` comment lines are
