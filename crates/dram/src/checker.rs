@@ -64,7 +64,9 @@
 //!   and the destination side, a second write, needs only nCCD (_L in the same group).
 //! - Refresh: a rank's consecutive REFs (and cycle 0 to its first REF) may be at most
 //!   9 x nREFI apart, and at any time at most 8 REFs may be owed (the k-th REF by (k + 8) x nREFI).
-use crate::command::{CommandKind, CommandRecord, LogHeader, IDLE_REFRESH, LOG_END, LOG_MAGIC};
+use crate::command::{CommandKind, CommandRecord, LogHeader, IDLE_REFRESH};
+pub use crate::command_log::parse_spec_line;
+use crate::command_log::{LogLine, LogReader};
 use crate::error::LogError;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -1816,131 +1818,34 @@ impl Ctx<'_> {
 // ------------------------------------------------------------------------------------------------
 // Logs
 
-/// Builds the log header of a resolved spec (what a controller writes on a log's second line).
-pub fn header_from_spec(spec: &crate::spec::DramSpec, refresh: bool) -> LogHeader {
-    LogHeader {
-        standard: spec.standard.clone(),
-        speed: spec.speed.clone(),
-        part: spec.part.clone(),
-        org: spec.org.clone(),
-        timing: spec.timing.clone(),
-        refresh,
-    }
-}
-
-/// Parses the header's second line, `# spec {json}`.
-pub fn parse_spec_line(line: &str) -> Result<LogHeader, LogError> {
-    let json = line
-        .trim()
-        .strip_prefix("# spec")
-        .ok_or_else(|| LogError::Header("line 2: expected '# spec {json}'".into()))?;
-    serde_json::from_str(json.trim())
-        .map_err(|e| LogError::Header(format!("line 2: bad spec JSON: {e}")))
-}
+pub use crate::command::header_from_spec;
 
 /// Checks a command log from a reader (`source` names it in I/O errors): the magic line, the
 /// `# spec` line, then one command per line. Blank lines and further `#` comment lines are
 /// skipped. Memory does not depend on the log's length.
-pub fn check_log<R: BufRead>(mut reader: R, source: &str) -> Result<CheckReport, LogError> {
-    let mut buf = String::new();
-    let mut lineno = 0usize;
-    let mut next = |buf: &mut String, lineno: &mut usize| -> Result<bool, LogError> {
-        buf.clear();
-        *lineno += 1;
-        match reader.read_line(buf) {
-            Ok(0) => Ok(false),
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(LogError::Line {
-                line: *lineno,
-                what: "not valid UTF-8".into(),
-            }),
-            Err(e) => Err(LogError::Io {
-                path: source.into(),
-                what: e.to_string(),
-            }),
+pub fn check_log<R: BufRead>(reader: R, source: &str) -> Result<CheckReport, LogError> {
+    let log = LogReader::new(reader, source)?;
+    let mut checker = Checker::new(log.header())?;
+    for item in log {
+        match item? {
+            (
+                LogLine::IdleRefresh {
+                    channel,
+                    rank,
+                    first,
+                    count,
+                    period,
+                },
+                lineno,
+            ) => {
+                let _ = checker.idle_refreshes(channel, rank, first, count, period, Some(lineno));
+            }
+            (LogLine::Command(rec), lineno) => {
+                let _ = checker.check_at(&rec, Some(lineno));
+            }
         }
-    };
-    if !next(&mut buf, &mut lineno)? || buf.trim_end() != LOG_MAGIC {
-        return Err(LogError::Header(format!("line 1: expected '{LOG_MAGIC}'")));
     }
-    if !next(&mut buf, &mut lineno)? {
-        return Err(LogError::Header(
-            "line 2: missing '# spec {json}' line".into(),
-        ));
-    }
-    let header = parse_spec_line(&buf)?;
-    let mut checker = Checker::new(&header)?;
-    let mut lines: u64 = 0;
-    let mut end: Option<(usize, u64)> = None;
-    while next(&mut buf, &mut lineno)? {
-        let l = buf.trim();
-        if l.is_empty() {
-            continue;
-        }
-        if let Some((end_line, _)) = end {
-            return Err(LogError::Line {
-                line: lineno,
-                what: format!("text after the '{LOG_END}' line (line {end_line})"),
-            });
-        }
-        if let Some(rest) = l.strip_prefix(LOG_END) {
-            let n = rest.trim().parse::<u64>().map_err(|_| LogError::Line {
-                line: lineno,
-                what: format!(
-                    "'{LOG_END} N' needs a count of lines, found '{}'",
-                    rest.trim()
-                ),
-            })?;
-            end = Some((lineno, n));
-            continue;
-        }
-        if l.starts_with('#') {
-            continue;
-        }
-        lines += 1;
-        if let Some(rest) = l.strip_prefix(IDLE_REFRESH) {
-            let (channel, rank, first, count, period) = parse_idle_refresh(rest, lineno)?;
-            let _ = checker.idle_refreshes(channel, rank, first, count, period, Some(lineno));
-            continue;
-        }
-        let rec = CommandRecord::parse_line(l, lineno)?;
-        let _ = checker.check_at(&rec, Some(lineno));
-    }
-    match end {
-        None => Err(LogError::Truncated(format!(
-            "no '{LOG_END} N' line after {lines} commands: the log was cut short (a failed or interrupted run, or a partial copy)"
-        ))),
-        Some((_, n)) if n != lines => Err(LogError::Truncated(format!(
-            "the '{LOG_END}' line counts {n} commands but the log has {lines}: lines are missing or were added"
-        ))),
-        Some(_) => Ok(checker.finish()),
-    }
-}
-
-/// Parses the fields after `IDLE-REF`: channel, rank, first cycle, count, period.
-fn parse_idle_refresh(rest: &str, lineno: usize) -> Result<(u32, u32, u64, u64, u64), LogError> {
-    let err = |what: String| LogError::Line { line: lineno, what };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    if f.len() != 5 {
-        return Err(err(format!(
-            "{IDLE_REFRESH} takes 5 fields (channel rank first count period), found {}",
-            f.len()
-        )));
-    }
-    let num = |i: usize, name: &str| -> Result<u64, LogError> {
-        f[i].parse::<u64>()
-            .map_err(|_| err(format!("{name} '{}' is not a non-negative integer", f[i])))
-    };
-    let num32 = |i: usize, name: &str| -> Result<u32, LogError> {
-        u32::try_from(num(i, name)?).map_err(|_| err(format!("{name} '{}' is too large", f[i])))
-    };
-    Ok((
-        num32(0, "channel")?,
-        num32(1, "rank")?,
-        num(2, "first cycle")?,
-        num(3, "count")?,
-        num(4, "period")?,
-    ))
+    Ok(checker.finish())
 }
 
 /// Checks the command log at `path` (see [`check_log`]).

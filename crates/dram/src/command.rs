@@ -309,3 +309,20 @@ impl<W: std::io::Write> CommandSink for LogWriter<W> {
         ));
     }
 }
+
+/// The header a command log of this configuration starts with.
+pub fn log_header(config: &crate::config::Config, spec: &crate::spec::DramSpec) -> LogHeader {
+    header_from_spec(spec, config.controller.refresh != "none")
+}
+
+/// Builds the log header of a resolved spec (what a controller writes on a log's second line).
+pub fn header_from_spec(spec: &crate::spec::DramSpec, refresh: bool) -> LogHeader {
+    LogHeader {
+        standard: spec.standard.clone(),
+        speed: spec.speed.clone(),
+        part: spec.part.clone(),
+        org: spec.org.clone(),
+        timing: spec.timing.clone(),
+        refresh,
+    }
+}

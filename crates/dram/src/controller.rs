@@ -759,7 +759,13 @@ impl Controller {
                     self.fast = false;
                     self.pick = None;
                 }
-                self.key[flat] = pack_key(c.is_hit, c.seq, flat);
+                // A key is read only on the fast path, which channels of more than
+                // 2^KEY_BANK_BITS banks and sequences beyond KEY_SEQ_BITS leave (above).
+                self.key[flat] = if c.seq < 1 << KEY_SEQ_BITS && flat < 1 << KEY_BANK_BITS {
+                    pack_key(c.is_hit, c.seq, flat)
+                } else {
+                    u64::MAX
+                };
                 self.loc[flat] = self.dev.local_at_bank(c.kind, id);
             }
             None => {

@@ -2,7 +2,7 @@
 //! command log into one digest, and the schedule lines of every config preset. Two builds whose
 //! lines are equal issued the same commands at the same cycles with the same statistics: a
 //! refactor proves it changed no schedule by leaving them equal (`tests/golden.rs`).
-use crate::bulkgen::BulkGenSpec;
+use crate::bulk::gen::BulkGenSpec;
 use crate::command::{CommandRecord, CommandSink};
 use crate::config::{Config, BUILTIN_CONFIGS};
 use crate::generator::GeneratorSpec;

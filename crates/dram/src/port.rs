@@ -2,16 +2,18 @@
 //! instead of from a trace. A driver offers line requests tagged with its own ids and a class
 //! (core or copy engine), hands over bulk copy/init operations, advances the controllers to a
 //! cycle of its choosing, and collects what finished. Times are in DRAM clock cycles.
-use crate::bulk_ops::BulkOps;
-use crate::command::{CommandSink, LogHeader};
+use crate::bulk::multi_row_copy::check_copies;
+use crate::bulk::ops::BulkOps;
+use crate::bulk::split::BulkMech;
+use crate::command::{log_header, CommandSink, LogHeader};
 use crate::config::Config;
 use crate::controller::{Controller, Done, Tag};
 use crate::error::Error;
 use crate::mapper::{self, AddressMapper, Location};
 use crate::request::{BulkOp, Op};
 use crate::spec::DramSpec;
+use crate::stats::collect::collect_stats;
 use crate::stats::Stats;
-use crate::system::{collect_stats, log_header};
 
 /// Something the memory system finished: a line request (by the driver's id) or a bulk operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,9 +130,9 @@ impl MemoryPort {
             )));
         }
         if let crate::request::BulkKind::Replicate { copies } = op.kind {
-            crate::multi_row_copy::check_copies(&self.spec.org, copies).map_err(Error::Request)?;
+            check_copies(&self.spec.org, copies).map_err(Error::Request)?;
         }
-        let mech = crate::multi_row_copy::BulkMech::of(&self.config.controller.bulk);
+        let mech = BulkMech::of(&self.config.controller.bulk);
         if let Some(t) = self.bulk.submit(
             &op,
             id,

@@ -1,18 +1,22 @@
 //! The memory system: an in-order frontend that offers a trace's items, the address mapper, one
 //! controller per channel, and the bulk-operation bookkeeping. [`simulate`] runs a trace to the end
 //! and returns its [`Stats`]; time advances straight to the next cycle at which anything can happen.
-use crate::bulk_ops::BulkOps;
-use crate::command::{CommandSink, LogHeader};
+use crate::bulk::multi_row_copy::check_copies;
+use crate::bulk::ops::BulkOps;
+use crate::bulk::split::BulkMech;
+use crate::command::CommandSink;
 use crate::config::Config;
 use crate::controller::{Controller, Done, Tag};
-use crate::energy::{add_energy, channel_energy, CommandEnergy};
 use crate::error::{Error, TraceError};
 use crate::interrupt;
 use crate::mapper::{self, AddressMapper};
 use crate::request::{BulkKind, TraceItem};
-use crate::spec::DramSpec;
-use crate::stats::{BulkBytes, BulkStats, EnergyBreakdown, Histogram, RowStats, Stats};
-use std::collections::BTreeMap;
+use crate::stats::Stats;
+
+// Their old paths (they moved below `system`, so that `port` needs nothing from it).
+pub use crate::bulk::ops::BulkTotals;
+pub use crate::command::log_header;
+pub use crate::stats::collect::collect_stats;
 
 /// Options of a run besides the config and the trace.
 #[derive(Default)]
@@ -27,18 +31,6 @@ pub struct RunOptions<'a> {
     /// cycles in which nothing can issue. The schedule is the same either way (tests compare the
     /// two command logs, idle refreshes expanded); only slower.
     pub reference_schedule: bool,
-}
-
-/// The header a command log of this configuration starts with.
-pub fn log_header(config: &Config, spec: &DramSpec) -> LogHeader {
-    LogHeader {
-        standard: spec.standard.clone(),
-        speed: spec.speed.clone(),
-        part: spec.part.clone(),
-        org: spec.org.clone(),
-        timing: spec.timing.clone(),
-        refresh: config.controller.refresh != "none",
-    }
 }
 
 /// Runs `trace` on the memory system `config` describes.
@@ -58,7 +50,7 @@ where
             ch
         })
         .collect();
-    let mech = crate::multi_row_copy::BulkMech::of(&cc.bulk);
+    let mech = BulkMech::of(&cc.bulk);
     let capacity = org.capacity_bytes();
 
     let mut trace = trace.peekable();
@@ -124,7 +116,7 @@ where
                             BulkKind::Copy { src } => src.checked_add(b.bytes),
                             BulkKind::Init { .. } => Some(0),
                             BulkKind::Replicate { copies } => {
-                                crate::multi_row_copy::check_copies(&org, copies).map_err(|e| {
+                                check_copies(&org, copies).map_err(|e| {
                                     Error::Request(format!("trace item {}: {e}", consumed + 1))
                                 })?;
                                 Some(0)
@@ -281,89 +273,4 @@ where
         end = end.max(ch.counters.last_done);
     }
     Ok(collect_stats(config, &spec, &mut chans, end, &bulk.totals))
-}
-
-/// Bulk-operation totals of a run.
-#[derive(Default)]
-pub struct BulkTotals {
-    pub copies: u64,
-    pub inits: u64,
-    pub bytes: BulkBytes,
-    pub latency: Histogram,
-}
-
-/// Settles the controllers at cycle `end` and assembles the run's statistics.
-pub fn collect_stats(
-    config: &Config,
-    spec: &DramSpec,
-    chans: &mut [Controller],
-    end: u64,
-    bulk: &BulkTotals,
-) -> Stats {
-    let org = &spec.org;
-    let cc = &config.controller;
-    let line = org.line_bytes();
-    let tck = spec.t("tCK_ps");
-    let e = CommandEnergy::new(spec, config.energy.io_pj_per_bit, config.energy.bank_rho);
-    let mut energy = EnergyBreakdown::default();
-    let mut read_h = Histogram::default();
-    let mut write_h = Histogram::default();
-    let mut row = RowStats::default();
-    let mut commands = BTreeMap::new();
-    let (mut reads, mut writes) = (0, 0);
-    for ch in chans.iter_mut() {
-        ch.finish(end);
-        add_energy(
-            &mut energy,
-            &channel_energy(&e, &ch.counters, &ch.dev.activity),
-        );
-        read_h.merge(&ch.counters.read_latency);
-        write_h.merge(&ch.counters.write_latency);
-        row.hits += ch.counters.row.hits;
-        row.misses += ch.counters.row.misses;
-        row.conflicts += ch.counters.row.conflicts;
-        reads += ch.counters.reads;
-        writes += ch.counters.writes;
-        for k in crate::command::CommandKind::ALL {
-            *commands.entry(k.mnemonic().to_string()).or_insert(0u64) +=
-                ch.counters.commands[k.index()];
-        }
-    }
-    let time_ns = end as f64 * tck as f64 / 1000.0;
-    let channel_bytes = (reads + writes) * line;
-    Stats {
-        standard: spec.standard.clone(),
-        speed: spec.speed.clone(),
-        part: spec.part.clone(),
-        channels: org.channels,
-        ranks: org.ranks,
-        scheduler: cc.scheduler.clone(),
-        row_policy: cc.row_policy.clone(),
-        mapper: cc.mapper.clone(),
-        bulk_mechanism: cc.bulk.clone(),
-        tck_ps: tck,
-        cycles: end,
-        time_ns,
-        reads,
-        writes,
-        read_latency: read_h.summary(tck),
-        write_latency: write_h.summary(tck),
-        channel_bytes,
-        bandwidth_gb_s: if time_ns > 0.0 {
-            channel_bytes as f64 / time_ns
-        } else {
-            0.0
-        },
-        row,
-        commands,
-        energy,
-        energy_available: spec.energy_available,
-        bulk: BulkStats {
-            ops: bulk.copies + bulk.inits,
-            copies: bulk.copies,
-            inits: bulk.inits,
-            bytes: bulk.bytes.clone(),
-            latency: bulk.latency.summary(tck),
-        },
-    }
 }

@@ -5,7 +5,9 @@ use crate::interrupt::{call_progress, detach_interruptible};
 use movelab_dram::bulkgen::BulkGenSpec;
 use movelab_dram::checker;
 use movelab_dram::command::LogWriter;
+use movelab_dram::command_log::LogReader;
 use movelab_dram::config::{builtin_config_names, Config};
+use movelab_dram::drampower;
 use movelab_dram::error::{Error, TraceError};
 use movelab_dram::experiments::rowclone_latency;
 use movelab_dram::generator::GeneratorSpec;
@@ -373,6 +375,63 @@ fn dram_write_trace(
     n.map_err(verr)
 }
 
+/// Writes the command log at `log_path` as a DRAMPower command trace at `out_path` (channel
+/// `channel`, closed by `END` at `end`, default the last command). Returns a JSON summary.
+#[pyfunction]
+#[pyo3(signature = (log_path, out_path, channel=0, end=None))]
+fn dram_drampower_trace(
+    py: Python<'_>,
+    log_path: &str,
+    out_path: &str,
+    channel: u32,
+    end: Option<u64>,
+) -> PyResult<String> {
+    let log_err = |e: movelab_dram::error::LogError| match e {
+        e @ movelab_dram::error::LogError::Io { .. } => PyOSError::new_err(e.to_string()),
+        e => verr(format!("{log_path}: {e}")),
+    };
+    let f = std::fs::File::open(log_path)
+        .map_err(|e| PyOSError::new_err(format!("cannot read {log_path}: {e}")))?;
+    let reader = LogReader::new(std::io::BufReader::new(f), log_path).map_err(log_err)?;
+    let header = reader.header().clone();
+    let out = std::fs::File::create(out_path)
+        .map_err(|e| PyOSError::new_err(format!("cannot create {out_path}: {e}")))?;
+    let mut w = BufWriter::new(out);
+    let s = detach_interruptible(py, || {
+        drampower::trace::write_trace(&header, reader, channel, end, &mut w)
+    })?
+    .map_err(log_err)?;
+    std::io::Write::flush(&mut w)
+        .map_err(|e| PyOSError::new_err(format!("cannot write {out_path}: {e}")))?;
+    json(&serde_json::json!({
+        "commands": s.commands, "other_channels": s.other_channels, "end": s.end,
+        "standard": header.standard, "channel": channel,
+    }))
+}
+
+/// Reads a DRAMPower JSON memspec; returns JSON: its type and id, the movelab overrides it gives
+/// (`overrides`, nested; `settings`, as `[key, value]` pairs) and what was not carried over.
+#[pyfunction]
+fn dram_read_memspec(path: &str) -> PyResult<String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| PyOSError::new_err(format!("cannot read {path}: {e}")))?;
+    let m = drampower::memspec::read_memspec(&text, path).map_err(verr)?;
+    let o = m.overrides();
+    json(&serde_json::json!({
+        "memory_type": m.memory_type, "memory_id": m.memory_id,
+        "overrides": o.value, "settings": o.settings, "notes": o.notes,
+    }))
+}
+
+/// A config's device as a DRAMPower JSON memspec (DDR4 / DDR5 with currents).
+#[pyfunction]
+fn dram_write_memspec(config_json: &str) -> PyResult<String> {
+    let cfg = load_config("json", config_json, None)?;
+    let spec = cfg.resolve("config").map_err(verr)?;
+    let v = drampower::memspec::memspec_json(&spec, cfg.energy.bank_rho).map_err(verr)?;
+    serde_json::to_string_pretty(&v).map_err(verr)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dram_config, m)?)?;
     m.add_function(wrap_pyfunction!(dram_presets, m)?)?;
@@ -381,5 +440,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dram_rowclone_latency, m)?)?;
     m.add_function(wrap_pyfunction!(dram_replication_latency, m)?)?;
     m.add_function(wrap_pyfunction!(dram_write_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(dram_drampower_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(dram_read_memspec, m)?)?;
+    m.add_function(wrap_pyfunction!(dram_write_memspec, m)?)?;
     Ok(())
 }

@@ -25,7 +25,18 @@ from typing import Any
 from movelab import _core
 from movelab._util import U64_MAX, check_value
 
-__all__ = ["Config", "SimResult", "check_log", "flatten", "load_config", "presets", "simulate"]
+__all__ = [
+    "Config",
+    "SimResult",
+    "check_log",
+    "drampower_trace",
+    "flatten",
+    "load_config",
+    "presets",
+    "read_memspec",
+    "simulate",
+    "write_memspec",
+]
 
 
 @dataclass(frozen=True)
@@ -248,6 +259,33 @@ def check_log(path: str | Path) -> dict[str, Any]:
         return json.loads(_core.dram_check(str(p)))
     except ValueError as e:
         raise ValueError(f"{p}: {str(e).removeprefix('command log: ')}") from None
+
+
+def drampower_trace(log: str | Path, out: str | Path, channel: int = 0, end: int | None = None) -> dict[str, Any]:
+    """Writes the command log ``log`` as a DRAMPower command trace at ``out`` (one channel; ``END`` at
+    ``end``, default the last command's cycle). Returns how many commands it wrote."""
+    p = _input_path(log, "command log")
+    if not isinstance(out, (str, Path)):
+        raise TypeError(f"out must be a path, not {type(out).__name__}")
+    for name, v in (("channel", channel), ("end", end)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0 or v >= 1 << 64):
+            raise ValueError(f"{name}: {v!r} is not a non-negative 64-bit integer")
+    if channel >= 1 << 32:
+        raise ValueError(f"channel: {channel} is too large")
+    return json.loads(_native_call(_core.dram_drampower_trace, str(p), str(out), channel, end))
+
+
+def read_memspec(path: str | Path) -> dict[str, Any]:
+    """Reads a DRAMPower JSON memspec: ``overrides`` (a dict for :func:`load_config`), ``settings``
+    (``[key, value]`` pairs for ``--set``) and ``notes`` (what was not carried over, and why)."""
+    p = _input_path(path, "memspec")
+    return json.loads(_native_call(_core.dram_read_memspec, str(p)))
+
+
+def write_memspec(config: str | Path | dict[str, Any] | Config) -> dict[str, Any]:
+    """The config's device (DDR4 or DDR5 with currents) as a DRAMPower JSON memspec."""
+    cfg = config if isinstance(config, Config) else load_config(config)
+    return json.loads(_native_call(_core.dram_write_memspec, cfg.to_json()))
 
 
 def presets() -> dict[str, Any]:

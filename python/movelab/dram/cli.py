@@ -167,6 +167,8 @@ def run_cmd(
                                           "e.g. dram.timing.nRAS=30.", show_default=False),
     command_log: Path | None = typer.Option(None, "--command-log", help="Write every issued command to this file "
                                             "(check it with `movelab dram check`).", show_default=False),
+    memspec: Path | None = typer.Option(None, "--memspec", help="Take the organisation, timings and currents of "
+                                        "this DRAMPower JSON memspec (under any --set).", show_default=False),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --command-log file."),
 ) -> None:
@@ -174,6 +176,11 @@ def run_cmd(
     tr = _trace_arg(str(trace) if trace is not None else None, generate.value if generate else None, count,
                     read_fraction, seed, footprint)
     overrides = parse_set(set_)
+    if memspec is not None:
+        try:
+            overrides = _merged(dram.read_memspec(memspec)["overrides"], overrides)
+        except (ValueError, TypeError, OSError) as e:
+            _fail(e)
     log = output_path(command_log, force, "--command-log")
     try:
         with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -199,6 +206,14 @@ def run_cmd(
         console.print(_stats_table(res.stats))
         if log is not None:
             console.print(f"command log: {lit(log)} (check it with: movelab dram check {lit(log)})")
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` layered on ``base`` (nested dicts merged key by key)."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 @app.command("check")
@@ -227,6 +242,74 @@ def check_cmd(
             console.print(t)
     if not r["ok"]:
         raise typer.Exit(1)
+
+
+@app.command("drampower-trace")
+def drampower_trace_cmd(
+    log: Path = typer.Argument(..., help="A command log written by `movelab dram run --command-log`."),
+    out: Path = typer.Option(..., "--out", "-o", help="The DRAMPower command trace (CSV) to write.",
+                             show_default=False),
+    channel: int = typer.Option(0, "--channel", min=0, max=2**32 - 1, help="The channel to write "
+                                "(DRAMPower models one)."),
+    end: int | None = typer.Option(None, "--end", min=0, max=2**64 - 1, help="Cycle of the END line: the "
+                                   "run's cycles (its stats), so that background energy covers the same time; "
+                                   "default the last command's cycle.", show_default=False),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Write a command log as a DRAMPower command trace (runs without in-DRAM copy)."""
+    path = output_path(out, force, "--out")
+    try:
+        with atomic_path(path) as tmp:
+            s = dram.drampower_trace(log, tmp, channel=channel, end=end)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+    console.print(f"wrote {s['commands']:,} {s['standard']} commands of channel {channel} (END at cycle "
+                  f"{s['end']:,}) to {path}")
+
+
+@app.command("memspec")
+def memspec_cmd(
+    memspec: Path | None = typer.Argument(None, help="A DRAMPower JSON memspec to read (DDR4, DDR5, LPDDR4, "
+                                          "LPDDR5).", show_default=False),
+    write: str | None = typer.Option(None, "--write", help="Instead: write this config's device (preset "
+                                     "name, SPEED/PART or TOML file; DDR4 / DDR5 with currents) as a memspec.",
+                                     show_default=False),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a config KEY=VALUE for --write.",
+                                          show_default=False),
+    out: Path | None = typer.Option(None, "--out", "-o", help="File for --write (default: print).",
+                                    show_default=False),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
+) -> None:
+    """Read a DRAMPower memspec as movelab overrides (--set lines), or write a device as one."""
+    if (memspec is None) == (write is None):
+        _fail(ValueError("give a memspec file to read, or --write CONFIG"))
+    try:
+        if write is not None:
+            cfg = dram.load_config(write, parse_set(set_) or None)
+            text = json.dumps(dram.write_memspec(cfg), indent=2)
+            path = output_path(out, force, "--out")
+            if path is None:
+                typer.echo(text)
+            else:
+                with atomic_path(path) as tmp:
+                    tmp.write_text(text + "\n")
+                console.print(f"wrote the memspec of {cfg.spec['speed']} / {cfg.spec['part']} to {path}")
+            return
+        assert memspec is not None
+        r = dram.read_memspec(memspec)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+    if fmt == "json":
+        echo_json(r)
+        return
+    t = Table(title=f"{memspec}: {r['memory_type']} {r['memory_id']}", box=box.SIMPLE)
+    t.add_column("--set")
+    for k, v in r["settings"]:
+        t.add_row(f"{k}={v}")
+    console.print(t)
+    for n in r["notes"]:
+        console.print(f"[yellow]not carried over[/yellow]: {n}")
 
 
 @app.command("generate")

@@ -3,7 +3,7 @@
 //! (its own model of the rules: last-event times per bank and rank, not a history scan) builds
 //! random legal sequences for the property tests.
 use super::*;
-use crate::command::{CommandKind::*, TransferDst};
+use crate::command::{CommandKind::*, TransferDst, LOG_MAGIC};
 use crate::config::Config;
 use proptest::prelude::*;
 use std::collections::BTreeSet;

@@ -5,11 +5,11 @@
 //! rows are chosen through the configured address mapper so that the RowClone split picks the
 //! mechanism under study. Zeroing by PSM copies from a reserved zero row in another bank
 //! (inter-bank) or another subarray of the same bank (intra-bank).
+use crate::bulk::split::zero_row;
 use crate::config::Config;
 use crate::error::Error;
 use crate::mapper::{self, Location};
 use crate::request::{BulkKind, BulkOp, TraceItem};
-use crate::rowclone::zero_row;
 use crate::system::{simulate, RunOptions};
 use serde::Serialize;
 
@@ -141,12 +141,12 @@ pub struct ReplicationRow {
 /// replicate the page at address 0 (`bytes`, whole rows) into each count of [`COPIES`] rows, with
 /// refresh off.
 ///
-/// [`COPIES`]: crate::multi_row_copy::COPIES
+/// [`COPIES`]: crate::bulk::multi_row_copy::COPIES
 pub fn replication(config: &Config, bytes: u64) -> Result<Vec<ReplicationRow>, Error> {
     let spec = config.resolve("config")?;
     let mut rows = Vec::new();
-    for copies in crate::multi_row_copy::COPIES {
-        crate::multi_row_copy::check_copies(&spec.org, copies).map_err(Error::Request)?;
+    for copies in crate::bulk::multi_row_copy::COPIES {
+        crate::bulk::multi_row_copy::check_copies(&spec.org, copies).map_err(Error::Request)?;
         for (mechanism, bulk) in [
             ("mrc", "multi-row-copy"),
             ("fpm", "rowclone"),
@@ -357,7 +357,7 @@ mod tests {
                         .find(|r| r.copies == n && r.mechanism == m)
                         .unwrap()
                 };
-                for n in crate::multi_row_copy::COPIES {
+                for n in crate::bulk::multi_row_copy::COPIES {
                     assert_eq!(at(n, "mrc").cycles, one, "{preset} {n}");
                     assert_eq!(at(n, "fpm").cycles, u64::from(n) * one, "{preset} {n}");
                     assert!(at(n, "baseline").cycles > at(n, "mrc").cycles);

@@ -25,11 +25,11 @@
 //! multi-row activation reaches. With `controller.bulk = "multi-row-copy"` each whole row is one
 //! such job; with `"rowclone"` it is `copies` FPM copies, and with `"baseline"` `copies` copies of
 //! its lines over the channel, so all three do the same work.
+use crate::bulk::split::{subarray, temp_row, zero_row, BulkMech, RowKey, Split};
 use crate::controller::{Job, JobKind, JobMech};
 use crate::device::ChannelDevices;
 use crate::mapper::{AddressMapper, Location};
 use crate::request::BulkOp;
-use crate::rowclone::{subarray, temp_row, zero_row, RowKey, Split};
 use crate::spec::Organization;
 use std::collections::BTreeMap;
 
@@ -38,32 +38,6 @@ pub const MAX_GROUP_ROWS: u32 = 32;
 
 /// The copies a `Replicate` may ask for: a group of 2^k rows less the source.
 pub const COPIES: [u32; 5] = [1, 3, 7, 15, 31];
-
-/// How a bulk operation is carried out (`controller.bulk`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BulkMech {
-    /// Every line over the channel.
-    Baseline,
-    /// RowClone FPM / PSM (MICRO 2013).
-    RowClone,
-    /// RowClone, and Multi-RowCopy for replication.
-    MultiRowCopy,
-}
-
-impl BulkMech {
-    /// The mechanism a `controller.bulk` value names (validated by the config).
-    pub fn of(name: &str) -> BulkMech {
-        match name {
-            "rowclone" => BulkMech::RowClone,
-            "multi-row-copy" => BulkMech::MultiRowCopy,
-            _ => BulkMech::Baseline,
-        }
-    }
-    /// Whether RowClone's split runs (RowClone, and Multi-RowCopy on top of it).
-    pub fn in_dram(self) -> bool {
-        self != BulkMech::Baseline
-    }
-}
 
 /// The rows a multi-row activation raises when `second` is activated while `open` is open: the
 /// open row XOR every subset of the bits where the two differ, in increasing order. An error names
@@ -307,9 +281,10 @@ mod tests {
         // Multi-RowCopy each bank does FPM (zero row -> row 0) then MRC (row 0 -> rows 1-31);
         // with RowClone 32 FPM copies per bank. The checker passes both command logs.
         use crate::checker::Checker;
+        use crate::command::log_header;
         use crate::command::CommandRecord;
         use crate::request::{BulkKind, TraceItem};
-        use crate::system::{log_header, simulate, RunOptions};
+        use crate::system::{simulate, RunOptions};
         let mut latency = Vec::new();
         for bulk in ["rowclone", "multi-row-copy"] {
             let mut c = Config::preset("rowclone-ddr3-1066").unwrap();

@@ -7,12 +7,12 @@
 //!
 //! Pages are row-sized and row-aligned through the configured address mapper, so that what the
 //! split does with them depends only on where they land. Ops are offered `interval` cycles apart.
+use crate::bulk::split::{temp_row, zero_row};
 use crate::config::Config;
 use crate::error::ConfigError;
 use crate::generator::Xoshiro256StarStar;
 use crate::mapper::{self, AddressMapper, Location};
 use crate::request::{BulkKind, BulkOp, TraceItem};
-use crate::rowclone::{temp_row, zero_row};
 use crate::spec::Organization;
 use serde::{Deserialize, Serialize};
 

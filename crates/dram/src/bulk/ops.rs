@@ -1,17 +1,26 @@
 //! Bookkeeping of bulk operations in flight at the memory system: each operation is split by the
 //! configured mechanism into RowClone jobs (handed to the controllers) and channel lines (moved by
 //! the baseline engine), and completes when all its parts have. Shared by the trace-driven
-//! [`crate::system::simulate`] and the step-driven [`crate::port::MemoryPort`].
-use crate::bulk_baseline::BaselineOp;
+//! `system::simulate` and the step-driven `port::MemoryPort`, below both.
+use crate::bulk::baseline::BaselineOp;
+use crate::bulk::split::BulkMech;
+use crate::bulk::split_by;
 use crate::controller::{Controller, Tag};
 use crate::mapper::AddressMapper;
-use crate::multi_row_copy::BulkMech;
 use crate::request::{BulkKind, BulkOp, Op};
-use crate::rowclone;
 use crate::spec::Organization;
-use crate::system::BulkTotals;
+use crate::stats::{BulkBytes, Histogram};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+
+/// Bulk-operation totals of a run.
+#[derive(Default)]
+pub struct BulkTotals {
+    pub copies: u64,
+    pub inits: u64,
+    pub bytes: BulkBytes,
+    pub latency: Histogram,
+}
 
 struct OpState {
     /// The submitter's id, reported on completion.
@@ -57,7 +66,7 @@ impl BulkOps {
             BulkKind::Copy { .. } | BulkKind::Replicate { .. } => self.totals.copies += 1,
             BulkKind::Init { .. } => self.totals.inits += 1,
         }
-        let split = rowclone::split_by(mech, b, op, mapper, org, &chans[0].dev);
+        let split = split_by(mech, b, op, mapper, org, &chans[0].dev);
         self.totals.bytes.add(&split.bytes);
         let mut parts = split.jobs.len() as u32;
         for (ch, job) in split.jobs {

@@ -8,86 +8,15 @@
 //! channel or rank, unaligned, non-zero initialisation) is left to the channel (baseline).
 //! Zeroing copies from the reserved zero row of the destination's subarray (FPM) or, for partial
 //! rows, from the zero row of the same subarray index in another bank (PSM).
+use crate::bulk::multi_row_copy;
+use crate::bulk::split::{baseline_lines, subarray, temp_row, zero_row, BulkMech, RowKey, Split};
 use crate::controller::{Job, JobKind, JobMech};
 use crate::device::ChannelDevices;
 use crate::mapper::{AddressMapper, Location};
-use crate::multi_row_copy::{self, BulkMech};
 use crate::request::{BulkKind, BulkOp};
 use crate::spec::Organization;
-use crate::stats::BulkBytes;
 use std::collections::BTreeMap;
 
-/// The reserved all-zero row of the subarray holding `row`: the subarray's last row.
-pub fn zero_row(org: &Organization, row: u32) -> u32 {
-    (row / org.subarray_rows) * org.subarray_rows + org.subarray_rows - 1
-}
-
-/// The reserved temporary row of a bank (used by intra-bank PSM): the second-to-last row, so it
-/// never coincides with a zero row.
-pub fn temp_row(org: &Organization) -> u32 {
-    org.rows - 2
-}
-
-/// Which subarray `row` is in.
-pub fn subarray(org: &Organization, row: u32) -> u32 {
-    row / org.subarray_rows
-}
-
-/// The result of splitting one bulk operation.
-#[derive(Debug, Default)]
-pub struct Split {
-    /// In-DRAM jobs, by channel.
-    pub jobs: Vec<(u32, Job)>,
-    /// Lines left to the channel: (source line address for a copy, destination line address).
-    pub baseline_lines: Vec<(Option<u64>, u64)>,
-    pub bytes: BulkBytes,
-}
-
-/// Splits `op` by the configured mechanism: RowClone's split when it is on, otherwise every line
-/// over the channel; a replication by `multi_row_copy`.
-pub fn split_by(
-    mech: BulkMech,
-    op: &BulkOp,
-    op_index: u32,
-    mapper: &dyn AddressMapper,
-    org: &Organization,
-    dev: &ChannelDevices,
-) -> Split {
-    if let BulkKind::Replicate { copies } = op.kind {
-        return multi_row_copy::split(op, copies, op_index, mapper, org, dev, mech);
-    }
-    if mech.in_dram() {
-        return split(op, op_index, mapper, org, dev, mech);
-    }
-    let line = org.line_bytes();
-    let lines = baseline_lines(op, line);
-    Split {
-        bytes: BulkBytes {
-            baseline: lines.len() as u64 * line,
-            ..Default::default()
-        },
-        jobs: Vec::new(),
-        baseline_lines: lines,
-    }
-}
-
-/// Splits `op` into lines done over the channel only (the `baseline` mechanism, and RowClone's
-/// leftovers).
-pub fn baseline_lines(op: &BulkOp, line: u64) -> Vec<(Option<u64>, u64)> {
-    let first_dst = op.dst / line * line;
-    let n = (op.dst + op.bytes).div_ceil(line) - op.dst / line;
-    (0..n)
-        .map(|i| {
-            let src = match op.kind {
-                BulkKind::Copy { src } => Some(src / line * line + i * line),
-                BulkKind::Init { .. } | BulkKind::Replicate { .. } => None,
-            };
-            (src, first_dst + i * line)
-        })
-        .collect()
-}
-
-pub(crate) type RowKey = (u32, u32, u32, u32, u32); // channel, rank, bank group, bank, row
 /// Lines of one (source row, destination row) pair: (src column, dst column, src addr, dst addr).
 type RowPairs = BTreeMap<(RowKey, RowKey), Vec<(u32, u32, u64, u64)>>;
 
@@ -228,7 +157,7 @@ pub fn split(
                 }
             }
         }
-        // Split by `multi_row_copy` (see `split_by`).
+        // Split by `multi_row_copy` (see `crate::bulk::split_by`).
         BulkKind::Replicate { .. } => {}
         BulkKind::Init { .. } => {
             let mut groups: BTreeMap<RowKey, Vec<u32>> = BTreeMap::new();

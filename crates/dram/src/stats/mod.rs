@@ -1,6 +1,9 @@
-//! Statistics of a simulation: typed, serialisable, merged across channels.
+//! Statistics of a simulation: typed, serialisable, merged across channels. [`collect`] assembles
+//! them from a run's controllers.
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+pub mod collect;
 
 /// Latencies in cycles, with exact percentiles below [`Histogram::EXACT`] cycles and
 /// power-of-two buckets above: memory does not grow with the number of samples.

@@ -1,0 +1,88 @@
+"""DRAMPower exchange from Python and the CLI: a command log as a DRAMPower trace, a device written
+as a DRAMPower memspec and read back, a run on a memspec's values, and the refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from movelab import dram
+from movelab.cli import app
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def cli(*args: object, code: int = 0) -> str:
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == code, f"exit {r.exit_code} for {args}:\n{r.output}\n{r.exception!r}"
+    return r.output
+
+
+RUN = ["dram", "run", "ddr4-2400r", "--generate", "random", "--count", "2000", "--seed", "3", "--format", "json"]
+
+
+@pytest.fixture(scope="module")
+def run_and_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    log = tmp_path_factory.mktemp("dp") / "cmds.log"
+    stats = json.loads(cli(*RUN, "--command-log", log))
+    return stats, log
+
+
+def test_trace_has_every_command_of_the_log(run_and_log: tuple[dict, Path], tmp_path: Path) -> None:
+    stats, log = run_and_log
+    out = tmp_path / "trace.csv"
+    s = dram.drampower_trace(log, out, end=stats["cycles"])
+    lines = out.read_text().splitlines()
+    assert s["commands"] == len(lines) - 1 == sum(stats["commands"].values())
+    assert lines[-1] == f"{stats['cycles']},END,0,0,0,0,0"
+    names = {ln.split(",")[1] for ln in lines}
+    assert {"ACT", "PRE", "RD", "WR", "END"} <= names
+    rd = next(ln for ln in lines if ",RD," in ln)
+    assert len(rd.split(",")) == 8 and rd.split(",")[7] == "0x" + "00" * 64
+    # The CLI writes the same file, and does not overwrite it without --force.
+    out2 = tmp_path / "cli.csv"
+    cli("dram", "drampower-trace", log, "--out", out2, "--end", stats["cycles"])
+    assert out2.read_text() == out.read_text()
+    assert "exists" in cli("dram", "drampower-trace", log, "--out", out2, code=2)
+    assert "before the last command" in cli("dram", "drampower-trace", log, "--out", tmp_path / "x.csv", "--end", 1,
+                                            code=2)
+
+
+def test_memspec_round_trip_and_run(tmp_path: Path) -> None:
+    ms = tmp_path / "ddr5.json"
+    cli("dram", "memspec", "--write", "DDR5-6400B/DDR5-32Gb-x16", "--out", ms)
+    spec = json.loads(ms.read_text())["memspec"]
+    assert spec["memoryType"] == "DDR5" and spec["memarchitecturespec"]["nbrOfBanks"] == 16
+    r = dram.read_memspec(ms)
+    assert r["notes"] == []
+    settings = dict(r["settings"])
+    assert settings["dram.org.rows"] == "131072" and settings["dram.timing.nCL"] == "52"
+    # Another preset with the memspec's values: the carried timings, organisation and currents are the device's.
+    mine = dram.load_config("ddr5-3200an", r["overrides"]).spec
+    dev = dram.load_config("DDR5-6400B/DDR5-32Gb-x16").spec
+    for k, _ in r["settings"]:
+        if k.startswith("dram.timing."):
+            name = k.removeprefix("dram.timing.")
+            assert mine["timing"][name] == dev["timing"][name], name
+    assert mine["org"]["rows"] == dev["org"]["rows"] and mine["currents"] == dev["currents"]
+    # The CLI runs on it; --set wins over the memspec.
+    base = ["dram", "run", "ddr5-3200an", "--generate", "random", "--count", "500", "--format", "json"]
+    a = json.loads(cli(*base, "--memspec", ms))
+    assert a["tck_ps"] == 312 and a["speed"] == "DDR5-3200AN"
+    c = json.loads(cli(*base, "--memspec", ms, "--set", "dram.timing.tCK_ps=400"))
+    assert c["tck_ps"] == 400
+    text = cli("dram", "memspec", ms)
+    assert "dram.timing.nRFC=" in text
+
+
+def test_refusals_name_the_problem(tmp_path: Path) -> None:
+    assert "DDR4 and DDR5" in cli("dram", "memspec", "--write", "hbm3-6400", code=2)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"memspec": {"memoryType": "GDDR9"}}')
+    assert "GDDR9" in cli("dram", "memspec", bad, code=2)
+    assert "does not exist" in cli("dram", "memspec", tmp_path / "none.json", code=2)
+    assert "give a memspec" in cli("dram", "memspec", code=2)
+    with pytest.raises(ValueError, match="channel"):
+        dram.drampower_trace(bad, tmp_path / "t.csv", channel=-1)
