@@ -39,7 +39,10 @@ fn every_module_is_in_a_layer() {
         .into_keys()
         .filter(|m| m != "crate" && layer(m).is_none())
         .collect();
-    assert!(loose.is_empty(), "modules in no layer (add them to LAYERS): {loose:?}");
+    assert!(
+        loose.is_empty(),
+        "modules in no layer (add them to LAYERS): {loose:?}"
+    );
 }
 
 #[test]
