@@ -116,18 +116,6 @@ def report(
     typer.echo(f"report: {path}")
 
 
-def _param_value(item: str) -> tuple[str, Any]:
-    if "=" not in item:
-        raise typer.BadParameter(f"'{item}' is not NAME=VALUE (e.g. packets=100)", param_hint="--param")
-    key, raw = (s.strip() for s in item.split("=", 1))
-    if not key:
-        raise typer.BadParameter(f"'{item}': empty name", param_hint="--param")
-    try:
-        return key, int(raw, 0)
-    except ValueError:
-        return key, raw
-
-
 @app.command("run")
 def run_cmd(
     config: str = typer.Argument(..., help="A built-in preset of any system (movelab systems) or a TOML file."),
@@ -146,10 +134,11 @@ def run_cmd(
     from rich.table import Table
 
     from movelab.dram import flatten
+    from movelab.platform.cli import parse_params
     from movelab.systems import simulate
 
     overrides = parse_set(set_)
-    params = dict(_param_value(p) for p in param or [])
+    params = parse_params(param, names=True)
     try:
         if fmt == "json":
             r = simulate(config, workload, overrides, params, system)

@@ -3,6 +3,9 @@
 //! here and names the lines that moved; when the move is meant (a fidelity fix), rewrite the files
 //! with `MOVELAB_BLESS=1 cargo test -p movelab-platform --test golden` and explain each moved line
 //! in the commit.
+#[path = "../../dram/tests/support/golden.rs"]
+mod golden;
+
 use movelab_platform::experiments::golden::lines;
 use std::path::PathBuf;
 
@@ -11,33 +14,7 @@ fn check(section: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(format!("{section}.txt"));
-    let text = got.join("\n") + "\n";
-    if std::env::var_os("MOVELAB_BLESS").is_some() {
-        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let want: Vec<&str> = want.lines().collect();
-    let moved: Vec<String> = got
-        .iter()
-        .zip(want.iter())
-        .filter(|(g, w)| g != w)
-        .map(|(g, w)| format!("  want {w}\n  got  {g}"))
-        .collect();
-    assert!(
-        moved.is_empty() && got.len() == want.len(),
-        "{section}: {} of {} golden lines moved ({} lines now, {} in the file):\n{}",
-        moved.len(),
-        want.len(),
-        got.len(),
-        want.len(),
-        moved
-            .iter()
-            .take(20)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    golden::check(&path, &got, "golden lines");
 }
 
 #[test]

@@ -20,18 +20,23 @@ app = typer.Typer(help="Platform simulator: a core, caches, a bus and DRAM, with
 console = Console()
 
 
-def parse_params(items: list[str] | None) -> dict[str, int]:
-    """Turns ``["payload=1400", "packets=1_000"]`` into ``{"payload": 1400, "packets": 1000}``."""
-    out: dict[str, int] = {}
+def parse_params(items: list[str] | None, names: bool = False) -> dict[str, Any]:
+    """Turns ``["payload=1400", "packets=1_000"]`` into ``{"payload": 1400, "packets": 1000}``;
+    ``names``: a value that is not an integer is kept as a name (``config=softnic``)."""
+    out: dict[str, Any] = {}
     for item in items or []:
         if "=" not in item:
-            raise typer.BadParameter(f"'{item}' is not NAME=INTEGER (e.g. packets=100)", param_hint="--param")
+            raise typer.BadParameter(f"'{item}' is not NAME={'VALUE' if names else 'INTEGER'} (e.g. packets=100)",
+                                     param_hint="--param")
         key, raw = (s.strip() for s in item.split("=", 1))
         if not key:
             raise typer.BadParameter(f"'{item}': empty name", param_hint="--param")
         try:
             value = int(raw, 0)
         except ValueError:
+            if names:
+                out[key] = raw
+                continue
             raise typer.BadParameter(f"'{item}': {key} must be a non-negative integer", param_hint="--param") from None
         if not 0 <= value <= U64_MAX:
             raise typer.BadParameter(f"'{item}': {key} must be a non-negative 64-bit integer", param_hint="--param")
