@@ -19,7 +19,7 @@
 //!
 //! MMIO loads inside the BAR cost a computed round trip (down, a 3 DW read, a completion up, no
 //! queuing behind other TLPs). The NIC's MAC sends each frame at `nic.mac_gbps`; frames go
-//! nowhere further (there is no second host here: that is `io_system.rs`).
+//! nowhere further (there is no second host here: that is `systems/io_pair.rs`).
 use crate::agents::{Agent, AgentReport};
 pub use crate::config::platform::PcieDeviceConfig;
 use crate::config::platform::PlatformConfig;

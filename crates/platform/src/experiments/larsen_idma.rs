@@ -3,7 +3,7 @@
 //! (end-to-end latency between two systems; bandwidth per lane) and Fig. 10 (the share of PCIe
 //! bytes spent on descriptors and doorbells in iperf-like streams), plus the sensitivity runs
 //! (a Gen3/Haswell platform; DDIO on and off on the receive path). Every figure comes out of
-//! the I/O model's simulated transactions (`io_system`); the paper's values come from
+//! the I/O model's simulated transactions (`systems::io_pair`); the paper's values come from
 //! `presets/papers/larsen-idma.toml`.
 //!
 //! Method notes:

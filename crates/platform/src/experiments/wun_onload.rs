@@ -2,7 +2,7 @@
 //! transmit throughput of the emu nic, the softnic and the onloader against the UDP payload size
 //! (Fig. 3, 4, 6), the onloader's receive blocks with and without the user program (Fig. 5), the
 //! per-connection mapping cache on and off, and the L2 push on and off (section 6), on the
-//! IXP2350-like platform of `presets/network/ixp2350.toml` (`network_io.rs`).
+//! IXP2350-like platform of `presets/network/ixp2350.toml` (`systems/network_io.rs`).
 use crate::config::network::NetworkIoConfig;
 use crate::sim::error::PlatformError;
 use crate::systems::network_io::{self, Direction, NetStats, RunSpec};

@@ -1,7 +1,7 @@
 //! The platform: the wiring of cores, agents and the memory system, and the run loop. A
 //! [`Platform`] is built from its description ([`PlatformConfig`]): the cores (one, or the groups
 //! of `[[cores]]`, each core with its own program and clock), the agents the copy mechanism needs
-//! (built by name through `agent_registry`), and the [`MemorySystem`] they all talk to. The run
+//! (built by name through `agents::registry`), and the [`MemorySystem`] they all talk to. The run
 //! loop asks the event kernel for the earliest of the next event, the memory controllers' next
 //! cycle and each core's next cycle, and jumps there, so idle time costs nothing. Nothing below
 //! imports this file: the parts know only the memory system's interface. [`run`] runs a
