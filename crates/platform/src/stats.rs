@@ -138,10 +138,38 @@ pub struct PlatformStats {
     /// Per-core statistics (multi-core runs only; a single core's are the figures above).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_core: Vec<CoreStats>,
-    /// PCIe devices on the platform (`[io]`): bytes on their links and latency stacks.
+    /// PCIe devices on the platform (`[io]`): bytes on their links and latency stacks (the
+    /// `device` sections of the NIC agents in `agents`, kept here for older readers).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<DeviceStats>,
+    /// One section per agent (copy engines, in-memory mechanisms, devices), in the order they
+    /// were built.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentStats>,
     pub dram: DramStats,
+}
+
+/// One agent's section of a platform run's statistics.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AgentStats {
+    /// Its name (`[[agents]] name`, else its kind) and kind.
+    pub name: String,
+    pub kind: String,
+    /// The offloaded operations it takes (copy, zero, fill) and from which core groups (empty:
+    /// all).
+    pub takes: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<u32>,
+    /// Operations it finished, their summed and mean time from issue to completion, and when
+    /// the last finished.
+    pub ops: u64,
+    pub op_time_ns: f64,
+    pub mean_op_ns: f64,
+    pub last_done_ns: f64,
+    pub lines: CopyLines,
+    /// A PCIe device's link bytes and latency stacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceStats>,
 }
 
 /// A PCIe device's statistics on the platform.

@@ -1,5 +1,7 @@
-//! The registry of agents: builds an [`Agent`] from its name, and says which agent takes a core's
-//! offloaded copies under each copy mechanism. Adding an agent means a file and a line here.
+//! The registry of agents: builds an [`Agent`] from its kind's name. Which agents a platform has,
+//! and which offloads each takes, is data ([`PlatformConfig::agent_plan`]: `[copy]`, `[io]` and
+//! `[[agents]]`). Adding an agent means a file, a line here and its name in
+//! [`crate::config::platform::AGENT_KINDS`].
 use crate::agents::copy_engine::CopyEngine;
 use crate::agents::in_memory_copy::InMemory;
 use crate::agents::pcie_device::PcieDeviceAgent;
@@ -8,8 +10,8 @@ use crate::config::platform::PlatformConfig;
 use crate::memory::memory_system::{AgentId, MemorySystem};
 use crate::sim::error::PlatformError;
 
-/// The agent names [`build`] knows.
-pub const AGENTS: &[&str] = &["copy-engine", "in-memory", "nic"];
+/// The agent kinds [`build`] knows.
+pub const AGENTS: &[&str] = crate::config::platform::AGENT_KINDS;
 
 /// Builds agent `name` as agent number `id` of a platform, registering what it needs with `sys`.
 pub fn build(
@@ -30,11 +32,22 @@ pub fn build(
     }
 }
 
-/// The agent that takes a core's offloaded copies under copy mechanism `mechanism`.
-pub fn for_mechanism(mechanism: &str) -> Option<&'static str> {
-    match mechanism {
-        "ce" => Some("copy-engine"),
-        "rowclone" | "rowclone-zi" | "mc-dma" => Some("in-memory"),
-        _ => None,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_a_platform_may_list_is_built() {
+        let cfg = PlatformConfig::preset("larsen-io").unwrap();
+        let mut sys = MemorySystem::new(&cfg, std::slice::from_ref(&cfg.core)).unwrap();
+        for (i, kind) in AGENTS.iter().enumerate() {
+            let mut c = cfg.clone();
+            if *kind == "in-memory" {
+                c.copy.mechanism = "rowclone".into();
+            }
+            let a = build(kind, i as AgentId, &c, &mut sys).unwrap();
+            assert_eq!(a.name(), *kind);
+        }
+        assert!(build("dma-engine", 9, &cfg, &mut sys).is_err());
     }
 }

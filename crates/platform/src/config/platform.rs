@@ -208,6 +208,67 @@ pub struct CopyConfig {
     pub engine_share: f64,
 }
 
+impl CopyConfig {
+    /// Checks every value, naming the key as `prefix` + its name (`copy.` for `[copy]`).
+    pub fn validate(&self, src: &str, prefix: &str) -> Result<(), PlatformError> {
+        let err = |k: &str, w: String| Err(PlatformError::config(src, format!("{prefix}{k}"), w));
+        for (k, v, allowed) in [
+            ("mechanism", &self.mechanism, MECHANISMS),
+            ("placement", &self.placement, PLACEMENTS),
+            ("mode", &self.mode, MODES),
+            ("snoop_ack", &self.snoop_ack, &["before", "after"][..]),
+        ] {
+            if !allowed.contains(&v.as_str()) {
+                return err(k, format!("'{v}' is not one of: {}", allowed.join(", ")));
+            }
+        }
+        for (k, v, max) in [
+            (
+                "stream_buffer_lines",
+                u64::from(self.stream_buffer_lines),
+                1 << 16,
+            ),
+            (
+                "pending_copy_entries",
+                u64::from(self.pending_copy_entries),
+                1 << 16,
+            ),
+            ("translate_cycles", self.translate_cycles.max(1), 1 << 20),
+        ] {
+            if v == 0 || v > max {
+                return err(k, format!("{v}: must be between 1 and {max}"));
+            }
+        }
+        if !self.engine_memory_ns.is_finite() || !(0.0..=1e6).contains(&self.engine_memory_ns) {
+            return err(
+                "engine_memory_ns",
+                format!("{}: must be between 0 and 1e6 ns", self.engine_memory_ns),
+            );
+        }
+        if !self.page_bytes.is_power_of_two() || self.page_bytes < 64 {
+            return err(
+                "page_bytes",
+                format!("{}: must be a power of two of at least 64", self.page_bytes),
+            );
+        }
+        if !(0.0..=1.0).contains(&self.engine_share) {
+            return err(
+                "engine_share",
+                format!("{}: must be a fraction between 0 and 1", self.engine_share),
+            );
+        }
+        if self.dest_to_cache && self.placement != "on-die" {
+            return err(
+                "dest_to_cache",
+                "only an on-die engine can write the destination into the cache (Zhao et al. \
+                 section 5.5)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
 impl Default for CopyConfig {
     fn default() -> Self {
         CopyConfig {
@@ -404,6 +465,83 @@ pub struct PlatformConfig {
     /// A PCIe device (a descriptor NIC) on the platform: its link, root complex and registers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io: Option<PcieDeviceConfig>,
+    /// Further agents, any number, each a kind with its parameters and the offloads it takes
+    /// (`[[agents]]`). `[copy] mechanism` and `[io]` are shorthand for the first ones: a
+    /// platform with both and an agent list has them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentSpec>,
+}
+
+/// The kinds of agent a platform can list, each with the table its parameters come from: a
+/// copy engine and the memory controller's in-memory mechanisms take `[copy]`'s keys, a NIC
+/// takes `[io]`'s. The agent registry builds each kind.
+pub const AGENT_KINDS: &[&str] = &["copy-engine", "in-memory", "nic"];
+
+/// The offloaded operations an agent can take from a core: copies, zeroing (an initialisation
+/// to 0) and fills with any other value.
+pub const AGENT_TAKES: &[&str] = &["copy", "zero", "fill"];
+
+/// The most agents one platform lists.
+pub const MAX_AGENTS: usize = 64;
+
+/// One agent of a platform (`[[agents]]`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentSpec {
+    /// Its kind (one of [`AGENT_KINDS`]).
+    pub kind: String,
+    /// Its name in reports (empty: the kind, with its position when the kind repeats).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The offloaded operations it takes (of [`AGENT_TAKES`]); empty: its kind's own
+    /// (a copy engine copies; RowClone copies and zeroes; MC-DMA also fills; a NIC takes none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub takes: Vec<String>,
+    /// The core groups (indices into `[[cores]]`, 0 for a single core) whose offloads it
+    /// takes; empty: every group.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<u32>,
+    /// Its parameters: keys of `[copy]` (copy-engine; in-memory, which must name its
+    /// `mechanism`: rowclone, rowclone-zi or mc-dma) on top of the platform's `[copy]`, or a
+    /// whole `[io]` table (nic).
+    #[serde(skip_serializing_if = "toml::Table::is_empty")]
+    pub params: toml::Table,
+}
+
+/// One agent a platform has, from `[copy] mechanism`, `[io]` or `[[agents]]`: what the registry
+/// builds and the router needs.
+#[derive(Debug, Clone)]
+pub struct AgentPlan {
+    /// Its name in reports.
+    pub name: String,
+    /// Its kind (one of [`AGENT_KINDS`]).
+    pub kind: &'static str,
+    /// Copy, zero, fill (as [`AGENT_TAKES`]).
+    pub takes: [bool; 3],
+    /// The core groups whose offloads it takes (empty: every group).
+    pub groups: Vec<u32>,
+    /// The platform as this agent sees it: `[copy]` or `[io]` holding its own parameters.
+    pub cfg: PlatformConfig,
+}
+
+/// The kind whose agent takes a core's offloads under copy mechanism `mechanism`.
+fn kind_for_mechanism(mechanism: &str) -> Option<&'static str> {
+    match mechanism {
+        "ce" => Some("copy-engine"),
+        "rowclone" | "rowclone-zi" | "mc-dma" => Some("in-memory"),
+        _ => None,
+    }
+}
+
+/// What a copy agent takes by default: a copy engine copies; RowClone copies and zeroes (an
+/// in-DRAM fill needs a row of the value: only zeroing is offered); MC-DMA does all three.
+fn default_takes(copy: &CopyConfig) -> [bool; 3] {
+    match copy.mechanism.as_str() {
+        "ce" => [true, false, false],
+        "rowclone" | "rowclone-zi" => [true, true, false],
+        "mc-dma" => [true, true, true],
+        _ => [false; 3],
+    }
 }
 
 fn default_l2() -> CacheConfig {
@@ -488,19 +626,214 @@ impl PlatformConfig {
         Ok(out)
     }
 
-    /// The memory system's DRAM config, with the platform's copy settings applied.
+    /// The memory system's DRAM config, with the copy settings of the platform's agents
+    /// applied: the controllers' CPU request bypass when a copy engine runs SYNC_WLB or ASYNC
+    /// (with that engine's share of column commands), and RowClone's split of bulk operations
+    /// when an in-memory agent is RowClone. The controllers have one bulk mode, so RowClone and
+    /// MC-DMA cannot share a platform, and bypassing engines must agree on their share.
     pub fn dram_config(&self, source_name: &str) -> Result<DramConfig, PlatformError> {
         let mut dc =
             DramConfig::from_value(self.memory.clone(), &format!("{source_name} [memory]"))?;
-        let c = &self.copy;
-        dc.controller.cpu_bypass = c.mechanism == "ce" && c.mode != "SYNC_NLB";
-        dc.controller.engine_share = c.engine_share;
-        if matches!(c.mechanism.as_str(), "rowclone" | "rowclone-zi") {
-            dc.controller.bulk = "rowclone".into();
-        } else {
-            dc.controller.bulk = "baseline".into();
+        let mut copies = vec![("copy".to_string(), self.copy.clone())];
+        for (i, a) in self.agents.iter().enumerate() {
+            if a.kind == "copy-engine" || a.kind == "in-memory" {
+                copies.push((format!("agents[{i}]"), self.agent_copy(i, source_name)?));
+            }
         }
+        let bypass: Vec<_> = copies
+            .iter()
+            .filter(|(_, c)| c.mechanism == "ce" && c.mode != "SYNC_NLB")
+            .collect();
+        dc.controller.cpu_bypass = !bypass.is_empty();
+        dc.controller.engine_share = bypass
+            .first()
+            .map_or(self.copy.engine_share, |b| b.1.engine_share);
+        if let Some((k, c)) = bypass
+            .iter()
+            .find(|b| b.1.engine_share != dc.controller.engine_share)
+        {
+            return Err(PlatformError::config(
+                source_name,
+                format!("{k}.engine_share"),
+                format!(
+                    "{}: the memory controller gives one share to copy engines, and another engine has {}",
+                    c.engine_share, dc.controller.engine_share
+                ),
+            ));
+        }
+        let rowclone = copies
+            .iter()
+            .find(|(_, c)| matches!(c.mechanism.as_str(), "rowclone" | "rowclone-zi"));
+        if let (Some(_), Some((k, _))) = (
+            rowclone,
+            copies.iter().find(|(_, c)| c.mechanism == "mc-dma"),
+        ) {
+            return Err(PlatformError::config(
+                source_name,
+                format!("{k}.mechanism"),
+                "mc-dma: the memory controller runs bulk operations one way, and another agent is RowClone",
+            ));
+        }
+        dc.controller.bulk = if rowclone.is_some() {
+            "rowclone"
+        } else {
+            "baseline"
+        }
+        .into();
         Ok(dc)
+    }
+
+    /// The `[copy]` settings agent `i` of `[[agents]]` runs with: the platform's `[copy]` with
+    /// the agent's parameters on top, the mechanism its kind's (a copy engine is `ce`; an
+    /// in-memory agent names `rowclone`, `rowclone-zi` or `mc-dma`).
+    pub fn agent_copy(&self, i: usize, src: &str) -> Result<CopyConfig, PlatformError> {
+        let a = &self.agents[i];
+        let prefix = format!("agents[{i}].params.");
+        let mut v = toml::Value::try_from(&self.copy)
+            .map_err(|e| PlatformError::config(src, "(serialise)", e.to_string()))?;
+        crate::sim::preset::merge_known(&mut v, &toml::Value::Table(a.params.clone()), src, &[])
+            .map_err(|e| match e {
+                PlatformError::Config { key, what, .. } => {
+                    PlatformError::config(src, format!("{prefix}{key}"), what)
+                }
+                other => other,
+            })?;
+        let mut c: CopyConfig = deserialize(v, src)?;
+        match a.kind.as_str() {
+            "copy-engine" => {
+                if !a.params.contains_key("mechanism") {
+                    c.mechanism = "ce".into();
+                } else if c.mechanism != "ce" {
+                    return Err(PlatformError::config(
+                        src,
+                        format!("{prefix}mechanism"),
+                        format!("'{}': a copy engine's mechanism is ce", c.mechanism),
+                    ));
+                }
+            }
+            _ => {
+                if !matches!(c.mechanism.as_str(), "rowclone" | "rowclone-zi" | "mc-dma")
+                    || !a.params.contains_key("mechanism")
+                {
+                    return Err(PlatformError::config(
+                        src,
+                        format!("{prefix}mechanism"),
+                        "an in-memory agent names its mechanism: rowclone, rowclone-zi or mc-dma",
+                    ));
+                }
+            }
+        }
+        c.validate(src, &prefix)?;
+        Ok(c)
+    }
+
+    /// Every agent of the platform, in the order they are built: the copy mechanism's
+    /// (`[copy]`), the device of `[io]`, then each of `[[agents]]`.
+    pub fn agent_plan(&self, src: &str) -> Result<Vec<AgentPlan>, PlatformError> {
+        let mut out = Vec::new();
+        if let Some(kind) = kind_for_mechanism(&self.copy.mechanism) {
+            out.push(AgentPlan {
+                name: kind.into(),
+                kind,
+                takes: default_takes(&self.copy),
+                groups: Vec::new(),
+                cfg: self.clone(),
+            });
+        }
+        if self.io.is_some() {
+            out.push(AgentPlan {
+                name: "nic".into(),
+                kind: "nic",
+                takes: [false; 3],
+                groups: Vec::new(),
+                cfg: self.clone(),
+            });
+        }
+        if self.agents.len() > MAX_AGENTS {
+            return Err(PlatformError::config(
+                src,
+                "agents",
+                format!("{} agents: at most {MAX_AGENTS}", self.agents.len()),
+            ));
+        }
+        for (i, a) in self.agents.iter().enumerate() {
+            let key = |k: &str| format!("agents[{i}].{k}");
+            let Some(&kind) = AGENT_KINDS.iter().find(|k| **k == a.kind) else {
+                return Err(PlatformError::config(
+                    src,
+                    key("kind"),
+                    format!("'{}' is not one of: {}", a.kind, AGENT_KINDS.join(", ")),
+                ));
+            };
+            let mut cfg = self.clone();
+            cfg.agents = Vec::new();
+            let mut takes = [false; 3];
+            if kind == "nic" {
+                let io: PcieDeviceConfig =
+                    deserialize(toml::Value::Table(a.params.clone()), src)
+                        .map_err(|e| rekey(e, "", &format!("agents[{i}].params.")))?;
+                io.validate(src)
+                    .map_err(|e| rekey(e, "io.", &format!("agents[{i}].params.")))?;
+                cfg.io = Some(io);
+            } else {
+                cfg.copy = self.agent_copy(i, src)?;
+                takes = default_takes(&cfg.copy);
+            }
+            if !a.takes.is_empty() {
+                takes = [false; 3];
+                for t in &a.takes {
+                    let Some(p) = AGENT_TAKES.iter().position(|x| x == t) else {
+                        return Err(PlatformError::config(
+                            src,
+                            key("takes"),
+                            format!("'{t}' is not one of: {}", AGENT_TAKES.join(", ")),
+                        ));
+                    };
+                    let can = if kind == "nic" {
+                        [false; 3]
+                    } else {
+                        default_takes(&cfg.copy)
+                    };
+                    if !can[p] {
+                        return Err(PlatformError::config(
+                            src,
+                            key("takes"),
+                            format!(
+                                "'{t}': {} does not offer it (it takes: {})",
+                                if kind == "nic" {
+                                    "a NIC".to_string()
+                                } else {
+                                    format!("mechanism {}", cfg.copy.mechanism)
+                                },
+                                (0..3)
+                                    .filter(|&x| can[x])
+                                    .map(|x| AGENT_TAKES[x])
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        ));
+                    }
+                    takes[p] = true;
+                }
+            }
+            let name = if !a.name.is_empty() {
+                a.name.clone()
+            } else if out.iter().any(|o: &AgentPlan| o.name == kind)
+                || self.agents.iter().filter(|b| b.kind == a.kind).count() > 1
+            {
+                format!("{kind}-{i}")
+            } else {
+                kind.to_string()
+            };
+            out.push(AgentPlan {
+                name,
+                kind,
+                takes,
+                groups: a.groups.clone(),
+                cfg,
+            });
+        }
+        Ok(out)
     }
 
     /// Checks every value a user could get wrong, naming the key.
@@ -524,10 +857,6 @@ impl PlatformConfig {
             check_core(src, &format!("cores: core {i}: "), c)?;
         }
         one_of("interconnect.kind", &self.interconnect.kind, INTERCONNECTS)?;
-        one_of("copy.mechanism", &self.copy.mechanism, MECHANISMS)?;
-        one_of("copy.placement", &self.copy.placement, PLACEMENTS)?;
-        one_of("copy.mode", &self.copy.mode, MODES)?;
-        one_of("copy.snoop_ack", &self.copy.snoop_ack, &["before", "after"])?;
         let positive = |key: &str, v: u64, max: u64| {
             if v == 0 || v > max {
                 Err(PlatformError::config(
@@ -574,7 +903,6 @@ impl PlatformConfig {
             ("interconnect.address_ns", ic.address_ns),
             ("interconnect.uncached_ns", ic.uncached_ns),
             ("interrupts.delivery_ns", self.interrupts.delivery_ns),
-            ("copy.engine_memory_ns", self.copy.engine_memory_ns),
         ] {
             if !v.is_finite() || !(0.0..=1e6).contains(&v) {
                 return Err(PlatformError::config(
@@ -628,34 +956,45 @@ impl PlatformConfig {
                 ));
             }
         }
-        let cp = &self.copy;
-        positive(
-            "copy.stream_buffer_lines",
-            cp.stream_buffer_lines.into(),
-            1 << 16,
-        )?;
-        positive(
-            "copy.pending_copy_entries",
-            cp.pending_copy_entries.into(),
-            1 << 16,
-        )?;
-        positive("copy.translate_cycles", cp.translate_cycles.max(1), 1 << 20)?;
-        if !cp.page_bytes.is_power_of_two() || cp.page_bytes < 64 {
-            return Err(PlatformError::config(
-                src,
-                "copy.page_bytes",
-                format!("{}: must be a power of two of at least 64", cp.page_bytes),
-            ));
-        }
-        if !(0.0..=1.0).contains(&cp.engine_share) {
-            return Err(PlatformError::config(
-                src,
-                "copy.engine_share",
-                format!("{}: must be a fraction between 0 and 1", cp.engine_share),
-            ));
-        }
-        if cp.dest_to_cache && cp.placement != "on-die" {
-            return Err(PlatformError::config(src, "copy.dest_to_cache", "only an on-die engine can write the destination into the cache (Zhao et al. section 5.5)"));
+        self.copy.validate(src, "copy.")?;
+        let plan = self.agent_plan(src)?;
+        let groups = self.cores.len().max(1);
+        for (i, a) in plan.iter().enumerate() {
+            for &g in &a.groups {
+                if g as usize >= groups {
+                    return Err(PlatformError::config(
+                        src,
+                        format!("agents: '{}' groups", a.name),
+                        format!("core group {g}: the platform has {groups}"),
+                    ));
+                }
+            }
+            for (j, b) in plan[..i].iter().enumerate() {
+                if b.name == a.name {
+                    return Err(PlatformError::config(
+                        src,
+                        format!("agents[{j}].name"),
+                        format!("'{}' names two agents: give each its own name", a.name),
+                    ));
+                }
+                let shared = (0..groups as u32).any(|g| {
+                    (a.groups.is_empty() || a.groups.contains(&g))
+                        && (b.groups.is_empty() || b.groups.contains(&g))
+                });
+                if let Some(t) = (0..3).find(|&t| a.takes[t] && b.takes[t]) {
+                    if shared {
+                        return Err(PlatformError::config(
+                            src,
+                            format!("agents: '{}' takes", a.name),
+                            format!(
+                                "'{}' and '{}' both take a core group's {} offloads: give them \
+                                 different core groups or operations",
+                                b.name, a.name, AGENT_TAKES[t]
+                            ),
+                        ));
+                    }
+                }
+            }
         }
         let dc = self.dram_config(src)?;
         let spec = dc.resolve(src)?;
@@ -670,6 +1009,22 @@ impl PlatformConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// An error about key `from` + K as one about `to` + K.
+fn rekey(e: PlatformError, from: &str, to: &str) -> PlatformError {
+    match e {
+        PlatformError::Config {
+            source_name,
+            key,
+            what,
+        } => {
+            let k = key.strip_prefix(from).unwrap_or(&key);
+            let k = if k == "(top level)" { "" } else { k };
+            PlatformError::config(source_name, format!("{to}{k}").trim_end_matches('.'), what)
+        }
+        other => other,
     }
 }
 

@@ -8,7 +8,7 @@
 //! workload to the end and returns [`PlatformStats`].
 use crate::agents::registry;
 use crate::agents::Agent;
-use crate::config::platform::PlatformConfig;
+use crate::config::platform::{PlatformConfig, AGENT_TAKES};
 use crate::config::workload::{DstPolicy, Op, OpStream, Workload};
 use crate::cpu::core::{CopyBy, Core};
 use crate::iface::{token_context, Access, OffloadOp, Token, Uncore};
@@ -16,7 +16,7 @@ use crate::memory::memory_system::{AgentId, Ev, MemorySystem, Responder, Respons
 use crate::memory::ring::{RingStep, Rings};
 use crate::sim::error::PlatformError;
 use crate::sim::{Ps, RunGuard};
-use crate::stats::{CacheStats, CopyLines, CoreStats, PlatformStats, WindowStats};
+use crate::stats::{AgentStats, CacheStats, CopyLines, CoreStats, PlatformStats, WindowStats};
 use movelab_dram::port::MemoryPort;
 
 /// Operations of one interrupt handler, at most.
@@ -28,6 +28,8 @@ const STALL_PS: Ps = 100_000_000_000;
 /// The platform's agents, indexed by [`AgentId`]; the memory system calls them back through it.
 pub struct Agents {
     list: Vec<Box<dyn Agent>>,
+    /// Each agent's name, kind, the offloads it takes and from which core groups.
+    names: Vec<AgentStats>,
 }
 
 impl Responder for Agents {
@@ -51,8 +53,15 @@ struct Port<'a> {
     agents: &'a mut Agents,
     rings: &'a mut Rings,
     core: usize,
-    offload_to: Option<usize>,
+    /// The agents that take this core's offloaded copies, zeroing and fills.
+    routes: Routes,
 }
+
+/// Per kind of offloaded operation (copy, zero, fill: [`TAKE_COPY`], ...), the agent that takes it.
+type Routes = [Option<u16>; 3];
+const TAKE_COPY: usize = 0;
+const TAKE_ZERO: usize = 1;
+const TAKE_FILL: usize = 2;
 
 impl Uncore for Port<'_> {
     fn load(&mut self, now: Ps, addr: u64, copy: bool, token: Token) -> Access {
@@ -64,7 +73,12 @@ impl Uncore for Port<'_> {
     fn offload(&mut self, now: Ps, id: u32, op: OffloadOp, seq: u64) -> Access {
         // Offload ids are numbered per core: the agent sees them unique in the platform.
         let id = (self.core as u32) << 24 | (id & 0x00ff_ffff);
-        match self.offload_to.and_then(|a| self.agents.list.get_mut(a)) {
+        let t = match (op.src, op.value) {
+            (Some(_), _) => TAKE_COPY,
+            (None, 0) => TAKE_ZERO,
+            _ => TAKE_FILL,
+        };
+        match self.routes[t].and_then(|a| self.agents.list.get_mut(a as usize)) {
             Some(a) => a.offload(self.sys, now, self.core, id, op, seq),
             // No agent takes copies (the platform never offloads then).
             None => Access::At(now + self.sys.cycle_ps(self.core)),
@@ -132,8 +146,8 @@ pub struct Platform {
     pub sys: MemorySystem,
     agents: Agents,
     rings: Rings,
-    /// The agent that takes the cores' offloaded copies.
-    offload_to: Option<usize>,
+    /// Per core group: the agent that takes its offloaded copies, zeroing and fills.
+    routes: Vec<Routes>,
     now: Ps,
     ran: bool,
     /// Program instructions ([`crate::cpu::core::CoreCounters::work_instructions`]) each core is to
@@ -210,21 +224,37 @@ impl Platform {
         let list = cfg.core_list("platform")?;
         let confs: Vec<_> = list.iter().map(|(c, _)| c.clone()).collect();
         let mut sys = MemorySystem::new(cfg, &confs)?;
-        let mut agents = Agents { list: Vec::new() };
-        let mut offload_to = None;
-        if let Some(name) = registry::for_mechanism(&cfg.copy.mechanism) {
-            let id = agents.list.len();
+        // The agents (`[copy]`'s mechanism, `[io]`'s device, `[[agents]]`), each built by its
+        // kind from the platform as it sees it, and the route of each core group's offloads.
+        let plan = cfg.agent_plan("platform")?;
+        let mut agents = Agents {
+            list: Vec::new(),
+            names: Vec::new(),
+        };
+        let mut routes = vec![[None; 3]; cfg.cores.len().max(1)];
+        for (id, a) in plan.iter().enumerate() {
             agents
                 .list
-                .push(registry::build(name, id as AgentId, cfg, &mut sys)?);
-            offload_to = Some(id);
-        }
-        // A PCIe device on the platform (`[io]`).
-        if cfg.io.is_some() {
-            let id = agents.list.len();
-            agents
-                .list
-                .push(registry::build("nic", id as AgentId, cfg, &mut sys)?);
+                .push(registry::build(a.kind, id as AgentId, &a.cfg, &mut sys)?);
+            agents.names.push(AgentStats {
+                name: a.name.clone(),
+                kind: a.kind.into(),
+                takes: (0..3)
+                    .filter(|&t| a.takes[t])
+                    .map(|t| AGENT_TAKES[t].to_string())
+                    .collect(),
+                groups: a.groups.clone(),
+                ..AgentStats::default()
+            });
+            for (g, r) in routes.iter_mut().enumerate() {
+                if a.groups.is_empty() || a.groups.contains(&(g as u32)) {
+                    for (slot, &takes) in r.iter_mut().zip(&a.takes) {
+                        if takes {
+                            *slot = Some(id as u16);
+                        }
+                    }
+                }
+            }
         }
         let mut in_group = vec![0u64; cfg.cores.len().max(1)];
         let mut cores = Vec::new();
@@ -273,7 +303,7 @@ impl Platform {
             sys,
             agents,
             rings: Rings::new(&cfg.rings),
-            offload_to,
+            routes,
             now: 0,
             ran: false,
             targets: Vec::new(),
@@ -328,16 +358,18 @@ impl Platform {
         self.sys.llc = other.sys.llc.clone();
     }
 
-    /// How the core runs a workload operation under this platform's mechanism.
-    fn copy_by(&self, op: &Op) -> CopyBy {
-        match (self.cfg.copy.mechanism.as_str(), op) {
-            ("base", _) => CopyBy::Cpu,
-            ("ce", Op::Copy { .. }) => CopyBy::Offload,
-            ("ce", _) => CopyBy::Cpu,
-            // In-DRAM initialisation needs a row of the value: only zeroing is offered.
-            ("rowclone" | "rowclone-zi", Op::Init { value, .. }) if *value != 0 => CopyBy::Cpu,
-            (_, Op::Copy { .. } | Op::Init { .. }) => CopyBy::Offload,
-            _ => CopyBy::Cpu,
+    /// How core `i` runs a workload operation: offloaded when an agent takes that kind of
+    /// operation from the core's group, else on the core.
+    fn copy_by(&self, i: usize, op: &Op) -> CopyBy {
+        let t = match op {
+            Op::Copy { .. } => TAKE_COPY,
+            Op::Init { value: 0, .. } => TAKE_ZERO,
+            Op::Init { .. } => TAKE_FILL,
+            _ => return CopyBy::Cpu,
+        };
+        match self.routes[self.cores[i].group.min(self.routes.len() - 1)][t] {
+            Some(_) => CopyBy::Offload,
+            None => CopyBy::Cpu,
         }
     }
 
@@ -438,7 +470,7 @@ impl Platform {
             }
             _ => {}
         }
-        let by = self.copy_by(&op);
+        let by = self.copy_by(i, &op);
         self.cores[i].core.push_op(&op, by);
         dst
     }
@@ -696,7 +728,7 @@ impl Platform {
                     agents: &mut self.agents,
                     rings: &mut self.rings,
                     core: e,
-                    offload_to: self.offload_to,
+                    routes: self.routes[self.cores[i].group.min(self.routes.len() - 1)],
                 };
                 let c = &mut self.cores[i];
                 c.next = c.core.tick(now, &mut port);
@@ -985,6 +1017,25 @@ impl Platform {
                 per_core
             },
             devices: reports.iter().filter_map(|r| r.device.clone()).collect(),
+            agents: self
+                .agents
+                .names
+                .iter()
+                .zip(reports)
+                .map(|(a, r)| AgentStats {
+                    ops: r.ops,
+                    op_time_ns: r.op_time as f64 / 1000.0,
+                    mean_op_ns: if r.ops > 0 {
+                        r.op_time as f64 / r.ops as f64 / 1000.0
+                    } else {
+                        0.0
+                    },
+                    last_done_ns: r.last_done.saturating_sub(start) as f64 / 1000.0,
+                    lines: r.lines.clone(),
+                    device: r.device.clone(),
+                    ..a.clone()
+                })
+                .collect(),
             dram,
         }
     }
