@@ -41,6 +41,7 @@ wheel: install
 # Every reproduction's points run on a local pool of processes (every core); the report is static HTML.
 reproduce: install
 	$(CLI) reproduce all --out $(REPORTS) --force
+	$(CLI) platform compose --out $(REPORTS)/composition --force
 	$(CLI) report $(REPORTS)
 
 # Headless Chromium from the OS packages, for the report's browser test (which says it was skipped,

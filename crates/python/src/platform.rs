@@ -6,7 +6,7 @@ use movelab_platform::config::platform::{
     builtin_platform_names, PlatformConfig, BUILTIN_PLATFORMS,
 };
 use movelab_platform::config::workload::{builtin_workload_names, Workload, BUILTIN_WORKLOADS};
-use movelab_platform::experiments::{larsen_idma, rowclone_fork, zhao_copy_engine};
+use movelab_platform::experiments::{composition, larsen_idma, rowclone_fork, zhao_copy_engine};
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 
@@ -263,7 +263,26 @@ fn reproduce_larsen_idma(
     json(&rows)
 }
 
+/// The composed receive server (`experiments::composition`): each mechanism alone and all
+/// together, as JSON rows.
+#[pyfunction]
+#[pyo3(signature = (frames, overrides=None, progress=None))]
+fn platform_composition(
+    py: Python<'_>,
+    frames: u64,
+    overrides: Option<&str>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let ov = self::overrides(overrides)?;
+    let rows = detach_interruptible(py, || {
+        composition::run(&ov, frames, &mut |d, t| call_progress(&progress, (d, t)))
+    })?
+    .map_err(verr)?;
+    json(&rows)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(platform_composition, m)?)?;
     m.add_function(wrap_pyfunction!(io_platform_config, m)?)?;
     m.add_function(wrap_pyfunction!(io_presets, m)?)?;
     m.add_function(wrap_pyfunction!(io_run, m)?)?;

@@ -30,6 +30,10 @@ pub const BUILTIN_PLATFORMS: &[(&str, &str)] = &[
         "larsen-io",
         include_str!("../../../../presets/platforms/larsen-io.toml"),
     ),
+    (
+        "server-composed",
+        include_str!("../../../../presets/platforms/server-composed.toml"),
+    ),
 ];
 
 /// Names of the built-in platforms.

@@ -32,6 +32,10 @@ pub const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
         "nic-tx",
         include_str!("../../../../presets/workloads/nic-tx.toml"),
     ),
+    (
+        "server-rx",
+        include_str!("../../../../presets/workloads/server-rx.toml"),
+    ),
 ];
 
 /// The built-in workloads, through the one preset loader.
@@ -256,6 +260,11 @@ pub struct WorkloadSpec {
     /// What this program runs when its core takes an interrupt (may be empty).
     #[serde(default)]
     pub handler: Vec<OpSpec>,
+    /// The handler's regions advance one stride per interrupt the core has taken (a receive
+    /// path walking its descriptor ring and buffers); false: every interrupt starts at the
+    /// regions' bases.
+    #[serde(default)]
+    pub handler_walk: bool,
 }
 
 fn one() -> u64 {
@@ -639,9 +648,21 @@ impl Workload {
             w: self,
             rng: Xoshiro256StarStar::seed_from_u64(self.spec.seed),
             iter: 0,
+            end: self.iterations,
             stack: Vec::new(),
             last_dst: 0,
         }
+    }
+
+    /// The handler's operations (of [`Workload::handler`]) for the core's `taken`-th interrupt:
+    /// its regions moved on by `taken` strides when the program says `handler_walk`.
+    pub fn handler_ops(&self, taken: u64) -> OpStream<'_> {
+        let mut s = self.ops();
+        if self.spec.handler_walk {
+            s.iter = taken;
+            s.end = taken.saturating_add(self.iterations);
+        }
+        s
     }
 }
 
@@ -650,6 +671,8 @@ pub struct OpStream<'a> {
     w: &'a Workload,
     rng: Xoshiro256StarStar,
     iter: u64,
+    /// The iteration it stops at.
+    end: u64,
     /// (ops, next index, remaining repetitions, total repetitions)
     stack: Vec<(&'a [OpSpec], usize, u64, u64)>,
     /// The destination of the last copy (the "@dst" region), set by the platform after placing it.
@@ -696,7 +719,7 @@ impl Iterator for OpStream<'_> {
     fn next(&mut self) -> Option<Op> {
         loop {
             if self.stack.is_empty() {
-                if self.iter >= self.w.iterations {
+                if self.iter >= self.end {
                     return None;
                 }
                 if self.w.spec.ops.is_empty() {

@@ -281,8 +281,28 @@ impl Core {
         self.emitted += 1;
     }
 
+    /// Expands the CPU copy or initialisation under way to its end (a handler's own bulk
+    /// operations: workloads bound them to 1 MiB).
+    fn expand_whole(&mut self) {
+        while self.expanding.is_some() {
+            let mut done = std::mem::take(&mut self.pending);
+            self.expand();
+            done.append(&mut self.pending);
+            self.pending = done;
+            if self.pending.len() > 1 << 20 {
+                break;
+            }
+        }
+    }
+
     /// Expands one workload operation into micro-ops.
     pub fn push_op(&mut self, op: &Op, copy_by: CopyBy) {
+        // A program's operations come one at a time once the last is expanded ([`Core::wants_op`]);
+        // a handler's come all at once, so a CPU copy or initialisation before this operation is
+        // expanded whole first (else the next one would take its place).
+        if self.expanding.is_some() {
+            self.expand_whole();
+        }
         let ilp = if self.in_order {
             self.cfg.in_order_ilp
         } else {
@@ -520,16 +540,7 @@ impl Core {
 
     /// The handler is fed: the return cost, then the interrupted program resumes.
     pub fn end_interrupt(&mut self, exit_cycles: u32) {
-        // The handler's own CPU copies are expanded whole (workloads bound them to 1 MiB).
-        while self.expanding.is_some() {
-            let mut done = std::mem::take(&mut self.pending);
-            self.expand();
-            done.append(&mut self.pending);
-            self.pending = done;
-            if self.pending.len() > 1 << 20 {
-                break;
-            }
-        }
+        self.expand_whole();
         self.emit(
             UopKind::Serialize {
                 cycles: exit_cycles,
@@ -973,5 +984,40 @@ mod tests {
         assert_eq!(loads, stored);
         assert!(stored >= 100_000 / 64, "{stored}");
         assert!(core.wants_op());
+    }
+
+    /// A handler's operations arrive together: a CPU initialisation followed by a CPU copy each
+    /// reach every destination line (the second does not take the first one's place).
+    #[test]
+    fn a_handlers_bulk_operations_are_each_expanded_whole() {
+        let mut core = Core::new(&CoreConfig::default(), 1);
+        core.begin_interrupt(10);
+        core.push_op(
+            &Op::Init {
+                dst: 1 << 20,
+                bytes: 65536,
+                value: 0,
+            },
+            CopyBy::Cpu,
+        );
+        core.push_op(
+            &Op::Copy {
+                src: 2 << 20,
+                dst: 3 << 20,
+                bytes: 1024,
+                policy: DstPolicy::AsGiven,
+            },
+            CopyBy::Cpu,
+        );
+        core.end_interrupt(10);
+        let mut lines = std::collections::BTreeSet::new();
+        for u in &core.pending {
+            if let UopKind::Store { addr, .. } = u.kind {
+                lines.insert(addr / 64);
+            }
+        }
+        let zeroed = (0..1024).all(|k| lines.contains(&((1 << 20) / 64 + k)));
+        let copied = (0..16).all(|k| lines.contains(&((3 << 20) / 64 + k)));
+        assert!(zeroed && copied, "{} lines stored", lines.len());
     }
 }

@@ -69,13 +69,18 @@ const VARIANTS: &[(&str, &str)] = &[
     ("mc-dma", "copy = { mechanism = \"mc-dma\" }"),
 ];
 
+/// A preset that lists its own agents runs as listed (a copy mechanism on top would clash with
+/// them).
+const AS_LISTED: &[(&str, &str)] = &[("as-listed", "")];
+
 /// Every built-in platform preset under every variant and built-in workload: the command log's
 /// length and digest, the stats' digest, the simulated time and instructions.
 fn platform_lines() -> Vec<String> {
     let none = toml::Value::Table(Default::default());
     let mut out = Vec::new();
     for plat in builtin_platform_names() {
-        for (variant, extra) in VARIANTS {
+        let listed = platform(plat, &none, "").is_ok_and(|c| !c.agents.is_empty());
+        for (variant, extra) in if listed { AS_LISTED } else { VARIANTS } {
             let cfg = platform(plat, &none, extra);
             for wname in builtin_workload_names() {
                 let line = cfg.as_ref().map_err(|e| e.to_string()).and_then(|cfg| {

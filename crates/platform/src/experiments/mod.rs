@@ -1,6 +1,7 @@
 //! The papers' system-level experiments: each builds its platforms and workloads from the
 //! presets, runs them, and returns rows (movelab's figures beside the paper's where it gives
 //! them). The Python CLI prints, stores and plots them.
+pub mod composition;
 pub mod golden;
 pub mod larsen_idma;
 pub mod pcie_model_check;

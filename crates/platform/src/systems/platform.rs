@@ -53,6 +53,8 @@ struct Port<'a> {
     agents: &'a mut Agents,
     rings: &'a mut Rings,
     core: usize,
+    /// The hardware context running (its index in the platform's cores).
+    context: usize,
     /// The agents that take this core's offloaded copies, zeroing and fills.
     routes: Routes,
 }
@@ -60,6 +62,8 @@ struct Port<'a> {
 /// Per kind of offloaded operation (copy, zero, fill: [`TAKE_COPY`], ...), the agent that takes it.
 type Routes = [Option<u16>; 3];
 const TAKE_COPY: usize = 0;
+/// Hardware contexts that can offload (an offload id holds the context in its top byte).
+const MAX_OFFLOADING_CONTEXTS: usize = 256;
 const TAKE_ZERO: usize = 1;
 const TAKE_FILL: usize = 2;
 
@@ -71,8 +75,9 @@ impl Uncore for Port<'_> {
         self.sys.store(now, self.core, addr, whole, copy, token)
     }
     fn offload(&mut self, now: Ps, id: u32, op: OffloadOp, seq: u64) -> Access {
-        // Offload ids are numbered per core: the agent sees them unique in the platform.
-        let id = (self.core as u32) << 24 | (id & 0x00ff_ffff);
+        // Offload ids are numbered per hardware context: the agent sees them unique in the
+        // platform (a multithreaded core's contexts share its caches, not their ids).
+        let id = (self.context as u32) << 24 | (id & 0x00ff_ffff);
         let t = match (op.src, op.value) {
             (Some(_), _) => TAKE_COPY,
             (None, 0) => TAKE_ZERO,
@@ -296,6 +301,16 @@ impl Platform {
             });
         }
         sys.interrupt_targets = cores.len();
+        if cores.len() > MAX_OFFLOADING_CONTEXTS && routes.iter().flatten().any(Option::is_some) {
+            return Err(PlatformError::config(
+                "platform",
+                "cores",
+                format!(
+                    "{} hardware contexts: at most {MAX_OFFLOADING_CONTEXTS} when an agent takes offloads",
+                    cores.len()
+                ),
+            ));
+        }
         Ok(Platform {
             cfg: cfg.clone(),
             cores,
@@ -478,10 +493,11 @@ impl Platform {
     /// Core `c` takes an interrupt: entry cost, its program's handler, return.
     fn take_interrupt(&mut self, c: usize, handler: Option<&Workload>, ring_map: &[u16]) {
         let ic = self.cfg.interrupts.clone();
+        let taken = self.cores[c].core.counters.interrupts;
         self.cores[c].core.begin_interrupt(ic.entry_cycles);
         if let Some(h) = handler {
             let mut last = 0;
-            for op in h.ops().take(MAX_HANDLER_OPS) {
+            for op in h.handler_ops(taken).take(MAX_HANDLER_OPS) {
                 last = self.feed(c, op, last, ring_map);
             }
         }
@@ -600,12 +616,29 @@ impl Platform {
                             format!(
                                 "core {i}: {}, {}",
                                 c.core.state(),
-                                self.sys.private_state(i)
+                                self.sys.private_state(c.engine)
                             )
                         })
                         .collect();
+                    let busy: Vec<&str> = self
+                        .agents
+                        .list
+                        .iter()
+                        .zip(&self.agents.names)
+                        .filter(|(a, _)| !a.idle())
+                        .map(|(_, n)| n.name.as_str())
+                        .collect();
+                    let busy = if busy.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; agents still working: {} (e.g. a NIC holding received frames \
+                             with no RX buffer posted)",
+                            busy.join(", ")
+                        )
+                    };
                     return Err(PlatformError::Stalled(format!(
-                        "nothing retired from {} ns to {} ns; {}",
+                        "nothing retired from {} ns to {} ns; {}{busy}",
                         watch.1 / 1000,
                         self.now / 1000,
                         states.join("; ")
@@ -728,6 +761,7 @@ impl Platform {
                     agents: &mut self.agents,
                     rings: &mut self.rings,
                     core: e,
+                    context: i,
                     routes: self.routes[self.cores[i].group.min(self.routes.len() - 1)],
                 };
                 let c = &mut self.cores[i];

@@ -1,0 +1,271 @@
+//! Composition: a platform lists its agents (`[[agents]]`), each a kind with its parameters, the
+//! offloads it takes and from which core groups. `[copy] mechanism` and `[io]` are shorthand for
+//! the same agents; the composed preset `server-composed` holds a descriptor NIC with DDIO,
+//! RowClone-ZI, an on-die ASYNC copy engine and a small multithreaded core at once.
+use movelab_dram::checker::Checker;
+use movelab_dram::command::CommandSink;
+use movelab_dram::command::{CommandRecord, LogHeader};
+use movelab_platform::config::platform::PlatformConfig;
+use movelab_platform::{Platform, PlatformStats, Workload};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+fn cfg(plat: &str, over: &str) -> Result<PlatformConfig, String> {
+    let base = PlatformConfig::preset(plat).map_err(|e| e.to_string())?;
+    if over.is_empty() {
+        return Ok(base);
+    }
+    base.with_overrides(toml::Value::Table(over.parse().expect("toml")), "test")
+        .map_err(|e| e.to_string())
+}
+
+fn params(kv: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+fn run(c: &PlatformConfig, w: &Workload) -> PlatformStats {
+    Platform::new(c).expect("platform").run(w).expect("run")
+}
+
+fn refused(plat: &str, over: &str) -> String {
+    match cfg(plat, over).and_then(|c| Platform::new(&c).map(|_| ()).map_err(|e| e.to_string())) {
+        Ok(()) => panic!("{over} was accepted"),
+        Err(e) => e,
+    }
+}
+
+/// Statistics as JSON without the per-agent section and the names that say how the agent was
+/// listed: what the simulation computed.
+fn numbers(s: &PlatformStats) -> serde_json::Value {
+    let mut v = serde_json::to_value(s).unwrap();
+    let o = v.as_object_mut().unwrap();
+    for k in ["agents", "mechanism", "placement", "mode"] {
+        o.remove(k);
+    }
+    v
+}
+
+/// `[copy] mechanism` is shorthand: the same agent listed in `[[agents]]` computes the same run.
+#[test]
+fn copy_mechanism_is_shorthand_for_an_agent() {
+    let tcp = Workload::load("tcp-rx", &params(&[("packets", 40)])).unwrap();
+    let zero = Workload::load("bulk-zero", &params(&[("pages", 8)])).unwrap();
+    for (plat, sugar, listed, w) in [
+        (
+            "zhao-uma-emc",
+            "copy = { mechanism = \"ce\", mode = \"ASYNC\" }",
+            "[[agents]]\nkind = \"copy-engine\"\nparams = { mode = \"ASYNC\" }",
+            &tcp,
+        ),
+        (
+            "zhao-numa-imc",
+            "copy = { mechanism = \"ce\", mode = \"SYNC_WLB\", placement = \"on-die\" }",
+            "[[agents]]\nkind = \"copy-engine\"\nparams = { mode = \"SYNC_WLB\", placement = \"on-die\" }",
+            &tcp,
+        ),
+        (
+            "rowclone-system",
+            "copy = { mechanism = \"rowclone-zi\" }",
+            "[[agents]]\nkind = \"in-memory\"\nparams = { mechanism = \"rowclone-zi\" }",
+            &zero,
+        ),
+        (
+            "rowclone-system",
+            "copy = { mechanism = \"mc-dma\" }",
+            "[[agents]]\nkind = \"in-memory\"\nparams = { mechanism = \"mc-dma\" }",
+            &zero,
+        ),
+    ] {
+        let a = run(&cfg(plat, sugar).unwrap(), w);
+        let b = run(&cfg(plat, listed).unwrap(), w);
+        assert!(a.offloads > 0, "{plat} {sugar}: nothing offloaded");
+        assert_eq!(numbers(&a), numbers(&b), "{plat}: {sugar} vs {listed}");
+        assert_eq!(a.agents.len(), 1);
+        assert_eq!(a.agents[0].ops, a.offloads);
+        assert_eq!(b.agents[0].kind, a.agents[0].kind);
+    }
+}
+
+/// Offloads route per operation kind and per core group: a copy engine takes group 0's copies,
+/// RowClone group 1's copies, and RowClone every group's zeroing; each agent's count is the
+/// operations its groups issued.
+#[test]
+fn offloads_route_per_operation_and_core_group() {
+    let over = r#"
+[[cores]]
+count = 1
+workload = "bulk-copy"
+params = { pages = 6 }
+[[cores]]
+count = 1
+workload = "bulk-copy"
+params = { pages = 4 }
+[[cores]]
+count = 1
+workload = "bulk-zero"
+params = { pages = 5 }
+[[agents]]
+kind = "copy-engine"
+name = "ce0"
+groups = [0]
+params = { mode = "ASYNC" }
+[[agents]]
+kind = "in-memory"
+name = "rc"
+groups = [1, 2]
+params = { mechanism = "rowclone" }
+"#;
+    let c = cfg("rowclone-multicore", over).unwrap();
+    let w = Workload::load("bulk-copy", &params(&[("pages", 1)])).unwrap();
+    let s = run(&c, &w);
+    let by = |n: &str| s.agents.iter().find(|a| a.name == n).unwrap().clone();
+    let (ce, rc) = (by("ce0"), by("rc"));
+    assert_eq!(ce.takes, ["copy"]);
+    assert_eq!(rc.takes, ["copy", "zero"]);
+    // bulk-copy and bulk-zero offload one operation per page.
+    let pages = |w: &str, n: u64| {
+        Workload::load(w, &params(&[("pages", n)]))
+            .unwrap()
+            .ops()
+            .filter(|o| {
+                matches!(
+                    o,
+                    movelab_platform::config::workload::Op::Copy { .. }
+                        | movelab_platform::config::workload::Op::Init { .. }
+                )
+            })
+            .count() as u64
+    };
+    assert_eq!(ce.ops, pages("bulk-copy", 6));
+    assert_eq!(rc.ops, pages("bulk-copy", 4) + pages("bulk-zero", 5));
+    assert_eq!(s.offloads, ce.ops + rc.ops);
+    assert!(ce.lines.engine_read > 0 && rc.lines.engine_read == 0);
+}
+
+/// Bad agent lists are refused naming the agent and key.
+#[test]
+fn bad_agent_lists_are_refused_naming_the_key() {
+    let z = "rowclone-system";
+    let e = refused(z, "[[agents]]\nkind = \"dma-engine\"");
+    assert!(
+        e.contains("agents[0].kind") && e.contains("copy-engine"),
+        "{e}"
+    );
+    let e = refused(
+        z,
+        "[[agents]]\nkind = \"copy-engine\"\nparams = { mode = \"FAST\" }",
+    );
+    assert!(e.contains("agents[0].params.mode"), "{e}");
+    let e = refused(
+        z,
+        "[[agents]]\nkind = \"copy-engine\"\nparams = { moed = \"ASYNC\" }",
+    );
+    assert!(e.contains("agents[0].params.moed"), "{e}");
+    let e = refused(z, "[[agents]]\nkind = \"in-memory\"");
+    assert!(e.contains("agents[0].params.mechanism"), "{e}");
+    let e = refused(
+        z,
+        "[[agents]]\nkind = \"in-memory\"\ntakes = [\"fill\"]\nparams = { mechanism = \"rowclone\" }",
+    );
+    assert!(e.contains("agents[0].takes") && e.contains("fill"), "{e}");
+    let e = refused(z, "[[agents]]\nkind = \"copy-engine\"\ngroups = [3]");
+    assert!(e.contains("groups") && e.contains("core group 3"), "{e}");
+    // Two agents taking one group's copies.
+    let e = refused(
+        z,
+        "copy = { mechanism = \"ce\" }\n[[agents]]\nkind = \"in-memory\"\nparams = { mechanism = \"rowclone\" }",
+    );
+    assert!(e.contains("both take") && e.contains("copy"), "{e}");
+    // One bulk mode in the controller.
+    let e = refused(
+        z,
+        "[[agents]]\nkind = \"in-memory\"\ntakes = [\"zero\"]\nparams = { mechanism = \"rowclone\" }\n[[agents]]\nkind = \"in-memory\"\ntakes = [\"copy\"]\nparams = { mechanism = \"mc-dma\" }",
+    );
+    assert!(e.contains("mc-dma"), "{e}");
+    let e = refused(
+        z,
+        "[[agents]]\nkind = \"nic\"\nparams = { preset = \"larsen-82598-gen1\" }",
+    );
+    assert!(e.contains("agents[0].params"), "{e}");
+    let e = refused(z, "[[agents]]\nkind = \"copy-engine\"\nname = \"x\"\n[[agents]]\nkind = \"in-memory\"\nname = \"x\"\ntakes = [\"zero\"]\nparams = { mechanism = \"rowclone\" }");
+    assert!(e.contains("'x' names two agents"), "{e}");
+}
+
+struct Collect(Rc<RefCell<Vec<CommandRecord>>>);
+impl CommandSink for Collect {
+    fn record(&mut self, r: &CommandRecord) {
+        self.0.borrow_mut().push(*r);
+    }
+}
+
+fn composed(over: &str, frames: u64) -> (PlatformStats, Vec<CommandRecord>, LogHeader) {
+    let mut c = cfg("server-composed", over).unwrap();
+    c.cores[0].params.insert("messages".into(), frames);
+    let w = Workload::load("server-rx", &BTreeMap::new()).unwrap();
+    let mut p = Platform::new(&c).unwrap();
+    p.sys.track_values();
+    let log = Rc::new(RefCell::new(Vec::new()));
+    p.mem_mut().set_command_log(Box::new(Collect(log.clone())));
+    let header = p.mem_mut().log_header();
+    let s = p.run(&w).unwrap();
+    let sh = p.sys.shadow.as_ref().unwrap();
+    assert!(sh.violations.is_empty(), "{:?}", sh.violations);
+    let recs = log.borrow().clone();
+    (s, recs, header)
+}
+
+/// The composed server runs four kinds of agent from three papers (Larsen & Lee's descriptor
+/// NIC with DDIO, RowClone-ZI, Zhao et al.'s on-die ASYNC copy engine) beside a small
+/// multithreaded core: every agent works, every frame's bytes arrive as sent, every load sees
+/// the last value written (value shadow), and the DRAM command log passes the checker.
+#[test]
+fn composed_server_runs_checked() {
+    let frames = 12;
+    let (s, recs, header) = composed("", frames);
+    let by = |n: &str| s.agents.iter().find(|a| a.name == n).unwrap().clone();
+    let nic = by("nic").device.expect("device stats");
+    assert_eq!(nic.rx_frames_in, frames, "{nic:?}");
+    assert_eq!(nic.rx_bytes_wrong, 0);
+    assert_eq!(nic.rx_bytes_checked, frames * 1088);
+    assert!(nic.lines_to_cache > 0, "DDIO: {nic:?}");
+    let (zi, ce) = (by("rowclone-zi"), by("copy-engine"));
+    assert!(zi.ops > 0 && ce.ops > 0, "{zi:?} {ce:?}");
+    assert!(
+        zi.lines.inserted > 0,
+        "RowClone-ZI inserts zeroed lines: {zi:?}"
+    );
+    assert_eq!(s.per_core.len(), 9);
+    assert!(s.per_core[1].interrupts > 0);
+    let mut checker = Checker::new(&header).unwrap();
+    assert!(recs.len() > 100, "{} commands", recs.len());
+    for r in &recs {
+        if let Err(v) = checker.check(r) {
+            panic!("composed server: {}", v.message);
+        }
+    }
+}
+
+/// Each mechanism alone and all together, with the preset's own agents: DDIO and the copy engine
+/// each shorten the network core's work, together they save more than either alone, and every
+/// variant receives every frame intact. The variants differ only in the agents they keep.
+#[test]
+fn composition_variants_save_alone_and_together() {
+    use movelab_platform::experiments::composition::{run as variants, variant};
+    let none = toml::Value::Table(Default::default());
+    let rows = variants(&none, 16, &mut |_, _| {}).unwrap();
+    let by = |n: &str| rows.iter().find(|r| r.variant == n).unwrap().clone();
+    let (base, ddio, ce, all) = (by("none"), by("ddio"), by("copy-engine"), by("all"));
+    assert_eq!(base.saving, 0.0);
+    assert!(ddio.saving > 0.05, "{ddio:?}");
+    assert!(ce.saving > 0.02, "{ce:?}");
+    assert!(all.saving > ddio.saving.max(ce.saving), "{all:?}");
+    assert!(all.zero_offloads > 0 && all.copy_offloads > 0);
+    assert_eq!((base.zero_offloads, base.copy_offloads), (0, 0));
+    assert!(rows.iter().all(|r| r.rx_bytes_wrong == 0 && r.frames == 16));
+    // A variant is the preset with agents left out.
+    let c = variant(&none, false, true, false).unwrap();
+    let names: Vec<_> = c.agents.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["nic", "rowclone-zi"]);
+    assert!(variants(&none, 0, &mut |_, _| {}).is_err());
+}
