@@ -6,9 +6,12 @@ sweep (``DIR/sweep-NAME.html``) with its table and plots of any statistic agains
 What is reported is discovered, not listed here: a reproduction is a sub-directory ``DIR/NAME/``
 holding ``NAME.json`` (the rows ``movelab reproduce NAME --out DIR/NAME`` writes) and its PNGs; a sweep
 is any result table (``*.parquet``) under DIR. When the package has a module for the reproduction
-(``movelab.reproduce.NAME``, dashes as underscores), its ``check(rows)`` gives the tolerance line and
-its ``summary(rows)`` the statements beside the paper's; without them the page still shows the
-reproduction's table (its ``paper_*`` columns beside movelab's) and plots.
+(``movelab.reproduce.NAME``, dashes as underscores), its ``check(rows)`` gives the headline (the
+predictions within the paper's tolerance out of all of them) and its ``results(rows)`` the results
+beside the paper's, each labelled calibrated, predicted or not reproduced from the calibration
+ledger (calibrated ones greyed and counted apart; ``summary(rows)`` serves a module without
+``results``); without them the page still shows the reproduction's table (its ``paper_*`` columns
+beside movelab's) and plots.
 """
 
 from __future__ import annotations
