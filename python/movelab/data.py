@@ -17,7 +17,7 @@ from typing import Any
 
 from movelab import _core
 
-__all__ = ["file_text", "files", "paper", "sweep_spec"]
+__all__ = ["file_text", "files", "ledger", "paper", "sweep_spec"]
 
 
 def files(folder: str = "") -> list[str]:
@@ -44,6 +44,20 @@ def paper(name: str) -> dict[str, Any]:
     import copy
 
     return copy.deepcopy(_paper(name))
+
+
+@functools.cache
+def _ledger() -> dict[str, Any]:
+    return tomllib.loads(file_text("ledger.toml"))
+
+
+def ledger() -> dict[str, Any]:
+    """The calibration ledger (``presets/ledger.toml``), parsed: per reproduction, its tolerance,
+    the results set from the paper (and the preset values that carry each fit), and the results
+    not reproduced (read by :mod:`movelab.reproduce.ledger`)."""
+    import copy
+
+    return copy.deepcopy(_ledger())
 
 
 def sweep_spec(name: str) -> tuple[dict[str, Any], str]:

@@ -6,9 +6,12 @@ sweep (``DIR/sweep-NAME.html``) with its table and plots of any statistic agains
 What is reported is discovered, not listed here: a reproduction is a sub-directory ``DIR/NAME/``
 holding ``NAME.json`` (the rows ``movelab reproduce NAME --out DIR/NAME`` writes) and its PNGs; a sweep
 is any result table (``*.parquet``) under DIR. When the package has a module for the reproduction
-(``movelab.reproduce.NAME``, dashes as underscores), its ``check(rows)`` gives the tolerance line and
-its ``summary(rows)`` the statements beside the paper's; without them the page still shows the
-reproduction's table (its ``paper_*`` columns beside movelab's) and plots.
+(``movelab.reproduce.NAME``, dashes as underscores), its ``check(rows)`` gives the headline (the
+predictions within the paper's tolerance out of all of them) and its ``results(rows)`` the results
+beside the paper's, each labelled calibrated, predicted or not reproduced from the calibration
+ledger (calibrated ones greyed and counted apart; ``summary(rows)`` serves a module without
+``results``); without them the page still shows the reproduction's table (its ``paper_*`` columns
+beside movelab's) and plots.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ table { border-collapse: collapse; font-size: 13px; margin: 0.6em 0; }
 th, td { padding: 2px 8px; text-align: right; border-bottom: 1px solid #eee; white-space: nowrap; }
 th { background: #f4f4f4; position: sticky; top: 0; } td.s, th.s { text-align: left; }
 td.paper, th.paper { background: #fff8e6; }
+tr.calibrated td, td.calibrated { color: #888; background: #efefef; }
+tr.not-reproduced td, td.not-reproduced { font-style: italic; color: #777; }
 .ok { color: #176b1c; font-weight: bold; } .off { color: #a33; font-weight: bold; } .na { color: #777; }
 .scroll { max-height: 480px; overflow: auto; border: 1px solid #ddd; display: inline-block; max-width: 100%; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.4em 0; }
@@ -92,9 +97,15 @@ def _table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
             ordered.append(f"paper_{c}")
     ordered += [c for c in cols if c not in ordered]
 
-    def cls(c: str, v: Any = None) -> str:
+    def cls(c: str, v: Any = None, r: dict[str, Any] | None = None) -> str:
         names = []
-        if c.startswith("paper_"):
+        # A compared value's label (basis_METRIC beside it, or the row's basis for value/paper_value).
+        basis = (r or {}).get(f"basis_{c.removeprefix('paper_')}")
+        if basis is None and c in ("value", "paper_value", "basis"):
+            basis = (r or {}).get("basis")
+        if basis in ("calibrated", "not reproduced"):
+            names.append(basis.replace(" ", "-"))
+        elif c.startswith("paper_"):
             names.append("paper")
         if isinstance(v, str) or (v is None and not any(isinstance(r.get(c), (int, float)) for r in rows)):
             names.append("s")
@@ -103,7 +114,8 @@ def _table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
     head = "".join(f"<th{cls(c, rows[0].get(c))}>{_e(c)}</th>" for c in ordered)
     body = []
     for r in rows[:MAX_TABLE_ROWS]:
-        body.append("<tr>" + "".join(f"<td{cls(c, r.get(c))}>{_e(_fmt(r.get(c)))}</td>" for c in ordered) + "</tr>")
+        body.append("<tr>" + "".join(f"<td{cls(c, r.get(c), r)}>{_e(_fmt(r.get(c)))}</td>" for c in ordered)
+                    + "</tr>")
     more = (f'<p class="muted">first {MAX_TABLE_ROWS} of {len(rows)} rows; all of them are in the CSV/Parquet '
             f"file</p>") if len(rows) > MAX_TABLE_ROWS else ""
     return f'<div class="scroll"><table><tr>{head}</tr>\n{"".join(body)}</table></div>{more}'
@@ -164,15 +176,21 @@ def _reproduction_section(rep: dict[str, Any], root: Path) -> tuple[str, str]:
     if check is not None:
         try:
             ok, text = check(rows)
-            verdict = f'<span class="{"ok" if ok else "off"}">{"within tolerance" if ok else "outside tolerance"}'\
-                      f"</span>: {_e(text)}"
+            head, _, rest = text.partition("; ")
+            verdict = f'<span class="{"ok" if ok else "off"}">{_e(head)}</span>' + (f"; {_e(rest)}" if rest else "")
         except Exception as e:  # a report shows what it can; the reproduction's own tests check its rows
             verdict = f'<span class="off">check failed</span>: {_e(f"{type(e).__name__}: {e}")}'
     else:
         verdict = '<span class="na">no tolerance stated</span> for this reproduction'
     parts.append(f'<p class="verdict">{verdict}</p>')
+    results = getattr(mod, "results", None) if mod is not None else None
     summary = getattr(mod, "summary", None) if mod is not None else None
-    if summary is not None:
+    if results is not None:
+        try:
+            parts.append(_results_table(name, results(rows)))
+        except Exception as e:
+            parts.append(f'<p class="off">results failed: {_e(f"{type(e).__name__}: {e}")}</p>')
+    elif summary is not None:
         try:
             stmts = summary(rows)
             if stmts:
@@ -189,6 +207,31 @@ def _reproduction_section(rep: dict[str, Any], root: Path) -> tuple[str, str]:
         rel = png.relative_to(root).as_posix()
         parts.append(f'<div><img src="{_e(rel)}" alt="{_e(png.stem)}" loading="eager"></div>')
     return "\n".join(parts), verdict
+
+
+def _results_table(name: str, results: list[Any]) -> str:
+    """The reproduction's results beside the paper: predictions (within tolerance or not), then
+    the calibrated results (greyed, not counted) and those not reproduced, counted apart."""
+    from movelab.reproduce import ledger
+
+    res = ledger.judge(name, results)
+    c = ledger.counts(res)
+    order = {ledger.PREDICTED: 0, ledger.CALIBRATED: 1, ledger.NOT_REPRODUCED: 2}
+    rows = []
+    for r in sorted(res, key=lambda r: order[r.basis]):
+        verdict = "-" if r.within is None else ("yes" if r.within else "no")
+        vcls = "" if r.within is None else (' class="ok"' if r.within else ' class="off"')
+        note = r.note or r.rule
+        rows.append(f'<tr class="{r.basis.replace(" ", "-")}" data-basis="{_e(r.basis)}"><td class="s">{_e(r.what)}'
+                    f"</td><td>{_e(ledger.show(r))}</td><td class=\"paper\">{_e(ledger.show(r, paper=True))}</td>"
+                    f'<td class="s">{_e(r.basis)}</td><td{vcls}>{verdict}</td><td class="s">{_e(note)}</td></tr>')
+    head = ("<tr><th class=\"s\">result</th><th>movelab</th><th class=\"paper\">paper</th><th class=\"s\">basis</th>"
+            "<th>within</th><th class=\"s\">tolerance, or what it was fitted to</th></tr>")
+    return (f'<h3>Beside the paper</h3><p class="counts" data-within="{c["within"]}" data-predicted='
+            f'"{c["predicted"]}" data-calibrated="{c["calibrated"]}" data-not-reproduced="{c["not_reproduced"]}">'
+            f'{c["within"]} of {c["predicted"]} predictions within tolerance; {c["calibrated"]} calibrated (greyed, '
+            f'not counted); {c["not_reproduced"]} not reproduced. Tolerance: {_e(ledger.entry(name)["tolerance"])}.'
+            f'</p><div class="scroll"><table>{head}\n{"".join(rows)}</table></div>')
 
 
 # ------------------------------------------------------------------------------------------------

@@ -202,7 +202,8 @@ def test_show_applies_set_overrides() -> None:
 # ------------------------------------------------------------------------------------------------
 # reproduce rowclone-latency
 
-KEYS = ["operation", "mechanism", "latency_ns", "energy_uj", "paper_latency_ns", "paper_energy_uj"]
+KEYS = ["operation", "mechanism", "latency_ns", "energy_uj", "paper_latency_ns", "paper_energy_uj", "basis",
+        "basis_latency_ns", "basis_energy_uj"]
 TCK_NS = 1.875  # DDR3-1066
 
 

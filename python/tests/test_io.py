@@ -104,8 +104,11 @@ def test_reproduction_rows_and_bars(tmp_path: Path) -> None:
     assert get[("fig10", "rx-64B", "fetch_doorbell_share")]["value"] < get[("fig10", "rx-64B",
                                                                                "descriptor_doorbell_share")]["value"]
     assert ("pcie-model", "kernel-nic-rx-gen3-64B", "pcie_model_fixed_gbps") in get
+    # Every Fig. 10 bar is a prediction held to the paper's own metric; the small-RX bar (37% with every
+    # term, against 16%) and the rx-64KB bar (above the paper's "less than 5%") fail, and are counted.
     ok, text = li.check(rows)
-    assert ok, text
+    assert not ok and text.startswith("2 of 4 predictions within tolerance"), text
+    assert "fig10 rx-64B" in text and "fig10 rx-64KB" in text
     for f in ["larsen-idma.json", "larsen-idma.csv", "larsen-idma-stacks.png", "larsen-idma-fig10.png"]:
         assert (tmp_path / f).is_file()
     # An existing file is kept without --force.

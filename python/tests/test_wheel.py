@@ -76,7 +76,7 @@ def test_the_installed_package_reads_nothing_from_the_repository(installed: dict
     assert got["file"].startswith(str(installed["venv"])), got["file"]
     assert not any(p.startswith(str(REPO / "python")) for p in got["path"])
     for f in ["papers/rowclone.toml", "papers/zhao-copy-engine.toml", "papers/larsen-idma.toml",
-              "papers/wun-onload.toml", "sweeps/dram-240.toml", "configs/ddr3-1600k-bench.toml"]:
+              "papers/wun-onload.toml", "sweeps/dram-240.toml", "configs/ddr3-1600k-bench.toml", "ledger.toml"]:
         assert f in got["files"], f
     assert "rx" in got["paper"]
 

@@ -269,7 +269,7 @@ pub const POSITIVE_TIMINGS: &[&str] = &[
     "tCK_ps", "nBL", "nREFI", "nRFC", "nCL", "nCWL", "nRCD", "nRP", "nRAS", "nRC", "nWR", "nRTP",
 ];
 
-/// Default channel energy per bit, pJ. Fitted once to the RowClone paper's Table 3 (Seshadri et al.,
+/// Default channel energy per bit, pJ. calibrated: fitted once to the RowClone paper's Table 3 (Seshadri et al.,
 /// MICRO 2013): its baseline 4 KB copy costs 3.6 uJ of DRAM-plus-channel energy, of which this
 /// model's IDD-based command energy (2 ACT, 1 PRE, 64 reads, 64 writes on the Micron 2Gb DDR3-1066
 /// x8 currents) is 1.28 uJ; the remaining 2.32 uJ over the 65,536 bits that cross the channel is

@@ -286,7 +286,7 @@ def write_outputs(name: str, rows: list[dict[str, Any]], out: Path) -> list[Path
 
 
 def bars(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """The issue's bars computed from the rows that are present."""
+    """The targets computed from the rows that are present."""
     out: dict[str, Any] = {}
     ov = [r for r in results.get("overlap", []) if r["engine"] == "thread" and r["size_bytes"] >= 4 * MiB]
     if ov:
@@ -310,7 +310,7 @@ def bars(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             out["bandwidth_bar_met"] = any(v >= 0.9 for v in out["bandwidth_ratio_thread_vs_cpu"].values())
     pol = results.get("pollution", [])
     if pol:
-        # vs "none" (the issue's bar) and vs "idle" (a wait as long as the copy, no copy: the
+        # vs "none" (the target) and vs "idle" (a wait as long as the copy, no copy: the
         # control for whatever else evicts the caller's caches while it waits).
         idle = {r["ws_bytes"]: r["access_ns"] for r in pol if r["case"] == "idle"}
         out["pollution"] = {

@@ -126,7 +126,7 @@ def count_points(quick: bool = False, sizes: list[int] | None = None, configs: l
 
 
 def bars(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The issue's bars from the rows: onload below kernel in host CPU per received packet at
+    """The targets from the rows: onload below kernel in host CPU per received packet at
     every size, the mapping cache cheaper for the engine than process_vm_writev, and no
     corrupted payload."""
     out: dict[str, Any] = {"corrupted_payloads": sum(r["corrupted"] for r in rows)}

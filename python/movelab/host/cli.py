@@ -284,7 +284,7 @@ def onload_cmd(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, si
 def run_all(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bool = _FORCE,
             skip: list[str] | None = _SKIP, repeats: int | None = _REPEATS, realtime: bool = _REALTIME) -> None:
     """Run every host benchmark with a progress bar; write a report folder (CSV + PNG per
-    benchmark, results.json with every row, the machine and the issue's bars)."""
+    benchmark, results.json with every row, the machine and the targets each benchmark is held to)."""
     names = [n for n in bench.BENCHMARKS if n not in (skip or [])]
     unknown = set(skip or []) - set(bench.BENCHMARKS)
     if unknown:

@@ -65,8 +65,14 @@ def write_csv(path: Path, rows: list[dict[str, Any]], keys: list[str]) -> None:
 
 
 def write_rows(rows: list[dict[str, Any]], out: Path, name: str, keys: list[str]) -> list[Path]:
-    """``NAME.json`` and ``NAME.csv`` in ``out`` (created); returns their paths."""
+    """``NAME.json`` and ``NAME.csv`` in ``out`` (created); returns their paths. The rows' label
+    columns (``basis``, ``basis_*``: calibrated, predicted or not reproduced) are written whether
+    or not ``keys`` names them."""
     import json
+
+    from movelab.reproduce.ledger import basis_columns
+
+    keys = list(keys) + [k for k in basis_columns(rows) if k not in keys]
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.json", out / f"{name}.csv"]

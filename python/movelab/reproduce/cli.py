@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -131,6 +132,16 @@ def _emit(fmt: str, rows: Any, out: Path | None, force: bool, write: Callable[[P
         return
     for t in tables(rows):
         console.print(t)
+    _print_results(importlib.import_module(tables.__module__), rows)
+
+
+def _print_results(mod: Any, rows: Any) -> None:
+    """The reproduction's results beside the paper: predicted, calibrated and not reproduced apart."""
+    from movelab.reproduce import ledger
+
+    console.print(ledger.results_table(mod.NAME, mod.results(rows)))
+    ok, text = mod.check(rows)
+    console.print(f"[{'green' if ok else 'red'}]{text}[/]")
 
 
 @app.command("rowclone-latency")
@@ -276,6 +287,8 @@ def _rowclone_latency(fmt: str, config: str, overrides: dict[str, Any], out: Pat
                   f"{r['energy_uj']:.3f}", _num(r["paper_energy_uj"]), f"{lr:.2f}", _x(p.get("latency_reduction")),
                   "n/a" if er is None else f"{er:.1f}", _x(p.get("energy_reduction")))
     console.print(t)
+    if paper:
+        _print_results(rl, rows)
 
 
 @app.command("zhao-copy-engine")

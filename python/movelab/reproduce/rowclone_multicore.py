@@ -13,7 +13,6 @@ The runs are the platform model's (Rust: ``experiments::rowclone_multicore``).
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,7 +23,7 @@ from rich.console import Group
 from movelab import _core
 from movelab._util import refuse_keys
 from movelab.executor import run_points
-from movelab.reproduce import fraction, group, paper_data, pyplot, table, write_csv, write_rows
+from movelab.reproduce import fraction, group, ledger, paper_data, pyplot, table, write_csv, write_rows
 from movelab.reproduce.rowclone_apps import INSTRUCTIONS, WARMUP, check_app_params, check_lengths
 
 NAME = "rowclone-multicore"
@@ -141,7 +140,7 @@ def rows_of(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row[m] = round(row[m], 4)
         row["by_highly_intensive"] = [[k, n, round(v, 4)] for k, n, v in r["by_highly_intensive"]]
         out.append(row)
-    return out
+    return ledger.label_rows(NAME, out, ROW_KEY, METRICS)
 
 
 def run(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
@@ -260,16 +259,11 @@ def write(rows: list[dict[str, Any]], out: Path, results: list[dict[str, Any]] |
     return paths + plot(rows, out)
 
 
+def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
+    """Table 7's and Fig. 12's values beside movelab's (the ledger gives the tolerance)."""
+    return ledger.percent_results(NAME, rows, ROW_KEY, METRICS)
+
+
 def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
-    """The bar of docs/rowclone-system.md: RowClone-ZI's weighted speedup improvement is positive for
-    every core count and grows with it; the text gives the distance from Table 7."""
-    zi = sorted((r for r in rows if r["mechanism"] == "rowclone-zi"), key=lambda r: r["cores"])
-    if not zi:
-        return False, "no RowClone-ZI rows"
-    ws = [r["weighted_speedup_improvement"] for r in zi]
-    ok = all(v > 0 for v in ws) and all(a < b for a, b in itertools.pairwise(ws))
-    parts = [f"{r['cores']} cores {r['weighted_speedup_improvement'] * 100:.1f}%"
-             + (f" (paper {r['paper_weighted_speedup_improvement'] * 100:.0f}%)"
-                if r.get("paper_weighted_speedup_improvement") is not None else "") for r in zi]
-    return ok, ("RowClone-ZI weighted speedup improvement " + ", ".join(parts)
-                + ("; positive and growing with the core count" if ok else "; NOT positive and growing"))
+    """The headline: the predictions within the ledger's tolerance out of all of them."""
+    return ledger.check(NAME, results(rows))

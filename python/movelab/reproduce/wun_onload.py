@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Group
+from rich.text import Text
 
 from movelab import _core
 from movelab._util import refuse_keys
 from movelab.executor import run_points
-from movelab.reproduce import group, paper_data, table, write_rows
+from movelab.reproduce import group, ledger, paper_data, table, write_rows
 
 NAME = "wun-onload"
 ROW_KEY = ["experiment", "config", "payload_bytes", "variant"]
@@ -81,7 +82,8 @@ def point(p: dict[str, Any]) -> list[dict[str, Any]]:
 def run(overrides: Mapping[str, Any] | None = None, payloads: list[int] | None = None,
         experiments: list[str] | None = None,
         progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """Rows with exactly :data:`KEYS` (``variant`` is None where it does not apply).
+    """Rows with :data:`KEYS` (``variant`` is None where it does not apply) and ``basis``
+    (calibrated where the ledger says a fit used the row, else predicted).
 
     ``overrides``: a dict shaped like the network platform (``presets/network/ixp2350.toml``),
     e.g. ``{"host": {"clock_mhz": 600.0}}``."""
@@ -105,7 +107,7 @@ def run(overrides: Mapping[str, Any] | None = None, payloads: list[int] | None =
             row[k] = round(row[k], 4)
         row["wall_s"] = round(row["wall_s"], 4)
         rows.append(row)
-    return rows
+    return ledger.label_plain_rows(NAME, rows, ROW_KEY)
 
 
 def paper() -> dict[str, Any]:
@@ -124,72 +126,70 @@ def gains(rows: list[dict[str, Any]]) -> dict[int, float]:
     return {p: on[p] / soft[p] - 1 for p in sorted(on) if soft.get(p)}
 
 
-def bars(rows: list[dict[str, Any]]) -> list[tuple[str, str, str, bool | None]]:
-    """(bar of issue 12, movelab, paper, holds) for each bar the rows allow."""
+def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
+    """Every number and fact the paper's text states, beside movelab's (ids as in
+    ``presets/ledger.toml``, which says which are calibrated and the tolerance)."""
     p = paper()
-    out: list[tuple[str, str, str, bool | None]] = []
+    R = ledger.Result
+    out: list[R] = []
     emu, soft, on = (_tp(rows, "rx", c) for c in CONFIGS)
     if emu and soft and on:
         big = max(set(emu) & set(soft) & set(on))
-        a, b = soft[big] / emu[big], on[big] / emu[big]
-        out.append((f"rx at {big} B: softnic and onloader >= 5x emu nic", f"{a:.1f}x, {b:.1f}x",
-                    f"~{p['rx']['large_gain_over_emu']:.0f}x", a >= 5 and b >= 5))
+        for c, d in [("softnic", soft), ("onloader", on)]:
+            out.append(R(f"rx/{c}_over_emu", f"rx at {big} B: {c} over the emu nic", d[big] / emu[big],
+                         p["rx"]["large_gain_over_emu"], "x"))
         g = gains(rows)
-        if len(g) >= 2:
-            ps = sorted(g)
-            ok = g[ps[0]] > g[ps[-1]] and all(0.2 - 1e-9 <= v <= 1.0 + 1e-9 for v in g.values())
-            out.append(("rx: onloader over softnic larger at small payloads, within +20%..+100%",
-                        ", ".join(f"{k} B {v:+.0%}" for k, v in g.items()),
-                        f"+{p['rx']['onloader_gain_small']:.0%} small .. +{p['rx']['onloader_gain_large']:.0%} large",
-                        ok))
-        out.append((f"rx at {big} B: below the host's ceiling", f"onloader {on[big]:.0f} Mb/s",
-                    f"< {p['rx']['host_ceiling_mbps']:.0f} Mb/s", on[big] <= p["rx"]["host_ceiling_mbps"] * 1.05))
-    temu, tsoft, ton = (_tp(rows, "tx", c) for c in CONFIGS)
-    if temu and tsoft and ton:
-        big = max(set(temu) & set(tsoft) & set(ton))
-        a, b = tsoft[big] / temu[big], ton[big] / temu[big]
-        apart = abs(a - b) / max(a, b)
-        out.append((f"tx at {big} B: softnic and onloader 2x-4x emu, within 15% of each other",
-                    f"{a:.2f}x, {b:.2f}x ({apart:.0%} apart)", f"~{p['tx']['gain_over_emu']:.0f}x, no clear winner",
-                    2 <= a <= 4 and 2 <= b <= 4 and apart <= 0.15))
-    mon, moff = _tp(rows, "mapping-cache", "onloader", "cache-on"), _tp(rows, "mapping-cache", "onloader", "cache-off")
-    if mon and moff and soft:
-        big = max(set(mon) & set(moff) & set(soft))
-        r = mon[big] / moff[big]
-        out.append((f"mapping cache at {big} B: off falls below the softnic; on is ~1.5x off",
-                    f"off {moff[big]:.0f} vs softnic {soft[big]:.0f} Mb/s; on/off {r:.2f}x",
-                    f"{p['mapping_cache']['rx_gain']:.1f}x; off slower than softnic",
-                    moff[big] < soft[big] and 1.25 <= r <= 1.9))
-    pon, poff = _tp(rows, "l2-push", "softnic", "push-on"), _tp(rows, "l2-push", "softnic", "push-off")
-    if pon and poff:
-        big = max(set(pon) & set(poff))
-        loss = 1 - poff[big] / pon[big]
-        out.append((f"L2 push off at {big} B costs the softnic 25%-45%", f"{loss:.0%}",
-                    f"{p['l2_push']['softnic_loss']:.0%}", 0.25 <= loss <= 0.45))
+        ps = sorted(g)
+        out.append(R("fig4/small/onloader_over_softnic", f"rx at {ps[0]} B: onloader over softnic", g[ps[0]],
+                     p["rx"]["onloader_gain_small"], "%"))
+        out.append(R("fig4/large/onloader_over_softnic", f"rx at {ps[-1]} B: onloader over softnic", g[ps[-1]],
+                     p["rx"]["onloader_gain_large"], "%"))
+        out.append(R("rx/host-ceiling", f"rx at {big} B: onloader below the host's ceiling", on[big],
+                     p["rx"]["host_ceiling_mbps"], "Mb/s"))
+    out.append(R("small-core/ceiling", "the receive blocks alone sustain about 2 Gb/s", None,
+                 p["rx"]["small_core_mbps"], "Mb/s"))
     won = _tp(rows, "rx-components", "onloader", "with-app")
     woff = _tp(rows, "rx-components", "onloader", "without-app")
     if won and woff:
         offered = {r["payload_bytes"]: r["offered_mbps"] for r in rows if r["experiment"] == "rx-components"}
         near = all(woff[k] >= 0.9 * offered[k] for k in woff)
-        out.append(("Fig. 5: receive blocks alone near the sender's rate; with recvmsg the host is the bottleneck",
-                    ", ".join(f"{k} B {woff[k]:.0f}/{offered[k]:.0f} vs {won[k]:.0f}" for k in sorted(woff)),
-                    "blocks ~ sender; recvmsg + copy the bottleneck", near and all(won[k] < woff[k] for k in won)))
+        out.append(R("fig5/blocks-near-sender", "Fig. 5: receive blocks alone near the sender's rate; with recvmsg "
+                     "the host is the bottleneck", None, None, holds=near and all(won[k] < woff[k] for k in won)))
+    temu, tsoft, ton = (_tp(rows, "tx", c) for c in CONFIGS)
+    if temu and tsoft and ton:
+        big = max(set(temu) & set(tsoft) & set(ton))
+        a, b = tsoft[big] / temu[big], ton[big] / temu[big]
+        out.append(R("tx/softnic_over_emu", f"tx at {big} B: softnic over the emu nic", a, p["tx"]["gain_over_emu"],
+                     "x"))
+        out.append(R("tx/onloader_over_emu", f"tx at {big} B: onloader over the emu nic", b,
+                     p["tx"]["gain_over_emu"], "x"))
+        out.append(R("tx/no-clear-winner", f"tx at {big} B: no clear winner (within 15% of each other)", None, None,
+                     holds=abs(a - b) / max(a, b) <= 0.15))
+    mon, moff = _tp(rows, "mapping-cache", "onloader", "cache-on"), _tp(rows, "mapping-cache", "onloader", "cache-off")
+    if mon and moff and soft:
+        big = max(set(mon) & set(moff) & set(soft))
+        out.append(R("mapping-cache/rx_gain", f"mapping cache at {big} B: on over off", mon[big] / moff[big],
+                     p["mapping_cache"]["rx_gain"], "x"))
+        out.append(R("mapping-cache/off-below-softnic", f"mapping cache off at {big} B: slower than the softnic",
+                     None, None, holds=moff[big] < soft[big]))
+    out.append(R("mapping-cache/per-packet-share", "mapping the buffer: a third of the per-packet overhead", None,
+                 p["mapping_cache"]["per_packet_share"], "%"))
+    pon, poff = _tp(rows, "l2-push", "softnic", "push-on"), _tp(rows, "l2-push", "softnic", "push-off")
+    if pon and poff:
+        big = max(set(pon) & set(poff))
+        out.append(R("l2-push/softnic_loss", f"L2 push off at {big} B: the softnic's loss", 1 - poff[big] / pon[big],
+                     p["l2_push"]["softnic_loss"], "%"))
     return out
 
 
 def summary(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     """(statement, movelab, paper) for the report."""
-    return [(s, m + ("" if ok is None else (" (holds)" if ok else " (does not hold)")), p) for s, m, p, ok in
-            bars(rows)]
+    return [(r.what, ledger.show(r), ledger.show(r, paper=True)) for r in ledger.judge(NAME, results(rows))]
 
 
 def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
-    """Whether every bar of issue 12 the rows allow holds."""
-    b = bars(rows)
-    if not b:
-        return False, "no rows to check"
-    bad = [s for s, _, _, ok in b if ok is False]
-    return not bad, (f"all {len(b)} bars hold" if not bad else f"{len(bad)} of {len(b)} bars miss: " + "; ".join(bad))
+    """The headline: the predictions within the ledger's tolerance out of all of them."""
+    return ledger.check(NAME, results(rows))
 
 
 def speed(rows: list[dict[str, Any]]) -> float | None:
@@ -198,7 +198,7 @@ def speed(rows: list[dict[str, Any]]) -> float | None:
     return sum(r["sim_packets"] for r in rows) / wall if wall > 0 else None
 
 
-def tables(rows: list[dict[str, Any]]) -> list[Group]:
+def tables(rows: list[dict[str, Any]]) -> list[Group | Text]:
     out = []
     for exp, title in [("rx", "Receive throughput, Mb/s (Fig. 3) and the onloader's gain over the softnic (Fig. 4)"),
                        ("tx", "Transmit throughput, Mb/s (Fig. 6)")]:
@@ -223,16 +223,9 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
             t.add_row(r["experiment"], r["config"], str(r["payload_bytes"]), r["variant"],
                       f"{r['throughput_mbps']:.1f}", f"{r['offered_mbps']:.0f}")
         out.append(group(t))
-    b = bars(rows)
-    if b:
-        pps = speed(rows)
-        t = table("Beside the paper (issue 12's bars)",
-                  caption=None if pps is None else f"{pps:,.0f} simulated packets per second of wall time")
-        for c in ["bar", "movelab", "paper", "holds"]:
-            t.add_column(c)
-        for s, m, p, ok in b:
-            t.add_row(s, m, p, "-" if ok is None else ("yes" if ok else "NO"))
-        out.append(group(t))
+    pps = speed(rows)
+    if pps is not None:
+        out.append(Text(f"{pps:,.0f} simulated packets per second of wall time", style="dim"))
     return out
 
 

@@ -24,7 +24,7 @@ from rich.console import Group
 from movelab import _core
 from movelab._util import refuse_keys
 from movelab.executor import run_points
-from movelab.reproduce import fraction, group, paper_data, table, write_rows
+from movelab.reproduce import fraction, group, ledger, paper_data, table, write_rows
 
 NAME = "zhao-copy-engine"
 # The columns that name a row (a sweep of this reproduction's points labels statistics with them).
@@ -78,7 +78,7 @@ def run(
             if isinstance(v, float):
                 row[k] = round(v, 4) if k in _FRACTIONS else round(v, 3)
         rows.append(row)
-    return rows
+    return ledger.label_rows(NAME, rows, ROW_KEY, ledger.paper_metrics(KEYS))
 
 
 def points(overrides: Mapping[str, Any] | None = None, packets: int = 200,
@@ -292,19 +292,11 @@ def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     return paths
 
 
-# docs/platform.md: "Within 5 points of the paper: 14 of the 18 overall reductions", and why four are not.
-POINTS_TOLERANCE = 0.05
-CELLS_WITHIN = 14
+def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
+    """Every paper value beside movelab's (the ledger says which are calibrated, and the tolerance)."""
+    return ledger.percent_results(NAME, rows, ROW_KEY, ledger.paper_metrics(KEYS))
 
 
 def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
-    """Whether at least :data:`CELLS_WITHIN` of Table 3's overall reductions are within
-    :data:`POINTS_TOLERANCE` (5 points) of the paper's, as docs/platform.md states."""
-    t3 = [r for r in rows if r["figure"] == "table3" and r.get("paper_reduction") is not None]
-    within = [r for r in t3 if abs(r["reduction"] - r["paper_reduction"]) <= POINTS_TOLERANCE + 1e-9]
-    out = [f"{r['core']} {r['payload_bytes']} B {r['mode']} ({(r['reduction'] - r['paper_reduction']) * 100:+.1f})"
-           for r in t3 if r not in within]
-    return len(within) >= CELLS_WITHIN, (
-        f"{len(within)} of {len(t3)} Table 3 overall reductions within {POINTS_TOLERANCE * 100:.0f} points of the "
-        f"paper (docs/platform.md: {CELLS_WITHIN} of 18, the others explained there)"
-        + (f"; outside: {', '.join(out)}" if out else ""))
+    """The headline: the predictions within the ledger's tolerance out of all of them."""
+    return ledger.check(NAME, results(rows))
