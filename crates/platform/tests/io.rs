@@ -329,3 +329,26 @@ fn a_slow_receiver_never_overflows_its_fifo() {
         }
     }
 }
+
+/// The run's time covers every completion: no message ends after the run does (the last one ends
+/// inside the receiver's handler job, after the event that started the job).
+#[test]
+fn run_time_covers_every_completion() {
+    for preset in ["larsen-82598-gen1", "larsen-82599-gen2"] {
+        for kind in ["descriptor", "idma"] {
+            let mut c = IoConfig::preset(preset).unwrap();
+            c.nic.kind = kind.into();
+            for (count, len) in [(1u64, 64u64), (4, 1500), (1, 65_536)] {
+                let s = stream(&c, count, len).unwrap();
+                for m in &s.messages {
+                    let done = m.done_ns.unwrap();
+                    assert!(
+                        done <= s.time_ns,
+                        "{preset} {kind} {count}x{len}: {done} > {}",
+                        s.time_ns
+                    );
+                }
+            }
+        }
+    }
+}

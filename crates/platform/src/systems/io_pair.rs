@@ -1130,7 +1130,14 @@ impl IoSystem {
         };
         let tx_stack = self.first_stack();
         IoStats {
-            time_ns: self.now as f64 / 1000.0,
+            // The run ends when its last event is handled and every core job has finished (a job
+            // ends after the event that started it: the last message completes inside one).
+            time_ns: self
+                .hosts
+                .iter()
+                .map(|h| h.core_free)
+                .fold(self.now, Ps::max) as f64
+                / 1000.0,
             kind: self
                 .hosts
                 .iter()
