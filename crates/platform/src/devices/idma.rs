@@ -10,7 +10,7 @@
 //!
 //! Both are state machines: the owner hands them events and carries out their outputs.
 use crate::config::io::IoConfig;
-use crate::devices::nic::{CMD_EOP, CMD_TSO, DESC};
+use crate::devices::nic::{seq_field, CMD_EOP, CMD_TSO, DESC};
 use crate::pcie::bytes::{Geometry, Purpose};
 use crate::pcie::link::{Tlp, TlpKind};
 use crate::pcie::root_complex::HostMemory;
@@ -203,13 +203,14 @@ impl IdmaEngine {
             let frames: Vec<Vec<u8>> = match (tso, ctx) {
                 (true, Some((mss, hdr))) if data.len() > hdr as usize + mss as usize => {
                     let (h, body) = data.split_at(hdr as usize);
+                    let base = seq_field(h);
                     body.chunks(mss.max(1) as usize)
                         .enumerate()
                         .map(|(k, seg)| {
                             let mut f = h.to_vec();
                             if f.len() >= 16 {
-                                f[8..16]
-                                    .copy_from_slice(&((k * mss as usize) as u64).to_le_bytes());
+                                let off = base + (k * mss as usize) as u64;
+                                f[8..16].copy_from_slice(&off.to_le_bytes());
                             }
                             f.extend_from_slice(seg);
                             f

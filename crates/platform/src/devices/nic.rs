@@ -60,6 +60,15 @@ pub fn rx_read_desc(buf: u64) -> [u8; 16] {
     d
 }
 
+/// The sequence field of a frame's header (bytes 8..16: the payload's offset in its message),
+/// 0 for a header too short to hold one. TSO segmentation adds each segment's offset to it.
+pub fn seq_field(header: &[u8]) -> u64 {
+    header
+        .get(8..16)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
 /// DD bit of a TX descriptor written back.
 pub fn tx_done(d: &[u8]) -> bool {
     d.len() >= 16 && d[12] & 1 == 1
@@ -584,10 +593,12 @@ impl Nic {
             match (p.tso, p.ctx) {
                 (true, Some((mss, hdr))) if p.len > hdr as u32 + mss as u32 => {
                     let (h, body) = p.data.split_at((hdr as usize).min(p.data.len()));
+                    // The send's offset (where TCP's sequence number would be) advances by a
+                    // segment per frame.
+                    let base = seq_field(h);
                     for (k, seg) in body.chunks(mss.max(1) as usize).enumerate() {
                         let mut f = h.to_vec();
-                        // The segment's offset in the send goes where TCP's sequence number would.
-                        let off = (k * mss as usize) as u64;
+                        let off = base + (k * mss as usize) as u64;
                         if f.len() >= 16 {
                             f[8..16].copy_from_slice(&off.to_le_bytes());
                         }

@@ -27,8 +27,14 @@ const TX_BUFS: u64 = HI + 0x2000_0000;
 const RX_BUFS: u64 = HI + 0x3000_0000;
 const PINNED: u64 = HI + 0x4000_0000;
 const PAGE: u64 = 4096;
-/// Events a run may take before it is declared stalled.
-pub const MAX_EVENTS: u64 = 200_000_000;
+/// Events a run may take with no frame reaching a driver before it is declared stalled (a
+/// bound on a model fault, not on the run's length: a long stream runs as long as it delivers).
+pub const MAX_IDLE_EVENTS: u64 = 20_000_000;
+/// The largest payload the stack hands the driver in one send. A message up to this size is one
+/// send (one TSO packet, or one packet per segment); a longer one is cut into sends of whole
+/// segments up to this size, as Linux's TCP cuts a write into GSO packets of at most 64 KiB of
+/// whole segments (modelling choice after Linux's 64 KiB GSO limit).
+pub const MAX_SEND: u64 = 1 << 16;
 /// Largest message and count a run accepts.
 pub const MAX_MESSAGE: u64 = 1 << 20;
 pub const MAX_MESSAGES: u64 = 1_000_000;
@@ -51,12 +57,16 @@ enum Ev {
     FrameArrive(usize, Vec<u8>),
     CoreNext(usize),
     Irq(usize),
+    /// A raw stream's receiver has freed room in its segment window: the sender may go on.
+    Resume(usize),
 }
 
 #[derive(Debug, Clone)]
 enum Job {
+    /// `len` bytes of message `msg` from its byte `off` (an ACK: `ack` set, no payload).
     Send {
         msg: u64,
+        off: u64,
         len: u64,
         ack: Option<u64>,
     },
@@ -86,6 +96,8 @@ struct Flow {
     /// Receiver side: bytes received in order, data segments since the last ACK.
     received: u64,
     since_ack: u32,
+    /// Sender side: the flow offset at which each segment in flight ends, oldest first.
+    in_flight: VecDeque<u64>,
 }
 
 struct Host {
@@ -106,7 +118,8 @@ struct Host {
     rx_next: u32,
     rx_tail: u32,
     rx_unposted: u32,
-    app: VecDeque<(u64, u64)>,
+    /// Sends the application has queued: (message, offset in it, bytes).
+    app: VecDeque<(u64, u64, u64)>,
     send_queued: bool,
     flow: Flow,
     /// Time each frame's last TLP reached the adapter (iDMA pushes).
@@ -264,7 +277,7 @@ impl IoSystem {
             mac_busy: [0; 2],
             messages: Vec::new(),
             now: 0,
-            guard: RunGuard::new("the I/O run").with_max_steps(MAX_EVENTS),
+            guard: RunGuard::new("the I/O run"),
             nic_traces: Vec::new(),
             idma_traces: Vec::new(),
             error: None,
@@ -281,6 +294,13 @@ impl IoSystem {
 
     /// Host `from` sends `count` messages of `len` bytes to the other host, back to back.
     pub fn send(&mut self, from: usize, count: u64, len: u64) {
+        let size = self.send_size();
+        let piece = if len <= size {
+            len
+        } else {
+            let mss = self.cfg.driver.mss as u64;
+            (size / mss).max(1) * mss
+        };
         for _ in 0..count {
             let id = self.messages.len() as u64;
             self.messages.push(Message {
@@ -292,7 +312,12 @@ impl IoSystem {
                 done_ns: None,
                 received: 0,
             });
-            self.hosts[from].app.push_back((id, len));
+            let mut off = 0;
+            while off < len {
+                let n = piece.min(len - off);
+                self.hosts[from].app.push_back((id, off, n));
+                off += n;
+            }
         }
         self.try_send(from, self.now);
     }
@@ -300,8 +325,21 @@ impl IoSystem {
     /// Runs until every message is delivered and the system is quiet.
     pub fn run(&mut self) -> Result<(), PlatformError> {
         // Let the initial RX doorbells and descriptor prefetches settle before measuring.
+        let received =
+            |s: &IoSystem| -> u64 { s.hosts.iter().map(|h| h.stats.frames_received).sum() };
+        let (mut mark, mut seen) = (self.guard.steps(), received(self));
         while let Some(t) = self.q.peek_time() {
             self.guard.step()?;
+            if self.guard.steps() - mark >= MAX_IDLE_EVENTS {
+                let now_seen = received(self);
+                if now_seen == seen {
+                    return Err(PlatformError::Stalled(format!(
+                        "the I/O run took {MAX_IDLE_EVENTS} events without a frame reaching a \
+                         driver"
+                    )));
+                }
+                (mark, seen) = (self.guard.steps(), now_seen);
+            }
             let Some((t, ev)) = self.q.pop_due(t) else {
                 break;
             };
@@ -476,6 +514,7 @@ impl IoSystem {
                 }
             },
             Ev::CoreNext(h) => self.core_next(h, now),
+            Ev::Resume(h) => self.try_send(h, now),
             Ev::Irq(h) => {
                 let hs = &mut self.hosts[h];
                 hs.stats.interrupts += 1;
@@ -586,7 +625,7 @@ impl IoSystem {
             return;
         };
         let end = match job {
-            Job::Send { msg, len, ack } => self.job_send(h, now, msg, len, ack),
+            Job::Send { msg, off, len, ack } => self.job_send(h, now, msg, off, len, ack),
             Job::Handler => {
                 self.hosts[h].handler_queued = false;
                 match self.job_handler(h, now, None) {
@@ -619,6 +658,40 @@ impl IoSystem {
         ctx + total.div_ceil(PAGE) as u32
     }
 
+    /// The sender's window in segments: the receiver's RX FIFO (frames). No loss recovery is
+    /// modelled, so the sender never has more segments unacknowledged (in a raw stream without
+    /// ACKs: not yet taken by the receiver's driver) than the receiver can hold unprocessed
+    /// without dropping one. (The window in bytes alone lets thousands of small
+    /// segments fly: 262,144 B is 4,096 segments of 64 B; a receiver slightly slower than its
+    /// sender then falls behind by a frame every few dozen messages and overflows its 512-frame
+    /// FIFO after about 64,000 of them.)
+    fn segment_window(&self) -> u64 {
+        self.cfg.nic.rx_fifo_frames as u64
+    }
+
+    /// Segments a send of `len` payload bytes puts on the wire.
+    fn segments(&self, len: u64) -> u64 {
+        len.div_ceil(self.cfg.driver.mss as u64).max(1)
+    }
+
+    /// The largest send (payload bytes): [`MAX_SEND`], no more segments than the segment window,
+    /// and no more descriptors than the TX ring holds beside an ACK's two.
+    fn send_size(&self) -> u64 {
+        let d = &self.cfg.driver;
+        let mss = d.mss as u64;
+        let by_window = self.segment_window() * mss;
+        // The ring holds tx_ring - 1 descriptors (tail != head); keep two for an ACK.
+        let room = (self.cfg.nic.tx_ring as u64).saturating_sub(3);
+        let by_ring = if d.tso {
+            // A context descriptor, then one data descriptor per page of header + payload.
+            (room.saturating_sub(1) * PAGE).saturating_sub(d.header_bytes as u64)
+        } else {
+            // A packet per segment, each with its context descriptor when the NIC wants one.
+            room / (self.cfg.nic.context_desc as u64 + 1) * mss
+        };
+        MAX_SEND.min(by_window).min(by_ring).max(mss)
+    }
+
     fn ring_room(&self, h: usize) -> u32 {
         let hs = &self.hosts[h];
         let ring = self.cfg.nic.tx_ring;
@@ -630,7 +703,7 @@ impl IoSystem {
         if self.hosts[h].send_queued {
             return;
         }
-        let Some(&(msg, len)) = self.hosts[h].app.front() else {
+        let Some(&(msg, off, len)) = self.hosts[h].app.front() else {
             return;
         };
         let f = &self.hosts[h].flow;
@@ -639,7 +712,33 @@ impl IoSystem {
         if self.cfg.driver.ack_every > 0 && f.sent > f.acked && f.sent - f.acked + len > window {
             return;
         }
+        if self.cfg.driver.ack_every == 0 {
+            // A raw stream has no ACKs: the receiver's backpressure (802.3x PAUSE, here without
+            // its delay) frees the window as its driver takes the segments.
+            let got = self.hosts[1 - h].flow.received;
+            let f = &mut self.hosts[h].flow;
+            while f.in_flight.front().is_some_and(|&e| e <= got) {
+                f.in_flight.pop_front();
+            }
+        }
+        let flying = self.hosts[h].flow.in_flight.len() as u64;
+        if flying > 0 && flying + self.segments(len) > self.segment_window() {
+            return;
+        }
         if self.descs_for(len) > self.ring_room(h) {
+            // The iDMA engine marks TX descriptors done on the die and raises no TX interrupt: in
+            // a raw stream (no ACKs, so no receive interrupts either) the driver reclaims them in
+            // its send path, as drivers do when the ring is full.
+            let hs = &mut self.hosts[h];
+            if matches!(hs.dev, Dev::Idma(..))
+                && self.cfg.driver.ack_every == 0
+                && !hs.handler_queued
+                && !hs.tx_posted.is_empty()
+            {
+                hs.handler_queued = true;
+                hs.jobs.push_back((now, Job::Handler));
+                self.kick(h, now);
+            }
             return;
         }
         let hs = &mut self.hosts[h];
@@ -649,6 +748,7 @@ impl IoSystem {
             now,
             Job::Send {
                 msg,
+                off,
                 len,
                 ack: None,
             },
@@ -657,12 +757,29 @@ impl IoSystem {
     }
 
     /// The application's send: stack, copy, descriptors, doorbell. Returns when the core is free.
-    fn job_send(&mut self, h: usize, now: Ps, msg: u64, len: u64, ack: Option<u64>) -> Ps {
+    fn job_send(
+        &mut self,
+        h: usize,
+        now: Ps,
+        msg: u64,
+        base: u64,
+        len: u64,
+        ack: Option<u64>,
+    ) -> Ps {
         let d = self.cfg.driver.clone();
         let is_ack = ack.is_some();
+        // The whole message's length goes in the header (the receiver checks each segment
+        // against it); an ACK carries none.
+        let msg_len = if is_ack {
+            0
+        } else {
+            self.messages[msg as usize].len
+        };
         if !is_ack {
             self.hosts[h].send_queued = false;
-            self.messages[msg as usize].start_ns = now as f64 / 1000.0;
+            if base == 0 {
+                self.messages[msg as usize].start_ns = now as f64 / 1000.0;
+            }
         }
         let sw = if is_ack {
             ns(d.ack_stack_ns)
@@ -675,11 +792,11 @@ impl IoSystem {
         let mss = d.mss as u64;
         let mut header = vec![0u8; hdr];
         header[0..8].copy_from_slice(&msg.to_le_bytes());
-        header[16..24].copy_from_slice(&len.to_le_bytes());
+        header[16..24].copy_from_slice(&msg_len.to_le_bytes());
         header[24..32].copy_from_slice(&ack.unwrap_or(0).to_le_bytes());
         header[32] = is_ack as u8;
         header[33] = h as u8;
-        let payload: Vec<u8> = (0..len).map(|o| pattern(msg, o)).collect();
+        let payload: Vec<u8> = (0..len).map(|o| pattern(msg, base + o)).collect();
         // Packets: one TSO send, or one packet per segment.
         let tso = d.tso && len > mss;
         let packets: Vec<(u64, u64)> = if tso || len <= mss {
@@ -693,7 +810,7 @@ impl IoSystem {
         let ctx_each = self.cfg.nic.context_desc || tso;
         for (off, plen) in packets {
             let mut bytes = header.clone();
-            bytes[8..16].copy_from_slice(&off.to_le_bytes());
+            bytes[8..16].copy_from_slice(&(base + off).to_le_bytes());
             bytes.extend_from_slice(&payload[off as usize..(off + plen) as usize]);
             let hs = &mut self.hosts[h];
             let first = hs.tx_tail;
@@ -724,9 +841,18 @@ impl IoSystem {
         if is_ack {
             hs.stats.acks_sent += 1;
         } else {
-            hs.stats.messages_sent += 1;
+            if base + len == msg_len {
+                hs.stats.messages_sent += 1;
+            }
+            for k in 1..=len.div_ceil(mss).max(1) {
+                hs.flow
+                    .in_flight
+                    .push_back(hs.flow.sent + (k * mss).min(len));
+            }
             hs.flow.sent += len;
-            self.messages[msg as usize].doorbell_ns = t as f64 / 1000.0;
+            if base == 0 {
+                self.messages[msg as usize].doorbell_ns = t as f64 / 1000.0;
+            }
         }
         // The doorbell (the tail), after a write barrier.
         let tail = self.hosts[h].tx_tail;
@@ -841,6 +967,14 @@ impl IoSystem {
                     let hs = &mut self.hosts[h];
                     if kind_ack {
                         hs.flow.acked = hs.flow.acked.max(cum);
+                        while hs
+                            .flow
+                            .in_flight
+                            .front()
+                            .is_some_and(|&e| e <= hs.flow.acked)
+                        {
+                            hs.flow.in_flight.pop_front();
+                        }
                         t += ns(d.ack_stack_ns);
                     } else {
                         t += ns(d.rx_stack_ns + d.copy_ns_per_byte * payload as f64);
@@ -871,6 +1005,11 @@ impl IoSystem {
                 self.doorbell(h, t, tail, true);
             }
         }
+        let peer = 1 - h;
+        if d.ack_every == 0 && !self.hosts[peer].app.is_empty() {
+            let prop = ns(self.cfg.wire.meters * self.cfg.wire.ns_per_meter);
+            self.push(t + prop, Ev::Resume(peer));
+        }
         for cum in acks {
             // ACKs are cumulative: with the TX ring (nearly) full one is skipped.
             if self.ring_room(h) < 2 {
@@ -881,6 +1020,7 @@ impl IoSystem {
                 t,
                 Job::Send {
                     msg: u64::MAX,
+                    off: 0,
                     len: 0,
                     ack: Some(cum),
                 },
@@ -990,7 +1130,14 @@ impl IoSystem {
         };
         let tx_stack = self.first_stack();
         IoStats {
-            time_ns: self.now as f64 / 1000.0,
+            // The run ends when its last event is handled and every core job has finished (a job
+            // ends after the event that started it: the last message completes inside one).
+            time_ns: self
+                .hosts
+                .iter()
+                .map(|h| h.core_free)
+                .fold(self.now, Ps::max) as f64
+                / 1000.0,
             kind: self
                 .hosts
                 .iter()
