@@ -344,10 +344,10 @@ def _rowclone_fork(fmt: str, overrides: dict[str, Any], sizes: list[int] | None,
 @app.command("larsen-idma")
 def larsen_idma(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
-    small: int = typer.Option(2000, "--small-count", min=1, max=64_000, help="64 B messages per Fig. 10 stream "
-                                                                              "(the model's limit: 64,000)."),
-    large: int = typer.Option(64, "--large-count", min=1, max=2_000, help="64 KB messages per Fig. 10 stream "
-                                                                          "(the model's limit: 2,000)."),
+    small: int = typer.Option(2000, "--small-count", min=1, max=100_000, help="64 B messages per Fig. 10 stream "
+                                                                              "(at most 100,000)."),
+    large: int = typer.Option(64, "--large-count", min=1, max=10_000, help="64 KB messages per Fig. 10 stream "
+                                                                          "(at most 10,000)."),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
