@@ -295,6 +295,19 @@ pub fn ci95(xs: &[f64]) -> f64 {
     t975(n - 1) * (var / n as f64).sqrt()
 }
 
+/// Each metric of `imps` over the mixes reduced to one number by `f` (a mean, an interval).
+fn per_metric(imps: &[Improvement], f: impl Fn(&[f64]) -> f64) -> Improvement {
+    let col = |g: fn(&Improvement) -> f64| f(&imps.iter().map(g).collect::<Vec<_>>());
+    Improvement {
+        weighted_speedup_improvement: col(|i| i.weighted_speedup_improvement),
+        instruction_throughput_improvement: col(|i| i.instruction_throughput_improvement),
+        harmonic_speedup_improvement: col(|i| i.harmonic_speedup_improvement),
+        max_slowdown_reduction: col(|i| i.max_slowdown_reduction),
+        bandwidth_per_instruction_reduction: col(|i| i.bandwidth_per_instruction_reduction),
+        energy_per_instruction_reduction: col(|i| i.energy_per_instruction_reduction),
+    }
+}
+
 /// Table 7 and Fig. 13 rows from the mixes' results.
 pub fn summarise(results: &[MixResult]) -> Vec<Row> {
     let mut cores: Vec<u32> = results.iter().map(|r| r.mix.cores).collect();
@@ -319,36 +332,12 @@ pub fn summarise(results: &[MixResult]) -> Vec<Row> {
                 imps.push(i);
             }
             let n = imps.len().max(1) as f64;
-            let mean = |f: fn(&Improvement) -> f64| imps.iter().map(f).sum::<f64>() / n;
-            let ci = |f: fn(&Improvement) -> f64| ci95(&imps.iter().map(f).collect::<Vec<_>>());
             rows.push(Row {
                 cores: c,
                 mechanism: (*label).into(),
                 mixes: imps.len() as u32,
-                mean: Improvement {
-                    weighted_speedup_improvement: mean(|i| i.weighted_speedup_improvement),
-                    instruction_throughput_improvement: mean(|i| {
-                        i.instruction_throughput_improvement
-                    }),
-                    harmonic_speedup_improvement: mean(|i| i.harmonic_speedup_improvement),
-                    max_slowdown_reduction: mean(|i| i.max_slowdown_reduction),
-                    bandwidth_per_instruction_reduction: mean(|i| {
-                        i.bandwidth_per_instruction_reduction
-                    }),
-                    energy_per_instruction_reduction: mean(|i| i.energy_per_instruction_reduction),
-                },
-                ci95: Improvement {
-                    weighted_speedup_improvement: ci(|i| i.weighted_speedup_improvement),
-                    instruction_throughput_improvement: ci(|i| {
-                        i.instruction_throughput_improvement
-                    }),
-                    harmonic_speedup_improvement: ci(|i| i.harmonic_speedup_improvement),
-                    max_slowdown_reduction: ci(|i| i.max_slowdown_reduction),
-                    bandwidth_per_instruction_reduction: ci(|i| {
-                        i.bandwidth_per_instruction_reduction
-                    }),
-                    energy_per_instruction_reduction: ci(|i| i.energy_per_instruction_reduction),
-                },
+                mean: per_metric(&imps, |xs| xs.iter().sum::<f64>() / n),
+                ci95: per_metric(&imps, ci95),
                 by_highly_intensive: by
                     .into_iter()
                     .map(|(k, v)| (k, v.len() as u32, v.iter().sum::<f64>() / v.len() as f64))
@@ -424,5 +413,65 @@ mod tests {
         let b: Vec<f64> = (0..400).map(|i| f64::from(i % 10)).collect();
         let r = ci95(&a) / ci95(&b);
         assert!((r - 2.0).abs() < 0.05, "{r}");
+    }
+
+    fn run(mechanism: &str, ws: f64) -> MixRun {
+        MixRun {
+            mechanism: mechanism.into(),
+            ipc: vec![ws / 2.0; 2],
+            weighted_speedup: ws,
+            instruction_throughput: ws,
+            harmonic_speedup: ws,
+            max_slowdown: 1.0 / ws,
+            bytes_per_instruction: 1.0 / ws,
+            energy_nj_per_instruction: 1.0 / ws,
+        }
+    }
+
+    #[test]
+    fn summary_rows_are_the_mean_and_interval_of_the_mixes() {
+        // Three 2-core mixes whose RowClone-ZI weighted speedup is 10%, 20% and 60% over the baseline.
+        let results: Vec<MixResult> = [1.1, 1.2, 1.6]
+            .iter()
+            .enumerate()
+            .map(|(k, &g)| MixResult {
+                mix: Mix {
+                    cores: 2,
+                    index: k as u32,
+                    apps: vec!["a".into(), "b".into()],
+                    highly_intensive: (k % 2) as u32,
+                },
+                alone_ipc: vec![1.0, 1.0],
+                runs: vec![
+                    run("baseline", 1.0),
+                    run("rowclone", 1.0),
+                    run("rowclone-zi", g),
+                ],
+            })
+            .collect();
+        let rows = summarise(&results);
+        let zi = rows.iter().find(|r| r.mechanism == "rowclone-zi").unwrap();
+        let ws = [0.1, 0.2, 0.6];
+        let mean = 0.3;
+        let sd = (ws
+            .iter()
+            .map(|x: &f64| (x - mean) * (x - mean))
+            .sum::<f64>()
+            / 2.0)
+            .sqrt();
+        assert_eq!(zi.mixes, 3);
+        assert!((zi.mean.weighted_speedup_improvement - mean).abs() < 1e-12);
+        assert!((zi.ci95.weighted_speedup_improvement - 4.303 * sd / 3f64.sqrt()).abs() < 1e-12);
+        // Maximum slowdown 1/g: reductions 1 - 1/g.
+        let ms: Vec<f64> = [1.1, 1.2, 1.6]
+            .iter()
+            .map(|g: &f64| 1.0 - 1.0 / g)
+            .collect();
+        assert!((zi.mean.max_slowdown_reduction - ms.iter().sum::<f64>() / 3.0).abs() < 1e-12);
+        assert!((zi.ci95.max_slowdown_reduction - ci95(&ms)).abs() < 1e-12);
+        let rc = rows.iter().find(|r| r.mechanism == "rowclone").unwrap();
+        assert_eq!(rc.mean, Improvement::default());
+        assert_eq!(rc.ci95, Improvement::default());
+        assert_eq!(zi.by_highly_intensive.len(), 2);
     }
 }
