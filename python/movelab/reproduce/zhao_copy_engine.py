@@ -438,7 +438,7 @@ def plot_sensitivity(rows: list[dict[str, Any]], path: Path) -> None:
         handles, names = ax.get_legend_handles_labels()
         uniq = dict(zip(names, handles, strict=True))
         ax.legend(uniq.values(), uniq.keys(), frameon=False, fontsize=7)
-    axes[0].set_ylabel("reduction of the reference BASE time, %")
+        ax.set_ylabel("reduction of the reference BASE time, %")
     fig.suptitle("Zhao et al. Figs. 12-14: off-die engine on UMA/EMC, 1 KB packets, out-of-order core", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
