@@ -134,5 +134,5 @@ def test_every_plot_axis_is_labelled(tmp_path, monkeypatch) -> None:
     rl.plot(rl.run(), tmp_path / "rl.png")
     zc.write(zc.run(packets=5), tmp_path)
     rf.write(rf.run(None, [4], [2, 8], 8), tmp_path)
-    assert len(list(tmp_path.glob("*.png"))) == 1 + 3 + 4
+    assert len(list(tmp_path.glob("*.png"))) == 1 + 4 + 4
     assert not unlabelled, "\n".join(unlabelled)

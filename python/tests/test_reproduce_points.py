@@ -25,8 +25,11 @@ def cli(*args: object, code: int = 0) -> str:
 def test_zhao_points_assemble_to_the_whole_run() -> None:
     whole = json.loads(_core.reproduce_zhao(None, 5, None, None))
     pts = zc.points(None, 5)
-    assert len(pts) == 7  # six Table 3 cells and the figures
-    assert zc.assemble([zc.point(p) for p in pts]) == whole
+    # six Table 3 cells, the figures, and the five settings of Figs. 12-14 other than Table 2's
+    assert len(pts) == 12
+    assembled = zc.assemble([zc.point(p) for p in pts])
+    assert [r for r in assembled if r["figure"] not in zc.SENSITIVITY] == whole
+    assert len([r for r in assembled if r["figure"] in zc.SENSITIVITY]) == (2 + 3 + 3) * 4
     # Without the 1 KB cell the figures measure their own base, with the same result.
     only = zc.assemble([zc.point(p) for p in zc.points(None, 5, [512])])
     assert [r for r in only if r["figure"] != "table3" and r["placement"] == "on-die"] == \

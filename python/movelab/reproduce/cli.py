@@ -66,7 +66,7 @@ def _check_format(fmt: str) -> None:
 FILES = {
     "rowclone-latency": ["rowclone-latency.json", "rowclone-latency.csv", "rowclone-latency.png"],
     "zhao-copy-engine": ["zhao-copy-engine.json", "zhao-copy-engine.csv", "zhao-copy-engine-table3.png",
-                         "zhao-copy-engine-fig11.png", "zhao-copy-engine-fig15.png"],
+                         "zhao-copy-engine-fig11.png", "zhao-copy-engine-fig15.png", "zhao-copy-engine-fig12-14.png"],
     "rowclone-fork": ["rowclone-fork.json", "rowclone-fork.csv", "rowclone-fork-fmtc.png", "rowclone-fork-speedup.png",
                       "rowclone-fork-energy.png", "rowclone-fork-bulk-zero.png"],
     "larsen-idma": ["larsen-idma.json", "larsen-idma.csv", "larsen-idma-stacks.png", "larsen-idma-fig10.png"],
@@ -300,7 +300,7 @@ def zhao_copy_engine(
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
-    """Zhao et al. (IEEE TC 2007) Table 3, Fig. 11, Table 4, Fig. 15: TCP/IP receive with copy engines."""
+    """Zhao et al. (IEEE TC 2007) Table 3, Fig. 11, Table 4, Figs. 12-15: TCP/IP receive with copy engines."""
     check_output_dir(out, FILES["zhao-copy-engine"], force)
     _zhao_copy_engine(fmt, parse_set(set_), packets, out, force)
 
@@ -445,7 +445,11 @@ def rowclone_multicore(
     set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE (rowclone-multicore).",
                                           show_default=False),
     app_param: list[str] | None = typer.Option(None, "--app-param", help=_APP_PARAM_HELP, show_default=False),
-    mixes: int = typer.Option(10, "--mixes", min=1, max=10_000, help="Mixes per core count."),
+    mixes: int | None = typer.Option(None, "--mixes", min=1, max=10_000,
+                                     help="Mixes per core count [default: a sample of the paper's counts in "
+                                          "their proportions: 24, 9, 7 on 2, 4, 8 cores].", show_default=False),
+    full: bool = typer.Option(False, "--full", help="The paper's mix counts: 138, 50, 40 on 2, 4, 8 cores "
+                                                    "(several times the default's run time) [default: off]."),
     seed: int = typer.Option(7, "--seed", min=0, max=(1 << 63) - 1, help="Seed of the mixes' draw."),
     cores: str | None = typer.Option(None, "--cores", help="Core counts, even, 2 to 8 [default: 2,4,8].",
                                      show_default=False),
@@ -455,12 +459,24 @@ def rowclone_multicore(
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """RowClone (MICRO 2013) section 7.4: multi-programmed mixes on 2, 4 and 8 cores (Table 7, Fig. 13)."""
+    if full and mixes is not None:
+        raise typer.BadParameter("give --mixes or --full, not both", param_hint="--full")
     check_output_dir(out, FILES["rowclone-multicore"], force)
-    _rowclone_multicore(fmt, parse_set(set_), _app_params(app_param), mixes, seed, _int_list(cores, "--cores", 8),
-                        instructions, warmup, out, force)
+    _rowclone_multicore(fmt, parse_set(set_), _app_params(app_param), _mix_counts(mixes, full), seed,
+                        _int_list(cores, "--cores", 8), instructions, warmup, out, force)
 
 
-def _rowclone_multicore(fmt: str, overrides: dict[str, Any], app_params: dict[str, int] | None, mixes: int,
+def _mix_counts(mixes: int | None, full: bool) -> int | dict[int, int]:
+    """Mixes per core count: ``--mixes N``, the paper's (``--full``) or the default sample."""
+    from movelab.reproduce import rowclone_multicore as rm
+
+    if mixes is not None:
+        return mixes
+    return dict(rm.PAPER_MIXES if full else rm.SAMPLE_MIXES)
+
+
+def _rowclone_multicore(fmt: str, overrides: dict[str, Any], app_params: dict[str, int] | None,
+                        mixes: int | dict[int, int],
                         seed: int, cores: list[int] | None, instructions: int, warmup: int, out: Path | None,
                         force: bool = False) -> None:
     from movelab.reproduce import rowclone_multicore as rm
@@ -492,7 +508,8 @@ def all_cmd(
     packets, small, large = (50, 200, 8) if quick else (200, 2000, 64)
     sizes, pages, zero_pages = ([8], [2, 64], 64) if quick else (None, None, 1024)
     payloads = [64, 1472] if quick else None
-    instructions, warmup, mixes = (10_000, 5_000, 2) if quick else (100_000, 50_000, 10)
+    instructions, warmup = (10_000, 5_000) if quick else (100_000, 50_000)
+    mixes = 2 if quick else _mix_counts(None, False)
     jobs = [
         ("rowclone-latency", lambda d: _rowclone_latency("table", "rowclone-ddr3-1066", {}, d, force)),
         ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, packets, d, force)),

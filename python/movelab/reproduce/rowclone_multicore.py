@@ -30,13 +30,20 @@ NAME = "rowclone-multicore"
 ROW_KEY = ["cores", "mechanism"]
 METRICS = ["weighted_speedup_improvement", "instruction_throughput_improvement", "harmonic_speedup_improvement",
            "max_slowdown_reduction", "bandwidth_per_instruction_reduction", "energy_per_instruction_reduction"]
-KEYS = ["cores", "mechanism", "mixes", *[k for m in METRICS for k in (m, f"paper_{m}")], "by_highly_intensive"]
+KEYS = ["cores", "mechanism", "mixes", *[k for m in METRICS for k in (m, f"paper_{m}")], "by_highly_intensive",
+        *[f"{m}_ci95" for m in METRICS]]
 LABELS = {"weighted_speedup_improvement": "weighted speedup", "instruction_throughput_improvement":
           "instruction throughput", "harmonic_speedup_improvement": "harmonic speedup",
           "max_slowdown_reduction": "maximum slowdown (reduction)",
           "bandwidth_per_instruction_reduction": "bandwidth / instruction (reduction)",
           "energy_per_instruction_reduction": "energy / instruction (reduction)"}
 CORES = [2, 4, 8]
+#: The paper's workload counts per core count (section 7.4: 138, 50 and 40), run by ``--full`` and
+#: ``make bench`` (about six times the default's simulation; over five minutes on two cores).
+PAPER_MIXES = {2: 138, 4: 50, 8: 40}
+#: The default: a sample of the paper's counts in their proportions (18%, so that ``make reproduce``
+#: stays under five minutes on two cores), each cell reported with its 95% confidence interval.
+SAMPLE_MIXES = {2: 24, 4: 9, 6: 8, 8: 7}
 MIXES = 10
 SEED = 7
 MAX_MIXES = 10_000
@@ -59,11 +66,13 @@ def _paper_cells(cores: int, mech: str, p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def mixes(seed: int = SEED, cores: list[int] | None = None, n: int = MIXES) -> list[dict[str, Any]]:
-    """The seeded mixes (each: cores, index, apps, highly_intensive)."""
+def mixes(seed: int = SEED, cores: list[int] | None = None, n: int | Mapping[int, int] = MIXES) -> list[dict[str, Any]]:
+    """The seeded mixes (each: cores, index, apps, highly_intensive); ``n`` mixes per core count, or
+    ``n[cores]`` (a mix does not depend on how many others are drawn)."""
     out = []
     for c in cores or CORES:
-        out.extend(json.loads(_core.rowclone_mixes(seed, c, n)))
+        k = n[c] if isinstance(n, Mapping) else n
+        out.extend(json.loads(_core.rowclone_mixes(seed, c, k)))
     return out
 
 
@@ -71,8 +80,12 @@ def _check(cores: Any, n: Any, seed: Any) -> list[int]:
     cs = list(cores) if cores is not None else CORES
     if not cs or any(isinstance(c, bool) or not isinstance(c, int) or c not in (2, 4, 6, 8) for c in cs):
         raise ValueError(f"cores: {cs!r} must be a list of even core counts from 2 to 8")
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_MIXES:
-        raise ValueError(f"mixes: {n!r} must be an integer from 1 to {MAX_MIXES:,}")
+    if isinstance(n, Mapping) and (missing := [c for c in cs if c not in n]):
+        raise ValueError(f"mixes: no mix count for {missing} cores (given for {sorted(n)})")
+    counts = [n[c] for c in cs] if isinstance(n, Mapping) else [n]
+    if any(isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_MIXES for k in counts):
+        raise ValueError(f"mixes: {n!r} must be an integer from 1 to {MAX_MIXES:,}"
+                         + (" for every core count" if isinstance(n, Mapping) else ""))
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
         raise ValueError(f"seed: {seed!r} must be a non-negative 64-bit integer")
     return sorted(set(cs))
@@ -81,14 +94,16 @@ def _check(cores: Any, n: Any, seed: Any) -> list[int]:
 def run_mixes(
     overrides: Mapping[str, Any] | None = None,
     cores: list[int] | None = None,
-    n_mixes: int = MIXES,
+    n_mixes: int | Mapping[int, int] = MIXES,
     seed: int = SEED,
     instructions: int = INSTRUCTIONS,
     warmup: int = WARMUP,
     app_params: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every mix's result (the mix, its alone IPCs, its runs under the three mechanisms): the alone
+    """Every mix's result (the mix, its alone IPCs, its runs under the three mechanisms); ``n_mixes``
+    per core count, or a mapping from core count to mixes (:data:`SAMPLE_MIXES`,
+    :data:`PAPER_MIXES`). The alone
     runs first (one per application, reused by every mix), then the mixes, on the executor."""
     if overrides is not None and not isinstance(overrides, Mapping):
         raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
@@ -138,6 +153,7 @@ def rows_of(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row.update(_paper_cells(r["cores"], r["mechanism"], p))
         for m in METRICS:
             row[m] = round(row[m], 4)
+            row[f"{m}_ci95"] = round(r["ci95"][m], 4)
         row["by_highly_intensive"] = [[k, n, round(v, 4)] for k, n, v in r["by_highly_intensive"]]
         out.append(row)
     return ledger.label_rows(NAME, out, ROW_KEY, METRICS)
@@ -169,7 +185,8 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
     t = table("RowClone Table 7: improvement over the baseline, % (mean over the mixes; paper's in parentheses)",
               "WS weighted speedup, IT instruction throughput, HS harmonic speedup, MS maximum slowdown "
               "(reduction), BW/i memory bandwidth per instruction (reduction), E/i memory energy per "
-              "instruction (reduction). Paper: Table 7 (RowClone-ZI; 138, 50, 40 workloads); RowClone's "
+              "instruction (reduction); under each mean, \u00b1 its 95% confidence interval over the mixes (the draw). "
+              "Paper: Table 7 (RowClone-ZI; 138, 50, 40 workloads); RowClone's "
               "4-core WS is Fig. 12's mean. Mixes here: " + ", ".join(f"{n[c]} on {c} cores" for c in cores),
               tight=True)
     t.add_column("cores", justify="right", no_wrap=True)
@@ -184,7 +201,9 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
         cells = []
         for m in METRICS:
             pv = r.get(f"paper_{m}")
-            cells.append(fraction(r[m]) + ("" if pv is None else f" ({pv * 100:.0f})"))
+            ci = r.get(f"{m}_ci95")
+            cells.append(fraction(r[m]) + ("" if pv is None else f" ({pv * 100:.0f})")
+                         + ("" if ci is None else f"\n\u00b1{ci * 100:.1f}"))
         t.add_row(str(r["cores"]), "RC" if r["mechanism"] == "rowclone" else "RC-ZI", *cells)
     out = [group(t)]
     t = table("RowClone Fig. 13: weighted speedup improvement, % (mixes), by highly copy-intensive applications "

@@ -6,7 +6,10 @@ Platform" (IEEE TC 2007): TCP/IP receive processing with a copy engine.
   split into faster copies and overlap with other work;
 * Fig. 11: the on-die engine on the NUMA/IMC platform against the off-die one (1 KB, out-of-order);
 * Table 4: early notification with the acknowledgment before or after the multiline snoop;
-* Fig. 15: the on-die engine writing the destination into the cache.
+* Fig. 15: the on-die engine writing the destination into the cache;
+* Figs. 12-14: the off-die engine (1 KB, out-of-order) with memory bandwidth 3.2 / 6.4 GB/s, memory
+  latency 110 / 95 / 80 ns and CPU clock 2 / 3 / 4 GHz, each against BASE at the first setting
+  (:data:`SENSITIVITY` says how each setting is made).
 
 The runs are the platform model's (Rust: ``experiments::zhao_copy_engine``); the paper's values are
 data (``presets/papers/zhao-copy-engine.toml``). Fractions are of the BASE system's time.
@@ -31,13 +34,44 @@ NAME = "zhao-copy-engine"
 ROW_KEY = ["figure", "core", "payload_bytes", "mode", "placement", "variant"]
 KEYS = ["figure", "core", "payload_bytes", "mode", "placement", "variant", "reduction", "faster_copy", "overlap",
         "time_ns", "base_time_ns", "ipc", "mean_copy_ns", "paper_reduction", "paper_faster_copy", "paper_overlap",
-        "cache_gain", "paper_cache_gain"]
+        "cache_gain", "paper_cache_gain", "change", "paper_change"]
 CORES = ["in-order", "out-of-order"]
 MODES = ["SYNC_NLB", "SYNC_WLB", "ASYNC"]
 #: Platform keys the experiment sets itself for each run (an override of them would be dropped).
 SETS = ["core.kind", "copy.mechanism", "copy.mode", "copy.placement", "copy.snoop_ack", "copy.dest_to_cache"]
 _FRACTIONS = {"reduction", "faster_copy", "overlap", "paper_reduction", "paper_faster_copy", "paper_overlap",
-              "cache_gain", "paper_cache_gain"}
+              "cache_gain", "paper_cache_gain", "change", "paper_change"}
+
+# Figs. 12-14 (sections 6.5, 6.6): the off-die engine on UMA/EMC, 1 KB packets, out-of-order core, with
+# one platform parameter moved. Each setting: (label, its value, the platform overrides). The first
+# setting is the figure's reference (its BASE is the 100% of every bar); the Table 2 platform is one
+# of the settings and is not run again (Table 3's out-of-order 1 KB cell is the same run).
+# - Fig. 12, memory bandwidth 3.2 -> 6.4 "GHz": Table 2's memory is two DDR2-400 channels of 3.2 GB/s
+#   each (6.4 GB/s); 3.2 GB/s is one channel (modelling choice: the paper does not say how it halved
+#   the bandwidth; the front-side bus keeps its 6.4 GB/s).
+# - Fig. 13, memory latency 110 / 95 / 80 ns: the unloaded latency of section 6.1 ("approximately 80
+#   ns ... include the delays taken to propagate the request and response via a realistic chipset")
+#   grows by 15 and 30 ns in the chipset, half on the request's way and half on the response's; the
+#   DRAM's 15-15-15 ns timings of Table 2 stay as they are.
+# - Fig. 14, CPU clock 2 / 3 / 4 GHz: the core's clock; caches keep their latencies in cycles, the bus
+#   and memory theirs in ns ("the memory subsystem is not scaled at all").
+FIGURE_MODES = ["BASE", *MODES]
+#: Table 2's chipset latencies (presets/platforms/zhao-uma-emc.toml), to which Fig. 13 adds.
+_REQUEST_NS, _RESPONSE_NS = 12.0, 6.0
+
+
+def _latency(extra_ns: float) -> dict[str, Any]:
+    return {"interconnect": {"request_ns": _REQUEST_NS + extra_ns / 2, "response_ns": _RESPONSE_NS + extra_ns / 2}}
+
+
+SENSITIVITY: dict[str, list[tuple[str, float, dict[str, Any]]]] = {
+    "fig12": [("memory 3.2 GB/s", 3.2, {"memory": {"dram": {"channels": 1}}}), ("memory 6.4 GB/s", 6.4, {})],
+    "fig13": [("latency 110 ns", 110, _latency(30)), ("latency 95 ns", 95, _latency(15)), ("latency 80 ns", 80, {})],
+    "fig14": [("CPU 2 GHz", 2, {"core": {"clock_mhz": 2000}}), ("CPU 3 GHz", 3, {}),
+              ("CPU 4 GHz", 4, {"core": {"clock_mhz": 4000}})],
+}
+#: Platform keys Figs. 12-14 set (a user override of them is refused, as it would be dropped).
+SENSITIVITY_SETS = ["memory.dram.channels", "interconnect.request_ns", "interconnect.response_ns", "core.clock_mhz"]
 
 
 #: Bounds of the run's sizes (a million packets is hours of simulation; a 64 KB payload is a jumbo
@@ -64,7 +98,7 @@ def run(
                                                      or not 1 <= p <= MAX_PAYLOAD for p in payloads)):
         raise ValueError(f"payloads: {payloads!r} must be byte counts from 1 to {MAX_PAYLOAD:,}")
     if overrides:
-        refuse_keys(dict(overrides), SETS, "zhao-copy-engine")
+        refuse_keys(dict(overrides), SETS + SENSITIVITY_SETS, "zhao-copy-engine")
     pts = points(overrides, packets, payloads)
     rows = []
     for r in assemble(run_points(point, pts, progress)):
@@ -87,11 +121,28 @@ def points(overrides: Mapping[str, Any] | None = None, packets: int = 200,
     Fig. 15) as one more."""
     base = {"overrides": dict(overrides) if overrides else None, "packets": packets}
     cells = [{**base, "core": c, "payload": p} for c in CORES for p in (payloads or [512, 1024, 1400])]
-    return [*cells, {**base, "figures": True}]
+    # Figs. 12-14: the settings other than Table 2's (which is the out-of-order 1 KB cell above).
+    sens = [{**base, "sensitivity": fig, "setting": label, "setting_overrides": ov}
+            for fig, settings in SENSITIVITY.items() for label, _, ov in settings
+            if ov and 1024 in (payloads or [1024])]
+    return [*cells, {**base, "figures": True}, *sens]
+
+
+def _merge(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> dict[str, Any]:
+    """``a`` with ``b`` layered on (tables merged key by key)."""
+    out = dict(a or {})
+    for k, v in b.items():
+        old = out.get(k)
+        out[k] = _merge(old, v) if isinstance(v, Mapping) and (old is None or isinstance(old, Mapping)) else v
+    return out
 
 
 def point(p: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of one point of :func:`points` (the model's, unrounded)."""
+    if p.get("sensitivity"):
+        ov = json.dumps(_merge(p.get("overrides"), p["setting_overrides"]))
+        raw = json.loads(_core.reproduce_zhao(ov, p["packets"], [1024], None, ["out-of-order"], False))
+        return [{**r, "figure": p["sensitivity"], "variant": p["setting"]} for r in raw]
     ov = json.dumps(p["overrides"]) if p.get("overrides") else None
     if p.get("figures"):
         raw = _core.reproduce_zhao(ov, p["packets"], [1024], None, [], True)
@@ -104,12 +155,68 @@ def assemble(results: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The points' rows in the order one whole run gives them: Table 3, then Fig. 11 with the
     off-die bars (Table 3's out-of-order 1 KB cells) after the on-die ones, Table 4, Fig. 15."""
     t3 = [r for rs in results for r in rs if r["figure"] == "table3"]
-    figs = [r for rs in results for r in rs if r["figure"] != "table3"]
+    figs = [r for rs in results for r in rs if r["figure"] not in ("table3", *SENSITIVITY)]
     on_die = [r for r in figs if r["figure"] == "fig11"]
     off_die = [{**r, "figure": "fig11", "paper_reduction": None, "paper_faster_copy": None, "paper_overlap": None}
                for r in t3 if r["core"] == "out-of-order" and r["payload_bytes"] == 1024]
     rest = [r for r in figs if r["figure"] != "fig11"]
-    return t3 + (on_die + off_die if on_die else []) + rest
+    sens = [r for rs in results for r in rs if r["figure"] in SENSITIVITY]
+    return t3 + (on_die + off_die if on_die else []) + rest + sensitivity_rows(t3, sens)
+
+
+def sensitivity_rows(t3: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Figs. 12-14 from the runs at each setting (Table 3's out-of-order 1 KB rows are the Table 2
+    setting): per figure, setting and mode, the reduction of execution time against BASE at the
+    figure's first setting, and ``change``, the points the mode gained since that first setting.
+    Empty when the runs do not include the Table 2 setting's cell."""
+    ref_cell = [r for r in t3 if r["core"] == "out-of-order" and r["payload_bytes"] == 1024]
+    if not ref_cell or not runs:
+        return []
+    paper = paper_data(NAME)
+    out = []
+    for fig, settings in SENSITIVITY.items():
+        # time of each (setting, mode): BASE is each row's base_time_ns
+        times: dict[tuple[str, str], float] = {}
+        ipc: dict[tuple[str, str], Any] = {}
+        copy_ns: dict[tuple[str, str], Any] = {}
+        for label, _, ov in settings:
+            rs = ref_cell if not ov else [r for r in runs if r["figure"] == fig and r["variant"] == label]
+            for r in rs:
+                times[(label, r["mode"])] = r["time_ns"]
+                times[(label, "BASE")] = r["base_time_ns"]
+                ipc[(label, r["mode"])] = r["ipc"]
+                copy_ns[(label, r["mode"])] = r["mean_copy_ns"]
+        first = settings[0][0]
+        if (first, "BASE") not in times:
+            continue
+        ref = times[(first, "BASE")]
+        for label, value, _ in settings:
+            for mode in FIGURE_MODES:
+                t = times.get((label, mode))
+                if t is None:
+                    continue
+                reduction = 1.0 - t / ref
+                change = reduction - (1.0 - times[(first, mode)] / ref) if (first, mode) in times else None
+                pr, pc = _paper_sensitivity(paper, fig, mode, value)
+                out.append({"figure": fig, "core": "out-of-order", "payload_bytes": 1024, "mode": mode,
+                            "placement": "off-die", "variant": label, "reduction": reduction, "faster_copy": None,
+                            "overlap": None, "time_ns": t, "base_time_ns": ref, "ipc": ipc.get((label, mode)),
+                            "mean_copy_ns": copy_ns.get((label, mode)), "paper_reduction": pr,
+                            "paper_faster_copy": None, "paper_overlap": None, "cache_gain": None,
+                            "paper_cache_gain": None, "change": None if label == first else change,
+                            "paper_change": pc})
+    return out
+
+
+def _paper_sensitivity(paper: Mapping[str, Any], fig: str, mode: str, value: float) -> tuple[Any, Any]:
+    """The paper's reduction and change for ``fig``'s ``mode`` at setting ``value`` (None where the text
+    gives none)."""
+    key = {"fig13": "latency_ns", "fig14": "clock_ghz"}.get(fig)
+    entries = paper.get(fig, []) if key else []
+    for e in entries if isinstance(entries, list) else []:
+        if e.get("mode") == mode and float(e.get(key, -1)) == float(value):
+            return e.get("reduction"), e.get("change")
+    return None, None
 
 
 def _pair(v: Any, p: Any) -> str:
@@ -169,6 +276,29 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
         for r in t4:
             t.add_row(r["variant"], fraction(r["reduction"]), fraction(r["paper_reduction"]),
                       f"{r['mean_copy_ns']:.0f}")
+        out.append(group(t))
+
+    titles = {"fig12": "Fig. 12: memory bandwidth", "fig13": "Fig. 13: memory latency", "fig14": "Fig. 14: CPU clock"}
+    for fig, settings in SENSITIVITY.items():
+        rs = {(r["variant"], r["mode"]): r for r in rows if r["figure"] == fig}
+        if not rs:
+            continue
+        t = table(f"{titles[fig]} (off-die engine, UMA/EMC, 1 KB, out-of-order); reduction % of BASE at "
+                  f"{settings[0][0]}: movelab (paper)",
+                  f"change: points gained from {settings[0][0]} to the last setting (paper's in parentheses)")
+        t.add_column("mode", no_wrap=True)
+        for label, _, _ in settings:
+            t.add_column(label, justify="right", no_wrap=True)
+        t.add_column("change", justify="right", no_wrap=True)
+        last = settings[-1][0]
+        for mode in FIGURE_MODES:
+            cells = []
+            for label, _, _ in settings:
+                r = rs.get((label, mode))
+                cells.append("-" if r is None else _pair(r["reduction"], r["paper_reduction"]))
+            r = rs.get((last, mode))
+            cells.append("-" if r is None else _pair(r["change"], r["paper_change"]))
+            t.add_row(mode, *cells)
         out.append(group(t))
 
     f15 = [r for r in rows if r["figure"] == "fig15"]
@@ -282,6 +412,39 @@ def plot_fig15(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+def plot_sensitivity(rows: list[dict[str, Any]], path: Path) -> None:
+    """Figs. 12-14: each mode's reduction against the figure's reference BASE, per setting; the
+    paper's values (where its text gives them) as marks."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True)
+    titles = {"fig12": "Fig. 12: memory bandwidth", "fig13": "Fig. 13: memory latency", "fig14": "Fig. 14: CPU clock"}
+    for ax, (name, settings) in zip(axes, SENSITIVITY.items(), strict=True):
+        rs = {(r["variant"], r["mode"]): r for r in rows if r["figure"] == name}
+        labels = [label for label, _, _ in settings]
+        w = 0.8 / len(labels)
+        for k, label in enumerate(labels):
+            xs = [i + (k - (len(labels) - 1) / 2) * w for i in range(len(FIGURE_MODES))]
+            vals = [(rs[(label, m)]["reduction"] * 100 if (label, m) in rs else 0.0) for m in FIGURE_MODES]
+            ax.bar(xs, vals, w, label=label)
+            pts = [(x, rs[(label, m)]["paper_reduction"] * 100) for x, m in zip(xs, FIGURE_MODES, strict=True)
+                   if (label, m) in rs and rs[(label, m)]["paper_reduction"] is not None]
+            if pts:
+                ax.plot([x for x, _ in pts], [v for _, v in pts], "k_", markersize=12,
+                        label="paper (text)" if k == 0 or name == "fig14" else None)
+        ax.set_xticks(range(len(FIGURE_MODES)), FIGURE_MODES, fontsize=8)
+        ax.set_xlabel("copy mode (BASE: the core copies)")
+        ax.set_title(f"{titles[name]} (vs BASE at {labels[0]})", fontsize=9)
+        ax.axhline(0, color="black", linewidth=0.6)
+        handles, names = ax.get_legend_handles_labels()
+        uniq = dict(zip(names, handles, strict=True))
+        ax.legend(uniq.values(), uniq.keys(), frameon=False, fontsize=7)
+        ax.set_ylabel("reduction of the reference BASE time, %")
+    fig.suptitle("Zhao et al. Figs. 12-14: off-die engine on UMA/EMC, 1 KB packets, out-of-order core", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """Writes the JSON, CSV and PNGs into ``out``; returns the paths."""
     paths = write_rows(rows, out, NAME, KEYS)
@@ -289,6 +452,8 @@ def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     plot_table3(rows, paths[2])
     plot_fig11(rows, paths[3])
     plot_fig15(rows, paths[4])
+    paths.append(out / f"{NAME}-fig12-14.png")
+    plot_sensitivity(rows, paths[-1])
     return paths
 
 

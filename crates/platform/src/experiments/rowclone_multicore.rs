@@ -257,8 +257,55 @@ pub struct Row {
     pub mixes: u32,
     #[serde(flatten)]
     pub mean: Improvement,
+    /// Half-width of each mean's 95% confidence interval over the mixes (Student's t; zero with
+    /// one mix): the mean is `mean +/- ci95`, the draw of mixes being the sample.
+    pub ci95: Improvement,
     /// (highly copy-intensive applications in the mix, mixes, mean weighted speedup improvement).
     pub by_highly_intensive: Vec<(u32, u32, f64)>,
+}
+
+/// Student's t for a two-sided 95% interval with `df` degrees of freedom: the table for 1 to 10,
+/// then the Cornish-Fisher expansion around the normal quantile (within 0.002 of the table from
+/// 11 on).
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 10] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    ];
+    if df == 0 {
+        return f64::NAN;
+    }
+    if df <= T.len() {
+        return T[df - 1];
+    }
+    let z: f64 = 1.959_964;
+    let d = df as f64;
+    z + (z.powi(3) + z) / (4.0 * d)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
+        + (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / (384.0 * d.powi(3))
+}
+
+/// Half-width of the 95% confidence interval of the mean of `xs` (0 with fewer than two values).
+pub fn ci95(xs: &[f64]) -> f64 {
+    let n = xs.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let m = xs.iter().sum::<f64>() / n as f64;
+    let var = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64;
+    t975(n - 1) * (var / n as f64).sqrt()
+}
+
+/// Each metric of `imps` over the mixes reduced to one number by `f` (a mean, an interval).
+fn per_metric(imps: &[Improvement], f: impl Fn(&[f64]) -> f64) -> Improvement {
+    let col = |g: fn(&Improvement) -> f64| f(&imps.iter().map(g).collect::<Vec<_>>());
+    Improvement {
+        weighted_speedup_improvement: col(|i| i.weighted_speedup_improvement),
+        instruction_throughput_improvement: col(|i| i.instruction_throughput_improvement),
+        harmonic_speedup_improvement: col(|i| i.harmonic_speedup_improvement),
+        max_slowdown_reduction: col(|i| i.max_slowdown_reduction),
+        bandwidth_per_instruction_reduction: col(|i| i.bandwidth_per_instruction_reduction),
+        energy_per_instruction_reduction: col(|i| i.energy_per_instruction_reduction),
+    }
 }
 
 /// Table 7 and Fig. 13 rows from the mixes' results.
@@ -285,23 +332,12 @@ pub fn summarise(results: &[MixResult]) -> Vec<Row> {
                 imps.push(i);
             }
             let n = imps.len().max(1) as f64;
-            let mean = |f: fn(&Improvement) -> f64| imps.iter().map(f).sum::<f64>() / n;
             rows.push(Row {
                 cores: c,
                 mechanism: (*label).into(),
                 mixes: imps.len() as u32,
-                mean: Improvement {
-                    weighted_speedup_improvement: mean(|i| i.weighted_speedup_improvement),
-                    instruction_throughput_improvement: mean(|i| {
-                        i.instruction_throughput_improvement
-                    }),
-                    harmonic_speedup_improvement: mean(|i| i.harmonic_speedup_improvement),
-                    max_slowdown_reduction: mean(|i| i.max_slowdown_reduction),
-                    bandwidth_per_instruction_reduction: mean(|i| {
-                        i.bandwidth_per_instruction_reduction
-                    }),
-                    energy_per_instruction_reduction: mean(|i| i.energy_per_instruction_reduction),
-                },
+                mean: per_metric(&imps, |xs| xs.iter().sum::<f64>() / n),
+                ci95: per_metric(&imps, ci95),
                 by_highly_intensive: by
                     .into_iter()
                     .map(|(k, v)| (k, v.len() as u32, v.iter().sum::<f64>() / v.len() as f64))
@@ -342,4 +378,100 @@ pub fn run(
         progress(done, total);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_quantiles_match_the_published_table() {
+        // Two-sided 95% quantiles of Student's t (any statistics table).
+        for (df, t) in [
+            (1, 12.706),
+            (5, 2.571),
+            (10, 2.228),
+            (11, 2.201),
+            (20, 2.086),
+            (30, 2.042),
+        ] {
+            assert!((t975(df) - t).abs() < 2e-3, "df {df}: {} vs {t}", t975(df));
+        }
+        for (df, t) in [(39, 2.023), (49, 2.010), (137, 1.977), (1000, 1.962)] {
+            assert!((t975(df) - t).abs() < 2e-3, "df {df}: {} vs {t}", t975(df));
+        }
+    }
+
+    #[test]
+    fn confidence_interval_of_a_mean() {
+        assert_eq!(ci95(&[0.3]), 0.0);
+        assert!(ci95(&[0.2, 0.2, 0.2]) < 1e-12);
+        // [1, 2, 3]: s = 1, s / sqrt(3), t(2) = 4.303.
+        assert!((ci95(&[1.0, 2.0, 3.0]) - 4.303 / 3f64.sqrt()).abs() < 1e-9);
+        // Four times the mixes halve the interval's width (for the same spread, large n).
+        let a: Vec<f64> = (0..100).map(|i| f64::from(i % 10)).collect();
+        let b: Vec<f64> = (0..400).map(|i| f64::from(i % 10)).collect();
+        let r = ci95(&a) / ci95(&b);
+        assert!((r - 2.0).abs() < 0.05, "{r}");
+    }
+
+    fn run(mechanism: &str, ws: f64) -> MixRun {
+        MixRun {
+            mechanism: mechanism.into(),
+            ipc: vec![ws / 2.0; 2],
+            weighted_speedup: ws,
+            instruction_throughput: ws,
+            harmonic_speedup: ws,
+            max_slowdown: 1.0 / ws,
+            bytes_per_instruction: 1.0 / ws,
+            energy_nj_per_instruction: 1.0 / ws,
+        }
+    }
+
+    #[test]
+    fn summary_rows_are_the_mean_and_interval_of_the_mixes() {
+        // Three 2-core mixes whose RowClone-ZI weighted speedup is 10%, 20% and 60% over the baseline.
+        let results: Vec<MixResult> = [1.1, 1.2, 1.6]
+            .iter()
+            .enumerate()
+            .map(|(k, &g)| MixResult {
+                mix: Mix {
+                    cores: 2,
+                    index: k as u32,
+                    apps: vec!["a".into(), "b".into()],
+                    highly_intensive: (k % 2) as u32,
+                },
+                alone_ipc: vec![1.0, 1.0],
+                runs: vec![
+                    run("baseline", 1.0),
+                    run("rowclone", 1.0),
+                    run("rowclone-zi", g),
+                ],
+            })
+            .collect();
+        let rows = summarise(&results);
+        let zi = rows.iter().find(|r| r.mechanism == "rowclone-zi").unwrap();
+        let ws = [0.1, 0.2, 0.6];
+        let mean = 0.3;
+        let sd = (ws
+            .iter()
+            .map(|x: &f64| (x - mean) * (x - mean))
+            .sum::<f64>()
+            / 2.0)
+            .sqrt();
+        assert_eq!(zi.mixes, 3);
+        assert!((zi.mean.weighted_speedup_improvement - mean).abs() < 1e-12);
+        assert!((zi.ci95.weighted_speedup_improvement - 4.303 * sd / 3f64.sqrt()).abs() < 1e-12);
+        // Maximum slowdown 1/g: reductions 1 - 1/g.
+        let ms: Vec<f64> = [1.1, 1.2, 1.6]
+            .iter()
+            .map(|g: &f64| 1.0 - 1.0 / g)
+            .collect();
+        assert!((zi.mean.max_slowdown_reduction - ms.iter().sum::<f64>() / 3.0).abs() < 1e-12);
+        assert!((zi.ci95.max_slowdown_reduction - ci95(&ms)).abs() < 1e-12);
+        let rc = rows.iter().find(|r| r.mechanism == "rowclone").unwrap();
+        assert_eq!(rc.mean, Improvement::default());
+        assert_eq!(rc.ci95, Improvement::default());
+        assert_eq!(zi.by_highly_intensive.len(), 2);
+    }
 }

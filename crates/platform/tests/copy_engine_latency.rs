@@ -1,0 +1,101 @@
+//! Latency hiding by the copy engine (Zhao et al. section 5.4): the engine injects the reads of a
+//! whole stream buffer into the memory queue, then the writes, so a copy of N lines pays the
+//! memory latency about once per buffer, not once per line. With every line's latency raised by
+//! d, an engine with N lines in flight must slow a copy by far less than N x d; an engine that
+//! waited on each line in turn would slow it by about N x d.
+use movelab_platform::config::workload::Workload;
+use movelab_platform::{run, PlatformConfig, PlatformStats};
+use std::collections::BTreeMap;
+
+fn copy_run(over: &str, pages: u64, bytes: u64) -> PlatformStats {
+    let c = PlatformConfig::preset("zhao-uma-emc")
+        .unwrap()
+        .with_overrides(toml::from_str(over).unwrap(), "test")
+        .unwrap();
+    let p: BTreeMap<String, u64> = [("pages", pages), ("bytes", bytes), ("work", 0)]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+    run(&c, &Workload::load("bulk-copy", &p).unwrap()).unwrap()
+}
+
+/// Mean copy time (ns) of `pages` copies of `bytes` with the engine in `mode`, its path to the
+/// memory controller `engine_ns` each way and a stream buffer of `buffer` lines.
+fn mean_copy(mode: &str, engine_ns: f64, buffer: u32, pages: u64, bytes: u64) -> f64 {
+    let over = format!(
+        "copy = {{ mechanism = \"ce\", mode = \"{mode}\", engine_memory_ns = {engine_ns}, \
+         stream_buffer_lines = {buffer} }}"
+    );
+    let s = copy_run(&over, pages, bytes);
+    assert!(s.mean_offload_ns > 0.0, "the engine copied");
+    s.mean_offload_ns
+}
+
+#[test]
+fn an_engine_with_a_buffer_of_lines_in_flight_hides_memory_latency() {
+    // A 4 KB copy: 64 source and 64 destination lines. The engine's path to the controller grows by
+    // 40 ns each way: +80 ns per read (request and data), +40 ns per write.
+    let lines = 64.0;
+    let per_line = 80.0 + 40.0;
+    for mode in ["SYNC_NLB", "SYNC_WLB"] {
+        let near = mean_copy(mode, 5.0, 64, 8, 4096);
+        let far = mean_copy(mode, 45.0, 64, 8, 4096);
+        let growth = far - near;
+        println!("{mode}: 64-line copy {near:.0} -> {far:.0} ns");
+        assert!(
+            growth > 0.0,
+            "{mode}: latency must cost something ({near} -> {far})"
+        );
+        // Serially it would be lines x per_line = 7,680 ns; a whole buffer in flight pays it about
+        // once per phase.
+        assert!(
+            growth < 4.0 * per_line,
+            "{mode}: a 64-line copy slowed by {growth:.0} ns for +{per_line} ns per line \
+             (serial would be {:.0} ns)",
+            lines * per_line
+        );
+    }
+}
+
+#[test]
+fn an_engine_one_line_at_a_time_pays_the_latency_per_line() {
+    // The oracle the test above relies on: the same measurement does see a serial engine. With a
+    // one-line buffer each line's read and write wait for the previous line's, so the growth is
+    // close to lines x per-line latency.
+    let lines = 64.0;
+    let near = mean_copy("SYNC_WLB", 5.0, 1, 4, 4096);
+    let far = mean_copy("SYNC_WLB", 45.0, 1, 4, 4096);
+    println!("one-line buffer: 64-line copy {near:.0} -> {far:.0} ns");
+    assert!(
+        far - near > 0.5 * lines * 80.0,
+        "serial engine: growth {:.0} ns",
+        far - near
+    );
+}
+
+#[test]
+fn queued_asynchronous_copies_overlap_their_latency() {
+    // ASYNC: small copies (1 KB, 16 lines, a quarter of the buffer) issued back to back queue at
+    // the engine; its throughput, not the latency of each copy, sets the time. With +120 ns per
+    // line, 64 copies of 16 lines must not slow by anything near copies x lines x 120 ns.
+    let base = copy_run(
+        "copy = { mechanism = \"ce\", mode = \"ASYNC\", engine_memory_ns = 5.0 }",
+        64,
+        1024,
+    );
+    let slow = copy_run(
+        "copy = { mechanism = \"ce\", mode = \"ASYNC\", engine_memory_ns = 45.0 }",
+        64,
+        1024,
+    );
+    let growth_per_copy = (slow.time_ns - base.time_ns) / 64.0;
+    println!(
+        "ASYNC 64 x 1 KB: {:.0} -> {:.0} ns",
+        base.time_ns, slow.time_ns
+    );
+    assert!(
+        growth_per_copy < 2.0 * 120.0,
+        "ASYNC 1 KB copies: +{growth_per_copy:.0} ns per copy (serial: {:.0})",
+        16.0 * 120.0
+    );
+}

@@ -1,0 +1,68 @@
+"""RowClone section 7.4's mix counts and confidence intervals: the default is a sample in the paper's
+proportions, ``--full`` the paper's counts (138, 50, 40), and every Table 7 cell carries the 95%
+confidence interval of its mean over the mixes, checked here against the per-mix values."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+from movelab.cli import app
+from movelab.reproduce import rowclone_multicore as rm
+from movelab.reproduce.cli import _mix_counts
+from typer.testing import CliRunner
+
+
+def test_counts_are_the_papers_or_a_sample_in_their_proportions() -> None:
+    assert rm.PAPER_MIXES == {2: 138, 4: 50, 8: 40}
+    assert _mix_counts(None, True) == rm.PAPER_MIXES
+    assert _mix_counts(None, False) == rm.SAMPLE_MIXES
+    assert _mix_counts(5, False) == 5
+    # The sample keeps the paper's proportions (within one mix) at the same simulated core-runs as
+    # the old default of 10 per size.
+    share = rm.SAMPLE_MIXES[2] / rm.PAPER_MIXES[2]
+    for c, n in rm.PAPER_MIXES.items():
+        assert abs(rm.SAMPLE_MIXES[c] - n * share) <= 1.0, c
+    assert sum(c * rm.SAMPLE_MIXES[c] for c in rm.PAPER_MIXES) == sum(c * 10 for c in rm.PAPER_MIXES)
+
+
+def test_a_mapping_draws_that_many_mixes_per_size_and_the_same_mixes() -> None:
+    ms = rm.mixes(7, [2, 4], {2: 3, 4: 2})
+    assert [m["cores"] for m in ms] == [2, 2, 2, 4, 4]
+    assert ms[:3] == rm.mixes(7, [2], 3)  # a mix does not depend on how many are drawn
+    with pytest.raises(ValueError, match="no mix count for \\[6\\] cores"):
+        rm.run_mixes(cores=[6], n_mixes=rm.PAPER_MIXES)
+    with pytest.raises(ValueError, match="mixes"):
+        rm.run_mixes(cores=[2], n_mixes={2: 0})
+
+
+def test_full_and_mixes_together_are_refused() -> None:
+    r = CliRunner().invoke(app, ["reproduce", "rowclone-multicore", "--full", "--mixes", "3"])
+    assert r.exit_code == 2 and "--full" in r.output
+
+
+# Student's t, two-sided 95%, from a statistics table.
+T975 = {1: 12.706, 2: 4.303, 3: 3.182}
+
+
+def test_each_cell_carries_the_confidence_interval_of_its_mixes() -> None:
+    results = rm.run_mixes(cores=[2], n_mixes=4, instructions=4000, warmup=2000)
+    rows = rm.rows_of(results)
+    for row in rows:
+        per_mix = []
+        for r in results:
+            runs = {x["mechanism"]: x for x in r["runs"]}
+            b, m = runs["baseline"], runs[row["mechanism"]]
+            per_mix.append({
+                "weighted_speedup_improvement": m["weighted_speedup"] / b["weighted_speedup"] - 1,
+                "instruction_throughput_improvement": m["instruction_throughput"] / b["instruction_throughput"] - 1,
+                "max_slowdown_reduction": 1 - m["max_slowdown"] / b["max_slowdown"],
+                "bandwidth_per_instruction_reduction": 1 - m["bytes_per_instruction"] / b["bytes_per_instruction"],
+            })
+        for k in per_mix[0]:
+            xs = [p[k] for p in per_mix]
+            assert row[k] == pytest.approx(statistics.fmean(xs), abs=1e-4)
+            half = T975[len(xs) - 1] * statistics.stdev(xs) / math.sqrt(len(xs))
+            assert row[f"{k}_ci95"] == pytest.approx(half, abs=2e-4), k
+            assert row[f"{k}_ci95"] >= 0

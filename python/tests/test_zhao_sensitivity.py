@@ -1,0 +1,86 @@
+"""Zhao et al. Figs. 12-14 in ``reproduce zhao-copy-engine``: every (setting, mode) row is there, each
+reduction is the figure's definition (against BASE at the figure's first setting), the Table 2 setting is
+Table 3's out-of-order 1 KB cell, and the paper's values are the ones its text gives."""
+
+from __future__ import annotations
+
+import pytest
+from movelab.reproduce import paper_data
+from movelab.reproduce import zhao_copy_engine as zc
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    return zc.run(packets=5)
+
+
+def test_every_setting_and_mode_has_a_row(rows: list[dict]) -> None:
+    for fig, settings in zc.SENSITIVITY.items():
+        got = {(r["variant"], r["mode"]) for r in rows if r["figure"] == fig}
+        assert got == {(label, m) for label, _, _ in settings for m in zc.FIGURE_MODES}, fig
+
+
+def test_reductions_follow_the_figures_definition(rows: list[dict]) -> None:
+    for fig, settings in zc.SENSITIVITY.items():
+        rs = {(r["variant"], r["mode"]): r for r in rows if r["figure"] == fig}
+        first = settings[0][0]
+        ref = rs[(first, "BASE")]
+        assert ref["reduction"] == 0.0 and ref["time_ns"] == ref["base_time_ns"]
+        for (label, mode), r in rs.items():
+            assert r["base_time_ns"] == ref["time_ns"]
+            assert r["reduction"] == pytest.approx(1 - r["time_ns"] / ref["time_ns"], abs=1e-4)
+            if label == first:
+                assert r["change"] is None
+            else:
+                assert r["change"] == pytest.approx(r["reduction"] - rs[(first, mode)]["reduction"], abs=2e-4)
+            # The engines move the copy: every engine row offloaded its copies.
+            if mode != "BASE":
+                assert r["mean_copy_ns"] > 0
+
+
+def test_the_table2_setting_is_table3s_cell(rows: list[dict]) -> None:
+    t3 = {r["mode"]: r for r in rows if r["figure"] == "table3" and r["core"] == "out-of-order"
+          and r["payload_bytes"] == 1024}
+    for fig, label in [("fig12", "memory 6.4 GB/s"), ("fig13", "latency 80 ns"), ("fig14", "CPU 3 GHz")]:
+        rs = {r["mode"]: r for r in rows if r["figure"] == fig and r["variant"] == label}
+        for mode in zc.MODES:
+            assert rs[mode]["time_ns"] == t3[mode]["time_ns"], (fig, mode)
+        assert rs["BASE"]["time_ns"] == t3["SYNC_NLB"]["base_time_ns"]
+
+
+def test_the_settings_move_what_they_name(rows: list[dict]) -> None:
+    base = {(r["figure"], r["variant"]): r["time_ns"] for r in rows if r["mode"] == "BASE" and r["figure"] in
+            zc.SENSITIVITY}
+    # More latency, less bandwidth and a slower clock each make BASE slower.
+    assert base[("fig13", "latency 110 ns")] > base[("fig13", "latency 95 ns")] > base[("fig13", "latency 80 ns")]
+    assert base[("fig12", "memory 3.2 GB/s")] > base[("fig12", "memory 6.4 GB/s")]
+    assert base[("fig14", "CPU 2 GHz")] > base[("fig14", "CPU 3 GHz")] > base[("fig14", "CPU 4 GHz")]
+
+
+def test_paper_values_are_the_texts(rows: list[dict]) -> None:
+    p = paper_data(zc.NAME)
+    assert {(e["mode"], e["latency_ns"]): e.get("reduction") for e in p["fig13"]}[("SYNC_NLB", 110)] == 0.337
+    rs = {(r["figure"], r["variant"], r["mode"]): r for r in rows if r["figure"] in zc.SENSITIVITY}
+    assert rs[("fig13", "latency 95 ns", "BASE")]["paper_reduction"] == 0.10
+    assert rs[("fig13", "latency 80 ns", "BASE")]["paper_reduction"] == 0.18
+    assert rs[("fig13", "latency 110 ns", "SYNC_NLB")]["paper_reduction"] == 0.337
+    assert rs[("fig13", "latency 80 ns", "SYNC_NLB")]["paper_reduction"] == 0.361
+    assert rs[("fig13", "latency 80 ns", "SYNC_NLB")]["paper_change"] == 0.024
+    assert rs[("fig13", "latency 80 ns", "SYNC_WLB")]["paper_change"] == 0.01
+    assert rs[("fig13", "latency 80 ns", "ASYNC")]["paper_change"] == 0.002
+    assert rs[("fig14", "CPU 3 GHz", "BASE")]["paper_reduction"] == 0.072
+    assert rs[("fig14", "CPU 4 GHz", "BASE")]["paper_reduction"] == 0.101
+    # No value the text does not give (Fig. 12 prints none).
+    assert all(r["paper_reduction"] is None and r["paper_change"] is None for k, r in rs.items() if k[0] == "fig12")
+
+
+def test_sensitivity_overrides_are_refused() -> None:
+    for key in ["core.clock_mhz", "interconnect.request_ns", "memory.dram.channels"]:
+        head, *rest = key.split(".")
+        ov: dict = {}
+        cur = ov
+        for k in [head, *rest[:-1]]:
+            cur = cur.setdefault(k, {})
+        cur[key.split(".")[-1]] = 1
+        with pytest.raises(ValueError):
+            zc.run(ov, packets=2)
