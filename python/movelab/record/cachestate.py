@@ -51,7 +51,7 @@ def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, page
 
 
-def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 0.0,
+def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = TOUCH_RATE,
            untouched: str = "warm") -> pd.DataFrame:
     """For each timed event of ``ev`` (rows with ``t_ns``, ``pid``, ``size``, ``src``, ``dst``,
     ``op``), the share of its line touches in each state: columns ``warm``, ``llc``, ``cold``
