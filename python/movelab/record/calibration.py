@@ -6,9 +6,10 @@ the size, the return, what remains of the clock reads after their correction; in
 ``realloc`` also the allocator's own work) plus the bytes it moves. The simulator models the bytes
 only. :func:`measure` records the calibration program ``calibrate.c`` (built at first use like the
 interposer) making thousands of calls of 1 to 32 bytes on buffers hot in the L1 cache; a kind's
-*call cost* is the median time measured inside them less the replay's own prediction for the same
-calls with their buffers warm (what the simulator already counts). The result is cached per
-machine and calibration source in the movelab cache directory.
+*call cost* is the median time measured inside them (the median over three runs of each run's
+median) less the replay's own prediction for the same calls with their buffers warm (what the
+simulator already counts). The result is cached per machine and calibration source in the movelab
+cache directory.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from movelab.record import _build
 #: moving realloc of the smallest blocks is recorded with their usable size, 24 bytes in glibc).
 TINY = 32
 KINDS = ("memcpy", "memmove", "memset", "calloc", "realloc")
+#: Calibration runs whose medians are combined (by their median).
+RUNS = 3
 
 
 def measure(reps: int = 2000) -> pd.DataFrame:
@@ -67,9 +70,13 @@ def call_costs(platform: Any, reps: int = 2000, *, refresh: bool = False) -> dic
             return json.loads(path.read_text())
         except ValueError:
             pass  # a damaged cache file: measure again
-    calls = measure(reps)
+    # Three runs, the median of their medians: one process's clock-read cost (measured once at its
+    # start) can be off by more than a hot tiny call's whole time, which would bias a single run.
+    runs = [measure(reps) for _ in range(RUNS)]
+    per_run = pd.DataFrame([r[r["size"] <= TINY].groupby("kind")["net_ns"].median() for r in runs])
+    measured = per_run.median()
+    calls = runs[0]
     tiny = calls[calls["size"] <= TINY]
-    measured = tiny.groupby("kind")["net_ns"].median()
     simulated: dict[str, float] = {}
     for kind, g in tiny.groupby("kind"):
         g = g.copy()
@@ -78,6 +85,7 @@ def call_costs(platform: Any, reps: int = 2000, *, refresh: bool = False) -> dic
         simulated[str(kind)] = float(r.summary["movement_ns"]) / max(float(g["count"].sum()), 1.0)
     cost = {k: max(0.0, float(measured[k]) - simulated.get(k, 0.0)) for k in measured.index}
     out = {"call_ns": cost, "measured_ns": {k: float(v) for k, v in measured.items()}, "simulated_ns": simulated,
+           "measured_ns_per_run": [{k: float(v) for k, v in row.items()} for _, row in per_run.iterrows()],
            "calls": len(tiny), "reps": reps, "machine": desc["model"],
            "source": f"calibrate.c under the interposer on this machine: median time inside calls of 1-{TINY} "
                      f"bytes on hot buffers, less the warm replay of the same calls"}
