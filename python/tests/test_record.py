@@ -395,3 +395,20 @@ def test_copy_use_window_reason_names_the_machine(tmp_path: Path) -> None:
     assert "HW_BREAKPOINT_R" in why and why.endswith("The column is null")
     (tmp_path / "cpu").mkdir()
     assert "hardware PMU is present (cpu)" in kernel.use_window_status(tmp_path, "aarch64")
+
+
+def test_host_cache_latencies_are_measured() -> None:
+    from movelab.record import calibration, machine
+
+    desc = {"cpu_mhz": 2000.0, "caches": [{"level": lv, "size_kib": kib, "ways": 8, "line_bytes": 64}
+                                          for lv, kib in ((1, 32), (2, 256), (3, 4096))]}
+    cycles, notes = machine.measured_hit_cycles(desc)
+    assert set(cycles) == {"l1", "l2", "llc"} and all(isinstance(v, int) and v >= 1 for v in cycles.values())
+    assert "measured here" in notes[0] and "1024 KiB" in notes[0]  # the last level probed at 4 x L2
+    none, why = machine.measured_hit_cycles({"caches": []})
+    assert none == {} and "not measured" in why[0]
+    h = machine.host_platform(desc, measure=True)["platform"]
+    assert h["l1"]["hit_cycles"] == cycles["l1"] and h["llc"]["hit_cycles"] == cycles["llc"]
+    assert machine.host_platform(desc)["platform"]["llc"]["hit_cycles"] == machine.TYPICAL_HIT_CYCLES["llc"]
+    with pytest.raises(ValueError, match="at least 4 KiB"):
+        calibration.latencies((2,))
