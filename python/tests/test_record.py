@@ -280,3 +280,135 @@ def test_window_replay(recording: tuple[pd.DataFrame, Path]) -> None:
     assert r["windows"] == 2 and r["window_calls"] == 16 and r["movement_ns"] > 0
     with pytest.raises(ValueError, match="unknown mechanism"):
         replay_windows(path, mechanism="nope")
+
+
+def _events(rows: list[tuple[int, int, str, int, int | None, int]]) -> pd.DataFrame:
+    """(pid, t_ns, op, dst, src, size) rows as movement events."""
+    return pd.DataFrame({"pid": [r[0] for r in rows], "t_ns": [float(r[1]) for r in rows],
+                         "op": [r[2] for r in rows], "dst": pd.array([r[3] for r in rows], dtype="UInt64"),
+                         "src": pd.array([r[4] for r in rows], dtype="UInt64"),
+                         "size": [r[5] for r in rows], "count": 1})
+
+
+def _oracle_states(ev: pd.DataFrame, l2: int, llc: int, rate: float,
+                   untouched: int) -> dict[int, tuple[float, float, float]]:
+    """Line by line, in time order per process: the reuse distance of every line a call touches
+    (bytes moved by the process's calls since the line's last touch, plus rate x elapsed ns)."""
+    out = {}
+    for _pid, g in ev.sort_values(["pid", "t_ns"], kind="stable").groupby("pid"):
+        last: dict[int, tuple[int, float]] = {}
+        moved = 0
+        for i, r in g.iterrows():
+            bufs = [int(r["dst"])] + ([int(r["src"])] if r["op"] == "copy" and not pd.isna(r["src"]) else [])
+            n = [0, 0, 0]
+            for b in bufs:
+                for line in range(b // 64, (b + max(int(r["size"]), 1) - 1) // 64 + 1):
+                    if line in last:
+                        d = moved - last[line][0] + rate * (r["t_ns"] - last[line][1])
+                        n[0 if d < l2 else 1 if d < llc else 2] += 1
+                    else:
+                        n[untouched] += 1
+            for b in bufs:
+                for line in range(b // 64, (b + max(int(r["size"]), 1) - 1) // 64 + 1):
+                    last[line] = (moved, r["t_ns"])
+            moved += int(r["size"]) * len(bufs)
+            out[i] = tuple(x / sum(n) for x in n)
+    return out
+
+
+def test_cache_states_match_a_line_by_line_oracle() -> None:
+    from movelab.record import cachestate
+
+    rows = [(1, 0, "copy", 0x10000, 0x20000, 100), (1, 10, "copy", 0x10000, 0x20000, 100),  # reuse: warm
+            (1, 20, "init", 0xA00000, None, 300_000),  # moves 300 kB: beyond l2 below
+            (1, 30, "copy", 0x10040, 0x20000, 64),  # lines last touched 300 kB ago: llc
+            (2, 40, "init", 0x10000, None, 8),  # another process: first touch
+            (1, 50, "init", 0x90000, None, 64), (1, 5_000_000, "init", 0x90000, None, 64),
+            (1, 60, "copy", 0x10000, 0x5000000, 1000)]
+    ev = _events(rows)
+    for rate in (0.0, 1.0):
+        for first, name in enumerate(cachestate.STATES):
+            st = cachestate.states(ev, 64 << 10, 1 << 20, rate, name)
+            want = _oracle_states(ev, 64 << 10, 1 << 20, rate, first)
+            for i, (w, llc, c) in want.items():
+                got = st.loc[i]
+                assert (got["warm"], got["llc"], got["cold"]) == pytest.approx((w, llc, c)), (rate, name, i)
+            assert st[["warm", "llc", "cold"]].sum(axis=1).to_numpy() == pytest.approx(1.0)
+    assert cachestate.states(ev, 64 << 10, 1 << 20).loc[4, "warm"] == 1.0  # untouched: warm by default
+    st0 = cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "llc")
+    assert st0.loc[1, "warm"] == 1.0 and st0.loc[3, "llc"] == 1.0 and st0.loc[4, "llc"] == 1.0
+    # a line untouched for 5 ms at 1 byte/ns is 5 MB away: beyond the last level
+    st1 = cachestate.states(ev, 64 << 10, 1 << 20, 1.0, "llc")
+    assert st1.loc[6, "cold"] > 0 and st1["warm"].sum() <= st0["warm"].sum()
+    with pytest.raises(ValueError, match="touch_rate"):
+        cachestate.states(ev, 64 << 10, 1 << 20, -1.0)
+    with pytest.raises(ValueError, match="untouched"):
+        cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "hot")
+    with pytest.raises(ValueError, match="cache sizes"):
+        cachestate.states(ev, 1 << 20, 64 << 10)
+
+
+def test_tracked_replay_adds_call_costs_and_weights_states(recording: tuple[pd.DataFrame, Path]) -> None:
+    import movelab
+
+    _, path = recording
+    r = movelab.replay(path, "rowclone-system", "cpu", samples=2, cache="tracked", call_cost={"memcpy": 5.0})
+    s, c = r.summary, r.classes
+    assert s["cache"] == "tracked"
+    assert s["share_warm"] + s["share_llc"] + s["share_cold"] == pytest.approx(1.0)
+    df, _ = recording
+    memcpy_calls = int(df.loc[(df["kind"] == "memcpy") & (df["bytes"] > 0), "count"].sum())
+    assert s["call_cost_ns"] == pytest.approx(5.0 * memcpy_calls)
+    mix = sum(c[f"share_{k}"] * c[f"sim_ns_{k}"] for k in ("warm", "llc", "cold"))
+    assert c["predicted_ns"].to_numpy() == pytest.approx((mix * c["calls"] + c["call_cost_ns"]).to_numpy())
+    with pytest.raises(ValueError, match="unknown cache mode"):
+        movelab.replay(path, "rowclone-system", "cpu", cache="lukewarm")
+    with pytest.raises(ValueError, match="call_cost"):
+        movelab.replay(path, "rowclone-system", "cpu", call_cost={"memcpy": -1.0})
+
+
+def test_calibration_measures_each_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from movelab.record import calibration
+
+    monkeypatch.setenv("MOVELAB_CACHE_DIR", str(tmp_path))
+    calls = calibration.measure(100)
+    per = calls.groupby(["kind", "size"])["count"].sum()
+    for kind in ("memcpy", "memmove", "memset", "calloc"):
+        assert per.loc[kind].min() == 100, kind  # warm-up dropped, every size and function seen
+    # a moving realloc is recorded with the old block's usable size (24 bytes for the smallest)
+    assert per.loc["realloc"].loc[lambda x: x.index <= calibration.TINY].sum() >= 100
+    assert (calls["net_ns"] >= 0).all()
+    c = calibration.call_costs("rowclone-system", 100)
+    assert set(c["call_ns"]) == {"memcpy", "memmove", "memset", "calloc", "realloc"}
+    assert all(v >= 0 for v in c["call_ns"].values())
+    assert list(tmp_path.glob("calibration-*.json"))
+    assert calibration.call_costs("rowclone-system", 100) == c  # from the cache
+    with pytest.raises(ValueError, match="reps"):
+        calibration.measure(0)
+
+
+def test_copy_use_window_reason_names_the_machine(tmp_path: Path) -> None:
+    (tmp_path / "software").mkdir()
+    (tmp_path / "tracepoint").mkdir()
+    why = kernel.use_window_status(tmp_path, "x86_64")
+    assert "no hardware performance-monitoring unit" in why and "software, tracepoint" in why
+    assert "HW_BREAKPOINT_R" in why and why.endswith("The column is null")
+    (tmp_path / "cpu").mkdir()
+    assert "hardware PMU is present (cpu)" in kernel.use_window_status(tmp_path, "aarch64")
+
+
+def test_host_cache_latencies_are_measured() -> None:
+    from movelab.record import calibration, machine
+
+    desc = {"cpu_mhz": 2000.0, "caches": [{"level": lv, "size_kib": kib, "ways": 8, "line_bytes": 64}
+                                          for lv, kib in ((1, 32), (2, 256), (3, 4096))]}
+    cycles, notes = machine.measured_hit_cycles(desc)
+    assert set(cycles) == {"l1", "l2", "llc"} and all(isinstance(v, int) and v >= 1 for v in cycles.values())
+    assert "measured here" in notes[0] and "1024 KiB" in notes[0]  # the last level probed at 4 x L2
+    none, why = machine.measured_hit_cycles({"caches": []})
+    assert none == {} and "not measured" in why[0]
+    h = machine.host_platform(desc, measure=True)["platform"]
+    assert h["l1"]["hit_cycles"] == cycles["l1"] and h["llc"]["hit_cycles"] == cycles["llc"]
+    assert machine.host_platform(desc)["platform"]["llc"]["hit_cycles"] == machine.TYPICAL_HIT_CYCLES["llc"]
+    with pytest.raises(ValueError, match="at least 4 KiB"):
+        calibration.latencies((2,))

@@ -8,7 +8,9 @@ platform (docs/record-replay.md).
 :func:`run` starts the command under an LD_PRELOAD interposer (``interposer.c``, built at first use
 with the system C compiler) and, where ``perf`` may record kernel tracepoints, perf
 (:mod:`movelab.record.recorder`); :func:`read` reads a recording back
-(:mod:`movelab.record.trace`); :mod:`movelab.record.replay` replays it on a platform. The heavy
+(:mod:`movelab.record.trace`); :mod:`movelab.record.replay` replays it on a platform, each call in
+the cache state :mod:`movelab.record.cachestate` derives from the recorded addresses, with the
+per-call cost :mod:`movelab.record.calibration` measures here (``calibrate.c``). The heavy
 modules (pandas) load on first use, so the CLI starts quickly.
 """
 

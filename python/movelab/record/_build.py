@@ -21,8 +21,8 @@ CFLAGS = ["-O2", "-fPIC", "-shared", "-fno-builtin", "-fno-tree-loop-distribute-
 LIBS = ["-ldl", "-lpthread"]
 
 
-def source_text() -> bytes:
-    return resources.files("movelab.record").joinpath("interposer.c").read_bytes()
+def source_text(name: str = "interposer.c") -> bytes:
+    return resources.files("movelab.record").joinpath(name).read_bytes()
 
 
 def cache_dir() -> Path:
@@ -44,24 +44,38 @@ def compiler() -> str:
 
 def library() -> Path:
     """The path of the built interposer, building it first if needed."""
-    src = source_text()
+    return _built("interposer.c", "libmovelab_record.so", CFLAGS, LIBS, "record")
+
+
+#: The calibration program (calibrate.c): an ordinary executable; -fno-builtin keeps its calls to
+#: memcpy and memset calls (the ones the interposer measures).
+PROGRAM_CFLAGS = ["-O2", "-fno-builtin", "-Wall"]
+
+
+def calibration_program() -> Path:
+    """The path of the built calibration program (calibrate.c), building it first if needed."""
+    return _built("calibrate.c", "movelab_calibrate", PROGRAM_CFLAGS, [], "calibrate")
+
+
+def _built(source: str, target: str, cflags: list[str], libs: list[str], tag: str) -> Path:
+    src = source_text(source)
     cc = compiler()
     try:
         version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as e:
         raise RuntimeError(f"cannot run the C compiler {cc}: {e}") from None
-    digest = hashlib.sha256(src + version.encode() + " ".join(CFLAGS).encode()).hexdigest()[:16]
-    out_dir = cache_dir() / f"record-{digest}"
-    lib = out_dir / "libmovelab_record.so"
+    digest = hashlib.sha256(src + version.encode() + " ".join(cflags).encode()).hexdigest()[:16]
+    out_dir = cache_dir() / f"{tag}-{digest}"
+    lib = out_dir / target
     if lib.is_file():
         return lib
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
-        c = Path(tmp) / "interposer.c"
+        c = Path(tmp) / source
         c.write_bytes(src)
-        so = Path(tmp) / "lib.so"
-        proc = subprocess.run([cc, *CFLAGS, str(c), "-o", str(so), *LIBS], capture_output=True, text=True)
+        so = Path(tmp) / "out"
+        proc = subprocess.run([cc, *cflags, str(c), "-o", str(so), *libs], capture_output=True, text=True)
         if proc.returncode != 0:
-            raise RuntimeError(f"building the interposer with {cc} failed:\n{proc.stderr.strip()}")
+            raise RuntimeError(f"building {source} with {cc} failed:\n{proc.stderr.strip()}")
         os.replace(so, lib)  # atomic: a concurrent build gives the same bytes
     return lib

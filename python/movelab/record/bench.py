@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import typer
 from rich.console import Console
 
@@ -89,11 +90,25 @@ def _focus(df: Any, exe: str) -> Any:
     return sel
 
 
-def run_program(name: str, out: Path, platform: Any, samples: int, runs: int) -> dict[str, Any]:
+def _validation_classes(reps: dict[str, Any]) -> pd.DataFrame:
+    """Per operation and size class: the measured time (validated calls, clock reads' cost
+    removed) and each estimator's prediction and error."""
+    base = reps["tracked"].classes
+    out = base[["op", "size_class", "size_range", "calls", "bytes", "measured_net_ns", "share_warm", "share_llc",
+                "share_cold", "call_cost_ns"]].copy()
+    for mode, r in reps.items():
+        c = r.classes.set_index(["op", "size_class"])["predicted_ns"]
+        out[f"{mode}_ns"] = [float(c.loc[(o, k)]) for o, k in zip(out["op"], out["size_class"], strict=True)]
+        out[f"{mode}_error_pct"] = 100 * (out[f"{mode}_ns"] / out["measured_net_ns"] - 1)
+    return out
+
+
+def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
+                costs: dict[str, float] | None = None, what_if_cache: str = "tracked") -> dict[str, Any]:
     from movelab import record
     from movelab.record import _build
     from movelab.record.cli import plot
-    from movelab.record.replay import replay, replay_windows, what_if
+    from movelab.record.replay import replay, what_if
 
     desc, _needs, template, exe = PROGRAMS[name]
     src = Path(__file__).parent
@@ -127,12 +142,17 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int) ->
     clean.attrs = dict(user.attrs)
     faulted_ms = float(user.loc[user["faults"].fillna(0) > 0, "dur_ns"].sum()) / 1e6
     switched_ms = float(user.loc[user["switches"].fillna(0) > 0, "dur_ns"].sum()) / 1e6
-    val = replay(clean, platform, "cpu", samples=samples)
-    warm = replay(clean, platform, "cpu", samples=samples, warm=True)
-    win = replay_windows(clean, platform, "cpu", windows=12)
-    net = val.summary["measured_net_ns"]
-    err = val.summary["movement_ns"] / net - 1 if net else float("nan")
-    summary, classes = what_if(f, platform, samples=samples)
+    # The baseline replay three ways: cold and warm (every call in one state: the bounds) and
+    # tracked (each call in the state its recorded addresses give, plus the calibrated per-call
+    # cost): the last is the stated error.
+    reps = {mode: replay(clean, platform, "cpu", samples=samples, cache=mode,
+                         call_cost=costs if mode == "tracked" else None)
+            for mode in ("cold", "warm", "tracked")}
+    net = reps["tracked"].summary["measured_net_ns"]
+    err = reps["tracked"].summary["movement_ns"] / net - 1 if net else float("nan")
+    _validation_classes(reps).to_csv(out / f"{name}-validation.csv", index=False)
+    summary, classes = what_if(f, platform, samples=samples, cache=what_if_cache,
+                               call_cost=costs if what_if_cache == "tracked" else None)
     summary.to_csv(out / f"{name}-what-if.csv", index=False)
     classes.to_csv(out / f"{name}-what-if-classes.csv", index=False)
     plot(summary, out / f"{name}-what-if.png", f"{name} on this machine's platform")
@@ -148,13 +168,16 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int) ->
         "plain_s": slow["plain_s"], "plain_spread_s": slow["plain_spread_s"], "interposed_s": slow["interposed_s"],
         "interposed_spread_s": slow["interposed_spread_s"], "slowdown": slow["slowdown"],
         "recording_s": meta["wall_ns"] / 1e9, "recording_slowdown": meta["wall_ns"] / 1e9 / slow["plain_s"],
-        "baseline_predicted_ms": val.summary["movement_ns"] / 1e6, "baseline_error_pct": 100 * err,
-        "baseline_warm_predicted_ms": warm.summary["movement_ns"] / 1e6,
-        "baseline_warm_error_pct": 100 * (warm.summary["movement_ns"] / net - 1) if net else None,
-        "baseline_windows_predicted_ms": win["movement_ns"] / 1e6,
-        "baseline_windows_error_pct": 100 * (win["movement_ns"] / net - 1) if net else None,
-        "baseline_error_raw_pct": 100 * (val.summary["movement_ns"] / float(clean["dur_ns"].sum()) - 1)
-        if len(clean) else None,
+        "baseline_predicted_ms": reps["tracked"].summary["movement_ns"] / 1e6, "baseline_error_pct": 100 * err,
+        "baseline_call_cost_ms": reps["tracked"].summary["call_cost_ns"] / 1e6,
+        "baseline_share_warm": reps["tracked"].summary["share_warm"],
+        "baseline_share_llc": reps["tracked"].summary["share_llc"],
+        "baseline_share_cold": reps["tracked"].summary["share_cold"],
+        "baseline_cold_predicted_ms": reps["cold"].summary["movement_ns"] / 1e6,
+        "baseline_cold_error_pct": 100 * (reps["cold"].summary["movement_ns"] / net - 1) if net else None,
+        "baseline_warm_predicted_ms": reps["warm"].summary["movement_ns"] / 1e6,
+        "baseline_warm_error_pct": 100 * (reps["warm"].summary["movement_ns"] / net - 1) if net else None,
+        "what_if_cache": what_if_cache,
     }
     for r in summary.to_dict("records"):
         if r["mechanism"] != "cpu":
@@ -174,6 +197,8 @@ def bench_record(
     samples: int = typer.Option(8, "--samples", min=1, help="Calls replayed per size class at most."),
     runs: int = typer.Option(3, "--runs", min=1, help="Runs with and without the interposer, for the slowdown."),
     memory: str = typer.Option("rowclone-ddr5-4800b", "--memory", help="DRAM config of this machine's platform."),
+    what_if_cache: str = typer.Option("tracked", "--what-if-cache", help="Cache mode of the what-if replays "
+                                      "(tracked, cold or warm; tracked simulates each class three times)."),
 ) -> None:
     """Record real programs, measure the interposer's slowdown, validate the baseline replay on
     this machine's platform and compare every mechanism (writes OUT/record-replay.json)."""
@@ -184,7 +209,15 @@ def bench_record(
         if n not in PROGRAMS:
             raise typer.BadParameter(f"unknown program {n!r} (known: {', '.join(PROGRAMS)})", param_hint="--program")
     out.mkdir(parents=True, exist_ok=True)
-    host = host_platform(memory=memory)
+    from movelab.record.calibration import call_costs
+    from movelab.record.replay import CACHE_MODES
+
+    if what_if_cache not in CACHE_MODES:
+        raise typer.BadParameter(f"{what_if_cache!r}: one of {', '.join(CACHE_MODES)}", param_hint="--what-if-cache")
+    host = host_platform(memory=memory, measure=True)
+    calib = call_costs(host["platform"], refresh=True)
+    console.print("per-call cost (calibration on this machine): " + ", ".join(
+        f"{k} {v:.1f} ns" for k, v in sorted(calib["call_ns"].items())), highlight=False)
     rows = []
     for n in names:
         missing = [p for p in PROGRAMS[n][1] if shutil.which(p) is None]
@@ -194,7 +227,7 @@ def bench_record(
         console.print(f"{n}: recording and replaying ...")
         t = time.monotonic()
         try:
-            row = run_program(n, out, host["platform"], samples, runs)
+            row = run_program(n, out, host["platform"], samples, runs, calib["call_ns"], what_if_cache)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
             console.print(f"  {n} failed: {e}", highlight=False)
             rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})
@@ -203,11 +236,11 @@ def bench_record(
         _write(out, rows)
         console.print(f"  {row['calls']:,} calls, {row['share_in_movement_pct']:.1f}% of its time inside them; "
                       f"slowdown x{row['slowdown']:.2f}; baseline replay error {row['baseline_error_pct']:+.1f}% "
-                      f"(warm {row['baseline_warm_error_pct']:+.1f}%, windows "
-                      f"{row['baseline_windows_error_pct']:+.1f}%) "
+                      f"(every call cold {row['baseline_cold_error_pct']:+.1f}%, every call warm "
+                      f"{row['baseline_warm_error_pct']:+.1f}%) "
                       f"({time.monotonic() - t:.0f} s)", highlight=False)
     _write(out, rows)
-    (out / "platform.json").write_text(json.dumps(host, indent=2))
+    (out / "platform.json").write_text(json.dumps({**host, "call_cost_calibration": calib}, indent=2))
     console.print(f"written: {out / 'record-replay.json'}")
 
 

@@ -25,9 +25,31 @@ def _platform(name: str, memory: str) -> tuple[Any, list[str]]:
     if name == "host":
         from movelab.record.machine import host_platform
 
-        h = host_platform(memory=memory)
+        h = host_platform(memory=memory, measure=True)
         return h["platform"], h["notes"]
     return name, []
+
+
+def _cache_mode(cache: str) -> str:
+    from movelab.record.replay import CACHE_MODES
+
+    if cache not in CACHE_MODES:
+        raise typer.BadParameter(f"{cache!r}: one of {', '.join(CACHE_MODES)}", param_hint="--cache")
+    return cache
+
+
+def _call_costs(plat: Any, notes: list[str]) -> dict[str, float]:
+    """The per-call costs measured on this machine (a calibration; notes say so)."""
+    from movelab.record.calibration import call_costs
+
+    try:
+        c = call_costs(plat)
+    except (RuntimeError, OSError, ValueError) as e:
+        _fail(RuntimeError(f"the per-call cost calibration could not run ({e}); pass --no-call-cost"))
+    notes.append("per-call cost (a calibration measured on this machine: calls of 1-32 bytes on hot buffers, "
+                 "less their simulated warm cost): " + ", ".join(f"{k} {v:.1f} ns" for k, v in
+                                                                  sorted(c["call_ns"].items())))
+    return c["call_ns"]
 
 
 def record_cmd(
@@ -87,8 +109,12 @@ def replay_cmd(
                                           show_default=False),
     samples: int = typer.Option(16, "--samples", min=1, help="Calls replayed per size class at most."),
     sources: str = typer.Option("all", "--sources", help="all, interposer (user-space calls) or kernel."),
-    warm: bool = typer.Option(False, "--warm", help="Cost each size class on a second pass over its sample "
-                              "(its buffers cached), not the first."),
+    cache: str = typer.Option("tracked", "--cache", help="Where each replayed call finds its buffers: tracked "
+                              "(per call, from the recorded addresses), cold (where the previous replayed calls "
+                              "left them) or warm (after a first pass that caches them)."),
+    warm: bool = typer.Option(False, "--warm", help="The same as --cache warm."),
+    call_cost: bool = typer.Option(True, "--call-cost/--no-call-cost", help="Add each call's own cost (the call "
+                                   "and the allocator's work), measured on this machine by a calibration run."),
     undisturbed: bool = typer.Option(False, "--undisturbed", help="Only calls inside which their thread took no "
                                    "page fault and was not switched out (the validation: such a call's time "
                                    "includes the kernel's or other programs' work)."),
@@ -107,6 +133,7 @@ def replay_cmd(
                                      param_hint="--mechanism")
     if sources not in ("all", "interposer", "kernel"):
         raise typer.BadParameter(f"{sources!r}: one of all, interposer, kernel", param_hint="--sources")
+    mode = "warm" if warm else _cache_mode(cache)
     try:
         df, meta = read(trace)
     except (ValueError, OSError) as e:
@@ -118,11 +145,13 @@ def replay_cmd(
         df = df[(df["source"] == "interposer") & (df["faults"].fillna(0) == 0) & (df["switches"].fillna(0) == 0)]
     df.attrs["movelab"] = meta
     plat, notes = _platform(platform, memory)
-    cache: dict = {}
+    costs = _call_costs(plat, notes) if call_cost else None
+    memo: dict = {}
     results = []
     for m in mechanism:
         try:
-            r = replay(df, plat, m, samples=samples, overrides=parse_set(set_), warm=warm, _cache=cache)
+            r = replay(df, plat, m, samples=samples, overrides=parse_set(set_), cache=mode, call_cost=costs,
+                       _cache=memo)
         except (ValueError, OSError) as e:
             _fail(e)
         results.append(r)
@@ -162,6 +191,9 @@ def what_if_cmd(
                                  help="A platform preset, a TOML file, or 'host' (this machine)."),
     memory: str = typer.Option("rowclone-ddr5-4800b", "--memory", help="DRAM config for --platform host."),
     samples: int = typer.Option(16, "--samples", min=1, help="Calls replayed per size class at most."),
+    cache: str = typer.Option("tracked", "--cache", help="tracked, cold or warm (as for movelab replay)."),
+    call_cost: bool = typer.Option(True, "--call-cost/--no-call-cost", help="Add each call's own cost, measured "
+                                   "on this machine by a calibration run."),
     out: Path | None = typer.Option(None, "--out", help="Write what-if.csv, what-if-classes.csv, what-if.json and "
                                     "what-if.png here."),
     force: bool = typer.Option(False, "--force", help="Overwrite files in --out."),
@@ -179,8 +211,10 @@ def what_if_cmd(
     except (ValueError, OSError) as e:
         _fail(e)
     df.attrs["movelab"] = meta
+    mode = _cache_mode(cache)
     plat, notes = _platform(platform, memory)
-    summary, classes = what_if(df, plat, samples=samples)
+    costs = _call_costs(plat, notes) if call_cost else None
+    summary, classes = what_if(df, plat, samples=samples, cache=mode, call_cost=costs)
     if out is not None:
         with staged_dir(out, force) as stage:
             summary.to_csv(stage / names[0], index=False)

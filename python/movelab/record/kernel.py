@@ -57,6 +57,39 @@ def status() -> tuple[bool, str]:
     return True, ""
 
 
+#: Where Linux lists the performance-monitoring units perf can use; a hardware one (``cpu``, or
+#: ``cpu_core``/``cpu_atom`` on hybrid parts) is what ``perf mem`` needs for data-address sampling.
+PMU_DIR = Path("/sys/bus/event_source/devices")
+
+
+def use_window_status(pmu_dir: Path = PMU_DIR, arch: str | None = None) -> str:
+    """Why the copy-use window (time until a copy's destination is first read) is not recorded on
+    this machine: the precise reason, from what the machine offers (stated in every recording)."""
+    import platform as _platform
+
+    arch = arch or _platform.machine()
+    try:
+        pmus = sorted(p.name for p in pmu_dir.iterdir())
+    except OSError:
+        pmus = []
+    hw = [p for p in pmus if p in ("cpu", "cpu_core", "cpu_atom", "armv8_pmuv3") or p.startswith("armv8")]
+    why = []
+    if hw:
+        why.append(f"a hardware PMU is present ({', '.join(hw)}), but movelab does not yet sample load addresses "
+                   f"with it (perf mem)")
+    else:
+        why.append(f"no hardware performance-monitoring unit is exposed here ({pmu_dir} lists only "
+                   f"{', '.join(pmus) or 'nothing'}), so load-address sampling (perf mem: PEBS on Intel, IBS "
+                   f"on AMD) cannot run; a virtual machine usually hides it")
+    if arch in ("x86_64", "i686", "i386"):
+        why.append("x86 debug registers cannot watch reads alone (perf_event_open with HW_BREAKPOINT_R is "
+                   "refused with EINVAL; read-or-write watchpoints cannot tell the first read from a write), "
+                   "and each watches at most 8 bytes")
+    why.append("page protection (mprotect and a SIGSEGV handler) makes system calls that write into the "
+               "protected page fail with EFAULT instead of faulting, and clashes with programs' own handlers")
+    return "copy-use window (use_ns): not measured; " + "; ".join(why) + ". The column is null"
+
+
 def wrap(cmd: list[str], data: Path) -> list[str]:
     """``cmd`` under ``perf record`` of the events above, timestamps on CLOCK_MONOTONIC (the
     interposer's clock), following forks and execs."""

@@ -66,9 +66,37 @@ def _pow2_sets(size_kib: int, ways: int, line: int) -> int:
     return p * ways * line // 1024
 
 
-def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-ddr5-4800b") -> dict[str, Any]:
+#: Hit latencies (cycles) where none is measured: typical of the class, not of this machine.
+TYPICAL_HIT_CYCLES = {"l1": 5, "l2": 15, "llc": 60}
+
+
+def measured_hit_cycles(d: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
+    """Each cache level's hit latency in core cycles, measured on this machine by the calibration
+    program's pointer chase (:func:`movelab.record.calibration.latencies`): the level 1 in a
+    buffer of half its size, the level 2 in half of the level 2, the last level in four times the
+    level 2 (beyond the private caches, well inside the last level). With the notes to print."""
+    from movelab.record.calibration import latencies
+
+    sizes = {c["level"]: c["size_kib"] for c in d.get("caches", []) if c.get("size_kib")}
+    mhz = d.get("cpu_mhz") or 0
+    if not mhz or 1 not in sizes or 2 not in sizes:
+        return {}, ["cache latencies: not measured (no clock or cache sizes from Linux)"]
+    probe = {"l1": max(4, sizes[1] // 2), "l2": max(4, sizes[2] // 2)}
+    if 3 in sizes:
+        probe["llc"] = min(4 * sizes[2], max(4, sizes[3] // 2))
+    ns = latencies(tuple(probe.values()))
+    cycles = {k: max(1, round(ns[v] * mhz / 1000)) for k, v in probe.items()}
+    note = ("cache hit latencies measured here (pointer chase through a random cycle of lines, thread CPU time): "
+            + ", ".join(f"{k} {ns[probe[k]]:.1f} ns in {probe[k]} KiB = {cycles[k]} cycles" for k in probe))
+    return cycles, [note]
+
+
+def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-ddr5-4800b",
+                  measure: bool = False) -> dict[str, Any]:
     """A platform dict (``preset`` + overrides, accepted by :func:`movelab.platform.run`) for the
-    machine ``desc`` (default: this one), with notes saying where each value came from."""
+    machine ``desc`` (default: this one), with notes saying where each value came from.
+    ``measure``: the cache hit latencies measured on this machine (:func:`measured_hit_cycles`)
+    instead of typical ones."""
     d = desc or describe()
     notes = []
     ov: dict[str, Any] = {"preset": "rowclone-system"}
@@ -85,6 +113,8 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
     notes.append("core width 6, window 512, 16 MSHRs, store buffer 114, load/store queue 192: a Golden Cove "
                  "server core (Intel's public figures), not readable from Linux")
     ov["core"] = core
+    hit, hit_notes = measured_hit_cycles(d) if measure else ({}, [])
+    notes += hit_notes
     for c in d.get("caches", []):
         if not c["size_kib"] or not c["ways"]:
             continue
@@ -93,12 +123,13 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
         key = {1: "l1", 2: "l2", 3: "llc"}.get(c["level"])
         if key is None:
             continue
-        cfg["hit_cycles"] = {"l1": 5, "l2": 15, "llc": 60}[key]
+        cfg["hit_cycles"] = hit.get(key, TYPICAL_HIT_CYCLES[key])
         ov[key] = cfg
         note = f"{key}: {c['size_kib']} KiB {c['ways']}-way from /sys/devices/system/cpu/cpu0/cache"
         if size != c["size_kib"]:
             note += f", simulated as {size} KiB (a power of two of sets)"
-        notes.append(note + f"; hit latency {cfg['hit_cycles']} cycles: typical of the class, not measured")
+        notes.append(note + (f"; hit latency {cfg['hit_cycles']} cycles, measured" if key in hit else
+                             f"; hit latency {cfg['hit_cycles']} cycles: typical of the class, not measured"))
     ov["memory"] = {"preset": memory}
     notes.append(f"memory: the {memory} DRAM config, given (Linux in a virtual machine does not expose the "
                  f"DIMMs); pass another with --memory")

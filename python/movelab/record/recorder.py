@@ -34,9 +34,6 @@ ALWAYS_UNRECORDED = [
     "functions are seen",
     "statically linked programs and calls made before the interposer's constructor in other libraries' "
     "constructors are seen; programs that clear LD_PRELOAD for their children lose those children",
-    "copy-use window (use_ns): not measured; doing it soundly needs watching the first read of each "
-    "destination (page protection breaks system calls that write there, and hardware watchpoints "
-    "cover 8 bytes each); the column is null",
     "processes ended by a signal or _exit() lose their last unflushed records (up to 4096 per thread) "
     "and their footer",
 ]
@@ -71,7 +68,7 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
         if out.is_dir():
             raise IsADirectoryError(f"{out} is a directory; give a file name")
     lib = _build.library()
-    not_recorded = list(ALWAYS_UNRECORDED)
+    not_recorded = [*ALWAYS_UNRECORDED, kernel.use_window_status()]
     use_perf = False
     if kernel_events:
         use_perf, why = kernel.status()

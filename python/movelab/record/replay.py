@@ -29,10 +29,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from movelab.record import cachestate
 from movelab.record.trace import COPY_KINDS, INIT_KINDS, corrected_dur, read
 
 FOLD = (1 << 30) - 1
 HOT_BASE = 0x7000_0000  # the compute's hot region (16 KiB), outside the folded GiB
+EVICT_BASE = 0x5000_0000  # the ``llc`` state's eviction buffers, outside the folded GiB
 ROW = 4096  # the aligned allocator's alignment: a page, one DRAM row in the RowClone configs
 
 #: The mechanisms, as platform overrides (docs/platform.md, "Copy mechanisms").
@@ -97,10 +99,16 @@ def _toml(ops: list[tuple], name: str = "replay") -> str:
     lines = [f'name = "{name}"', 'description = "a recorded program\'s copies and initialisations"',
              "iterations = 1", "", "[[regions]]", 'name = "mem"', "base = 0", f"size = {FOLD + 1}", "",
              "[[regions]]", 'name = "hot"', f"base = {HOT_BASE}", "size = 16384", ""]
+    if any(op[0] == "evict" for op in ops):
+        size = 2 * max(op[1] for op in ops if op[0] == "evict")
+        lines += ["[[regions]]", 'name = "evict"', f"base = {EVICT_BASE}", f"size = {size}", ""]
     for kind, a, b, c, d, policy in ops:
         lines.append("[[ops]]")
         if kind == "compute":
             lines.append(f'kind = "compute"\nn = {a}\nloads = 0.25\nstores = 0.1\nregion = "hot"')
+        elif kind == "evict":  # streams 2 x a bytes through the private caches (the llc state)
+            lines.append(f'kind = "copy"\nsrc = {{ region = "evict", offset = 0 }}\n'
+                         f'dst = {{ region = "evict", offset = {a} }}\nbytes = {a}')
         elif kind == "copy":
             lines.append(f'kind = "copy"\nsrc = {{ region = "mem", offset = {a} }}\n'
                          f'dst = {{ region = "mem", offset = {b} }}\nbytes = {c}')
@@ -162,20 +170,68 @@ def _ops(sample: pd.DataFrame, rate: float, max_gap: int, aligned: bool, synth: 
     return ops
 
 
+#: The cache states a replayed call can start in (docs/record-replay.md, "Cache state").
+CACHE_MODES = ("tracked", "cold", "warm")
+
+
+def _cache_bytes(platform: Any, base: Mapping[str, Any]) -> tuple[int, int]:
+    """(level-2 bytes, last-level bytes) of the simulated platform (the last level is the level 2
+    where the platform has no LLC; the level 1 where it has no level 2)."""
+    from movelab import platform as plat
+
+    cfg = plat.load_config(platform, dict(base) or None)
+    sizes = [int(c["size_kib"]) * 1024 for c in (cfg.get("l1"), cfg.get("l2")) if c]
+    l2 = sizes[-1] if sizes else 32 * 1024
+    llc = int(cfg["llc"]["size_kib"]) * 1024 if cfg.get("llc") else l2
+    return l2, max(llc, l2)
+
+
+def class_shares(cls: pd.DataFrame, st: pd.DataFrame) -> dict[str, float]:
+    """The share of a class's calls (rows of ``cls``, weighted by ``count``) in each cache state,
+    from :func:`movelab.record.cachestate.states`; aggregated calls (no addresses) count as in the
+    last level."""
+    calls = max(float(cls["count"].sum()), 1.0)
+    timed = st.reindex(cls.index).dropna(subset=["warm"])
+    w = cls.loc[timed.index, "count"].astype("float64")
+    untimed = calls - float(w.sum())
+    return {s: (float((timed[s] * w).sum()) + (untimed if s == "llc" else 0.0)) / calls for s in cachestate.STATES}
+
+
 def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", mechanism: str = "cpu", *,
            samples: int = 16, budget_bytes: int = 4 << 20, max_gap_instructions: int = 50_000,
-           overrides: Mapping[str, Any] | None = None, warm: bool = False, _cache: dict | None = None) -> Replay:
+           overrides: Mapping[str, Any] | None = None, warm: bool = False, cache: str | None = None,
+           call_cost: Mapping[str, float] | None = None, touch_rate: float | None = None,
+           _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
-    (one of :data:`MECHANISMS`). ``warm``: cost each class's sample after a first pass over it
-    that leaves the sampled calls' buffers in the caches (default: the buffers wherever the
-    previous replayed calls left them)."""
+    (one of :data:`MECHANISMS`).
+
+    ``cache``: the state each replayed call starts in. ``"tracked"`` (the default): per call, from
+    the recorded addresses (:mod:`movelab.record.cachestate`): its buffers in the private caches
+    (``warm``), in the last level (``llc``) or in DRAM (``cold``), each class costed in each state
+    its calls were in and weighted by their shares. ``"cold"``: every call finds its buffers
+    wherever the previous replayed calls of its class left them (mostly DRAM); ``"warm"`` (or
+    ``warm=True``): after a first pass that leaves them in the caches.
+
+    ``touch_rate``: for ``"tracked"``, the bytes of its own data the program is taken to touch per
+    ns between the calls (default :data:`movelab.record.cachestate.TOUCH_RATE`, a calibration).
+
+    ``call_cost``: ns added per call of each kind (``memcpy``, ``calloc``, ...) for what the
+    simulated copy does not contain: the call itself and the allocator's work in ``calloc`` and
+    ``realloc``; :func:`movelab.record.calibration.call_costs` measures it on this machine."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r} (known: {', '.join(MECHANISMS)})")
     for name, v in (("samples", samples), ("budget_bytes", budget_bytes),
                     ("max_gap_instructions", max_gap_instructions)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    mode = cache if cache is not None else ("warm" if warm else "tracked")
+    if mode not in CACHE_MODES:
+        raise ValueError(f"unknown cache mode {mode!r} (known: {', '.join(CACHE_MODES)})")
+    costs = dict(call_cost or {})
+    for k, v in costs.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"call_cost[{k!r}] must be a non-negative number of ns, got {v!r}")
     if isinstance(trace, pd.DataFrame):
         df, meta = trace, dict(trace.attrs.get("movelab", {}))
     else:
@@ -185,12 +241,19 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         raise ValueError("the trace holds no copies or initialisations to replay")
     from movelab import platform as plat
 
-    cache = _cache if _cache is not None else {}
+    cache_d = _cache if _cache is not None else {}
     base = dict(overrides or {})
     key = ("rate", repr(platform), repr(sorted(base.items())))
-    if key not in cache:
-        cache[key] = _compute_rate(platform, base)
-    rate = cache[key]
+    if key not in cache_d:
+        cache_d[key] = _compute_rate(platform, base)
+    rate = cache_d[key]
+    l2_bytes, llc_bytes = _cache_bytes(platform, base)
+    rho = cachestate.TOUCH_RATE if touch_rate is None else touch_rate
+    if mode == "tracked":
+        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho)
+        if skey not in cache_d:
+            cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho))  # df kept: its id stays unique
+        st = cache_d[skey][1]
     mech_ov = _merge(base, MECHANISMS[mechanism])
     cpu_ov = _merge(base, MECHANISMS["cpu"])
     aligned = mechanism in ALIGNED
@@ -210,34 +273,57 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             k = synth[0] if synth else len(sample)
             key = (repr(platform), repr(sorted(base.items())), op, int(sc), k,
                    tuple(sample.index) if synth is None else synth)
+            if mode == "tracked":
+                share = class_shares(cls, st)
+            else:
+                share = {mode: 1.0}
 
-            def sim(moves: bool, key: tuple = key, sample: pd.DataFrame = sample, synth: tuple | None = synth,
-                    op: str = str(op), sc: int = int(sc)) -> tuple[float, float, float]:
+            def sim(moves: bool, state: str, key: tuple = key, sample: pd.DataFrame = sample,
+                    synth: tuple | None = synth, op: str = str(op), sc: int = int(sc)) -> tuple[float, float, float]:
                 """(time, energy, traffic) of the class's sample with or without its copies and
-                initialisations; warm: after a first pass with them, which leaves their buffers in
-                the caches (the same first pass in both runs, so the difference is the second's)."""
-                ck = ("run", moves, warm, mechanism if (moves or warm) else "", key)
-                if ck not in cache:
+                initialisations, its buffers starting in ``state``: ``cold``, wherever the previous
+                replayed calls left them; ``warm``, after a first pass with them (the same first
+                pass in both runs, so the difference is the second's); ``llc``, the same first pass
+                then a copy streaming twice the level-2 size through the private caches."""
+                ck = ("run", moves, state, mechanism if (moves or state != "cold") else "", key)
+                if ck not in cache_d:
                     ops = _ops(sample, rate, max_gap_instructions, aligned, synth, moves)
-                    if warm:
-                        ops = _ops(sample, rate, max_gap_instructions, aligned, synth, True) + ops
-                    path = Path(tmp) / f"{op}-{sc}-{int(moves)}.toml"
+                    if state != "cold":
+                        pre = _ops(sample, rate, max_gap_instructions, aligned, synth, True)
+                        if state == "llc":
+                            pre.append(("evict", l2_bytes // 2, 0, 0, 0, ""))
+                        ops = pre + ops
+                    path = Path(tmp) / f"{op}-{sc}-{int(moves)}-{state}.toml"
                     path.write_text(_toml(ops))
-                    cache[ck] = _stats(plat.run(platform, path, overrides=mech_ov if moves or warm else cpu_ov).stats)
-                return cache[ck]
+                    ov = mech_ov if moves or state != "cold" else cpu_ov
+                    cache_d[ck] = _stats(plat.run(platform, path, overrides=ov).stats)
+                return cache_d[ck]
 
-            t0, e0, b0 = sim(False)
-            t1, e1, b1 = sim(True)
-            per_call = (t1 - t0) / k
+            per_call = energy = traffic = 0.0
+            per_state = {}
+            # tracked: every state is simulated (the per-state costs are part of the output)
+            for s in (cachestate.STATES if mode == "tracked" else (mode,)):
+                f = share[s]
+                t0, e0, b0 = sim(False, s)
+                t1, e1, b1 = sim(True, s)
+                per_state[s] = (t1 - t0) / k
+                per_call += f * (t1 - t0) / k
+                energy += f * (e1 - e0) / k
+                traffic += f * (b1 - b0) / k
+            fixed = float((cls["kind"].map(costs).fillna(0.0) * cls["count"]).sum()) if costs else 0.0
             measured = cls["dur_ns"].sum(min_count=1)
             net = corrected_dur(cls[cls["source"] == "interposer"], meta).sum()
-            rows.append({"op": op, "size_class": int(sc),
-                         "size_range": f"{1 << (int(sc) - 1) if sc else 0}-{(1 << int(sc)) - 1}",
-                         "calls": calls, "bytes": nbytes, "sampled": k, "sim_ns_per_call": per_call,
-                         "predicted_ns": per_call * calls,
-                         "measured_ns": float(measured) if not pd.isna(measured) else float("nan"),
-                         "measured_net_ns": float(net) if not pd.isna(measured) else float("nan"),
-                         "energy_nj": (e1 - e0) / k * calls, "channel_bytes": (b1 - b0) / k * calls})
+            row = {"op": op, "size_class": int(sc),
+                   "size_range": f"{1 << (int(sc) - 1) if sc else 0}-{(1 << int(sc)) - 1}",
+                   "calls": calls, "bytes": nbytes, "sampled": k, "sim_ns_per_call": per_call,
+                   "call_cost_ns": fixed, "predicted_ns": per_call * calls + fixed,
+                   "measured_ns": float(measured) if not pd.isna(measured) else float("nan"),
+                   "measured_net_ns": float(net) if not pd.isna(measured) else float("nan"),
+                   "energy_nj": energy * calls, "channel_bytes": traffic * calls}
+            for s in cachestate.STATES:
+                row[f"share_{s}"] = share.get(s, 0.0)
+                row[f"sim_ns_{s}"] = per_state.get(s, float("nan"))
+            rows.append(row)
     classes = pd.DataFrame(rows)
     user = df[df["source"] == "interposer"]
     measured_in_calls = float(user["dur_ns"].sum())
@@ -251,8 +337,13 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "measured_in_calls_ns": measured_in_calls, "measured_net_ns": measured_net, "program_ns": wall,
         "calls": int(ev["count"].sum()), "bytes": int(ev["bytes"].sum()),
         "sampled_calls": int(classes["sampled"].sum()), "classes": len(classes), "rate_instr_per_ns": rate,
-        "warm": warm,
+        "warm": mode == "warm", "cache": mode, "call_cost_ns": float(classes["call_cost_ns"].sum()),
+        "l2_bytes": l2_bytes, "llc_bytes": llc_bytes, "touch_rate": rho if mode == "tracked" else None,
     }
+    if mode == "tracked":
+        tot = max(float(classes["calls"].sum()), 1.0)
+        for s in cachestate.STATES:
+            summary[f"share_{s}"] = float((classes[f"share_{s}"] * classes["calls"]).sum()) / tot
     return Replay(mechanism, summary, classes, notes)
 
 

@@ -1,0 +1,101 @@
+"""Where a recorded call's buffers were when it ran, from the recorded addresses: the cache state
+the replay then simulates each call in (docs/record-replay.md, "Cache state").
+
+Every timed call touches the 64-byte lines of its destination (and source); for each line touched,
+the *reuse distance* is the number of bytes the recorded calls of the same process moved (read
+plus written) since that line was last touched by one of them, plus :data:`TOUCH_RATE` bytes per
+ns of the time between the two touches (the program's own loads and stores, which the recording
+does not see, push lines out too). A line at a distance below the level-2 cache's size is taken as
+``warm`` (in the core's private caches), below the last-level cache's size as ``llc``, beyond it as
+``cold`` (in DRAM). A line no earlier recorded call touched is taken as ``warm``: no fault was taken
+inside the call, so the program had touched the page, and typically had just written the line it
+now copies or clears (an object built, then copied). A call's state is the share of its line
+touches in each (at most 16 lines per buffer, evenly spread, are looked at).
+
+What this ignores (a modelling choice, stated with every replay): where the program's own loads
+and stores went (only their volume over time, through the touch rate), and the other programs
+sharing the last-level cache.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+LINE = 64
+#: Lines per buffer looked at: a larger buffer's touches are sampled evenly (bounds the work).
+MAX_LINES = 16
+STATES = ("warm", "llc", "cold")
+#: Bytes of its own data a program is taken to touch per ns between two recorded touches of a line
+#: (its loads and stores, unseen by the recording, push the line out as the calls' bytes do).
+#: A CALIBRATION, not a measurement: chosen among 0, 1 and 10 bytes per ns (with untouched lines
+#: warm) on two recordings made on the development machine (Python start-up and the shell
+#: pipeline of ``movelab bench record``, 26 Nov 2026), then checked, unchanged, on gcc, SQLite and
+#: Redis (docs/record-replay.md, "Validation").
+TOUCH_RATE = 1.0
+
+
+def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row index, line number) of every line touched by the buffers [addr, addr + size), at most
+    MAX_LINES per buffer, evenly spread."""
+    first = addr // LINE
+    n = (addr + np.maximum(size, 1) - 1) // LINE - first + 1
+    k = np.minimum(n, MAX_LINES)
+    rows = np.repeat(np.arange(len(addr)), k)
+    start = np.repeat(np.cumsum(k) - k, k)
+    j = np.arange(int(k.sum())) - start
+    kk = np.repeat(k, k)
+    nn = np.repeat(n, k)
+    step = np.where(kk > 1, (nn - 1) / np.maximum(kk - 1, 1), 0.0)
+    page = np.repeat(first, k) + np.floor(j * step).astype(np.int64)
+    return rows, page
+
+
+def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = TOUCH_RATE,
+           untouched: str = "warm") -> pd.DataFrame:
+    """For each timed event of ``ev`` (rows with ``t_ns``, ``pid``, ``size``, ``src``, ``dst``,
+    ``op``), the share of its line touches in each state: columns ``warm``, ``llc``, ``cold``
+    (summing to 1) and ``distance`` (median reuse distance in bytes, NaN where no line was touched
+    before), indexed like ``ev``'s timed rows. Aggregate rows (no time) get no row.
+
+    ``touch_rate``: bytes of other data the program is taken to touch per ns between two touches
+    of a line (its own loads and stores, which the recording does not see), added to the distance
+    (see :data:`TOUCH_RATE`). ``untouched``: the state of a line no earlier recorded call touched
+    (default ``warm``: see the module's description)."""
+    if l2_bytes <= 0 or llc_bytes < l2_bytes:
+        raise ValueError(f"cache sizes must satisfy 0 < l2 <= llc, got l2={l2_bytes} llc={llc_bytes}")
+    if untouched not in STATES:
+        raise ValueError(f"untouched must be one of {', '.join(STATES)}, got {untouched!r}")
+    if not np.isfinite(touch_rate) or touch_rate < 0:
+        raise ValueError(f"touch_rate must be a non-negative number of bytes per ns, got {touch_rate!r}")
+    t = ev[ev["t_ns"].notna() & ev["dst"].notna()].sort_values(["pid", "t_ns"], kind="stable")
+    if t.empty:
+        return pd.DataFrame(columns=[*STATES, "distance"], dtype="float64")
+    size = t["size"].fillna(0).to_numpy(np.int64)
+    is_copy = (t["op"] == "copy").to_numpy() & t["src"].notna().to_numpy()
+    moved = size * np.where(is_copy, 2, 1)
+    pid = t["pid"].to_numpy(np.int64)
+    # Bytes the process's recorded calls moved before each call (its own excluded).
+    cum = pd.Series(moved).groupby(pid).cumsum().to_numpy() - moved
+    dst = t["dst"].to_numpy(np.uint64).astype(np.int64)
+    src = np.where(is_copy, t["src"].fillna(0).to_numpy(np.uint64).astype(np.int64), 0)
+    r1, p1 = _lines(dst, size)
+    r2, p2 = _lines(src[is_copy], size[is_copy])
+    r2 = np.flatnonzero(is_copy)[r2]
+    rows = np.concatenate([r1, r2])
+    pages = np.concatenate([p1, p2])
+    tns = t["t_ns"].to_numpy(np.float64)
+    touch = pd.DataFrame({"pid": pid[rows], "line": pages, "row": rows, "cum": cum[rows], "t": tns[rows]})
+    touch = touch.sort_values(["pid", "line", "row"], kind="stable")
+    g = touch.groupby(["pid", "line"], sort=False)
+    dist = (touch["cum"] - g["cum"].shift(1) + touch_rate * (touch["t"] - g["t"].shift(1))).to_numpy(np.float64)
+    first = STATES.index(untouched)
+    state = np.where(np.isnan(dist), first, np.where(dist < l2_bytes, 0, np.where(dist < llc_bytes, 1, 2)))
+    touch["state"] = state
+    touch["dist"] = dist
+    counts = np.zeros((len(t), 3))
+    np.add.at(counts, (touch["row"].to_numpy(), state), 1.0)
+    share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
+    med = touch.groupby("row")["dist"].median().reindex(range(len(t))).to_numpy()
+    return pd.DataFrame({"warm": share[:, 0], "llc": share[:, 1], "cold": share[:, 2], "distance": med},
+                        index=t.index)

@@ -1,0 +1,136 @@
+/* movelab's per-call calibration program: run under the recording interposer (movelab record), it
+ * makes calls of known sizes on buffers that are hot in the caches, so that the time the
+ * interposer measures inside them is the call's fixed cost (the jump through the PLT, the C
+ * library's size dispatch, the return, the clock reads the correction leaves) plus a copy of
+ * bytes that are already in the L1 cache. The replay (calibration.py) subtracts the simulated
+ * cost of the same hot calls and keeps the rest as the per-call cost of each function.
+ *
+ * Usage: calibrate REPS [disturbed]. For each size 1, 2, 4, ... 2048 bytes: REPS calls of memcpy, memmove,
+ * memset, then calloc+free and a moving realloc (malloc, a guard block, realloc to twice the size
+ * plus a line, free), each on
+ * the same buffers, after 64 unrecorded warm-up calls (the interposer records them too; the
+ * calibration drops the first 64 of each size and function). Called through volatile pointers so
+ * the compiler cannot inline or drop the calls. With "disturbed", each memcpy/memmove/memset call
+ * is made on buffers 64 KiB further into a 64 MiB arena (not in the private caches, in the last
+ * level after the first lap), with 64 KiB of other data read between calls (the private caches
+ * filled with something else, as a program's own work does): the same calls in the state the
+ * tracked replay calls "llc".
+ *
+ * Usage: calibrate latency KIB HOPS: the load-to-use latency of a buffer of KIB KiB, by a pointer
+ * chase through its lines in a random cyclic order (each load's address comes from the previous
+ * load, so nothing overlaps); prints "latency_ns KIB NS" (run without the interposer). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void *(*volatile cp)(void *, const void *, size_t) = memcpy;
+static void *(*volatile mv)(void *, const void *, size_t) = memmove;
+static void *(*volatile st)(void *, int, size_t) = memset;
+static void *(*volatile cl)(size_t, size_t) = calloc;
+static void *(*volatile ra)(void *, size_t) = realloc;
+
+static char a[4096] __attribute__((aligned(64))), b[4096] __attribute__((aligned(64)));
+
+#define ARENA (64L << 20)
+#define STEP (64L << 10)
+static volatile long sink;
+
+/* Reads 64 KiB of other data (one load per line). */
+static void disturb(const char *other, long i) {
+    long s = 0;
+    const char *p = other + (i * STEP) % ARENA;
+    for (long j = 0; j < STEP; j += 64) s += p[j];
+    sink += s;
+}
+
+static int disturbed_run(long reps) {
+    char *arena = malloc(ARENA), *other = malloc(ARENA);
+    if (!arena || !other) return 1;
+    for (long j = 0; j < ARENA; j += 4096) arena[j] = other[j] = 1; /* faults taken here, not in calls */
+    for (size_t n = 1; n <= 2048; n *= 2) {
+        for (long i = 0; i < reps + 64; i++) {
+            char *d = arena + (i * STEP) % ARENA;
+            disturb(other, i);
+            cp(d, d + STEP / 2, n);
+        }
+        for (long i = 0; i < reps + 64; i++) {
+            char *d = arena + (i * STEP) % ARENA;
+            disturb(other, i);
+            mv(d, d + STEP / 2, n);
+        }
+        for (long i = 0; i < reps + 64; i++) {
+            char *d = arena + (i * STEP) % ARENA;
+            disturb(other, i);
+            st(d, 0, n);
+        }
+    }
+    free(arena);
+    free(other);
+    return 0;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static char *volatile chase_end;
+static uint64_t next_rand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static int latency(long kib, long hops) {
+    long lines = kib * 1024 / 64;
+    if (kib < 4 || hops < 1 || lines > (1L << 26)) {
+        fprintf(stderr, "calibrate: latency needs KIB >= 4 (at most 4 GiB) and HOPS >= 1\n");
+        return 2;
+    }
+    char *buf = aligned_alloc(4096, (size_t)lines * 64);
+    long *order = malloc(sizeof(long) * (size_t)lines);
+    if (!buf || !order) return 1;
+    for (long i = 0; i < lines; i++) order[i] = i;
+    for (long i = lines - 1; i > 0; i--) { /* a random cycle through every line */
+        long j = (long)(next_rand() % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (long i = 0; i < lines; i++) *(char **)(buf + order[i] * 64) = buf + order[(i + 1) % lines] * 64;
+    char *p = buf + order[0] * 64;
+    for (long i = 0; i < lines; i++) p = *(char **)p; /* one lap: the buffer where it settles */
+    struct timespec a, b;
+    /* the thread's CPU time: a shared machine's preemptions are not counted */
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    for (long i = 0; i < hops; i++) p = *(char **)p;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+    chase_end = p; /* keeps the chase */
+    printf("latency_ns %ld %.3f\n", kib, ns / (double)hops);
+    free(order);
+    free(buf);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 3 && strcmp(argv[1], "latency") == 0) return latency(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10));
+    long reps = argc > 1 ? strtol(argv[1], NULL, 10) : 2000;
+    if (reps < 1 || reps > 10000000) {
+        fprintf(stderr, "calibrate: REPS must be between 1 and 10000000\n");
+        return 2;
+    }
+    if (argc > 2 && strcmp(argv[2], "disturbed") == 0) return disturbed_run(reps);
+    for (size_t n = 1; n <= 2048; n *= 2) {
+        for (long i = 0; i < reps + 64; i++) cp(b, a, n);
+        for (long i = 0; i < reps + 64; i++) mv(b, a, n);
+        for (long i = 0; i < reps + 64; i++) st(b, 0, n);
+        for (long i = 0; i < reps + 64; i++) free(cl(1, n));
+        for (long i = 0; i < reps + 64; i++) {
+            char *p = malloc(n);
+            char *guard = malloc(16); /* the block after p is taken: the realloc must move */
+            char *q = ra(p, 2 * n + 64);
+            free(guard);
+            free(q);
+        }
+    }
+    return (int)(a[0] + b[0]);
+}
