@@ -30,7 +30,7 @@ def cli(*args: str, code: int = 0) -> str:
 def test_presets_json_and_table() -> None:
     p = json.loads(cli("platform", "presets", "--format", "json"))
     assert {q["name"] for q in p["platforms"]} == {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system",
-                                                   "rowclone-multicore", "larsen-io"}
+                                                   "rowclone-multicore", "larsen-io", "server-composed"}
     table = cli("platform", "presets")
     assert "Platforms" in table and "Workloads" in table and "tcp-rx" in table
 
@@ -102,7 +102,7 @@ def test_zhao_json_rows(zhao_rows: list[dict]) -> None:
     assert p[("out-of-order", 512, "SYNC_NLB")]["paper_reduction"] == 0.146
     assert p[("in-order", 1400, "ASYNC")]["paper_overlap"] == 0.176
     figures = {r["figure"] for r in zhao_rows}
-    assert figures == {"table3", "fig11", "table4", "fig15"}
+    assert figures == {"table3", "fig11", "table4", "fig15", "fig12", "fig13", "fig14"}
     assert {r["variant"] for r in zhao_rows if r["figure"] == "table4"} == {"ack-before-snoop", "ack-after-snoop"}
     assert all(r["paper_cache_gain"] is not None for r in zhao_rows if r["figure"] == "fig15")
 
