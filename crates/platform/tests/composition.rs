@@ -147,49 +147,58 @@ params = { mechanism = "rowclone" }
 #[test]
 fn bad_agent_lists_are_refused_naming_the_key() {
     let z = "rowclone-system";
-    let e = refused(z, "[[agents]]\nkind = \"dma-engine\"");
-    assert!(
-        e.contains("agents[0].kind") && e.contains("copy-engine"),
-        "{e}"
-    );
-    let e = refused(
-        z,
-        "[[agents]]\nkind = \"copy-engine\"\nparams = { mode = \"FAST\" }",
-    );
-    assert!(e.contains("agents[0].params.mode"), "{e}");
-    let e = refused(
-        z,
-        "[[agents]]\nkind = \"copy-engine\"\nparams = { moed = \"ASYNC\" }",
-    );
-    assert!(e.contains("agents[0].params.moed"), "{e}");
-    let e = refused(z, "[[agents]]\nkind = \"in-memory\"");
-    assert!(e.contains("agents[0].params.mechanism"), "{e}");
-    let e = refused(
-        z,
-        "[[agents]]\nkind = \"in-memory\"\ntakes = [\"fill\"]\nparams = { mechanism = \"rowclone\" }",
-    );
-    assert!(e.contains("agents[0].takes") && e.contains("fill"), "{e}");
-    let e = refused(z, "[[agents]]\nkind = \"copy-engine\"\ngroups = [3]");
-    assert!(e.contains("groups") && e.contains("core group 3"), "{e}");
-    // Two agents taking one group's copies.
-    let e = refused(
-        z,
-        "copy = { mechanism = \"ce\" }\n[[agents]]\nkind = \"in-memory\"\nparams = { mechanism = \"rowclone\" }",
-    );
-    assert!(e.contains("both take") && e.contains("copy"), "{e}");
-    // One bulk mode in the controller.
-    let e = refused(
-        z,
-        "[[agents]]\nkind = \"in-memory\"\ntakes = [\"zero\"]\nparams = { mechanism = \"rowclone\" }\n[[agents]]\nkind = \"in-memory\"\ntakes = [\"copy\"]\nparams = { mechanism = \"mc-dma\" }",
-    );
-    assert!(e.contains("mc-dma"), "{e}");
-    let e = refused(
-        z,
-        "[[agents]]\nkind = \"nic\"\nparams = { preset = \"larsen-82598-gen1\" }",
-    );
-    assert!(e.contains("agents[0].params"), "{e}");
-    let e = refused(z, "[[agents]]\nkind = \"copy-engine\"\nname = \"x\"\n[[agents]]\nkind = \"in-memory\"\nname = \"x\"\ntakes = [\"zero\"]\nparams = { mechanism = \"rowclone\" }");
-    assert!(e.contains("'x' names two agents"), "{e}");
+    let ce = "[[agents]]\nkind = \"copy-engine\"";
+    let rc = "[[agents]]\nkind = \"in-memory\"";
+    let cases: &[(String, &[&str])] = &[
+        (
+            "[[agents]]\nkind = \"dma-engine\"".into(),
+            &["agents[0].kind", "copy-engine"],
+        ),
+        (
+            format!("{ce}\nparams = {{ mode = \"FAST\" }}"),
+            &["agents[0].params.mode"],
+        ),
+        (
+            format!("{ce}\nparams = {{ moed = \"ASYNC\" }}"),
+            &["agents[0].params.moed"],
+        ),
+        (rc.into(), &["agents[0].params.mechanism"]),
+        (
+            format!("{rc}\ntakes = [\"fill\"]\nparams = {{ mechanism = \"rowclone\" }}"),
+            &["agents[0].takes", "fill"],
+        ),
+        (format!("{ce}\ngroups = [3]"), &["groups", "core group 3"]),
+        // Two agents taking one group's copies.
+        (
+            format!(
+                "copy = {{ mechanism = \"ce\" }}\n{rc}\nparams = {{ mechanism = \"rowclone\" }}"
+            ),
+            &["both take", "copy"],
+        ),
+        // One bulk mode in the controller.
+        (
+            format!(
+                "{rc}\ntakes = [\"zero\"]\nparams = {{ mechanism = \"rowclone\" }}\n\
+                 {rc}\ntakes = [\"copy\"]\nparams = {{ mechanism = \"mc-dma\" }}"
+            ),
+            &["mc-dma"],
+        ),
+        (
+            "[[agents]]\nkind = \"nic\"\nparams = { preset = \"larsen-82598-gen1\" }".into(),
+            &["agents[0].params"],
+        ),
+        (
+            format!(
+                "{ce}\nname = \"x\"\n{rc}\nname = \"x\"\ntakes = [\"zero\"]\n\
+                 params = {{ mechanism = \"rowclone\" }}"
+            ),
+            &["'x' names two agents"],
+        ),
+    ];
+    for (over, want) in cases {
+        let e = refused(z, over);
+        assert!(want.iter().all(|w| e.contains(w)), "{over}: {e}");
+    }
 }
 
 struct Collect(Rc<RefCell<Vec<CommandRecord>>>);
