@@ -39,6 +39,8 @@
 //! | LPDDR5 BG mode, BL32 | WR -> RD / TR same bank group: nCWL + nBL_max + nWTR_L (BL/n_max), when the bin gives nBL_max |
 //! | HBM2, HBM3 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
 //! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
+//! | DDR5, HBM3 (RFM required) | RFM (all banks): every bank precharged, PRE / PREA / auto-precharge -> RFM nRP, REF -> RFM nRFC, REFSB -> RFM nRFCsb, REFPB -> RFM nRFCpb, RFM -> any command nRFM |
+//! | DDR5, HBM3 (RFM required) | per bank, a rolling accumulated ACT count (RAA): +1 per ACT / ACTC / ACTM, -RAAIMT per REF (REFSB / REFPB: at the banks they refresh) and per RFM, floored at 0; no activation of a bank whose count has reached RAAMMT |
 //!
 //! Protocol: ACT only to a precharged bank; RD / WR / RDA / WRA / TR only to an open bank and its
 //! open row; ACTM only to an open bank, its row group (open row XOR each subset of the differing
@@ -193,6 +195,20 @@ struct Params {
     two_clock: &'static [CommandKind],
     /// Per-bank refresh (LPDDR5, HBM3), when the standard has it.
     pb: Option<PerBankRefresh>,
+    /// Refresh management (DDR5, HBM3), when the log's device requires it.
+    rfm: Option<RefreshManagement>,
+}
+
+/// Refresh management as JESD79-5 section 4.41 (DDR5) and JESD238 (HBM3) state it: the device's
+/// thresholds (mode-register values: DDR5 MR58) and the all-bank RFM's duration.
+#[derive(Debug, Clone, Copy)]
+struct RefreshManagement {
+    /// The count at which the host owes an RFM, and by which each REF or RFM lowers the count.
+    raaimt: u64,
+    /// The count at which the bank takes no further activation.
+    raammt: u64,
+    /// RFM -> any command of the rank (tRFM).
+    rfm: u64,
 }
 
 /// The per-bank refresh rules of a standard (REFPB), with the names they go by.
@@ -295,6 +311,24 @@ impl Params {
             }),
             _ => None,
         };
+        // Refresh management: DDR5 (JESD79-5 4.41) and HBM3 (JESD238) define it; a device that
+        // requires it says so with its thresholds (the log's RAAIMT / RAAMMT).
+        let rfm = match (h.standard.as_str(), h.timing.get("RAAIMT")) {
+            ("DDR5" | "HBM3", Some(&raaimt)) => {
+                let raammt = get("RAAMMT")?;
+                if raaimt == 0 || raammt < raaimt {
+                    return Err(LogError::Header(format!(
+                        "refresh management needs 0 < RAAIMT <= RAAMMT (RAAIMT {raaimt}, RAAMMT {raammt})"
+                    )));
+                }
+                Some(RefreshManagement {
+                    raaimt,
+                    raammt,
+                    rfm: get("nRFM")?,
+                })
+            }
+            _ => None,
+        };
         // HBM splits tRCD by direction (JESD235 / JESD238 as tabulated by DRAMSys, gem5, Ramulator 2).
         let rcd = |split: &'static str| -> Result<(&'static str, u64), LogError> {
             match (h.timing.get(split), h.timing.get("nRCD")) {
@@ -358,6 +392,7 @@ impl Params {
                 _ => &[],
             },
             pb,
+            rfm,
         })
     }
 
@@ -535,6 +570,11 @@ struct RankState {
     history: VecDeque<Entry>,
     /// REFs within nRFC of now.
     refs: VecDeque<(u64, u64)>,
+    /// The last RFM (cycle, command index): RFMs of a rank are at least tRFM apart, so only the
+    /// last can still hold the rank.
+    last_rfm: Option<(u64, u64)>,
+    /// Per bank of the rank: the rolling accumulated ACT count (refresh management).
+    raa: Vec<u64>,
     /// Per bank index (within a group; per bank of the rank when the standard has per-bank
     /// refresh): the last refresh (REF, or REFSB of that index, or REFPB of that bank) and the
     /// refreshes done. A REF counts for every index.
@@ -659,6 +699,7 @@ impl Checker {
             banks: vec![BankState::default(); o.banks_per_rank() as usize],
             last_ref: vec![0; ref_slots],
             refs_done: vec![0; ref_slots],
+            raa: vec![0; o.banks_per_rank() as usize],
             ..RankState::default()
         };
         Ok(Checker {
@@ -815,6 +856,10 @@ impl Checker {
                     .for_each(|n| *n = n.saturating_add(count));
                 r.refs.clear();
                 r.refs.push_back((last, ctx.index));
+                if let Some(m) = self.p.rfm {
+                    let down = m.raaimt.saturating_mul(count);
+                    r.raa.iter_mut().for_each(|c| *c = c.saturating_sub(down));
+                }
                 self.max_cycle = self.max_cycle.max(last);
             }
         }
@@ -945,7 +990,11 @@ impl Checker {
         self.data_bus(ctx, loc);
 
         // Record.
+        self.refresh_management(ctx, ri, loc);
         let rank = &mut self.ranks[ri];
+        if rec.kind == CommandKind::Rfm {
+            rank.last_rfm = Some((t, ctx.index));
+        }
         if rec.kind.is_refresh() {
             let (before_last, before_done) = (rank.stalest_ref().1, rank.fewest_refs().1);
             if rec.kind == CommandKind::Ref {
@@ -1273,7 +1322,16 @@ impl Checker {
                     sides.push(side(b, b / bpg, Role::RefreshPb, "REFPB"));
                 }
             }
-            CommandKind::Ref => {
+            CommandKind::Ref | CommandKind::Rfm => {
+                if rec.kind == CommandKind::Rfm && p.rfm.is_none() {
+                    ctx.protocol(
+                        "RFM without refresh management",
+                        format!(
+                            "the log's {} device does not require refresh management (no RAAIMT in its header; DDR5 and HBM3 define RFM)",
+                            self.header.standard
+                        ),
+                    );
+                }
                 let open: Vec<String> = rank
                     .banks
                     .iter()
@@ -1285,7 +1343,11 @@ impl Checker {
                     .collect();
                 if !open.is_empty() {
                     ctx.protocol(
-                        "REF with open banks",
+                        if rec.kind == CommandKind::Ref {
+                            "REF with open banks"
+                        } else {
+                            "RFM with open banks"
+                        },
                         format!("banks still open: {}", open.join(", ")),
                     );
                 }
@@ -1459,7 +1521,7 @@ impl Checker {
                 let rfcsb = p.rfcsb.unwrap_or(0);
                 let (key, req) = match new.kind {
                     CommandKind::Act => ("nREFSBRD", p.refsbrd),
-                    CommandKind::Ref | CommandKind::Prea => ("nRFCsb", rfcsb),
+                    CommandKind::Ref | CommandKind::Prea | CommandKind::Rfm => ("nRFCsb", rfcsb),
                     _ => ("", 0),
                 };
                 if short(actual, req) {
@@ -1486,9 +1548,10 @@ impl Checker {
                 let rule = match (prev.kind, new.kind) {
                     (CommandKind::Refpb, CommandKind::Refpb) => Some(pb.pb2pb),
                     (CommandKind::Refpb, CommandKind::Act) => Some(pb.pb2act),
-                    (CommandKind::Refpb, CommandKind::Ref | CommandKind::Prea) => {
-                        Some(("nRFCpb", pb.rfcpb))
-                    }
+                    (
+                        CommandKind::Refpb,
+                        CommandKind::Ref | CommandKind::Prea | CommandKind::Rfm,
+                    ) => Some(("nRFCpb", pb.rfcpb)),
                     (CommandKind::Prea, CommandKind::Refpb) => Some((p.rpa_key, p.rpa)),
                     (
                         CommandKind::Act | CommandKind::Actc | CommandKind::Actm,
@@ -1526,9 +1589,10 @@ impl Checker {
             } else {
                 ("nRP", p.rp)
             };
-            if new.kind == CommandKind::Ref && prev.is_precharge() && short(actual, rp) {
+            let refreshes_all = matches!(new.kind, CommandKind::Ref | CommandKind::Rfm);
+            if refreshes_all && prev.is_precharge() && short(actual, rp) {
                 ctx.timing(
-                    format!("{key}: {} -> REF same rank", prev.label()),
+                    format!("{key}: {} -> {} same rank", prev.label(), new.label()),
                     rp,
                     actual,
                     prev,
@@ -1537,10 +1601,73 @@ impl Checker {
         }
     }
 
-    /// REF -> any command to the rank: nRFC.
+    /// Refresh management: the rolling accumulated ACT count of each bank (JESD79-5 4.41, as a
+    /// controller is advised to keep it): an activation of a bank whose count reached RAAMMT is
+    /// a violation; REF and RFM lower the counts of the banks they refresh by RAAIMT.
+    fn refresh_management(&mut self, ctx: &mut Ctx<'_>, ri: usize, loc: Loc) {
+        let Some(m) = self.p.rfm else { return };
+        let bpg = self.header.org.banks_per_group;
+        let bpr = self.header.org.banks_per_rank();
+        let rank = &mut self.ranks[ri];
+        let down = |c: &mut u64| *c = c.saturating_sub(m.raaimt);
+        match ctx.rec.kind {
+            CommandKind::Act | CommandKind::Actc | CommandKind::Actm => {
+                let c = &mut rank.raa[loc.bank as usize];
+                if *c >= m.raammt {
+                    ctx.protocol(
+                        "RAAMMT",
+                        format!(
+                            "{} activates {} whose rolling accumulated ACT count is {} (RAAMMT {}): an RFM or REF was owed",
+                            ctx.rec.kind,
+                            bank_name(loc.bank, bpg),
+                            *c,
+                            m.raammt
+                        ),
+                    );
+                }
+                *c += 1;
+            }
+            CommandKind::Ref | CommandKind::Rfm => rank.raa.iter_mut().for_each(down),
+            CommandKind::Refsb => {
+                for g in 0..self.header.org.bank_groups {
+                    if let Some(c) = rank.raa.get_mut((g * bpg + loc.bank % bpg) as usize) {
+                        down(c);
+                    }
+                }
+            }
+            CommandKind::Refpb => {
+                for b in refpb_banks(&self.p, loc.bank, bpr) {
+                    if let Some(c) = rank.raa.get_mut(b as usize) {
+                        down(c);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// REF -> any command to the rank: nRFC; RFM -> any command to the rank: nRFM.
     fn refresh_rules(&self, ctx: &mut Ctx<'_>, ri: usize) {
         let rank = &self.ranks[ri];
         let t = ctx.rec.cycle;
+        if let (Some((c, index)), Some(m)) = (rank.last_rfm, self.p.rfm) {
+            let actual = sep(t, c);
+            if short(actual, m.rfm) {
+                let prev = Entry {
+                    cycle: c,
+                    index,
+                    kind: CommandKind::Rfm,
+                    implied: false,
+                    sides: [None, None],
+                };
+                ctx.timing(
+                    format!("nRFM: RFM -> {} same rank", ctx.rec.kind),
+                    m.rfm,
+                    actual,
+                    &prev,
+                );
+            }
+        }
         for &(c, index) in &rank.refs {
             let actual = sep(t, c);
             if short(actual, self.p.rfc) {

@@ -39,10 +39,14 @@ pub enum CommandKind {
     /// row XOR each subset of the bits where the two differ, see `multi_row_copy`), and the
     /// sense amplifiers copy the source row into all of them.
     Actm,
+    /// Refresh management, all banks (DDR5 RFMab, HBM3 RFMab; JESD79-5 section 4.41, JESD238):
+    /// an extra refresh of the rank the controller owes once a bank's rolling accumulated ACT
+    /// (RAA) count reaches RAAIMT. Every bank must be precharged; the rank is busy for tRFM.
+    Rfm,
 }
 
 impl CommandKind {
-    pub const ALL: [CommandKind; 13] = [
+    pub const ALL: [CommandKind; 14] = [
         CommandKind::Act,
         CommandKind::Pre,
         CommandKind::Prea,
@@ -56,6 +60,7 @@ impl CommandKind {
         CommandKind::Refsb,
         CommandKind::Refpb,
         CommandKind::Actm,
+        CommandKind::Rfm,
     ];
     pub fn mnemonic(self) -> &'static str {
         match self {
@@ -72,6 +77,7 @@ impl CommandKind {
             CommandKind::Refsb => "REFSB",
             CommandKind::Refpb => "REFPB",
             CommandKind::Actm => "ACTM",
+            CommandKind::Rfm => "RFM",
         }
     }
     pub fn from_mnemonic(s: &str) -> Option<CommandKind> {

@@ -190,6 +190,11 @@ pub struct ControllerConfig {
     /// the bank offers whatever the current queue needs, so a switch to write drain can close a
     /// row before the read that opened it was served.
     pub keep_activated_rows: bool,
+    /// Refresh management (DDR5, HBM3 parts that require it): the controller counts each
+    /// bank's activations (RAA) and issues an all-bank RFM when one reaches RAAIMT. Off: the
+    /// device is treated as not requiring RFM (DDR5 MR58 OP[0] = 0), to compare. No effect on
+    /// parts without refresh management.
+    pub rfm: bool,
 }
 
 impl Default for ControllerConfig {
@@ -209,6 +214,7 @@ impl Default for ControllerConfig {
             cpu_bypass: false,
             engine_share: 0.25,
             keep_activated_rows: false,
+            rfm: true,
         }
     }
 }
@@ -493,6 +499,18 @@ impl Config {
                 timing.insert(name.into(), ((ns * 1000.0) / tck as f64).ceil() as u64);
             }
         }
+        if let Some(rfm) = &part.rfm {
+            // nRFM is always known (the standard's rows name it); the thresholds only when the
+            // controller manages RFM, so the log's header tells the checker whether it must.
+            timing.insert(
+                "nRFM".into(),
+                ((rfm.trfm_ns * 1000.0) / tck as f64).ceil() as u64,
+            );
+            if self.controller.rfm {
+                timing.insert("RAAIMT".into(), u64::from(rfm.raaimt));
+                timing.insert("RAAMMT".into(), u64::from(rfm.raammt));
+            }
+        }
         for (k, v) in &d.timing {
             if !timing.contains_key(k) {
                 return Err(ConfigError::invalid(
@@ -653,6 +671,17 @@ impl Config {
             currents = cv.try_into().map_err(|e: toml::de::Error| {
                 ConfigError::invalid(src, "dram.currents", e.to_string())
             })?;
+        }
+        if let (Some(&imt), Some(&mmt)) = (timing.get("RAAIMT"), timing.get("RAAMMT")) {
+            if imt == 0 || mmt < imt {
+                return Err(ConfigError::invalid(
+                    src,
+                    "dram.timing.RAAMMT",
+                    format!(
+                        "refresh management needs 0 < RAAIMT <= RAAMMT (RAAIMT {imt}, RAAMMT {mmt})"
+                    ),
+                ));
+            }
         }
         if self.controller.refresh == "same-bank" && !timing.contains_key("nRFCsb") {
             return Err(ConfigError::invalid(

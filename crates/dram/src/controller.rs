@@ -1,6 +1,7 @@
 //! The memory controller of one channel: read and write queues, write drain between watermarks,
-//! all-bank refresh, a named scheduler, open- or closed-row policy, and in-DRAM bulk jobs
-//! (RowClone FPM and PSM) that own their banks while they run.
+//! all-bank, same-bank or per-bank refresh, refresh management (RFM: per-bank activation counts,
+//! an all-bank RFM when one reaches RAAIMT), a named scheduler, open- or closed-row policy, and
+//! in-DRAM bulk jobs (RowClone FPM and PSM) that own their banks while they run.
 //!
 //! The controller is event-driven: [`Controller::tick`] issues at most one command at the given
 //! cycle and returns the next cycle at which anything could issue, so the caller skips idle time.
@@ -224,6 +225,12 @@ pub struct Controller {
     /// per-bank refresh: the bank (index within the rank) refreshed next and the REFPBs so far.
     sb_next: Vec<u32>,
     sb_done: Vec<u64>,
+    /// Refresh management (DDR5, HBM3 parts that require it; JESD79-5 4.41): RAAIMT (0: off),
+    /// each bank's rolling accumulated ACT count, and per rank whether an RFM is owed (some
+    /// bank's count reached RAAIMT). An owed RFM has a refresh's priority: PREA, then RFM.
+    raaimt: u32,
+    raa: Vec<u32>,
+    rfm_pending: Vec<bool>,
     jobs: Vec<(u64, Job)>,
     waiting_jobs: JobQueue<Job>,
     next_cmd_cycle: u64,
@@ -338,6 +345,11 @@ impl Controller {
             last_work: 0,
             sb_next: vec![0; ranks],
             sb_done: vec![0; ranks],
+            raaimt: spec
+                .param("RAAIMT")
+                .map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX)),
+            raa: vec![0; banks],
+            rfm_pending: vec![false; ranks],
             jobs: Vec::new(),
             waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
@@ -839,6 +851,9 @@ impl Controller {
             return soon;
         }
         let mut refresh_at = u64::MAX;
+        if self.raaimt > 0 && self.rfm_pending.iter().any(|&p| p) {
+            return soon;
+        }
         if self.refresh {
             for r in 0..self.refresh_pending.len() {
                 if self.refresh_pending[r] {
@@ -912,6 +927,38 @@ impl Controller {
         self.update_write_mode();
         let mut next = u64::MAX;
 
+        // An owed RFM has priority: the rank takes no other command until it issues.
+        if self.raaimt > 0 {
+            for r in 0..self.rfm_pending.len() {
+                if !self.rfm_pending[r] {
+                    continue;
+                }
+                let b0 = self.dev.bank_id(r as u32, 0, 0);
+                let kind = if self.dev.any_open(r as u32) {
+                    CommandKind::Prea
+                } else {
+                    CommandKind::Rfm
+                };
+                let at = self.dev.earliest(kind, b0, None);
+                if at <= now {
+                    self.issue(
+                        Pending {
+                            kind,
+                            bank: b0,
+                            row: 0,
+                            col: 0,
+                            dst: None,
+                            source: Source::Refresh,
+                        },
+                        now,
+                        &mut log,
+                    );
+                    return now + 1;
+                }
+                next = next.min(at);
+            }
+        }
+
         // Refresh has priority: a rank with a refresh due takes no other command until its REF.
         if self.refresh {
             for r in 0..self.refresh_pending.len() {
@@ -959,7 +1006,8 @@ impl Controller {
 
         // Every bank's earliest cycle is its local part and its rank's horizon for the kind.
         self.clean_dirty();
-        let any_pending = self.refresh && self.refresh_pending.iter().any(|&p| p);
+        let any_pending = (self.refresh && self.refresh_pending.iter().any(|&p| p))
+            || (self.raaimt > 0 && self.rfm_pending.iter().any(|&p| p));
         // Every candidate is ranked as it is found; nothing is collected.
         let mut best: Option<((u8, u64), u64, Who)> = None;
         let demote_engine = self.bypass && !self.engine_turn;
@@ -1073,6 +1121,9 @@ impl Controller {
     #[inline]
     fn refresh_blocks(&self, b: BankId) -> bool {
         let r = b.rank as usize;
+        if self.raaimt > 0 && self.rfm_pending[r] {
+            return true;
+        }
         self.refresh_pending[r]
             && if self.per_bank {
                 // The bank named, or (where REFPB refreshes pairs) its partner.
@@ -1175,7 +1226,13 @@ impl Controller {
                 self.slots[f as usize].activated = None;
             }
         }
-        if matches!(kind, CommandKind::Prea | CommandKind::Ref) {
+        if self.raaimt > 0 {
+            self.manage_refresh(kind, p.bank);
+        }
+        if matches!(
+            kind,
+            CommandKind::Prea | CommandKind::Ref | CommandKind::Rfm
+        ) {
             let per_rank = self.dev.banks_per_rank();
             for f in p.bank.rank * per_rank..(p.bank.rank + 1) * per_rank {
                 self.mark_dirty(f as usize);
@@ -1204,7 +1261,11 @@ impl Controller {
                 bank: p.bank.bank,
                 row: if matches!(
                     kind,
-                    CommandKind::Prea | CommandKind::Ref | CommandKind::Refsb | CommandKind::Refpb
+                    CommandKind::Prea
+                        | CommandKind::Ref
+                        | CommandKind::Refsb
+                        | CommandKind::Refpb
+                        | CommandKind::Rfm
                 ) {
                     0
                 } else {
@@ -1376,6 +1437,7 @@ impl Controller {
             // Periodic only once this rank refreshed after the last other command, with its
             // banks closed and no refresh owed.
             if self.refresh_pending[r]
+                || self.rfm_pending[r]
                 || self.dev.any_open(r as u32)
                 || self.last_ref[r][0] <= self.last_work
                 || self.ref_late[r][0] != self.ref_late[r][1]
@@ -1398,6 +1460,15 @@ impl Controller {
                 sink.idle_refreshes(self.channel, r as u32, first, k, refi);
             }
             self.dev.periodic_refreshes(r as u32, first, k, refi);
+            if self.raaimt > 0 {
+                // Each elided REF lowers every bank's count by RAAIMT, as an issued one does.
+                let down =
+                    u32::try_from(k.saturating_mul(u64::from(self.raaimt))).unwrap_or(u32::MAX);
+                let per = self.dev.banks_per_rank() as usize;
+                for c in &mut self.raa[r * per..(r + 1) * per] {
+                    *c = c.saturating_sub(down);
+                }
+            }
             let last = first + (k - 1) * refi;
             self.last_ref[r] = [last - refi, last];
             self.refresh_due[r] += k * refi;
@@ -1405,6 +1476,48 @@ impl Controller {
         let elided = k * self.refresh_due.len() as u64;
         self.counters.commands[CommandKind::Ref.index()] += elided;
         elided
+    }
+
+    /// Refresh management after issuing `kind` to `b`: an activation adds one to the bank's
+    /// rolling accumulated ACT count and owes the rank an RFM once the count reaches RAAIMT; a
+    /// REF or RFM lowers every bank's count of the rank by RAAIMT, a REFSB or REFPB the counts of
+    /// the banks it refreshes (JESD79-5 4.41: RAA decrement per REF = RAAIMT, MR59 default).
+    fn manage_refresh(&mut self, kind: CommandKind, b: BankId) {
+        let imt = self.raaimt;
+        let r = b.rank as usize;
+        let per = self.dev.banks_per_rank();
+        match kind {
+            CommandKind::Act | CommandKind::Actc | CommandKind::Actm => {
+                let c = &mut self.raa[b.flat as usize];
+                *c += 1;
+                if *c >= imt {
+                    self.rfm_pending[r] = true;
+                }
+                return;
+            }
+            CommandKind::Ref | CommandKind::Rfm => {
+                for c in &mut self.raa[(r * per as usize)..((r + 1) * per as usize)] {
+                    *c = c.saturating_sub(imt);
+                }
+            }
+            CommandKind::Refsb => {
+                for g in 0..self.dev.bank_groups() {
+                    let f = self.dev.bank_id(b.rank, g, b.bank).flat as usize;
+                    self.raa[f] = self.raa[f].saturating_sub(imt);
+                }
+            }
+            CommandKind::Refpb => {
+                let partner = self.dev.refpb_partner(b);
+                self.raa[b.flat as usize] = self.raa[b.flat as usize].saturating_sub(imt);
+                if partner.flat != b.flat {
+                    let f = partner.flat as usize;
+                    self.raa[f] = self.raa[f].saturating_sub(imt);
+                }
+            }
+            _ => return,
+        }
+        let banks = &self.raa[(r * per as usize)..((r + 1) * per as usize)];
+        self.rfm_pending[r] = banks.iter().any(|&c| c >= imt);
     }
 
     /// Jobs whose banks a refresh closed after their last data moved are finished by it.

@@ -123,6 +123,8 @@ pub struct ChannelDevices {
     n_rfc: u64,
     n_rfcsb: u64,
     n_rfcpb: u64,
+    /// Refresh management (RFM): the rank is busy refreshing for tRFM.
+    n_rfm: u64,
     /// The second bank a REFPB refreshes, this many banks further on in its rank (0: none).
     refpb_pair: u32,
     /// When an auto-precharge takes effect: nRTP after RDA, write recovery after WRA, and not
@@ -192,6 +194,7 @@ impl ChannelDevices {
             n_rfc: spec.t("nRFC"),
             n_rfcsb: spec.param("nRFCsb").unwrap_or(0),
             n_rfcpb: spec.param("nRFCpb").unwrap_or(0),
+            n_rfm: spec.param("nRFM").unwrap_or(0),
             refpb_pair: spec.refpb_pair_offset,
             n_rtp: spec.t("nRTP"),
             n_wrec: spec.t("nCWL") + spec.t("nBL") + spec.t("nWR"),
@@ -268,7 +271,7 @@ impl ChannelDevices {
         let k = kind.index();
         let r = &self.rank_next[b.rank as usize];
         match kind {
-            CommandKind::Prea | CommandKind::Ref => {
+            CommandKind::Prea | CommandKind::Ref | CommandKind::Rfm => {
                 let base = b.rank * self.banks_per_rank;
                 let mut t = r[k];
                 for i in base..base + self.banks_per_rank {
@@ -309,7 +312,11 @@ impl ChannelDevices {
     pub fn earliest_at_bank(&self, kind: CommandKind, b: BankId) -> u64 {
         debug_assert!(!matches!(
             kind,
-            CommandKind::Prea | CommandKind::Ref | CommandKind::Tr | CommandKind::Refsb
+            CommandKind::Prea
+                | CommandKind::Ref
+                | CommandKind::Rfm
+                | CommandKind::Tr
+                | CommandKind::Refsb
         ));
         let k = kind.index();
         self.rank_next[b.rank as usize][k]
@@ -481,10 +488,15 @@ impl ChannelDevices {
                 }
                 return;
             }
-            CommandKind::Prea | CommandKind::Ref => {
-                if kind == CommandKind::Ref {
+            CommandKind::Prea | CommandKind::Ref | CommandKind::Rfm => {
+                if kind != CommandKind::Prea {
                     let n = self.banks_per_rank;
-                    self.activity[b.rank as usize].refresh(now, n, self.n_rfc);
+                    let cycles = if kind == CommandKind::Ref {
+                        self.n_rfc
+                    } else {
+                        self.n_rfm
+                    };
+                    self.activity[b.rank as usize].refresh(now, n, cycles);
                 }
                 self.apply_rules(k, b, now);
                 if kind == CommandKind::Prea {

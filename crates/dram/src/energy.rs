@@ -12,7 +12,8 @@
 //! - ACT (and RowClone's ACTC): V (I_theta - I_1) tRAS; PRE per closed bank (PRE, PREA, RDA, WRA):
 //!   V (Ibeta - I2N) tRP; RD / WR burst: V (I4R / I4W - I3N) nBL tCK; a TR: one of each
 //! - REF: V (I5B - I3N) tRFC; REFSB: V (I5C - I_BG) tRFCsb; REFPB: V (I5PB - I_1) tRFCpb (one bank
-//!   refreshing while the bank counts as active in the background, as REFSB's banks do)
+//!   refreshing while the bank counts as active in the background, as REFSB's banks do); RFM
+//!   (all banks): V (I5B - I3N) tRFM, an all-bank refresh of tRFM
 //! - background: V (I_rho x cycles any bank is active + (I_1 - I_rho) x the banks' active cycles
 //!   + I2N x cycles all are precharged) tCK, a bank being active while open or refreshing.
 //!
@@ -84,6 +85,8 @@ pub struct CoreTiming {
     pub t_rfc: f64,
     pub t_rfcsb: f64,
     pub t_rfcpb: f64,
+    /// Refresh management (RFM, all banks): tRFM.
+    pub t_rfm: f64,
     pub banks: u32,
     pub bank_groups: u32,
     pub rho: f64,
@@ -101,6 +104,7 @@ impl CoreTiming {
             t_rfc: ns("nRFC"),
             t_rfcsb: ns("nRFCsb"),
             t_rfcpb: ns("nRFCpb"),
+            t_rfm: ns("nRFM"),
             banks: spec.org.banks_per_rank(),
             bank_groups: spec.org.bank_groups,
             rho,
@@ -120,6 +124,8 @@ pub struct CommandEnergy {
     pub refresh_sb: f64,
     /// Per-bank refresh (REFPB).
     pub refresh_pb: f64,
+    /// Refresh management (RFM, all banks): an all-bank refresh of tRFM.
+    pub refresh_mgmt: f64,
     /// Background per cycle: while any bank is active (shared), per active bank on top of that,
     /// and while all banks are precharged.
     pub active_bg_per_cycle: f64,
@@ -161,6 +167,8 @@ impl CommandEnergy {
             e.read += v * above(d.i4r, d.i3n) * t.t_bl;
             e.write += v * above(d.i4w, d.i3n) * t.t_bl;
             e.refresh += v * above(d.i5b, d.i3n) * t.t_rfc;
+            // RFMab refreshes every bank like REFab, for tRFM (JESD79-5 gives no separate current).
+            e.refresh_mgmt += v * above(d.i5b, d.i3n) * t.t_rfm;
             e.refresh_sb += v * above(d.i5c, i_bg) * t.t_rfcsb;
             // One bank refreshes while the others keep their state: above one bank active.
             e.refresh_pb += v * above(d.i5pb, i_1) * t.t_rfcpb;
@@ -186,6 +194,7 @@ impl CommandEnergy {
             refresh: chips * d.refresh,
             refresh_sb: chips * d.refresh_sb,
             refresh_pb: chips * d.refresh_pb,
+            refresh_mgmt: chips * d.refresh_mgmt,
             active_bg_per_cycle: chips * d.active_bg_per_cycle,
             bank_bg_per_cycle: chips * d.bank_bg_per_cycle,
             precharged_bg_per_cycle: chips * d.precharged_bg_per_cycle,
@@ -226,7 +235,8 @@ pub fn channel_energy(
         transfer_nj: trs * (e.read + e.write) / 1000.0,
         refresh_nj: (n(CommandKind::Ref) * e.refresh
             + n(CommandKind::Refsb) * e.refresh_sb
-            + n(CommandKind::Refpb) * e.refresh_pb)
+            + n(CommandKind::Refpb) * e.refresh_pb
+            + n(CommandKind::Rfm) * e.refresh_mgmt)
             / 1000.0,
         background_nj: (act_cyc as f64 * e.active_bg_per_cycle
             + bank_cyc as f64 * e.bank_bg_per_cycle

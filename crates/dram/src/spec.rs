@@ -47,15 +47,15 @@ pub enum Scope {
 
 /// The command names a rule may use: the commands plus TRS / TRD, the source and destination
 /// sides of a TRANSFER in bank-scoped rules.
-pub const TIMING_KINDS: [&str; 15] = [
+pub const TIMING_KINDS: [&str; 16] = [
     "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "REFSB", "REFPB", "ACTM",
-    "TRS", "TRD",
+    "RFM", "TRS", "TRD",
 ];
 /// Index of TRS / TRD in [`TIMING_KINDS`].
-pub const TK_TRS: usize = 13;
-pub const TK_TRD: usize = 14;
+pub const TK_TRS: usize = 14;
+pub const TK_TRD: usize = 15;
 /// Number of timing kinds.
-pub const NK: usize = 15;
+pub const NK: usize = 16;
 
 pub fn timing_kind_index(name: &str) -> Option<usize> {
     TIMING_KINDS.iter().position(|k| *k == name)
@@ -267,6 +267,27 @@ pub struct PartRow {
     /// Absent when no public source gives the part's currents: energy is then not available.
     #[serde(default)]
     pub currents: Option<Currents>,
+    /// Refresh management (DDR5, HBM3): present when the part requires it (DDR5 MR58 OP[0] = 1).
+    #[serde(default)]
+    pub rfm: Option<RfmRow>,
+}
+
+/// A part's refresh management: its thresholds (vendor values read from mode registers: DDR5
+/// MR58) and the duration of an all-bank RFM. Gives the timing entries `RAAIMT`, `RAAMMT` (counts
+/// of activations, not clocks) and `nRFM`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RfmRow {
+    pub source: String,
+    /// Rolling accumulated ACT initial management threshold: an RFM is owed at this count.
+    #[serde(rename = "RAAIMT")]
+    pub raaimt: u32,
+    /// Maximum management threshold: no activation of a bank at this count.
+    #[serde(rename = "RAAMMT")]
+    pub raammt: u32,
+    /// All-bank RFM duration (DDR5 tRFM = tRFC1 for RFMab; HBM3 tRFMab = tRFCab), ns.
+    #[serde(rename = "tRFM_ns")]
+    pub trfm_ns: f64,
 }
 
 /// One standard file: its header, speed bins (name -> params) and parts.

@@ -397,3 +397,123 @@ fn lpddr5_bl32_overlapping_bursts_and_short_write_to_read_are_caught() {
         );
     }
 }
+
+/// Traffic that hammers 64 rows of one bank (a row conflict on nearly every access to it),
+/// mixed with random lines elsewhere: enough activations of that bank between two refreshes to
+/// reach RAAIMT, so the controller owes refresh management (RFM).
+fn hammer(seed: u64, n: usize, spec: &movelab_dram::spec::DramSpec) -> Vec<TraceItem> {
+    let o = &spec.org;
+    // RoBaRaCoCh: the row is the top field, so consecutive rows of bank 0 are this far apart.
+    let stride =
+        u64::from(o.banks_per_rank()) * u64::from(o.ranks) * u64::from(o.channels) * o.row_bytes();
+    let mut rng = Xoshiro256StarStar::seed_from_u64(seed);
+    let mut cycle = 0u64;
+    (0..n)
+        .map(|i| {
+            cycle += 4 + rng.below(8);
+            let addr = if rng.below(10) < 7 {
+                (i as u64 % 64) * stride + 64 * rng.below(8)
+            } else {
+                rng.below(1 << 24) & !63
+            };
+            let op = if rng.below(4) == 0 {
+                Op::Write
+            } else {
+                Op::Read
+            };
+            TraceItem::Req(Request {
+                addr,
+                op,
+                arrival: Some(cycle),
+            })
+        })
+        .collect()
+}
+
+fn hammer_config(preset: &str, refresh: &str, sched: &str, rfm: bool) -> Config {
+    let mut cfg = Config::preset(preset).unwrap();
+    cfg.dram.ranks = 2;
+    cfg.controller.mapper = "RoBaRaCoCh".into();
+    cfg.controller.refresh = refresh.into();
+    cfg.controller.scheduler = sched.into();
+    cfg.controller.bulk = "rowclone".into();
+    cfg.controller.rfm = rfm;
+    cfg
+}
+
+fn run_checked(
+    cfg: &Config,
+    items: Vec<TraceItem>,
+) -> (CheckReport, movelab_dram::stats::Stats, Option<String>) {
+    let spec = cfg.resolve("test").unwrap();
+    let mut sink = CheckSink {
+        checker: Checker::new(&log_header(cfg, &spec)).unwrap(),
+        first: None,
+        recent: Default::default(),
+    };
+    let stats = simulate(
+        cfg,
+        items.into_iter().map(Ok),
+        RunOptions {
+            command_log: Some(&mut sink),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    (sink.checker.finish(), stats, sink.first)
+}
+
+#[test]
+fn refresh_management_obeys_the_standard() {
+    // DDR5 and HBM3 parts require RFM: on hammering traffic the controller issues RFMs, and the
+    // checker (counting activations itself) finds every bank below RAAMMT at each ACT and every
+    // RFM timed, with all-bank, same-bank (DDR5) and per-bank (HBM3) refresh, both schedulers.
+    for (preset, refreshes) in [
+        ("DDR5-3200AN/DDR5-16Gb-x8", ["all-bank", "same-bank"]),
+        ("DDR5-4800B/DDR5-8Gb-x16", ["all-bank", "same-bank"]),
+        ("HBM3-6400/HBM3-8Gb-PC", ["all-bank", "per-bank"]),
+    ] {
+        for refresh in refreshes {
+            for sched in ["frfcfs", "fcfs"] {
+                let cfg = hammer_config(preset, refresh, sched, true);
+                let spec = cfg.resolve("t").unwrap();
+                let (report, stats, first) = run_checked(&cfg, hammer(3, 6000, &spec));
+                assert!(
+                    report.ok,
+                    "{preset} {refresh} {sched}: {} violations; first: {}",
+                    report.violation_count,
+                    first.unwrap_or_default()
+                );
+                let rfm = stats.commands.get("RFM").copied().unwrap_or(0);
+                assert!(
+                    rfm > 0,
+                    "{preset} {refresh} {sched}: no RFM issued; {} cycles, {:?}",
+                    stats.cycles,
+                    stats.commands
+                );
+                // Off: the same traffic without refresh management issues none.
+                let off = hammer_config(preset, refresh, sched, false);
+                let (report, stats, _) = run_checked(&off, hammer(3, 6000, &spec));
+                assert!(report.ok, "{preset} {refresh} {sched} without RFM");
+                assert_eq!(stats.commands.get("RFM"), None);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_controller_that_skips_refresh_management_is_caught() {
+    // Mutation check: the controller does not manage RFM while the checker holds a device that
+    // requires it; the hammered bank's count passes RAAMMT.
+    for preset in ["DDR5-3200AN/DDR5-16Gb-x8", "HBM3-6400/HBM3-8Gb-PC"] {
+        let real = hammer_config(preset, "all-bank", "frfcfs", true);
+        let broken = hammer_config(preset, "all-bank", "frfcfs", false);
+        let spec = real.resolve("t").unwrap();
+        let report = replay_against(&broken, &real, hammer(3, 6000, &spec));
+        assert!(
+            report.violations.iter().any(|v| v.rule_key() == "RAAMMT"),
+            "{preset}: {:?}",
+            report.violations.first()
+        );
+    }
+}

@@ -50,7 +50,7 @@ fn record(c: &Cmd, cycle: u64) -> CommandRecord {
         rank: c.rank,
         bank_group: c.bank.0,
         bank: c.bank.1,
-        row: if matches!(c.kind, Prea | Ref | Refsb | Refpb) {
+        row: if matches!(c.kind, Prea | Ref | Refsb | Refpb | Rfm) {
             0
         } else {
             c.row
@@ -1091,6 +1091,128 @@ fn an_actm_group_must_fit_a_subarray_and_32_rows() {
                 .any(|v| v.rule == "ACTM row group" && v.message.contains(what)),
             "{what}: {:?}",
             r.violations
+        );
+    }
+}
+
+/// Refresh management's rows (DDR5 JESD79-5 4.41, HBM3 JESD238): an all-bank RFM after the last
+/// precharge (nRP, PREA too), after a REF (nRFC) and after the standard's partial refresh
+/// (REFSB: nRFCsb; REFPB: nRFCpb); nothing on the rank for nRFM after it.
+fn rfm_rows(s: &Setup, partial: CommandKind, partial_key: &str) {
+    let t = |n: &str| s.t(n);
+    let (rp, ras, rfm) = (t("nRP"), t("nRAS"), t("nRFM"));
+    let (a, other_group) = ((0, 0), (1, 1));
+    s.case(
+        "RFM -> ACT",
+        "nRFM",
+        &[cmd(0, Rfm, a)],
+        cmd(0, Act, other_group),
+        rfm,
+    );
+    s.case("RFM -> RFM", "nRFM", &[cmd(0, Rfm, a)], cmd(0, Rfm, a), rfm);
+    s.case("RFM -> REF", "nRFM", &[cmd(0, Rfm, a)], cmd(0, Ref, a), rfm);
+    s.case(
+        "RFM -> partial refresh",
+        "nRFM",
+        &[cmd(0, Rfm, a)],
+        cmd(0, partial, a),
+        rfm,
+    );
+    s.case(
+        "REF -> RFM",
+        "nRFC",
+        &[cmd(0, Ref, a)],
+        cmd(0, Rfm, a),
+        t("nRFC"),
+    );
+    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
+    s.case("PRE -> RFM", "nRP", &p, cmd(0, Rfm, a), ras + 10 + rp);
+    let p = [cmd(0, Act, a), cmd(ras + 10, Prea, a)];
+    s.case("PREA -> RFM", "nRP", &p, cmd(0, Rfm, a), ras + 10 + rp);
+    let key_t = if partial == Refsb { "nRFCsb" } else { "nRFCpb" };
+    s.case(
+        "partial refresh -> RFM",
+        partial_key,
+        &[cmd(0, partial, a)],
+        cmd(0, Rfm, a),
+        t(key_t),
+    );
+}
+
+#[test]
+fn ddr5_and_hbm3_rfm_rows_at_their_earliest_cycle() {
+    let s = setup("DDR5-3200AN/DDR5-16Gb-x8", 1, &[]);
+    assert_eq!(s.t("nRFM"), s.t("nRFC"), "DDR5 RFMab takes tRFC1");
+    rfm_rows(&s, Refsb, "nRFCsb");
+    let s = setup("HBM3-6400/HBM3-8Gb-PC", 1, &[]);
+    rfm_rows(&s, Refpb, "nRFCpb");
+}
+
+/// The checker counts each bank's activations itself: RAAMMT activations of one bank pass, the
+/// next is refused unless a REF or an RFM came between (each lowers the count by RAAIMT).
+#[test]
+fn the_checker_keeps_its_own_activation_counts() {
+    for preset in ["DDR5-3200AN/DDR5-16Gb-x8", "HBM3-6400/HBM3-8Gb-PC"] {
+        let s = setup(preset, 1, &[]);
+        let t = |n: &str| s.t(n);
+        let (rc, ras, rp, mmt, imt) = (t("nRC"), t("nRAS"), t("nRP"), t("RAAMMT"), t("RAAIMT"));
+        let a = (0, 0);
+        let step = rc.max(ras + rp) + 4;
+        let mut log = Vec::new();
+        let mut at = 0;
+        let hammer = |log: &mut Vec<CommandRecord>, n: u64, at: &mut u64| {
+            for _ in 0..n {
+                log.push(record(&cmd(*at, Act, a), *at));
+                log.push(record(&cmd(*at + ras, Pre, a), *at + ras));
+                *at += step;
+            }
+        };
+        hammer(&mut log, mmt, &mut at);
+        assert!(s.check(&log).ok, "{preset}: {mmt} activations are legal");
+        let mut over = log.clone();
+        hammer(&mut over, 1, &mut at.clone());
+        let r = s.check(&over);
+        assert!(
+            r.violations.iter().any(|v| v.rule_key() == "RAAMMT"),
+            "{preset}: activation {} not refused: {:?}",
+            mmt + 1,
+            r.violations.first()
+        );
+        for relief in [Rfm, Ref] {
+            let mut ok = log.clone();
+            let mut at2 = at;
+            ok.push(record(&cmd(at2, relief, a), at2));
+            at2 += t("nRFM").max(t("nRFC"));
+            // One RFM / REF lowers the count by RAAIMT: that many more activations pass.
+            hammer(&mut ok, imt, &mut at2);
+            assert!(
+                s.check(&ok).ok,
+                "{preset}: after {relief}: {:?}",
+                s.check(&ok).violations.first()
+            );
+            hammer(&mut ok, 1, &mut at2);
+            assert!(
+                !s.check(&ok).ok,
+                "{preset}: after {relief}, one more is too many"
+            );
+        }
+        // With refresh management off the log's device does not require it: no count is kept,
+        // and an RFM is refused.
+        let off = {
+            let mut cfg = Config::preset(preset).unwrap();
+            cfg.controller.refresh = "none".into();
+            cfg.controller.rfm = false;
+            let spec = cfg.resolve("t").unwrap();
+            Setup { cfg, spec }
+        };
+        assert!(off.check(&over).ok, "{preset}: counts kept without RFM");
+        let r = off.check(&[record(&cmd(0, Rfm, a), 0)]);
+        assert!(
+            r.violations
+                .iter()
+                .any(|v| v.rule == "RFM without refresh management"),
+            "{:?}",
+            r.violations.first()
         );
     }
 }

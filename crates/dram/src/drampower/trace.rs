@@ -49,7 +49,8 @@ pub fn command_name(kind: CommandKind, header: &LogHeader) -> Option<&'static st
                 "REFB"
             }
         }
-        CommandKind::Actc | CommandKind::Tr | CommandKind::Actm => return None,
+        // DRAMPower's trace reader has no refresh-management command.
+        CommandKind::Actc | CommandKind::Tr | CommandKind::Actm | CommandKind::Rfm => return None,
     })
 }
 

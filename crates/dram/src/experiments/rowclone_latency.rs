@@ -157,6 +157,9 @@ pub fn replication(config: &Config, bytes: u64) -> Result<Vec<ReplicationRow>, E
             // Refresh off: a refresh falling inside the N copies (LPDDR5's and HBM3's per-bank
             // refresh comes every few hundred cycles) would blur the comparison of mechanisms.
             c.controller.refresh = "none".into();
+            // Refresh management off too: 31 FPM copies are 62 activations of one bank, past
+            // DDR5's and HBM3's RAAIMT, and the RFM they owe would blur it the same way.
+            c.controller.rfm = false;
             let op = BulkOp {
                 kind: BulkKind::Replicate { copies },
                 dst: 0,
