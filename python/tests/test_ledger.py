@@ -162,7 +162,13 @@ def test_larsen_counts_every_fig10_bar_and_its_identities(runs: dict[str, list[d
     assert res["fig10/rx-64KB/descriptor_doorbell_share"].rule.startswith("below")
     # Table 1's iDMA latency is 8.8 us less the Fig. 8 - Fig. 9 difference: an identity, calibrated.
     assert res["table1/idma/end_to_end_us"].basis == ledger.CALIBRATED
-    assert all(r.basis == ledger.CALIBRATED for k, r in res.items() if k.startswith(("fig8/", "fig9/")))
+    assert all(r.basis == ledger.CALIBRATED for k, r in res.items() if k.startswith("fig8/"))
+    # Fig. 9's doorbell and memory reads come out of the platform's memory system: predictions
+    # (the doorbell judged against the paper's bound); its push is the calibrated downstream path.
+    for part in ["doorbell_ns", "descriptor_ns", "payload_ns", "nic_tx_latency_ns"]:
+        assert res[f"fig9/idma/{part}"].basis == ledger.PREDICTED, part
+    assert res["fig9/idma/doorbell_ns"].rule.startswith("below")
+    assert res["fig9/idma/push_ns"].basis == ledger.CALIBRATED
 
 
 def test_csv_and_json_carry_the_labels(tmp_path) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from movelab import platform
 
-PLATFORMS = {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system", "rowclone-multicore", "larsen-io", "server-composed"}
+PLATFORMS = {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system", "rowclone-multicore", "larsen-io", "larsen-io-idma",
+             "server-composed"}
 WORKLOADS = {"tcp-rx", "forkbench", "bulk-copy", "bulk-zero", "nic-tx", "server-rx"}
 ZERO16 = {"pages": 16}
 

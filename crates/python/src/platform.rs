@@ -229,15 +229,17 @@ fn io_run(
 
 /// Larsen & Lee (CACHES 2011): Fig. 8, 9, Table 1, Fig. 10 and the sensitivity runs; rows as JSON.
 #[pyfunction]
-#[pyo3(signature = (parts=None, small_count=2000, large_count=64, progress=None))]
+#[pyo3(signature = (parts=None, small_count=2000, large_count=64, progress=None, overrides=None))]
 fn reproduce_larsen_idma(
     py: Python<'_>,
     parts: Option<Vec<String>>,
     small_count: u64,
     large_count: u64,
     progress: Option<Py<PyAny>>,
+    overrides: Option<&str>,
 ) -> PyResult<String> {
     let mut o = larsen_idma::Options::paper().map_err(verr)?;
+    o.platform = self::overrides(overrides)?;
     if let Some(p) = parts {
         if let Some(bad) = p
             .iter()

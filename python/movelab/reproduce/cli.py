@@ -348,18 +348,22 @@ def larsen_idma(
                                                                               "(at most 100,000)."),
     large: int = typer.Option(64, "--large-count", min=1, max=10_000, help="64 KB messages per Fig. 10 stream "
                                                                           "(at most 10,000)."),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE on the Fig. 8 and "
+                                                              "Fig. 9 platforms (larsen-io, larsen-io-idma), e.g. "
+                                                              "memory.dram.timing.nCL=16.", show_default=False),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Larsen & Lee (CACHES 2011) Fig. 8, 9, Table 1, Fig. 10: descriptor DMA vs the integrated DMA engine."""
     check_output_dir(out, FILES["larsen-idma"], force)
-    _larsen_idma(fmt, small, large, out, force)
+    _larsen_idma(fmt, small, large, out, force, parse_set(set_))
 
 
-def _larsen_idma(fmt: str, small: int, large: int, out: Path | None, force: bool = False) -> None:
+def _larsen_idma(fmt: str, small: int, large: int, out: Path | None, force: bool = False,
+                 overrides: dict[str, Any] | None = None) -> None:
     from movelab.reproduce import larsen_idma as li
 
-    rows = _simulate(fmt, lambda progress: li.run(small, large, progress=progress))
+    rows = _simulate(fmt, lambda progress: li.run(small, large, progress=progress, overrides=overrides or None))
     _emit(fmt, rows, out, force, lambda d: li.write(rows, d), li.tables)
 
 

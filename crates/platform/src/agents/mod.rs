@@ -5,6 +5,7 @@
 //! handed (requests, its own events, coherence hooks) and hears back through [`Agent::event`]
 //! and [`Agent::response`].
 pub mod copy_engine;
+pub mod idma;
 pub mod in_memory_copy;
 pub mod pcie_device;
 pub mod registry;

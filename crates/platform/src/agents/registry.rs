@@ -3,6 +3,7 @@
 //! `[[agents]]`). Adding an agent means a file, a line here and its name in
 //! [`crate::config::platform::AGENT_KINDS`].
 use crate::agents::copy_engine::CopyEngine;
+use crate::agents::idma::IdmaAgent;
 use crate::agents::in_memory_copy::InMemory;
 use crate::agents::pcie_device::PcieDeviceAgent;
 use crate::agents::Agent;
@@ -24,6 +25,7 @@ pub fn build(
         "copy-engine" => Ok(Box::new(CopyEngine::new(id, cfg, sys))),
         "in-memory" => Ok(Box::new(InMemory::new(id, cfg, sys))),
         "nic" => Ok(Box::new(PcieDeviceAgent::new(id, cfg, sys)?)),
+        "idma" => Ok(Box::new(IdmaAgent::new(id, cfg, sys)?)),
         _ => Err(PlatformError::Unknown {
             kind: "agent",
             name: name.into(),
@@ -39,8 +41,9 @@ mod tests {
     #[test]
     fn every_kind_a_platform_may_list_is_built() {
         let cfg = PlatformConfig::preset("larsen-io").unwrap();
-        let mut sys = MemorySystem::new(&cfg, std::slice::from_ref(&cfg.core)).unwrap();
         for (i, kind) in AGENTS.iter().enumerate() {
+            // Each on its own memory system (the NIC and the iDMA claim the same registers).
+            let mut sys = MemorySystem::new(&cfg, std::slice::from_ref(&cfg.core)).unwrap();
             let mut c = cfg.clone();
             if *kind == "in-memory" {
                 c.copy.mechanism = "rowclone".into();
@@ -48,6 +51,7 @@ mod tests {
             let a = build(kind, i as AgentId, &c, &mut sys).unwrap();
             assert_eq!(a.name(), *kind);
         }
+        let mut sys = MemorySystem::new(&cfg, std::slice::from_ref(&cfg.core)).unwrap();
         assert!(build("dma-engine", 9, &cfg, &mut sys).is_err());
     }
 }

@@ -31,6 +31,10 @@ pub const BUILTIN_PLATFORMS: &[(&str, &str)] = &[
         include_str!("../../../../presets/platforms/larsen-io.toml"),
     ),
     (
+        "larsen-io-idma",
+        include_str!("../../../../presets/platforms/larsen-io-idma.toml"),
+    ),
+    (
         "server-composed",
         include_str!("../../../../presets/platforms/server-composed.toml"),
     ),
@@ -478,8 +482,12 @@ pub struct PlatformConfig {
 
 /// The kinds of agent a platform can list, each with the table its parameters come from: a
 /// copy engine and the memory controller's in-memory mechanisms take `[copy]`'s keys, a NIC
-/// takes `[io]`'s. The agent registry builds each kind.
-pub const AGENT_KINDS: &[&str] = &["copy-engine", "in-memory", "nic"];
+/// and Larsen & Lee's integrated DMA engine (with its adapter) take `[io]`'s. The agent
+/// registry builds each kind.
+pub const AGENT_KINDS: &[&str] = &["copy-engine", "in-memory", "nic", "idma"];
+
+/// The kinds whose parameters are an `[io]` table (a device on PCIe and what drives it).
+const IO_KINDS: &[&str] = &["nic", "idma"];
 
 /// The offloaded operations an agent can take from a core: copies, zeroing (an initialisation
 /// to 0) and fills with any other value.
@@ -507,7 +515,7 @@ pub struct AgentSpec {
     pub groups: Vec<u32>,
     /// Its parameters: keys of `[copy]` (copy-engine; in-memory, which must name its
     /// `mechanism`: rowclone, rowclone-zi or mc-dma) on top of the platform's `[copy]`, or a
-    /// whole `[io]` table (nic).
+    /// whole `[io]` table (nic, idma; an idma needs no `rc_read_ns`).
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub params: toml::Table,
 }
@@ -772,10 +780,16 @@ impl PlatformConfig {
             let mut cfg = self.clone();
             cfg.agents = Vec::new();
             let mut takes = [false; 3];
-            if kind == "nic" {
-                let io: PcieDeviceConfig =
-                    deserialize(toml::Value::Table(a.params.clone()), src)
-                        .map_err(|e| rekey(e, "", &format!("agents[{i}].params.")))?;
+            if IO_KINDS.contains(&kind) {
+                let mut params = a.params.clone();
+                if kind == "idma" {
+                    // No device read crosses the root complex: the engine reads on the die.
+                    params
+                        .entry("rc_read_ns")
+                        .or_insert(toml::Value::Float(0.0));
+                }
+                let io: PcieDeviceConfig = deserialize(toml::Value::Table(params), src)
+                    .map_err(|e| rekey(e, "", &format!("agents[{i}].params.")))?;
                 io.validate(src)
                     .map_err(|e| rekey(e, "io.", &format!("agents[{i}].params.")))?;
                 cfg.io = Some(io);
@@ -793,7 +807,7 @@ impl PlatformConfig {
                             format!("'{t}' is not one of: {}", AGENT_TAKES.join(", ")),
                         ));
                     };
-                    let can = if kind == "nic" {
+                    let can = if IO_KINDS.contains(&kind) {
                         [false; 3]
                     } else {
                         default_takes(&cfg.copy)
@@ -804,8 +818,8 @@ impl PlatformConfig {
                             key("takes"),
                             format!(
                                 "'{t}': {} does not offer it (it takes: {})",
-                                if kind == "nic" {
-                                    "a NIC".to_string()
+                                if IO_KINDS.contains(&kind) {
+                                    format!("a device ({kind})")
                                 } else {
                                     format!("mechanism {}", cfg.copy.mechanism)
                                 },

@@ -2,11 +2,20 @@
 //! latency stack of a 64 B message under descriptor DMA), Fig. 9 (the iDMA's), Table 1
 //! (end-to-end latency between two systems; bandwidth per lane) and Fig. 10 (the share of PCIe
 //! bytes spent on descriptors and doorbells in iperf-like streams), plus the sensitivity runs
-//! (a Gen3/Haswell platform; DDIO on and off on the receive path). Every figure comes out of
-//! the I/O model's simulated transactions (`systems::io_pair`); the paper's values come from
-//! `presets/papers/larsen-idma.toml`.
+//! (a Gen3/Haswell platform; DDIO on and off on the receive path; DRAM timing and cache state
+//! under both stacks). The paper's values come from `presets/papers/larsen-idma.toml`.
+//!
+//! Fig. 8 and Fig. 9 run on the one platform: the driver program `nic-tx` on `larsen-io` (the
+//! 82598 behind the 5520 IOH) and on `larsen-io-idma` (the iDMA on the die), one core, its caches
+//! and the DDR3-1066 DRAM model, so every fetch comes through the memory system and moves with
+//! DRAM timing and with whether the line is cached. Table 1, Fig. 10 and the Haswell and DDIO
+//! runs come out of the two-host I/O model's simulated transactions (`systems::io_pair`).
 //!
 //! Method notes:
+//! - Fig. 8 is measured on a running system: the driver has just written the descriptor and the
+//!   frame, so both are dirty in its cache and the NIC's reads are snooped. Fig. 9 is the
+//!   paper's estimate for memory reads ("a memory fetch"): its case has the descriptor and the
+//!   frame in DRAM. Each figure's other case is reported beside it, without paper values.
 //! - Fig. 8's trace shows one 64 B payload read (781 - 759 = 22 ns = 48 B more than the 16 B
 //!   descriptor's completion at Gen1 x8), so the latency runs send a 64 B frame: 54 B of
 //!   Ethernet/IPv4/TCP headers (no options) and 10 B of data.
@@ -20,10 +29,13 @@
 //! - Bandwidth per lane (Table 1) follows the paper's own arithmetic: the dual-port line rate
 //!   over the link's lanes, less the mean of the four Fig. 10 shares.
 use crate::config::io::IoConfig;
+use crate::config::workload::Workload;
 use crate::pcie::bytes::Purpose;
 use crate::sim::error::PlatformError;
-use crate::systems::io_pair::{stream, stream_between, IoStats};
+use crate::systems::io_pair::{stream, stream_between, IoStats, TxStack};
+use crate::systems::platform::Platform;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The paper's values.
 pub const PAPER: &str = include_str!("../../../../presets/papers/larsen-idma.toml");
@@ -79,6 +91,8 @@ pub struct Options {
     pub large_count: u64,
     /// Which parts to run: any of "latency", "fig10", "sensitivity", "pcie-model".
     pub parts: Vec<String>,
+    /// Overrides (shaped like a platform config) of the two platforms Fig. 8 and 9 run on.
+    pub platform: toml::Value,
 }
 
 impl Options {
@@ -95,6 +109,7 @@ impl Options {
                 "sensitivity".into(),
                 "pcie-model".into(),
             ],
+            platform: toml::Value::Table(Default::default()),
         })
     }
 }
@@ -119,9 +134,9 @@ fn e2e_us(s: &IoStats) -> f64 {
     s.mean_latency_ns / 1000.0
 }
 
-fn stack_rows(out: &mut Vec<Row>, fig: &str, case: &str, s: &IoStats, with_paper: bool) {
+fn stack_rows(out: &mut Vec<Row>, fig: &str, case: &str, st: &TxStack, with_paper: bool) {
     let table = if fig == "fig8" { "fig8" } else { "fig9" };
-    for (name, v) in &s.tx_stack.parts {
+    for (name, v) in &st.parts {
         let p = if with_paper {
             paper(table, &format!("{name}_ns"))
         } else {
@@ -138,11 +153,63 @@ fn stack_rows(out: &mut Vec<Row>, fig: &str, case: &str, s: &IoStats, with_paper
         fig,
         case,
         "nic_tx_latency_ns",
-        s.tx_stack.total,
+        st.total,
         p,
         "ns",
         "sum of the stack",
     ));
+}
+
+/// The platform of Fig. 8 (the descriptor NIC) and of Fig. 9 (the iDMA).
+pub const FIG8_PLATFORM: &str = "larsen-io";
+pub const FIG9_PLATFORM: &str = "larsen-io-idma";
+
+/// Messages per platform run (each on an idle device; the stacks are their mean).
+pub const PLATFORM_MESSAGES: u64 = 4;
+
+/// Slower DRAM for the sensitivity rows: DDR3-1066 with its row and column delays doubled
+/// (8-8-8 becomes 16-16-16 clocks, 15 ns more on each).
+pub const SLOW_DRAM: &str =
+    "[memory.dram.timing]\nnRCD = 16\nnCL = 16\nnCWL = 12\nnRP = 16\nnRAS = 28\nnRC = 44\n";
+
+/// One transmit stack from the platform: preset `name` with `overrides` (and `extra`) running
+/// `nic-tx`, the descriptor and frame written by the driver (`cached`) or only in memory.
+pub fn platform_stack(
+    name: &str,
+    overrides: &toml::Value,
+    extra: &str,
+    cached: bool,
+) -> Result<TxStack, PlatformError> {
+    let cfg = super::platform(name, overrides, extra)?;
+    let w = u64::from(cached);
+    let params: BTreeMap<String, u64> = [
+        ("messages", PLATFORM_MESSAGES),
+        ("write_desc", w),
+        ("write_payload", w),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), *v))
+    .collect();
+    let wl = Workload::load("nic-tx", &params)?;
+    let mut p = Platform::new(&cfg)?;
+    p.sys.track_values();
+    let s = p.run(&wl)?;
+    let d = s
+        .devices
+        .into_iter()
+        .next()
+        .ok_or_else(|| PlatformError::Stalled(format!("{name}: the platform has no device")))?;
+    if d.frames != PLATFORM_MESSAGES || d.stale_lines != 0 {
+        return Err(PlatformError::Stalled(format!(
+            "{name}: {} of {PLATFORM_MESSAGES} frames sent, {} stale payload lines",
+            d.frames, d.stale_lines
+        )));
+    }
+    let total = d.tx_stack_mean.iter().map(|(_, v)| v).sum();
+    Ok(TxStack {
+        parts: d.tx_stack_mean,
+        total,
+    })
 }
 
 /// The share of TLP bytes on host `h`'s link for descriptors, doorbells, write-backs and
@@ -167,7 +234,7 @@ pub fn shares(s: &IoStats, h: usize) -> (f64, f64, f64) {
 pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Row>, PlatformError> {
     let mut out = Vec::new();
     let want = |p: &str| o.parts.iter().any(|x| x == p);
-    let total = want("latency") as usize * 3
+    let total = want("latency") as usize * 4
         + want("fig10") as usize * 6
         + want("sensitivity") as usize * 6;
     let mut done = 0;
@@ -176,14 +243,29 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
         progress(done, total);
     };
     if want("latency") {
+        let pl = &o.platform;
+        let fig8 = platform_stack(FIG8_PLATFORM, pl, "", true)?;
+        let fig8_mem = platform_stack(FIG8_PLATFORM, pl, "", false)?;
+        let fig9 = platform_stack(FIG9_PLATFORM, pl, "", false)?;
+        let fig9_cached = platform_stack(FIG9_PLATFORM, pl, "", true)?;
+        tick(progress);
+        stack_rows(&mut out, "fig8", "descriptor-dma", &fig8, true);
+        stack_rows(&mut out, "fig8", "descriptor-dma-memory", &fig8_mem, false);
+        stack_rows(&mut out, "fig9", "idma", &fig9, true);
+        stack_rows(&mut out, "fig9", "idma-cached", &fig9_cached, false);
+        for (case, name, cached) in [
+            ("descriptor-dma-memory-slow-dram", FIG8_PLATFORM, false),
+            ("idma-slow-dram", FIG9_PLATFORM, false),
+            ("idma-cached-slow-dram", FIG9_PLATFORM, true),
+        ] {
+            let s = platform_stack(name, pl, SLOW_DRAM, cached)?;
+            stack_rows(&mut out, "sensitivity", case, &s, false);
+        }
         let desc = latency_run(&o.latency, ["descriptor", "descriptor"])?;
         tick(progress);
         let idma = latency_run(&o.latency, ["idma", "descriptor"])?;
         tick(progress);
         let both = latency_run(&o.latency, ["idma", "idma"])?;
-        tick(progress);
-        stack_rows(&mut out, "fig8", "descriptor-dma", &desc, true);
-        stack_rows(&mut out, "fig9", "idma", &idma, true);
         out.push(row(
             "table1",
             "descriptor-dma",
@@ -216,18 +298,18 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             "descriptor-dma",
             "nic_tx_latency_ns",
             desc.tx_stack.total,
-            paper("fig8", "total_ns"),
+            None,
             "ns",
-            "",
+            "the two-host model's Fig. 8 stack (the paper's is the fig8 row's)",
         ));
         out.push(row(
             "table1",
             "idma",
             "nic_tx_latency_ns",
             idma.tx_stack.total,
-            paper("fig9", "total_ns"),
+            None,
             "ns",
-            "",
+            "the two-host model's iDMA stack: its memory reads are the [idma] parameters",
         ));
     }
     if want("fig10") {
@@ -381,10 +463,16 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             &mut out,
             "sensitivity",
             "haswell-gen3-descriptor-dma",
-            &desc,
+            &desc.tx_stack,
             false,
         );
-        stack_rows(&mut out, "sensitivity", "haswell-gen3-idma", &idma, false);
+        stack_rows(
+            &mut out,
+            "sensitivity",
+            "haswell-gen3-idma",
+            &idma.tx_stack,
+            false,
+        );
         out.push(row(
             "sensitivity",
             "haswell-gen3-descriptor-dma",
