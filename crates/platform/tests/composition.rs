@@ -278,3 +278,25 @@ fn composition_variants_save_alone_and_together() {
     assert_eq!(names, ["nic", "rowclone-zi"]);
     assert!(variants(&none, 0, &mut |_, _| {}).is_err());
 }
+
+/// A looped-back NIC whose driver posts no RX buffers (nic-tx on the composed server) holds the
+/// frames it receives; once every program is done the run ends (it used to stall), with every
+/// frame received by the MAC and none delivered.
+#[test]
+fn frames_without_rx_buffers_end_the_run() {
+    let c = cfg("server-composed", "").unwrap();
+    let w = Workload::load("nic-tx", &params(&[("messages", 3)])).unwrap();
+    let s = run(&c, &w);
+    let nic = s
+        .agents
+        .iter()
+        .find(|a| a.name == "nic")
+        .and_then(|a| a.device.clone())
+        .expect("nic");
+    assert!(nic.frames > 0 && nic.rx_frames_in == nic.frames, "{nic:?}");
+    assert!(
+        nic.nic.rx_frames < nic.rx_frames_in,
+        "frames are left without a buffer: {nic:?}"
+    );
+    assert!(s.time_ns < 1e6, "{}", s.time_ns);
+}

@@ -21,19 +21,19 @@
 //! payload, then pushes it), with every payload line's version checked against the last version a
 //! core wrote. Not modelled here: receive through the engine's pinned buffer (the two-host I/O
 //! model runs it), context descriptors and TSO.
+use crate::agents::device_dma::{self, Stack};
 use crate::agents::{Agent, AgentReport};
 use crate::config::platform::{PcieDeviceConfig, PlatformConfig};
 use crate::devices::idma::{FifoAdapter, FIFO, FIFO_EOP};
 use crate::devices::nic;
-use crate::iface::{Access, OffloadOp};
-use crate::memory::memory_system::{AgentId, MemReq, MemorySystem, ReqKind, Response};
+use crate::iface::Access;
+use crate::memory::memory_system::{AgentId, MemorySystem, Response};
 use crate::pcie::bytes::{Geometry, Purpose};
 use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
 use crate::pcie::root_complex::HostMemory;
 use crate::sim::error::PlatformError;
 use crate::sim::{ns, Ps};
 use crate::stats::DeviceStats;
-use movelab_dram::request::Op as MemOp;
 use std::collections::{HashMap, VecDeque};
 
 /// The doorbell reaches the engine.
@@ -48,12 +48,6 @@ const EV_DELIVER: u16 = 3;
 const EV_LINK_TIMER: u16 = 4;
 /// The adapter's MAC finished a frame.
 const EV_MAC: u16 = 5;
-
-/// Tag of the engine's memory writes (nothing waits for them).
-const WRITE_TAG: u32 = u32::MAX;
-
-/// A latency stack: (part, ns).
-type Stack = Vec<(String, f64)>;
 
 /// Where the engine is in its current packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,40 +187,17 @@ impl IdmaAgent {
         let first = addr / 64;
         let last = (addr + len.max(1) - 1) / 64;
         self.lines_left = (last - first + 1) as u32;
-        let kind = ReqKind::Agent {
-            agent: self.id,
-            tag: 0,
-        };
         for line in first..=last {
-            let a = line * 64;
-            let from_cache = sys.dirty_anywhere(line);
-            if payload {
-                if let Some((seen, latest)) = sys.device_read_version(line, from_cache) {
-                    self.stats.lines_checked += 1;
-                    if seen != latest {
-                        self.stats.stale_lines += 1;
-                    }
-                }
-            }
-            if from_cache {
-                self.stats.lines_from_cache += 1;
-                let ch = sys.channel_of(a);
-                let t = sys.ic().request_arrives(now, ch);
-                let at = sys.ic().fill_arrives(t, 0);
-                let id = sys.alloc_req(MemReq {
-                    addr: a,
-                    op: MemOp::Read,
-                    engine: true,
-                    kind,
-                    copy: false,
-                    channel: 0,
-                });
-                sys.schedule(at, self.id, EV_LINE, id);
-            } else {
-                self.stats.lines_from_memory += 1;
-                let at = sys.ic().address_phase(now);
-                sys.send(at, a, MemOp::Read, true, kind, false);
-            }
+            device_dma::read_line(
+                sys,
+                now,
+                self.id,
+                0,
+                line,
+                EV_LINE,
+                payload,
+                &mut self.stats,
+            );
         }
     }
 
@@ -303,15 +274,8 @@ impl IdmaAgent {
         let mut d = self.mem.read(a, nic::DESC as usize);
         d[12] |= 1;
         self.mem.write(a, &d);
-        let line = a / 64;
-        sys.agent_write_line(line);
         self.stats.lines_to_memory += 1;
-        let at = sys.ic().address_phase(now);
-        let kind = ReqKind::Agent {
-            agent: self.id,
-            tag: WRITE_TAG,
-        };
-        sys.send(at, line * 64, MemOp::Write, true, kind, false);
+        device_dma::write_line(sys, now, self.id, a / 64);
         self.stats.interrupts += 1;
         sys.raise_interrupt(now + self.message, self.cfg.irq_core as usize);
     }
@@ -367,41 +331,18 @@ impl IdmaAgent {
                 ]
             })
         };
-        let names = ["doorbell", "descriptor", "payload", "push"];
-        let named = |v: [f64; 4]| -> Stack { names.iter().map(|n| n.to_string()).zip(v).collect() };
         let all: Vec<[f64; 4]> = self.traces.iter().filter_map(parts).collect();
-        let first = all.first().copied().map(named).unwrap_or_default();
-        let mean = if all.is_empty() {
-            Vec::new()
-        } else {
-            let mut m = [0.0; 4];
-            for p in &all {
-                for k in 0..4 {
-                    m[k] += p[k] / all.len() as f64;
-                }
-            }
-            named(m)
-        };
-        (first, mean)
+        device_dma::stacks(
+            ["doorbell", "descriptor", "payload", "push"],
+            all.first().copied(),
+            &all,
+        )
     }
 }
 
 impl Agent for IdmaAgent {
     fn name(&self) -> &'static str {
         "idma"
-    }
-
-    fn offload(
-        &mut self,
-        sys: &mut MemorySystem,
-        now: Ps,
-        core: usize,
-        _id: u32,
-        _op: OffloadOp,
-        _seq: u64,
-    ) -> Access {
-        // The engine takes no copies from cores (the platform never hands it one).
-        Access::At(now + sys.cycle_ps(core))
     }
 
     fn mmio(
@@ -460,11 +401,7 @@ impl Agent for IdmaAgent {
     }
 
     fn response(&mut self, sys: &mut MemorySystem, now: Ps, r: Response) {
-        if let Response::ReadDone { req, channel, .. } = r {
-            // The line travels from the controller to the engine on the data path.
-            let at = sys.ic().fill_arrives(now, channel);
-            sys.schedule(at, self.id, EV_LINE, req);
-        }
+        device_dma::line_answered(sys, now, self.id, r, EV_LINE);
     }
 
     fn idle(&self) -> bool {
@@ -477,13 +414,7 @@ impl Agent for IdmaAgent {
 
     fn report(&self) -> AgentReport {
         let mut s = self.stats.clone();
-        s.bytes_down = self
-            .link
-            .bytes(Dir::Down)
-            .categories()
-            .into_iter()
-            .map(|(n, b)| (n.to_string(), b))
-            .collect();
+        s.bytes_down = device_dma::link_bytes(&self.link, Dir::Down);
         let (first, mean) = self.stacks();
         s.tx_stack_total_ns = first.iter().map(|(_, v)| v).sum();
         s.tx_stack = first;

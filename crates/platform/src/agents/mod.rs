@@ -5,6 +5,7 @@
 //! handed (requests, its own events, coherence hooks) and hears back through [`Agent::event`]
 //! and [`Agent::response`].
 pub mod copy_engine;
+pub mod device_dma;
 pub mod idma;
 pub mod in_memory_copy;
 pub mod pcie_device;
@@ -34,6 +35,8 @@ pub trait Agent {
     fn name(&self) -> &'static str;
     /// A core (`core`, window entry `seq`) hands it offloaded operation `id` at `now`. `Pending`:
     /// the agent wakes the core later ([`MemorySystem::wake`]); `Retry`: it cannot start yet.
+    /// Agents that take no offloads (devices) are never handed one; the default answers after a
+    /// cycle.
     fn offload(
         &mut self,
         sys: &mut MemorySystem,
@@ -42,7 +45,10 @@ pub trait Agent {
         id: u32,
         op: OffloadOp,
         seq: u64,
-    ) -> Access;
+    ) -> Access {
+        let _ = (id, op, seq);
+        Access::At(now + sys.cycle_ps(core))
+    }
     /// One of its own events ([`MemorySystem::schedule`]) is due.
     fn event(&mut self, sys: &mut MemorySystem, now: Ps, kind: u16, id: u32);
     /// The memory system answers one of its requests.

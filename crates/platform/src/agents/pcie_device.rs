@@ -20,19 +20,19 @@
 //! MMIO loads inside the BAR cost a computed round trip (down, a 3 DW read, a completion up, no
 //! queuing behind other TLPs). The NIC's MAC sends each frame at `nic.mac_gbps`; frames go
 //! nowhere further (there is no second host here: that is `systems/io_pair.rs`).
+use crate::agents::device_dma::{self, Stack};
 use crate::agents::{Agent, AgentReport};
 pub use crate::config::platform::PcieDeviceConfig;
 use crate::config::platform::PlatformConfig;
 use crate::devices::nic::{self, Nic, NicOut};
-use crate::iface::{Access, OffloadOp};
-use crate::memory::memory_system::{AgentId, MemReq, MemorySystem, ReqKind, Response};
+use crate::iface::Access;
+use crate::memory::memory_system::{AgentId, MemorySystem, ReqKind, Response};
 use crate::pcie::bytes::{Geometry, Purpose};
 use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
 use crate::pcie::root_complex::HostMemory;
 use crate::sim::error::PlatformError;
 use crate::sim::{ns, Ps};
 use crate::stats::DeviceStats;
-use movelab_dram::request::Op as MemOp;
 use std::collections::HashMap;
 
 /// A TLP reaches the link's transmitter of its direction (id: a held TLP).
@@ -52,14 +52,8 @@ const EV_MAC: u16 = 6;
 /// A looped-back frame reaches the NIC's receive MAC (id: the held frame).
 const EV_FRAME_IN: u16 = 7;
 
-/// Tag of the device's memory writes (nothing waits for them).
-const WRITE_TAG: u32 = u32::MAX;
-
 /// Doorbell store times kept for the latency stacks.
 const MAX_STORES: usize = nic::MAX_TRACES;
-
-/// A latency stack: (part, ns).
-type Stack = Vec<(String, f64)>;
 
 /// A device read waiting for its lines.
 struct DevRead {
@@ -273,41 +267,20 @@ impl PcieDeviceAgent {
                 lines_left: (last - first + 1) as u32,
             },
         );
-        let kind = ReqKind::Agent {
-            agent: self.id,
-            tag: slot,
-        };
         for line in first..=last {
-            let a = line * 64;
-            let from_cache = sys.dirty_anywhere(line);
-            if purpose == Purpose::Payload {
-                // The payload's bytes: the version the path taken delivers (value shadow on).
-                if let Some((seen, latest)) = sys.device_read_version(line, from_cache) {
-                    self.stats.lines_checked += 1;
-                    if seen != latest {
-                        self.stats.stale_lines += 1;
-                    }
-                    self.mem.write(a, &[seen.to_le_bytes(); 8].concat());
-                }
-            }
-            if from_cache {
-                self.stats.lines_from_cache += 1;
-                let ch = sys.channel_of(a);
-                let t = sys.ic().request_arrives(now, ch);
-                let at = sys.ic().fill_arrives(t, 0);
-                let id = sys.alloc_req(MemReq {
-                    addr: a,
-                    op: MemOp::Read,
-                    engine: true,
-                    kind,
-                    copy: false,
-                    channel: 0,
-                });
-                sys.schedule(at, self.id, EV_LINE, id);
-            } else {
-                self.stats.lines_from_memory += 1;
-                let at = sys.ic().address_phase(now);
-                sys.send(at, a, MemOp::Read, true, kind, false);
+            let seen = device_dma::read_line(
+                sys,
+                now,
+                self.id,
+                slot,
+                line,
+                EV_LINE,
+                purpose == Purpose::Payload,
+                &mut self.stats,
+            );
+            // The payload's bytes: the version the path taken delivers (value shadow on).
+            if let Some(v) = seen {
+                self.mem.write(line * 64, &[v.to_le_bytes(); 8].concat());
             }
         }
     }
@@ -337,13 +310,7 @@ impl PcieDeviceAgent {
                 sys.push_to_l2(now, self.cfg.ddio_core as usize, line, false);
             } else {
                 self.stats.lines_to_memory += 1;
-                sys.agent_write_line(line);
-                let at = sys.ic().address_phase(now);
-                let kind = ReqKind::Agent {
-                    agent: self.id,
-                    tag: WRITE_TAG,
-                };
-                sys.send(at, line * 64, MemOp::Write, true, kind, false);
+                device_dma::write_line(sys, now, self.id, line);
             }
         }
     }
@@ -394,41 +361,14 @@ impl PcieDeviceAgent {
                 f(tr.data_arrived.saturating_sub(tr.desc_arrived)),
             ])
         };
-        let names = ["doorbell", "descriptor", "payload"];
-        let named = |v: [f64; 3]| names.iter().map(|n| n.to_string()).zip(v).collect();
-        let first = parts(0).map(named).unwrap_or_default();
         let all: Vec<_> = (0..self.nic.traces.len()).filter_map(parts).collect();
-        let mean = if all.is_empty() {
-            Vec::new()
-        } else {
-            let mut m = [0.0; 3];
-            for p in &all {
-                for k in 0..3 {
-                    m[k] += p[k] / all.len() as f64;
-                }
-            }
-            named(m)
-        };
-        (first, mean)
+        device_dma::stacks(["doorbell", "descriptor", "payload"], parts(0), &all)
     }
 }
 
 impl Agent for PcieDeviceAgent {
     fn name(&self) -> &'static str {
         "nic"
-    }
-
-    fn offload(
-        &mut self,
-        sys: &mut MemorySystem,
-        now: Ps,
-        core: usize,
-        _id: u32,
-        _op: OffloadOp,
-        _seq: u64,
-    ) -> Access {
-        // The device takes no copies (the platform never hands it one).
-        Access::At(now + sys.cycle_ps(core))
     }
 
     fn mmio(
@@ -557,15 +497,13 @@ impl Agent for PcieDeviceAgent {
     }
 
     fn response(&mut self, sys: &mut MemorySystem, now: Ps, r: Response) {
-        if let Response::ReadDone { req, channel, .. } = r {
-            // The line travels from the controller to the root complex on the data path.
-            let at = sys.ic().fill_arrives(now, channel);
-            sys.schedule(at, self.id, EV_LINE, req);
-        }
+        device_dma::line_answered(sys, now, self.id, r, EV_LINE);
     }
 
     fn idle(&self) -> bool {
-        self.nic.idle()
+        // Frames waiting for RX buffers no core has posted do not keep the run going: when the
+        // programs are done they stay undelivered (`rx_frames_in` less the NIC's `rx_frames`).
+        (self.nic.idle() || self.nic.idle_waiting_for_rx_buffers())
             && self.link.idle()
             && self.tlps.is_empty()
             && self.reads.is_empty()
@@ -574,16 +512,8 @@ impl Agent for PcieDeviceAgent {
 
     fn report(&self) -> AgentReport {
         let mut s = self.stats.clone();
-        let cat = |d: Dir| {
-            self.link
-                .bytes(d)
-                .categories()
-                .into_iter()
-                .map(|(n, b)| (n.to_string(), b))
-                .collect()
-        };
-        s.bytes_up = cat(Dir::Up);
-        s.bytes_down = cat(Dir::Down);
+        s.bytes_up = device_dma::link_bytes(&self.link, Dir::Up);
+        s.bytes_down = device_dma::link_bytes(&self.link, Dir::Down);
         let (first, mean) = self.stacks();
         s.tx_stack_total_ns = first.iter().map(|(_, v)| v).sum();
         s.tx_stack = first;

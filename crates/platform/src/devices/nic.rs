@@ -775,6 +775,22 @@ impl Nic {
     }
 
     /// Nothing in flight inside the NIC.
+    /// Idle but for received frames waiting for RX buffers the driver has not posted: nothing
+    /// happens until a tail write posts one (the frames stay in the RX FIFO, counted as received
+    /// by the MAC and not delivered).
+    pub fn idle_waiting_for_rx_buffers(&self) -> bool {
+        !self.rx_fifo.is_empty()
+            && self.rx_chip.is_empty()
+            && self.rx_fetching == 0
+            && ring_avail(self.rdt, self.rx_fetch_next, self.rx_ring) == 0
+            && self.reads.is_empty()
+            && self.waiting.is_empty()
+            && self.tx_pkts.is_empty()
+            && self.tx_wb.is_empty()
+            && self.rx_wb.is_empty()
+            && self.timer_at.is_none()
+    }
+
     pub fn idle(&self) -> bool {
         self.reads.is_empty()
             && self.waiting.is_empty()
