@@ -4,8 +4,7 @@
 //! Built-in presets live in `presets/io/`; every key has a default and a one-line description,
 //! and errors name the file and the key.
 use crate::sim::error::PlatformError;
-use crate::sim::preset::{deserialize, PresetSet};
-use movelab_dram::config::merge_toml;
+use crate::sim::preset::PresetSet;
 use serde::{Deserialize, Serialize};
 
 /// Bytes of a descriptor (82598/82599 legacy and advanced descriptors are 16 B).
@@ -346,36 +345,9 @@ fn pow2_in(v: u32, lo: u32, hi: u32) -> bool {
     v.is_power_of_two() && (lo..=hi).contains(&v)
 }
 
+crate::preset_loader!(IoConfig, IO_PLATFORMS);
+
 impl IoConfig {
-    pub fn preset(name: &str) -> Result<IoConfig, PlatformError> {
-        IoConfig::from_value(IO_PLATFORMS.value(name)?, &IO_PLATFORMS.source(name))
-    }
-
-    /// A preset name or a TOML file path.
-    pub fn load(name_or_path: &str) -> Result<IoConfig, PlatformError> {
-        let (v, source_name) = IO_PLATFORMS.load(name_or_path)?;
-        IoConfig::from_value(v, &source_name)
-    }
-
-    /// From a TOML value; `preset = "NAME"` layers it over a built-in I/O platform.
-    pub fn from_value(v: toml::Value, source_name: &str) -> Result<IoConfig, PlatformError> {
-        let cfg: IoConfig = deserialize(IO_PLATFORMS.layered(v, source_name)?, source_name)?;
-        cfg.validate(source_name)?;
-        Ok(cfg)
-    }
-
-    /// Layers overrides (a TOML table shaped like an I/O config) on top.
-    pub fn with_overrides(
-        &self,
-        overrides: toml::Value,
-        source_name: &str,
-    ) -> Result<IoConfig, PlatformError> {
-        let mut base = toml::Value::try_from(self)
-            .map_err(|e| PlatformError::config(source_name, "(serialise)", e.to_string()))?;
-        merge_toml(&mut base, overrides);
-        IoConfig::from_value(base, source_name)
-    }
-
     /// Checks every bounded value; the error names the key.
     pub fn validate(&self, src: &str) -> Result<(), PlatformError> {
         let err = |k: &str, w: String| Err(PlatformError::config(src, k, w));

@@ -574,37 +574,9 @@ const PLATFORMS: PresetSet = PresetSet {
     presets: BUILTIN_PLATFORMS,
 };
 
+crate::preset_loader!(PlatformConfig, PLATFORMS);
+
 impl PlatformConfig {
-    /// A built-in platform by name.
-    pub fn preset(name: &str) -> Result<PlatformConfig, PlatformError> {
-        PlatformConfig::from_value(PLATFORMS.value(name)?, &PLATFORMS.source(name))
-    }
-
-    /// A preset name or a TOML file path.
-    pub fn load(name_or_path: &str) -> Result<PlatformConfig, PlatformError> {
-        let (v, source_name) = PLATFORMS.load(name_or_path)?;
-        PlatformConfig::from_value(v, &source_name)
-    }
-
-    /// From a TOML value; `preset = "NAME"` layers it over a built-in platform.
-    pub fn from_value(v: toml::Value, source_name: &str) -> Result<PlatformConfig, PlatformError> {
-        let cfg: PlatformConfig = deserialize(PLATFORMS.layered(v, source_name)?, source_name)?;
-        cfg.validate(source_name)?;
-        Ok(cfg)
-    }
-
-    /// Layers overrides (a TOML table shaped like a platform config) on top.
-    pub fn with_overrides(
-        &self,
-        overrides: toml::Value,
-        source_name: &str,
-    ) -> Result<PlatformConfig, PlatformError> {
-        let mut base = toml::Value::try_from(self)
-            .map_err(|e| PlatformError::config(source_name, "(serialise)", e.to_string()))?;
-        merge_toml(&mut base, overrides);
-        PlatformConfig::from_value(base, source_name)
-    }
-
     /// Every core's configuration, with its group (index into `cores`; 0 for the single core).
     pub fn core_list(&self, source_name: &str) -> Result<Vec<(CoreConfig, usize)>, PlatformError> {
         if self.cores.is_empty() {

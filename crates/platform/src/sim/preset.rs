@@ -92,6 +92,56 @@ impl PresetSet {
     }
 }
 
+/// Gives a config type of a preset family its loader: `preset(name)`, `load(name_or_path)`,
+/// `from_value(value, source_name)` (with `preset = "NAME"` layering, deserialisation naming the
+/// key at fault, then the type's own `validate(source_name)`) and `with_overrides(overrides,
+/// source_name)`. One loader for every family: `preset_loader!(PlatformConfig, PLATFORMS)`.
+#[macro_export]
+macro_rules! preset_loader {
+    ($ty:ty, $set:expr) => {
+        impl $ty {
+            /// A built-in preset by name.
+            pub fn preset(name: &str) -> Result<$ty, $crate::sim::error::PlatformError> {
+                Self::from_value($set.value(name)?, &$set.source(name))
+            }
+
+            /// A preset name or a TOML file path.
+            pub fn load(name_or_path: &str) -> Result<$ty, $crate::sim::error::PlatformError> {
+                let (v, source_name) = $set.load(name_or_path)?;
+                Self::from_value(v, &source_name)
+            }
+
+            /// From a TOML value; `preset = "NAME"` layers it over a built-in preset.
+            pub fn from_value(
+                v: toml::Value,
+                source_name: &str,
+            ) -> Result<$ty, $crate::sim::error::PlatformError> {
+                let cfg: $ty =
+                    $crate::sim::preset::deserialize($set.layered(v, source_name)?, source_name)?;
+                cfg.validate(source_name)?;
+                Ok(cfg)
+            }
+
+            /// Layers overrides (a TOML table shaped like this config) on top.
+            pub fn with_overrides(
+                &self,
+                overrides: toml::Value,
+                source_name: &str,
+            ) -> Result<$ty, $crate::sim::error::PlatformError> {
+                let mut base = toml::Value::try_from(self).map_err(|e| {
+                    $crate::sim::error::PlatformError::config(
+                        source_name,
+                        "(serialise)",
+                        e.to_string(),
+                    )
+                })?;
+                movelab_dram::config::merge_toml(&mut base, overrides);
+                Self::from_value(base, source_name)
+            }
+        }
+    };
+}
+
 fn parse(text: &str, source_name: &str) -> Result<toml::Value, PlatformError> {
     text.parse::<toml::Table>()
         .map(toml::Value::Table)
