@@ -220,6 +220,9 @@ fn composed(over: &str, frames: u64) -> (PlatformStats, Vec<CommandRecord>, LogH
     let s = p.run(&w).unwrap();
     let sh = p.sys.shadow.as_ref().unwrap();
     assert!(sh.violations.is_empty(), "{:?}", sh.violations);
+    // The agents' copies and zeroing, line by line against the oracle (none wrong, or the
+    // violations above would say so).
+    assert!(sh.copy_lines_checked > 0 && sh.copy_lines_wrong == 0);
     let recs = log.borrow().clone();
     (s, recs, header)
 }

@@ -43,8 +43,10 @@ struct Cmd {
     next: u64,
     /// Reads of the current batch not yet back.
     reads_out: u32,
-    /// Destination lines of the current batch, written once its reads are back.
+    /// Destination lines of the current batch, written once its reads are back, and the values
+    /// their source lines had when read (value shadow on, source and destination aligned alike).
     batch_dst: Vec<u64>,
+    batch_vals: Vec<Option<u64>>,
     writes_issued: u32,
     writes_done: u32,
 }
@@ -161,23 +163,34 @@ impl CopyEngine {
         let (s, d) = (cmd.src + cmd.next, cmd.dst + cmd.next);
         let src_lines: Vec<u64> = lines_of(s, len).collect();
         let dst_lines: Vec<u64> = lines_of(d, len).collect();
+        // The values the source lines hold as they are read (value shadow on): what each
+        // destination line receives, when source and destination share their offset in the line.
+        let aligned = s % 64 == d % 64;
+        let mut vals = Vec::with_capacity(dst_lines.len());
+        let mut from = Vec::with_capacity(src_lines.len());
+        for &line in &src_lines {
+            let from_cache = !sys.stale_copy_sources
+                && if self.on_die {
+                    sys.cached_anywhere(line)
+                } else {
+                    sys.dirty_anywhere(line)
+                };
+            vals.push(sys.read_value(line, from_cache).filter(|_| aligned));
+            from.push(from_cache);
+        }
         if let Some(cmd) = self.cmds.get_mut(&c) {
             cmd.next += len;
             cmd.reads_out = src_lines.len() as u32;
             cmd.batch_dst = dst_lines;
+            cmd.batch_vals = vals;
         }
         let kind = ReqKind::Agent {
             agent: self.id,
             tag: c,
         };
-        for line in src_lines {
+        for (line, from_cache) in src_lines.into_iter().zip(from) {
             self.lines_read += 1;
             let addr = line * 64;
-            let from_cache = if self.on_die {
-                sys.cached_anywhere(line)
-            } else {
-                sys.dirty_anywhere(line)
-            };
             if from_cache {
                 self.lines_from_cache += 1;
                 let at = if self.on_die {
@@ -229,17 +242,19 @@ impl CopyEngine {
         // The batch is in the buffer: write it out.
         let core = cmd.core;
         let dst = std::mem::take(&mut cmd.batch_dst);
+        let vals = std::mem::take(&mut cmd.batch_vals);
         cmd.writes_issued += dst.len() as u32;
-        for line in dst {
+        for (i, line) in dst.into_iter().enumerate() {
             self.lines_written += 1;
             let addr = line * 64;
+            let value = vals.get(i).copied().flatten();
             if self.dest_to_cache {
-                sys.push_to_l2(now, core, line, true);
+                sys.push_value_to_l2(now, core, line, true, value);
                 let at = now + sys.l2_hit_ps(core);
                 sys.schedule(at, self.id, CACHE_WRITE, c);
             } else {
                 // A destination line is overwritten whole: a dirty copy need not be written back.
-                sys.agent_write_line(line);
+                sys.agent_write_value(line, value);
                 let at = if self.on_die {
                     let ch = sys.channel_of(addr);
                     sys.ic().writeback_arrives(now, ch)
@@ -373,6 +388,7 @@ impl Agent for CopyEngine {
                     next: 0,
                     reads_out: 0,
                     batch_dst: Vec::new(),
+                    batch_vals: Vec::new(),
                     writes_issued: 0,
                     writes_done: 0,
                 },

@@ -115,6 +115,15 @@ impl InMemory {
             return;
         };
         let o = s.op;
+        // The destination's lines now hold the source's (or the fill's) value in memory.
+        let aligned = o.src.is_none_or(|src| src % 64 == o.dst % 64);
+        for line in o.dst / 64..=(o.dst + o.bytes - 1) / 64 {
+            let src = o
+                .src
+                .filter(|_| aligned)
+                .map(|src| (src + line * 64).saturating_sub(o.dst) / 64);
+            sys.in_memory_done(line, src, o.value);
+        }
         if self.zero_insert && o.src.is_none() && o.value == 0 {
             // RowClone-ZI: clean zero lines go into the cache.
             for line in o.dst / 64..=(o.dst + o.bytes - 1) / 64 {
@@ -156,7 +165,7 @@ impl Agent for InMemory {
         let mut flushes = 0;
         if let Some(src) = o.src {
             for line in src / 64..=(src + o.bytes - 1) / 64 {
-                if sys.flush_all(line) {
+                if !sys.stale_copy_sources && sys.flush_all(line) {
                     flushes += 1;
                     self.flushed_lines += 1;
                     let v = Victim {

@@ -21,7 +21,7 @@
 //! invalidate every cached copy, or push the line into a core's L2 (DDIO-like), and their reads
 //! take dirty lines from the caches. With one core nothing of this costs anything.
 use crate::config::platform::{CoreConfig, PlatformConfig};
-use crate::iface::{Access, Token};
+use crate::iface::{Access, OffloadOp, Token};
 use crate::memory::cache::{Cache, Victim};
 use crate::memory::interconnect::Interconnect;
 use crate::memory::pending_copy_table::PendingCopyTable;
@@ -143,10 +143,28 @@ pub struct ValueShadow {
     pub last_written: u64,
     /// The last version written to each line.
     latest: HashMap<u64, u64>,
-    /// Loads that saw another value than the last one written (at most 16 recorded).
+    /// Loads that saw another value than the last one written, and lines an agent's copy or
+    /// initialisation delivered with another value than the operation's (at most 16 recorded).
     pub violations: Vec<String>,
     /// Loads checked.
     pub loads_checked: u64,
+    /// Per destination line of an offloaded copy or initialisation, the values it must receive
+    /// (in the order the operations were handed over), recorded when a core hands it over.
+    expected: HashMap<u64, VecDeque<u64>>,
+    /// Destination lines an agent delivered and were checked, and those with a wrong value.
+    pub copy_lines_checked: u64,
+    pub copy_lines_wrong: u64,
+}
+
+/// The value of a line of zeroes in the value shadow, and of a line filled with byte `v`: data,
+/// not versions (a copy's destination holds its source's value).
+const ZERO_VALUE: u64 = u64::MAX;
+fn fill_value(v: u8) -> u64 {
+    if v == 0 {
+        ZERO_VALUE
+    } else {
+        u64::MAX - 1 - u64::from(v)
+    }
 }
 
 impl ValueShadow {
@@ -192,6 +210,40 @@ impl ValueShadow {
     }
     fn forget(&mut self, h: Holder, line: u64) {
         self.at.remove(&(h, line));
+    }
+    /// An agent writes the line of an operation a core handed over (its value `v`, when known)
+    /// to memory: checked against the value the operation must deliver, and then the line's last
+    /// value. A line no operation expects (a partial line, a source and destination aligned
+    /// differently) gets a new version, as any write. Returns the value now in memory.
+    fn delivered(&mut self, line: u64, v: Option<u64>) -> u64 {
+        let want = match self.expected.get_mut(&line) {
+            Some(q) => {
+                let w = q.pop_front();
+                if q.is_empty() {
+                    self.expected.remove(&line);
+                }
+                w
+            }
+            None => None,
+        };
+        let v = match (want, v) {
+            (Some(want), Some(v)) => {
+                self.copy_lines_checked += 1;
+                if want != v {
+                    self.copy_lines_wrong += 1;
+                    if self.violations.len() < 16 {
+                        self.violations.push(format!(
+                            "an agent delivered line {line:#x} with value {v}, the operation's is {want}"
+                        ));
+                    }
+                }
+                self.latest.insert(line, v);
+                v
+            }
+            _ => self.written(line),
+        };
+        self.memory.insert(line, v);
+        v
     }
 }
 
@@ -240,6 +292,9 @@ pub struct MemorySystem {
     /// Fault injection for the tests of the coherence checks: cores' writes leave other cores'
     /// copies in place (the checks must then fail).
     pub skip_invalidations: bool,
+    /// Fault injection for the copy checks: agents copy a source line from memory even when a
+    /// cache holds a newer copy (the checks must then fail).
+    pub stale_copy_sources: bool,
     /// An error raised inside an event handler, reported by the run loop.
     pub(crate) fatal: Option<String>,
 }
@@ -301,6 +356,7 @@ impl MemorySystem {
             mmio: Vec::new(),
             shadow: None,
             skip_invalidations: false,
+            stale_copy_sources: false,
             fatal: None,
         })
     }
@@ -702,6 +758,81 @@ impl MemorySystem {
         if let Some(sh) = self.shadow.as_mut() {
             let v = sh.written(line);
             sh.memory.insert(line, v);
+        }
+    }
+
+    /// A core hands an agent `op` (value shadow on): records what each whole destination line
+    /// must receive, the source line's last value (a copy whose source and destination share
+    /// their offset in the line) or the fill's, the independent oracle of every agent's copies.
+    pub fn expect_offload(&mut self, op: &OffloadOp) {
+        let Some(sh) = self.shadow.as_mut() else {
+            return;
+        };
+        if op.bytes == 0 || op.src.is_some_and(|s| s % 64 != op.dst % 64) {
+            return;
+        }
+        let first = op.dst.div_ceil(64);
+        let end = (op.dst + op.bytes) / 64;
+        for line in first..end {
+            let v = match op.src {
+                Some(s) => {
+                    let src = (s + (line * 64 - op.dst)) / 64;
+                    sh.latest.get(&src).copied().unwrap_or(0)
+                }
+                None => fill_value(op.value),
+            };
+            sh.expected.entry(line).or_default().push_back(v);
+        }
+    }
+
+    /// The value an agent's read of `line` gets (value shadow on): a dirty cached copy's with
+    /// `from_cache`, else memory's.
+    pub fn read_value(&self, line: u64, from_cache: bool) -> Option<u64> {
+        self.device_read_version(line, from_cache)
+            .map(|(seen, _)| seen)
+    }
+
+    /// An agent writes `value` (from [`Self::read_value`]) to `line` in memory, every cached copy
+    /// invalidated; checked against the operation's value.
+    pub fn agent_write_value(&mut self, line: u64, value: Option<u64>) {
+        let _ = self.invalidate_all(line);
+        if let Some(sh) = self.shadow.as_mut() {
+            sh.delivered(line, value);
+        }
+    }
+
+    /// An agent pushes `value` to `line` into core `c`'s L2, dirty; checked as
+    /// [`Self::agent_write_value`].
+    pub fn push_value_to_l2(
+        &mut self,
+        now: Ps,
+        c: usize,
+        line: u64,
+        copy: bool,
+        value: Option<u64>,
+    ) {
+        let _ = self.invalidate_all(line);
+        self.insert_l2(now, c, line, true, copy);
+        if let Some(sh) = self.shadow.as_mut() {
+            let v = sh.delivered(line, value);
+            sh.at.insert((Holder::L2(c as u16), line), v);
+        }
+    }
+
+    /// An operation inside memory finished: `line` now holds source line `src`'s value in memory
+    /// (a copy) or byte `fill` everywhere; checked as [`Self::agent_write_value`]. A copy of the
+    /// line cached since the operation was handed over (a fill that was in flight then) holds
+    /// what memory had before it: it is dropped.
+    pub fn in_memory_done(&mut self, line: u64, src: Option<u64>, fill: u8) {
+        let _ = self.invalidate_all(line);
+        if let Some(sh) = self.shadow.as_mut() {
+            if sh.expected.contains_key(&line) {
+                let v = match src {
+                    Some(s) => sh.memory.get(&s).copied().unwrap_or(0),
+                    None => fill_value(fill),
+                };
+                sh.delivered(line, Some(v));
+            }
         }
     }
 

@@ -84,7 +84,11 @@ impl Uncore for Port<'_> {
             _ => TAKE_FILL,
         };
         match self.routes[t].and_then(|a| self.agents.list.get_mut(a as usize)) {
-            Some(a) => a.offload(self.sys, now, self.core, id, op, seq),
+            Some(a) => {
+                // The oracle of the agent's copy (value shadow on): what it must deliver.
+                self.sys.expect_offload(&op);
+                a.offload(self.sys, now, self.core, id, op, seq)
+            }
             // No agent takes copies (the platform never offloads then).
             None => Access::At(now + self.sys.cycle_ps(self.core)),
         }
