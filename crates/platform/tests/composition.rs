@@ -303,3 +303,13 @@ fn frames_without_rx_buffers_end_the_run() {
     );
     assert!(s.time_ns < 1e6, "{}", s.time_ns);
 }
+
+/// Parameters given to a core group that runs the run's workload would be lost: refused.
+#[test]
+fn group_parameters_without_a_workload_are_refused() {
+    let e = refused(
+        "server-composed",
+        "[[cores]]\ncount = 1\nparams = { chunks = 1 }\n",
+    );
+    assert!(e.contains("cores[0].params"), "{e}");
+}

@@ -592,6 +592,14 @@ impl PlatformConfig {
         }
         let mut out = Vec::new();
         for (i, g) in self.cores.iter().enumerate() {
+            if g.workload.is_empty() && !g.params.is_empty() {
+                // They would be lost: the run's workload takes the run's parameters.
+                return Err(PlatformError::config(
+                    source_name,
+                    format!("cores[{i}].params"),
+                    "parameters for a group without a workload of its own (it runs the run's workload, with the run's parameters): give the group a `workload`, or pass the parameters with the run",
+                ));
+            }
             let mut base = toml::Value::try_from(&self.core)
                 .map_err(|e| PlatformError::config(source_name, "core", e.to_string()))?;
             merge_toml(&mut base, toml::Value::Table(g.core.clone()));
