@@ -33,6 +33,14 @@ pub const VARIANTS: &[(&str, bool, bool, bool)] = &[
     ("all", true, true, true),
 ];
 
+/// The experiment's own settings (method choices, not facts about any machine): the driver core
+/// sends a frame every `DRIVER_GAP` instructions (faster than the network core can receive, so the
+/// network core's interrupts are the run's time), and the receive server's application work is
+/// `APP_CHUNKS` chunks of `APP_CHUNK` instructions (kept minimal: the run measures the receive path).
+pub const DRIVER_GAP: u64 = 2000;
+pub const APP_CHUNKS: u64 = 1;
+pub const APP_CHUNK: u64 = 100;
+
 /// One variant's run.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Row {
@@ -102,7 +110,7 @@ pub fn run(
             format!("{frames}: 1 to 4096"),
         ));
     }
-    let app: BTreeMap<String, u64> = [("chunks", 1), ("chunk", 100)]
+    let app: BTreeMap<String, u64> = [("chunks", APP_CHUNKS), ("chunk", APP_CHUNK)]
         .iter()
         .map(|(k, v)| (k.to_string(), *v))
         .collect();
@@ -113,7 +121,7 @@ pub fn run(
         let mut cfg = variant(overrides, ddio, zi, ce)?;
         if let Some(g) = cfg.cores.first_mut() {
             g.params.insert("messages".into(), frames);
-            g.params.insert("gap".into(), 2000);
+            g.params.insert("gap".into(), DRIVER_GAP);
         }
         let s = Platform::new(&cfg)?.run(&w)?;
         let by = |n: &str| s.agents.iter().find(|a| a.name == n);
