@@ -180,7 +180,10 @@ fn selected(o: &Options) -> Result<Vec<(&'static str, &'static str, DstPolicy)>,
 
 /// The runs of `o`, unrelated (see [`rows`]): forkbench's for each S, N and selected mechanism,
 /// then bulk zeroing's; `progress(done, total)` after each run.
-pub fn runs(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Run>, PlatformError> {
+pub fn runs(
+    o: &Options,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<Run>, PlatformError> {
     let plat = "rowclone-system";
     let mechs = selected(o)?;
     let zero_runs = if o.bulk_zero { 4 } else { 0 };
