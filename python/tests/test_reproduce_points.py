@@ -62,7 +62,7 @@ def test_fork_page_groups_keep_the_order_and_put_the_large_n_alone() -> None:
     assert rf.page_groups([16384, 2, 8, 8192, 32]) == [[16384], [2, 8], [8192], [32]]
     assert rf.page_groups([5]) == [[5]]
     lone = [[n] for n in [8192, 16384] for _ in rf.FORK_MECHS]
-    assert [p["n_pages"] for p in rf.points()] == ([[2, 8, 32, 128, 512, 2048]] + lone) * 2 + [None]
+    assert [p["n_pages"] for p in rf.points()] == [[2, 8, 32, 128, 512, 2048], *lone] * 2 + [None]
 
 
 def test_reproduction_is_the_same_on_every_executor() -> None:

@@ -354,7 +354,8 @@ def bench_dram(
     bulk_sizes: str = typer.Option("64M,256M", "--bulk-sizes",
                                    help="Sizes of the RowClone COPY whose simulation speed is measured; "
                                         "'none' skips it."),
-    out: Path | None = typer.Option(None, "--out", help="Directory for bench-dram.json \\[default: none, nothing is written].", show_default=False),
+    out: Path | None = typer.Option(None, "--out", help="Directory for bench-dram.json "
+                                                        "\\[default: none, nothing is written].", show_default=False),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing bench-dram.json."),
     config: str = typer.Option("ddr3-1600k-bench", help="Config preset or TOML file for the request runs, "

@@ -280,7 +280,8 @@ def _io_run(platform: str, overrides: dict[str, Any], params: dict[str, int], fm
 def bench_platform(
     repeats: int = typer.Option(3, min=1, max=100, help="Runs per case (median reported)."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
-    out: Path | None = typer.Option(None, "--out", help="Directory for platform-speed.json \\[default: none, nothing is written].", show_default=False),
+    out: Path | None = typer.Option(None, "--out", help="Directory for platform-speed.json "
+                                                        "\\[default: none, nothing is written].", show_default=False),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing platform-speed.json."),
 ) -> None:
     """Speed of the platform model: simulated instructions per second on the built-in workloads."""

@@ -49,7 +49,8 @@ def _fail(msg: str) -> NoReturn:
 @app.command("run")
 def run_cmd(
     spec: Path = typer.Argument(..., help="The sweep spec (TOML)."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="The result table (Parquet) \\[required unless --dry-run]."),
+    out: Path | None = typer.Option(None, "--out", "-o",
+                                    help="The result table (Parquet) \\[required unless --dry-run]."),
     cluster: str | None = typer.Option(None, "--cluster", help="A Dask scheduler, tcp://HOST:PORT "
                                                                "\\[default: a local pool on every core]."),
     workers: int | None = typer.Option(None, "--workers", min=1, max=4096,
