@@ -106,13 +106,16 @@ def report(
     force: bool = typer.Option(False, "--force", help="Replace an index.html movelab did not write."),
 ) -> None:
     """Write DIRECTORY/index.html: every reproduction and sweep found there, as static pages."""
-    from movelab.report import write_report
+    from movelab.report import skipped, write_report
 
     try:
         path = write_report(directory, force=force)
-    except (FileNotFoundError, FileExistsError) as e:
+    except OSError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
+    for p, why in skipped():
+        shown = str(p).encode("utf-8", "backslashreplace").decode("utf-8")
+        typer.echo(f"note: skipped {shown}: {why}", err=True)
     typer.echo(f"report: {path}")
 
 
