@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer
 from movelab.cli import app
 from typer.testing import CliRunner
@@ -95,3 +96,114 @@ def test_the_idma_stack_legend_names_every_segment(tmp_path: Path, monkeypatch) 
     li.plot(rows, tmp_path)
     stack = next(names for names in legends if "payload" in names)
     assert sorted(stack) == ["descriptor", "doorbell", "payload", "push", "reads"], stack
+
+
+def test_report_skips_odd_entries_and_names_them(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / os.fsdecode(b"b\xff.parquet")).write_bytes(b"1")  # a name that is not UTF-8
+    os.mkfifo(tmp_path / "f.parquet")  # reading it would block for ever
+    r = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "skipped" in r.output and "f.parquet: not a regular file" in r.output
+    assert "b\\udcff.parquet: its name is not UTF-8" in r.output
+    page = (tmp_path / "index.html").read_text(encoding="utf-8")
+    assert 'id="skipped"' in page and "f.parquet" in page
+
+
+def test_report_on_a_full_disk_names_the_page_and_leaves_no_temporary(tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    real = Path.write_text
+
+    def full(self: Path, data: str, *a: Any, **k: Any) -> int:
+        if self.name.endswith(".tmp"):
+            real(self, data[:10], *a, **k)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, data, *a, **k)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    r = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert r.exit_code == 2, r.output
+    assert f"cannot write {tmp_path / 'index.html'}: No space left on device" in r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_sweep_writes_on_a_full_disk_name_the_file_and_leave_no_temporary(tmp_path: Path) -> None:
+    import errno
+
+    from movelab.sweep import _written
+
+    out = tmp_path / "x.parquet"
+    tmp = tmp_path / ".x.parquet.tmp"
+    with pytest.raises(OSError, match=re.escape(f"cannot write {out}: No space left on device")):
+        with _written(tmp, out):
+            tmp.write_bytes(b"PAR1")
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert list(tmp_path.iterdir()) == []
+    with _written(tmp, out):
+        tmp.write_bytes(b"ok")
+    assert out.read_bytes() == b"ok" and not tmp.exists()
+
+
+def test_overrides_too_large_for_toml_name_the_key() -> None:
+    for value in [str((1 << 64) - 1), str(1 << 63)]:
+        r = CliRunner().invoke(app, ["dram", "run", "ddr3-1600k-bench", "--generate", "random", "--count", "10",
+                                     "--set", f"dram.timing.tCK_ps={value}"])
+        assert r.exit_code == 2, r.output
+        assert "dram.timing.tCK_ps" in r.output and "signed 64-bit" in r.output, r.output
+    from movelab import dram
+
+    with pytest.raises(ValueError, match=re.escape("dram.timing.tCK_ps")):
+        dram.simulate("ddr3-1600k-bench", [("R", 0)], overrides={"dram": {"timing": {"tCK_ps": 1 << 63}}})
+
+
+def test_a_clock_longer_than_the_refresh_interval_names_the_clock() -> None:
+    r = CliRunner().invoke(app, ["dram", "run", "ddr3-1600k-bench", "--generate", "random", "--count", "10",
+                                 "--set", "dram.timing.tCK_ps=4294967295"])
+    assert r.exit_code == 2, r.output
+    assert "dram.timing.tCK_ps" in r.output and "refresh interval" in r.output and "nREFI" not in r.output
+
+
+
+def test_report_headings_give_the_whole_first_paragraph(tmp_path: Path) -> None:
+    d = tmp_path / "rowclone-latency"
+    d.mkdir()
+    (d / "rowclone-latency.json").write_text("[]")
+    r = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "index.html").read_text(encoding="utf-8")
+    heading = re.search(r'<h2 id="rowclone-latency"[^>]*>(.*?)</h2>', page).group(1)
+    assert heading.endswith("on the paper&#x27;s system (Table 2)."), heading
+    assert "a 4 KB zeroing" in heading
+
+
+def test_every_zhao_panel_has_y_tick_labels(tmp_path: Path, monkeypatch) -> None:
+    import matplotlib.pyplot as plt
+    from movelab.reproduce import zhao_copy_engine as zc
+
+    unlabelled: list[str] = []
+    real = plt.close
+
+    def capture(fig=None):
+        if fig is not None:
+            fig.canvas.draw()
+            for ax in fig.axes:
+                if not any(t.get_visible() and t.get_text() for t in ax.get_yticklabels()):
+                    unlabelled.append(f"{fig.texts[0].get_text() if fig.texts else ''} {ax.get_title()}")
+        return real(fig)
+
+    monkeypatch.setattr(plt, "close", capture)
+    rows = zc.run(packets=5)
+    zc.plot_table3(rows, tmp_path / "t3.png")
+    zc.plot_sensitivity(rows, tmp_path / "s.png")
+    assert not unlabelled, unlabelled
+
+
+def test_the_sweep_page_plot_labels_its_y_axis() -> None:
+    from movelab import report
+
+    # The page draws its plot in the browser (the report's browser test runs it): the script labels
+    # the y axis with the statistic and writes ticks with thousands separators.
+    assert 'id="ylabel"' in report._PLOT_JS and "rotate(-90)" in report._PLOT_JS
+    assert "toLocaleString('en')" in report._PLOT_JS
