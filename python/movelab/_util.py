@@ -68,8 +68,8 @@ def check_value(value: Any, where: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where}: {value} is not a finite number")
     if isinstance(value, int) and not I64_MIN <= value <= I64_MAX:
-        raise ValueError(f"{where}: {value} is out of range (a setting holds a signed 64-bit integer, "
-                         f"{I64_MIN:,} to {I64_MAX:,})")
+        raise ValueError(f"{where}: {value} does not fit in a setting's signed 64 bits "
+                         f"({I64_MIN:,} to {I64_MAX:,})")
     if isinstance(value, dict):
         for k, v in value.items():
             check_value(v, f"{where}.{k}" if where else str(k))

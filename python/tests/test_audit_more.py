@@ -151,7 +151,7 @@ def test_overrides_too_large_for_toml_name_the_key() -> None:
         r = CliRunner().invoke(app, ["dram", "run", "ddr3-1600k-bench", "--generate", "random", "--count", "10",
                                      "--set", f"dram.timing.tCK_ps={value}"])
         assert r.exit_code == 2, r.output
-        assert "dram.timing.tCK_ps" in r.output and "signed 64-bit" in r.output, r.output
+        assert "dram.timing.tCK_ps" in r.output and "signed 64 bits" in r.output, r.output
     from movelab import dram
 
     with pytest.raises(ValueError, match=re.escape("dram.timing.tCK_ps")):
