@@ -207,3 +207,27 @@ def test_the_sweep_page_plot_labels_its_y_axis() -> None:
     # the y axis with the statistic and writes ticks with thousands separators.
     assert 'id="ylabel"' in report._PLOT_JS and "rotate(-90)" in report._PLOT_JS
     assert "toLocaleString('en')" in report._PLOT_JS
+
+
+def test_a_native_trace_can_be_piped_on_stdin(tmp_path: Path, monkeypatch) -> None:
+    import io
+    import json
+    import os
+
+    from movelab import dram
+
+    t = tmp_path / "t.txt"
+    assert CliRunner().invoke(app, ["dram", "generate", "random", "--count", "500", "-o", str(t)]).exit_code == 0
+    whole = json.loads(CliRunner().invoke(app, ["dram", "run", "ddr3-1600k-bench", str(t), "--format", "json"]).output)
+    piped = CliRunner().invoke(app, ["dram", "run", "ddr3-1600k-bench", "-", "--format", "json"], input=t.read_text())
+    assert piped.exit_code == 0, piped.output
+    assert json.loads(piped.output) == whole
+    monkeypatch.setattr("sys.stdin", io.StringIO(t.read_text()))
+    res = dram.simulate("ddr3-1600k-bench", "-")
+    assert res.stats["cycles"] == whole["cycles"] and res.stats["reads"] == whole["reads"]
+    with pytest.raises(ValueError, match="native format only"):
+        dram.simulate("ddr3-1600k-bench", "-", trace_format="ramulator")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # refused at once (no writer would block the open), pointing to stdin
+    with pytest.raises(ValueError, match="pipe a trace to stdin"):
+        dram.simulate("ddr3-1600k-bench", fifo)

@@ -155,7 +155,8 @@ FOOTPRINT = typer.Option("1G", help="Generated addresses fall within this many b
 def run_cmd(
     config: str = typer.Argument(..., help="Preset name, SPEED/PART, or a TOML file."),
     trace: Path | None = typer.Argument(None, help="Trace file (native, Ramulator 2 LD/ST, or DRAMsim3); "
-                                                   "make one with `movelab dram generate`.", show_default=False),
+                                                   "- reads a native trace from stdin; make one with "
+                                                   "`movelab dram generate`.", show_default=False),
     generate: GeneratorKind | None = typer.Option(None, "--generate", help="Instead of a trace file: generate "
                                                   "requests, stream or random.", show_default=False),
     count: int = COUNT,
