@@ -56,18 +56,20 @@ class GeneratorKind(str, Enum):
 # ------------------------------------------------------------------------------------------------
 # Values
 
-I64_MIN, U64_MAX = -(1 << 63), (1 << 64) - 1
+I64_MIN, I64_MAX, U64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 
 
 def check_value(value: Any, where: str) -> None:
     """Raises ``ValueError`` naming ``where`` (a dotted key) for a number no config can hold: NaN,
-    an infinity, or an integer outside 64 bits. Walks dicts and lists."""
+    an infinity, or an integer outside TOML's signed 64 bits (every config is TOML). Walks dicts
+    and lists."""
     if isinstance(value, bool):
         return
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where}: {value} is not a finite number")
-    if isinstance(value, int) and not I64_MIN <= value <= U64_MAX:
-        raise ValueError(f"{where}: {value} does not fit in 64 bits")
+    if isinstance(value, int) and not I64_MIN <= value <= I64_MAX:
+        raise ValueError(f"{where}: {value} does not fit in a setting's signed 64 bits "
+                         f"({I64_MIN:,} to {I64_MAX:,})")
     if isinstance(value, dict):
         for k, v in value.items():
             check_value(v, f"{where}.{k}" if where else str(k))

@@ -106,13 +106,16 @@ def report(
     force: bool = typer.Option(False, "--force", help="Replace an index.html movelab did not write."),
 ) -> None:
     """Write DIRECTORY/index.html: every reproduction and sweep found there, as static pages."""
-    from movelab.report import write_report
+    from movelab.report import skipped, write_report
 
     try:
         path = write_report(directory, force=force)
-    except (FileNotFoundError, FileExistsError) as e:
+    except OSError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
+    for p, why in skipped():
+        shown = str(p).encode("utf-8", "backslashreplace").decode("utf-8")
+        typer.echo(f"note: skipped {shown}: {why}", err=True)
     typer.echo(f"report: {path}")
 
 
@@ -121,7 +124,8 @@ def run_cmd(
     config: str = typer.Argument(..., help="A built-in preset of any system (movelab systems) or a TOML file."),
     workload: str = typer.Argument(..., help="A workload of that system (movelab systems) or a TOML file."),
     system: str | None = typer.Option(None, "--system", help="The system of a TOML file: platform, io-pair or "
-                                                             "network-io [default: the preset's].", show_default=False),
+                                                             "network-io \\[default: the preset's].",
+                                         show_default=False),
     set_: list[str] | None = typer.Option(None, "--set", help="Override a configuration KEY=VALUE.",
                                           show_default=False),
     param: list[str] | None = typer.Option(None, "--param", help="Workload parameter NAME=VALUE (an integer, or the "

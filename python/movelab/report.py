@@ -62,7 +62,31 @@ window.addEventListener('load', function () {
 
 
 def _e(v: Any) -> str:
-    return html.escape(str(v), quote=True)
+    # A file name that is not UTF-8 holds surrogates: shown escaped (\\udcff), never an encode error.
+    return html.escape(str(v).encode("utf-8", "backslashreplace").decode("utf-8"), quote=True)
+
+
+#: Entries the report could not use (name not UTF-8, not a regular file): (path, why), shown on
+#: the index page and returned by :func:`skipped`.
+_SKIPPED: dict[Path, str] = {}
+
+
+def _usable(p: Path, want_dir: bool = False) -> bool:
+    """Whether the report reads ``p``: a regular file (or a directory), whose name is UTF-8 (a
+    FIFO would block the report; a name a page cannot hold would break it). Others are noted."""
+    try:
+        p.name.encode("utf-8")
+    except UnicodeEncodeError:
+        _SKIPPED.setdefault(p, "its name is not UTF-8")
+        return False
+    try:
+        ok = p.is_dir() if want_dir else p.is_file()
+    except OSError as e:
+        _SKIPPED.setdefault(p, e.strerror or str(e))
+        return False
+    if not ok and not want_dir and p.exists() and not p.is_dir():
+        _SKIPPED.setdefault(p, "not a regular file")
+    return ok
 
 
 def _fmt(v: Any) -> str:
@@ -145,9 +169,9 @@ def _known_reproductions() -> list[str]:
 
 def _reproductions(root: Path) -> list[dict[str, Any]]:
     out = []
-    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+    for d in sorted(p for p in root.iterdir() if _usable(p, want_dir=True)):
         data = d / f"{d.name}.json"
-        if not data.is_file():
+        if not _usable(data):
             continue
         try:
             rows = json.loads(data.read_text())
@@ -166,7 +190,9 @@ def _reproduction_section(rep: dict[str, Any], root: Path) -> tuple[str, str]:
     name, rows, mod = rep["name"], rep["rows"], _module(rep["name"])
     title = name
     if mod is not None and mod.__doc__:
-        title = f"{name}: {mod.__doc__.strip().splitlines()[0].rstrip(':')}"
+        # The docstring's whole first paragraph: its first line alone may stop mid-phrase.
+        first = " ".join(ln.strip() for ln in mod.__doc__.strip().split("\n\n")[0].splitlines())
+        title = f"{name}: {first.rstrip(':')}"
     parts = [f'<h2 id="{_e(name)}" class="reproduction" data-name="{_e(name)}">{_e(title)}</h2>']
     if rep["error"]:
         verdict = f'<span class="off">unreadable</span>: {_e(rep["error"])}'
@@ -198,12 +224,12 @@ def _reproduction_section(rep: dict[str, Any], root: Path) -> tuple[str, str]:
                 parts.append(_table([{"statement": s, "movelab": m, "paper": p} for s, m, p in stmts]))
         except Exception as e:
             parts.append(f'<p class="off">summary failed: {_e(e)}</p>')
-    files = sorted(p.name for p in rep["dir"].iterdir() if p.suffix in (".csv", ".json"))
+    files = sorted(p.name for p in rep["dir"].iterdir() if p.suffix in (".csv", ".json") and _usable(p))
     links = " ".join(f'<a href="{_e(rep["dir"].relative_to(root).as_posix())}/{_e(f)}">{_e(f)}</a>' for f in files)
     parts.append(f"<h3>Rows</h3><p class=\"muted\">movelab's values with the paper's (shaded) beside them; "
                  f"files: {links}</p>")
     parts.append(_table(rows))
-    for png in sorted(rep["dir"].glob("*.png")):
+    for png in sorted(p for p in rep["dir"].glob("*.png") if _usable(p)):
         rel = png.relative_to(root).as_posix()
         parts.append(f'<div><img src="{_e(rel)}" alt="{_e(png.stem)}" loading="eager"></div>')
     return "\n".join(parts), verdict
@@ -262,7 +288,7 @@ _PLOT_JS = """
     var xs = []; rows.forEach(function (r) { if (xs.indexOf(r[x]) < 0) xs.push(r[x]); });
     var numeric = xs.every(function (v) { return typeof v === 'number'; });
     if (numeric) xs.sort(function (a, b) { return a - b; });
-    var W = 860, H = 380, L = 80, R = 200, T = 20, B = 50, ys = [];
+    var W = 860, H = 380, L = 95, R = 200, T = 20, B = 50, ys = [];
     Object.keys(series).forEach(function (k) { Object.keys(series[k]).forEach(function (xv) {
       var v = series[k][xv]; var m = v.reduce(function (a, b) { return a + b; }, 0) / v.length;
       series[k][xv] = m; ys.push(m); }); });
@@ -279,7 +305,9 @@ _PLOT_JS = """
       (H - B + 15) + '">' + v + '</text>'); });
     for (var i = 0; i <= 4; i++) { var v = lo + (hi - lo) * i / 4;
       out.push('<text font-size="11" text-anchor="end" x="' + (L - 5) + '" y="' + (py(v) + 4) + '">' +
-               Number(v.toPrecision(4)) + '</text>'); }
+               Number(v.toPrecision(4)).toLocaleString('en') + '</text>'); }
+    out.push('<text id="ylabel" font-size="12" text-anchor="middle" transform="translate(14,' + ((T + H - B) / 2) +
+             ') rotate(-90)">' + s + '</text>');
     out.push('<text font-size="12" text-anchor="middle" x="' + ((L + W - R) / 2) + '" y="' + (H - 10) + '">' + x +
              '</text>');
     Object.keys(series).forEach(function (k, n) {
@@ -370,15 +398,29 @@ def _ours(path: Path) -> bool:
         return False
 
 
+def skipped() -> list[tuple[Path, str]]:
+    """The entries the last :func:`write_report` left out, each with why."""
+    return list(_SKIPPED.items())
+
+
+def _skipped_note(root: Path) -> str:
+    if not _SKIPPED:
+        return ""
+    items = "".join(f"<li>{_e(p.relative_to(root) if p.is_relative_to(root) else p)}: {_e(why)}</li>"
+                    for p, why in _SKIPPED.items())
+    return f'<h2>Skipped</h2><ul class="off" id="skipped">{items}</ul>'
+
+
 def write_report(root: str | Path, force: bool = False) -> Path:
     """Writes ``ROOT/index.html`` (and a page per sweep); returns its path. Pages this command wrote
     before are replaced; any other file in the way needs ``force``."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory (run movelab reproduce all --out {root} first)")
+    _SKIPPED.clear()
     reps = _reproductions(root)
     sweeps = sorted(p for p in root.rglob("*.parquet")
-                    if not any(s.name.endswith(".parts") for s in p.parents) and not _is_recording(p))
+                    if not any(s.name.endswith(".parts") for s in p.parents) and _usable(p) and not _is_recording(p))
     pages: list[tuple[Path, str]] = []
     sweep_items = []
     for p in sweeps:
@@ -407,7 +449,7 @@ def write_report(root: str | Path, force: bool = False) -> Path:
                                          '<p class="na">none here (movelab reproduce all --out DIR)</p>') +
             "<h2>Sweeps</h2>" + (f"<ul id=\"sweeps\">{''.join(sweep_items)}</ul>" if sweep_items else
                                  '<p class="na">none here (movelab sweep SPEC --out DIR/NAME.parquet)</p>') +
-            "\n".join(sections))
+            _skipped_note(root) + "\n".join(sections))
     index = root / "index.html"
     pages.append((index, _page("movelab report", body)))
     for path, _ in pages:
@@ -415,6 +457,10 @@ def write_report(root: str | Path, force: bool = False) -> Path:
             raise FileExistsError(f"{path} exists and movelab did not write it; pass --force to replace it")
     for path, text in pages:
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)  # no half-written page left behind (a full disk)
+            raise OSError(f"cannot write {path}: {e.strerror or e}") from None
     return index

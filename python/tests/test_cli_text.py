@@ -15,7 +15,8 @@ from movelab.cli import app
 from typer.testing import CliRunner
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-OUTSIDE = re.compile(r"\bissue \d+\b|\.\./shared|shared/seeds|shared/reference|[\w-]+-facts\.md|/work/")
+OUTSIDE = re.compile(r"\bissue \d+\b|\.\./shared|shared/seeds|shared/reference|[\w-]+-facts(-modern)?\.md|"
+                     r"the facts page|the issue's|/work/")
 
 
 def _blocks(lang: str) -> list[str]:
@@ -85,5 +86,6 @@ def test_no_user_facing_text_points_outside_the_repository(source: str) -> None:
         texts = [("platform presets", json.dumps(platform.presets()))]
     else:
         texts = [("README.md", README.read_text())]
+        texts += [(f"docs/{p.name}", p.read_text()) for p in sorted((README.parent / "docs").glob("*.md"))]
     bad = [(where, m.group(0)) for where, text in texts for m in OUTSIDE.finditer(text)]
     assert not bad, bad

@@ -486,10 +486,20 @@ impl Config {
             "nRFC".into(),
             ((part.trfc_ns * 1000.0) / tck as f64).ceil() as u64,
         );
-        timing.insert(
-            "nREFI".into(),
-            ((part.trefi_ns * 1000.0) / tck as f64).floor() as u64,
-        );
+        let nrefi = ((part.trefi_ns * 1000.0) / tck as f64).floor() as u64;
+        if nrefi == 0 && d.timing.contains_key("tCK_ps") && !d.timing.contains_key("nREFI") {
+            // nREFI is derived from the user's clock: name what the user set, not nREFI.
+            return Err(ConfigError::invalid(
+                src,
+                "dram.timing.tCK_ps",
+                format!(
+                    "{tck} ps is longer than the part's refresh interval tREFI ({} ns), which \
+                     then holds no clock at all",
+                    part.trefi_ns
+                ),
+            ));
+        }
+        timing.insert("nREFI".into(), nrefi);
         for (name, ns) in [
             ("nRFCsb", part.trfcsb_ns),
             ("nRFCpb", part.trfcpb_ns),

@@ -372,7 +372,16 @@ fn dram_write_trace(
     if let Some(e) = interrupted {
         return Err(e);
     }
-    n.map_err(verr)
+    n.map_err(|e| match e {
+        // A write failed (a full disk): the half-written file is removed and the error names it.
+        TraceError::Io { what, .. } => {
+            if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(path);
+            }
+            PyOSError::new_err(format!("cannot write {path}: {what}"))
+        }
+        e => verr(e),
+    })
 }
 
 /// Writes the command log at `log_path` as a DRAMPower command trace at `out_path` (channel

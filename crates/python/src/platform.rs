@@ -121,9 +121,12 @@ fn reproduce_zhao(
     json(&rows)
 }
 
-/// RowClone forkbench and bulk-zero: rows as JSON.
+/// RowClone forkbench and bulk-zero: rows as JSON; with `raw`, the runs unrelated to their
+/// baselines (a part of a run split per mechanism; `rowclone_fork_rows` relates them).
 #[pyfunction]
-#[pyo3(signature = (overrides=None, sizes_mb=None, n_pages=None, zero_pages=1024, progress=None, bulk_zero=true))]
+#[pyo3(signature = (overrides=None, sizes_mb=None, n_pages=None, zero_pages=1024, progress=None, bulk_zero=true,
+                    mechanisms=None, raw=false))]
+#[allow(clippy::too_many_arguments)]
 fn reproduce_rowclone_fork(
     py: Python<'_>,
     overrides: Option<&str>,
@@ -132,11 +135,14 @@ fn reproduce_rowclone_fork(
     zero_pages: u64,
     progress: Option<Py<PyAny>>,
     bulk_zero: bool,
+    mechanisms: Option<Vec<String>>,
+    raw: bool,
 ) -> PyResult<String> {
     let mut o = rowclone_fork::Options {
         overrides: self::overrides(overrides)?,
         zero_pages,
         bulk_zero,
+        mechanisms: mechanisms.unwrap_or_default(),
         ..Default::default()
     };
     if let Some(s) = sizes_mb {
@@ -155,11 +161,23 @@ fn reproduce_rowclone_fork(
     if zero_pages == 0 {
         return Err(verr("zero_pages must be at least 1"));
     }
-    let rows = detach_interruptible(py, || {
-        rowclone_fork::run(&o, &mut |d, t| call_progress(&progress, (d, t)))
+    let runs = detach_interruptible(py, || {
+        rowclone_fork::runs(&o, &mut |d, t| call_progress(&progress, (d, t)))
     })?
     .map_err(verr)?;
-    json(&rows)
+    if raw {
+        return json(&runs);
+    }
+    json(&rowclone_fork::rows(&runs).map_err(verr)?)
+}
+
+/// The rows (JSON) of RowClone forkbench runs (JSON, from `reproduce_rowclone_fork(raw=True)`),
+/// each related to its baseline run.
+#[pyfunction]
+fn rowclone_fork_rows(runs: &str) -> PyResult<String> {
+    let runs: Vec<rowclone_fork::Run> =
+        serde_json::from_str(runs).map_err(|e| verr(format!("rowclone-fork runs: {e}")))?;
+    json(&rowclone_fork::rows(&runs).map_err(verr)?)
 }
 
 fn io_config(platform: &str, o: Option<&str>) -> PyResult<movelab_platform::config::io::IoConfig> {
@@ -294,5 +312,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(platform_run, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_zhao, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_rowclone_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(rowclone_fork_rows, m)?)?;
     Ok(())
 }

@@ -17,6 +17,7 @@ import itertools
 import json
 import operator
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,6 +184,17 @@ def _chunks(items: Iterable[Any]) -> Callable[[], str]:
     return next_chunk
 
 
+def _is_stream(p: str | Path) -> bool:
+    """``-``: the trace comes on stdin. (A FIFO path stays refused: opening one with no writer
+    would block; pipe it to stdin instead.)"""
+    return str(p) == "-"
+
+
+def _pipe_lines(p: str | Path) -> Iterator[str]:
+    """The lines of stdin, as they arrive."""
+    yield from (line.rstrip("\r\n") for line in sys.stdin)
+
+
 def _input_path(p: str | Path, what: str) -> Path:
     """An input file that exists and is a regular file (a FIFO would block, a directory fails late)."""
     if not isinstance(p, (str, Path)):
@@ -193,7 +205,8 @@ def _input_path(p: str | Path, what: str) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"{what} file {path} does not exist")
     if not path.is_file():
-        raise ValueError(f"{what}: {path} is not a regular file (a FIFO or a device is not read)")
+        raise ValueError(f"{what}: {path} is not a regular file (a FIFO or a device is not read"
+                         f"{'; pipe a trace to stdin instead: TRACE -' if what == 'trace' else ''})")
     return path
 
 
@@ -227,6 +240,14 @@ def simulate(
     it = None
     if isinstance(trace, Mapping):
         kind, value = "generator", _dict_json(trace, "trace")
+    elif isinstance(trace, (str, Path)) and _is_stream(trace):
+        # stdin: read once, as it comes, chunk by chunk (no format sniffing, which would read
+        # ahead): native lines only.
+        if trace_format not in ("auto", "native"):
+            raise ValueError(f"trace: '{trace}' is stdin; a piped trace is read in native format only "
+                             f"(not {trace_format}); save it to a file to read it as {trace_format}")
+        trace_format = "native"
+        kind, value, it = "iter", "", _chunks(_pipe_lines(trace))
     elif isinstance(trace, (str, Path)):
         kind, value = "file", str(_input_path(trace, "trace"))
     elif isinstance(trace, Iterable) and not isinstance(trace, (bytes, bytearray)):

@@ -155,7 +155,8 @@ FOOTPRINT = typer.Option("1G", help="Generated addresses fall within this many b
 def run_cmd(
     config: str = typer.Argument(..., help="Preset name, SPEED/PART, or a TOML file."),
     trace: Path | None = typer.Argument(None, help="Trace file (native, Ramulator 2 LD/ST, or DRAMsim3); "
-                                                   "make one with `movelab dram generate`.", show_default=False),
+                                                   "- reads a native trace from stdin; make one with "
+                                                   "`movelab dram generate`.", show_default=False),
     generate: GeneratorKind | None = typer.Option(None, "--generate", help="Instead of a trace file: generate "
                                                   "requests, stream or random.", show_default=False),
     count: int = COUNT,
@@ -354,7 +355,8 @@ def bench_dram(
     bulk_sizes: str = typer.Option("64M,256M", "--bulk-sizes",
                                    help="Sizes of the RowClone COPY whose simulation speed is measured; "
                                         "'none' skips it."),
-    out: Path | None = typer.Option(None, "--out", help="Directory for bench-dram.json.", show_default=False),
+    out: Path | None = typer.Option(None, "--out", help="Directory for bench-dram.json "
+                                                        "\\[default: none, nothing is written].", show_default=False),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing bench-dram.json."),
     config: str = typer.Option("ddr3-1600k-bench", help="Config preset or TOML file for the request runs, "

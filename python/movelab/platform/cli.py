@@ -179,10 +179,23 @@ def run_cmd(
                 res = plat.run(platform, workload, overrides, params)
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
+    if (note := no_device_note(res.stats)) is not None:
+        typer.echo(f"warning: {note}", err=True)
     if fmt == "json":
         typer.echo(json.dumps(res.stats, indent=2))
     else:
         console.print(stats_table(res.stats))
+
+
+def no_device_note(stats: dict[str, Any]) -> str | None:
+    """A note when the workload wrote device registers (uncached accesses: doorbells, tail
+    registers) on a platform with no device to receive them, so no NIC was simulated."""
+    n = stats.get("uncached_accesses") or 0
+    if not n or stats.get("devices"):
+        return None
+    return (f"platform '{stats.get('platform')}' has no [io] devices: the workload's {n:,} uncached accesses "
+            "(doorbells, device registers) reached no NIC, so no NIC was simulated and no NIC statistics are "
+            "given (an I/O platform such as larsen-io has one)")
 
 
 @app.command("compose")
@@ -267,7 +280,8 @@ def _io_run(platform: str, overrides: dict[str, Any], params: dict[str, int], fm
 def bench_platform(
     repeats: int = typer.Option(3, min=1, max=100, help="Runs per case (median reported)."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
-    out: Path | None = typer.Option(None, "--out", help="Directory for platform-speed.json.", show_default=False),
+    out: Path | None = typer.Option(None, "--out", help="Directory for platform-speed.json "
+                                                        "\\[default: none, nothing is written].", show_default=False),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing platform-speed.json."),
 ) -> None:
     """Speed of the platform model: simulated instructions per second on the built-in workloads."""

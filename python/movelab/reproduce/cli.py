@@ -22,8 +22,8 @@ from movelab.reproduce import write_rows
 app = typer.Typer(help="Reproduce the papers' results from the models.", no_args_is_help=True)
 console = Console()
 
-_CLUSTER_HELP = "Run the points on a Dask cluster, tcp://HOST:PORT [default: a local pool on every core]."
-_WORKERS_HELP = "Local worker processes [default: one per core; 1 runs everything in this process]."
+_CLUSTER_HELP = "Run the points on a Dask cluster, tcp://HOST:PORT \\[default: a local pool on every core]."
+_WORKERS_HELP = "Local worker processes \\[default: one per core; 1 runs everything in this process]."
 
 
 def _executor(ctx: typer.Context, cluster: str | None, workers: int | None) -> None:
@@ -76,7 +76,8 @@ FILES = {
                            "rowclone-multicore-table7.png", "rowclone-multicore-fig13.png"],
 }
 FORCE_HELP = "Overwrite files that exist in --out."
-OUT_HELP = "Directory for CSV, JSON and PNG (an existing file there is kept unless --force)."
+OUT_HELP = ("Directory for CSV, JSON and PNG (an existing file there is kept unless --force) "
+            "\\[default: none, nothing is written].")
 
 
 def _int_list(text: str | None, option: str, most: int, least: int = 1, count: int = 64) -> list[int] | None:
@@ -319,9 +320,9 @@ def rowclone_fork(
     set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE (rowclone-system).",
                                           show_default=False),
     sizes: str | None = typer.Option(None, "--sizes", help="forkbench array sizes S in MB, 1 to 4096 "
-                                                           "[default: 64,128].", show_default=False),
+                                                           "\\[default: 64,128].", show_default=False),
     pages: str | None = typer.Option(None, "--pages", help="Pages N the child updates "
-                                                           "[default: 2,8,32,128,512,2048,8192,16384].",
+                                                           "\\[default: 2,8,32,128,512,2048,8192,16384].",
                                      show_default=False),
     zero_pages: int = typer.Option(1024, "--zero-pages", min=1, max=1 << 22, help="Pages of the bulk-zero workload."),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
@@ -374,11 +375,11 @@ def wun_onload(
                                                               "(presets/network/ixp2350.toml), e.g. host.cpi=8.",
                                           show_default=False),
     payloads: str | None = typer.Option(None, "--payloads", help="UDP payload bytes, 16 to 1472 "
-                                                                 "[default: 64,128,256,512,1024,1472].",
+                                                                 "\\[default: 64,128,256,512,1024,1472].",
                                         show_default=False),
     experiments: str | None = typer.Option(None, "--experiments", help="Comma-separated subset of rx, tx, "
                                                                        "rx-components, mapping-cache, l2-push "
-                                                                       "[default: all].", show_default=False),
+                                                                       "\\[default: all].", show_default=False),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
@@ -429,8 +430,9 @@ def rowclone_apps(
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
-    """RowClone (MICRO 2013) section 7.3: the six copy/initialisation-intensive applications alone (Fig. 11,
-    Table 5, Fig. 10)."""
+    """RowClone (MICRO 2013) section 7.3: six copy/initialisation-intensive applications alone.
+
+    Fig. 11, Table 5 and Fig. 10 of the paper."""
     check_output_dir(out, FILES["rowclone-apps"], force)
     _rowclone_apps(fmt, parse_set(set_), _app_params(app_param), instructions, warmup, out, force)
 
@@ -450,12 +452,12 @@ def rowclone_multicore(
                                           show_default=False),
     app_param: list[str] | None = typer.Option(None, "--app-param", help=_APP_PARAM_HELP, show_default=False),
     mixes: int | None = typer.Option(None, "--mixes", min=1, max=10_000,
-                                     help="Mixes per core count [default: a sample of the paper's counts in "
+                                     help="Mixes per core count \\[default: a sample of the paper's counts in "
                                           "their proportions: 24, 9, 7 on 2, 4, 8 cores].", show_default=False),
     full: bool = typer.Option(False, "--full", help="The paper's mix counts: 138, 50, 40 on 2, 4, 8 cores "
-                                                    "(several times the default's run time) [default: off]."),
+                                                    "(several times the default's run time) \\[default: off]."),
     seed: int = typer.Option(7, "--seed", min=0, max=(1 << 63) - 1, help="Seed of the mixes' draw."),
-    cores: str | None = typer.Option(None, "--cores", help="Core counts, even, 2 to 8 [default: 2,4,8].",
+    cores: str | None = typer.Option(None, "--cores", help="Core counts, even, 2 to 8 \\[default: 2,4,8].",
                                      show_default=False),
     instructions: int = typer.Option(100_000, "--instructions", min=1, max=1 << 32, help=_INSTR_HELP),
     warmup: int = typer.Option(50_000, "--warmup", min=0, max=1 << 32, help=_WARMUP_HELP),
@@ -501,7 +503,7 @@ def all_cmd(
                                        show_default=False),
     quick: bool = typer.Option(False, "--quick", help="A smoke test in seconds: every reproduction and its files, "
                                                       "on shorter runs (fewer packets, messages, pages, "
-                                                      "instructions and mixes) than the papers' [default: off]."),
+                                                      "instructions and mixes) than the papers' \\[default: off]."),
 ) -> None:
     """Run every reproduction, printing tables and writing CSV/JSON/PNG under OUT/<name>/."""
     for name, files in FILES.items():

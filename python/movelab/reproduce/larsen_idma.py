@@ -174,14 +174,17 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(7, 4))
         x = 0
         labels = []
+        colors: dict[str, str] = {}  # one colour and one legend entry per segment name, over both figures
         for f, case in stacks:
             parts = [r for r in rows if r["figure"] == f and r["case"] == case and r["metric"] != "nic_tx_latency_ns"]
             for j, who in enumerate(["value", "paper_value"]):
                 bottom = 0.0
-                for k, r in enumerate(parts):
+                for r in parts:
                     v = r[who] or 0.0
-                    name = r["metric"].removesuffix("_ns") if x == 0 else None
-                    ax.bar(x, v, bottom=bottom, color=f"C{k}", label=name, alpha=1.0 if j == 0 else 0.5)
+                    seg = r["metric"].removesuffix("_ns")
+                    name = None if seg in colors else seg
+                    color = colors.setdefault(seg, f"C{len(colors)}")
+                    ax.bar(x, v, bottom=bottom, color=color, label=name, alpha=1.0 if j == 0 else 0.5)
                     bottom += v
                 labels.append(f"{case}\n{'movelab' if j == 0 else 'paper'}")
                 x += 1

@@ -91,8 +91,9 @@ def run(
     if overrides:
         refuse_keys(dict(overrides), SETS, "rowclone-fork")
     pts = points(overrides, sizes, pages, zero_pages)
+    runs = [r for rs in run_points(point, pts, progress) for r in rs]
     rows = []
-    for r in (r for rs in run_points(point, pts, progress) for r in rs):
+    for r in json.loads(_core.rowclone_fork_rows(json.dumps(runs))):
         _check_mechanism(r)
         row = {k: r.get(k) for k in KEYS}
         for k in ["fmtc", "speedup", "energy_reduction", "bandwidth_reduction", "ipc"]:
@@ -115,7 +116,7 @@ def page_groups(n_pages: list[int]) -> list[list[int]]:
     largest alone (its copies are most of the work: N = 16k takes 16 of the 28 CPU-seconds of an
     S = 128 MB point), the smaller ones together. Each point repeats the fill phase, so the split
     costs one fill per extra point and shortens the longest point (the critical path of
-    ``reproduce all`` on many workers)."""
+    ``reproduce all`` on many workers). :func:`points` splits each lone N further, per mechanism."""
     big = max(n_pages) / 4
     groups: list[list[int]] = []
     for n in n_pages:
@@ -129,20 +130,24 @@ def page_groups(n_pages: list[int]) -> list[list[int]]:
 def points(overrides: Mapping[str, Any] | None = None, sizes_mb: list[int] | None = None,
            n_pages: list[int] | None = None, zero_pages: int = 1024) -> list[dict[str, Any]]:
     """The independent runs: forkbench for each S and group of N (:func:`page_groups`; each N's
-    runs start from the same filled state, so a group's rows are those of the whole run), then
-    bulk zeroing."""
+    runs start from the same filled state, so a group's runs are those of the whole run), a group
+    of one N split further into one point per mechanism (N = 16k's baseline alone is most of an
+    S = 128 MB point), then bulk zeroing. ``mechanisms`` None runs all three."""
     base = {"overrides": dict(overrides) if overrides else None, "zero_pages": zero_pages}
     groups = page_groups(list(n_pages or PAPER_PAGES))
-    return [*({**base, "s_mb": s, "n_pages": g} for s in (sizes_mb or PAPER_SIZES_MB) for g in groups),
-            {**base, "s_mb": None, "n_pages": None}]
+    fork = [{**base, "s_mb": s, "n_pages": g, "mechanisms": m}
+            for s in (sizes_mb or PAPER_SIZES_MB) for g in groups
+            for m in ([[x] for x in FORK_MECHS] if len(g) == 1 else [None])]
+    return [*fork, {**base, "s_mb": None, "n_pages": None, "mechanisms": None}]
 
 
 def point(p: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rows of one point of :func:`points` (the model's, unrounded)."""
+    """The runs of one point of :func:`points`, not yet related to their baselines (the model's
+    raw totals; :func:`run` relates the runs of all points at once)."""
     ov = json.dumps(p["overrides"]) if p.get("overrides") else None
     sizes = [p["s_mb"]] if p["s_mb"] is not None else []
     return json.loads(_core.reproduce_rowclone_fork(ov, sizes, p["n_pages"], p["zero_pages"], None,
-                                                    p["s_mb"] is None))
+                                                    p["s_mb"] is None, p.get("mechanisms"), True))
 
 
 def paper() -> dict[str, dict[str, Any]]:

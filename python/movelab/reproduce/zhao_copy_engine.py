@@ -350,6 +350,7 @@ def plot_table3(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_ylabel("reduction of BASE time, %")
         ax.set_title(f"{core} core")
         ax.axhline(0, color="black", linewidth=0.6)
+        ax.tick_params(labelleft=True)  # shared y: every panel keeps its tick labels
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=8)
     fig.suptitle("Zhao et al. Table 3: off-die copy engine on UMA/EMC (left bar movelab, right bar paper)")
@@ -434,6 +435,7 @@ def plot_sensitivity(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_xticks(range(len(FIGURE_MODES)), FIGURE_MODES, fontsize=8)
         ax.set_xlabel("copy mode (BASE: the core copies)")
         ax.set_title(f"{titles[name]} (vs BASE at {labels[0]})", fontsize=9)
+        ax.tick_params(labelleft=True)
         ax.axhline(0, color="black", linewidth=0.6)
         handles, names = ax.get_legend_handles_labels()
         uniq = dict(zip(names, handles, strict=True))

@@ -22,6 +22,7 @@ See docs/sweeps.md for the spec format.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import itertools
@@ -31,7 +32,7 @@ import os
 import shutil
 import time
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -696,8 +697,8 @@ class _Store:
         self.nparts += 1
         path = self.dir / f"part-{self.nparts:05d}.parquet"
         tmp = path.with_suffix(".tmp")
-        pd.DataFrame.from_records(self.buffer).to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        with _written(tmp, path):
+            pd.DataFrame.from_records(self.buffer).to_parquet(tmp, index=False)
         self.buffer = []
 
     def finish(self, df: Any) -> None:
@@ -753,8 +754,20 @@ def _write_table(df: Any, out: Path, spec: Spec) -> None:
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: spec.to_json().encode()})
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, out)
+    with _written(tmp, out):
+        pq.write_table(table, tmp)
+
+
+@contextlib.contextmanager
+def _written(tmp: Path, path: Path) -> Iterator[None]:
+    """Write ``tmp`` in the block, then rename it to ``path``; on an OS error (a full disk) remove
+    ``tmp`` and raise one naming ``path``."""
+    try:
+        yield
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OSError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def read_meta(path: str | Path) -> dict[str, Any] | None:

@@ -49,11 +49,12 @@ def _fail(msg: str) -> NoReturn:
 @app.command("run")
 def run_cmd(
     spec: Path = typer.Argument(..., help="The sweep spec (TOML)."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="The result table (Parquet)."),
+    out: Path | None = typer.Option(None, "--out", "-o",
+                                    help="The result table (Parquet) \\[required unless --dry-run]."),
     cluster: str | None = typer.Option(None, "--cluster", help="A Dask scheduler, tcp://HOST:PORT "
-                                                               "[default: a local pool on every core]."),
+                                                               "\\[default: a local pool on every core]."),
     workers: int | None = typer.Option(None, "--workers", min=1, max=4096,
-                                       help="Local processes [default: one per core; 1 runs in this process]."),
+                                       help="Local processes \\[default: one per core; 1 runs in this process]."),
     resume: bool = typer.Option(False, "--resume", help="Run only the points OUT does not hold yet."),
     force: bool = typer.Option(False, "--force", help="Start over, replacing OUT."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List the points and stop."),
@@ -171,13 +172,13 @@ def show_cmd(
 
 
 def bench_sweep(
-    spec: Path | None = typer.Option(None, "--spec", help="The sweep to time [default: the dram-240 example "
+    spec: Path | None = typer.Option(None, "--spec", help="The sweep to time \\[default: the dram-240 example "
                                                           "shipped with movelab]."),
-    workers: int | None = typer.Option(None, "--workers", min=2, max=4096, help="Pool size [default: every core]."),
-    out: Path | None = typer.Option(None, "--out", help="Directory for bench-sweep.json [default: none]."),
+    workers: int | None = typer.Option(None, "--workers", min=2, max=4096, help="Pool size \\[default: every core]."),
+    out: Path | None = typer.Option(None, "--out", help="Directory for bench-sweep.json \\[default: none]."),
     force: bool = typer.Option(False, "--force", help="Overwrite bench-sweep.json in --out."),
     quick: bool = typer.Option(False, "--quick", help="A smoke test: the same points with 500 requests each "
-                                                      "[default: off]."),
+                                                      "\\[default: off]."),
 ) -> None:
     """Speed of the executor: one sweep in one process and on the local pool (same table, speedup)."""
     from movelab.sweep import SpecError

@@ -10,13 +10,18 @@
 //! copy-on-write destination in its source's subarray (subarray-aware allocation, section 4.3.1);
 //! PSM places it in another bank. Speedup is the baseline's time over the mechanism's for the
 //! same work.
+//!
+//! A run can be split per mechanism ([`Options::mechanisms`], [`runs`]): each part returns the raw
+//! totals of its runs ([`Run`]) and [`rows`] relates them to their baseline, so the rows of a
+//! split run are those of the whole run, bit for bit (each part repeats the fill phase, which is
+//! deterministic).
 use super::platform;
 use crate::config::workload::{DstPolicy, Workload};
 use crate::sim::error::PlatformError;
 use crate::stats::PlatformStats;
 use crate::systems::platform::Platform;
 use movelab_dram::stats::BulkBytes;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -57,6 +62,9 @@ pub struct Options {
     /// Whether to run the bulk-zero workload (a point of its own when the runs are split over an
     /// executor: one point per S, one for bulk zeroing).
     pub bulk_zero: bool,
+    /// The forkbench mechanisms to run ("baseline", "fpm", "psm"), in this order; empty runs all.
+    /// A part without its baseline gives [`Run`]s only ([`runs`]); [`rows`] needs the baseline's.
+    pub mechanisms: Vec<String>,
 }
 
 impl Default for Options {
@@ -67,20 +75,46 @@ impl Default for Options {
             overrides: toml::Value::Table(Default::default()),
             zero_pages: 1024,
             bulk_zero: true,
+            mechanisms: Vec::new(),
         }
     }
 }
 
-#[derive(Clone, Copy, Default)]
-struct Totals {
-    time: f64,
-    instr: u64,
-    cycles: u64,
-    energy: f64,
-    channel: u64,
-    copy: u64,
+/// The raw totals of one run (fill phase and fork phase added), from which its row is derived.
+/// Times and energies travel as their bits, so a split run's parts relate exactly as in one run.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Totals {
+    #[serde(with = "f64_bits")]
+    pub time: f64,
+    pub instr: u64,
+    pub cycles: u64,
+    #[serde(with = "f64_bits")]
+    pub energy: f64,
+    pub channel: u64,
+    pub copy: u64,
     /// Bulk bytes by baseline, FPM, inter-bank PSM, intra-bank PSM.
-    bulk: [u64; 4],
+    pub bulk: [u64; 4],
+}
+
+/// An `f64` (de)serialized as its IEEE-754 bits (JSON decimal parsing need not round-trip).
+mod f64_bits {
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(v.to_bits())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        u64::deserialize(d).map(f64::from_bits)
+    }
+}
+
+/// One simulated run, before it is related to its baseline: a part of a split run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Run {
+    pub workload: String,
+    pub s_mb: f64,
+    pub n_pages: u64,
+    pub mechanism: String,
+    pub totals: Totals,
 }
 
 impl Totals {
@@ -122,11 +156,40 @@ const MECHS: [(&str, &str, DstPolicy); 3] = [
 
 /// Runs forkbench and the bulk-zero workload; `progress(done, total)` after each run.
 pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Row>, PlatformError> {
+    rows(&runs(o, progress)?)
+}
+
+/// The forkbench mechanisms `o` selects, refusing an unknown name.
+fn selected(o: &Options) -> Result<Vec<(&'static str, &'static str, DstPolicy)>, PlatformError> {
+    if let Some(bad) = o
+        .mechanisms
+        .iter()
+        .find(|m| !MECHS.iter().any(|(name, _, _)| name == m))
+    {
+        return Err(PlatformError::Unknown {
+            kind: "rowclone-fork mechanism",
+            name: bad.clone(),
+            known: "baseline, fpm, psm".into(),
+        });
+    }
+    Ok(MECHS
+        .into_iter()
+        .filter(|(name, _, _)| o.mechanisms.is_empty() || o.mechanisms.iter().any(|m| m == name))
+        .collect())
+}
+
+/// The runs of `o`, unrelated (see [`rows`]): forkbench's for each S, N and selected mechanism,
+/// then bulk zeroing's; `progress(done, total)` after each run.
+pub fn runs(
+    o: &Options,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<Run>, PlatformError> {
     let plat = "rowclone-system";
+    let mechs = selected(o)?;
     let zero_runs = if o.bulk_zero { 4 } else { 0 };
-    let total = o.sizes_mb.len() * (1 + o.n_pages.len() * MECHS.len()) + zero_runs;
+    let total = o.sizes_mb.len() * (1 + o.n_pages.len() * mechs.len()) + zero_runs;
     let mut done = 0;
-    let mut rows = Vec::new();
+    let mut out = Vec::new();
     for &s in &o.sizes_mb {
         let mut p = BTreeMap::new();
         p.insert("s_mb".to_string(), s);
@@ -142,8 +205,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             let mut p2 = p.clone();
             p2.insert("n_pages".to_string(), n);
             let wn = Workload::load("forkbench", &p2)?;
-            let mut res: Vec<(&str, Totals)> = Vec::new();
-            for (name, extra, policy) in MECHS {
+            for &(name, extra, policy) in &mechs {
                 let cfg = platform(plat, &o.overrides, extra)?;
                 let mut plat_run = Platform::new(&cfg)?;
                 plat_run.warm_caches_from(&fill);
@@ -153,29 +215,26 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 let mut t = Totals::default();
                 t.add(&fill_stats);
                 t.add(&st);
-                res.push((name, t));
+                out.push(Run {
+                    workload: "forkbench".into(),
+                    s_mb: s as f64,
+                    n_pages: n,
+                    mechanism: name.into(),
+                    totals: t,
+                });
                 done += 1;
                 progress(done, total);
-            }
-            let b = res[0].1;
-            let fmtc = if b.channel > 0 {
-                b.copy as f64 / b.channel as f64
-            } else {
-                0.0
-            };
-            for (name, t) in res {
-                rows.push(row("forkbench", s as f64, n, name, fmtc, &b, &t));
             }
         }
     }
     if !o.bulk_zero {
-        return Ok(rows);
+        return Ok(out);
     }
     // Bulk zeroing: baseline, RowClone, RowClone-ZI, MC-DMA.
     let mut p = BTreeMap::new();
     p.insert("pages".to_string(), o.zero_pages);
     let w = Workload::load("bulk-zero", &p)?;
-    let mut res = Vec::new();
+    let mb = (o.zero_pages * 4096) as f64 / (1 << 20) as f64;
     for (name, mech) in [
         ("baseline", "base"),
         ("rowclone", "rowclone"),
@@ -190,21 +249,55 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
         let st = crate::systems::platform::run(&cfg, &w)?;
         let mut t = Totals::default();
         t.add(&st);
-        res.push((name, t));
+        out.push(Run {
+            workload: "bulk-zero".into(),
+            s_mb: mb,
+            n_pages: o.zero_pages,
+            mechanism: name.into(),
+            totals: t,
+        });
         done += 1;
         progress(done, total);
     }
-    let b = res[0].1;
-    let fmtc = if b.channel > 0 {
-        b.copy as f64 / b.channel as f64
-    } else {
-        0.0
-    };
-    let mb = (o.zero_pages * 4096) as f64 / (1 << 20) as f64;
-    for (name, t) in res {
-        rows.push(row("bulk-zero", mb, o.zero_pages, name, fmtc, &b, &t));
-    }
-    Ok(rows)
+    Ok(out)
+}
+
+/// The rows of `runs` (from one or several calls of [`runs`]), in their order: each run related
+/// to the "baseline" run of its workload, S and N, which must be among them.
+pub fn rows(runs: &[Run]) -> Result<Vec<Row>, PlatformError> {
+    runs.iter()
+        .map(|r| {
+            let b = runs
+                .iter()
+                .find(|b| {
+                    b.mechanism == "baseline"
+                        && b.workload == r.workload
+                        && b.s_mb == r.s_mb
+                        && b.n_pages == r.n_pages
+                })
+                .ok_or_else(|| {
+                    PlatformError::config(
+                        "rowclone-fork",
+                        format!("{} S = {} MB, N = {}", r.workload, r.s_mb, r.n_pages),
+                        format!("the '{}' run has no baseline run to relate to", r.mechanism),
+                    )
+                })?;
+            let fmtc = if b.totals.channel > 0 {
+                b.totals.copy as f64 / b.totals.channel as f64
+            } else {
+                0.0
+            };
+            Ok(row(
+                &r.workload,
+                r.s_mb,
+                r.n_pages,
+                &r.mechanism,
+                fmtc,
+                &b.totals,
+                &r.totals,
+            ))
+        })
+        .collect()
 }
 
 fn row(workload: &str, s_mb: f64, n: u64, mech: &str, fmtc: f64, b: &Totals, t: &Totals) -> Row {
