@@ -77,10 +77,18 @@ fn unsupported_part_falls_back_to_the_channel_when_asked() {
 fn bad_copy_settings_name_the_key() {
     let mut c = config("rowclone");
     c.controller.copy.chip = "no-such-part".into();
-    assert!(c.resolve("t").unwrap_err().to_string().contains("controller.copy.chip"));
+    assert!(c
+        .resolve("t")
+        .unwrap_err()
+        .to_string()
+        .contains("controller.copy.chip"));
     let mut c = config("rowclone");
     c.controller.copy.success = Some(1.5);
-    assert!(c.resolve("t").unwrap_err().to_string().contains("controller.copy.success"));
+    assert!(c
+        .resolve("t")
+        .unwrap_err()
+        .to_string()
+        .contains("controller.copy.success"));
     // A measured part without a published per-row rate needs one set.
     let mut c = config("rowclone");
     c.controller.copy.chip = "simra-ddr4-supported".into();
@@ -111,7 +119,10 @@ fn failed_copies_are_retried_and_cost_time() {
     assert_eq!(copies, 64 * 7);
     let attempts = count(&log, CommandKind::Actc);
     // Expected attempts per copy 1/p = 2: within a generous binomial bound of 2 x 448.
-    assert!(attempts > copies * 3 / 2 && attempts < copies * 5 / 2, "{attempts}");
+    assert!(
+        attempts > copies * 3 / 2 && attempts < copies * 5 / 2,
+        "{attempts}"
+    );
     assert!(s.cycles > ideal.cycles, "{} vs {}", s.cycles, ideal.cycles);
     // Same bytes moved (the retries rewrite the same rows), and deterministic.
     assert_eq!(s.bulk.bytes, ideal.bulk.bytes);
@@ -130,4 +141,22 @@ proptest! {
         let sd = (f64::from(n) * p * (1.0 - p)).sqrt();
         prop_assert!((k as f64 - f64::from(n) * p).abs() <= 5.0 * sd + 1.0, "k={} n={} p={}", k, n, p);
     }
+}
+
+#[test]
+fn results_carry_the_parts_provenance() {
+    // The ideal chip on DDR3 (no study copies with this model): hypothetical.
+    let (s, _) = run(&config("rowclone"));
+    let l = s.bulk.in_dram_copy.unwrap();
+    assert_eq!(
+        (l.chip.as_str(), l.provenance.as_str()),
+        ("ideal", "hypothetical")
+    );
+    // A channel-only run has no label.
+    assert!(run(&config("baseline")).0.bulk.in_dram_copy.is_none());
+    // Retries are reported.
+    let mut c = config("rowclone");
+    c.controller.copy.success = Some(0.5);
+    let (s, _) = run(&c);
+    assert!(s.bulk.in_dram_copy.unwrap().retries > 0);
 }

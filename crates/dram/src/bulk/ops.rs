@@ -21,6 +21,8 @@ pub struct BulkTotals {
     pub inits: u64,
     pub bytes: BulkBytes,
     pub latency: Histogram,
+    /// In-DRAM copy attempts repeated after a failure.
+    pub copy_retries: u64,
 }
 
 struct OpState {
@@ -44,8 +46,6 @@ pub struct BulkOps {
     pub end: u64,
     /// The part's in-DRAM copy behaviour (support, failures and retries).
     pub copy: CopyModel,
-    /// In-DRAM copy attempts repeated after a failure.
-    pub copy_retries: u64,
 }
 
 impl BulkOps {
@@ -80,7 +80,7 @@ impl BulkOps {
             BulkKind::Init { .. } => self.totals.inits += 1,
         }
         let mut split = split_by(self.copy.mech(mech), b, op, mapper, org, &chans[0].dev);
-        self.copy_retries += self.copy.apply(&mut split, op);
+        self.totals.copy_retries += self.copy.apply(&mut split, op);
         self.totals.bytes.add(&split.bytes);
         let mut parts = split.jobs.len() as u32;
         for (ch, job) in split.jobs {
