@@ -882,6 +882,17 @@ impl Config {
                 ),
             ));
         }
+        let mrc = crate::bulk::multi_row_copy::MAX_GROUP_ROWS - 1;
+        if chip.supported && c.bulk == "multi-row-copy" && chip.max_copies < mrc {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.copy.chip",
+                format!(
+                    "part '{}' copies one row into at most {} rows at once ({}), and controller.bulk = 'multi-row-copy' needs {mrc}; use controller.bulk = \"rowclone\"",
+                    chip.name, chip.max_copies, chip.source
+                ),
+            ));
+        }
         if !chip.supported && c.bulk != "baseline" && c.copy.on_unsupported == "refuse" {
             return Err(ConfigError::invalid(
                 src,

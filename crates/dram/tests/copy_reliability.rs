@@ -160,3 +160,37 @@ fn results_carry_the_parts_provenance() {
     let (s, _) = run(&c);
     assert!(s.bulk.in_dram_copy.unwrap().retries > 0);
 }
+
+#[test]
+fn multi_row_copy_needs_the_parts_fan_out() {
+    // ComputeDRAM shows one-to-one copy on DDR3: Multi-RowCopy is refused, RowClone allowed.
+    let mut c = config("multi-row-copy");
+    c.controller.copy.chip = "computedram-ddr3-supported".into();
+    c.controller.copy.success = Some(0.99);
+    let e = c.resolve("t").unwrap_err().to_string();
+    assert!(e.contains("at most 1 rows"), "{e}");
+    c.controller.bulk = "rowclone".into();
+    c.resolve("t").unwrap();
+    // On DDR3 its results are measured-real-chip.
+    let (s, _) = run(&c);
+    assert_eq!(
+        s.bulk.in_dram_copy.unwrap().provenance,
+        "measured-real-chip"
+    );
+}
+
+#[test]
+fn multi_row_copy_retries_whole_groups() {
+    let (ideal, ilog) = run(&config("multi-row-copy"));
+    let mut c = config("multi-row-copy");
+    c.controller.copy.success = Some(0.97);
+    c.controller.copy.seed = 3;
+    let (s, log) = run(&c);
+    // One ACTM per row replicated (64), plus one per failed group attempt: a group of 7 copies
+    // succeeds with 0.97^7 = 0.81, so about 64 x 0.23 = 15 repeats.
+    assert_eq!(count(&ilog, CommandKind::Actm), 64);
+    let n = count(&log, CommandKind::Actm);
+    assert!(n > 64 && n < 64 + 40, "{n}");
+    assert_eq!(s.bulk.in_dram_copy.unwrap().retries as usize, n - 64);
+    assert!(s.cycles >= ideal.cycles);
+}

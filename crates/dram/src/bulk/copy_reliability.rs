@@ -66,7 +66,7 @@ pub struct CopyChip {
 }
 
 /// The known parts. Every value cites its source.
-pub const CHIPS: [CopyChip; 3] = [
+pub const CHIPS: [CopyChip; 5] = [
     // The model RowClone (MICRO 2013) and Multi-RowCopy were built on: every copy works.
     CopyChip {
         name: "ideal",
@@ -96,6 +96,26 @@ pub const CHIPS: [CopyChip; 3] = [
         max_copies: 0,
         success: Some(0.0),
         source: "Yuksel et al., DSN 2024: not every manufacturer's chips support it",
+    },
+    // ComputeDRAM, MICRO 2019: DDR3 modules of the vendors whose modules performed row copy with
+    // the ACT-PRE-ACT sequence; one row into one row (no many-row copy shown). The per-row rate is
+    // left to `controller.copy.success`.
+    CopyChip {
+        name: "computedram-ddr3-supported",
+        standard: "DDR3",
+        supported: true,
+        max_copies: 1,
+        success: None,
+        source: "Gao, Tziantzioulis, Wentzlaff, MICRO 2019 (DDR3 modules of the major vendors)",
+    },
+    // ComputeDRAM, MICRO 2019: modules of the vendors on which the sequence did not copy.
+    CopyChip {
+        name: "computedram-ddr3-unsupported",
+        standard: "DDR3",
+        supported: false,
+        max_copies: 0,
+        success: Some(0.0),
+        source: "Gao, Tziantzioulis, Wentzlaff, MICRO 2019: not every vendor's modules copy",
     },
 ];
 
