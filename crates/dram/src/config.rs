@@ -195,6 +195,53 @@ pub struct ControllerConfig {
     /// device is treated as not requiring RFM (DDR5 MR58 OP[0] = 0), to compare. No effect on
     /// parts without refresh management.
     pub rfm: bool,
+    /// In-DRAM copy as the part does it (support, per-row success; see `bulk::copy_reliability`).
+    /// Left out of the serialised config when it is the default, so existing digests hold.
+    #[serde(skip_serializing_if = "CopyConfig::is_default")]
+    pub copy: CopyConfig,
+}
+
+/// `controller.copy`: which part's in-DRAM copy behaviour a run assumes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CopyConfig {
+    /// A part of `bulk::copy_reliability::CHIPS` ("ideal": every copy works).
+    pub chip: String,
+    /// Per-row success probability of an in-DRAM copy attempt, in [0.01, 1]; left out: the part's.
+    pub success: Option<f64>,
+    /// On a part that cannot copy in DRAM: "refuse" (a configuration error) or "baseline" (every
+    /// bulk operation goes over the channel).
+    pub on_unsupported: String,
+    /// Seed of the failure draws.
+    pub seed: u64,
+}
+
+impl Default for CopyConfig {
+    fn default() -> Self {
+        CopyConfig {
+            chip: "ideal".into(),
+            success: None,
+            on_unsupported: "refuse".into(),
+            seed: 0,
+        }
+    }
+}
+
+impl CopyConfig {
+    fn is_default(&self) -> bool {
+        *self == CopyConfig::default()
+    }
+
+    /// The copy model this configuration names (checked by `Config::resolve`).
+    pub fn model(&self) -> crate::bulk::copy_reliability::CopyModel {
+        let chip = crate::bulk::copy_reliability::chip(&self.chip)
+            .unwrap_or(&crate::bulk::copy_reliability::CHIPS[0]);
+        crate::bulk::copy_reliability::CopyModel {
+            supported: chip.supported,
+            success: self.success.or(chip.success).unwrap_or(1.0),
+            seed: self.seed,
+        }
+    }
 }
 
 impl Default for ControllerConfig {
@@ -215,6 +262,7 @@ impl Default for ControllerConfig {
             engine_share: 0.25,
             keep_activated_rows: false,
             rfm: true,
+            copy: CopyConfig::default(),
         }
     }
 }
@@ -818,6 +866,53 @@ impl Config {
             &c.bulk,
             &["baseline", "rowclone", "multi-row-copy"],
         )?;
+        let chip = crate::bulk::copy_reliability::chip(&c.copy.chip)
+            .map_err(|e| ConfigError::invalid(src, "controller.copy.chip", e))?;
+        one_of(
+            "controller.copy.on_unsupported",
+            &c.copy.on_unsupported,
+            &["refuse", "baseline"],
+        )?;
+        if let Some(p) = c.copy.success {
+            if !(0.01..=1.0).contains(&p) {
+                return Err(ConfigError::invalid(
+                    src,
+                    "controller.copy.success",
+                    format!("{p} is not a probability between 0.01 and 1"),
+                ));
+            }
+        }
+        if chip.supported && c.copy.success.or(chip.success).is_none() {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.copy.success",
+                format!(
+                    "part '{}' has no published per-row success rate ({}); set one",
+                    chip.name, chip.source
+                ),
+            ));
+        }
+        let mrc = crate::bulk::multi_row_copy::MAX_GROUP_ROWS - 1;
+        if chip.supported && c.bulk == "multi-row-copy" && chip.max_copies < mrc {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.copy.chip",
+                format!(
+                    "part '{}' copies one row into at most {} rows at once ({}), and controller.bulk = 'multi-row-copy' needs {mrc}; use controller.bulk = \"rowclone\"",
+                    chip.name, chip.max_copies, chip.source
+                ),
+            ));
+        }
+        if !chip.supported && c.bulk != "baseline" && c.copy.on_unsupported == "refuse" {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.copy.chip",
+                format!(
+                    "part '{}' does not perform in-DRAM copy ({}), so controller.bulk = '{}' is refused; use controller.bulk = \"baseline\" or controller.copy.on_unsupported = \"baseline\"",
+                    chip.name, chip.source, c.bulk
+                ),
+            ));
+        }
         if c.bulk_buffer_lines == 0 || c.bulk_buffer_lines > MAX_QUEUE {
             return Err(ConfigError::invalid(
                 src,

@@ -61,7 +61,7 @@ impl MemoryPort {
             mapper,
             chans,
             seq: 0,
-            bulk: BulkOps::default(),
+            bulk: BulkOps::with_copy(config.controller.copy.model()),
             completions: Vec::new(),
             log: None,
         })

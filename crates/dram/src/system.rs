@@ -59,7 +59,7 @@ where
     let mut consumed: u64 = 0;
     let mut offer_at: u64 = 0;
     let mut last_arrival: u64 = 0;
-    let mut bulk = BulkOps::default();
+    let mut bulk = BulkOps::with_copy(config.controller.copy.model());
     let mut end: u64 = 0;
     let mut cached_loc: Option<(u64, crate::mapper::Location)> = None;
     let progress_every = opts.progress_every.max(1);

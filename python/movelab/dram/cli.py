@@ -135,6 +135,11 @@ def _stats_table(s: dict[str, Any]) -> Table:
              f"{bb['baseline']:,} / {bb['fpm']:,} / {bb['psm_inter']:,} / {bb['psm_intra']:,}"),
             ("bulk latency mean / max", f"{b['latency']['mean_ns']:.1f} / {b['latency']['max_ns']:.1f} ns"),
         ]
+        c = b.get("in_dram_copy")
+        if c:
+            # Whether a real-chip study measured this part's in-DRAM copy on this standard.
+            rows.append(("in-DRAM copy part / basis",
+                         f"{c['chip']} / {c['provenance']} (success {c['success']:g}, retries {c['retries']:,})"))
     for k, v in rows:
         t.add_row(k, v)
     return t

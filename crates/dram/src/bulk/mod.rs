@@ -3,12 +3,14 @@
 //!
 //! - [`split`]: what the splits share (the [`split::Split`], [`split::BulkMech`], reserved rows);
 //! - [`rowclone`]: RowClone FPM / PSM (MICRO 2013); [`multi_row_copy`]: Multi-RowCopy (DSN 2024);
+//! - [`copy_reliability`]: whether and how reliably a part copies in DRAM (real-chip studies);
 //! - [`baseline`]: the controller's copy engine, every line over the channel;
 //! - [`ops`]: the bookkeeping of operations in flight at the memory system;
 //! - [`gen`]: a seeded generator of bulk operations.
 //!
 //! [`split_by`] picks the mechanism's split; the mechanisms sit below it and do not use it.
 pub mod baseline;
+pub mod copy_reliability;
 pub mod gen;
 pub mod multi_row_copy;
 pub mod ops;

@@ -3,6 +3,7 @@
 //! the baseline engine), and completes when all its parts have. Shared by the trace-driven
 //! `system::simulate` and the step-driven `port::MemoryPort`, below both.
 use crate::bulk::baseline::BaselineOp;
+use crate::bulk::copy_reliability::CopyModel;
 use crate::bulk::split::BulkMech;
 use crate::bulk::split_by;
 use crate::controller::{Controller, Tag};
@@ -20,6 +21,8 @@ pub struct BulkTotals {
     pub inits: u64,
     pub bytes: BulkBytes,
     pub latency: Histogram,
+    /// In-DRAM copy attempts repeated after a failure.
+    pub copy_retries: u64,
 }
 
 struct OpState {
@@ -41,9 +44,19 @@ pub struct BulkOps {
     pub totals: BulkTotals,
     /// The last completion.
     pub end: u64,
+    /// The part's in-DRAM copy behaviour (support, failures and retries).
+    pub copy: CopyModel,
 }
 
 impl BulkOps {
+    /// No operation in flight, with the part's in-DRAM copy behaviour `copy`.
+    pub fn with_copy(copy: CopyModel) -> BulkOps {
+        BulkOps {
+            copy,
+            ..Default::default()
+        }
+    }
+
     /// Splits `b` (by `mech`: RowClone, Multi-RowCopy or all over the channel), hands its jobs to the
     /// controllers and keeps its channel lines. Returns `Some(now)` when nothing was left to do
     /// (the operation completed at once); otherwise its completion is reported by
@@ -66,7 +79,8 @@ impl BulkOps {
             BulkKind::Copy { .. } | BulkKind::Replicate { .. } => self.totals.copies += 1,
             BulkKind::Init { .. } => self.totals.inits += 1,
         }
-        let split = split_by(mech, b, op, mapper, org, &chans[0].dev);
+        let mut split = split_by(self.copy.mech(mech), b, op, mapper, org, &chans[0].dev);
+        self.totals.copy_retries += self.copy.apply(&mut split, op);
         self.totals.bytes.add(&split.bytes);
         let mut parts = split.jobs.len() as u32;
         for (ch, job) in split.jobs {

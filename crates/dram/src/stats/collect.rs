@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::controller::Controller;
 use crate::energy::{add_energy, channel_energy, CommandEnergy};
 use crate::spec::DramSpec;
-use crate::stats::{BulkStats, EnergyBreakdown, Histogram, RowStats, Stats};
+use crate::stats::{BulkStats, EnergyBreakdown, Histogram, InDramCopy, RowStats, Stats};
 use std::collections::BTreeMap;
 
 /// Settles the controllers at cycle `end` and assembles the run's statistics.
@@ -86,6 +86,24 @@ pub fn collect_stats(
             inits: bulk.inits,
             bytes: bulk.bytes.clone(),
             latency: bulk.latency.summary(tck),
+            in_dram_copy: in_dram_copy(config, spec, bulk),
         },
     }
+}
+
+/// The in-DRAM copy label of a run whose mechanism copies in DRAM on a part that does it.
+fn in_dram_copy(config: &Config, spec: &DramSpec, bulk: &BulkTotals) -> Option<InDramCopy> {
+    use crate::bulk::copy_reliability::{chip, provenance};
+    let cc = &config.controller;
+    let m = cc.copy.model();
+    if cc.bulk == "baseline" || !m.supported {
+        return None;
+    }
+    let c = chip(&cc.copy.chip).ok()?;
+    Some(InDramCopy {
+        chip: c.name.into(),
+        provenance: provenance(c, &spec.standard).label().into(),
+        success: m.success,
+        retries: bulk.copy_retries,
+    })
 }

@@ -164,6 +164,24 @@ pub struct BulkStats {
     pub inits: u64,
     pub bytes: BulkBytes,
     pub latency: LatencyStats,
+    /// In-DRAM copy as the part does it, when the run's mechanism copies in DRAM: left out of
+    /// channel-only runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_dram_copy: Option<InDramCopy>,
+}
+
+/// The part behaviour an in-DRAM copy run assumed, and where it comes from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InDramCopy {
+    /// The part (`controller.copy.chip`).
+    pub chip: String,
+    /// "measured-real-chip" when a study measured this part on this standard, else
+    /// "hypothetical".
+    pub provenance: String,
+    /// Per-row success probability of one attempt.
+    pub success: f64,
+    /// Attempts repeated after a failed copy.
+    pub retries: u64,
 }
 
 /// Row-buffer outcomes of line requests.
