@@ -37,6 +37,7 @@
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
 //! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank (and at bank + 8 with 16 banks: a pair), nPBR2PBR to REFPB, nPBR2ACT to ACT |
 //! | LPDDR5 BG mode, BL32 | WR -> RD / TR same bank group: nCWL + nBL_max + nWTR_L (BL/n_max), when the bin gives nBL_max |
+//! | GDDR6 | the DDR4-like rules above with split nRCDRD / nRCDWR; all-bank refresh only (a REFPB is a protocol error) |
 //! | HBM2, HBM3 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
 //! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
 //! | DDR5, HBM3 (RFM required) | RFM (all banks): every bank precharged, PRE / PREA / auto-precharge -> RFM nRP, REF -> RFM nRFC, REFSB -> RFM nRFCsb, REFPB -> RFM nRFCpb, RFM -> any command nRFM |

@@ -79,6 +79,10 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "rowclone-lpddr5-6400-8b",
         include_str!("../../../presets/configs/rowclone-lpddr5-6400-8b.toml"),
     ),
+    (
+        "gddr6-14000",
+        include_str!("../../../presets/configs/gddr6-14000.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.

@@ -28,6 +28,10 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
         "lpddr5-8b.toml",
         include_str!("../../../presets/dram/lpddr5-8b.toml"),
     ),
+    (
+        "gddr6.toml",
+        include_str!("../../../presets/dram/gddr6.toml"),
+    ),
 ];
 
 /// Where two commands must meet for a rule to apply.

@@ -193,6 +193,7 @@ fn every_speed_bin_and_mapper_obeys_the_standard() {
         ("LPDDR5-6400-BL32", "LPDDR5-16Gb-x16"),
         ("LPDDR5-6400-8B", "LPDDR5-16Gb-x16-8B"),
         ("HBM3-6400", "HBM3-8Gb-PC"),
+        ("GDDR6-14000", "GDDR6-8Gb-x16-CH"),
     ] {
         for mapper in ["RoBaRaCoCh", "ChRaBaRoCo", "RoRaBaChCo", "line-interleave"] {
             let mut cfg = Config::preset(&format!("{speed}/{part}")).unwrap();

@@ -1028,6 +1028,7 @@ fn multi_row_copy_rows_on_every_standard() {
         ("HBM2-2000/HBM2-8Gb-PC", "nRRD_S"),
         ("LPDDR5-6400/LPDDR5-8Gb-x16", "nRRD"),
         ("HBM3-6400/HBM3-8Gb-PC", "nRRD_S"),
+        ("GDDR6-14000/GDDR6-8Gb-x16-CH", "nRRD_S"),
     ] {
         let s = setup(preset, 1, &[]);
         let (ras, rp) = (s.t("nRAS"), s.t("nRP"));
@@ -1215,4 +1216,120 @@ fn the_checker_keeps_its_own_activation_counts() {
             r.violations.first()
         );
     }
+}
+
+#[test]
+fn gddr6_every_rule_row_at_its_earliest_cycle() {
+    // GDDR6's rows: split nRCDRD / nRCDWR, the DDR4-like bank-group rules, the derived RD -> WR
+    // turnaround, all-bank refresh, nFAW and rank-to-rank (clamshell) data-bus rows.
+    // The same-bank rows with nRAS 40 and nRC 66 (= nRAS + nRP), so write recovery (nRCDWR + nCWL + nBL + nWR = 50) binds
+    // beyond nRAS (53 in the bin), RDA -> ACT beyond nRC, and the helper's probes test them.
+    same_bank_rows(
+        &setup(
+            "GDDR6-14000/GDDR6-8Gb-x16-CH",
+            1,
+            &[("nRAS", 40), ("nRC", 66)],
+        ),
+        ("nRCDRD", "nRCDWR"),
+    );
+    let s = setup("GDDR6-14000/GDDR6-8Gb-x16-CH", 1, &[]);
+    let t = |n: &str| s.t(n);
+    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    let (rcdrd, rcdwr, cl, cwl, bl) = (t("nRCDRD"), t("nRCDWR"), t("nCL"), t("nCWL"), t("nBL"));
+    let (rrd_s, rrd_l, ras, rp) = (t("nRRD_S"), t("nRRD_L"), t("nRAS"), t("nRP"));
+    s.case(
+        "nRRD_S",
+        "nRRD_S",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, other_group),
+        rrd_s,
+    );
+    s.case(
+        "nRRD_L",
+        "nRRD_L",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, same_group),
+        rrd_l,
+    );
+    let pl = [
+        cmd(0, Act, a),
+        cmd(rrd_l, Act, same_group),
+        cmd(rrd_l + rcdrd, Rd, a),
+    ];
+    let e = rrd_l + rcdrd + t("nCCD_L");
+    s.case("nCCD_L read", "nCCD_L", &pl, cmd(0, Rd, same_group), e);
+    let pw = [
+        cmd(0, Act, a),
+        cmd(rrd_l, Act, same_group),
+        cmd(rrd_l + rcdwr, Wr, a),
+    ];
+    let e = rrd_l + rcdwr + t("nCCD_L");
+    s.case("nCCD_L write", "nCCD_L", &pw, cmd(0, Wr, same_group), e);
+    let e = rrd_l + rcdwr + cwl + bl + t("nWTR_L");
+    s.case(
+        "WR -> RD same group",
+        "nCWL+nBL+nWTR_L",
+        &pw,
+        cmd(0, Rd, same_group),
+        e,
+    );
+    let ps = [
+        cmd(0, Act, a),
+        cmd(rrd_s, Act, other_group),
+        cmd(rrd_s + rcdrd, Rd, a),
+    ];
+    let e = rrd_s + rcdrd + t("nCCD_S");
+    s.case("nCCD_S read", "nCCD_S", &ps, cmd(0, Rd, other_group), e);
+    let pw = [
+        cmd(0, Act, a),
+        cmd(rrd_s, Act, other_group),
+        cmd(rrd_s + rcdwr, Wr, a),
+    ];
+    let e = rrd_s + rcdwr + t("nCCD_S");
+    s.case("nCCD_S write", "nCCD_S", &pw, cmd(0, Wr, other_group), e);
+    let e = rrd_s + rcdwr + cwl + bl + t("nWTR_S");
+    s.case(
+        "WR -> RD other group",
+        "nCWL+nBL+nWTR_S",
+        &pw,
+        cmd(0, Rd, other_group),
+        e,
+    );
+    let p = [cmd(0, Act, a), cmd(rcdrd, Rd, a)];
+    let e = rcdrd + cl + bl + 2 - cwl;
+    s.case("RD -> WR", "nCL+nBL+2-nCWL", &p, cmd(0, Wr, a), e);
+    // Precharge all and all-bank refresh.
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case("PREA -> ACT", "nRP", &p, cmd(0, Act, other_group), ras + rp);
+    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
+    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
+    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
+    // nFAW binds beyond 4 x nRRD_S (28 > 4 x 5 at 14 Gb/s).
+    assert!(t("nFAW") > 4 * rrd_s);
+    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd_s, Act, (g, 0))).collect();
+    s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), t("nFAW"));
+    // Two ranks (clamshell) share the channel's data bus.
+    let r = setup("GDDR6-14000/GDDR6-8Gb-x16-CH", 2, &[]);
+    let rtrs = r.t("nRTRS");
+    let p = [
+        cmd(0, Act, a),
+        on_rank(cmd(2, Act, a), 1),
+        cmd(rcdrd + 2, Rd, a),
+    ];
+    let probe = on_rank(cmd(0, Rd, a), 1);
+    r.case(
+        "RD -> RD other rank",
+        "nBL+nRTRS",
+        &p,
+        probe,
+        rcdrd + 2 + bl + rtrs,
+    );
+}
+
+#[test]
+fn gddr6_has_no_per_bank_refresh_here() {
+    // Per-bank refresh is not modelled for GDDR6: the checker rejects a REFPB on a GDDR6 log.
+    let s = setup("GDDR6-14000/GDDR6-8Gb-x16-CH", 1, &[]);
+    let report = s.check(&[record(&cmd(0, Refpb, (0, 0)), 0)]);
+    assert!(!report.ok);
 }
