@@ -59,23 +59,25 @@ class GeneratorKind(str, Enum):
 I64_MIN, I64_MAX, U64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 
 
-def check_value(value: Any, where: str) -> None:
+def check_value(value: Any, where: str, unsigned: bool = False) -> None:
     """Raises ``ValueError`` naming ``where`` (a dotted key) for a number no config can hold: NaN,
-    an infinity, or an integer outside TOML's signed 64 bits (every config is TOML). Walks dicts
-    and lists."""
+    an infinity, or an integer outside TOML's signed 64 bits (every config is TOML). A trace
+    generator's spec travels as JSON into unsigned 64-bit fields (``unsigned``): 0 to 2**64 - 1.
+    Walks dicts and lists."""
     if isinstance(value, bool):
         return
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where}: {value} is not a finite number")
-    if isinstance(value, int) and not I64_MIN <= value <= I64_MAX:
-        raise ValueError(f"{where}: {value} does not fit in a setting's signed 64 bits "
-                         f"({I64_MIN:,} to {I64_MAX:,})")
+    lo, hi, what = (0, U64_MAX, "unsigned") if unsigned else (I64_MIN, I64_MAX, "signed")
+    if isinstance(value, int) and not lo <= value <= hi:
+        raise ValueError(f"{where}: {value} does not fit in a setting's {what} 64 bits "
+                         f"({lo:,} to {hi:,})")
     if isinstance(value, dict):
         for k, v in value.items():
-            check_value(v, f"{where}.{k}" if where else str(k))
+            check_value(v, f"{where}.{k}" if where else str(k), unsigned)
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            check_value(v, f"{where}[{i}]")
+            check_value(v, f"{where}[{i}]", unsigned)
 
 
 def finite(option: str):

@@ -68,13 +68,13 @@ def _native_call(fn: Callable[..., Any], *args: Any, what: str | None = None) ->
         raise ValueError(f"{what}: {msg}" if what and not msg.startswith(what) else msg) from None
 
 
-def _dict_json(d: Any, what: str) -> str:
+def _dict_json(d: Any, what: str, unsigned: bool = False) -> str:
     """``d`` (a mapping with string keys) as JSON; NaN, infinities, 64-bit overflows and values
-    JSON cannot hold are refused naming the key."""
+    JSON cannot hold are refused naming the key (a generator's numbers are unsigned)."""
     if not isinstance(d, Mapping):
         raise TypeError(f"{what} must be a dict, not {type(d).__name__}")
     _check_keys(d, what)
-    check_value(dict(d), what)
+    check_value(dict(d), what, unsigned)
     try:
         return json.dumps(d, allow_nan=False)
     except (TypeError, ValueError) as e:
@@ -239,7 +239,7 @@ def simulate(
     cfg = load_config(config, overrides)
     it = None
     if isinstance(trace, Mapping):
-        kind, value = "generator", _dict_json(trace, "trace")
+        kind, value = "generator", _dict_json(trace, "trace", unsigned=True)
     elif isinstance(trace, (str, Path)) and _is_stream(trace):
         # stdin: read once, as it comes, chunk by chunk (no format sniffing, which would read
         # ahead): native lines only.
@@ -320,5 +320,5 @@ def write_trace(generator: dict[str, Any], path: str | Path, fmt: str = "native"
         raise ValueError(f"fmt: {fmt!r} is not one of: {', '.join(TRACE_FORMATS[1:])}")
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, not {type(path).__name__}")
-    return int(_native_call(_core.dram_write_trace, _dict_json(generator, "generator"), str(path), fmt,
+    return int(_native_call(_core.dram_write_trace, _dict_json(generator, "generator", unsigned=True), str(path), fmt,
                             what="generator"))
