@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -415,3 +416,47 @@ def test_host_cache_latencies_are_measured(monkeypatch: pytest.MonkeyPatch) -> N
     assert machine.host_platform(desc)["platform"]["llc"]["hit_cycles"] == machine.TYPICAL_HIT_CYCLES["llc"]
     with pytest.raises(ValueError, match="at least 4 KiB"):
         calibration.latencies((2,))
+
+
+def test_cache_states_by_distinct_lines_match_a_brute_force_oracle() -> None:
+    """``distance="lines"``: a line's distance is the distinct lines the process's calls touched
+    between its two touches (an LRU stack distance), checked against a set-union oracle on random
+    traces of two processes (buffers of at most 10 lines: no sampling)."""
+    from movelab.record import cachestate
+
+    rng = np.random.default_rng(1)
+    l2, llc = 5 * 64, 20 * 64
+    for _ in range(20):
+        n = 40
+        ev = pd.DataFrame({"t_ns": np.arange(n) * 10.0, "pid": rng.integers(1, 3, n),
+                           "op": rng.choice(["copy", "init"], n), "size": rng.integers(1, 600, n),
+                           "dst": rng.integers(0, 40, n) * 64 + rng.integers(0, 64, n),
+                           "src": rng.integers(0, 40, n) * 64})
+        ev["src"] = ev["src"].where(ev["op"] == "copy")
+        st = cachestate.states(ev, l2, llc, 0.0, "warm", "lines")
+        hist: dict[int, list[set[int]]] = {}
+        for i, r in ev.iterrows():
+            size = max(int(r["size"]), 1)
+            ls = list(range(int(r["dst"]) // 64, (int(r["dst"]) + size - 1) // 64 + 1))
+            if r["op"] == "copy":
+                ls += list(range(int(r["src"]) // 64, (int(r["src"]) + size - 1) // 64 + 1))
+            past = hist.setdefault(int(r["pid"]), [])
+            cnt = [0, 0, 0]
+            for m, line in enumerate(ls):
+                k = next((b for b in range(len(past) - 1, -1, -1) if line in past[b]), None)
+                if line in ls[:m] or k is None:
+                    cnt[0] += 1
+                    continue
+                d = len(set().union(*past[k + 1:])) * 64
+                cnt[0 if d < l2 else 1 if d < llc else 2] += 1
+            past.append(set(ls))
+            got = st.loc[i]
+            assert (got["warm"], got["llc"], got["cold"]) == pytest.approx([c / sum(cnt) for c in cnt]), i
+    # repeats inflate the byte distance, not the line distance
+    rows = [(1, 0, "copy", 0x10000, 0x20000, 64)] + [(1, 1 + i, "init", 0x30000, None, 1000) for i in range(400)] \
+        + [(1, 1000, "copy", 0x10000, 0x20000, 64)]
+    ev = _events(rows)
+    assert cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "warm", "bytes").iloc[-1]["llc"] == 1.0
+    assert cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "warm", "lines").iloc[-1]["warm"] == 1.0
+    with pytest.raises(ValueError, match="distance"):
+        cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "warm", "pages")

@@ -33,6 +33,46 @@ STATES = ("warm", "llc", "cold")
 #: pipeline of ``movelab bench record``, 26 Nov 2026), then checked, unchanged, on gcc, SQLite and
 #: Redis (docs/record-replay.md, "Validation").
 TOUCH_RATE = 1.0
+#: How a line's reuse distance counts the recorded calls between two touches: ``bytes`` (every byte
+#: they moved, repeats included) or ``lines`` (the distinct lines they touched, 64 bytes each: the
+#: LRU stack distance, which is what decides eviction from a least-recently-used cache).
+DISTANCES = ("bytes", "lines")
+
+
+def _dominance(pos_e: np.ndarray, key_e: np.ndarray, w_e: np.ndarray, pos_q: np.ndarray,
+               thr_q: np.ndarray) -> np.ndarray:
+    """For every query q: the sum of ``w_e`` over the elements e with ``pos_e < pos_q`` and
+    ``key_e < thr_q`` (an offline dominance sum, by divide and conquer on position, one vectorised
+    sorted search per level: O(n log^2 n))."""
+    ne, nq = len(pos_e), len(pos_q)
+    # Queries sort before elements at the same position (strictly earlier elements only).
+    order = np.lexsort((np.r_[np.ones(ne), np.zeros(nq)], np.r_[pos_e, pos_q]))
+    is_q = order >= ne
+    key = np.r_[key_e, thr_q][order].astype(np.int64)
+    w = np.r_[w_e, np.zeros(nq)][order]
+    n = len(order)
+    out = np.zeros(n)
+    span = int(key.max() - key.min()) + 2 if n else 2
+    key0 = key - key.min()
+    idx = np.arange(n)
+    s = 1
+    while s < n:
+        blk = idx // (2 * s)
+        left = (idx // s) % 2 == 0
+        le = left & ~is_q
+        rq = ~left & is_q
+        if le.any() and rq.any():
+            lk = blk[le] * span + key0[le]
+            o = np.argsort(lk, kind="stable")
+            lk, lw = lk[o], np.r_[0.0, np.cumsum(w[le][o])]
+            qk = blk[rq] * span + key0[rq]
+            hi = np.searchsorted(lk, qk, "left")
+            lo = np.searchsorted(lk, blk[rq] * span, "left")
+            out[rq] += lw[hi] - lw[lo]
+        s *= 2
+    res = np.empty(nq)
+    res[order[is_q] - ne] = out[is_q]
+    return res
 
 
 def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -52,7 +92,7 @@ def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = TOUCH_RATE,
-           untouched: str = "warm") -> pd.DataFrame:
+           untouched: str = "warm", distance: str = "bytes") -> pd.DataFrame:
     """For each timed event of ``ev`` (rows with ``t_ns``, ``pid``, ``size``, ``src``, ``dst``,
     ``op``), the share of its line touches in each state: columns ``warm``, ``llc``, ``cold``
     (summing to 1) and ``distance`` (median reuse distance in bytes, NaN where no line was touched
@@ -61,11 +101,15 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     ``touch_rate``: bytes of other data the program is taken to touch per ns between two touches
     of a line (its own loads and stores, which the recording does not see), added to the distance
     (see :data:`TOUCH_RATE`). ``untouched``: the state of a line no earlier recorded call touched
-    (default ``warm``: see the module's description)."""
+    (default ``warm``: see the module's description). ``distance``: ``bytes`` (the bytes the
+    process's recorded calls moved in between, repeats included) or ``lines`` (the distinct lines
+    they touched, times 64: a buffer's sampled lines each stand for their share of its lines)."""
     if l2_bytes <= 0 or llc_bytes < l2_bytes:
         raise ValueError(f"cache sizes must satisfy 0 < l2 <= llc, got l2={l2_bytes} llc={llc_bytes}")
     if untouched not in STATES:
         raise ValueError(f"untouched must be one of {', '.join(STATES)}, got {untouched!r}")
+    if distance not in DISTANCES:
+        raise ValueError(f"distance must be one of {', '.join(DISTANCES)}, got {distance!r}")
     if not np.isfinite(touch_rate) or touch_rate < 0:
         raise ValueError(f"touch_rate must be a non-negative number of bytes per ns, got {touch_rate!r}")
     t = ev[ev["t_ns"].notna() & ev["dst"].notna()].sort_values(["pid", "t_ns"], kind="stable")
@@ -88,7 +132,11 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     touch = pd.DataFrame({"pid": pid[rows], "line": pages, "row": rows, "cum": cum[rows], "t": tns[rows]})
     touch = touch.sort_values(["pid", "line", "row"], kind="stable")
     g = touch.groupby(["pid", "line"], sort=False)
-    dist = (touch["cum"] - g["cum"].shift(1) + touch_rate * (touch["t"] - g["t"].shift(1))).to_numpy(np.float64)
+    if distance == "bytes":
+        between = (touch["cum"] - g["cum"].shift(1)).to_numpy(np.float64)
+    else:
+        between = _distinct_between(touch, size)
+    dist = between + touch_rate * (touch["t"] - g["t"].shift(1)).to_numpy(np.float64)
     first = STATES.index(untouched)
     state = np.where(np.isnan(dist), first, np.where(dist < l2_bytes, 0, np.where(dist < llc_bytes, 1, 2)))
     touch["state"] = state
@@ -99,3 +147,39 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     med = touch.groupby("row")["dist"].median().reindex(range(len(t))).to_numpy()
     return pd.DataFrame({"warm": share[:, 0], "llc": share[:, 1], "cold": share[:, 2], "distance": med},
                         index=t.index)
+
+
+def _distinct_between(touch: pd.DataFrame, size: np.ndarray) -> np.ndarray:
+    """Per touch (``touch`` sorted by process, line and row): the bytes of distinct lines the
+    process's recorded calls touched strictly between the line's previous touch's call and this
+    touch's call (NaN where there is no previous touch). A sampled line of a buffer of n lines
+    looked at through k stands for n / k lines."""
+    rows = touch["row"].to_numpy(np.int64)
+    pid = touch["pid"].to_numpy(np.int64)
+    line = touch["line"].to_numpy(np.int64)
+    # Time order: process, call, line; position = rank in that order.
+    o = np.lexsort((line, rows, pid))
+    pos = np.empty(len(o), np.int64)
+    pos[o] = np.arange(len(o))
+    first_line = np.r_[True, (pid[1:] != pid[:-1]) | (line[1:] != line[:-1])]  # within `touch`'s order
+    prev_pos = np.where(first_line, -1, np.r_[-1, pos[:-1]])
+    prev_row = np.where(first_line, -1, np.r_[-1, rows[:-1]])
+    n = -(-np.maximum(size[rows], 1) // LINE)  # the buffer's lines (its alignment aside)
+    w = np.where(n > MAX_LINES, n / MAX_LINES, 1.0)
+    # The first position of each touch's own call (its call's lines are excluded).
+    row_start = np.full(len(size), np.iinfo(np.int64).max)
+    np.minimum.at(row_start, rows, pos)
+    # The position just after the previous touch's call.
+    prev_end = np.full(len(size), -1)
+    np.maximum.at(prev_end, rows, pos)
+    has = prev_pos >= 0
+    q_hi = row_start[rows[has]]
+    q_lo = prev_end[prev_row[has]] + 1
+    # Distinct lines touched at positions [q_lo, q_hi): elements there whose line's previous touch
+    # is before q_lo (or none) count once each.
+    thr = q_lo
+    a = _dominance(pos, prev_pos, w, q_hi, thr)
+    b = _dominance(pos, prev_pos, w, q_lo, thr)
+    out = np.full(len(touch), np.nan)
+    out[has] = np.maximum(a - b, 0.0) * LINE  # a line met twice in one call: distance 0
+    return out
