@@ -18,8 +18,15 @@ t = time.perf_counter()
 res = platform.run(plat, work, overrides=overrides, params=params)
 el = time.perf_counter() - t
 s = res.stats
+# This process's own peak (VmHWM: since exec); getrusage's maxrss would also count the parent's
+# memory at the fork, which Linux carries across exec.
+try:
+    with open("/proc/self/status") as f:
+        peak = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+except (OSError, StopIteration, ValueError):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"seconds": el, "instructions": s["instructions"], "simulated_ns": s["time_ns"],
-                  "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "peak_rss_kib": peak}))
 """
 
 #: (label, platform, workload, overrides, params)
