@@ -237,10 +237,10 @@ impl CopyConfig {
     }
 
     /// The copy model this configuration names (checked by `Config::resolve`).
-    pub fn model(&self) -> crate::bulk::copy_reliability::CopyModel {
-        let chip = crate::bulk::copy_reliability::chip(&self.chip)
-            .unwrap_or(&crate::bulk::copy_reliability::CHIPS[0]);
-        crate::bulk::copy_reliability::CopyModel {
+    pub fn model(&self) -> crate::bulk::copy_chips::CopyModel {
+        let chip =
+            crate::bulk::copy_chips::chip(&self.chip).unwrap_or(&crate::bulk::copy_chips::CHIPS[0]);
+        crate::bulk::copy_chips::CopyModel {
             supported: chip.supported,
             success: self.success.or(chip.success).unwrap_or(1.0),
             seed: self.seed,
@@ -870,7 +870,7 @@ impl Config {
             &c.bulk,
             &["baseline", "rowclone", "multi-row-copy"],
         )?;
-        let chip = crate::bulk::copy_reliability::chip(&c.copy.chip)
+        let chip = crate::bulk::copy_chips::chip(&c.copy.chip)
             .map_err(|e| ConfigError::invalid(src, "controller.copy.chip", e))?;
         one_of(
             "controller.copy.on_unsupported",
@@ -896,7 +896,7 @@ impl Config {
                 ),
             ));
         }
-        let mrc = crate::bulk::multi_row_copy::MAX_GROUP_ROWS - 1;
+        let mrc = crate::bulk::copy_chips::MAX_GROUP_ROWS - 1;
         if chip.supported && c.bulk == "multi-row-copy" && chip.max_copies < mrc {
             return Err(ConfigError::invalid(
                 src,

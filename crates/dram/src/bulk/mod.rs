@@ -10,6 +10,7 @@
 //!
 //! [`split_by`] picks the mechanism's split; the mechanisms sit below it and do not use it.
 pub mod baseline;
+pub mod copy_chips;
 pub mod copy_reliability;
 pub mod gen;
 pub mod multi_row_copy;

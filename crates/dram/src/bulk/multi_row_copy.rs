@@ -34,7 +34,7 @@ use crate::spec::Organization;
 use std::collections::BTreeMap;
 
 /// Rows one multi-row activation raises at most (SiMRA: 32, the source and 31 copies).
-pub const MAX_GROUP_ROWS: u32 = 32;
+pub use crate::bulk::copy_chips::MAX_GROUP_ROWS;
 
 /// The copies a `Replicate` may ask for: a group of 2^k rows less the source.
 pub const COPIES: [u32; 5] = [1, 3, 7, 15, 31];
