@@ -17,14 +17,27 @@
 //! - The engine marks the descriptors done in memory (a line written by an agent: cached copies
 //!   are invalidated) and notifies `irq_core` with an on-die message, which runs its handler.
 //!
-//! Modelled: transmit, one packet at a time (the engine reads a packet's descriptor, then its
-//! payload, then pushes it), with every payload line's version checked against the last version a
-//! core wrote. Not modelled here: receive through the engine's pinned buffer (the two-host I/O
-//! model runs it), context descriptors and TSO.
+//! - Receive (section 3.2), with `rx_ring`, `rx_buffers` and `pinned`: the adapter writes each
+//!   frame it takes from the wire, behind an 8 B record (length, sequence), into the pinned buffer
+//!   in host memory with posted writes up the link (into memory, or with `root_complex.ddio` into
+//!   `ddio_core`'s L2), never past the space the engine gave back. No descriptor crosses PCIe: the
+//!   engine reads the host's next RX descriptor through the memory system, then the frame's lines
+//!   in the pinned buffer (from the cache that holds them or from DRAM), writes the frame into the
+//!   buffer the descriptor names and the descriptor back (to memory, or with DDIO to the L2),
+//!   notifies `irq_core` on the die, and every `idma.head_update_bytes` returns the space to the
+//!   adapter with a posted write down the link. With `loopback` the frames the adapter's MAC sends
+//!   come back after `nic.mac_tx_ns + nic.mac_rx_ns`, and every byte delivered into an RX buffer
+//!   is checked against the frame that was sent (`rx_bytes_checked`, `rx_bytes_wrong`).
+//!
+//! Modelled: one engine serving transmit before receive, one packet at a time (a packet's
+//! descriptor, then its payload or frame), with every transmitted payload line's version checked
+//! against the last version a core wrote. Not modelled here: context descriptors and TSO, a
+//! descriptor cache in the engine (it reads each descriptor's line), and frames dropped by the
+//! adapter's FIFO being told to anyone but the counters.
 use crate::agents::device_dma::{self, Stack};
 use crate::agents::{Agent, AgentReport};
 use crate::config::platform::{PcieDeviceConfig, PlatformConfig};
-use crate::devices::idma::{FifoAdapter, FIFO, FIFO_EOP};
+use crate::devices::idma::{self as idma_dev, FifoAdapter, FIFO, FIFO_EOP};
 use crate::devices::nic;
 use crate::iface::Access;
 use crate::memory::memory_system::{AgentId, MemorySystem, Response};
@@ -48,6 +61,10 @@ const EV_DELIVER: u16 = 3;
 const EV_LINK_TIMER: u16 = 4;
 /// The adapter's MAC finished a frame.
 const EV_MAC: u16 = 5;
+/// A looped-back frame reaches the adapter's receive side (id: a held frame).
+const EV_FRAME_IN: u16 = 6;
+/// The driver's RX tail store reaches the engine.
+const EV_RX_TAIL: u16 = 7;
 
 /// Where the engine is in its current packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +72,29 @@ enum Phase {
     Idle,
     Descriptor,
     Payload,
+    /// Receive: the RX descriptor's line, then the frame's lines in the pinned buffer.
+    RxDescriptor,
+    RxFrame,
+}
+
+/// The receive side: the host's RX ring, the pinned buffer's offsets (monotonic byte counts), and
+/// the frames the adapter accepted (loopback), in order, for the byte check.
+struct Rx {
+    ring_base: u64,
+    bufs: u64,
+    ring: u32,
+    tail: u32,
+    posted: u64,
+    next: u32,
+    pinned: u64,
+    pinned_bytes: u64,
+    head_every: u64,
+    landed: u64,
+    consumed: u64,
+    given_back: u64,
+    /// The frame being moved: its length.
+    len: u64,
+    expected: VecDeque<Vec<u8>>,
 }
 
 /// One packet's transmit times (ps).
@@ -93,13 +133,17 @@ pub struct IdmaAgent {
     /// The current packet's descriptor index and payload (address, length).
     desc: u32,
     payload: (u64, u32),
-    tlps: HashMap<u32, Tlp>,
+    tlps: HashMap<u32, (Dir, Tlp)>,
     next_tlp: u32,
     traces: Vec<Trace>,
     /// Frames the adapter has closed (frames arrive in the order they were pushed).
     arrived: usize,
-    /// Frames the adapter holds for its MAC, by event id.
-    frames: HashMap<u32, usize>,
+    /// Frames on the adapter's wire (its MAC, then the loopback), by event id.
+    frames: HashMap<u32, Vec<u8>>,
+    rx: Option<Rx>,
+    loopback: bool,
+    loop_ps: Ps,
+    ddio: bool,
     stats: DeviceStats,
     last_done: Ps,
 }
@@ -115,22 +159,49 @@ impl IdmaAgent {
             PlatformError::config(src, "agents", "the iDMA agent has no parameters")
         })?;
         cfg.validate(src)?;
-        if cfg.rx_ring.is_some() || cfg.loopback {
-            return Err(PlatformError::config(
-                src,
-                "io.rx_ring",
-                "the iDMA on the platform transmits only (its receive path runs in the two-host I/O model)",
-            ));
-        }
         let io = cfg.io_config(src)?;
-        if cfg.irq_core as usize >= sys.cores() {
+        for (k, v) in [("irq_core", cfg.irq_core), ("ddio_core", cfg.ddio_core)] {
+            if v as usize >= sys.cores() {
+                return Err(PlatformError::config(
+                    src,
+                    format!("io.{k}"),
+                    format!("core {v}, but the platform has {} cores", sys.cores()),
+                ));
+            }
+        }
+        let rx =
+            match (cfg.rx_ring, cfg.rx_buffers, cfg.pinned) {
+                (Some(ring_base), Some(bufs), Some(pinned)) => Some(Rx {
+                    ring_base,
+                    bufs,
+                    ring: io.nic.rx_ring.max(1),
+                    tail: 0,
+                    posted: 0,
+                    next: 0,
+                    pinned,
+                    pinned_bytes: io.idma.rx_buffer_bytes as u64,
+                    head_every: io.idma.head_update_bytes.max(1) as u64,
+                    landed: 0,
+                    consumed: 0,
+                    given_back: 0,
+                    len: 0,
+                    expected: VecDeque::new(),
+                }),
+                (Some(_), _, None) => return Err(PlatformError::config(
+                    src,
+                    "io.pinned",
+                    "an iDMA that receives (rx_ring) needs its pinned buffer's address (pinned)",
+                )),
+                _ => None,
+            };
+        let max_frame = cfg.frame_bytes as u64 + idma_dev::REC;
+        if let Some(r) = rx.as_ref().filter(|r| max_frame > r.pinned_bytes / 2) {
             return Err(PlatformError::config(
                 src,
-                "io.irq_core",
+                "io.idma.rx_buffer_bytes",
                 format!(
-                    "core {}, but the platform has {} cores",
-                    cfg.irq_core,
-                    sys.cores()
+                    "{} B: the pinned buffer must hold two frames of frame_bytes ({}) and their records",
+                    r.pinned_bytes, cfg.frame_bytes
                 ),
             ));
         }
@@ -140,7 +211,7 @@ impl IdmaAgent {
             id,
             g: io.geometry(),
             link: Link::new(io.link_params()),
-            adapter: FifoAdapter::new(&io, 0),
+            adapter: FifoAdapter::new(&io, cfg.pinned.unwrap_or(0)),
             mem: HostMemory::default(),
             message: sys.ic().engine_message,
             downstream: ns(io.root_complex.downstream_ns),
@@ -160,6 +231,10 @@ impl IdmaAgent {
             traces: Vec::new(),
             arrived: 0,
             frames: HashMap::new(),
+            rx,
+            loopback: cfg.loopback,
+            loop_ps: ns(io.nic.mac_tx_ns + io.nic.mac_rx_ns),
+            ddio: io.root_complex.ddio,
             stats: DeviceStats {
                 name: "idma".into(),
                 ..Default::default()
@@ -182,11 +257,12 @@ impl IdmaAgent {
         self.tail
     }
 
-    /// Reads lines `addr..addr+len` through the memory system; each arrives as an `EV_LINE`.
+    /// Reads lines `addr..addr+len` through the memory system; each arrives as an `EV_LINE`
+    /// (counted in `lines_left`, which the caller zeroes before a step's first range).
     fn read_lines(&mut self, sys: &mut MemorySystem, now: Ps, addr: u64, len: u64, payload: bool) {
         let first = addr / 64;
         let last = (addr + len.max(1) - 1) / 64;
-        self.lines_left = (last - first + 1) as u32;
+        self.lines_left += (last - first + 1) as u32;
         for line in first..=last {
             device_dma::read_line(
                 sys,
@@ -201,9 +277,15 @@ impl IdmaAgent {
         }
     }
 
-    /// Starts the next packet if the engine is idle and the driver posted one.
+    /// Starts the next packet if the engine is idle and the driver posted one; else the next
+    /// received frame, if one has landed whole and the host posted an RX descriptor.
     fn start(&mut self, sys: &mut MemorySystem, now: Ps) {
-        if self.phase != Phase::Idle || self.next == self.tail {
+        if self.phase != Phase::Idle {
+            return;
+        }
+        self.lines_left = 0;
+        if self.next == self.tail {
+            self.start_rx(sys, now);
             return;
         }
         self.desc = self.next;
@@ -246,8 +328,157 @@ impl IdmaAgent {
                 self.phase = Phase::Idle;
                 self.start(sys, now);
             }
+            Phase::RxDescriptor => {
+                let Some(rx) = self.rx.as_ref() else { return };
+                // The frame's record and bytes in the pinned buffer (one or two ranges: it may
+                // wrap at the buffer's end).
+                let (pinned, size) = (rx.pinned, rx.pinned_bytes);
+                let (off, len) = (rx.consumed % size, idma_dev::REC + rx.len);
+                let first = len.min(size - off);
+                self.phase = Phase::RxFrame;
+                self.read_lines(sys, now, pinned + off, first, false);
+                if first < len {
+                    self.read_lines(sys, now, pinned, len - first, false);
+                }
+            }
+            Phase::RxFrame => {
+                self.rx_done(sys, now);
+                self.phase = Phase::Idle;
+                self.start(sys, now);
+            }
             Phase::Idle => {}
         }
+    }
+
+    /// A whole frame has landed in the pinned buffer and the host posted a buffer: read the
+    /// RX descriptor.
+    fn start_rx(&mut self, sys: &mut MemorySystem, now: Ps) {
+        let Some(rx) = self.rx.as_mut() else { return };
+        if rx.next == rx.tail || rx.landed < rx.consumed + idma_dev::REC {
+            return;
+        }
+        let rec = read_ring(
+            &self.mem,
+            rx.pinned,
+            rx.pinned_bytes,
+            rx.consumed,
+            idma_dev::REC,
+        );
+        let len = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]) as u64;
+        if rx.landed < rx.consumed + idma_dev::REC + len {
+            return;
+        }
+        rx.len = len;
+        let a = rx.ring_base + rx.next as u64 * nic::DESC;
+        self.phase = Phase::RxDescriptor;
+        self.read_lines(sys, now, a, nic::DESC, false);
+    }
+
+    /// The frame's lines are in: it is written into the descriptor's buffer and the descriptor
+    /// back, the core notified, and the pinned space given back now and then.
+    fn rx_done(&mut self, sys: &mut MemorySystem, now: Ps) {
+        let Some(rx) = self.rx.as_mut() else { return };
+        let frame = read_ring(
+            &self.mem,
+            rx.pinned,
+            rx.pinned_bytes,
+            rx.consumed + idma_dev::REC,
+            rx.len,
+        );
+        let da = rx.ring_base + rx.next as u64 * nic::DESC;
+        let d = self.mem.read(da, nic::DESC as usize);
+        let buf = u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8]));
+        self.mem.write(buf, &frame);
+        // The byte check: what the host's buffer now holds against the frame that was sent.
+        if let Some(sent) = rx.expected.pop_front() {
+            let got = self.mem.read(buf, frame.len());
+            self.stats.rx_bytes_checked += sent.len().max(got.len()) as u64;
+            self.stats.rx_bytes_wrong += sent.iter().zip(&got).filter(|(a, b)| a != b).count()
+                as u64
+                + sent.len().abs_diff(got.len()) as u64;
+        }
+        let mut wb = [0u8; 16];
+        wb[8] = 3; // DD | EOP
+        wb[12..14].copy_from_slice(&(rx.len as u16).to_le_bytes());
+        self.mem.write(da, &wb);
+        rx.next = (rx.next + 1) % rx.ring;
+        rx.consumed += (idma_dev::REC + rx.len).div_ceil(64) * 64;
+        let give_back = rx.consumed - rx.given_back >= rx.head_every;
+        if give_back {
+            rx.given_back = rx.consumed;
+        }
+        let head = rx.consumed;
+        let lines: Vec<u64> = if frame.is_empty() {
+            Vec::new()
+        } else {
+            (buf / 64..=(buf + frame.len() as u64 - 1) / 64).collect()
+        };
+        for line in lines.into_iter().chain([da / 64]) {
+            self.write_host_line(sys, now, line);
+        }
+        self.stats.nic.rx_frames += 1;
+        self.stats.nic.rx_desc_fetched += 1;
+        self.stats.nic.rx_desc_written_back += 1;
+        self.stats.interrupts += 1;
+        sys.raise_interrupt(now + self.message, self.cfg.irq_core as usize);
+        if give_back {
+            self.stats.nic.doorbells += 1;
+            let tlp = Tlp {
+                kind: TlpKind::Write32,
+                addr: idma_dev::HEAD,
+                data: (head as u32).to_le_bytes().to_vec(),
+                purpose: Purpose::Doorbell,
+            };
+            let id = self.hold(Dir::Down, tlp);
+            sys.schedule(now + self.downstream, self.id, EV_SEND, id);
+        }
+    }
+
+    /// A line written into host memory by the engine or the adapter: into `ddio_core`'s L2 with
+    /// DDIO, else to memory (cached copies invalidated either way).
+    fn write_host_line(&mut self, sys: &mut MemorySystem, now: Ps, line: u64) {
+        if self.ddio {
+            self.stats.lines_to_cache += 1;
+            sys.push_to_l2(now, self.cfg.ddio_core as usize, line, false);
+        } else {
+            self.stats.lines_to_memory += 1;
+            device_dma::write_line(sys, now, self.id, line);
+        }
+    }
+
+    /// The adapter's posted write reached the root complex: it lands in the pinned buffer.
+    fn at_root_complex(&mut self, sys: &mut MemorySystem, now: Ps, tlp: Tlp) {
+        if tlp.data.is_empty() {
+            return;
+        }
+        self.mem.write(tlp.addr, &tlp.data);
+        for line in tlp.addr / 64..=(tlp.addr + tlp.data.len() as u64 - 1) / 64 {
+            self.write_host_line(sys, now, line);
+        }
+        let Some(rx) = self.rx.as_mut() else { return };
+        let off = tlp.addr.wrapping_sub(rx.pinned);
+        if off >= rx.pinned_bytes {
+            return;
+        }
+        // Writes arrive in order; a gap from the last landed byte is a slot's padding.
+        let pos = rx.landed % rx.pinned_bytes;
+        let gap = (off + rx.pinned_bytes - pos) % rx.pinned_bytes;
+        rx.landed += gap + tlp.data.len() as u64;
+        self.start(sys, now);
+    }
+
+    /// The driver's RX tail store: it posts one buffer (the read-format descriptor its program's
+    /// stores stand for).
+    fn post_rx(&mut self) -> u32 {
+        let Some(rx) = self.rx.as_mut() else { return 0 };
+        let buf = rx.bufs + (rx.posted % rx.ring as u64) * self.cfg.tx_buffer_stride;
+        self.mem.write(
+            rx.ring_base + rx.tail as u64 * nic::DESC,
+            &nic::rx_read_desc(buf),
+        );
+        rx.tail = (rx.tail + 1) % rx.ring;
+        rx.posted += 1;
+        rx.tail
     }
 
     /// Pushes the payload to the adapter: posted writes through the I/O hub and down the link.
@@ -263,7 +494,7 @@ impl IdmaAgent {
                 data: data[o as usize..(o + l as u64) as usize].to_vec(),
                 purpose: Purpose::Payload,
             };
-            let id = self.hold(tlp);
+            let id = self.hold(Dir::Down, tlp);
             sys.schedule(now + self.downstream, self.id, EV_SEND, id);
         }
     }
@@ -280,18 +511,24 @@ impl IdmaAgent {
         sys.raise_interrupt(now + self.message, self.cfg.irq_core as usize);
     }
 
-    fn hold(&mut self, tlp: Tlp) -> u32 {
+    fn hold(&mut self, dir: Dir, tlp: Tlp) -> u32 {
         let k = self.next_tlp;
         self.next_tlp = self.next_tlp.wrapping_add(1);
-        self.tlps.insert(k, tlp);
+        self.tlps.insert(k, (dir, tlp));
         k
+    }
+
+    fn link_send(&mut self, sys: &mut MemorySystem, now: Ps, dir: Dir, tlp: Tlp) {
+        let mut out = Vec::new();
+        self.link.send(dir, now, tlp, &mut out);
+        self.link_outs(sys, out);
     }
 
     fn link_outs(&mut self, sys: &mut MemorySystem, out: Vec<LinkOut>) {
         for o in out {
             match o {
-                LinkOut::Deliver { at, tlp, .. } => {
-                    let k = self.hold(tlp);
+                LinkOut::Deliver { dir, at, tlp } => {
+                    let k = self.hold(dir, tlp);
                     sys.schedule(at, self.id, EV_DELIVER, k);
                 }
                 LinkOut::Timer { dir, at } => sys.schedule(at, self.id, EV_LINK_TIMER, dir as u32),
@@ -299,10 +536,15 @@ impl IdmaAgent {
         }
     }
 
-    /// A push TLP reached the adapter: a closed frame goes to its MAC.
+    /// A TLP reached the adapter: a closed frame goes to its MAC; a head write gives back pinned
+    /// space, which lets frames waiting in its FIFO go up.
     fn at_adapter(&mut self, sys: &mut MemorySystem, now: Ps, tlp: Tlp) {
-        let mut unused = Vec::new();
-        let Some(frame) = self.adapter.write(tlp.addr, &tlp.data, &mut unused) else {
+        let mut up = Vec::new();
+        let frame = self.adapter.write(tlp.addr, &tlp.data, &mut up);
+        for t in up {
+            self.link_send(sys, now, Dir::Up, t);
+        }
+        let Some(frame) = frame else {
             return;
         };
         if let Some(tr) = self.traces.get_mut(self.arrived) {
@@ -314,8 +556,26 @@ impl IdmaAgent {
         let wire = ((frame.len() as f64 + 24.0) * 8.0 * 1000.0 / self.mac_gbps) as Ps;
         let k = self.next_tlp;
         self.next_tlp = self.next_tlp.wrapping_add(1);
-        self.frames.insert(k, frame.len());
+        self.frames.insert(k, frame);
         sys.schedule(now + wire, self.id, EV_MAC, k);
+    }
+
+    /// A frame from the wire reaches the adapter's receive side: into its FIFO and up the link
+    /// to the pinned buffer as space allows (or dropped when the FIFO is full).
+    fn frame_in(&mut self, sys: &mut MemorySystem, now: Ps, frame: Vec<u8>) {
+        self.stats.rx_frames_in += 1;
+        let drops = self.adapter.drops;
+        let mut up = Vec::new();
+        let kept = frame.clone();
+        self.adapter.frame_in(frame, &mut up);
+        if self.adapter.drops > drops {
+            self.stats.nic.rx_drops += 1;
+        } else if let Some(rx) = self.rx.as_mut() {
+            rx.expected.push_back(kept);
+        }
+        for t in up {
+            self.link_send(sys, now, Dir::Up, t);
+        }
     }
 
     /// The first packet's stack and the mean over packets: doorbell, descriptor, payload, push.
@@ -366,6 +626,9 @@ impl Agent for IdmaAgent {
             }
             let tail = self.post_packet();
             sys.schedule(leave + self.message, self.id, EV_DOORBELL, tail);
+        } else if reg == nic::RDT && self.rx.is_some() {
+            let tail = self.post_rx();
+            sys.schedule(leave + self.message, self.id, EV_RX_TAIL, tail);
         }
         Access::At(leave)
     }
@@ -373,20 +636,18 @@ impl Agent for IdmaAgent {
     fn event(&mut self, sys: &mut MemorySystem, now: Ps, kind: u16, id: u32) {
         self.last_done = self.last_done.max(now);
         match kind {
-            EV_DOORBELL => self.start(sys, now),
+            EV_DOORBELL | EV_RX_TAIL => self.start(sys, now),
             EV_LINE if sys.release_req(id).is_some() => self.line_in(sys, now),
             EV_SEND => {
-                if let Some(tlp) = self.tlps.remove(&id) {
-                    let mut out = Vec::new();
-                    self.link.send(Dir::Down, now, tlp, &mut out);
-                    self.link_outs(sys, out);
+                if let Some((dir, tlp)) = self.tlps.remove(&id) {
+                    self.link_send(sys, now, dir, tlp);
                 }
             }
-            EV_DELIVER => {
-                if let Some(tlp) = self.tlps.remove(&id) {
-                    self.at_adapter(sys, now, tlp);
-                }
-            }
+            EV_DELIVER => match self.tlps.remove(&id) {
+                Some((Dir::Down, tlp)) => self.at_adapter(sys, now, tlp),
+                Some((Dir::Up, tlp)) => self.at_root_complex(sys, now, tlp),
+                None => {}
+            },
             EV_LINK_TIMER => {
                 let dir = if id == 0 { Dir::Down } else { Dir::Up };
                 let mut out = Vec::new();
@@ -394,7 +655,17 @@ impl Agent for IdmaAgent {
                 self.link_outs(sys, out);
             }
             EV_MAC => {
-                self.frames.remove(&id);
+                if let Some(f) = self.frames.remove(&id) {
+                    if self.loopback {
+                        self.frames.insert(id, f);
+                        sys.schedule(now + self.loop_ps, self.id, EV_FRAME_IN, id);
+                    }
+                }
+            }
+            EV_FRAME_IN => {
+                if let Some(f) = self.frames.remove(&id) {
+                    self.frame_in(sys, now, f);
+                }
             }
             _ => {}
         }
@@ -405,6 +676,8 @@ impl Agent for IdmaAgent {
     }
 
     fn idle(&self) -> bool {
+        // Frames landed for which no core has posted an RX buffer do not keep the run going:
+        // when the programs are done they stay undelivered (`rx_frames_in` less `nic.rx_frames`).
         self.phase == Phase::Idle
             && self.next == self.tail
             && self.link.idle()
@@ -415,6 +688,7 @@ impl Agent for IdmaAgent {
     fn report(&self) -> AgentReport {
         let mut s = self.stats.clone();
         s.bytes_down = device_dma::link_bytes(&self.link, Dir::Down);
+        s.bytes_up = device_dma::link_bytes(&self.link, Dir::Up);
         let (first, mean) = self.stacks();
         s.tx_stack_total_ns = first.iter().map(|(_, v)| v).sum();
         s.tx_stack = first;
@@ -425,4 +699,17 @@ impl Agent for IdmaAgent {
             ..Default::default()
         }
     }
+}
+
+/// `len` bytes at monotonic offset `off` of a ring buffer of `size` bytes at `base`.
+fn read_ring(mem: &HostMemory, base: u64, size: u64, off: u64, len: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len as usize);
+    let mut o = off;
+    while (out.len() as u64) < len {
+        let p = o % size;
+        let n = (len - out.len() as u64).min(size - p);
+        out.extend_from_slice(&mem.read(base + p, n as usize));
+        o += n;
+    }
+    out
 }

@@ -107,6 +107,13 @@ impl PcieDeviceAgent {
             .clone()
             .ok_or_else(|| PlatformError::config(src, "io", "the platform has no [io] device"))?;
         cfg.validate(src)?;
+        if cfg.pinned.is_some() {
+            return Err(PlatformError::config(
+                src,
+                "io.pinned",
+                "a pinned receive buffer belongs to an iDMA agent; a NIC receives into its RX descriptors' buffers",
+            ));
+        }
         let io = cfg.io_config(src)?;
         let cores = sys.cores();
         for (k, v) in [("irq_core", cfg.irq_core), ("ddio_core", cfg.ddio_core)] {

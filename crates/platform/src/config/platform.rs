@@ -1051,6 +1051,9 @@ pub struct PcieDeviceConfig {
     pub root_complex: Option<toml::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nic: Option<toml::Value>,
+    /// Overrides of the preset's `[idma]` (the iDMA agent's pinned buffer and head updates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idma: Option<toml::Value>,
     /// The device's register BAR: base address (aligned to its size) and size (4 KiB-64 MiB,
     /// a power of two). Register offsets are the 82598's (TX tail at 0x6018).
     pub bar: u64,
@@ -1079,6 +1082,11 @@ pub struct PcieDeviceConfig {
     /// (a loopback peer); needs `rx_ring` and `rx_buffers`.
     #[serde(default)]
     pub loopback: bool,
+    /// The iDMA's pinned receive buffer in host memory (`idma.rx_buffer_bytes` long, 64 B
+    /// aligned): the adapter writes received frames there and the engine moves each into the
+    /// buffer an RX descriptor names. An `idma` agent with `rx_ring` needs it; a NIC has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<u64>,
     /// The core the MSI-X interrupts; the core whose L2 takes DDIO writes.
     #[serde(default)]
     pub irq_core: u32,
@@ -1106,6 +1114,7 @@ impl PcieDeviceConfig {
             ("link", &self.link),
             ("root_complex", &self.root_complex),
             ("nic", &self.nic),
+            ("idma", &self.idma),
         ] {
             if let Some(v) = v {
                 over.insert(k.into(), v.clone());
@@ -1190,6 +1199,15 @@ impl PcieDeviceConfig {
         if let (Some(r), Some(b)) = (self.rx_ring, self.rx_buffers) {
             ranges.push(("rx_ring", r, rx * NIC_DESC_BYTES));
             ranges.push(("rx_buffers", b, rx * self.tx_buffer_stride));
+        }
+        if let Some(p) = self.pinned {
+            if !p.is_multiple_of(64) {
+                return err(
+                    "pinned",
+                    format!("{p:#x}: the pinned buffer is 64 B aligned"),
+                );
+            }
+            ranges.push(("pinned", p, io.idma.rx_buffer_bytes as u64));
         }
         for (key, base, bytes) in ranges {
             let Some(end) = base.checked_add(bytes) else {
