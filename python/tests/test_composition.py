@@ -1,6 +1,6 @@
 """``movelab platform compose`` and ``movelab.platform.composition``: the receive server that
 composes a DDIO NIC, RowClone-ZI, an on-die ASYNC copy engine and a small multithreaded core, every
-combination of the three mechanisms; and a platform's ``[[agents]]`` list through the Python API."""
+combination of the three mechanisms, and the iDMA in the NIC's place; and a platform's ``[[agents]]`` list through the Python API."""
 
 from __future__ import annotations
 
@@ -25,11 +25,12 @@ def cli(*args: str, code: int = 0) -> str:
 def test_every_combination_runs_and_every_frame_arrives(tmp_path: Path) -> None:
     rows = json.loads(cli("platform", "compose", "--frames", "6", "--format", "json", "--out", tmp_path))
     names = [r["variant"] for r in rows]
-    assert names[0] == "none" and names[-1] == "all" and len(names) == 8
+    assert names[0] == "none" and names[7] == "all" and names[8:] == ["idma", "all+idma"]
     for r in rows:
         assert r["frames"] == 6 and r["rx_bytes_wrong"] == 0
         assert (r["zero_offloads"] > 0) == r["rowclone_zi"]
         assert (r["copy_offloads"] > 0) == r["copy_engine"]
+        assert r["idma"] == r["variant"].endswith("idma")
     by = {r["variant"]: r for r in rows}
     assert by["all"]["saving"] > max(by[m]["saving"] for m in ("ddio", "rowclone-zi", "copy-engine"))
     for f in ("composition.json", "composition.csv", "composition.png"):

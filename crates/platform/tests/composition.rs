@@ -209,7 +209,13 @@ impl CommandSink for Collect {
 }
 
 fn composed(over: &str, frames: u64) -> (PlatformStats, Vec<CommandRecord>, LogHeader) {
-    let mut c = cfg("server-composed", over).unwrap();
+    composed_cfg(cfg("server-composed", over).unwrap(), frames)
+}
+
+fn composed_cfg(
+    mut c: PlatformConfig,
+    frames: u64,
+) -> (PlatformStats, Vec<CommandRecord>, LogHeader) {
     c.cores[0].params.insert("messages".into(), frames);
     let w = Workload::load("server-rx", &BTreeMap::new()).unwrap();
     let mut p = Platform::new(&c).unwrap();
@@ -276,10 +282,55 @@ fn composition_variants_save_alone_and_together() {
     assert_eq!((base.zero_offloads, base.copy_offloads), (0, 0));
     assert!(rows.iter().all(|r| r.rx_bytes_wrong == 0 && r.frames == 16));
     // A variant is the preset with agents left out.
-    let c = variant(&none, false, true, false).unwrap();
+    let c = variant(&none, false, true, false, false).unwrap();
     let names: Vec<_> = c.agents.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["nic", "rowclone-zi"]);
+    let c = variant(&none, false, false, true, true).unwrap();
+    let names: Vec<_> = c.agents.iter().map(|a| a.kind.as_str()).collect();
+    assert_eq!(names, ["idma", "copy-engine"]);
+    // The iDMA variants receive every frame too (checked above for every row). The network
+    // core's receive path is the same whichever device delivered the frame, so the iDMA moves
+    // its time little; with the other mechanisms it saves as much as "all".
+    let (idma, all_idma) = (by("idma"), by("all+idma"));
+    assert!(idma.idma && !idma.ddio && all_idma.idma && all_idma.ddio);
+    assert!(idma.saving.abs() < 0.1, "{idma:?}");
+    assert!(all_idma.saving > ddio.saving.max(ce.saving), "{all_idma:?}");
     assert!(variants(&none, 0, &mut |_, _| {}).is_err());
+}
+
+/// The composed server receiving through Larsen & Lee's iDMA (the adapter's frames into the
+/// pinned buffer with DDIO, the engine moving them into the posted buffers) with RowClone-ZI and
+/// the on-die ASYNC copy engine, beside the small multithreaded core: every frame's bytes arrive
+/// as sent, every agent copy is checked against the oracle, every load sees the last value
+/// written, and the DRAM command log passes the checker.
+#[test]
+fn composed_server_with_idma_runs_checked() {
+    use movelab_platform::experiments::composition::variant;
+    let none = toml::Value::Table(Default::default());
+    let frames = 12;
+    let (s, recs, header) = composed_cfg(variant(&none, true, true, true, true).unwrap(), frames);
+    let kinds: std::collections::BTreeSet<_> = s.agents.iter().map(|a| a.name.clone()).collect();
+    assert!(
+        kinds.contains("idma") && !kinds.contains("nic"),
+        "{kinds:?}"
+    );
+    let by = |n: &str| s.agents.iter().find(|a| a.name == n).unwrap().clone();
+    let d = by("idma").device.expect("device stats");
+    assert_eq!(d.rx_frames_in, frames, "{d:?}");
+    assert_eq!(d.nic.rx_frames, frames, "{d:?}");
+    assert_eq!(d.rx_bytes_checked, frames * 1088);
+    assert_eq!(d.rx_bytes_wrong, 0);
+    assert!(d.lines_to_cache > 0, "DDIO: {d:?}");
+    let (zi, ce) = (by("rowclone-zi"), by("copy-engine"));
+    assert!(zi.ops > 0 && ce.ops > 0, "{zi:?} {ce:?}");
+    assert!(s.per_core[1].interrupts > 0);
+    let mut checker = Checker::new(&header).unwrap();
+    assert!(recs.len() > 100, "{} commands", recs.len());
+    for r in &recs {
+        if let Err(v) = checker.check(r) {
+            panic!("composed server with the iDMA: {}", v.message);
+        }
+    }
 }
 
 /// A looped-back NIC whose driver posts no RX buffers (nic-tx on the composed server) holds the

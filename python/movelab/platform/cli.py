@@ -209,7 +209,8 @@ def compose_cmd(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
     """What no paper could run: a receive server with a DDIO NIC, RowClone-ZI, an on-die ASYNC copy
-    engine and a small multithreaded network core, each mechanism alone, in pairs and all together."""
+    engine and a small multithreaded network core, each mechanism alone, in pairs and all together,
+    and an integrated DMA engine (iDMA) in the NIC's place, alone and with the others."""
     from movelab.platform import composition as comp
     from movelab.reproduce import write_csv
 
@@ -219,7 +220,7 @@ def compose_cmd(
         if fmt == "json":
             rows = comp.run(frames, parse_set(set_) or None)
         else:
-            with Console(stderr=True).status("simulating 5 variants"):
+            with Console(stderr=True).status("simulating 10 variants"):
                 rows = comp.run(frames, parse_set(set_) or None)
     except (ValueError, TypeError, OSError) as e:
         _fail(e)

@@ -1,7 +1,9 @@
-"""What no paper could run: one receive server that composes mechanisms from three papers (the
+"""What no paper could run: one receive server that composes mechanisms from four papers (the
 platform ``server-composed``: Larsen & Lee's descriptor NIC with DDIO, RowClone-ZI zeroing socket
 buffer pages in DRAM, Zhao et al.'s on-die ASYNC copy engine for payload copies, and the receive
-path on a small multithreaded core), each mechanism alone, in pairs and all together.
+path on a small multithreaded core as Wun & Crowley's microengines), each mechanism alone, in pairs
+and all together; then Larsen & Lee's integrated DMA engine (iDMA) in the NIC's place, receiving
+through its pinned buffer, alone and with all the others.
 
 The runs are the platform model's (Rust: ``experiments::composition``); every variant is the preset
 with agents left out, and every received frame's bytes are checked. ``docs/composition.md`` says
@@ -10,7 +12,7 @@ what the combination teaches and what is not modelled.
 >>> from movelab.platform import composition
 >>> rows = composition.run(frames=4)
 >>> [r["variant"] for r in rows]
-['none', 'ddio', 'rowclone-zi', 'copy-engine', 'ddio+rowclone-zi', 'ddio+copy-engine', 'rowclone-zi+copy-engine', 'all']
+['none', 'ddio', 'rowclone-zi', 'copy-engine', 'ddio+rowclone-zi', 'ddio+copy-engine', 'rowclone-zi+copy-engine', 'all', 'idma', 'all+idma']
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from movelab import _core
 from movelab.dram import _dict_json, _native_call
 
 #: The columns of a row, in order.
-KEYS = ["variant", "ddio", "rowclone_zi", "copy_engine", "frames", "interrupts", "time_us", "ns_per_frame",
+KEYS = ["variant", "ddio", "rowclone_zi", "copy_engine", "idma", "frames", "interrupts", "time_us", "ns_per_frame",
         "payload_gbps", "saving", "dram_energy_uj", "channel_kb", "zero_offloads", "copy_offloads",
         "rx_bytes_wrong"]
 #: The most frames one run takes.

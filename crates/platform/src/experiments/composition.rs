@@ -1,7 +1,9 @@
-//! What no paper could run: one receive server with mechanisms from three papers (the preset
+//! What no paper could run: one receive server with mechanisms from four papers (the preset
 //! `server-composed`: Larsen & Lee's descriptor NIC, with Intel DDIO; RowClone-ZI zeroing socket
 //! buffer pages in DRAM; Zhao et al.'s on-die ASYNC copy engine taking the payload copies; the
-//! receive path on a small multithreaded core), each mechanism alone, in pairs and all together.
+//! receive path on a small multithreaded core, as Wun & Crowley's microengines), each mechanism
+//! alone, in pairs and all together, and the NIC replaced by Larsen & Lee's integrated DMA engine
+//! and its FIFO+PHY adapter (receive through the pinned buffer), alone and with all the others.
 //!
 //! Method: the driver core sends `frames` frames back to back through the NIC's loopback peer;
 //! every NIC interrupt (one per TX and one per RX write-back: the NIC has one vector) runs the
@@ -21,17 +23,25 @@ use std::collections::BTreeMap;
 /// The preset composed.
 pub const PRESET: &str = "server-composed";
 
-/// The variants, every combination of the three: (name, DDIO, RowClone-ZI, copy engine).
-pub const VARIANTS: &[(&str, bool, bool, bool)] = &[
-    ("none", false, false, false),
-    ("ddio", true, false, false),
-    ("rowclone-zi", false, true, false),
-    ("copy-engine", false, false, true),
-    ("ddio+rowclone-zi", true, true, false),
-    ("ddio+copy-engine", true, false, true),
-    ("rowclone-zi+copy-engine", false, true, true),
-    ("all", true, true, true),
+/// The variants: every combination of DDIO, RowClone-ZI and the copy engine with the descriptor
+/// NIC, then the iDMA in its place alone and with the three: (name, DDIO, RowClone-ZI, copy
+/// engine, iDMA).
+pub const VARIANTS: &[(&str, bool, bool, bool, bool)] = &[
+    ("none", false, false, false, false),
+    ("ddio", true, false, false, false),
+    ("rowclone-zi", false, true, false, false),
+    ("copy-engine", false, false, true, false),
+    ("ddio+rowclone-zi", true, true, false, false),
+    ("ddio+copy-engine", true, false, true, false),
+    ("rowclone-zi+copy-engine", false, true, true, false),
+    ("all", true, true, true, false),
+    ("idma", false, false, false, true),
+    ("all+idma", true, true, true, true),
 ];
+
+/// Where an iDMA variant puts the engine's pinned receive buffer (`idma.rx_buffer_bytes` of the
+/// I/O preset): an address no other region of the preset uses (a layout choice, not a fact).
+pub const IDMA_PINNED: u64 = 0x3800_0000;
 
 /// The experiment's own settings (method choices, not facts about any machine): the driver core
 /// sends a frame every `DRIVER_GAP` instructions (faster than the network core can receive, so the
@@ -49,6 +59,8 @@ pub struct Row {
     pub ddio: bool,
     pub rowclone_zi: bool,
     pub copy_engine: bool,
+    /// The iDMA and its adapter in place of the descriptor NIC.
+    pub idma: bool,
     pub frames: u64,
     /// Interrupts the network core took (TX and RX write-backs).
     pub interrupts: u64,
@@ -66,17 +78,19 @@ pub struct Row {
     /// Offloads each agent took (zeroing, copies).
     pub zero_offloads: u64,
     pub copy_offloads: u64,
-    /// The NIC's received bytes that were not the bytes sent (always 0).
+    /// The received bytes (NIC or iDMA) that were not the bytes sent (always 0).
     pub rx_bytes_wrong: u64,
 }
 
-/// The preset (with `overrides`) as variant (ddio, rowclone-zi, copy engine): agents the
-/// variant lacks left out.
+/// The preset (with `overrides`) as variant (ddio, rowclone-zi, copy engine, iDMA): agents the
+/// variant lacks left out; with `idma` the NIC's entry becomes an iDMA agent with the same link,
+/// root complex, rings and buffers, and a pinned buffer at [`IDMA_PINNED`].
 pub fn variant(
     overrides: &toml::Value,
     ddio: bool,
     zi: bool,
     ce: bool,
+    idma: bool,
 ) -> Result<PlatformConfig, PlatformError> {
     let mut cfg = platform(PRESET, overrides, "")?;
     cfg.agents.retain(|a| match a.name.as_str() {
@@ -91,6 +105,13 @@ pub fn variant(
             .or_insert_with(|| toml::Value::Table(Default::default()));
         if let Some(t) = rc.as_table_mut() {
             t.insert("ddio".into(), toml::Value::Boolean(ddio));
+        }
+        if idma {
+            a.kind = "idma".into();
+            a.name = "idma".into();
+            a.params.remove("rc_read_ns");
+            a.params
+                .insert("pinned".into(), toml::Value::Integer(IDMA_PINNED as i64));
         }
     }
     cfg.validate(PRESET)?;
@@ -116,16 +137,19 @@ pub fn run(
         .collect();
     let w = Workload::load("server-rx", &app)?;
     let mut rows: Vec<Row> = Vec::new();
-    for (i, &(name, ddio, zi, ce)) in VARIANTS.iter().enumerate() {
+    for (i, &(name, ddio, zi, ce, idma)) in VARIANTS.iter().enumerate() {
         progress(i, VARIANTS.len());
-        let mut cfg = variant(overrides, ddio, zi, ce)?;
+        let mut cfg = variant(overrides, ddio, zi, ce, idma)?;
         if let Some(g) = cfg.cores.first_mut() {
             g.params.insert("messages".into(), frames);
             g.params.insert("gap".into(), DRIVER_GAP);
         }
         let s = Platform::new(&cfg)?.run(&w)?;
         let by = |n: &str| s.agents.iter().find(|a| a.name == n);
-        let nic = by("nic").and_then(|a| a.device.clone()).unwrap_or_default();
+        let nic = by("nic")
+            .or(by("idma"))
+            .and_then(|a| a.device.clone())
+            .unwrap_or_default();
         if nic.rx_frames_in != frames || nic.rx_bytes_wrong != 0 {
             return Err(PlatformError::Stalled(format!(
                 "composition {name}: {} of {frames} frames received, {} bytes wrong",
@@ -139,6 +163,7 @@ pub fn run(
             ddio,
             rowclone_zi: zi,
             copy_engine: ce,
+            idma,
             frames,
             interrupts: s.per_core.get(1).map_or(0, |c| c.interrupts),
             time_us: s.time_ns / 1000.0,
