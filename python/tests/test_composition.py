@@ -1,6 +1,7 @@
 """``movelab platform compose`` and ``movelab.platform.composition``: the receive server that
 composes a DDIO NIC, RowClone-ZI, an on-die ASYNC copy engine and a small multithreaded core, every
-combination of the three mechanisms, and the iDMA in the NIC's place; and a platform's ``[[agents]]`` list through the Python API."""
+combination of the three mechanisms, and the iDMA in the NIC's place; and a platform's
+``[[agents]]`` list through the Python API."""
 
 from __future__ import annotations
 
