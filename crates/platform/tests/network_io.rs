@@ -323,3 +323,35 @@ mod random_platforms {
         }
     }
 }
+
+/// Slow microengines are the bottleneck: the run ends with a checked result (frames queue, and
+/// drops are counted), never a data-check failure, and more cores, threads or clock help.
+#[test]
+fn slow_microengines_bound_receive_without_aborting() {
+    let me = |mhz: f64, cores: u32, threads: u32| {
+        let c = cfg(&format!(
+            "small_cores = {{ clock_mhz = {mhz}, rx_cores = {cores}, tx_cores = {cores}, threads = {threads} }}"
+        ));
+        go(&c, "onloader", Direction::Rx, 64)
+    };
+    let slow = me(100.0, 1, 1);
+    let drops = slow.rbuf_drops + slow.ring_drops + slow.buffer_drops + slow.socket_drops;
+    assert!(slow.delivered > 0, "{slow:?}");
+    assert!(drops >= slow.sent - slow.delivered, "{slow:?}");
+    let fast = me(900.0, 2, 8);
+    assert!(
+        slow.throughput_mbps < fast.throughput_mbps,
+        "{slow:?} {fast:?}"
+    );
+    for (mhz, cores, threads) in [(100.0, 1, 8), (100.0, 2, 1), (400.0, 1, 1)] {
+        let s = me(mhz, cores, threads);
+        assert!(
+            s.throughput_mbps >= slow.throughput_mbps * 0.999,
+            "{mhz} MHz {cores} cores {threads} threads: {s:?} against {slow:?}"
+        );
+    }
+    // Transmit through slow cores ends too, every frame checked by the peer.
+    let c = cfg("small_cores = { clock_mhz = 100.0, rx_cores = 1, tx_cores = 1, threads = 8 }");
+    let s = go(&c, "onloader", Direction::Tx, 64);
+    assert!(s.delivered > 0, "{s:?}");
+}
