@@ -10,7 +10,7 @@
 //! says so.
 use crate::config::network::{Loc, MeStep, SmallCoreConfig};
 use crate::net::msf_mac::MsfMac;
-use crate::net::udp_peer::checksum_ok;
+use crate::net::udp_peer::{checksum_ok, is_fin};
 use crate::sim::error::PlatformError;
 use crate::sim::Ps;
 use crate::small_cores::host_step_cost::HostCaches;
@@ -125,8 +125,9 @@ pub struct Outcome {
     pub wake: Option<Ps>,
     /// A transmit job left the host's ring (the host may send again).
     pub took_tx: bool,
-    /// Packets dropped for want of a buffer.
+    /// Data packets dropped for want of a buffer, and terminating datagrams dropped so.
     pub dropped: u64,
+    pub dropped_fins: u64,
 }
 
 pub struct SmallCores {
@@ -211,6 +212,12 @@ impl SmallCores {
             }
         }
         out
+    }
+
+    /// Pipeline busy time and cores of pool `pool`.
+    pub fn pool_busy(&self, pool: usize) -> (Ps, usize) {
+        let p = &self.pools[pool];
+        (p.mes.iter().map(|m| m.busy).sum(), p.mes.len())
     }
 
     /// Pipeline busy time, cores, context swaps.
@@ -404,9 +411,14 @@ impl SmallCores {
                                 if *from == Loc::Rbuf {
                                     env.msf.release_rbuf(pk.len);
                                 }
+                                let fin = is_fin(env.buffers.bytes(&pk));
                                 match env.buffers.move_to(pk, *to) {
                                     None => {
-                                        out.dropped += 1;
+                                        if fin {
+                                            out.dropped_fins += 1;
+                                        } else {
+                                            out.dropped += 1;
+                                        }
                                         c.job = None;
                                         if let Some(k) = c.ticket.take() {
                                             p.open.remove(&k);
