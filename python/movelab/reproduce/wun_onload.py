@@ -109,7 +109,9 @@ def run(overrides: Mapping[str, Any] | None = None, payloads: list[int] | None =
                 "me-bound": ["small_cores.rx_cores", "small_cores.tx_cores", "small_cores.clock_mhz",
                              "small_cores.threads"],
                 "me-ceiling": ["wire.gbps", "msf.mac_gbps"]}
-        refuse_keys(dict(overrides), [k for e, ks in sets.items() if e in exps for k in ks], NAME)
+        for e, ks in sets.items():
+            if e in exps:
+                refuse_keys(dict(overrides), ks, f"{NAME}'s {e} experiment (leave it out with --experiments)")
     pts = points(overrides, payloads, exps)
     rows = []
     for r in (r for rs in run_points(point, pts, progress) for r in rs):
