@@ -17,6 +17,26 @@ fn cfg(over: &str) -> NetworkIoConfig {
         .unwrap()
 }
 
+/// The counters add up: every data datagram sent was delivered or lost, every lost one was
+/// dropped at exactly one counted place, and the terminating datagrams (repeated until one
+/// arrives) are counted apart: one arrived, the others were dropped or were still on the way.
+fn conserved(s: &NetStats) -> Result<(), String> {
+    let drops = s.rbuf_drops + s.ring_drops + s.buffer_drops + s.socket_drops;
+    if s.sent != s.delivered + s.lost || s.lost != drops {
+        return Err(format!(
+            "sent {} = delivered {} + lost {}; lost = drops {drops}: {s:?}",
+            s.sent, s.delivered, s.lost
+        ));
+    }
+    if s.fins_sent < 1 + s.fin_drops {
+        return Err(format!(
+            "{} terminating datagrams sent, {} dropped, one arrived: {s:?}",
+            s.fins_sent, s.fin_drops
+        ));
+    }
+    Ok(())
+}
+
 fn go(c: &NetworkIoConfig, config: &str, dir: Direction, payload: usize) -> NetStats {
     run(
         c,
@@ -41,12 +61,7 @@ fn every_configuration_delivers_checked_datagrams_and_accounts_for_losses() {
                 s.throughput_mbps > 0.0 && s.throughput_mbps < s.offered_mbps * 1.01,
                 "{s:?}"
             );
-            assert!(s.delivered + s.lost <= s.sent, "{s:?}");
-            let drops = s.rbuf_drops + s.ring_drops + s.buffer_drops + s.socket_drops;
-            assert!(
-                drops >= s.sent - s.delivered,
-                "every lost datagram was dropped somewhere: {s:?}"
-            );
+            conserved(&s).unwrap_or_else(|e| panic!("{config} {dir:?}: {e}"));
             if dir == Direction::Tx {
                 assert_eq!(
                     s.delivered, s.sent,
@@ -316,10 +331,161 @@ mod random_platforms {
             let s = run(&c, &RunSpec { config: config.into(), direction: dir, payload, with_app: true })
                 .map_err(|e| TestCaseError::fail(format!("{config} {dir:?} {payload}: {e}")))?;
             prop_assert!(s.delivered > 0);
-            prop_assert!(s.delivered + s.lost <= s.sent);
-            let drops = s.rbuf_drops + s.ring_drops + s.buffer_drops + s.socket_drops;
-            prop_assert!(drops >= s.sent - s.delivered, "{:?}", s);
+            prop_assert!(conserved(&s).is_ok(), "{}", conserved(&s).unwrap_err());
             prop_assert!(s.throughput_mbps <= s.offered_mbps * 1.01, "{:?}", s);
         }
     }
+}
+
+/// The receive blocks alone (the onloader without its process, Fig. 5's set-up) on `cores` small
+/// cores of `mhz` with `threads` contexts each, at `payload` bytes.
+fn blocks(cores: u32, mhz: f64, threads: u32, payload: usize) -> NetStats {
+    let c = cfg(&format!(
+        "small_cores = {{ clock_mhz = {mhz}, rx_cores = {cores}, tx_cores = {cores}, threads = {threads} }}"
+    ));
+    let spec = RunSpec {
+        config: "onloader".into(),
+        direction: Direction::Rx,
+        payload,
+        with_app: false,
+    };
+    let s = run(&c, &spec).unwrap_or_else(|e| panic!("{cores} x {mhz} MHz x {threads}: {e}"));
+    conserved(&s).unwrap();
+    s
+}
+
+/// Where the small cores are the bottleneck, the receive blocks' throughput rises with core
+/// count, clock and threads. The point: the receive blocks alone (no host on the path) at 64 B
+/// on one 50 MHz core, whose pipeline is then busy nearly all the time while frames drop in the
+/// RBUF; twice the cores or twice the clock stay below the wire's rate, so they show the cores'
+/// scaling, not the wire's. (With the process on the path, as in the earlier form of this test,
+/// the host's recvmsg is the bottleneck at every small-core setting - the cores are not - and
+/// their parameters move the throughput only through the host's wait for the copy into the user
+/// buffer, by less than the run's granularity.)
+#[test]
+fn where_the_small_cores_bind_cores_clock_and_threads_raise_throughput() {
+    let base = blocks(1, 50.0, 8, 64);
+    let bound = |s: &NetStats| s.rx_cores_busy > 0.95 && s.rbuf_drops > 0;
+    assert!(
+        bound(&base) && base.throughput_mbps < 0.5 * base.offered_mbps,
+        "the one receive core's pipeline is the bottleneck: {base:?}"
+    );
+    let two = blocks(2, 50.0, 8, 64);
+    let fast = blocks(1, 100.0, 8, 64);
+    for (what, s) in [("two cores", &two), ("twice the clock", &fast)] {
+        assert!(bound(s), "{what}: still core-bound: {s:?}");
+        let r = s.throughput_mbps / base.throughput_mbps;
+        assert!(
+            (1.8..=2.05).contains(&r),
+            "{what}: {} -> {} Mb/s ({r:.2}x)",
+            base.throughput_mbps,
+            s.throughput_mbps
+        );
+    }
+    // One context per core: it waits for each memory command with the pipeline idle, so the
+    // core is latency-bound; eight contexts hide the waits (at 100 MHz, where the waits are a
+    // larger share of a packet's time than at 50).
+    let one = blocks(1, 100.0, 1, 64);
+    assert!(one.rx_cores_busy < 0.9 && one.rbuf_drops > 0, "{one:?}");
+    assert!(
+        fast.throughput_mbps > 1.1 * one.throughput_mbps,
+        "threads: {} -> {} Mb/s",
+        one.throughput_mbps,
+        fast.throughput_mbps
+    );
+    // With the preset's cores the receive blocks keep up with the wire, mostly idle.
+    let preset = blocks(2, 900.0, 8, 64);
+    assert!(
+        preset.throughput_mbps > 0.99 * preset.offered_mbps && preset.rx_cores_busy < 0.2,
+        "{preset:?}"
+    );
+}
+
+/// The earlier abort (`data check failed ... out of order or duplicated`): one slow core with
+/// the process on the path ends with a checked, conserved result, receive and transmit.
+#[test]
+fn slow_small_cores_with_the_process_end_without_aborting() {
+    let c = cfg("small_cores = { clock_mhz = 100.0, rx_cores = 1, tx_cores = 1, threads = 1 }");
+    for dir in [Direction::Rx, Direction::Tx] {
+        let s = go(&c, "onloader", dir, 64);
+        assert!(s.delivered > 0, "{s:?}");
+        conserved(&s).unwrap();
+    }
+}
+
+/// Across the ranges the configuration allows (cores 1 to 64, contexts 1 to 64, clock 1 MHz to
+/// 10 GHz, payloads 16 to 1472 B) every configuration ends without an abort, every datagram it
+/// delivered passed the receiver's byte check (the run would fail otherwise), and the counters
+/// add up.
+#[test]
+fn small_core_parameter_sweep_never_aborts() {
+    let points = [
+        (1, 1.0, 1),
+        (1, 1.0, 64),
+        (64, 1.0, 1),
+        (1, 100.0, 1),
+        (1, 100.0, 8),
+        (2, 300.0, 2),
+        (3, 900.0, 8),
+        (64, 900.0, 64),
+        (1, 10_000.0, 1),
+        (8, 10_000.0, 64),
+    ];
+    for (cores, mhz, threads) in points {
+        let c = cfg(&format!(
+            "wire = {{ duration_us = 1500.0 }}\nsmall_cores = {{ clock_mhz = {mhz}, rx_cores = {cores}, tx_cores = {cores}, threads = {threads} }}"
+        ));
+        for payload in [16, 64, 1472] {
+            for (config, dir, with_app) in [
+                ("emu", Direction::Rx, true),
+                ("softnic", Direction::Rx, true),
+                ("onloader", Direction::Rx, true),
+                ("onloader", Direction::Rx, false),
+                ("emu", Direction::Tx, true),
+                ("softnic", Direction::Tx, true),
+                ("onloader", Direction::Tx, true),
+            ] {
+                let spec = RunSpec {
+                    config: config.into(),
+                    direction: dir,
+                    payload,
+                    with_app,
+                };
+                let at = format!(
+                    "{cores} x {mhz} MHz x {threads}, {config} {dir:?} {payload} B app={with_app}"
+                );
+                let s = run(&c, &spec).unwrap_or_else(|e| panic!("{at}: {e}"));
+                conserved(&s).unwrap_or_else(|e| panic!("{at}: {e}"));
+                // Every delivered datagram went through the receiver's check: at 1 MHz a run
+                // may deliver none within its sending time, but its terminating one arrived.
+                assert!(s.throughput_mbps >= 0.0 && s.fins_sent >= 1, "{at}: {s:?}");
+                if dir == Direction::Tx {
+                    assert_eq!(s.delivered, s.sent, "{at}: transmit is lossless: {s:?}");
+                }
+            }
+        }
+    }
+}
+
+/// Section 7's benchmark: the small cores copy DRAM to DRAM (every block's bytes checked) faster
+/// than the host core; one context on one core each way is latency-bound and far slower; a
+/// slower DRAM slows the cores' copy (with every core and context busy, the channel binds).
+#[test]
+fn the_small_cores_copy_dram_to_dram_faster_than_the_host_core() {
+    use movelab_platform::small_cores::dram_copy;
+    let c = cfg("");
+    let me = dram_copy::small_cores(&c).unwrap();
+    let host = dram_copy::host(&c).unwrap();
+    assert_eq!(me.bytes, host.bytes);
+    assert!(me.mbps() > 2.0 * host.mbps(), "{me:?} {host:?}");
+    let one = dram_copy::small_cores(&cfg(
+        "small_cores = { threads = 1, rx_cores = 1, tx_cores = 1 }",
+    ))
+    .unwrap();
+    assert!(one.mbps() < 0.5 * me.mbps(), "{one:?} {me:?}");
+    let slow = dram_copy::small_cores(&cfg(
+        "channels = { me_dram = { latency_ns = 400.0, gbytes_per_s = 1.0 } }",
+    ))
+    .unwrap();
+    assert!(slow.mbps() < 0.7 * me.mbps(), "{slow:?} {me:?}");
 }

@@ -378,12 +378,14 @@ def wun_onload(
                                                                  "\\[default: 64,128,256,512,1024,1472].",
                                         show_default=False),
     experiments: str | None = typer.Option(None, "--experiments", help="Comma-separated subset of rx, tx, "
-                                                                       "rx-components, mapping-cache, l2-push "
+                                                                       "rx-components, mapping-cache, l2-push, "
+                                                                       "me-bound, me-ceiling, dram-copy "
                                                                        "\\[default: all].", show_default=False),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
-    """Wun & Crowley: network I/O on small cores (emu nic, softnic, onloader), Fig. 3-6 and section 6."""
+    """Wun & Crowley: network I/O on small cores (emu nic, softnic, onloader), Fig. 3-6, section 6 and the small
+    cores' own limits (section 7)."""
     check_output_dir(out, FILES["wun-onload"], force)
     exps = None if experiments is None else [e.strip() for e in experiments.split(",") if e.strip()]
     _wun_onload(fmt, parse_set(set_), _int_list(payloads, "--payloads", 1472, least=16, count=32), exps, out, force)

@@ -4,7 +4,11 @@
   softnic (Fig. 4);
 * the onloader's receive blocks with and without the user program (Fig. 5);
 * transmit throughput (Fig. 6);
-* the per-connection mapping cache on and off, and the L2 push on and off (section 6).
+* the per-connection mapping cache on and off, and the L2 push on and off (section 6);
+* the small cores' own limits: the receive blocks alone on slow cores, where core count, clock and
+  threads move the throughput (``me-bound``); the receive blocks with both gigabit ports' worth of
+  traffic and with an open wire (``me-ceiling``: "the ME code sustains about 2 Gb/s"); the small
+  cores' DRAM-to-DRAM copy against the host core's (``dram-copy``: "up to 10x faster", section 7).
 
 The runs are the network-I/O model's (Rust: ``network_io``, ``experiments::wun_onload``; platform
 ``presets/network/ixp2350.toml``); the paper states its results in its text
@@ -29,9 +33,15 @@ from movelab.reproduce import group, ledger, paper_data, table, write_rows
 NAME = "wun-onload"
 ROW_KEY = ["experiment", "config", "payload_bytes", "variant"]
 KEYS = ["experiment", "config", "payload_bytes", "variant", "throughput_mbps", "offered_mbps", "sent", "delivered",
-        "lost", "rbuf_drops", "ring_drops", "socket_drops", "interrupts", "host_irq", "host_softirq", "host_process",
-        "host_spin", "host_idle", "small_core_busy", "mapping_misses", "sim_time_us", "sim_packets", "wall_s"]
-EXPERIMENTS = ["rx", "tx", "rx-components", "mapping-cache", "l2-push"]
+        "lost", "rbuf_drops", "ring_drops", "buffer_drops", "socket_drops", "fins_sent", "fin_drops", "interrupts",
+        "host_irq", "host_softirq", "host_process", "host_spin", "host_idle", "small_core_busy", "rx_cores_busy",
+        "mapping_misses", "sim_time_us", "sim_packets", "wall_s"]
+EXPERIMENTS = ["rx", "tx", "rx-components", "mapping-cache", "l2-push", "me-bound", "me-ceiling", "dram-copy"]
+#: ``me-bound``'s small cores (``me{cores}-{MHz}mhz-t{threads}``) and ``me-ceiling``'s wires, as the
+#: Rust points name them; ``dram-copy``'s copiers.
+ME_BOUND = ["me1-50mhz-t8", "me2-50mhz-t8", "me1-100mhz-t8", "me1-100mhz-t1", "me2-900mhz-t8"]
+ME_CEILING = ["wire-2gbps", "wire-10gbps"]
+COPIERS = ["me", "xscale"]
 CONFIGS = ["emu", "softnic", "onloader"]
 PAYLOADS = [64, 128, 256, 512, 1024, 1472]
 #: UDP payloads: iperf's header needs 16 bytes; one 1500-byte Ethernet frame holds 1472.
@@ -95,15 +105,21 @@ def run(overrides: Mapping[str, Any] | None = None, payloads: list[int] | None =
 
         network_config("ixp2350", overrides)  # every key checked (a misspelt cost too) before any run
         # The variants set these themselves: an override would be dropped in their rows.
-        sets = {"l2-push": "host.l2_push", "mapping-cache": "host.mapping_cache"}
-        refuse_keys(dict(overrides), [k for e, k in sets.items() if e in exps], NAME)
+        sets = {"l2-push": ["host.l2_push"], "mapping-cache": ["host.mapping_cache"],
+                "me-bound": ["small_cores.rx_cores", "small_cores.tx_cores", "small_cores.clock_mhz",
+                             "small_cores.threads"],
+                "me-ceiling": ["wire.gbps", "msf.mac_gbps"]}
+        for e, ks in sets.items():
+            if e in exps:
+                refuse_keys(dict(overrides), ks, f"{NAME}'s {e} experiment (leave it out with --experiments)")
     pts = points(overrides, payloads, exps)
     rows = []
     for r in (r for rs in run_points(point, pts, progress) for r in rs):
         row = {k: r.get(k) for k in KEYS}
         for k in ["throughput_mbps", "offered_mbps", "sim_time_us"]:
             row[k] = round(row[k], 3)
-        for k in ["host_irq", "host_softirq", "host_process", "host_spin", "host_idle", "small_core_busy"]:
+        for k in ["host_irq", "host_softirq", "host_process", "host_spin", "host_idle", "small_core_busy",
+                  "rx_cores_busy"]:
             row[k] = round(row[k], 4)
         row["wall_s"] = round(row["wall_s"], 4)
         rows.append(row)
@@ -146,8 +162,20 @@ def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
                      p["rx"]["onloader_gain_large"], "%"))
         out.append(R("rx/host-ceiling", f"rx at {big} B: onloader below the host's ceiling", on[big],
                      p["rx"]["host_ceiling_mbps"], "Mb/s"))
-    out.append(R("small-core/ceiling", "the receive blocks alone sustain about 2 Gb/s", None,
-                 p["rx"]["small_core_mbps"], "Mb/s"))
+    ceil = _tp(rows, "me-ceiling", "onloader", "wire-2gbps")
+    if ceil:
+        big = max(ceil)
+        out.append(R("small-core/ceiling", f"the receive blocks alone sustain about 2 Gb/s (both gigabit ports' "
+                     f"worth, {big} B)", ceil[big], p["rx"]["small_core_mbps"], "Mb/s"))
+    opened = _tp(rows, "me-ceiling", "onloader", "wire-10gbps")
+    if opened:
+        big = max(opened)
+        out.append(R("small-core/open-wire", f"the receive blocks alone on a 10 Gb/s wire ({big} B): above the "
+                     "2 Gb/s the paper could offer", opened[big], p["rx"]["small_core_mbps"], "Mb/s"))
+    copy = {r["config"]: r["throughput_mbps"] for r in rows if r["experiment"] == "dram-copy"}
+    if copy.get("me") and copy.get("xscale"):
+        out.append(R("small-core/dram-copy", "DRAM-to-DRAM copy: the small cores over the host core",
+                     copy["me"] / copy["xscale"], p["dram_copy"]["small_core_gain"], "x"))
     won = _tp(rows, "rx-components", "onloader", "with-app")
     woff = _tp(rows, "rx-components", "onloader", "without-app")
     if won and woff:
@@ -198,8 +226,24 @@ def speed(rows: list[dict[str, Any]]) -> float | None:
     return sum(r["sim_packets"] for r in rows) / wall if wall > 0 else None
 
 
+def me_bound(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """``me-bound``: the receive blocks' throughput per small-core setting (variant)."""
+    return {r["variant"]: r["throughput_mbps"] for r in rows if r["experiment"] == "me-bound"}
+
+
 def tables(rows: list[dict[str, Any]]) -> list[Group | Text]:
     out = []
+    small = [r for r in rows if r["experiment"] in ("me-bound", "me-ceiling", "dram-copy")]
+    if small:
+        t = table("Small cores' own limits: receive blocks alone (me-bound, me-ceiling) and DRAM-to-DRAM copy, Mb/s")
+        for c in ["experiment", "config", "payload B", "variant", "throughput", "offered", "rx cores busy"]:
+            t.add_column(c, justify="left" if c in ("experiment", "config", "variant") else "right")
+        for r in small:
+            off = f"{r['offered_mbps']:.0f}" if r["offered_mbps"] else "-"
+            busy = f"{r['rx_cores_busy']:.0%}" if r["experiment"] != "dram-copy" else "-"
+            t.add_row(r["experiment"], r["config"], str(r["payload_bytes"]), r["variant"] or "-",
+                      f"{r['throughput_mbps']:.1f}", off, busy)
+        out.append(group(t))
     for exp, title in [("rx", "Receive throughput, Mb/s (Fig. 3) and the onloader's gain over the softnic (Fig. 4)"),
                        ("tx", "Transmit throughput, Mb/s (Fig. 6)")]:
         sel = {c: _tp(rows, exp, c) for c in CONFIGS}
@@ -214,7 +258,7 @@ def tables(rows: list[dict[str, Any]]) -> list[Group | Text]:
             g = f"{vals[2] / vals[1] - 1:+.0%}" if vals[1] and vals[2] else "-"
             t.add_row(str(p), *("-" if v is None else f"{v:.1f}" for v in vals), g)
         out.append(group(t))
-    var = [r for r in rows if r["variant"] is not None]
+    var = [r for r in rows if r["variant"] is not None and r["experiment"] not in ("me-bound", "me-ceiling")]
     if var:
         t = table("Variants: onloader components (Fig. 5), mapping cache, L2 push (section 6), Mb/s")
         for c in ["experiment", "config", "payload B", "variant", "throughput", "offered"]:

@@ -89,6 +89,15 @@ pub fn seq_of_payload(p: &[u8]) -> Option<i32> {
     Some(i32::from_be_bytes(p.get(0..4)?.try_into().ok()?))
 }
 
+/// Whether `frame` is a terminating datagram (a negative sequence number): the counters keep
+/// these apart from the data datagrams, since the sender repeats them until one arrives.
+pub fn is_fin(frame: &[u8]) -> bool {
+    frame
+        .get(HEADER_BYTES..)
+        .and_then(seq_of_payload)
+        .is_some_and(|s| s < 0)
+}
+
 /// iperf's client: fixed-size datagrams numbered from 0.
 #[derive(Debug, Clone)]
 pub struct UdpSender {
@@ -122,7 +131,9 @@ pub struct UdpReceiver {
     pub payload: usize,
     pub received: u64,
     pub bytes: u64,
-    /// Datagrams missing between those received (dropped on the way).
+    /// Data datagrams sent and never received (dropped on the way): the gaps between those
+    /// received and, once the terminating datagram says how many were sent, those after the
+    /// last one received (as iperf's server counts).
     pub lost: u64,
     last: Option<i32>,
     pub first_at: Option<Ps>,
@@ -157,6 +168,16 @@ impl UdpReceiver {
         if seq < 0 {
             if self.fin_at.is_none() {
                 self.fin_at = Some(now);
+                // The terminating datagram carries -(sent + 1).
+                let sent = (-(i64::from(seq)) - 1) as u64;
+                let next = self.last.map_or(0, |l| l as u64 + 1);
+                if sent < next {
+                    return Err(Corrupt(format!(
+                        "the terminating datagram says {sent} were sent, but datagram {} arrived",
+                        next - 1
+                    )));
+                }
+                self.lost += sent - next;
             }
             return Ok(());
         }
@@ -224,7 +245,11 @@ mod tests {
         assert_eq!((r.received, r.lost), (2, 1));
         // A repeat is out of order.
         assert!(r.deliver(2500, &a[HEADER_BYTES..]).is_err());
+        // Two more sent and lost: the terminating datagram counts them.
+        let _ = (s.next_frame(), s.next_frame());
         r.deliver_frame(3000, &s.fin_frame()).unwrap();
+        assert_eq!((r.received, r.lost), (2, 3));
+        assert!(is_fin(&s.fin_frame()) && !is_fin(&a));
         // 200 payload bytes from 1,000 ps to 3,000 ps: 1,600 bits in 0.002 us.
         let t = r.throughput_mbps().unwrap();
         assert!((t - 1600.0 / 0.002).abs() < 1e-6, "{t}");

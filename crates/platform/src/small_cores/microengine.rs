@@ -10,13 +10,13 @@
 //! says so.
 use crate::config::network::{Loc, MeStep, SmallCoreConfig};
 use crate::net::msf_mac::MsfMac;
-use crate::net::udp_peer::checksum_ok;
+use crate::net::udp_peer::{checksum_ok, is_fin};
 use crate::sim::error::PlatformError;
 use crate::sim::Ps;
 use crate::small_cores::host_step_cost::HostCaches;
 use crate::small_cores::mem_channel::MemChannel;
 use crate::small_cores::packet_buffers::{amount, Buffers, Pkt};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 
 /// What the small cores touch beside themselves.
@@ -61,6 +61,8 @@ struct Ctx {
     copied: u64,
     pending: u64,
     last_write: Ps,
+    /// The job's place in its pool's completion order (receive and transmit jobs).
+    ticket: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -73,9 +75,45 @@ struct Me {
     swaps: u64,
 }
 
+/// A pool's cores and their work. Several contexts (and cores) work on a pool's frames at
+/// once, so a later frame can finish first; like the IXP's ordered thread completion, a job
+/// that finishes is held until every job submitted before it has finished or been dropped, so
+/// frames leave the pool in the order they came. Frames copied into the TBUF go on the wire in
+/// the same order (the MSF sends TBUF elements in the order they were allocated).
 struct Pool {
     mes: Vec<Me>,
-    queue: VecDeque<Job>,
+    queue: VecDeque<(Job, Option<u64>)>,
+    next_ticket: u64,
+    release_next: u64,
+    /// Finished jobs waiting for earlier ones (None: the job was dropped).
+    held: BTreeMap<u64, Option<Job>>,
+    /// Tickets of jobs that have neither sent their frame, ended nor been dropped.
+    open: BTreeSet<u64>,
+    /// Frames in the TBUF waiting for earlier ones: when their copy ended, and the packet.
+    tx_held: BTreeMap<u64, (Ps, Pkt)>,
+}
+
+impl Pool {
+    /// Sends the TBUF frames whose turn has come.
+    fn send_in_order(&mut self, env: &mut SmallCoreEnv, out: &mut Outcome, wire_latency: Ps) {
+        while let Some((&k, _)) = self.tx_held.first_key_value() {
+            if self.open.first().is_some_and(|&o| o < k) {
+                break;
+            }
+            let (ready, q) = self.tx_held.remove(&k).expect("present");
+            self.open.remove(&k);
+            send(env, out, ready, q, wire_latency);
+        }
+    }
+}
+
+/// The MSF sends a frame from the TBUF once its copy ended at `ready`.
+fn send(env: &mut SmallCoreEnv, out: &mut Outcome, ready: Ps, q: Pkt, wire_latency: Ps) {
+    let sent = env.msf.transmit(ready, q.len);
+    let frame = env.buffers.take(q);
+    out.events.push((sent, CoreEvent::TbufFree(q.len)));
+    out.events
+        .push((sent + wire_latency, CoreEvent::PeerRx(frame)));
 }
 
 /// What one step of a core produced.
@@ -87,8 +125,9 @@ pub struct Outcome {
     pub wake: Option<Ps>,
     /// A transmit job left the host's ring (the host may send again).
     pub took_tx: bool,
-    /// Packets dropped for want of a buffer.
+    /// Data packets dropped for want of a buffer, and terminating datagrams dropped so.
     pub dropped: u64,
+    pub dropped_fins: u64,
 }
 
 pub struct SmallCores {
@@ -126,6 +165,11 @@ impl SmallCores {
                 })
                 .collect(),
             queue: VecDeque::new(),
+            next_ticket: 0,
+            release_next: 0,
+            held: BTreeMap::new(),
+            open: BTreeSet::new(),
+            tx_held: BTreeMap::new(),
         };
         SmallCores {
             pools: vec![pool(cfg.rx_cores), pool(cfg.tx_cores)],
@@ -142,11 +186,16 @@ impl SmallCores {
 
     /// Queues a job on pool `pool` (`front`: ahead of the others).
     pub fn submit(&mut self, pool: usize, job: Job, front: bool) {
-        let q = &mut self.pools[pool].queue;
+        let p = &mut self.pools[pool];
+        let ticket = (job.kind != JobKind::HostWait).then(|| {
+            p.next_ticket += 1;
+            p.open.insert(p.next_ticket - 1);
+            p.next_ticket - 1
+        });
         if front {
-            q.push_front(job);
+            p.queue.push_front((job, ticket));
         } else {
-            q.push_back(job);
+            p.queue.push_back((job, ticket));
         }
     }
 
@@ -163,6 +212,12 @@ impl SmallCores {
             }
         }
         out
+    }
+
+    /// Pipeline busy time and cores of pool `pool`.
+    pub fn pool_busy(&self, pool: usize) -> (Ps, usize) {
+        let p = &self.pools[pool];
+        (p.mes.iter().map(|m| m.busy).sum(), p.mes.len())
     }
 
     /// Pipeline busy time, cores, context swaps.
@@ -208,7 +263,9 @@ impl SmallCores {
         }
         m.wake_at = Ps::MAX;
         for c in m.ctxs.iter_mut().filter(|c| c.job.is_none()) {
-            let Some(j) = p.queue.pop_front() else { break };
+            let Some((j, ticket)) = p.queue.pop_front() else {
+                break;
+            };
             if j.kind == JobKind::Tx {
                 env.tx_ring.pop_front();
                 out.took_tx = true;
@@ -216,6 +273,7 @@ impl SmallCores {
             *c = Ctx {
                 job: Some(j),
                 ready: t,
+                ticket,
                 ..Ctx::default()
             };
         }
@@ -239,7 +297,13 @@ impl SmallCores {
                     None => {
                         // The program is done.
                         let j = c.job.take().expect("busy");
-                        out.finished.push((j, t));
+                        match c.ticket.take() {
+                            Some(k) => {
+                                p.open.remove(&k);
+                                p.held.insert(k, Some(j));
+                            }
+                            None => out.finished.push((j, t)),
+                        }
                     }
                     Some(MeStep::Compute { cycles }) => {
                         pipe_end = start + (*cycles as f64 * cycle_ps).round() as Ps;
@@ -347,24 +411,33 @@ impl SmallCores {
                                 if *from == Loc::Rbuf {
                                     env.msf.release_rbuf(pk.len);
                                 }
+                                let fin = is_fin(env.buffers.bytes(&pk));
                                 match env.buffers.move_to(pk, *to) {
                                     None => {
-                                        out.dropped += 1;
+                                        if fin {
+                                            out.dropped_fins += 1;
+                                        } else {
+                                            out.dropped += 1;
+                                        }
                                         c.job = None;
+                                        if let Some(k) = c.ticket.take() {
+                                            p.open.remove(&k);
+                                            p.held.insert(k, None);
+                                        }
                                     }
                                     Some(q) => {
                                         if matches!(q.loc, Loc::Kernel | Loc::User) {
                                             env.host.small_core_wrote((q.loc, q.idx), total);
                                         }
                                         if q.loc == Loc::Tbuf {
-                                            let sent =
-                                                env.msf.transmit(pipe_end.max(c.last_write), q.len);
-                                            let frame = env.buffers.take(q);
-                                            out.events.push((sent, CoreEvent::TbufFree(q.len)));
-                                            out.events.push((
-                                                sent + wire_latency,
-                                                CoreEvent::PeerRx(frame),
-                                            ));
+                                            // Sent in ticket order (untracked jobs at once).
+                                            let ready = pipe_end.max(c.last_write);
+                                            match c.ticket {
+                                                Some(k) => {
+                                                    p.tx_held.insert(k, (ready, q));
+                                                }
+                                                None => send(env, &mut out, ready, q, wire_latency),
+                                            }
                                         }
                                         if let Some(j) = c.job.as_mut() {
                                             j.pkt = q;
@@ -381,6 +454,13 @@ impl SmallCores {
         }
         self.dropped += out.dropped;
         let p = &mut self.pools[pool];
+        p.send_in_order(env, &mut out, wire_latency);
+        while let Some(j) = p.held.remove(&p.release_next) {
+            p.release_next += 1;
+            if let Some(j) = j {
+                out.finished.push((j, t));
+            }
+        }
         let queued = !p.queue.is_empty();
         let m = &mut p.mes[me];
         let mut next = m

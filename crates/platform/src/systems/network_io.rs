@@ -11,7 +11,7 @@
 use crate::config::network::{Configuration, HostStep, Loc, NetworkIoConfig, Notify};
 use crate::net::msf_mac::MsfMac;
 use crate::net::udp_peer::{
-    checksum_ok, UdpReceiver, UdpSender, HEADER_BYTES, MAX_PAYLOAD, MIN_PAYLOAD,
+    checksum_ok, is_fin, UdpReceiver, UdpSender, HEADER_BYTES, MAX_PAYLOAD, MIN_PAYLOAD,
 };
 use crate::sim::error::PlatformError;
 use crate::sim::{EventQueue, Ps, RunGuard};
@@ -51,6 +51,9 @@ pub struct NetStats {
     pub throughput_mbps: f64,
     /// The sender's payload rate while it sends.
     pub offered_mbps: f64,
+    /// Data datagrams sent, delivered (byte-checked), and lost: `sent = delivered + lost`, and
+    /// every lost one was dropped at a counted place: `lost = rbuf_drops + ring_drops +
+    /// buffer_drops + socket_drops` (these count data datagrams only).
     pub sent: u64,
     pub delivered: u64,
     pub lost: u64,
@@ -58,6 +61,10 @@ pub struct NetStats {
     pub ring_drops: u64,
     pub buffer_drops: u64,
     pub socket_drops: u64,
+    /// Terminating datagrams sent (the sender repeats it until one arrives) and dropped on the
+    /// way, wherever that was; counted apart from the data datagrams.
+    pub fins_sent: u64,
+    pub fin_drops: u64,
     pub interrupts: u64,
     /// Fractions of the host core's time: interrupt handlers, softirq (poll/backlog), the
     /// process (system calls and application), spinning on a small core, idle.
@@ -66,8 +73,11 @@ pub struct NetStats {
     pub host_process: f64,
     pub host_spin: f64,
     pub host_idle: f64,
-    /// Busy fraction of the small cores' pipelines and of each memory channel.
+    /// Busy fraction of the small cores' pipelines (all of them, the receive cores', the
+    /// transmit cores') and of each memory channel.
     pub small_core_busy: f64,
+    pub rx_cores_busy: f64,
+    pub tx_cores_busy: f64,
     pub channel_busy: BTreeMap<String, f64>,
     pub context_swaps: u64,
     pub mapping_misses: u64,
@@ -78,6 +88,13 @@ pub struct NetStats {
     pub l2_misses: u64,
     pub sim_time_us: f64,
     pub events: u64,
+}
+
+/// Where the run loop drops a packet (the MSF and the small cores count their own).
+#[derive(Clone, Copy)]
+enum DropAt {
+    Ring,
+    Socket,
 }
 
 /// What the host core is doing.
@@ -361,6 +378,7 @@ impl NetworkIo {
             self.sender.next_frame()
         } else {
             self.fin_sent = true;
+            self.stats.fins_sent += 1;
             self.sender.fin_frame()
         }
     }
@@ -408,6 +426,8 @@ impl NetworkIo {
                         false,
                     );
                     self.kick_cores(0, t);
+                } else if is_fin(&frame) {
+                    self.stats.fin_drops += 1;
                 } else {
                     self.stats.rbuf_drops += 1;
                 }
@@ -432,6 +452,7 @@ impl NetworkIo {
                     self.job_done(job, at)?;
                 }
                 self.stats.buffer_drops += done.dropped;
+                self.stats.fin_drops += done.dropped_fins;
                 if let Some(w) = done.wake {
                     self.at(w, Ev::Me { pool, me });
                 }
@@ -466,6 +487,17 @@ impl NetworkIo {
         Ok(())
     }
 
+    /// The counter a dropped packet `p` goes to: `at`'s, or the terminating datagrams'.
+    fn drop_counter(&mut self, p: &Pkt, at: DropAt) -> &mut u64 {
+        if is_fin(self.buffers.bytes(p)) {
+            return &mut self.stats.fin_drops;
+        }
+        match at {
+            DropAt::Ring => &mut self.stats.ring_drops,
+            DropAt::Socket => &mut self.stats.socket_drops,
+        }
+    }
+
     fn kick_cores(&mut self, pool: usize, t: Ps) {
         for (me, at) in self.cores.wake_idle(pool, t) {
             self.at(at, Ev::Me { pool, me });
@@ -491,7 +523,7 @@ impl NetworkIo {
                 match self.conf.rx.notify {
                     Notify::PerPacket | Notify::AdaptivePoll => {
                         if self.rx_ring.len() >= self.cfg.queues.dev_ring as usize {
-                            self.stats.ring_drops += 1;
+                            *self.drop_counter(&p, DropAt::Ring) += 1;
                             self.buffers.release(p);
                             return Ok(());
                         }
@@ -510,7 +542,7 @@ impl NetworkIo {
                             return self.deliver(t, &data[HEADER_BYTES..]);
                         }
                         if self.sockq.len() >= self.cfg.queues.socket as usize {
-                            self.stats.socket_drops += 1;
+                            *self.drop_counter(&p, DropAt::Socket) += 1;
                             self.buffers.release(p);
                             return Ok(());
                         }
@@ -708,6 +740,7 @@ impl NetworkIo {
                         return Err(corrupt("a checksum failed on the host"));
                     }
                     let n = amount(*bytes, p.len);
+                    let fin = is_fin(self.buffers.bytes(&p));
                     match self.buffers.move_to(p, *to) {
                         Some(q) => {
                             cyc += self.host.copy(
@@ -722,7 +755,11 @@ impl NetworkIo {
                         }
                         None => {
                             // No buffer: the packet is dropped, the stage ends.
-                            self.stats.buffer_drops += 1;
+                            if fin {
+                                self.stats.fin_drops += 1;
+                            } else {
+                                self.stats.buffer_drops += 1;
+                            }
                             item.pkt = None;
                             item.at = item.steps.len();
                             break;
@@ -789,7 +826,7 @@ impl NetworkIo {
             Stage::IrqDriver => self.backlog.push_back(p),
             Stage::Poll | Stage::Backlog => {
                 if self.sockq.len() >= self.cfg.queues.socket as usize {
-                    self.stats.socket_drops += 1;
+                    *self.drop_counter(&p, DropAt::Socket) += 1;
                     self.buffers.release(p);
                 } else {
                     self.sockq.push_back(p);
@@ -837,6 +874,12 @@ impl NetworkIo {
         s.host_idle = (1.0 - busy as f64 / span).max(0.0);
         let (b, n, sw) = self.cores.busy();
         s.small_core_busy = b as f64 / (span * n as f64);
+        let pool_busy = |pool: usize| {
+            let (b, n) = self.cores.pool_busy(pool);
+            b as f64 / (span * n.max(1) as f64)
+        };
+        s.rx_cores_busy = pool_busy(0);
+        s.tx_cores_busy = pool_busy(self.cores.pools() - 1);
         s.context_swaps = sw;
         s.channel_busy = self
             .channels
