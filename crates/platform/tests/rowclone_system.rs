@@ -5,7 +5,6 @@
 //! parameters are tested in release mode, in python/tests/test_rowclone_system.py.)
 use movelab_dram::checker::Checker;
 use movelab_dram::command::{CommandRecord, CommandSink};
-use movelab_platform::config::platform::CoreGroup;
 use movelab_platform::config::workload::Workload;
 use movelab_platform::experiments::rowclone_apps::{self, ENDLESS};
 use movelab_platform::experiments::rowclone_multicore::{self, draw_mixes};
@@ -165,18 +164,8 @@ impl CommandSink for Collect {
 /// ordinary traffic from four cores) replayed through the independent timing checker.
 #[test]
 fn checker_replays_a_rowclone_multicore_run() {
-    let mut c = cfg(
-        "rowclone-multicore",
-        "copy = { mechanism = \"rowclone-zi\" }",
-    );
-    let stride = c.cores[0].stride;
-    c.cores = (0..4)
-        .map(|i| CoreGroup {
-            count: 1,
-            offset: i * stride,
-            ..Default::default()
-        })
-        .collect();
+    let c =
+        rowclone_multicore::mix_platform(4, &toml::from_str("").unwrap(), "rowclone-zi").unwrap();
     let programs: Vec<Workload> = ["forkbench", "compile", "mcf", "lbm"]
         .iter()
         .map(|n| {
@@ -201,4 +190,29 @@ fn checker_replays_a_rowclone_multicore_run() {
             panic!("{}", v.message);
         }
     }
+}
+
+/// A mix's platform: one core per application, each in its own `stride` of memory, the
+/// mechanism set, the overrides applied.
+#[test]
+fn a_mix_platform_gives_each_application_its_own_memory() {
+    let stride = cfg("rowclone-multicore", "").cores[0].stride;
+    for (cores, mech) in [(2, "base"), (4, "rowclone"), (8, "rowclone-zi")] {
+        let over = toml::from_str("[l2]\nhit_cycles = 30").unwrap();
+        let c = rowclone_multicore::mix_platform(cores, &over, mech).unwrap();
+        assert_eq!(c.copy.mechanism, mech);
+        assert_eq!(c.l2.hit_cycles, 30);
+        assert_eq!(c.cores.len(), cores as usize);
+        for (i, g) in c.cores.iter().enumerate() {
+            assert_eq!(
+                (g.count, g.offset),
+                (1, i as u64 * stride),
+                "core {i} of {cores}"
+            );
+        }
+    }
+    // A bad override is refused, naming what is wrong.
+    let bad = toml::from_str("[l2]\nways = \"many\"").unwrap();
+    let e = rowclone_multicore::mix_platform(2, &bad, "base").unwrap_err();
+    assert!(e.to_string().contains("ways"), "{e}");
 }

@@ -144,6 +144,25 @@ pub struct MixResult {
     pub runs: Vec<MixRun>,
 }
 
+/// The multi-core platform of a mix: `rowclone-multicore` with the overrides and `mechanism`
+/// (a `copy.mechanism`), one core per application, each in its own `stride` of memory.
+pub fn mix_platform(
+    cores: u32,
+    overrides: &toml::Value,
+    mechanism: &str,
+) -> Result<crate::config::platform::PlatformConfig, PlatformError> {
+    let mut cfg = rowclone_apps::mechanism_platform("rowclone-multicore", overrides, mechanism)?;
+    let stride = cfg.cores.first().map_or(0x2000_0000, |g| g.stride);
+    cfg.cores = (0..cores)
+        .map(|i| CoreGroup {
+            count: 1,
+            offset: u64::from(i) * stride,
+            ..Default::default()
+        })
+        .collect();
+    Ok(cfg)
+}
+
 /// Runs `mix` under each mechanism; `alone` gives each application's alone IPC.
 pub fn run_mix(
     mix: &Mix,
@@ -170,16 +189,7 @@ pub fn run_mix(
         .collect::<Result<_, _>>()?;
     let mut runs = Vec::new();
     for (label, mech) in rowclone_apps::MECHANISMS {
-        let mut cfg =
-            rowclone_apps::mechanism_platform("rowclone-multicore", &o.apps.overrides, mech)?;
-        let stride = cfg.cores.first().map_or(0x2000_0000, |g| g.stride);
-        cfg.cores = (0..mix.cores)
-            .map(|i| CoreGroup {
-                count: 1,
-                offset: u64::from(i) * stride,
-                ..Default::default()
-            })
-            .collect();
+        let cfg = mix_platform(mix.cores, &o.apps.overrides, mech)?;
         let programs = apps
             .iter()
             .map(|a| {
