@@ -81,6 +81,16 @@ impl MemoryPort {
         &self.spec
     }
 
+    /// The energy of one command of each kind on a rank of this memory system (pJ; all zero where
+    /// the standard's currents are not available), from the same formulas the run's energy uses.
+    pub fn command_energy(&self) -> crate::energy::CommandEnergy {
+        crate::energy::CommandEnergy::new(
+            &self.spec,
+            self.config.energy.io_pj_per_bit,
+            self.config.energy.bank_rho,
+        )
+    }
+
     /// The DRAM clock period in picoseconds.
     pub fn tck_ps(&self) -> u64 {
         self.spec.t("tCK_ps")

@@ -988,10 +988,13 @@ impl Platform {
             let owed = d_all as f64 - m.dirty.0 as f64;
             let owed_copy = d_copy as f64 - m.dirty.1 as f64;
             let en = &dram.energy;
+            // A write burst's energy: the run's mean where the run wrote, else one burst from
+            // the part's currents (a window whose write-backs are all still owed would otherwise
+            // charge them nothing for the burst).
             let per_write = if dram.writes > 0 {
                 en.write_nj / dram.writes as f64
             } else {
-                0.0
+                self.sys.mem.command_energy().write / 1000.0
             };
             let per_line = if dram_lines > 0 {
                 per_write + (en.io_nj + en.activate_nj + en.precharge_nj) / dram_lines as f64
