@@ -354,9 +354,9 @@ PLOT_ROWS = 20_000
 
 
 def _sweep_page(path: Path, root: Path) -> tuple[str, str, dict[str, Any]]:
-    """(file name, HTML, summary for the index) of one sweep. The table is read a batch of the
-    columns needed at a time (its error count, the numeric statistics' ranges) plus its first
-    PLOT_ROWS rows, so a million-row table costs a batch, not the table."""
+    """(file name, HTML, summary for the index) of one sweep. The table is read a column of a row
+    group at a time (its error count, the numeric statistics' ranges) plus its first PLOT_ROWS
+    rows, so a million-row table costs a column of a row group and a batch, not the table."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -364,7 +364,8 @@ def _sweep_page(path: Path, root: Path) -> tuple[str, str, dict[str, Any]]:
     from movelab import sweep
 
     meta = sweep.read_meta(path) or {}
-    f = pq.ParquetFile(path)
+    # Streamed reads (no pre-buffering of a whole row group's column chunks).
+    f = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
     schema = f.schema_arrow
     columns = schema.names
     npoints = f.metadata.num_rows
@@ -380,19 +381,26 @@ def _sweep_page(path: Path, root: Path) -> tuple[str, str, dict[str, Any]]:
     failed = 0
     lo: dict[str, Any] = {}
     hi: dict[str, Any] = {}
-    if numeric or has_error:
-        for batch in f.iter_batches(batch_size=65536, columns=[*numeric, *(["error"] if has_error else [])]):
-            if has_error:
-                failed += batch.num_rows - batch.column("error").null_count
-            for c in numeric:
-                mm = pc.min_max(batch.column(c)).as_py()
-                if mm["min"] is not None:
-                    lo[c] = mm["min"] if c not in lo else min(lo[c], mm["min"])
-                    hi[c] = mm["max"] if c not in hi else max(hi[c], mm["max"])
+    # One column of one row group at a time.
+    for rg in range(f.num_row_groups):
+        if has_error:
+            err = f.read_row_group(rg, columns=["error"]).column(0)
+            failed += len(err) - err.null_count
+        for c in numeric:
+            mm = pc.min_max(f.read_row_group(rg, columns=[c]).column(0)).as_py()
+            if mm["min"] is not None:
+                lo[c] = mm["min"] if c not in lo else min(lo[c], mm["min"])
+                hi[c] = mm["max"] if c not in hi else max(hi[c], mm["max"])
+            pa.default_memory_pool().release_unused()  # the column is gone: give its memory back
     # The statistics the axes move first; those constant over the sweep are not worth a plot.
     stats = [c for c in numeric if c in lo and lo[c] != hi[c]] or numeric
-    first = next(f.iter_batches(batch_size=PLOT_ROWS), None)
-    rows = [{k: _json_value(v) for k, v in r.items()} for r in first.to_pylist()] if first is not None else []
+
+    def head(n: int, cols: list[str] | None = None) -> list[dict[str, Any]]:
+        batch = next(f.iter_batches(batch_size=n, columns=cols), None)
+        return [{k: _json_value(v) for k, v in r.items()} for r in batch.to_pylist()] if batch is not None else []
+
+    rows = head(MAX_TABLE_ROWS)  # the table shows every column of the first rows
+    plotted = head(PLOT_ROWS, [*axes, *stats]) if stats and axes else []  # the plot needs only these
     name = meta.get("name") or path.stem
     rel = path.relative_to(root).as_posix()
     fname = f"sweep-{_slug(rel.removesuffix('.parquet'))}.html"
@@ -404,7 +412,7 @@ def _sweep_page(path: Path, root: Path) -> tuple[str, str, dict[str, Any]]:
             "a line per<select id=\"group\"></select></p>"
             '<svg id="plot" width="860" height="380"></svg><p id="caption" class="muted"></p>') if stats and axes \
         else '<p class="na">no numeric statistic to plot</p>'
-    data = json.dumps({"rows": rows, "axes": axes, "stats": stats}, default=str).replace("</", "<\\/")
+    data = json.dumps({"rows": plotted, "axes": axes, "stats": stats}, default=str).replace("</", "<\\/")
     body = (head + plot + "<h2>Table</h2>" + _table(rows, columns, total=npoints) +
             f'<script type="application/json" id="sweep-data">{data}</script>' + (_PLOT_JS if stats and axes else ""))
     return fname, _page(f"movelab sweep {name}", body), {"name": name, "points": npoints, "failed": failed,
