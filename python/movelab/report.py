@@ -493,15 +493,19 @@ def write_report(root: str | Path, force: bool = False) -> Path:
             _skipped_note(root) + "\n".join(sections))
     index = root / "index.html"
     pages.append((index, _page("movelab report", body)))
-    for path, _ in pages:
-        if path.exists() and not force and not _ours(path):
-            raise FileExistsError(f"{path} exists and movelab did not write it; pass --force to replace it")
-    for path, text in pages:
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)  # no half-written page left behind (a full disk)
-            raise OSError(f"cannot write {path}: {e.strerror or e}") from None
+    from movelab._util import output_lock
+
+    # Two reports never write one directory's pages at once: the second is refused (OutputBusy).
+    with output_lock(index):
+        for path, _ in pages:
+            if path.exists() and not force and not _ours(path):
+                raise FileExistsError(f"{path} exists and movelab did not write it; pass --force to replace it")
+        for path, text in pages:
+            tmp = path.with_name(f".{path.name}.tmp")
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                tmp.replace(path)
+            except OSError as e:
+                tmp.unlink(missing_ok=True)  # no half-written page left behind (a full disk)
+                raise OSError(f"cannot write {path}: {e.strerror or e}") from None
     return index
