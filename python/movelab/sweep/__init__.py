@@ -875,7 +875,10 @@ def _merge_parts(parts: list[Path], out: Path, spec: Spec) -> None:
             for a in range(0, n, MERGE_ROWS):
                 b = min(n, a + MERGE_ROWS)
                 assert data is not None
-                t = data.to_table(filter=(pc.field("point") >= a) & (pc.field("point") < b)).sort_by("point")
+                # One part read at a time (no read-ahead across the parts, which would hold many).
+                t = ds.Scanner.from_dataset(data, filter=(pc.field("point") >= a) & (pc.field("point") < b),
+                                            fragment_readahead=1, batch_readahead=1,
+                                            use_threads=False).to_table().sort_by("point")
                 if t.num_rows != b - a:
                     raise RuntimeError(f"the saved results hold {t.num_rows} rows for points {a}..{b - 1}, "
                                        f"not {b - a}; resume the sweep to run the missing ones")
@@ -883,6 +886,8 @@ def _merge_parts(parts: list[Path], out: Path, spec: Spec) -> None:
                         for f in target]
                 w.write_table(pa.Table.from_arrays([c.cast(f.type) for c, f in zip(cols, target, strict=True)],
                                                    schema=target), row_group_size=MERGE_ROWS)
+                del t, cols
+                pa.default_memory_pool().release_unused()  # the range is written: give its memory back
 
 
 def _base_diff(saved: Mapping[str, Any], spec: Spec) -> str | None:
