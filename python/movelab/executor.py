@@ -111,6 +111,19 @@ class Executor:
 
     workers: int
     description: str
+    #: The process that made the executor (one that owns threads: a pool's, a Dask client's).
+    _owner: int | None = None
+
+    def _forked(self) -> bool:
+        """True in a child forked from the process that made the executor."""
+        return self._owner is not None and os.getpid() != self._owner
+
+    def _check_owner(self) -> None:
+        """Refuses a forked child at once: the threads that feed the workers (the pool's manager,
+        the Dask client's event loop) exist only in the parent, so waiting on them would hang."""
+        if self._forked():
+            raise RuntimeError(f"this executor belongs to process {self._owner}, not to this forked child "
+                               f"({os.getpid()}); make a new executor in the child")
 
     def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
         """Yields one :class:`Outcome` per point as points finish (in any order)."""
@@ -169,6 +182,7 @@ class LocalExecutor(Executor):
         self.workers = n
         self.description = f"local pool of {n} processes"
         self._pool: ProcessPoolExecutor | None = None
+        self._owner = os.getpid()
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -178,6 +192,7 @@ class LocalExecutor(Executor):
         return self._pool
 
     def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
+        self._check_owner()
         if len(points) <= 1 and self._pool is None:  # a pool would only add its start-up time
             yield from SerialExecutor().imap(fn, points)
             return
@@ -221,6 +236,9 @@ class LocalExecutor(Executor):
             p.join(timeout=5)
 
     def close(self) -> None:
+        if self._forked():  # the pool and its threads are the parent's: only let go
+            self._pool = None
+            return
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
@@ -308,8 +326,10 @@ class DaskExecutor(Executor):
         threads = sum(self.client.nthreads().values())
         self.workers = max(1, threads)
         self.description = f"Dask cluster at {self.client.scheduler.address} ({threads} threads)"
+        self._owner = os.getpid()
 
     def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
+        self._check_owner()
         from distributed import as_completed
 
         # Keep the scheduler's queue a few points per thread deep, so that memory stays bounded and
@@ -351,6 +371,8 @@ class DaskExecutor(Executor):
             raise
 
     def close(self) -> None:
+        if self._forked():  # the client's event loop is the parent's: only let go
+            return
         if self._own:
             self.client.close()
 

@@ -107,7 +107,10 @@ def _page(title: str, body: str) -> str:
             f"</head><body>\n{body}\n{_IMAGE_CHECK}</body></html>\n")
 
 
-def _table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+def _table(rows: list[dict[str, Any]], columns: list[str] | None = None, total: int | None = None) -> str:
+    """An HTML table of the first MAX_TABLE_ROWS of ``rows`` (``total``: how many the whole table
+    has, when ``rows`` is only its start)."""
+    total = len(rows) if total is None else total
     if not rows:
         return '<p class="na">no rows</p>'
     cols = columns or list(dict.fromkeys(k for r in rows for k in r))
@@ -140,8 +143,8 @@ def _table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
     for r in rows[:MAX_TABLE_ROWS]:
         body.append("<tr>" + "".join(f"<td{cls(c, r.get(c), r)}>{_e(_fmt(r.get(c)))}</td>" for c in ordered)
                     + "</tr>")
-    more = (f'<p class="muted">first {MAX_TABLE_ROWS} of {len(rows)} rows; all of them are in the CSV/Parquet '
-            f"file</p>") if len(rows) > MAX_TABLE_ROWS else ""
+    more = (f'<p class="muted">first {MAX_TABLE_ROWS} of {total} rows; all of them are in the CSV/Parquet '
+            f"file</p>") if total > MAX_TABLE_ROWS else ""
     return f'<div class="scroll"><table><tr>{head}</tr>\n{"".join(body)}</table></div>{more}'
 
 
@@ -346,35 +349,73 @@ def _json_value(v: Any) -> Any:
     return v
 
 
+# Rows of a sweep's table given to the page's plot (and the first MAX_TABLE_ROWS to its table).
+PLOT_ROWS = 20_000
+
+
 def _sweep_page(path: Path, root: Path) -> tuple[str, str, dict[str, Any]]:
-    """(file name, HTML, summary for the index) of one sweep."""
+    """(file name, HTML, summary for the index) of one sweep. The table is read a column of a row
+    group at a time (its error count, the numeric statistics' ranges) plus its first PLOT_ROWS
+    rows, so a million-row table costs a column of a row group and a batch, not the table."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
     from movelab import sweep
 
     meta = sweep.read_meta(path) or {}
-    df = sweep.read(path)
-    axes = [a for a in meta.get("axes", []) if a in df.columns]
+    # Streamed reads (no pre-buffering of a whole row group's column chunks).
+    f = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+    schema = f.schema_arrow
+    columns = schema.names
+    npoints = f.metadata.num_rows
+    axes = [a for a in meta.get("axes", []) if a in columns]
     if not axes:  # a table from elsewhere: the non-numeric columns before the first numeric one
-        axes = [c for c in df.columns if c not in ("point", "error")][:1]
-    numeric = [c for c in df.columns if c not in ("point", "error", *axes) and df[c].dtype.kind in "iuf"]
+        axes = [c for c in columns if c not in ("point", "error")][:1]
+
+    def is_number(t: Any) -> bool:
+        return bool(pa.types.is_integer(t) or pa.types.is_floating(t))
+
+    numeric = [c for c in columns if c not in ("point", "error", *axes) and is_number(schema.field(c).type)]
+    has_error = "error" in columns
+    failed = 0
+    lo: dict[str, Any] = {}
+    hi: dict[str, Any] = {}
+    # One column of one row group at a time.
+    for rg in range(f.num_row_groups):
+        if has_error:
+            err = f.read_row_group(rg, columns=["error"]).column(0)
+            failed += len(err) - err.null_count
+        for c in numeric:
+            mm = pc.min_max(f.read_row_group(rg, columns=[c]).column(0)).as_py()
+            if mm["min"] is not None:
+                lo[c] = mm["min"] if c not in lo else min(lo[c], mm["min"])
+                hi[c] = mm["max"] if c not in hi else max(hi[c], mm["max"])
+            pa.default_memory_pool().release_unused()  # the column is gone: give its memory back
     # The statistics the axes move first; those constant over the sweep are not worth a plot.
-    stats = [c for c in numeric if df[c].nunique(dropna=True) > 1] or numeric
-    rows = [{k: _json_value(v) for k, v in r.items()} for r in df.to_dict("records")]
+    stats = [c for c in numeric if c in lo and lo[c] != hi[c]] or numeric
+
+    def head(n: int, cols: list[str] | None = None) -> list[dict[str, Any]]:
+        batch = next(f.iter_batches(batch_size=n, columns=cols), None)
+        return [{k: _json_value(v) for k, v in r.items()} for r in batch.to_pylist()] if batch is not None else []
+
+    rows = head(MAX_TABLE_ROWS)  # the table shows every column of the first rows
+    plotted = head(PLOT_ROWS, [*axes, *stats]) if stats and axes else []  # the plot needs only these
     name = meta.get("name") or path.stem
     rel = path.relative_to(root).as_posix()
     fname = f"sweep-{_slug(rel.removesuffix('.parquet'))}.html"
-    failed = int(df["error"].notna().sum()) if "error" in df.columns else 0
     head = (f'<nav><a href="index.html">report index</a></nav><h1 class="sweep" data-name="{_e(name)}">'
-            f"Sweep: {_e(name)}</h1><p>{len(df)} points, {failed} failed; {_e(meta.get('simulator', '?'))} on "
+            f"Sweep: {_e(name)}</h1><p>{npoints} points, {failed} failed; {_e(meta.get('simulator', '?'))} on "
             f"{_e(meta.get('config', '?'))}; axes: {_e(', '.join(axes))}. Data: "
             f'<a href="{_e(rel)}">{_e(rel)}</a> (pandas: <code>pd.read_parquet("{_e(rel)}")</code>)</p>')
     plot = ("<h2>Plot</h2><p>statistic<select id=\"stat\"></select> against<select id=\"x\"></select>"
             "a line per<select id=\"group\"></select></p>"
             '<svg id="plot" width="860" height="380"></svg><p id="caption" class="muted"></p>') if stats and axes \
         else '<p class="na">no numeric statistic to plot</p>'
-    data = json.dumps({"rows": rows[:20_000], "axes": axes, "stats": stats}, default=str).replace("</", "<\\/")
-    body = (head + plot + "<h2>Table</h2>" + _table(rows, list(df.columns)) +
+    data = json.dumps({"rows": plotted, "axes": axes, "stats": stats}, default=str).replace("</", "<\\/")
+    body = (head + plot + "<h2>Table</h2>" + _table(rows, columns, total=npoints) +
             f'<script type="application/json" id="sweep-data">{data}</script>' + (_PLOT_JS if stats and axes else ""))
-    return fname, _page(f"movelab sweep {name}", body), {"name": name, "points": len(df), "failed": failed,
+    return fname, _page(f"movelab sweep {name}", body), {"name": name, "points": npoints, "failed": failed,
                                                           "file": fname, "axes": axes, "source": rel}
 
 
@@ -452,15 +493,19 @@ def write_report(root: str | Path, force: bool = False) -> Path:
             _skipped_note(root) + "\n".join(sections))
     index = root / "index.html"
     pages.append((index, _page("movelab report", body)))
-    for path, _ in pages:
-        if path.exists() and not force and not _ours(path):
-            raise FileExistsError(f"{path} exists and movelab did not write it; pass --force to replace it")
-    for path, text in pages:
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)  # no half-written page left behind (a full disk)
-            raise OSError(f"cannot write {path}: {e.strerror or e}") from None
+    from movelab._util import output_lock
+
+    # Two reports never write one directory's pages at once: the second is refused (OutputBusy).
+    with output_lock(index):
+        for path, _ in pages:
+            if path.exists() and not force and not _ours(path):
+                raise FileExistsError(f"{path} exists and movelab did not write it; pass --force to replace it")
+        for path, text in pages:
+            tmp = path.with_name(f".{path.name}.tmp")
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                tmp.replace(path)
+            except OSError as e:
+                tmp.unlink(missing_ok=True)  # no half-written page left behind (a full disk)
+                raise OSError(f"cannot write {path}: {e.strerror or e}") from None
     return index

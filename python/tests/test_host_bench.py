@@ -93,6 +93,31 @@ def test_outputs_are_never_overwritten_without_force(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "results.json" in res.output, res.output
 
 
+def test_two_benchmarks_never_write_one_folder_at_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "r"
+    out.mkdir()
+    # Another process holds the folder (as a running benchmark would) until told to stop.
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from pathlib import Path; "
+                               "from movelab._util import output_lock\n"
+                               f"with output_lock(Path({str(out)!r})):\n print('held', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        for cmd in (["breakdown", "--engine", "cpu", "--sizes", "64"], ["onload", "--config", "onload"], ["all"]):
+            res = RUNNER.invoke(bench_host_app, [*cmd, "--quick", "--out", str(out)])
+            assert res.exit_code == 2, res.output
+            assert "being written by process" in res.output and str(holder.pid) in res.output, res.output
+        assert [p.name for p in out.iterdir()] == [".movelab.lock"]  # nothing written
+    finally:
+        holder.communicate("", timeout=30)
+    res = RUNNER.invoke(bench_host_app, ["breakdown", "--quick", "--engine", "cpu", "--sizes", "64", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert (out / "breakdown.csv").exists()
+
+
 def test_a_bad_out_folder_is_a_clear_error(tmp_path: Path) -> None:
     f = tmp_path / "a-file"
     f.write_text("x")

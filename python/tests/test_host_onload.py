@@ -179,3 +179,79 @@ def test_bench_veth_when_permitted(tmp_path) -> None:  # type: ignore[no-untyped
     assert {r["source"] for r in rows} == {"veth"}
     for r in rows:
         assert r["corrupted"] == 0 and r["packets"] > 0, r
+
+
+def _wait_frames(eng: OnloadEngine, n: int) -> None:
+    deadline = time.monotonic() + 10
+    while eng.stats()["frames"] < n and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert eng.stats()["frames"] == n
+
+
+def _check_truncating_receive(sizes: list[int], lengths: list[int]) -> None:
+    """Post buffers of ``sizes``, replay datagrams of ``lengths`` (payload i = payload(i, len)):
+    datagram i lands in buffer i, cut to the buffer's size and flagged when it is too small, and
+    every byte delivered is the payload's."""
+    frames = [frame(payload(i, n), dst=("10.77.0.1", 7000)) for i, n in enumerate(lengths)]
+    with OnloadEngine(frames=frames, gated=True, pool_frames=len(frames), idle_spin_us=50) as eng:
+        sock = eng.bind(7000)
+        bufs = [bytearray(b"\xee" * n) for n in sizes]
+        for b in bufs:
+            sock.post(b)
+        eng.go()
+        got = min(len(sizes), len(lengths))
+        for i in range(got):
+            msg = sock.recv(timeout=10)
+            assert msg is not None, f"datagram {i} never arrived"
+            assert msg.buffer is bufs[i]
+            want = payload(i, lengths[i])
+            assert msg.datagram_nbytes == lengths[i]
+            assert msg.nbytes == min(sizes[i], lengths[i])
+            assert msg.truncated == (sizes[i] < lengths[i])
+            assert msg.payload == want[: msg.nbytes]
+            assert bytes(bufs[i][msg.nbytes:]) == b"\xee" * (sizes[i] - msg.nbytes)
+        _wait_frames(eng, len(frames))
+        assert sock.recv(block=False) is None
+        st = sock.stats()
+        short = sum(1 for s, n in zip(sizes, lengths, strict=False) if s < n)
+        assert st["delivered"] == got and st["too_small"] == short
+        assert st["no_buffer"] == len(lengths) - got
+        assert st["delivered_bytes"] == sum(min(s, n) for s, n in zip(sizes, lengths, strict=False))
+        assert eng.stats()["delivered"] + sum(
+            v for k, v in eng.stats().items()
+            if k in ("truncated", "oversized", "malformed", "not_ours", "bad_ip_checksum",
+                     "bad_udp_checksum", "unbound_port", "no_buffer", "faults")) == len(frames)
+
+
+def test_a_too_small_buffer_truncates_and_later_buffers_still_receive() -> None:
+    # One 1-byte buffer, then five of 2048 B; a hundred 64-byte datagrams. The first arrives cut
+    # to one byte (flagged), the next five whole; none is held back behind the small buffer.
+    with OnloadEngine(payload_bytes=64, count=100, pool_frames=100, port=9000, gated=True,
+                      idle_spin_us=50) as eng:
+        sock = eng.bind(9000)
+        sock.post(bytearray(1))
+        for _ in range(5):
+            sock.post(bytearray(2048))
+        eng.go()
+        first = sock.recv(timeout=1)
+        assert first is not None and first.truncated
+        assert first.nbytes == 1 and first.datagram_nbytes == 64
+        assert first.payload == payload(0, 64)[:1]
+        for seq in range(1, 6):
+            msg = sock.recv(timeout=1)
+            assert msg is not None and not msg.truncated
+            assert msg.nbytes == 64 and msg.payload == payload(seq, 64)
+        _wait_frames(eng, 100)
+        st = sock.stats()
+        assert st["delivered"] == 6 and st["too_small"] == 1 and st["no_buffer"] == 94
+        assert sock.posted == 0
+
+
+def test_several_small_buffers_in_a_row_truncate_each() -> None:
+    _check_truncating_receive([1, 3, 8, 63, 64, 2048, 9, 2048], [64] * 12)
+
+
+def test_mixed_buffer_and_datagram_sizes() -> None:
+    lengths = [10, 64, 700, 1472, 1472, 0, 64, 700, 10, 1472]
+    sizes = [1472, 9, 700, 64, 1471, 1, 2048, 699, 10, 1472]
+    _check_truncating_receive(sizes, lengths)

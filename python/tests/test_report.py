@@ -110,3 +110,21 @@ def test_the_report_in_a_real_browser(reports: Path) -> None:
     dom = _browse(exe, reports / "sweep-sweeps-sched.html", "--dump-dom")
     svg = re.search(r'<svg id="plot".*?</svg>', dom, re.S)
     assert svg and svg.group(0).count("<polyline") == 2, dom[-3000:]
+
+
+def test_two_reports_never_write_one_directory_at_once(tmp_path: Path) -> None:
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from pathlib import Path; "
+                               "from movelab._util import output_lock\n"
+                               f"with output_lock(Path({str(tmp_path / 'index.html')!r})):\n"
+                               " print('held', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        text = cli("report", tmp_path, code=2)
+        assert "being written by process" in text and str(holder.pid) in text
+        assert not (tmp_path / "index.html").exists()
+    finally:
+        holder.communicate("", timeout=30)
+    assert "index.html" in cli("report", tmp_path)

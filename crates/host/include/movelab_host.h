@@ -69,6 +69,7 @@ typedef struct {
     uint32_t src_ip;     /* sender, host byte order */
     uint16_t src_port;
     uint8_t ok;          /* 0: the delivery failed, len is 0 */
+    uint8_t truncated;   /* 1: the buffer was smaller than the payload; len bytes kept (MSG_TRUNC) */
     uint64_t arrival_ns; /* when the frame reached the host (engine clock) */
 } movelab_udp_completion;
 

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// A posted buffer: its export and the object handed back on receipt.
 type Held = (PyBuffer<u8>, Py<PyAny>);
 /// What `recv` returns: (buffer, nbytes, src_ip, src_port, arrival_ns).
-type Received = (Py<PyAny>, usize, String, u16, u64);
+type Received = (Py<PyAny>, usize, String, u16, u64, usize);
 
 const SLICE: Duration = Duration::from_millis(50);
 
@@ -282,8 +282,9 @@ impl PyUdpSocket {
         Ok(())
     }
 
-    /// Receive one datagram: (buffer, nbytes, src_ip, src_port, arrival_ns), or None when
-    /// nothing arrived (block=False, or the timeout passed).
+    /// Receive one datagram: (buffer, nbytes, src_ip, src_port, arrival_ns, datagram_nbytes), or
+    /// None when nothing arrived (block=False, or the timeout passed). datagram_nbytes > nbytes
+    /// when the buffer was smaller than the payload and the datagram was cut short.
     #[pyo3(signature = (block=true, timeout=None))]
     fn recv(
         &self,
@@ -340,6 +341,7 @@ impl PyUdpSocket {
             c.from.ip().to_string(),
             c.from.port(),
             c.arrival_ns,
+            c.datagram_len,
         )))
     }
 

@@ -9,10 +9,13 @@ clear error naming the option (exit status 2), never a traceback.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -110,9 +113,29 @@ def _fail(msg: str) -> typer.Exit:
     return typer.Exit(2)
 
 
+# The output locks of the command running now (one stack per command, closed when it ends).
+_HELD: list[contextlib.ExitStack] = []
+
+
+def _holds_out(cmd: Callable[..., None]) -> Callable[..., None]:
+    """A command whose ``_check_out`` locks ``--out`` until the command returns or fails."""
+
+    @functools.wraps(cmd)
+    def run(*args: Any, **kwargs: Any) -> None:
+        with contextlib.ExitStack() as stack:
+            _HELD.append(stack)
+            try:
+                cmd(*args, **kwargs)
+            finally:
+                _HELD.pop()
+
+    return run
+
+
 def _check_out(out: Path, names: list[str], force: bool) -> None:
-    """Before running: ``--out`` must be (or become) a writable folder, and the files about to
-    be written must not exist unless ``--force``."""
+    """Before running: ``--out`` must be (or become) a writable folder, no other run may be writing
+    it (it stays locked until the command ends), and the files about to be written must not exist
+    unless ``--force``."""
     if out.exists() and not out.is_dir():
         raise _fail(f"--out {out}: exists and is not a folder")
     try:
@@ -121,6 +144,16 @@ def _check_out(out: Path, names: list[str], force: bool) -> None:
         raise _fail(f"--out {out}: cannot create the folder ({e.strerror or e})") from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise _fail(f"--out {out}: the folder is not writable")
+    # Two benchmarks never write one folder at once: the folder is locked until the command ends
+    # (the second is refused here, before it measures anything).
+    from movelab._util import OutputBusy, output_lock
+
+    if not _HELD:
+        raise RuntimeError("_check_out outside a command holding its outputs (@_holds_out)")
+    try:
+        _HELD[-1].enter_context(output_lock(out))
+    except (OutputBusy, OSError) as e:
+        raise _fail(f"--out {e}") from None
     existing = [out / n for n in names if (out / n).exists()]
     if existing and not force:
         shown = ", ".join(str(f) for f in existing)
@@ -170,6 +203,7 @@ _REALTIME = typer.Option(False, "--realtime", help="Run the caller and engine wo
 
 
 @bench_host_app.command()
+@_holds_out
 def latency(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bool = _FORCE,
             sizes: str | None = _SIZES,
             channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
@@ -180,6 +214,7 @@ def latency(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force
 
 
 @bench_host_app.command()
+@_holds_out
 def bandwidth(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bool = _FORCE,
               sizes: str | None = _SIZES,
               channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
@@ -190,6 +225,7 @@ def bandwidth(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, for
 
 
 @bench_host_app.command()
+@_holds_out
 def overlap(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bool = _FORCE,
             sizes: str | None = _SIZES,
             channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
@@ -201,6 +237,7 @@ def overlap(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force
 
 
 @bench_host_app.command()
+@_holds_out
 def pollution(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bool = _FORCE,
               ws: str | None = _WS,
               copy_size: str | None = _COPY_SIZE,
@@ -214,6 +251,7 @@ def pollution(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, for
 
 
 @bench_host_app.command()
+@_holds_out
 def breakdown(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bool = _FORCE,
               sizes: str | None = _SIZES,
               engine: list[str] | None = _ENGINES, realtime: bool = _REALTIME) -> None:
@@ -223,6 +261,7 @@ def breakdown(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, for
 
 
 @bench_host_app.command()
+@_holds_out
 def ipc(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bool = _FORCE,
         sizes: str | None = _SIZES) -> None:
     """IPC latency and bandwidth: single copy vs shared-memory two copy vs plain socket."""
@@ -230,6 +269,7 @@ def ipc(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bo
 
 
 @bench_host_app.command("onload")
+@_holds_out
 def onload_cmd(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, sizes: str | None = _SIZES,
                config: list[str] | None = typer.Option(None, "--config", help="kernel, softnic, onload, "
                                                        "onload-nocache (repeatable; default all)."),
@@ -281,6 +321,7 @@ def onload_cmd(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, si
 
 
 @bench_host_app.command("all")
+@_holds_out
 def run_all(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bool = _FORCE,
             skip: list[str] | None = _SKIP, repeats: int | None = _REPEATS, realtime: bool = _REALTIME) -> None:
     """Run every host benchmark with a progress bar; write a report folder (CSV + PNG per

@@ -9,7 +9,7 @@ its own core, which writes each payload straight into a buffer the application p
         sock = eng.bind(9000)
         for _ in range(64):
             sock.post(bytearray(2048))
-        msg = sock.recv(timeout=1.0)          # Received(buffer, nbytes, addr, arrival_ns) or None
+        msg = sock.recv(timeout=1.0)          # Received(buffer, nbytes, addr, ...) or None
         data = msg.buffer[: msg.nbytes]
         sock.send(b"reply", ("10.77.0.2", 40000))
 
@@ -39,12 +39,23 @@ _REPLAY_KEYS = {"payload_bytes", "count", "rate_mbps", "port", "pool_frames", "r
 @dataclass(frozen=True)
 class Received:
     """One received datagram: the posted ``buffer`` (payload in its first ``nbytes``), the
-    sender's ``addr`` (ip, port) and when the frame reached the host (``arrival_ns``)."""
+    sender's ``addr`` (ip, port), when the frame reached the host (``arrival_ns``) and the
+    datagram's whole payload length (``datagram_nbytes``).
+
+    A buffer smaller than the payload receives the payload's first bytes and the rest is
+    discarded, as the kernel's ``recvmsg`` does (``MSG_TRUNC``): then ``truncated`` is True and
+    ``datagram_nbytes`` > ``nbytes``. The next datagram goes to the next posted buffer."""
 
     buffer: Any
     nbytes: int
     addr: tuple[str, int]
     arrival_ns: int
+    datagram_nbytes: int
+
+    @property
+    def truncated(self) -> bool:
+        """True when the buffer was smaller than the datagram, which was cut to ``nbytes``."""
+        return self.datagram_nbytes > self.nbytes
 
     @property
     def payload(self) -> bytes:
@@ -90,14 +101,15 @@ class UdpSocket:
 
     def recv(self, block: bool = True, timeout: float | None = None) -> Received | None:
         """The next datagram; None if nothing arrived (``block=False``, or after ``timeout``
-        seconds). Blocking waits release the GIL and stop on Ctrl-C (KeyboardInterrupt)."""
+        seconds). A datagram larger than its buffer arrives cut short (``Received.truncated``).
+        Blocking waits release the GIL and stop on Ctrl-C (KeyboardInterrupt)."""
         if timeout is not None and (not isinstance(timeout, int | float) or timeout < 0):
             raise ValueError(f"timeout must be a non-negative number of seconds or None, got {timeout!r}")
         r = self._s.recv(bool(block), None if timeout is None else float(timeout))
         if r is None:
             return None
-        buf, n, ip, port, arrival = r
-        return Received(buf, n, (ip, port), arrival)
+        buf, n, ip, port, arrival, whole = r
+        return Received(buf, n, (ip, port), arrival, whole)
 
     def send(self, data: Any, addr: tuple[str, int]) -> None:
         """Send ``data`` (any buffer) to ``addr``; returns once the engine transmitted the frame."""
@@ -105,7 +117,8 @@ class UdpSocket:
         self._s.send(data, ip, port)
 
     def stats(self) -> dict[str, int]:
-        """delivered, delivered_bytes, no_buffer, too_small, faults, wakeups, tx_frames, tx_failed."""
+        """delivered, delivered_bytes, no_buffer, too_small (delivered cut short into a buffer smaller
+        than the payload; also in delivered), faults, wakeups, tx_frames, tx_failed."""
         return json.loads(self._s.stats_json())
 
     def close(self) -> None:

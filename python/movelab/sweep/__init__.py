@@ -32,10 +32,10 @@ import os
 import shutil
 import time
 import tomllib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from movelab.dram import flatten
 from movelab.executor import Executor, make_executor
@@ -94,6 +94,78 @@ class Axis:
     values: tuple[tuple[Any, ...], ...]  # one tuple per step, a value per key
 
 
+class Points(Sequence[dict[str, Any]]):
+    """The product of a spec's axes in order (the last axis varies fastest), as a read-only
+    sequence: ``len`` is computed, point ``i`` is built from ``i``'s digits in the axes' lengths,
+    and iterating builds one point at a time."""
+
+    def __init__(self, axes: tuple[Axis, ...]) -> None:
+        self._axes = axes
+        self._n = math.prod(len(a.values) for a in axes)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _point(self, combo: tuple[tuple[Any, ...], ...]) -> dict[str, Any]:
+        p: dict[str, Any] = {}
+        for axis, values in zip(self._axes, combo, strict=True):
+            p.update(zip(axis.keys, values, strict=True))
+        return p
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(f"point {i} of {self._n}")
+        steps = []
+        for a in reversed(self._axes):
+            i, k = divmod(i, len(a.values))
+            steps.append(a.values[k])
+        return self._point(tuple(reversed(steps)))
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for combo in itertools.product(*(a.values for a in self._axes)):
+            yield self._point(combo)
+
+    def index(self, point: Mapping[str, Any], *_: Any) -> int:  # type: ignore[override]
+        """The position of ``point`` (matched by each axis's values, as JSON); ValueError if absent."""
+        i = _PointIndex(self._axes).find(point)
+        if i is None:
+            raise ValueError("the point is not in the spec")
+        return i
+
+
+class _PointIndex:
+    """Finds a saved row's position in a spec's product from its axis values: a dict per axis (its
+    steps as JSON), so the cost is the axes' lengths, not the number of points."""
+
+    def __init__(self, axes: tuple[Axis, ...]) -> None:
+        self.axes = axes
+        self.steps = [{json.dumps(list(step), default=str): k for k, step in enumerate(a.values)} for a in axes]
+
+    def find(self, row: Mapping[str, Any]) -> int | None:
+        i = 0
+        for axis, steps in zip(self.axes, self.steps, strict=True):
+            k = steps.get(json.dumps([_plain(row.get(key)) for key in axis.keys], default=str))
+            if k is None:
+                return None
+            i = i * len(axis.values) + k
+        return i
+
+
+def _plain(v: Any) -> Any:
+    """A value read back from Parquet as the spec writes it (NumPy scalars as Python ones)."""
+    return v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v
+
+
 @dataclass(frozen=True)
 class Spec:
     """A validated sweep. ``points()`` lists the points as ``{axis key: value}`` dicts."""
@@ -113,14 +185,15 @@ class Spec:
     def axis_keys(self) -> list[str]:
         return [k for a in self.axes for k in a.keys]
 
-    def points(self) -> list[dict[str, Any]]:
-        out = []
-        for combo in itertools.product(*(a.values for a in self.axes)):
-            p: dict[str, Any] = {}
-            for axis, values in zip(self.axes, combo, strict=True):
-                p.update(zip(axis.keys, values, strict=True))
-            out.append(p)
-        return out
+    @property
+    def count(self) -> int:
+        """How many points the spec has: the product of the axes' lengths (nothing is built)."""
+        return math.prod(len(a.values) for a in self.axes)
+
+    def points(self) -> Points:
+        """The points, lazily: a sequence that builds each ``{axis key: value}`` dict when asked for
+        it, so a million-point spec costs the axes' values, not a million dicts."""
+        return Points(self.axes)
 
     def base(self) -> dict[str, Any]:
         """What every point shares (the resume check compares it)."""
@@ -544,10 +617,6 @@ def run_point(task: Task) -> dict[str, Any]:
     return out
 
 
-def _tasks(spec: Spec, points: list[dict[str, Any]]) -> list[Task]:
-    return [Task(spec.simulator, spec.config, spec.set, spec.workload, spec.keep, tuple(p.items())) for p in points]
-
-
 def _probed_steps(axis: Axis) -> list[tuple[Any, ...]]:
     """The steps of ``axis`` that validation layers on the base: every step of an axis holding a
     string or a boolean (each may name something unknown), but only the ends and the extremes of a
@@ -646,13 +715,11 @@ def _probe_platform_workload(workload: dict[str, Any]) -> None:
 # Results: Parquet parts while running, one Parquet file at the end
 
 
-def _point_key(p: Mapping[str, Any], keys: list[str]) -> str:
-    return json.dumps([p.get(k) for k in keys], default=str)
-
-
 class _Store:
     """The parts directory of a sweep being run: ``spec.json`` and ``part-NNNNN.parquet`` files, each
-    written under a temporary name and renamed, so a part is either whole or absent."""
+    written under a temporary name and renamed, so a part is either whole or absent. Rows are held
+    only until the next part is written, and the final table is merged from the parts a range of
+    points at a time, so memory is bounded by a part and a range, not by the number of points."""
 
     def __init__(self, out: Path, spec: Spec, save_every: float | None = None) -> None:
         self.save_every = FLUSH_SECONDS if save_every is None else save_every
@@ -663,16 +730,20 @@ class _Store:
         self.last = time.monotonic()
         self.nparts = 0
 
-    def start(self, resume: bool, force: bool) -> list[dict[str, Any]]:
-        """Prepares the directory; returns the rows already done (when resuming)."""
-        rows: list[dict[str, Any]] = []
+    def start(self, resume: bool, force: bool, done: bytearray) -> int:
+        """Prepares the directory. When resuming, every saved row that succeeded and is a point of
+        the spec is marked in ``done`` (by its position) and kept, renumbered, in new parts; returns
+        how many points are done."""
+        sources: list[Path] = []
         if resume:
             if self.out.exists():
-                rows += _load_rows(self.out, self.spec, "the finished table")
+                sources.append(self.out)
             if self.dir.exists():
-                for part in sorted(self.dir.glob("part-*.parquet")):
-                    rows += _load_rows(part, self.spec, "its saved results")
-                    self.nparts = max(self.nparts, int(part.stem.split("-")[1]))
+                parts = sorted(self.dir.glob("part-*.parquet"))
+                sources += parts
+                self.nparts = max((int(part.stem.split("-")[1]) for part in parts), default=0)
+            for src in sources:  # every check before anything is written
+                _check_saved(src, self.spec, "the finished table" if src == self.out else "its saved results")
         else:
             if (self.out.exists() or self.dir.exists()) and not force:
                 what = self.out if self.out.exists() else self.dir
@@ -681,11 +752,28 @@ class _Store:
                 shutil.rmtree(self.dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "spec.json").write_text(self.spec.to_json())
-        return rows
+        ndone = 0
+        index = _PointIndex(self.spec.axes)
+        for src in sources:
+            for r in _saved_rows(src, "the finished table" if src == self.out else "its saved results"):
+                i = index.find(r)
+                # A failed point runs again; a point saved twice (a resume stopped while renumbering)
+                # is kept once.
+                if i is None or r.get("error") is not None or done[i]:
+                    continue
+                done[i] = 1
+                ndone += 1
+                self.add({**r, "point": i}, saving=False)
+        self.flush()
+        # The kept rows are in the new parts: only now are the old ones removed.
+        for src in sources:
+            if src != self.out:
+                src.unlink(missing_ok=True)
+        return ndone
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: dict[str, Any], saving: bool = True) -> None:
         self.buffer.append(row)
-        if len(self.buffer) >= FLUSH_ROWS or time.monotonic() - self.last >= self.save_every:
+        if len(self.buffer) >= FLUSH_ROWS or (saving and time.monotonic() - self.last >= self.save_every):
             self.flush()
 
     def flush(self) -> None:
@@ -701,13 +789,15 @@ class _Store:
             pd.DataFrame.from_records(self.buffer).to_parquet(tmp, index=False)
         self.buffer = []
 
-    def finish(self, df: Any) -> None:
-        _write_table(df, self.out, self.spec)
+    def finish(self) -> None:
+        _merge_parts(sorted(self.dir.glob("part-*.parquet")), self.out, self.spec)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _load_rows(path: Path, spec: Spec, what: str) -> list[dict[str, Any]]:
-    import pandas as pd
+def _check_saved(path: Path, spec: Spec, what: str) -> None:
+    """Refuses a saved table or part that belongs to another sweep (its base differs, or it lacks an
+    axis); reads only the schema."""
+    import pyarrow.parquet as pq
 
     if path.suffix == ".parquet" and path.parent.name.endswith(".parts"):
         saved = path.parent / "spec.json"
@@ -726,13 +816,78 @@ def _load_rows(path: Path, spec: Spec, what: str) -> list[dict[str, Any]]:
                 raise SpecError(f"{spec.source}: '{diff}' differs from the sweep saved in {path}; "
                                 "resume with the same spec (axes may grow) or pass --force to start over")
     try:
-        df = pd.read_parquet(path)
+        columns = pq.read_schema(path).names
     except Exception as e:
         raise OSError(f"cannot read {what} in {path}: {e}") from None
-    missing = [k for k in spec.axis_keys if k not in df.columns]
+    missing = [k for k in spec.axis_keys if k not in columns]
     if missing:
         raise SpecError(f"{spec.source}: axis '{missing[0]}' is not a column of {path}; resume with the same axes")
-    return [{k: v for k, v in r.items() if not _is_missing(v)} for r in df.to_dict("records")]
+
+
+def _saved_rows(path: Path, what: str) -> Iterator[dict[str, Any]]:
+    """The rows of a saved table or part, a batch at a time (missing values left out)."""
+    import pyarrow.parquet as pq
+
+    try:
+        f = pq.ParquetFile(path)
+        for batch in f.iter_batches(batch_size=FLUSH_ROWS):
+            for r in batch.to_pylist():
+                yield {k: v for k, v in r.items() if not _is_missing(v)}
+    except OSError:
+        raise
+    except Exception as e:
+        raise OSError(f"cannot read {what} in {path}: {e}") from None
+
+
+# Points merged at once into the final table (one row group each).
+MERGE_ROWS = 65536
+
+
+def _merge_parts(parts: list[Path], out: Path, spec: Spec) -> None:
+    """Writes the final table from ``parts``: a row per point in the spec's order, columns ``point``,
+    the axes, the statistics (in the order they first appear) and ``error``. A range of
+    ``MERGE_ROWS`` points is read (the parts' statistics let Parquet skip the parts outside it),
+    sorted and written as one row group, so memory is bounded by the range."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    schemas = [pq.read_schema(p).remove_metadata() for p in parts]
+    unified = pa.unify_schemas(schemas, promote_options="permissive") if schemas else pa.schema([])
+    names = ["point", *spec.axis_keys]
+    stats = [n for n in unified.names if n not in (*names, "error")]
+    fields = [unified.field(n) if n in unified.names else pa.field(n, pa.int64()) for n in [*names, *stats]]
+    target = pa.schema([*fields, pa.field("error", pa.string())])
+    # pandas' description of the columns, as a DataFrame of the table would write it (``error`` in
+    # pandas' string dtype), so ``pd.read_parquet`` gives the frame ``run`` returns.
+    empty = target.empty_table().to_pandas().astype({"error": "string"})
+    pandas_meta = pa.Table.from_pandas(empty, preserve_index=False).schema.metadata or {}
+    target = target.with_metadata({**pandas_meta, META_KEY: spec.to_json().encode()})
+    n = spec.count
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    with _written(tmp, out):
+        with pq.ParquetWriter(tmp, target) as w:
+            if not parts:
+                w.write_table(target.empty_table())
+            data = ds.dataset([str(p) for p in parts], schema=unified, format="parquet") if parts else None
+            for a in range(0, n, MERGE_ROWS):
+                b = min(n, a + MERGE_ROWS)
+                assert data is not None
+                # One part read at a time (no read-ahead across the parts, which would hold many).
+                t = ds.Scanner.from_dataset(data, filter=(pc.field("point") >= a) & (pc.field("point") < b),
+                                            fragment_readahead=1, batch_readahead=1,
+                                            use_threads=False).to_table().sort_by("point")
+                if t.num_rows != b - a:
+                    raise RuntimeError(f"the saved results hold {t.num_rows} rows for points {a}..{b - 1}, "
+                                       f"not {b - a}; resume the sweep to run the missing ones")
+                cols = [t.column(f.name) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
+                        for f in target]
+                w.write_table(pa.Table.from_arrays([c.cast(f.type) for c, f in zip(cols, target, strict=True)],
+                                                   schema=target), row_group_size=MERGE_ROWS)
+                del t, cols
+                pa.default_memory_pool().release_unused()  # the range is written: give its memory back
 
 
 def _base_diff(saved: Mapping[str, Any], spec: Spec) -> str | None:
@@ -744,18 +899,6 @@ def _base_diff(saved: Mapping[str, Any], spec: Spec) -> str | None:
 
 def _is_missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _write_table(df: Any, out: Path, spec: Spec) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: spec.to_json().encode()})
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with _written(tmp, out):
-        pq.write_table(table, tmp)
 
 
 @contextlib.contextmanager
@@ -780,13 +923,16 @@ def read_meta(path: str | Path) -> dict[str, Any] | None:
 
 
 def read(path: str | Path):
-    """A result table as a pandas DataFrame."""
+    """A result table as a pandas DataFrame (``error`` as pandas' string dtype, missing: NA)."""
     import pandas as pd
 
-    return pd.read_parquet(path)
+    df = pd.read_parquet(path)
+    if "error" in df.columns:
+        df["error"] = df["error"].astype("string")
+    return df
 
 
-def _table(spec: Spec, points: list[dict[str, Any]], rows: dict[int, dict[str, Any]]):
+def _table(spec: Spec, rows: dict[int, dict[str, Any]]):
     import pandas as pd
 
     ordered = [rows[i] for i in sorted(rows)]
@@ -816,13 +962,18 @@ def run(
     force: bool = False,
     progress: Callable[[int, int, int], None] | None = None,
     save_every: float | None = None,
+    table: bool = True,
 ):
     """Runs every point of ``spec`` and returns the result table (a DataFrame, a row per point in
     the spec's order). With ``out`` the table is also written there as Parquet, saving points as
     they finish (see the module's doc). ``cluster`` (an address or a ``dask.distributed.Client``)
     runs the points on Dask; else ``workers`` local processes (every core by default; 1 runs them in
     this process). ``progress(done, failed, total)`` is called after each point. Finished points are
-    saved at least every ``save_every`` seconds (default 2; 0 saves each point as it finishes)."""
+    saved at least every ``save_every`` seconds (default 2; 0 saves each point as it finishes).
+
+    With ``out`` and ``table=False`` the table is only written, not returned (a million-point sweep
+    then holds a bit per point, not its rows): the return value is ``{"points", "failed",
+    "first_error": (point, message) or None}``."""
     if save_every is not None and not 0 <= save_every <= 3600:
         raise ValueError(f"save_every must be between 0 and 3600 seconds, got {save_every!r}")
     s = load_spec(spec)
@@ -834,61 +985,93 @@ def run(
     out.parent.mkdir(parents=True, exist_ok=True)
     # Two sweeps never write one table (and its parts) at once: the second is refused at once.
     with output_lock(out):
-        return _run(s, out, cluster, workers, executor, resume, force, progress, save_every)
+        return _run(s, out, cluster, workers, executor, resume, force, progress, save_every, table)
 
 
 def _run(s: Spec, out: Path | None, cluster: Any, workers: int | None, executor: Executor | None, resume: bool,
-         force: bool, progress: Callable[[int, int, int], None] | None, save_every: float | None):
+         force: bool, progress: Callable[[int, int, int], None] | None, save_every: float | None,
+         table: bool = True):
     points = s.points()
-    keys = s.axis_keys
+    n = len(points)
     store = _Store(out, s, save_every) if out is not None else None
+    # With an output, finished rows go to the parts and only a bit per point stays here; without one
+    # the rows are the returned table and stay in memory.
+    done_mask = bytearray(n) if store is not None else bytearray()
     rows: dict[int, dict[str, Any]] = {}
-    if store is not None:
-        index = {_point_key(p, keys): i for i, p in enumerate(points)}
-        for r in store.start(resume, force):
-            i = index.get(_point_key(r, keys))
-            if i is not None and r.get("error") is None:
-                rows[i] = {**r, "point": i}
-    todo = [i for i in range(len(points)) if i not in rows]
-    tasks = _tasks(s, [points[i] for i in todo])
-    done = len(rows)
+    done = store.start(resume, force, done_mask) if store is not None else 0
+    # Position in the task stream -> point: entries live only while their task is in flight.
+    position: dict[int, int] = {}
+
+    def todo() -> Iterator[Task]:
+        k = 0
+        for i, p in enumerate(points):
+            if store is not None and done_mask[i]:
+                continue
+            position[k] = i
+            k += 1
+            yield Task(s.simulator, s.config, s.set, s.workload, s.keep, tuple(p.items()))
+
+    tasks = _Stream(todo(), n - done)
     failed = 0
+    first_error: tuple[int, str] | None = None
     if progress is not None:
-        progress(done, failed, len(points))
+        progress(done, failed, n)
     own = executor is None
     ex = executor or make_executor(cluster, workers)
     try:
         for o in ex.imap(run_point, tasks):
-            i = todo[o.index]
+            i = position.pop(o.index)
             row: dict[str, Any] = {"point": i, **points[i]}
             if o.ok:
                 row.update({k: v for k, v in o.value.items() if k not in row})
             else:
                 row["error"] = o.error
                 failed += 1
-            rows[i] = row
+                if first_error is None or i < first_error[0]:
+                    first_error = (i, o.error)
             done += 1
             if store is not None:
                 store.add(row)
+            else:
+                rows[i] = row
             if progress is not None:
-                progress(done, failed, len(points))
+                progress(done, failed, n)
     except KeyboardInterrupt:
         if store is not None:
             store.flush()
-        raise SweepInterrupted(done, len(points), store.dir if store is not None else None) from None
+        raise SweepInterrupted(done, n, store.dir if store is not None else None) from None
     except Exception as e:
         # The executor broke (a point's own error is an outcome, not an exception): keep what finished.
         if store is not None:
             store.flush()
-        raise SweepBroken(_executor_failure(e), done, len(points), store.dir if store is not None else None) from e
+        raise SweepBroken(_executor_failure(e), done, n, store.dir if store is not None else None) from e
     finally:
         if own:
             ex.close()
-    df = _table(s, points, rows)
-    if store is not None:
-        store.flush()
-        store.finish(df)
-    return df
+    if store is None:
+        return _table(s, rows)
+    store.flush()
+    store.finish()
+    if table:
+        return read(out)  # type: ignore[arg-type]
+    return {"points": n, "failed": failed, "first_error": first_error}
+
+
+class _Stream(Sequence[Task]):
+    """Tasks made as the executor asks for them, with their count known up front (executors take
+    sequences; only ``len`` and one pass of iteration are used)."""
+
+    def __init__(self, it: Iterator[Task], n: int) -> None:
+        self._it, self._n = it, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Task]:
+        return self._it
+
+    def __getitem__(self, i: Any) -> Any:
+        raise TypeError("the tasks of a sweep are made as they run: iterate, do not index")
 
 
 def _sorted(values: list[Any]) -> list[Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 import typer
@@ -22,6 +22,9 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from movelab._util import atomic_path, check_output_dir, fail, lit
+
+if TYPE_CHECKING:
+    from movelab.sweep import Spec
 
 console = Console()
 err_console = Console(stderr=True)
@@ -71,12 +74,7 @@ def run_cmd(
         _fail(str(e))
     points = s.points()
     if dry_run:
-        # Plain aligned text, never truncated, so it can be read or piped whatever the terminal's width.
-        typer.echo(f"{s.name}: {len(points)} points of {s.simulator} on {s.config}")
-        cells = [["point", *s.axis_keys]] + [[str(i), *[str(p[k]) for k in s.axis_keys]] for i, p in enumerate(points)]
-        widths = [max(len(r[c]) for r in cells) for c in range(len(cells[0]))]
-        for r in cells:
-            typer.echo("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+        _dry_run(s)
         return
     if out is None:
         _fail("say where the results go: --out FILE.parquet")
@@ -109,20 +107,51 @@ def run_cmd(
             def update(done: int, failed: int, total: int) -> None:
                 prog.update(task, completed=done, failed=failed)
 
-            df = sweep.run(s, out, executor=ex, resume=resume, force=force, progress=update,
-                           save_every=save_every)
+            res = sweep.run(s, out, executor=ex, resume=resume, force=force, progress=update,
+                            save_every=save_every, table=False)
     except sweep.SweepInterrupted as e:
         err_console.print(f"[yellow]interrupted:[/yellow] {e.done} of {e.total} points saved in {lit(e.parts)}; "
                           f"run the same command with --resume to finish")
         raise typer.Exit(130) from None
     except (sweep.SpecError, FileExistsError, OSError, RuntimeError) as e:
         _fail(str(e))
-    nfail = int(df["error"].notna().sum())
-    console.print(f"{len(df)} points ({nfail} failed) written to {lit(out)}")
+    nfail = res["failed"]
+    console.print(f"{res['points']} points ({nfail} failed) written to {lit(out)}")
     if nfail:
-        first = df[df["error"].notna()].iloc[0]
-        console.print(f"[red]point {first['point']}:[/red] {lit(first['error'])}")
+        point, error = res["first_error"]
+        console.print(f"[red]point {point}:[/red] {lit(error)}")
         raise typer.Exit(1)  # a finding: the table is written, some points failed
+
+
+def _dry_run(s: Spec) -> None:
+    """The count, then every point, one line each as it is made (never the whole list in memory).
+    Plain aligned text, never truncated, so it can be read or piped whatever the terminal's width:
+    the columns are as wide as the axes' longest values."""
+    import sys
+
+    points = s.points()
+    typer.echo(f"{s.name}: {len(points)} points of {s.simulator} on {s.config}")
+    widths = [len(str(max(len(points) - 1, 0))), *(0 for _ in s.axis_keys)]
+    widths[0] = max(widths[0], len("point"))
+    col = 1
+    for a in s.axes:
+        for k, key in enumerate(a.keys):
+            widths[col] = max([len(key), *(len(str(step[k])) for step in a.values)])
+            col += 1
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(cells, widths, strict=True)).rstrip() + "\n"
+
+    write = sys.stdout.write
+    try:
+        write(line(["point", *s.axis_keys]))
+        for i, p in enumerate(points):
+            write(line([str(i), *[str(p[k]) for k in s.axis_keys]]))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `... --dry-run | head`: the reader has seen enough
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 @app.command("show")

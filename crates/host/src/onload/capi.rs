@@ -38,6 +38,9 @@ pub struct MovelabUdpCompletion {
     pub src_port: u16,
     /// 1 when the payload was written, 0 when the delivery failed (len is then 0).
     pub ok: u8,
+    /// 1 when the buffer was smaller than the payload: its first `len` bytes were written and
+    /// the rest discarded (the kernel's MSG_TRUNC). Fills what was padding before.
+    pub truncated: u8,
     pub arrival_ns: u64,
 }
 
@@ -286,6 +289,7 @@ pub unsafe extern "C" fn movelab_udp_recv(
                         src_ip: u32::from(*c.from.ip()),
                         src_port: c.from.port(),
                         ok: c.ok as u8,
+                        truncated: (c.ok && c.datagram_len > c.len) as u8,
                         arrival_ns: c.arrival_ns,
                     }
                 };

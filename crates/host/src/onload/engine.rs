@@ -160,6 +160,8 @@ pub struct EngineStats {
     pub unbound_port: u64,
     /// No buffer posted on the socket (or pool exhausted): the application's buffer was full.
     pub no_buffer: u64,
+    /// Datagrams delivered cut short: the posted buffer was smaller than the payload (counted
+    /// in `delivered` too, not a drop).
     pub too_small: u64,
     pub faults: u64,
     /// Wake-up system calls made for sleeping receivers.
@@ -183,7 +185,6 @@ impl EngineStats {
             + self.bad_udp_checksum
             + self.unbound_port
             + self.no_buffer
-            + self.too_small
             + self.faults
     }
     fn count(&mut self, r: Reject) {
@@ -440,9 +441,6 @@ impl Drop for OnloadEngine {
 /// The engine thread's table entry for a bound port.
 struct Entry {
     sock: Arc<SockState>,
-    /// A posted buffer taken from the ring but too small for the last datagram: kept for the
-    /// next one instead of being reordered behind later posts.
-    held: Option<crate::onload::socket::Posted>,
     touched: bool,
     tx_touched: bool,
 }
@@ -532,7 +530,6 @@ impl Worker {
                 Some(e) if Arc::ptr_eq(&e.sock, s) => e,
                 _ => Entry {
                     sock: s.clone(),
-                    held: None,
                     touched: false,
                     tx_touched: false,
                 },
@@ -541,8 +538,8 @@ impl Worker {
             self.ports[*port as usize] = self.entries.len() as u16;
         }
         drop(table);
-        // Entries of unbound sockets (and their held buffers) are dropped here, before the
-        // unbinding thread is told the engine let go.
+        // Entries of unbound sockets are dropped here, before the unbinding thread is told the
+        // engine let go.
         drop(old);
         self.seen = g;
         self.shared.seen_gen.store(g, Ordering::Release);
@@ -629,23 +626,25 @@ impl Worker {
         let at = idx as usize - 1;
         let e = &mut self.entries[at];
         let s = &e.sock;
-        let Some(p) = e.held.take().or_else(|| s.posted.pop()) else {
+        let Some(p) = s.posted.pop() else {
             self.stats.no_buffer += 1;
             s.counters.no_buffer.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        if d.payload_len > p.cap {
-            e.held = Some(p);
+        // A buffer smaller than the payload takes its first `cap` bytes and the completion says
+        // the datagram was cut short, as the kernel's recvmsg does (MSG_TRUNC); the rest is
+        // discarded. The buffer is used up either way, so later datagrams go to later buffers.
+        let n = d.payload_len.min(p.cap);
+        if n < d.payload_len {
             self.stats.too_small += 1;
             s.counters.too_small.fetch_add(1, Ordering::Relaxed);
-            return;
         }
-        let payload = &f[d.payload_offset..d.payload_offset + d.payload_len];
+        let payload = &f[d.payload_offset..d.payload_offset + n];
         let ok = match s.access {
             Access::Registered => {
                 // SAFETY: the application posted [addr, addr + cap) for the engine to write
                 // until this completion (post_raw's contract; the safe API owns the buffer),
-                // and payload_len <= cap.
+                // and payload.len() <= cap.
                 unsafe {
                     if self.shared.config.push {
                         kernel::copy(p.addr as *mut u8, payload.as_ptr(), payload.len());
@@ -664,6 +663,7 @@ impl Worker {
         let c = RxCompletion {
             tag: p.tag,
             len: if ok { payload.len() } else { 0 },
+            datagram_len: d.payload_len,
             from: d.src,
             arrival_ns,
             ok,

@@ -46,6 +46,9 @@ pub struct RxCompletion {
     pub tag: u64,
     /// Payload bytes written at the start of the buffer.
     pub len: usize,
+    /// The datagram's whole payload length: more than `len` when the buffer was too small and
+    /// the payload was cut short (the kernel's MSG_TRUNC); the rest is discarded.
+    pub datagram_len: usize,
     /// Sender's address and port.
     pub from: SocketAddrV4,
     /// When the frame reached the host ([`crate::sys::now_ns`] clock).
@@ -93,7 +96,8 @@ pub struct SocketStats {
     pub delivered_bytes: u64,
     /// Datagrams dropped because no buffer was posted (the application's buffer was full).
     pub no_buffer: u64,
-    /// Datagrams dropped because the next posted buffer was smaller than the payload.
+    /// Datagrams delivered cut short because their buffer was smaller than the payload (also
+    /// counted in `delivered`; the completion's `datagram_len` exceeds its `len`).
     pub too_small: u64,
     /// Deliveries that failed writing the buffer (process_vm_writev errors).
     pub faults: u64,
@@ -123,9 +127,18 @@ pub struct Datagram {
     pub buf: Option<Vec<u8>>,
     pub tag: u64,
     pub len: usize,
+    /// The datagram's whole payload length (more than `len` when it was cut short).
+    pub datagram_len: usize,
     pub from: SocketAddrV4,
     pub arrival_ns: u64,
     pub ok: bool,
+}
+
+impl Datagram {
+    /// True when the buffer was smaller than the payload and the datagram was cut short.
+    pub fn truncated(&self) -> bool {
+        self.ok && self.datagram_len > self.len
+    }
 }
 
 impl Datagram {
@@ -303,6 +316,7 @@ impl OnloadSocket {
             buf,
             tag: c.tag,
             len: c.len,
+            datagram_len: c.datagram_len,
             from: c.from,
             arrival_ns: c.arrival_ns,
             ok: c.ok,

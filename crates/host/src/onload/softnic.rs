@@ -128,6 +128,8 @@ pub struct HostDatagram {
     pub port: u16,
     pub buf: Vec<u8>,
     pub len: usize,
+    /// The datagram's whole payload length (more than `len` when the buffer was too small).
+    pub datagram_len: usize,
     pub from: SocketAddrV4,
     pub arrival_ns: u64,
 }
@@ -138,6 +140,7 @@ pub struct HostStats {
     pub delivered: u64,
     pub unbound_port: u64,
     pub no_buffer: u64,
+    /// Datagrams delivered cut short into a buffer smaller than the payload (also in `delivered`).
     pub too_small: u64,
 }
 
@@ -216,18 +219,19 @@ impl SoftnicHost {
             self.stats.no_buffer += 1;
             return None;
         };
-        if buf.len() < d.payload_len {
-            q.push_front(buf);
+        // As the onload path and the kernel: a buffer smaller than the payload takes its first
+        // bytes and the datagram is flagged as cut short.
+        let n = d.payload_len.min(buf.len());
+        if n < d.payload_len {
             self.stats.too_small += 1;
-            return None;
         }
-        buf[..d.payload_len]
-            .copy_from_slice(&f[d.payload_offset..d.payload_offset + d.payload_len]);
+        buf[..n].copy_from_slice(&f[d.payload_offset..d.payload_offset + n]);
         self.stats.delivered += 1;
         Some(HostDatagram {
             port: d.dst.port(),
             buf,
-            len: d.payload_len,
+            len: n,
+            datagram_len: d.payload_len,
             from: d.src,
             arrival_ns: r.arrival_ns,
         })

@@ -152,23 +152,25 @@ fn run_case(c: &Case) {
     h.go();
     let n = c.frames.len() as u64;
     wait_until("the replay", || h.finished() && eng.stats().frames == n);
-    // The model: per socket, a queue of posted sizes; a too-small head stays at the head.
+    // The model: per socket, a queue of posted sizes; each datagram takes the head buffer, and
+    // a buffer smaller than the payload gets the payload's first bytes (flagged truncated).
     let mut queues: Vec<std::collections::VecDeque<usize>> = c
         .posted
         .iter()
         .map(|v| v.iter().copied().collect())
         .collect();
-    let mut want: Vec<Vec<(u64, usize, usize)>> = vec![Vec::new(); 3];
+    let mut want: Vec<Vec<(u64, usize, usize, usize)>> = vec![Vec::new(); 3];
     let mut counts: HashMap<&str, u64> = HashMap::new();
     for (i, &(k, p, len)) in c.frames.iter().enumerate() {
         let key = match k {
             Kind::Good if p == 3 => "unbound",
-            Kind::Good => match queues[p].front() {
+            Kind::Good => match queues[p].pop_front() {
                 None => "no_buffer",
-                Some(&cap) if cap < len => "too_small",
-                Some(&cap) => {
-                    queues[p].pop_front();
-                    want[p].push((i as u64, len, cap));
+                Some(cap) => {
+                    if cap < len {
+                        *counts.entry("too_small").or_default() += 1;
+                    }
+                    want[p].push((i as u64, len.min(cap), len, cap));
                     "delivered"
                 }
             },
@@ -182,6 +184,8 @@ fn run_case(c: &Case) {
     }
     let st = eng.stats();
     let got = |k: &str| counts.get(k).copied().unwrap_or(0);
+    // Every frame is either delivered (whole or cut short) or dropped, once.
+    assert_eq!(st.delivered + st.dropped(), st.frames, "{st:?}");
     assert_eq!(st.delivered, got("delivered"), "{st:?}");
     assert_eq!(st.unbound_port, got("unbound"));
     assert_eq!(st.no_buffer, got("no_buffer"));
@@ -196,6 +200,7 @@ fn run_case(c: &Case) {
         let mut delivered = Vec::new();
         while let Some(d) = s.try_recv() {
             assert!(d.ok);
+            let truncated = d.truncated();
             let buf = d.buf.expect("owned buffer returned");
             let seq = want[p][delivered.len()].0;
             assert!(
@@ -205,7 +210,8 @@ fn run_case(c: &Case) {
             // Bytes beyond the payload are untouched.
             assert!(buf[d.len..].iter().all(|&b| b == 0xEE));
             assert_eq!(d.from, SocketAddrV4::new(PEER, 40_000));
-            delivered.push((seq, d.len, buf.len()));
+            assert_eq!(truncated, d.datagram_len > d.len);
+            delivered.push((seq, d.len, d.datagram_len, buf.len()));
         }
         assert_eq!(delivered, want[p], "socket {p}");
     }
@@ -219,6 +225,37 @@ proptest! {
     fn random_frame_streams_match_the_model(c in case()) {
         run_case(&c);
     }
+}
+
+/// A posted buffer smaller than the datagram takes the payload's first bytes and is handed back
+/// flagged as truncated; it never blocks the buffers posted after it.
+#[test]
+fn a_too_small_buffer_truncates_and_never_blocks_later_buffers() {
+    let good = |n: usize, len: usize| vec![(Kind::Good, 0usize, len); n];
+    // The audit's case: one 1-byte buffer then five of 2048 B, a hundred 64-byte datagrams.
+    let mut one_then_five = vec![1];
+    one_then_five.extend([2048; 5]);
+    run_case(&Case {
+        frames: good(100, 64),
+        posted: vec![one_then_five, vec![], vec![]],
+    });
+    // Several small buffers in a row, then good ones, small ones again.
+    run_case(&Case {
+        frames: good(12, 64),
+        posted: vec![vec![1, 3, 8, 63, 64, 2048, 9, 2048], vec![], vec![]],
+    });
+    // Mixed payload and buffer sizes on two sockets.
+    let frames: Vec<_> = (0..40)
+        .map(|i| (Kind::Good, i % 2, [10, 64, 700, 1472][i % 4]))
+        .collect();
+    run_case(&Case {
+        frames,
+        posted: vec![
+            vec![1472, 9, 700, 64, 699, 1, 2048, 65, 1471, 10],
+            vec![64, 1, 1472, 1472, 63, 2, 701, 8, 9],
+            vec![],
+        ],
+    });
 }
 
 #[test]

@@ -1,0 +1,82 @@
+"""Every object that owns a thread belongs to the process that made it: in a child after ``fork()``
+using it fails at once with RuntimeError (never a hang on a thread that exists only in the parent),
+closing it only lets go, and a plain ``sys.exit`` in the child returns. The copy engine and the
+onload engine have their own tests (test_host_hardening.py, test_host_onload_fork.py); here: the
+local process pool of sweeps and reproductions, and an IPC connection."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+LIMIT = 90
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=LIMIT)
+
+
+def test_a_local_pool_in_a_forked_child_fails_at_once_and_the_parent_keeps_it() -> None:
+    r = _run("""
+        import os, sys
+        from movelab.executor import LocalExecutor
+        ex = LocalExecutor(2)
+        print("before", sorted(o.value for o in ex.imap(abs, [-1, -2, -3])), flush=True)  # the pool runs
+        pid = os.fork()
+        if pid == 0:
+            try:
+                list(ex.imap(abs, [-4, -5]))
+                code = 3
+            except RuntimeError as e:
+                code = 0 if "forked child" in str(e) and "new executor" in str(e) else 4
+            ex.close()                          # lets go of the parent's pool
+            sys.exit(code)                      # a plain exit: finalizers run in the child
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status), flush=True)
+        print("parent", sorted(o.value for o in ex.imap(abs, [-6, -7])), flush=True)
+        ex.close()
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "before [1, 2, 3]" in r.stdout and "child 0" in r.stdout and "parent [6, 7]" in r.stdout, \
+        r.stdout + r.stderr
+
+
+def test_an_ipc_connection_in_a_forked_child_fails_at_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    r = _run(f"""
+        import os, sys, threading
+        from movelab.host import ipc
+        path = {str(tmp_path / "x.sock")!r}
+        lst = ipc.listen(path)
+        got = {{}}
+        t = threading.Thread(target=lambda: got.update(c=lst.accept(timeout=10)))
+        t.start()
+        c = ipc.connect(path)
+        t.join()
+        server = got["c"]
+        pid = os.fork()
+        if pid == 0:
+            bad = []
+            for name, call in {{"write": lambda: c.write(b"hi", timeout=1),
+                               "iread": lambda: c.iread(bytearray(2))}}.items():
+                try:
+                    call()
+                    bad.append(name + ": no error")
+                except ConnectionError as e:     # IPC's refusal: an OSError naming the fork
+                    if "forked process" not in str(e) or "connect again" not in str(e):
+                        bad.append(name + ": " + str(e))
+            print("child", bad, flush=True)
+            c.close()
+            sys.exit(0 if not bad else 5)
+        _, status = os.waitpid(pid, 0)
+        print("exit", os.waitstatus_to_exitcode(status), flush=True)
+        buf = bytearray(2)
+        done = server.iread(buf)
+        c.write(b"ok", timeout=10)             # the parent's connection is untouched
+        server.wait(done, timeout=10)
+        print("parent", bytes(buf), flush=True)
+        c.close(); server.close(); lst.close()
+    """)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "exit 0" in r.stdout and "parent b'ok'" in r.stdout, r.stdout + r.stderr
