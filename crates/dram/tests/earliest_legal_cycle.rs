@@ -945,7 +945,19 @@ fn lpddr5_8b_every_rule_row_at_its_earliest_cycle() {
 fn hbm3_every_rule_row_at_its_earliest_cycle() {
     let s = setup("HBM3-6400/HBM3-8Gb-PC", 1, &[]);
     let t = |n: &str| s.t(n);
-    shared_rows(&s, ("nRCDRD", "nRCDWR"), ("nRRD_S", t("nRRD_S")));
+    hbm_rows(&s);
+    // nFAW binds beyond 4 x nRRD_S.
+    let rrd = t("nRRD_S");
+    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
+    s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), t("nFAW"));
+    hbm_other_sid("HBM3-6400/HBM3-8Gb-PC", 3);
+}
+
+/// The rows HBM3 and HBM4 share: the other standards' rows at their values (split nRCDRD /
+/// nRCDWR), the read-to-write turnaround nRTW, precharge all, and per-bank refresh rank-wide.
+fn hbm_rows(s: &Setup) {
+    let t = |n: &str| s.t(n);
+    shared_rows(s, ("nRCDRD", "nRCDWR"), ("nRRD_S", t("nRRD_S")));
     let (a, other_group) = ((0, 0), (1, 0));
     let (rcdrd, ras, rp) = (t("nRCDRD"), t("nRAS"), t("nRP"));
     let p = [cmd(0, Act, a), cmd(rcdrd, Rd, a)];
@@ -959,12 +971,7 @@ fn hbm3_every_rule_row_at_its_earliest_cycle() {
         cmd(0, Refpb, other_group),
         ras + rp,
     );
-    hbm_per_bank_rank_rows(&s);
-    // nFAW binds beyond 4 x nRRD_S.
-    let rrd = t("nRRD_S");
-    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
-    s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), t("nFAW"));
-    hbm3_other_sid(a, rcdrd);
+    hbm_per_bank_rank_rows(s);
 }
 
 /// HBM's per-bank refresh, rank-wide (JESD235 / JESD238 as DRAMSys and Ramulator 2 list them):
@@ -998,16 +1005,18 @@ fn hbm_per_bank_rank_rows(s: &Setup) {
     );
 }
 
-/// HBM3's other SID (a movelab rank): RD -> RD nCCD_R = nBL + nRTRS.
-fn hbm3_other_sid(a: (u32, u32), rcdrd: u64) {
-    let s2 = setup("HBM3-6400/HBM3-8Gb-PC", 2, &[]);
+/// HBM's other SID (a movelab rank): RD -> RD nCCD_R = nBL + nRTRS (`ccd_r` in the bin).
+fn hbm_other_sid(preset: &str, ccd_r: u64) {
+    let s2 = setup(preset, 2, &[]);
+    let a = (0, 0);
+    let rcdrd = s2.t("nRCDRD");
     let p = [
         cmd(0, Act, a),
         on_rank(cmd(1, Act, a), 1),
         cmd(rcdrd + 1, Rd, a),
     ];
     let e = rcdrd + 1 + s2.t("nBL") + s2.t("nRTRS");
-    assert_eq!(s2.t("nBL") + s2.t("nRTRS"), 3, "nCCD_R");
+    assert_eq!(s2.t("nBL") + s2.t("nRTRS"), ccd_r, "nCCD_R");
     s2.case(
         "RD -> RD other SID",
         "nBL+nRTRS",
@@ -1444,21 +1453,8 @@ fn gddr7_has_no_per_bank_refresh_here() {
 fn hbm4_every_rule_row_at_its_earliest_cycle() {
     let s = setup("HBM4-8000/HBM4-32Gb-8Hi-PC", 1, &[]);
     let t = |n: &str| s.t(n);
-    shared_rows(&s, ("nRCDRD", "nRCDWR"), ("nRRD_S", t("nRRD_S")));
+    hbm_rows(&s);
     let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
-    let (rcdrd, ras, rp) = (t("nRCDRD"), t("nRAS"), t("nRP"));
-    let p = [cmd(0, Act, a), cmd(rcdrd, Rd, a)];
-    s.case("nRTW", "nRTW", &p, cmd(0, Wr, a), rcdrd + t("nRTW"));
-    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
-    s.case("PREA -> ACT", "nRP", &p, cmd(0, Act, other_group), ras + rp);
-    s.case(
-        "PREA -> REFPB",
-        "nRP",
-        &p,
-        cmd(0, Refpb, other_group),
-        ras + rp,
-    );
-    hbm_per_bank_rank_rows(&s);
     // HBM4: an ACT and a REFPB of one bank group are nRRD_L apart, both ways.
     let rrd_l = t("nRRD_L");
     assert!(rrd_l > t("nRRD_S"));
@@ -1494,19 +1490,5 @@ fn hbm4_every_rule_row_at_its_earliest_cycle() {
     assert!(t("nFAW") > 4 * rrd_l);
     s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 2)), t("nFAW"));
     // Another SID (a movelab rank): RD -> RD nCCD_R = nBL + nRTRS = nBL.
-    let s2 = setup("HBM4-8000/HBM4-32Gb-8Hi-PC", 2, &[]);
-    let p = [
-        cmd(0, Act, a),
-        on_rank(cmd(1, Act, a), 1),
-        cmd(rcdrd + 1, Rd, a),
-    ];
-    assert_eq!(s2.t("nBL") + s2.t("nRTRS"), 2, "nCCD_R");
-    let e = rcdrd + 1 + s2.t("nBL");
-    s2.case(
-        "RD -> RD other SID",
-        "nBL+nRTRS",
-        &p,
-        on_rank(cmd(0, Rd, a), 1),
-        e,
-    );
+    hbm_other_sid("HBM4-8000/HBM4-32Gb-8Hi-PC", 2);
 }
