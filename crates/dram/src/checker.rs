@@ -37,7 +37,7 @@
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
 //! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank (and at bank + 8 with 16 banks: a pair), nPBR2PBR to REFPB, nPBR2ACT to ACT |
 //! | LPDDR5 BG mode, BL32 | WR -> RD / TR same bank group: nCWL + nBL_max + nWTR_L (BL/n_max), when the bin gives nBL_max |
-//! | GDDR6 | the DDR4-like rules above with split nRCDRD / nRCDWR; all-bank refresh only (a REFPB is a protocol error) |
+//! | GDDR6 | the DDR4-like rules above with split nRCDRD / nRCDWR; REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_L |
 //! | GDDR7 | no bank groups (nCCD, nRRD, nWTR on the channel); same bank: column -> column nCCDSB, WR -> RD / TR(src) nCWL + nBL + nWTRSB; RD -> WR nRTW; nPPD; two-clock ACT, RD, WR (as DDR5); all-bank refresh only |
 //! | HBM2, HBM3, HBM4 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
 //! | HBM4 | ACT -> REFPB and REFPB -> ACT of another bank in the same bank group: nRRD_L |
@@ -324,6 +324,16 @@ impl Params {
                 } else {
                     None
                 },
+                pair: 0,
+            }),
+            // GDDR6 (JESD250 as Ramulator 2.1 lists it): tRREFD both ways between REFpb and
+            // REFpb / ACT, tRRD_L from an ACT to a REFpb of any other bank.
+            "GDDR6" => Some(PerBankRefresh {
+                rfcpb: get("nRFCpb")?,
+                pb2pb: ("nRREFD", get("nRREFD")?),
+                pb2act: ("nRREFD", get("nRREFD")?),
+                act2pb: Some(("nRRD_L", get("nRRD_L")?)),
+                group_pb: None,
                 pair: 0,
             }),
             _ => None,
@@ -1330,7 +1340,7 @@ impl Checker {
                     ctx.protocol(
                         "REFPB without per-bank refresh",
                         format!(
-                            "{} has no per-bank refresh (LPDDR5, HBM2, HBM3 and HBM4 do)",
+                            "{} has no per-bank refresh (LPDDR5, HBM2, HBM3, HBM4 and GDDR6 do)",
                             self.header.standard
                         ),
                     );

@@ -768,7 +768,7 @@ impl Config {
                 src,
                 "controller.refresh",
                 format!(
-                    "\"per-bank\" refresh needs a part with tRFCpb ({} has none; LPDDR5, HBM2, HBM3 and HBM4 parts do)",
+                    "\"per-bank\" refresh needs a part with tRFCpb ({} has none; LPDDR5, HBM2, HBM3, HBM4 and GDDR6 parts do)",
                     d.part
                 ),
             ));

@@ -228,7 +228,7 @@ fn same_bank_refresh_obeys_the_standard() {
 
 #[test]
 fn per_bank_refresh_obeys_the_standard() {
-    // LPDDR5 (BG mode with BL16 and BL32, 8B mode), HBM2, HBM3 and HBM4 with REFpb, both schedulers and
+    // LPDDR5 (BG mode with BL16 and BL32, 8B mode), HBM2, HBM3, HBM4 and GDDR6 with REFpb, both schedulers and
     // row policies, RowClone on, over several refresh intervals (every bank refreshed several
     // times).
     for preset in [
@@ -238,6 +238,7 @@ fn per_bank_refresh_obeys_the_standard() {
         "HBM2-2000/HBM2-8Gb-PC",
         "HBM3-6400/HBM3-8Gb-PC",
         "HBM4-8000/HBM4-32Gb-8Hi-PC",
+        "GDDR6-14000/GDDR6-8Gb-x16-CH",
     ] {
         for sched in ["frfcfs", "fcfs"] {
             for policy in ["open", "closed"] {
@@ -348,6 +349,7 @@ fn a_controller_that_refreshes_a_bank_too_early_is_caught() {
         "LPDDR5-6400/LPDDR5-8Gb-x16",
         "HBM3-6400/HBM3-8Gb-PC",
         "HBM4-8000/HBM4-32Gb-8Hi-PC",
+        "GDDR6-14000/GDDR6-8Gb-x16-CH",
     ] {
         let mut real = Config::preset(preset).unwrap();
         real.controller.refresh = "per-bank".into();

@@ -1338,11 +1338,50 @@ fn gddr6_every_rule_row_at_its_earliest_cycle() {
 }
 
 #[test]
-fn gddr6_has_no_per_bank_refresh_here() {
-    // Per-bank refresh is not modelled for GDDR6: the checker rejects a REFPB on a GDDR6 log.
+fn gddr6_per_bank_refresh_rows_at_their_earliest_cycle() {
+    // GDDR6's REFpb (Ramulator 2.1's gddr6.py list): at its bank the all-bank refresh rows with
+    // nRFCpb; on the channel nRREFD both ways between REFPB and REFPB / ACT of another bank, and
+    // nRRD_L from an ACT to a REFPB of another bank (in any bank group).
     let s = setup("GDDR6-14000/GDDR6-8Gb-x16-CH", 1, &[]);
-    let report = s.check(&[record(&cmd(0, Refpb, (0, 0)), 0)]);
-    assert!(!report.ok);
+    per_bank_rows(&s);
+    let t = |n: &str| s.t(n);
+    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    let rrefd = t("nRREFD");
+    let pb = [cmd(0, Refpb, a)];
+    s.case(
+        "REFPB -> REFPB",
+        "nRREFD",
+        &pb,
+        cmd(0, Refpb, other_group),
+        rrefd,
+    );
+    s.case(
+        "REFPB -> ACT",
+        "nRREFD",
+        &pb,
+        cmd(0, Act, same_group),
+        rrefd,
+    );
+    let rrd_l = t("nRRD_L");
+    assert!(rrd_l > t("nRRD_S"));
+    for b in [same_group, other_group] {
+        s.case(
+            "ACT -> REFPB",
+            "nRRD_L",
+            &[cmd(0, Act, a)],
+            cmd(0, Refpb, b),
+            rrd_l,
+        );
+    }
+    let (ras, rp) = (t("nRAS"), t("nRP"));
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case(
+        "PREA -> REFPB",
+        "nRP",
+        &p,
+        cmd(0, Refpb, other_group),
+        ras + rp,
+    );
 }
 
 #[test]
