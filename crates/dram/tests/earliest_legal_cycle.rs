@@ -419,7 +419,7 @@ fn hbm2_every_rule_row_at_its_earliest_cycle() {
     // Per-bank refresh (JESD235's single-bank refresh), at DRAMSys's HBM2 values.
     assert_eq!([s.t("nRFCpb"), s.t("nRREFD")], [96, 8]);
     per_bank_rows(&s);
-    hbm_per_bank_rank_rows(&s);
+    per_bank_rank_rows(&s, "nRRD_S");
     let t = |n: &str| s.t(n);
     let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
     let (rcdrd, rcdwr) = (t("nRCDRD"), t("nRCDWR"));
@@ -971,12 +971,13 @@ fn hbm_rows(s: &Setup) {
         cmd(0, Refpb, other_group),
         ras + rp,
     );
-    hbm_per_bank_rank_rows(s);
+    per_bank_rank_rows(s, "nRRD_S");
 }
 
 /// HBM's per-bank refresh, rank-wide (JESD235 / JESD238 as DRAMSys and Ramulator 2 list them):
-/// tRREFD both ways between REFPB and REFPB / ACT, tRRD_S from an ACT to a REFPB of another bank.
-fn hbm_per_bank_rank_rows(s: &Setup) {
+/// tRREFD both ways between REFPB and REFPB / ACT, tRRD_S from an ACT to a REFPB of another bank
+/// (`act2pb`: GDDR6 asks tRRD_L there).
+fn per_bank_rank_rows(s: &Setup, act2pb: &str) {
     let t = |n: &str| s.t(n);
     let (a, other_group) = ((0, 0), (1, 0));
     let pb = [cmd(0, Refpb, a)];
@@ -995,10 +996,10 @@ fn hbm_per_bank_rank_rows(s: &Setup) {
         cmd(0, Act, other_group),
         rrefd,
     );
-    let e = t("nRRD_S");
+    let e = t(act2pb);
     s.case(
         "ACT -> REFPB",
-        "nRRD_S",
+        act2pb,
         &[cmd(0, Act, a)],
         cmd(0, Refpb, other_group),
         e,
@@ -1345,34 +1346,19 @@ fn gddr6_per_bank_refresh_rows_at_their_earliest_cycle() {
     let s = setup("GDDR6-14000/GDDR6-8Gb-x16-CH", 1, &[]);
     per_bank_rows(&s);
     let t = |n: &str| s.t(n);
+    per_bank_rank_rows(&s, "nRRD_L");
     let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
-    let rrefd = t("nRREFD");
-    let pb = [cmd(0, Refpb, a)];
-    s.case(
-        "REFPB -> REFPB",
-        "nRREFD",
-        &pb,
-        cmd(0, Refpb, other_group),
-        rrefd,
-    );
-    s.case(
-        "REFPB -> ACT",
-        "nRREFD",
-        &pb,
-        cmd(0, Act, same_group),
-        rrefd,
-    );
     let rrd_l = t("nRRD_L");
     assert!(rrd_l > t("nRRD_S"));
-    for b in [same_group, other_group] {
-        s.case(
-            "ACT -> REFPB",
-            "nRRD_L",
-            &[cmd(0, Act, a)],
-            cmd(0, Refpb, b),
-            rrd_l,
-        );
-    }
+    // In the same bank group too (another group: per_bank_rank_rows).
+    let p = [cmd(0, Act, a)];
+    s.case(
+        "ACT -> REFPB",
+        "nRRD_L",
+        &p,
+        cmd(0, Refpb, same_group),
+        rrd_l,
+    );
     let (ras, rp) = (t("nRAS"), t("nRP"));
     let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
     s.case(
