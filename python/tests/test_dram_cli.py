@@ -321,3 +321,18 @@ def test_hbm2_says_energy_is_not_available() -> None:
     out = cli("dram", "run", "hbm2-2000", "--generate", "random", "--count", "2000")
     assert "not available" in out and "HBM2-8Gb-PC" in out
     assert dram.simulate("ddr5-3200an", {"kind": "random", "count": 1000, "seed": 5}).stats["energy_available"]
+
+
+@pytest.mark.parametrize(("config", "speed", "part", "standard"),
+                         [("gddr7-28000", "GDDR7-28000", "GDDR7-16Gb-x8-CH", "GDDR7"),
+                          ("hbm4-8000", "HBM4-8000", "HBM4-32Gb-8Hi-PC", "HBM4")])
+def test_gddr7_and_hbm4_are_listed_run_and_report_energy_unavailable(config: str, speed: str, part: str,
+                                                                     standard: str) -> None:
+    p = json.loads(cli("dram", "presets", "--format", "json"))
+    assert speed in {s["name"] for s in p["speeds"]} and config in {c["name"] for c in p["configs"]}
+    parts = {s["name"]: s for s in p["parts"]}
+    assert parts[part]["standard"] == standard and speed in parts[part]["speeds"]
+    s = dram.simulate(config, {"kind": "random", "count": 2000, "seed": 3}).stats
+    assert s["reads"] + s["writes"] == 2000 and s["energy_available"] is False
+    out = cli("dram", "run", config, "--generate", "random", "--count", "1000")
+    assert "not available" in out and part in out

@@ -37,8 +37,10 @@
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
 //! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank (and at bank + 8 with 16 banks: a pair), nPBR2PBR to REFPB, nPBR2ACT to ACT |
 //! | LPDDR5 BG mode, BL32 | WR -> RD / TR same bank group: nCWL + nBL_max + nWTR_L (BL/n_max), when the bin gives nBL_max |
-//! | GDDR6 | the DDR4-like rules above with split nRCDRD / nRCDWR; all-bank refresh only (a REFPB is a protocol error) |
-//! | HBM2, HBM3 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
+//! | GDDR6 | the DDR4-like rules above with split nRCDRD / nRCDWR; REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_L |
+//! | GDDR7 | no bank groups (nCCD, nRRD, nWTR on the channel); same bank: column -> column nCCDSB, WR -> RD / TR(src) nCWL + nBL + nWTRSB; RD -> WR nRTW; nPPD; two-clock ACT, RD, WR (as DDR5); all-bank refresh only |
+//! | HBM2, HBM3, HBM4 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
+//! | HBM4 | ACT -> REFPB and REFPB -> ACT of another bank in the same bank group: nRRD_L |
 //! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
 //! | DDR5, HBM3 (RFM required) | RFM (all banks): every bank precharged, PRE / PREA / auto-precharge -> RFM nRP, REF -> RFM nRFC, REFSB -> RFM nRFCsb, REFPB -> RFM nRFCpb, RFM -> any command nRFM |
 //! | DDR5, HBM3 (RFM required) | per bank, a rolling accumulated ACT count (RAA): +1 per ACT / ACTC / ACTM, -RAAIMT per REF (REFSB / REFPB: at the banks they refresh) and per RFM, floored at 0; no activation of a bank whose count has reached RAAMMT |
@@ -184,6 +186,10 @@ struct Params {
     grouped: bool,
     /// DDR5: write to write in one bank group (tCCD_L_WR), when the standard has it.
     ccd_l_wr: Option<u64>,
+    /// GDDR7: column to column within one bank (tCCDSB) and write to read within one bank
+    /// (tWTRSB, counted like nWTR from the end of the write burst), when the standard has them.
+    ccd_sb: Option<u64>,
+    wtr_sb: Option<u64>,
     /// DDR5: precharge to precharge on a rank (tPPD).
     ppd: Option<u64>,
     /// DDR5: the write preamble added to the read-to-write turnaround (0 before DDR5).
@@ -223,6 +229,8 @@ struct PerBankRefresh {
     pb2act: (&'static str, u64),
     /// ACT -> REFPB of another bank (HBM3: tRRD_S; LPDDR5 lists none).
     act2pb: Option<(&'static str, u64)>,
+    /// HBM4: ACT -> REFPB and REFPB -> ACT of another bank in the same bank group (tRRD_L).
+    group_pb: Option<(&'static str, u64)>,
     /// A REFPB refreshes its bank and the one this many banks further on in the rank (LPDDR5
     /// with 16 banks: bank-group and 16-bank mode); 0: its bank alone.
     pair: u32,
@@ -301,13 +309,31 @@ impl Params {
                 pb2pb: ("nPBR2PBR", get("nPBR2PBR")?),
                 pb2act: ("nPBR2ACT", get("nPBR2ACT")?),
                 act2pb: None,
+                group_pb: None,
                 pair: if h.org.banks_per_rank() == 16 { 8 } else { 0 },
             }),
-            "HBM2" | "HBM3" => Some(PerBankRefresh {
+            // HBM4 (JESD270-4 as tabulated by Ramulator 2.1) adds tRRD_L between an ACT and a
+            // REFpb of the same bank group, both ways.
+            "HBM2" | "HBM3" | "HBM4" => Some(PerBankRefresh {
                 rfcpb: get("nRFCpb")?,
                 pb2pb: ("nRREFD", get("nRREFD")?),
                 pb2act: ("nRREFD", get("nRREFD")?),
                 act2pb: Some(("nRRD_S", get("nRRD_S")?)),
+                group_pb: if h.standard == "HBM4" {
+                    Some(("nRRD_L", get("nRRD_L")?))
+                } else {
+                    None
+                },
+                pair: 0,
+            }),
+            // GDDR6 (JESD250 as Ramulator 2.1 lists it): tRREFD both ways between REFpb and
+            // REFpb / ACT, tRRD_L from an ACT to a REFpb of any other bank.
+            "GDDR6" => Some(PerBankRefresh {
+                rfcpb: get("nRFCpb")?,
+                pb2pb: ("nRREFD", get("nRREFD")?),
+                pb2act: ("nRREFD", get("nRREFD")?),
+                act2pb: Some(("nRRD_L", get("nRRD_L")?)),
+                group_pb: None,
                 pair: 0,
             }),
             _ => None,
@@ -372,13 +398,16 @@ impl Params {
             rrd_l,
             grouped,
             ccd_l_wr: h.timing.get("nCCD_L_WR").copied(),
+            ccd_sb: h.timing.get("nCCDSB").copied(),
+            wtr_sb: h.timing.get("nWTRSB").copied(),
             ppd: h.timing.get("nPPD").copied(),
             wpre: h.timing.get("nWPRE").copied().unwrap_or(0),
             rfcsb: h.timing.get("nRFCsb").copied(),
             refsbrd: h.timing.get("nREFSBRD").copied().unwrap_or(0),
             two_clock: match h.standard.as_str() {
-                // JESD79-5 (Table 30 as cited by Ramulator 2): two-clock ACT, RD, RDA, WR, WRA.
-                "DDR5" => &[
+                // JESD79-5 (Table 30 as cited by Ramulator 2): two-clock ACT, RD, RDA, WR, WRA;
+                // GDDR7 likewise (JESD239 as coded by Ramulator 2.1: ACT, RD, WR two clocks).
+                "DDR5" | "GDDR7" => &[
                     CommandKind::Act,
                     CommandKind::Actc,
                     CommandKind::Actm,
@@ -426,6 +455,8 @@ impl Params {
             self.rrd_l.1.max(self.rrd_s.1),
             self.faw,
             self.ccd_l_wr.unwrap_or(0),
+            self.ccd_sb.unwrap_or(0),
+            self.cwl + self.bl + self.wtr_sb.unwrap_or(0),
             self.ppd.unwrap_or(0),
             self.rfcsb.unwrap_or(0),
             self.refsbrd,
@@ -434,6 +465,7 @@ impl Params {
                     .max(b.pb2pb.1)
                     .max(b.pb2act.1)
                     .max(b.act2pb.map_or(0, |a| a.1))
+                    .max(b.group_pb.map_or(0, |a| a.1))
             }),
         ]
         .into_iter()
@@ -1308,7 +1340,7 @@ impl Checker {
                     ctx.protocol(
                         "REFPB without per-bank refresh",
                         format!(
-                            "{} has no per-bank refresh (LPDDR5 and HBM3 do)",
+                            "{} has no per-bank refresh (LPDDR5, HBM2, HBM3, HBM4 and GDDR6 do)",
                             self.header.standard
                         ),
                     );
@@ -1491,8 +1523,19 @@ impl Checker {
                     }
                     _ => (ccd.0.into(), ccd.1, same),
                 };
+                // GDDR7: within one bank, column commands tCCDSB apart and a read tWTRSB after a
+                // write (the TR's source side reads, its destination side writes).
+                let same_bank = match same_bank_column(p, pc, nc, prev, new) {
+                    Some((k, r)) if r > req => Some((k, r)),
+                    _ => None,
+                };
+                let (key, req) = match same_bank {
+                    Some((k, r)) => (k.to_string(), r),
+                    None => (key, req),
+                };
                 if short(actual, req) {
                     let scope = match (pc, nc) {
+                        _ if same_bank.is_some() => "same bank",
                         (Col::Read, Col::Write) => "same rank",
                         _ => group_scope(p, same, false),
                     };
@@ -1546,6 +1589,10 @@ impl Checker {
                     (Some(a), Some(b)) => a.bank != b.bank,
                     _ => true,
                 };
+                let same_group = || match (prev.sides[0], new.sides[0]) {
+                    (Some(a), Some(b)) => a.group == b.group,
+                    _ => false,
+                };
                 let rule = match (prev.kind, new.kind) {
                     (CommandKind::Refpb, CommandKind::Refpb) => Some(pb.pb2pb),
                     (CommandKind::Refpb, CommandKind::Act) => Some(pb.pb2act),
@@ -1557,9 +1604,35 @@ impl Checker {
                     (
                         CommandKind::Act | CommandKind::Actc | CommandKind::Actm,
                         CommandKind::Refpb,
-                    ) if !prev.implied && other_bank() => pb.act2pb,
+                    ) if !prev.implied && other_bank() => {
+                        // HBM4: tRRD_L when the two banks share a bank group.
+                        match (pb.group_pb, pb.act2pb) {
+                            (Some(l), Some(s)) if same_group() && l.1 > s.1 => Some(l),
+                            (_, s) => s,
+                        }
+                    }
                     _ => None,
                 };
+                // HBM4: REFPB -> ACT of another bank of its bank group, tRRD_L (beside tRRD_S's
+                // rank-wide nRREFD above).
+                let rule2 = match (prev.kind, new.kind, pb.group_pb) {
+                    (CommandKind::Refpb, CommandKind::Act, Some(l))
+                        if same_group() && other_bank() =>
+                    {
+                        Some(l)
+                    }
+                    _ => None,
+                };
+                if let Some((key, req)) = rule2 {
+                    if short(actual, req) {
+                        ctx.timing(
+                            format!("{key}: {} -> {} same bank group", prev.label(), new.label()),
+                            req,
+                            actual,
+                            prev,
+                        );
+                    }
+                }
                 if let Some((key, req)) = rule {
                     if !prev.implied && short(actual, req) {
                         ctx.timing(
@@ -1835,6 +1908,30 @@ fn bank_rule(p: &Params, prev: Role, new: Role) -> Option<(&'static str, u64)> {
         (RefreshPb, Act) | (RefreshPb, RefreshPb) => ("nRFCpb", p.pb.map_or(0, |b| b.rfcpb)),
         _ => return None,
     })
+}
+
+/// GDDR7's same-bank column rules between two column commands of one rank, when the standard has
+/// them: the rule's name and separation, or None when the commands share no bank.
+fn same_bank_column(
+    p: &Params,
+    pc: Col,
+    nc: Col,
+    prev: &Entry,
+    new: &Entry,
+) -> Option<(&'static str, u64)> {
+    if p.ccd_sb.is_none() && p.wtr_sb.is_none() {
+        return None;
+    }
+    let bank = |s: Option<Side>| s.map(|s| s.bank);
+    let meet = prev.sides().any(|x| new.sides().any(|y| x.bank == y.bank));
+    let wtr = p.wtr_sb.map(|w| ("nCWL+nBL+nWTRSB", p.cwl + p.bl + w));
+    let ccd = p.ccd_sb.map(|c| ("nCCDSB", c));
+    match (pc, nc) {
+        (Col::Write, Col::Read) if meet => wtr,
+        (Col::Write, Col::Transfer) if bank(new.sides[0]) == bank(prev.sides[0]) => wtr,
+        _ if meet => ccd,
+        _ => None,
+    }
 }
 
 /// How a rule with `_S` / `_L` variants names its scope.

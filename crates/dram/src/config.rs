@@ -83,6 +83,14 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "gddr6-14000",
         include_str!("../../../presets/configs/gddr6-14000.toml"),
     ),
+    (
+        "gddr7-28000",
+        include_str!("../../../presets/configs/gddr7-28000.toml"),
+    ),
+    (
+        "hbm4-8000",
+        include_str!("../../../presets/configs/hbm4-8000.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.
@@ -760,7 +768,7 @@ impl Config {
                 src,
                 "controller.refresh",
                 format!(
-                    "\"per-bank\" refresh needs a part with tRFCpb ({} has none; LPDDR5, HBM2 and HBM3 parts do)",
+                    "\"per-bank\" refresh needs a part with tRFCpb ({} has none; LPDDR5, HBM2, HBM3, HBM4 and GDDR6 parts do)",
                     d.part
                 ),
             ));

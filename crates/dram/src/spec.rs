@@ -32,6 +32,11 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
         "gddr6.toml",
         include_str!("../../../presets/dram/gddr6.toml"),
     ),
+    (
+        "gddr7.toml",
+        include_str!("../../../presets/dram/gddr7.toml"),
+    ),
+    ("hbm4.toml", include_str!("../../../presets/dram/hbm4.toml")),
 ];
 
 /// Where two commands must meet for a rule to apply.

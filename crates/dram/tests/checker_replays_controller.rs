@@ -194,6 +194,8 @@ fn every_speed_bin_and_mapper_obeys_the_standard() {
         ("LPDDR5-6400-8B", "LPDDR5-16Gb-x16-8B"),
         ("HBM3-6400", "HBM3-8Gb-PC"),
         ("GDDR6-14000", "GDDR6-8Gb-x16-CH"),
+        ("GDDR7-28000", "GDDR7-16Gb-x8-CH"),
+        ("HBM4-8000", "HBM4-32Gb-8Hi-PC"),
     ] {
         for mapper in ["RoBaRaCoCh", "ChRaBaRoCo", "RoRaBaChCo", "line-interleave"] {
             let mut cfg = Config::preset(&format!("{speed}/{part}")).unwrap();
@@ -226,7 +228,7 @@ fn same_bank_refresh_obeys_the_standard() {
 
 #[test]
 fn per_bank_refresh_obeys_the_standard() {
-    // LPDDR5 (BG mode with BL16 and BL32, 8B mode), HBM2 and HBM3 with REFpb, both schedulers and
+    // LPDDR5 (BG mode with BL16 and BL32, 8B mode), HBM2, HBM3, HBM4 and GDDR6 with REFpb, both schedulers and
     // row policies, RowClone on, over several refresh intervals (every bank refreshed several
     // times).
     for preset in [
@@ -235,6 +237,8 @@ fn per_bank_refresh_obeys_the_standard() {
         "LPDDR5-6400-8B/LPDDR5-8Gb-x16-8B",
         "HBM2-2000/HBM2-8Gb-PC",
         "HBM3-6400/HBM3-8Gb-PC",
+        "HBM4-8000/HBM4-32Gb-8Hi-PC",
+        "GDDR6-14000/GDDR6-8Gb-x16-CH",
     ] {
         for sched in ["frfcfs", "fcfs"] {
             for policy in ["open", "closed"] {
@@ -341,7 +345,12 @@ fn replay_against(controller: &Config, device: &Config, items: Vec<TraceItem>) -
 #[test]
 fn a_controller_that_refreshes_a_bank_too_early_is_caught() {
     // Mutation check for per-bank refresh: the controller believes tRFCpb is 40 clocks shorter.
-    for preset in ["LPDDR5-6400/LPDDR5-8Gb-x16", "HBM3-6400/HBM3-8Gb-PC"] {
+    for preset in [
+        "LPDDR5-6400/LPDDR5-8Gb-x16",
+        "HBM3-6400/HBM3-8Gb-PC",
+        "HBM4-8000/HBM4-32Gb-8Hi-PC",
+        "GDDR6-14000/GDDR6-8Gb-x16-CH",
+    ] {
         let mut real = Config::preset(preset).unwrap();
         real.controller.refresh = "per-bank".into();
         let spec = real.resolve("test").unwrap();

@@ -419,7 +419,7 @@ fn hbm2_every_rule_row_at_its_earliest_cycle() {
     // Per-bank refresh (JESD235's single-bank refresh), at DRAMSys's HBM2 values.
     assert_eq!([s.t("nRFCpb"), s.t("nRREFD")], [96, 8]);
     per_bank_rows(&s);
-    hbm_per_bank_rank_rows(&s);
+    per_bank_rank_rows(&s, "nRRD_S");
     let t = |n: &str| s.t(n);
     let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
     let (rcdrd, rcdwr) = (t("nRCDRD"), t("nRCDWR"));
@@ -945,7 +945,19 @@ fn lpddr5_8b_every_rule_row_at_its_earliest_cycle() {
 fn hbm3_every_rule_row_at_its_earliest_cycle() {
     let s = setup("HBM3-6400/HBM3-8Gb-PC", 1, &[]);
     let t = |n: &str| s.t(n);
-    shared_rows(&s, ("nRCDRD", "nRCDWR"), ("nRRD_S", t("nRRD_S")));
+    hbm_rows(&s);
+    // nFAW binds beyond 4 x nRRD_S.
+    let rrd = t("nRRD_S");
+    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
+    s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), t("nFAW"));
+    hbm_other_sid("HBM3-6400/HBM3-8Gb-PC", 3);
+}
+
+/// The rows HBM3 and HBM4 share: the other standards' rows at their values (split nRCDRD /
+/// nRCDWR), the read-to-write turnaround nRTW, precharge all, and per-bank refresh rank-wide.
+fn hbm_rows(s: &Setup) {
+    let t = |n: &str| s.t(n);
+    shared_rows(s, ("nRCDRD", "nRCDWR"), ("nRRD_S", t("nRRD_S")));
     let (a, other_group) = ((0, 0), (1, 0));
     let (rcdrd, ras, rp) = (t("nRCDRD"), t("nRAS"), t("nRP"));
     let p = [cmd(0, Act, a), cmd(rcdrd, Rd, a)];
@@ -959,17 +971,13 @@ fn hbm3_every_rule_row_at_its_earliest_cycle() {
         cmd(0, Refpb, other_group),
         ras + rp,
     );
-    hbm_per_bank_rank_rows(&s);
-    // nFAW binds beyond 4 x nRRD_S.
-    let rrd = t("nRRD_S");
-    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
-    s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), t("nFAW"));
-    hbm3_other_sid(a, rcdrd);
+    per_bank_rank_rows(s, "nRRD_S");
 }
 
 /// HBM's per-bank refresh, rank-wide (JESD235 / JESD238 as DRAMSys and Ramulator 2 list them):
-/// tRREFD both ways between REFPB and REFPB / ACT, tRRD_S from an ACT to a REFPB of another bank.
-fn hbm_per_bank_rank_rows(s: &Setup) {
+/// tRREFD both ways between REFPB and REFPB / ACT, tRRD_S from an ACT to a REFPB of another bank
+/// (`act2pb`: GDDR6 asks tRRD_L there).
+fn per_bank_rank_rows(s: &Setup, act2pb: &str) {
     let t = |n: &str| s.t(n);
     let (a, other_group) = ((0, 0), (1, 0));
     let pb = [cmd(0, Refpb, a)];
@@ -988,26 +996,28 @@ fn hbm_per_bank_rank_rows(s: &Setup) {
         cmd(0, Act, other_group),
         rrefd,
     );
-    let e = t("nRRD_S");
+    let e = t(act2pb);
     s.case(
         "ACT -> REFPB",
-        "nRRD_S",
+        act2pb,
         &[cmd(0, Act, a)],
         cmd(0, Refpb, other_group),
         e,
     );
 }
 
-/// HBM3's other SID (a movelab rank): RD -> RD nCCD_R = nBL + nRTRS.
-fn hbm3_other_sid(a: (u32, u32), rcdrd: u64) {
-    let s2 = setup("HBM3-6400/HBM3-8Gb-PC", 2, &[]);
+/// HBM's other SID (a movelab rank): RD -> RD nCCD_R = nBL + nRTRS (`ccd_r` in the bin).
+fn hbm_other_sid(preset: &str, ccd_r: u64) {
+    let s2 = setup(preset, 2, &[]);
+    let a = (0, 0);
+    let rcdrd = s2.t("nRCDRD");
     let p = [
         cmd(0, Act, a),
         on_rank(cmd(1, Act, a), 1),
         cmd(rcdrd + 1, Rd, a),
     ];
     let e = rcdrd + 1 + s2.t("nBL") + s2.t("nRTRS");
-    assert_eq!(s2.t("nBL") + s2.t("nRTRS"), 3, "nCCD_R");
+    assert_eq!(s2.t("nBL") + s2.t("nRTRS"), ccd_r, "nCCD_R");
     s2.case(
         "RD -> RD other SID",
         "nBL+nRTRS",
@@ -1029,6 +1039,8 @@ fn multi_row_copy_rows_on_every_standard() {
         ("LPDDR5-6400/LPDDR5-8Gb-x16", "nRRD"),
         ("HBM3-6400/HBM3-8Gb-PC", "nRRD_S"),
         ("GDDR6-14000/GDDR6-8Gb-x16-CH", "nRRD_S"),
+        ("GDDR7-28000/GDDR7-16Gb-x8-CH", "nRRD"),
+        ("HBM4-8000/HBM4-32Gb-8Hi-PC", "nRRD_S"),
     ] {
         let s = setup(preset, 1, &[]);
         let (ras, rp) = (s.t("nRAS"), s.t("nRP"));
@@ -1327,9 +1339,181 @@ fn gddr6_every_rule_row_at_its_earliest_cycle() {
 }
 
 #[test]
-fn gddr6_has_no_per_bank_refresh_here() {
-    // Per-bank refresh is not modelled for GDDR6: the checker rejects a REFPB on a GDDR6 log.
+fn gddr6_per_bank_refresh_rows_at_their_earliest_cycle() {
+    // GDDR6's REFpb (Ramulator 2.1's gddr6.py list): at its bank the all-bank refresh rows with
+    // nRFCpb; on the channel nRREFD both ways between REFPB and REFPB / ACT of another bank, and
+    // nRRD_L from an ACT to a REFPB of another bank (in any bank group).
     let s = setup("GDDR6-14000/GDDR6-8Gb-x16-CH", 1, &[]);
+    per_bank_rows(&s);
+    let t = |n: &str| s.t(n);
+    per_bank_rank_rows(&s, "nRRD_L");
+    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    let rrd_l = t("nRRD_L");
+    assert!(rrd_l > t("nRRD_S"));
+    // In the same bank group too (another group: per_bank_rank_rows).
+    let p = [cmd(0, Act, a)];
+    s.case(
+        "ACT -> REFPB",
+        "nRRD_L",
+        &p,
+        cmd(0, Refpb, same_group),
+        rrd_l,
+    );
+    let (ras, rp) = (t("nRAS"), t("nRP"));
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case(
+        "PREA -> REFPB",
+        "nRP",
+        &p,
+        cmd(0, Refpb, other_group),
+        ras + rp,
+    );
+}
+
+#[test]
+fn gddr7_every_rule_row_at_its_earliest_cycle() {
+    // GDDR7's rows: 16 banks without bank groups, channel-wide nCCD / nRRD / nWTR, the same-bank
+    // column rows (nCCDSB, nWTRSB), nRTW, nPPD, two-clock ACT / RD / WR, all-bank refresh.
+    // The same-bank rows with nRAS 40 and nRC 70 (= nRAS + nRP), so that write recovery
+    // (nRCDWR + nCWL + nBL + nWR = 57) binds beyond nRAS (60 in the bin).
+    same_bank_rows(
+        &setup(
+            "GDDR7-28000/GDDR7-16Gb-x8-CH",
+            1,
+            &[("nRAS", 40), ("nRC", 70)],
+        ),
+        ("nRCDRD", "nRCDWR"),
+    );
+    let s = setup("GDDR7-28000/GDDR7-16Gb-x8-CH", 1, &[]);
+    let t = |n: &str| s.t(n);
+    let (a, b) = ((0, 0), (0, 1));
+    let (rcdrd, rcdwr, cwl, bl) = (t("nRCDRD"), t("nRCDWR"), t("nCWL"), t("nBL"));
+    let (rrd, ras, rp) = (t("nRRD"), t("nRAS"), t("nRP"));
+    // Two-clock commands hold the command bus for the next clock.
+    for k in [Rd, Wr, Rda, Wra] {
+        let p = [cmd(0, Act, a), cmd(rcdrd, k, a)];
+        let name = format!("{k} two clocks");
+        s.case(&name, "2", &p, cmd(0, Pre, b), rcdrd + 2);
+    }
+    s.case("ACT two clocks", "2", &[cmd(0, Act, a)], cmd(0, Pre, b), 2);
+    // Activations of two banks.
+    s.case("nRRD", "nRRD", &[cmd(0, Act, a)], cmd(0, Act, b), rrd);
+    // Column commands to two banks: nCCD (= nBL).
+    let pr = [cmd(0, Act, a), cmd(rrd, Act, b), cmd(rrd + rcdrd, Rd, a)];
+    let e = rrd + rcdrd + t("nCCD");
+    s.case("nCCD read", "nCCD", &pr, cmd(0, Rd, b), e);
+    let pw = [cmd(0, Act, a), cmd(rrd, Act, b), cmd(rrd + rcdwr, Wr, a)];
+    let e = rrd + rcdwr + t("nCCD");
+    s.case("nCCD write", "nCCD", &pw, cmd(0, Wr, b), e);
+    let e = rrd + rcdrd.max(rcdwr + cwl + bl + t("nWTR"));
+    s.case(
+        "WR -> RD other bank",
+        "nCWL+nBL+nWTR",
+        &pw,
+        cmd(0, Rd, b),
+        e,
+    );
+    assert!(rcdwr + cwl + bl + t("nWTR") > rcdrd, "nWTR binds");
+    // Column commands to one bank: nCCDSB, and a read after a write nWTRSB.
+    let p = [cmd(0, Act, a), cmd(rcdrd, Rd, a)];
+    let e = rcdrd + t("nCCDSB");
+    s.case("nCCDSB read", "nCCDSB", &p, cmd(0, Rd, a), e);
+    let p = [cmd(0, Act, a), cmd(rcdwr, Wr, a)];
+    s.case(
+        "nCCDSB write",
+        "nCCDSB",
+        &p,
+        cmd(0, Wr, a),
+        rcdwr + t("nCCDSB"),
+    );
+    let e = rcdwr + cwl + bl + t("nWTRSB");
+    assert!(e > rcdrd, "nWTRSB binds beyond nRCDRD");
+    s.case(
+        "WR -> RD same bank",
+        "nCWL+nBL+nWTRSB",
+        &p,
+        cmd(0, Rd, a),
+        e,
+    );
+    // Read to write.
+    let p = [cmd(0, Act, a), cmd(rcdrd, Rd, a)];
+    s.case("nRTW", "nRTW", &p, cmd(0, Wr, a), rcdrd + t("nRTW"));
+    // Precharge to precharge, precharge all, all-bank refresh.
+    let p = [cmd(0, Act, a), cmd(rrd, Act, b), cmd(ras + 20, Pre, a)];
+    s.case("nPPD", "nPPD", &p, cmd(0, Pre, b), ras + 20 + t("nPPD"));
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case("PREA -> ACT", "nRP", &p, cmd(0, Act, b), ras + rp);
+    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
+    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
+    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
+    // The four-activate window (no tFAW in the sources: 4 x nRRD, coinciding with nRRD).
+    assert_eq!(t("nFAW"), 4 * rrd);
+    let p: Vec<Cmd> = (0..4).map(|k| cmd(k as u64 * rrd, Act, (0, k))).collect();
+    s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 4)), t("nFAW"));
+    // Two ranks (clamshell) share the channel's data bus.
+    let r = setup("GDDR7-28000/GDDR7-16Gb-x8-CH", 2, &[]);
+    let p = [
+        cmd(0, Act, a),
+        on_rank(cmd(2, Act, a), 1),
+        cmd(rcdrd + 2, Rd, a),
+    ];
+    let e = rcdrd + 2 + bl + r.t("nRTRS");
+    r.case(
+        "RD -> RD other rank",
+        "nBL+nRTRS",
+        &p,
+        on_rank(cmd(0, Rd, a), 1),
+        e,
+    );
+}
+
+#[test]
+fn gddr7_has_no_per_bank_refresh_here() {
+    let s = setup("GDDR7-28000/GDDR7-16Gb-x8-CH", 1, &[]);
     let report = s.check(&[record(&cmd(0, Refpb, (0, 0)), 0)]);
     assert!(!report.ok);
+}
+
+#[test]
+fn hbm4_every_rule_row_at_its_earliest_cycle() {
+    let s = setup("HBM4-8000/HBM4-32Gb-8Hi-PC", 1, &[]);
+    let t = |n: &str| s.t(n);
+    hbm_rows(&s);
+    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    // HBM4: an ACT and a REFPB of one bank group are nRRD_L apart, both ways.
+    let rrd_l = t("nRRD_L");
+    assert!(rrd_l > t("nRRD_S"));
+    let p = [cmd(0, Act, a)];
+    s.case(
+        "ACT -> REFPB same group",
+        "nRRD_L",
+        &p,
+        cmd(0, Refpb, same_group),
+        rrd_l,
+    );
+    // REFPB -> ACT of the group: nRREFD (16) hides nRRD_L (7) in the bin; with nRREFD 3 it binds.
+    let q = setup("HBM4-8000/HBM4-32Gb-8Hi-PC", 1, &[("nRREFD", 3)]);
+    let p = [cmd(0, Refpb, a)];
+    q.case(
+        "REFPB -> ACT same group",
+        "nRRD_L",
+        &p,
+        cmd(0, Act, same_group),
+        rrd_l,
+    );
+    q.case(
+        "REFPB -> ACT other group",
+        "nRREFD",
+        &p,
+        cmd(0, Act, other_group),
+        3,
+    );
+    // nFAW binds beyond 4 x nRRD_L (two bank groups).
+    let p: Vec<Cmd> = (0..4u32)
+        .map(|k| cmd(k as u64 * rrd_l, Act, (k % 2, k / 2)))
+        .collect();
+    assert!(t("nFAW") > 4 * rrd_l);
+    s.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 2)), t("nFAW"));
+    // Another SID (a movelab rank): RD -> RD nCCD_R = nBL + nRTRS = nBL.
+    hbm_other_sid("HBM4-8000/HBM4-32Gb-8Hi-PC", 2);
 }
