@@ -16,7 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| vec![64, 256, 512, 1024, 1472]);
     let mut cfg = NetworkIoConfig::load("ixp2350")?;
     if let Some(o) = args.get(3) {
-        cfg = cfg.with_overrides(&toml::from_str(o)?, "args")?;
+        cfg = cfg.with_overrides(toml::from_str(o)?, "args")?;
     }
     for p in payloads {
         let mut line = format!("{p:5}");

@@ -9,11 +9,11 @@ use movelab_platform::systems::network_io::{run, Direction, NetStats, RunSpec};
 fn cfg(over: &str) -> NetworkIoConfig {
     let c = NetworkIoConfig::load("ixp2350").unwrap();
     let short: toml::Value = toml::from_str("wire = { duration_us = 6000.0 }").unwrap();
-    let c = c.with_overrides(&short, "test").unwrap();
+    let c = c.with_overrides(short, "test").unwrap();
     if over.is_empty() {
         return c;
     }
-    c.with_overrides(&toml::from_str(over).unwrap(), "test")
+    c.with_overrides(toml::from_str(over).unwrap(), "test")
         .unwrap()
 }
 
@@ -190,7 +190,7 @@ fn the_coherence_oracle_catches_missing_cache_maintenance() {
 fn bad_configurations_and_runs_are_refused_by_name() {
     let c = NetworkIoConfig::load("ixp2350").unwrap();
     let over = |t: &str| {
-        c.with_overrides(&toml::from_str(t).unwrap(), "test")
+        c.with_overrides(toml::from_str(t).unwrap(), "test")
             .unwrap_err()
             .to_string()
     };
@@ -205,16 +205,13 @@ fn bad_configurations_and_runs_are_refused_by_name() {
         "{e}"
     );
     let fixed = c
-        .with_overrides(
-            &toml::from_str("host.costs.ip_rx = 100000").unwrap(),
-            "test",
-        )
+        .with_overrides(toml::from_str("host.costs.ip_rx = 100000").unwrap(), "test")
         .unwrap();
     assert_eq!(fixed.host.costs.get("ip_rx"), Some(&100000.0));
     // A new cost that a configuration's step names is taken.
     let new = c
         .with_overrides(
-            &toml::from_str(
+            toml::from_str(
                 "host.costs.mine = 7\nconfigs.emu.tx.free = [{ op = \"cost\", name = \"mine\" }]",
             )
             .unwrap(),

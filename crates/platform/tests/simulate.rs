@@ -43,7 +43,7 @@ fn every_system_runs_through_the_registry_with_its_own_results() {
     let r = simulate(Some("network-io"), "ixp2350", &over, "udp-rx", &p).unwrap();
     let cfg = NetworkIoConfig::load("ixp2350")
         .unwrap()
-        .with_overrides(&over, "test")
+        .with_overrides(over.clone(), "test")
         .unwrap();
     let spec = RunSpec {
         config: "softnic".into(),

@@ -16,7 +16,7 @@ fn load(platform: &str, overrides: Option<&str>) -> PyResult<NetworkIoConfig> {
     if ov.as_table().is_some_and(|t| t.is_empty()) {
         return Ok(cfg);
     }
-    cfg.with_overrides(&ov, "overrides").map_err(verr)
+    cfg.with_overrides(ov, "overrides").map_err(verr)
 }
 
 /// The network platform after its preset and overrides, as JSON.

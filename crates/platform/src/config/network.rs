@@ -5,7 +5,7 @@
 //! user can set is bounded ([`NetworkIoConfig::validate`]).
 use crate::config::platform::CacheConfig;
 use crate::sim::error::PlatformError;
-use crate::sim::preset::{deserialize, merge_known, PresetSet};
+use crate::sim::preset::{merge_known, PresetSet};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -326,36 +326,30 @@ fn range(src: &str, key: &str, v: f64, lo: f64, hi: f64) -> Result<(), PlatformE
     }
 }
 
-impl NetworkIoConfig {
-    /// A built-in platform by name, or a TOML file (which may start from a built-in one with
-    /// `preset = "NAME"` and change only what differs).
-    pub fn load(name_or_path: &str) -> Result<NetworkIoConfig, PlatformError> {
-        let (v, src) = NETWORK_PLATFORMS.load(name_or_path)?;
-        Self::from_value(v, &src)
-    }
+crate::preset_loader!(
+    NetworkIoConfig,
+    NETWORK_PLATFORMS,
+    merge = NetworkIoConfig::merge_overrides
+);
 
+impl NetworkIoConfig {
     pub fn from_toml_str(text: &str, src: &str) -> Result<NetworkIoConfig, PlatformError> {
         let v: toml::Value =
             toml::from_str(text).map_err(|e| bad(src, "(syntax)", e.to_string()))?;
         Self::from_value(v, src)
     }
 
-    /// From a TOML value; errors name the key at fault.
-    pub fn from_value(v: toml::Value, src: &str) -> Result<NetworkIoConfig, PlatformError> {
-        let c: NetworkIoConfig = deserialize(NETWORK_PLATFORMS.layered(v, src)?, src)?;
-        c.validate(src)?;
-        Ok(c)
-    }
-
-    /// This config with `over` (a TOML table shaped like it, e.g. `{host = {clock_mhz = 600}}`)
-    /// merged in.
-    pub fn with_overrides(&self, over: &toml::Value, src: &str) -> Result<Self, PlatformError> {
-        let mut base =
-            toml::Value::try_from(self).map_err(|e| bad(src, "(internal)", e.to_string()))?;
-        // Overrides change what the preset has; the configurations and the costs take new
-        // entries, but a new cost must be named by a configuration's step (else it is a typo,
-        // such as `ip_rxx` for `ip_rx`, that would change nothing).
-        merge_known(&mut base, over, src, &["configs", "host.costs"])?;
+    /// How overrides (a TOML table shaped like the config, e.g. `{host = {clock_mhz = 600}}`) go
+    /// into it: they change what the preset has; the configurations and the costs take new
+    /// entries, but a new cost must be named by a configuration's step (else it is a typo, such
+    /// as `ip_rxx` for `ip_rx`, that would change nothing).
+    fn merge_overrides(
+        &self,
+        base: &mut toml::Value,
+        over: toml::Value,
+        src: &str,
+    ) -> Result<(), PlatformError> {
+        merge_known(base, &over, src, &["configs", "host.costs"])?;
         let new_costs = over
             .get("host")
             .and_then(|h| h.get("costs"))
@@ -377,7 +371,7 @@ impl NetworkIoConfig {
                 ));
             }
         }
-        Self::from_value(base, src)
+        Ok(())
     }
 
     /// Checks ranges, names and that each configuration's programs move the packet consistently.

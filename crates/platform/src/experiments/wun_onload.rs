@@ -250,7 +250,7 @@ pub fn run(
 ) -> Result<Vec<Row>, PlatformError> {
     let mut cfg = NetworkIoConfig::load(platform)?;
     if overrides.as_table().is_some_and(|t| !t.is_empty()) {
-        cfg = cfg.with_overrides(overrides, "overrides")?;
+        cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
     }
     let mut rows = Vec::with_capacity(points.len());
     for (i, p) in points.iter().enumerate() {

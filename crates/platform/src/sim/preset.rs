@@ -99,6 +99,22 @@ impl PresetSet {
 #[macro_export]
 macro_rules! preset_loader {
     ($ty:ty, $set:expr) => {
+        $crate::preset_loader!(
+            $ty,
+            $set,
+            merge = |_: &$ty,
+                     base: &mut toml::Value,
+                     over: toml::Value,
+                     _: &str|
+             -> Result<(), $crate::sim::error::PlatformError> {
+                movelab_dram::config::merge_toml(base, over);
+                Ok(())
+            }
+        );
+    };
+    // `merge`: how overrides go into the serialised config (the default adds and replaces keys;
+    // a family may refuse keys its config does not have, e.g. with `merge_known`).
+    ($ty:ty, $set:expr, merge = $merge:expr) => {
         impl $ty {
             /// A built-in preset by name.
             pub fn preset(name: &str) -> Result<$ty, $crate::sim::error::PlatformError> {
@@ -135,7 +151,8 @@ macro_rules! preset_loader {
                         e.to_string(),
                     )
                 })?;
-                movelab_dram::config::merge_toml(&mut base, overrides);
+                let merge = $merge;
+                merge(self, &mut base, overrides, source_name)?;
                 Self::from_value(base, source_name)
             }
         }

@@ -240,7 +240,7 @@ fn run_network_io(
     only(workload, params, &["config", "payload", "app"])?;
     let mut cfg = NetworkIoConfig::load(config)?;
     if has_overrides(overrides) {
-        cfg = cfg.with_overrides(overrides, "overrides")?;
+        cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
     }
     let conf = match params.get("config") {
         None => "onloader".to_string(),
