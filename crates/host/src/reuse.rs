@@ -55,24 +55,21 @@ pub fn distinct_line_distances(row: &[i64], prev: &[i64], weight: &[f64]) -> Res
             weight.len()
         )));
     }
-    for j in 0..n {
-        if row[j] < 0 || (j > 0 && row[j] < row[j - 1]) {
+    for (j, ((&r, &p), &w)) in row.iter().zip(prev).zip(weight).enumerate() {
+        if r < 0 || (j > 0 && r < row[j - 1]) {
             return Err(HostError::Invalid(format!(
-                "reuse distances: row[{j}] = {} is negative or below row[{}]",
-                row[j],
+                "reuse distances: row[{j}] = {r} is negative or below row[{}]",
                 j.saturating_sub(1)
             )));
         }
-        if prev[j] < -1 || prev[j] >= j as i64 {
+        if p < -1 || p >= j as i64 {
             return Err(HostError::Invalid(format!(
-                "reuse distances: prev[{j}] = {} does not point to an earlier touch",
-                prev[j]
+                "reuse distances: prev[{j}] = {p} does not point to an earlier touch"
             )));
         }
-        if !weight[j].is_finite() || weight[j] < 0.0 {
+        if !w.is_finite() || w < 0.0 {
             return Err(HostError::Invalid(format!(
-                "reuse distances: weight[{j}] = {} is not a non-negative number",
-                weight[j]
+                "reuse distances: weight[{j}] = {w} is not a non-negative number"
             )));
         }
     }
@@ -87,25 +84,23 @@ pub fn distinct_line_distances(row: &[i64], prev: &[i64], weight: &[f64]) -> Res
             end += 1;
         }
         // The call's queries, before any of its touches is entered.
-        for j in start..end {
-            let p = prev[j];
+        for (o, &p) in out[start..end].iter_mut().zip(&prev[start..end]) {
             if p < 0 {
                 continue;
             }
             let pr = row[p as usize];
-            out[j] = if pr == r {
+            *o = if pr == r {
                 0.0
             } else {
                 (tree.prefix(r as usize) - tree.prefix(pr as usize + 1)).max(0.0)
             };
         }
         // Its touches become the latest of their lines.
-        for j in start..end {
-            let p = prev[j];
+        for (&p, &w) in prev[start..end].iter().zip(&weight[start..end]) {
             if p >= 0 {
                 tree.add(row[p as usize] as usize, -weight[p as usize]);
             }
-            tree.add(r as usize, weight[j]);
+            tree.add(r as usize, w);
         }
         start = end;
     }
@@ -128,9 +123,9 @@ mod tests {
                     return 0.0;
                 }
                 let mut latest = std::collections::HashMap::new();
-                for k in 0..j {
-                    if row[k] > pr && row[k] < row[j] {
-                        latest.insert(line[k], weight[k]);
+                for ((&rk, &lk), &wk) in row[..j].iter().zip(&line[..j]).zip(&weight[..j]) {
+                    if rk > pr && rk < row[j] {
+                        latest.insert(lk, wk);
                     }
                 }
                 latest.values().sum()

@@ -35,19 +35,22 @@ MAX_LINES = 16
 STATES = ("warm", "llc", "cold")
 #: Bytes of its own data a program is taken to touch per ns between two recorded touches of a line
 #: (its loads and stores, unseen by the recording, push the line out as the calls' bytes do).
-#: A CALIBRATION, not a measurement: chosen among 0, 1 and 10 bytes per ns (with untouched lines
-#: warm) on two recordings made on the development machine (Python start-up and the shell
-#: pipeline of ``movelab bench record``, 26 Nov 2026), then checked, unchanged, on gcc, SQLite and
-#: Redis (docs/record-replay.md, "Validation").
+#: A CALIBRATION, not a measurement, chosen by one rule for every program: of the decade grid 0,
+#: 0.1, 1 and 10 bytes per ns, the rate with the smallest worst error on two recordings made on the
+#: development machine (Python start-up and the shell pipeline of ``movelab bench record``, 26 Nov
+#: 2026), then checked, unchanged, on gcc, SQLite and Redis; chosen again with ``distance="lines"``
+#: on 27 Nov 2026 (the same rate wins) (docs/record-replay.md, "Validation").
 TOUCH_RATE = 1.0
 #: How a line's reuse distance counts the recorded calls between two touches: ``bytes`` (every byte
 #: they moved, repeats included) or ``lines`` (the distinct lines they touched, 64 bytes each: the
 #: LRU stack distance, which is what decides eviction from a least-recently-used cache).
 DISTANCES = ("bytes", "lines")
-#: The default distance (see docs/record-replay.md, "Validation", for the choice).
+#: The default distance: ``lines`` was not better overall than ``bytes`` on the five demonstration
+#: programs by more than the run-to-run spread (docs/record-replay.md, "Validation").
 DISTANCE = "bytes"
 #: The default state of a destination line no earlier recorded call touched (``None``: as
-#: ``untouched``).
+#: ``untouched``, warm): calls into such lines were measured no slower than calls into reused ones
+#: (docs/record-replay.md, "Validation").
 FRESH: str | None = None
 
 
