@@ -269,7 +269,9 @@ def _what_if_section(d: Path) -> str:
             r = next((x for x in rows if x["mechanism"] == m), None)
             row[f"{prog} saving %"] = None if r is None or r.get("error") else r.get("saving_pct")
         side.append(row)
-    parts = [f'<h3 class="what-if">What if: the saving in data movement per mechanism ({len(tables)} programs)</h3>'
+    plural = "s" if len(tables) != 1 else ""
+    parts = [f'<h3 class="what-if">What if: the saving in data movement per mechanism '
+             f"({len(tables)} program{plural})</h3>"
              '<p class="muted">predicted time in data movement under each mechanism against the CPU copy '
              "(the baseline), from the saved what-if tables (PROGRAM-what-if.csv); blank: the platform "
              "cannot run it</p>", _table(side)]
