@@ -515,7 +515,7 @@ fn host_cpus() -> Vec<usize> {
 
 /// Native-endian bytes as numbers (the arrays numpy's `tobytes()` gives; no unsafe cast).
 fn from_ne<T, const N: usize>(name: &str, b: &[u8], f: fn([u8; N]) -> T) -> PyResult<Vec<T>> {
-    if b.len() % N != 0 {
+    if !b.len().is_multiple_of(N) {
         return Err(PyValueError::new_err(format!(
             "{name}: {} bytes is not a whole number of {N}-byte values",
             b.len()
