@@ -232,10 +232,67 @@ def _reproduction_section(rep: dict[str, Any], root: Path) -> tuple[str, str]:
     parts.append(f"<h3>Rows</h3><p class=\"muted\">movelab's values with the paper's (shaded) beside them; "
                  f"files: {links}</p>")
     parts.append(_table(rows))
+    parts.append(_what_if_section(rep["dir"]))
     for png in sorted(p for p in rep["dir"].glob("*.png") if _usable(p)):
         rel = png.relative_to(root).as_posix()
         parts.append(f'<div><img src="{_e(rel)}" alt="{_e(png.stem)}" loading="eager"></div>')
     return "\n".join(parts), verdict
+
+
+#: The columns of a saved what-if table (``movelab what-if``, ``movelab bench record``) the report shows.
+_WHAT_IF_COLUMNS = ["mechanism", "movement_ns", "saving_pct", "total_ns", "energy_nj", "channel_bytes",
+                    "copy_threshold_bytes", "init_threshold_bytes", "error"]
+
+
+def _what_if_section(d: Path) -> str:
+    """Every saved what-if table in ``d`` (``PROGRAM-what-if.csv``): all mechanisms side by side,
+    the saving in data movement per program in one table, then each program's table. Read from the
+    files: nothing is replayed."""
+    import csv
+
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for p in sorted(d.glob("*-what-if.csv")):
+        if not _usable(p):
+            continue
+        try:
+            with p.open(newline="") as f:
+                rows = [{k: _csv_value(v) for k, v in r.items() if k in _WHAT_IF_COLUMNS} for r in csv.DictReader(f)]
+        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            _SKIPPED[p] = f"unreadable what-if table ({e})"
+            continue
+        if rows and "mechanism" in rows[0]:
+            tables[p.name.removesuffix("-what-if.csv")] = rows
+    if not tables:
+        return ""
+    mechs = list(dict.fromkeys(r["mechanism"] for rows in tables.values() for r in rows))
+    side = []
+    for m in mechs:
+        row: dict[str, Any] = {"mechanism": m}
+        for prog, rows in tables.items():
+            r = next((x for x in rows if x["mechanism"] == m), None)
+            row[f"{prog} saving %"] = None if r is None or r.get("error") else r.get("saving_pct")
+        side.append(row)
+    plural = "s" if len(tables) != 1 else ""
+    parts = [f'<h3 class="what-if">What if: the saving in data movement per mechanism '
+             f"({len(tables)} program{plural})</h3>"
+             '<p class="muted">predicted time in data movement under each mechanism against the CPU copy '
+             "(the baseline), from the saved what-if tables (PROGRAM-what-if.csv); blank: the platform "
+             "cannot run it</p>", _table(side)]
+    for prog, rows in tables.items():
+        parts.append(f'<h4 class="what-if-program" data-program="{_e(prog)}">{_e(prog)}: every mechanism</h4>')
+        parts.append(_table(rows, [c for c in _WHAT_IF_COLUMNS if any(c in r for r in rows)]))
+    return "\n".join(parts)
+
+
+def _csv_value(v: str | None) -> Any:
+    """A CSV cell as a number where it is one (empty: None)."""
+    if v is None or v == "":
+        return None
+    try:
+        f = float(v)
+    except ValueError:
+        return v
+    return int(f) if f.is_integer() and "." not in v and "e" not in v.lower() else f
 
 
 def _results_table(name: str, results: list[Any]) -> str:

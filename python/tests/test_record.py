@@ -14,6 +14,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st_h
 from movelab import record
 from movelab.record import kernel
 from movelab.record.trace import COLUMNS, TraceError, read
@@ -460,3 +462,117 @@ def test_cache_states_by_distinct_lines_match_a_brute_force_oracle() -> None:
     assert cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "warm", "lines").iloc[-1]["warm"] == 1.0
     with pytest.raises(ValueError, match="distance"):
         cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "warm", "pages")
+
+
+def _weighted_lines_oracle(ev: pd.DataFrame) -> dict[int, list[float]]:
+    """Per call (index of ``ev``), the distinct-line distance (bytes) of each sampled line touch in
+    order (dst lines, then src lines), NaN for a first touch: the lines of the calls strictly
+    between, each counted once with the weight (lines it stands for) of its latest touch there."""
+    from movelab.record.cachestate import LINE, MAX_LINES, _lines
+
+    out: dict[int, list[float]] = {}
+    for _pid, g in ev.sort_values(["pid", "t_ns"], kind="stable").groupby("pid"):
+        past: list[dict[int, float]] = []  # per earlier call: line -> weight
+        for i, r in g.iterrows():
+            size = max(int(r["size"]), 1)
+            bufs = [int(r["dst"])] + ([int(r["src"])] if r["op"] == "copy" and not pd.isna(r["src"]) else [])
+            touched: dict[int, float] = {}
+            dists = []
+            for b in bufs:
+                _, lines = _lines(np.array([b]), np.array([size]))
+                n = -(-size // LINE)
+                w = n / MAX_LINES if n > MAX_LINES else 1.0
+                for line in lines.tolist():
+                    if line in touched:
+                        dists.append(0.0)
+                    else:
+                        k = next((c for c in range(len(past) - 1, -1, -1) if line in past[c]), None)
+                        if k is None:
+                            dists.append(float("nan"))
+                        else:
+                            latest: dict[int, float] = {}
+                            for c in past[k + 1:]:
+                                latest.update(c)
+                            dists.append(sum(latest.values()) * LINE)
+                    touched[line] = w
+            past.append(touched)
+            out[i] = dists
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st_h.lists(st_h.tuples(st_h.integers(1, 2), st_h.sampled_from(["copy", "init"]), st_h.integers(0, 30),
+                              st_h.integers(0, 63), st_h.integers(0, 30), st_h.integers(1, 2000)),
+                  min_size=1, max_size=25))
+def test_distinct_line_distance_property(calls: list[tuple[int, str, int, int, int, int]]) -> None:
+    """Any trace (two processes, buffers up to 32 lines, so larger ones are sampled): the median
+    distance per call equals the brute-force oracle's; and on 64-byte aligned buffers, a line's
+    distance in distinct lines never exceeds the bytes moved in between (each byte is in one line)."""
+    from movelab.record import cachestate
+
+    ev = pd.DataFrame({"t_ns": np.arange(len(calls)) * 10.0, "pid": [c[0] for c in calls],
+                       "op": [c[1] for c in calls], "dst": [c[2] * 64 + c[3] for c in calls],
+                       "src": [c[4] * 64 if c[1] == "copy" else None for c in calls],
+                       "size": [c[5] for c in calls]})
+    st = cachestate.states(ev, 5 * 64, 20 * 64, 0.0, "warm", "lines")
+    want = _weighted_lines_oracle(ev)
+    for i, d in want.items():
+        med = float(np.nanmedian(d)) if not np.all(np.isnan(d)) else float("nan")
+        got = st.loc[i, "distance"]
+        assert (np.isnan(med) and np.isnan(got)) or got == pytest.approx(med), (i, d)
+    aligned = ev.assign(dst=[c[2] * 64 for c in calls], size=[-(-c[5] // 64) * 64 for c in calls])
+    lines = cachestate.states(aligned, 5 * 64, 20 * 64, 0.0, "warm", "lines")["distance"]
+    moved = cachestate.states(aligned, 5 * 64, 20 * 64, 0.0, "warm", "bytes")["distance"]
+    assert ((lines <= moved + 1e-9) | lines.isna()).all()
+    assert (lines.isna() == moved.isna()).all()
+
+
+def test_fresh_destination_lines_take_their_own_state() -> None:
+    from movelab.record import cachestate
+
+    # a copy from a line touched before into a fresh destination; then an init of a fresh line
+    ev = _events([(1, 0, "init", 0x20000, None, 64), (1, 10, "copy", 0x10000, 0x20000, 64),
+                  (1, 20, "copy", 0x30000, 0x40000, 64)])
+    st = cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "warm", "lines", fresh="cold")
+    assert st.loc[0, "cold"] == 1.0  # its destination: fresh
+    assert (st.loc[1, "warm"], st.loc[1, "cold"]) == (0.5, 0.5)  # source reused, destination fresh
+    assert (st.loc[2, "warm"], st.loc[2, "cold"]) == (0.5, 0.5)  # source untouched (warm), destination fresh
+    same = cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "llc", "lines", fresh=None)
+    assert same.loc[2, "llc"] == 1.0  # None: as the other untouched lines
+    with pytest.raises(ValueError, match="fresh"):
+        cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "warm", "lines", fresh="tepid")
+
+
+def test_replay_distance_option_is_checked(recording: tuple[pd.DataFrame, Path]) -> None:
+    import movelab
+
+    _, path = recording
+    r = movelab.replay(path, "rowclone-system", "cpu", samples=1, distance="lines", fresh="cold")
+    assert r.summary["distance"] == "lines" and r.summary["fresh"] == "cold"
+    with pytest.raises(ValueError, match="unknown distance 'pages'"):
+        movelab.replay(path, "rowclone-system", "cpu", distance="pages")
+    with pytest.raises(ValueError, match="unknown fresh state"):
+        movelab.replay(path, "rowclone-system", "cpu", fresh="tepid")
+    with pytest.raises(ValueError, match=r"apply to cache=.tracked. only"):
+        movelab.replay(path, "rowclone-system", "cpu", cache="cold", distance="lines")
+    r = _cli("replay", str(path), "--distance", "pages")
+    assert r.returncode == 2 and "--distance" in r.stderr and "bytes, lines" in r.stderr
+    r = _cli("replay", str(path), "--cache", "cold", "--distance", "lines")
+    assert r.returncode == 2 and "tracked only" in r.stderr
+
+
+def test_report_shows_saved_what_if_tables(tmp_path: Path) -> None:
+    from movelab.report import write_report
+
+    d = tmp_path / "record-replay"
+    d.mkdir()
+    (d / "record-replay.json").write_text('[{"program": "a", "calls": 1}]')
+    for prog, save in (("alpha", 12.5), ("beta", -3.0)):
+        pd.DataFrame([{"mechanism": "cpu", "movement_ns": 100.0, "saving_pct": 0.0, "error": None},
+                      {"mechanism": "rowclone", "movement_ns": 90.0, "saving_pct": save, "error": None},
+                      {"mechanism": "ce-on-die-async", "error": "cannot run here"}]).to_csv(
+            d / f"{prog}-what-if.csv", index=False)
+    index = write_report(tmp_path).read_text()
+    assert "What if: the saving in data movement per mechanism (2 programs)" in index
+    assert 'data-program="alpha"' in index and 'data-program="beta"' in index
+    assert "alpha saving %" in index and "12.5" in index and "cannot run here" in index

@@ -48,6 +48,9 @@ pub enum HostError {
     /// A long call (a benchmark run) was cancelled (Ctrl-C) before it finished.
     #[error("{0} was interrupted")]
     Stopped(String),
+    /// An analysis's input is malformed (the message names the argument and index).
+    #[error("{0}")]
+    Invalid(String),
     /// The operating system refused something (thread creation, affinity).
     #[error("operating system error: {0}")]
     Os(String),

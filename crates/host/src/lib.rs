@@ -12,6 +12,8 @@
 //!   pointer-based entry points (`unsafe`) serve the C API and the Python binding, which keep
 //!   their buffers alive themselves.
 //! * [`bench`] holds the timing kernels of the host benchmarks (driven from Python).
+//! * [`reuse`] computes the distinct-line reuse distances of a recording's copies (the cache state
+//!   `movelab replay` gives each recorded call).
 //!
 //! Not here: the simulator (movelab-dram / movelab-platform), plotting and the CLI (Python).
 pub mod bench;
@@ -23,6 +25,7 @@ pub mod error;
 pub mod ipc;
 pub mod kernel;
 pub mod onload;
+pub mod reuse;
 pub mod ring;
 pub mod runtime;
 pub mod sys;

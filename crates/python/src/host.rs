@@ -15,7 +15,7 @@ use movelab_host::{Cookie, EngineConfig, HostError, Op, Runtime};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyInt;
+use pyo3::types::{PyBytes, PyInt};
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -513,8 +513,42 @@ fn host_cpus() -> Vec<usize> {
     movelab_host::sys::available_cpus()
 }
 
+/// Native-endian bytes as numbers (the arrays numpy's `tobytes()` gives; no unsafe cast).
+fn from_ne<T, const N: usize>(name: &str, b: &[u8], f: fn([u8; N]) -> T) -> PyResult<Vec<T>> {
+    if !b.len().is_multiple_of(N) {
+        return Err(PyValueError::new_err(format!(
+            "{name}: {} bytes is not a whole number of {N}-byte values",
+            b.len()
+        )));
+    }
+    Ok(b.chunks_exact(N)
+        .map(|c| f(c.try_into().expect("chunks_exact gives N bytes")))
+        .collect())
+}
+
+/// The distinct-line reuse distance of every touch (`movelab_host::reuse`): `row`, `prev`
+/// (int64) and `weight` (float64) as native-endian bytes; returns float64 bytes. Runs without the
+/// GIL.
+#[pyfunction]
+fn reuse_distances<'py>(
+    py: Python<'py>,
+    row: &[u8],
+    prev: &[u8],
+    weight: &[u8],
+) -> PyResult<Bound<'py, PyBytes>> {
+    let row = from_ne("row", row, i64::from_ne_bytes)?;
+    let prev = from_ne("prev", prev, i64::from_ne_bytes)?;
+    let weight = from_ne("weight", weight, f64::from_ne_bytes)?;
+    let d = py
+        .detach(|| movelab_host::reuse::distinct_line_distances(&row, &prev, &weight))
+        .map_err(to_py)?;
+    let bytes: Vec<u8> = d.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    Ok(PyBytes::new(py, &bytes))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngine>()?;
+    m.add_function(wrap_pyfunction!(reuse_distances, m)?)?;
     m.add_function(wrap_pyfunction!(host_bench, m)?)?;
     m.add_function(wrap_pyfunction!(host_engines, m)?)?;
     m.add_function(wrap_pyfunction!(host_cpus, m)?)?;

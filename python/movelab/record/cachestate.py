@@ -2,15 +2,22 @@
 the replay then simulates each call in (docs/record-replay.md, "Cache state").
 
 Every timed call touches the 64-byte lines of its destination (and source); for each line touched,
-the *reuse distance* is the number of bytes the recorded calls of the same process moved (read
-plus written) since that line was last touched by one of them, plus :data:`TOUCH_RATE` bytes per
-ns of the time between the two touches (the program's own loads and stores, which the recording
-does not see, push lines out too). A line at a distance below the level-2 cache's size is taken as
-``warm`` (in the core's private caches), below the last-level cache's size as ``llc``, beyond it as
-``cold`` (in DRAM). A line no earlier recorded call touched is taken as ``warm``: no fault was taken
-inside the call, so the program had touched the page, and typically had just written the line it
-now copies or clears (an object built, then copied). A call's state is the share of its line
-touches in each (at most 16 lines per buffer, evenly spread, are looked at).
+the *reuse distance* counts what the recorded calls of the same process touched since that line
+was last touched by one of them: ``distance="lines"``, the distinct lines they touched, 64 bytes
+each (the LRU stack distance, which decides eviction from a least-recently-used cache; computed
+by a Fenwick tree over the calls in the extension, O(n log m) for n line touches in m calls), or
+``distance="bytes"``, every byte they moved, repeats included (a program that copies the same
+buffer a thousand times pushes nothing out, yet its byte count grows). To it is added
+:data:`TOUCH_RATE` bytes per ns of the time between the two touches (the program's own loads and
+stores, which the recording does not see, push lines out too). A line at a distance below the
+level-2 cache's size is taken as ``warm`` (in the core's private caches), below the last-level
+cache's size as ``llc``, beyond it as ``cold`` (in DRAM). A line no earlier recorded call touched
+is taken as ``warm``: no fault was taken inside the call, so the program had touched the page,
+and typically had just written the line it now copies or clears (an object built, then copied);
+a destination line no earlier call touched (a block just allocated) may be given its own state
+(``fresh``): the measurement says warm too (docs/record-replay.md, "Validation"). A call's state
+is the share of its line touches in each (at most 16 lines per buffer, evenly spread, are looked
+at).
 
 What this ignores (a modelling choice, stated with every replay): where the program's own loads
 and stores went (only their volume over time, through the touch rate), and the other programs
@@ -28,51 +35,23 @@ MAX_LINES = 16
 STATES = ("warm", "llc", "cold")
 #: Bytes of its own data a program is taken to touch per ns between two recorded touches of a line
 #: (its loads and stores, unseen by the recording, push the line out as the calls' bytes do).
-#: A CALIBRATION, not a measurement: chosen among 0, 1 and 10 bytes per ns (with untouched lines
-#: warm) on two recordings made on the development machine (Python start-up and the shell
-#: pipeline of ``movelab bench record``, 26 Nov 2026), then checked, unchanged, on gcc, SQLite and
-#: Redis (docs/record-replay.md, "Validation").
+#: A CALIBRATION, not a measurement, chosen by one rule for every program: of the decade grid 0,
+#: 0.1, 1 and 10 bytes per ns, the rate with the smallest worst error on two recordings made on the
+#: development machine (Python start-up and the shell pipeline of ``movelab bench record``, 26 Nov
+#: 2026), then checked, unchanged, on gcc, SQLite and Redis; chosen again with ``distance="lines"``
+#: on 27 Nov 2026 (the same rate wins) (docs/record-replay.md, "Validation").
 TOUCH_RATE = 1.0
 #: How a line's reuse distance counts the recorded calls between two touches: ``bytes`` (every byte
 #: they moved, repeats included) or ``lines`` (the distinct lines they touched, 64 bytes each: the
 #: LRU stack distance, which is what decides eviction from a least-recently-used cache).
 DISTANCES = ("bytes", "lines")
-
-
-def _dominance(pos_e: np.ndarray, key_e: np.ndarray, w_e: np.ndarray, pos_q: np.ndarray,
-               thr_q: np.ndarray) -> np.ndarray:
-    """For every query q: the sum of ``w_e`` over the elements e with ``pos_e < pos_q`` and
-    ``key_e < thr_q`` (an offline dominance sum, by divide and conquer on position, one vectorised
-    sorted search per level: O(n log^2 n))."""
-    ne, nq = len(pos_e), len(pos_q)
-    # Queries sort before elements at the same position (strictly earlier elements only).
-    order = np.lexsort((np.r_[np.ones(ne), np.zeros(nq)], np.r_[pos_e, pos_q]))
-    is_q = order >= ne
-    key = np.r_[key_e, thr_q][order].astype(np.int64)
-    w = np.r_[w_e, np.zeros(nq)][order]
-    n = len(order)
-    out = np.zeros(n)
-    span = int(key.max() - key.min()) + 2 if n else 2
-    key0 = key - key.min()
-    idx = np.arange(n)
-    s = 1
-    while s < n:
-        blk = idx // (2 * s)
-        left = (idx // s) % 2 == 0
-        le = left & ~is_q
-        rq = ~left & is_q
-        if le.any() and rq.any():
-            lk = blk[le] * span + key0[le]
-            o = np.argsort(lk, kind="stable")
-            lk, lw = lk[o], np.r_[0.0, np.cumsum(w[le][o])]
-            qk = blk[rq] * span + key0[rq]
-            hi = np.searchsorted(lk, qk, "left")
-            lo = np.searchsorted(lk, blk[rq] * span, "left")
-            out[rq] += lw[hi] - lw[lo]
-        s *= 2
-    res = np.empty(nq)
-    res[order[is_q] - ne] = out[is_q]
-    return res
+#: The default distance: ``lines`` was not better overall than ``bytes`` on the five demonstration
+#: programs by more than the run-to-run spread (docs/record-replay.md, "Validation").
+DISTANCE = "bytes"
+#: The default state of a destination line no earlier recorded call touched (``None``: as
+#: ``untouched``, warm): calls into such lines were measured no slower than calls into reused ones
+#: (docs/record-replay.md, "Validation").
+FRESH: str | None = None
 
 
 def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +71,7 @@ def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = TOUCH_RATE,
-           untouched: str = "warm", distance: str = "bytes") -> pd.DataFrame:
+           untouched: str = "warm", distance: str = DISTANCE, fresh: str | None = FRESH) -> pd.DataFrame:
     """For each timed event of ``ev`` (rows with ``t_ns``, ``pid``, ``size``, ``src``, ``dst``,
     ``op``), the share of its line touches in each state: columns ``warm``, ``llc``, ``cold``
     (summing to 1) and ``distance`` (median reuse distance in bytes, NaN where no line was touched
@@ -103,11 +82,16 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     (see :data:`TOUCH_RATE`). ``untouched``: the state of a line no earlier recorded call touched
     (default ``warm``: see the module's description). ``distance``: ``bytes`` (the bytes the
     process's recorded calls moved in between, repeats included) or ``lines`` (the distinct lines
-    they touched, times 64: a buffer's sampled lines each stand for their share of its lines)."""
+    they touched, times 64: a buffer's sampled lines each stand for their share of its lines).
+    ``fresh``: the state of a *destination* line no earlier recorded call touched (a first touch:
+    a block just allocated, then copied into or cleared); ``None`` takes ``untouched`` for it too.
+    ``untouched`` then applies to source lines only."""
     if l2_bytes <= 0 or llc_bytes < l2_bytes:
         raise ValueError(f"cache sizes must satisfy 0 < l2 <= llc, got l2={l2_bytes} llc={llc_bytes}")
     if untouched not in STATES:
         raise ValueError(f"untouched must be one of {', '.join(STATES)}, got {untouched!r}")
+    if fresh is not None and fresh not in STATES:
+        raise ValueError(f"fresh must be one of {', '.join(STATES)} or None, got {fresh!r}")
     if distance not in DISTANCES:
         raise ValueError(f"distance must be one of {', '.join(DISTANCES)}, got {distance!r}")
     if not np.isfinite(touch_rate) or touch_rate < 0:
@@ -129,7 +113,9 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     rows = np.concatenate([r1, r2])
     pages = np.concatenate([p1, p2])
     tns = t["t_ns"].to_numpy(np.float64)
-    touch = pd.DataFrame({"pid": pid[rows], "line": pages, "row": rows, "cum": cum[rows], "t": tns[rows]})
+    is_dst = np.r_[np.ones(len(r1), bool), np.zeros(len(r2), bool)]
+    touch = pd.DataFrame({"pid": pid[rows], "line": pages, "row": rows, "cum": cum[rows], "t": tns[rows],
+                          "is_dst": is_dst})
     touch = touch.sort_values(["pid", "line", "row"], kind="stable")
     g = touch.groupby(["pid", "line"], sort=False)
     if distance == "bytes":
@@ -137,7 +123,8 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     else:
         between = _distinct_between(touch, size)
     dist = between + touch_rate * (touch["t"] - g["t"].shift(1)).to_numpy(np.float64)
-    first = STATES.index(untouched)
+    first = np.where(touch["is_dst"].to_numpy(), STATES.index(fresh if fresh is not None else untouched),
+                     STATES.index(untouched))
     state = np.where(np.isnan(dist), first, np.where(dist < l2_bytes, 0, np.where(dist < llc_bytes, 1, 2)))
     touch["state"] = state
     touch["dist"] = dist
@@ -152,34 +139,29 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
 def _distinct_between(touch: pd.DataFrame, size: np.ndarray) -> np.ndarray:
     """Per touch (``touch`` sorted by process, line and row): the bytes of distinct lines the
     process's recorded calls touched strictly between the line's previous touch's call and this
-    touch's call (NaN where there is no previous touch). A sampled line of a buffer of n lines
-    looked at through k stands for n / k lines."""
+    touch's call (NaN where there is no previous touch, 0 for a line met earlier in the same call).
+    A sampled line of a buffer of n lines looked at through k stands for n / k lines; a line met
+    several times in between counts once, with the weight of its latest touch. The LRU stack
+    distance, by a Fenwick tree over the calls in the extension (``movelab_host::reuse``):
+    O(n log m) for n touches in m calls."""
+    from movelab import _core
+
     rows = touch["row"].to_numpy(np.int64)
     pid = touch["pid"].to_numpy(np.int64)
     line = touch["line"].to_numpy(np.int64)
-    # Time order: process, call, line; position = rank in that order.
-    o = np.lexsort((line, rows, pid))
+    if len(rows) == 0:
+        return np.empty(0)
+    # Time order: call (rows are numbered in process, then time order), then line.
+    o = np.lexsort((line, rows))
     pos = np.empty(len(o), np.int64)
     pos[o] = np.arange(len(o))
     first_line = np.r_[True, (pid[1:] != pid[:-1]) | (line[1:] != line[:-1])]  # within `touch`'s order
     prev_pos = np.where(first_line, -1, np.r_[-1, pos[:-1]])
-    prev_row = np.where(first_line, -1, np.r_[-1, rows[:-1]])
     n = -(-np.maximum(size[rows], 1) // LINE)  # the buffer's lines (its alignment aside)
     w = np.where(n > MAX_LINES, n / MAX_LINES, 1.0)
-    # The first position of each touch's own call (its call's lines are excluded).
-    row_start = np.full(len(size), np.iinfo(np.int64).max)
-    np.minimum.at(row_start, rows, pos)
-    # The position just after the previous touch's call.
-    prev_end = np.full(len(size), -1)
-    np.maximum.at(prev_end, rows, pos)
-    has = prev_pos >= 0
-    q_hi = row_start[rows[has]]
-    q_lo = prev_end[prev_row[has]] + 1
-    # Distinct lines touched at positions [q_lo, q_hi): elements there whose line's previous touch
-    # is before q_lo (or none) count once each.
-    thr = q_lo
-    a = _dominance(pos, prev_pos, w, q_hi, thr)
-    b = _dominance(pos, prev_pos, w, q_lo, thr)
-    out = np.full(len(touch), np.nan)
-    out[has] = np.maximum(a - b, 0.0) * LINE  # a line met twice in one call: distance 0
-    return out
+    raw = _core.reuse_distances(np.ascontiguousarray(rows[o]).tobytes(),
+                                np.ascontiguousarray(prev_pos[o]).tobytes(),
+                                np.ascontiguousarray(w[o], dtype=np.float64).tobytes())
+    out = np.empty(len(o))
+    out[o] = np.frombuffer(raw, dtype=np.float64)
+    return out * LINE

@@ -38,6 +38,24 @@ def _cache_mode(cache: str) -> str:
     return cache
 
 
+def _distance(distance: str | None, mode: str) -> str | None:
+    """``--distance``: one of the known distances, and only with ``--cache tracked``."""
+    from movelab.record.cachestate import DISTANCES
+
+    if distance is None:
+        return None
+    if distance not in DISTANCES:
+        raise typer.BadParameter(f"{distance!r}: one of {', '.join(DISTANCES)}", param_hint="--distance")
+    if mode != "tracked":
+        raise typer.BadParameter(f"applies to --cache tracked only, not --cache {mode}", param_hint="--distance")
+    return distance
+
+
+_DISTANCE_HELP = ("With --cache tracked, how a line's reuse distance counts the calls between two touches: lines "
+                  "(the distinct lines they touched: the LRU stack distance) or bytes (every byte they moved). "
+                  "Default: the replay's default (docs/record-replay.md).")
+
+
 def _call_costs(plat: Any, notes: list[str]) -> dict[str, float]:
     """The per-call costs measured on this machine (a calibration; notes say so)."""
     from movelab.record.calibration import call_costs
@@ -113,6 +131,7 @@ def replay_cmd(
                               "(per call, from the recorded addresses), cold (where the previous replayed calls "
                               "left them) or warm (after a first pass that caches them)."),
     warm: bool = typer.Option(False, "--warm", help="The same as --cache warm."),
+    distance: str | None = typer.Option(None, "--distance", help=_DISTANCE_HELP, show_default=False),
     call_cost: bool = typer.Option(True, "--call-cost/--no-call-cost", help="Add each call's own cost (the call "
                                    "and the allocator's work), measured on this machine by a calibration run."),
     undisturbed: bool = typer.Option(False, "--undisturbed", help="Only calls inside which their thread took no "
@@ -134,6 +153,7 @@ def replay_cmd(
     if sources not in ("all", "interposer", "kernel"):
         raise typer.BadParameter(f"{sources!r}: one of all, interposer, kernel", param_hint="--sources")
     mode = "warm" if warm else _cache_mode(cache)
+    dist = _distance(distance, mode)
     try:
         df, meta = read(trace)
     except (ValueError, OSError) as e:
@@ -151,7 +171,7 @@ def replay_cmd(
     for m in mechanism:
         try:
             r = replay(df, plat, m, samples=samples, overrides=parse_set(set_), cache=mode, call_cost=costs,
-                       _cache=memo)
+                       distance=dist, _cache=memo)
         except (ValueError, OSError) as e:
             _fail(e)
         results.append(r)
@@ -192,6 +212,7 @@ def what_if_cmd(
     memory: str = typer.Option("rowclone-ddr5-4800b", "--memory", help="DRAM config for --platform host."),
     samples: int = typer.Option(16, "--samples", min=1, help="Calls replayed per size class at most."),
     cache: str = typer.Option("tracked", "--cache", help="tracked, cold or warm (as for movelab replay)."),
+    distance: str | None = typer.Option(None, "--distance", help=_DISTANCE_HELP, show_default=False),
     call_cost: bool = typer.Option(True, "--call-cost/--no-call-cost", help="Add each call's own cost, measured "
                                    "on this machine by a calibration run."),
     out: Path | None = typer.Option(None, "--out", help="Write what-if.csv, what-if-classes.csv, what-if.json and "
@@ -212,9 +233,11 @@ def what_if_cmd(
         _fail(e)
     df.attrs["movelab"] = meta
     mode = _cache_mode(cache)
+    dist = _distance(distance, mode)
     plat, notes = _platform(platform, memory)
     costs = _call_costs(plat, notes) if call_cost else None
-    summary, classes = what_if(df, plat, samples=samples, cache=mode, call_cost=costs)
+    summary, classes = what_if(df, plat, samples=samples, cache=mode, call_cost=costs,
+                               **({"distance": dist} if dist else {}))
     if out is not None:
         with staged_dir(out, force) as stage:
             summary.to_csv(stage / names[0], index=False)

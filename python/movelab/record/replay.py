@@ -201,7 +201,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            samples: int = 16, budget_bytes: int = 4 << 20, max_gap_instructions: int = 50_000,
            overrides: Mapping[str, Any] | None = None, warm: bool = False, cache: str | None = None,
            call_cost: Mapping[str, float] | None = None, touch_rate: float | None = None,
-           _cache: dict | None = None) -> Replay:
+           distance: str | None = None, fresh: str | None = None, _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
     (one of :data:`MECHANISMS`).
@@ -215,6 +215,12 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
 
     ``touch_rate``: for ``"tracked"``, the bytes of its own data the program is taken to touch per
     ns between the calls (default :data:`movelab.record.cachestate.TOUCH_RATE`, a calibration).
+    ``distance``: for ``"tracked"``, how a line's reuse distance counts the calls in between:
+    ``"lines"`` (the distinct lines they touched: the LRU stack distance) or ``"bytes"`` (every
+    byte they moved); default :data:`movelab.record.cachestate.DISTANCE`. ``fresh``: the state of
+    a destination line no earlier recorded call touched (``"warm"``, ``"llc"``, ``"cold"``, or
+    ``"untouched"``: the state of other untouched lines); default
+    :data:`movelab.record.cachestate.FRESH`.
 
     ``call_cost``: ns added per call of each kind (``memcpy``, ``calloc``, ...) for what the
     simulated copy does not contain: the call itself and the allocator's work in ``calloc`` and
@@ -228,6 +234,14 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     mode = cache if cache is not None else ("warm" if warm else "tracked")
     if mode not in CACHE_MODES:
         raise ValueError(f"unknown cache mode {mode!r} (known: {', '.join(CACHE_MODES)})")
+    dist = cachestate.DISTANCE if distance is None else distance
+    if dist not in cachestate.DISTANCES:
+        raise ValueError(f"unknown distance {distance!r} (known: {', '.join(cachestate.DISTANCES)})")
+    if fresh is not None and fresh not in (*cachestate.STATES, "untouched"):
+        raise ValueError(f"unknown fresh state {fresh!r} (known: {', '.join(cachestate.STATES)}, untouched)")
+    fresh_state = cachestate.FRESH if fresh is None else None if fresh == "untouched" else fresh
+    if (distance is not None or fresh is not None) and mode != "tracked":
+        raise ValueError(f"distance and fresh apply to cache='tracked' only, not {mode!r}")
     costs = dict(call_cost or {})
     for k, v in costs.items():
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
@@ -250,9 +264,10 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     l2_bytes, llc_bytes = _cache_bytes(platform, base)
     rho = cachestate.TOUCH_RATE if touch_rate is None else touch_rate
     if mode == "tracked":
-        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho)
+        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho, dist, fresh_state)
         if skey not in cache_d:
-            cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho))  # df kept: its id stays unique
+            # df kept: its id stays unique
+            cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho, distance=dist, fresh=fresh_state))
         st = cache_d[skey][1]
     mech_ov = _merge(base, MECHANISMS[mechanism])
     cpu_ov = _merge(base, MECHANISMS["cpu"])
@@ -339,6 +354,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "sampled_calls": int(classes["sampled"].sum()), "classes": len(classes), "rate_instr_per_ns": rate,
         "warm": mode == "warm", "cache": mode, "call_cost_ns": float(classes["call_cost_ns"].sum()),
         "l2_bytes": l2_bytes, "llc_bytes": llc_bytes, "touch_rate": rho if mode == "tracked" else None,
+        "distance": dist if mode == "tracked" else None, "fresh": fresh_state if mode == "tracked" else None,
     }
     if mode == "tracked":
         tot = max(float(classes["calls"].sum()), 1.0)
@@ -355,7 +371,8 @@ def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def what_if(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system",
-            mechanisms: Sequence[str] | None = None, **kw: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+            mechanisms: Sequence[str] | None = None, _cache: dict | None = None,
+            **kw: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every mechanism side by side: (one row per mechanism, one row per mechanism and class).
     A mechanism the platform cannot run (e.g. RowClone on DRAM without subarrays) gets its error in
     ``error`` instead of figures. ``threshold_bytes``: the smallest size from which the mechanism
@@ -369,7 +386,7 @@ def what_if(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system",
     names = list(mechanisms or MECHANISMS)
     if "cpu" not in names:
         names.insert(0, "cpu")
-    cache: dict = {}
+    cache: dict = _cache if _cache is not None else {}
     reps: dict[str, Replay] = {}
     errors: dict[str, str] = {}
     for m in names:
