@@ -86,6 +86,29 @@ pub fn write_line(sys: &mut MemorySystem, now: Ps, agent: AgentId, line: u64) {
     sys.send(at, line * 64, MemOp::Write, true, kind, false);
 }
 
+/// A device writes `line` into host memory through the root complex: with DDIO (`ddio_core`) it
+/// is pushed into that core's L2, else written to memory (cached copies invalidated either way).
+/// Counts the path in `stats`.
+pub fn host_write_line(
+    sys: &mut MemorySystem,
+    now: Ps,
+    agent: AgentId,
+    ddio_core: Option<usize>,
+    line: u64,
+    stats: &mut DeviceStats,
+) {
+    match ddio_core {
+        Some(c) => {
+            stats.lines_to_cache += 1;
+            sys.push_to_l2(now, c, line, false);
+        }
+        None => {
+            stats.lines_to_memory += 1;
+            write_line(sys, now, agent, line);
+        }
+    }
+}
+
 /// The first packet's stack (`first`, when known) and the mean over `all` packets, each part named.
 pub fn stacks<const N: usize>(
     names: [&str; N],

@@ -437,13 +437,8 @@ impl IdmaAgent {
     /// A line written into host memory by the engine or the adapter: into `ddio_core`'s L2 with
     /// DDIO, else to memory (cached copies invalidated either way).
     fn write_host_line(&mut self, sys: &mut MemorySystem, now: Ps, line: u64) {
-        if self.ddio {
-            self.stats.lines_to_cache += 1;
-            sys.push_to_l2(now, self.cfg.ddio_core as usize, line, false);
-        } else {
-            self.stats.lines_to_memory += 1;
-            device_dma::write_line(sys, now, self.id, line);
-        }
+        let ddio = self.ddio.then_some(self.cfg.ddio_core as usize);
+        device_dma::host_write_line(sys, now, self.id, ddio, line, &mut self.stats);
     }
 
     /// The adapter's posted write reached the root complex: it lands in the pinned buffer.

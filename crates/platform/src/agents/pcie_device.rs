@@ -311,14 +311,9 @@ impl PcieDeviceAgent {
         if data.is_empty() {
             return;
         }
+        let ddio = self.ddio.then_some(self.cfg.ddio_core as usize);
         for line in addr / 64..=(addr + data.len() as u64 - 1) / 64 {
-            if self.ddio {
-                self.stats.lines_to_cache += 1;
-                sys.push_to_l2(now, self.cfg.ddio_core as usize, line, false);
-            } else {
-                self.stats.lines_to_memory += 1;
-                device_dma::write_line(sys, now, self.id, line);
-            }
+            device_dma::host_write_line(sys, now, self.id, ddio, line, &mut self.stats);
         }
     }
 
