@@ -4,6 +4,7 @@ argument errors naming the argument, and Ctrl-C interrupting a blocking receive.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -110,16 +111,38 @@ def test_bad_arguments_raise_value_error_naming_them() -> None:
 
 
 def test_ctrl_c_interrupts_a_blocking_receive() -> None:
-    with OnloadEngine(idle_spin_us=50) as eng:
-        sock = eng.bind(9000)
-        sock.post(bytearray(64))
-        timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
-        t0 = time.monotonic()
-        timer.start()
-        with pytest.raises(KeyboardInterrupt):
-            sock.recv()  # nothing will ever arrive
-        assert time.monotonic() - t0 < 5
-        timer.join()
+    # Python's own Ctrl-C handler, whatever an earlier test left installed.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    done = threading.Event()
+
+    def ctrl_c() -> None:
+        # Ctrl-C every 0.2 s until the receive returns (one sent before the receive began is
+        # taken by the interpreter first); after 20 s the test fails instead of hanging.
+        deadline = time.monotonic() + 20
+        while not done.wait(0.2) and time.monotonic() < deadline:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    try:
+        with OnloadEngine(idle_spin_us=50) as eng:
+            sock = eng.bind(9000)
+            sock.post(bytearray(64))
+            sender = threading.Thread(target=ctrl_c, daemon=True)
+            t0 = time.monotonic()
+            sender.start()
+            with pytest.raises(KeyboardInterrupt):
+                try:
+                    sock.recv(timeout=30)  # nothing will ever arrive
+                finally:
+                    done.set()
+                    # A last Ctrl-C still in flight lands here, not in a later line.
+                    while sender.is_alive():
+                        with contextlib.suppress(KeyboardInterrupt):
+                            sender.join(0.05)
+                    with contextlib.suppress(KeyboardInterrupt):
+                        time.sleep(0.05)
+            assert time.monotonic() - t0 < 5
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _bench_cli(tmp_path, *args: str):  # type: ignore[no-untyped-def]
