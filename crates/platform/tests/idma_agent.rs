@@ -135,7 +135,12 @@ fn run_cfg(cfg: &PlatformConfig, params: &[(&str, u64)]) -> (PlatformStats, Devi
     let mut plat = Platform::new(cfg).expect("platform");
     plat.sys.track_values();
     let s = plat.run(&w).expect("run");
+    // Every load saw the last value written, and every payload line the engine read was the one
+    // the core last stored.
+    let sh = plat.sys.shadow.as_ref().expect("value shadow");
+    assert!(sh.violations.is_empty(), "{:?}", sh.violations);
     let d = s.devices.first().cloned().expect("a device");
+    assert_eq!(d.stale_lines, 0, "{d:?}");
     (s, d)
 }
 
@@ -154,7 +159,7 @@ fn idma_receives_through_the_pinned_buffer() {
                 "larsen-io-idma",
                 &format!("{RX}frame_bytes = {frame}\nroot_complex = {{ ddio = {ddio} }}\n"),
             );
-            let (s, d) = run_cfg(&cfg, &[("messages", n), ("rx_post", 1)]);
+            let (_, d) = run_cfg(&cfg, &[("messages", n), ("rx_post", 1)]);
             assert_eq!(d.rx_frames_in, n, "{d:?}");
             assert_eq!(d.nic.rx_frames, n, "{d:?}");
             assert_eq!(d.nic.rx_drops, 0);
@@ -178,7 +183,6 @@ fn idma_receives_through_the_pinned_buffer() {
             assert!(!wrapped || d.nic.doorbells > 0, "{d:?}");
             // TX and RX each notify the core.
             assert!(d.interrupts >= 2 * n, "{d:?}");
-            assert!(s.devices.len() == 1);
         }
     }
 }

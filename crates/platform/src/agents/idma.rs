@@ -357,7 +357,7 @@ impl IdmaAgent {
         if rx.next == rx.tail || rx.landed < rx.consumed + idma_dev::REC {
             return;
         }
-        let rec = read_ring(
+        let rec = idma_dev::read_ring(
             &self.mem,
             rx.pinned,
             rx.pinned_bytes,
@@ -378,7 +378,7 @@ impl IdmaAgent {
     /// back, the core notified, and the pinned space given back now and then.
     fn rx_done(&mut self, sys: &mut MemorySystem, now: Ps) {
         let Some(rx) = self.rx.as_mut() else { return };
-        let frame = read_ring(
+        let frame = idma_dev::read_ring(
             &self.mem,
             rx.pinned,
             rx.pinned_bytes,
@@ -451,14 +451,13 @@ impl IdmaAgent {
             self.write_host_line(sys, now, line);
         }
         let Some(rx) = self.rx.as_mut() else { return };
-        let off = tlp.addr.wrapping_sub(rx.pinned);
-        if off >= rx.pinned_bytes {
+        let len = tlp.data.len() as u64;
+        let Some(landed) =
+            idma_dev::landed_after(rx.landed, rx.pinned, rx.pinned_bytes, tlp.addr, len)
+        else {
             return;
-        }
-        // Writes arrive in order; a gap from the last landed byte is a slot's padding.
-        let pos = rx.landed % rx.pinned_bytes;
-        let gap = (off + rx.pinned_bytes - pos) % rx.pinned_bytes;
-        rx.landed += gap + tlp.data.len() as u64;
+        };
+        rx.landed = landed;
         self.start(sys, now);
     }
 
@@ -694,17 +693,4 @@ impl Agent for IdmaAgent {
             ..Default::default()
         }
     }
-}
-
-/// `len` bytes at monotonic offset `off` of a ring buffer of `size` bytes at `base`.
-fn read_ring(mem: &HostMemory, base: u64, size: u64, off: u64, len: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len as usize);
-    let mut o = off;
-    while (out.len() as u64) < len {
-        let p = o % size;
-        let n = (len - out.len() as u64).min(size - p);
-        out.extend_from_slice(&mem.read(base + p, n as usize));
-        o += n;
-    }
-    out
 }

@@ -258,14 +258,11 @@ impl IdmaEngine {
         mem: &mut HostMemory,
         out: &mut Vec<IdmaOut>,
     ) {
-        let off = addr.wrapping_sub(self.pinned);
-        if off >= self.pinned_bytes {
+        let Some(landed) = landed_after(self.landed, self.pinned, self.pinned_bytes, addr, len)
+        else {
             return;
-        }
-        // Writes arrive in order; the gap from the last landed byte is a slot's padding.
-        let pos = self.landed % self.pinned_bytes;
-        let gap = (off + self.pinned_bytes - pos) % self.pinned_bytes;
-        self.landed += gap + len;
+        };
+        self.landed = landed;
         self.deliver(now, mem, out);
     }
 
@@ -274,7 +271,7 @@ impl IdmaEngine {
             if self.landed < self.consumed + REC {
                 break;
             }
-            let rec = self.read_pinned(mem, self.consumed, REC);
+            let rec = read_ring(mem, self.pinned, self.pinned_bytes, self.consumed, REC);
             let len = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]) as u64;
             let slot = (REC + len).div_ceil(64) * 64;
             if self.landed < self.consumed + REC + len {
@@ -285,7 +282,13 @@ impl IdmaEngine {
                 break;
             }
             self.waiting_rx = 0;
-            let frame = self.read_pinned(mem, self.consumed + REC, len);
+            let frame = read_ring(
+                mem,
+                self.pinned,
+                self.pinned_bytes,
+                self.consumed + REC,
+                len,
+            );
             let mut t = now.max(self.busy_until);
             let da = self.rx_base + self.rx_next as u64 * DESC;
             // Four descriptors per line: the first of a line costs a memory read.
@@ -322,22 +325,35 @@ impl IdmaEngine {
         }
     }
 
-    fn read_pinned(&self, mem: &HostMemory, off: u64, len: u64) -> Vec<u8> {
-        let mut out = Vec::with_capacity(len as usize);
-        let mut o = off;
-        while (out.len() as u64) < len {
-            let p = o % self.pinned_bytes;
-            let n = (len - out.len() as u64).min(self.pinned_bytes - p);
-            out.extend_from_slice(&mem.read(self.pinned + p, n as usize));
-            o += n;
-        }
-        out
-    }
-
     /// Frames landed but not delivered for want of an RX descriptor.
     pub fn starved(&self) -> bool {
         self.waiting_rx > 0
     }
+}
+
+/// `len` bytes at monotonic offset `off` of the pinned ring buffer (`size` bytes at `base`).
+pub fn read_ring(mem: &HostMemory, base: u64, size: u64, off: u64, len: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len as usize);
+    let mut o = off;
+    while (out.len() as u64) < len {
+        let p = o % size;
+        let n = (len - out.len() as u64).min(size - p);
+        out.extend_from_slice(&mem.read(base + p, n as usize));
+        o += n;
+    }
+    out
+}
+
+/// The pinned buffer's landed byte count after the adapter's write of `len` bytes at `addr`
+/// (None: the write is outside the buffer). Writes arrive in order; a gap from the last landed
+/// byte is a slot's padding.
+pub fn landed_after(landed: u64, base: u64, size: u64, addr: u64, len: u64) -> Option<u64> {
+    let off = addr.wrapping_sub(base);
+    if off >= size {
+        return None;
+    }
+    let pos = landed % size;
+    Some(landed + (off + size - pos) % size + len)
 }
 
 /// The simple FIFO+PHY adapter on the link.
