@@ -301,7 +301,67 @@ fn platform_composition(
     json(&rows)
 }
 
+/// Two platforms on one Ethernet link (`systems::cluster`): `tx_workload` on the sender,
+/// `rx_workload` on the receiver, their NICs joined; the cluster's statistics as JSON.
+#[pyfunction]
+#[pyo3(signature = (sender, receiver, tx_workload, rx_workload, tx_params=None, rx_params=None,
+                    sender_overrides=None, receiver_overrides=None, meters=3.0, ns_per_meter=5.0,
+                    agent="nic", progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn platform_pair(
+    py: Python<'_>,
+    sender: &str,
+    receiver: &str,
+    tx_workload: &str,
+    rx_workload: &str,
+    tx_params: Option<&str>,
+    rx_params: Option<&str>,
+    sender_overrides: Option<&str>,
+    receiver_overrides: Option<&str>,
+    meters: f64,
+    ns_per_meter: f64,
+    agent: &str,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    use movelab_platform::systems::cluster::{self, End, LinkSpec};
+    let cfgs = [
+        load(sender, sender_overrides)?,
+        load(receiver, receiver_overrides)?,
+    ];
+    let progs = vec![
+        vec![Workload::load(tx_workload, &self::params(tx_params)?).map_err(verr)?],
+        vec![Workload::load(rx_workload, &self::params(rx_params)?).map_err(verr)?],
+    ];
+    let link = LinkSpec {
+        a: End {
+            host: 0,
+            agent: agent.into(),
+        },
+        b: End {
+            host: 1,
+            agent: agent.into(),
+        },
+        meters,
+        ns_per_meter,
+        gbps: None,
+    };
+    let s = detach_interruptible(py, || {
+        let mut ps = Vec::new();
+        for c in &cfgs {
+            let mut p = movelab_platform::Platform::new(c)?;
+            p.sys.track_values();
+            ps.push(p);
+        }
+        cluster::run(&mut ps, &progs, &[link], &mut |d| {
+            call_progress(&progress, (d,))
+        })
+    })?
+    .map_err(verr)?;
+    json(&s)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(platform_pair, m)?)?;
     m.add_function(wrap_pyfunction!(platform_composition, m)?)?;
     m.add_function(wrap_pyfunction!(io_platform_config, m)?)?;
     m.add_function(wrap_pyfunction!(io_presets, m)?)?;

@@ -29,6 +29,16 @@ pub struct AgentReport {
     pub device: Option<crate::stats::DeviceStats>,
 }
 
+/// An agent's Ethernet port, once attached to a link.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Port {
+    /// The MAC's rate, Gb/s.
+    pub gbps: f64,
+    /// The MAC and PHY's pipeline on the way out (after the last bit is serialised) and in.
+    pub tx_ps: Ps,
+    pub rx_ps: Ps,
+}
+
 /// Something that acts on memory by itself.
 pub trait Agent {
     /// The name it was built by.
@@ -66,6 +76,25 @@ pub trait Agent {
     ) -> Access {
         let _ = (core, addr, write);
         sys.uncached(now)
+    }
+    /// Puts its Ethernet port on a link: the frames its MAC sends are kept for
+    /// [`Agent::take_frames`]. Agents without a port refuse, saying why.
+    fn attach_port(&mut self) -> Result<Port, String> {
+        Err(format!("a {} agent has no Ethernet port", self.name()))
+    }
+    /// Whether its attached port holds sent frames not yet taken.
+    fn has_frames(&self) -> bool {
+        false
+    }
+    /// Moves the frames its attached port sent into `out`, each with the time its last bit left
+    /// the MAC.
+    fn take_frames(&mut self, out: &mut Vec<(Ps, Vec<u8>)>) {
+        let _ = out;
+    }
+    /// A frame from the link reaches its port at `at` (the last bit in, before the MAC's receive
+    /// pipeline).
+    fn frame_in(&mut self, sys: &mut MemorySystem, at: Ps, frame: Vec<u8>) {
+        let _ = (sys, at, frame);
     }
     /// Nothing in flight.
     fn idle(&self) -> bool;

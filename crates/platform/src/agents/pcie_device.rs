@@ -19,21 +19,25 @@
 //!
 //! MMIO loads inside the BAR cost a computed round trip (down, a 3 DW read, a completion up, no
 //! queuing behind other TLPs). The NIC's MAC sends each frame at `nic.mac_gbps`; frames go
-//! nowhere further (there is no second host here: that is `systems/io_pair.rs`).
+//! nowhere further, loop back to the NIC's receive side (`loopback`), or, with the port attached
+//! to an Ethernet link ([`crate::systems::cluster`]), reach another platform's NIC; the frames
+//! that land in RX buffers are checked byte for byte against the frames that came off the wire,
+//! in order.
 use crate::agents::device_dma::{self, Stack};
-use crate::agents::{Agent, AgentReport};
+use crate::agents::{Agent, AgentReport, Port};
 pub use crate::config::platform::PcieDeviceConfig;
 use crate::config::platform::PlatformConfig;
 use crate::devices::nic::{self, Nic, NicOut};
 use crate::iface::Access;
 use crate::memory::memory_system::{AgentId, MemorySystem, ReqKind, Response};
+use crate::net::ethernet_link::{frame_wire_ps, OVERHEAD_BYTES};
 use crate::pcie::bytes::{Geometry, Purpose};
 use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
 use crate::pcie::root_complex::HostMemory;
 use crate::sim::error::PlatformError;
 use crate::sim::{ns, Ps};
 use crate::stats::DeviceStats;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 /// A TLP reaches the link's transmitter of its direction (id: a held TLP).
 const EV_SEND: u16 = 0;
@@ -51,6 +55,8 @@ const EV_CPL: u16 = 5;
 const EV_MAC: u16 = 6;
 /// A looped-back frame reaches the NIC's receive MAC (id: the held frame).
 const EV_FRAME_IN: u16 = 7;
+/// A frame from the link reaches the NIC's receive MAC (id: the held frame).
+const EV_WIRE_IN: u16 = 8;
 
 /// Doorbell store times kept for the latency stacks.
 const MAX_STORES: usize = nic::MAX_TRACES;
@@ -84,6 +90,18 @@ pub struct PcieDeviceAgent {
     rx_tail: u32,
     rx_posted: u64,
     loop_ps: Ps,
+    /// The MAC and PHY's transmit and receive pipelines (on a link).
+    mac_tx: Ps,
+    mac_rx: Ps,
+    /// When the transmit MAC has serialised the last frame handed to it.
+    mac_free: Ps,
+    /// The port is on a link ([`Agent::attach_port`]): sent frames wait here to be taken.
+    on_link: bool,
+    outbox: Vec<(Ps, Vec<u8>)>,
+    /// Frames from the link the NIC accepted, in order, not yet landing in an RX buffer; and
+    /// the frame landing in each RX buffer (the oracle of the received bytes).
+    expect: VecDeque<Vec<u8>>,
+    landing: HashMap<u64, Vec<u8>>,
     frames: HashMap<u32, Vec<u8>>,
     posted: u64,
     stores: Vec<Ps>,
@@ -152,6 +170,13 @@ impl PcieDeviceAgent {
             rx_tail: 0,
             rx_posted: 0,
             loop_ps: ns(io.nic.mac_tx_ns + io.nic.mac_rx_ns),
+            mac_tx: ns(io.nic.mac_tx_ns),
+            mac_rx: ns(io.nic.mac_rx_ns),
+            mac_free: 0,
+            on_link: false,
+            outbox: Vec::new(),
+            expect: VecDeque::new(),
+            landing: HashMap::new(),
             frames: HashMap::new(),
             stores: Vec::new(),
             tlps: HashMap::new(),
@@ -204,12 +229,14 @@ impl PcieDeviceAgent {
                 NicOut::Frame(f) => {
                     self.stats.frames += 1;
                     self.stats.frame_bytes += f.len() as u64;
-                    // Serialized with FCS, preamble and inter-frame gap.
-                    let wire = ((f.len() as f64 + 24.0) * 8.0 * 1000.0 / self.mac_gbps) as Ps;
+                    // Serialized with FCS, preamble and inter-frame gap, after the frame before.
+                    let wire = frame_wire_ps(f.len(), self.mac_gbps, OVERHEAD_BYTES);
+                    let done = now.max(self.mac_free) + wire;
+                    self.mac_free = done;
                     let k = self.next_tlp;
                     self.next_tlp = self.next_tlp.wrapping_add(1);
                     self.frames.insert(k, f);
-                    sys.schedule(now + wire, self.id, EV_MAC, k);
+                    sys.schedule(done, self.id, EV_MAC, k);
                 }
             }
         }
@@ -305,6 +332,34 @@ impl PcieDeviceAgent {
                 self.stats.rx_bytes_checked += data.len() as u64;
                 self.stats.rx_bytes_wrong +=
                     sent.iter().zip(data).filter(|(a, b)| a != b).count() as u64;
+            }
+        } else if let Some(rxb) = self.cfg.rx_buffers.filter(|_| self.on_link) {
+            // On a link: the frame landing in a buffer is the next one the NIC accepted from
+            // the wire (frames land in the order they came, each from its buffer's start).
+            let stride = self.cfg.tx_buffer_stride.max(1);
+            let span = self.nic.rx_ring as u64 * stride;
+            if addr >= rxb && addr - rxb < span {
+                let (slot, off) = ((addr - rxb) / stride, ((addr - rxb) % stride) as usize);
+                if off == 0 {
+                    match self.expect.pop_front() {
+                        Some(f) => {
+                            self.landing.insert(slot, f);
+                        }
+                        None => {
+                            self.landing.remove(&slot);
+                        }
+                    }
+                }
+                let want = self
+                    .landing
+                    .get(&slot)
+                    .and_then(|f| f.get(off..off + data.len()));
+                self.stats.rx_bytes_checked += data.len() as u64;
+                self.stats.rx_bytes_wrong += match want {
+                    Some(w) => w.iter().zip(data).filter(|(a, b)| a != b).count() as u64,
+                    // Bytes with no frame to have come from.
+                    None => data.len() as u64,
+                };
             }
         }
         self.mem.write(addr, data);
@@ -483,7 +538,23 @@ impl Agent for PcieDeviceAgent {
                 if self.cfg.loopback {
                     self.frames.insert(id, f);
                     sys.schedule(now + self.loop_ps, self.id, EV_FRAME_IN, id);
+                } else if self.on_link {
+                    self.outbox.push((now + self.mac_tx, f));
                 }
+            }
+            EV_WIRE_IN => {
+                let Some(f) = self.frames.remove(&id) else {
+                    return;
+                };
+                self.stats.rx_frames_in += 1;
+                let drops = self.nic.stats.rx_drops;
+                let kept = f.clone();
+                let mut out = Vec::new();
+                self.nic.frame_in(now, f, &mut out);
+                if self.nic.stats.rx_drops == drops {
+                    self.expect.push_back(kept);
+                }
+                self.nic_outs(sys, now, out);
             }
             EV_FRAME_IN => {
                 let Some(f) = self.frames.remove(&id) else {
@@ -502,6 +573,37 @@ impl Agent for PcieDeviceAgent {
         device_dma::line_answered(sys, now, self.id, r, EV_LINE);
     }
 
+    fn attach_port(&mut self) -> Result<Port, String> {
+        if self.cfg.loopback {
+            return Err(
+                "the NIC loops its frames back to itself (loopback = true); a NIC on a \
+                        link needs loopback = false"
+                    .into(),
+            );
+        }
+        self.on_link = true;
+        Ok(Port {
+            gbps: self.mac_gbps,
+            tx_ps: self.mac_tx,
+            rx_ps: self.mac_rx,
+        })
+    }
+
+    fn has_frames(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    fn take_frames(&mut self, out: &mut Vec<(Ps, Vec<u8>)>) {
+        out.append(&mut self.outbox);
+    }
+
+    fn frame_in(&mut self, sys: &mut MemorySystem, at: Ps, frame: Vec<u8>) {
+        let k = self.next_tlp;
+        self.next_tlp = self.next_tlp.wrapping_add(1);
+        self.frames.insert(k, frame);
+        sys.schedule(at + self.mac_rx, self.id, EV_WIRE_IN, k);
+    }
+
     fn idle(&self) -> bool {
         // Frames waiting for RX buffers no core has posted do not keep the run going: when the
         // programs are done they stay undelivered (`rx_frames_in` less the NIC's `rx_frames`).
@@ -510,6 +612,7 @@ impl Agent for PcieDeviceAgent {
             && self.tlps.is_empty()
             && self.reads.is_empty()
             && self.frames.is_empty()
+            && self.outbox.is_empty()
     }
 
     fn report(&self) -> AgentReport {

@@ -36,6 +36,10 @@ pub const BUILTIN_WORKLOADS: &[(&str, &str)] = &[
         "server-rx",
         include_str!("../../../../presets/workloads/server-rx.toml"),
     ),
+    (
+        "nic-rx",
+        include_str!("../../../../presets/workloads/nic-rx.toml"),
+    ),
 ];
 
 /// The built-in workloads, through the one preset loader.

@@ -4,6 +4,7 @@
 //! serialised the previous one onto the wire. The wire's time per frame counts the preamble, FCS
 //! and inter-frame gap.
 use crate::config::network::{MsfConfig, WireConfig};
+use crate::net::ethernet_link::frame_wire_ps;
 use crate::sim::Ps;
 
 #[derive(Debug, Clone)]
@@ -11,8 +12,8 @@ pub struct MsfMac {
     element: u64,
     rbuf_free: u64,
     tbuf_free: u64,
-    /// Picoseconds per byte on the wire and on the MAC.
-    ps_per_byte: f64,
+    /// The rate of the MAC and the wire, whichever is slower, Gb/s.
+    gbps: f64,
     overhead: u64,
     /// When the transmitting MAC is free.
     tx_free: Ps,
@@ -27,7 +28,7 @@ impl MsfMac {
             element: m.element_bytes,
             rbuf_free: m.rbuf_bytes / m.element_bytes,
             tbuf_free: m.tbuf_bytes / m.element_bytes,
-            ps_per_byte: 8000.0 / m.mac_gbps.min(w.gbps),
+            gbps: m.mac_gbps.min(w.gbps),
             overhead: w.overhead_bytes,
             tx_free: 0,
             rx_frames: 0,
@@ -43,8 +44,7 @@ impl MsfMac {
 
     /// Time a frame of `len` bytes occupies the wire.
     pub fn wire_time(&self, len: usize) -> Ps {
-        // Frames shorter than Ethernet's minimum (60 bytes before the FCS) are padded.
-        (((len.max(60) as u64 + self.overhead) as f64) * self.ps_per_byte).round() as Ps
+        frame_wire_ps(len, self.gbps, self.overhead)
     }
 
     /// A frame arrives from the wire: true if it got RBUF elements, false if dropped.

@@ -1,10 +1,12 @@
 //! Systems: components and agents wired together with a run loop. [`platform`] is the platform of
-//! cores, caches, agents and DRAM; [`io_pair`] two hosts over PCIe on one wire (Larsen & Lee);
-//! [`network_io`] a host core beside small cores and a MAC (Wun & Crowley).
+//! cores, caches, agents and DRAM; [`cluster`] several platforms joined by Ethernet links;
+//! [`io_pair`] two hosts over PCIe on one wire (Larsen & Lee); [`network_io`] a host core beside
+//! small cores and a MAC (Wun & Crowley).
 //!
 //! The registry ([`SYSTEMS`], [`simulate`]) runs any of them by name through one call that takes a
 //! configuration (a built-in preset or a file), overrides, a workload and its parameters, and
 //! returns the one [`Report`]. A built-in preset's name says which system it belongs to.
+pub mod cluster;
 pub mod io_pair;
 pub mod network_io;
 pub mod platform;

@@ -165,6 +165,44 @@ pub struct Platform {
     warmup: u64,
     /// The system's counters when every core had finished its warm-up.
     window_start: Option<WindowMark>,
+    /// Agents whose Ethernet port is attached to a link ([`Platform::attach_port`]).
+    ports: Vec<usize>,
+}
+
+/// A run in progress ([`Platform::begin`]): the programs, where each core is in its program, and
+/// the loop's guards.
+pub struct Run<'p> {
+    programs: &'p [Workload],
+    streams: Vec<OpStream<'p>>,
+    /// Each program's ring names, as the platform's ring indices.
+    ring_maps: Vec<Vec<u16>>,
+    handlers: Vec<Option<Workload>>,
+    start: Ps,
+    n_ops: u64,
+    /// Loop turns at one time without progress, and that time.
+    guard: u64,
+    last_now: Ps,
+    run_guard: RunGuard,
+    /// Instructions retired when last seen moving, and when.
+    watch: (u64, Ps),
+    /// Wake-ups swapped out of the memory system (kept, so none is allocated per wake-up).
+    wake_buf: Vec<(Token, Ps)>,
+}
+
+impl Run<'_> {
+    /// Operations fed to the cores so far.
+    pub fn ops(&self) -> u64 {
+        self.n_ops
+    }
+}
+
+/// Where [`Platform::advance`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Every program is done and nothing is in flight (or every core reached its target).
+    Idle,
+    /// The next thing to do is at this time: past the horizon, or a port has frames to hand on.
+    At(Ps),
 }
 
 /// The counters a measurement window subtracts (see [`Platform::set_work_targets`]).
@@ -328,7 +366,61 @@ impl Platform {
             targets: Vec::new(),
             warmup: 0,
             window_start: None,
+            ports: Vec::new(),
         })
+    }
+
+    /// Attaches the Ethernet port of agent `name` to a link: the frames its MAC sends are then
+    /// handed on ([`Platform::take_frames`]) instead of going nowhere. Returns the agent's index
+    /// and the port's rate and its MAC's transmit and receive latencies.
+    pub fn attach_port(
+        &mut self,
+        name: &str,
+    ) -> Result<(usize, crate::agents::Port), PlatformError> {
+        let src = self.cfg.name.clone();
+        let Some(i) = self.agents.names.iter().position(|n| n.name == name) else {
+            let names: Vec<&str> = self.agents.names.iter().map(|n| n.name.as_str()).collect();
+            return Err(PlatformError::config(
+                &src,
+                "agents",
+                format!(
+                    "no agent named '{name}' (the platform has: {})",
+                    names.join(", ")
+                ),
+            ));
+        };
+        if self.ports.contains(&i) {
+            return Err(PlatformError::config(
+                &src,
+                "agents",
+                format!("agent '{name}''s port is already on a link"),
+            ));
+        }
+        let port = self.agents.list[i]
+            .attach_port()
+            .map_err(|e| PlatformError::config(&src, format!("agent '{name}'"), e))?;
+        self.ports.push(i);
+        Ok((i, port))
+    }
+
+    /// The frames agent `agent`'s port has sent since last asked, each with the time its last
+    /// bit left the MAC.
+    pub fn take_frames(&mut self, agent: usize, out: &mut Vec<(Ps, Vec<u8>)>) {
+        if let Some(a) = self.agents.list.get_mut(agent) {
+            a.take_frames(out);
+        }
+    }
+
+    /// A frame from a link reaches agent `agent`'s port at `at` (its last bit in).
+    pub fn frame_in(&mut self, agent: usize, at: Ps, frame: Vec<u8>) {
+        if let Some(a) = self.agents.list.get_mut(agent) {
+            a.frame_in(&mut self.sys, at, frame);
+        }
+    }
+
+    /// The time the platform has run to.
+    pub fn now(&self) -> Ps {
+        self.now
     }
 
     /// The memory controllers (e.g. to attach a command log).
@@ -548,6 +640,15 @@ impl Platform {
         programs: Vec<Workload>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<PlatformStats, PlatformError> {
+        let mut run = self.begin(&programs)?;
+        while let Step::At(_) = self.advance(&mut run, progress, Ps::MAX)? {}
+        Ok(self.finish(run, progress))
+    }
+
+    /// Starts a run of one program per core group (see [`Platform::run_programs`]): the loop is
+    /// then driven by [`Platform::advance`] and closed by [`Platform::finish`], so that several
+    /// platforms joined by links can run side by side in one simulated time.
+    pub fn begin<'p>(&mut self, programs: &'p [Workload]) -> Result<Run<'p>, PlatformError> {
         let groups = self.cfg.cores.len().max(1);
         if programs.len() != groups {
             return Err(PlatformError::config(
@@ -565,7 +666,7 @@ impl Platform {
         }
         self.ran = true;
         let start = self.now;
-        let mut streams: Vec<OpStream<'_>> = self
+        let streams: Vec<OpStream<'p>> = self
             .cores
             .iter()
             .map(|c| programs[c.group.min(programs.len() - 1)].ops())
@@ -577,7 +678,7 @@ impl Platform {
         }
         // Each program's ring names, as the platform's ring indices.
         let mut ring_maps = Vec::new();
-        for w in &programs {
+        for w in programs {
             let mut m = Vec::new();
             for name in &w.rings {
                 m.push(self.rings.index(name).ok_or_else(|| {
@@ -594,24 +695,43 @@ impl Platform {
             ring_maps.push(m);
         }
         let handlers: Vec<Option<Workload>> = programs.iter().map(|w| w.handler()).collect();
-        let mut n_ops: u64 = 0;
-        let mut guard: u64 = 0;
-        let mut last_now = start;
-        // Progress watch: time may advance (DRAM refresh) while nothing retires (a model bug).
-        let mut run_guard = RunGuard::new("the platform run");
-        let mut watch = (0u64, start);
-        let mut wake_buf: Vec<(Token, Ps)> = Vec::new();
+        Ok(Run {
+            programs,
+            streams,
+            ring_maps,
+            handlers,
+            start,
+            n_ops: 0,
+            guard: 0,
+            last_now: start,
+            run_guard: RunGuard::new("the platform run"),
+            // Progress watch: time may advance (DRAM refresh) while nothing retires (a model bug).
+            watch: (0, start),
+            wake_buf: Vec::new(),
+        })
+    }
+
+    /// Runs `run` until everything is done ([`Step::Idle`]), or until the next thing to do lies
+    /// past `horizon` or a port has a frame to hand on ([`Step::At`], the time of the next thing
+    /// to do; nothing at or after it has happened). Called again, it goes on from there.
+    pub fn advance(
+        &mut self,
+        run: &mut Run<'_>,
+        progress: &mut dyn FnMut(u64),
+        horizon: Ps,
+    ) -> Result<Step, PlatformError> {
+        let programs = run.programs;
         loop {
-            run_guard.step()?;
-            if run_guard.steps().is_multiple_of(1 << 16) {
+            run.run_guard.step()?;
+            if run.run_guard.steps().is_multiple_of(1 << 16) {
                 let retired: u64 = self
                     .cores
                     .iter()
                     .map(|c| c.core.counters.instructions)
                     .sum();
-                if retired != watch.0 {
-                    watch = (retired, self.now);
-                } else if self.now - watch.1 > STALL_PS {
+                if retired != run.watch.0 {
+                    run.watch = (retired, self.now);
+                } else if self.now - run.watch.1 > STALL_PS {
                     let states: Vec<String> = self
                         .cores
                         .iter()
@@ -643,7 +763,7 @@ impl Platform {
                     };
                     return Err(PlatformError::Stalled(format!(
                         "nothing retired from {} ns to {} ns; {}{busy}",
-                        watch.1 / 1000,
+                        run.watch.1 / 1000,
                         self.now / 1000,
                         states.join("; ")
                     )));
@@ -651,15 +771,15 @@ impl Platform {
             }
             // Feed the front ends.
             let mut all_drained = true;
-            for (i, stream) in streams.iter_mut().enumerate() {
+            for (i, stream) in run.streams.iter_mut().enumerate() {
                 while self.cores[i].core.wants_op() {
                     match stream.next() {
                         Some(op) => {
                             let g = self.cores[i].group.min(programs.len() - 1);
-                            stream.last_dst = self.feed(i, op, stream.last_dst, &ring_maps[g]);
-                            n_ops += 1;
-                            if n_ops.is_multiple_of(4096) {
-                                progress(n_ops);
+                            stream.last_dst = self.feed(i, op, stream.last_dst, &run.ring_maps[g]);
+                            run.n_ops += 1;
+                            if run.n_ops.is_multiple_of(4096) {
+                                progress(run.n_ops);
                             }
                         }
                         None => self.cores[i].core.end_of_input(),
@@ -675,10 +795,10 @@ impl Platform {
                 }
             }
             if all_drained && self.sys.idle() && self.agents.idle() {
-                break;
+                return Ok(Step::Idle);
             }
             if !self.targets.is_empty() && self.targets_reached() {
-                break;
+                return Ok(Step::Idle);
             }
             let mem_t = self.sys.mem_time();
             let ev_t = self.sys.events.peek_time().unwrap_or(Ps::MAX);
@@ -691,17 +811,20 @@ impl Platform {
                     self.cores.iter().map(|c| c.core.window_len()).sum::<usize>()
                 )));
             }
-            if now == last_now {
-                guard += 1;
-                if guard > 1_000_000 {
+            if now > horizon {
+                return Ok(Step::At(now));
+            }
+            if now == run.last_now {
+                run.guard += 1;
+                if run.guard > 1_000_000 {
                     return Err(PlatformError::Stalled(format!(
                         "no progress at {} ns",
                         now / 1000
                     )));
                 }
             } else {
-                guard = 0;
-                last_now = now;
+                run.guard = 0;
+                run.last_now = now;
             }
             self.now = now;
             if mem_t <= now {
@@ -723,7 +846,7 @@ impl Platform {
                     Ev::Interrupt(c) => {
                         let c = c as usize;
                         let g = self.cores[c].group.min(programs.len() - 1);
-                        self.take_interrupt(c, handlers[g].as_ref(), &ring_maps[g]);
+                        self.take_interrupt(c, run.handlers[g].as_ref(), &run.ring_maps[g]);
                         self.sys.poke(c);
                     }
                 }
@@ -733,9 +856,9 @@ impl Platform {
                 if !p.wakeups.is_empty() || p.poke {
                     let poke = std::mem::take(&mut p.poke);
                     // Swapped with a buffer the loop keeps, so no allocation per wake-up.
-                    std::mem::swap(&mut p.wakeups, &mut wake_buf);
+                    std::mem::swap(&mut p.wakeups, &mut run.wake_buf);
                     let eng = &self.engines[e];
-                    for (tok, t) in wake_buf.drain(..) {
+                    for (tok, t) in run.wake_buf.drain(..) {
                         if let Some(&i) = eng.slots.get(token_context(tok) as usize) {
                             self.cores[i].core.memory_done(tok, t);
                         }
@@ -773,8 +896,8 @@ impl Platform {
                 let cy = c.core.cycle_ps;
                 let p = &mut self.sys.privs[e];
                 if !p.wakeups.is_empty() {
-                    std::mem::swap(&mut p.wakeups, &mut wake_buf);
-                    for (tok, t) in wake_buf.drain(..) {
+                    std::mem::swap(&mut p.wakeups, &mut run.wake_buf);
+                    for (tok, t) in run.wake_buf.drain(..) {
                         if let Some(&k) = self.engines[e].slots.get(token_context(tok) as usize) {
                             self.cores[k].core.memory_done(tok, t);
                         }
@@ -795,11 +918,21 @@ impl Platform {
                     self.maybe_switch(e, now);
                 }
             }
+            if !self.ports.is_empty()
+                && self.ports.iter().any(|&a| self.agents.list[a].has_frames())
+            {
+                return Ok(Step::At(now));
+            }
         }
-        progress(n_ops);
+    }
+
+    /// Closes a run: every agent's report and the statistics from the run's start to the last
+    /// thing done.
+    pub fn finish(&mut self, run: Run<'_>, progress: &mut dyn FnMut(u64)) -> PlatformStats {
+        progress(run.n_ops);
         let reports: Vec<_> = self.agents.list.iter().map(|a| a.report()).collect();
         let end = reports.iter().fold(self.now, |e, r| e.max(r.last_done));
-        Ok(self.stats(&programs, start, end, &reports))
+        self.stats(run.programs, run.start, end, &reports)
     }
 
     /// Notes the cores that finished their warm-up or reached their target (marking the
