@@ -27,7 +27,7 @@ from movelab import _core
 from movelab._util import check_value
 from movelab.dram import _native_call, flatten
 
-__all__ = ["PlatformResult", "load_config", "presets", "run", "to_toml"]
+__all__ = ["PairResult", "PlatformResult", "load_config", "pair", "presets", "run", "to_toml"]
 
 PlatformLike = str | Path | Mapping[str, Any]
 
@@ -166,6 +166,94 @@ def run(
     w = _workload(workload)
     p = _check_params(params)
     return PlatformResult(stats=json.loads(_native_call(_core.platform_run, name, w, ov, p)))
+
+
+def _in_range(name: str, v: Any, lo: float, hi: float, integer: bool = False) -> None:
+    """Raises ``TypeError`` or ``ValueError`` naming argument ``name`` unless ``lo <= v <= hi``."""
+    ok = (int,) if integer else (int, float)
+    if isinstance(v, bool) or not isinstance(v, ok):
+        raise TypeError(f"{name} must be {'an integer' if integer else 'a number'}, not {v!r}")
+    if not (isinstance(v, int) or math.isfinite(v)) or not lo <= v <= hi:
+        raise ValueError(f"{name} = {v}: must be in {lo:g}..{hi:g}")
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """Two platforms on one Ethernet link: ``stats["hosts"]`` holds each platform's statistics (the
+    sender first), ``stats["links"]`` what the link carried (frames, bytes, busy time, and each
+    frame's passage: direction, ns it started on the wire, ns its last bit arrived)."""
+
+    stats: dict[str, Any]
+
+    @property
+    def sender(self) -> dict[str, Any]:
+        return self.stats["hosts"][0]
+
+    @property
+    def receiver(self) -> dict[str, Any]:
+        return self.stats["hosts"][1]
+
+    def summary(self) -> dict[str, Any]:
+        """The figures of a pair run: frames sent and landed, bytes checked and wrong, the first
+        frame's transmit stack and passage, and when the receiver finished."""
+        tx = (self.sender.get("devices") or [{}])[0]
+        rx = (self.receiver.get("devices") or [{}])[0]
+        link = self.stats["links"][0]
+        first = link["passages"][0] if link["passages"] else None
+        return {
+            "frames_sent": tx.get("frames", 0),
+            "frames_landed": (rx.get("nic") or {}).get("rx_frames", 0),
+            "bytes_checked": rx.get("rx_bytes_checked", 0),
+            "bytes_wrong": rx.get("rx_bytes_wrong", 0),
+            "tx_stack_ns": dict(tx.get("tx_stack", [])),
+            "wire_start_ns": first[1] if first else None,
+            "wire_arrival_ns": first[2] if first else None,
+            "propagation_ns": link["propagation_ns"],
+            "receiver_interrupts": rx.get("interrupts", 0),
+            "receiver_done_ns": self.receiver["time_ns"],
+            "link_busy_share": (link["a_to_b"]["busy_ps"] / 1000 / self.sender["time_ns"]
+                                if self.sender["time_ns"] > 0 else 0.0),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.stats, indent=2)
+
+
+def pair(
+    sender: PlatformLike = "larsen-io",
+    receiver: PlatformLike = "larsen-io",
+    messages: int = 8,
+    frame_bytes: int | None = None,
+    meters: float = 3.0,
+    ns_per_meter: float = 5.0,
+    sender_overrides: Mapping[str, Any] | None = None,
+    receiver_overrides: Mapping[str, Any] | None = None,
+    tx_params: Mapping[str, int] | None = None,
+    rx_params: Mapping[str, int] | None = None,
+    progress: Any = None,
+) -> PairResult:
+    """Two platforms joined by an Ethernet link between their NICs (Larsen & Lee's two hosts): the
+    sender runs ``nic-tx`` (``messages`` frames of ``frame_bytes``), the receiver ``nic-rx`` (it posts
+    RX buffers; its interrupt handler takes each frame). Both NICs must run at one rate and the
+    receiver's needs ``rx_ring`` and ``rx_buffers`` (``larsen-io`` has them). Every byte that lands
+    is checked against the frames that came off the wire (``bytes_wrong`` is 0)."""
+    _in_range("messages", messages, 0, 1_000_000, integer=True)
+    _in_range("meters", meters, 0.0, 100_000.0)
+    _in_range("ns_per_meter", ns_per_meter, 0.0, 100.0)
+    so = dict(_check_overrides(sender_overrides, "sender_overrides"))
+    ro = dict(_check_overrides(receiver_overrides, "receiver_overrides"))
+    if frame_bytes is not None:
+        _in_range("frame_bytes", frame_bytes, 14, 9018, integer=True)
+        so = _merge(so, {"io": {"frame_bytes": frame_bytes}})
+        ro = _merge(ro, {"io": {"frame_bytes": frame_bytes}})
+    sname, sov = _source(sender, so)
+    rname, rov = _source(receiver, ro)
+    tp = dict(tx_params or {})
+    tp.setdefault("messages", messages)
+    stats = json.loads(_native_call(_core.platform_pair, sname, rname, "nic-tx", "nic-rx", _check_params(tp),
+                                    _check_params(rx_params), sov, rov, float(meters), float(ns_per_meter),
+                                    "nic", progress))
+    return PairResult(stats=stats)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -247,6 +247,63 @@ def compose_cmd(
     console.print(t)
 
 
+@app.command("pair")
+def pair_cmd(
+    sender: str = typer.Option("larsen-io", "--sender",
+                               help="The sending platform (a preset with a NIC, or a TOML file)."),
+    receiver: str = typer.Option("larsen-io", "--receiver", help="The receiving platform (its NIC needs rx_ring and "
+                                 "rx_buffers)."),
+    messages: int = typer.Option(8, min=0, max=1_000_000, help="Frames the sender's driver sends (nic-tx)."),
+    frame_bytes: int | None = typer.Option(None, "--frame-bytes", min=14, max=9018,
+                                           help="Bytes per frame on both NICs (default: the platforms' own)."),
+    meters: float = typer.Option(3.0, min=0.0, max=100_000.0, help="Cable length."),
+    ns_per_meter: float = typer.Option(5.0, "--ns-per-meter", min=0.0, max=100.0, help="Propagation per meter."),
+    set_sender: list[str] | None = typer.Option(None, "--set-sender", help="Override the sender KEY=VALUE.",
+                                                show_default=False),
+    set_receiver: list[str] | None = typer.Option(None, "--set-receiver", help="Override the receiver KEY=VALUE.",
+                                                  show_default=False),
+    param: list[str] | None = typer.Option(None, "--param", help="nic-tx parameter NAME=INTEGER (e.g. gap=0).",
+                                           show_default=False),
+    rx_param: list[str] | None = typer.Option(None, "--rx-param", help="nic-rx parameter NAME=INTEGER "
+                                              "(buffers, post, stack).", show_default=False),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+) -> None:
+    """Two platforms on one Ethernet link: the sender's driver sends frames through its NIC, the wire
+    carries them, the receiver's NIC lands them in RX buffers and interrupts its core. Every landed
+    byte is checked against the frames that came off the wire."""
+    try:
+        res = plat.pair(sender, receiver, messages=messages, frame_bytes=frame_bytes, meters=meters,
+                        ns_per_meter=ns_per_meter, sender_overrides=parse_set(set_sender) or None,
+                        receiver_overrides=parse_set(set_receiver) or None,
+                        tx_params=parse_params(param) or None, rx_params=parse_params(rx_param) or None)
+    except (ValueError, TypeError, OSError) as e:
+        _fail(e)
+    if fmt == "json":
+        typer.echo(res.to_json())
+        return
+    s = res.summary()
+    t = Table(title=f"{sender} -> {receiver}: {messages} frames over {meters:g} m", box=box.SIMPLE_HEAD,
+              padding=(0, 1), show_edge=False)
+    t.add_column("quantity", no_wrap=True)
+    t.add_column("value", justify="right", no_wrap=True)
+    rows = [("frames sent / landed", f"{s['frames_sent']} / {s['frames_landed']}"),
+            ("bytes checked / wrong", f"{s['bytes_checked']:,} / {s['bytes_wrong']:,}")]
+    rows += [(f"first frame: {k} (ns)", f"{v:,.1f}") for k, v in s["tx_stack_ns"].items()]
+    if s["wire_start_ns"] is not None:
+        rows += [("first frame on the wire at (ns)", f"{s['wire_start_ns']:,.1f}"),
+                 ("first frame's last bit in at (ns)", f"{s['wire_arrival_ns']:,.1f}")]
+    rows += [("propagation (ns)", f"{s['propagation_ns']:,.1f}"),
+             ("receiver interrupts", f"{s['receiver_interrupts']}"),
+             ("receiver done at (ns)", f"{s['receiver_done_ns']:,.1f}"),
+             ("link busy (share of the sender's run)", f"{s['link_busy_share'] * 100:.1f}%")]
+    for r in rows:
+        t.add_row(*r)
+    console.print(t)
+    if s["bytes_wrong"] or s["frames_landed"] != s["frames_sent"]:
+        _fail(ValueError(f"{s['frames_sent'] - s['frames_landed']} frames did not land or {s['bytes_wrong']} bytes "
+                         "differ from the frames sent (a receiver without RX buffers keeps frames in its NIC)"))
+
+
 def _io_run(platform: str, overrides: dict[str, Any], params: dict[str, int], fmt: str) -> None:
     """``movelab platform run IO-PLATFORM nic-stream``: the I/O model's statistics."""
     from movelab.platform import io

@@ -1,0 +1,64 @@
+"""Two platforms on one Ethernet link (``movelab.platform.pair``, ``movelab platform pair``): every
+frame lands checked, the cable and the frame size move what they should, bad input is named."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from movelab import platform
+from movelab.cli import app
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def test_every_frame_lands_checked() -> None:
+    r = platform.pair(messages=5)
+    s = r.summary()
+    assert s["frames_sent"] == 5 and s["frames_landed"] == 5
+    assert s["bytes_checked"] == 5 * 64 and s["bytes_wrong"] == 0
+    assert s["receiver_interrupts"] >= 1
+    assert set(s["tx_stack_ns"]) == {"doorbell", "descriptor", "payload"}
+    assert s["wire_arrival_ns"] - s["wire_start_ns"] == pytest.approx(70.4 + 15.0)
+
+
+def test_cable_and_frame_size_move_the_passage() -> None:
+    # The receiver posts 4 buffers, so its run ends with the frame's handler.
+    near = platform.pair(messages=1, meters=1.0, rx_params={"buffers": 4}).summary()
+    far = platform.pair(messages=1, meters=101.0, rx_params={"buffers": 4}).summary()
+    assert far["wire_arrival_ns"] - near["wire_arrival_ns"] == pytest.approx(500.0)
+    assert far["receiver_done_ns"] - near["receiver_done_ns"] == pytest.approx(500.0, abs=20.0)
+    big = platform.pair(messages=1, frame_bytes=1514).summary()
+    # 1538 byte times at 10 Gb/s on the wire, and a longer payload fetch.
+    assert big["wire_arrival_ns"] - big["wire_start_ns"] == pytest.approx(1230.4 + 15.0)
+    assert big["bytes_checked"] == 1514 and big["bytes_wrong"] == 0
+
+
+@pytest.mark.parametrize(("kwargs", "exc", "words"), [
+    ({"messages": -1}, ValueError, "messages"),
+    ({"messages": "3"}, TypeError, "messages"),
+    ({"meters": float("nan")}, ValueError, "meters"),
+    ({"frame_bytes": 10}, ValueError, "frame_bytes"),
+    ({"receiver_overrides": {"io": {"loopback": True}}}, ValueError, "loopback"),
+    ({"receiver_overrides": {"io": {"nic": {"mac_gbps": 1.0}}}}, ValueError, "one rate"),
+    ({"sender": "rowclone-system"}, ValueError, "nic"),
+])
+def test_bad_input_is_named(kwargs: dict, exc: type, words: str) -> None:
+    with pytest.raises(exc, match=words):
+        platform.pair(**kwargs)
+
+
+def test_cli_table_and_json() -> None:
+    r = runner.invoke(app, ["platform", "pair", "--messages", "3", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.output)
+    assert s["links"][0]["a_to_b"]["frames"] == 3
+    assert s["hosts"][1]["devices"][0]["rx_bytes_wrong"] == 0
+    r = runner.invoke(app, ["platform", "pair", "--messages", "2", "--meters", "30"])
+    assert r.exit_code == 0, r.output
+    assert "bytes checked / wrong" in r.output and "150.0" in r.output
+    r = runner.invoke(app, ["platform", "pair", "--meters", "-1"])
+    assert r.exit_code == 2
+    r = runner.invoke(app, ["platform", "pair", "--set-receiver", "io.loopback=true"])
+    assert r.exit_code != 0 and "loopback" in r.output
