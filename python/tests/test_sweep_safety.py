@@ -174,3 +174,15 @@ def test_bench_sweep_keeps_an_existing_result_unless_force(tmp_path: Path) -> No
     cli("bench", "sweep", "--out", out, "--spec", spec, "--workers", "2", "--force")
     r = json.loads((out / "bench-sweep.json").read_text())
     assert r["points"] == 2 and r["tables_equal"]
+
+
+def test_bench_sweep_checks_an_unusable_out_before_running(tmp_path: Path, monkeypatch) -> None:
+    from movelab.sweep import bench
+
+    def never(*a, **k):
+        raise AssertionError("the benchmark ran before --out was checked")
+
+    monkeypatch.setattr(bench, "run_bench", never)
+    (tmp_path / "afile").write_text("")
+    text = " ".join(cli("bench", "sweep", "--out", tmp_path / "afile" / "sub", "--quick", code=2).split())
+    assert "--out" in text and "Not a directory" in text
