@@ -70,11 +70,25 @@ def test_onload_bench_checks_outputs_first_and_its_table_fits(tmp_path: Path) ->
     assert max(len(line) for line in table.splitlines()) <= 80
 
 
+def _has_thread(pid: int, name: str) -> bool:
+    """Whether process ``pid`` runs a thread called ``name`` (Linux /proc)."""
+    try:
+        return any((t / "comm").read_text().strip() == name for t in Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False
+
+
 def test_sigterm_stops_the_onload_bench_as_ctrl_c_does(tmp_path: Path) -> None:
     p = subprocess.Popen([sys.executable, "-m", "movelab.cli", "bench", "host", "onload", "--source", "replay",
                           "--seconds", "1", "--out", str(tmp_path)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)  # inside the measurement loop
+    # Inside the measurement loop: once the onload engine's thread runs (a fixed sleep raced a slow
+    # start on a loaded machine, where the signal came before the handler was installed).
+    for _ in range(600):
+        if p.poll() is not None or _has_thread(p.pid, "movelab-onload"):
+            break
+        time.sleep(0.1)
+    assert p.poll() is None, "finished before the signal"
     os.kill(p.pid, signal.SIGTERM)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err  # handled (namespaces dropped after the point), not killed (-15)
