@@ -2,7 +2,9 @@
 using it fails at once with RuntimeError (never a hang on a thread that exists only in the parent),
 closing it only lets go, and a plain ``sys.exit`` in the child returns. The copy engine and the
 onload engine have their own tests (test_host_hardening.py, test_host_onload_fork.py); here: the
-local process pool of sweeps and reproductions, and an IPC connection."""
+local process pool of sweeps and reproductions, the Dask executor (a client it made from an
+address is let go of in the child, so the child's exit does not wait on the parent's event loop),
+and an IPC connection."""
 
 from __future__ import annotations
 
