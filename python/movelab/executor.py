@@ -18,6 +18,7 @@ import os
 import signal
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -301,9 +302,25 @@ def _probe_scheduler(address: str, timeout: float) -> None:
         raise ConnectionError(f"cannot reach the Dask scheduler at {address}: {e}") from None
 
 
+#: The Dask executors whose client movelab made (from an address), for the fork hook below.
+_OWN_CLIENTS: weakref.WeakSet[DaskExecutor] = weakref.WeakSet()
+
+
+def _let_go_of_clients_in_child() -> None:
+    """In a child after ``fork()``: marks every client movelab made as closed, so that nothing in the
+    child (``close``, ``dask.distributed``'s own exit hook) waits on the parent's event loop, which
+    the child does not have. The parent's clients are untouched."""
+    for ex in list(_OWN_CLIENTS):
+        ex.client.status = "closed"
+
+
+os.register_at_fork(after_in_child=_let_go_of_clients_in_child)
+
+
 class DaskExecutor(Executor):
     """Points as tasks on a Dask cluster (``dask.distributed``). The workers must have movelab
-    installed (see docs/sweeps.md)."""
+    installed (see docs/sweeps.md). In a child after ``fork()`` it refuses every use at once, and a
+    client it made is let go of (a client the caller gave stays the caller's)."""
 
     def __init__(self, cluster: Any) -> None:
         try:
@@ -327,6 +344,8 @@ class DaskExecutor(Executor):
         self.workers = max(1, threads)
         self.description = f"Dask cluster at {self.client.scheduler.address} ({threads} threads)"
         self._owner = os.getpid()
+        if self._own:
+            _OWN_CLIENTS.add(self)
 
     def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
         self._check_owner()

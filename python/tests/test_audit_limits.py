@@ -6,6 +6,7 @@ Ctrl-C does (so that its veth namespaces are removed)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -69,11 +70,25 @@ def test_onload_bench_checks_outputs_first_and_its_table_fits(tmp_path: Path) ->
     assert max(len(line) for line in table.splitlines()) <= 80
 
 
+def _has_thread(pid: int, name: str) -> bool:
+    """Whether process ``pid`` runs a thread called ``name`` (Linux /proc)."""
+    try:
+        return any((t / "comm").read_text().strip() == name for t in Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False
+
+
 def test_sigterm_stops_the_onload_bench_as_ctrl_c_does(tmp_path: Path) -> None:
     p = subprocess.Popen([sys.executable, "-m", "movelab.cli", "bench", "host", "onload", "--source", "replay",
                           "--seconds", "1", "--out", str(tmp_path)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)  # inside the measurement loop
+    # Inside the measurement loop: once the onload engine's thread runs (a fixed sleep raced a slow
+    # start on a loaded machine, where the signal came before the handler was installed).
+    for _ in range(600):
+        if p.poll() is not None or _has_thread(p.pid, "movelab-onload"):
+            break
+        time.sleep(0.1)
+    assert p.poll() is None, "finished before the signal"
     os.kill(p.pid, signal.SIGTERM)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err  # handled (namespaces dropped after the point), not killed (-15)
@@ -104,3 +119,46 @@ def test_every_output_is_locked_against_a_second_writer(tmp_path: Path) -> None:
             holder.wait()
         with output_lock(target):  # free again once its holder is gone
             pass
+
+
+def _netns_usable() -> bool:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return False
+    name = f"movelab-probe-{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
+        return False
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return True
+
+
+def test_sigterm_on_the_veth_bench_removes_its_namespaces(tmp_path: Path) -> None:
+    # SIGTERM as soon as the process has a namespace: the availability probe's or a point's.
+    if not _netns_usable():
+        pytest.skip("creating network namespaces needs root and iproute2")
+    p = subprocess.Popen([sys.executable, "-m", "movelab.cli", "bench", "host", "onload", "--source", "veth",
+                          "--seconds", "1", "--sizes", "64", "--direction", "rx", "--out", str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    mine = f"movelab-onl-{p.pid}-"
+
+    def namespaces() -> list[str]:
+        netns = Path("/run/netns")
+        return sorted(n.name for n in netns.iterdir() if n.name.startswith(mine)) if netns.is_dir() else []
+
+    try:
+        for _ in range(600):  # until the benchmark has made its namespace pair (60 s at most)
+            if namespaces() or p.poll() is not None:
+                break
+            time.sleep(0.1)
+        made = namespaces()
+        assert made, "the veth benchmark made no namespace"
+        os.kill(p.pid, signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        left = namespaces()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for n in namespaces():  # never leave one behind, even when the test fails
+            subprocess.run(["ip", "netns", "del", n], capture_output=True)
+    assert p.returncode == 130, err  # handled (namespaces dropped), not killed (-15)
+    assert left == [], f"left behind after SIGTERM: {left} (made {made})"

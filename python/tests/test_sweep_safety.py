@@ -174,3 +174,32 @@ def test_bench_sweep_keeps_an_existing_result_unless_force(tmp_path: Path) -> No
     cli("bench", "sweep", "--out", out, "--spec", spec, "--workers", "2", "--force")
     r = json.loads((out / "bench-sweep.json").read_text())
     assert r["points"] == 2 and r["tables_equal"]
+
+
+def test_bench_sweep_checks_an_unusable_out_before_running(tmp_path: Path, monkeypatch) -> None:
+    from movelab.sweep import bench
+
+    def never(*a, **k):
+        raise AssertionError("the benchmark ran before --out was checked")
+
+    monkeypatch.setattr(bench, "run_bench", never)
+    (tmp_path / "afile").write_text("")
+    text = " ".join(cli("bench", "sweep", "--out", tmp_path / "afile" / "sub", "--quick", code=2).split())
+    assert "--out" in text and "Not a directory" in text
+
+
+def test_the_command_line_reports_a_lost_scheduler_in_one_line_with_exit_2(tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("distributed")
+    import movelab.executor
+
+    monkeypatch.setattr(movelab.executor, "make_executor", lambda cluster, workers: _LosesScheduler(after=3))
+    spec = tmp_path / "ks.toml"
+    spec.write_text('simulator = "dram"\nconfig = "ddr3-1600k-bench"\nkeep = ["cycles", "time_ns"]\n'
+                    '[workload]\nkind = "random"\ncount = 2000\n'
+                    '[axes]\n"controller.scheduler" = ["frfcfs", "fcfs"]\n"workload.seed" = [1, 2]\n')
+    out = tmp_path / "ks.parquet"
+    raw = cli("sweep", spec, "--out", out, "--save-every", "0", code=2)
+    text = " ".join(raw.split())
+    assert "lost the Dask scheduler" in text and "3 of 4 points saved in" in text and "--resume" in text
+    assert "Traceback" not in raw and sum("lost the Dask scheduler" in line for line in raw.splitlines()) == 1
+    assert "4 points (0 failed)" in cli("sweep", spec, "--out", out, "--resume", "--workers", "1")

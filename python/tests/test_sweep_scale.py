@@ -133,6 +133,84 @@ def test_a_table_merged_from_many_parts_in_ranges_equals_the_in_memory_one(tmp_p
     assert sweep.read_meta(out)["axes"] == ["controller.scheduler", "workload.seed", "controller.read_queue"]
 
 
+def _write_parts(d: Path, chunks: list[list[int]]) -> list[Path]:
+    """Parts as a sweep writes them (pandas to Parquet), holding the given points; every third part
+    lacks the statistic ``late`` and gives ``ratio`` as integers (the merge unifies them)."""
+    d.mkdir()
+    paths = []
+    for k, pts in enumerate(chunks):
+        row = {"point": pts, "a0": [p // 10 for p in pts], "a1": [p % 10 for p in pts], "cycles": [3 * p for p in pts]}
+        row["ratio"] = [p // 2 for p in pts] if k % 3 == 0 else [p / 2 for p in pts]
+        if k % 3:
+            row["late"] = [p + 0.5 for p in pts]
+        paths.append(d / f"part-{k + 1:05d}.parquet")
+        pd.DataFrame(row).to_parquet(paths[-1], index=False)
+    return paths
+
+
+def test_the_merge_reads_each_part_a_bounded_batch_at_a_time_and_holds_one(tmp_path: Path, monkeypatch) -> None:
+    import random
+    import weakref
+
+    points = list(range(60))
+    random.Random(7).shuffle(points)
+    # Parts of 7 rows, points out of order across and within them, as parallel workers save them.
+    paths = _write_parts(tmp_path / "parts", [points[i:i + 7] for i in range(0, 60, 7)])
+    monkeypatch.setattr(sweep, "MERGE_ROWS", 4)
+    refs: list[weakref.ref] = []
+    seen: list[int] = []
+
+    def reader(path: Path, rows: int):
+        """The parts read through pyarrow, a batch of ``rows`` at a time; before making a batch it
+        checks that the merge let go of every earlier one (only one is ever materialised)."""
+        assert rows == 4
+        whole = pq.read_table(path)
+        for i in range(0, whole.num_rows, rows):
+            alive = sum(r() is not None for r in refs)
+            assert alive == 0, f"{alive} earlier batch(es) still held while reading {path.name}"
+            batch = whole.slice(i, rows).combine_chunks().to_batches()[0]
+            refs.append(weakref.ref(batch))
+            seen.extend(batch.column("point").to_pylist())
+            yield batch
+            del batch
+
+    monkeypatch.setattr(sweep, "_part_batches", reader)
+    spec = sweep.Spec(source="t", simulator="dram", config="c", set={}, workload={}, axes=_axes(6, 10), keep=None,
+                      name="t")
+    out = tmp_path / "r.parquet"
+    sweep._merge_parts(paths, out, spec)
+    # Every point was read in a batch (a part overlapping several ranges is read again, filtered).
+    assert refs and set(seen) == set(range(60))
+    df = sweep.read(out)
+    assert list(df["point"]) == list(range(60)) and list(df.columns) == ["point", "a0", "a1", "cycles", "ratio",
+                                                                        "late", "error"]
+    whole = {p for i in range(0, 60, 21) for p in points[i:i + 7]}  # the parts with integer ratios, no 'late'
+    assert list(df["cycles"]) == [3 * p for p in range(60)]
+    assert list(df["ratio"]) == [p // 2 if p in whole else p / 2 for p in range(60)]
+    assert [p for p in range(60) if pd.isna(df["late"][p])] == sorted(whole)
+    assert df["error"].isna().all()
+    f = pq.ParquetFile(out)
+    assert [f.metadata.row_group(g).num_rows for g in range(f.metadata.num_row_groups)] == [4] * 15
+
+
+def test_the_real_part_reader_yields_batches_of_the_asked_size(tmp_path: Path) -> None:
+    (path,) = _write_parts(tmp_path / "parts", [list(range(10))])
+    assert [b.num_rows for b in sweep._part_batches(path, 4)] == [4, 4, 2]
+
+
+def test_the_merge_refuses_points_saved_twice_or_missing(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(sweep, "MERGE_ROWS", 4)
+    spec = sweep.Spec(source="t", simulator="dram", config="c", set={}, workload={}, axes=_axes(3, 4), keep=None,
+                      name="t")
+    twice = _write_parts(tmp_path / "twice", [list(range(12)), [5]])
+    with pytest.raises(RuntimeError, match=r"more than 4 rows for points 4\.\.7: some points are saved twice"):
+        sweep._merge_parts(twice, tmp_path / "t.parquet", spec)
+    missing = _write_parts(tmp_path / "missing", [[0, 1, 2, 3, 4, 6, 7], [8, 9, 10, 11]])
+    with pytest.raises(RuntimeError, match=r"3 rows for points 4\.\.7, not 4; resume"):
+        sweep._merge_parts(missing, tmp_path / "m.parquet", spec)
+    assert not (tmp_path / "t.parquet").exists() and not (tmp_path / "m.parquet").exists()
+
+
 def test_without_the_table_the_first_failed_point_is_reported(tmp_path: Path) -> None:
     # A statistic the simulator does not have: every point fails; the first by position is named.
     spec = {**SMALL, "keep": ["cycles", "no_such_stat"]}

@@ -55,8 +55,11 @@ int movelab_fill(const movelab_engine *e, void *dst, uint8_t value, size_t len);
  * An onload engine runs the UDP/IPv4 receive and transmit paths on its own core and writes each
  * payload straight into a buffer the application posted. Buffer rule: a posted buffer may not be
  * freed, read or written until its completion is received or the socket is closed; close every
- * socket before destroying its engine. */
-#define MOVELAB_ESTOPPED (-5) /* the onload engine has stopped */
+ * socket before destroying its engine.
+ * Fork: an onload engine's thread exists only in the process that created it. In a forked child
+ * every call on the engine or its sockets returns MOVELAB_EFORKED (NULL from movelab_udp_bind) at
+ * once, and movelab_udp_close / movelab_onload_destroy there only let go (nothing is waited for). */
+#define MOVELAB_ESTOPPED (-8) /* the onload engine has stopped */
 #define MOVELAB_EFULL (-6)    /* too many buffers posted (or sends queued) on the socket */
 #define MOVELAB_EINUSE (-7)   /* the port is already bound */
 

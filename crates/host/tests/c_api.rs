@@ -93,3 +93,39 @@ fn c_program_uses_the_onload_api() {
     ];
     assert_eq!(lines, expected, "C program output:\n{}", lines.join("\n"));
 }
+
+/// A datagram received into a too-small buffer comes back with `truncated` set and only the
+/// buffer's bytes written; the next datagram arrives whole in the next buffer.
+#[test]
+fn c_program_sees_truncated_datagrams() {
+    let Some(lines) = compile_and_run("truncated") else {
+        return;
+    };
+    let expected = [
+        "posted and received: ok",
+        "buffer of 100 B: truncated, payload intact",
+        "buffer of 2048 B: whole, payload intact",
+        "buffer of 1471 B: truncated, payload intact",
+        "buffer of 1472 B: whole, payload intact",
+        "buffer of 1 B: truncated, payload intact",
+        "stats: ok",
+    ];
+    assert_eq!(lines, expected, "C program output:\n{}", lines.join("\n"));
+}
+
+/// In a forked child every onload call on the parent's engine and socket returns
+/// `MOVELAB_EFORKED` at once (a blocking receive included) and the child exits; the parent keeps
+/// receiving.
+#[test]
+fn c_program_onload_refuses_a_forked_child() {
+    let Some(lines) = compile_and_run("onload_fork") else {
+        return;
+    };
+    let expected = [
+        "codes distinct: ok",
+        "child: every call refused",
+        "child exit: 0",
+        "parent: received",
+    ];
+    assert_eq!(lines, expected, "C program output:\n{}", lines.join("\n"));
+}

@@ -32,8 +32,11 @@ OUTPUTS = ["onload.csv", "onload.png", "onload.json"]
 
 
 def veth_status() -> tuple[bool, str]:
-    """(True, "") when the veth source can run here, else (False, one-line reason)."""
-    ok, reason = _core.onload_veth_available()
+    """(True, "") when the veth source can run here, else (False, one-line reason). The probe makes
+    and removes a namespace pair, so SIGTERM is handled as Ctrl-C while it runs (see
+    :func:`_terminate_as_interrupt`)."""
+    with _terminate_as_interrupt():
+        ok, reason = _core.onload_veth_available()
     return bool(ok), str(reason)
 
 

@@ -839,22 +839,63 @@ def _saved_rows(path: Path, what: str) -> Iterator[dict[str, Any]]:
         raise OSError(f"cannot read {what} in {path}: {e}") from None
 
 
-# Points merged at once into the final table (one row group each).
-MERGE_ROWS = 65536
+# Points merged at once into the final table (one row group each), and the most rows read from a
+# part at once: memory is bounded by a few ranges of this many rows, whatever the number of points.
+MERGE_ROWS = 16384
+
+
+def _part_spans(parts: list[Path]) -> tuple[Any, list[tuple[Path, int, int]]]:
+    """The parts' unified schema (columns in the order they first appear, types promoted where parts
+    differ) and each part's smallest and largest point, from the Parquet footers' statistics (a part
+    without them has its ``point`` column read). Nothing but footers and ``point`` is read."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    unified = pa.schema([])
+    spans: list[tuple[Path, int, int]] = []
+    for p in parts:
+        try:
+            f = pq.ParquetFile(p)
+            schema = f.schema_arrow.remove_metadata()
+            unified = pa.unify_schemas([unified, schema], promote_options="permissive")
+            if f.metadata.num_rows == 0:
+                continue
+            if "point" not in schema.names:
+                raise ValueError("it has no 'point' column")
+            col = schema.get_field_index("point")
+            stats = [f.metadata.row_group(g).column(col).statistics for g in range(f.metadata.num_row_groups)]
+            if all(s is not None and s.has_min_max for s in stats):
+                lo, hi = min(s.min for s in stats), max(s.max for s in stats)
+            else:
+                mm = pc.min_max(f.read(columns=["point"]).column("point"))
+                lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        except Exception as e:
+            raise OSError(f"cannot read the saved results in {p}: {e}") from None
+        spans.append((p, int(lo), int(hi)))
+    return unified, spans
+
+
+def _part_batches(path: Path, rows: int) -> Iterator[Any]:
+    """The record batches of a part, ``rows`` at most each, read one at a time."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as f:
+        yield from f.iter_batches(batch_size=rows)
 
 
 def _merge_parts(parts: list[Path], out: Path, spec: Spec) -> None:
     """Writes the final table from ``parts``: a row per point in the spec's order, columns ``point``,
-    the axes, the statistics (in the order they first appear) and ``error``. A range of
-    ``MERGE_ROWS`` points is read (the parts' statistics let Parquet skip the parts outside it),
-    sorted and written as one row group, so memory is bounded by the range."""
+    the axes, the statistics (in the order they first appear) and ``error``. The points are merged a
+    range of ``MERGE_ROWS`` at a time: the parts whose points reach into the range (known from their
+    footers) are read a batch of at most ``MERGE_ROWS`` rows at a time, each batch's rows in the range
+    are kept, and the range is sorted and written as one row group. Memory is bounded by a range and
+    a batch, not by the number of points or parts."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
-    schemas = [pq.read_schema(p).remove_metadata() for p in parts]
-    unified = pa.unify_schemas(schemas, promote_options="permissive") if schemas else pa.schema([])
+    unified, spans = _part_spans(parts)
     names = ["point", *spec.axis_keys]
     stats = [n for n in unified.names if n not in (*names, "error")]
     fields = [unified.field(n) if n in unified.names else pa.field(n, pa.int64()) for n in [*names, *stats]]
@@ -864,29 +905,45 @@ def _merge_parts(parts: list[Path], out: Path, spec: Spec) -> None:
     empty = target.empty_table().to_pandas().astype({"error": "string"})
     pandas_meta = pa.Table.from_pandas(empty, preserve_index=False).schema.metadata or {}
     target = target.with_metadata({**pandas_meta, META_KEY: spec.to_json().encode()})
+
+    def conform(batch: Any) -> Any:
+        """A batch with the final table's columns, in its order and types (absent ones null)."""
+        cols = [batch.column(f.name).cast(f.type) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
+                for f in target]
+        return pa.RecordBatch.from_arrays(cols, schema=target)
+
     n = spec.count
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
     with _written(tmp, out):
         with pq.ParquetWriter(tmp, target) as w:
-            if not parts:
+            if n == 0:
                 w.write_table(target.empty_table())
-            data = ds.dataset([str(p) for p in parts], schema=unified, format="parquet") if parts else None
             for a in range(0, n, MERGE_ROWS):
                 b = min(n, a + MERGE_ROWS)
-                assert data is not None
-                # One part read at a time (no read-ahead across the parts, which would hold many).
-                t = ds.Scanner.from_dataset(data, filter=(pc.field("point") >= a) & (pc.field("point") < b),
-                                            fragment_readahead=1, batch_readahead=1,
-                                            use_threads=False).to_table().sort_by("point")
-                if t.num_rows != b - a:
-                    raise RuntimeError(f"the saved results hold {t.num_rows} rows for points {a}..{b - 1}, "
+                held: list[Any] = []
+                rows = 0
+                for path, lo, hi in spans:
+                    if hi < a or lo >= b:
+                        continue
+                    for batch in _part_batches(path, MERGE_ROWS):
+                        point = batch.column("point")
+                        inside = batch.filter(pc.and_(pc.greater_equal(point, a), pc.less(point, b)))
+                        del batch, point  # only the rows in the range are held
+                        if inside.num_rows:
+                            rows += inside.num_rows
+                            if rows > b - a:
+                                raise RuntimeError(f"the saved results hold more than {b - a} rows for points "
+                                                   f"{a}..{b - 1}: some points are saved twice")
+                            held.append(conform(inside))
+                        del inside
+                if rows != b - a:
+                    raise RuntimeError(f"the saved results hold {rows} rows for points {a}..{b - 1}, "
                                        f"not {b - a}; resume the sweep to run the missing ones")
-                cols = [t.column(f.name) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
-                        for f in target]
-                w.write_table(pa.Table.from_arrays([c.cast(f.type) for c, f in zip(cols, target, strict=True)],
-                                                   schema=target), row_group_size=MERGE_ROWS)
-                del t, cols
+                t = pa.Table.from_batches(held, schema=target).sort_by("point")
+                held.clear()
+                w.write_table(t, row_group_size=MERGE_ROWS)
+                del t
                 pa.default_memory_pool().release_unused()  # the range is written: give its memory back
 
 

@@ -2,7 +2,10 @@
 //! spec, bind UDP ports, post receive buffers, receive with or without blocking, send.
 //! Same conventions as the copy API: 0 or a positive result on success, a negative `MOVELAB_E*`
 //! code on failure with the message in `movelab_last_error()`, no panic across the boundary.
-use crate::capi::{guarded, set_error, MOVELAB_EINVAL, MOVELAB_EOS, MOVELAB_OK};
+//! An engine and its sockets belong to the process that made them: in a child after `fork()`
+//! (where the engine's thread does not exist) every call returns `MOVELAB_EFORKED` at once, and
+//! destroying or closing one there only lets go of it (nothing is joined or waited for).
+use crate::capi::{guarded, set_error, MOVELAB_EFORKED, MOVELAB_EINVAL, MOVELAB_EOS, MOVELAB_OK};
 use crate::onload::error::OnloadError;
 use crate::onload::socket::OnloadSocket;
 use crate::onload::source_replay::ReplayHandle;
@@ -12,8 +15,8 @@ use std::ffi::{c_char, c_int, CStr};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
-/// The engine has stopped.
-pub const MOVELAB_ESTOPPED: c_int = -5;
+/// The engine has stopped (its own code: -5 is `MOVELAB_EFORKED`).
+pub const MOVELAB_ESTOPPED: c_int = -8;
 /// A ring is full (too many buffers posted or sends queued).
 pub const MOVELAB_EFULL: c_int = -6;
 /// The port is already bound.
@@ -23,10 +26,36 @@ pub const MOVELAB_EINUSE: c_int = -7;
 pub struct MovelabOnload {
     engine: OnloadEngine,
     replay: Option<ReplayHandle>,
+    /// The process that made it.
+    owner: u32,
 }
 
-/// Opaque UDP socket handle.
-pub struct MovelabUdpSocket(OnloadSocket);
+/// Opaque UDP socket handle (the socket and the process that bound it).
+pub struct MovelabUdpSocket(OnloadSocket, u32);
+
+/// `MOVELAB_EFORKED` (with the message) when called in a child forked from `owner`.
+fn refuse_forked(owner: u32, what: &str) -> Option<c_int> {
+    let me = std::process::id();
+    (me != owner).then(|| {
+        set_error(format!(
+            "this onload {what} belongs to process {owner}, not to this forked child ({me}); \
+             create a new engine in the child"
+        ));
+        MOVELAB_EFORKED
+    })
+}
+
+/// The engine behind a live handle (or NULL), refused in a forked child.
+fn engine<'a>(o: *const MovelabOnload) -> Result<&'a MovelabOnload, c_int> {
+    // SAFETY: non-null handles come from movelab_onload_create and live until destroyed.
+    let Some(o) = (unsafe { o.as_ref() }) else {
+        return Err(null("onload handle"));
+    };
+    match refuse_forked(o.owner, "engine") {
+        Some(c) => Err(c),
+        None => Ok(o),
+    }
+}
 
 /// A receive completion as C sees it.
 #[repr(C)]
@@ -98,6 +127,7 @@ pub unsafe extern "C" fn movelab_onload_create(spec_json: *const c_char) -> *mut
         Ok(Ok(s)) => Box::into_raw(Box::new(MovelabOnload {
             engine: s.engine,
             replay: s.replay,
+            owner: std::process::id(),
         })),
         Ok(Err(e)) => {
             code(e);
@@ -111,7 +141,7 @@ pub unsafe extern "C" fn movelab_onload_create(spec_json: *const c_char) -> *mut
 }
 
 /// Stop the engine (queued sends complete) and free it. Sockets must be closed first. NULL is
-/// ignored.
+/// ignored. In a forked child it only lets go: the engine's thread is the parent's.
 ///
 /// # Safety
 /// `o` comes from movelab_onload_create and is not used afterwards.
@@ -119,7 +149,10 @@ pub unsafe extern "C" fn movelab_onload_create(spec_json: *const c_char) -> *mut
 pub unsafe extern "C" fn movelab_onload_destroy(o: *mut MovelabOnload) {
     if !o.is_null() {
         // SAFETY: created by Box::into_raw in movelab_onload_create.
-        drop(unsafe { Box::from_raw(o) });
+        let o = unsafe { Box::from_raw(o) };
+        if o.owner != std::process::id() {
+            std::mem::forget(o); // stopping would join a thread this child does not have
+        }
     }
 }
 
@@ -130,9 +163,9 @@ pub unsafe extern "C" fn movelab_onload_destroy(o: *mut MovelabOnload) {
 #[no_mangle]
 pub unsafe extern "C" fn movelab_onload_go(o: *const MovelabOnload) -> c_int {
     guarded(|| {
-        // SAFETY: the caller passes a live handle (or NULL, checked).
-        let Some(o) = (unsafe { o.as_ref() }) else {
-            return null("onload handle");
+        let o = match engine(o) {
+            Ok(o) => o,
+            Err(c) => return c,
         };
         match &o.replay {
             Some(h) => {
@@ -157,9 +190,9 @@ pub unsafe extern "C" fn movelab_onload_stats(
     out: *mut MovelabOnloadStats,
 ) -> c_int {
     guarded(|| {
-        // SAFETY: live handle or NULL (checked).
-        let Some(o) = (unsafe { o.as_ref() }) else {
-            return null("onload handle");
+        let o = match engine(o) {
+            Ok(o) => o,
+            Err(c) => return c,
         };
         if out.is_null() {
             return null("stats pointer");
@@ -192,13 +225,11 @@ pub unsafe extern "C" fn movelab_udp_bind(
     o: *const MovelabOnload,
     port: u16,
 ) -> *mut MovelabUdpSocket {
-    // SAFETY: live handle or NULL (checked).
-    let Some(o) = (unsafe { o.as_ref() }) else {
-        null("onload handle");
+    let Ok(o) = engine(o) else {
         return std::ptr::null_mut();
     };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| o.engine.bind(port))) {
-        Ok(Ok(s)) => Box::into_raw(Box::new(MovelabUdpSocket(s))),
+        Ok(Ok(s)) => Box::into_raw(Box::new(MovelabUdpSocket(s, o.owner))),
         Ok(Err(e)) => {
             code(e);
             std::ptr::null_mut()
@@ -211,6 +242,7 @@ pub unsafe extern "C" fn movelab_udp_bind(
 }
 
 /// Unbind and free a socket: when it returns, the engine no longer touches any posted buffer.
+/// In a forked child it only lets go: unbinding would wait on the parent's engine.
 ///
 /// # Safety
 /// `s` comes from movelab_udp_bind and is not used afterwards; its engine is still alive.
@@ -218,14 +250,20 @@ pub unsafe extern "C" fn movelab_udp_bind(
 pub unsafe extern "C" fn movelab_udp_close(s: *mut MovelabUdpSocket) {
     if !s.is_null() {
         // SAFETY: created by Box::into_raw in movelab_udp_bind.
-        drop(unsafe { Box::from_raw(s) });
+        let s = unsafe { Box::from_raw(s) };
+        if s.1 != std::process::id() {
+            std::mem::forget(s);
+        }
     }
 }
 
 fn sock<'a>(s: *const MovelabUdpSocket) -> Result<&'a OnloadSocket, c_int> {
     // SAFETY: non-null handles come from movelab_udp_bind and live until movelab_udp_close.
     match unsafe { s.as_ref() } {
-        Some(s) => Ok(&s.0),
+        Some(s) => match refuse_forked(s.1, "socket") {
+            Some(c) => Err(c),
+            None => Ok(&s.0),
+        },
         None => Err(null("socket handle")),
     }
 }
