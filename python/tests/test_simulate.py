@@ -34,7 +34,7 @@ def test_every_system_runs_with_its_own_results() -> None:
 
 def test_the_registry_lists_every_system_and_preset() -> None:
     s = {x["name"]: x for x in movelab.systems()}
-    assert set(s) == {"platform", "io-pair", "network-io"}
+    assert set(s) == {"platform", "cluster", "io-pair", "network-io"}
     assert "rowclone-system" in s["platform"]["presets"] and "ixp2350" in s["network-io"]["presets"]
     assert {w["name"] for w in s["network-io"]["workloads"]} == {"udp-rx", "udp-tx"}
 

@@ -61,6 +61,35 @@ fn every_system_runs_through_the_registry_with_its_own_results() {
 }
 
 #[test]
+fn the_cluster_system_runs_two_platforms_on_one_wire() {
+    let p = params(&[("messages", 3.into()), ("meters", 10.5.into())]);
+    let r = simulate(Some("cluster"), "larsen-io", &none(), "pair", &p).unwrap();
+    assert_eq!(r.system, "cluster");
+    assert_eq!(r.stats["links"][0]["a_to_b"]["frames"], 3);
+    assert_eq!(r.stats["links"][0]["propagation_ns"], 52.5);
+    assert_eq!(
+        r.stats["hosts"][1]["devices"][0]["rx_bytes_checked"],
+        3 * 64
+    );
+    assert_eq!(r.stats["hosts"][1]["devices"][0]["rx_bytes_wrong"], 0);
+    let e = simulate(
+        Some("cluster"),
+        "larsen-io",
+        &none(),
+        "ping",
+        &Params::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("pair"), "{e}");
+    let p = params(&[("meters", "far".into())]);
+    let e = simulate(Some("cluster"), "larsen-io", &none(), "pair", &p)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("params.meters"), "{e}");
+}
+
+#[test]
 fn presets_name_their_system_and_bad_requests_are_refused_by_name() {
     for s in SYSTEMS {
         for p in (s.presets)() {

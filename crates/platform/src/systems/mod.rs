@@ -1,5 +1,6 @@
 //! Systems: components and agents wired together with a run loop. [`platform`] is the platform of
-//! cores, caches, agents and DRAM; [`cluster`] several platforms joined by Ethernet links;
+//! cores, caches, agents and DRAM; [`cluster`] several platforms joined by Ethernet links (in the
+//! registry: two copies of a platform, a sender and a receiver);
 //! [`io_pair`] two hosts over PCIe on one wire (Larsen & Lee); [`network_io`] a host core beside
 //! small cores and a MAC (Wun & Crowley).
 //!
@@ -43,6 +44,19 @@ pub const SYSTEMS: &[System] = &[
         presets: builtin_platform_names,
         workloads: platform_workloads,
         run: run_platform,
+    },
+    System {
+        name: "cluster",
+        about: "two copies of a platform with a NIC (e.g. larsen-io) on one Ethernet link: a sender's driver, the wire, a receiver's",
+        // Its configurations are the platform's (name the system: `--system cluster`).
+        presets: Vec::new,
+        workloads: || {
+            vec![(
+                "pair".into(),
+                "messages=8, gap=20000, buffers=64, meters=3".into(),
+            )]
+        },
+        run: run_cluster_pair,
     },
     System {
         name: "io-pair",
@@ -197,6 +211,72 @@ fn run_platform(
     let w = Workload::load(workload, &ints)?;
     let s = platform::run(&cfg, &w)?;
     report("platform", config, workload, s.time_ns, &s)
+}
+
+/// Two copies of platform `config` (overrides on both) joined by a link between their NICs: the
+/// sender runs `nic-tx`, the receiver `nic-rx`.
+fn run_cluster_pair(
+    config: &str,
+    overrides: &toml::Value,
+    workload: &str,
+    params: &Params,
+) -> Result<Report, PlatformError> {
+    if workload != "pair" {
+        return Err(PlatformError::Unknown {
+            kind: "cluster workload",
+            name: workload.into(),
+            known: "pair".into(),
+        });
+    }
+    only(workload, params, &["messages", "gap", "buffers", "meters"])?;
+    let mut cfg = PlatformConfig::load(config)?;
+    if has_overrides(overrides) {
+        cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
+    }
+    let mut tx = BTreeMap::new();
+    for k in ["messages", "gap"] {
+        if let Some(v) = params.get(k) {
+            tx.insert(k.to_string(), uint(workload, k, v)?);
+        }
+    }
+    let mut rx = BTreeMap::new();
+    if let Some(v) = params.get("buffers") {
+        rx.insert("buffers".to_string(), uint(workload, "buffers", v)?);
+    }
+    let meters = match params.get("meters") {
+        None => 3.0,
+        Some(v) => v
+            .as_float()
+            .or_else(|| v.as_integer().map(|i| i as f64))
+            .ok_or_else(|| {
+                PlatformError::config(workload, "params.meters", format!("{v} must be a number"))
+            })?,
+    };
+    let progs = vec![
+        vec![Workload::load("nic-tx", &tx)?],
+        vec![Workload::load("nic-rx", &rx)?],
+    ];
+    let end = |host| cluster::End {
+        host,
+        agent: "nic".into(),
+    };
+    let link = cluster::LinkSpec {
+        a: end(0),
+        b: end(1),
+        meters,
+        ns_per_meter: 5.0,
+        gbps: None,
+    };
+    let mut ps = vec![
+        platform::Platform::new(&cfg)?,
+        platform::Platform::new(&cfg)?,
+    ];
+    for p in &mut ps {
+        p.sys.track_values();
+    }
+    let s = cluster::run(&mut ps, &progs, &[link], &mut |_| {})?;
+    let t = s.hosts.iter().map(|h| h.time_ns).fold(0.0, f64::max);
+    report("cluster", config, workload, t, &s)
 }
 
 fn run_io_pair(
