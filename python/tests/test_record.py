@@ -132,7 +132,16 @@ def test_kernel_events_or_a_reason(recording: tuple[pd.DataFrame, Path]) -> None
         return
     k = df[df["source"] == "kernel"]
     assert set(k["kind"]) <= {"page_zero", "page_cow", "page_file", "page_zero_map", "page_protect", "read", "write",
-                              "pread", "pwrite", "readv", "writev", "recv", "send", "recvmsg", "sendmsg"}
+                              "pread", "pwrite", "readv", "writev", "recv", "send", "recvmsg", "sendmsg",
+                              *kernel.TOUCH_KINDS}
+    # the dynamic loader reads the libraries' headers into user buffers: where each read copied
+    touch = k[k["kind"].isin(kernel.TOUCH_KINDS)]
+    assert (touch["kind"] == "user_buf_written").any()
+    assert (touch["bytes"] == 0).all() and (touch["size"] > 0).all() and touch["t_ns"].notna().all()
+    assert (touch["dst"] > 0).all() and (touch["dst"] < kernel.USER_TOP).all()
+    # every byte the reads copied is in a touch row (the sums stay the byte count)
+    sums = k[k["kind"].isin(["read", "pread", "recv"])]["bytes"].sum()
+    assert touch[touch["kind"] == "user_buf_written"]["size"].sum() == sums
     # the program touches fresh stack and heap pages (zeroing), and its forked child writes to
     # pages shared with its parent (copy-on-write)
     assert (k["kind"] == "page_zero").sum() > 0 and (k["kind"] == "page_cow").sum() > 0
@@ -576,3 +585,117 @@ def test_report_shows_saved_what_if_tables(tmp_path: Path) -> None:
     assert "What if: the saving in data movement per mechanism (2 programs)" in index
     assert 'data-program="alpha"' in index and 'data-program="beta"' in index
     assert "alpha saving %" in index and "12.5" in index and "cannot run here" in index
+
+
+def test_kernel_buffer_touches_pair_enter_with_exit() -> None:
+    lines = [
+        " 10/11  100.000000100:  syscalls:sys_enter_pread64: fd: 0x00000003, buf: 0x7f0000001000, count: 0x00001000, "
+        "pos: 0x00000000",
+        " 10/12  100.000000150:  syscalls:sys_enter_write: fd: 0x00000001, buf: 0x00005000, count: 0x00000010",
+        " 10/11  100.000000200:  syscalls:sys_exit_pread64: 0x800",  # a short read: 2 KiB copied
+        " 10/12  100.000000300:  syscalls:sys_exit_write: 0xfffffffffffffff2",  # an error: nothing copied
+        " 10/11  100.000000400:  syscalls:sys_exit_read: 0x40",  # no enter seen: counted, not placed
+        " 10/11  100.000000500:  syscalls:sys_enter_sendto: fd: 0x00000004, buff: 0x00009000, len: 0x00000020, "
+        "flags: 0x00000000, addr: 0x00000000, addr_len: 0x00000000",
+        " 10/11  100.000000600:  syscalls:sys_exit_sendto: 0x20",
+    ]
+    faults, sums, switches, touches = kernel.parse_lines(lines)
+    assert faults.empty and switches.empty
+    assert sorted(map(tuple, sums[["kind", "count", "bytes"]].to_numpy().tolist())) == [
+        ("pread", 1, 2048), ("read", 1, 64), ("send", 1, 32)]
+    assert touches[["tid", "t_abs", "addr", "bytes", "kind"]].to_numpy().tolist() == [
+        [11, 100_000_000_200, 0x7F0000001000, 2048, "user_buf_written"],
+        [11, 100_000_000_600, 0x9000, 32, "user_buf_read"]]
+
+
+def test_kernel_touches_keep_a_buffer_warm() -> None:
+    from movelab.record import cachestate
+
+    # a copy out of a buffer, 300 kB of other calls, then the same copy: beyond a 64 KiB level 2
+    rows = [(1, 0, "copy", 0x10000, 0x20000, 128), (1, 10, "init", 0xA00000, None, 300_000),
+            (1, 30, "copy", 0x10000, 0x20000, 128)]
+    ev = _events(rows)
+    alone = cachestate.states(ev, 64 << 10, 1 << 20, 0.0)
+    assert alone.loc[2, "llc"] == 1.0
+    # the kernel reads a page into the source buffer just before the second copy (a pread), and
+    # writes the destination out before it (a write): both buffers' lines are touched again
+    k = pd.DataFrame({"t_ns": [20.0, 25.0], "pid": [1, 1], "size": [128, 128],
+                      "dst": pd.array([0x10000, 0x20000], dtype="UInt64")})
+    with_k = cachestate.states(ev, 64 << 10, 1 << 20, 0.0, kernel=k)
+    assert with_k.loc[2, "warm"] == 1.0
+    assert list(with_k.index) == list(alone.index)  # the kernel's rows get none of their own
+    # a kernel copy moves bytes too: 2 x 200 kB between a line's touches pushes it out
+    far = pd.DataFrame({"t_ns": [5.0], "pid": [1], "size": [200_000], "dst": pd.array([0x4000000], dtype="UInt64")})
+    ev2 = _events([(1, 0, "copy", 0x10000, 0x20000, 128), (1, 30, "copy", 0x10000, 0x20000, 128)])
+    assert cachestate.states(ev2, 64 << 10, 1 << 20, 0.0)["warm"].tolist() == [1.0, 1.0]
+    assert cachestate.states(ev2, 64 << 10, 1 << 20, 0.0, kernel=far).loc[1, "llc"] == 1.0
+    # another process's kernel copies do not touch this one's lines
+    other = k.assign(pid=2)
+    assert cachestate.states(ev, 64 << 10, 1 << 20, 0.0, kernel=other).loc[2, "llc"] == 1.0
+
+
+def test_corrected_duration_clipped_or_not() -> None:
+    from movelab.record.trace import corrected_dur
+
+    meta = {"processes": [{"pid": 1, "image": 0, "clock_ns": 35}]}
+    df = pd.DataFrame({"pid": [1, 1, 1], "image": [0, 0, 0], "dur_ns": [33, 38, 41], "count": [1, 1, 1]})
+    assert corrected_dur(df, meta).tolist() == [0.0, 3.0, 6.0]
+    # unclipped: the clock reads' jitter kept both ways (the measurement's lower bound)
+    assert corrected_dur(df, meta, clip=False).tolist() == [-2.0, 3.0, 6.0]
+
+
+def _gap_recording(per_gap: dict[float, float], n: int = 150) -> pd.DataFrame:
+    """A recording of n 16-byte memcpy calls per gap (ns since the previous call's end), each taking
+    the given ns beyond the process's 30 ns clock-read cost, on one hot pair of buffers."""
+    from movelab.record.trace import conform
+
+    rows, t = [], 1000
+    for gap, ns in per_gap.items():
+        for _ in range(n):
+            t += int(gap)
+            rows.append({"source": "interposer", "kind": "memcpy", "pid": 1, "tid": 1, "image": 0, "t_ns": t,
+                         "dur_ns": int(30 + ns), "count": 1, "size": 16, "bytes": 16, "size_class": 5,
+                         "src": 0x10000, "dst": 0x20000, "faults": 0, "switches": 0})
+            t += int(30 + ns)
+    df = conform(pd.DataFrame(rows))
+    df.attrs["movelab"] = {"processes": [{"pid": 1, "image": 0, "clock_ns": 30}]}
+    return df
+
+
+def test_gap_costs_follow_the_time_since_the_previous_call() -> None:
+    from movelab.record import calibration
+    from movelab.record.replay import _fixed_cost, movement_events
+
+    df = _gap_recording({50: 4.0, 500: 12.0, 20_000: 30.0})
+    gap = calibration.gap_costs([df], 64 << 10, 1 << 20, {"memcpy": 5.0, "calloc": 20.0}, {"memcpy": 1.0},
+                                names=["synthetic"])
+    assert gap["edges_ns"] == [float(e) for e in calibration.GAP_EDGES_NS]
+    c = gap["call_ns"]["memcpy"]
+    # per class: the mean less the simulated warm cost; classes with too few calls take the shorter one's
+    # (the thread's first call has no gap: the last class)
+    assert c == pytest.approx([3.0, 3.0, 11.0, 11.0, 11.0, (150 * 30.0 + 4.0) / 151 - 1.0])
+    assert gap["calls"]["memcpy"] == [149, 0, 150, 0, 0, 151]
+    assert gap["call_ns"]["calloc"] == [20.0] * 6  # no calls: the hot-loop figure
+    # the replay charges each call its gap class's cost
+    ev = movement_events(df)
+    want = sum(c[calibration.gap_class([g])[0]] for g in ev["gap_ns"])
+    assert _fixed_cost(ev, gap["call_ns"], gap["edges_ns"]) == pytest.approx(want)
+    assert _fixed_cost(ev, {"memcpy": 2.0}, None) == pytest.approx(2.0 * len(ev))
+    assert calibration.gap_class([float("nan"), 99.0, 100.0, 1e9]).tolist() == [5, 0, 1, 5]
+    with pytest.raises(ValueError, match="at least one"):
+        calibration.gap_costs([], 64 << 10, 1 << 20, {"memcpy": 5.0})
+
+
+def test_replay_checks_gap_costs(recording: tuple[pd.DataFrame, Path]) -> None:
+    from movelab.record.replay import replay
+
+    df, _ = recording
+    with pytest.raises(ValueError, match="gap_edges_ns"):
+        replay(df, "rowclone-system", "cpu", call_cost={"memcpy": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="one value per gap class"):
+        replay(df, "rowclone-system", "cpu", call_cost={"memcpy": [1.0, 2.0]}, gap_edges_ns=[100, 300])
+    with pytest.raises(ValueError, match="increasing"):
+        replay(df, "rowclone-system", "cpu", call_cost={"memcpy": [1.0, 2.0]}, gap_edges_ns=[0])
+    with pytest.raises(ValueError, match="non-negative"):
+        replay(df, "rowclone-system", "cpu", call_cost={"memcpy": [1.0, -2.0]}, gap_edges_ns=[100])
+

@@ -103,14 +103,13 @@ def _validation_classes(reps: dict[str, Any]) -> pd.DataFrame:
     return out
 
 
-def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
-                costs: dict[str, float] | None = None, what_if_cache: str = "tracked") -> dict[str, Any]:
+def record_program(name: str, out: Path, runs: int) -> tuple[Any, dict[str, Any]]:
+    """Records one demonstration program into ``OUT/NAME.parquet`` after measuring the
+    interposer's slowdown on it: (the recording, the slowdown figures)."""
     from movelab import record
     from movelab.record import _build
-    from movelab.record.cli import plot
-    from movelab.record.replay import replay, what_if
 
-    desc, _needs, template, exe = PROGRAMS[name]
+    _desc, _needs, template, _exe = PROGRAMS[name]
     src = Path(__file__).parent
     tests = src.parents[1] / "tests" / "data"
     with tempfile.TemporaryDirectory() as tmp:
@@ -126,6 +125,21 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         slow = _slowdown(cmd, lib, runs)
         trace = out / f"{name}.parquet"
         df = record.run(["bash", "-c", cmd], trace, force=True, timeout_s=600)
+    return df, slow
+
+
+def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
+                costs: dict[str, Any] | None = None, what_if_cache: str = "tracked",
+                recorded: tuple[Any, dict[str, Any]] | None = None,
+                gap_edges_ns: list[float] | None = None) -> dict[str, Any]:
+    """Records (unless ``recorded`` gives the recording and slowdown) and replays one program."""
+    from movelab.record import calibration
+    from movelab.record.cli import plot
+    from movelab.record.kernel import TOUCH_KINDS
+    from movelab.record.replay import replay, what_if
+
+    desc, _needs, _template, exe = PROGRAMS[name]
+    df, slow = recorded if recorded is not None else record_program(name, out, runs)
     meta = df.attrs["movelab"]
     f = _focus(df, exe)
     user = f[f["source"] == "interposer"]
@@ -138,21 +152,24 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     # Calls during which the thread was switched out (preempted: a 4 ms time slice inside an
     # 8-byte memcpy on this shared machine) hold other programs' time: left out too.
     disturbed = (user["faults"].fillna(0) > 0) | (user["switches"].fillna(0) > 0)
-    clean = user[~disturbed]
-    clean.attrs = dict(user.attrs)
+    # the kernel's copies to and from user buffers stay: the cache-state tracking counts them
+    clean = pd.concat([user[~disturbed], f[f["kind"].isin(TOUCH_KINDS)]])
+    clean.attrs = dict(f.attrs)
     faulted_ms = float(user.loc[user["faults"].fillna(0) > 0, "dur_ns"].sum()) / 1e6
     switched_ms = float(user.loc[user["switches"].fillna(0) > 0, "dur_ns"].sum()) / 1e6
     # The baseline replay three ways: cold and warm (every call in one state: the bounds) and
     # tracked (each call in the state its recorded addresses give, plus the calibrated per-call
     # cost): the last is the stated error.
     reps = {mode: replay(clean, platform, "cpu", samples=samples, cache=mode,
-                         call_cost=costs if mode == "tracked" else None)
+                         call_cost=costs if mode == "tracked" else None,
+                         gap_edges_ns=gap_edges_ns if mode == "tracked" else None)
             for mode in ("cold", "warm", "tracked")}
     net = reps["tracked"].summary["measured_net_ns"]
     err = reps["tracked"].summary["movement_ns"] / net - 1 if net else float("nan")
     _validation_classes(reps).to_csv(out / f"{name}-validation.csv", index=False)
     summary, classes = what_if(f, platform, samples=samples, cache=what_if_cache,
-                               call_cost=costs if what_if_cache == "tracked" else None)
+                               call_cost=costs if what_if_cache == "tracked" else None,
+                               gap_edges_ns=gap_edges_ns if what_if_cache == "tracked" else None)
     summary.to_csv(out / f"{name}-what-if.csv", index=False)
     classes.to_csv(out / f"{name}-what-if-classes.csv", index=False)
     plot(summary, out / f"{name}-what-if.png", f"{name} on this machine's platform")
@@ -178,6 +195,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         "baseline_warm_predicted_ms": reps["warm"].summary["movement_ns"] / 1e6,
         "baseline_warm_error_pct": 100 * (reps["warm"].summary["movement_ns"] / net - 1) if net else None,
         "what_if_cache": what_if_cache,
+        "call_cost_calibration": "gap" if gap_edges_ns else "flat",
+        "calibrated_on": name in calibration.GAP_CALIBRATION_PROGRAMS if gap_edges_ns else False,
     }
     for r in summary.to_dict("records"):
         if r["mechanism"] != "cpu":
@@ -209,25 +228,58 @@ def bench_record(
         if n not in PROGRAMS:
             raise typer.BadParameter(f"unknown program {n!r} (known: {', '.join(PROGRAMS)})", param_hint="--program")
     out.mkdir(parents=True, exist_ok=True)
-    from movelab.record.calibration import call_costs
-    from movelab.record.replay import CACHE_MODES
+    from movelab.record.calibration import GAP_CALIBRATION_PROGRAMS, call_costs, gap_costs
+    from movelab.record.replay import CACHE_MODES, _cache_bytes
 
     if what_if_cache not in CACHE_MODES:
         raise typer.BadParameter(f"{what_if_cache!r}: one of {', '.join(CACHE_MODES)}", param_hint="--what-if-cache")
     host = host_platform(memory=memory, measure=True)
     calib = call_costs(host["platform"], refresh=True)
-    console.print("per-call cost (calibration on this machine): " + ", ".join(
+    console.print("per-call cost, hot loop (calibration on this machine): " + ", ".join(
         f"{k} {v:.1f} ns" for k, v in sorted(calib["call_ns"].items())), highlight=False)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    recorded: dict[str, tuple[Any, dict[str, Any]]] = {}
+    failed: dict[str, str] = {}
     for n in names:
         missing = [p for p in PROGRAMS[n][1] if shutil.which(p) is None]
         if missing:
             console.print(f"{n}: skipped, {', '.join(missing)} not installed (make bench-record-deps)")
             continue
-        console.print(f"{n}: recording and replaying ...")
+        console.print(f"{n}: recording ...")
+        try:
+            recorded[n] = record_program(n, out, runs)
+        except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
+            failed[n] = str(e)
+    # The gap-dependent call cost, calibrated on the calibration programs' recordings (the others
+    # validate it); the hot-loop figures where they were not recorded.
+    costs: dict[str, Any] = dict(calib["call_ns"])
+    edges: list[float] | None = None
+    cal = [n for n in GAP_CALIBRATION_PROGRAMS if n in recorded]
+    if cal:
+        l2, llc = _cache_bytes(host["platform"], {})
+        gap = gap_costs([_focus(recorded[n][0], PROGRAMS[n][3]) for n in cal], l2, llc, calib["call_ns"],
+                        calib["simulated_ns"], names=cal)
+        costs, edges = gap["call_ns"], gap["edges_ns"]
+        calib = {**calib, "gap": gap}
+        console.print(f"per-call cost by gap since the previous call (calibrated on {', '.join(cal)}; classes up to "
+                      + ", ".join(f"{e:.0f}" for e in edges) + " ns and beyond): " + "; ".join(
+                          f"{k} " + "/".join(f"{v:.0f}" for v in vals) for k, vals in sorted(costs.items())),
+                      highlight=False)
+    else:
+        console.print("per-call cost: the hot-loop figures (no calibration program recorded: "
+                      f"{', '.join(GAP_CALIBRATION_PROGRAMS)})")
+    for n in names:
+        if n in failed:
+            console.print(f"  {n} failed: {failed[n]}", highlight=False)
+            rows.append({"program": n, "description": PROGRAMS[n][0], "error": failed[n]})
+            continue
+        if n not in recorded:
+            continue
+        console.print(f"{n}: replaying ...")
         t = time.monotonic()
         try:
-            row = run_program(n, out, host["platform"], samples, runs, calib["call_ns"], what_if_cache)
+            row = run_program(n, out, host["platform"], samples, runs, costs, what_if_cache, recorded=recorded[n],
+                              gap_edges_ns=edges)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
             console.print(f"  {n} failed: {e}", highlight=False)
             rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})

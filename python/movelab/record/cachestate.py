@@ -71,7 +71,8 @@ def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = TOUCH_RATE,
-           untouched: str = "warm", distance: str = DISTANCE, fresh: str | None = FRESH) -> pd.DataFrame:
+           untouched: str = "warm", distance: str = DISTANCE, fresh: str | None = FRESH,
+           kernel: pd.DataFrame | None = None) -> pd.DataFrame:
     """For each timed event of ``ev`` (rows with ``t_ns``, ``pid``, ``size``, ``src``, ``dst``,
     ``op``), the share of its line touches in each state: columns ``warm``, ``llc``, ``cold``
     (summing to 1) and ``distance`` (median reuse distance in bytes, NaN where no line was touched
@@ -85,7 +86,13 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     they touched, times 64: a buffer's sampled lines each stand for their share of its lines).
     ``fresh``: the state of a *destination* line no earlier recorded call touched (a first touch:
     a block just allocated, then copied into or cleared); ``None`` takes ``untouched`` for it too.
-    ``untouched`` then applies to source lines only."""
+    ``untouched`` then applies to source lines only.
+
+    ``kernel``: the kernel's copies to and from user buffers (rows with ``t_ns``, ``pid``, ``dst``,
+    ``size``: :data:`movelab.record.kernel.TOUCH_KINDS`, e.g. a ``pread`` of a page into the buffer
+    a ``memcpy`` then copies from). Each touches its buffer's lines like a recorded call (a ``pread``
+    writes them, a ``write`` reads them) and moves twice its bytes (the kernel side of the copy is
+    not tracked); they get no row of their own."""
     if l2_bytes <= 0 or llc_bytes < l2_bytes:
         raise ValueError(f"cache sizes must satisfy 0 < l2 <= llc, got l2={l2_bytes} llc={llc_bytes}")
     if untouched not in STATES:
@@ -96,12 +103,21 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
         raise ValueError(f"distance must be one of {', '.join(DISTANCES)}, got {distance!r}")
     if not np.isfinite(touch_rate) or touch_rate < 0:
         raise ValueError(f"touch_rate must be a non-negative number of bytes per ns, got {touch_rate!r}")
-    t = ev[ev["t_ns"].notna() & ev["dst"].notna()].sort_values(["pid", "t_ns"], kind="stable")
+    t = ev[ev["t_ns"].notna() & ev["dst"].notna()]
     if t.empty:
         return pd.DataFrame(columns=[*STATES, "distance"], dtype="float64")
+    own = np.ones(len(t), bool)
+    if kernel is not None and len(kernel):
+        k = kernel[kernel["t_ns"].notna() & kernel["dst"].notna() & (kernel["size"].fillna(0) > 0)]
+        k = pd.DataFrame({"t_ns": k["t_ns"], "pid": k["pid"], "size": k["size"], "dst": k["dst"], "src": pd.NA,
+                          "op": "kernel"})
+        t = pd.concat([t[["t_ns", "pid", "size", "dst", "src", "op"]], k])
+        own = np.r_[own, np.zeros(len(k), bool)]
+    order = np.lexsort((t["t_ns"].to_numpy(np.float64), t["pid"].to_numpy(np.int64)))
+    t, own = t.iloc[order], own[order]
     size = t["size"].fillna(0).to_numpy(np.int64)
     is_copy = (t["op"] == "copy").to_numpy() & t["src"].notna().to_numpy()
-    moved = size * np.where(is_copy, 2, 1)
+    moved = size * np.where(is_copy | (t["op"] == "kernel").to_numpy(), 2, 1)
     pid = t["pid"].to_numpy(np.int64)
     # Bytes the process's recorded calls moved before each call (its own excluded).
     cum = pd.Series(moved).groupby(pid).cumsum().to_numpy() - moved
@@ -132,8 +148,8 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     np.add.at(counts, (touch["row"].to_numpy(), state), 1.0)
     share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
     med = touch.groupby("row")["dist"].median().reindex(range(len(t))).to_numpy()
-    return pd.DataFrame({"warm": share[:, 0], "llc": share[:, 1], "cold": share[:, 2], "distance": med},
-                        index=t.index)
+    return pd.DataFrame({"warm": share[own, 0], "llc": share[own, 1], "cold": share[own, 2], "distance": med[own]},
+                        index=t.index[own])
 
 
 def _distinct_between(touch: pd.DataFrame, size: np.ndarray) -> np.ndarray:

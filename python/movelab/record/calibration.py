@@ -19,8 +19,10 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from movelab.record import _build
@@ -31,6 +33,15 @@ TINY = 32
 KINDS = ("memcpy", "memmove", "memset", "calloc", "realloc")
 #: Calibration runs whose medians are combined (by their median).
 RUNS = 3
+#: Upper edges (ns) of the gap classes of :func:`gap_costs`: the time since the thread's previous
+#: recorded call ended (the last class is open; a thread's first call falls in it).
+GAP_EDGES_NS = (100, 300, 1000, 3000, 10000)
+#: Fewest calls a gap class needs in the calibration recordings to get its own figure (else it
+#: takes the next shorter class's).
+MIN_GAP_CALLS = 100
+#: The demonstration programs whose recordings calibrate the gap-dependent call cost in
+#: ``movelab bench record`` (the others validate it).
+GAP_CALIBRATION_PROGRAMS = ("python", "shell")
 
 
 def measure(reps: int = 2000) -> pd.DataFrame:
@@ -113,3 +124,71 @@ def latencies(sizes_kib: tuple[int, ...], hops: int = 2_000_000) -> dict[int, fl
             raise RuntimeError(f"the latency calibration failed for {kib} KiB: {proc.stderr.strip() or proc.stdout}")
         out[kib] = float(parts[2])
     return out
+
+
+def gap_class(gap_ns: pd.Series | np.ndarray, edges: Sequence[float] = GAP_EDGES_NS) -> np.ndarray:
+    """The gap class of each call (0 for the shortest gaps; a missing gap, a thread's first call,
+    falls in the last, open class)."""
+    g = np.asarray(pd.Series(gap_ns, dtype="float64").to_numpy(), dtype=np.float64)
+    out = np.searchsorted(np.asarray(edges, dtype=np.float64), np.nan_to_num(g, nan=0.0), side="right")
+    return np.where(np.isnan(g), len(edges), out)
+
+
+def gap_costs(recordings: Sequence[pd.DataFrame], l2_bytes: int, llc_bytes: int, flat: Mapping[str, float],
+              simulated: Mapping[str, float] | None = None, edges: Sequence[float] = GAP_EDGES_NS,
+              names: Sequence[str] | None = None) -> dict[str, Any]:
+    """The per-call cost as a function of the time since the thread's previous recorded call,
+    measured on real programs' recordings (a calibration; docs/record-replay.md, "Per-call cost").
+
+    A call made right after another runs with the C library's copy code, its branch history and
+    its buffers hot (3-7 ns for a call of at most 32 bytes on this machine); after microseconds of
+    the program's own work it finds them cold (20-40 ns), whatever the bytes it moves. Per kind and
+    gap class: the mean time inside the undisturbed calls of at most :data:`TINY` bytes whose lines
+    the cache-state tracking puts in the private caches (so that the replay's own cache states do
+    not count twice), the clock reads' cost removed as in the validation, less ``simulated`` (the
+    replay's warm prediction for such a call). A class with fewer than :data:`MIN_GAP_CALLS` calls
+    takes the next shorter class's figure; a kind with none keeps ``flat`` (the hot-loop
+    calibration of :func:`call_costs`) in every class. Returns ``{"edges_ns": [...], "call_ns":
+    {kind: [ns per class]}, "calls": {kind: [...]}, "programs": names, "source": ...}``."""
+    from movelab.record import cachestate
+    from movelab.record.kernel import TOUCH_KINDS
+    from movelab.record.replay import movement_events
+    from movelab.record.trace import corrected_dur
+
+    if not recordings:
+        raise ValueError("gap_costs needs at least one recording")
+    sim = dict(simulated or {})
+    frames = []
+    for df in recordings:
+        meta = df.attrs.get("movelab", {})
+        user = df[(df["source"] == "interposer") & (df["faults"].fillna(0) == 0) & (df["switches"].fillna(0) == 0)]
+        ev = movement_events(user)
+        if ev.empty:
+            continue
+        ev["net"] = corrected_dur(ev, meta)  # clipped per call, as the validation's measured time
+        st = cachestate.states(ev, l2_bytes, llc_bytes, kernel=df[df["kind"].isin(TOUCH_KINDS)])
+        ev = ev.loc[st.index]
+        ev = ev[(ev["size"] <= TINY) & (st["warm"] == 1.0) & ev["net"].notna()]
+        ev["gap_class"] = gap_class(ev["gap_ns"], edges)
+        frames.append(ev[["kind", "gap_class", "net"]])
+    both = pd.concat(frames) if frames else pd.DataFrame(columns=["kind", "gap_class", "net"])
+    g = both.groupby(["kind", "gap_class"])["net"].agg(["count", "mean"])
+    out: dict[str, list[float]] = {}
+    calls: dict[str, list[int]] = {}
+    for kind, hot in flat.items():
+        vals: list[float] = []
+        n: list[int] = []
+        for c in range(len(edges) + 1):
+            k = int(g.loc[(kind, c), "count"]) if (kind, c) in g.index else 0
+            n.append(k)
+            if k >= MIN_GAP_CALLS:
+                vals.append(max(0.0, float(g.loc[(kind, c), "mean"]) - sim.get(kind, 0.0)))
+            else:
+                vals.append(vals[-1] if vals else float(hot))
+        out[kind] = vals
+        calls[kind] = n
+    return {"edges_ns": [float(e) for e in edges], "call_ns": out, "calls": calls, "programs": list(names or []),
+            "source": f"mean time inside undisturbed calls of 1-{TINY} bytes with warm lines in the recordings of "
+                      f"{', '.join(names or []) or 'the given programs'}, per gap since the thread's previous call, "
+                      f"less the warm replay of such a call"}
+

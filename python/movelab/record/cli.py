@@ -162,7 +162,11 @@ def replay_cmd(
     if sources != "all":
         df = df[df["source"] == sources]
     if undisturbed:
-        df = df[(df["source"] == "interposer") & (df["faults"].fillna(0) == 0) & (df["switches"].fillna(0) == 0)]
+        from movelab.record.kernel import TOUCH_KINDS
+
+        # the kernel's copies to and from user buffers stay: the cache-state tracking counts them
+        df = df[((df["source"] == "interposer") & (df["faults"].fillna(0) == 0) & (df["switches"].fillna(0) == 0))
+                | df["kind"].isin(TOUCH_KINDS)]
     df.attrs["movelab"] = meta
     plat, notes = _platform(platform, memory)
     costs = _call_costs(plat, notes) if call_cost else None

@@ -10,7 +10,13 @@
 * context switches of the recorded threads (``sched:sched_switch``), to mark the calls during which
   their thread was switched out (their time includes other work);
 * the bytes the kernel copied for ``read``/``write``/``pread64``/``pwrite64``/``readv``/``writev``/
-  ``recvfrom``/``sendto``/``recvmsg``/``sendmsg`` (their return values), summed per process and call.
+  ``recvfrom``/``sendto``/``recvmsg``/``sendmsg`` (their return values), summed per process and call;
+* where each single-buffer one of them (``read``, ``pread64``, ``recvfrom``: the kernel writes the
+  user buffer; ``write``, ``pwrite64``, ``sendto``: it reads it) copied: the buffer's address from
+  the ``sys_enter`` tracepoint, the bytes from the ``sys_exit`` one, one row per call. These are the
+  kernel's touches of the program's lines (``user_buf_written``, ``user_buf_read``): the cache-state
+  tracking counts them as touches, as it counts the recorded calls' (a page ``pread`` into a buffer
+  and then copied out of it finds the buffer in the cache).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -29,11 +36,20 @@ SYSCALLS = {"read": "read", "write": "write", "pread64": "pread", "pwrite64": "p
             "writev": "writev", "recvfrom": "recv", "sendto": "send", "recvmsg": "recvmsg", "sendmsg": "sendmsg"}
 #: A thread switched out (preempted or blocked): a call it was inside took longer than its work.
 SWITCH = "sched:sched_switch"
-EVENTS = [*FAULTS, SWITCH] + [f"syscalls:sys_exit_{s}" for s in SYSCALLS]
+#: The single-buffer system calls whose buffer is recorded: the tracepoint field holding it, and
+#: what the kernel does to it (the kind of the touch row).
+BUFFERS = {"read": ("buf", "user_buf_written"), "pread64": ("buf", "user_buf_written"),
+           "recvfrom": ("ubuf", "user_buf_written"), "write": ("buf", "user_buf_read"),
+           "pwrite64": ("buf", "user_buf_read"), "sendto": ("buff", "user_buf_read")}
+#: Kinds of the kernel's touches of user buffers (no bytes of their own: the sums count them).
+TOUCH_KINDS = ("user_buf_written", "user_buf_read")
+EVENTS = ([*FAULTS, SWITCH] + [f"syscalls:sys_exit_{s}" for s in SYSCALLS]
+          + [f"syscalls:sys_enter_{s}" for s in BUFFERS])
 USER_TOP = 1 << 47
 
 _LINE = re.compile(r"^\s*(\d+)/(\d+)\s+(\d+)\.(\d+):\s+(\S+):\s*(.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
+_ARG = re.compile(r"(\w+): (0x[0-9a-fA-F]+)")
 
 
 @cache
@@ -97,18 +113,30 @@ def wrap(cmd: list[str], data: Path) -> list[str]:
             "-e", ",".join(EVENTS), "--", *cmd]
 
 
-def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(page faults, one row each; kernel copies, summed per pid and call; context switches out,
-    one row each: tid, t_abs) from a perf file."""
+    one row each: tid, t_abs; the kernel's touches of user buffers, one row per single-buffer
+    system call that copied: pid, tid, t_abs (its exit), addr, bytes, kind) from a perf file."""
     perf = shutil.which("perf") or "perf"
     proc = subprocess.Popen([perf, "script", "--ns", "-i", str(data), "-F", "pid,tid,time,event,trace"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    try:
+        return parse_lines(proc.stdout)
+    finally:
+        proc.stdout.close()
+        proc.wait()
+
+
+def parse_lines(lines: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """:func:`parse` of ``perf script --ns -F pid,tid,time,event,trace`` output lines."""
     faults: list[list] = []
     last_fault: dict[int, int] = {}
     sums: dict[tuple[int, str], list[int]] = {}
     switches: list[tuple[int, int]] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
+    entered: dict[int, tuple[str, int]] = {}  # tid -> (system call, buffer) since its sys_enter
+    touches: list[tuple[int, int, int, int, int, str]] = []
+    for line in lines:
         m = _LINE.match(line)
         if not m:
             continue
@@ -132,8 +160,15 @@ def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
             i = last_fault.pop(tid, None)
             if i is not None:
                 faults[i][5] = True
+        elif ev.startswith("syscalls:sys_enter_"):
+            call = ev.removeprefix("syscalls:sys_enter_")
+            buf = dict(_ARG.findall(rest)).get(BUFFERS[call][0]) if call in BUFFERS else None
+            if buf is not None:
+                entered[tid] = (call, int(buf, 16))
         elif ev.startswith("syscalls:sys_exit_"):
-            name = SYSCALLS.get(ev.removeprefix("syscalls:sys_exit_"))
+            call = ev.removeprefix("syscalls:sys_exit_")
+            name = SYSCALLS.get(call)
+            opened = entered.pop(tid, None)
             try:
                 ret = int(rest.strip().split()[-1], 16)
             except (ValueError, IndexError):
@@ -143,7 +178,8 @@ def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
             s = sums.setdefault((pid, name), [0, 0])
             s[0] += 1
             s[1] += ret
-    proc.wait()
+            if opened is not None and opened[0] == call and 0 < opened[1] < USER_TOP:
+                touches.append((pid, tid, t, opened[1], ret, BUFFERS[call][1]))
     fdf = pd.DataFrame(faults, columns=["pid", "tid", "t_abs", "addr", "code", "file"])
     if len(fdf):
         present = (fdf["code"] & 1) == 1
@@ -157,7 +193,8 @@ def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     else:
         fdf["kind"] = pd.Series(dtype="string")
     sdf = pd.DataFrame([(p, k, c, b) for (p, k), (c, b) in sums.items()], columns=["pid", "kind", "count", "bytes"])
-    return fdf, sdf, pd.DataFrame(switches, columns=["tid", "t_abs"])
+    tdf = pd.DataFrame(touches, columns=["pid", "tid", "t_abs", "addr", "bytes", "kind"])
+    return fdf, sdf, pd.DataFrame(switches, columns=["tid", "t_abs"]), tdf
 
 
 def moved_bytes(kind: str) -> int:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from movelab.record import _build, kernel
-from movelab.record.trace import conform, read_process_file, write_parquet
+from movelab.record.trace import _align, _size_class, conform, read_process_file, write_parquet
 
 __all__ = ["run"]
 
@@ -123,8 +123,8 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
         df["t_ns"] = df["t_ns"] - start
         procs = _processes(heads)
         if use_perf:
-            faults, sums, switches = kernel.parse(data)
-            k = _kernel_rows(faults, sums, procs, start)
+            faults, sums, switches, touches = kernel.parse(data)
+            k = _kernel_rows(faults, sums, procs, start, touches)
             last_exe = {p["pid"]: p["exe"] for p in procs}  # procs are in start order: the last image wins
             k["exe"] = k["pid"].map(last_exe).astype("string")
             pf = k[k["kind"].str.startswith("page_") & k["t_ns"].notna()]
@@ -197,8 +197,19 @@ def _processes(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _kernel_rows(faults: pd.DataFrame, sums: pd.DataFrame, procs: list[dict[str, Any]], start: int) -> pd.DataFrame:
+def _kernel_rows(faults: pd.DataFrame, sums: pd.DataFrame, procs: list[dict[str, Any]], start: int,
+                 touches: pd.DataFrame | None = None) -> pd.DataFrame:
     rows = []
+    if touches is not None and len(touches):
+        # Where the kernel's copies went: one row per system call, its bytes 0 (the per-process sums
+        # below count them), its size the bytes copied, its destination the user buffer.
+        size = touches["bytes"].to_numpy(np.int64)
+        rows.append(pd.DataFrame({
+            "source": "kernel", "kind": touches["kind"], "pid": touches["pid"], "tid": touches["tid"],
+            "t_ns": touches["t_abs"] - start, "count": 1, "size": size, "bytes": 0,
+            "size_class": _size_class(size), "dst": pd.array(touches["addr"], dtype="UInt64"),
+            "dst_align": _align(touches["addr"].to_numpy(np.uint64)),
+        }))
     if len(faults):
         moved = faults["kind"].map(kernel.moved_bytes).astype(np.int64)
         page = (faults["addr"] // kernel.PAGE) * kernel.PAGE

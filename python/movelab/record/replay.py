@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from movelab.record import cachestate
+from movelab.record.kernel import TOUCH_KINDS
 from movelab.record.trace import COPY_KINDS, INIT_KINDS, corrected_dur, read
 
 FOLD = (1 << 30) - 1
@@ -201,7 +202,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            samples: int = 16, budget_bytes: int = 4 << 20, max_gap_instructions: int = 50_000,
            overrides: Mapping[str, Any] | None = None, warm: bool = False, cache: str | None = None,
            call_cost: Mapping[str, float] | None = None, touch_rate: float | None = None,
-           distance: str | None = None, fresh: str | None = None, _cache: dict | None = None) -> Replay:
+           distance: str | None = None, fresh: str | None = None, kernel_touches: bool = True,
+           gap_edges_ns: Sequence[float] | None = None, _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
     (one of :data:`MECHANISMS`).
@@ -222,9 +224,17 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     ``"untouched"``: the state of other untouched lines); default
     :data:`movelab.record.cachestate.FRESH`.
 
+    ``kernel_touches``: for ``"tracked"``, count the kernel's copies to and from user buffers
+    (``read``, ``pread``, ``write``, ... recorded with their buffer) as touches of those lines, as
+    the recorded calls' are (a page read into a buffer and then copied out finds it cached).
+
     ``call_cost``: ns added per call of each kind (``memcpy``, ``calloc``, ...) for what the
     simulated copy does not contain: the call itself and the allocator's work in ``calloc`` and
-    ``realloc``; :func:`movelab.record.calibration.call_costs` measures it on this machine."""
+    ``realloc``; :func:`movelab.record.calibration.call_costs` measures it on this machine. A kind's
+    value may instead be a list of ns per gap class (the time since the thread's previous recorded
+    call, classes split at ``gap_edges_ns``; :func:`movelab.record.calibration.gap_costs` measures
+    it): a thread's first call takes the last class, an aggregated call (below ``--min-bytes``) the
+    first."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r} (known: {', '.join(MECHANISMS)})")
     for name, v in (("samples", samples), ("budget_bytes", budget_bytes),
@@ -243,9 +253,17 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     if (distance is not None or fresh is not None) and mode != "tracked":
         raise ValueError(f"distance and fresh apply to cache='tracked' only, not {mode!r}")
     costs = dict(call_cost or {})
+    edges = None if gap_edges_ns is None else [float(e) for e in gap_edges_ns]
+    if edges is not None and (any(not math.isfinite(e) or e <= 0 for e in edges) or edges != sorted(set(edges))):
+        raise ValueError(f"gap_edges_ns must be increasing positive numbers of ns, got {gap_edges_ns!r}")
     for k, v in costs.items():
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"call_cost[{k!r}] must be a non-negative number of ns, got {v!r}")
+        vals = list(v) if isinstance(v, (list, tuple)) else [v]
+        if isinstance(v, (list, tuple)) and (edges is None or len(vals) != len(edges) + 1):
+            raise ValueError(f"call_cost[{k!r}] is a list: it needs gap_edges_ns and one value per gap class "
+                             f"({'no gap_edges_ns' if edges is None else len(edges) + 1} ), got {len(vals)}")
+        for x in vals:
+            if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x) or x < 0:
+                raise ValueError(f"call_cost[{k!r}] must be non-negative numbers of ns, got {v!r}")
     if isinstance(trace, pd.DataFrame):
         df, meta = trace, dict(trace.attrs.get("movelab", {}))
     else:
@@ -264,10 +282,12 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     l2_bytes, llc_bytes = _cache_bytes(platform, base)
     rho = cachestate.TOUCH_RATE if touch_rate is None else touch_rate
     if mode == "tracked":
-        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho, dist, fresh_state)
+        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho, dist, fresh_state, kernel_touches)
         if skey not in cache_d:
+            kt = df[df["kind"].isin(TOUCH_KINDS)] if kernel_touches else None
             # df kept: its id stays unique
-            cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho, distance=dist, fresh=fresh_state))
+            cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho, distance=dist, fresh=fresh_state,
+                                                   kernel=kt))
         st = cache_d[skey][1]
     mech_ov = _merge(base, MECHANISMS[mechanism])
     cpu_ov = _merge(base, MECHANISMS["cpu"])
@@ -325,7 +345,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                 per_call += f * (t1 - t0) / k
                 energy += f * (e1 - e0) / k
                 traffic += f * (b1 - b0) / k
-            fixed = float((cls["kind"].map(costs).fillna(0.0) * cls["count"]).sum()) if costs else 0.0
+            fixed = _fixed_cost(cls, costs, edges) if costs else 0.0
             measured = cls["dur_ns"].sum(min_count=1)
             net = corrected_dur(cls[cls["source"] == "interposer"], meta).sum()
             row = {"op": op, "size_class": int(sc),
@@ -355,12 +375,33 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "warm": mode == "warm", "cache": mode, "call_cost_ns": float(classes["call_cost_ns"].sum()),
         "l2_bytes": l2_bytes, "llc_bytes": llc_bytes, "touch_rate": rho if mode == "tracked" else None,
         "distance": dist if mode == "tracked" else None, "fresh": fresh_state if mode == "tracked" else None,
+        "kernel_touches": int(df["kind"].isin(TOUCH_KINDS).sum()) if mode == "tracked" and kernel_touches else 0,
     }
     if mode == "tracked":
         tot = max(float(classes["calls"].sum()), 1.0)
         for s in cachestate.STATES:
             summary[f"share_{s}"] = float((classes[f"share_{s}"] * classes["calls"]).sum()) / tot
     return Replay(mechanism, summary, classes, notes)
+
+
+def _fixed_cost(cls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[float] | None) -> float:
+    """The per-call costs of a class's calls: a kind's number per call, or its list's value for
+    the call's gap class (a thread's first call: the last class; an aggregated row: the first)."""
+    from movelab.record.calibration import gap_class
+
+    total = 0.0
+    for kind, g in cls.groupby("kind", sort=False):
+        v = costs.get(str(kind))
+        if v is None:
+            continue
+        n = g["count"].astype("float64").to_numpy()
+        if isinstance(v, (list, tuple)):
+            c = np.asarray(v, dtype=np.float64)[gap_class(g["gap_ns"], edges or ())]
+            c = np.where(g["t_ns"].isna().to_numpy(), float(v[0]), c)
+            total += float((c * n).sum())
+        else:
+            total += float(v) * float(n.sum())
+    return total
 
 
 def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
