@@ -62,3 +62,11 @@ def test_cli_table_and_json() -> None:
     assert r.exit_code == 2
     r = runner.invoke(app, ["platform", "pair", "--set-receiver", "io.loopback=true"])
     assert r.exit_code != 0 and "loopback" in r.output
+
+
+@pytest.mark.parametrize(("sender", "receiver"), [("larsen-io-idma", "larsen-io-idma"), ("larsen-io", "larsen-io-idma"),
+                                                  ("larsen-io-idma", "larsen-io")])
+def test_the_idma_on_either_end(sender: str, receiver: str) -> None:
+    s = platform.pair(sender, receiver, messages=4, tx_params={"gap": 2000}).summary()
+    assert s["frames_sent"] == 4
+    assert s["bytes_checked"] == 4 * 64 and s["bytes_wrong"] == 0

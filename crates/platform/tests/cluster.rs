@@ -9,7 +9,11 @@ use std::collections::BTreeMap;
 const RECEIVER: &str = "[io]\nrx_ring = 0x1100_0000\nrx_buffers = 0x3000_0000\n";
 
 fn platform(over: &str) -> Platform {
-    let base = PlatformConfig::preset("larsen-io").expect("preset");
+    on("larsen-io", over)
+}
+
+fn on(preset: &str, over: &str) -> Platform {
+    let base = PlatformConfig::preset(preset).expect("preset");
     let cfg = if over.is_empty() {
         base
     } else {
@@ -180,4 +184,32 @@ fn bad_links_are_refused_naming_what_is_wrong() {
     let mut l = link(3.0);
     l.gbps = Some(40.0);
     assert!(err(RECEIVER, l).contains("links[0].gbps"));
+}
+
+#[test]
+fn the_idma_sends_and_receives_on_a_link_beside_a_nic() {
+    // iDMA to iDMA, NIC to iDMA and iDMA to NIC: every frame lands checked.
+    for (a, b) in [
+        ("larsen-io-idma", "larsen-io-idma"),
+        ("larsen-io", "larsen-io-idma"),
+        ("larsen-io-idma", "larsen-io"),
+    ] {
+        let mut ps = vec![on(a, ""), on(b, "")];
+        let progs = vec![
+            vec![Workload::load("nic-tx", &params("messages=6,gap=2000")).unwrap()],
+            vec![Workload::load("nic-rx", &params("buffers=8")).unwrap()],
+        ];
+        let mut l = link(3.0);
+        l.a.agent = String::new();
+        l.b.agent = String::new();
+        let s = cluster::run(&mut ps, &progs, &[l], &mut |_| {})
+            .unwrap_or_else(|e| panic!("{a} -> {b}: {e}"));
+        let tx = &s.hosts[0].devices[0];
+        let rx = &s.hosts[1].devices[0];
+        assert_eq!(tx.frames, 6, "{a} -> {b}: {tx:?}");
+        assert_eq!(s.links[0].a_to_b.frames, 6);
+        assert_eq!(rx.rx_frames_in, 6, "{a} -> {b}");
+        assert_eq!(rx.rx_bytes_checked, 6 * 64, "{a} -> {b}: {rx:?}");
+        assert_eq!(rx.rx_bytes_wrong, 0, "{a} -> {b}");
+    }
 }

@@ -306,7 +306,7 @@ fn platform_composition(
 #[pyfunction]
 #[pyo3(signature = (sender, receiver, tx_workload, rx_workload, tx_params=None, rx_params=None,
                     sender_overrides=None, receiver_overrides=None, meters=3.0, ns_per_meter=5.0,
-                    agent="nic", progress=None))]
+                    agent="", progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn platform_pair(
     py: Python<'_>,

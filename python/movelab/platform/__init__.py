@@ -234,8 +234,10 @@ def pair(
 ) -> PairResult:
     """Two platforms joined by an Ethernet link between their NICs (Larsen & Lee's two hosts): the
     sender runs ``nic-tx`` (``messages`` frames of ``frame_bytes``), the receiver ``nic-rx`` (it posts
-    RX buffers; its interrupt handler takes each frame). Both NICs must run at one rate and the
-    receiver's needs ``rx_ring`` and ``rx_buffers`` (``larsen-io`` has them). Every byte that lands
+    RX buffers; its interrupt handler takes each frame). Each platform's device with a port is used: a
+    descriptor NIC (``larsen-io``) or the iDMA's adapter (``larsen-io-idma``). Both ports must run at
+    one rate and the receiver's device needs ``rx_ring`` and ``rx_buffers`` (and the iDMA its
+    ``pinned`` buffer; both presets have them). Every byte that lands
     is checked against the frames that came off the wire (``bytes_wrong`` is 0)."""
     _in_range("messages", messages, 0, 1_000_000, integer=True)
     _in_range("meters", meters, 0.0, 100_000.0)
@@ -252,7 +254,7 @@ def pair(
     tp.setdefault("messages", messages)
     stats = json.loads(_native_call(_core.platform_pair, sname, rname, "nic-tx", "nic-rx", _check_params(tp),
                                     _check_params(rx_params), sov, rov, float(meters), float(ns_per_meter),
-                                    "nic", progress))
+                                    "", progress))
     return PairResult(stats=stats)
 
 

@@ -26,8 +26,10 @@
 //!   buffer the descriptor names and the descriptor back (to memory, or with DDIO to the L2),
 //!   notifies `irq_core` on the die, and every `idma.head_update_bytes` returns the space to the
 //!   adapter with a posted write down the link. With `loopback` the frames the adapter's MAC sends
-//!   come back after `nic.mac_tx_ns + nic.mac_rx_ns`, and every byte delivered into an RX buffer
-//!   is checked against the frame that was sent (`rx_bytes_checked`, `rx_bytes_wrong`).
+//!   come back after `nic.mac_tx_ns + nic.mac_rx_ns`; with its port on an Ethernet link
+//!   ([`crate::systems::cluster`]) they reach another platform's device and frames from it come
+//!   in. Every byte delivered into an RX buffer is checked against the frame the adapter accepted
+//!   (`rx_bytes_checked`, `rx_bytes_wrong`).
 //!
 //! Modelled: one engine serving transmit before receive, one packet at a time (a packet's
 //! descriptor, then its payload or frame), with every transmitted payload line's version checked
@@ -35,12 +37,13 @@
 //! descriptor cache in the engine (it reads each descriptor's line), and frames dropped by the
 //! adapter's FIFO being told to anyone but the counters.
 use crate::agents::device_dma::{self, Stack};
-use crate::agents::{Agent, AgentReport};
+use crate::agents::{Agent, AgentReport, Port};
 use crate::config::platform::{PcieDeviceConfig, PlatformConfig};
 use crate::devices::idma::{self as idma_dev, FifoAdapter, FIFO, FIFO_EOP};
 use crate::devices::nic;
 use crate::iface::Access;
 use crate::memory::memory_system::{AgentId, MemorySystem, Response};
+use crate::net::ethernet_link::{frame_wire_ps, OVERHEAD_BYTES};
 use crate::pcie::bytes::{Geometry, Purpose};
 use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
 use crate::pcie::root_complex::HostMemory;
@@ -65,6 +68,8 @@ const EV_MAC: u16 = 5;
 const EV_FRAME_IN: u16 = 6;
 /// The driver's RX tail store reaches the engine.
 const EV_RX_TAIL: u16 = 7;
+/// A frame from the link reaches the adapter's receive MAC (id: the held frame).
+const EV_WIRE_IN: u16 = 8;
 
 /// Where the engine is in its current packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +148,14 @@ pub struct IdmaAgent {
     rx: Option<Rx>,
     loopback: bool,
     loop_ps: Ps,
+    /// The MAC and PHY's transmit and receive pipelines (on a link), and when the transmit MAC
+    /// has serialised the last frame handed to it.
+    mac_tx: Ps,
+    mac_rx: Ps,
+    mac_free: Ps,
+    /// The port is on a link: sent frames wait here to be taken.
+    on_link: bool,
+    outbox: Vec<(Ps, Vec<u8>)>,
     ddio: bool,
     stats: DeviceStats,
     last_done: Ps,
@@ -234,6 +247,11 @@ impl IdmaAgent {
             rx,
             loopback: cfg.loopback,
             loop_ps: ns(io.nic.mac_tx_ns + io.nic.mac_rx_ns),
+            mac_tx: ns(io.nic.mac_tx_ns),
+            mac_rx: ns(io.nic.mac_rx_ns),
+            mac_free: 0,
+            on_link: false,
+            outbox: Vec::new(),
             ddio: io.root_complex.ddio,
             stats: DeviceStats {
                 name: "idma".into(),
@@ -547,16 +565,19 @@ impl IdmaAgent {
         self.arrived += 1;
         self.stats.frames += 1;
         self.stats.frame_bytes += frame.len() as u64;
-        let wire = ((frame.len() as f64 + 24.0) * 8.0 * 1000.0 / self.mac_gbps) as Ps;
+        // Serialised with FCS, preamble and inter-frame gap, after the frame before.
+        let done =
+            now.max(self.mac_free) + frame_wire_ps(frame.len(), self.mac_gbps, OVERHEAD_BYTES);
+        self.mac_free = done;
         let k = self.next_tlp;
         self.next_tlp = self.next_tlp.wrapping_add(1);
         self.frames.insert(k, frame);
-        sys.schedule(now + wire, self.id, EV_MAC, k);
+        sys.schedule(done, self.id, EV_MAC, k);
     }
 
     /// A frame from the wire reaches the adapter's receive side: into its FIFO and up the link
     /// to the pinned buffer as space allows (or dropped when the FIFO is full).
-    fn frame_in(&mut self, sys: &mut MemorySystem, now: Ps, frame: Vec<u8>) {
+    fn adapter_in(&mut self, sys: &mut MemorySystem, now: Ps, frame: Vec<u8>) {
         self.stats.rx_frames_in += 1;
         let drops = self.adapter.drops;
         let mut up = Vec::new();
@@ -653,12 +674,14 @@ impl Agent for IdmaAgent {
                     if self.loopback {
                         self.frames.insert(id, f);
                         sys.schedule(now + self.loop_ps, self.id, EV_FRAME_IN, id);
+                    } else if self.on_link {
+                        self.outbox.push((now + self.mac_tx, f));
                     }
                 }
             }
-            EV_FRAME_IN => {
+            EV_FRAME_IN | EV_WIRE_IN => {
                 if let Some(f) = self.frames.remove(&id) {
-                    self.frame_in(sys, now, f);
+                    self.adapter_in(sys, now, f);
                 }
             }
             _ => {}
@@ -669,6 +692,37 @@ impl Agent for IdmaAgent {
         device_dma::line_answered(sys, now, self.id, r, EV_LINE);
     }
 
+    fn attach_port(&mut self) -> Result<Port, String> {
+        if self.loopback {
+            return Err(
+                "the iDMA's adapter loops its frames back (loopback = true); an adapter \
+                        on a link needs loopback = false"
+                    .into(),
+            );
+        }
+        self.on_link = true;
+        Ok(Port {
+            gbps: self.mac_gbps,
+            tx_ps: self.mac_tx,
+            rx_ps: self.mac_rx,
+        })
+    }
+
+    fn has_frames(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    fn take_frames(&mut self, out: &mut Vec<(Ps, Vec<u8>)>) {
+        out.append(&mut self.outbox);
+    }
+
+    fn frame_in(&mut self, sys: &mut MemorySystem, at: Ps, frame: Vec<u8>) {
+        let k = self.next_tlp;
+        self.next_tlp = self.next_tlp.wrapping_add(1);
+        self.frames.insert(k, frame);
+        sys.schedule(at + self.mac_rx, self.id, EV_WIRE_IN, k);
+    }
+
     fn idle(&self) -> bool {
         // Frames landed for which no core has posted an RX buffer do not keep the run going:
         // when the programs are done they stay undelivered (`rx_frames_in` less `nic.rx_frames`).
@@ -677,6 +731,7 @@ impl Agent for IdmaAgent {
             && self.link.idle()
             && self.tlps.is_empty()
             && self.frames.is_empty()
+            && self.outbox.is_empty()
     }
 
     fn report(&self) -> AgentReport {

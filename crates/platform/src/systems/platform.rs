@@ -370,7 +370,8 @@ impl Platform {
         })
     }
 
-    /// Attaches the Ethernet port of agent `name` to a link: the frames its MAC sends are then
+    /// Attaches the Ethernet port of agent `name` (empty: the first agent with a free port) to a
+    /// link: the frames its MAC sends are then
     /// handed on ([`Platform::take_frames`]) instead of going nowhere. Returns the agent's index
     /// and the port's rate and its MAC's transmit and receive latencies.
     pub fn attach_port(
@@ -378,6 +379,23 @@ impl Platform {
         name: &str,
     ) -> Result<(usize, crate::agents::Port), PlatformError> {
         let src = self.cfg.name.clone();
+        if name.is_empty() {
+            // The first agent with a port not yet on a link.
+            for i in 0..self.agents.list.len() {
+                if self.ports.contains(&i) {
+                    continue;
+                }
+                if let Ok(port) = self.agents.list[i].attach_port() {
+                    self.ports.push(i);
+                    return Ok((i, port));
+                }
+            }
+            return Err(PlatformError::config(
+                &src,
+                "agents",
+                "no agent with a free Ethernet port (a NIC or an iDMA without loopback)",
+            ));
+        }
         let Some(i) = self.agents.names.iter().position(|n| n.name == name) else {
             let names: Vec<&str> = self.agents.names.iter().map(|n| n.name.as_str()).collect();
             return Err(PlatformError::config(
