@@ -169,6 +169,21 @@ def test_larsen_counts_every_fig10_bar_and_its_identities(runs: dict[str, list[d
         assert res[f"fig9/idma/{part}"].basis == ledger.PREDICTED, part
     assert res["fig9/idma/doorbell_ns"].rule.startswith("below")
     assert res["fig9/idma/push_ns"].basis == ledger.CALIBRATED
+    # Table 1's Gb/s per lane is a simulated stream's payload: a prediction, below a lane's rate.
+    rows = runs["larsen-idma"]
+    for case in ["descriptor-dma", "idma"]:
+        r = res[f"table1/{case}/gbps_per_lane"]
+        assert r.basis == ledger.PREDICTED and r.rule == "within 10%", r
+        limit = li._get(rows, "table1", case, "lane_limit_gbps")
+        assert limit is not None and 0 < r.value < limit["value"] == 4.0, (r, limit)
+    # The summary states every Fig. 10 bar by the one judged metric, RX as TX.
+    said = {what: mine for what, mine, _ in li.summary(rows)}
+    for size, dirs in [("small", ("TX", "RX")), ("large", ("TX", "RX"))]:
+        for d in dirs:
+            key = next(k for k in said if f"share, {size} {d}" in k)
+            bar = f"{d.lower()}-{'64B' if size == 'small' else '64KB'}"
+            row = li._get(rows, "fig10", bar, "descriptor_doorbell_share")
+            assert said[key] == f"{row['value'] * 100:.1f}", (key, said[key], row)
 
 
 def test_csv_and_json_carry_the_labels(tmp_path) -> None:

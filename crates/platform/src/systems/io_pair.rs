@@ -386,6 +386,20 @@ impl IoSystem {
         Ok(())
     }
 
+    /// The simulated time, ns (after [`IoSystem::settle`]: the start of the measurement).
+    pub fn now_ns(&self) -> f64 {
+        self.now as f64 / 1000.0
+    }
+
+    /// When the last message handed to [`IoSystem::send`] was complete at its receiver (ns);
+    /// None while any is incomplete. With the time [`IoSystem::send`] was called, the interval
+    /// a stream's goodput is measured over.
+    pub fn last_done_ns(&self) -> Option<f64> {
+        self.messages
+            .iter()
+            .try_fold(0.0f64, |a, m| m.done_ns.map(|d| a.max(d)))
+    }
+
     /// Flips the last byte of the next payload read the root complex answers (a negative
     /// control for the receivers' byte checks).
     pub fn corrupt_next_payload(&mut self) {
@@ -1239,6 +1253,16 @@ pub fn stream_between(
     count: u64,
     len: u64,
 ) -> Result<IoStats, PlatformError> {
+    check_stream(count, len, kinds)?;
+    let mut s = IoSystem::with_devices(cfg, kinds);
+    s.settle()?;
+    s.send(0, count, len);
+    s.run()?;
+    Ok(s.stats())
+}
+
+/// Checks a stream's arguments: `count` messages of `len` bytes between devices of `kinds`.
+pub fn check_stream(count: u64, len: u64, kinds: [&str; 2]) -> Result<(), PlatformError> {
     if !(1..=MAX_MESSAGES).contains(&count) {
         return Err(PlatformError::config(
             "I/O run",
@@ -1262,9 +1286,5 @@ pub fn stream_between(
             ));
         }
     }
-    let mut s = IoSystem::with_devices(cfg, kinds);
-    s.settle()?;
-    s.send(0, count, len);
-    s.run()?;
-    Ok(s.stats())
+    Ok(())
 }
