@@ -301,7 +301,7 @@ pub struct MemorySystem {
     pub(crate) attribution: Option<Box<Attribution>>,
 }
 
-/// Samples between which [`MemorySystem::attribute`] splits energy and bulk lines, at most.
+/// Samples between which `MemorySystem::attribute` splits energy and bulk lines, at most.
 pub const ATTRIBUTION_PERIOD: u64 = 1 << 12;
 
 /// DRAM traffic and energy per core (see [`MemorySystem::set_owners`]).
@@ -337,7 +337,7 @@ pub(crate) struct CoreSnapshot {
     pub energy_nj: f64,
     /// Dirty lines of its region in the caches (write-backs owed).
     pub dirty: u64,
-    /// What an owed write-back costs as of then (see [`MemorySystem::attribute`]).
+    /// What an owed write-back costs as of then (see `MemorySystem::attribute`).
     pub per_line_nj: f64,
 }
 
@@ -420,7 +420,7 @@ impl MemorySystem {
     /// address (so a write-back for the core whose line it was, whoever evicted it); a bulk
     /// operation for the core owning its destination. The lines the controllers move on their
     /// own for bulk operations and the DRAM energy are split at samples
-    /// ([`MemorySystem::attribute`]): each interval's bulk lines in proportion to the bulk
+    /// (`MemorySystem::attribute`): each interval's bulk lines in proportion to the bulk
     /// operation bytes issued in it (all issued so far, if none), its background and refresh
     /// energy in equal parts among the cores, the rest in proportion to the interval's channel
     /// bytes (in equal parts among the cores if none moved). Refused (an error naming the

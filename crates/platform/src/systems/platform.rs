@@ -344,7 +344,10 @@ impl Platform {
     /// core's statistics give the time and cycles from its warm-up to its target, and
     /// [`PlatformStats::window`] the system's traffic, energy and instructions from the moment
     /// every core was warm to the end (the caches then hold a steady population of dirty lines,
-    /// so a mechanism's write-backs are not left uncounted in them).
+    /// so a mechanism's write-backs are not left uncounted in them). On several cores that each
+    /// start their own memory region, the DRAM traffic and energy are also counted per core
+    /// (`MemorySystem::set_owners`) and each core's own window, from its warm-up to its own
+    /// target, is in its [`CoreStats::window`].
     pub fn set_work_targets(
         &mut self,
         warmup: u64,
