@@ -76,6 +76,53 @@ pub struct CoreStats {
     pub target_instructions: u64,
     pub target_ns: f64,
     pub target_cycles: u64,
+    /// With instruction targets on a platform whose cores each own a memory region: this core's
+    /// own measurement, from its warm-up to its own target ([`CoreWindow`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<CoreWindow>,
+}
+
+/// DRAM traffic and energy attributed to one core, running totals (see
+/// `MemorySystem::set_owners` for the rule). A line belongs to the core whose memory region holds
+/// its address, so a write-back counts for the core whose line it was, whichever cache evicted it.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct CoreTraffic {
+    /// Line requests of its lines the memory controllers carried out: reads (cache fills, engine
+    /// reads) and writes (write-backs, engine writes), 64 bytes each.
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Bytes of the bulk operations (RowClone copies and zeroing, controller DMA) whose
+    /// destination is in its region.
+    pub bulk_op_bytes: u64,
+    /// Its share of the lines the memory controllers moved on their own for bulk operations
+    /// (the channel part of a RowClone split): each interval's lines in proportion to the bulk
+    /// operation bytes issued in it.
+    pub bulk_channel_bytes: f64,
+    /// Its share of the DRAM energy: each interval's background and refresh energy in equal
+    /// parts among the cores, the rest (activate, precharge, read, write, transfer, I/O) in
+    /// proportion to the interval's channel bytes.
+    pub dram_energy_nj: f64,
+}
+
+impl CoreTraffic {
+    /// Bytes over the memory channels.
+    pub fn channel_bytes(&self) -> f64 {
+        (self.read_bytes + self.write_bytes) as f64 + self.bulk_channel_bytes
+    }
+}
+
+/// One core's own measurement window: from its warm-up to the moment it reached its own
+/// instruction target (the cores past their targets keep running, but what they do afterwards
+/// is not theirs to count).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct CoreWindow {
+    /// Program instructions it retired in it.
+    pub work_instructions: u64,
+    /// Its bytes over the memory channels, with the write-backs its caches owe (the change in
+    /// its dirty lines) as lines.
+    pub channel_bytes: u64,
+    /// Its DRAM energy, with the owed write-backs at the mean energy per line as of its target.
+    pub dram_energy_nj: f64,
 }
 
 /// A run's measurement window: what happened between every core's warm-up and the end.
@@ -138,6 +185,13 @@ pub struct PlatformStats {
     /// Per-core statistics (multi-core runs only; a single core's are the figures above).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_core: Vec<CoreStats>,
+    /// Running totals of the DRAM traffic and energy attributed to each core at the end
+    /// (platforms whose cores each own a memory region, with instruction targets), and to no
+    /// core (addresses below every core's region).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub traffic_by_core: Vec<CoreTraffic>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic_unattributed: Option<CoreTraffic>,
     /// PCIe devices on the platform (`[io]`): bytes on their links and latency stacks (the
     /// `device` sections of the NIC agents in `agents`, kept here for older readers).
     #[serde(skip_serializing_if = "Vec::is_empty")]

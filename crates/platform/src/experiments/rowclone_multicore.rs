@@ -16,9 +16,12 @@
 //! harmonic speedup (cores / sum of alone / shared) and maximum slowdown (largest alone /
 //! shared). The baseline's alone IPC is the reference for all three mechanisms, so that an
 //! application's own speedup under RowClone counts (against its own alone IPC it would cancel).
+//! Bandwidth and energy per instruction count each core's own DRAM bytes and energy up to its
+//! own target ([`own_targets_measure`]).
 use super::rowclone_apps::{self, core_ipc, App, Options as AppOptions, ENDLESS};
 use crate::config::platform::CoreGroup;
 use crate::sim::error::PlatformError;
+use crate::stats::PlatformStats;
 use crate::systems::platform::Platform;
 use movelab_dram::generator::Xoshiro256StarStar;
 use serde::{Deserialize, Serialize};
@@ -205,7 +208,7 @@ pub fn run_mix(
         p.set_work_targets(o.apps.warmup, vec![o.apps.instructions; mix.cores as usize])?;
         let s = p.run_programs(programs, &mut |_| {})?;
         let ipc: Vec<f64> = s.per_core.iter().map(core_ipc).collect();
-        let m = rowclone_apps::window_measure(&s);
+        let (bpi, epi) = own_targets_measure(&s)?;
         let speedups: Vec<f64> = ipc.iter().zip(&alone_ipc).map(|(s, a)| s / a).collect();
         runs.push(MixRun {
             mechanism: label.into(),
@@ -217,8 +220,8 @@ pub fn run_mix(
                 .iter()
                 .map(|v| 1.0 / v.max(1e-12))
                 .fold(0.0, f64::max),
-            bytes_per_instruction: m.bytes_per_instruction,
-            energy_nj_per_instruction: m.energy_nj_per_instruction,
+            bytes_per_instruction: bpi,
+            energy_nj_per_instruction: epi,
             ipc,
         });
     }
@@ -227,6 +230,33 @@ pub fn run_mix(
         alone_ipc,
         runs,
     })
+}
+
+/// Memory bandwidth and DRAM energy per instruction of a mix's run (Table 7's two last rows):
+/// each core's channel bytes and DRAM energy from its warm-up to its own instruction target
+/// (per-core accounting, `MemorySystem::set_owners`), summed over the cores, over the sum of
+/// their measured instructions. A core past its target keeps running so that the others still
+/// compete with it, but its traffic from then on is not counted (as the system window would).
+pub fn own_targets_measure(s: &PlatformStats) -> Result<(f64, f64), PlatformError> {
+    let (mut bytes, mut energy, mut work) = (0.0, 0.0, 0u64);
+    for c in &s.per_core {
+        let w = c.window.ok_or_else(|| {
+            PlatformError::config(
+                "rowclone-multicore",
+                "cores",
+                format!(
+                    "core {} has no measurement of its own (no per-core accounting, or it never \
+                     reached its warm-up)",
+                    c.core
+                ),
+            )
+        })?;
+        bytes += w.channel_bytes as f64;
+        energy += w.dram_energy_nj;
+        work += w.work_instructions;
+    }
+    let n = work.max(1) as f64;
+    Ok((bytes / n, energy / n))
 }
 
 /// One mix's improvements of a mechanism over the baseline (fractions).

@@ -27,7 +27,7 @@ use crate::memory::interconnect::Interconnect;
 use crate::memory::pending_copy_table::PendingCopyTable;
 use crate::sim::{EventQueue, Ps};
 pub use crate::stats::CoherenceStats;
-use crate::stats::MemoryTraffic;
+use crate::stats::{CoreTraffic, MemoryTraffic};
 use movelab_dram::mapper::Location;
 use movelab_dram::port::MemoryPort;
 use movelab_dram::request::{BulkOp, Op as MemOp};
@@ -297,6 +297,58 @@ pub struct MemorySystem {
     pub stale_copy_sources: bool,
     /// An error raised inside an event handler, reported by the run loop.
     pub(crate) fatal: Option<String>,
+    /// Per-core DRAM accounting, when the cores own memory regions ([`MemorySystem::set_owners`]).
+    pub(crate) attribution: Option<Box<Attribution>>,
+}
+
+/// Samples between which `MemorySystem::attribute` splits energy and bulk lines, at most.
+pub const ATTRIBUTION_PERIOD: u64 = 1 << 12;
+
+/// DRAM traffic and energy per core (see [`MemorySystem::set_owners`]).
+pub struct Attribution {
+    /// (lowest address, core), by address.
+    bases: Vec<(u64, usize)>,
+    /// One per core, then one for addresses no core owns.
+    pub(crate) cores: Vec<CoreTraffic>,
+    /// At the last sample: each bucket's line bytes and bulk operation bytes, the DRAM energy
+    /// (all, and background + refresh) and the controllers' own bulk lines.
+    last_line_bytes: Vec<u64>,
+    last_op_bytes: Vec<u64>,
+    last_total_nj: f64,
+    last_static_nj: f64,
+    last_bulk_lines: u64,
+    /// A write-back's energy as of the last sample: a write burst (the run's mean so far where
+    /// it wrote, else one from the part's currents) and the mean I/O, activate and precharge
+    /// energy per line so far.
+    last_per_line_nj: f64,
+    /// Calls since the last sample ([`MemorySystem::attribution_tick`]).
+    calls: u64,
+    /// Each core's totals when it finished its warm-up and when it reached its target.
+    pub(crate) warm: Vec<Option<CoreSnapshot>>,
+    pub(crate) target: Vec<Option<CoreSnapshot>>,
+}
+
+/// A core's attributed totals at one moment.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CoreSnapshot {
+    /// Its program instructions retired.
+    pub work: u64,
+    pub channel_bytes: f64,
+    pub energy_nj: f64,
+    /// Dirty lines of its region in the caches (write-backs owed).
+    pub dirty: u64,
+    /// What an owed write-back costs as of then (see `MemorySystem::attribute`).
+    pub per_line_nj: f64,
+}
+
+impl Attribution {
+    /// The bucket of `addr`: the core with the highest base at or below it, else the last.
+    fn bucket(&self, addr: u64) -> usize {
+        match self.bases.partition_point(|&(b, _)| b <= addr) {
+            0 => self.bases.len(),
+            k => self.bases[k - 1].1,
+        }
+    }
 }
 
 fn ceil_div(a: u64, b: u64) -> u64 {
@@ -358,7 +410,195 @@ impl MemorySystem {
             skip_invalidations: false,
             stale_copy_sources: false,
             fatal: None,
+            attribution: None,
         })
+    }
+
+    /// Starts counting DRAM traffic and energy per core: core `i` owns the addresses from
+    /// `bases[i]` up to the next higher base (the last one to the top of memory); addresses
+    /// below every base belong to no core. A line request counts for the core owning its
+    /// address (so a write-back for the core whose line it was, whoever evicted it); a bulk
+    /// operation for the core owning its destination. The lines the controllers move on their
+    /// own for bulk operations and the DRAM energy are split at samples
+    /// (`MemorySystem::attribute`): each interval's bulk lines in proportion to the bulk
+    /// operation bytes issued in it (all issued so far, if none), its background and refresh
+    /// energy in equal parts among the cores, the rest in proportion to the interval's channel
+    /// bytes (in equal parts among the cores if none moved). Refused (an error naming the
+    /// cores) when two cores share a base.
+    pub fn set_owners(&mut self, bases: &[u64]) -> Result<(), String> {
+        let mut b: Vec<(u64, usize)> = bases.iter().copied().zip(0..).collect();
+        b.sort_unstable();
+        if let Some(w) = b.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(format!(
+                "cores {} and {} start at the same address {:#x}: per-core accounting needs a \
+                 memory region per core",
+                w[0].1, w[1].1, w[0].0
+            ));
+        }
+        let n = bases.len() + 1;
+        self.attribution = Some(Box::new(Attribution {
+            bases: b,
+            cores: vec![CoreTraffic::default(); n],
+            last_line_bytes: vec![0; n],
+            last_op_bytes: vec![0; n],
+            last_total_nj: 0.0,
+            last_static_nj: 0.0,
+            last_bulk_lines: 0,
+            last_per_line_nj: 0.0,
+            calls: 0,
+            warm: vec![None; n - 1],
+            target: vec![None; n - 1],
+        }));
+        Ok(())
+    }
+
+    /// The running per-core totals (one per core, then the unowned addresses' bucket), as of
+    /// the last sample for the shares; empty without [`MemorySystem::set_owners`].
+    pub fn core_traffic(&self) -> &[CoreTraffic] {
+        self.attribution.as_ref().map_or(&[], |a| &a.cores)
+    }
+
+    /// Counts a call; true once every [`ATTRIBUTION_PERIOD`] calls (time for a sample).
+    pub(crate) fn attribution_tick(&mut self) -> bool {
+        let Some(a) = self.attribution.as_mut() else {
+            return false;
+        };
+        a.calls += 1;
+        a.calls >= ATTRIBUTION_PERIOD
+    }
+
+    /// Samples the DRAM model at `cycle` and splits what it moved and spent since the last
+    /// sample among the cores (the rule of [`MemorySystem::set_owners`]).
+    pub(crate) fn attribute(&mut self, cycle: u64) {
+        if self.attribution.is_none() {
+            return;
+        }
+        let st = self.mem.stats(cycle);
+        let platform_lines = self.traffic.platform_bytes / 64;
+        let write_burst_nj = self.mem.command_energy().write / 1000.0;
+        let Some(a) = self.attribution.as_mut() else {
+            return;
+        };
+        a.calls = 0;
+        let n = a.cores.len();
+        let owners = n - 1;
+        // Lines the controllers moved for bulk operations: every line they carried out that
+        // was not a line request of the platform (both counted when issued).
+        let bulk_lines = (st.reads + st.writes).saturating_sub(platform_lines);
+        let d_bulk = bulk_lines.saturating_sub(a.last_bulk_lines) as f64 * 64.0;
+        let op_now: Vec<u64> = a.cores.iter().map(|c| c.bulk_op_bytes).collect();
+        let d_op: Vec<f64> = op_now
+            .iter()
+            .zip(&a.last_op_bytes)
+            .map(|(x, y)| (x - y) as f64)
+            .collect();
+        let weights: Vec<f64> = if d_op.iter().sum::<f64>() > 0.0 {
+            d_op
+        } else {
+            op_now.iter().map(|&x| x as f64).collect()
+        };
+        let wsum: f64 = weights.iter().sum();
+        let mut d_bytes = vec![0.0; n];
+        for (k, c) in a.cores.iter_mut().enumerate() {
+            let share = if wsum > 0.0 {
+                d_bulk * weights[k] / wsum
+            } else if k == owners {
+                d_bulk
+            } else {
+                0.0
+            };
+            c.bulk_channel_bytes += share;
+            let lines = c.read_bytes + c.write_bytes;
+            d_bytes[k] = (lines - a.last_line_bytes[k]) as f64 + share;
+            a.last_line_bytes[k] = lines;
+        }
+        a.last_op_bytes = op_now;
+        a.last_bulk_lines = bulk_lines;
+        let e = &st.energy;
+        let stat = e.background_nj + e.refresh_nj;
+        let d_static = (stat - a.last_static_nj).max(0.0);
+        let d_dynamic = (e.total_nj - a.last_total_nj - d_static).max(0.0);
+        a.last_total_nj = e.total_nj;
+        a.last_static_nj = stat;
+        let lines = st.reads + st.writes;
+        a.last_per_line_nj = if lines > 0 {
+            let per_write = if st.writes > 0 {
+                e.write_nj / st.writes as f64
+            } else {
+                write_burst_nj
+            };
+            per_write + (e.io_nj + e.activate_nj + e.precharge_nj) / lines as f64
+        } else {
+            0.0
+        };
+        let bsum: f64 = d_bytes.iter().sum();
+        for (k, c) in a.cores.iter_mut().enumerate() {
+            let own = k < owners;
+            let mut add = if own { d_static / owners as f64 } else { 0.0 };
+            add += if bsum > 0.0 {
+                d_dynamic * d_bytes[k] / bsum
+            } else if own {
+                d_dynamic / owners as f64
+            } else {
+                0.0
+            };
+            c.dram_energy_nj += add;
+        }
+    }
+
+    /// Records core `core`'s totals now (after a sample), as its warm-up's end or as its
+    /// target; `work` is its program instructions, `dirty` the owners' dirty lines.
+    pub(crate) fn snapshot(&mut self, core: usize, work: u64, target: bool, dirty: &[u64]) {
+        let Some(a) = self.attribution.as_mut() else {
+            return;
+        };
+        let Some(c) = a.cores.get(core) else {
+            return;
+        };
+        let s = CoreSnapshot {
+            work,
+            channel_bytes: c.channel_bytes(),
+            energy_nj: c.dram_energy_nj,
+            dirty: dirty.get(core).copied().unwrap_or(0),
+            per_line_nj: a.last_per_line_nj,
+        };
+        let slot = if target {
+            &mut a.target[core]
+        } else {
+            &mut a.warm[core]
+        };
+        slot.get_or_insert(s);
+    }
+
+    /// Dirty lines in all caches (a line dirty at two levels counted once), by owner bucket
+    /// (empty without [`MemorySystem::set_owners`]).
+    pub fn dirty_lines_by_owner(&self) -> Vec<u64> {
+        let Some(a) = self.attribution.as_ref() else {
+            return Vec::new();
+        };
+        let mut out = vec![0u64; a.cores.len()];
+        for p in &self.privs {
+            for (line, _) in p.l2.dirty_lines() {
+                out[a.bucket(line * 64)] += 1;
+            }
+            for (line, _) in p.l1.dirty_lines() {
+                if !p.l2.is_dirty(line) {
+                    out[a.bucket(line * 64)] += 1;
+                }
+            }
+        }
+        if let Some(l) = &self.llc {
+            for (line, _) in l.dirty_lines() {
+                if !self
+                    .privs
+                    .iter()
+                    .any(|p| p.l2.is_dirty(line) || p.l1.is_dirty(line))
+                {
+                    out[a.bucket(line * 64)] += 1;
+                }
+            }
+        }
+        out
     }
 
     /// Keeps a functional shadow of every line's value (for coherence checks; slow).
@@ -606,6 +846,10 @@ impl MemorySystem {
     ) -> Result<(), String> {
         match self.mem.bulk(op, id, cycle) {
             Ok(()) => {
+                if let Some(a) = self.attribution.as_mut() {
+                    let k = a.bucket(op.dst);
+                    a.cores[k].bulk_op_bytes += op.bytes;
+                }
                 self.bulk_owner.push((id, agent));
                 self.mem_wake = self.mem_wake.min(cycle);
                 Ok(())
@@ -1284,6 +1528,15 @@ impl MemorySystem {
         self.traffic.platform_bytes += bytes;
         if r.copy {
             self.traffic.copy_bytes += bytes;
+        }
+        if let Some(a) = self.attribution.as_mut() {
+            let k = a.bucket(r.addr);
+            let c = &mut a.cores[k];
+            if r.op == MemOp::Read {
+                c.read_bytes += bytes;
+            } else {
+                c.write_bytes += bytes;
+            }
         }
         match r.kind {
             ReqKind::Fill { .. } => {

@@ -454,7 +454,10 @@ impl Platform {
     /// core's statistics give the time and cycles from its warm-up to its target, and
     /// [`PlatformStats::window`] the system's traffic, energy and instructions from the moment
     /// every core was warm to the end (the caches then hold a steady population of dirty lines,
-    /// so a mechanism's write-backs are not left uncounted in them).
+    /// so a mechanism's write-backs are not left uncounted in them). On several cores that each
+    /// start their own memory region, the DRAM traffic and energy are also counted per core
+    /// (`MemorySystem::set_owners`) and each core's own window, from its warm-up to its own
+    /// target, is in its [`CoreStats::window`].
     pub fn set_work_targets(
         &mut self,
         warmup: u64,
@@ -473,6 +476,17 @@ impl Platform {
         }
         self.targets = targets;
         self.warmup = warmup;
+        // Cores that each start their own memory region get their DRAM traffic and energy
+        // counted per core (`MemorySystem::set_owners`); one core's are the system's.
+        let bases: Vec<u64> = self.cores.iter().map(|c| c.offset).collect();
+        let mut distinct = bases.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if bases.len() > 1 && distinct.len() == bases.len() {
+            self.sys
+                .set_owners(&bases)
+                .map_err(|e| PlatformError::config("platform", "cores", e))?;
+        }
         Ok(())
     }
 
@@ -958,13 +972,18 @@ impl Platform {
     fn targets_reached(&mut self) -> bool {
         let now = self.now;
         let (mut all_warm, mut all) = (true, true);
-        for (c, &t) in self.cores.iter_mut().zip(&self.targets) {
+        // Cores that finished their warm-up or reached their target in this call.
+        let mut events: Vec<(usize, u64, bool)> = Vec::new();
+        for (i, (c, &t)) in self.cores.iter_mut().zip(&self.targets).enumerate() {
             let work = c.core.counters.work_instructions;
             if c.warm_at.is_none() {
                 if work >= self.warmup {
                     c.warm_at = Some(now);
                 } else if let Some(d) = c.done_at {
                     c.warm_at = Some(d);
+                }
+                if c.warm_at.is_some() {
+                    events.push((i, work, false));
                 }
             }
             if c.target_at.is_none() {
@@ -975,8 +994,22 @@ impl Platform {
                 } else {
                     all = false;
                 }
+                if c.target_at.is_some() {
+                    events.push((i, work, true));
+                }
             }
             all_warm &= c.warm_at.is_some();
+        }
+        // Per-core accounting (cores owning memory regions): sample the DRAM now and then, and
+        // at each core's warm-up and target, and note that core's totals.
+        if self.sys.attribution_tick() || !events.is_empty() {
+            self.sys.attribute(now / self.sys.tck.max(1));
+            if !events.is_empty() {
+                let dirty = self.sys.dirty_lines_by_owner();
+                for (i, work, target) in events {
+                    self.sys.snapshot(i, work, target, &dirty);
+                }
+            }
         }
         if all_warm && self.window_start.is_none() {
             self.window_start = Some(self.mark(now));
@@ -1044,6 +1077,8 @@ impl Platform {
         reports: &[crate::agents::AgentReport],
     ) -> PlatformStats {
         let tck = self.sys.tck;
+        // The per-core shares up to the end (nothing without per-core accounting).
+        self.sys.attribute(end.div_ceil(tck));
         let dram = self.sys.mem.stats(end.div_ceil(tck));
         let h = &self.sys;
         let elapsed = end - start;
@@ -1087,6 +1122,34 @@ impl Platform {
             (Some(w), Some(t)) => t.saturating_sub(w),
             _ => 0,
         };
+        let en = &dram.energy;
+        // A write-back's energy, for the lines the caches still owe: a write burst (the run's
+        // mean where the run wrote, else one from the part's currents) and the run's mean per
+        // line of I/O, activate and precharge energy.
+        let per_write = if dram.writes > 0 {
+            en.write_nj / dram.writes as f64
+        } else {
+            self.sys.mem.command_energy().write / 1000.0
+        };
+        let per_line = if dram_lines > 0 {
+            per_write + (en.io_nj + en.activate_nj + en.precharge_nj) / dram_lines as f64
+        } else {
+            0.0
+        };
+        let attribution = h.attribution.as_deref();
+        let core_window = |i: usize| {
+            let a = attribution?;
+            let (w, t) = (a.warm.get(i).copied()??, a.target.get(i).copied()??);
+            let owed = t.dirty as f64 - w.dirty as f64;
+            Some(crate::stats::CoreWindow {
+                work_instructions: t.work.saturating_sub(w.work),
+                channel_bytes: (t.channel_bytes - w.channel_bytes + owed * 64.0)
+                    .max(0.0)
+                    .round() as u64,
+                // The write-backs owed at its target, at their cost as of then.
+                dram_energy_nj: (t.energy_nj - w.energy_nj + owed * t.per_line_nj).max(0.0),
+            })
+        };
         for (i, c) in self.cores.iter().enumerate() {
             let k = &c.core.counters;
             instructions += k.instructions;
@@ -1121,6 +1184,7 @@ impl Platform {
                 target_instructions: self.targets.get(i).copied().unwrap_or(0),
                 target_ns: window_of(c) as f64 / 1000.0,
                 target_cycles: window_of(c) / c.core.cycle_ps.max(1),
+                window: core_window(i),
             });
         }
         caches.llc_hits = h.llc.as_ref().map_or(0, |l| l.hits);
@@ -1138,20 +1202,6 @@ impl Platform {
             let (d_all, d_copy) = self.dirty_lines();
             let owed = d_all as f64 - m.dirty.0 as f64;
             let owed_copy = d_copy as f64 - m.dirty.1 as f64;
-            let en = &dram.energy;
-            // A write burst's energy: the run's mean where the run wrote, else one burst from
-            // the part's currents (a window whose write-backs are all still owed would otherwise
-            // charge them nothing for the burst).
-            let per_write = if dram.writes > 0 {
-                en.write_nj / dram.writes as f64
-            } else {
-                self.sys.mem.command_energy().write / 1000.0
-            };
-            let per_line = if dram_lines > 0 {
-                per_write + (en.io_nj + en.activate_nj + en.precharge_nj) / dram_lines as f64
-            } else {
-                0.0
-            };
             let bytes = |v: f64| (v.max(0.0) * 64.0).round() as u64;
             let channel = traffic.channel_bytes.saturating_sub(m.channel_bytes) as f64 / 64.0;
             let copy = (traffic.copy_bytes + traffic.bulk_bytes)
@@ -1208,6 +1258,12 @@ impl Platform {
             } else {
                 per_core
             },
+            traffic_by_core: self
+                .sys
+                .core_traffic()
+                .split_last()
+                .map_or(Vec::new(), |(_, cores)| cores.to_vec()),
+            traffic_unattributed: self.sys.core_traffic().last().copied(),
             devices: reports.iter().filter_map(|r| r.device.clone()).collect(),
             agents: self
                 .agents
