@@ -919,34 +919,21 @@ impl Checker {
 
     /// Ends the log: checks that refresh was not overdue at the last cycle, and reports.
     pub fn finish(mut self) -> CheckReport {
-        {
-            let end = CommandRecord::refresh(self.max_cycle, 0, 0);
-            let mut ctx = Ctx {
-                index: self.count,
-                line: None,
-                rec: &end,
-                text: Some("(end of log)".into()),
-                found: Vec::new(),
-            };
-            self.wck.unanswered(&mut ctx, None);
-            for v in std::mem::take(&mut ctx.found) {
-                self.record(v);
-            }
-        }
+        let end = CommandRecord::refresh(self.max_cycle, 0, 0);
+        let mut ctx = Ctx {
+            index: self.count,
+            line: None,
+            rec: &end,
+            text: Some("(end of log)".into()),
+            found: Vec::new(),
+        };
+        // A CAS whose column command never came.
+        self.wck.unanswered(&mut ctx, None);
         if self.header.refresh && self.count > 0 {
-            let end = CommandRecord::refresh(self.max_cycle, 0, 0);
-            let mut ctx = Ctx {
-                index: self.count,
-                line: None,
-                rec: &end,
-                text: Some("(end of log)".into()),
-                found: Vec::new(),
-            };
             self.refresh_deadlines(&mut ctx, self.max_cycle);
-            let found = std::mem::take(&mut ctx.found);
-            for v in found {
-                self.record(v);
-            }
+        }
+        for v in std::mem::take(&mut ctx.found) {
+            self.record(v);
         }
         CheckReport {
             commands_checked: self.count,

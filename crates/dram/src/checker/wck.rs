@@ -153,11 +153,8 @@ impl WckState {
                         implied: false,
                         sides: [None, None],
                     };
-                    let (lat, hold) = if kind.is_read() {
-                        ("nCL", until - c)
-                    } else {
-                        ("nCWL", until - c)
-                    };
+                    let lat = if kind.is_read() { "nCL" } else { "nCWL" };
+                    let hold = until - c;
                     ctx.timing(
                         format!(
                             "{lat} + nBL_max + nWCKPST + 1: {} -> CAS same rank (no WCK2CK sync while the WCK is synchronised)",
