@@ -36,6 +36,7 @@
 //! | DDR5 / LPDDR5 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT) hold the bus the next clock |
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
 //! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank (and at bank + 8 with 16 banks: a pair), nPBR2PBR to REFPB, nPBR2ACT to ACT |
+//! | LPDDR5, WCK auto sync-off (header `WCK_SYNC = 1`) | CAS (WCK2CK sync) followed on the next clock by a RD / WR of its rank; no CAS while the rank's WCK is synchronised (RD -> CAS nCL + nBL_max + nWCKPST + 1, WR -> CAS nCWL + nBL_max + nWCKPST + 1); a RD / WR after that window, or the first, follows a CAS; the preamble (nWCKENL + nWCKPRE_static + nWCKPRE_toggle) ends by the data start (`checker/wck.rs`) |
 //! | LPDDR5 BG mode, BL32 | WR -> RD / TR same bank group: nCWL + nBL_max + nWTR_L (BL/n_max), when the bin gives nBL_max |
 //! | GDDR6 | the DDR4-like rules above with split nRCDRD / nRCDWR; REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_L |
 //! | GDDR7 | no bank groups (nCCD, nRRD, nWTR on the channel); same bank: column -> column nCCDSB, WR -> RD / TR(src) nCWL + nBL + nWTRSB; RD -> WR nRTW; nPPD; two-clock ACT, RD, WR (as DDR5); all-bank refresh only |
@@ -676,6 +677,8 @@ pub struct Checker {
     saw_refsb: bool,
     /// The log used per-bank refresh (violations then name the bank).
     saw_refpb: bool,
+    /// LPDDR5's WCK2CK synchronisation, when the log ran the WCK in auto sync-off mode.
+    wck: wck::WckState,
 }
 
 /// Where a command is, after its indices passed the bounds check.
@@ -735,7 +738,13 @@ impl Checker {
             raa: vec![0; o.banks_per_rank() as usize],
             ..RankState::default()
         };
+        let wck = wck::WckState::new(
+            wck::WckRules::from_header(header)?,
+            (o.channels * o.ranks) as usize,
+            o.channels as usize,
+        );
         Ok(Checker {
+            wck,
             horizon: p.horizon(),
             p,
             channels: vec![ChannelState::default(); o.channels as usize],
@@ -833,6 +842,7 @@ impl Checker {
             found: Vec::new(),
         };
         self.count += 1;
+        self.wck.unanswered(&mut ctx, Some(channel as usize));
         let org = &self.header.org;
         let (rfc, refi) = (self.p.rfc, self.p.refi);
         if channel >= org.channels || rank >= org.ranks {
@@ -909,20 +919,21 @@ impl Checker {
 
     /// Ends the log: checks that refresh was not overdue at the last cycle, and reports.
     pub fn finish(mut self) -> CheckReport {
+        let end = CommandRecord::refresh(self.max_cycle, 0, 0);
+        let mut ctx = Ctx {
+            index: self.count,
+            line: None,
+            rec: &end,
+            text: Some("(end of log)".into()),
+            found: Vec::new(),
+        };
+        // A CAS whose column command never came.
+        self.wck.unanswered(&mut ctx, None);
         if self.header.refresh && self.count > 0 {
-            let end = CommandRecord::refresh(self.max_cycle, 0, 0);
-            let mut ctx = Ctx {
-                index: self.count,
-                line: None,
-                rec: &end,
-                text: Some("(end of log)".into()),
-                found: Vec::new(),
-            };
             self.refresh_deadlines(&mut ctx, self.max_cycle);
-            let found = std::mem::take(&mut ctx.found);
-            for v in found {
-                self.record(v);
-            }
+        }
+        for v in std::mem::take(&mut ctx.found) {
+            self.record(v);
         }
         CheckReport {
             commands_checked: self.count,
@@ -990,11 +1001,16 @@ impl Checker {
             ch.two_clock = Some((t, ctx.index, rec.kind));
         }
 
+        // LPDDR5 WCK2CK synchronisation; a CAS touches no bank and takes part in no other rule.
+        let ri = loc.ch * self.header.org.ranks as usize + loc.rank;
+        if self.wck.check(ctx, loc.ch, ri) {
+            return;
+        }
+
         if self.header.refresh {
             self.refresh_deadlines(ctx, t);
         }
 
-        let ri = loc.ch * self.header.org.ranks as usize + loc.rank;
         let mut sides = std::mem::take(&mut self.scratch);
         sides.clear();
         let implied = self.protocol(ctx, ri, loc, &mut sides);
@@ -1355,6 +1371,8 @@ impl Checker {
                     sides.push(side(b, b / bpg, Role::RefreshPb, "REFPB"));
                 }
             }
+            // Checked by `wck` before any bank is looked at.
+            CommandKind::Cas => {}
             CommandKind::Ref | CommandKind::Rfm => {
                 if rec.kind == CommandKind::Rfm && p.rfm.is_none() {
                     ctx.protocol(
@@ -2084,3 +2102,4 @@ pub fn check_log_file(path: &Path) -> Result<CheckReport, LogError> {
 
 #[cfg(test)]
 mod tests;
+mod wck;

@@ -43,10 +43,15 @@ pub enum CommandKind {
     /// an extra refresh of the rank the controller owes once a bank's rolling accumulated ACT
     /// (RAA) count reaches RAAIMT. Every bank must be precharged; the rank is busy for tRFM.
     Rfm,
+    /// LPDDR5's CAS command with a WCK2CK synchronisation operand (JESD209-5: WS_RD before a
+    /// read, WS_WR before a write): starts the data clock WCK for the column command issued on the
+    /// next clock, when the rank's WCK is not synchronised (auto sync-off mode, see `wck`). Its
+    /// bank fields are those of that column command.
+    Cas,
 }
 
 impl CommandKind {
-    pub const ALL: [CommandKind; 14] = [
+    pub const ALL: [CommandKind; 15] = [
         CommandKind::Act,
         CommandKind::Pre,
         CommandKind::Prea,
@@ -61,6 +66,7 @@ impl CommandKind {
         CommandKind::Refpb,
         CommandKind::Actm,
         CommandKind::Rfm,
+        CommandKind::Cas,
     ];
     pub fn mnemonic(self) -> &'static str {
         match self {
@@ -78,6 +84,7 @@ impl CommandKind {
             CommandKind::Refpb => "REFPB",
             CommandKind::Actm => "ACTM",
             CommandKind::Rfm => "RFM",
+            CommandKind::Cas => "CAS",
         }
     }
     pub fn from_mnemonic(s: &str) -> Option<CommandKind> {

@@ -91,6 +91,10 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "hbm4-8000",
         include_str!("../../../presets/configs/hbm4-8000.toml"),
     ),
+    (
+        "lpddr5-6400-wck",
+        include_str!("../../../presets/configs/lpddr5-6400-wck.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.
@@ -207,10 +211,26 @@ pub struct ControllerConfig {
     /// device is treated as not requiring RFM (DDR5 MR58 OP[0] = 0), to compare. No effect on
     /// parts without refresh management.
     pub rfm: bool,
+    /// LPDDR5's data clock (WCK): "always-on" (WCK kept synchronised, no CAS command) or
+    /// "auto-sync-off" (JESD209-5 auto sync-off mode: the WCK stops after a column command's
+    /// burst and postamble, and the controller issues a CAS with WS_RD / WS_WR on the clock
+    /// before the next read or write; see `wck`). Left out of the serialised config when it is
+    /// the default, so existing digests hold.
+    #[serde(skip_serializing_if = "is_always_on")]
+    pub wck: String,
     /// In-DRAM copy as the part does it (support, per-row success; see `bulk::copy_reliability`).
     /// Left out of the serialised config when it is the default, so existing digests hold.
     #[serde(skip_serializing_if = "CopyConfig::is_default")]
     pub copy: CopyConfig,
+}
+
+/// `controller.wck`'s default: the WCK is kept synchronised.
+pub const WCK_ALWAYS_ON: &str = "always-on";
+/// `controller.wck` for JESD209-5's auto sync-off mode.
+pub const WCK_AUTO_SYNC_OFF: &str = "auto-sync-off";
+
+fn is_always_on(v: &str) -> bool {
+    v == WCK_ALWAYS_ON
 }
 
 /// `controller.copy`: which part's in-DRAM copy behaviour a run assumes.
@@ -274,6 +294,7 @@ impl Default for ControllerConfig {
             engine_share: 0.25,
             keep_activated_rows: false,
             rfm: true,
+            wck: WCK_ALWAYS_ON.into(),
             copy: CopyConfig::default(),
         }
     }
@@ -601,6 +622,45 @@ impl Config {
             }
             timing.insert(k.clone(), *v);
         }
+        if self.controller.wck == WCK_AUTO_SYNC_OFF {
+            // The mode is the controller's (a mode register it programs): entered after the
+            // user's timing overrides, so that only `controller.wck` turns it on.
+            let missing: Vec<&str> = crate::spec::WCK_PARAMS
+                .iter()
+                .copied()
+                .filter(|k| !timing.contains_key(*k))
+                .collect();
+            if !missing.is_empty() {
+                return Err(ConfigError::invalid(
+                    src,
+                    "controller.wck",
+                    format!(
+                        "'{WCK_AUTO_SYNC_OFF}' needs the speed bin's WCK2CK synchronisation timings, which {} does not give ({}): only LPDDR5 bins that list them support it",
+                        d.speed,
+                        missing.join(", ")
+                    ),
+                ));
+            }
+            // The CAS's preamble must end by the time the data of the column command on the
+            // next clock starts (RL = tWCKENL_RD - 1 + tWCKPRE_static + tWCKPRE_toggle_RD).
+            for (enl, toggle, lat) in [
+                ("nWCKENL_RD", "nWCKPRE_toggle_RD", "nCL"),
+                ("nWCKENL_WR", "nWCKPRE_toggle_WR", "nCWL"),
+            ] {
+                let pre = timing[enl] + timing["nWCKPRE_static"] + timing[toggle];
+                let data = timing.get(lat).copied().unwrap_or(0) + 1;
+                if pre > data {
+                    return Err(ConfigError::invalid(
+                        src,
+                        format!("dram.timing.{enl}"),
+                        format!(
+                            "the WCK preamble after a CAS ({enl} + nWCKPRE_static + {toggle} = {pre} clocks) must end by the data of the column command one clock later ({lat} + 1 = {data})"
+                        ),
+                    ));
+                }
+            }
+            timing.insert(crate::spec::WCK_SYNC_KEY.into(), 1);
+        }
         for must_be_positive in POSITIVE_TIMINGS {
             if timing.get(*must_be_positive) == Some(&0) {
                 return Err(ConfigError::invalid(
@@ -873,6 +933,11 @@ impl Config {
             &["all-bank", "same-bank", "per-bank", "none"],
         )?;
         one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
+        one_of(
+            "controller.wck",
+            &c.wck,
+            &[WCK_ALWAYS_ON, WCK_AUTO_SYNC_OFF],
+        )?;
         one_of(
             "controller.bulk",
             &c.bulk,

@@ -15,6 +15,7 @@ use crate::request::Op;
 use crate::scheduler::{self, AnyScheduler, Candidate};
 use crate::spec::{DramSpec, NK};
 use crate::stats::{Histogram, RowStats};
+use crate::wck::{uses_wck, WckSync};
 
 /// Who a queued request or a finished piece of work belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,6 +232,12 @@ pub struct Controller {
     raaimt: u32,
     raa: Vec<u32>,
     rfm_pending: Vec<bool>,
+    /// LPDDR5 in WCK auto sync-off mode: each rank's WCK2CK synchronisation (see `wck`); a read
+    /// or write that finds it off is issued as a CAS and the command on the next clock.
+    wck: Option<WckSync>,
+    /// A read or write whose CAS issued on the previous clock: the next tick issues it first
+    /// (after every channel's commands of this clock, so the log stays in cycle order).
+    paired: Option<(u64, Pending)>,
     jobs: Vec<(u64, Job)>,
     waiting_jobs: JobQueue<Job>,
     next_cmd_cycle: u64,
@@ -350,6 +357,8 @@ impl Controller {
                 .map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX)),
             raa: vec![0; banks],
             rfm_pending: vec![false; ranks],
+            wck: WckSync::from_spec(spec, ranks),
+            paired: None,
             jobs: Vec::new(),
             waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
@@ -904,6 +913,16 @@ impl Controller {
         if now < self.next_cmd_cycle {
             return self.next_cmd_cycle;
         }
+        if let Some((cas, p)) = self.paired.take() {
+            // The second half of a CAS pair: ready when its CAS issued, and nothing issued since.
+            debug_assert_eq!(now, cas + 1, "a CAS pair split by the driver");
+            self.issue(p, now, &mut log);
+            return if self.lookahead {
+                self.next_after_issue(now)
+            } else {
+                now + 1
+            };
+        }
         if let Some((at, flat)) = self.pick {
             if now < at {
                 return at;
@@ -913,7 +932,9 @@ impl Controller {
                 debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
                 debug_assert!(self.wanted_write_mode() == self.write_mode);
                 if let Some(p) = self.bank_command(flat as usize) {
-                    self.issue(p, now, &mut log);
+                    if self.issue_synced(p, now, &mut log) {
+                        return now + 1;
+                    }
                     return self.next_after_issue(now);
                 }
             }
@@ -1092,11 +1113,10 @@ impl Controller {
         };
         match picked {
             Some(p) => {
-                self.issue(p, now, &mut log);
-                if self.lookahead {
-                    self.next_after_issue(now)
-                } else {
+                if self.issue_synced(p, now, &mut log) || !self.lookahead {
                     now + 1
+                } else {
+                    self.next_after_issue(now)
                 }
             }
             // A queue-mode switch or a job start can make new candidates: re-evaluate next cycle.
@@ -1182,8 +1202,49 @@ impl Controller {
         }
     }
 
+    /// Issues `p` at `now`, or, when it is a read or write that finds its rank's WCK stopped
+    /// (LPDDR5 auto sync-off mode), a CAS at `now` and keeps `p` for the next clock's tick (see
+    /// `paired`): `p` was ready at `now`, and nothing else issues in between, so it is ready then
+    /// too. Returns whether it issued a CAS.
+    fn issue_synced<'s>(
+        &mut self,
+        p: Pending,
+        now: u64,
+        log: &mut Option<&mut (dyn CommandSink + 's)>,
+    ) -> bool {
+        let needs_cas = self
+            .wck
+            .as_ref()
+            .is_some_and(|w| uses_wck(p.kind) && w.needs_cas(p.bank.rank, now));
+        if !needs_cas {
+            self.issue(p, now, log);
+            return false;
+        }
+        self.counters.commands[CommandKind::Cas.index()] += 1;
+        self.pick = None;
+        self.next_cmd_cycle = now + 1;
+        self.paired = Some((now, p));
+        if let Some(sink) = log.as_deref_mut() {
+            sink.record(&CommandRecord {
+                cycle: now,
+                kind: CommandKind::Cas,
+                channel: self.channel,
+                rank: p.bank.rank,
+                bank_group: p.bank.bank_group,
+                bank: p.bank.bank,
+                row: 0,
+                column: 0,
+                dst: None,
+            });
+        }
+        true
+    }
+
     fn issue<'s>(&mut self, p: Pending, now: u64, log: &mut Option<&mut (dyn CommandSink + 's)>) {
         let kind = p.kind;
+        if let Some(w) = self.wck.as_mut() {
+            w.issued(kind, p.bank.rank, now);
+        }
         if kind == CommandKind::Prea {
             let per_rank = self.dev.banks_per_rank();
             let base = p.bank.rank * per_rank;

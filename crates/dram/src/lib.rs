@@ -31,6 +31,7 @@ pub mod stats;
 pub mod system;
 pub mod trace;
 pub mod units;
+pub mod wck;
 
 // The bulk modules' old paths, so that code written against them compiles unchanged.
 

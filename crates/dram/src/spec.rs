@@ -39,6 +39,20 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
     ("hbm4.toml", include_str!("../../../presets/dram/hbm4.toml")),
 ];
 
+/// The timing entry that says the controller runs LPDDR5's WCK in auto sync-off mode (1), set by
+/// `controller.wck = "auto-sync-off"`; absent: WCK always on, no CAS.
+pub const WCK_SYNC_KEY: &str = "WCK_SYNC";
+
+/// The speed-bin parameters (clocks of CK) the mode needs.
+pub const WCK_PARAMS: [&str; 6] = [
+    "nWCKENL_RD",
+    "nWCKENL_WR",
+    "nWCKPRE_static",
+    "nWCKPRE_toggle_RD",
+    "nWCKPRE_toggle_WR",
+    "nWCKPST",
+];
+
 /// Where two commands must meet for a rule to apply.
 ///
 /// `channel` is shorthand for "the same rank and every other rank of the channel" (the command
@@ -56,15 +70,15 @@ pub enum Scope {
 
 /// The command names a rule may use: the commands plus TRS / TRD, the source and destination
 /// sides of a TRANSFER in bank-scoped rules.
-pub const TIMING_KINDS: [&str; 16] = [
+pub const TIMING_KINDS: [&str; 17] = [
     "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "REFSB", "REFPB", "ACTM",
-    "RFM", "TRS", "TRD",
+    "RFM", "CAS", "TRS", "TRD",
 ];
 /// Index of TRS / TRD in [`TIMING_KINDS`].
-pub const TK_TRS: usize = 14;
-pub const TK_TRD: usize = 15;
+pub const TK_TRS: usize = 15;
+pub const TK_TRD: usize = 16;
 /// Number of timing kinds.
-pub const NK: usize = 16;
+pub const NK: usize = 17;
 
 pub fn timing_kind_index(name: &str) -> Option<usize> {
     TIMING_KINDS.iter().position(|k| *k == name)

@@ -1921,6 +1921,8 @@ fn generated_sequences_cover_every_command() {
                 // Refresh management has its own checker tests (tests/earliest_legal_cycle.rs,
                 // tests/checker_replays_controller.rs); this generator does not issue RFM.
                 Rfm => false,
+                // LPDDR5's WCK2CK sync likewise (checker::wck's own tests and the WCK replays).
+                Cas => false,
                 _ => true,
             })
             .collect();

@@ -51,6 +51,8 @@ pub fn command_name(kind: CommandKind, header: &LogHeader) -> Option<&'static st
         }
         // DRAMPower's trace reader has no refresh-management command.
         CommandKind::Actc | CommandKind::Tr | CommandKind::Actm | CommandKind::Rfm => return None,
+        // A CAS (LPDDR5 WCK2CK sync) moves no data: left out of the trace (see `write_trace`).
+        CommandKind::Cas => return None,
     })
 }
 
@@ -84,6 +86,11 @@ pub fn write_trace<W: Write>(
      -> Result<(), LogError> {
         if r.channel != channel {
             s.other_channels += 1;
+            return Ok(());
+        }
+        if r.kind == CommandKind::Cas {
+            // DRAMPower's trace has no CAS, and the WCK's own power is in neither model:
+            // leaving the CAS out changes no energy either side computes.
             return Ok(());
         }
         let name = command_name(r.kind, header).ok_or_else(|| LogError::Line {
