@@ -13,6 +13,7 @@ package), since both the process pool and Dask send it by reference.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -148,6 +149,10 @@ class Executor:
             raise PointError(f"{len(errors)} of {len(points)} points failed; point {first.index}: {first.error}")
         return out
 
+    def prefetch(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> None:
+        """Starts ``fn`` on ``points`` now, ahead of the :meth:`imap` that will ask for them (a pool
+        runs several commands' points side by side); the default runs nothing ahead."""
+
     def close(self) -> None:
         pass
 
@@ -172,6 +177,35 @@ class SerialExecutor(Executor):
             yield Outcome(i, v) if ok else Outcome(i, error=v)
 
 
+class Planned(BaseException):
+    """Raised by :class:`PlanningExecutor` when a command asks for its first points: the command
+    stops there, its points recorded."""
+
+
+class PlanningExecutor(Executor):
+    """Runs nothing: records the first batch of points a command asks for (``batches``) and stops
+    the command with :class:`Planned`. ``movelab reproduce all`` plans every reproduction this way,
+    then starts all their first batches on the pool at once (:meth:`Executor.prefetch`), so that a
+    reproduction's longest point no longer waits for the one before to finish."""
+
+    def __init__(self) -> None:
+        self.workers = 1
+        self.description = "planning"
+        self.batches: list[tuple[Callable[[Any], Any], list[Any]]] = []
+
+    def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
+        self.batches.append((fn, list(points)))
+        raise Planned
+
+
+def _point_key(fn: Callable[[Any], Any], point: Any) -> str | None:
+    """What identifies a point of ``fn`` across two requests for it (None: not identifiable)."""
+    try:
+        return f"{fn.__module__}.{fn.__qualname__}:" + json.dumps(point, sort_keys=True, allow_nan=True)
+    except (TypeError, ValueError):
+        return None
+
+
 class LocalExecutor(Executor):
     """A pool of worker processes on this machine. At most ``2 * workers`` points are queued at once,
     so a sweep of a million points holds a few in memory, and Ctrl-C stops the workers at once."""
@@ -184,6 +218,8 @@ class LocalExecutor(Executor):
         self.description = f"local pool of {n} processes"
         self._pool: ProcessPoolExecutor | None = None
         self._owner = os.getpid()
+        #: Points started ahead (:meth:`prefetch`), by key: their futures, in the order started.
+        self._ahead: dict[str, list[Future]] = {}
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -207,6 +243,11 @@ class LocalExecutor(Executor):
                     nxt = next(it, None)
                     if nxt is None:
                         break
+                    key = _point_key(fn, nxt[1]) if self._ahead else None
+                    ahead = self._ahead.get(key) if key is not None else None
+                    if ahead:
+                        pending[ahead.pop(0)] = nxt[0]
+                        continue
                     with _main_not_inherited(fn):
                         pending[pool.submit(_guarded, fn, nxt[1])] = nxt[0]
                 if not pending:
@@ -223,8 +264,19 @@ class LocalExecutor(Executor):
             self._kill()
             raise
 
+    def prefetch(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> None:
+        self._check_owner()
+        pool = self._get_pool()
+        for p in points:
+            key = _point_key(fn, p)
+            if key is None:
+                continue
+            with _main_not_inherited(fn):
+                self._ahead.setdefault(key, []).append(pool.submit(_guarded, fn, p))
+
     def _kill(self) -> None:
         """Stops the workers now (Ctrl-C, a broken pool, or the caller abandoning the iteration)."""
+        self._ahead.clear()
         pool, self._pool = self._pool, None
         if pool is None:
             return
@@ -237,6 +289,7 @@ class LocalExecutor(Executor):
             p.join(timeout=5)
 
     def close(self) -> None:
+        self._ahead.clear()
         if self._forked():  # the pool and its threads are the parent's: only let go
             self._pool = None
             return

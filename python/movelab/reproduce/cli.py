@@ -96,11 +96,15 @@ def _int_list(text: str | None, option: str, most: int, least: int = 1, count: i
     return values
 
 
+#: True while ``reproduce all`` plans its reproductions (nothing is shown).
+_PLANNING = False
+
+
 @contextmanager
 def _progress(label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]:
     """A progress bar on stderr, fed by the simulator's ``progress(done, total)`` callback."""
     with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True, disable=not enabled) as prog:
+                  console=Console(stderr=True), transient=True, disable=not enabled or _PLANNING) as prog:
         task = prog.add_task(label, total=None)
 
         def update(done: int, total: int) -> None:
@@ -495,6 +499,34 @@ def _rowclone_multicore(fmt: str, overrides: dict[str, Any], app_params: dict[st
     _emit(fmt, rows, out, force, lambda d: rm.write(rows, d, results), rm.tables)
 
 
+def _start_all_first_points(jobs: list[Callable[[Path], Any]], out: Path) -> None:
+    """On a pool of several workers, starts every reproduction's first batch of points at once:
+    each job runs (silently) up to its first request for points, which is recorded and stops it
+    (:class:`movelab.executor.PlanningExecutor`); the pool then runs all the batches side by side,
+    and each reproduction, run in turn, finds its points started or done. Without this a
+    reproduction's longest point waits for every point of the reproductions before it."""
+    global _PLANNING
+    from movelab import executor
+
+    ex = executor.current()
+    if ex.workers < 2 or type(ex).prefetch is executor.Executor.prefetch:
+        return
+    planner = executor.PlanningExecutor()
+    _PLANNING, quiet = True, console.quiet
+    console.quiet = True
+    try:
+        with executor.use(planner):
+            for job in jobs:
+                try:
+                    job(out)
+                except executor.Planned:
+                    pass
+    finally:
+        _PLANNING, console.quiet = False, quiet
+    for fn, pts in planner.batches:
+        ex.prefetch(fn, pts)
+
+
 @app.command("all")
 def all_cmd(
     ctx: typer.Context,
@@ -528,6 +560,8 @@ def all_cmd(
         ("rowclone-multicore", lambda d: _rowclone_multicore("table", {}, None, mixes, 7, None, instructions, warmup,
                                                              d, force)),
     ]
+    # rowclone-latency computes its rows without points: it is not planned (planning would run it).
+    _start_all_first_points([fn for name, fn in jobs if name != "rowclone-latency"], out)
     for i, (name, fn) in enumerate(jobs, 1):
         console.rule(f"{name} ({i}/{len(jobs)})")
         fn(out / name)
