@@ -10,6 +10,7 @@
 use crate::config::io::IoConfig;
 use crate::devices::idma::{FifoAdapter, IdmaEngine, IdmaOut, IdmaTrace};
 use crate::devices::nic::{self, Nic, NicOut, TxTrace, CMD_EOP, CMD_RS, CMD_TSO, DESC, MSIX_ADDR};
+use crate::net::ethernet_link::{frame_wire_ps, propagation_ps, OVERHEAD_BYTES};
 use crate::pcie::bytes::{ByteCount, Purpose, PURPOSES};
 use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
 use crate::pcie::root_complex::{RcStats, RootComplex};
@@ -452,14 +453,13 @@ impl IoSystem {
     /// and inter-frame gap), the pipelines and the cable.
     fn mac_send(&mut self, h: usize, f: Vec<u8>, nic_fifo: bool) {
         let n = self.cfg.nic.clone();
-        let wire_bytes = (f.len() as u64 + 4).max(64) + 20;
-        let ser = (wire_bytes as f64 * 8000.0 / n.mac_gbps).round() as Ps;
+        let ser = frame_wire_ps(f.len(), n.mac_gbps, OVERHEAD_BYTES);
         let start = self.now.max(self.mac_busy[h]);
         self.mac_busy[h] = start + ser;
         if nic_fifo {
             self.push(start + ser, Ev::MacTxDone(h, f.len() as u64));
         }
-        let prop = ns(self.cfg.wire.meters * self.cfg.wire.ns_per_meter);
+        let prop = propagation_ps(self.cfg.wire.meters, self.cfg.wire.ns_per_meter);
         let at = start + ser + ns(n.mac_tx_ns) + prop + ns(n.mac_rx_ns);
         self.push(at, Ev::FrameArrive(1 - h, f));
     }
@@ -1021,7 +1021,7 @@ impl IoSystem {
         }
         let peer = 1 - h;
         if d.ack_every == 0 && !self.hosts[peer].app.is_empty() {
-            let prop = ns(self.cfg.wire.meters * self.cfg.wire.ns_per_meter);
+            let prop = propagation_ps(self.cfg.wire.meters, self.cfg.wire.ns_per_meter);
             self.push(t + prop, Ev::Resume(peer));
         }
         for cum in acks {
