@@ -1,8 +1,11 @@
 //! What the platform's devices share when they move data through the memory system: a line read
 //! served by a snoop of a dirty cached copy or by the DRAM model, the version check of a payload
-//! line, a line written to memory, and the latency stacks they report. Used by the PCIe NIC
-//! (`pcie_device.rs`) and the integrated DMA engine (`idma.rs`).
+//! line, a line written to memory, the latency stacks they report, and their Ethernet MAC and port
+//! ([`MacPort`]). Used by the PCIe NIC (`pcie_device.rs`) and the integrated DMA engine
+//! (`idma.rs`).
+use crate::agents::Port;
 use crate::memory::memory_system::{AgentId, MemReq, MemorySystem, ReqKind, Response};
+use crate::net::ethernet_link::{frame_wire_ps, OVERHEAD_BYTES};
 use crate::pcie::link::{Dir, Link};
 use crate::sim::Ps;
 use crate::stats::DeviceStats;
@@ -136,4 +139,81 @@ pub fn link_bytes(link: &Link, d: Dir) -> Vec<(String, u64)> {
         .into_iter()
         .map(|(n, b)| (n.to_string(), b))
         .collect()
+}
+
+/// A device's Ethernet MAC and its port: it serialises each frame after the one before (the wire
+/// time of [`crate::net::ethernet_link`]), and, once its port is on a link
+/// ([`crate::agents::Agent::attach_port`]), keeps the frames it sent for the link to take. Shared
+/// by the NIC and the iDMA's adapter.
+#[derive(Debug, Clone)]
+pub struct MacPort {
+    gbps: f64,
+    /// The MAC and PHY's transmit and receive pipelines.
+    tx: Ps,
+    rx: Ps,
+    /// When the transmitter has serialised the last frame handed to it.
+    free: Ps,
+    on_link: bool,
+    outbox: Vec<(Ps, Vec<u8>)>,
+}
+
+impl MacPort {
+    pub fn new(gbps: f64, tx: Ps, rx: Ps) -> MacPort {
+        MacPort {
+            gbps: gbps.max(0.001),
+            tx,
+            rx,
+            free: 0,
+            on_link: false,
+            outbox: Vec::new(),
+        }
+    }
+
+    /// A frame of `len` bytes handed to the MAC at `now`: when its last bit is serialised.
+    pub fn serialise(&mut self, now: Ps, len: usize) -> Ps {
+        let done = now.max(self.free) + frame_wire_ps(len, self.gbps, OVERHEAD_BYTES);
+        self.free = done;
+        done
+    }
+
+    /// Puts the port on a link, unless the device loops its frames back (`loopback`; `what` names
+    /// the device in the refusal).
+    pub fn attach(&mut self, loopback: bool, what: &str) -> Result<Port, String> {
+        if loopback {
+            return Err(format!(
+                "the {what} loops its frames back to itself (loopback = true); on a link it needs \
+                 loopback = false"
+            ));
+        }
+        self.on_link = true;
+        Ok(Port {
+            gbps: self.gbps,
+            tx_ps: self.tx,
+            rx_ps: self.rx,
+        })
+    }
+
+    pub fn on_link(&self) -> bool {
+        self.on_link
+    }
+
+    /// The MAC finished sending `frame` at `now`: on a link it leaves after the transmit pipeline.
+    pub fn sent(&mut self, now: Ps, frame: Vec<u8>) {
+        if self.on_link {
+            self.outbox.push((now + self.tx, frame));
+        }
+    }
+
+    /// When a frame whose last bit came in from the link at `at` reaches the device.
+    pub fn received_at(&self, at: Ps) -> Ps {
+        at + self.rx
+    }
+
+    pub fn has_frames(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    pub fn take_frames(&mut self, out: &mut Vec<(Ps, Vec<u8>)>) {
+        out.append(&mut self.outbox);
+    }
 }

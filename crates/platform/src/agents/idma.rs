@@ -36,14 +36,13 @@
 //! against the last version a core wrote. Not modelled here: context descriptors and TSO, a
 //! descriptor cache in the engine (it reads each descriptor's line), and frames dropped by the
 //! adapter's FIFO being told to anyone but the counters.
-use crate::agents::device_dma::{self, Stack};
+use crate::agents::device_dma::{self, MacPort, Stack};
 use crate::agents::{Agent, AgentReport, Port};
 use crate::config::platform::{PcieDeviceConfig, PlatformConfig};
 use crate::devices::idma::{self as idma_dev, FifoAdapter, FIFO, FIFO_EOP};
 use crate::devices::nic;
 use crate::iface::Access;
 use crate::memory::memory_system::{AgentId, MemorySystem, Response};
-use crate::net::ethernet_link::{frame_wire_ps, OVERHEAD_BYTES};
 use crate::pcie::bytes::{Geometry, Purpose};
 use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
 use crate::pcie::root_complex::HostMemory;
@@ -124,7 +123,6 @@ pub struct IdmaAgent {
     mem: HostMemory,
     message: Ps,
     downstream: Ps,
-    mac_gbps: f64,
     ring: u32,
     /// The driver's tail (descriptors posted) and the engine's next descriptor.
     tail: u32,
@@ -148,14 +146,8 @@ pub struct IdmaAgent {
     rx: Option<Rx>,
     loopback: bool,
     loop_ps: Ps,
-    /// The MAC and PHY's transmit and receive pipelines (on a link), and when the transmit MAC
-    /// has serialised the last frame handed to it.
-    mac_tx: Ps,
-    mac_rx: Ps,
-    mac_free: Ps,
-    /// The port is on a link: sent frames wait here to be taken.
-    on_link: bool,
-    outbox: Vec<(Ps, Vec<u8>)>,
+    /// The adapter's MAC and its Ethernet port.
+    mac: MacPort,
     ddio: bool,
     stats: DeviceStats,
     last_done: Ps,
@@ -228,7 +220,6 @@ impl IdmaAgent {
             mem: HostMemory::default(),
             message: sys.ic().engine_message,
             downstream: ns(io.root_complex.downstream_ns),
-            mac_gbps: io.nic.mac_gbps.max(0.001),
             ring: io.nic.tx_ring.max(1),
             tail: 0,
             next: 0,
@@ -247,11 +238,7 @@ impl IdmaAgent {
             rx,
             loopback: cfg.loopback,
             loop_ps: ns(io.nic.mac_tx_ns + io.nic.mac_rx_ns),
-            mac_tx: ns(io.nic.mac_tx_ns),
-            mac_rx: ns(io.nic.mac_rx_ns),
-            mac_free: 0,
-            on_link: false,
-            outbox: Vec::new(),
+            mac: MacPort::new(io.nic.mac_gbps, ns(io.nic.mac_tx_ns), ns(io.nic.mac_rx_ns)),
             ddio: io.root_complex.ddio,
             stats: DeviceStats {
                 name: "idma".into(),
@@ -566,9 +553,7 @@ impl IdmaAgent {
         self.stats.frames += 1;
         self.stats.frame_bytes += frame.len() as u64;
         // Serialised with FCS, preamble and inter-frame gap, after the frame before.
-        let done =
-            now.max(self.mac_free) + frame_wire_ps(frame.len(), self.mac_gbps, OVERHEAD_BYTES);
-        self.mac_free = done;
+        let done = self.mac.serialise(now, frame.len());
         let k = self.next_tlp;
         self.next_tlp = self.next_tlp.wrapping_add(1);
         self.frames.insert(k, frame);
@@ -674,8 +659,8 @@ impl Agent for IdmaAgent {
                     if self.loopback {
                         self.frames.insert(id, f);
                         sys.schedule(now + self.loop_ps, self.id, EV_FRAME_IN, id);
-                    } else if self.on_link {
-                        self.outbox.push((now + self.mac_tx, f));
+                    } else {
+                        self.mac.sent(now, f);
                     }
                 }
             }
@@ -693,34 +678,22 @@ impl Agent for IdmaAgent {
     }
 
     fn attach_port(&mut self) -> Result<Port, String> {
-        if self.loopback {
-            return Err(
-                "the iDMA's adapter loops its frames back (loopback = true); an adapter \
-                        on a link needs loopback = false"
-                    .into(),
-            );
-        }
-        self.on_link = true;
-        Ok(Port {
-            gbps: self.mac_gbps,
-            tx_ps: self.mac_tx,
-            rx_ps: self.mac_rx,
-        })
+        self.mac.attach(self.loopback, "iDMA's adapter")
     }
 
     fn has_frames(&self) -> bool {
-        !self.outbox.is_empty()
+        self.mac.has_frames()
     }
 
     fn take_frames(&mut self, out: &mut Vec<(Ps, Vec<u8>)>) {
-        out.append(&mut self.outbox);
+        self.mac.take_frames(out);
     }
 
     fn frame_in(&mut self, sys: &mut MemorySystem, at: Ps, frame: Vec<u8>) {
         let k = self.next_tlp;
         self.next_tlp = self.next_tlp.wrapping_add(1);
         self.frames.insert(k, frame);
-        sys.schedule(at + self.mac_rx, self.id, EV_WIRE_IN, k);
+        sys.schedule(self.mac.received_at(at), self.id, EV_WIRE_IN, k);
     }
 
     fn idle(&self) -> bool {
@@ -731,7 +704,7 @@ impl Agent for IdmaAgent {
             && self.link.idle()
             && self.tlps.is_empty()
             && self.frames.is_empty()
-            && self.outbox.is_empty()
+            && !self.mac.has_frames()
     }
 
     fn report(&self) -> AgentReport {

@@ -23,14 +23,13 @@
 //! to an Ethernet link ([`crate::systems::cluster`]), reach another platform's NIC; the frames
 //! that land in RX buffers are checked byte for byte against the frames that came off the wire,
 //! in order.
-use crate::agents::device_dma::{self, Stack};
+use crate::agents::device_dma::{self, MacPort, Stack};
 use crate::agents::{Agent, AgentReport, Port};
 pub use crate::config::platform::PcieDeviceConfig;
 use crate::config::platform::PlatformConfig;
 use crate::devices::nic::{self, Nic, NicOut};
 use crate::iface::Access;
 use crate::memory::memory_system::{AgentId, MemorySystem, ReqKind, Response};
-use crate::net::ethernet_link::{frame_wire_ps, OVERHEAD_BYTES};
 use crate::pcie::bytes::{Geometry, Purpose};
 use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
 use crate::pcie::root_complex::HostMemory;
@@ -84,20 +83,13 @@ pub struct PcieDeviceAgent {
     core_store: Ps,
     downstream: Ps,
     ddio: bool,
-    mac_gbps: f64,
     descs_per_pkt: u32,
     tail: u32,
     rx_tail: u32,
     rx_posted: u64,
     loop_ps: Ps,
-    /// The MAC and PHY's transmit and receive pipelines (on a link).
-    mac_tx: Ps,
-    mac_rx: Ps,
-    /// When the transmit MAC has serialised the last frame handed to it.
-    mac_free: Ps,
-    /// The port is on a link ([`Agent::attach_port`]): sent frames wait here to be taken.
-    on_link: bool,
-    outbox: Vec<(Ps, Vec<u8>)>,
+    /// The MAC and its Ethernet port.
+    mac: MacPort,
     /// Frames from the link the NIC accepted, in order, not yet landing in an RX buffer; and
     /// the frame landing in each RX buffer (the oracle of the received bytes).
     expect: VecDeque<Vec<u8>>,
@@ -164,17 +156,12 @@ impl PcieDeviceAgent {
             core_store: ns(rc.core_store_ns),
             downstream: ns(rc.downstream_ns),
             ddio: rc.ddio,
-            mac_gbps: io.nic.mac_gbps.max(0.001),
             tail: 0,
             posted: 0,
             rx_tail: 0,
             rx_posted: 0,
             loop_ps: ns(io.nic.mac_tx_ns + io.nic.mac_rx_ns),
-            mac_tx: ns(io.nic.mac_tx_ns),
-            mac_rx: ns(io.nic.mac_rx_ns),
-            mac_free: 0,
-            on_link: false,
-            outbox: Vec::new(),
+            mac: MacPort::new(io.nic.mac_gbps, ns(io.nic.mac_tx_ns), ns(io.nic.mac_rx_ns)),
             expect: VecDeque::new(),
             landing: HashMap::new(),
             frames: HashMap::new(),
@@ -230,9 +217,7 @@ impl PcieDeviceAgent {
                     self.stats.frames += 1;
                     self.stats.frame_bytes += f.len() as u64;
                     // Serialized with FCS, preamble and inter-frame gap, after the frame before.
-                    let wire = frame_wire_ps(f.len(), self.mac_gbps, OVERHEAD_BYTES);
-                    let done = now.max(self.mac_free) + wire;
-                    self.mac_free = done;
+                    let done = self.mac.serialise(now, f.len());
                     let k = self.next_tlp;
                     self.next_tlp = self.next_tlp.wrapping_add(1);
                     self.frames.insert(k, f);
@@ -333,7 +318,7 @@ impl PcieDeviceAgent {
                 self.stats.rx_bytes_wrong +=
                     sent.iter().zip(data).filter(|(a, b)| a != b).count() as u64;
             }
-        } else if let Some(rxb) = self.cfg.rx_buffers.filter(|_| self.on_link) {
+        } else if let Some(rxb) = self.cfg.rx_buffers.filter(|_| self.mac.on_link()) {
             // On a link: the frame landing in a buffer is the next one the NIC accepted from
             // the wire (frames land in the order they came, each from its buffer's start).
             let stride = self.cfg.tx_buffer_stride.max(1);
@@ -538,8 +523,8 @@ impl Agent for PcieDeviceAgent {
                 if self.cfg.loopback {
                     self.frames.insert(id, f);
                     sys.schedule(now + self.loop_ps, self.id, EV_FRAME_IN, id);
-                } else if self.on_link {
-                    self.outbox.push((now + self.mac_tx, f));
+                } else {
+                    self.mac.sent(now, f);
                 }
             }
             EV_WIRE_IN => {
@@ -574,34 +559,22 @@ impl Agent for PcieDeviceAgent {
     }
 
     fn attach_port(&mut self) -> Result<Port, String> {
-        if self.cfg.loopback {
-            return Err(
-                "the NIC loops its frames back to itself (loopback = true); a NIC on a \
-                        link needs loopback = false"
-                    .into(),
-            );
-        }
-        self.on_link = true;
-        Ok(Port {
-            gbps: self.mac_gbps,
-            tx_ps: self.mac_tx,
-            rx_ps: self.mac_rx,
-        })
+        self.mac.attach(self.cfg.loopback, "NIC")
     }
 
     fn has_frames(&self) -> bool {
-        !self.outbox.is_empty()
+        self.mac.has_frames()
     }
 
     fn take_frames(&mut self, out: &mut Vec<(Ps, Vec<u8>)>) {
-        out.append(&mut self.outbox);
+        self.mac.take_frames(out);
     }
 
     fn frame_in(&mut self, sys: &mut MemorySystem, at: Ps, frame: Vec<u8>) {
         let k = self.next_tlp;
         self.next_tlp = self.next_tlp.wrapping_add(1);
         self.frames.insert(k, frame);
-        sys.schedule(at + self.mac_rx, self.id, EV_WIRE_IN, k);
+        sys.schedule(self.mac.received_at(at), self.id, EV_WIRE_IN, k);
     }
 
     fn idle(&self) -> bool {
@@ -612,7 +585,7 @@ impl Agent for PcieDeviceAgent {
             && self.tlps.is_empty()
             && self.reads.is_empty()
             && self.frames.is_empty()
-            && self.outbox.is_empty()
+            && !self.mac.has_frames()
     }
 
     fn report(&self) -> AgentReport {
