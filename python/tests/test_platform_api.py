@@ -11,7 +11,7 @@ from movelab import platform
 
 PLATFORMS = {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system", "rowclone-multicore", "larsen-io", "larsen-io-idma",
              "server-composed"}
-WORKLOADS = {"tcp-rx", "forkbench", "bulk-copy", "bulk-zero", "nic-tx", "server-rx"}
+WORKLOADS = {"tcp-rx", "forkbench", "bulk-copy", "bulk-zero", "nic-tx", "server-rx", "nic-rx"}
 ZERO16 = {"pages": 16}
 
 

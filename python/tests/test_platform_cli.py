@@ -209,25 +209,31 @@ def test_rowclone_fork_errors() -> None:
 def test_reproduce_all_runs_every_reproduction_into_its_folder(monkeypatch, tmp_path: Path) -> None:
     from movelab.reproduce import cli as rcli
 
-    calls = []
-    monkeypatch.setattr(rcli, "_rowclone_latency",
-                        lambda fmt, cfg, ov, out, force: calls.append(("rowclone-latency", out, force)))
-    monkeypatch.setattr(rcli, "_zhao_copy_engine",
-                        lambda fmt, ov, packets, out, force: calls.append(("zhao-copy-engine", out, force)))
-    monkeypatch.setattr(rcli, "_rowclone_fork",
-                        lambda fmt, ov, s, n, z, out, force: calls.append(("rowclone-fork", out, force)))
-    monkeypatch.setattr(rcli, "_rowclone_apps",
-                        lambda fmt, ov, ap, i, w, out, force: calls.append(("rowclone-apps", out, force)))
+    calls: list[tuple[str, Path, bool]] = []
+    planned: list[str] = []
+
+    def rec(name: str, out: Path, force: bool) -> None:
+        # While reproduce all plans (to start every reproduction's first points at once), a job
+        # runs silently up to its first points; these stand-ins have none, so they return.
+        (planned.append(name) if rcli._PLANNING else calls.append((name, out, force)))
+
+    monkeypatch.setattr(rcli, "_rowclone_latency", lambda fmt, cfg, ov, out, force: rec("rowclone-latency", out, force))
+    monkeypatch.setattr(rcli, "_zhao_copy_engine", lambda fmt, ov, packets, out, force: rec("zhao-copy-engine", out,
+                                                                                            force))
+    monkeypatch.setattr(rcli, "_rowclone_fork", lambda fmt, ov, s, n, z, out, force: rec("rowclone-fork", out, force))
+    monkeypatch.setattr(rcli, "_rowclone_apps", lambda fmt, ov, ap, i, w, out, force: rec("rowclone-apps", out, force))
     monkeypatch.setattr(rcli, "_rowclone_multicore",
-                        lambda fmt, ov, ap, m, s, c, i, w, out, force: calls.append(("rowclone-multicore", out, force)))
-    monkeypatch.setattr(rcli, "_larsen_idma",
-                        lambda fmt, small, large, out, force: calls.append(("larsen-idma", out, force)))
-    monkeypatch.setattr(rcli, "_wun_onload",
-                        lambda fmt, ov, p, e, out, force: calls.append(("wun-onload", out, force)))
-    cli("reproduce", "all", "--out", tmp_path)
+                        lambda fmt, ov, ap, m, s, c, i, w, out, force: rec("rowclone-multicore", out, force))
+    monkeypatch.setattr(rcli, "_larsen_idma", lambda fmt, small, large, out, force: rec("larsen-idma", out, force))
+    monkeypatch.setattr(rcli, "_wun_onload", lambda fmt, ov, p, e, out, force: rec("wun-onload", out, force))
+    cli("reproduce", "--workers", "2", "all", "--out", tmp_path)
     names = ["rowclone-latency", "zhao-copy-engine", "rowclone-fork", "larsen-idma", "wun-onload", "rowclone-apps",
              "rowclone-multicore"]
     assert calls == [(name, tmp_path / name, False) for name in names]
+    # Every reproduction with points is planned first; rowclone-latency (no points) is not.
+    assert planned == names[1:]
     calls.clear()
-    cli("reproduce", "all", "--out", tmp_path, "--force")
+    planned.clear()
+    cli("reproduce", "--workers", "1", "all", "--out", tmp_path, "--force")
     assert calls == [(name, tmp_path / name, True) for name in names]
+    assert planned == []  # one worker: nothing to start ahead

@@ -42,7 +42,7 @@ def test_cable_and_frame_size_move_the_passage() -> None:
     ({"frame_bytes": 10}, ValueError, "frame_bytes"),
     ({"receiver_overrides": {"io": {"loopback": True}}}, ValueError, "loopback"),
     ({"receiver_overrides": {"io": {"nic": {"mac_gbps": 1.0}}}}, ValueError, "one rate"),
-    ({"sender": "rowclone-system"}, ValueError, "nic"),
+    ({"sender": "rowclone-system"}, ValueError, "no agent with a free Ethernet port"),
 ])
 def test_bad_input_is_named(kwargs: dict, exc: type, words: str) -> None:
     with pytest.raises(exc, match=words):

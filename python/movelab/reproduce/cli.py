@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import io
 import json
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +129,11 @@ def _simulate(fmt: str, run: Callable[[Callable[[int, int], None]], Any]) -> Any
 def _emit(fmt: str, rows: Any, out: Path | None, force: bool, write: Callable[[Path], Any],
           tables: Callable[[Any], Any]) -> None:
     """Writes a reproduction's files into ``out`` (staged, kept without --force), then prints
-    its rows as JSON or its tables."""
+    its rows as JSON or its tables. While ``reproduce all`` plans, nothing is written."""
+    if _PLANNING:
+        from movelab.executor import Planned
+
+        raise Planned
     if out is not None:
         with staged_dir(out, force) as d:
             write(d)
@@ -512,17 +517,19 @@ def _start_all_first_points(jobs: list[Callable[[Path], Any]], out: Path) -> Non
     if ex.workers < 2 or type(ex).prefetch is executor.Executor.prefetch:
         return
     planner = executor.PlanningExecutor()
-    _PLANNING, quiet = True, console.quiet
-    console.quiet = True
+    _PLANNING = True
     try:
-        with executor.use(planner):
+        # Silent: a job's messages (an error too) come when it runs for real.
+        with executor.use(planner), redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             for job in jobs:
                 try:
                     job(out)
-                except executor.Planned:
+                except (executor.Planned, Exception, SystemExit):
+                    # Planned: its first points are recorded. Anything else (a job with no points
+                    # that reached its output, an error) is left to the real run.
                     pass
     finally:
-        _PLANNING, console.quiet = False, quiet
+        _PLANNING = False
     for fn, pts in planner.batches:
         ex.prefetch(fn, pts)
 
@@ -560,7 +567,7 @@ def all_cmd(
         ("rowclone-multicore", lambda d: _rowclone_multicore("table", {}, None, mixes, 7, None, instructions, warmup,
                                                              d, force)),
     ]
-    # rowclone-latency computes its rows without points: it is not planned (planning would run it).
+    # rowclone-latency computes its rows without points: it is not planned (it would run in full).
     _start_all_first_points([fn for name, fn in jobs if name != "rowclone-latency"], out)
     for i, (name, fn) in enumerate(jobs, 1):
         console.rule(f"{name} ({i}/{len(jobs)})")
