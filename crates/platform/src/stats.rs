@@ -252,9 +252,10 @@ pub struct DeviceStats {
     pub lines_checked: u64,
     pub stale_lines: u64,
     pub interrupts: u64,
-    /// Frames that came back into the NIC's receive side (loopback).
+    /// Frames that reached the device's receive side: looped back, or from an Ethernet link.
     pub rx_frames_in: u64,
-    /// Received payload bytes compared with the frame sent (loopback), and those that differed.
+    /// Received bytes compared with the frame sent (looped back) or the frame that came off the
+    /// link (in order), and those that differed.
     pub rx_bytes_checked: u64,
     pub rx_bytes_wrong: u64,
     pub nic: NicStats,
