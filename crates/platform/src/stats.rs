@@ -224,6 +224,21 @@ pub struct AgentStats {
     /// A PCIe device's link bytes and latency stacks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceStats>,
+    /// Small cores' (microengines') pipelines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub small_cores: Option<SmallCoreStats>,
+}
+
+/// The pipelines of an agent's small cores (microengines).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct SmallCoreStats {
+    pub engines: u32,
+    pub threads: u32,
+    pub clock_mhz: f64,
+    /// Each engine's pipeline busy time (ALU work, command issue and context swaps), ns, and
+    /// their mean share of the run (from its start to the agent's last completion).
+    pub busy_ns: Vec<f64>,
+    pub busy_share: f64,
 }
 
 /// A PCIe device's statistics on the platform.

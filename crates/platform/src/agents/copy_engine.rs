@@ -468,6 +468,7 @@ impl Agent for CopyEngine {
                 ..Default::default()
             },
             device: None,
+            small_cores: None,
         }
     }
 }

@@ -238,6 +238,7 @@ impl Agent for InMemory {
                 ..Default::default()
             },
             device: None,
+            small_cores: None,
         }
     }
 }

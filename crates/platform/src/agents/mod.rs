@@ -8,6 +8,7 @@ pub mod copy_engine;
 pub mod device_dma;
 pub mod idma;
 pub mod in_memory_copy;
+pub mod microengines;
 pub mod pcie_device;
 pub mod registry;
 
@@ -27,6 +28,8 @@ pub struct AgentReport {
     pub lines: CopyLines,
     /// A PCIe device's counts and latency stacks (devices only).
     pub device: Option<crate::stats::DeviceStats>,
+    /// Small cores' pipelines (microengines only).
+    pub small_cores: Option<crate::stats::SmallCoreStats>,
 }
 
 /// An agent's Ethernet port, once attached to a link.

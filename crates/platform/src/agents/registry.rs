@@ -5,6 +5,7 @@
 use crate::agents::copy_engine::CopyEngine;
 use crate::agents::idma::IdmaAgent;
 use crate::agents::in_memory_copy::InMemory;
+use crate::agents::microengines::Microengines;
 use crate::agents::pcie_device::PcieDeviceAgent;
 use crate::agents::Agent;
 use crate::config::platform::PlatformConfig;
@@ -26,6 +27,7 @@ pub fn build(
         "in-memory" => Ok(Box::new(InMemory::new(id, cfg, sys))),
         "nic" => Ok(Box::new(PcieDeviceAgent::new(id, cfg, sys)?)),
         "idma" => Ok(Box::new(IdmaAgent::new(id, cfg, sys)?)),
+        "microengines" => Ok(Box::new(Microengines::new(id, cfg, sys)?)),
         _ => Err(PlatformError::Unknown {
             kind: "agent",
             name: name.into(),
@@ -53,6 +55,9 @@ mod tests {
                 if let Some(io) = c.io.as_mut() {
                     io.pinned = Some(0x3800_0000);
                 }
+            }
+            if *kind == "microengines" {
+                c.microengines = Some(Default::default());
             }
             let a = build(kind, i as AgentId, &c, &mut sys).unwrap();
             assert_eq!(a.name(), *kind);

@@ -3,6 +3,7 @@
 //! ([`workload`]). Each loads from a built-in preset or a TOML file through the one preset loader
 //! (`sim::preset`) and checks its values; none imports a model.
 pub mod io;
+pub mod microengines;
 pub mod network;
 pub mod platform;
 pub mod workload;

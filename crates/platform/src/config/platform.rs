@@ -38,6 +38,10 @@ pub const BUILTIN_PLATFORMS: &[(&str, &str)] = &[
         "server-composed",
         include_str!("../../../../presets/platforms/server-composed.toml"),
     ),
+    (
+        "ixp-host",
+        include_str!("../../../../presets/platforms/ixp-host.toml"),
+    ),
 ];
 
 /// Names of the built-in platforms.
@@ -478,16 +482,23 @@ pub struct PlatformConfig {
     /// platform with both and an agent list has them all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentSpec>,
+    /// A microengine agent's parameters, as [`PlatformConfig::agent_plan`] hands them to it
+    /// (never read from a file: list the agent in `[[agents]]`).
+    #[serde(skip)]
+    pub microengines: Option<crate::config::microengines::MicroenginesConfig>,
 }
 
 /// The kinds of agent a platform can list, each with the table its parameters come from: a
 /// copy engine and the memory controller's in-memory mechanisms take `[copy]`'s keys, a NIC
 /// and Larsen & Lee's integrated DMA engine (with its adapter) take `[io]`'s. The agent
 /// registry builds each kind.
-pub const AGENT_KINDS: &[&str] = &["copy-engine", "in-memory", "nic", "idma"];
+pub const AGENT_KINDS: &[&str] = &["copy-engine", "in-memory", "nic", "idma", "microengines"];
 
 /// The kinds whose parameters are an `[io]` table (a device on PCIe and what drives it).
 const IO_KINDS: &[&str] = &["nic", "idma"];
+
+/// The kinds that are devices: they take no offloaded operation.
+const DEVICE_KINDS: &[&str] = &["nic", "idma", "microengines"];
 
 /// The offloaded operations an agent can take from a core: copies, zeroing (an initialisation
 /// to 0) and fills with any other value.
@@ -773,6 +784,12 @@ impl PlatformConfig {
                 io.validate(src)
                     .map_err(|e| rekey(e, "io.", &format!("agents[{i}].params.")))?;
                 cfg.io = Some(io);
+            } else if kind == "microengines" {
+                let me: crate::config::microengines::MicroenginesConfig =
+                    deserialize(toml::Value::Table(a.params.clone()), src)
+                        .map_err(|e| rekey(e, "", &format!("agents[{i}].params.")))?;
+                me.validate(src, &format!("agents[{i}].params."))?;
+                cfg.microengines = Some(me);
             } else {
                 cfg.copy = self.agent_copy(i, src)?;
                 takes = default_takes(&cfg.copy);
@@ -787,7 +804,9 @@ impl PlatformConfig {
                             format!("'{t}' is not one of: {}", AGENT_TAKES.join(", ")),
                         ));
                     };
-                    let can = if IO_KINDS.contains(&kind) {
+                    let can = if kind == "microengines" {
+                        [true, false, false]
+                    } else if DEVICE_KINDS.contains(&kind) {
                         [false; 3]
                     } else {
                         default_takes(&cfg.copy)
@@ -798,7 +817,7 @@ impl PlatformConfig {
                             key("takes"),
                             format!(
                                 "'{t}': {} does not offer it (it takes: {})",
-                                if IO_KINDS.contains(&kind) {
+                                if DEVICE_KINDS.contains(&kind) {
                                     format!("a device ({kind})")
                                 } else {
                                     format!("mechanism {}", cfg.copy.mechanism)

@@ -1281,6 +1281,15 @@ impl Platform {
                     last_done_ns: r.last_done.saturating_sub(start) as f64 / 1000.0,
                     lines: r.lines.clone(),
                     device: r.device.clone(),
+                    small_cores: r.small_cores.clone().map(|mut s| {
+                        let span = r.last_done.saturating_sub(start) as f64 / 1000.0;
+                        s.busy_share = if span > 0.0 && !s.busy_ns.is_empty() {
+                            s.busy_ns.iter().sum::<f64>() / (span * s.busy_ns.len() as f64)
+                        } else {
+                            0.0
+                        };
+                        s
+                    }),
                     ..a.clone()
                 })
                 .collect(),

@@ -1,0 +1,714 @@
+//! IXP-style microengines as an agent of the platform (Wun & Crowley, ANCS 2006: the IXP2350's
+//! small multithreaded cores beside its XScale host core): the receive half of the emu nic's
+//! microcode, with its own MAC and receive buffer (the MSF's RBUF), on the platform's one memory
+//! system. Unlike the network-I/O system (`systems/network_io.rs`), the microengines' memory
+//! commands here go through the platform's caches, coherence and DRAM model, and the host's
+//! driver and stack are a program on a platform core.
+//!
+//! - A frame from the link reaches the MAC and takes whole RBUF elements; a frame that finds too
+//!   few free is dropped at the MSF and counted (`nic.rx_drops`), so microengines too slow for the
+//!   line drop frames instead of falling behind without bound.
+//! - Each accepted frame is a job for one hardware context, in arrival order, once the host has
+//!   posted an RX buffer (the `nic-rx` driver's uncached store to the RX tail register: the
+//!   82598's offsets, so the same program drives a NIC, an iDMA or the microengines).
+//! - A context runs the receive program: its per-frame work (`frame_cycles`), a read of the host's
+//!   RX descriptor through the memory system (from the cache that holds its line dirty, or from
+//!   DRAM), then the frame in `chunk_bytes` commands, `copy_depth` in flight: each chunk is read
+//!   from the RBUF (on chip: `rbuf_read_ns` and the MSF's bandwidth), checksummed on the ALU
+//!   (`checksum_cycles_per_word`) and written to the RX buffer as posted line writes (to memory,
+//!   or with `l2_push` into `irq_core`'s L2); then the descriptor work (`done_cycles`).
+//! - The contexts of one microengine share its single-issue pipeline: a context's ALU work and
+//!   command issue wait for the pipeline, and a context swaps out (`switch_cycles`) at every memory
+//!   command, so another context's work overlaps its wait. The microengines' clock, count and
+//!   contexts therefore set the rate at which frames can be taken.
+//! - Frames complete in order (the IXP's ordered thread completion): a finished frame's
+//!   descriptor is written back, and `irq_core` interrupted, only after every earlier frame's.
+//!
+//! The oracle: every byte landed in an RX buffer is checked, in order, against the frames that
+//! came off the wire and were accepted (`rx_bytes_checked`, `rx_bytes_wrong`).
+//!
+//! Modelled: receive only (the host's transmit doorbell is accepted and ignored), one interrupt
+//! per frame, the free list as a descriptor ring in host memory. Not modelled: the MSF's
+//! mpacket reassembly across elements, scratch and SRAM rings (the descriptor ring stands for
+//! them), the transmit microcode.
+use crate::agents::device_dma::{self, MacPort};
+use crate::agents::{Agent, AgentReport, Port};
+use crate::config::microengines::MicroenginesConfig;
+use crate::config::platform::PlatformConfig;
+use crate::devices::nic;
+use crate::iface::{Access, OffloadOp, Token};
+use crate::memory::memory_system::{AgentId, MemorySystem, ReqKind, Response};
+use crate::pcie::root_complex::HostMemory;
+use crate::sim::error::PlatformError;
+use crate::sim::{ns, Ps};
+use crate::stats::{CopyLines, DeviceStats, SmallCoreStats};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// The host's RX tail store reaches the microengines.
+const EV_RX_TAIL: u16 = 0;
+/// A descriptor line a context asked for is in (id: the memory request).
+const EV_LINE: u16 = 1;
+/// A frame from the wire is through the MAC (id: the held frame).
+const EV_FRAME: u16 = 2;
+/// A context's RBUF reads are in (id: the context).
+const EV_CHUNKS: u16 = 3;
+/// A context finished a frame (id: the context).
+const EV_DONE: u16 = 4;
+/// A source line of a copy chunk is in (id: the memory request; tag: the context).
+const EV_COPY_LINE: u16 = 5;
+/// A context's copy chunk is written (id: the context).
+const EV_COPY_DONE: u16 = 6;
+
+/// Memory-request tags of copy reads are the context's number with this bit set.
+const COPY_TAG: u32 = 1 << 30;
+
+/// A frame a context works on.
+#[derive(Debug)]
+struct Job {
+    ticket: u64,
+    frame: Vec<u8>,
+    elements: u32,
+    /// The RX descriptor it fills and the buffer that descriptor names.
+    desc: u32,
+    buf: u64,
+    /// Bytes read from the RBUF so far, and in the reads in flight.
+    read: usize,
+    reading: usize,
+    started: Ps,
+}
+
+#[derive(Debug)]
+struct Ctx {
+    me: usize,
+    job: Option<Job>,
+    copy: Option<Chunk>,
+}
+
+/// A part of an offloaded copy a context moves: destination lines, each with the value its
+/// source held when read (value shadow on), and source reads still out.
+#[derive(Debug)]
+struct Chunk {
+    op: u32,
+    dst: Vec<u64>,
+    vals: Vec<Option<u64>>,
+    reads_out: u32,
+}
+
+/// A copy a core handed the microengines: its chunks not yet taken, those in flight, and who
+/// waits for it.
+#[derive(Debug)]
+struct Copy {
+    core: usize,
+    seq: u64,
+    src: u64,
+    dst: u64,
+    bytes: u64,
+    next: u64,
+    out: u32,
+    issued: Ps,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Engine {
+    pipe_free: Ps,
+    busy: Ps,
+    /// Contexts holding a job.
+    active: u32,
+}
+
+/// A frame finished by a context, waiting for every earlier one.
+#[derive(Debug)]
+struct Finished {
+    desc: u32,
+    buf: u64,
+    len: usize,
+    at: Ps,
+}
+
+/// The microengines, their MAC and RBUF, as a platform agent.
+pub struct Microengines {
+    id: AgentId,
+    cfg: MicroenginesConfig,
+    cycle: f64,
+    engines: Vec<Engine>,
+    ctxs: Vec<Ctx>,
+    mac: MacPort,
+    /// Frames through the MAC, not yet in the RBUF (held for their event).
+    frames: HashMap<u32, Vec<u8>>,
+    next_frame: u32,
+    /// RBUF elements free, and when the MSF's read port is free.
+    free_elements: u32,
+    msf_free: Ps,
+    /// Accepted frames waiting for a context (and an RX buffer).
+    queue: VecDeque<(u64, Vec<u8>, u32)>,
+    next_ticket: u64,
+    release_next: u64,
+    released_at: Ps,
+    held: BTreeMap<u64, Finished>,
+    /// Accepted frames in order, for the byte check.
+    expected: VecDeque<Vec<u8>>,
+    /// The host's RX ring: descriptors posted and taken.
+    tail: u32,
+    posted: u64,
+    next: u32,
+    taken: u64,
+    /// Descriptors and buffers as the microengines see them.
+    mem: HostMemory,
+    message: Ps,
+    service: Ps,
+    /// Offloaded copies in order of arrival, and their counts.
+    copies: BTreeMap<u32, Copy>,
+    copies_done: u64,
+    copy_time: Ps,
+    lines_read: u64,
+    lines_from_cache: u64,
+    lines_written: u64,
+    stats: DeviceStats,
+    last_done: Ps,
+}
+
+impl Microengines {
+    pub fn new(
+        id: AgentId,
+        pc: &PlatformConfig,
+        sys: &mut MemorySystem,
+    ) -> Result<Microengines, PlatformError> {
+        let src = pc.name.as_str();
+        let cfg = pc.microengines.clone().ok_or_else(|| {
+            PlatformError::config(src, "agents", "the microengines agent has no parameters")
+        })?;
+        if cfg.irq_core as usize >= sys.cores() {
+            return Err(PlatformError::config(
+                src,
+                "agents.params.irq_core",
+                format!(
+                    "core {}, but the platform has {} cores",
+                    cfg.irq_core,
+                    sys.cores()
+                ),
+            ));
+        }
+        sys.register_mmio(cfg.bar, cfg.bar_bytes, id)
+            .map_err(|e| PlatformError::config(src, "agents.params.bar", e))?;
+        let engines = vec![Engine::default(); cfg.count as usize];
+        let ctxs = (0..cfg.threads)
+            .flat_map(|_| 0..cfg.count as usize)
+            .map(|me| Ctx {
+                me,
+                job: None,
+                copy: None,
+            })
+            .collect();
+        let irq = ns(cfg.irq_ns);
+        Ok(Microengines {
+            id,
+            cycle: 1.0e6 / cfg.clock_mhz,
+            engines,
+            ctxs,
+            mac: MacPort::new(cfg.mac_gbps, ns(cfg.mac_tx_ns), ns(cfg.mac_rx_ns)),
+            frames: HashMap::new(),
+            next_frame: 0,
+            free_elements: cfg.elements(),
+            msf_free: 0,
+            queue: VecDeque::new(),
+            next_ticket: 0,
+            release_next: 0,
+            released_at: 0,
+            held: BTreeMap::new(),
+            expected: VecDeque::new(),
+            tail: 0,
+            posted: 0,
+            next: 0,
+            taken: 0,
+            mem: HostMemory::default(),
+            message: irq.max(sys.ic().engine_message),
+            service: 0,
+            copies: BTreeMap::new(),
+            copies_done: 0,
+            copy_time: 0,
+            lines_read: 0,
+            lines_from_cache: 0,
+            lines_written: 0,
+            stats: DeviceStats {
+                name: "microengines".into(),
+                ..Default::default()
+            },
+            last_done: 0,
+            cfg,
+        })
+    }
+
+    fn cycles(&self, n: f64) -> Ps {
+        (n * self.cycle).round() as Ps
+    }
+
+    /// Context `c` runs `cycles` on its microengine's pipeline from `now`, then swaps out: when
+    /// its work is done.
+    fn run(&mut self, c: usize, now: Ps, cycles: f64) -> Ps {
+        let work = self.cycles(cycles);
+        let swap = self.cycles(self.cfg.switch_cycles as f64);
+        let e = &mut self.engines[self.ctxs[c].me];
+        let start = now.max(e.pipe_free);
+        e.pipe_free = start + work + swap;
+        e.busy += work + swap;
+        start + work
+    }
+
+    /// The host posted one more RX buffer (the descriptor it stands for, in the ring).
+    fn post_rx(&mut self) {
+        let buf =
+            self.cfg.rx_buffers + (self.posted % self.cfg.ring as u64) * self.cfg.rx_buffer_stride;
+        self.mem.write(
+            self.cfg.rx_ring + self.tail as u64 * nic::DESC,
+            &nic::rx_read_desc(buf),
+        );
+        self.tail = (self.tail + 1) % self.cfg.ring;
+        self.posted += 1;
+    }
+
+    /// A frame is through the MAC: into the RBUF, or dropped there.
+    fn accept(&mut self, sys: &mut MemorySystem, now: Ps, frame: Vec<u8>) {
+        self.stats.rx_frames_in += 1;
+        let elements = self.cfg.elements_for(frame.len());
+        if elements > self.free_elements || frame.len() as u64 > self.cfg.rx_buffer_stride {
+            self.stats.nic.rx_drops += 1;
+            return;
+        }
+        self.free_elements -= elements;
+        self.expected.push_back(frame.clone());
+        self.queue.push_back((self.next_ticket, frame, elements));
+        self.next_ticket += 1;
+        self.dispatch(sys, now);
+    }
+
+    /// Hands waiting frames to free contexts while the host has RX buffers posted: each to a
+    /// context of the microengine with the fewest busy ones.
+    fn dispatch(&mut self, sys: &mut MemorySystem, now: Ps) {
+        while !self.queue.is_empty() && self.taken < self.posted {
+            let Some(c) = (0..self.ctxs.len())
+                .filter(|&c| self.ctxs[c].job.is_none() && self.ctxs[c].copy.is_none())
+                .min_by_key(|&c| (self.engines[self.ctxs[c].me].active, c))
+            else {
+                return;
+            };
+            let Some((ticket, frame, elements)) = self.queue.pop_front() else {
+                return;
+            };
+            let desc = self.next;
+            self.next = (self.next + 1) % self.cfg.ring;
+            self.taken += 1;
+            let d = self.mem.read(self.cfg.rx_ring + desc as u64 * nic::DESC, 8);
+            let buf = u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8]));
+            self.engines[self.ctxs[c].me].active += 1;
+            self.ctxs[c].job = Some(Job {
+                ticket,
+                frame,
+                elements,
+                desc,
+                buf,
+                read: 0,
+                reading: 0,
+                started: now,
+            });
+            // The program's own work on the frame, then the RX descriptor's read.
+            let t = self.run(
+                c,
+                now,
+                (self.cfg.frame_cycles + self.cfg.issue_cycles) as f64,
+            );
+            let line = (self.cfg.rx_ring + desc as u64 * nic::DESC) / 64;
+            self.stats.nic.rx_desc_fetched += 1;
+            device_dma::read_line(
+                sys,
+                t,
+                self.id,
+                c as u32,
+                line,
+                EV_LINE,
+                false,
+                &mut self.stats,
+            );
+        }
+        if self.queue.is_empty() {
+            self.dispatch_copies(sys, now);
+        }
+    }
+
+    /// Hands the chunks of offloaded copies, oldest copy first, to free contexts (received
+    /// frames go first: they would be dropped).
+    fn dispatch_copies(&mut self, sys: &mut MemorySystem, now: Ps) {
+        let chunk = self.cfg.chunk_bytes as u64 * self.cfg.copy_depth as u64;
+        loop {
+            let Some((&op, _)) = self.copies.iter().find(|(_, c)| c.next < c.bytes) else {
+                return;
+            };
+            let Some(c) = (0..self.ctxs.len())
+                .filter(|&c| self.ctxs[c].job.is_none() && self.ctxs[c].copy.is_none())
+                .min_by_key(|&c| (self.engines[self.ctxs[c].me].active, c))
+            else {
+                return;
+            };
+            let Some(cp) = self.copies.get_mut(&op) else {
+                return;
+            };
+            // Up to `copy_depth` commands, ending at a destination line boundary.
+            let d = cp.dst + cp.next;
+            let len = (chunk - d % 64).min(cp.bytes - cp.next).max(1);
+            let s = cp.src + cp.next;
+            cp.next += len;
+            cp.out += 1;
+            let aligned = s % 64 == d % 64;
+            let src_lines: Vec<u64> = (s / 64..=(s + len - 1) / 64).collect();
+            let dst: Vec<u64> = (d / 64..=(d + len - 1) / 64).collect();
+            let mut vals = Vec::with_capacity(dst.len());
+            let mut from = Vec::with_capacity(src_lines.len());
+            for &line in &src_lines {
+                let from_cache = sys.dirty_anywhere(line);
+                from.push(from_cache);
+                vals.push(sys.read_value(line, from_cache).filter(|_| aligned));
+            }
+            vals.resize(dst.len(), None);
+            self.engines[self.ctxs[c].me].active += 1;
+            self.ctxs[c].copy = Some(Chunk {
+                op,
+                dst,
+                vals,
+                reads_out: src_lines.len() as u32,
+            });
+            let t = self.run(
+                c,
+                now,
+                (src_lines.len() as u32 * self.cfg.issue_cycles) as f64,
+            );
+            let mut scratch = DeviceStats::default();
+            for (line, _) in src_lines.into_iter().zip(from) {
+                self.lines_read += 1;
+                device_dma::read_line(
+                    sys,
+                    t,
+                    self.id,
+                    COPY_TAG | c as u32,
+                    line,
+                    EV_COPY_LINE,
+                    false,
+                    &mut scratch,
+                );
+            }
+            self.lines_from_cache += scratch.lines_from_cache;
+        }
+    }
+
+    /// A source line of context `c`'s copy chunk is in; once all are, the chunk is written.
+    fn copy_line_in(&mut self, sys: &mut MemorySystem, c: usize, now: Ps) {
+        let Some(ch) = self.ctxs[c].copy.as_mut() else {
+            return;
+        };
+        ch.reads_out = ch.reads_out.saturating_sub(1);
+        if ch.reads_out > 0 {
+            return;
+        }
+        let n = ch.dst.len() as u32;
+        let t = self.run(c, now, (n * self.cfg.issue_cycles) as f64);
+        let Some(ch) = self.ctxs[c].copy.as_ref() else {
+            return;
+        };
+        let mut done = t;
+        for (i, &line) in ch.dst.iter().enumerate() {
+            self.lines_written += 1;
+            // A destination line is overwritten whole: cached copies are invalidated.
+            sys.agent_write_value(line, ch.vals.get(i).copied().flatten());
+            let ch_no = sys.channel_of(line * 64);
+            done = done.max(sys.ic().writeback_arrives(t, ch_no));
+            let at = sys.ic().address_phase(t);
+            let kind = ReqKind::Agent {
+                agent: self.id,
+                tag: device_dma::WRITE_TAG,
+            };
+            sys.send(
+                at,
+                line * 64,
+                movelab_dram::request::Op::Write,
+                true,
+                kind,
+                false,
+            );
+        }
+        sys.schedule(done, self.id, EV_COPY_DONE, c as u32);
+    }
+
+    /// Context `c`'s copy chunk is written: it is free, and the copy done once its last chunk is.
+    fn copy_chunk_done(&mut self, sys: &mut MemorySystem, c: usize, now: Ps) {
+        let Some(ch) = self.ctxs[c].copy.take() else {
+            return;
+        };
+        self.engines[self.ctxs[c].me].active -= 1;
+        if let Some(cp) = self.copies.get_mut(&ch.op) {
+            cp.out -= 1;
+            if cp.out == 0 && cp.next >= cp.bytes {
+                let cp = self.copies.remove(&ch.op).expect("present");
+                self.copies_done += 1;
+                self.copy_time += now - cp.issued;
+                self.last_done = self.last_done.max(now);
+                sys.wake(cp.core, Token::Rob(cp.seq), now + self.message);
+            }
+        }
+        self.dispatch(sys, now);
+        self.dispatch_copies(sys, now);
+    }
+
+    /// Context `c` issues its next RBUF reads (up to `copy_depth` chunks).
+    fn read_chunks(&mut self, sys: &mut MemorySystem, c: usize, now: Ps) {
+        let (chunk, depth) = (self.cfg.chunk_bytes as usize, self.cfg.copy_depth as usize);
+        let Some(job) = self.ctxs[c].job.as_ref() else {
+            return;
+        };
+        let left = job.frame.len() - job.read;
+        let n = left.div_ceil(chunk).clamp(1, depth);
+        let bytes = left.min(n * chunk);
+        let t = self.run(c, now, (n as u32 * self.cfg.issue_cycles) as f64);
+        let ps_per_byte = 1000.0 / self.cfg.rbuf_gbytes_per_s;
+        let mut ready = t;
+        for k in 0..n {
+            let b = (bytes - k * chunk).min(chunk);
+            let start = t.max(self.msf_free);
+            self.msf_free = start + (b as f64 * ps_per_byte).round() as Ps;
+            ready = ready.max(self.msf_free + ns(self.cfg.rbuf_read_ns));
+        }
+        if let Some(job) = self.ctxs[c].job.as_mut() {
+            job.reading = bytes;
+        }
+        sys.schedule(ready, self.id, EV_CHUNKS, c as u32);
+    }
+
+    /// Context `c`'s chunks are in its transfer registers: checksum them, write them to the RX
+    /// buffer, then read on or finish.
+    fn chunks_in(&mut self, sys: &mut MemorySystem, c: usize, now: Ps) {
+        let chunk = self.cfg.chunk_bytes as usize;
+        let Some(job) = self.ctxs[c].job.as_ref() else {
+            return;
+        };
+        let (from, bytes) = (job.read, job.reading);
+        let words = bytes.div_ceil(4) as f64;
+        let writes = bytes.div_ceil(chunk) as u32;
+        let t = self.run(
+            c,
+            now,
+            words * self.cfg.checksum_cycles_per_word + (writes * self.cfg.issue_cycles) as f64,
+        );
+        let Some(job) = self.ctxs[c].job.as_mut() else {
+            return;
+        };
+        let (buf, data) = (job.buf, job.frame[from..from + bytes].to_vec());
+        job.read += bytes;
+        job.reading = 0;
+        let finished = job.read >= job.frame.len();
+        self.mem.write(buf + from as u64, &data);
+        let push = self.cfg.l2_push.then_some(self.cfg.irq_core as usize);
+        let (a, b) = (buf + from as u64, buf + (from + bytes) as u64);
+        for line in a / 64..=(b.max(a + 1) - 1) / 64 {
+            device_dma::host_write_line(sys, t, self.id, push, line, &mut self.stats);
+        }
+        if !finished {
+            self.read_chunks(sys, c, t);
+            return;
+        }
+        // The frame has left the RBUF; the descriptor work, then the write-back's command.
+        if let Some(job) = self.ctxs[c].job.as_ref() {
+            self.free_elements += job.elements;
+        }
+        let t = self.run(c, t, (self.cfg.done_cycles + self.cfg.issue_cycles) as f64);
+        sys.schedule(t, self.id, EV_DONE, c as u32);
+    }
+
+    /// Context `c` finished its frame at `now`: it is free, and the frame's descriptor is written
+    /// back once every earlier frame's has been.
+    fn done(&mut self, sys: &mut MemorySystem, c: usize, now: Ps) {
+        let Some(job) = self.ctxs[c].job.take() else {
+            return;
+        };
+        self.engines[self.ctxs[c].me].active -= 1;
+        self.service += now - job.started;
+        self.held.insert(
+            job.ticket,
+            Finished {
+                desc: job.desc,
+                buf: job.buf,
+                len: job.frame.len(),
+                at: now,
+            },
+        );
+        while let Some(f) = self.held.remove(&self.release_next) {
+            self.release_next += 1;
+            let at = f.at.max(self.released_at);
+            self.released_at = at;
+            self.write_back(sys, at, f);
+        }
+        self.dispatch(sys, now);
+    }
+
+    /// The descriptor of a finished frame is written back, the frame's bytes checked, and the
+    /// host core interrupted.
+    fn write_back(&mut self, sys: &mut MemorySystem, at: Ps, f: Finished) {
+        if let Some(sent) = self.expected.pop_front() {
+            let got = self.mem.read(f.buf, f.len);
+            self.stats.rx_bytes_checked += sent.len().max(got.len()) as u64;
+            self.stats.rx_bytes_wrong += sent.iter().zip(&got).filter(|(a, b)| a != b).count()
+                as u64
+                + sent.len().abs_diff(got.len()) as u64;
+        }
+        let da = self.cfg.rx_ring + f.desc as u64 * nic::DESC;
+        let mut wb = [0u8; 16];
+        wb[8] = 3; // DD | EOP
+        wb[12..14].copy_from_slice(&(f.len as u16).to_le_bytes());
+        self.mem.write(da, &wb);
+        let push = self.cfg.l2_push.then_some(self.cfg.irq_core as usize);
+        device_dma::host_write_line(sys, at, self.id, push, da / 64, &mut self.stats);
+        self.stats.nic.rx_frames += 1;
+        self.stats.nic.rx_desc_written_back += 1;
+        self.stats.interrupts += 1;
+        self.stats.nic.interrupts += 1;
+        self.last_done = self.last_done.max(at);
+        sys.raise_interrupt(at + self.message, self.cfg.irq_core as usize);
+    }
+}
+
+impl Agent for Microengines {
+    fn name(&self) -> &'static str {
+        "microengines"
+    }
+
+    /// A core hands the microengines a copy (they take no zeroing or fill): its chunks go to
+    /// free contexts, and the core waits until the last is written.
+    fn offload(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        core: usize,
+        id: u32,
+        op: OffloadOp,
+        seq: u64,
+    ) -> Access {
+        let Some(src) = op.src.filter(|_| op.bytes > 0) else {
+            return Access::At(now + sys.cycle_ps(core));
+        };
+        self.copies.insert(
+            id,
+            Copy {
+                core,
+                seq,
+                src,
+                dst: op.dst,
+                bytes: op.bytes,
+                next: 0,
+                out: 0,
+                issued: now,
+            },
+        );
+        // The request reaches the microengines as a message on the chip.
+        let at = sys.ic().address_phase(now) + self.message;
+        sys.schedule(at, self.id, EV_RX_TAIL, 0);
+        Access::Pending
+    }
+
+    fn mmio(
+        &mut self,
+        sys: &mut MemorySystem,
+        now: Ps,
+        _core: usize,
+        addr: u64,
+        write: bool,
+    ) -> Access {
+        sys.count_uncached();
+        let leave = sys.ic().address_phase(now);
+        if !write {
+            return Access::At(leave + 2 * self.message);
+        }
+        if nic::BAR + (addr - self.cfg.bar) == nic::RDT {
+            self.post_rx();
+            sys.schedule(leave + self.message, self.id, EV_RX_TAIL, 0);
+        }
+        Access::At(leave)
+    }
+
+    fn event(&mut self, sys: &mut MemorySystem, now: Ps, kind: u16, id: u32) {
+        match kind {
+            EV_RX_TAIL => {
+                self.dispatch(sys, now);
+                self.dispatch_copies(sys, now);
+            }
+            EV_LINE | EV_COPY_LINE => {
+                if let Some(r) = sys.release_req(id) {
+                    if let ReqKind::Agent { tag, .. } = r.kind {
+                        if tag & COPY_TAG != 0 {
+                            self.copy_line_in(sys, (tag & !COPY_TAG) as usize, now);
+                        } else {
+                            self.read_chunks(sys, tag as usize, now);
+                        }
+                    }
+                }
+            }
+            EV_COPY_DONE => self.copy_chunk_done(sys, id as usize, now),
+            EV_FRAME => {
+                if let Some(f) = self.frames.remove(&id) {
+                    self.accept(sys, now, f);
+                }
+            }
+            EV_CHUNKS => self.chunks_in(sys, id as usize, now),
+            EV_DONE => self.done(sys, id as usize, now),
+            _ => {}
+        }
+    }
+
+    fn response(&mut self, sys: &mut MemorySystem, now: Ps, r: Response) {
+        device_dma::line_answered(sys, now, self.id, r, EV_LINE);
+    }
+
+    fn attach_port(&mut self) -> Result<Port, String> {
+        self.mac.attach(false, "microengines' MAC")
+    }
+
+    fn frame_in(&mut self, sys: &mut MemorySystem, at: Ps, frame: Vec<u8>) {
+        let k = self.next_frame;
+        self.next_frame = self.next_frame.wrapping_add(1);
+        self.frames.insert(k, frame);
+        sys.schedule(self.mac.received_at(at), self.id, EV_FRAME, k);
+    }
+
+    fn idle(&self) -> bool {
+        // Frames waiting for an RX buffer the host never posts do not keep the run going: they
+        // stay undelivered (`rx_frames_in` less `nic.rx_frames` and `nic.rx_drops`).
+        self.ctxs
+            .iter()
+            .all(|c| c.job.is_none() && c.copy.is_none())
+            && self.held.is_empty()
+            && self.frames.is_empty()
+            && self.copies.is_empty()
+    }
+
+    fn report(&self) -> AgentReport {
+        AgentReport {
+            ops: self.stats.nic.rx_frames + self.copies_done,
+            op_time: self.service + self.copy_time,
+            lines: CopyLines {
+                engine_read: self.lines_read,
+                engine_from_cache: self.lines_from_cache,
+                engine_written: self.lines_written,
+                ..Default::default()
+            },
+            last_done: self.last_done,
+            device: Some(self.stats.clone()),
+            small_cores: Some(SmallCoreStats {
+                engines: self.cfg.count,
+                threads: self.cfg.threads,
+                clock_mhz: self.cfg.clock_mhz,
+                busy_ns: self
+                    .engines
+                    .iter()
+                    .map(|e| e.busy as f64 / 1000.0)
+                    .collect(),
+                busy_share: 0.0,
+            }),
+            ..Default::default()
+        }
+    }
+}
