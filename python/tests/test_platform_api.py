@@ -10,7 +10,7 @@ import pytest
 from movelab import platform
 
 PLATFORMS = {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system", "rowclone-multicore", "larsen-io", "larsen-io-idma",
-             "server-composed"}
+             "server-composed", "ixp-host"}
 WORKLOADS = {"tcp-rx", "forkbench", "bulk-copy", "bulk-zero", "nic-tx", "server-rx", "nic-rx"}
 ZERO16 = {"pages": 16}
 

@@ -31,7 +31,7 @@ def test_presets_json_and_table() -> None:
     p = json.loads(cli("platform", "presets", "--format", "json"))
     assert {q["name"] for q in p["platforms"]} == {"zhao-uma-emc", "zhao-numa-imc", "rowclone-system",
                                                    "rowclone-multicore", "larsen-io", "larsen-io-idma",
-                                                   "server-composed"}
+                                                   "server-composed", "ixp-host"}
     table = cli("platform", "presets")
     assert "Platforms" in table and "Workloads" in table and "tcp-rx" in table
 
