@@ -200,9 +200,16 @@ class PairResult:
         rx = (self.receiver.get("devices") or [{}])[0]
         link = self.stats["links"][0]
         first = link["passages"][0] if link["passages"] else None
+        landed = (rx.get("nic") or {}).get("rx_frames", 0)
+        agent = next((a for a in self.receiver.get("agents", []) if a.get("device") is not None), {})
+        span = agent.get("last_done_ns", 0.0) - (first[1] if first else 0.0)
+        small = agent.get("small_cores")
         return {
             "frames_sent": tx.get("frames", 0),
-            "frames_landed": (rx.get("nic") or {}).get("rx_frames", 0),
+            "frames_landed": landed,
+            "frames_dropped": (rx.get("nic") or {}).get("rx_drops", 0),
+            "receive_gbps": rx.get("rx_bytes_checked", 0) * 8 / span if span > 0 and landed else None,
+            "small_core_busy": small["busy_share"] if small else None,
             "bytes_checked": rx.get("rx_bytes_checked", 0),
             "bytes_wrong": rx.get("rx_bytes_wrong", 0),
             "tx_stack_ns": dict(tx.get("tx_stack", [])),
@@ -219,6 +226,35 @@ class PairResult:
         return json.dumps(self.stats, indent=2)
 
 
+#: The agent kinds with an Ethernet port, and where each keeps its MAC's rate.
+_PORT_RATE = {"nic": ("nic", "mac_gbps"), "idma": ("nic", "mac_gbps"), "microengines": (None, "mac_gbps")}
+
+
+def _port_rate(platform: PlatformLike, ov: dict[str, Any], gbps: float) -> dict[str, Any]:
+    """``ov`` with every port of ``platform`` (its ``[io]`` device and listed NICs, iDMAs and
+    microengines) set to ``gbps``."""
+    cfg = load_config(platform, ov)
+    if cfg.get("io") is not None:
+        ov = _merge(ov, {"io": {"nic": {"mac_gbps": gbps}}})
+    agents = [dict(a) for a in cfg.get("agents") or []]
+    changed = False
+    for a in agents:
+        where = _PORT_RATE.get(a.get("kind", ""))
+        if where is None:
+            continue
+        params = dict(a.get("params") or {})
+        table, key = where
+        if table is None:
+            params[key] = gbps
+        else:
+            params[table] = {**dict(params.get(table) or {}), key: gbps}
+        a["params"] = params
+        changed = True
+    if changed:
+        ov = {**ov, "agents": agents}
+    return ov
+
+
 def pair(
     sender: PlatformLike = "larsen-io",
     receiver: PlatformLike = "larsen-io",
@@ -231,14 +267,17 @@ def pair(
     tx_params: Mapping[str, int] | None = None,
     rx_params: Mapping[str, int] | None = None,
     progress: Any = None,
+    gbps: float | None = None,
 ) -> PairResult:
     """Two platforms joined by an Ethernet link between their NICs (Larsen & Lee's two hosts): the
     sender runs ``nic-tx`` (``messages`` frames of ``frame_bytes``), the receiver ``nic-rx`` (it posts
     RX buffers; its interrupt handler takes each frame). Each platform's device with a port is used: a
     descriptor NIC (``larsen-io``) or the iDMA's adapter (``larsen-io-idma``). Both ports must run at
     one rate and the receiver's device needs ``rx_ring`` and ``rx_buffers`` (and the iDMA its
-    ``pinned`` buffer; both presets have them). Every byte that lands
-    is checked against the frames that came off the wire (``bytes_wrong`` is 0)."""
+    ``pinned`` buffer; both presets have them), or microengines with their MAC (``ixp-host``). Both ports
+    run at one rate: ``gbps`` sets it on both (else each platform's own, which must agree). Every byte that
+    lands is checked against the frames that came off the wire (``bytes_wrong`` is 0); frames a receiver's
+    microengines had no RBUF room for are dropped and counted (``frames_dropped``)."""
     _in_range("messages", messages, 0, 1_000_000, integer=True)
     _in_range("meters", meters, 0.0, 100_000.0)
     _in_range("ns_per_meter", ns_per_meter, 0.0, 100.0)
@@ -247,7 +286,13 @@ def pair(
     if frame_bytes is not None:
         _in_range("frame_bytes", frame_bytes, 14, 9018, integer=True)
         so = _merge(so, {"io": {"frame_bytes": frame_bytes}})
-        ro = _merge(ro, {"io": {"frame_bytes": frame_bytes}})
+        # A receiver with microengines has no [io]: its RX buffers take any frame up to their stride.
+        if load_config(receiver, ro).get("io") is not None:
+            ro = _merge(ro, {"io": {"frame_bytes": frame_bytes}})
+    if gbps is not None:
+        _in_range("gbps", gbps, 0.001, 1000.0)
+        so = _port_rate(sender, so, float(gbps))
+        ro = _port_rate(receiver, ro, float(gbps))
     sname, sov = _source(sender, so)
     rname, rov = _source(receiver, ro)
     tp = dict(tx_params or {})

@@ -252,12 +252,15 @@ def pair_cmd(
     sender: str = typer.Option("larsen-io", "--sender",
                                help="The sending platform (a preset with a NIC, or a TOML file)."),
     receiver: str = typer.Option("larsen-io", "--receiver", help="The receiving platform (its NIC needs rx_ring and "
-                                 "rx_buffers)."),
+                                 "rx_buffers; or microengines with their MAC, e.g. ixp-host)."),
     messages: int = typer.Option(8, min=0, max=1_000_000, help="Frames the sender's driver sends (nic-tx)."),
     frame_bytes: int | None = typer.Option(None, "--frame-bytes", min=14, max=9018,
-                                           help="Bytes per frame on both NICs (default: the platforms' own)."),
+                                           help="Bytes per frame the sender sends (default: its own)."),
     meters: float = typer.Option(3.0, min=0.0, max=100_000.0, help="Cable length."),
     ns_per_meter: float = typer.Option(5.0, "--ns-per-meter", min=0.0, max=100.0, help="Propagation per meter."),
+    gbps: float | None = typer.Option(None, "--gbps", min=0.001, max=1000.0,
+                                      help="Both ports' line rate, Gb/s (default: the platforms' own, which must "
+                                      "agree)."),
     set_sender: list[str] | None = typer.Option(None, "--set-sender", help="Override the sender KEY=VALUE.",
                                                 show_default=False),
     set_receiver: list[str] | None = typer.Option(None, "--set-receiver", help="Override the receiver KEY=VALUE.",
@@ -275,7 +278,8 @@ def pair_cmd(
         res = plat.pair(sender, receiver, messages=messages, frame_bytes=frame_bytes, meters=meters,
                         ns_per_meter=ns_per_meter, sender_overrides=parse_set(set_sender) or None,
                         receiver_overrides=parse_set(set_receiver) or None,
-                        tx_params=parse_params(param) or None, rx_params=parse_params(rx_param) or None)
+                        tx_params=parse_params(param) or None, rx_params=parse_params(rx_param) or None,
+                        gbps=gbps)
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
     if fmt == "json":
@@ -286,8 +290,12 @@ def pair_cmd(
               padding=(0, 1), show_edge=False)
     t.add_column("quantity", no_wrap=True)
     t.add_column("value", justify="right", no_wrap=True)
-    rows = [("frames sent / landed", f"{s['frames_sent']} / {s['frames_landed']}"),
+    rows = [("frames sent / landed / dropped", f"{s['frames_sent']} / {s['frames_landed']} / {s['frames_dropped']}"),
             ("bytes checked / wrong", f"{s['bytes_checked']:,} / {s['bytes_wrong']:,}")]
+    if s["receive_gbps"] is not None:
+        rows.append(("receive rate, first frame on the wire to last landed (Gb/s)", f"{s['receive_gbps']:.3f}"))
+    if s["small_core_busy"] is not None:
+        rows.append(("receiver's microengines busy", f"{s['small_core_busy'] * 100:.1f}%"))
     rows += [(f"first frame: {k} (ns)", f"{v:,.1f}") for k, v in s["tx_stack_ns"].items()]
     if s["wire_start_ns"] is not None:
         rows += [("first frame on the wire at (ns)", f"{s['wire_start_ns']:,.1f}"),
@@ -299,8 +307,9 @@ def pair_cmd(
     for r in rows:
         t.add_row(*r)
     console.print(t)
-    if s["bytes_wrong"] or s["frames_landed"] != s["frames_sent"]:
-        _fail(ValueError(f"{s['frames_sent'] - s['frames_landed']} frames did not land or {s['bytes_wrong']} bytes "
+    lost = s["frames_sent"] - s["frames_landed"] - s["frames_dropped"]
+    if s["bytes_wrong"] or lost:
+        _fail(ValueError(f"{lost} frames neither landed nor were counted as dropped, or {s['bytes_wrong']} bytes "
                          "differ from the frames sent (a receiver without RX buffers keeps frames in its NIC)"))
 
 
