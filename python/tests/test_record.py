@@ -574,6 +574,10 @@ def test_replay_distance_option_is_checked(recording: tuple[pd.DataFrame, Path])
     assert r.returncode == 2 and "--distance" in r.stderr and "bytes, lines" in r.stderr
     r = _cli("replay", str(path), "--cache", "cold", "--distance", "lines")
     assert r.returncode == 2 and "tracked only" in r.stderr
+    r = _cli("replay", str(path), "--region", "100")
+    assert r.returncode == 2 and "--region" in r.stderr and "power of two" in r.stderr
+    r = _cli("what-if", str(path), "--distance", "lines", "--region", "1024")
+    assert r.returncode == 2 and "--region" in r.stderr and "bytes only" in r.stderr
 
 
 def test_report_shows_saved_what_if_tables(tmp_path: Path) -> None:
@@ -648,6 +652,31 @@ def test_corrected_duration_clipped_or_not() -> None:
     assert corrected_dur(df, meta).tolist() == [0.0, 3.0, 6.0]
     # unclipped: the clock reads' jitter kept both ways (the measurement's lower bound)
     assert corrected_dur(df, meta, clip=False).tolist() == [-2.0, 3.0, 6.0]
+
+
+def test_clock_floor_bounds_the_clock_reads_cost() -> None:
+    """A process whose start-up clock reads measured 40 ns while its calls took 27-31 ns: every
+    duration holds one read, so the reads cost at most the calls' floor (27 ns here), which
+    corrected_dur takes; a process whose calls are all slower than its start-up figure keeps it."""
+    from movelab.record.trace import add_clock_floors, conform, corrected_dur
+
+    dur = [27] * 5 + [28] * 3000 + [31] * 1000 + [90] * 10
+    df = conform(pd.DataFrame({"source": "interposer", "kind": "memcpy", "pid": [1] * len(dur) + [2] * 3,
+                               "image": 0, "t_ns": np.arange(len(dur) + 3), "dur_ns": [*dur, 50, 60, 70],
+                               "count": 1, "size": 8, "bytes": 8}))
+    meta = {"processes": [{"pid": 1, "image": 0, "clock_ns": 40}, {"pid": 2, "image": 0, "clock_ns": 35},
+                          {"pid": 3, "image": 0, "clock_ns": 30}]}
+    before = corrected_dur(df, meta)
+    assert before.iloc[:3000].sum() == 0  # clipped: the start-up figure hides every call under 40 ns
+    add_clock_floors(df, meta)
+    p1, p2, p3 = meta["processes"]
+    assert 27.0 <= p1["clock_floor_ns"] <= 28.0 and p2["clock_floor_ns"] == pytest.approx(50.02)
+    assert "clock_floor_ns" not in p3  # no calls: no floor
+    after = corrected_dur(df, meta)
+    assert after.iloc[1000] == pytest.approx(28 - p1["clock_floor_ns"])  # a 28 ns call, not clipped to 0
+    assert after.iloc[4004] == pytest.approx(31 - p1["clock_floor_ns"])
+    assert after.iloc[-3:].tolist() == [15.0, 25.0, 35.0]  # process 2 keeps its 35 ns (below its floor)
+    assert (after >= before).all()
 
 
 def _gap_recording(per_gap: dict[float, float], n: int = 150) -> pd.DataFrame:
