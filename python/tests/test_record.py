@@ -809,6 +809,8 @@ def test_replay_with_region_recency_costs_recently_paged_lines_warm() -> None:
     for i in range(n):
         call("memcpy", 0x900000 + i * 4096 + 2048, 0x100000 + i * 4096 + 2048, 8)
         call("memcpy", 0x900000 + i * 4096, 0x100000 + i * 4096, 64)
+    call("memmove", 0x900000, 0x100000, 0)  # calls of 0 bytes: not replayed, measured apart
+    call("memset", 0x900000, None, 0)
     df = conform(pd.DataFrame(rows))
     df.attrs["movelab"] = {"processes": [{"pid": 1, "image": 0, "clock_ns": 30}]}
     got = {}
@@ -817,6 +819,10 @@ def test_replay_with_region_recency_costs_recently_paged_lines_warm() -> None:
         c = r.classes.set_index(["op", "size_class"])
         got[region] = c
         assert r.summary["region"] == region
+        # 3 x 24 byte-moving calls of 60 ns, 30 of them the clock read; the two empty calls apart
+        assert r.summary["measured_net_ns"] == pytest.approx(3 * n * 30.0)
+        assert r.summary["measured_net_unreplayed_ns"] == pytest.approx(60.0)
+        assert r.summary["measured_in_calls_ns"] == pytest.approx(3 * n * 60.0)
         mix = sum(c[f"share_{k}"] * c[f"sim_ns_{k}"] for k in ("warm", "llc", "cold"))
         assert c["predicted_ns"].to_numpy() == pytest.approx((mix * c["calls"] + c["call_cost_ns"]).to_numpy())
     line, page = got[64], got[4096]
