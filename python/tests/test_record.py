@@ -435,6 +435,17 @@ def test_host_cache_latencies_are_measured(monkeypatch: pytest.MonkeyPatch) -> N
         calibration.latencies((2,))
 
 
+def _random_calls(rng: np.random.Generator, n: int, lines: int, max_size: int) -> pd.DataFrame:
+    """n random copies and initialisations of two processes, 10 ns apart, over ``lines`` lines
+    (destinations at any byte, sources line-aligned), of 1 to ``max_size`` - 1 bytes."""
+    ev = pd.DataFrame({"t_ns": np.arange(n) * 10.0, "pid": rng.integers(1, 3, n),
+                       "op": rng.choice(["copy", "init"], n), "size": rng.integers(1, max_size, n),
+                       "dst": rng.integers(0, lines, n) * 64 + rng.integers(0, 64, n),
+                       "src": rng.integers(0, lines, n) * 64})
+    ev["src"] = ev["src"].where(ev["op"] == "copy")
+    return ev
+
+
 def test_cache_states_by_distinct_lines_match_a_brute_force_oracle() -> None:
     """``distance="lines"``: a line's distance is the distinct lines the process's calls touched
     between its two touches (an LRU stack distance), checked against a set-union oracle on random
@@ -444,12 +455,7 @@ def test_cache_states_by_distinct_lines_match_a_brute_force_oracle() -> None:
     rng = np.random.default_rng(1)
     l2, llc = 5 * 64, 20 * 64
     for _ in range(20):
-        n = 40
-        ev = pd.DataFrame({"t_ns": np.arange(n) * 10.0, "pid": rng.integers(1, 3, n),
-                           "op": rng.choice(["copy", "init"], n), "size": rng.integers(1, 600, n),
-                           "dst": rng.integers(0, 40, n) * 64 + rng.integers(0, 64, n),
-                           "src": rng.integers(0, 40, n) * 64})
-        ev["src"] = ev["src"].where(ev["op"] == "copy")
+        ev = _random_calls(rng, 40, 40, 600)
         st = cachestate.states(ev, l2, llc, 0.0, "warm", "lines")
         hist: dict[int, list[set[int]]] = {}
         for i, r in ev.iterrows():
@@ -767,12 +773,7 @@ def test_region_recency_takes_a_line_as_recent_as_its_page() -> None:
     assert cachestate.states(ev, 64 << 10, 1 << 20, distance="lines").loc[3, "llc"] == 1.0  # lines: per line
     rng = np.random.default_rng(7)
     for _ in range(10):
-        n = 40
-        rand = pd.DataFrame({"t_ns": np.arange(n) * 10.0, "pid": rng.integers(1, 3, n),
-                             "op": rng.choice(["copy", "init"], n), "size": rng.integers(1, 900, n),
-                             "dst": rng.integers(0, 64, n) * 64 + rng.integers(0, 64, n),
-                             "src": rng.integers(0, 64, n) * 64})
-        rand["src"] = rand["src"].where(rand["op"] == "copy")
+        rand = _random_calls(rng, 40, 64, 900)
         for region in (128, 1024):
             st = cachestate.states(rand, 600, 3000, 0.0, "cold", region=region)
             want = _oracle_states(rand, 600, 3000, 0.0, 2, region)
