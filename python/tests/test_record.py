@@ -303,9 +303,10 @@ def _events(rows: list[tuple[int, int, str, int, int | None, int]]) -> pd.DataFr
 
 
 def _oracle_states(ev: pd.DataFrame, l2: int, llc: int, rate: float,
-                   untouched: int) -> dict[int, tuple[float, float, float]]:
+                   untouched: int, region: int = 64) -> dict[int, tuple[float, float, float]]:
     """Line by line, in time order per process: the reuse distance of every line a call touches
-    (bytes moved by the process's calls since the line's last touch, plus rate x elapsed ns)."""
+    (bytes moved by the process's calls since the last touch of the line's aligned ``region`` by an
+    earlier call, plus rate x elapsed ns)."""
     out = {}
     for _pid, g in ev.sort_values(["pid", "t_ns"], kind="stable").groupby("pid"):
         last: dict[int, tuple[int, float]] = {}
@@ -315,14 +316,15 @@ def _oracle_states(ev: pd.DataFrame, l2: int, llc: int, rate: float,
             n = [0, 0, 0]
             for b in bufs:
                 for line in range(b // 64, (b + max(int(r["size"]), 1) - 1) // 64 + 1):
-                    if line in last:
-                        d = moved - last[line][0] + rate * (r["t_ns"] - last[line][1])
+                    key = line * 64 // region
+                    if key in last:
+                        d = moved - last[key][0] + rate * (r["t_ns"] - last[key][1])
                         n[0 if d < l2 else 1 if d < llc else 2] += 1
                     else:
                         n[untouched] += 1
             for b in bufs:
                 for line in range(b // 64, (b + max(int(r["size"]), 1) - 1) // 64 + 1):
-                    last[line] = (moved, r["t_ns"])
+                    last[line * 64 // region] = (moved, r["t_ns"])
             moved += int(r["size"]) * len(bufs)
             out[i] = tuple(x / sum(n) for x in n)
     return out
@@ -338,19 +340,23 @@ def test_cache_states_match_a_line_by_line_oracle() -> None:
             (1, 50, "init", 0x90000, None, 64), (1, 5_000_000, "init", 0x90000, None, 64),
             (1, 60, "copy", 0x10000, 0x5000000, 1000)]
     ev = _events(rows)
-    for rate in (0.0, 1.0):
-        for first, name in enumerate(cachestate.STATES):
-            st = cachestate.states(ev, 64 << 10, 1 << 20, rate, name)
-            want = _oracle_states(ev, 64 << 10, 1 << 20, rate, first)
-            for i, (w, llc, c) in want.items():
-                got = st.loc[i]
-                assert (got["warm"], got["llc"], got["cold"]) == pytest.approx((w, llc, c)), (rate, name, i)
-            assert st[["warm", "llc", "cold"]].sum(axis=1).to_numpy() == pytest.approx(1.0)
+    for region in (64, 4096):
+        for rate in (0.0, 1.0):
+            for first, name in enumerate(cachestate.STATES):
+                st = cachestate.states(ev, 64 << 10, 1 << 20, rate, name, region=region)
+                want = _oracle_states(ev, 64 << 10, 1 << 20, rate, first, region)
+                for i, (w, llc, c) in want.items():
+                    got = st.loc[i]
+                    assert (got["warm"], got["llc"], got["cold"]) == pytest.approx((w, llc, c)), (region, rate, name, i)
+                assert st[["warm", "llc", "cold"]].sum(axis=1).to_numpy() == pytest.approx(1.0)
     assert cachestate.states(ev, 64 << 10, 1 << 20).loc[4, "warm"] == 1.0  # untouched: warm by default
-    st0 = cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "llc")
+    st0 = cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "llc", region=64)
     assert st0.loc[1, "warm"] == 1.0 and st0.loc[3, "llc"] == 1.0 and st0.loc[4, "llc"] == 1.0
+    # the copy of 1000 bytes: per line, 14 of its 16 destination lines were never touched; their page was
+    assert st0.loc[7, "llc"] == pytest.approx(31 / 32)
+    assert cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "llc", region=4096).loc[7, "warm"] == pytest.approx(0.5)
     # a line untouched for 5 ms at 1 byte/ns is 5 MB away: beyond the last level
-    st1 = cachestate.states(ev, 64 << 10, 1 << 20, 1.0, "llc")
+    st1 = cachestate.states(ev, 64 << 10, 1 << 20, 1.0, "llc", region=64)
     assert st1.loc[6, "cold"] > 0 and st1["warm"].sum() <= st0["warm"].sum()
     with pytest.raises(ValueError, match="touch_rate"):
         cachestate.states(ev, 64 << 10, 1 << 20, -1.0)
@@ -429,6 +435,17 @@ def test_host_cache_latencies_are_measured(monkeypatch: pytest.MonkeyPatch) -> N
         calibration.latencies((2,))
 
 
+def _random_calls(rng: np.random.Generator, n: int, lines: int, max_size: int) -> pd.DataFrame:
+    """n random copies and initialisations of two processes, 10 ns apart, over ``lines`` lines
+    (destinations at any byte, sources line-aligned), of 1 to ``max_size`` - 1 bytes."""
+    ev = pd.DataFrame({"t_ns": np.arange(n) * 10.0, "pid": rng.integers(1, 3, n),
+                       "op": rng.choice(["copy", "init"], n), "size": rng.integers(1, max_size, n),
+                       "dst": rng.integers(0, lines, n) * 64 + rng.integers(0, 64, n),
+                       "src": rng.integers(0, lines, n) * 64})
+    ev["src"] = ev["src"].where(ev["op"] == "copy")
+    return ev
+
+
 def test_cache_states_by_distinct_lines_match_a_brute_force_oracle() -> None:
     """``distance="lines"``: a line's distance is the distinct lines the process's calls touched
     between its two touches (an LRU stack distance), checked against a set-union oracle on random
@@ -438,12 +455,7 @@ def test_cache_states_by_distinct_lines_match_a_brute_force_oracle() -> None:
     rng = np.random.default_rng(1)
     l2, llc = 5 * 64, 20 * 64
     for _ in range(20):
-        n = 40
-        ev = pd.DataFrame({"t_ns": np.arange(n) * 10.0, "pid": rng.integers(1, 3, n),
-                           "op": rng.choice(["copy", "init"], n), "size": rng.integers(1, 600, n),
-                           "dst": rng.integers(0, 40, n) * 64 + rng.integers(0, 64, n),
-                           "src": rng.integers(0, 40, n) * 64})
-        ev["src"] = ev["src"].where(ev["op"] == "copy")
+        ev = _random_calls(rng, 40, 40, 600)
         st = cachestate.states(ev, l2, llc, 0.0, "warm", "lines")
         hist: dict[int, list[set[int]]] = {}
         for i, r in ev.iterrows():
@@ -531,7 +543,7 @@ def test_distinct_line_distance_property(calls: list[tuple[int, str, int, int, i
         assert (np.isnan(med) and np.isnan(got)) or got == pytest.approx(med), (i, d)
     aligned = ev.assign(dst=[c[2] * 64 for c in calls], size=[-(-c[5] // 64) * 64 for c in calls])
     lines = cachestate.states(aligned, 5 * 64, 20 * 64, 0.0, "warm", "lines")["distance"]
-    moved = cachestate.states(aligned, 5 * 64, 20 * 64, 0.0, "warm", "bytes")["distance"]
+    moved = cachestate.states(aligned, 5 * 64, 20 * 64, 0.0, "warm", "bytes", region=64)["distance"]
     assert ((lines <= moved + 1e-9) | lines.isna()).all()
     assert (lines.isna() == moved.isna()).all()
 
@@ -568,6 +580,10 @@ def test_replay_distance_option_is_checked(recording: tuple[pd.DataFrame, Path])
     assert r.returncode == 2 and "--distance" in r.stderr and "bytes, lines" in r.stderr
     r = _cli("replay", str(path), "--cache", "cold", "--distance", "lines")
     assert r.returncode == 2 and "tracked only" in r.stderr
+    r = _cli("replay", str(path), "--region", "100")
+    assert r.returncode == 2 and "--region" in r.stderr and "power of two" in r.stderr
+    r = _cli("what-if", str(path), "--distance", "lines", "--region", "1024")
+    assert r.returncode == 2 and "--region" in r.stderr and "bytes only" in r.stderr
 
 
 def test_report_shows_saved_what_if_tables(tmp_path: Path) -> None:
@@ -644,6 +660,31 @@ def test_corrected_duration_clipped_or_not() -> None:
     assert corrected_dur(df, meta, clip=False).tolist() == [-2.0, 3.0, 6.0]
 
 
+def test_clock_floor_bounds_the_clock_reads_cost() -> None:
+    """A process whose start-up clock reads measured 40 ns while its calls took 27-31 ns: every
+    duration holds one read, so the reads cost at most the calls' floor (27 ns here), which
+    corrected_dur takes; a process whose calls are all slower than its start-up figure keeps it."""
+    from movelab.record.trace import add_clock_floors, conform, corrected_dur
+
+    dur = [27] * 5 + [28] * 3000 + [31] * 1000 + [90] * 10
+    df = conform(pd.DataFrame({"source": "interposer", "kind": "memcpy", "pid": [1] * len(dur) + [2] * 3,
+                               "image": 0, "t_ns": np.arange(len(dur) + 3), "dur_ns": [*dur, 50, 60, 70],
+                               "count": 1, "size": 8, "bytes": 8}))
+    meta = {"processes": [{"pid": 1, "image": 0, "clock_ns": 40}, {"pid": 2, "image": 0, "clock_ns": 35},
+                          {"pid": 3, "image": 0, "clock_ns": 30}]}
+    before = corrected_dur(df, meta)
+    assert before.iloc[:3000].sum() == 0  # clipped: the start-up figure hides every call under 40 ns
+    add_clock_floors(df, meta)
+    p1, p2, p3 = meta["processes"]
+    assert 27.0 <= p1["clock_floor_ns"] <= 28.0 and p2["clock_floor_ns"] == pytest.approx(50.02)
+    assert "clock_floor_ns" not in p3  # no calls: no floor
+    after = corrected_dur(df, meta)
+    assert after.iloc[1000] == pytest.approx(28 - p1["clock_floor_ns"])  # a 28 ns call, not clipped to 0
+    assert after.iloc[4004] == pytest.approx(31 - p1["clock_floor_ns"])
+    assert after.iloc[-3:].tolist() == [15.0, 25.0, 35.0]  # process 2 keeps its 35 ns (below its floor)
+    assert (after >= before).all()
+
+
 def _gap_recording(per_gap: dict[float, float], n: int = 150) -> pd.DataFrame:
     """A recording of n 16-byte memcpy calls per gap (ns since the previous call's end), each taking
     the given ns beyond the process's 30 ns clock-read cost, on one hot pair of buffers."""
@@ -699,3 +740,104 @@ def test_replay_checks_gap_costs(recording: tuple[pd.DataFrame, Path]) -> None:
     with pytest.raises(ValueError, match="non-negative"):
         replay(df, "rowclone-system", "cpu", call_cost={"memcpy": [1.0, -2.0]}, gap_edges_ns=[100])
 
+
+
+def test_region_recency_takes_a_line_as_recent_as_its_page() -> None:
+    """A line whose own last recorded touch is 300 kB back (beyond a 64 KiB level 2) but whose
+    4 KiB page a call touched just before is ``warm`` with region recency and ``llc`` per line; a
+    region no earlier call touched keeps the untouched state for every line the call touches in it
+    (its later lines are not 'just touched' by the same call); checked against the oracle on
+    random traces."""
+    from movelab.record import cachestate
+
+    rows = [(1, 0, "copy", 0x10000, 0x20000, 64),
+            (1, 10, "init", 0xA00000, None, 300_000),   # 300 kB: past the level 2
+            (1, 20, "copy", 0x10800, 0x20800, 8),        # the program reads a header on both pages
+            (1, 30, "copy", 0x10000, 0x20000, 64),       # then copies the lines touched 300 kB ago
+            (1, 40, "init", 0x50000, None, 8192)]        # two fresh pages in one call
+    ev = _events(rows)
+    line = cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "llc", region=64)
+    page = cachestate.states(ev, 64 << 10, 1 << 20, 0.0, "llc", region=4096)
+    assert line.loc[3, "llc"] == 1.0 and page.loc[3, "warm"] == 1.0
+    # the header reads: never touched per line (untouched: llc here); their pages 300 kB back: llc
+    assert line.loc[2, "llc"] == 1.0 and page.loc[2, "llc"] == 1.0
+    assert page.loc[4, "llc"] == 1.0  # every line of the two fresh pages: untouched, not warm
+    assert page.loc[3, "distance"] == pytest.approx(16.0) and line.loc[3, "distance"] == pytest.approx(300_144.0)
+    assert (page["warm"] >= line["warm"] - 1e-12).all()  # a region is touched at least as recently as its lines
+    with pytest.raises(ValueError, match="power of two"):
+        cachestate.states(ev, 64 << 10, 1 << 20, region=100)
+    with pytest.raises(ValueError, match="power of two"):
+        cachestate.states(ev, 64 << 10, 1 << 20, region=32)
+    with pytest.raises(ValueError, match="distance='bytes' only"):
+        cachestate.states(ev, 64 << 10, 1 << 20, distance="lines", region=4096)
+    assert cachestate.states(ev, 64 << 10, 1 << 20, distance="lines").loc[3, "llc"] == 1.0  # lines: per line
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        rand = _random_calls(rng, 40, 64, 900)
+        for region in (128, 1024):
+            st = cachestate.states(rand, 600, 3000, 0.0, "cold", region=region)
+            want = _oracle_states(rand, 600, 3000, 0.0, 2, region)
+            for i, w in want.items():
+                assert tuple(st.loc[i, ["warm", "llc", "cold"]]) == pytest.approx(w), (region, i)
+
+
+def test_replay_with_region_recency_costs_recently_paged_lines_warm() -> None:
+    """End to end on the simulator: 64-byte copies whose lines were last copied 3 MiB of other
+    data ago (a kernel read through the cache: past rowclone-system's 1 MiB level 2 and last
+    level), each right after an 8-byte copy from the same pages. Per line half their touches are
+    cold; with region recency they are warm, and the 8-byte copies (lines never copied before,
+    pages 3 MiB back) take the other side. The replay's prediction is the class's per-state
+    simulations weighted by those shares, and warm costs less than cold."""
+    import movelab
+    from movelab.record.trace import conform
+
+    rows, t = [], 1000
+    n = 24
+
+    def call(kind: str, dst: int, src: int | None, size: int) -> None:
+        nonlocal t
+        rows.append({"source": "interposer", "kind": kind, "pid": 1, "tid": 1, "image": 0, "t_ns": t,
+                     "dur_ns": 60, "count": 1, "size": size, "bytes": size, "size_class": int(size).bit_length(),
+                     "src": src, "dst": dst, "faults": 0, "switches": 0})
+        t += 100
+
+    for i in range(n):
+        call("memcpy", 0x900000 + i * 4096, 0x100000 + i * 4096, 64)
+    # the kernel writes 1.5 MiB into a buffer (3 MiB through the cache; not replayed itself)
+    rows.append({"source": "kernel", "kind": "user_buf_written", "pid": 1, "tid": 1, "image": 0, "t_ns": t,
+                 "count": 1, "size": 3 << 19, "bytes": 0, "dst": 0x4000000})
+    t += 100
+    for i in range(n):
+        call("memcpy", 0x900000 + i * 4096 + 2048, 0x100000 + i * 4096 + 2048, 8)
+        call("memcpy", 0x900000 + i * 4096, 0x100000 + i * 4096, 64)
+    call("memmove", 0x900000, 0x100000, 0)  # calls of 0 bytes: not replayed, measured apart
+    call("memset", 0x900000, None, 0)
+    df = conform(pd.DataFrame(rows))
+    df.attrs["movelab"] = {"processes": [{"pid": 1, "image": 0, "clock_ns": 30}]}
+    got = {}
+    for region in (64, 4096):
+        r = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, region=region)
+        c = r.classes.set_index(["op", "size_class"])
+        got[region] = c
+        assert r.summary["region"] == region
+        # 3 x 24 byte-moving calls of 60 ns, 30 of them the clock read; the two empty calls apart
+        assert r.summary["measured_net_ns"] == pytest.approx(3 * n * 30.0)
+        assert r.summary["measured_net_unreplayed_ns"] == pytest.approx(60.0)
+        assert r.summary["measured_in_calls_ns"] == pytest.approx(3 * n * 60.0)
+        mix = sum(c[f"share_{k}"] * c[f"sim_ns_{k}"] for k in ("warm", "llc", "cold"))
+        assert c["predicted_ns"].to_numpy() == pytest.approx((mix * c["calls"] + c["call_cost_ns"]).to_numpy())
+    line, page = got[64], got[4096]
+    big, small = ("copy", 7), ("copy", 4)
+    # 64-byte copies: half first touches (warm), half at 3 MiB per line; all warm by their pages
+    assert (line.loc[big, "share_warm"], line.loc[big, "share_cold"]) == pytest.approx((0.5, 0.5))
+    assert page.loc[big, "share_warm"] == pytest.approx(1.0)
+    # 8-byte copies: never-touched lines (warm) per line; their pages were touched 3 MiB back: cold
+    assert line.loc[small, "share_warm"] == pytest.approx(1.0)
+    assert page.loc[small, "share_cold"] == pytest.approx(1.0)
+    # so the 64-byte class is costed as warm alone with region recency, half cold per line
+    assert page.loc[big, "predicted_ns"] == pytest.approx(page.loc[big, "calls"] * page.loc[big, "sim_ns_warm"]
+                                                          + page.loc[big, "call_cost_ns"])
+    with pytest.raises(ValueError, match="power of two"):
+        movelab.replay(df, "rowclone-system", "cpu", samples=1, region=3000)
+    with pytest.raises(ValueError, match=r"apply to cache=.tracked. only"):
+        movelab.replay(df, "rowclone-system", "cpu", samples=1, cache="cold", region=4096)

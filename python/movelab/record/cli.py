@@ -51,6 +51,27 @@ def _distance(distance: str | None, mode: str) -> str | None:
     return distance
 
 
+def _region(region: int | None, mode: str, distance: str | None) -> int | None:
+    """``--region``: a power of two of at least one line, with ``--cache tracked`` and the byte
+    distance only."""
+    from movelab.record.cachestate import LINE
+
+    if region is None:
+        return None
+    if region < LINE or region & (region - 1):
+        raise typer.BadParameter(f"{region}: a power of two of at least {LINE} bytes", param_hint="--region")
+    if mode != "tracked":
+        raise typer.BadParameter(f"applies to --cache tracked only, not --cache {mode}", param_hint="--region")
+    if distance == "lines" and region != LINE:
+        raise typer.BadParameter(f"applies to --distance bytes only (lines tracks each {LINE}-byte line)",
+                                 param_hint="--region")
+    return region
+
+
+_REGION_HELP = ("With --cache tracked and the byte distance, the recency granularity in bytes: a line counts as "
+                "touched when any line of its aligned region was (the program's own touches around what it copies). "
+                "Default: the replay's default (docs/record-replay.md); 64 tracks each line alone.")
+
 _DISTANCE_HELP = ("With --cache tracked, how a line's reuse distance counts the calls between two touches: lines "
                   "(the distinct lines they touched: the LRU stack distance) or bytes (every byte they moved). "
                   "Default: the replay's default (docs/record-replay.md).")
@@ -132,6 +153,7 @@ def replay_cmd(
                               "left them) or warm (after a first pass that caches them)."),
     warm: bool = typer.Option(False, "--warm", help="The same as --cache warm."),
     distance: str | None = typer.Option(None, "--distance", help=_DISTANCE_HELP, show_default=False),
+    region: int | None = typer.Option(None, "--region", help=_REGION_HELP, show_default=False),
     call_cost: bool = typer.Option(True, "--call-cost/--no-call-cost", help="Add each call's own cost (the call "
                                    "and the allocator's work), measured on this machine by a calibration run."),
     undisturbed: bool = typer.Option(False, "--undisturbed", help="Only calls inside which their thread took no "
@@ -154,6 +176,7 @@ def replay_cmd(
         raise typer.BadParameter(f"{sources!r}: one of all, interposer, kernel", param_hint="--sources")
     mode = "warm" if warm else _cache_mode(cache)
     dist = _distance(distance, mode)
+    reg = _region(region, mode, dist)
     try:
         df, meta = read(trace)
     except (ValueError, OSError) as e:
@@ -175,7 +198,7 @@ def replay_cmd(
     for m in mechanism:
         try:
             r = replay(df, plat, m, samples=samples, overrides=parse_set(set_), cache=mode, call_cost=costs,
-                       distance=dist, _cache=memo)
+                       distance=dist, region=reg, _cache=memo)
         except (ValueError, OSError) as e:
             _fail(e)
         results.append(r)
@@ -217,6 +240,7 @@ def what_if_cmd(
     samples: int = typer.Option(16, "--samples", min=1, help="Calls replayed per size class at most."),
     cache: str = typer.Option("tracked", "--cache", help="tracked, cold or warm (as for movelab replay)."),
     distance: str | None = typer.Option(None, "--distance", help=_DISTANCE_HELP, show_default=False),
+    region: int | None = typer.Option(None, "--region", help=_REGION_HELP, show_default=False),
     call_cost: bool = typer.Option(True, "--call-cost/--no-call-cost", help="Add each call's own cost, measured "
                                    "on this machine by a calibration run."),
     out: Path | None = typer.Option(None, "--out", help="Write what-if.csv, what-if-classes.csv, what-if.json and "
@@ -238,10 +262,11 @@ def what_if_cmd(
     df.attrs["movelab"] = meta
     mode = _cache_mode(cache)
     dist = _distance(distance, mode)
+    reg = _region(region, mode, dist)
     plat, notes = _platform(platform, memory)
     costs = _call_costs(plat, notes) if call_cost else None
     summary, classes = what_if(df, plat, samples=samples, cache=mode, call_cost=costs,
-                               **({"distance": dist} if dist else {}))
+                               **({"distance": dist} if dist else {}), **({"region": reg} if reg else {}))
     if out is not None:
         with staged_dir(out, force) as stage:
             summary.to_csv(stage / names[0], index=False)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from movelab.record import _build, kernel
-from movelab.record.trace import _align, _size_class, conform, read_process_file, write_parquet
+from movelab.record.trace import _align, _size_class, add_clock_floors, conform, read_process_file, write_parquet
 
 __all__ = ["run"]
 
@@ -143,6 +143,7 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
         "kernel_events": use_perf, "processes": procs, "not_recorded": not_recorded, "machine": _machine(),
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    add_clock_floors(df, meta)
     df.attrs["movelab"] = meta
     if out is not None:
         from movelab._util import atomic_path

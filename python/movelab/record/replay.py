@@ -203,7 +203,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            overrides: Mapping[str, Any] | None = None, warm: bool = False, cache: str | None = None,
            call_cost: Mapping[str, float] | None = None, touch_rate: float | None = None,
            distance: str | None = None, fresh: str | None = None, kernel_touches: bool = True,
-           gap_edges_ns: Sequence[float] | None = None, _cache: dict | None = None) -> Replay:
+           gap_edges_ns: Sequence[float] | None = None, region: int | None = None,
+           _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
     (one of :data:`MECHANISMS`).
@@ -222,7 +223,9 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     byte they moved); default :data:`movelab.record.cachestate.DISTANCE`. ``fresh``: the state of
     a destination line no earlier recorded call touched (``"warm"``, ``"llc"``, ``"cold"``, or
     ``"untouched"``: the state of other untouched lines); default
-    :data:`movelab.record.cachestate.FRESH`.
+    :data:`movelab.record.cachestate.FRESH`. ``region``: the recency granularity in bytes (a
+    line's previous touch is its aligned region's latest; default
+    :data:`movelab.record.cachestate.REGION` with ``"bytes"``, one line with ``"lines"``).
 
     ``kernel_touches``: for ``"tracked"``, count the kernel's copies to and from user buffers
     (``read``, ``pread``, ``write``, ... recorded with their buffer) as touches of those lines, as
@@ -250,8 +253,13 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     if fresh is not None and fresh not in (*cachestate.STATES, "untouched"):
         raise ValueError(f"unknown fresh state {fresh!r} (known: {', '.join(cachestate.STATES)}, untouched)")
     fresh_state = cachestate.FRESH if fresh is None else None if fresh == "untouched" else fresh
-    if (distance is not None or fresh is not None) and mode != "tracked":
-        raise ValueError(f"distance and fresh apply to cache='tracked' only, not {mode!r}")
+    if (distance is not None or fresh is not None or region is not None) and mode != "tracked":
+        raise ValueError(f"distance, fresh and region apply to cache='tracked' only, not {mode!r}")
+    reg = (cachestate.REGION if dist == "bytes" else cachestate.LINE) if region is None else region
+    if isinstance(reg, bool) or not isinstance(reg, int) or reg < cachestate.LINE or reg & (reg - 1):
+        raise ValueError(f"region must be a power of two of at least {cachestate.LINE} bytes, got {region!r}")
+    if dist == "lines" and reg != cachestate.LINE:
+        raise ValueError(f"region recency ({reg} bytes) applies to distance='bytes' only")
     costs = dict(call_cost or {})
     edges = None if gap_edges_ns is None else [float(e) for e in gap_edges_ns]
     if edges is not None and (any(not math.isfinite(e) or e <= 0 for e in edges) or edges != sorted(set(edges))):
@@ -282,12 +290,12 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     l2_bytes, llc_bytes = _cache_bytes(platform, base)
     rho = cachestate.TOUCH_RATE if touch_rate is None else touch_rate
     if mode == "tracked":
-        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho, dist, fresh_state, kernel_touches)
+        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho, dist, fresh_state, kernel_touches, reg)
         if skey not in cache_d:
             kt = df[df["kind"].isin(TOUCH_KINDS)] if kernel_touches else None
             # df kept: its id stays unique
             cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho, distance=dist, fresh=fresh_state,
-                                                   kernel=kt))
+                                                   kernel=kt, region=reg))
         st = cache_d[skey][1]
     mech_ov = _merge(base, MECHANISMS[mechanism])
     cpu_ov = _merge(base, MECHANISMS["cpu"])
@@ -361,8 +369,14 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             rows.append(row)
     classes = pd.DataFrame(rows)
     user = df[df["source"] == "interposer"]
-    measured_in_calls = float(user["dur_ns"].sum())
-    measured_net = float(corrected_dur(user, meta).sum())
+    # The measured side covers the calls the replay predicts (those that move bytes); calls of
+    # 0 bytes (SQLite makes 0.4 million: memmove and memset of nothing) stay in the program's own
+    # time, and their time inside the calls is reported apart.
+    moving = user.index.isin(ev.index)
+    measured_in_calls = float(user.loc[moving, "dur_ns"].sum())
+    net_all = corrected_dur(user, meta)
+    measured_net = float(net_all[moving].sum())
+    measured_zero = float(net_all[~moving].sum())
     wall = float(meta.get("program_ns", meta.get("wall_ns", float("nan"))))
     moved = float(classes["predicted_ns"].sum())
     summary = {
@@ -370,11 +384,13 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "total_ns": wall - measured_in_calls + moved if not math.isnan(wall) else float("nan"),
         "energy_nj": float(classes["energy_nj"].sum()), "channel_bytes": float(classes["channel_bytes"].sum()),
         "measured_in_calls_ns": measured_in_calls, "measured_net_ns": measured_net, "program_ns": wall,
+        "measured_net_unreplayed_ns": measured_zero,
         "calls": int(ev["count"].sum()), "bytes": int(ev["bytes"].sum()),
         "sampled_calls": int(classes["sampled"].sum()), "classes": len(classes), "rate_instr_per_ns": rate,
         "warm": mode == "warm", "cache": mode, "call_cost_ns": float(classes["call_cost_ns"].sum()),
         "l2_bytes": l2_bytes, "llc_bytes": llc_bytes, "touch_rate": rho if mode == "tracked" else None,
-        "distance": dist if mode == "tracked" else None, "fresh": fresh_state if mode == "tracked" else None,
+        "distance": dist if mode == "tracked" else None, "region": reg if mode == "tracked" else None,
+        "fresh": fresh_state if mode == "tracked" else None,
         "kernel_touches": int(df["kind"].isin(TOUCH_KINDS).sum()) if mode == "tracked" and kernel_touches else 0,
     }
     if mode == "tracked":
