@@ -366,9 +366,16 @@ def bench_dram(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing bench-dram.json."),
     config: str = typer.Option("ddr3-1600k-bench", help="Config preset or TOML file for the request runs, "
                                                         "e.g. ddr5-3200an."),
+    ramulator: Path | None = typer.Option(None, "--ramulator", help="A built Ramulator 2.1 source tree: also time "
+                                          "it against movelab, whole processes alternating, on one random trace "
+                                          "of --requests requests (--config ddr3-1600k-bench or ddr5-3200an).",
+                                          show_default=False),
+    ramulator_python: str = typer.Option("python3", "--ramulator-python", help="The Python interpreter that "
+                                         "runs Ramulator 2.1 (its tree's python/ folder is put on its path)."),
 ) -> None:
     """Speed benchmark of the DRAM simulator: requests/s and bulk-copy bytes/s, simulated cycles and
-    peak memory."""
+    peak memory; with --ramulator, the speed ratio against Ramulator 2.1 on the same trace."""
+    from movelab.dram.against_ramulator import COUNTERPARTS, check_ramulator, run_against_ramulator
     from movelab.dram.bench import run_bench, run_bulk
 
     sizes = () if bulk_sizes.strip().lower() == "none" else _sizes(bulk_sizes, "--bulk-sizes")
@@ -376,15 +383,32 @@ def bench_dram(
         spec = dram.load_config(config).spec
     except (ValueError, FileNotFoundError) as e:
         _fail(e)
+    if ramulator is not None:
+        if config not in COUNTERPARTS:
+            _fail(ValueError(f"--config {config}: no Ramulator 2.1 counterpart is defined "
+                             f"(known: {', '.join(COUNTERPARTS)})"))
+        try:
+            check_ramulator(ramulator, ramulator_python)
+        except (ValueError, OSError) as e:
+            _fail(e)
     check_output_dir(out, ["bench-dram.json"], force)
     log = None if fmt == "json" else console
     rows = run_bench(requests, repeats, console=log, config=config)
     bulk = run_bulk(sizes, 1, console=log)
+    vs = None
+    if ramulator is not None:
+        try:
+            vs = run_against_ramulator(config, requests, repeats, ramulator, ramulator_python, console=log)
+        except (RuntimeError, ValueError, OSError) as e:
+            _fail(e)
+    doc: dict[str, Any] = {"requests": rows, "bulk": bulk}
+    if vs is not None:
+        doc["against_ramulator"] = vs
     if out is not None:
         with staged_dir(out, force) as d:
-            (d / "bench-dram.json").write_text(json.dumps({"requests": rows, "bulk": bulk}, indent=2))
+            (d / "bench-dram.json").write_text(json.dumps(doc, indent=2))
     if fmt == "json":
-        echo_json({"requests": rows, "bulk": bulk})
+        echo_json(doc)
         return
     t = Table(title=f"DRAM simulator speed ({config}: {spec['speed']}, {spec['part']}; stream and random, 80% reads)",
               box=box.SIMPLE_HEAD, pad_edge=False)
@@ -405,3 +429,26 @@ def bench_dram(
             t.add_row(f"{r['bytes'] >> 20} MiB", f"{r['mib_per_s']:,.1f}", f"{r['seconds_median']:.2f}",
                       f"{r['cycles']:,}", r["by"], f"{r['peak_rss_mib']:.1f}")
         console.print(t)
+    if vs is not None:
+        console.print(_against_ramulator_table(vs))
+
+
+def _against_ramulator_table(vs: dict[str, Any]) -> Table:
+    """The side-by-side table of `bench dram --ramulator`: whole-process medians of alternating runs."""
+    r, m = vs["ramulator"], vs["movelab"]
+    t = Table(title=f"Against Ramulator 2.1 ({vs['config']} / {r['standard']} {r['timing_preset']}; "
+                    f"{vs['requests']:,} random requests, whole processes, {vs['rounds']} alternating rounds)",
+              box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("simulator", no_wrap=True)
+    for col in ["wall s (median)", "wall s (range)", "CPU s (median)", "cycles", "hits / misses / conflicts",
+                "RSS MiB"]:
+        t.add_column(col, justify="right", no_wrap=True)
+    for name, s in (("Ramulator 2.1", r), ("movelab", m)):
+        row = s["row"]
+        t.add_row(name, f"{s['wall_s_median']:.2f}", f"{s['wall_s_min']:.2f}-{s['wall_s_max']:.2f}",
+                  f"{s['cpu_s_median']:.2f}", f"{s['cycles']:,}",
+                  f"{row['hits']:,} / {row['misses']:,} / {row['conflicts']:,}", f"{s['peak_rss_mib']:.1f}")
+    t.caption = (f"movelab faster by {vs['ratio_wall_median']:.1f}x (wall, median of the rounds' ratios; range "
+                 f"{vs['ratio_wall_min']:.1f}-{vs['ratio_wall_max']:.1f}x), {vs['ratio_cpu_median']:.1f}x in CPU "
+                 f"time; cycles {vs['cycles_difference']:+.2%} against Ramulator 2.1")
+    return t

@@ -18,11 +18,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:  # pandas is imported where it is used: every CLI command imports this module
+    import pandas as pd
 
 console = Console()
 
@@ -153,6 +155,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     # 8-byte memcpy on this shared machine) hold other programs' time: left out too.
     disturbed = (user["faults"].fillna(0) > 0) | (user["switches"].fillna(0) > 0)
     # the kernel's copies to and from user buffers stay: the cache-state tracking counts them
+    import pandas as pd
+
     clean = pd.concat([user[~disturbed], f[f["kind"].isin(TOUCH_KINDS)]])
     clean.attrs = dict(f.attrs)
     faulted_ms = float(user.loc[user["faults"].fillna(0) > 0, "dur_ns"].sum()) / 1e6

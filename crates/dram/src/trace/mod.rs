@@ -383,6 +383,26 @@ impl<R: BufRead> TraceReader<R> {
     /// Reads the next line into `buf` (without its line ending). `Ok(false)` at the end.
     fn read_line(&mut self) -> Result<bool, TraceError> {
         self.buf.clear();
+        // Fast path: the whole line is already in the reader's buffer (past the first line, whose
+        // byte-order mark the general path removes). Same result as the general path below.
+        if self.line > 0 {
+            if let Ok(avail) = self.reader.fill_buf() {
+                let window = &avail[..avail.len().min(MAX_LINE_BYTES + 2)];
+                if let Some(i) = window.iter().position(|&b| b == b'\n') {
+                    let end = if i > 0 && window[i - 1] == b'\r' {
+                        i - 1
+                    } else {
+                        i
+                    };
+                    if end <= MAX_LINE_BYTES {
+                        self.buf.extend_from_slice(&window[..end]);
+                        self.reader.consume(i + 1);
+                        self.line += 1;
+                        return Ok(true);
+                    }
+                }
+            }
+        }
         let limit = (MAX_LINE_BYTES + 2) as u64;
         let n = match (&mut self.reader)
             .take(limit)
@@ -427,6 +447,11 @@ impl<R: BufRead> TraceReader<R> {
                     Ok(true) => {}
                     Ok(false) => return None,
                     Err(e) => return Some(Err(e)),
+                }
+            }
+            if matches!(self.parser, Parser::Ramulator) {
+                if let Some(item) = ramulator::parse_plain(&self.buf) {
+                    return Some(Ok(item));
                 }
             }
             let parsed = match std::str::from_utf8(&self.buf) {

@@ -14,6 +14,39 @@ use std::io::Write;
 
 const SYNTAX: &str = "expected 'LD ADDR' or 'ST ADDR' (Ramulator 2 load/store trace)";
 
+/// The common line, as movelab and Ramulator 2 write it: `LD 0x...` or `ST 0x...` (upper case, one
+/// space, 1 to 16 hexadecimal digits, nothing after), read straight from the bytes. Anything else
+/// gives `None` and goes to [`parse_line`], which reads the same lines to the same requests (a unit
+/// test and a property test compare the two), so this only saves time: no UTF-8 check, comment
+/// search, tokenising or per-digit validation pass.
+#[inline]
+pub(crate) fn parse_plain(line: &[u8]) -> Option<TraceItem> {
+    let (head, digits) = line.split_at_checked(5)?;
+    let op = match head {
+        b"LD 0x" => Op::Read,
+        b"ST 0x" => Op::Write,
+        _ => return None,
+    };
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    let mut addr = 0u64;
+    for &b in digits {
+        let v = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return None,
+        };
+        addr = (addr << 4) | u64::from(v);
+    }
+    Some(TraceItem::Req(Request {
+        addr,
+        op,
+        arrival: None,
+    }))
+}
+
 /// Parses one line; `Ok(None)` for a blank or comment line.
 pub(crate) fn parse_line(line: &str) -> Result<Option<TraceItem>, String> {
     let text = strip_comment(line);
@@ -96,6 +129,43 @@ mod tests {
         ];
         assert_eq!(read(text, TraceFormat::Ramulator), Ok(want.clone()));
         assert_eq!(read(text, TraceFormat::Auto), Ok(want));
+    }
+
+    #[test]
+    fn the_plain_fast_path_reads_as_the_general_parser_does() {
+        let lines = [
+            "LD 0x1f2e3d40",
+            "ST 0X40",
+            "ST 0x40",
+            "LD 0xffffffffffffffff",
+            "LD 0x1ffffffffffffffff",
+            "LD 0x0000000000000000001",
+            "LD 0x",
+            "LD 0xg",
+            "LD 0x40 ",
+            "LD 0x40#c",
+            "LD  0x40",
+            "ld 0x40",
+            "LD 64",
+            "LD 0xAbCdEf",
+            "XX 0x40",
+            "LD",
+            "",
+        ];
+        for line in lines {
+            let general = parse_line(line);
+            match parse_plain(line.as_bytes()) {
+                Some(item) => assert_eq!(general, Ok(Some(item)), "{line:?}"),
+                None => assert!(
+                    !(line.len() <= 21
+                        && line.starts_with("LD 0x")
+                        && general.is_ok()
+                        && line[5..].bytes().all(|b| b.is_ascii_hexdigit())
+                        && !line[5..].is_empty()),
+                    "{line:?} is plain but was refused"
+                ),
+            }
+        }
     }
 
     #[test]

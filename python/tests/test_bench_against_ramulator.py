@@ -1,0 +1,69 @@
+"""`bench dram --ramulator`'s plumbing, with a stand-in for Ramulator 2.1's Python front (the real one is
+built outside the repository): both simulators get the same trace, the rounds alternate, and the result
+carries each one's own statistics and the ratios of the same rounds."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from movelab.dram import against_ramulator as ar
+
+FAKE = '''
+import types
+print("[Ramulator::LoadStoreTrace] info: a log line before the result")
+class _C:
+    def __init__(self, **kw):
+        self.kw = kw
+for _ns, _names in {"dram": ["DDR3", "DDR5"], "controller": ["GenericDDR"], "scheduler": ["FRFCFS"],
+                    "refresh_manager": ["AllBank"], "row_policy": ["Open"], "addr_mapper": ["RoBaRaCoCh"],
+                    "memory_system": ["GenericDRAM"], "channel_mapper": ["CacheLineInterleave"],
+                    "frontend": ["LoadStoreTrace"]}.items():
+    globals()[_ns] = types.SimpleNamespace(**{n: _C for n in _names})
+class Simulation:
+    def __init__(self, frontend, memory_system):
+        self.path = frontend.kw["path"]
+        self.std = type(memory_system.kw["controllers"][0].kw["dram"]).__name__
+    def run(self):
+        self.lines = open(self.path).read().splitlines()
+    @property
+    def stats(self):
+        n = len(self.lines)
+        return {"memory_system": {"controller": {"cycles": 10 * n, "row_hits": 1, "row_misses": 2,
+                "row_conflicts": n - 3, "num_read_reqs": sum(ln.startswith("LD") for ln in self.lines),
+                "num_write_reqs": sum(ln.startswith("ST") for ln in self.lines)}}}
+'''
+
+
+def test_both_simulators_run_the_same_trace_in_alternating_rounds(tmp_path: Path, monkeypatch) -> None:
+    pkg = tmp_path / "python" / "ramulator"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(FAKE)
+    monkeypatch.setattr(ar, "check_ramulator", lambda root, python: None)
+    n = 3000
+    v = ar.run_against_ramulator("ddr3-1600k-bench", n, 2, tmp_path, sys.executable)
+    assert v["rounds"] == 2 and v["requests"] == n
+    r, m = v["ramulator"], v["movelab"]
+    assert r["cycles"] == 10 * n  # the stand-in read every line of the trace it was given
+    assert r["row"] == {"hits": 1, "misses": 2, "conflicts": n - 3}
+    assert m["row"]["hits"] + m["row"]["misses"] + m["row"]["conflicts"] == n
+    assert m["set"]["controller.read_queue"] == 33 and m["set"]["controller.keep_activated_rows"] == "true"
+    assert v["cycles_difference"] == pytest.approx(m["cycles"] / r["cycles"] - 1)
+    assert v["ratio_wall_min"] <= v["ratio_wall_median"] <= v["ratio_wall_max"]
+    assert all(x > 0 for x in (r["wall_s_median"], m["wall_s_median"], m["peak_rss_mib"], v["ratio_cpu_median"]))
+    json.dumps(v)  # what bench-dram.json holds
+
+
+def test_the_ddr5_run_takes_ramulators_refresh_clocks() -> None:
+    sets = ar.movelab_sets("ddr5-3200an")
+    assert "dram.timing.nRFC=472" in sets and "dram.timing.nREFI=6240" in sets
+    assert "dram.timing.nRFC=472" not in ar.movelab_sets("ddr3-1600k-bench")
+
+
+def test_a_tree_that_is_not_built_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "python" / "ramulator").mkdir(parents=True)
+    (tmp_path / "python" / "ramulator" / "__init__.py").write_text("")
+    with pytest.raises(ValueError, match="is not built"):
+        ar.check_ramulator(tmp_path, sys.executable)
