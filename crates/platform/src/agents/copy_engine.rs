@@ -8,9 +8,16 @@
 //! stores that touch it stall until the final notification).
 //!
 //! The flow: the copy control unit translates the addresses and splits the copy at page
-//! boundaries into commands; each travels to the engine (a bus transaction off-die); the engine
-//! moves a command in batches of its stream buffer: reads of every source line of the batch, then
-//! writes of every destination line, so that each phase streams through open rows. Source lines
+//! boundaries into commands; each travels to the engine (a bus transaction off-die) and waits in
+//! its queue of commands (section 5.4, Fig. 7); the engine moves a command in batches of its
+//! stream buffer: reads of every source line of the batch, then writes of every destination line,
+//! so that each phase streams through open rows. The stream buffer is shared by the queued
+//! commands: while it has room, the next command's reads go out before the current one's are
+//! back, so commands smaller than the buffer (a 1 KB packet is 16 of its 64 lines) keep up to a
+//! buffer's worth of lines in flight and pay the memory latency once per buffer, not once per
+//! command. A command whose lines overlap an earlier unfinished command's destination (or whose
+//! destination overlaps an earlier one's lines) waits until the buffer has drained, so copies
+//! still take effect in the order they were issued. Source lines
 //! are snooped: off-die, a line dirty in the core's cache comes from the cache over the bus;
 //! on-die, any cached source line is read from the cache. Destination lines are invalidated in
 //! the caches, or, with `dest_to_cache` (section 6.7), written into L2 instead of memory.
@@ -34,6 +41,8 @@ const DONE: u16 = 3;
 
 #[derive(Debug, Clone)]
 struct Cmd {
+    /// Issue order (commands before it in this order take effect first).
+    order: u64,
     copy: u32,
     core: usize,
     src: u64,
@@ -47,6 +56,8 @@ struct Cmd {
     /// their source lines had when read (value shadow on, source and destination aligned alike).
     batch_dst: Vec<u64>,
     batch_vals: Vec<Option<u64>>,
+    /// Source lines of the current batch (what it holds in the stream buffer).
+    batch_lines: u64,
     writes_issued: u32,
     writes_done: u32,
 }
@@ -78,8 +89,13 @@ pub struct CopyEngine {
     /// Commands not yet finished, by id.
     cmds: BTreeMap<u32, Cmd>,
     next_cmd: u32,
+    /// Commands issued so far (the next command's `order`).
+    issued: u64,
+    /// Commands waiting for their next batch, in order.
     queue: VecDeque<u32>,
-    active: Option<u32>,
+    /// Source lines in the stream buffer: batches whose reads went out and whose writes have
+    /// not (at most `buffer_lines`, or one batch that alone fills it).
+    buffered: u64,
     /// Copies not yet notified, by offload id.
     states: BTreeMap<u32, CopyState>,
     /// Copies finished, their summed issue-to-completion time, the last completion.
@@ -114,8 +130,9 @@ impl CopyEngine {
             pct: sys.add_guard(c.pending_copy_entries as usize),
             cmds: BTreeMap::new(),
             next_cmd: 0,
+            issued: 0,
             queue: VecDeque::new(),
-            active: None,
+            buffered: 0,
             states: BTreeMap::new(),
             copies: 0,
             copy_time: 0,
@@ -134,29 +151,63 @@ impl CopyEngine {
 
     fn command_arrives(&mut self, sys: &mut MemorySystem, now: Ps, cmd: u32) {
         self.queue.push_back(cmd);
-        if self.active.is_none() {
-            self.next_command(sys, now);
-        }
+        self.fill(sys, now);
     }
 
-    fn next_command(&mut self, sys: &mut MemorySystem, now: Ps) {
-        while let Some(c) = self.queue.pop_front() {
-            self.active = Some(c);
-            if self.batch(sys, now, c) {
-                return;
+    /// The source lines of command `c`'s next batch (0 when it has nothing left to read).
+    fn next_batch_lines(&self, c: u32) -> u64 {
+        self.cmds.get(&c).map_or(0, |cmd| {
+            if cmd.next >= cmd.bytes {
+                return 0;
             }
-        }
-        self.active = None;
+            let len = (self.buffer_lines * 64).min(cmd.bytes - cmd.next);
+            lines_of(cmd.src + cmd.next, len).count() as u64
+        })
     }
 
-    /// Starts the next batch of command `c`: reads of its source lines. False when the command
-    /// has nothing left to read.
-    fn batch(&mut self, sys: &mut MemorySystem, now: Ps, c: u32) -> bool {
+    /// Whether command `c` touches a line that an earlier unfinished command writes, or writes a
+    /// line an earlier one reads or writes (then it must wait for the earlier one's writes).
+    fn depends_on_earlier(&self, c: u32) -> bool {
         let Some(cmd) = self.cmds.get(&c) else {
             return false;
         };
+        let span = |a: u64, n: u64| (a / 64, (a + n - 1) / 64);
+        let over = |(a, b): (u64, u64), (x, y): (u64, u64)| a <= y && x <= b;
+        let (src, dst) = (span(cmd.src, cmd.bytes), span(cmd.dst, cmd.bytes));
+        self.cmds.values().any(|e| {
+            let (es, ed) = (span(e.src, e.bytes), span(e.dst, e.bytes));
+            e.order < cmd.order && (over(src, ed) || over(dst, ed) || over(dst, es))
+        })
+    }
+
+    /// Starts batches of the queued commands, in order, while the stream buffer has room: an
+    /// empty buffer always takes the next batch; a busy one takes it if its lines fit and it does
+    /// not depend on an earlier unfinished command.
+    fn fill(&mut self, sys: &mut MemorySystem, now: Ps) {
+        while let Some(&c) = self.queue.front() {
+            let need = self.next_batch_lines(c);
+            if need == 0 {
+                self.queue.pop_front();
+                continue;
+            }
+            if self.buffered > 0
+                && (self.buffered + need > self.buffer_lines || self.depends_on_earlier(c))
+            {
+                return;
+            }
+            self.queue.pop_front();
+            self.buffered += need;
+            self.batch(sys, now, c);
+        }
+    }
+
+    /// Starts the next batch of command `c` (which has one): reads of its source lines.
+    fn batch(&mut self, sys: &mut MemorySystem, now: Ps, c: u32) {
+        let Some(cmd) = self.cmds.get(&c) else {
+            return;
+        };
         if cmd.next >= cmd.bytes {
-            return false;
+            return;
         }
         let core = cmd.core;
         let len = (self.buffer_lines * 64).min(cmd.bytes - cmd.next);
@@ -180,6 +231,7 @@ impl CopyEngine {
         }
         if let Some(cmd) = self.cmds.get_mut(&c) {
             cmd.next += len;
+            cmd.batch_lines = src_lines.len() as u64;
             cmd.reads_out = src_lines.len() as u32;
             cmd.batch_dst = dst_lines;
             cmd.batch_vals = vals;
@@ -221,7 +273,6 @@ impl CopyEngine {
                 sys.send(at, addr, MemOp::Read, true, kind, true);
             }
         }
-        true
     }
 
     /// A source line reached the stream buffer.
@@ -241,6 +292,8 @@ impl CopyEngine {
         }
         // The batch is in the buffer: write it out.
         let core = cmd.core;
+        let more = cmd.next < cmd.bytes;
+        let read = cmd.batch_lines;
         let dst = std::mem::take(&mut cmd.batch_dst);
         let vals = std::mem::take(&mut cmd.batch_vals);
         cmd.writes_issued += dst.len() as u32;
@@ -269,10 +322,12 @@ impl CopyEngine {
                 sys.send(at, addr, MemOp::Write, true, kind, true);
             }
         }
-        // The buffer is free again: next batch, or the next command.
-        if !self.batch(sys, now, c) {
-            self.next_command(sys, now);
+        // Its lines leave the buffer: the command's next batch goes first, then what fits.
+        self.buffered = self.buffered.saturating_sub(read);
+        if more {
+            self.queue.push_front(c);
         }
+        self.fill(sys, now);
     }
 
     /// One destination line of command `c` is written.
@@ -389,10 +444,13 @@ impl Agent for CopyEngine {
                     reads_out: 0,
                     batch_dst: Vec::new(),
                     batch_vals: Vec::new(),
+                    batch_lines: 0,
+                    order: self.issued,
                     writes_issued: 0,
                     writes_done: 0,
                 },
             );
+            self.issued += 1;
             sys.schedule(t + msg, self.id, CMD, id);
             off += len;
             n += 1;
@@ -453,7 +511,7 @@ impl Agent for CopyEngine {
     }
 
     fn idle(&self) -> bool {
-        self.queue.is_empty() && self.active.is_none() && self.states.is_empty()
+        self.queue.is_empty() && self.buffered == 0 && self.states.is_empty()
     }
 
     fn report(&self) -> AgentReport {
