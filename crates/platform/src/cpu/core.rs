@@ -30,8 +30,9 @@ pub enum UopKind {
     /// `whole`: the CPU copy overwrites the whole line.
     Store { addr: u64, copy: bool, whole: bool },
     /// A copy or initialisation handed to the uncore (engine or memory controller); `id`
-    /// numbers the offloads of a run.
-    Offload { id: u32, op: OffloadOp },
+    /// numbers the offloads of a run. The operation itself waits in `Core::offload_ops` (it is
+    /// five times the size of every other kind: kept out, every window entry stays small).
+    Offload { id: u32 },
     /// An uncached (MMIO-like) load or store.
     Uncached { addr: u64, write: bool },
     /// Waits for room in (`push`) or an entry of a shared-memory ring, polling index line `addr`.
@@ -154,6 +155,13 @@ pub struct Core {
     in_expansion: bool,
     /// Sequence numbers of the window's entries not yet issued, oldest first.
     unissued: VecDeque<u64>,
+    /// The operations of the offloads emitted and not yet issued, by id (a handful).
+    offload_ops: Vec<(u32, OffloadOp)>,
+    /// Store-buffer entries started: they are always the oldest ones (writes start in order
+    /// and entries leave in any order), so the first entry not started is at this index.
+    sb_started: usize,
+    /// `mem_ports`, at least one.
+    ports: u32,
 }
 
 /// How the core turns a workload operation into micro-ops.
@@ -203,6 +211,9 @@ impl Core {
             tag: 0,
             in_expansion: false,
             unissued: VecDeque::new(),
+            offload_ops: Vec::new(),
+            sb_started: 0,
+            ports: cfg.mem_ports.max(1),
         }
     }
 
@@ -507,7 +518,8 @@ impl Core {
             bytes,
             value,
         };
-        self.emit(UopKind::Offload { id, op }, 1, None);
+        self.offload_ops.push((id, op));
+        self.emit(UopKind::Offload { id }, 1, None);
     }
 
     /// Takes an interrupt: the program's micro-ops not yet in the window are set aside, and the
@@ -597,19 +609,39 @@ impl Core {
         self.memory_done(Token::Rob(seq), at);
     }
 
+    #[inline]
     fn group_extra(&self, count: u32) -> Ps {
-        // A group of `count` accesses to one line takes count / ports cycles of port time.
-        let ports = self.cfg.mem_ports.max(1);
-        Ps::from(count.div_ceil(ports).saturating_sub(1)) * self.cycle_ps
+        // A group of `count` accesses to one line takes count / ports cycles of port time (no
+        // division for a group the ports take in one cycle).
+        if count <= self.ports {
+            return 0;
+        }
+        Ps::from(count.div_ceil(self.ports) - 1) * self.cycle_ps
     }
 
+    /// Removes the store-buffer entry `id` (a started write that finished), if present.
+    fn sb_remove(&mut self, id: u64) -> bool {
+        // Store-buffer ids increase from front to back: find it by binary search.
+        let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) else {
+            return false;
+        };
+        if p < self.sb_started {
+            self.sb_started -= 1;
+        }
+        if let Some(e) = self.sb.remove(p) {
+            self.sb_used -= e.4;
+        }
+        true
+    }
+
+    #[inline]
     fn is_mem(u: &Uop) -> bool {
         matches!(u.kind, UopKind::Load { .. } | UopKind::Store { .. })
     }
 
     /// One core cycle at `now`. Returns the time the core next needs to run (`Ps::MAX`: only when
     /// the uncore wakes it).
-    pub fn tick(&mut self, now: Ps, unc: &mut dyn Uncore) -> Ps {
+    pub fn tick<U: Uncore + ?Sized>(&mut self, now: Ps, unc: &mut U) -> Ps {
         self.poked = false;
         let w = i64::from(self.cfg.width);
         let mut progress = false;
@@ -660,23 +692,27 @@ impl Core {
         // Store buffer: finished writes leave; waiting ones start.
         if !self.sb_done.is_empty() {
             // Store-buffer ids increase from front to back: find each by binary search.
-            for id in std::mem::take(&mut self.sb_done) {
-                if let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) {
-                    if let Some(e) = self.sb.remove(p) {
-                        self.sb_used -= e.4;
-                    }
-                }
+            let mut done = std::mem::take(&mut self.sb_done);
+            for &id in &done {
+                self.sb_remove(id);
             }
+            // The buffer is kept, so no allocation per answer.
+            done.clear();
+            self.sb_done = done;
             progress = true;
         }
         // Writes start in order; the first that cannot start (no MSHR, a pending copy) holds
         // back the younger ones.
         let mut sb_retry = false;
         let mut sb_next = Ps::MAX;
+        debug_assert_eq!(
+            self.sb_started,
+            self.sb.iter().position(|s| !s.3).unwrap_or(self.sb.len())
+        );
         let mut i = if now < self.mem_blocked_until {
             self.sb.len()
         } else {
-            self.sb.iter().position(|s| !s.3).unwrap_or(self.sb.len())
+            self.sb_started
         };
         while i < self.sb.len() {
             let (id, addr, copy, _, count, whole) = self.sb[i];
@@ -689,10 +725,14 @@ impl Core {
                         continue;
                     }
                     self.sb[i].3 = true;
+                    self.sb_started += 1;
                     self.sb_timed.push((t, id));
                     sb_next = sb_next.min(t);
                 }
-                Access::Pending => self.sb[i].3 = true,
+                Access::Pending => {
+                    self.sb[i].3 = true;
+                    self.sb_started += 1;
+                }
                 Access::Retry | Access::RetryAt(_) => {
                     sb_retry = true;
                     self.mem_blocked_until = now + 64 * self.cycle_ps;
@@ -707,10 +747,7 @@ impl Core {
                 let (t, id) = self.sb_timed[k];
                 if t <= now {
                     self.sb_timed.swap_remove(k);
-                    if let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) {
-                        if let Some(e) = self.sb.remove(p) {
-                            self.sb_used -= e.4;
-                        }
+                    if self.sb_remove(id) {
                         progress = true;
                     }
                 } else {
@@ -800,12 +837,24 @@ impl Core {
                     self.counters.stores += u64::from(e.uop.count);
                     Access::At(now + self.cycle_ps + self.group_extra(e.uop.count))
                 }
-                UopKind::Offload { id, op } => {
-                    let r = unc.offload(now, id, op, seq);
-                    if r != Access::Retry {
-                        self.counters.offloads += 1;
+                UopKind::Offload { id } => {
+                    // Kept from emission until the entry issues; never missing (else the entry
+                    // would wait for ever, which the run's stall check reports).
+                    let k = self.offload_ops.iter().position(|o| o.0 == id);
+                    debug_assert!(k.is_some(), "offload {id}: its operation was not kept");
+                    match k {
+                        Some(k) => {
+                            let r = unc.offload(now, id, self.offload_ops[k].1, seq);
+                            if r != Access::Retry {
+                                self.counters.offloads += 1;
+                            }
+                            if matches!(r, Access::At(_) | Access::Pending) {
+                                self.offload_ops.swap_remove(k);
+                            }
+                            r
+                        }
+                        None => Access::RetryAt(Ps::MAX),
                     }
-                    r
                 }
                 UopKind::Uncached { addr, write } => unc.uncached(now, addr, write),
                 UopKind::RingWait { ring, push, addr } => unc.ring_wait(now, ring, push, addr, seq),

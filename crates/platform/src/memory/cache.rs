@@ -59,12 +59,17 @@ impl Cache {
         ((line & self.set_mask) as usize) * self.ways
     }
 
+    #[inline]
     fn find(&self, line: u64) -> Option<usize> {
         if line < self.lo || line > self.hi {
             return None;
         }
         let s = self.set_of(line);
-        (s..s + self.ways).find(|&i| self.sets[i].valid && self.sets[i].tag == line)
+        // One bounds check for the set, none per way.
+        self.sets[s..s + self.ways]
+            .iter()
+            .position(|w| w.tag == line && w.valid)
+            .map(|k| s + k)
     }
 
     /// Whether `line` (an address divided by the line size) is present.
@@ -114,9 +119,11 @@ impl Cache {
         self.lo = self.lo.min(line);
         self.hi = self.hi.max(line);
         let s = self.set_of(line);
-        let i = (s..s + self.ways)
-            .min_by_key(|&i| (self.sets[i].valid, self.sets[i].lru))
-            .unwrap_or(s);
+        let i = s + self.sets[s..s + self.ways]
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, w)| (w.valid, w.lru))
+            .map_or(0, |(k, _)| k);
         let old = self.sets[i];
         self.sets[i] = Way {
             tag: line,

@@ -29,7 +29,7 @@ use crate::sim::{EventQueue, Ps};
 pub use crate::stats::CoherenceStats;
 use crate::stats::{CoreTraffic, MemoryTraffic};
 use movelab_dram::mapper::Location;
-use movelab_dram::port::MemoryPort;
+use movelab_dram::port::{Completion, MemoryPort};
 use movelab_dram::request::{BulkOp, Op as MemOp};
 use std::collections::{HashMap, VecDeque};
 
@@ -116,6 +116,8 @@ pub struct Private {
     skips_destination_fetch: bool,
     /// Outstanding misses by line (a handful: a linear scan beats hashing).
     mshrs: Vec<(u64, Mshr)>,
+    /// Emptied waiter lists of freed MSHRs, reused so that a miss allocates nothing.
+    spare_waiters: Vec<Vec<Token>>,
     /// Answers for the core: (token, time).
     pub wakeups: Vec<(Token, Ps)>,
     /// The core should retry what it could not start (an MSHR or a table entry freed).
@@ -297,6 +299,8 @@ pub struct MemorySystem {
     pub stale_copy_sources: bool,
     /// An error raised inside an event handler, reported by the run loop.
     pub(crate) fatal: Option<String>,
+    /// The controllers' completions of one step, kept so that no step allocates.
+    done_buf: Vec<Completion>,
     /// Per-core DRAM accounting, when the cores own memory regions ([`MemorySystem::set_owners`]).
     pub(crate) attribution: Option<Box<Attribution>>,
 }
@@ -377,6 +381,7 @@ impl MemorySystem {
                 mshr_limit: c.mshrs as usize,
                 skips_destination_fetch: c.copy_skips_destination_fetch,
                 mshrs: Vec::new(),
+                spare_waiters: Vec::new(),
                 wakeups: Vec::new(),
                 poke: false,
             })
@@ -410,6 +415,7 @@ impl MemorySystem {
             skip_invalidations: false,
             stale_copy_sources: false,
             fatal: None,
+            done_buf: Vec::new(),
             attribution: None,
         })
     }
@@ -1213,11 +1219,14 @@ impl MemorySystem {
         let multi = self.privs.len() > 1;
         let p = &self.privs[c];
         let cyc = p.cycle_ps;
-        // A miss that cannot get an MSHR is retried later and not counted now.
-        let cached = p.l1.contains(line)
-            || p.l2.contains(line)
-            || self.llc.as_ref().is_some_and(|l| l.contains(line));
-        if !cached && !p.mshrs.iter().any(|m| m.0 == line) && p.mshrs.len() >= p.mshr_limit {
+        // A miss that cannot get an MSHR is retried later and not counted now (the caches are
+        // looked up for this only when every MSHR is taken).
+        if p.mshrs.len() >= p.mshr_limit
+            && !p.mshrs.iter().any(|m| m.0 == line)
+            && !(p.l1.contains(line)
+                || p.l2.contains(line)
+                || self.llc.as_ref().is_some_and(|l| l.contains(line)))
+        {
             return Access::Retry;
         }
         // A write to a line this core holds and others share invalidates their copies first (an
@@ -1278,10 +1287,12 @@ impl MemorySystem {
             m.write |= write;
             return Access::Pending;
         }
+        let mut waiters = p.spare_waiters.pop().unwrap_or_default();
+        waiters.push(token);
         p.mshrs.push((
             line,
             Mshr {
-                waiters: vec![token],
+                waiters,
                 write,
                 copy,
             },
@@ -1471,9 +1482,11 @@ impl MemorySystem {
         self.fill_l1(now, c, line, m.write, m.copy);
         self.checked(c, line, m.write);
         let p = &mut self.privs[c];
-        for t in m.waiters {
+        let mut waiters = m.waiters;
+        for t in waiters.drain(..) {
             p.wakeups.push((t, now));
         }
+        p.spare_waiters.push(waiters);
         p.poke = true;
     }
 
@@ -1585,10 +1598,12 @@ impl MemorySystem {
             }
         }
         let next = self.mem.step(cycle);
-        let done: Vec<_> = self.mem.drain().collect();
-        for c in done {
+        let mut done = std::mem::take(&mut self.done_buf);
+        done.extend(self.mem.drain());
+        for c in done.drain(..) {
             self.on_memory_done(c.cycle, c.id, c.bulk, resp);
         }
+        self.done_buf = done;
         // Requests refused for a full queue retry once commands issued.
         let mut retried = false;
         let mut waiting = false;
