@@ -12,7 +12,6 @@
 //! DDR, LPDDR and GDDR standard). After a command issues, the controller may issue one more in the
 //! same clock, on the other bus (`Controller::issue_on_other_bus`). The independent
 //! checker learns the rule from the standard's name, in its own code (`checker.rs`).
-use crate::command::CommandKind;
 use serde::{Deserialize, Serialize};
 
 /// The standard file's declaration: the commands on each bus, by mnemonic.
@@ -31,63 +30,74 @@ pub enum Bus {
 }
 
 /// Which bus carries each command, for a standard with separate row and column command buses.
+/// Commands are named by their index in the command list the caller gives (`CommandKind`'s
+/// order: `CommandKind::index`), so that this module depends on no other.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommandBuses {
-    /// By [`CommandKind::index`]: whether the command goes on the column bus.
+    /// By command index: whether the command goes on the column bus.
     #[serde(skip)]
-    column: [bool; CommandKind::ALL.len()],
+    column: Vec<bool>,
     /// The column bus's commands, for reports.
-    pub column_commands: Vec<CommandKind>,
+    pub column_commands: Vec<String>,
 }
 
+/// The one command that has no place on either bus: LPDDR5's WCK2CK sync.
+const NO_BUS: &str = "CAS";
+
 impl CommandBuses {
-    /// The split a standard file declares. Every command except LPDDR5's CAS must be on exactly
-    /// one bus; an unknown mnemonic, a command on both or on neither is an error naming it.
-    pub fn from_row(row: &CommandBusesRow) -> Result<CommandBuses, String> {
-        let parse = |names: &[String], bus: &str| -> Result<Vec<CommandKind>, String> {
+    /// The split a standard file declares, over `commands` (every command's mnemonic, by
+    /// index). Every command except LPDDR5's CAS must be on exactly one bus; an unknown mnemonic,
+    /// a command on both or on neither is an error naming it.
+    pub fn from_row(row: &CommandBusesRow, commands: &[&str]) -> Result<CommandBuses, String> {
+        let parse = |names: &[String], bus: &str| -> Result<Vec<usize>, String> {
             names
                 .iter()
                 .map(|n| {
-                    CommandKind::from_mnemonic(n)
+                    if n == NO_BUS {
+                        return Err(format!(
+                            "{n} (LPDDR5's WCK2CK sync) has no place on a row or column bus"
+                        ));
+                    }
+                    commands
+                        .iter()
+                        .position(|c| c == n)
                         .ok_or_else(|| format!("unknown command {n:?} on the {bus} bus"))
                 })
                 .collect()
         };
         let rows = parse(&row.row, "row")?;
         let cols = parse(&row.column, "column")?;
-        let mut column = [false; CommandKind::ALL.len()];
+        let mut column = vec![false; commands.len()];
         for &k in &cols {
             if rows.contains(&k) {
-                return Err(format!("{k} is on both the row and the column bus"));
+                return Err(format!(
+                    "{} is on both the row and the column bus",
+                    commands[k]
+                ));
             }
-            column[k.index()] = true;
+            column[k] = true;
         }
-        let missing: Vec<&str> = CommandKind::ALL
-            .iter()
-            .filter(|&&k| k != CommandKind::Cas && !rows.contains(&k) && !cols.contains(&k))
-            .map(|k| k.mnemonic())
+        let missing: Vec<&str> = (0..commands.len())
+            .filter(|k| commands[*k] != NO_BUS && !rows.contains(k) && !cols.contains(k))
+            .map(|k| commands[k])
             .collect();
         if !missing.is_empty() {
             return Err(format!("on neither bus: {}", missing.join(", ")));
         }
-        if let Some(k) = rows.iter().chain(&cols).find(|&&k| k == CommandKind::Cas) {
-            return Err(format!(
-                "{k} (LPDDR5's WCK2CK sync) has no place on a row or column bus"
-            ));
-        }
-        let mut column_commands = cols;
-        column_commands.sort();
-        column_commands.dedup();
+        let column_commands = (0..commands.len())
+            .filter(|&k| column[k])
+            .map(|k| commands[k].to_string())
+            .collect();
         Ok(CommandBuses {
             column,
             column_commands,
         })
     }
 
-    /// The bus that carries `kind`.
+    /// The bus that carries the command of index `kind` (`CommandKind::index`).
     #[inline]
-    pub fn bus(&self, kind: CommandKind) -> Bus {
-        if self.column[kind.index()] {
+    pub fn bus(&self, kind: usize) -> Bus {
+        if self.column.get(kind).copied().unwrap_or(false) {
             Bus::Column
         } else {
             Bus::Row
@@ -99,37 +109,64 @@ impl CommandBuses {
 mod tests {
     use super::*;
 
+    /// The commands in `CommandKind`'s order.
+    const COMMANDS: [&str; 15] = [
+        "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "REFSB", "REFPB",
+        "ACTM", "RFM", "CAS",
+    ];
+    const ROW: [&str; 9] = [
+        "ACT", "PRE", "PREA", "REF", "REFPB", "REFSB", "RFM", "ACTC", "ACTM",
+    ];
+    const COL: [&str; 5] = ["RD", "RDA", "WR", "WRA", "TR"];
+
     fn row(r: &[&str], c: &[&str]) -> CommandBusesRow {
         CommandBusesRow {
             row: r.iter().map(|s| s.to_string()).collect(),
             column: c.iter().map(|s| s.to_string()).collect(),
         }
     }
-    const ROW: [&str; 9] = [
-        "ACT", "PRE", "PREA", "REF", "REFPB", "REFSB", "RFM", "ACTC", "ACTM",
-    ];
+
+    fn idx(name: &str) -> usize {
+        COMMANDS.iter().position(|c| *c == name).unwrap()
+    }
 
     #[test]
     fn splits_row_and_column_commands() {
-        let b = CommandBuses::from_row(&row(&ROW, &["RD", "RDA", "WR", "WRA", "TR"])).unwrap();
-        assert_eq!(b.bus(CommandKind::Act), Bus::Row);
-        assert_eq!(b.bus(CommandKind::Refpb), Bus::Row);
-        assert_eq!(b.bus(CommandKind::Rd), Bus::Column);
-        assert_eq!(b.bus(CommandKind::Wra), Bus::Column);
+        let b = CommandBuses::from_row(&row(&ROW, &COL), &COMMANDS).unwrap();
+        for r in ROW {
+            assert_eq!(b.bus(idx(r)), Bus::Row, "{r}");
+        }
+        for c in COL {
+            assert_eq!(b.bus(idx(c)), Bus::Column, "{c}");
+        }
+        assert_eq!(b.column_commands, ["RD", "WR", "RDA", "WRA", "TR"]);
     }
 
     #[test]
     fn refuses_unknown_double_and_missing_commands() {
-        let e = CommandBuses::from_row(&row(&ROW, &["RD", "RDA", "WR", "WRX", "TR"])).unwrap_err();
+        let e = CommandBuses::from_row(&row(&ROW, &["RD", "RDA", "WR", "WRX", "TR"]), &COMMANDS)
+            .unwrap_err();
         assert!(e.contains("WRX"), "{e}");
-        let e = CommandBuses::from_row(&row(&ROW, &["RD", "RDA", "WR", "WRA", "TR", "ACT"]))
-            .unwrap_err();
+        let e = CommandBuses::from_row(
+            &row(&ROW, &["RD", "RDA", "WR", "WRA", "TR", "ACT"]),
+            &COMMANDS,
+        )
+        .unwrap_err();
         assert!(e.contains("ACT is on both"), "{e}");
-        let e =
-            CommandBuses::from_row(&row(&ROW[1..], &["RD", "RDA", "WR", "WRA", "TR"])).unwrap_err();
+        let e = CommandBuses::from_row(&row(&ROW[1..], &COL), &COMMANDS).unwrap_err();
         assert!(e.contains("neither bus: ACT"), "{e}");
-        let e = CommandBuses::from_row(&row(&ROW, &["RD", "RDA", "WR", "WRA", "TR", "CAS"]))
-            .unwrap_err();
+        let e = CommandBuses::from_row(
+            &row(&ROW, &["RD", "RDA", "WR", "WRA", "TR", "CAS"]),
+            &COMMANDS,
+        )
+        .unwrap_err();
         assert!(e.contains("CAS"), "{e}");
+    }
+
+    #[test]
+    fn the_command_order_is_command_kinds() {
+        for (i, k) in crate::command::CommandKind::ALL.iter().enumerate() {
+            assert_eq!(COMMANDS[i], k.mnemonic());
+        }
     }
 }

@@ -898,7 +898,11 @@ impl Config {
             .command_buses
             .as_ref()
             .map(|b| {
-                crate::command_bus::CommandBuses::from_row(b).map_err(|e| {
+                crate::command_bus::CommandBuses::from_row(
+                    b,
+                    &crate::spec::TIMING_KINDS[..crate::spec::TK_TRS],
+                )
+                .map_err(|e| {
                     ConfigError::invalid(
                         format!("standard {}", h.name),
                         "standard.command_buses",

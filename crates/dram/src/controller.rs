@@ -1150,7 +1150,7 @@ impl Controller {
         let Some(buses) = self.buses.as_ref() else {
             return;
         };
-        let want = match buses.bus(first) {
+        let want = match buses.bus(first.index()) {
             Bus::Row => Bus::Column,
             Bus::Column => Bus::Row,
         };
@@ -1182,7 +1182,10 @@ impl Controller {
             {
                 continue;
             }
-            if let Some(p) = self.job_next(ji).filter(|p| buses.bus(p.kind) == want) {
+            if let Some(p) = self
+                .job_next(ji)
+                .filter(|p| buses.bus(p.kind.index()) == want)
+            {
                 let at = self.dev.earliest(p.kind, p.bank, p.dst.map(|d| d.0));
                 let is_hit = p.kind == CommandKind::Tr;
                 offer(
@@ -1201,7 +1204,7 @@ impl Controller {
             let Some(p) = self.slots[flat].cand else {
                 continue;
             };
-            if buses.bus(p.kind) != want {
+            if buses.bus(p.kind.index()) != want {
                 continue;
             }
             let at = self.loc[flat].max(horizons[self.hidx[flat] as usize]);
