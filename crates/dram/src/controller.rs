@@ -145,6 +145,18 @@ struct BankCand {
     engine: bool,
 }
 
+impl BankCand {
+    /// The scheduler's view of this candidate, ready at `ready_at`.
+    #[inline]
+    fn candidate(&self, ready_at: u64) -> Candidate {
+        Candidate {
+            seq: self.seq,
+            is_hit: self.is_hit,
+            ready_at,
+        }
+    }
+}
+
 /// The scheduler's view of one bank.
 #[derive(Debug, Clone, Copy)]
 struct BankSlot {
@@ -941,7 +953,9 @@ impl Controller {
                     if self.issue_synced(p, now, &mut log) {
                         return now + 1;
                     }
-                    self.issue_on_other_bus(kind, now, &mut log);
+                    if self.buses.is_some() {
+                        self.issue_on_other_bus(kind, now, &mut log);
+                    }
                     return self.next_after_issue(now);
                 }
             }
@@ -1026,7 +1040,9 @@ impl Controller {
                             self.refresh_due[r] += self.n_refi;
                         }
                     }
-                    self.issue_on_other_bus(kind, now, &mut log);
+                    if self.buses.is_some() {
+                        self.issue_on_other_bus(kind, now, &mut log);
+                    }
                     return now + 1;
                 }
                 next = next.min(at);
@@ -1058,13 +1074,8 @@ impl Controller {
             }
         };
         for ji in 0..self.jobs.len() {
-            let (seq, ref job) = self.jobs[ji];
-            if job
-                .banks()
-                .iter()
-                .flatten()
-                .any(|&f| self.refresh_blocks(self.dev.bank_from_flat(f)))
-            {
+            let seq = self.jobs[ji].0;
+            if self.job_blocked(ji) {
                 continue;
             }
             if let Some(p) = self.job_next(ji) {
@@ -1101,11 +1112,7 @@ impl Controller {
                 continue;
             };
             offer(
-                Candidate {
-                    seq: p.seq,
-                    is_hit: p.is_hit,
-                    ready_at: at,
-                },
+                p.candidate(at),
                 p.engine,
                 Who::Bank(flat),
                 &mut best,
@@ -1125,7 +1132,9 @@ impl Controller {
                 if self.issue_synced(p, now, &mut log) {
                     return now + 1;
                 }
-                self.issue_on_other_bus(kind, now, &mut log);
+                if self.buses.is_some() {
+                    self.issue_on_other_bus(kind, now, &mut log);
+                }
                 if self.lookahead {
                     self.next_after_issue(now)
                 } else {
@@ -1141,6 +1150,7 @@ impl Controller {
     /// and that is ready at `now` issues in the same clock (`command_bus`). Candidates are ranked
     /// as in `tick_at` (jobs and banks, refresh-blocked banks left out), among that bus's
     /// commands only; with one command bus, nothing happens.
+    #[inline(never)]
     fn issue_on_other_bus<'s>(
         &mut self,
         first: CommandKind,
@@ -1173,13 +1183,8 @@ impl Controller {
             }
         };
         for ji in 0..self.jobs.len() {
-            let (seq, ref job) = self.jobs[ji];
-            if job
-                .banks()
-                .iter()
-                .flatten()
-                .any(|&f| self.refresh_blocks(self.dev.bank_from_flat(f)))
-            {
+            let seq = self.jobs[ji].0;
+            if self.job_blocked(ji) {
                 continue;
             }
             if let Some(p) = self
@@ -1201,28 +1206,20 @@ impl Controller {
         }
         let horizons = self.dev.rank_horizons();
         for flat in 0..self.slots.len() {
+            // Readiness first: `loc` and `hidx` are dense, the slots are not.
+            let at = self.loc[flat].max(horizons[self.hidx[flat] as usize]);
+            if at == u64::MAX || (at > now && !self.scan_all) {
+                continue;
+            }
             let Some(p) = self.slots[flat].cand else {
                 continue;
             };
-            if buses.bus(p.kind.index()) != want {
-                continue;
-            }
-            let at = self.loc[flat].max(horizons[self.hidx[flat] as usize]);
-            if at == u64::MAX
-                || (at > now && !self.scan_all)
+            if buses.bus(p.kind.index()) != want
                 || (any_pending && self.refresh_blocks(self.slots[flat].id))
             {
                 continue;
             }
-            offer(
-                Candidate {
-                    seq: p.seq,
-                    is_hit: p.is_hit,
-                    ready_at: at,
-                },
-                p.engine,
-                Who::Bank(flat),
-            );
+            offer(p.candidate(at), p.engine, Who::Bank(flat));
         }
         let picked = match best {
             Some((_, ready_at, who)) if ready_at <= now => match who {
@@ -1246,6 +1243,16 @@ impl Controller {
             dst: None,
             source: Source::Entry(c.entry),
         })
+    }
+
+    /// Whether a refresh that is due keeps a bank of job `ji` from taking its commands.
+    fn job_blocked(&self, ji: usize) -> bool {
+        self.jobs[ji]
+            .1
+            .banks()
+            .iter()
+            .flatten()
+            .any(|&f| self.refresh_blocks(self.dev.bank_from_flat(f)))
     }
 
     /// Whether a refresh that is due keeps bank `b` from taking other commands: every bank of
