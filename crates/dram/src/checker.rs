@@ -51,8 +51,12 @@
 //! address bits: 2 to 32 rows) within the open row's subarray; ACTC only to an open bank whose
 //! open row is in the same subarray
 //! (`row / org.subarray_rows`); TR between two different banks; REF only with every bank of the
-//! rank precharged; at most one command per channel per cycle; cycles non-decreasing; every index
-//! within the organisation.
+//! rank precharged; at most one command per channel per cycle, except on HBM2 / HBM3 / HBM4, whose
+//! separate row and column command buses (JESD235, JESD238, JESD270-4) carry one row command (ACT,
+//! PRE, PREA, REF, REFPB, RFM, and RowClone's ACTC / ACTM) and one column command (RD, RDA, WR,
+//! WRA, and RowClone's TR) per cycle: two row or two column commands in one cycle are refused
+//! there, a row and a column command allowed; cycles non-decreasing; every index within the
+//! organisation.
 //!
 //! Modelling choices a reader may want to know (see also the crate docs):
 //! - A PRE to a bank that is already precharged is a no-op: it neither starts nor needs any timing.
@@ -201,6 +205,8 @@ struct Params {
     /// Commands that hold the command bus for the next clock too: DDR5's ACT, RD, RDA, WR, WRA
     /// (and RowClone's ACTC, TR); LPDDR5's two-part activate (ACT-1, ACT-2; and ACTC).
     two_clock: &'static [CommandKind],
+    /// HBM: separate row and column command buses, one command on each per cycle.
+    separate_buses: bool,
     /// Per-bank refresh (LPDDR5, HBM3), when the standard has it.
     pb: Option<PerBankRefresh>,
     /// Refresh management (DDR5, HBM3), when the log's device requires it.
@@ -422,6 +428,8 @@ impl Params {
                 "LPDDR5" => &[CommandKind::Act, CommandKind::Actc, CommandKind::Actm],
                 _ => &[],
             },
+            // JESD235 (HBM2), JESD238 (HBM3), JESD270-4 (HBM4): a row and a column command bus.
+            separate_buses: matches!(h.standard.as_str(), "HBM2" | "HBM3" | "HBM4"),
             pb,
             rfm,
         })
@@ -639,10 +647,22 @@ impl RankState {
 
 #[derive(Debug, Clone, Default)]
 struct ChannelState {
-    last_cycle: Option<u64>,
+    /// The cycle and kind of the last command (with separate buses: the last row command).
+    last_cycle: Option<(u64, CommandKind)>,
+    /// With separate buses: the cycle of the last column command.
+    last_column: Option<u64>,
     /// The last two-clock command (DDR5): cycle, index, kind.
     two_clock: Option<(u64, u64, CommandKind)>,
     bursts: VecDeque<Burst>,
+}
+
+/// Whether HBM's column command bus carries `kind` (RD, RDA, WR, WRA; RowClone's TR, a column
+/// transfer); every other command goes on the row bus. Only consulted for HBM.
+fn bus_is_column(kind: CommandKind) -> bool {
+    matches!(
+        kind,
+        CommandKind::Rd | CommandKind::Rda | CommandKind::Wr | CommandKind::Wra | CommandKind::Tr
+    )
 }
 
 /// Separation `t - p` in cycles, saturated into `i64`.
@@ -967,15 +987,42 @@ impl Checker {
 
         let Some(loc) = self.bounds(ctx) else { return };
 
-        // One command per channel per cycle.
+        // One command per channel per cycle; with separate row and column buses, one on each.
         let ch = &mut self.channels[loc.ch];
-        if ch.last_cycle == Some(t) {
-            ctx.protocol(
-                "command bus",
-                format!("a second command on channel {} in cycle {t}", rec.channel),
-            );
+        let column = bus_is_column(rec.kind);
+        if self.p.separate_buses && column {
+            if ch.last_column == Some(t) {
+                ctx.protocol(
+                    "command bus",
+                    format!(
+                        "a second column command on channel {} in cycle {t} (one per bus per cycle)",
+                        rec.channel
+                    ),
+                );
+            }
+            ch.last_column = Some(t);
+        } else {
+            if let Some((c, prev)) = ch.last_cycle.filter(|&(c, _)| c == t) {
+                let what = if self.p.separate_buses {
+                    " (one row command per cycle)".to_string()
+                } else if bus_is_column(prev) != column {
+                    format!(
+                        " ({} and {} share a cycle only on HBM's separate row and column command buses; {} has one command bus)",
+                        prev, rec.kind, self.header.standard
+                    )
+                } else {
+                    String::new()
+                };
+                ctx.protocol(
+                    "command bus",
+                    format!(
+                        "a second command on channel {} in cycle {c}{what}",
+                        rec.channel
+                    ),
+                );
+            }
+            ch.last_cycle = Some((t, rec.kind));
         }
-        ch.last_cycle = Some(t);
         // DDR5: a two-clock command holds the bus for the next clock too.
         if let Some((c, index, kind)) = ch.two_clock {
             if short(sep(t, c), 2) && t != c {

@@ -894,6 +894,23 @@ impl Config {
         } else {
             0
         };
+        let command_buses = h
+            .command_buses
+            .as_ref()
+            .map(|b| {
+                crate::command_bus::CommandBuses::from_row(
+                    b,
+                    &crate::spec::TIMING_KINDS[..crate::spec::TK_TRS],
+                )
+                .map_err(|e| {
+                    ConfigError::invalid(
+                        format!("standard {}", h.name),
+                        "standard.command_buses",
+                        e,
+                    )
+                })
+            })
+            .transpose()?;
         Ok(DramSpec {
             standard: h.name.clone(),
             speed: d.speed.clone(),
@@ -905,6 +922,7 @@ impl Config {
             currents,
             energy_available,
             refpb_pair_offset,
+            command_buses,
         })
     }
 

@@ -4,8 +4,10 @@
 //! in-DRAM bulk jobs (RowClone FPM and PSM) that own their banks while they run.
 //!
 //! The controller is event-driven: [`Controller::tick`] issues at most one command at the given
-//! cycle and returns the next cycle at which anything could issue, so the caller skips idle time.
+//! cycle (on HBM, one per command bus: a row and a column command, see `command_bus`) and returns
+//! the next cycle at which anything could issue, so the caller skips idle time.
 use crate::command::{CommandKind, CommandRecord, CommandSink, TransferDst};
+use crate::command_bus::{Bus, CommandBuses};
 use crate::config::ControllerConfig;
 use crate::device::{BankId, ChannelDevices};
 use crate::job_queue::JobQueue;
@@ -143,6 +145,18 @@ struct BankCand {
     engine: bool,
 }
 
+impl BankCand {
+    /// The scheduler's view of this candidate, ready at `ready_at`.
+    #[inline]
+    fn candidate(&self, ready_at: u64) -> Candidate {
+        Candidate {
+            seq: self.seq,
+            is_hit: self.is_hit,
+            ready_at,
+        }
+    }
+}
+
 /// The scheduler's view of one bank.
 #[derive(Debug, Clone, Copy)]
 struct BankSlot {
@@ -241,6 +255,8 @@ pub struct Controller {
     jobs: Vec<(u64, Job)>,
     waiting_jobs: JobQueue<Job>,
     next_cmd_cycle: u64,
+    /// HBM's separate row and column command buses; `None`: one command bus.
+    buses: Option<CommandBuses>,
     /// The scheduler's view of each bank, by flat index.
     slots: Vec<BankSlot>,
     /// Per bank (flat index), the exact bank and bank-group part of its candidate's earliest
@@ -362,6 +378,7 @@ impl Controller {
             jobs: Vec::new(),
             waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
+            buses: spec.command_buses.clone(),
             slots,
             loc: vec![u64::MAX; banks],
             hidx: vec![0; banks],
@@ -932,8 +949,12 @@ impl Controller {
                 debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
                 debug_assert!(self.wanted_write_mode() == self.write_mode);
                 if let Some(p) = self.bank_command(flat as usize) {
+                    let kind = p.kind;
                     if self.issue_synced(p, now, &mut log) {
                         return now + 1;
+                    }
+                    if self.buses.is_some() {
+                        self.issue_on_other_bus(kind, now, &mut log);
                     }
                     return self.next_after_issue(now);
                 }
@@ -1019,6 +1040,9 @@ impl Controller {
                             self.refresh_due[r] += self.n_refi;
                         }
                     }
+                    if self.buses.is_some() {
+                        self.issue_on_other_bus(kind, now, &mut log);
+                    }
                     return now + 1;
                 }
                 next = next.min(at);
@@ -1050,13 +1074,8 @@ impl Controller {
             }
         };
         for ji in 0..self.jobs.len() {
-            let (seq, ref job) = self.jobs[ji];
-            if job
-                .banks()
-                .iter()
-                .flatten()
-                .any(|&f| self.refresh_blocks(self.dev.bank_from_flat(f)))
-            {
+            let seq = self.jobs[ji].0;
+            if self.job_blocked(ji) {
                 continue;
             }
             if let Some(p) = self.job_next(ji) {
@@ -1093,11 +1112,7 @@ impl Controller {
                 continue;
             };
             offer(
-                Candidate {
-                    seq: p.seq,
-                    is_hit: p.is_hit,
-                    ready_at: at,
-                },
+                p.candidate(at),
                 p.engine,
                 Who::Bank(flat),
                 &mut best,
@@ -1113,14 +1128,108 @@ impl Controller {
         };
         match picked {
             Some(p) => {
-                if self.issue_synced(p, now, &mut log) || !self.lookahead {
-                    now + 1
-                } else {
+                let kind = p.kind;
+                if self.issue_synced(p, now, &mut log) {
+                    return now + 1;
+                }
+                if self.buses.is_some() {
+                    self.issue_on_other_bus(kind, now, &mut log);
+                }
+                if self.lookahead {
                     self.next_after_issue(now)
+                } else {
+                    now + 1
                 }
             }
             // A queue-mode switch or a job start can make new candidates: re-evaluate next cycle.
             None => next.max(now + 1),
+        }
+    }
+
+    /// HBM: after `first` issued at `now`, the best command that the other command bus carries
+    /// and that is ready at `now` issues in the same clock (`command_bus`). Candidates are ranked
+    /// as in `tick_at` (jobs and banks, refresh-blocked banks left out), among that bus's
+    /// commands only; with one command bus, nothing happens.
+    #[inline(never)]
+    fn issue_on_other_bus<'s>(
+        &mut self,
+        first: CommandKind,
+        now: u64,
+        log: &mut Option<&mut (dyn CommandSink + 's)>,
+    ) {
+        let Some(buses) = self.buses.as_ref() else {
+            return;
+        };
+        let want = match buses.bus(first.index()) {
+            Bus::Row => Bus::Column,
+            Bus::Column => Bus::Row,
+        };
+        self.clean_dirty();
+        let Some(buses) = self.buses.as_ref() else {
+            return;
+        };
+        let any_pending = (self.refresh && self.refresh_pending.iter().any(|&p| p))
+            || (self.raaimt > 0 && self.rfm_pending.iter().any(|&p| p));
+        let demote_engine = self.bypass && !self.engine_turn;
+        let mut best: Option<((u8, u64), u64, Who)> = None;
+        let mut offer = |c: Candidate, engine: bool, who: Who| {
+            if let Some(mut k) = self.sched.key(&c, now) {
+                if demote_engine && engine {
+                    k.0 += 2;
+                }
+                if best.is_none_or(|(bk, _, _)| k < bk) {
+                    best = Some((k, c.ready_at, who));
+                }
+            }
+        };
+        for ji in 0..self.jobs.len() {
+            let seq = self.jobs[ji].0;
+            if self.job_blocked(ji) {
+                continue;
+            }
+            if let Some(p) = self
+                .job_next(ji)
+                .filter(|p| buses.bus(p.kind.index()) == want)
+            {
+                let at = self.dev.earliest(p.kind, p.bank, p.dst.map(|d| d.0));
+                let is_hit = p.kind == CommandKind::Tr;
+                offer(
+                    Candidate {
+                        seq,
+                        is_hit,
+                        ready_at: at,
+                    },
+                    false,
+                    Who::Job(ji),
+                );
+            }
+        }
+        let horizons = self.dev.rank_horizons();
+        for flat in 0..self.slots.len() {
+            // Readiness first: `loc` and `hidx` are dense, the slots are not.
+            let at = self.loc[flat].max(horizons[self.hidx[flat] as usize]);
+            if at == u64::MAX || (at > now && !self.scan_all) {
+                continue;
+            }
+            let Some(p) = self.slots[flat].cand else {
+                continue;
+            };
+            if buses.bus(p.kind.index()) != want
+                || (any_pending && self.refresh_blocks(self.slots[flat].id))
+            {
+                continue;
+            }
+            offer(p.candidate(at), p.engine, Who::Bank(flat));
+        }
+        let picked = match best {
+            Some((_, ready_at, who)) if ready_at <= now => match who {
+                Who::Bank(flat) => self.bank_command(flat),
+                Who::Job(ji) => self.job_next(ji),
+            },
+            _ => None,
+        };
+        if let Some(p) = picked {
+            self.issue(p, now, log);
         }
     }
 
@@ -1134,6 +1243,16 @@ impl Controller {
             dst: None,
             source: Source::Entry(c.entry),
         })
+    }
+
+    /// Whether a refresh that is due keeps a bank of job `ji` from taking its commands.
+    fn job_blocked(&self, ji: usize) -> bool {
+        self.jobs[ji]
+            .1
+            .banks()
+            .iter()
+            .flatten()
+            .any(|&f| self.refresh_blocks(self.dev.bank_from_flat(f)))
     }
 
     /// Whether a refresh that is due keeps bank `b` from taking other commands: every bank of

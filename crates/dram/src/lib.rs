@@ -9,6 +9,7 @@
 pub mod bulk;
 pub mod checker;
 pub mod command;
+pub mod command_bus;
 pub mod command_log;
 pub mod config;
 pub mod controller;

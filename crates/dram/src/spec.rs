@@ -226,6 +226,10 @@ pub struct DramSpec {
     /// The bank a REFPB refreshes besides the one it names is this many banks further on
     /// (modulo the rank); 0: a REFPB refreshes one bank.
     pub refpb_pair_offset: u32,
+    /// HBM's separate row and column command buses (one command per bus per clock), when the
+    /// standard declares them; `None`: one command bus, one command per clock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command_buses: Option<crate::command_bus::CommandBuses>,
 }
 
 impl DramSpec {
@@ -257,6 +261,9 @@ pub struct StandardHeader {
     /// the rank's banks further on (LPDDR5 in bank-group and 16-bank mode).
     #[serde(default)]
     pub refpb_pairs: bool,
+    /// Separate row and column command buses (HBM): the commands each carries.
+    #[serde(default)]
+    pub command_buses: Option<crate::command_bus::CommandBusesRow>,
     pub rules: Vec<RuleRow>,
     pub windows: Vec<WindowRow>,
 }

@@ -14,10 +14,17 @@ struct CheckSink {
     checker: Checker,
     first: Option<String>,
     recent: std::collections::VecDeque<String>,
+    /// (channel, cycle) of the last command, and the clocks in which a channel issued two.
+    last: Option<(u32, u64)>,
+    pairs: u64,
 }
 
 impl CommandSink for CheckSink {
     fn record(&mut self, r: &CommandRecord) {
+        if self.last == Some((r.channel, r.cycle)) {
+            self.pairs += 1;
+        }
+        self.last = Some((r.channel, r.cycle));
         self.recent.push_back(r.to_line());
         if self.recent.len() > 12 {
             self.recent.pop_front();
@@ -104,12 +111,20 @@ fn traffic(seed: u64, n: usize, footprint: u64, page: u64) -> Vec<TraceItem> {
 }
 
 fn check(cfg: &Config, seed: u64, n: usize) -> movelab_dram::stats::Stats {
+    check_counting_pairs(cfg, seed, n).0
+}
+
+/// As `check`, also returning how many clocks carried two commands on one channel (HBM's row and
+/// column command buses).
+fn check_counting_pairs(cfg: &Config, seed: u64, n: usize) -> (movelab_dram::stats::Stats, u64) {
     let spec = cfg.resolve("test").unwrap();
     let header = log_header(cfg, &spec);
     let mut sink = CheckSink {
         checker: Checker::new(&header).unwrap(),
         first: None,
         recent: Default::default(),
+        last: None,
+        pairs: 0,
     };
     // Pages of at most 4 KB; with Multi-RowCopy whole rows, which it replicates.
     let page = if cfg.controller.bulk == "multi-row-copy" {
@@ -145,7 +160,33 @@ fn check(cfg: &Config, seed: u64, n: usize) -> movelab_dram::stats::Stats {
         report.commands_checked
     );
     assert!(stats.reads + stats.writes > 0);
-    stats
+    (stats, sink.pairs)
+}
+
+#[test]
+fn hbm_issues_row_and_column_commands_in_one_clock_and_others_never_two() {
+    // HBM's separate row and column command buses are exercised (and checked) on randomized
+    // traffic with and without RowClone, both schedulers; every other standard issues at most
+    // one command per clock per channel.
+    for name in builtin_config_names() {
+        let hbm = name.contains("hbm");
+        for sched in ["frfcfs", "fcfs"] {
+            for bulk in ["baseline", "rowclone"] {
+                let mut cfg = Config::preset(name).unwrap();
+                cfg.controller.scheduler = sched.into();
+                cfg.controller.bulk = bulk.into();
+                let (_, pairs) = check_counting_pairs(&cfg, 11, 3000);
+                if hbm {
+                    assert!(
+                        pairs > 0,
+                        "{name} {sched} {bulk}: no clock with two commands"
+                    );
+                } else {
+                    assert_eq!(pairs, 0, "{name} {sched} {bulk}");
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -301,6 +342,8 @@ fn a_controller_that_breaks_a_rule_is_caught() {
         checker: Checker::new(&log_header(&real, &spec)).unwrap(),
         first: None,
         recent: Default::default(),
+        last: None,
+        pairs: 0,
     };
     let items = traffic(5, 500, 1 << 24, 4096);
     simulate(
@@ -329,6 +372,8 @@ fn replay_against(controller: &Config, device: &Config, items: Vec<TraceItem>) -
         checker: Checker::new(&log_header(device, &spec)).unwrap(),
         first: None,
         recent: Default::default(),
+        last: None,
+        pairs: 0,
     };
     simulate(
         controller,
@@ -460,6 +505,8 @@ fn run_checked(
         checker: Checker::new(&log_header(cfg, &spec)).unwrap(),
         first: None,
         recent: Default::default(),
+        last: None,
+        pairs: 0,
     };
     let stats = simulate(
         cfg,

@@ -1517,3 +1517,72 @@ fn hbm4_every_rule_row_at_its_earliest_cycle() {
     // Another SID (a movelab rank): RD -> RD nCCD_R = nBL + nRTRS = nBL.
     hbm_other_sid("HBM4-8000/HBM4-32Gb-8Hi-PC", 2);
 }
+
+/// HBM's separate row and column command buses (JESD235, JESD238, JESD270-4): after a RD at `r`,
+/// an ACT of another bank is legal in that same clock (the row bus is free), a second column
+/// command only when its timing rule allows it (nCCD_S after the RD: exactly then, not a cycle
+/// earlier, and never in the RD's own clock); on DDR4 the ACT must wait for the next clock.
+#[test]
+fn hbm_row_and_column_commands_share_a_clock_at_their_earliest_cycle() {
+    for preset in [
+        "HBM2-2000/HBM2-8Gb-PC",
+        "HBM3-6400/HBM3-8Gb-PC",
+        "HBM4-8000/HBM4-32Gb-8Hi-PC",
+    ] {
+        let s = setup(preset, 1, &[]);
+        let t = |n: &str| s.t(n);
+        let (a, b) = ((0, 0), (1, 0));
+        let r = t("nRCDRD");
+        let prefix = [cmd(0, Act, a), cmd(r, Rd, a)];
+        // The ACT of another bank: the device model (which knows no command bus) allows it by
+        // the RD's clock, and the checker accepts it in that clock.
+        let probe = row(cmd(0, Act, b), 9);
+        assert!(s.earliest(&prefix, &probe) <= r, "{preset}");
+        let mut log: Vec<CommandRecord> = prefix.iter().map(|c| record(c, c.cycle)).collect();
+        log.push(record(&probe, r));
+        let ok = s.check(&log);
+        assert!(
+            ok.ok,
+            "{preset}: {:?}",
+            ok.violations.first().map(|v| &v.message)
+        );
+        // A second column command (another bank, opened well before): nCCD_S after the RD.
+        let open_b = row(cmd(t("nFAW") + 4, Act, b), 9);
+        let rd_at = t("nFAW") + 4 + r + 20;
+        let prefix = [cmd(0, Act, a), open_b, cmd(rd_at, Rd, a)];
+        s.case(
+            "RD -> RD other bank group",
+            "nCCD_S",
+            &prefix,
+            row(cmd(0, Rd, b), 9),
+            rd_at + t("nCCD_S"),
+        );
+        // In the RD's own clock: refused as the column bus's second command.
+        let mut log: Vec<CommandRecord> = prefix.iter().map(|c| record(c, c.cycle)).collect();
+        log.push(record(&row(cmd(0, Rd, b), 9), rd_at));
+        let same = s.check(&log);
+        assert!(
+            same.violations
+                .iter()
+                .any(|v| v.index == 3 && v.rule_key() == "command bus"),
+            "{preset}"
+        );
+    }
+    // DDR4: one command bus; the ACT beside the RD is refused, one clock later accepted.
+    let s = setup("DDR4-2400R/DDR4-8Gb-x8", 1, &[]);
+    let r = s.t("nRCD");
+    let prefix = [cmd(0, Act, (0, 0)), cmd(r, Rd, (0, 0))];
+    let probe = row(cmd(0, Act, (1, 0)), 9);
+    let mut log: Vec<CommandRecord> = prefix.iter().map(|c| record(c, c.cycle)).collect();
+    log.push(record(&probe, r));
+    let same = s.check(&log);
+    assert!(
+        same.violations
+            .iter()
+            .any(|v| v.index == 2 && v.rule_key() == "command bus"),
+        "DDR4 row + column in one clock: {:?}",
+        same.violations.iter().map(|v| &v.rule).collect::<Vec<_>>()
+    );
+    log.last_mut().unwrap().cycle = r + 1;
+    assert!(s.check(&log).ok, "DDR4: the ACT a clock later");
+}

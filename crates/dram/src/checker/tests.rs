@@ -779,6 +779,96 @@ fn command_bus_and_order() {
     assert_eq!(protocol_rules(&r), vec!["order"]);
 }
 
+/// HBM's separate row and column command buses: a row and a column command may share a cycle
+/// (different banks), two row or two column commands may not; on DDR4 a row and a column command
+/// in one cycle are refused, as any two commands are.
+#[test]
+fn separate_row_and_column_command_buses() {
+    for preset in [
+        "HBM2-2000/HBM2-8Gb-PC",
+        "HBM3-6400/HBM3-8Gb-PC",
+        "HBM4-8000/HBM4-32Gb-8Hi-PC",
+    ] {
+        let h = header(preset);
+        let rcd = t(&h, "nRCDRD").max(t(&h, "nRCDWR"));
+        let (a, o) = ((0, 0), (1, 0));
+        let opened = [c(0, Act, 0, a, 3)];
+        // ACT to another bank in the cycle of a RD (either order on the log).
+        let mut log = opened.to_vec();
+        log.extend([c(rcd, Rd, 0, a, 3), c(rcd, Act, 0, o, 4)]);
+        assert_ok(&h, &log);
+        let mut log = opened.to_vec();
+        log.extend([c(rcd, Act, 0, o, 4), c(rcd, Wr, 0, a, 3)]);
+        assert_ok(&h, &log);
+        // A PRE of another bank beside a WRA.
+        let mut log = vec![
+            c(0, Act, 0, a, 3),
+            c(t(&h, "nRRD_L") + 20, Act, 0, (0, 1), 4),
+        ];
+        let at = t(&h, "nRRD_L") + 20 + t(&h, "nRAS");
+        log.extend([c(at, Wra, 0, a, 3), c(at, Pre, 0, (0, 1), 0)]);
+        assert_ok(&h, &log);
+        // Two column commands in one cycle (two banks open): refused, as the column bus's.
+        let mut log = vec![c(0, Act, 0, a, 3), c(t(&h, "nFAW") + 4, Act, 0, o, 4)];
+        let at = t(&h, "nFAW") + 4 + rcd + 40;
+        log.extend([c(at, Rd, 0, a, 3), c(at, Rd, 0, o, 4)]);
+        let r = run(&h, &log);
+        assert!(
+            r.violations.iter().any(|v| v.rule == "command bus"
+                && v.index == 3
+                && v.message.contains("second column command")),
+            "{preset}: {}",
+            show(&r)
+        );
+        // Two row commands in one cycle: refused.
+        let r = run(&h, &[c(0, Act, 0, a, 3), c(0, Act, 0, o, 3)]);
+        assert!(
+            r.violations
+                .iter()
+                .any(|v| v.rule == "command bus" && v.message.contains("one row command")),
+            "{preset}: {}",
+            show(&r)
+        );
+        // A third command beside a row and a column command: refused.
+        let mut log = opened.to_vec();
+        log.extend([
+            c(rcd, Rd, 0, a, 3),
+            c(rcd, Act, 0, o, 4),
+            c(rcd, Pre, 0, (0, 2), 0),
+        ]);
+        assert_eq!(
+            protocol_rules(&run(&h, &log)),
+            vec!["command bus"],
+            "{preset}"
+        );
+        // The timing rules still hold between the two: RD beside its own bank's ACT is early.
+        let r = run(&h, &[c(0, Act, 0, a, 3), c(0, Rd, 0, a, 3)]);
+        assert!(
+            !r.ok && protocol_rules(&r).is_empty(),
+            "{preset}: {}",
+            show(&r)
+        );
+    }
+    // DDR4: one command bus. A row and a column command in one cycle are refused, and the
+    // message says why.
+    let h = ddr4();
+    let rcd = t(&h, "nRCD");
+    let r = run(
+        &h,
+        &[
+            c(0, Act, 0, (0, 0), 3),
+            c(rcd, Rd, 0, (0, 0), 3),
+            c(rcd, Act, 0, (1, 0), 4),
+        ],
+    );
+    assert_eq!(protocol_rules(&r), vec!["command bus"], "{}", show(&r));
+    assert!(
+        r.violations[0].message.contains("only on HBM"),
+        "{}",
+        show(&r)
+    );
+}
+
 #[test]
 fn index_bounds() {
     let h = ddr3();
@@ -2013,7 +2103,12 @@ proptest! {
             .filter(|v| v.index == k as u64 && v.kind == ViolationKind::Timing)
             .map(|v| v.rule_key().to_string()).collect();
         prop_assert_eq!(&at_k, &g.binding[k], "{} command #{} {}:\n{}", h.speed, k, g.out[k].to_line(), show(&r));
-        let bus = g.out[k].cycle - 1 == g.out[k - 1].cycle;
+        // Into the previous command's cycle: a second command on the command bus, except on
+        // HBM's separate buses when one is a row and the other a column command.
+        let column = |kind: CommandKind| matches!(kind, Rd | Rda | Wr | Wra | Tr);
+        let hbm = matches!(h.standard.as_str(), "HBM2" | "HBM3" | "HBM4");
+        let bus = g.out[k].cycle - 1 == g.out[k - 1].cycle
+            && (!hbm || column(g.out[k].kind) == column(g.out[k - 1].kind));
         let protocol: Vec<String> = protocol_rules(&r);
         prop_assert_eq!(protocol.clone(), if bus { vec!["command bus".to_string()] } else { vec![] });
         if g.binding[k].is_empty() && !bus {
