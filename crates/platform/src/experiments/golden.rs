@@ -25,7 +25,7 @@ pub const SECTIONS: &[&str] = &["platform", "io", "network", "reproductions"];
 /// The golden lines of `section` (one of [`SECTIONS`]).
 pub fn lines(section: &str) -> Result<Vec<String>, PlatformError> {
     match section {
-        "platform" => Ok(platform_lines()),
+        "platform" => Ok([platform_lines(), cluster_lines()].concat()),
         "io" => io_lines(),
         "network" => network_lines(),
         "reproductions" => reproduction_lines(),
@@ -102,6 +102,92 @@ fn platform_lines() -> Vec<String> {
                 out.push(format!("run {plat} {variant} {wname} {line}"));
             }
         }
+    }
+    out
+}
+
+/// Platforms on an Ethernet link (`systems/cluster.rs`): a sender running `nic-tx` (8 frames back
+/// to back) and a receiver running `nic-rx`, with a NIC, an iDMA or microengines at the receiving
+/// end; each line digests both platforms' and the link's statistics and both DRAM command logs.
+fn cluster_lines() -> Vec<String> {
+    use crate::config::platform::PlatformConfig;
+    use crate::systems::cluster::{self, End, LinkSpec};
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("larsen-io", "", "larsen-io", ""),
+        ("larsen-io-idma", "", "larsen-io-idma", ""),
+        ("larsen-io", "[io.nic]\nmac_gbps = 1.0", "ixp-host", ""),
+        (
+            "larsen-io",
+            "[io.nic]\nmac_gbps = 1.0",
+            "ixp-host",
+            "[[agents]]\nkind = \"microengines\"\n[agents.params]\ncount = 1\nthreads = 1\nclock_mhz = 25.0",
+        ),
+    ];
+    let mut out = Vec::new();
+    for (tx, tx_over, rx, rx_over) in cases {
+        let line = (|| -> Result<String, PlatformError> {
+            let load = |name: &str, over: &str| -> Result<PlatformConfig, PlatformError> {
+                let c = PlatformConfig::preset(name)?;
+                if over.is_empty() {
+                    return Ok(c);
+                }
+                let t: toml::Table = over
+                    .parse()
+                    .map_err(|e| PlatformError::config("golden", "overrides", format!("{e}")))?;
+                c.with_overrides(toml::Value::Table(t), "golden")
+            };
+            let mut ps = vec![
+                Platform::new(&load(tx, tx_over)?)?,
+                Platform::new(&load(rx, rx_over)?)?,
+            ];
+            let mut cells = Vec::new();
+            for p in &mut ps {
+                p.sys.track_values();
+                let (sink, cell) = CommandLogDigest::new();
+                p.mem_mut().set_command_log(Box::new(sink));
+                cells.push(cell);
+            }
+            let kv = |k: &str, v: u64| BTreeMap::from([(k.to_string(), v)]);
+            let mut txp = kv("messages", 8);
+            txp.insert("gap".into(), 0);
+            let progs = vec![
+                vec![Workload::load("nic-tx", &txp)?],
+                vec![Workload::load("nic-rx", &BTreeMap::new())?],
+            ];
+            let end = |host| End {
+                host,
+                agent: String::new(),
+            };
+            let link = LinkSpec {
+                a: end(0),
+                b: end(1),
+                meters: 3.0,
+                ns_per_meter: 5.0,
+                gbps: None,
+            };
+            let s = cluster::run(&mut ps, &progs, &[link], &mut |_| {})?;
+            let logs: Vec<String> = cells
+                .iter()
+                .map(|c| {
+                    let (log, n) = c.lock().map(|g| (g.0 .0, g.1)).unwrap_or((0, 0));
+                    format!("{n}:{log:016x}")
+                })
+                .collect();
+            let json = serde_json::to_string(&s).unwrap_or_default();
+            Ok(format!(
+                "cmds={} stats={:016x} time_ns={:.1}",
+                logs.join(","),
+                Fnv::text(&json),
+                s.hosts.iter().map(|h| h.time_ns).fold(0.0, f64::max)
+            ))
+        })()
+        .unwrap_or_else(|e| format!("error: {e}"));
+        let name = if rx_over.is_empty() {
+            *rx
+        } else {
+            "ixp-host-slow"
+        };
+        out.push(format!("cluster {tx} -> {name} nic-tx/nic-rx 8x {line}"));
     }
     out
 }
