@@ -708,7 +708,6 @@ impl Agent for Microengines {
                     .collect(),
                 busy_share: 0.0,
             }),
-            ..Default::default()
         }
     }
 }

@@ -124,7 +124,7 @@ impl MicroenginesConfig {
         int("switch_cycles", self.switch_cycles as u64, 0, 1000)?;
         int("issue_cycles", self.issue_cycles as u64, 0, 1000)?;
         int("chunk_bytes", self.chunk_bytes as u64, 8, 4096)?;
-        if self.chunk_bytes % 8 != 0 {
+        if !self.chunk_bytes.is_multiple_of(8) {
             return bad(
                 "chunk_bytes",
                 format!("{}: must be a multiple of 8", self.chunk_bytes),
@@ -158,7 +158,7 @@ impl MicroenginesConfig {
                 format!("{:#x}: a power of two from 4 KiB to 64 MiB", self.bar_bytes),
             );
         }
-        if self.bar % self.bar_bytes != 0 {
+        if !self.bar.is_multiple_of(self.bar_bytes) {
             return bad(
                 "bar",
                 format!(
