@@ -89,6 +89,25 @@ pub fn write_line(sys: &mut MemorySystem, now: Ps, agent: AgentId, line: u64) {
     sys.send(at, line * 64, MemOp::Write, true, kind, false);
 }
 
+/// A core's uncached access to the registers of a device on the die (the iDMA, the
+/// microengines): it leaves the core after its address-phase turn (`Ok`: when, for a store, which
+/// reaches the device `message` later), or, for a load, returns after the message there and back
+/// (`Err`: the core's answer).
+pub fn on_die_register(
+    sys: &mut MemorySystem,
+    now: Ps,
+    write: bool,
+    message: Ps,
+) -> Result<Ps, crate::iface::Access> {
+    sys.count_uncached();
+    let leave = sys.ic().address_phase(now);
+    if write {
+        Ok(leave)
+    } else {
+        Err(crate::iface::Access::At(leave + 2 * message))
+    }
+}
+
 /// A device writes `line` into host memory through the root complex: with DDIO (`ddio_core`) it
 /// is pushed into that core's L2, else written to memory (cached copies invalidated either way).
 /// Counts the path in `stats`.

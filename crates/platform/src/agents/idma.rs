@@ -613,12 +613,10 @@ impl Agent for IdmaAgent {
         addr: u64,
         write: bool,
     ) -> Access {
-        sys.count_uncached();
-        let leave = sys.ic().address_phase(now);
-        if !write {
-            // A register read: the message there and back on the die.
-            return Access::At(leave + 2 * self.message);
-        }
+        let leave = match device_dma::on_die_register(sys, now, write, self.message) {
+            Ok(leave) => leave,
+            Err(read) => return read,
+        };
         let reg = nic::BAR + (addr - self.cfg.bar);
         if reg == nic::TDT {
             if self.stores.len() < nic::MAX_TRACES {

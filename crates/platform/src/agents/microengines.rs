@@ -618,11 +618,10 @@ impl Agent for Microengines {
         addr: u64,
         write: bool,
     ) -> Access {
-        sys.count_uncached();
-        let leave = sys.ic().address_phase(now);
-        if !write {
-            return Access::At(leave + 2 * self.message);
-        }
+        let leave = match device_dma::on_die_register(sys, now, write, self.message) {
+            Ok(leave) => leave,
+            Err(read) => return read,
+        };
         if nic::BAR + (addr - self.cfg.bar) == nic::RDT {
             self.post_rx();
             sys.schedule(leave + self.message, self.id, EV_RX_TAIL, 0);
