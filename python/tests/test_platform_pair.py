@@ -70,3 +70,33 @@ def test_the_idma_on_either_end(sender: str, receiver: str) -> None:
     s = platform.pair(sender, receiver, messages=4, tx_params={"gap": 2000}).summary()
     assert s["frames_sent"] == 4
     assert s["bytes_checked"] == 4 * 64 and s["bytes_wrong"] == 0
+
+
+def test_microengines_at_the_receiving_end() -> None:
+    # ixp-host's MAC runs at 1 Gb/s: --gbps puts both ports at one rate.
+    with pytest.raises(ValueError, match="one rate"):
+        platform.pair("larsen-io", "ixp-host", messages=2)
+    s = platform.pair("larsen-io", "ixp-host", messages=8, frame_bytes=1514, gbps=1.0,
+                      tx_params={"gap": 0}).summary()
+    assert (s["frames_sent"], s["frames_landed"], s["frames_dropped"]) == (8, 8, 0)
+    assert s["bytes_checked"] == 8 * 1514 and s["bytes_wrong"] == 0
+    assert 0.8 < s["receive_gbps"] <= 1.0
+    assert 0.0 < s["small_core_busy"] < 0.2
+    # One slow context: the microengines bind, the surplus is dropped and counted, nothing aborts.
+    slow = {"agents": [{"kind": "microengines", "params": {"count": 1, "threads": 1, "clock_mhz": 10.0}}]}
+    t = platform.pair("larsen-io", "ixp-host", messages=16, frame_bytes=1514, gbps=1.0, tx_params={"gap": 0},
+                      receiver_overrides=slow).summary()
+    assert t["frames_dropped"] > 0 and t["frames_landed"] + t["frames_dropped"] == 16
+    assert t["bytes_wrong"] == 0 and t["receive_gbps"] < s["receive_gbps"] / 2
+    assert t["small_core_busy"] > 0.9
+    with pytest.raises(ValueError, match="gbps"):
+        platform.pair("larsen-io", "ixp-host", gbps=0.0)
+
+
+def test_cli_microengines_and_gbps() -> None:
+    r = runner.invoke(app, ["platform", "pair", "--receiver", "ixp-host", "--gbps", "1", "--messages", "4",
+                            "--frame-bytes", "1514"])
+    assert r.exit_code == 0, r.output
+    assert "4 / 4 / 0" in r.output and "microengines busy" in r.output
+    r = runner.invoke(app, ["platform", "pair", "--receiver", "ixp-host", "--gbps", "0"])
+    assert r.exit_code == 2
