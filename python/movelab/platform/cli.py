@@ -96,10 +96,17 @@ def _fmt_bytes(n: int) -> str:
 def _device_rows(dev: dict[str, Any]) -> list[tuple[str, str]]:
     """A PCIe device's rows: its first TX stack, link bytes by category, where its lines went."""
     name = dev["name"]
-    rows = [(f"{name}: frames sent", f"{dev['frames']:,} ({dev['frame_bytes']:,} B)")]
-    for part, v in dev["tx_stack"]:
-        rows.append((f"{name}: first TX stack: {part}", f"{v:,.1f} ns"))
-    rows.append((f"{name}: first TX stack: total", f"{dev['tx_stack_total_ns']:,.1f} ns"))
+    rows = []
+    # A device that only receives (the microengines) has no transmit rows.
+    if dev["frames"] or dev["tx_stack"] or name != "microengines":
+        rows.append((f"{name}: frames sent", f"{dev['frames']:,} ({dev['frame_bytes']:,} B)"))
+        for part, v in dev["tx_stack"]:
+            rows.append((f"{name}: first TX stack: {part}", f"{v:,.1f} ns"))
+        rows.append((f"{name}: first TX stack: total", f"{dev['tx_stack_total_ns']:,.1f} ns"))
+    if dev.get("rx_frames_in"):
+        nic = dev.get("nic") or {}
+        rows.append((f"{name}: frames in / landed / dropped",
+                     f"{dev['rx_frames_in']:,} / {nic.get('rx_frames', 0):,} / {nic.get('rx_drops', 0):,}"))
     for direction in ("up", "down"):
         for cat, v in dev[f"bytes_{direction}"]:
             rows.append((f"{name}: link bytes {direction}: {cat}", f"{v:,}"))
@@ -150,6 +157,15 @@ def stats_table(s: dict[str, Any]) -> Table:
         rows.append(("memory", f"{d.get('speed')} / {d.get('part')}, {d.get('channels')} ch x {d.get('ranks')} rank"))
     for dev in s.get("devices") or []:
         rows += _device_rows(dev)
+    for a in s.get("agents") or []:
+        sc = a.get("small_cores")
+        if sc:
+            shape = f"{sc['engines']} x {sc['threads']}, {sc['clock_mhz']:g} MHz"
+            rows.append((f"{a['name']}: busy", f"{sc['busy_share'] * 100:.1f} % ({shape})"))
+            lines = a.get("lines") or {}
+            if lines.get("engine_read") or lines.get("engine_written"):
+                rows.append((f"{a['name']}: copy lines in / out",
+                             f"{lines.get('engine_read', 0):,} / {lines.get('engine_written', 0):,}"))
     for k, v in rows:
         t.add_row(k, v)
     return t
