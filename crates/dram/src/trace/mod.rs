@@ -386,7 +386,17 @@ impl<R: BufRead> TraceReader<R> {
         // Fast path: the whole line is already in the reader's buffer (past the first line, whose
         // byte-order mark the general path removes). Same result as the general path below.
         if self.line > 0 {
-            if let Ok(avail) = self.reader.fill_buf() {
+            // A read error is the general path's: the reader may not report it twice (a Python
+            // iterable's exception is taken once).
+            let avail = match self.reader.fill_buf() {
+                Ok(a) => Some(a),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => None,
+                Err(e) => {
+                    self.line += 1;
+                    return Err(self.error(format!("read error: {e}")));
+                }
+            };
+            if let Some(avail) = avail {
                 let window = &avail[..avail.len().min(MAX_LINE_BYTES + 2)];
                 if let Some(i) = window.iter().position(|&b| b == b'\n') {
                     let end = if i > 0 && window[i - 1] == b'\r' {

@@ -408,3 +408,61 @@ fn a_byte_order_mark_is_not_part_of_the_first_line() {
     // Only at the very start: elsewhere it is a bad line.
     assert!(read_back(b"R 0x0\n\xEF\xBB\xBFW 0x40\n").is_err());
 }
+
+/// A source that gives some whole lines, then fails once (as a Python iterable's exception does,
+/// which the binding takes once), then ends.
+struct FailsOnce {
+    data: Vec<u8>,
+    pos: usize,
+    failed: bool,
+}
+
+impl Read for FailsOnce {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = {
+            let b = self.fill_buf()?;
+            let n = b.len().min(out.len());
+            out[..n].copy_from_slice(&b[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for FailsOnce {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.pos < self.data.len() {
+            return Ok(&self.data[self.pos..]);
+        }
+        if !self.failed {
+            self.failed = true;
+            return Err(std::io::Error::other("the source failed"));
+        }
+        Ok(&[])
+    }
+    fn consume(&mut self, n: usize) {
+        self.pos += n;
+    }
+}
+
+#[test]
+fn a_read_error_after_whole_lines_is_reported_not_taken_for_the_end() {
+    for format in [TraceFormat::Native, TraceFormat::Ramulator] {
+        let text = if format == TraceFormat::Native {
+            "R 0x0\nR 0x40\n"
+        } else {
+            "LD 0x0\nLD 0x40\n"
+        };
+        let src = FailsOnce {
+            data: text.as_bytes().to_vec(),
+            pos: 0,
+            failed: false,
+        };
+        let items: Vec<_> = TraceReader::new(src, "t", format).unwrap().collect();
+        assert_eq!(items.len(), 3, "{format:?}: {items:?}");
+        assert!(items[0].is_ok() && items[1].is_ok());
+        let e = items[2].as_ref().unwrap_err().to_string();
+        assert!(e.contains("the source failed"), "{format:?}: {e}");
+    }
+}
