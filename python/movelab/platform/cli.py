@@ -97,8 +97,8 @@ def _device_rows(dev: dict[str, Any]) -> list[tuple[str, str]]:
     """A PCIe device's rows: its first TX stack, link bytes by category, where its lines went."""
     name = dev["name"]
     rows = []
-    # A device that only receives (the microengines) has no transmit rows.
-    if dev["frames"] or dev["tx_stack"] or name != "microengines":
+    # A device that only received (the microengines, a receiving NIC) gets no empty transmit rows.
+    if dev["frames"] or dev["tx_stack"] or not dev.get("rx_frames_in"):
         rows.append((f"{name}: frames sent", f"{dev['frames']:,} ({dev['frame_bytes']:,} B)"))
         for part, v in dev["tx_stack"]:
             rows.append((f"{name}: first TX stack: {part}", f"{v:,.1f} ns"))

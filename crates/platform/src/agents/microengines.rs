@@ -199,7 +199,6 @@ impl Microengines {
                 copy: None,
             })
             .collect();
-        let irq = ns(cfg.irq_ns);
         Ok(Microengines {
             id,
             cycle: 1.0e6 / cfg.clock_mhz,
@@ -221,7 +220,7 @@ impl Microengines {
             next: 0,
             taken: 0,
             mem: HostMemory::default(),
-            message: irq.max(sys.ic().engine_message),
+            message: sys.ic().engine_message,
             service: 0,
             copies: BTreeMap::new(),
             copies_done: 0,

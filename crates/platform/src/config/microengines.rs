@@ -54,11 +54,11 @@ pub struct MicroenginesConfig {
     pub ring: u32,
     pub rx_buffers: u64,
     pub rx_buffer_stride: u64,
-    /// The core the microengines interrupt per frame, the delay of that on-chip signal (ns), and
-    /// whether their writes are pushed into that core's L2 (the IXP2350's L2 push, Wun & Crowley
-    /// section 6) instead of going to memory.
+    /// The core the microengines interrupt per frame (an on-chip signal: the interconnect's
+    /// `engine_message_ns`, then the platform's interrupt delivery), and whether their writes are
+    /// pushed into that core's L2 (the IXP2350's L2 push, Wun & Crowley section 6) instead of
+    /// going to memory.
     pub irq_core: u32,
-    pub irq_ns: f64,
     pub l2_push: bool,
 }
 
@@ -89,7 +89,6 @@ impl Default for MicroenginesConfig {
             rx_buffers: 0x3000_0000,
             rx_buffer_stride: 2048,
             irq_core: 0,
-            irq_ns: 0.0,
             l2_push: false,
         }
     }
@@ -151,7 +150,6 @@ impl MicroenginesConfig {
         real("mac_gbps", self.mac_gbps, 0.001, 1000.0)?;
         real("mac_tx_ns", self.mac_tx_ns, 0.0, 1e6)?;
         real("mac_rx_ns", self.mac_rx_ns, 0.0, 1e6)?;
-        real("irq_ns", self.irq_ns, 0.0, 1e6)?;
         if !self.bar_bytes.is_power_of_two() || !(4096..=64 << 20).contains(&self.bar_bytes) {
             return bad(
                 "bar_bytes",
