@@ -37,6 +37,10 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
         include_str!("../../../presets/dram/gddr7.toml"),
     ),
     ("hbm4.toml", include_str!("../../../presets/dram/hbm4.toml")),
+    (
+        "lpddr6.toml",
+        include_str!("../../../presets/dram/lpddr6.toml"),
+    ),
 ];
 
 /// The timing entry that says the controller runs LPDDR5's WCK in auto sync-off mode (1), set by
