@@ -528,9 +528,15 @@ fn same_bank_rows(s: &Setup, rcd_keys: (&str, &str)) {
     let p = [cmd(0, Act, a), cmd(ras, Rd, a)];
     s.case("nRTP", "nRTP", &p, cmd(0, Pre, a), ras + rtp);
     let p = [cmd(0, Act, a), cmd(rcd_wr, Wr, a)];
+    // LPDDR6 names its write recovery WL + BL/n_max + tWTP (its nWR is derived to equal it).
+    let wr_key = if s.spec.param("nWTP").is_some() {
+        "nCWL+nBL_max+nWTP"
+    } else {
+        "nCWL+nBL+nWR"
+    };
     let e = rcd_wr + cwl + bl + wr;
-    s.case("write recovery", "nCWL+nBL+nWR", &p, cmd(0, Pre, a), e);
-    s.case("WR -> RDA", "nCWL+nBL+nWR", &p, cmd(0, Rda, a), e - rtp);
+    s.case("write recovery", wr_key, &p, cmd(0, Pre, a), e);
+    s.case("WR -> RDA", wr_key, &p, cmd(0, Rda, a), e - rtp);
     let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
     let e = ras + 3 + rtp + rp;
     s.case("RDA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
@@ -1675,8 +1681,8 @@ fn lpddr6_every_rule_row_at_its_earliest_cycle() {
     );
     assert_eq!([t("nRFC"), t("nREFI")], [1014, 10416]);
     let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
-    let (rcdrd, rcdwr, ras, rp, rc) = (t("nRCDRD"), t("nRCDWR"), t("nRAS"), t("nRP"), t("nRC"));
-    let (cwl, bl, bl_max, wtp, rtp) = (t("nCWL"), t("nBL"), t("nBL_max"), t("nWTP"), t("nRTP"));
+    let (rcdrd, rcdwr, ras, rp) = (t("nRCDRD"), t("nRCDWR"), t("nRAS"), t("nRP"));
+    let (cwl, bl, bl_max) = (t("nCWL"), t("nBL"), t("nBL_max"));
     // Command bus: an ACT (ACT-1 + ACT-2) holds it 4 clocks, every other command 2.
     s.case(
         "ACT four clocks",
@@ -1695,56 +1701,9 @@ fn lpddr6_every_rule_row_at_its_earliest_cycle() {
     );
     let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
     s.case("PRE two clocks", "2", &p, cmd(0, Act, other_group), ras + 2);
-    // Same bank.
-    for k in [Rd, Rda] {
-        s.case(
-            &format!("ACT -> {k}"),
-            "nRCDRD",
-            &[cmd(0, Act, a)],
-            cmd(0, k, a),
-            rcdrd,
-        );
-    }
-    for k in [Wr, Wra] {
-        s.case(
-            &format!("ACT -> {k}"),
-            "nRCDWR",
-            &[cmd(0, Act, a)],
-            cmd(0, k, a),
-            rcdwr,
-        );
-    }
-    s.case("nRAS", "nRAS", &[cmd(0, Act, a)], cmd(0, Pre, a), ras);
-    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
-    s.case("nRC", "nRC", &p, row(cmd(0, Act, a), 9), rc);
-    let p = [cmd(0, Act, a), cmd(rc, Pre, a)];
-    s.case("nRP", "nRP", &p, row(cmd(0, Act, a), 9), rc + rp);
-    let p = [cmd(0, Act, a), cmd(ras, Rd, a)];
-    s.case("nRTP", "nRTP", &p, cmd(0, Pre, a), ras + rtp);
-    let p = [cmd(0, Act, a), cmd(rcdwr, Wr, a)];
-    let e = rcdwr + cwl + bl_max + wtp;
-    s.case("write recovery", "nCWL+nBL_max+nWTP", &p, cmd(0, Pre, a), e);
-    // WR -> RDA: the auto-precharge must not cut write recovery short (with nWTR_L lowered, as
-    // the same-group write-to-read row hides it in the bin).
-    let q = setup(name, 1, &[("nWTR_L", 10)]);
-    q.case(
-        "WR -> RDA",
-        "nCWL+nBL_max+nWTP",
-        &p,
-        cmd(0, Rda, a),
-        e - rtp,
-    );
-    let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
-    s.case(
-        "RDA -> ACT",
-        "nRP",
-        &p,
-        row(cmd(0, Act, a), 9),
-        ras + 3 + rtp + rp,
-    );
-    let p = [cmd(0, Act, a), cmd(rcdwr, Wra, a)];
-    let e = (rcdwr + cwl + bl_max + wtp).max(ras) + rp;
-    s.case("WRA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
+    // Same bank (with nWTR_L lowered: in the bin the same-group write-to-read row hides
+    // WR -> RDA's write-recovery row).
+    same_bank_rows(&setup(name, 1, &[("nWTR_L", 10)]), ("nRCDRD", "nRCDWR"));
     // Activations: one tRRD for any two banks; four per tFAW (which binds beyond 4 x nRRD).
     let rrd = t("nRRD");
     s.case(
