@@ -325,7 +325,8 @@ def test_hbm2_says_energy_is_not_available() -> None:
 
 @pytest.mark.parametrize(("config", "speed", "part", "standard"),
                          [("gddr7-28000", "GDDR7-28000", "GDDR7-16Gb-x8-CH", "GDDR7"),
-                          ("hbm4-8000", "HBM4-8000", "HBM4-32Gb-8Hi-PC", "HBM4")])
+                          ("hbm4-8000", "HBM4-8000", "HBM4-32Gb-8Hi-PC", "HBM4"),
+                          ("lpddr6-10667", "LPDDR6-10667", "LPDDR6-16Gb-SC", "LPDDR6")])
 def test_gddr7_and_hbm4_are_listed_run_and_report_energy_unavailable(config: str, speed: str, part: str,
                                                                      standard: str) -> None:
     p = json.loads(cli("dram", "presets", "--format", "json"))

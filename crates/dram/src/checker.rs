@@ -33,18 +33,19 @@
 //! | same rank | REF -> any command: nRFC; PRE / PREA / auto-precharge -> REF: nRP; PREA -> ACT: nRP |
 //! | same rank, 8-bank DDR2 | PREA -> ACT, PREA -> REF: nRP + 1 (tRPA) |
 //! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
-//! | DDR5 / LPDDR5 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT) hold the bus the next clock |
+//! | DDR5 / LPDDR5 / HBM2 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT; HBM2's ACT on its row bus) hold the bus the next clock (HBM2: the row bus only) |
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
 //! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank (and at bank + 8 with 16 banks: a pair), nPBR2PBR to REFPB, nPBR2ACT to ACT |
 //! | LPDDR5, WCK auto sync-off (header `WCK_SYNC = 1`) | CAS (WCK2CK sync) followed on the next clock by a RD / WR of its rank; no CAS while the rank's WCK is synchronised (RD -> CAS nCL + nBL_max + nWCKPST + 1, WR -> CAS nCWL + nBL_max + nWCKPST + 1); a RD / WR after that window, or the first, follows a CAS; the preamble (nWCKENL + nWCKPRE_static + nWCKPRE_toggle) ends by the data start (`checker/wck.rs`) |
 //! | LPDDR5 BG mode, BL32 | WR -> RD / TR same bank group: nCWL + nBL_max + nWTR_L (BL/n_max), when the bin gives nBL_max |
+//! | LPDDR6 | every command holds the command bus 2 clocks, an ACT (ACT-1 + ACT-2) 4; PREA -> ACT / REF: nRPab; WR -> PRE: nCWL + nBL_max + nWTP; WR -> RD same bank group nCWL + nBL_max + nWTR_L; RD -> WR: nRTW, same bank group nRTW_L |
 //! | GDDR6 | the DDR4-like rules above with split nRCDRD / nRCDWR; REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_L |
 //! | GDDR7 | no bank groups (nCCD, nRRD, nWTR on the channel); same bank: column -> column nCCDSB, WR -> RD / TR(src) nCWL + nBL + nWTRSB; RD -> WR nRTW; nPPD; two-clock ACT, RD, WR (as DDR5); all-bank refresh only |
 //! | HBM2, HBM3, HBM4 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
 //! | HBM4 | ACT -> REFPB and REFPB -> ACT of another bank in the same bank group: nRRD_L |
 //! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
-//! | DDR5, HBM3 (RFM required) | RFM (all banks): every bank precharged, PRE / PREA / auto-precharge -> RFM nRP, REF -> RFM nRFC, REFSB -> RFM nRFCsb, REFPB -> RFM nRFCpb, RFM -> any command nRFM |
-//! | DDR5, HBM3 (RFM required) | per bank, a rolling accumulated ACT count (RAA): +1 per ACT / ACTC / ACTM, -RAAIMT per REF (REFSB / REFPB: at the banks they refresh) and per RFM, floored at 0; no activation of a bank whose count has reached RAAMMT |
+//! | DDR5, HBM3, HBM4, GDDR7 (RFM required) | RFM (all banks): every bank precharged, PRE / PREA / auto-precharge -> RFM nRP, REF -> RFM nRFC, REFSB -> RFM nRFCsb, REFPB -> RFM nRFCpb, RFM -> any command nRFM |
+//! | DDR5, HBM3, HBM4, GDDR7 (RFM required) | per bank, a rolling accumulated ACT count (RAA): +1 per ACT / ACTC / ACTM, -RAAIMT per REF (REFSB / REFPB: at the banks they refresh) and per RFM, floored at 0; no activation of a bank whose count has reached RAAMMT |
 //!
 //! Protocol: ACT only to a precharged bank; RD / WR / RDA / WRA / TR only to an open bank and its
 //! open row; ACTM only to an open bank, its row group (open row XOR each subset of the differing
@@ -163,6 +164,16 @@ struct Params {
     rcd_wr: (&'static str, u64),
     /// HBM: the read-to-write turnaround as one parameter (nRTW) instead of DDR's formula.
     rtw: Option<u64>,
+    /// LPDDR6: read to write within one bank group, counting BL/n_max (JESD209-6 Table 389 as
+    /// Ramulator 2.1 lists it: tRTW with BL/n_max, against BL/n_min for another group).
+    rtw_l: Option<u64>,
+    /// WR -> PRE: the burst time write recovery counts and how a violation names the rule:
+    /// nBL and "nCWL+nBL+nWR" (DDR, HBM, GDDR, LPDDR5), LPDDR6's BL/n_max with its tWTP
+    /// ("nCWL+nBL_max+nWTP", JESD209-6 Tables 383 / 391 as Ramulator 2.1 lists them).
+    wr_bl: u64,
+    wr_key: &'static str,
+    /// LPDDR6: every command holds the command bus two clocks, the activate (ACT-1, ACT-2) four.
+    lpddr6_bus: bool,
     /// PREA -> ACT / REF: nRP, or nRP + 1 (tRPA) on 8-bank DDR2, or LPDDR5's tRPab; and how a
     /// violation names it.
     rp: u64,
@@ -299,7 +310,7 @@ impl Params {
         // LPDDR5 (JESD209-5B): PREab needs tRPab, longer than the per-bank tRPpb.
         let (rpa, rpa_key) = if h.standard == "DDR2" && h.org.banks_per_rank() >= 8 {
             (rp + 1, "nRP+1")
-        } else if h.standard == "LPDDR5" {
+        } else if h.standard == "LPDDR5" || h.standard == "LPDDR6" {
             (get("nRPab")?, "nRPab")
         } else {
             (rp, "nRP")
@@ -348,7 +359,9 @@ impl Params {
         // Refresh management: DDR5 (JESD79-5 4.41) and HBM3 (JESD238) define it; a device that
         // requires it says so with its thresholds (the log's RAAIMT / RAAMMT).
         let rfm = match (h.standard.as_str(), h.timing.get("RAAIMT")) {
-            ("DDR5" | "HBM3", Some(&raaimt)) => {
+            // GDDR7 (JESD239) and HBM4 (JESD270-4) define the same all-bank RFM (Ramulator 2.1's
+            // gddr7.py / hbm4.py: RFMab timed as an all-bank refresh).
+            ("DDR5" | "HBM3" | "HBM4" | "GDDR7", Some(&raaimt)) => {
                 let raammt = get("RAAMMT")?;
                 if raaimt == 0 || raammt < raaimt {
                     return Err(LogError::Header(format!(
@@ -374,8 +387,13 @@ impl Params {
             }
         };
         let bl = get("nBL")?;
+        // LPDDR6 (JESD209-6 as Ramulator 2.1 tabulates it) differs from LPDDR5 in write recovery
+        // (WL + BL/n_max + tWTP), same-group read to write (tRTW with BL/n_max) and its command bus.
+        let lpddr6 = h.standard == "LPDDR6";
         let bl_l = match h.timing.get("nBL_max") {
-            Some(&v) if h.standard == "LPDDR5" && grouped => ("nBL_max", v),
+            Some(&v) if (h.standard == "LPDDR5" || h.standard == "LPDDR6") && grouped => {
+                ("nBL_max", v)
+            }
             _ => ("nBL", bl),
         };
         Ok(Params {
@@ -385,13 +403,21 @@ impl Params {
             rcd_rd: rcd("nRCDRD")?,
             rcd_wr: rcd("nRCDWR")?,
             rtw: h.timing.get("nRTW").copied(),
+            rtw_l: if lpddr6 { Some(get("nRTW_L")?) } else { None },
+            wr_bl: if lpddr6 { get("nBL_max")? } else { bl },
+            wr_key: if lpddr6 {
+                "nCWL+nBL_max+nWTP"
+            } else {
+                "nCWL+nBL+nWR"
+            },
+            lpddr6_bus: lpddr6,
             rp,
             rpa,
             rpa_key,
             ras: get("nRAS")?,
             rc: get("nRC")?,
             cwl: get("nCWL")?,
-            wr: get("nWR")?,
+            wr: if lpddr6 { get("nWTP")? } else { get("nWR")? },
             rtp: get("nRTP")?,
             rtrs,
             faw: get("nFAW")?,
@@ -424,8 +450,9 @@ impl Params {
                     CommandKind::Wra,
                     CommandKind::Tr,
                 ],
-                // JESD209-5: ACT-1 and ACT-2 on consecutive clocks.
-                "LPDDR5" => &[CommandKind::Act, CommandKind::Actc, CommandKind::Actm],
+                // JESD209-5: ACT-1 and ACT-2 on consecutive clocks. JESD235 (HBM2, as Ramulator
+                // 2.1's hbm2.py codes it): an ACT takes two clocks of the row command bus.
+                "LPDDR5" | "HBM2" => &[CommandKind::Act, CommandKind::Actc, CommandKind::Actm],
                 _ => &[],
             },
             // JESD235 (HBM2), JESD238 (HBM3), JESD270-4 (HBM4): a row and a column command bus.
@@ -437,7 +464,28 @@ impl Params {
 
     /// WR -> PRE: write recovery.
     fn write_to_pre(&self) -> u64 {
-        self.cwl + self.bl + self.wr
+        self.cwl + self.wr_bl + self.wr
+    }
+
+    /// Clocks a command holds the channel's command bus: 4 for LPDDR6's activate (ACT-1 and
+    /// ACT-2, two clocks each), 2 for every other LPDDR6 command (JESD209-6's alternating clock
+    /// command inputs; Ramulator 2.1: command_cycles 2 for every command) and for the standard's
+    /// two-clock commands, else 1.
+    fn bus_hold(&self, kind: CommandKind) -> u64 {
+        if self.lpddr6_bus {
+            if matches!(
+                kind,
+                CommandKind::Act | CommandKind::Actc | CommandKind::Actm
+            ) {
+                4
+            } else {
+                2
+            }
+        } else if self.two_clock.contains(&kind) {
+            2
+        } else {
+            1
+        }
     }
 
     /// RD -> WR on one rank (may not go below zero); DDR5 adds its write preamble; HBM gives it
@@ -459,6 +507,7 @@ impl Params {
             self.rtp,
             self.write_to_pre(),
             self.read_to_write(),
+            self.rtw_l.unwrap_or(0),
             self.cwl + self.bl.max(self.bl_l.1) + self.wtr_l.1.max(self.wtr_s.1),
             self.ccd_l.1.max(self.ccd_s.1),
             self.rrd_l.1.max(self.rrd_s.1),
@@ -651,8 +700,9 @@ struct ChannelState {
     last_cycle: Option<(u64, CommandKind)>,
     /// With separate buses: the cycle of the last column command.
     last_column: Option<u64>,
-    /// The last two-clock command (DDR5): cycle, index, kind.
-    two_clock: Option<(u64, u64, CommandKind)>,
+    /// The last command that holds the bus more than its own clock (DDR5's two-clock commands,
+    /// LPDDR6's every command): cycle, index, kind, clocks held.
+    two_clock: Option<(u64, u64, CommandKind, u64)>,
     bursts: VecDeque<Burst>,
 }
 
@@ -1023,9 +1073,12 @@ impl Checker {
             }
             ch.last_cycle = Some((t, rec.kind));
         }
-        // DDR5: a two-clock command holds the bus for the next clock too.
-        if let Some((c, index, kind)) = ch.two_clock {
-            if short(sep(t, c), 2) && t != c {
+        // DDR5: a two-clock command holds the bus for the next clock too. With separate row and
+        // column buses (HBM2's two-clock ACT) it holds its own (row) bus only.
+        if let Some((c, index, kind, hold)) =
+            ch.two_clock.filter(|_| !(self.p.separate_buses && column))
+        {
+            if short(sep(t, c), hold) && t != c {
                 let prev = Entry {
                     cycle: c,
                     index,
@@ -1033,19 +1086,25 @@ impl Checker {
                     implied: false,
                     sides: [None, None],
                 };
+                let what = match hold {
+                    2 => "two-clock",
+                    4 => "four-clock",
+                    _ => "multi-clock",
+                };
                 ctx.timing(
                     format!(
-                        "2: {kind} -> {} same channel (two-clock command on the command bus)",
+                        "{hold}: {kind} -> {} same channel ({what} command on the command bus)",
                         rec.kind
                     ),
-                    2,
+                    hold,
                     sep(t, c),
                     &prev,
                 );
             }
         }
-        if self.p.two_clock.contains(&rec.kind) {
-            ch.two_clock = Some((t, ctx.index, rec.kind));
+        let hold = self.p.bus_hold(rec.kind);
+        if hold > 1 {
+            ch.two_clock = Some((t, ctx.index, rec.kind, hold));
         }
 
         // LPDDR5 WCK2CK synchronisation; a CAS touches no bank and takes part in no other rule.
@@ -1425,7 +1484,7 @@ impl Checker {
                     ctx.protocol(
                         "RFM without refresh management",
                         format!(
-                            "the log's {} device does not require refresh management (no RAAIMT in its header; DDR5 and HBM3 define RFM)",
+                            "the log's {} device does not require refresh management (no RAAIMT in its header; DDR5, HBM3, HBM4 and GDDR7 define RFM)",
                             self.header.standard
                         ),
                     );
@@ -1534,14 +1593,17 @@ impl Checker {
                 let same = shares(prev, new);
                 let ccd = if same { p.ccd_l } else { p.ccd_s };
                 let (key, req, same): (String, u64, bool) = match (pc, nc) {
-                    (Col::Read, Col::Write) => {
-                        let key = if p.rtw.is_some() {
-                            "nRTW"
-                        } else {
-                            "nCL+nBL+2-nCWL"
-                        };
-                        (key.into(), p.read_to_write(), same)
-                    }
+                    (Col::Read, Col::Write) => match p.rtw_l {
+                        Some(v) if same => ("nRTW_L".into(), v, same),
+                        _ => {
+                            let key = if p.rtw.is_some() {
+                                "nRTW"
+                            } else {
+                                "nCL+nBL+2-nCWL"
+                            };
+                            (key.into(), p.read_to_write(), same)
+                        }
+                    },
                     (Col::Write, Col::Read) => {
                         let (wtr, bl) = if same {
                             (p.wtr_l, p.bl_l)
@@ -1958,7 +2020,7 @@ fn bank_rule(p: &Params, prev: Role, new: Role) -> Option<(&'static str, u64)> {
         (Act, Act) => ("nRC", p.rc),
         (Pre, Act) => ("nRP", p.rp),
         (Read, Pre) => ("nRTP", p.rtp),
-        (Write, Pre) => ("nCWL+nBL+nWR", p.write_to_pre()),
+        (Write, Pre) => (p.wr_key, p.write_to_pre()),
         // RowClone FPM: the source row is restored before the destination wordline rises, and
         // the destination row is fully written before it is precharged (or overwritten again).
         (Act, Actc) | (Actc, Actc) | (Actc, Pre) => ("nRAS", p.ras),

@@ -95,6 +95,10 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "lpddr5-6400-wck",
         include_str!("../../../presets/configs/lpddr5-6400-wck.toml"),
     ),
+    (
+        "lpddr6-10667",
+        include_str!("../../../presets/configs/lpddr6-10667.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.

@@ -37,6 +37,10 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
         include_str!("../../../presets/dram/gddr7.toml"),
     ),
     ("hbm4.toml", include_str!("../../../presets/dram/hbm4.toml")),
+    (
+        "lpddr6.toml",
+        include_str!("../../../presets/dram/lpddr6.toml"),
+    ),
 ];
 
 /// The timing entry that says the controller runs LPDDR5's WCK in auto sync-off mode (1), set by
@@ -297,7 +301,8 @@ pub struct PartRow {
     /// Absent when no public source gives the part's currents: energy is then not available.
     #[serde(default)]
     pub currents: Option<Currents>,
-    /// Refresh management (DDR5, HBM3): present when the part requires it (DDR5 MR58 OP[0] = 1).
+    /// Refresh management (DDR5, HBM3, HBM4, GDDR7): present when the part requires it (DDR5
+    /// MR58 OP[0] = 1).
     #[serde(default)]
     pub rfm: Option<RfmRow>,
 }
@@ -315,7 +320,7 @@ pub struct RfmRow {
     /// Maximum management threshold: no activation of a bank at this count.
     #[serde(rename = "RAAMMT")]
     pub raammt: u32,
-    /// All-bank RFM duration (DDR5 tRFM = tRFC1 for RFMab; HBM3 tRFMab = tRFCab), ns.
+    /// All-bank RFM duration (DDR5 tRFM = tRFC1 for RFMab; HBM3, HBM4, GDDR7 tRFMab = tRFCab), ns.
     #[serde(rename = "tRFM_ns")]
     pub trfm_ns: f64,
 }

@@ -528,9 +528,15 @@ fn same_bank_rows(s: &Setup, rcd_keys: (&str, &str)) {
     let p = [cmd(0, Act, a), cmd(ras, Rd, a)];
     s.case("nRTP", "nRTP", &p, cmd(0, Pre, a), ras + rtp);
     let p = [cmd(0, Act, a), cmd(rcd_wr, Wr, a)];
+    // LPDDR6 names its write recovery WL + BL/n_max + tWTP (its nWR is derived to equal it).
+    let wr_key = if s.spec.param("nWTP").is_some() {
+        "nCWL+nBL_max+nWTP"
+    } else {
+        "nCWL+nBL+nWR"
+    };
     let e = rcd_wr + cwl + bl + wr;
-    s.case("write recovery", "nCWL+nBL+nWR", &p, cmd(0, Pre, a), e);
-    s.case("WR -> RDA", "nCWL+nBL+nWR", &p, cmd(0, Rda, a), e - rtp);
+    s.case("write recovery", wr_key, &p, cmd(0, Pre, a), e);
+    s.case("WR -> RDA", wr_key, &p, cmd(0, Rda, a), e - rtp);
     let p = [cmd(0, Act, a), cmd(ras + 3, Rda, a)];
     let e = ras + 3 + rtp + rp;
     s.case("RDA -> ACT", "nRP", &p, row(cmd(0, Act, a), 9), e);
@@ -1111,10 +1117,15 @@ fn an_actm_group_must_fit_a_subarray_and_32_rows() {
 /// Refresh management's rows (DDR5 JESD79-5 4.41, HBM3 JESD238): an all-bank RFM after the last
 /// precharge (nRP, PREA too), after a REF (nRFC) and after the standard's partial refresh
 /// (REFSB: nRFCsb; REFPB: nRFCpb); nothing on the rank for nRFM after it.
-fn rfm_rows(s: &Setup, partial: CommandKind, partial_key: &str) {
+fn rfm_rows(s: &Setup, partial: Option<(CommandKind, &str)>) {
     let t = |n: &str| s.t(n);
     let (rp, ras, rfm) = (t("nRP"), t("nRAS"), t("nRFM"));
-    let (a, other_group) = ((0, 0), (1, 1));
+    let a = (0, 0);
+    let other_group = if s.spec.org.bank_groups > 1 {
+        (1, 1)
+    } else {
+        (0, 1)
+    };
     s.case(
         "RFM -> ACT",
         "nRFM",
@@ -1124,13 +1135,6 @@ fn rfm_rows(s: &Setup, partial: CommandKind, partial_key: &str) {
     );
     s.case("RFM -> RFM", "nRFM", &[cmd(0, Rfm, a)], cmd(0, Rfm, a), rfm);
     s.case("RFM -> REF", "nRFM", &[cmd(0, Rfm, a)], cmd(0, Ref, a), rfm);
-    s.case(
-        "RFM -> partial refresh",
-        "nRFM",
-        &[cmd(0, Rfm, a)],
-        cmd(0, partial, a),
-        rfm,
-    );
     s.case(
         "REF -> RFM",
         "nRFC",
@@ -1142,6 +1146,16 @@ fn rfm_rows(s: &Setup, partial: CommandKind, partial_key: &str) {
     s.case("PRE -> RFM", "nRP", &p, cmd(0, Rfm, a), ras + 10 + rp);
     let p = [cmd(0, Act, a), cmd(ras + 10, Prea, a)];
     s.case("PREA -> RFM", "nRP", &p, cmd(0, Rfm, a), ras + 10 + rp);
+    let Some((partial, partial_key)) = partial else {
+        return;
+    };
+    s.case(
+        "RFM -> partial refresh",
+        "nRFM",
+        &[cmd(0, Rfm, a)],
+        cmd(0, partial, a),
+        rfm,
+    );
     let key_t = if partial == Refsb { "nRFCsb" } else { "nRFCpb" };
     s.case(
         "partial refresh -> RFM",
@@ -1156,16 +1170,33 @@ fn rfm_rows(s: &Setup, partial: CommandKind, partial_key: &str) {
 fn ddr5_and_hbm3_rfm_rows_at_their_earliest_cycle() {
     let s = setup("DDR5-3200AN/DDR5-16Gb-x8", 1, &[]);
     assert_eq!(s.t("nRFM"), s.t("nRFC"), "DDR5 RFMab takes tRFC1");
-    rfm_rows(&s, Refsb, "nRFCsb");
+    rfm_rows(&s, Some((Refsb, "nRFCsb")));
     let s = setup("HBM3-6400/HBM3-8Gb-PC", 1, &[]);
-    rfm_rows(&s, Refpb, "nRFCpb");
+    rfm_rows(&s, Some((Refpb, "nRFCpb")));
+}
+
+/// GDDR7 (JESD239) and HBM4 (JESD270-4) RFMab, timed as an all-bank refresh (Ramulator 2.1's
+/// gddr7.py / hbm4.py: nRFMab = nRFCab); GDDR7 has no per-bank refresh here, HBM4 its REFPB.
+#[test]
+fn gddr7_and_hbm4_rfm_rows_at_their_earliest_cycle() {
+    let s = setup("GDDR7-28000/GDDR7-16Gb-x8-CH", 1, &[]);
+    assert_eq!(s.t("nRFM"), s.t("nRFC"), "GDDR7 RFMab takes tRFCab");
+    rfm_rows(&s, None);
+    let s = setup("HBM4-8000/HBM4-32Gb-8Hi-PC", 1, &[]);
+    assert_eq!(s.t("nRFM"), s.t("nRFC"), "HBM4 RFMab takes tRFCab");
+    rfm_rows(&s, Some((Refpb, "nRFCpb")));
 }
 
 /// The checker counts each bank's activations itself: RAAMMT activations of one bank pass, the
 /// next is refused unless a REF or an RFM came between (each lowers the count by RAAIMT).
 #[test]
 fn the_checker_keeps_its_own_activation_counts() {
-    for preset in ["DDR5-3200AN/DDR5-16Gb-x8", "HBM3-6400/HBM3-8Gb-PC"] {
+    for preset in [
+        "DDR5-3200AN/DDR5-16Gb-x8",
+        "HBM3-6400/HBM3-8Gb-PC",
+        "HBM4-8000/HBM4-32Gb-8Hi-PC",
+        "GDDR7-28000/GDDR7-16Gb-x8-CH",
+    ] {
         let s = setup(preset, 1, &[]);
         let t = |n: &str| s.t(n);
         let (rc, ras, rp, mmt, imt) = (t("nRC"), t("nRAS"), t("nRP"), t("RAAMMT"), t("RAAIMT"));
@@ -1585,4 +1616,204 @@ fn hbm_row_and_column_commands_share_a_clock_at_their_earliest_cycle() {
     );
     log.last_mut().unwrap().cycle = r + 1;
     assert!(s.check(&log).ok, "DDR4: the ACT a clock later");
+}
+
+/// HBM2's two-clock ACT (JESD235 as Ramulator 2.1's hbm2.py codes it): an ACT holds the row
+/// command bus for the next clock, so the next row command (an ACT of another SID / rank, a PRE
+/// of another bank) waits 2 clocks; a column command is not held (HBM3 / HBM4: one clock).
+#[test]
+fn hbm2_act_holds_the_row_bus_two_clocks() {
+    let s = setup("HBM2-2000/HBM2-8Gb-PC", 2, &[]);
+    let t = |n: &str| s.t(n);
+    let (a, b) = ((0, 0), (1, 0));
+    let p = [cmd(0, Act, a)];
+    s.case(
+        "ACT -> ACT other rank",
+        "2",
+        &p,
+        on_rank(cmd(0, Act, a), 1),
+        2,
+    );
+    // A PRE of another bank, whose nRAS ends the clock after the ACT.
+    let ras = t("nRAS");
+    let p = [cmd(0, Act, b), cmd(ras - 1, Act, a)];
+    s.case("ACT -> PRE other bank", "2", &p, cmd(0, Pre, b), ras + 1);
+    s.case(
+        "ACTC -> ACT other rank",
+        "2",
+        &[cmd(0, Act, a), cmd(ras, Actc, a)],
+        on_rank(cmd(0, Act, b), 1),
+        ras + 2,
+    );
+    // The column bus is free the clock after an ACT: a RD of an open bank issues there.
+    let rcd = t("nRCDRD");
+    let p = [cmd(0, Act, b), cmd(rcd - 1, Act, a)];
+    assert_eq!(s.earliest(&p, &cmd(0, Rd, b)), rcd);
+    let mut log: Vec<CommandRecord> = p.iter().map(|c| record(c, c.cycle)).collect();
+    log.push(record(&cmd(0, Rd, b), rcd));
+    let r = s.check(&log);
+    assert!(r.ok, "{:?}", r.violations.first().map(|v| &v.message));
+    // HBM3 / HBM4: the ACT holds its bus one clock (half-clock row commands are not modelled).
+    for preset in ["HBM3-6400/HBM3-8Gb-PC", "HBM4-8000/HBM4-32Gb-8Hi-PC"] {
+        let h = setup(preset, 2, &[]);
+        let p = [cmd(0, Act, a)];
+        // The device model knows no command bus: it allows the ACT at once; the one-command-
+        // per-bus-per-clock rule is the controller's and the checker's.
+        assert!(h.earliest(&p, &on_rank(cmd(0, Act, a), 1)) <= 1, "{preset}");
+        let log = [record(&p[0], 0), record(&on_rank(cmd(0, Act, a), 1), 1)];
+        assert!(h.check(&log).ok, "{preset}");
+    }
+}
+
+/// LPDDR6 (JESD209-6 as Ramulator 2.1 tabulates it): every rule row of `lpddr6.toml` at its
+/// earliest cycle, with BL24 accesses; the checker knows the rules from its own table.
+#[test]
+fn lpddr6_every_rule_row_at_its_earliest_cycle() {
+    let name = "LPDDR6-10667/LPDDR6-16Gb-SC";
+    let s = setup(name, 1, &[]);
+    let t = |n: &str| s.t(n);
+    // The bin's derived values: RAS cycle, write recovery, refresh.
+    assert_eq!(t("nRC"), t("nRAS") + t("nRPab"));
+    assert_eq!(
+        t("nCWL") + t("nBL") + t("nWR"),
+        t("nCWL") + t("nBL_max") + t("nWTP"),
+        "nWR is derived so the generic write recovery equals WL + BL/n_max + tWTP"
+    );
+    assert_eq!([t("nRFC"), t("nREFI")], [1014, 10416]);
+    let (a, same_group, other_group) = ((0, 0), (0, 1), (1, 0));
+    let (rcdrd, rcdwr, ras, rp) = (t("nRCDRD"), t("nRCDWR"), t("nRAS"), t("nRP"));
+    let (cwl, bl, bl_max) = (t("nCWL"), t("nBL"), t("nBL_max"));
+    // Command bus: an ACT (ACT-1 + ACT-2) holds it 4 clocks, every other command 2.
+    s.case(
+        "ACT four clocks",
+        "4",
+        &[cmd(0, Act, a)],
+        cmd(0, Pre, other_group),
+        4,
+    );
+    let p = [cmd(0, Act, a), cmd(rcdrd, Rd, a)];
+    s.case(
+        "RD two clocks",
+        "2",
+        &p,
+        cmd(0, Pre, other_group),
+        rcdrd + 2,
+    );
+    let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
+    s.case("PRE two clocks", "2", &p, cmd(0, Act, other_group), ras + 2);
+    // Same bank (with nWTR_L lowered: in the bin the same-group write-to-read row hides
+    // WR -> RDA's write-recovery row).
+    same_bank_rows(&setup(name, 1, &[("nWTR_L", 10)]), ("nRCDRD", "nRCDWR"));
+    // Activations: one tRRD for any two banks; four per tFAW (which binds beyond 4 x nRRD).
+    let rrd = t("nRRD");
+    s.case(
+        "nRRD same group",
+        "nRRD",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, same_group),
+        rrd,
+    );
+    s.case(
+        "nRRD other group",
+        "nRRD",
+        &[cmd(0, Act, a)],
+        cmd(0, Act, other_group),
+        rrd,
+    );
+    assert_eq!(t("nFAW"), 4 * rrd);
+    let w = setup(name, 1, &[("nFAW", 4 * rrd + 3)]);
+    let p: Vec<Cmd> = (0..4).map(|g| cmd(g as u64 * rrd, Act, (g, 0))).collect();
+    w.case("nFAW", "nFAW", &p, cmd(0, Act, (0, 1)), 4 * rrd + 3);
+    // Column commands in one group and in two, and the turnarounds.
+    for (other, ccd, wtr_key, wtr_bl, wtr, rtw_key) in [
+        (
+            same_group,
+            "nCCD_L",
+            "nCWL+nBL_max+nWTR_L",
+            bl_max,
+            t("nWTR_L"),
+            "nRTW_L",
+        ),
+        (
+            other_group,
+            "nCCD_S",
+            "nCWL+nBL+nWTR_S",
+            bl,
+            t("nWTR_S"),
+            "nRTW",
+        ),
+    ] {
+        let pr = [
+            cmd(0, Act, a),
+            cmd(rrd, Act, other),
+            cmd(rrd + rcdrd, Rd, a),
+        ];
+        let e = rrd + rcdrd + t(ccd);
+        s.case(&format!("{ccd} read"), ccd, &pr, cmd(0, Rd, other), e);
+        let e = rrd + rcdrd + t(rtw_key);
+        s.case(rtw_key, rtw_key, &pr, cmd(0, Wr, other), e);
+        let pw = [
+            cmd(0, Act, a),
+            cmd(rrd, Act, other),
+            cmd(rrd + rcdwr, Wr, a),
+        ];
+        let e = rrd + rcdwr + t(ccd);
+        s.case(&format!("{ccd} write"), ccd, &pw, cmd(0, Wr, other), e);
+        let e = (rrd + rcdwr + cwl + wtr_bl + wtr).max(rrd + rcdrd);
+        assert!(e > rrd + rcdrd, "{wtr_key} binds");
+        s.case(wtr_key, wtr_key, &pw, cmd(0, Rd, other), e);
+    }
+    // Precharges, PREA (tRPab), all-bank refresh.
+    let p = [
+        cmd(0, Act, a),
+        cmd(rrd, Act, other_group),
+        cmd(ras + 20, Pre, a),
+    ];
+    s.case(
+        "nPPD",
+        "nPPD",
+        &p,
+        cmd(0, Pre, other_group),
+        ras + 20 + t("nPPD"),
+    );
+    let rpab = t("nRPab");
+    let p = [cmd(0, Act, a), cmd(ras, Prea, a)];
+    s.case(
+        "PREA -> ACT",
+        "nRPab",
+        &p,
+        cmd(0, Act, other_group),
+        ras + rpab,
+    );
+    s.case("PREA -> REF", "nRPab", &p, cmd(0, Ref, a), ras + rpab);
+    s.case("nRFC", "nRFC", &[cmd(0, Ref, a)], cmd(0, Act, a), t("nRFC"));
+    let p = [cmd(0, Act, a), cmd(ras + 10, Pre, a)];
+    s.case("PRE -> REF", "nRP", &p, cmd(0, Ref, a), ras + 10 + rp);
+    // RowClone FPM rows.
+    s.case(
+        "ACT -> ACTC",
+        "nRAS",
+        &[cmd(0, Act, a)],
+        row(cmd(0, Actc, a), 6),
+        ras,
+    );
+    let p = [cmd(0, Act, a), row(cmd(ras, Actc, a), 6)];
+    s.case("ACTC -> PRE", "nRAS", &p, cmd(0, Pre, a), 2 * ras);
+    // Two ranks share the data bus: another rank's read nBL + nRTRS after a read.
+    let r = setup(name, 2, &[]);
+    let p = [
+        cmd(0, Act, a),
+        on_rank(cmd(4, Act, a), 1),
+        cmd(rcdrd + 4, Rd, a),
+    ];
+    let e = rcdrd + 4 + bl + r.t("nRTRS");
+    r.case(
+        "RD -> RD other rank",
+        "nBL+nRTRS",
+        &p,
+        on_rank(cmd(0, Rd, a), 1),
+        e,
+    );
+    // No per-bank refresh modelled on LPDDR6: a REFPB is refused.
+    assert!(!s.check(&[record(&cmd(0, Refpb, a), 0)]).ok);
 }

@@ -53,10 +53,12 @@ def presets_cmd(fmt: TableJson = typer.Option(TableJson.table, "--format", help=
                          ratio=1 if last else None, overflow="fold" if last else "ellipsis")
         return t
 
-    t = tbl("Speed bins (timings in clocks)", ["name", "tCK ps", "CL-RCD-RP", "RAS", "RC", "source"])
+    t = tbl("Speed bins (timings in clocks; RCD read/write where a standard splits it)",
+            ["name", "tCK ps", "CL-RCD-RP", "RAS", "RC", "source"])
     for s in p["speeds"]:
         q = s["params"]
-        t.add_row(s["name"], str(q.get("tCK_ps")), f"{q.get('nCL')}-{q.get('nRCD')}-{q.get('nRP')}",
+        rcd = q["nRCD"] if "nRCD" in q else f"{q.get('nRCDRD')}/{q.get('nRCDWR')}"
+        t.add_row(s["name"], str(q.get("tCK_ps")), f"{q.get('nCL')}-{rcd}-{q.get('nRP')}",
                   str(q.get("nRAS")), str(q.get("nRC")), f"[dim]{q.get('source', '')}[/dim]")
     console.print(t)
     t = tbl("Parts", ["name", "Gb", "banks", "rows", "cols", "tRFC ns", "source"])

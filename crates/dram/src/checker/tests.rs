@@ -1313,9 +1313,10 @@ struct Gen {
     /// (command cycle, offset to the burst, rank).
     bursts: Vec<(u64, u64, u32)>,
     last: Option<u64>,
-    /// The last command that holds the command bus two clocks (DDR5 ACT / column commands,
-    /// LPDDR5's two-part ACT).
-    last_two_clock: Option<u64>,
+    /// The last command that holds the command bus more than one clock (DDR5 ACT / column
+    /// commands, LPDDR5's two-part ACT, HBM2's ACT: 2; LPDDR6: every command 2, an ACT 4):
+    /// (cycle, clocks).
+    last_two_clock: Option<(u64, u64)>,
     out: Vec<CommandRecord>,
     /// The rule keys that set each command's cycle (empty: only the command bus did).
     binding: Vec<BTreeSet<String>>,
@@ -1376,7 +1377,7 @@ impl Gen {
     /// The burst a write to a read counts: BL/n_max (nBL_max) within a bank group on LPDDR5 in BG
     /// mode with BL32 (JESD209-5 per gem5's tBURST_MAX and Ramulator 2.1), else the burst nBL.
     fn wtr_bl(&self, same: bool) -> (String, u64) {
-        if same && self.grouped() && self.std() == "LPDDR5" && self.has("nBL_max") {
+        if same && self.grouped() && self.std().starts_with("LPDDR") && self.has("nBL_max") {
             ("nBL_max".into(), self.p("nBL_max"))
         } else {
             ("nBL".into(), self.p("nBL"))
@@ -1392,7 +1393,7 @@ impl Gen {
     fn rpa(&self) -> (String, u64) {
         if self.std() == "DDR2" && self.h.org.banks_per_rank() >= 8 {
             ("nRP+1".into(), self.p("nRP") + 1)
-        } else if self.std() == "LPDDR5" {
+        } else if self.std() == "LPDDR5" || self.std() == "LPDDR6" {
             ("nRPab".into(), self.p("nRPab"))
         } else {
             ("nRP".into(), self.p("nRP"))
@@ -1407,10 +1408,33 @@ impl Gen {
             _ => [None, None, None],
         }
     }
+    /// Clocks `k` holds the command bus: LPDDR6 (JESD209-6's alternating clock command inputs)
+    /// 2 for every command and 4 for its two-part activate; 2 for the two-clock commands.
+    fn bus_hold(&self, k: CommandKind) -> u64 {
+        if self.std() == "LPDDR6" {
+            if matches!(k, Act | Actc | Actm) {
+                4
+            } else {
+                2
+            }
+        } else if self.two_clock(k) {
+            2
+        } else {
+            1
+        }
+    }
+    /// How a write-recovery violation is named: LPDDR6 counts WL + BL/n_max + tWTP.
+    fn wr_key(&self) -> String {
+        if self.std() == "LPDDR6" {
+            "nCWL+nBL_max+nWTP".into()
+        } else {
+            "nCWL+nBL+nWR".into()
+        }
+    }
     fn two_clock(&self, k: CommandKind) -> bool {
         match self.std() {
             "DDR5" => matches!(k, Act | Actc | Actm | Rd | Rda | Wr | Wra | Tr),
-            "LPDDR5" => matches!(k, Act | Actc | Actm),
+            "LPDDR5" | "HBM2" => matches!(k, Act | Actc | Actm),
             _ => false,
         }
     }
@@ -1435,16 +1459,22 @@ impl Gen {
 
     /// Places `rec` at the earliest cycle that meets `cons` (cycle, rule key) and the bus.
     fn emit(&mut self, mut rec: CommandRecord, mut cons: Vec<(u64, String)>) -> u64 {
-        if let Some(c) = self.last_two_clock {
-            cons.push((c + 2, "2".into()));
+        // HBM2's two-clock ACT holds its row bus only: a column command is not held.
+        let column = matches!(rec.kind, Rd | Rda | Wr | Wra | Tr);
+        if let Some((c, hold)) = self
+            .last_two_clock
+            .filter(|_| !(self.std() == "HBM2" && column))
+        {
+            cons.push((c + hold, hold.to_string()));
         }
         let bus = self.last.map_or(0, |l| l + 1);
         let t = cons.iter().map(|c| c.0).max().unwrap_or(0).max(bus);
         let binding = cons.into_iter().filter(|c| c.0 == t).map(|c| c.1).collect();
         rec.cycle = t;
         self.last = Some(t);
-        if self.two_clock(rec.kind) {
-            self.last_two_clock = Some(t);
+        let hold = self.bus_hold(rec.kind);
+        if hold > 1 {
+            self.last_two_clock = Some((t, hold));
         }
         self.out.push(rec);
         self.binding.push(binding);
@@ -1493,6 +1523,10 @@ impl Gen {
         for (c, pc, pg) in &self.ranks[rank as usize].cols {
             let same = pg.iter().any(|g| groups.contains(g));
             let (k, v) = match (pc, class) {
+                // LPDDR6: within a bank group read to write counts BL/n_max (tRTW_L).
+                (GCol::Read, GCol::Write) if same && self.has("nRTW_L") => {
+                    ("nRTW_L".into(), self.p("nRTW_L"))
+                }
                 (GCol::Read, GCol::Write) if self.has("nRTW") => ("nRTW".into(), self.p("nRTW")),
                 (GCol::Read, GCol::Write) => {
                     let wpre = self.h.timing.get("nWPRE").copied().unwrap_or(0);
@@ -1549,7 +1583,7 @@ impl Gen {
             cons.push((r + self.p("nRTP"), "nRTP".into()));
         }
         if let Some(w) = bk.last_write {
-            cons.push((w + self.wtp(), "nCWL+nBL+nWR".into()));
+            cons.push((w + self.wtp(), self.wr_key()));
         }
     }
 
@@ -1827,7 +1861,7 @@ impl Gen {
                 if kind == Rda {
                     if let Some(w) = bk.last_write {
                         if ras_at < w + self.wtp() {
-                            cons.push((w + self.wtp() - self.p("nRTP"), "nCWL+nBL+nWR".into()));
+                            cons.push((w + self.wtp() - self.p("nRTP"), self.wr_key()));
                         }
                     }
                 }
@@ -1970,6 +2004,7 @@ fn prop_cases() -> Vec<Case> {
         ("LPDDR5-6400-8B/LPDDR5-16Gb-x16-8B", AllBank),
         ("HBM3-6400/HBM3-8Gb-PC", AllBank),
         ("HBM3-6400/HBM3-8Gb-PC", PerBank),
+        ("LPDDR6-10667/LPDDR6-16Gb-SC", AllBank),
     ]
     .iter()
     .map(|&(p, mode)| {
@@ -2033,7 +2068,12 @@ fn generated_sequences_cover_every_command() {
             "nRAS",
             "nRP",
             "nRTP",
-            "nCWL+nBL+nWR",
+            // LPDDR6's write recovery is nCWL+nBL_max+nWTP (split at '_': "nCWL+nBL").
+            if case.h.standard == "LPDDR6" {
+                "nCWL+nBL"
+            } else {
+                "nCWL+nBL+nWR"
+            },
             "nCCD",
             "nRRD",
             "nFAW",
@@ -2049,6 +2089,7 @@ fn generated_sequences_cover_every_command() {
         match case.h.standard.as_str() {
             "DDR5" => want.extend(["2", "nPPD"]),
             "LPDDR5" => want.extend(["2", "nPPD", "nRPab"]),
+            "LPDDR6" => want.extend(["2", "4", "nPPD", "nRPab"]),
             "HBM3" => want.push("nPPD"),
             _ => {}
         }
@@ -2088,7 +2129,7 @@ proptest! {
     /// Random legal sequences pass; one command one cycle earlier breaks exactly the rules that
     /// set its cycle, and the checker names them. Every standard and refresh mode.
     #[test]
-    fn greedy_sequences_pass_and_shifts_are_caught(which in 0usize..18, seed in any::<u64>(), n in 50usize..400, pick in any::<u64>()) {
+    fn greedy_sequences_pass_and_shifts_are_caught(which in 0usize..19, seed in any::<u64>(), n in 50usize..400, pick in any::<u64>()) {
         let case = prop_cases().swap_remove(which);
         let h = &case.h;
         let g = generate(&case, seed, n);
