@@ -62,6 +62,21 @@ def test_the_ddr5_run_takes_ramulators_refresh_clocks() -> None:
     assert "dram.timing.nRFC=472" not in ar.movelab_sets("ddr3-1600k-bench")
 
 
+def test_the_ddr5_run_is_a_part_without_refresh_management() -> None:
+    """Ramulator 2.1's DDR5 issues no RFM; movelab's preset part requires it (RAAIMT 32), which on
+    random traffic owes all-bank RFMs: the matched run switches it off, and then issues none."""
+    from movelab import dram
+    from movelab._util import parse_set
+
+    sets = ar.movelab_sets("ddr5-3200an")
+    assert "controller.rfm=false" in sets and "controller.rfm=false" not in ar.movelab_sets("ddr3-1600k-bench")
+    gen = {"kind": "random", "count": 60_000, "read_fraction": 0.8, "seed": 0, "footprint_bytes": 1 << 30}
+    matched = parse_set(sets[1::2])
+    unmatched = parse_set([s for s in sets[1::2] if not s.startswith("controller.rfm")])
+    assert dram.simulate("ddr5-3200an", gen, overrides=unmatched).stats["commands"].get("RFM", 0) > 0
+    assert dram.simulate("ddr5-3200an", gen, overrides=matched).stats["commands"].get("RFM", 0) == 0
+
+
 def test_a_tree_that_is_not_built_is_refused(tmp_path: Path) -> None:
     (tmp_path / "python" / "ramulator").mkdir(parents=True)
     (tmp_path / "python" / "ramulator" / "__init__.py").write_text("")

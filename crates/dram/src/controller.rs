@@ -257,6 +257,10 @@ pub struct Controller {
     next_cmd_cycle: u64,
     /// HBM's separate row and column command buses; `None`: one command bus.
     buses: Option<CommandBuses>,
+    /// With two buses, per bus searched (row, column) and per rank-and-kind index (`hidx`): 0
+    /// where the kind goes on that bus, `u64::MAX` where not (the other bus's fast search,
+    /// [`ready_scan::min_key_ready`]).
+    bus_skip: [Vec<u64>; 2],
     /// The scheduler's view of each bank, by flat index.
     slots: Vec<BankSlot>,
     /// Per bank (flat index), the exact bank and bank-group part of its candidate's earliest
@@ -379,6 +383,14 @@ impl Controller {
             waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
             buses: spec.command_buses.clone(),
+            bus_skip: match &spec.command_buses {
+                Some(b) => [Bus::Row, Bus::Column].map(|want| {
+                    (0..ranks * NK)
+                        .map(|h| if b.bus(h % NK) == want { 0 } else { u64::MAX })
+                        .collect()
+                }),
+                None => [Vec::new(), Vec::new()],
+            },
             slots,
             loc: vec![u64::MAX; banks],
             hidx: vec![0; banks],
@@ -1170,6 +1182,27 @@ impl Controller {
         };
         let any_pending = (self.refresh && self.refresh_pending.iter().any(|&p| p))
             || (self.raaimt > 0 && self.rfm_pending.iter().any(|&p| p));
+        if self.fast && self.jobs.is_empty() && !any_pending {
+            // FR-FCFS on packed keys (what `fast` guarantees): the smallest key among the banks
+            // ready now whose candidate goes on the wanted bus is the choice the general pass
+            // below makes, found in one pass over the dense arrays.
+            let skip = &self.bus_skip[usize::from(want == Bus::Column)];
+            let best = ready_scan::min_key_ready(
+                &self.loc,
+                &self.hidx,
+                &self.key,
+                self.dev.rank_horizons(),
+                skip,
+                now,
+            );
+            if best != u64::MAX {
+                let (_, flat) = ready_scan::unpack(best);
+                if let Some(p) = self.bank_command(flat) {
+                    self.issue(p, now, log);
+                }
+            }
+            return;
+        }
         let demote_engine = self.bypass && !self.engine_turn;
         let mut best: Option<((u8, u64), u64, Who)> = None;
         let mut offer = |c: Candidate, engine: bool, who: Who| {

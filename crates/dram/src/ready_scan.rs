@@ -57,6 +57,37 @@ pub fn min_word(local: &[u64], hidx: &[u32], key: &[u64], horizons: &[u64], from
     scan(local, hidx, key, horizons, from)
 }
 
+/// The smallest key among the banks ready at `now` (`max(local[b], horizons[hidx[b]]) <= now`)
+/// whose rank-and-kind index `hidx[b]` the table `skip` lets through (`skip[hidx[b]]` is 0; a
+/// bank whose entry is `u64::MAX` is left out). `u64::MAX`: no such bank. HBM's second command
+/// bus searches with it for the best ready command of the other bus: the same dense arrays as
+/// [`min_word`], one pass, on the best version this CPU runs.
+#[multiversion(targets("x86_64+avx512f"))]
+pub fn min_key_ready(
+    local: &[u64],
+    hidx: &[u32],
+    key: &[u64],
+    horizons: &[u64],
+    skip: &[u64],
+    now: u64,
+) -> u64 {
+    let n = local.len();
+    let (hidx, key) = (&hidx[..n], &key[..n]);
+    let mut best = u64::MAX;
+    for b in 0..n {
+        let i = hidx[b] as usize;
+        let h = horizons.get(i).copied().unwrap_or(u64::MAX);
+        let s = skip.get(i).copied().unwrap_or(u64::MAX);
+        let w = if local[b].max(h) <= now {
+            key[b] | s
+        } else {
+            u64::MAX
+        };
+        best = best.min(w);
+    }
+    best
+}
+
 /// The earliest cycle any bank is ready (`u64::MAX`: none has a candidate).
 #[inline]
 pub fn min_ready(local: &[u64], hidx: &[u32], horizons: &[u64]) -> u64 {
@@ -120,6 +151,23 @@ mod tests {
                 .min()
                 .unwrap();
             assert_eq!(min_ready(&local, &hidx, &horizons), plain);
+            let skip: Vec<u64> = (0..30)
+                .map(|_| if rnd(2) == 0 { 0 } else { u64::MAX })
+                .collect();
+            let want = (0..n)
+                .filter(|&b| {
+                    local[b] != u64::MAX
+                        && skip[hidx[b] as usize] == 0
+                        && local[b].max(horizons[hidx[b] as usize]) <= from
+                })
+                .map(|b| key[b])
+                .min()
+                .unwrap_or(u64::MAX);
+            assert_eq!(
+                min_key_ready(&local, &hidx, &key, &horizons, &skip, from),
+                want,
+                "case {case}"
+            );
         }
     }
 }

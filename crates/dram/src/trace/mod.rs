@@ -448,7 +448,41 @@ impl<R: BufRead> TraceReader<R> {
         std::str::from_utf8(&self.buf).map_err(|e| self.error(not_utf8(&e)))
     }
 
+    /// A plain Ramulator 2 line (see [`ramulator::parse_plain`]) read in place from the reader's
+    /// buffer, without copying it to `buf`: `None` when the next line is not whole in the buffer
+    /// or not plain, and nothing was consumed (the general path reads it). A read error is
+    /// reported here as the general path reports it (the reader may not report it twice).
+    #[inline]
+    fn next_plain_in_place(&mut self) -> Option<Result<TraceItem, TraceError>> {
+        let avail = match self.reader.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return None,
+            Err(e) => {
+                self.line += 1;
+                return Some(Err(self.error(format!("read error: {e}"))));
+            }
+        };
+        let window = &avail[..avail.len().min(MAX_LINE_BYTES + 2)];
+        let i = window.iter().position(|&b| b == b'\n')?;
+        let end = if i > 0 && window[i - 1] == b'\r' {
+            i - 1
+        } else {
+            i
+        };
+        let item = ramulator::parse_plain(&window[..end])?;
+        self.reader.consume(i + 1);
+        self.line += 1;
+        Some(Ok(item))
+    }
+
     fn next_item(&mut self) -> Option<Result<TraceItem, TraceError>> {
+        // Past the first line (whose byte-order mark the general path removes) and with no line
+        // held back by format detection.
+        if matches!(self.parser, Parser::Ramulator) && !self.pending && self.line > 0 {
+            if let Some(r) = self.next_plain_in_place() {
+                return Some(r);
+            }
+        }
         loop {
             if self.pending {
                 self.pending = false;

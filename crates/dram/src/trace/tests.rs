@@ -466,3 +466,57 @@ fn a_read_error_after_whole_lines_is_reported_not_taken_for_the_end() {
         assert!(e.contains("the source failed"), "{format:?}: {e}");
     }
 }
+
+/// A Ramulator 2 line of the plain form (read in place from the reader's buffer) or of any other
+/// form the general path reads (or refuses).
+fn arb_ramulator_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<u64>().prop_map(|a| format!("LD 0x{a:x}")),
+        any::<u64>().prop_map(|a| format!("ST 0x{a:X}")),
+        (0u64..1 << 20).prop_map(|a| format!("LD 0x{a:x}")),
+        Just("ld 0x40".to_string()),
+        Just("LD  0x80".to_string()),
+        Just("ST 0x40 # comment".to_string()),
+        Just("# comment".to_string()),
+        Just(String::new()),
+        Just("LD 0x".to_string()),
+        Just("LD 0x12345678901234567".to_string()),
+        Just("XX 0x10".to_string()),
+    ]
+}
+
+proptest! {
+    /// Whatever the reader's buffer size (lines split across refills or not), the in-place path
+    /// and the general path together read every line as the general parser alone does, and an
+    /// error names the same line.
+    #[test]
+    fn ramulator_lines_read_in_place_match_the_general_parser(
+        lines in proptest::collection::vec(arb_ramulator_line(), 1..40),
+        crlf in any::<bool>(),
+        cap in 1usize..48,
+    ) {
+        let text = format!("LD 0x0\n{}\n", lines.join(if crlf { "\r\n" } else { "\n" }));
+        let mut expect = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            match ramulator::parse_line(line) {
+                Ok(Some(item)) => expect.push(Ok(item)),
+                Ok(None) => {}
+                Err(_) => {
+                    expect.push(Err(n + 1));
+                    break;
+                }
+            }
+        }
+        let src = std::io::BufReader::with_capacity(cap, text.as_bytes());
+        let got: Vec<Result<TraceItem, usize>> = TraceReader::new(src, "t", TraceFormat::Ramulator)
+            .unwrap()
+            .map(|r| {
+                r.map_err(|e| match e {
+                    TraceError::Line { line, .. } => line,
+                    other => panic!("not a line error: {other:?}"),
+                })
+            })
+            .collect();
+        prop_assert_eq!(got, expect);
+    }
+}
