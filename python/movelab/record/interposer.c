@@ -445,11 +445,14 @@ static uint64_t slice_enter(void) {
     struct tbuf *b = mine;
     if (!timed || !b || !b->pg) return 0;
     uint64_t c = slice_cpu(b->pg);
-    if (c != b->slice_c) {
+    /* The read() may itself end in a switch (a system call's return is where a preempted thread
+     * leaves the CPU): then the slice found is over before the call starts; look again. */
+    for (int tries = 0; c != b->slice_c && tries < 4; tries++) {
         uint64_t s = slice_start(b, c);
         b->slice_ok = s != 0;
         b->slice_c = c;
         b->slice_s = s;
+        c = slice_cpu(b->pg);
     }
     return c;
 }
@@ -457,7 +460,7 @@ static uint64_t slice_enter(void) {
 /* The scheduling fields of a call timed from t0 to t1, inside which the thread's CPU time at its
  * last scheduling in went from c0 to c1 (read just before t0 and just after t1): flags, and the
  * bits added to extra. */
-static uint16_t sched_fields(struct tbuf *b, uint64_t t0, uint64_t c0, uint64_t c1, uint64_t *extra) {
+static uint16_t sched_fields(struct tbuf *b, uint64_t t0, uint64_t dur, uint64_t c0, uint64_t c1, uint64_t *extra) {
     if (!b->pg || !timed) return 0;
     uint16_t fl = F_SCHED;
     int known = b->slice_ok && b->slice_c == c0 && t0 >= b->slice_s;
@@ -470,11 +473,17 @@ static uint16_t sched_fields(struct tbuf *b, uint64_t t0, uint64_t c0, uint64_t 
     if (c1 != c0) {
         fl |= F_SWITCHED;
         uint64_t s1 = slice_start(b, c1);
-        if (s1 && known && s1 >= b->slice_s) {
+        if (slice_cpu(b->pg) != c1) s1 = 0; /* switched again during the read: c1's start unknown */
+        if (s1 && known && s1 >= b->slice_s && s1 - b->slice_s >= c1 - c0) {
             int64_t off = (int64_t)(s1 - b->slice_s) - (int64_t)(c1 - c0);
             uint64_t o = off < 0 ? 0 : (uint64_t)off;
-            *extra |= (o > 0xffffffffull ? 0xffffffffull : o) << 32;
-            fl |= F_OFFCPU;
+            /* the two starts are each a few hundred ns late (the read's entry): more than the
+             * call's time by over a microsecond means a switch outside the call was counted */
+            if (o > dur) o = o > dur + 1000 ? ~0ull : dur;
+            if (o != ~0ull) {
+                *extra |= (o > 0xffffffffull ? 0xffffffffull : o) << 32;
+                fl |= F_OFFCPU;
+            }
         }
         b->slice_ok = s1 != 0;
         b->slice_c = c1;
@@ -495,7 +504,7 @@ static void record(int kind, const void *dst, const void *src, uint64_t n, uint6
             b->agg_bytes[kind][c] += n;
             b->agg_ns[kind][c] += t1 - t0;
         } else {
-            uint16_t fl = watched ? sched_fields(b, t0, c0, c1, &extra) : 0;
+            uint16_t fl = watched ? sched_fields(b, t0, t1 - t0, c0, c1, &extra) : 0;
             struct rec r = {t0, t1 - t0, (uint64_t)dst, (uint64_t)src, n, (uint64_t)ret, extra, b->tid,
                             (uint16_t)kind, fl};
             put(b, &r);
