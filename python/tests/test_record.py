@@ -950,3 +950,32 @@ def test_schema_version_1_recordings_still_read(recording: tuple[pd.DataFrame, P
     pq.write_table(old.replace_schema_metadata(md), p)
     with pytest.raises(TraceError, match="missing columns"):
         read(p)
+
+
+def test_a_replayed_call_never_costs_less_than_nothing(recording: tuple[pd.DataFrame, Path],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The movement cost is the run with the moves less the run without; where the simulated runs
+    make it negative (their compute's own noise), it counts as 0, the class says so, and the
+    unclamped figure is kept beside it. A fake simulator makes the runs with moves 100 ns faster
+    per call than those without."""
+    from types import SimpleNamespace
+
+    from movelab import platform as plat
+    from movelab.record import replay as rp
+
+    def fake_run(platform: object, path: Path, overrides: object = None) -> SimpleNamespace:
+        text = Path(path).read_text()
+        moves = text.count('kind = "copy"') + text.count('kind = "init"')
+        return SimpleNamespace(stats={"time_ns": 1e6 - 100.0 * moves, "dram_energy_nj": 5.0 - moves,
+                                      "memory": {"channel_bytes": 64.0}})
+
+    monkeypatch.setattr(plat, "run", fake_run)
+    monkeypatch.setattr(rp, "_compute_rate", lambda platform, base: 1.0)
+    _, path = recording
+    r = rp.replay(path, "rowclone-system", "cpu", samples=2, cache="cold", call_cost={"memcpy": 7.0})
+    c = r.classes
+    assert (c["sim_ns_cold"] == 0).all() and (c["energy_nj"] == 0).all()
+    assert (c["clamped_states"] == "cold").all()
+    assert r.summary["clamped_classes"] == len(c)
+    assert r.summary["movement_ns"] == pytest.approx(r.summary["call_cost_ns"])
+    assert r.summary["movement_unclamped_ns"] < r.summary["movement_ns"]

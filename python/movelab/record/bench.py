@@ -108,7 +108,8 @@ def _validation_classes(reps: dict[str, Any]) -> pd.DataFrame:
     removed) and each estimator's prediction and error."""
     base = reps["tracked"].classes
     out = base[["op", "size_class", "size_range", "calls", "bytes", "measured_net_ns", "share_warm", "share_llc",
-                "share_cold", "call_cost_ns"]].copy()
+                "share_cold", "sim_ns_warm", "sim_ns_llc", "sim_ns_cold", "call_cost_ns", "clamped_states",
+                "predicted_unclamped_ns"]].copy()
     for mode, r in reps.items():
         c = r.classes.set_index(["op", "size_class"])["predicted_ns"]
         out[f"{mode}_ns"] = [float(c.loc[(o, k)]) for o, k in zip(out["op"], out["size_class"], strict=True)]
@@ -214,6 +215,10 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                                      "sched_watch_slowdown")},
         "recording_s": meta["wall_ns"] / 1e9, "recording_slowdown": meta["wall_ns"] / 1e9 / slow["plain_s"],
         "baseline_predicted_ms": reps["tracked"].summary["movement_ns"] / 1e6, "baseline_error_pct": 100 * err,
+        "baseline_unclamped_predicted_ms": reps["tracked"].summary["movement_unclamped_ns"] / 1e6,
+        "baseline_unclamped_error_pct": 100 * (reps["tracked"].summary["movement_unclamped_ns"] / net - 1)
+        if net else None,
+        "baseline_clamped_classes": reps["tracked"].summary["clamped_classes"],
         "baseline_call_cost_ms": reps["tracked"].summary["call_cost_ns"] / 1e6,
         "baseline_region": reps["tracked"].summary["region"],
         "unreplayed_calls_net_ms": reps["tracked"].summary["measured_net_unreplayed_ns"] / 1e6,
