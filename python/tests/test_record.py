@@ -979,3 +979,18 @@ def test_a_replayed_call_never_costs_less_than_nothing(recording: tuple[pd.DataF
     assert r.summary["clamped_classes"] == len(c)
     assert r.summary["movement_ns"] == pytest.approx(r.summary["call_cost_ns"])
     assert r.summary["movement_unclamped_ns"] < r.summary["movement_ns"]
+
+
+def test_at_most_64_threads_are_watched_at_once(tmp_path: Path) -> None:
+    """100 threads alive at once: every call is recorded, and at most 64 threads' calls carry the
+    scheduling columns (one descriptor per watched thread)."""
+    exe = tmp_path / "record_threads"
+    subprocess.run([CC, "-O0", "-fno-builtin", "-pthread", str(HERE / "data" / "record_threads.c"), "-o", str(exe)],
+                   check=True)
+    df = record.run([str(exe)], kernel_events=False, timeout_s=120)
+    assert df.attrs["movelab"]["exit_status"] == 0
+    ev = df[(df["source"] == "interposer") & (df["kind"] == "memcpy")]
+    assert (ev["size"] == 100).sum() == 100 and (ev["size"] == 200).sum() == 100
+    second = ev[ev["size"] == 200]
+    watched = second.loc[second["preempted"].notna(), "tid"].nunique()
+    assert 32 <= watched <= 64, watched

@@ -124,6 +124,8 @@ static fexecve_t real_fexecve;
 
 static volatile int resolved, resolving;
 static int enabled, fd = -1, timed = 1, sched = 1;
+#define MAX_WATCHED 64 /* threads whose scheduling is watched at once (one descriptor each) */
+static volatile int watched_threads;
 static uint64_t min_bytes;
 static char dir[1024];
 static uint64_t flush_writes, flush_bytes;
@@ -344,6 +346,12 @@ static void watch(struct tbuf *b) {
     b->slice_ok = 0;
     b->slice_c = ~0ull;
     if (!sched) return;
+    /* one descriptor per watched thread: at most MAX_WATCHED at once, so that a program with
+     * many threads keeps its descriptors (the others' calls are not watched) */
+    if (__atomic_add_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL) > MAX_WATCHED) {
+        __atomic_sub_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL);
+        return;
+    }
     struct perf_event_attr a;
     slow_set(&a, 0, sizeof a);
     a.size = sizeof a;
@@ -352,7 +360,10 @@ static void watch(struct tbuf *b) {
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
     int f = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (f < 0) return;
+    if (f < 0) {
+        __atomic_sub_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL);
+        return;
+    }
     int g = fcntl(f, F_DUPFD_CLOEXEC, 512);
     if (g >= 0) {
         close(f);
@@ -361,12 +372,14 @@ static void watch(struct tbuf *b) {
     void *m = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, f, 0);
     if (m == MAP_FAILED) {
         close(f);
+        __atomic_sub_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL);
         return;
     }
     struct stat st;
     if (fstat(f, &st) != 0) {
         munmap(m, (size_t)sysconf(_SC_PAGESIZE));
         close(f);
+        __atomic_sub_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL);
         return;
     }
     b->pdev = st.st_dev;
@@ -377,6 +390,7 @@ static void watch(struct tbuf *b) {
 }
 
 static void unwatch(struct tbuf *b) {
+    if (b->pg) __atomic_sub_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL);
     if (b->pg) munmap((void *)b->pg, (size_t)sysconf(_SC_PAGESIZE));
     if (b->pfd >= 0) close(b->pfd);
     b->pg = NULL;
@@ -722,6 +736,10 @@ static void in_child(void) {
     if (fd >= 0) close(fd);
     fd = -1;
     struct tbuf *b = mine;
+    uint32_t had = nbufs < MAXBUF ? nbufs : MAXBUF;
+    for (uint32_t i = 0; i < had; i++) /* the parent's other threads' counters: not this process's */
+        if (bufs[i] && bufs[i] != b && !bufs[i]->dead) unwatch(bufs[i]);
+    watched_threads = (b && b->pg) ? 1 : 0; /* this thread's, released by its unwatch below */
     for (uint32_t i = 0; i < MAXBUF; i++) bufs[i] = NULL;
     nbufs = 0;
     if (b) {
