@@ -841,3 +841,156 @@ def test_replay_with_region_recency_costs_recently_paged_lines_warm() -> None:
         movelab.replay(df, "rowclone-system", "cpu", samples=1, region=3000)
     with pytest.raises(ValueError, match=r"apply to cache=.tracked. only"):
         movelab.replay(df, "rowclone-system", "cpu", samples=1, cache="cold", region=4096)
+
+
+# --- the interposer's watch of the threads' scheduling (preempted, offcpu_ns, since_sched_ns) ---
+
+
+@pytest.fixture(scope="module")
+def preempt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("preempt")
+    exe = d / "record_preempt"
+    subprocess.run([CC, "-O0", "-fno-builtin", str(HERE / "data" / "record_preempt.c"), "-o", str(exe)], check=True)
+    return exe
+
+
+def test_offcpu_time_matches_the_threads_cpu_clock(preempt: Path, tmp_path: Path) -> None:
+    """32 MiB copies sharing one CPU with a spinning process are switched out inside the call; the
+    call's time less its recorded off-CPU time is the thread's CPU time inside it, which the program
+    itself measures with CLOCK_THREAD_CPUTIME_ID (the oracle, an independent kernel clock)."""
+    oracle = tmp_path / "cpu.txt"
+    df = record.run([str(preempt), str(oracle)], kernel_events=False, timeout_s=300)
+    assert df.attrs["movelab"]["exit_status"] == 0
+    cpu = np.loadtxt(oracle)
+    big = df[(df["source"] == "interposer") & (df["kind"] == "memcpy") & (df["size"] == 32 << 20)]
+    big = big[big["pid"] == big["pid"].iloc[0]].sort_values("t_ns")
+    assert len(big) == len(cpu) == 24
+    known = big["offcpu_ns"].notna().to_numpy() & big["preempted"].fillna(False).to_numpy(dtype=bool)
+    # the first copy is on the counter's first slice and may lack its start; the others are known
+    assert known.sum() >= 12, big[["dur_ns", "preempted", "offcpu_ns"]]
+    dur = big["dur_ns"].to_numpy(dtype=float)[known]
+    off = big["offcpu_ns"].to_numpy(dtype=float)[known]
+    on_cpu = cpu[known]
+    assert (off > 0).all() and (off < dur).all()
+    # within 5 % + 0.3 ms of the oracle per call (its CPU clock excludes interrupt time; the two
+    # clocks are read a few hundred ns apart)
+    np.testing.assert_array_less(np.abs(dur - off - on_cpu), 0.05 * on_cpu + 3e5)
+    # and the off-CPU time is most of these calls' time: the spinner had the CPU half the time or more
+    assert off.sum() > 0.3 * dur.sum()
+    # the time since the slice started is known for calls after the first slice, and below the call's start
+    since = big["since_sched_ns"].dropna()
+    assert len(since) >= 12 and (since >= 0).all()
+    assert meta_calls(df)["sched_preempted_calls"] >= 12
+
+
+def meta_calls(df: pd.DataFrame) -> dict[str, int]:
+    m = df.attrs["movelab"]
+    return {k: m[k] for k in ("sched_watched_calls", "sched_preempted_calls")}
+
+
+def test_undisturbed_calls_are_watched_and_not_preempted(recording: tuple[pd.DataFrame, Path]) -> None:
+    df, _ = recording
+    single = df[(df["source"] == "interposer") & (df["count"] == 1)]
+    # every timed call after a thread's first one is watched (the first opens the counter)
+    watched = single["preempted"].notna()
+    assert watched.mean() > 0.9
+    calm = single[watched & ~single["preempted"].fillna(False).astype(bool)]
+    assert (calm["offcpu_ns"] == 0).all()
+    assert meta_calls(df)["sched_watched_calls"] == int(watched.sum())
+
+
+def test_sched_watch_can_be_switched_off(known: Path) -> None:
+    df = record.run([str(known)], kernel_events=False, sched=False, timeout_s=120)
+    ev = df[df["source"] == "interposer"]
+    assert ev["preempted"].isna().all() and ev["offcpu_ns"].isna().all() and ev["since_sched_ns"].isna().all()
+    assert any("scheduling" in r and "not asked for" in r for r in df.attrs["movelab"]["not_recorded"])
+
+
+def test_sched_fields_decode_from_flags_and_extra() -> None:
+    from movelab.record.trace import F_OFFCPU, F_SCHED, F_SINCE, F_SWITCHED, sched_columns
+
+    since_units = 5  # 5 x 256 ns
+    flags = np.array([0, F_SCHED, F_SCHED | F_SINCE, F_SCHED | F_SWITCHED, F_SCHED | F_SWITCHED | F_OFFCPU | F_SINCE],
+                     dtype=np.uint16)
+    extra = np.array([0x1FF, 0x101, (since_units << 9) | 0xAB, 7 << 32, (123456 << 32) | (since_units << 9) | 1],
+                     dtype=np.uint64)
+    c = sched_columns(flags, extra)
+    assert list(c["preempted"].astype(object)) == [pd.NA, False, False, True, True]
+    assert list(c["offcpu_ns"].astype(object)) == [pd.NA, 0, 0, pd.NA, 123456]
+    assert list(c["since_sched_ns"].astype(object)) == [pd.NA, pd.NA, 5 * 256, pd.NA, 5 * 256]
+
+
+def test_disturbed_counts_the_interposers_own_preemption_mark() -> None:
+    from movelab.record.trace import conform, disturbed
+
+    df = conform(pd.DataFrame({"source": ["interposer"] * 5, "faults": [0, 1, 0, None, None],
+                               "switches": [0, 0, 2, None, None],
+                               "preempted": pd.array([False, False, False, True, None], dtype="boolean")}))
+    assert list(disturbed(df)) == [False, True, True, True, False]
+
+
+def test_schema_version_1_recordings_still_read(recording: tuple[pd.DataFrame, Path], tmp_path: Path) -> None:
+    import json
+
+    _, path = recording
+    table = pq.read_table(path)
+    md = dict(table.schema.metadata)
+    meta = json.loads(md[b"movelab.record"])
+    meta["schema_version"] = 1
+    md[b"movelab.record"] = json.dumps(meta).encode()
+    old = table.drop_columns(["preempted", "offcpu_ns", "since_sched_ns"]).replace_schema_metadata(md)
+    p = tmp_path / "v1.parquet"
+    pq.write_table(old, p)
+    df, _ = read(p)
+    assert list(df.columns) == list(COLUMNS)
+    assert df["preempted"].isna().all()
+    # a version-2 file without the new columns is refused
+    meta["schema_version"] = 2
+    md[b"movelab.record"] = json.dumps(meta).encode()
+    pq.write_table(old.replace_schema_metadata(md), p)
+    with pytest.raises(TraceError, match="missing columns"):
+        read(p)
+
+
+def test_a_replayed_call_never_costs_less_than_nothing(recording: tuple[pd.DataFrame, Path],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The movement cost is the run with the moves less the run without; where the simulated runs
+    make it negative (their compute's own noise), it counts as 0, the class says so, and the
+    unclamped figure is kept beside it. A fake simulator makes the runs with moves 100 ns faster
+    per call than those without."""
+    from types import SimpleNamespace
+
+    from movelab import platform as plat
+    from movelab.record import replay as rp
+
+    def fake_run(platform: object, path: Path, overrides: object = None) -> SimpleNamespace:
+        text = Path(path).read_text()
+        moves = text.count('kind = "copy"') + text.count('kind = "init"')
+        return SimpleNamespace(stats={"time_ns": 1e6 - 100.0 * moves, "dram_energy_nj": 5.0 - moves,
+                                      "memory": {"channel_bytes": 64.0}})
+
+    monkeypatch.setattr(plat, "run", fake_run)
+    monkeypatch.setattr(rp, "_compute_rate", lambda platform, base: 1.0)
+    _, path = recording
+    r = rp.replay(path, "rowclone-system", "cpu", samples=2, cache="cold", call_cost={"memcpy": 7.0})
+    c = r.classes
+    assert (c["sim_ns_cold"] == 0).all() and (c["energy_nj"] == 0).all()
+    assert (c["clamped_states"] == "cold").all()
+    assert r.summary["clamped_classes"] == len(c)
+    assert r.summary["movement_ns"] == pytest.approx(r.summary["call_cost_ns"])
+    assert r.summary["movement_unclamped_ns"] < r.summary["movement_ns"]
+
+
+def test_at_most_64_threads_are_watched_at_once(tmp_path: Path) -> None:
+    """100 threads alive at once: every call is recorded, and at most 64 threads' calls carry the
+    scheduling columns (one descriptor per watched thread)."""
+    exe = tmp_path / "record_threads"
+    subprocess.run([CC, "-O0", "-fno-builtin", "-pthread", str(HERE / "data" / "record_threads.c"), "-o", str(exe)],
+                   check=True)
+    df = record.run([str(exe)], kernel_events=False, timeout_s=120)
+    assert df.attrs["movelab"]["exit_status"] == 0
+    ev = df[(df["source"] == "interposer") & (df["kind"] == "memcpy")]
+    assert (ev["size"] == 100).sum() == 100 and (ev["size"] == 200).sum() == 100
+    second = ev[ev["size"] == 200]
+    watched = second.loc[second["preempted"].notna(), "tid"].nunique()
+    assert 32 <= watched <= 64, watched

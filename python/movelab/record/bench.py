@@ -66,18 +66,29 @@ def _timed(cmd: str, env: dict[str, str] | None = None) -> float:
 
 def _slowdown(cmd: str, lib: Path, runs: int) -> dict[str, Any]:
     """Median wall times of ``runs`` alternating runs without and with the interposer (its clock
-    reads off, nothing written but its records), and their ratio."""
-    plain, pre = [], []
+    reads off, nothing written but its records), and their ratio; then the cost of the scheduling
+    watch: ``runs`` alternating runs with the calls timed, without and with it (no perf)."""
+    plain, pre, timed, watched = [], [], [], []
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, LD_PRELOAD=str(lib), MOVELAB_RECORD_DIR=d, MOVELAB_RECORD_TIME="0")
+        t_env = dict(env, MOVELAB_RECORD_TIME="1", MOVELAB_RECORD_SCHED="0")
+        w_env = dict(env, MOVELAB_RECORD_TIME="1", MOVELAB_RECORD_SCHED="1")
         for _ in range(runs):
             plain.append(_timed(cmd))
             pre.append(_timed(cmd, env))
             for f in Path(d).glob("*.bin"):
                 f.unlink()
+        for _ in range(runs):
+            timed.append(_timed(cmd, t_env))
+            watched.append(_timed(cmd, w_env))
+            for f in Path(d).glob("*.bin"):
+                f.unlink()
     mp, mq = statistics.median(plain), statistics.median(pre)
+    mt, mw = statistics.median(timed), statistics.median(watched)
     return {"plain_s": mp, "plain_spread_s": max(plain) - min(plain), "interposed_s": mq,
-            "interposed_spread_s": max(pre) - min(pre), "slowdown": mq / mp}
+            "interposed_spread_s": max(pre) - min(pre), "slowdown": mq / mp,
+            "timed_s": mt, "timed_spread_s": max(timed) - min(timed), "timed_sched_s": mw,
+            "timed_sched_spread_s": max(watched) - min(watched), "sched_watch_slowdown": mw / mt}
 
 
 def _focus(df: Any, exe: str) -> Any:
@@ -97,7 +108,8 @@ def _validation_classes(reps: dict[str, Any]) -> pd.DataFrame:
     removed) and each estimator's prediction and error."""
     base = reps["tracked"].classes
     out = base[["op", "size_class", "size_range", "calls", "bytes", "measured_net_ns", "share_warm", "share_llc",
-                "share_cold", "call_cost_ns"]].copy()
+                "share_cold", "sim_ns_warm", "sim_ns_llc", "sim_ns_cold", "call_cost_ns", "clamped_states",
+                "predicted_unclamped_ns"]].copy()
     for mode, r in reps.items():
         c = r.classes.set_index(["op", "size_class"])["predicted_ns"]
         out[f"{mode}_ns"] = [float(c.loc[(o, k)]) for o, k in zip(out["op"], out["size_class"], strict=True)]
@@ -133,8 +145,9 @@ def record_program(name: str, out: Path, runs: int) -> tuple[Any, dict[str, Any]
 def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                 costs: dict[str, Any] | None = None, what_if_cache: str = "tracked",
                 recorded: tuple[Any, dict[str, Any]] | None = None,
-                gap_edges_ns: list[float] | None = None) -> dict[str, Any]:
-    """Records (unless ``recorded`` gives the recording and slowdown) and replays one program."""
+                gap_edges_ns: list[float] | None = None, what_if_too: bool = True) -> dict[str, Any]:
+    """Records (unless ``recorded`` gives the recording and slowdown) and replays one program (the
+    baseline's validation, then the what-if of every mechanism unless ``what_if_too`` is false)."""
     from movelab.record import calibration
     from movelab.record.cli import plot
     from movelab.record.kernel import TOUCH_KINDS
@@ -153,14 +166,19 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     # the others hold).
     # Calls during which the thread was switched out (preempted: a 4 ms time slice inside an
     # 8-byte memcpy on this shared machine) hold other programs' time: left out too.
-    disturbed = (user["faults"].fillna(0) > 0) | (user["switches"].fillna(0) > 0)
+    # The interposer's own watch of the thread's scheduling (``preempted``) marks them too, with or
+    # without perf.
+    from movelab.record.trace import disturbed as _disturbed
+
+    disturbed = _disturbed(user)
     # the kernel's copies to and from user buffers stay: the cache-state tracking counts them
     import pandas as pd
 
     clean = pd.concat([user[~disturbed], f[f["kind"].isin(TOUCH_KINDS)]])
     clean.attrs = dict(f.attrs)
     faulted_ms = float(user.loc[user["faults"].fillna(0) > 0, "dur_ns"].sum()) / 1e6
-    switched_ms = float(user.loc[user["switches"].fillna(0) > 0, "dur_ns"].sum()) / 1e6
+    switched = (user["switches"].fillna(0) > 0) | user["preempted"].astype("boolean").fillna(False).astype(bool)
+    switched_ms = float(user.loc[switched, "dur_ns"].sum()) / 1e6
     # The baseline replay three ways: cold and warm (every call in one state: the bounds) and
     # tracked (each call in the state its recorded addresses give, plus the calibrated per-call
     # cost): the last is the stated error.
@@ -171,12 +189,13 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     net = reps["tracked"].summary["measured_net_ns"]
     err = reps["tracked"].summary["movement_ns"] / net - 1 if net else float("nan")
     _validation_classes(reps).to_csv(out / f"{name}-validation.csv", index=False)
-    summary, classes = what_if(f, platform, samples=samples, cache=what_if_cache,
-                               call_cost=costs if what_if_cache == "tracked" else None,
-                               gap_edges_ns=gap_edges_ns if what_if_cache == "tracked" else None)
-    summary.to_csv(out / f"{name}-what-if.csv", index=False)
-    classes.to_csv(out / f"{name}-what-if-classes.csv", index=False)
-    plot(summary, out / f"{name}-what-if.png", f"{name} on this machine's platform")
+    if what_if_too:
+        summary, classes = what_if(f, platform, samples=samples, cache=what_if_cache,
+                                   call_cost=costs if what_if_cache == "tracked" else None,
+                                   gap_edges_ns=gap_edges_ns if what_if_cache == "tracked" else None)
+        summary.to_csv(out / f"{name}-what-if.csv", index=False)
+        classes.to_csv(out / f"{name}-what-if-classes.csv", index=False)
+        plot(summary, out / f"{name}-what-if.png", f"{name} on this machine's platform")
     row: dict[str, Any] = {
         "program": name, "description": desc, "processes": len(meta["processes"]),
         "calls": int(user["count"].sum()), "bytes_user": int(user["bytes"].sum()),
@@ -184,12 +203,22 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         "syscall_bytes": int(k.loc[~k["kind"].str.startswith("page"), "bytes"].sum()),
         "program_ms": prog / 1e6, "inside_calls_ms": inside / 1e6, "inside_faulted_calls_ms": faulted_ms,
         "inside_switched_calls_ms": switched_ms,
+        "switched_calls": int(switched.sum()),
+        "preempted_calls": int(user["preempted"].astype("boolean").fillna(False).astype(bool).sum()),
+        "sched_watched_calls": int(user["preempted"].notna().sum()),
+        "offcpu_ms": float(user["offcpu_ns"].fillna(0).sum()) / 1e6,
         "validated_calls_net_ms": net / 1e6,
         "share_in_movement_pct": 100 * inside / prog if prog else float("nan"),
         "plain_s": slow["plain_s"], "plain_spread_s": slow["plain_spread_s"], "interposed_s": slow["interposed_s"],
         "interposed_spread_s": slow["interposed_spread_s"], "slowdown": slow["slowdown"],
+        **{k: slow.get(k) for k in ("timed_s", "timed_spread_s", "timed_sched_s", "timed_sched_spread_s",
+                                     "sched_watch_slowdown")},
         "recording_s": meta["wall_ns"] / 1e9, "recording_slowdown": meta["wall_ns"] / 1e9 / slow["plain_s"],
         "baseline_predicted_ms": reps["tracked"].summary["movement_ns"] / 1e6, "baseline_error_pct": 100 * err,
+        "baseline_unclamped_predicted_ms": reps["tracked"].summary["movement_unclamped_ns"] / 1e6,
+        "baseline_unclamped_error_pct": 100 * (reps["tracked"].summary["movement_unclamped_ns"] / net - 1)
+        if net else None,
+        "baseline_clamped_classes": reps["tracked"].summary["clamped_classes"],
         "baseline_call_cost_ms": reps["tracked"].summary["call_cost_ns"] / 1e6,
         "baseline_region": reps["tracked"].summary["region"],
         "unreplayed_calls_net_ms": reps["tracked"].summary["measured_net_unreplayed_ns"] / 1e6,
@@ -204,7 +233,7 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         "call_cost_calibration": "gap" if gap_edges_ns else "flat",
         "calibrated_on": name in calibration.GAP_CALIBRATION_PROGRAMS if gap_edges_ns else False,
     }
-    for r in summary.to_dict("records"):
+    for r in summary.to_dict("records") if what_if_too else []:
         if r["mechanism"] != "cpu":
             row[f"saving_{r['mechanism']}_pct"] = None if r.get("error") else r["saving_pct"]
     return row
@@ -224,6 +253,8 @@ def bench_record(
     memory: str = typer.Option("rowclone-ddr5-4800b", "--memory", help="DRAM config of this machine's platform."),
     what_if_cache: str = typer.Option("tracked", "--what-if-cache", help="Cache mode of the what-if replays "
                                       "(tracked, cold or warm; tracked simulates each class three times)."),
+    what_if_too: bool = typer.Option(True, "--what-if/--no-what-if", help="Also replay every mechanism (the "
+                                     "what-if tables; most of the bench's time) after the baseline's validation."),
 ) -> None:
     """Record real programs, measure the interposer's slowdown, validate the baseline replay on
     this machine's platform and compare every mechanism (writes OUT/record-replay.json)."""
@@ -285,7 +316,7 @@ def bench_record(
         t = time.monotonic()
         try:
             row = run_program(n, out, host["platform"], samples, runs, costs, what_if_cache, recorded=recorded[n],
-                              gap_edges_ns=edges)
+                              gap_edges_ns=edges, what_if_too=what_if_too)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
             console.print(f"  {n} failed: {e}", highlight=False)
             rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})
@@ -293,7 +324,9 @@ def bench_record(
         rows.append(row)
         _write(out, rows)
         console.print(f"  {row['calls']:,} calls, {row['share_in_movement_pct']:.1f}% of its time inside them; "
-                      f"slowdown x{row['slowdown']:.2f}; baseline replay error {row['baseline_error_pct']:+.1f}% "
+                      f"slowdown x{row['slowdown']:.2f} (scheduling watch x{row['sched_watch_slowdown']:.2f}); "
+                      f"{row['switched_calls']:,} calls switched out ({row['preempted_calls']:,} seen by the "
+                      f"interposer); baseline replay error {row['baseline_error_pct']:+.1f}% "
                       f"(every call cold {row['baseline_cold_error_pct']:+.1f}%, every call warm "
                       f"{row['baseline_warm_error_pct']:+.1f}%) "
                       f"({time.monotonic() - t:.0f} s)", highlight=False)

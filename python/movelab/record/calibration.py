@@ -153,7 +153,7 @@ def gap_costs(recordings: Sequence[pd.DataFrame], l2_bytes: int, llc_bytes: int,
     from movelab.record import cachestate
     from movelab.record.kernel import TOUCH_KINDS
     from movelab.record.replay import movement_events
-    from movelab.record.trace import corrected_dur
+    from movelab.record.trace import corrected_dur, disturbed
 
     if not recordings:
         raise ValueError("gap_costs needs at least one recording")
@@ -161,7 +161,7 @@ def gap_costs(recordings: Sequence[pd.DataFrame], l2_bytes: int, llc_bytes: int,
     frames = []
     for df in recordings:
         meta = df.attrs.get("movelab", {})
-        user = df[(df["source"] == "interposer") & (df["faults"].fillna(0) == 0) & (df["switches"].fillna(0) == 0)]
+        user = df[(df["source"] == "interposer") & ~disturbed(df)]
         ev = movement_events(user)
         if ev.empty:
             continue

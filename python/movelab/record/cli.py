@@ -186,10 +186,10 @@ def replay_cmd(
         df = df[df["source"] == sources]
     if undisturbed:
         from movelab.record.kernel import TOUCH_KINDS
+        from movelab.record.trace import disturbed
 
         # the kernel's copies to and from user buffers stay: the cache-state tracking counts them
-        df = df[((df["source"] == "interposer") & (df["faults"].fillna(0) == 0) & (df["switches"].fillna(0) == 0))
-                | df["kind"].isin(TOUCH_KINDS)]
+        df = df[((df["source"] == "interposer") & ~disturbed(df)) | df["kind"].isin(TOUCH_KINDS)]
     df.attrs["movelab"] = meta
     plat, notes = _platform(platform, memory)
     costs = _call_costs(plat, notes) if call_cost else None

@@ -11,12 +11,28 @@
  * File format (little-endian, see docs/record-replay.md): a 256-byte header, then 64-byte records.
  * Environment: MOVELAB_RECORD_DIR (required; no directory, nothing is recorded),
  * MOVELAB_RECORD_MIN_BYTES (calls smaller than this are counted per size class, not one by one;
- * default 0 = every call), MOVELAB_RECORD_TIME (0: do not time calls; default 1).
+ * default 0 = every call), MOVELAB_RECORD_TIME (0: do not time calls; default 1),
+ * MOVELAB_RECORD_SCHED (0: do not watch the threads' scheduling; default 1).
+ *
+ * Scheduling (the time a call spent off the CPU): each thread opens a perf task-clock counter on
+ * itself and maps its control page. The kernel rewrites that page's `offset` (the thread's CPU time
+ * so far, ns) whenever the thread is scheduled back in, so a call during which `offset` changed was
+ * switched out (preempted or blocked): two loads per call, no system call. Once per run slice in
+ * which the thread makes a timed call, the counter is read (one read() system call, after that
+ * call's end, outside its timed region), which gives the slice's start on the call clock:
+ * start = now - (CPU time now - offset). A call switched out between slices k and k+1 was off the
+ * CPU for (start[k+1] - start[k]) - (offset[k+1] - offset[k]) ns (exact whatever the number of
+ * switches between them), and a call's start less its slice's start is how long the thread had run
+ * since it was last scheduled in (caches other programs emptied refill in that time).
+ * Stored per call in `extra` (bits 32-63: ns off the CPU, saturated; bits 9-31: run time since
+ * scheduled in, in units of 256 ns, saturated) and `flags` (F_SCHED, F_SWITCHED, F_OFFCPU,
+ * F_SINCE below).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +40,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +56,19 @@ enum kind {
     K_AGG = 64, /* + kind: a per-size-class aggregate of calls below the threshold */
     K_FOOTER = 255,
 };
+
+/* Record flags: the thread's scheduling was watched during the call; it was switched out during
+ * the call; the ns off the CPU in extra's high half are known; the run time since it was scheduled
+ * in (extra's bits 9-31) is known. */
+enum flag {
+    F_SCHED = 1,
+    F_SWITCHED = 2,
+    F_OFFCPU = 4,
+    F_SINCE = 8,
+};
+#define SINCE_SHIFT 9
+#define SINCE_UNIT 8 /* log2 of 256 ns */
+#define SINCE_MAX ((1ull << 23) - 1)
 
 /* One record, 64 bytes. For an aggregate (kind K_AGG+k): size = total bytes, dst = calls,
  * src = size class (floor(log2(size)), 0 for size 0), dur = total ns, t = when flushed. */
@@ -58,6 +88,14 @@ struct tbuf {
     volatile uint32_t n;
     uint32_t tid;
     int dead;
+    /* scheduling watch: the counter's control page (NULL: not watched), its descriptor, and the
+     * run slice whose start on the call clock is known (slice_c: the CPU time at its start). */
+    volatile struct perf_event_mmap_page *pg;
+    int pfd;
+    int slice_ok;
+    uint64_t slice_c, slice_s, c_first;
+    dev_t pdev;
+    ino_t pino;
     struct rec r[RING];
     uint64_t agg_count[NKIND][NCLASS], agg_bytes[NKIND][NCLASS], agg_ns[NKIND][NCLASS];
 };
@@ -85,7 +123,9 @@ static execvpe_t real_execvpe;
 static fexecve_t real_fexecve;
 
 static volatile int resolved, resolving;
-static int enabled, fd = -1, timed = 1;
+static int enabled, fd = -1, timed = 1, sched = 1;
+#define MAX_WATCHED 64 /* threads whose scheduling is watched at once (one descriptor each) */
+static volatile int watched_threads;
 static uint64_t min_bytes;
 static char dir[1024];
 static uint64_t flush_writes, flush_bytes;
@@ -280,6 +320,8 @@ static void flush_aggregates(struct tbuf *b) {
         }
 }
 
+static void unwatch(struct tbuf *b);
+
 static void thread_done(void *p) {
     struct tbuf *b = p;
     int saved = in_hook;
@@ -287,9 +329,105 @@ static void thread_done(void *p) {
     if (b && !b->dead) {
         flush_aggregates(b);
         flush_buf(b);
+        unwatch(b);
         b->dead = 1;
     }
     in_hook = saved;
+}
+
+static inline uint64_t slice_cpu(volatile struct perf_event_mmap_page *p);
+
+/* Opens the thread's task-clock counter and maps its control page (see the top of this file);
+ * on failure (no perf_event_open, a seccomp filter, ...) the thread's calls are not watched. The
+ * descriptor is moved above 512 so that it does not take the low numbers programs expect. */
+static void watch(struct tbuf *b) {
+    b->pg = NULL;
+    b->pfd = -1;
+    b->slice_ok = 0;
+    b->slice_c = ~0ull;
+    if (!sched) return;
+    /* one descriptor per watched thread: at most MAX_WATCHED at once, so that a program with
+     * many threads keeps its descriptors (the others' calls are not watched) */
+    if (__atomic_add_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL) > MAX_WATCHED) {
+        __atomic_sub_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL);
+        return;
+    }
+    struct perf_event_attr a;
+    slow_set(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    int f = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (f < 0) {
+        __atomic_sub_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL);
+        return;
+    }
+    int g = fcntl(f, F_DUPFD_CLOEXEC, 512);
+    if (g >= 0) {
+        close(f);
+        f = g;
+    }
+    void *m = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, f, 0);
+    if (m == MAP_FAILED) {
+        close(f);
+        __atomic_sub_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL);
+        return;
+    }
+    struct stat st;
+    if (fstat(f, &st) != 0) {
+        munmap(m, (size_t)sysconf(_SC_PAGESIZE));
+        close(f);
+        __atomic_sub_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL);
+        return;
+    }
+    b->pdev = st.st_dev;
+    b->pino = st.st_ino;
+    b->pg = m;
+    b->pfd = f;
+    b->c_first = slice_cpu(b->pg);
+}
+
+static void unwatch(struct tbuf *b) {
+    if (b->pg) __atomic_sub_fetch(&watched_threads, 1, __ATOMIC_ACQ_REL);
+    if (b->pg) munmap((void *)b->pg, (size_t)sysconf(_SC_PAGESIZE));
+    if (b->pfd >= 0) close(b->pfd);
+    b->pg = NULL;
+    b->pfd = -1;
+    b->slice_ok = 0;
+}
+
+/* The thread's CPU time at its last scheduling in (the control page's offset, read under its
+ * sequence lock). */
+static inline uint64_t slice_cpu(volatile struct perf_event_mmap_page *p) {
+    uint32_t q;
+    uint64_t o;
+    do {
+        q = p->lock;
+        __asm__ volatile("" ::: "memory");
+        o = (uint64_t)p->offset;
+        __asm__ volatile("" ::: "memory");
+    } while (p->lock != q);
+    return o;
+}
+
+/* The start, on the call clock, of the run slice that began at CPU time c: one read() of the
+ * counter (the thread's CPU time now). 0 when the counter cannot be read: the program closed its
+ * descriptor (its number may then be another file of the program's, which must not be read: the
+ * descriptor is checked to be the same inode first). */
+static uint64_t slice_start(struct tbuf *b, uint64_t c) {
+    uint64_t cnt = 0;
+    struct stat st;
+    if (b->pfd < 0) return 0;
+    if (fstat(b->pfd, &st) != 0 || st.st_dev != b->pdev || st.st_ino != b->pino) {
+        b->pfd = -1; /* not ours any more: never read it again (and never close it) */
+        return 0;
+    }
+    uint64_t w = now_ns();
+    if (read(b->pfd, &cnt, sizeof cnt) != (ssize_t)sizeof cnt || cnt < c) return 0;
+    uint64_t ran = cnt - c;
+    return w > ran ? w - ran : 0;
 }
 
 static struct tbuf *buf(void) {
@@ -298,6 +436,7 @@ static struct tbuf *buf(void) {
     if (m == MAP_FAILED) return NULL;
     struct tbuf *b = m;
     b->tid = (uint32_t)syscall(SYS_gettid);
+    watch(b);
     uint32_t i = __atomic_fetch_add(&nbufs, 1, __ATOMIC_ACQ_REL);
     if (i < MAXBUF) bufs[i] = b;
     mine = b;
@@ -313,9 +452,64 @@ static inline int want(void) {
     return enabled && !in_hook;
 }
 
+/* The thread's CPU time at its last scheduling in, read just before a timed call starts; at the
+ * first call of a run slice, also that slice's start (one read() of the counter, before the call's
+ * clock starts: the call itself is timed as any other). 0 when not watched. */
+static uint64_t slice_enter(void) {
+    struct tbuf *b = mine;
+    if (!timed || !b || !b->pg) return 0;
+    uint64_t c = slice_cpu(b->pg);
+    /* The read() may itself end in a switch (a system call's return is where a preempted thread
+     * leaves the CPU): then the slice found is over before the call starts; look again. */
+    for (int tries = 0; c != b->slice_c && tries < 4; tries++) {
+        uint64_t s = slice_start(b, c);
+        b->slice_ok = s != 0;
+        b->slice_c = c;
+        b->slice_s = s;
+        c = slice_cpu(b->pg);
+    }
+    return c;
+}
+
+/* The scheduling fields of a call timed from t0 to t1, inside which the thread's CPU time at its
+ * last scheduling in went from c0 to c1 (read just before t0 and just after t1): flags, and the
+ * bits added to extra. */
+static uint16_t sched_fields(struct tbuf *b, uint64_t t0, uint64_t dur, uint64_t c0, uint64_t c1, uint64_t *extra) {
+    if (!b->pg || !timed) return 0;
+    uint16_t fl = F_SCHED;
+    int known = b->slice_ok && b->slice_c == c0 && t0 >= b->slice_s;
+    /* the first slice's start is the counter's opening, not a scheduling in: no F_SINCE there */
+    if (known && c0 != b->c_first) {
+        uint64_t since = (t0 - b->slice_s) >> SINCE_UNIT;
+        *extra |= (since > SINCE_MAX ? SINCE_MAX : since) << SINCE_SHIFT;
+        fl |= F_SINCE;
+    }
+    if (c1 != c0) {
+        fl |= F_SWITCHED;
+        uint64_t s1 = slice_start(b, c1);
+        if (slice_cpu(b->pg) != c1) s1 = 0; /* switched again during the read: c1's start unknown */
+        if (s1 && known && s1 >= b->slice_s && s1 - b->slice_s >= c1 - c0) {
+            int64_t off = (int64_t)(s1 - b->slice_s) - (int64_t)(c1 - c0);
+            uint64_t o = off < 0 ? 0 : (uint64_t)off;
+            /* the two starts are each a few hundred ns late (the read's entry): more than the
+             * call's time by over a microsecond means a switch outside the call was counted */
+            if (o > dur) o = o > dur + 1000 ? ~0ull : dur;
+            if (o != ~0ull) {
+                *extra |= (o > 0xffffffffull ? 0xffffffffull : o) << 32;
+                fl |= F_OFFCPU;
+            }
+        }
+        b->slice_ok = s1 != 0;
+        b->slice_c = c1;
+        b->slice_s = s1;
+    }
+    return fl;
+}
+
 static void record(int kind, const void *dst, const void *src, uint64_t n, uint64_t t0, uint64_t t1,
-                   void *ret, uint64_t extra) {
+                   void *ret, uint64_t extra, uint64_t c0, uint64_t c1) {
     in_hook = 1;
+    int watched = mine != NULL && mine->pg != NULL; /* c0 and c1 were read */
     struct tbuf *b = buf();
     if (b) {
         if (n < min_bytes) {
@@ -324,8 +518,9 @@ static void record(int kind, const void *dst, const void *src, uint64_t n, uint6
             b->agg_bytes[kind][c] += n;
             b->agg_ns[kind][c] += t1 - t0;
         } else {
+            uint16_t fl = watched ? sched_fields(b, t0, t1 - t0, c0, c1, &extra) : 0;
             struct rec r = {t0, t1 - t0, (uint64_t)dst, (uint64_t)src, n, (uint64_t)ret, extra, b->tid,
-                            (uint16_t)kind, 0};
+                            (uint16_t)kind, fl};
             put(b, &r);
         }
     }
@@ -333,6 +528,10 @@ static void record(int kind, const void *dst, const void *src, uint64_t n, uint6
 }
 
 #define CLOCK() (timed ? now_ns() : 0)
+/* The thread's CPU time at its last scheduling in, when watched (before the start and after the
+ * end of each timed call: a switch anywhere inside the call changes it). */
+#define SLICE() (timed && mine && mine->pg ? slice_cpu(mine->pg) : 0)
+#define SLICE0() slice_enter()
 
 /* The copies and fills, plain and fortified (_chk: abort on overflow, as glibc does); `extra`
  * carries 1 for a fortified call (and memset's fill byte below it). */
@@ -341,9 +540,11 @@ static void record(int kind, const void *dst, const void *src, uint64_t n, uint6
         if (!resolved) resolve();                                                         \
         if (!resolved) return slow_copy(d, s, n);                                         \
         if (!want()) return real(d, s, n);                                                \
+        uint64_t c0 = SLICE0();                                                            \
         uint64_t t0 = CLOCK();                                                            \
         void *r = real(d, s, n);                                                          \
-        record(kind, d, s, n, t0, CLOCK(), ra, fortified);                                \
+        uint64_t t1 = CLOCK();                                                            \
+        record(kind, d, s, n, t0, t1, ra, fortified, c0, SLICE());                        \
         return r;                                                                         \
     }                                                                                     \
     EXPORT void *name(void *d, const void *s, size_t n) {                                 \
@@ -365,9 +566,11 @@ static void *memset_do(void *d, int c, size_t n, uint64_t fortified, void *ra) {
     if (!resolved) resolve();
     if (!resolved) return slow_set(d, c, n);
     if (!want()) return real_memset(d, c, n);
+    uint64_t c0 = SLICE0();
     uint64_t t0 = CLOCK();
     void *r = real_memset(d, c, n);
-    record(K_MEMSET, d, NULL, n, t0, CLOCK(), ra, (uint64_t)(unsigned char)c | (fortified << 8));
+    uint64_t t1 = CLOCK();
+    record(K_MEMSET, d, NULL, n, t0, t1, ra, (uint64_t)(unsigned char)c | (fortified << 8), c0, SLICE());
     return r;
 }
 
@@ -395,9 +598,12 @@ EXPORT void *calloc(size_t a, size_t b) {
         return arena + at;
     }
     if (!want()) return real_calloc(a, b);
+    uint64_t c0 = SLICE0();
     uint64_t t0 = CLOCK();
     void *r = real_calloc(a, b);
-    if (r) record(K_CALLOC, r, NULL, n, t0, CLOCK(), __builtin_return_address(0), 0);
+    uint64_t t1 = CLOCK();
+    uint64_t c1 = SLICE();
+    if (r) record(K_CALLOC, r, NULL, n, t0, t1, __builtin_return_address(0), 0, c0, c1);
     return r;
 }
 
@@ -419,10 +625,12 @@ EXPORT void *realloc(void *p, size_t n) {
     if (!real_realloc) return NULL;
     if (!want() || !p) return real_realloc(p, n);
     size_t old = real_usable ? real_usable(p) : 0;
+    uint64_t c0 = SLICE0();
     uint64_t t0 = CLOCK();
     void *r = real_realloc(p, n);
     uint64_t t1 = CLOCK();
-    if (r && r != p) record(K_REALLOC, r, p, old < n ? old : n, t0, t1, __builtin_return_address(0), 1);
+    uint64_t c1 = SLICE();
+    if (r && r != p) record(K_REALLOC, r, p, old < n ? old : n, t0, t1, __builtin_return_address(0), 1, c0, c1);
     return r;
 }
 
@@ -528,11 +736,17 @@ static void in_child(void) {
     if (fd >= 0) close(fd);
     fd = -1;
     struct tbuf *b = mine;
+    uint32_t had = nbufs < MAXBUF ? nbufs : MAXBUF;
+    for (uint32_t i = 0; i < had; i++) /* the parent's other threads' counters: not this process's */
+        if (bufs[i] && bufs[i] != b && !bufs[i]->dead) unwatch(bufs[i]);
+    watched_threads = (b && b->pg) ? 1 : 0; /* this thread's, released by its unwatch below */
     for (uint32_t i = 0; i < MAXBUF; i++) bufs[i] = NULL;
     nbufs = 0;
     if (b) {
         b->n = 0;
         b->tid = (uint32_t)syscall(SYS_gettid);
+        unwatch(b); /* the inherited page watches the parent's thread */
+        watch(b);
         for (int k = 0; k < NKIND; k++)
             for (int c = 0; c < NCLASS; c++) b->agg_count[k][c] = b->agg_bytes[k][c] = b->agg_ns[k][c] = 0;
         bufs[0] = b;
@@ -558,6 +772,8 @@ __attribute__((constructor)) static void start(void) {
         }
         const char *t = getenv("MOVELAB_RECORD_TIME");
         timed = !(t && t[0] == '0');
+        const char *sc = getenv("MOVELAB_RECORD_SCHED");
+        sched = !(sc && sc[0] == '0');
         key_ok = pthread_key_create(&key, thread_done) == 0;
         pthread_atfork(NULL, NULL, in_child);
         enabled = 1;

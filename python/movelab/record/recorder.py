@@ -49,7 +49,8 @@ def _check_cmd(cmd: Any) -> list[str]:
 
 
 def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0, kernel_events: bool = True,
-        force: bool = False, timed: bool = True, timeout_s: float | None = None) -> pd.DataFrame:
+        force: bool = False, timed: bool = True, timeout_s: float | None = None,
+        sched: bool = True) -> pd.DataFrame:
     """Runs ``cmd`` (a list: program and arguments) and returns its recorded data movement.
 
     ``min_bytes``: calls smaller than this are counted per kind and size class (count, bytes, time)
@@ -57,7 +58,9 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
     ``kernel_events``: also record kernel-side movement with perf where allowed. ``out``: also write
     the recording as Parquet there (refused if it exists, unless ``force``). ``timed=False`` skips
     the two clock reads per call (no ``dur_ns``), for measuring the interposer's own cost.
-    ``timeout_s``: stop the program (SIGKILL) after this long and raise ``TimeoutError``."""
+    ``timeout_s``: stop the program (SIGKILL) after this long and raise ``TimeoutError``.
+    ``sched=False``: do not watch the threads' scheduling (no ``preempted``, ``offcpu_ns``,
+    ``since_sched_ns``), for measuring that watch's own cost."""
     argv = _check_cmd(cmd)
     if isinstance(min_bytes, bool) or not isinstance(min_bytes, int) or min_bytes < 0:
         raise ValueError(f"min_bytes must be a non-negative integer, got {min_bytes!r}")
@@ -91,6 +94,7 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
         env["MOVELAB_RECORD_DIR"] = str(rec_dir)
         env["MOVELAB_RECORD_MIN_BYTES"] = str(min_bytes)
         env["MOVELAB_RECORD_TIME"] = "1" if timed else "0"
+        env["MOVELAB_RECORD_SCHED"] = "1" if sched else "0"
         preload = f"{lib} {env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(lib)
         data = Path(tmp) / "perf.data"
         if use_perf:
@@ -137,9 +141,17 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
         program_ns = max(ends) - min(h["t0_ns"] for h in heads) if ends else t1 - t0
     df = conform(df)
     df = df.sort_values(["t_ns"], kind="stable", na_position="last").reset_index(drop=True)
+    single = df[(df["source"] == "interposer") & (df["count"] == 1) & df["dur_ns"].notna()]
+    watched = int(single["preempted"].notna().sum())
+    if timed and len(single) and not watched:
+        not_recorded.append("the threads' scheduling inside the calls (preempted, offcpu_ns, since_sched_ns): "
+                            + ("not asked for" if not sched else "perf_event_open of a task-clock counter on "
+                               "the recorded threads failed here (perf_event_paranoid, a seccomp filter, or a "
+                               "kernel without perf events)"))
     meta = {
         "command": argv, "exit_status": status, "wall_ns": t1 - t0, "program_ns": program_ns,
-        "min_bytes": min_bytes, "timed": timed,
+        "min_bytes": min_bytes, "timed": timed, "sched": sched,
+        "sched_watched_calls": watched, "sched_preempted_calls": int(single["preempted"].fillna(False).sum()),
         "kernel_events": use_perf, "processes": procs, "not_recorded": not_recorded, "machine": _machine(),
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

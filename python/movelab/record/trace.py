@@ -12,13 +12,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Older schema versions this movelab still reads (their missing columns are null).
+READABLE_VERSIONS = (1, 2)
+#: Columns added since schema version 1 (null in a version-1 recording).
+ADDED_IN_2 = ("preempted", "offcpu_ns", "since_sched_ns")
 META_KEY = b"movelab.record"
 
 #: The interposer's record kinds (interposer.c, ``enum kind``).
 KINDS = {1: "memcpy", 2: "memmove", 3: "memset", 4: "calloc", 5: "realloc"}
 AGG = 64
 FOOTER = 255
+#: The interposer's record flags (interposer.c, ``enum flag``) and where ``extra`` keeps the
+#: scheduling fields: ns off the CPU in bits 32-63, run time since scheduled in (256 ns units) in
+#: bits 9-31.
+F_SCHED, F_SWITCHED, F_OFFCPU, F_SINCE = 1, 2, 4, 8
+SINCE_SHIFT, SINCE_UNIT, SINCE_BITS = 9, 256, 23
 #: Which recorded kinds are copies (source and destination) and which initialise memory.
 COPY_KINDS = ("memcpy", "memmove", "realloc", "page_cow")
 INIT_KINDS = ("memset", "calloc", "page_zero")
@@ -51,6 +60,11 @@ COLUMNS: dict[str, str] = {
     "use_ns": "Int64",       # copy-use window: not measured (docs/record-replay.md says why)
     "faults": "Int64",       # page faults the thread took inside the call (null without kernel events)
     "switches": "Int64",     # times the thread was switched out inside the call (null without kernel events)
+    # The interposer's own view of the thread's scheduling (its task-clock counter's control page;
+    # null where it could not watch, and for aggregates):
+    "preempted": "boolean",    # the thread was switched out (preempted or blocked) inside the call
+    "offcpu_ns": "Int64",      # ns of the call's dur_ns the thread spent off the CPU (null if unknown)
+    "since_sched_ns": "Int64",  # ns the thread had run since it was last scheduled in, at the call's start
 }
 
 
@@ -120,6 +134,7 @@ def read_process_file(path: Path) -> tuple[dict[str, Any], pd.DataFrame]:
             "value": pd.array(np.where(is_set, value, -1)),
             "fortified": np.where(kind == "memset", (ev["extra"] >> 8) & 1, ev["extra"] & 1).astype(bool)
             & ~kind.isin(["calloc", "realloc"]).to_numpy(),
+            **sched_columns(ev["flags"], ev["extra"]),
         }))
         df = frames[-1]
         df.loc[~is_set, "value"] = None
@@ -134,6 +149,31 @@ def read_process_file(path: Path) -> tuple[dict[str, Any], pd.DataFrame]:
             "size_class": ag["src"].astype(np.int64),
         }))
     return head, conform(pd.concat(frames, ignore_index=True) if frames else empty())
+
+
+def sched_columns(flags: np.ndarray, extra: np.ndarray) -> dict[str, pd.api.extensions.ExtensionArray]:
+    """The scheduling columns (``preempted``, ``offcpu_ns``, ``since_sched_ns``) of interposer
+    records from their ``flags`` and ``extra`` (interposer.c): null where the flag saying the
+    field is known is absent."""
+    flags = np.asarray(flags, dtype=np.uint16)
+    extra = np.asarray(extra, dtype=np.uint64)
+    watched = (flags & F_SCHED) != 0
+    switched = (flags & F_SWITCHED) != 0
+    off = (extra >> np.uint64(32)).astype(np.int64)
+    off_known = watched & (~switched | ((flags & F_OFFCPU) != 0))
+    since = ((extra >> np.uint64(SINCE_SHIFT)) & np.uint64((1 << SINCE_BITS) - 1)).astype(np.int64) * SINCE_UNIT
+    return {"preempted": pd.arrays.BooleanArray(switched, ~watched),
+            "offcpu_ns": pd.arrays.IntegerArray(np.where(switched, off, 0), ~off_known),
+            "since_sched_ns": pd.arrays.IntegerArray(since, (flags & F_SINCE) == 0)}
+
+
+def disturbed(df: pd.DataFrame) -> pd.Series:
+    """The interposer rows whose measured time holds more than the call's own work: the thread
+    took a page fault inside it (``faults``, from perf), was switched out inside it (``switches``,
+    from perf's ``sched_switch``), or was found switched out by the interposer itself
+    (``preempted``: its task-clock page, with or without perf). The validation leaves them out."""
+    return ((df["faults"].fillna(0) > 0) | (df["switches"].fillna(0) > 0)
+            | df["preempted"].astype("boolean").fillna(False)).astype(bool)
 
 
 def empty() -> pd.DataFrame:
@@ -183,10 +223,12 @@ def read(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         meta = json.loads(md)
     except ValueError:
         raise TraceError(f"trace {p}: its movelab metadata is not JSON") from None
-    if meta.get("schema_version") != SCHEMA_VERSION:
-        raise TraceError(f"trace {p}: schema version {meta.get('schema_version')!r}, this movelab reads "
-                         f"{SCHEMA_VERSION}")
-    missing = [c for c in COLUMNS if c not in table.column_names]
+    version = meta.get("schema_version")
+    if version not in READABLE_VERSIONS:
+        raise TraceError(f"trace {p}: schema version {version!r}, this movelab reads "
+                         f"{', '.join(map(str, READABLE_VERSIONS))}")
+    added = ADDED_IN_2 if version == 1 else ()
+    missing = [c for c in COLUMNS if c not in table.column_names and c not in added]
     if missing:
         raise TraceError(f"trace {p}: missing columns {', '.join(missing)}")
     try:
