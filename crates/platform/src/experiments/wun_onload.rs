@@ -31,7 +31,7 @@ pub const ON_PLATFORM: &[&str] = &["rx", "tx", "me-bound"];
 pub const PLATFORM: &str = "ixp-host";
 /// How long the receive experiments' peer sends, ns of simulated time (long beside the RBUF's
 /// and the rings' drain; every frame the MAC took is followed to its end).
-pub const RX_SEND_NS: f64 = 4_000_000.0;
+pub const RX_SEND_NS: f64 = 3_000_000.0;
 /// Datagrams the transmit experiments' host sends, and `me-bound`'s peer.
 pub const TX_MESSAGES: u64 = 100;
 pub const ME_BOUND_FRAMES: u64 = 500;
