@@ -10,9 +10,13 @@
   traffic and with an open wire (``me-ceiling``: "the ME code sustains about 2 Gb/s"); the small
   cores' DRAM-to-DRAM copy against the host core's (``dram-copy``: "up to 10x faster", section 7).
 
-The runs are the network-I/O model's (Rust: ``network_io``, ``experiments::wun_onload``; platform
-``presets/network/ixp2350.toml``); the paper states its results in its text
-(``presets/papers/wun-onload.toml``). Every delivered datagram is byte-checked by the receiver.
+``rx``, ``tx`` and ``me-bound`` run on the one platform: two ``ixp-host`` platforms on a gigabit
+wire (``systems/cluster.rs``), one the configuration under test (its microengines' receive or
+transmit program and the host program of ``presets/network/wun-programs``), the other the iperf
+peer (its microengines a UDP source or sink). The other experiments run on the network-I/O model
+(Rust: ``network_io``, ``experiments::wun_onload``; platform ``presets/network/ixp2350.toml``). The
+paper states its results in its text (``presets/papers/wun-onload.toml``). Every delivered
+datagram is byte-checked by the receiver.
 """
 
 from __future__ import annotations
@@ -37,6 +41,12 @@ KEYS = ["experiment", "config", "payload_bytes", "variant", "throughput_mbps", "
         "host_irq", "host_softirq", "host_process", "host_spin", "host_idle", "small_core_busy", "rx_cores_busy",
         "mapping_misses", "sim_time_us", "sim_packets", "wall_s"]
 EXPERIMENTS = ["rx", "tx", "rx-components", "mapping-cache", "l2-push", "me-bound", "me-ceiling", "dram-copy"]
+#: The experiments on the one platform, and the network platform's keys that reach them (the
+#: microengines' count, clock and contexts, the host's clock, the calibrated CPI, the L2 push, the
+#: wire's rate); any other override reaches only the network model's experiments.
+ON_PLATFORM = ["rx", "tx", "me-bound"]
+PLATFORM_KEYS = {"small_cores": {"clock_mhz", "threads", "rx_cores", "tx_cores"},
+                 "host": {"clock_mhz", "cpi", "l2_push"}, "wire": {"gbps"}}
 #: ``me-bound``'s small cores (``me{cores}-{MHz}mhz-t{threads}``) and ``me-ceiling``'s wires, as the
 #: Rust points name them; ``dram-copy``'s copiers.
 ME_BOUND = ["me1-50mhz-t8", "me2-50mhz-t8", "me1-100mhz-t8", "me1-100mhz-t1", "me2-900mhz-t8"]
@@ -104,6 +114,15 @@ def run(overrides: Mapping[str, Any] | None = None, payloads: list[int] | None =
         from movelab.network import config as network_config
 
         network_config("ixp2350", overrides)  # every key checked (a misspelt cost too) before any run
+        if any(e in exps for e in ON_PLATFORM):
+            ignored = [f"{sec}.{k}" if isinstance(sub, Mapping) else sec
+                       for sec, sub in overrides.items()
+                       for k, v in (sub.items() if isinstance(sub, Mapping) else [(sec, sub)])
+                       if not (isinstance(sub, Mapping) and k in PLATFORM_KEYS.get(sec, set()))]
+            if ignored:
+                raise ValueError(f"{', '.join(ignored)}: {NAME}'s {', '.join(e for e in ON_PLATFORM if e in exps)} "
+                                 "run on the one platform, which these keys do not reach; leave those experiments "
+                                 "out with --experiments")
         # The variants set these themselves: an override would be dropped in their rows.
         sets = {"l2-push": ["host.l2_push"], "mapping-cache": ["host.mapping_cache"],
                 "me-bound": ["small_cores.rx_cores", "small_cores.tx_cores", "small_cores.clock_mhz",
@@ -194,6 +213,9 @@ def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
         out.append(R("tx/no-clear-winner", f"tx at {big} B: no clear winner (within 15% of each other)", None, None,
                      holds=abs(a - b) / max(a, b) <= 0.15))
     mon, moff = _tp(rows, "mapping-cache", "onloader", "cache-on"), _tp(rows, "mapping-cache", "onloader", "cache-off")
+    # The network model's softnic (its L2 push on, as its default), beside the network model's
+    # onloader without the mapping cache: one model on each side of the comparison.
+    soft = _tp(rows, "l2-push", "softnic", "push-on")
     if mon and moff and soft:
         big = max(set(mon) & set(moff) & set(soft))
         out.append(R("mapping-cache/rx_gain", f"mapping cache at {big} B: on over off", mon[big] / moff[big],

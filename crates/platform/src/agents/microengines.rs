@@ -1,7 +1,7 @@
 //! IXP-style microengines as an agent of the platform (Wun & Crowley, ANCS 2006: the IXP2350's
-//! small multithreaded cores beside its XScale host core): the receive half of the emu nic's
-//! microcode, with its own MAC and receive buffer (the MSF's RBUF), on the platform's one memory
-//! system. Unlike the network-I/O system (`systems/network_io.rs`), the microengines' memory
+//! small multithreaded cores beside its XScale host core): the receive and transmit microcode of
+//! the paper's emu nic, softnic and onloader, with its own MAC and receive and transmit buffers
+//! (the MSF's RBUF and TBUF), on the platform's one memory system. Unlike the network-I/O system (`systems/network_io.rs`), the microengines' memory
 //! commands here go through the platform's caches, coherence and DRAM model, and the host's
 //! driver and stack are a program on a platform core.
 //!
@@ -27,10 +27,32 @@
 //! The oracle: every byte landed in an RX buffer is checked, in order, against the frames that
 //! came off the wire and were accepted (`rx_bytes_checked`, `rx_bytes_wrong`).
 //!
-//! Modelled: receive only (the host's transmit doorbell is accepted and ignored), one interrupt
-//! per frame, the free list as a descriptor ring in host memory. Not modelled: the MSF's
-//! mpacket reassembly across elements, scratch and SRAM rings (the descriptor ring stands for
-//! them), the transmit microcode.
+//! - Transmit: the host's store to the TX tail register posts a descriptor (the 82598's
+//!   offsets, as the `nic-tx` driver writes it). In posting order, while the TBUF has room, a
+//!   context runs the transmit program: its per-frame work, the TX descriptor's read through the
+//!   memory system, then the buffer in `chunk_bytes` commands (lines dirty in a core's cache come
+//!   from it; each payload line's version is checked against the last one written), checksummed
+//!   on the ALU into the TBUF; then the descriptor work. Frames go to the MAC in order, their
+//!   descriptors are written back and (`tx_irq`) the host is interrupted to free the buffer.
+//! - Wun & Crowley's configurations as data: `rx_mode` and `tx_mode` `frame` (the emu nic and
+//!   the softnic: the whole frame to or from the host's buffer; whether the microengines
+//!   checksum is `checksum_cycles_per_word`, whether they push into the L2 `l2_push`), `onload`
+//!   (the onloader: the microengines parse or build the headers, read the connection's control
+//!   block from SRAM (`sram_ns`), put the datagram on the connection's scratch ring
+//!   (`scratch_ns`), and the host's buffer holds the UDP payload only); and the iperf peer at the
+//!   far end of the wire, `source` (datagrams back to back at the MAC's rate, no host) and `sink`
+//!   (every datagram checked in the RBUF and dropped).
+//!
+//! With `iperf`, frames are iperf UDP datagrams (`net/udp_peer.rs`): the transmit program sends
+//! datagram k for the k-th descriptor (the bytes of the host's buffer stand for it; their lines'
+//! versions are what is checked), and the receiving side checks every datagram it delivers, in
+//! order, byte for byte, with its checksums where the frame arrives whole.
+//!
+//! Modelled: one interrupt per frame (`rx_irq`, `tx_irq` turn them off), the free lists as
+//! descriptor rings in host memory; SRAM and scratch rings as their latencies on the context's
+//! path (their contention is not modelled). Not modelled: the MSF's mpacket reassembly across
+//! elements; back-pressure of the TX ring on the host (descriptors beyond the ring's size wait
+//! in order).
 use crate::agents::device_dma::{self, MacPort};
 use crate::agents::{Agent, AgentReport, Port};
 use crate::config::microengines::MicroenginesConfig;
@@ -38,6 +60,7 @@ use crate::config::platform::PlatformConfig;
 use crate::devices::nic;
 use crate::iface::{Access, OffloadOp, Token};
 use crate::memory::memory_system::{AgentId, MemorySystem, ReqKind, Response};
+use crate::net::udp_peer::{self, UdpReceiver, HEADER_BYTES};
 use crate::pcie::root_complex::HostMemory;
 use crate::sim::error::PlatformError;
 use crate::sim::{ns, Ps};
@@ -59,8 +82,17 @@ const EV_COPY_LINE: u16 = 5;
 /// A context's copy chunk is written (id: the context).
 const EV_COPY_DONE: u16 = 6;
 
+/// A context finished a frame to send (id: the context).
+const EV_TX_DONE: u16 = 7;
+/// A frame's last bit left the MAC (id: the held frame).
+const EV_TX_SENT: u16 = 8;
+/// A `source` sends its next datagram.
+const EV_SOURCE: u16 = 9;
+
 /// Memory-request tags of copy reads are the context's number with this bit set.
 const COPY_TAG: u32 = 1 << 30;
+/// Memory-request tags of the transmit program's reads (descriptor, payload): this bit.
+const TX_TAG: u32 = 1 << 29;
 
 /// A frame a context works on.
 #[derive(Debug)]
@@ -82,6 +114,42 @@ struct Ctx {
     me: usize,
     job: Option<Job>,
     copy: Option<Chunk>,
+    tx: Option<TxJob>,
+}
+
+impl Ctx {
+    fn free(&self) -> bool {
+        self.job.is_none() && self.copy.is_none() && self.tx.is_none()
+    }
+}
+
+/// A frame a context sends: the descriptor the host posted, then the buffer's bytes (the whole
+/// frame, or in `onload` the UDP payload) read through the memory system into the TBUF.
+#[derive(Debug)]
+struct TxJob {
+    ticket: u64,
+    desc: u32,
+    buf: u64,
+    /// Bytes read from the host buffer: all, so far, and in the reads in flight.
+    len: usize,
+    read: usize,
+    reading: usize,
+    /// Line reads still out (the descriptor's, then a chunk's).
+    lines_out: u32,
+    desc_in: bool,
+    /// TBUF elements it holds, and the frame's length on the wire.
+    elements: u32,
+    wire_len: usize,
+    started: Ps,
+}
+
+/// A frame through the transmit program, waiting for every earlier one before the MAC.
+#[derive(Debug)]
+struct TxFinished {
+    desc: u32,
+    frame: Vec<u8>,
+    elements: u32,
+    at: Ps,
 }
 
 /// A part of an offloaded copy a context moves: destination lines, each with the value its
@@ -116,13 +184,14 @@ struct Engine {
     active: u32,
 }
 
-/// A frame finished by a context, waiting for every earlier one.
+/// A frame finished by a context, waiting for every earlier one (a `sink`'s keeps its bytes).
 #[derive(Debug)]
 struct Finished {
     desc: u32,
     buf: u64,
     len: usize,
     at: Ps,
+    frame: Vec<u8>,
 }
 
 /// The microengines, their MAC and RBUF, as a platform agent.
@@ -165,6 +234,25 @@ pub struct Microengines {
     lines_written: u64,
     stats: DeviceStats,
     last_done: Ps,
+    /// The host's TX ring: descriptors posted (its tail) and taken, the TBUF's free elements,
+    /// finished frames waiting for earlier ones, and frames on the MAC (by event id).
+    tx_tail: u32,
+    tx_posted: u64,
+    tx_next: u32,
+    tx_taken: u64,
+    tbuf_free: u32,
+    tx_release_next: u64,
+    tx_released_at: Ps,
+    tx_held: BTreeMap<u64, TxFinished>,
+    on_mac: HashMap<u32, (Vec<u8>, u32)>,
+    next_sent: u32,
+    tx_service: Ps,
+    /// Datagrams a `source` has still to send.
+    source_left: u64,
+    /// iperf's check of the datagrams delivered (`iperf`, or a `sink`).
+    udp: Option<UdpReceiver>,
+    /// The first problem the UDP check found (a model bug; the run's bytes-wrong count says it).
+    pub udp_error: Option<String>,
 }
 
 impl Microengines {
@@ -197,8 +285,19 @@ impl Microengines {
                 me,
                 job: None,
                 copy: None,
+                tx: None,
             })
             .collect();
+        let source_left = if cfg.tx_mode == "source" {
+            cfg.source_frames
+        } else {
+            0
+        };
+        if source_left > 0 {
+            sys.schedule(0, id, EV_SOURCE, 0);
+        }
+        let udp = (cfg.iperf || cfg.rx_mode == "sink")
+            .then(|| UdpReceiver::new(cfg.frame_bytes as usize - HEADER_BYTES));
         Ok(Microengines {
             id,
             cycle: 1.0e6 / cfg.clock_mhz,
@@ -233,6 +332,20 @@ impl Microengines {
                 ..Default::default()
             },
             last_done: 0,
+            tx_tail: 0,
+            tx_posted: 0,
+            tx_next: 0,
+            tx_taken: 0,
+            tbuf_free: cfg.tbuf_bytes / cfg.element_bytes,
+            tx_release_next: 0,
+            tx_released_at: 0,
+            tx_held: BTreeMap::new(),
+            on_mac: HashMap::new(),
+            next_sent: 0,
+            tx_service: 0,
+            source_left,
+            udp,
+            udp_error: None,
             cfg,
         })
     }
@@ -283,16 +396,31 @@ impl Microengines {
     /// Hands waiting frames to free contexts while the host has RX buffers posted: each to a
     /// context of the microengine with the fewest busy ones.
     fn dispatch(&mut self, sys: &mut MemorySystem, now: Ps) {
-        while !self.queue.is_empty() && self.taken < self.posted {
-            let Some(c) = (0..self.ctxs.len())
-                .filter(|&c| self.ctxs[c].job.is_none() && self.ctxs[c].copy.is_none())
-                .min_by_key(|&c| (self.engines[self.ctxs[c].me].active, c))
-            else {
+        let sink = self.cfg.rx_mode == "sink";
+        while !self.queue.is_empty() && (sink || self.taken < self.posted) {
+            let Some(c) = self.free_ctx() else {
                 return;
             };
             let Some((ticket, frame, elements)) = self.queue.pop_front() else {
                 return;
             };
+            if sink {
+                // The peer's receiver: the frame is checked in the RBUF, no host buffer.
+                self.engines[self.ctxs[c].me].active += 1;
+                self.ctxs[c].job = Some(Job {
+                    ticket,
+                    frame,
+                    elements,
+                    desc: 0,
+                    buf: 0,
+                    read: 0,
+                    reading: 0,
+                    started: now,
+                });
+                let t = self.run(c, now, self.cfg.frame_cycles as f64);
+                self.read_chunks(sys, c, t);
+                continue;
+            }
             let desc = self.next;
             self.next = (self.next + 1) % self.cfg.ring;
             self.taken += 1;
@@ -328,9 +456,260 @@ impl Microengines {
                 &mut self.stats,
             );
         }
-        if self.queue.is_empty() {
+        self.dispatch_tx(sys, now);
+        if self.queue.is_empty() && self.tx_taken >= self.tx_posted {
             self.dispatch_copies(sys, now);
         }
+    }
+
+    /// A free context, on the microengine with the fewest busy ones.
+    fn free_ctx(&self) -> Option<usize> {
+        (0..self.ctxs.len())
+            .filter(|&c| self.ctxs[c].free())
+            .min_by_key(|&c| (self.engines[self.ctxs[c].me].active, c))
+    }
+
+    /// The host posted one more frame to send (the descriptor its TX tail store stands for).
+    fn post_tx(&mut self) {
+        let buf = self.cfg.tx_buffers
+            + (self.tx_posted % self.cfg.ring as u64) * self.cfg.tx_buffer_stride;
+        let len = self.host_bytes();
+        self.mem.write(
+            self.cfg.tx_ring + self.tx_tail as u64 * nic::DESC,
+            &nic::tx_data_desc(buf, len as u16, nic::CMD_EOP | nic::CMD_RS),
+        );
+        self.tx_tail = (self.tx_tail + 1) % self.cfg.ring;
+        self.tx_posted += 1;
+        self.stats.nic.doorbells += 1;
+    }
+
+    /// Bytes a transmitted frame's buffer holds: the frame, or (`onload`) its UDP payload.
+    fn host_bytes(&self) -> usize {
+        let f = self.cfg.frame_bytes as usize;
+        if self.cfg.tx_mode == "onload" {
+            f.saturating_sub(HEADER_BYTES)
+        } else {
+            f
+        }
+    }
+
+    /// Hands posted frames to free contexts while the TBUF has room, in the order posted: the
+    /// program's own work, then the TX descriptor's read.
+    fn dispatch_tx(&mut self, sys: &mut MemorySystem, now: Ps) {
+        let wire_len = self.cfg.frame_bytes as usize;
+        let elements = self.cfg.elements_for(wire_len);
+        while self.tx_taken < self.tx_posted && self.tbuf_free >= elements {
+            let Some(c) = self.free_ctx() else {
+                return;
+            };
+            let desc = self.tx_next;
+            self.tx_next = (self.tx_next + 1) % self.cfg.ring;
+            let ticket = self.tx_taken;
+            self.tx_taken += 1;
+            self.tbuf_free -= elements;
+            let d = self
+                .mem
+                .read(self.cfg.tx_ring + desc as u64 * nic::DESC, 16);
+            let buf = u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8]));
+            let len = u16::from_le_bytes([d[8], d[9]]) as usize;
+            self.engines[self.ctxs[c].me].active += 1;
+            self.ctxs[c].tx = Some(TxJob {
+                ticket,
+                desc,
+                buf,
+                len,
+                read: 0,
+                reading: 0,
+                lines_out: 1,
+                desc_in: false,
+                elements,
+                wire_len,
+                started: now,
+            });
+            let t = self.run(
+                c,
+                now,
+                (self.cfg.frame_cycles + self.cfg.issue_cycles) as f64,
+            );
+            let line = (self.cfg.tx_ring + desc as u64 * nic::DESC) / 64;
+            self.stats.nic.tx_desc_fetched += 1;
+            device_dma::read_line(
+                sys,
+                t,
+                self.id,
+                TX_TAG | c as u32,
+                line,
+                EV_LINE,
+                false,
+                &mut self.stats,
+            );
+        }
+    }
+
+    /// A line context `c`'s transmit program asked for is in: the descriptor (then, in
+    /// `onload`, the connection's control block from SRAM), or one of a chunk's lines.
+    fn tx_line_in(&mut self, sys: &mut MemorySystem, c: usize, now: Ps) {
+        let onload = self.cfg.tx_mode == "onload";
+        let Some(job) = self.ctxs[c].tx.as_mut() else {
+            return;
+        };
+        job.lines_out = job.lines_out.saturating_sub(1);
+        if job.lines_out > 0 {
+            return;
+        }
+        if !job.desc_in {
+            job.desc_in = true;
+            let t = if onload {
+                let t = self.run(c, now, self.cfg.issue_cycles as f64);
+                t + ns(self.cfg.sram_ns)
+            } else {
+                now
+            };
+            self.tx_read_chunk(sys, c, t);
+            return;
+        }
+        // A chunk is in the transfer registers: checksum it and move it into the TBUF.
+        let bytes = job.reading;
+        let cmds = bytes.div_ceil(self.cfg.chunk_bytes as usize) as u32;
+        let t = self.run(
+            c,
+            now,
+            bytes.div_ceil(4) as f64 * self.cfg.checksum_cycles_per_word
+                + (cmds * self.cfg.issue_cycles) as f64,
+        );
+        let ps_per_byte = 1000.0 / self.cfg.rbuf_gbytes_per_s;
+        let start = t.max(self.msf_free);
+        self.msf_free = start + (bytes as f64 * ps_per_byte).round() as Ps;
+        let Some(job) = self.ctxs[c].tx.as_mut() else {
+            return;
+        };
+        job.read += bytes;
+        job.reading = 0;
+        if job.read < job.len {
+            self.tx_read_chunk(sys, c, t);
+            return;
+        }
+        // The frame is in the TBUF: the descriptor work (and the onloader's headers).
+        let extra = if onload { self.cfg.parse_cycles } else { 0 };
+        let t = self.run(
+            c,
+            self.msf_free.max(t),
+            (self.cfg.done_cycles + extra) as f64,
+        );
+        sys.schedule(t, self.id, EV_TX_DONE, c as u32);
+    }
+
+    /// Context `c` reads the next `copy_depth` chunks of its frame's buffer through the memory
+    /// system (from a cache holding a line dirty, or DRAM; each line's version checked).
+    fn tx_read_chunk(&mut self, sys: &mut MemorySystem, c: usize, now: Ps) {
+        let (chunk, depth) = (self.cfg.chunk_bytes as usize, self.cfg.copy_depth as usize);
+        let Some(job) = self.ctxs[c].tx.as_ref() else {
+            return;
+        };
+        let left = job.len - job.read;
+        if left == 0 {
+            // Nothing to read (an empty buffer): straight to the descriptor work.
+            let t = self.run(c, now, self.cfg.done_cycles as f64);
+            sys.schedule(t, self.id, EV_TX_DONE, c as u32);
+            return;
+        }
+        let n = left.div_ceil(chunk).clamp(1, depth);
+        let bytes = left.min(n * chunk);
+        let a = job.buf + job.read as u64;
+        let lines: Vec<u64> = (a / 64..=(a + bytes as u64 - 1) / 64).collect();
+        let t = self.run(c, now, (n as u32 * self.cfg.issue_cycles) as f64);
+        if let Some(job) = self.ctxs[c].tx.as_mut() {
+            job.reading = bytes;
+            job.lines_out = lines.len() as u32;
+        }
+        for line in lines {
+            let seen = device_dma::read_line(
+                sys,
+                t,
+                self.id,
+                TX_TAG | c as u32,
+                line,
+                EV_LINE,
+                true,
+                &mut self.stats,
+            );
+            // The bytes: the version the path delivers (value shadow on).
+            if let Some(v) = seen {
+                self.mem.write(line * 64, &[v.to_le_bytes(); 8].concat());
+            }
+        }
+    }
+
+    /// Context `c` has its frame in the TBUF: it is free, and the frame goes to the MAC once
+    /// every earlier one has.
+    fn tx_done(&mut self, sys: &mut MemorySystem, c: usize, now: Ps) {
+        let Some(job) = self.ctxs[c].tx.take() else {
+            return;
+        };
+        self.engines[self.ctxs[c].me].active -= 1;
+        self.tx_service += now - job.started;
+        let frame = if self.cfg.iperf {
+            udp_peer::datagram(job.ticket as i32, job.wire_len - HEADER_BYTES)
+        } else {
+            let body = self.mem.read(job.buf, job.len);
+            let mut f = vec![0u8; job.wire_len - body.len()];
+            f.extend_from_slice(&body);
+            f
+        };
+        self.tx_held.insert(
+            job.ticket,
+            TxFinished {
+                desc: job.desc,
+                frame,
+                elements: job.elements,
+                at: now,
+            },
+        );
+        while let Some(f) = self.tx_held.remove(&self.tx_release_next) {
+            self.tx_release_next += 1;
+            let at = f.at.max(self.tx_released_at);
+            self.tx_released_at = at;
+            self.send(sys, at, f.frame, f.elements);
+            // The descriptor written back (done), and the host told.
+            let da = self.cfg.tx_ring + f.desc as u64 * nic::DESC;
+            let mut wb = [0u8; 16];
+            wb[12] = 1; // DD
+            self.mem.write(da, &wb);
+            device_dma::host_write_line(sys, at, self.id, None, da / 64, &mut self.stats);
+            self.stats.nic.tx_desc_written_back += 1;
+            self.stats.nic.tx_packets += 1;
+            if self.cfg.tx_irq {
+                self.stats.interrupts += 1;
+                self.stats.nic.interrupts += 1;
+                sys.raise_interrupt(at + self.message, self.cfg.irq_core as usize);
+            }
+        }
+        self.dispatch(sys, now);
+    }
+
+    /// A frame goes to the MAC at `at`: serialised after the one before; its TBUF elements free
+    /// once its last bit has left.
+    fn send(&mut self, sys: &mut MemorySystem, at: Ps, frame: Vec<u8>, elements: u32) {
+        self.stats.frames += 1;
+        self.stats.frame_bytes += frame.len() as u64;
+        self.stats.nic.tx_frames += 1;
+        let done = self.mac.serialise(at, frame.len());
+        let k = self.next_sent;
+        self.next_sent = self.next_sent.wrapping_add(1);
+        self.on_mac.insert(k, (frame, elements));
+        sys.schedule(done, self.id, EV_TX_SENT, k);
+    }
+
+    /// A `source` hands its next datagram to the MAC as soon as the one before is out.
+    fn source(&mut self, sys: &mut MemorySystem, now: Ps) {
+        if self.source_left == 0 {
+            return;
+        }
+        self.source_left -= 1;
+        let seq = self.tx_taken as i32;
+        self.tx_taken += 1;
+        let f = udp_peer::datagram(seq, self.cfg.frame_bytes as usize - HEADER_BYTES);
+        self.send(sys, now, f, 0);
     }
 
     /// Hands the chunks of offloaded copies, oldest copy first, to free contexts (received
@@ -341,10 +720,7 @@ impl Microengines {
             let Some((&op, _)) = self.copies.iter().find(|(_, c)| c.next < c.bytes) else {
                 return;
             };
-            let Some(c) = (0..self.ctxs.len())
-                .filter(|&c| self.ctxs[c].job.is_none() && self.ctxs[c].copy.is_none())
-                .min_by_key(|&c| (self.engines[self.ctxs[c].me].active, c))
-            else {
+            let Some(c) = self.free_ctx() else {
                 return;
             };
             let Some(cp) = self.copies.get_mut(&op) else {
@@ -497,25 +873,49 @@ impl Microengines {
         let Some(job) = self.ctxs[c].job.as_mut() else {
             return;
         };
-        let (buf, data) = (job.buf, job.frame[from..from + bytes].to_vec());
+        // What goes to the host: the whole frame, or (the onloader) the UDP payload only, at
+        // the buffer's start; a sink keeps nothing.
+        let skip = match self.cfg.rx_mode.as_str() {
+            "onload" => HEADER_BYTES,
+            "sink" => usize::MAX,
+            _ => 0,
+        };
+        let lo = from.max(skip);
+        let (buf, data) = if lo < from + bytes {
+            (job.buf, job.frame[lo..from + bytes].to_vec())
+        } else {
+            (job.buf, Vec::new())
+        };
         job.read += bytes;
         job.reading = 0;
         let finished = job.read >= job.frame.len();
-        self.mem.write(buf + from as u64, &data);
-        let push = self.cfg.l2_push.then_some(self.cfg.irq_core as usize);
-        let (a, b) = (buf + from as u64, buf + (from + bytes) as u64);
-        for line in a / 64..=(b.max(a + 1) - 1) / 64 {
-            device_dma::host_write_line(sys, t, self.id, push, line, &mut self.stats);
+        if !data.is_empty() {
+            let a = buf + (lo - skip) as u64;
+            self.mem.write(a, &data);
+            let push = self.cfg.l2_push.then_some(self.cfg.irq_core as usize);
+            let b = a + data.len() as u64;
+            for line in a / 64..=(b - 1) / 64 {
+                device_dma::host_write_line(sys, t, self.id, push, line, &mut self.stats);
+            }
         }
         if !finished {
             self.read_chunks(sys, c, t);
             return;
         }
-        // The frame has left the RBUF; the descriptor work, then the write-back's command.
+        // The frame has left the RBUF; the descriptor work, then the write-back's command (the
+        // onloader: its headers, the control block's SRAM read and the connection's scratch
+        // ring put first; a sink: nothing to write).
         if let Some(job) = self.ctxs[c].job.as_ref() {
             self.free_elements += job.elements;
         }
-        let t = self.run(c, t, (self.cfg.done_cycles + self.cfg.issue_cycles) as f64);
+        let t = match self.cfg.rx_mode.as_str() {
+            "sink" => self.run(c, t, self.cfg.done_cycles as f64),
+            "onload" => {
+                let cyc = self.cfg.done_cycles + self.cfg.parse_cycles + 3 * self.cfg.issue_cycles;
+                self.run(c, t, cyc as f64) + ns(self.cfg.sram_ns + self.cfg.scratch_ns)
+            }
+            _ => self.run(c, t, (self.cfg.done_cycles + self.cfg.issue_cycles) as f64),
+        };
         sys.schedule(t, self.id, EV_DONE, c as u32);
     }
 
@@ -527,20 +927,31 @@ impl Microengines {
         };
         self.engines[self.ctxs[c].me].active -= 1;
         self.service += now - job.started;
+        let sink = self.cfg.rx_mode == "sink";
+        let len = job.frame.len();
         self.held.insert(
             job.ticket,
             Finished {
                 desc: job.desc,
                 buf: job.buf,
-                len: job.frame.len(),
+                len,
                 at: now,
+                frame: if sink { job.frame } else { Vec::new() },
             },
         );
         while let Some(f) = self.held.remove(&self.release_next) {
             self.release_next += 1;
             let at = f.at.max(self.released_at);
             self.released_at = at;
-            self.write_back(sys, at, f);
+            if sink {
+                self.expected.pop_front();
+                self.udp_check(at, &f.frame, true);
+                self.stats.rx_bytes_checked += f.len as u64;
+                self.stats.nic.rx_frames += 1;
+                self.last_done = self.last_done.max(at);
+            } else {
+                self.write_back(sys, at, f);
+            }
         }
         self.dispatch(sys, now);
     }
@@ -548,26 +959,63 @@ impl Microengines {
     /// The descriptor of a finished frame is written back, the frame's bytes checked, and the
     /// host core interrupted.
     fn write_back(&mut self, sys: &mut MemorySystem, at: Ps, f: Finished) {
+        // The onloader delivers the payload only.
+        let skip = if self.cfg.rx_mode == "onload" {
+            HEADER_BYTES.min(f.len)
+        } else {
+            0
+        };
+        let len = f.len - skip;
         if let Some(sent) = self.expected.pop_front() {
-            let got = self.mem.read(f.buf, f.len);
+            let sent = &sent[skip.min(sent.len())..];
+            let got = self.mem.read(f.buf, len);
             self.stats.rx_bytes_checked += sent.len().max(got.len()) as u64;
             self.stats.rx_bytes_wrong += sent.iter().zip(&got).filter(|(a, b)| a != b).count()
                 as u64
                 + sent.len().abs_diff(got.len()) as u64;
+            if self.udp.is_some() {
+                self.udp_check(at, &got, skip == 0);
+            }
         }
         let da = self.cfg.rx_ring + f.desc as u64 * nic::DESC;
         let mut wb = [0u8; 16];
         wb[8] = 3; // DD | EOP
-        wb[12..14].copy_from_slice(&(f.len as u16).to_le_bytes());
+        wb[12..14].copy_from_slice(&(len as u16).to_le_bytes());
         self.mem.write(da, &wb);
         let push = self.cfg.l2_push.then_some(self.cfg.irq_core as usize);
         device_dma::host_write_line(sys, at, self.id, push, da / 64, &mut self.stats);
         self.stats.nic.rx_frames += 1;
         self.stats.nic.rx_desc_written_back += 1;
-        self.stats.interrupts += 1;
-        self.stats.nic.interrupts += 1;
         self.last_done = self.last_done.max(at);
-        sys.raise_interrupt(at + self.message, self.cfg.irq_core as usize);
+        if self.cfg.rx_irq {
+            self.stats.interrupts += 1;
+            self.stats.nic.interrupts += 1;
+            sys.raise_interrupt(at + self.message, self.cfg.irq_core as usize);
+        }
+    }
+}
+
+impl Microengines {
+    /// iperf's check of a delivered datagram (a whole frame with its checksums, or the
+    /// onloader's payload): a problem counts its bytes as wrong and is kept.
+    fn udp_check(&mut self, at: Ps, bytes: &[u8], whole: bool) {
+        let Some(u) = self.udp.as_mut() else {
+            return;
+        };
+        let r = if whole {
+            u.deliver_frame(at, bytes)
+        } else {
+            u.deliver(at, bytes)
+        };
+        if let Err(e) = r {
+            self.stats.rx_bytes_wrong += bytes.len() as u64;
+            self.udp_error.get_or_insert(e.0);
+        }
+    }
+
+    /// iperf's figures so far: datagrams delivered and checked, and those lost on the way.
+    pub fn udp_counts(&self) -> Option<(u64, u64)> {
+        self.udp.as_ref().map(|u| (u.received, u.lost))
     }
 }
 
@@ -621,8 +1069,12 @@ impl Agent for Microengines {
             Ok(leave) => leave,
             Err(read) => return read,
         };
-        if nic::BAR + (addr - self.cfg.bar) == nic::RDT {
+        let reg = nic::BAR + (addr - self.cfg.bar);
+        if reg == nic::RDT {
             self.post_rx();
+            sys.schedule(leave + self.message, self.id, EV_RX_TAIL, 0);
+        } else if reg == nic::TDT && self.cfg.tx_mode != "source" {
+            self.post_tx();
             sys.schedule(leave + self.message, self.id, EV_RX_TAIL, 0);
         }
         Access::At(leave)
@@ -639,6 +1091,8 @@ impl Agent for Microengines {
                     if let ReqKind::Agent { tag, .. } = r.kind {
                         if tag & COPY_TAG != 0 {
                             self.copy_line_in(sys, (tag & !COPY_TAG) as usize, now);
+                        } else if tag & TX_TAG != 0 {
+                            self.tx_line_in(sys, (tag & !TX_TAG) as usize, now);
                         } else {
                             self.read_chunks(sys, tag as usize, now);
                         }
@@ -653,6 +1107,20 @@ impl Agent for Microengines {
             }
             EV_CHUNKS => self.chunks_in(sys, id as usize, now),
             EV_DONE => self.done(sys, id as usize, now),
+            EV_TX_DONE => self.tx_done(sys, id as usize, now),
+            EV_TX_SENT => {
+                if let Some((f, elements)) = self.on_mac.remove(&id) {
+                    self.tbuf_free += elements;
+                    self.last_done = self.last_done.max(now);
+                    self.mac.sent(now, f);
+                }
+                if self.cfg.tx_mode == "source" {
+                    self.source(sys, now);
+                } else {
+                    self.dispatch(sys, now);
+                }
+            }
+            EV_SOURCE => self.source(sys, now),
             _ => {}
         }
     }
@@ -672,21 +1140,32 @@ impl Agent for Microengines {
         sys.schedule(self.mac.received_at(at), self.id, EV_FRAME, k);
     }
 
+    fn has_frames(&self) -> bool {
+        self.mac.has_frames()
+    }
+
+    fn take_frames(&mut self, out: &mut Vec<(Ps, Vec<u8>)>) {
+        self.mac.take_frames(out);
+    }
+
     fn idle(&self) -> bool {
         // Frames waiting for an RX buffer the host never posts do not keep the run going: they
         // stay undelivered (`rx_frames_in` less `nic.rx_frames` and `nic.rx_drops`).
-        self.ctxs
-            .iter()
-            .all(|c| c.job.is_none() && c.copy.is_none())
+        self.ctxs.iter().all(Ctx::free)
             && self.held.is_empty()
             && self.frames.is_empty()
             && self.copies.is_empty()
+            && self.tx_taken >= self.tx_posted
+            && self.tx_held.is_empty()
+            && self.on_mac.is_empty()
+            && self.source_left == 0
+            && !self.mac.has_frames()
     }
 
     fn report(&self) -> AgentReport {
         AgentReport {
-            ops: self.stats.nic.rx_frames + self.copies_done,
-            op_time: self.service + self.copy_time,
+            ops: self.stats.nic.rx_frames + self.stats.nic.tx_packets + self.copies_done,
+            op_time: self.service + self.tx_service + self.copy_time,
             lines: CopyLines {
                 engine_read: self.lines_read,
                 engine_from_cache: self.lines_from_cache,

@@ -60,6 +60,47 @@ pub struct MicroenginesConfig {
     /// going to memory.
     pub irq_core: u32,
     pub l2_push: bool,
+    /// What the receive program does with a frame (Wun & Crowley's configurations, section 4):
+    /// `frame`: the whole frame into the host's RX buffer, the host runs the stack (the emu
+    /// nic and the softnic; whether the microengines checksum is `checksum_cycles_per_word`);
+    /// `onload`: the microengines parse the headers, look up the connection's control block in
+    /// SRAM (`sram_ns`), copy only the UDP payload into the buffer the host posted (the user's)
+    /// and put it on the connection's scratch ring (`scratch_ns`) - the onloader; `sink`: the
+    /// peer at the far end of the wire, checking every datagram in the RBUF and dropping it, no
+    /// host on the path.
+    pub rx_mode: String,
+    /// What the transmit program does with a descriptor the host posted (its TX tail store):
+    /// `frame`: the buffer holds the whole frame the host built (emu nic, softnic); `onload`: the
+    /// buffer holds the UDP payload, the microengines read the connection's control block (SRAM)
+    /// and build the headers (`parse_cycles`) - the onloader; `source`: the peer, sending
+    /// `source_frames` datagrams back to back at the MAC's rate with no host.
+    pub tx_mode: String,
+    /// Frames on the wire are iperf UDP datagrams (`net/udp_peer.rs`): the transmit side sends
+    /// datagram k (real Ethernet, IPv4 and UDP headers and checksums, a payload derived from k)
+    /// for the k-th descriptor, and the receive side checks every datagram it delivers in order,
+    /// byte for byte, with its checksums.
+    pub iperf: bool,
+    /// The host's TX descriptor ring (16 B descriptors, `ring` of them) and TX buffers (frame k in
+    /// `tx_buffers + (k mod ring) x tx_buffer_stride`), and the bytes each descriptor names.
+    pub tx_ring: u64,
+    pub tx_buffers: u64,
+    pub tx_buffer_stride: u64,
+    pub frame_bytes: u32,
+    /// The MSF's transmit buffer (elements of `element_bytes`): a frame waits for room.
+    pub tbuf_bytes: u32,
+    /// Whether a sent frame's descriptor write-back interrupts `irq_core` (the host frees the
+    /// buffer in its handler).
+    pub tx_irq: bool,
+    /// The onloader's header work on the microengines (parse on receive, build on transmit),
+    /// cycles; an SRAM read (the connection's control block) and a scratch ring put, ns.
+    pub parse_cycles: u32,
+    pub sram_ns: f64,
+    pub scratch_ns: f64,
+    /// Datagrams a `source` sends.
+    pub source_frames: u64,
+    /// Whether a received frame's descriptor write-back interrupts `irq_core` (off: the host
+    /// takes none, as the onloader's receive blocks running alone).
+    pub rx_irq: bool,
 }
 
 impl Default for MicroenginesConfig {
@@ -90,9 +131,32 @@ impl Default for MicroenginesConfig {
             rx_buffer_stride: 2048,
             irq_core: 0,
             l2_push: false,
+            rx_mode: "frame".into(),
+            tx_mode: "frame".into(),
+            iperf: false,
+            tx_ring: 0x1000_0000,
+            tx_buffers: 0x2000_0000,
+            tx_buffer_stride: 2048,
+            frame_bytes: 64,
+            tbuf_bytes: 8192,
+            tx_irq: true,
+            parse_cycles: 120,
+            sram_ns: 150.0,
+            scratch_ns: 67.0,
+            source_frames: 0,
+            rx_irq: true,
         }
     }
 }
+
+/// The receive and transmit programs (`rx_mode`, `tx_mode`).
+pub const RX_MODES: &[&str] = &["frame", "onload", "sink"];
+pub const TX_MODES: &[&str] = &["frame", "onload", "source"];
+/// The smallest iperf frame: Ethernet, IPv4 and UDP headers (42 B) and iperf's 16-byte header
+/// (`net/udp_peer.rs`'s `HEADER_BYTES` and `MIN_PAYLOAD`).
+pub const IPERF_MIN_FRAME: u64 = 42 + 16;
+/// The most datagrams a `source` sends in one run.
+pub const MAX_SOURCE_FRAMES: u64 = 1_000_000;
 
 /// The most microengines, and contexts per microengine, one agent may have.
 pub const MAX_ENGINES: u32 = 64;
@@ -167,7 +231,48 @@ impl MicroenginesConfig {
         }
         int("ring", self.ring as u64, 2, 65536)?;
         int("rx_buffer_stride", self.rx_buffer_stride, 64, 1 << 20)?;
-        for (k, v) in [("rx_ring", self.rx_ring), ("rx_buffers", self.rx_buffers)] {
+        if !RX_MODES.contains(&self.rx_mode.as_str()) {
+            return bad(
+                "rx_mode",
+                format!("{:?}: one of {}", self.rx_mode, RX_MODES.join(", ")),
+            );
+        }
+        if !TX_MODES.contains(&self.tx_mode.as_str()) {
+            return bad(
+                "tx_mode",
+                format!("{:?}: one of {}", self.tx_mode, TX_MODES.join(", ")),
+            );
+        }
+        int("tx_buffer_stride", self.tx_buffer_stride, 64, 1 << 20)?;
+        int(
+            "tbuf_bytes",
+            self.tbuf_bytes as u64,
+            self.element_bytes as u64,
+            1 << 24,
+        )?;
+        // The smallest frame the MAC sends (60 B before the FCS); iperf's needs its header and
+        // its own 16-byte header in the payload.
+        let min = if self.iperf || self.tx_mode != "frame" || self.rx_mode != "frame" {
+            IPERF_MIN_FRAME
+        } else {
+            14
+        };
+        int(
+            "frame_bytes",
+            self.frame_bytes as u64,
+            min,
+            self.tx_buffer_stride.min(self.tbuf_bytes as u64),
+        )?;
+        int("parse_cycles", self.parse_cycles as u64, 0, 1_000_000)?;
+        real("sram_ns", self.sram_ns, 0.0, 1e6)?;
+        real("scratch_ns", self.scratch_ns, 0.0, 1e6)?;
+        int("source_frames", self.source_frames, 0, MAX_SOURCE_FRAMES)?;
+        for (k, v) in [
+            ("rx_ring", self.rx_ring),
+            ("rx_buffers", self.rx_buffers),
+            ("tx_ring", self.tx_ring),
+            ("tx_buffers", self.tx_buffers),
+        ] {
             if v % 64 != 0 {
                 return bad(k, format!("{v:#x}: must be aligned to a 64 B line"));
             }
