@@ -226,6 +226,20 @@ pub fn mix_platform(
     Ok(cfg)
 }
 
+/// An application's endless program, the application overrides applied to a
+/// copy/initialisation-intensive one.
+fn program(a: &App, o: &AppOptions) -> Result<crate::config::workload::Workload, PlatformError> {
+    let none = BTreeMap::new();
+    a.workload(
+        ENDLESS,
+        if a.copy_intensive() {
+            &o.app_params
+        } else {
+            &none
+        },
+    )
+}
+
 /// An application's alone IPC, the reference of weighted speedup, harmonic speedup and maximum
 /// slowdown: its IPC running alone on the mix's system (`rowclone-multicore`, with the
 /// overrides; one core, the others idle) under the baseline, with the same functional warming,
@@ -234,12 +248,7 @@ pub fn alone_ipc(app: &App, mo: &Options) -> Result<f64, PlatformError> {
     mo.check()?;
     let o = &mo.apps;
     let cfg = mix_platform(1, &o.overrides, "base")?;
-    let params = if app.copy_intensive() {
-        o.app_params.clone()
-    } else {
-        BTreeMap::new()
-    };
-    let w = app.workload(ENDLESS, &params)?;
+    let w = program(app, o)?;
     let mut p = Platform::new(&cfg)?;
     p.set_functional_warming(mo.functional_warming);
     p.set_work_targets(o.warmup, vec![o.instructions])?;
@@ -276,14 +285,7 @@ pub fn run_mix(
         let cfg = mix_platform(mix.cores, &o.apps.overrides, mech)?;
         let programs = apps
             .iter()
-            .map(|a| {
-                let p = if a.copy_intensive() {
-                    o.apps.app_params.clone()
-                } else {
-                    BTreeMap::new()
-                };
-                a.workload(ENDLESS, &p)
-            })
+            .map(|a| program(a, &o.apps))
             .collect::<Result<Vec<_>, _>>()?;
         let mut p = Platform::new(&cfg)?;
         p.set_functional_warming(o.functional_warming);
