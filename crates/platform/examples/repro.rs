@@ -3,6 +3,7 @@
 //! `cargo run --release -p movelab-platform --example repro -- fork [sizes_mb,..] [n,..]`
 //! `cargo run --release -p movelab-platform --example repro -- apps [instructions] [app,..]`
 //! `cargo run --release -p movelab-platform --example repro -- mc [instructions] [mixes] [cores,..]`
+//!   (`WARM=N`: N instructions of functional warming per run)
 use movelab_platform::experiments::{
     rowclone_apps, rowclone_fork, rowclone_multicore, zhao_copy_engine,
 };
@@ -73,6 +74,9 @@ fn main() {
         }
         Some("mc") => {
             let mut o = rowclone_multicore::Options::default();
+            if let Ok(w) = std::env::var("WARM") {
+                o.functional_warming = w.parse().unwrap();
+            }
             if let Some(n) = a.get(2) {
                 o.apps.instructions = n.parse().unwrap();
                 o.apps.warmup = o.apps.instructions / 2;

@@ -17,8 +17,9 @@
 //!   its own `instructions` (the alone runs' bytes per instruction, summed with equal weights,
 //!   interference left out): what Table 7's column gives without the window's weighting.
 //!
-//! Environment: `LENGTH=WARMUP,INSTRUCTIONS` (default 50000,100000), `APPS=a,b` (energy: only
-//! these), `APP_PARAMS=k=v,...` (every copy/initialisation-intensive application's parameters).
+//! Environment: `LENGTH=WARMUP,INSTRUCTIONS` (default 50000,100000), `WARM=N` (slowdowns: N
+//! instructions of functional warming, `rowclone_multicore::Options::functional_warming`),
+//! `APPS=a,b` (energy: only these), `APP_PARAMS=k=v,...` (every copy/initialisation-intensive application's parameters).
 use movelab_platform::experiments::{rowclone_apps as ra, rowclone_multicore as rm};
 use movelab_platform::systems::platform::Platform;
 use std::collections::BTreeMap;
@@ -102,19 +103,20 @@ fn mixes(a: &[String]) -> (u32, Vec<rm::Mix>) {
 
 fn slowdowns(o: &ra::Options, a: &[String]) {
     let (cores, mixes) = mixes(a);
-    let mut alone = BTreeMap::new();
-    for name in mixes.iter().flat_map(|m| &m.apps) {
-        if !alone.contains_key(name) {
-            let app = ra::app(name).expect("application");
-            alone.insert(name.clone(), ra::alone(&app, "base", o).expect("alone").ipc);
-        }
-    }
     let mo = rm::Options {
         cores: vec![cores],
         mixes: mixes.len() as u32,
         seed: 7,
         apps: o.clone(),
+        functional_warming: std::env::var("WARM").map_or(0, |v| v.parse().expect("WARM")),
     };
+    let mut alone = BTreeMap::new();
+    for name in mixes.iter().flat_map(|m| &m.apps) {
+        if !alone.contains_key(name) {
+            let app = ra::app(name).expect("application");
+            alone.insert(name.clone(), rm::alone_ipc(&app, &mo).expect("alone"));
+        }
+    }
     for m in &mixes {
         let r = rm::run_mix(m, &mo, &alone).expect("mix");
         let fmt = |v: &[f64]| {

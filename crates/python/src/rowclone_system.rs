@@ -90,10 +90,33 @@ fn rowclone_alone(
     json(&m)
 }
 
+/// One application's alone IPC on the multi-core system (one core, baseline, functionally
+/// warmed): the reference of a mix's speedups (`rowclone_multicore::alone_ipc`).
+#[pyfunction]
+#[pyo3(signature = (app, instructions=100_000, warmup=50_000, overrides=None, app_params=None, functional_warming=0))]
+fn rowclone_multicore_alone(
+    py: Python<'_>,
+    app: &str,
+    instructions: u64,
+    warmup: u64,
+    overrides: Option<&str>,
+    app_params: Option<&str>,
+    functional_warming: u64,
+) -> PyResult<f64> {
+    let o = rowclone_multicore::Options {
+        apps: options(instructions, warmup, overrides, app_params)?,
+        functional_warming,
+        ..Default::default()
+    };
+    let a = rowclone_apps::app(app).map_err(verr)?;
+    detach_interruptible(py, || rowclone_multicore::alone_ipc(&a, &o))?.map_err(verr)
+}
+
 /// One mix (JSON, as `rowclone_mixes` gives) under the three mechanisms; `alone` maps each
 /// application to its alone IPC. The mix's result as JSON.
 #[pyfunction]
-#[pyo3(signature = (mix, alone, instructions=100_000, warmup=50_000, overrides=None, app_params=None))]
+#[pyo3(signature = (mix, alone, instructions=100_000, warmup=50_000, overrides=None, app_params=None, functional_warming=0))]
+#[allow(clippy::too_many_arguments)]
 fn rowclone_mix(
     py: Python<'_>,
     mix: &str,
@@ -102,6 +125,7 @@ fn rowclone_mix(
     warmup: u64,
     overrides: Option<&str>,
     app_params: Option<&str>,
+    functional_warming: u64,
 ) -> PyResult<String> {
     let apps = options(instructions, warmup, overrides, app_params)?;
     let mix: Mix = serde_json::from_str(mix).map_err(|e| verr(format!("mix: {e}")))?;
@@ -119,6 +143,7 @@ fn rowclone_mix(
         mixes: 1,
         seed: 0,
         apps,
+        functional_warming,
     };
     let r = detach_interruptible(py, || rowclone_multicore::run_mix(&mix, &o, &alone))?
         .map_err(verr)?;
@@ -139,6 +164,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rowclone_mixes, m)?)?;
     m.add_function(wrap_pyfunction!(rowclone_alone, m)?)?;
     m.add_function(wrap_pyfunction!(rowclone_mix, m)?)?;
+    m.add_function(wrap_pyfunction!(rowclone_multicore_alone, m)?)?;
     m.add_function(wrap_pyfunction!(rowclone_summarise, m)?)?;
     Ok(())
 }

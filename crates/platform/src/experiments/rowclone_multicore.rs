@@ -7,11 +7,16 @@
 //! the mixes; and weighted speedup against the number of highly copy-intensive applications in a
 //! mix (Fig. 13).
 //!
-//! Method: every core runs its application for a warm-up and then a target of program
-//! instructions; a core past its target keeps running, so the others still compete with it, and
-//! the run ends when all reached theirs (`Platform::set_work_targets`). A core's shared IPC is
-//! over its own measured instructions. Each application's alone IPC is its IPC alone on the
-//! single-core system under the baseline (`rowclone_apps::alone`), computed once per application
+//! Method: optionally ([`Options::functional_warming`], off by default), every core's program
+//! first runs through its caches without timing (`Platform::set_functional_warming`), so that
+//! each 1 MB last-level cache starts full, with the dirty lines its program leaves, as over the
+//! paper's billion-instruction runs (cold, a short run never evicts a dirty line and no
+//! write-back ever reaches the DRAM); then every core runs a timed warm-up and a target of
+//! program instructions; a core past its target keeps running,
+//! so the others still compete with it, and the run ends when all reached theirs
+//! (`Platform::set_work_targets`). A core's shared IPC is over its own measured instructions.
+//! Each application's alone IPC is its IPC alone on the same multi-core system (the other cores
+//! idle) under the baseline, warmed alike ([`alone_ipc`]), computed once per application
 //! and reused by every mix: the reference of weighted speedup (sum of shared / alone IPC),
 //! harmonic speedup (cores / sum of alone / shared) and maximum slowdown (largest alone /
 //! shared). The baseline's alone IPC is the reference for all three mechanisms, so that an
@@ -30,6 +35,15 @@ use std::collections::BTreeMap;
 /// Most mixes per core count.
 pub const MAX_MIXES: u32 = 10_000;
 
+/// Program instructions of functional warming that fill a 1 MB last-level cache twice over for
+/// the lightest application (2 misses per 1,000 instructions: 40,000 line fills against 16,384
+/// lines): the value `--functional-warming` suggests (docs/rowclone-system.md, "Functional
+/// warming"). Without timing, it takes milliseconds per run.
+pub const STEADY_STATE_WARMING: u64 = 20_000_000;
+
+/// Most instructions of functional warming per run.
+pub const MAX_WARMING: u64 = 1 << 32;
+
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Core counts (each even, 2 to 8).
@@ -39,6 +53,13 @@ pub struct Options {
     pub seed: u64,
     /// Run lengths, platform overrides and application overrides, as for the single-core runs.
     pub apps: AppOptions,
+    /// Program instructions each core's program runs through its caches functionally before
+    /// the timed run, in every mix and alone run (`Platform::set_functional_warming`); 0: cold
+    /// caches, as the single-core runs of section 7.3 (whose calibration the applications
+    /// carry). The paper's runs cover a billion instructions, over which each 1 MB cache is full
+    /// and writes back a dirty line for each one it takes in; cold, a timed warm-up of 50,000
+    /// instructions fills a tenth of it and no write-back reaches the DRAM.
+    pub functional_warming: u64,
 }
 
 impl Default for Options {
@@ -48,6 +69,7 @@ impl Default for Options {
             mixes: 10,
             seed: 7,
             apps: AppOptions::default(),
+            functional_warming: 0,
         }
     }
 }
@@ -67,6 +89,16 @@ impl Options {
                 format!(
                     "{:?}: core counts must be even, 2 to 8 (half run copy-intensive applications)",
                     self.cores
+                ),
+            ));
+        }
+        if self.functional_warming > MAX_WARMING {
+            return Err(PlatformError::config(
+                "rowclone-multicore",
+                "functional_warming",
+                format!(
+                    "{} instructions: at most {MAX_WARMING}",
+                    self.functional_warming
                 ),
             ));
         }
@@ -138,6 +170,34 @@ pub struct MixRun {
     pub energy_nj_per_instruction: f64,
 }
 
+/// The performance and fairness metrics of one run of a mix (Table 7's first four rows), from
+/// each core's shared IPC and its application's alone IPC, as the papers that Table 7 cites define
+/// them: weighted speedup = sum of shared / alone IPC (Eyerman and Eeckhout [14]); instruction
+/// throughput = sum of shared IPC; harmonic speedup = cores / sum of alone / shared IPC (Luo et
+/// al. [35]); maximum slowdown = largest alone / shared IPC (Kim et al. [29, 30]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MixMetrics {
+    pub weighted_speedup: f64,
+    pub instruction_throughput: f64,
+    pub harmonic_speedup: f64,
+    pub max_slowdown: f64,
+}
+
+impl MixMetrics {
+    /// The metrics of shared IPCs `shared` against alone IPCs `alone` (one per core, same order;
+    /// a zero shared IPC counts as an unbounded slowdown, bounded at 1e12).
+    pub fn of(shared: &[f64], alone: &[f64]) -> MixMetrics {
+        let speedups: Vec<f64> = shared.iter().zip(alone).map(|(s, a)| s / a).collect();
+        let slowdowns: Vec<f64> = speedups.iter().map(|v| 1.0 / v.max(1e-12)).collect();
+        MixMetrics {
+            weighted_speedup: speedups.iter().sum(),
+            instruction_throughput: shared.iter().sum(),
+            harmonic_speedup: speedups.len() as f64 / slowdowns.iter().sum::<f64>(),
+            max_slowdown: slowdowns.iter().copied().fold(0.0, f64::max),
+        }
+    }
+}
+
 /// A mix's runs under the three mechanisms (in the order of `rowclone_apps::MECHANISMS`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MixResult {
@@ -164,6 +224,36 @@ pub fn mix_platform(
         })
         .collect();
     Ok(cfg)
+}
+
+/// An application's endless program, the application overrides applied to a
+/// copy/initialisation-intensive one.
+fn program(a: &App, o: &AppOptions) -> Result<crate::config::workload::Workload, PlatformError> {
+    let none = BTreeMap::new();
+    a.workload(
+        ENDLESS,
+        if a.copy_intensive() {
+            &o.app_params
+        } else {
+            &none
+        },
+    )
+}
+
+/// An application's alone IPC, the reference of weighted speedup, harmonic speedup and maximum
+/// slowdown: its IPC running alone on the mix's system (`rowclone-multicore`, with the
+/// overrides; one core, the others idle) under the baseline, with the same functional warming,
+/// warm-up and target as in a mix.
+pub fn alone_ipc(app: &App, mo: &Options) -> Result<f64, PlatformError> {
+    mo.check()?;
+    let o = &mo.apps;
+    let cfg = mix_platform(1, &o.overrides, "base")?;
+    let w = program(app, o)?;
+    let mut p = Platform::new(&cfg)?;
+    p.set_functional_warming(mo.functional_warming);
+    p.set_work_targets(o.warmup, vec![o.instructions])?;
+    let s = p.run_programs(vec![w], &mut |_| {})?;
+    Ok(s.per_core.first().map_or(0.0, core_ipc))
 }
 
 /// Runs `mix` under each mechanism; `alone` gives each application's alone IPC.
@@ -195,31 +285,21 @@ pub fn run_mix(
         let cfg = mix_platform(mix.cores, &o.apps.overrides, mech)?;
         let programs = apps
             .iter()
-            .map(|a| {
-                let p = if a.copy_intensive() {
-                    o.apps.app_params.clone()
-                } else {
-                    BTreeMap::new()
-                };
-                a.workload(ENDLESS, &p)
-            })
+            .map(|a| program(a, &o.apps))
             .collect::<Result<Vec<_>, _>>()?;
         let mut p = Platform::new(&cfg)?;
+        p.set_functional_warming(o.functional_warming);
         p.set_work_targets(o.apps.warmup, vec![o.apps.instructions; mix.cores as usize])?;
         let s = p.run_programs(programs, &mut |_| {})?;
         let ipc: Vec<f64> = s.per_core.iter().map(core_ipc).collect();
         let (bpi, epi) = own_targets_measure(&s)?;
-        let speedups: Vec<f64> = ipc.iter().zip(&alone_ipc).map(|(s, a)| s / a).collect();
+        let m = MixMetrics::of(&ipc, &alone_ipc);
         runs.push(MixRun {
             mechanism: label.into(),
-            weighted_speedup: speedups.iter().sum(),
-            instruction_throughput: ipc.iter().sum(),
-            harmonic_speedup: speedups.len() as f64
-                / speedups.iter().map(|v| 1.0 / v.max(1e-12)).sum::<f64>(),
-            max_slowdown: speedups
-                .iter()
-                .map(|v| 1.0 / v.max(1e-12))
-                .fold(0.0, f64::max),
+            weighted_speedup: m.weighted_speedup,
+            instruction_throughput: m.instruction_throughput,
+            harmonic_speedup: m.harmonic_speedup,
+            max_slowdown: m.max_slowdown,
             bytes_per_instruction: bpi,
             energy_nj_per_instruction: epi,
             ipc,
@@ -407,7 +487,7 @@ pub fn run(
     let mut alone = BTreeMap::new();
     for n in names {
         let a = rowclone_apps::app(n)?;
-        alone.insert(n.clone(), rowclone_apps::alone(&a, "base", &o.apps)?.ipc);
+        alone.insert(n.clone(), alone_ipc(&a, o)?);
         done += 1;
         progress(done, total);
     }
@@ -453,6 +533,37 @@ mod tests {
         let b: Vec<f64> = (0..400).map(|i| f64::from(i % 10)).collect();
         let r = ci95(&a) / ci95(&b);
         assert!((r - 2.0).abs() < 0.05, "{r}");
+    }
+
+    #[test]
+    fn mix_metrics_follow_the_cited_definitions() {
+        // Two cores: alone IPCs 1.0 and 2.0, shared 0.5 and 1.5: speedups 0.5 and 0.75,
+        // slowdowns 2 and 4/3.
+        let m = MixMetrics::of(&[0.5, 1.5], &[1.0, 2.0]);
+        assert!((m.weighted_speedup - 1.25).abs() < 1e-12);
+        assert!((m.instruction_throughput - 2.0).abs() < 1e-12);
+        assert!((m.harmonic_speedup - 2.0 / (2.0 + 4.0 / 3.0)).abs() < 1e-12);
+        assert!((m.max_slowdown - 2.0).abs() < 1e-12);
+        // Every core at its alone IPC: weighted speedup = cores, harmonic speedup = maximum
+        // slowdown = 1, throughput = the alone IPCs' sum.
+        let alone = [0.12, 1.95, 1.08, 0.86];
+        let m = MixMetrics::of(&alone, &alone);
+        assert!((m.weighted_speedup - 4.0).abs() < 1e-12);
+        assert!((m.harmonic_speedup - 1.0).abs() < 1e-12);
+        assert!((m.max_slowdown - 1.0).abs() < 1e-12);
+        assert!((m.instruction_throughput - alone.iter().sum::<f64>()).abs() < 1e-12);
+        // Throughput weighs a gain by IPC, weighted speedup by 1 / alone IPC: the same 50% gain
+        // of the slow application moves weighted speedup by 0.5 and throughput by 0.06.
+        let b = MixMetrics::of(&[0.12, 1.95], &[0.12, 1.95]);
+        let g = MixMetrics::of(&[0.18, 1.95], &[0.12, 1.95]);
+        assert!((g.weighted_speedup - b.weighted_speedup - 0.5).abs() < 1e-12);
+        assert!((g.instruction_throughput - b.instruction_throughput - 0.06).abs() < 1e-12);
+        // A core faster than alone does not lower the maximum below the others' slowdowns.
+        let m = MixMetrics::of(&[2.0, 0.8], &[1.0, 1.0]);
+        assert!((m.max_slowdown - 1.25).abs() < 1e-12);
+        // A stalled core is an unbounded (bounded at 1e12) slowdown, not a division by zero.
+        let m = MixMetrics::of(&[0.0, 1.0], &[1.0, 1.0]);
+        assert!(m.max_slowdown >= 1e12 && m.harmonic_speedup.is_finite());
     }
 
     fn run(mechanism: &str, ws: f64) -> MixRun {

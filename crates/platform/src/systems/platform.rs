@@ -163,6 +163,9 @@ pub struct Platform {
     /// retire after its warm-up; empty: every program runs to its end.
     targets: Vec<u64>,
     warmup: u64,
+    /// Program instructions of each core's program run through its caches functionally, without
+    /// timing, before the timed run ([`Platform::set_functional_warming`]); 0: none.
+    functional_warming: u64,
     /// The system's counters when every core had finished its warm-up.
     window_start: Option<WindowMark>,
     /// Agents whose Ethernet port is attached to a link ([`Platform::attach_port`]).
@@ -365,6 +368,7 @@ impl Platform {
             ran: false,
             targets: Vec::new(),
             warmup: 0,
+            functional_warming: 0,
             window_start: None,
             ports: Vec::new(),
         })
@@ -488,6 +492,96 @@ impl Platform {
                 .map_err(|e| PlatformError::config("platform", "cores", e))?;
         }
         Ok(())
+    }
+
+    /// Functional warming (as in sampled simulation): before the timed run, each core's program
+    /// runs its first `instructions` program instructions through the core's private caches
+    /// without timing, so that the timed run starts with the caches in the state a long run
+    /// leaves them in (full, with the dirty lines its program leaves) instead of cold. A 1 MB
+    /// cache takes hundreds of thousands to millions of instructions to fill, far more than a
+    /// timed warm-up can afford; without this no dirty line is ever evicted in a short run, and
+    /// the write-backs that a steady state sends to memory never compete with anything.
+    ///
+    /// What each operation leaves in the caches: a load its line (clean), a store its line dirty
+    /// (the hot-data accesses of compute instructions are left to the timed warm-up: they stay in
+    /// the L1); a copy or an initialisation the core runs, the source lines clean and the
+    /// destination lines dirty; one the memory controller runs (`rowclone`, `rowclone-zi`,
+    /// `mc-dma`), the source lines written back (clean) and the destination lines dropped, except
+    /// `rowclone-zi`'s zeroed lines, inserted clean. Victims leave silently: their write-backs
+    /// happened before the timed run. The program then goes on from where warming stopped; its
+    /// warm-up and targets ([`Platform::set_work_targets`]) count from there.
+    pub fn set_functional_warming(&mut self, instructions: u64) {
+        self.functional_warming = instructions;
+    }
+
+    /// Runs core `i`'s next `instructions` program instructions from `stream` through its
+    /// private caches (see [`Platform::set_functional_warming`]), setting its `@dst` as it goes.
+    fn warm_functionally(&mut self, i: usize, stream: &mut OpStream<'_>, instructions: u64) {
+        let off = self.cores[i].offset;
+        let e = self.cores[i].engine;
+        let zero_insert = self.cfg.copy.mechanism == "rowclone-zi";
+        let mut done = 0u64;
+        while done < instructions {
+            let Some(op) = stream.next() else { break };
+            let op = shift(op, off);
+            let lines = |a: u64, bytes: u64| (a / 64)..(a + bytes).div_ceil(64);
+            match op {
+                Op::Compute { n, .. } => {
+                    done += n;
+                    continue;
+                }
+                Op::Load { addr, .. } => self.warm_line(e, addr / 64, false, false),
+                Op::Store(addr) => self.warm_line(e, addr / 64, true, false),
+                Op::Copy {
+                    src,
+                    dst,
+                    bytes,
+                    policy,
+                } => {
+                    let d = self.place(src, dst, policy);
+                    stream.last_dst = d.wrapping_sub(off);
+                    let by = self.copy_by(i, &op);
+                    for l in lines(src, bytes) {
+                        if by == CopyBy::Cpu {
+                            self.warm_line(e, l, false, false);
+                        } else if let Some(w) = self.sys.privs[e].l2.invalidate(l) {
+                            // Written back by the coherence flush, still cached clean.
+                            let _ = self.sys.privs[e].l2.insert(w.line, false, false);
+                        }
+                    }
+                    for l in lines(d, bytes) {
+                        if by == CopyBy::Cpu {
+                            self.warm_line(e, l, true, true);
+                        } else {
+                            let _ = self.sys.privs[e].l2.invalidate(l);
+                        }
+                    }
+                }
+                Op::Init { dst, bytes, value } => {
+                    stream.last_dst = dst.wrapping_sub(off);
+                    let by = self.copy_by(i, &op);
+                    for l in lines(dst, bytes) {
+                        if by == CopyBy::Cpu {
+                            self.warm_line(e, l, true, true);
+                        } else {
+                            let _ = self.sys.privs[e].l2.invalidate(l);
+                            if zero_insert && value == 0 {
+                                self.warm_line(e, l, false, false);
+                            }
+                        }
+                    }
+                }
+                // Other operations (uncached accesses, ring work) leave the caches alone.
+                _ => {}
+            }
+            done += 1;
+        }
+    }
+
+    /// Puts `line` into physical core `e`'s L2 (dirty if `dirty`); a present line is refreshed
+    /// (and made dirty if `dirty`). Victims leave without a trace.
+    fn warm_line(&mut self, e: usize, line: u64, dirty: bool, by_copy: bool) {
+        let _ = self.sys.privs[e].l2.insert(line, dirty, by_copy);
     }
 
     /// Copies the cache contents of `other` into this platform (a warm start: e.g. the state a
@@ -698,11 +792,16 @@ impl Platform {
         }
         self.ran = true;
         let start = self.now;
-        let streams: Vec<OpStream<'p>> = self
+        let mut streams: Vec<OpStream<'p>> = self
             .cores
             .iter()
             .map(|c| programs[c.group.min(programs.len() - 1)].ops())
             .collect();
+        if self.functional_warming > 0 {
+            for (i, st) in streams.iter_mut().enumerate() {
+                self.warm_functionally(i, st, self.functional_warming);
+            }
+        }
         for c in self.cores.iter_mut() {
             if c.next != Ps::MAX {
                 c.next = start;
