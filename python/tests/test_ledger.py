@@ -157,11 +157,13 @@ def test_larsen_counts_every_fig10_bar_and_its_identities(runs: dict[str, list[d
     for bar in ["rx-64B", "tx-64B", "rx-64KB", "tx-64KB"]:
         r = res[f"fig10/{bar}/descriptor_doorbell_share"]
         assert r.basis == ledger.PREDICTED, r
-    rx = res["fig10/rx-64B/descriptor_doorbell_share"]
-    assert rx.within is False and rx.value > 0.30  # 37% against 16%: counted, and it fails
+        assert r.within is not None, r  # every bar is judged, none left out
     assert res["fig10/rx-64KB/descriptor_doorbell_share"].rule.startswith("below")
-    # Table 1's iDMA latency is 8.8 us less the Fig. 8 - Fig. 9 difference: an identity, calibrated.
-    assert res["table1/idma/end_to_end_us"].basis == ledger.CALIBRATED
+    assert res["fig10/tx-64KB/descriptor_doorbell_share"].rule.startswith("below")
+    # Table 1 on the cluster: only the host software is fitted (the descriptor-DMA 8.8 us); the
+    # iDMA's latency is a separate run, a prediction.
+    assert res["table1/descriptor-dma/end_to_end_us"].basis == ledger.CALIBRATED
+    assert res["table1/idma/end_to_end_us"].basis == ledger.PREDICTED
     assert all(r.basis == ledger.CALIBRATED for k, r in res.items() if k.startswith("fig8/"))
     # Fig. 9's doorbell and memory reads come out of the platform's memory system: predictions
     # (the doorbell judged against the paper's bound); its push is the calibrated downstream path.
@@ -169,13 +171,15 @@ def test_larsen_counts_every_fig10_bar_and_its_identities(runs: dict[str, list[d
         assert res[f"fig9/idma/{part}"].basis == ledger.PREDICTED, part
     assert res["fig9/idma/doorbell_ns"].rule.startswith("below")
     assert res["fig9/idma/push_ns"].basis == ledger.CALIBRATED
-    # Table 1's Gb/s per lane is a simulated stream's payload: a prediction, below a lane's rate.
+    # Table 1's Gb/s per lane is a simulated stream's payload: a prediction, below a lane's rate
+    # (Gen2: 4.0 Gb/s), which is a fact of the link given in the note, never a row of its own.
     rows = runs["larsen-idma"]
     for case in ["descriptor-dma", "idma"]:
         r = res[f"table1/{case}/gbps_per_lane"]
         assert r.basis == ledger.PREDICTED and r.rule == "within 10%", r
-        limit = li._get(rows, "table1", case, "lane_limit_gbps")
-        assert limit is not None and 0 < r.value < limit["value"] == 4.0, (r, limit)
+        assert 0 < r.value < 4.0, r
+        assert "4.00 Gb/s" in li._get(rows, "table1", case, "gbps_per_lane")["note"]
+        assert li._get(rows, "table1", case, "lane_limit_gbps") is None
     # The summary states every Fig. 10 bar by the one judged metric, RX as TX.
     said = {what: mine for what, mine, _ in li.summary(rows)}
     for size, dirs in [("small", ("TX", "RX")), ("large", ("TX", "RX"))]:

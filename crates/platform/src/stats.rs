@@ -274,6 +274,13 @@ pub struct DeviceStats {
     pub rx_bytes_checked: u64,
     pub rx_bytes_wrong: u64,
     pub nic: NicStats,
+    /// Times (ns) the driver's RX tail stores reached the device (first few; for end-to-end
+    /// latencies measured in Rust: not in reports).
+    #[serde(skip)]
+    pub rx_tail_ns: Vec<f64>,
+    /// Times (ns) the device's interrupts reached the host (first few; not in reports).
+    #[serde(skip)]
+    pub irq_ns: Vec<f64>,
 }
 
 /// Coherence counters.

@@ -425,6 +425,9 @@ impl IdmaAgent {
         self.stats.nic.rx_desc_fetched += 1;
         self.stats.nic.rx_desc_written_back += 1;
         self.stats.interrupts += 1;
+        if self.stats.irq_ns.len() < nic::MAX_TRACES {
+            self.stats.irq_ns.push((now + self.message) as f64 / 1000.0);
+        }
         sys.raise_interrupt(now + self.message, self.cfg.irq_core as usize);
         if give_back {
             self.stats.nic.doorbells += 1;
@@ -507,6 +510,9 @@ impl IdmaAgent {
         self.stats.lines_to_memory += 1;
         device_dma::write_line(sys, now, self.id, a / 64);
         self.stats.interrupts += 1;
+        if self.stats.irq_ns.len() < nic::MAX_TRACES {
+            self.stats.irq_ns.push((now + self.message) as f64 / 1000.0);
+        }
         sys.raise_interrupt(now + self.message, self.cfg.irq_core as usize);
     }
 
@@ -625,6 +631,9 @@ impl Agent for IdmaAgent {
             let tail = self.post_packet();
             sys.schedule(leave + self.message, self.id, EV_DOORBELL, tail);
         } else if reg == nic::RDT && self.rx.is_some() {
+            if self.stats.rx_tail_ns.len() < nic::MAX_TRACES {
+                self.stats.rx_tail_ns.push(now as f64 / 1000.0);
+            }
             let tail = self.post_rx();
             sys.schedule(leave + self.message, self.id, EV_RX_TAIL, tail);
         }

@@ -364,6 +364,9 @@ impl PcieDeviceAgent {
             }
             TlpKind::Write32 if tlp.addr == nic::MSIX_ADDR => {
                 self.stats.interrupts += 1;
+                if self.stats.irq_ns.len() < MAX_STORES {
+                    self.stats.irq_ns.push(now as f64 / 1000.0);
+                }
                 sys.raise_interrupt(now, self.cfg.irq_core as usize);
             }
             TlpKind::Write | TlpKind::Write32 => self.device_write(sys, now, tlp.addr, &tlp.data),
@@ -436,6 +439,9 @@ impl Agent for PcieDeviceAgent {
             }
             self.post_packet()
         } else if reg == nic::RDT {
+            if self.stats.rx_tail_ns.len() < MAX_STORES {
+                self.stats.rx_tail_ns.push(now as f64 / 1000.0);
+            }
             self.post_rx()
         } else {
             0

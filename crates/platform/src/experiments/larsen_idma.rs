@@ -8,8 +8,10 @@
 //! Fig. 8 and Fig. 9 run on the one platform: the driver program `nic-tx` on `larsen-io` (the
 //! 82598 behind the 5520 IOH) and on `larsen-io-idma` (the iDMA on the die), one core, its caches
 //! and the DDR3-1066 DRAM model, so every fetch comes through the memory system and moves with
-//! DRAM timing and with whether the line is cached. Table 1, Fig. 10 and the Haswell and DDIO
-//! runs come out of the two-host I/O model's simulated transactions (`systems::io_pair`).
+//! DRAM timing and with whether the line is cached. Table 1 and Fig. 10 run on the cluster
+//! (`systems::cluster`): two such platforms on one Ethernet wire, `nic-tx` on the sender and
+//! `nic-rx` on the receiver, every frame checked byte for byte. The Haswell and DDIO runs and the
+//! two-host model's streams (with TCP ACKs) are sensitivity rows from `systems::io_pair`.
 //!
 //! Method notes:
 //! - Fig. 8 is measured on a running system: the driver has just written the descriptor and the
@@ -19,23 +21,31 @@
 //! - Fig. 8's trace shows one 64 B payload read (781 - 759 = 22 ns = 48 B more than the 16 B
 //!   descriptor's completion at Gen1 x8), so the latency runs send a 64 B frame: 54 B of
 //!   Ethernet/IPv4/TCP headers (no options) and 10 B of data.
-//! - Table 1's iDMA case replaces the transmitting side only (the paper credits only NIC-TX:
-//!   8.8 - 1.42 = 7.38 us); "idma-both" also receives through the iDMA (not in the paper).
+//! - Table 1's end-to-end latency ([`e2e_cluster`]): one 64 B message from the sender's first
+//!   store to the receiver's interrupt handler done (its last store: the buffer posted again).
+//!   The host software stack is instructions of that handler ([`host_stack_instructions`]), the
+//!   one value fitted (to the descriptor-DMA 8.8 us); the iDMA case is a separate run with
+//!   `larsen-io-idma` sending, so its latency is a prediction ("idma-both" also receives through
+//!   the iDMA; not in the paper).
 //! - Fig. 10's share counts descriptor fetches (requests and completions), doorbells,
 //!   descriptor write-backs and MSI-X writes, over all TLP bytes of both directions of the
-//!   measured host's link; DLLPs are reported apart (the paper's bars split TLP traffic).
-//!   The RX bar is measured on the receiving host (its TX of TCP ACKs included), the TX bar on
-//!   the sender (its RX of ACKs included).
-//! - Bandwidth per lane (Table 1) is simulated: a dual-port stream of 64 KB messages on the
-//!   bandwidth platform, with the hosts' software costs set to zero so that the devices, the
-//!   PCIe links or the wire bind ([`lane_rate`]); the TCP payload delivered and checked, over
-//!   the stream's time and the link's lanes. Every payload byte crosses both hosts' links, so
-//!   the figure can never exceed a lane's data rate after line encoding.
+//!   measured host's link (the sender's for TX, the receiver's for RX); DLLPs are reported apart.
+//!   The cluster's streams carry no TCP ACKs (the receiver's program only receives); the
+//!   two-host model's streams with and without ACKs are reported as sensitivity rows.
+//! - Bandwidth per lane (Table 1, [`cluster_lane_rate`]) is simulated on the cluster: a stream of
+//!   full-size frames with no software between them on the bandwidth platform (82599, Gen2 x8, two
+//!   ports' line rate), so that the NIC, the link or the wire binds; the TCP payload landed and
+//!   checked over the stream's time and the link's lanes. Every payload byte crosses the sender's
+//!   link, so the figure never exceeds a lane's data rate after line encoding (given in the row's
+//!   note: a fact of the link, not a result).
 use crate::config::io::gen_rate;
 use crate::config::io::IoConfig;
+use crate::config::platform::PlatformConfig;
 use crate::config::workload::Workload;
 use crate::pcie::bytes::Purpose;
 use crate::sim::error::PlatformError;
+use crate::stats::DeviceStats;
+use crate::systems::cluster::{self, ClusterStats, LinkSpec};
 use crate::systems::io_pair::{check_stream, stream, stream_between, IoStats, IoSystem, TxStack};
 use crate::systems::platform::Platform;
 use serde::Serialize;
@@ -216,6 +226,351 @@ pub fn platform_stack(
     })
 }
 
+// ---------------------------------------------------------------------------------------------
+// Table 1 and Fig. 10 on the one platform: two platforms on one wire (`systems::cluster`).
+// ---------------------------------------------------------------------------------------------
+
+/// The cable between the two hosts: section 4.1's "fiber length is on the order of 3 meters", at
+/// 5 ns per meter (light in glass).
+pub const CABLE_M: f64 = 3.0;
+pub const NS_PER_M: f64 = 5.0;
+
+/// RX buffers the receiver posts up front in a latency run (a few: posting takes the core a
+/// moment, and one frame needs one).
+pub const LATENCY_BUFFERS: u64 = 4;
+
+/// The host software stack time of Table 1 (both ends' TCP/IP stacks, the application's calls
+/// and the receive interrupt's work), run as instructions of the receiver's interrupt handler
+/// (`nic-rx`'s `stack`) on the simulated core. Calibrated: the one value fitted so that the
+/// descriptor-DMA end-to-end latency on the cluster is Table 1's 8.8 us (presets/ledger.toml);
+/// its value lives in `presets/papers/larsen-idma.toml` (`[calibration]`).
+pub fn host_stack_instructions() -> Result<u64, PlatformError> {
+    paper("calibration", "host_stack_instructions")
+        .filter(|v| *v >= 0.0)
+        .map(|v| v as u64)
+        .ok_or_else(|| {
+            PlatformError::config(
+                "presets/papers/larsen-idma.toml",
+                "calibration.host_stack_instructions",
+                "missing or negative",
+            )
+        })
+}
+
+fn params_of(p: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    p.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// Two platforms on one wire: `tx` runs `nic-tx` with `txp`, `rx` runs `nic-rx` with `rxp`; both
+/// with the value shadow on (the sender's payload reads checked against what its core wrote, the
+/// receiver's landed bytes against the frames that came off the wire).
+pub fn cluster_pair(
+    tx: &PlatformConfig,
+    rx: &PlatformConfig,
+    txp: &[(&str, u64)],
+    rxp: &[(&str, u64)],
+) -> Result<ClusterStats, PlatformError> {
+    let progs = vec![
+        vec![Workload::load("nic-tx", &params_of(txp))?],
+        vec![Workload::load("nic-rx", &params_of(rxp))?],
+    ];
+    let mut ps = vec![Platform::new(tx)?, Platform::new(rx)?];
+    for p in &mut ps {
+        p.sys.track_values();
+    }
+    let link = LinkSpec::between(0, 1, CABLE_M, NS_PER_M);
+    cluster::run(&mut ps, &progs, &[link], &mut |_| {})
+}
+
+/// The sender's and the receiver's device.
+fn pair_devices<'a>(
+    s: &'a ClusterStats,
+    what: &str,
+) -> Result<(&'a DeviceStats, &'a DeviceStats), PlatformError> {
+    let dev = |h: usize| {
+        s.hosts
+            .get(h)
+            .and_then(|p| p.devices.first())
+            .ok_or_else(|| PlatformError::Stalled(format!("{what}: host {h} has no device")))
+    };
+    Ok((dev(0)?, dev(1)?))
+}
+
+/// The oracle of a cluster run: `frames` frames sent, every payload line the sender read the
+/// last version its core wrote, every frame landed at the receiver and every byte of it checked
+/// against the frame that came off the wire.
+pub fn check_pair(s: &ClusterStats, frames: u64, what: &str) -> Result<(), PlatformError> {
+    let (tx, rx) = pair_devices(s, what)?;
+    if tx.frames != frames
+        || tx.stale_lines != 0
+        || rx.nic.rx_frames != frames
+        || rx.rx_bytes_wrong != 0
+        || rx.rx_bytes_checked != tx.frame_bytes
+    {
+        return Err(PlatformError::Stalled(format!(
+            "{what}: {} of {frames} frames sent ({} stale payload lines), {} landed, {} of {} bytes checked, {} wrong",
+            tx.frames,
+            tx.stale_lines,
+            rx.nic.rx_frames,
+            rx.rx_bytes_checked,
+            tx.frame_bytes,
+            rx.rx_bytes_wrong
+        )));
+    }
+    Ok(())
+}
+
+/// One message's end-to-end latency on the cluster ([`e2e_cluster`]), ns from the sender's first
+/// store of the message.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct E2e {
+    /// The receiver's interrupt: the hardware path (TX driver stores, TX DMA, MACs, cable, RX
+    /// DMA, MSI-X).
+    pub interrupt_ns: f64,
+    /// The receiver's handler done with the message (its last store, the buffer posted again):
+    /// the hardware path plus the host software stack.
+    pub end_to_end_ns: f64,
+}
+
+/// One 64 B message (54 B of headers and 10 B of data, as Fig. 8's) from a `sender` platform to
+/// a `receiver` platform on one wire, both with `overrides` and `extra`: the sender's driver has
+/// just written the frame and descriptor (`cached`) or they are only in memory; the receiver's
+/// handler runs `stack` instructions of host software.
+pub fn e2e_cluster(
+    sender: &str,
+    receiver: &str,
+    overrides: &toml::Value,
+    extra: &str,
+    cached: bool,
+    stack: u64,
+) -> Result<E2e, PlatformError> {
+    let mut tx = super::platform(sender, overrides, extra)?;
+    let mut rx = super::platform(receiver, overrides, extra)?;
+    set_frame(&mut tx, FRAME as u32);
+    set_frame(&mut rx, FRAME as u32);
+    let w = u64::from(cached);
+    let s = cluster_pair(
+        &tx,
+        &rx,
+        &[("messages", 1), ("write_desc", w), ("write_payload", w)],
+        &[("buffers", LATENCY_BUFFERS), ("stack", stack)],
+    )?;
+    let what = format!("the end-to-end run {sender} -> {receiver}");
+    check_pair(&s, 1, &what)?;
+    let (_, r) = pair_devices(&s, &what)?;
+    let irq = r.irq_ns.first().copied();
+    let done = irq.and_then(|i| r.rx_tail_ns.iter().copied().find(|&t| t >= i));
+    match (irq, done) {
+        (Some(i), Some(d)) => Ok(E2e {
+            interrupt_ns: i,
+            end_to_end_ns: d,
+        }),
+        _ => Err(PlatformError::Stalled(format!(
+            "{what}: the receiver's handler never finished the message"
+        ))),
+    }
+}
+
+/// Sets the frame size of a platform's one device (`[io]` or its iDMA agent).
+fn set_frame(c: &mut PlatformConfig, bytes: u32) {
+    if let Some(io) = c.io.as_mut() {
+        io.frame_bytes = bytes;
+        io.tx_buffer_stride = io.tx_buffer_stride.max(u64::from(bytes));
+    }
+    for a in &mut c.agents {
+        if a.kind == "idma" {
+            a.params
+                .insert("frame_bytes".into(), toml::Value::Integer(i64::from(bytes)));
+        }
+    }
+}
+
+/// Puts a platform's one device on the bandwidth platform of section 4.2: the 82599 on PCIe Gen2
+/// x8 (`io_preset`) with its two 10GbE ports at their summed line rate (see [`PORTS`]).
+/// `link`: keys of the I/O preset's `[link]` to change (gen, lanes, ...), or empty.
+fn set_bandwidth_device(c: &mut PlatformConfig, io_preset: &str, gbps: f64, link: &toml::Table) {
+    let nic = |old: Option<&toml::Value>| {
+        let mut t = old.and_then(|v| v.as_table().cloned()).unwrap_or_default();
+        t.insert("mac_gbps".into(), toml::Value::Float(gbps));
+        toml::Value::Table(t)
+    };
+    let merged = |old: Option<&toml::Value>| {
+        let mut t = old.and_then(|v| v.as_table().cloned()).unwrap_or_default();
+        t.extend(link.clone());
+        toml::Value::Table(t)
+    };
+    if let Some(io) = c.io.as_mut() {
+        io.preset = io_preset.to_string();
+        io.nic = Some(nic(io.nic.as_ref()));
+        if !link.is_empty() {
+            io.link = Some(merged(io.link.as_ref()));
+        }
+    }
+    for a in &mut c.agents {
+        if a.kind == "idma" {
+            a.params
+                .insert("preset".into(), toml::Value::String(io_preset.into()));
+            let n = nic(a.params.get("nic"));
+            a.params.insert("nic".into(), n);
+            if !link.is_empty() {
+                let l = merged(a.params.get("link"));
+                a.params.insert("link".into(), l);
+            }
+        }
+    }
+}
+
+/// One stream on the cluster's bandwidth platforms: `frames` frames of `frame` bytes from host 0
+/// (`sender`) to host 1 (`receiver`), the receiver's buffers posted up front (one RX tail store
+/// each), `gap` instructions of the sender's software between messages. No TCP ACKs go back
+/// (the receiver's program only receives): their share is the two-host model's sensitivity.
+#[allow(clippy::too_many_arguments)]
+pub fn cluster_stream(
+    sender: &str,
+    receiver: &str,
+    overrides: &toml::Value,
+    io_preset: &str,
+    gbps: f64,
+    link: &toml::Table,
+    frames: u64,
+    frame: u32,
+    gap: u64,
+) -> Result<ClusterStats, PlatformError> {
+    if frames == 0 || frames > MAX_STREAM_FRAMES {
+        return Err(PlatformError::config(
+            "larsen-idma",
+            "frames",
+            format!("{frames}: a cluster stream sends 1 to {MAX_STREAM_FRAMES} frames (the rings hold 512 descriptors)"),
+        ));
+    }
+    let mut cfgs = Vec::new();
+    for (name, bytes) in [(sender, frame), (receiver, frame)] {
+        let mut c = super::platform(name, overrides, "")?;
+        set_bandwidth_device(&mut c, io_preset, gbps, link);
+        set_frame(&mut c, bytes);
+        cfgs.push(c);
+    }
+    let s = cluster_pair(
+        &cfgs[0],
+        &cfgs[1],
+        &[("messages", frames), ("gap", gap)],
+        &[("buffers", frames)],
+    )?;
+    check_pair(&s, frames, &format!("the stream {sender} -> {receiver}"))?;
+    Ok(s)
+}
+
+/// Frames per cluster stream at most: the TX ring (512 descriptors, two per packet with a
+/// context descriptor) must never wrap over descriptors the NIC has not fetched, and the receiver
+/// posts a buffer per frame up front.
+pub const MAX_STREAM_FRAMES: u64 = 250;
+
+/// Shares of TLP bytes on one device's link (both directions): all four terms (descriptor
+/// fetches with their completions, doorbells, write-backs, MSI-X), fetches and doorbells only,
+/// and DLLPs of all bytes.
+pub fn device_shares(d: &DeviceStats) -> (f64, f64, f64) {
+    let mut by: BTreeMap<&str, u64> = BTreeMap::new();
+    for (k, v) in d.bytes_up.iter().chain(&d.bytes_down) {
+        *by.entry(k.as_str()).or_default() += v;
+    }
+    let g = |k: &str| by.get(k).copied().unwrap_or(0) as f64;
+    let all: f64 = by.values().sum::<u64>() as f64;
+    let tlp = (all - g("dllp")).max(1.0);
+    let (d_, db, wb, irq) = (
+        g("descriptor"),
+        g("doorbell"),
+        g("write_back"),
+        g("interrupt"),
+    );
+    (
+        (d_ + db + wb + irq) / tlp,
+        (d_ + db) / tlp,
+        g("dllp") / all.max(1.0),
+    )
+}
+
+/// Table 1's bandwidth per lane on the cluster ([`cluster_lane_rate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterLane {
+    /// TCP payload (frames less [`LATENCY_HEADERS`]) landed and checked, Gb/s, from the first
+    /// send to the last frame's arrival at the receiver.
+    pub goodput_gbps: f64,
+    pub per_lane_gbps: f64,
+    /// A lane's data rate per direction after line encoding: a fact of the link, the bound.
+    pub lane_limit_gbps: f64,
+    /// The sender link's busier direction (the payload's), every byte (TLPs and DLLPs) per
+    /// lane, Gb/s.
+    pub link_gbps_per_lane: f64,
+    /// Goodput over the ports' line rate.
+    pub wire_share: f64,
+}
+
+/// Full-size frames of the per-lane stream: 1514 B (1460 B of TCP payload). The platform's
+/// devices do not segment (no TSO), so each frame has its own descriptors.
+pub const LANE_FRAME: u32 = 1514;
+
+/// Table 1's Gb/s per lane: a stream of `frames` full-size frames from the `sender` platform to a
+/// receiver of the same kind, on the bandwidth platform (`io_preset`, both ports: `gbps`), with
+/// the sender's software between messages zero so that the NIC, the link or the wire binds.
+pub fn cluster_lane_rate(
+    sender: &str,
+    overrides: &toml::Value,
+    io_preset: &str,
+    gbps: f64,
+    link: &toml::Table,
+    frames: u64,
+) -> Result<ClusterLane, PlatformError> {
+    let s = cluster_stream(
+        sender, sender, overrides, io_preset, gbps, link, frames, LANE_FRAME, 0,
+    )?;
+    let mut io = IoConfig::preset(io_preset)?;
+    if !link.is_empty() {
+        io = io.with_overrides(
+            toml::Value::Table(toml::Table::from_iter([(
+                "link".to_string(),
+                toml::Value::Table(link.clone()),
+            )])),
+            "the per-lane stream",
+        )?;
+    }
+    let (gt, enc) = gen_rate(io.link.gen).ok_or_else(|| {
+        PlatformError::config(
+            io_preset,
+            "link.gen",
+            format!("{} must be 1, 2 or 3", io.link.gen),
+        )
+    })?;
+    let lanes = f64::from(io.link.lanes);
+    let span = s.links[0].passages.iter().map(|p| p.2).fold(0.0, f64::max);
+    if span <= 0.0 {
+        return Err(PlatformError::Stalled(
+            "the per-lane stream carried nothing".into(),
+        ));
+    }
+    let payload = frames as f64 * f64::from(LANE_FRAME - LATENCY_HEADERS) * 8.0;
+    let goodput = payload / span;
+    let (tx, _) = pair_devices(&s, "the per-lane stream")?;
+    // The payload crosses the sender's link downstream (read completions, or the iDMA's
+    // pushes): the busier direction.
+    let up: u64 = tx.bytes_up.iter().map(|(_, v)| v).sum();
+    let down: u64 = tx.bytes_down.iter().map(|(_, v)| v).sum();
+    let up = up.max(down);
+    Ok(ClusterLane {
+        goodput_gbps: goodput,
+        per_lane_gbps: goodput / lanes,
+        lane_limit_gbps: gt * enc,
+        link_gbps_per_lane: up as f64 * 8.0 / span / lanes,
+        wire_share: goodput / gbps,
+    })
+}
+
+/// 1514 B frames of one 64 KB message (64 KB over 1460 B of TCP payload each, rounded up).
+pub const LARGE_FRAMES_PER_MESSAGE: u64 = 45;
+
+/// The bandwidth platform's I/O preset (section 4.2: the 82599 on Gen2 x8) and its ports' summed
+/// line rate.
+pub const BW_IO: &str = "larsen-82599-gen2";
+
 /// Ports of the bandwidth platform's adapter: section 4.2's 82599 is a dual 10GbE NIC and iperf
 /// ran on both ports, which share its one PCIe link. Modelled as one MAC at the ports' summed
 /// line rate (a modelling choice: the two ports' rings are not kept apart; per packet they move
@@ -343,8 +698,8 @@ pub fn shares(s: &IoStats, h: usize) -> (f64, f64, f64) {
 pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Row>, PlatformError> {
     let mut out = Vec::new();
     let want = |p: &str| o.parts.iter().any(|x| x == p);
-    let total = want("latency") as usize * 4
-        + want("fig10") as usize * 8
+    let total = want("latency") as usize * 3
+        + want("fig10") as usize * 12
         + want("sensitivity") as usize * 6;
     let mut done = 0;
     let mut tick = |progress: &mut dyn FnMut(usize, usize)| {
@@ -370,131 +725,108 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             let s = platform_stack(name, pl, SLOW_DRAM, cached)?;
             stack_rows(&mut out, "sensitivity", case, &s, false);
         }
-        let desc = latency_run(&o.latency, ["descriptor", "descriptor"])?;
+        // Table 1's end-to-end latency: two platforms on one wire.
+        let sw = host_stack_instructions()?;
+        let cases = [
+            ("descriptor-dma", FIG8_PLATFORM, FIG8_PLATFORM),
+            ("idma", FIG9_PLATFORM, FIG8_PLATFORM),
+            ("idma-both", FIG9_PLATFORM, FIG9_PLATFORM),
+        ];
+        for (case, tx, rx) in cases {
+            let e = e2e_cluster(tx, rx, pl, "", true, sw)?;
+            let (paper_v, note) = match case {
+                "descriptor-dma" => (
+                    paper("table1", "descriptor_dma_end_to_end_us"),
+                    "calibrated: the host software stack (instructions of the receiver's handler) is fitted to give 8.8 us",
+                ),
+                "idma" => (
+                    paper("table1", "idma_end_to_end_us"),
+                    "predicted: the iDMA on the sender, the same software; two platforms on one wire",
+                ),
+                _ => (None, "the iDMA on both hosts (not in the paper)"),
+            };
+            out.push(row(
+                "table1",
+                case,
+                "end_to_end_us",
+                e.end_to_end_ns / 1000.0,
+                paper_v,
+                "us",
+                note,
+            ));
+            out.push(row(
+                "table1",
+                case,
+                "hardware_us",
+                e.interrupt_ns / 1000.0,
+                None,
+                "us",
+                "the sender's first store to the receiver's interrupt (drivers' stores, DMA, MACs, cable)",
+            ));
+            out.push(row(
+                "table1",
+                case,
+                "software_us",
+                (e.end_to_end_ns - e.interrupt_ns) / 1000.0,
+                None,
+                "us",
+                "the receiver's interrupt to its handler done (the fitted host software stack)",
+            ));
+        }
         tick(progress);
-        let idma = latency_run(&o.latency, ["idma", "descriptor"])?;
+        // What moves Table 1: DRAM timing, and whether the sender's descriptor and frame are in
+        // its cache.
+        for (case, tx, extra, cached) in [
+            ("descriptor-dma-memory", FIG8_PLATFORM, "", false),
+            ("idma-memory", FIG9_PLATFORM, "", false),
+            ("descriptor-dma-slow-dram", FIG8_PLATFORM, SLOW_DRAM, true),
+            ("idma-slow-dram", FIG9_PLATFORM, SLOW_DRAM, true),
+        ] {
+            let e = e2e_cluster(tx, FIG8_PLATFORM, pl, extra, cached, sw)?;
+            out.push(row(
+                "sensitivity",
+                &format!("table1-{case}"),
+                "end_to_end_us",
+                e.end_to_end_ns / 1000.0,
+                None,
+                "us",
+                "Table 1's run on the cluster, the descriptor and frame only in memory or a slower DRAM",
+            ));
+        }
         tick(progress);
-        let both = latency_run(&o.latency, ["idma", "idma"])?;
-        out.push(row(
-            "table1",
-            "descriptor-dma",
-            "end_to_end_us",
-            e2e_us(&desc),
-            paper("table1", "descriptor_dma_end_to_end_us"),
-            "us",
-            "calibrated: the software terms make this 8.8 us",
-        ));
-        out.push(row(
-            "table1",
-            "idma",
-            "end_to_end_us",
-            e2e_us(&idma),
-            paper("table1", "idma_end_to_end_us"),
-            "us",
-            "predicted: iDMA on the sender",
-        ));
-        out.push(row(
-            "table1",
-            "idma-both",
-            "end_to_end_us",
-            e2e_us(&both),
-            None,
-            "us",
-            "iDMA on both hosts (not in the paper)",
-        ));
-        out.push(row(
-            "table1",
-            "descriptor-dma",
-            "nic_tx_latency_ns",
-            desc.tx_stack.total,
-            None,
-            "ns",
-            "the two-host model's Fig. 8 stack (the paper's is the fig8 row's)",
-        ));
-        out.push(row(
-            "table1",
-            "idma",
-            "nic_tx_latency_ns",
-            idma.tx_stack.total,
-            None,
-            "ns",
-            "the two-host model's iDMA stack: its memory reads are the [idma] parameters",
-        ));
     }
     if want("fig10") {
-        let b = &o.bandwidth;
-        let cases = [
-            ("64B", o.small_count, 64u64),
-            ("64KB", o.large_count, 65536),
-        ];
-        for (ki, kind) in ["descriptor", "idma"].iter().enumerate() {
-            for (label, count, len) in cases {
-                let mut c = b.clone();
-                c.nic.kind = kind.to_string();
-                let s = stream(&c, count, len)?;
+        let pl = &o.platform;
+        let bw_gbps = o.bandwidth.nic.mac_gbps * f64::from(PORTS);
+        let sw = host_stack_instructions()?;
+        // Fig. 10 on the cluster: the measured host's link, TX on the sender, RX on the receiver.
+        let small = o.small_count.min(MAX_STREAM_FRAMES);
+        let large = o
+            .large_count
+            .saturating_mul(LARGE_FRAMES_PER_MESSAGE)
+            .min(MAX_STREAM_FRAMES);
+        for (ki, name) in [FIG8_PLATFORM, FIG9_PLATFORM].iter().enumerate() {
+            for (label, frames, frame, gap) in [
+                ("64B", small, FRAME as u32, sw / 2),
+                ("64KB", large, LANE_FRAME, 0),
+            ] {
+                let s = cluster_stream(
+                    name,
+                    name,
+                    pl,
+                    BW_IO,
+                    bw_gbps,
+                    &toml::Table::new(),
+                    frames,
+                    frame,
+                    gap,
+                )?;
                 tick(progress);
-                for (dir, h) in [("tx", 0usize), ("rx", 1usize)] {
+                let (tx, rx) = pair_devices(&s, "the Fig. 10 stream")?;
+                for (dir, d) in [("tx", tx), ("rx", rx)] {
                     let case = format!("{dir}-{label}");
-                    let (share, fetch_db, dllp) = shares(&s, h);
-                    if ki == 0 {
-                        out.push(row(
-                            "fig10",
-                            &case,
-                            "descriptor_doorbell_share",
-                            share,
-                            paper("fig10", &format!("{dir}_{label}")),
-                            "fraction",
-                            "descriptor fetch + doorbell + write-back + MSI-X, of TLP bytes",
-                        ));
-                        out.push(row(
-                            "fig10",
-                            &case,
-                            "fetch_doorbell_share",
-                            fetch_db,
-                            None,
-                            "fraction",
-                            "descriptor fetch + doorbell only, of TLP bytes",
-                        ));
-                        out.push(row(
-                            "fig10",
-                            &case,
-                            "dllp_share",
-                            dllp,
-                            None,
-                            "fraction",
-                            "Ack/UpdateFC DLLPs, of all bytes",
-                        ));
-                        let l = &s.hosts[h].link;
-                        for (k, v) in &l.categories {
-                            out.push(row(
-                                "fig10",
-                                &case,
-                                &format!("bytes_{k}"),
-                                *v as f64,
-                                None,
-                                "B",
-                                "",
-                            ));
-                        }
-                        out.push(row(
-                            "fig10",
-                            &case,
-                            "link_bytes",
-                            l.total as f64,
-                            None,
-                            "B",
-                            "",
-                        ));
-                        out.push(row(
-                            "fig10",
-                            &case,
-                            "bytes_checked",
-                            s.bytes_checked as f64,
-                            None,
-                            "B",
-                            "payload bytes checked by the receiver",
-                        ));
-                    } else {
+                    let (share, fetch_db, dllp) = device_shares(d);
+                    if ki == 1 {
                         out.push(row(
                             "fig10",
                             &case,
@@ -502,83 +834,105 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                             share,
                             None,
                             "fraction",
-                            "with the iDMA: only its receive-buffer head writes remain",
+                            "with the iDMA on both hosts: only its receive-buffer head writes remain",
                         ));
+                        continue;
+                    }
+                    out.push(row(
+                        "fig10",
+                        &case,
+                        "descriptor_doorbell_share",
+                        share,
+                        paper("fig10", &format!("{dir}_{label}")),
+                        "fraction",
+                        "descriptor fetch (requests + completions) + doorbell + write-back + MSI-X, of all TLP bytes on the measured host's link",
+                    ));
+                    out.push(row(
+                        "fig10",
+                        &case,
+                        "fetch_doorbell_share",
+                        fetch_db,
+                        None,
+                        "fraction",
+                        "descriptor fetch + doorbell only, of TLP bytes",
+                    ));
+                    out.push(row(
+                        "fig10",
+                        &case,
+                        "dllp_share",
+                        dllp,
+                        None,
+                        "fraction",
+                        "Ack/UpdateFC DLLPs, of all bytes",
+                    ));
+                    let mut total = 0u64;
+                    let mut by: BTreeMap<String, u64> = BTreeMap::new();
+                    for (k, v) in d.bytes_up.iter().chain(&d.bytes_down) {
+                        *by.entry(k.clone()).or_default() += v;
+                        total += v;
+                    }
+                    let mut counts: Vec<(String, f64, &str, &str)> = by
+                        .iter()
+                        .map(|(k, v)| (format!("bytes_{k}"), *v as f64, "B", ""))
+                        .collect();
+                    counts.push(("link_bytes".into(), total as f64, "B", ""));
+                    counts.push((
+                        "frames".into(),
+                        frames as f64,
+                        "frames",
+                        "frames of the stream, every one landed and checked byte for byte",
+                    ));
+                    counts.push((
+                        "bytes_checked".into(),
+                        rx.rx_bytes_checked as f64,
+                        "B",
+                        "received bytes checked against the frames that came off the wire",
+                    ));
+                    for (metric, v, unit, note) in counts {
+                        out.push(row("fig10", &case, &metric, v, None, unit, note));
                     }
                 }
             }
         }
-        // The same streams without TCP ACKs (and an RX FIFO large enough that nothing drops): the
-        // terms the receivers' ACK transmissions add to each bar.
-        for (label, count, len) in cases {
-            let mut c = b.clone();
-            c.driver.ack_every = 0;
-            c.nic.rx_fifo_frames = 65536;
-            let s = stream(&c, count, len)?;
-            tick(progress);
-            for (dir, h) in [("tx", 0usize), ("rx", 1usize)] {
-                let case = format!("{dir}-{label}");
-                let (share, fetch_db, _) = shares(&s, h);
-                out.push(row(
-                    "fig10",
-                    &case,
-                    "share_without_acks",
-                    share,
-                    None,
-                    "fraction",
-                    "all terms, the stream without TCP ACKs",
-                ));
-                out.push(row(
-                    "fig10",
-                    &case,
-                    "fetch_doorbell_share_without_acks",
-                    fetch_db,
-                    None,
-                    "fraction",
-                    "descriptor fetch + doorbell only, without TCP ACKs",
-                ));
-            }
-        }
-        // Table 1's bandwidth per lane: a simulated dual-port stream that saturates the link or
-        // the wire, whichever binds.
-        for (case, kind, key) in [
+        // Table 1's bandwidth per lane: a stream of full-size frames on the cluster that saturates
+        // the link or the wire, whichever binds.
+        for (case, name, key) in [
             (
                 "descriptor-dma",
-                "descriptor",
+                FIG8_PLATFORM,
                 "descriptor_dma_gbps_per_lane",
             ),
-            ("idma", "idma", "idma_gbps_per_lane"),
+            ("idma", FIG9_PLATFORM, "idma_gbps_per_lane"),
         ] {
-            let r = lane_rate(b, kind, o.large_count, 65536)?;
+            let r = cluster_lane_rate(
+                name,
+                pl,
+                BW_IO,
+                bw_gbps,
+                &toml::Table::new(),
+                MAX_STREAM_FRAMES,
+            )?;
             tick(progress);
+            // The bound is a fact of the link (a lane's data rate after line encoding), not a
+            // result: it is in the note, never a row of its own.
+            let per_lane_note = format!(
+                "simulated: TCP payload of a dual-port stream of full-size frames on the cluster, over the link's lanes; bounded by a lane's data rate, {:.2} Gb/s (a fact of the link)",
+                r.lane_limit_gbps
+            );
             for (metric, v, p, unit, note) in [
                 (
                     "gbps_per_lane",
                     r.per_lane_gbps,
                     paper("table1", key),
                     "Gb/s",
-                    "TCP payload of a dual-port 64 KB stream over the link's lanes (simulated)",
-                ),
-                (
-                    "lane_limit_gbps",
-                    r.lane_limit_gbps,
-                    None,
-                    "Gb/s",
-                    "a lane's data rate per direction after line encoding: the bound",
+                    per_lane_note.as_str(),
                 ),
                 (
                     "link_gbps_per_lane",
                     r.link_gbps_per_lane,
                     None,
                     "Gb/s",
-                    "every byte on the busiest link direction, TLPs and DLLPs, per lane",
-                ),
-                (
-                    "link_busy",
-                    r.link_busy,
-                    None,
-                    "fraction",
-                    "the busiest link direction's wire time over the stream",
+                    "every byte on the busier direction of the sender's link, TLPs and DLLPs, per lane",
                 ),
                 (
                     "wire_share",
@@ -590,6 +944,56 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             ] {
                 out.push(row("table1", case, metric, v, p, unit, note));
             }
+        }
+        // The two-host I/O model (systems::io_pair) as a sensitivity: the same bars with TCP
+        // ACKs going back and without, and its per-lane stream.
+        let b = &o.bandwidth;
+        for (label, count, len) in [
+            ("64B", o.small_count, 64u64),
+            ("64KB", o.large_count, 65536),
+        ] {
+            for acks in [true, false] {
+                let mut c = b.clone();
+                if !acks {
+                    c.driver.ack_every = 0;
+                    c.nic.rx_fifo_frames = 65536;
+                }
+                let s = stream(&c, count, len)?;
+                tick(progress);
+                for (dir, h) in [("tx", 0usize), ("rx", 1usize)] {
+                    let (share, _, _) = shares(&s, h);
+                    let metric = if acks {
+                        "descriptor_doorbell_share"
+                    } else {
+                        "share_without_acks"
+                    };
+                    out.push(row(
+                        "sensitivity",
+                        &format!("io-pair-{dir}-{label}"),
+                        metric,
+                        share,
+                        None,
+                        "fraction",
+                        "the two-host I/O model's stream (TCP ACKs modelled there)",
+                    ));
+                }
+            }
+        }
+        for (case, kind) in [
+            ("io-pair-descriptor-dma", "descriptor"),
+            ("io-pair-idma", "idma"),
+        ] {
+            let r = lane_rate(b, kind, o.large_count, 65536)?;
+            tick(progress);
+            out.push(row(
+                "sensitivity",
+                case,
+                "gbps_per_lane",
+                r.per_lane_gbps,
+                None,
+                "Gb/s",
+                "the two-host I/O model's dual-port 64 KB stream, over the link's lanes",
+            ));
         }
     }
     if want("sensitivity") {
@@ -815,6 +1219,112 @@ mod tests {
         );
         let idma = get(&|_| {}, "idma");
         assert!(idma.wire_share > 0.85, "the wire binds: {idma:?}");
+    }
+
+    fn none() -> toml::Value {
+        toml::Value::Table(Default::default())
+    }
+
+    /// Table 1 on the cluster: the end-to-end latency comes out of the two platforms' memory
+    /// systems, so DRAM timing and whether the sender's descriptor is in its cache move it, and
+    /// the iDMA's is a separate run (no arithmetic of Fig. 8 and Fig. 9).
+    #[test]
+    fn cluster_table1_moves_with_dram_timing_and_descriptor_cache_state() {
+        let sw = host_stack_instructions().expect("calibration");
+        let e = |tx: &str, extra: &str, cached: bool| {
+            e2e_cluster(tx, FIG8_PLATFORM, &none(), extra, cached, sw).expect("run")
+        };
+        let base = e(FIG8_PLATFORM, "", true);
+        let slow = e(FIG8_PLATFORM, SLOW_DRAM, true);
+        let memory = e(FIG8_PLATFORM, "", false);
+        eprintln!("base {base:?} slow {slow:?} memory {memory:?}");
+        assert!(base.end_to_end_ns > base.interrupt_ns, "{base:?}");
+        // A slower DRAM: the receiver's landed frame and descriptor are read from DRAM.
+        assert!(
+            slow.end_to_end_ns > base.end_to_end_ns + 20.0,
+            "{slow:?} vs {base:?}"
+        );
+        // The descriptor and frame only in DRAM instead of the driver's cache: the sender's
+        // fetches take another path.
+        assert!(
+            (memory.interrupt_ns - base.interrupt_ns).abs() > 5.0,
+            "{memory:?} vs {base:?}"
+        );
+        // The iDMA on the sender: shorter, by an amount the platform gives.
+        let idma = e(FIG9_PLATFORM, "", true);
+        let idma_slow = e(FIG9_PLATFORM, SLOW_DRAM, true);
+        eprintln!("idma {idma:?} idma slow {idma_slow:?}");
+        assert!(idma.end_to_end_ns < base.end_to_end_ns - 500.0, "{idma:?}");
+        assert!(
+            idma_slow.end_to_end_ns > idma.end_to_end_ns + 20.0,
+            "{idma_slow:?}"
+        );
+        // The software term is the receiver's handler: more instructions, later.
+        let more =
+            e2e_cluster(FIG8_PLATFORM, FIG8_PLATFORM, &none(), "", true, sw * 2).expect("run");
+        assert!(more.end_to_end_ns > base.end_to_end_ns + 500.0, "{more:?}");
+        assert!(
+            (more.interrupt_ns - base.interrupt_ns).abs() < 1.0,
+            "{more:?}"
+        );
+    }
+
+    /// Table 1's per-lane figure on the cluster never exceeds a lane's data rate, whatever the
+    /// link and the wire, and follows what binds.
+    #[test]
+    fn cluster_per_lane_is_bounded_by_the_link_under_perturbation() {
+        let link = |gen: i64, lanes: i64| {
+            toml::Table::from_iter([
+                ("gen".to_string(), toml::Value::Integer(gen)),
+                ("lanes".to_string(), toml::Value::Integer(lanes)),
+            ])
+        };
+        let mut seen = Vec::new();
+        for (gen, lanes, gbps) in [
+            (1, 1, 40.0),
+            (1, 4, 40.0),
+            (2, 8, 20.0),
+            (2, 2, 100.0),
+            (3, 1, 100.0),
+        ] {
+            for name in [FIG8_PLATFORM, FIG9_PLATFORM] {
+                let r = cluster_lane_rate(name, &none(), BW_IO, gbps, &link(gen, lanes), 40)
+                    .expect("stream");
+                let at = format!("gen{gen} x{lanes} {gbps} Gb/s {name}: {r:?}");
+                eprintln!("{at}");
+                let (gt, enc) = gen_rate(gen as u8).expect("gen");
+                assert!((r.lane_limit_gbps - gt * enc).abs() < 1e-12, "{at}");
+                assert!(r.per_lane_gbps > 0.0, "{at}");
+                assert!(r.per_lane_gbps < r.lane_limit_gbps, "{at}");
+                assert!(r.link_gbps_per_lane > r.per_lane_gbps, "{at}");
+                assert!(r.link_gbps_per_lane <= r.lane_limit_gbps * 1.0001, "{at}");
+                assert!(r.wire_share < 1.0, "{at}");
+                seen.push(r.per_lane_gbps);
+            }
+        }
+        // A Gen1 x1 link binds hard: far below the Gen2 x8 case's wire-bound figure.
+        assert!(seen[0] > 0.5 * 2.0 && seen[4] < 3.0, "{seen:?}");
+    }
+
+    #[test]
+    fn cluster_streams_reject_bad_lengths() {
+        let t = toml::Table::new();
+        for n in [0, MAX_STREAM_FRAMES + 1] {
+            let e = cluster_stream(
+                FIG8_PLATFORM,
+                FIG8_PLATFORM,
+                &none(),
+                BW_IO,
+                20.0,
+                &t,
+                n,
+                64,
+                0,
+            )
+            .expect_err("refused")
+            .to_string();
+            assert!(e.contains("frames"), "{e}");
+        }
     }
 
     #[test]

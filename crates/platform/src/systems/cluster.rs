@@ -43,6 +43,24 @@ pub struct LinkSpec {
     pub gbps: Option<f64>,
 }
 
+impl LinkSpec {
+    /// A link between the first device with a port on `a` and the one on `b`, `meters` of cable
+    /// at `ns_per_meter`, at the ports' rate.
+    pub fn between(a: usize, b: usize, meters: f64, ns_per_meter: f64) -> LinkSpec {
+        let end = |host| End {
+            host,
+            agent: String::new(),
+        };
+        LinkSpec {
+            a: end(a),
+            b: end(b),
+            meters,
+            ns_per_meter,
+            gbps: None,
+        }
+    }
+}
+
 /// What a link carried.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LinkStats {
