@@ -22,9 +22,9 @@ from rich.console import Group
 
 from movelab import _core
 from movelab._util import refuse_keys
-from movelab.executor import run_points
+from movelab.executor import costs, run_points
 from movelab.reproduce import fraction, group, ledger, paper_data, pyplot, table, write_csv, write_rows
-from movelab.reproduce.rowclone_apps import INSTRUCTIONS, WARMUP, check_app_params, check_lengths
+from movelab.reproduce.rowclone_apps import INSTRUCTIONS, RUN_S, WARMUP, check_app_params, check_lengths, run_cost
 
 NAME = "rowclone-multicore"
 ROW_KEY = ["cores", "mechanism"]
@@ -128,6 +128,17 @@ def run_mixes(
     return run_points(mix_point, [{**base, "mix": m, "alone": alone} for m in ms], shifted(len(names)))
 
 
+#: A scheduling estimate (CPU seconds per simulated instruction of one core of a mix, measured by
+#: ``python -m movelab.reproduce._critical_path`` on 8-core mixes): orders the work, never a row.
+CPU_S_PER_CORE_INSTRUCTION = 1.2e-6
+
+
+def mix_cost(p: dict[str, Any]) -> float:
+    """A mix point's CPU seconds, estimated: every core's instructions under three mechanisms."""
+    return 3 * (RUN_S + p["mix"]["cores"] * (p["instructions"] + p["warmup"]) * CPU_S_PER_CORE_INSTRUCTION)
+
+
+@costs(run_cost, feeds_next=True)
 def alone_point(p: dict[str, Any]) -> float:
     """One application's alone IPC on the single-core baseline."""
     ov = json.dumps(p["overrides"]) if p.get("overrides") else None
@@ -135,6 +146,7 @@ def alone_point(p: dict[str, Any]) -> float:
     return json.loads(_core.rowclone_alone(p["app"], "base", p["instructions"], p["warmup"], ov, ap))["ipc"]
 
 
+@costs(mix_cost)
 def mix_point(p: dict[str, Any]) -> dict[str, Any]:
     """One mix under the three mechanisms."""
     ov = json.dumps(p["overrides"]) if p.get("overrides") else None
