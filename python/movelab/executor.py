@@ -249,25 +249,25 @@ class PlanningExecutor(Executor):
     that a reproduction's longest point no longer waits for the one before to finish.
 
     A batch whose results feed the command's next batch (:func:`costs`' ``feeds_next``) and whose
-    cost hints add up to at most ``run_below`` CPU seconds is run here instead, its results kept in
-    ``ran`` (for :meth:`Executor.provide`), and the command goes on to its next batch, which is
-    then started at once with the others (rowclone-multicore's mixes need every application's
-    alone run)."""
+    cost hints add up to at most ``run_below`` CPU seconds is run instead, on ``through`` (the pool,
+    idle while planning; default: this process), its results kept in ``ran`` (for
+    :meth:`Executor.provide`), and the command goes on to its next batch, which is then started at
+    once with the others (rowclone-multicore's mixes need every application's alone run)."""
 
-    def __init__(self, run_below: float = 0.0) -> None:
+    def __init__(self, run_below: float = 0.0, through: Executor | None = None) -> None:
         self.workers = 1
         self.description = "planning"
         self.run_below = run_below
+        self.through = through
         self.batches: list[tuple[Callable[[Any], Any], list[Any]]] = []
         self.ran: list[tuple[Callable[[Any], Any], Any, Any]] = []
 
     def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
         if getattr(fn, "feeds_next", False) and sum(_cost(fn, p) for p in points) <= self.run_below:
-            for i, p in enumerate(points):
-                ok, v = _guarded(fn, p)
-                if ok:
-                    self.ran.append((fn, p, v))
-                yield Outcome(i, v) if ok else Outcome(i, error=v)
+            for o in (self.through or SerialExecutor()).imap(fn, points):
+                if o.ok:
+                    self.ran.append((fn, points[o.index], o.value))
+                yield o
             return
         self.batches.append((fn, list(points)))
         raise Planned

@@ -83,7 +83,7 @@ def replay(batches: list[Batch], after: float, workers: int, largest_first: bool
     for each batch's points. The pool starts points in the order handed to it: as asked, or (with
     ``largest_first``) the costliest by hint first, within each hand-over (the first batches
     together). ``plan_through``: a first batch whose results feed the next (``feeds_next``) and
-    whose hints add up to at most this is run by this process before anything is handed over
+    whose hints add up to at most this is run on the pool before anything else is handed over
     (:class:`movelab.executor.PlanningExecutor`), and the batch after it is handed over with the
     first ones. Seconds are the measured CPU seconds."""
     free = [0.0] * workers  # when each worker is next free
@@ -103,7 +103,8 @@ def replay(batches: list[Batch], after: float, workers: int, largest_first: bool
     first = [i for i, b in enumerate(batches) if i == 0 or b.module != batches[i - 1].module]
     ran = [i for i in first if batches[i].feeds_next and sum(h for _, h, _ in batches[i].points) <= plan_through]
     ahead = [i for i in first if i not in ran] + [i + 1 for i in ran if i + 1 < len(batches)]
-    t = sum(dt for i in ran for _, _, dt in batches[i].points)
+    hand_over(0.0, [(i, h, dt) for i in ran for _, h, dt in batches[i].points])
+    t = max((done[i] for i in ran), default=0.0)
     hand_over(t, [(i, h, dt) for i in ahead for _, h, dt in batches[i].points])
     for i, b in enumerate(batches):
         t += b.before

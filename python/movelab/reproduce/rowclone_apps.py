@@ -123,9 +123,9 @@ def points(overrides: Mapping[str, Any] | None, apps: list[str], instructions: i
 
 
 #: Scheduling estimates (CPU seconds of a run's set-up, and per simulated instruction of one core
-#: alone, measured by ``python -m movelab.reproduce._critical_path`` at 15k and 150k
+#: alone, fitted to ``python -m movelab.reproduce._critical_path``'s times at 15k and 150k
 #: instructions): they order the work, never a row.
-RUN_S, CPU_S_PER_INSTRUCTION = 0.06, 0.4e-6
+RUN_S, CPU_S_PER_INSTRUCTION = 0.065, 0.07e-6
 
 
 def run_cost(p: dict[str, Any]) -> float:

@@ -141,10 +141,11 @@ def points(overrides: Mapping[str, Any] | None = None, sizes_mb: list[int] | Non
     return [*fork, {**base, "s_mb": None, "n_pages": None, "mechanisms": None}]
 
 
-#: Scheduling estimates (CPU seconds, measured by ``python -m movelab.reproduce._critical_path``):
-#: filling one MB of the array, copying one page under one mechanism, zeroing one page in the
-#: bulk-zero runs, and a run's set-up. They order the work, never a row.
-FILL_S_PER_MB, COPY_S_PER_PAGE, ZERO_S_PER_PAGE, RUN_S = 0.05, 6e-4, 1e-3, 0.1
+#: Scheduling estimates (CPU seconds, fitted to ``python -m movelab.reproduce._critical_path``'s
+#: times of the paper's S and N): filling one MB of the array, copying one page under one
+#: mechanism, zeroing one page in the bulk-zero runs, and a run's set-up. They order the work,
+#: never a row.
+FILL_S_PER_MB, COPY_S_PER_PAGE, ZERO_S_PER_PAGE, RUN_S = 0.06, 2.4e-4, 1.3e-4, 0.1
 
 
 def cost(p: dict[str, Any]) -> float:

@@ -128,14 +128,16 @@ def run_mixes(
     return run_points(mix_point, [{**base, "mix": m, "alone": alone} for m in ms], shifted(len(names)))
 
 
-#: A scheduling estimate (CPU seconds per simulated instruction of one core of a mix, measured by
-#: ``python -m movelab.reproduce._critical_path`` on 8-core mixes): orders the work, never a row.
-CPU_S_PER_CORE_INSTRUCTION = 1.2e-6
+#: A scheduling estimate (CPU seconds per simulated instruction and square core count, fitted to
+#: ``python -m movelab.reproduce._critical_path``'s times of 2-, 4- and 8-core mixes: the cores
+#: contend, so a mix's time grows faster than its core count): orders the work, never a row.
+CPU_S_PER_CORE2_INSTRUCTION = 1.5e-7
 
 
 def mix_cost(p: dict[str, Any]) -> float:
-    """A mix point's CPU seconds, estimated: every core's instructions under three mechanisms."""
-    return 3 * (RUN_S + p["mix"]["cores"] * (p["instructions"] + p["warmup"]) * CPU_S_PER_CORE_INSTRUCTION)
+    """A mix point's CPU seconds, estimated: three runs (one per mechanism) of all its cores."""
+    cores = p["mix"]["cores"]
+    return 3 * (RUN_S + cores * cores * (p["instructions"] + p["warmup"]) * CPU_S_PER_CORE2_INSTRUCTION)
 
 
 @costs(run_cost, feeds_next=True)

@@ -139,7 +139,7 @@ def _merge(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> dict[str, Any]:
 
 #: A scheduling estimate (CPU seconds per packet of one simulation, and per simulation, measured
 #: by ``python -m movelab.reproduce._critical_path`` at 50 and 200 packets): orders the work, never a row.
-CPU_S_PER_PACKET, CPU_S_PER_RUN = 4e-4, 0.06
+CPU_S_PER_PACKET, CPU_S_PER_RUN = 3e-4, 0.04
 
 
 def cost(p: dict[str, Any]) -> float:
