@@ -6,6 +6,8 @@ points, and it runs them on a local pool of processes (every core by default), i
 Outcomes come back as points finish, in any order, each carrying its point's index, so a caller can
 store results as they arrive and order them afterwards: the table is the same whichever executor ran
 it. A point whose function raises does not stop the others; its outcome carries the error message.
+A point function may declare a cost hint (:func:`costs`): the pool and Dask then start its costliest
+points first (largest-first scheduling), which only changes when a point runs, never its result.
 
 The point function must be importable by the workers (a module-level function of an installed
 package), since both the process pool and Dask send it by reference.
@@ -102,12 +104,12 @@ def largest_first(batches: Sequence[Batch]) -> list[tuple[Callable[[Any], Any], 
     return sorted(pairs, key=lambda fp: -_cost(*fp))
 
 
-def _submission_order(fn: Callable[[Any], Any], points: Sequence[Any]) -> Sequence[int]:
-    """The indices of ``points`` in the order to start them: the costliest first when ``fn`` has a
-    cost hint, else as given (a sweep's points have none: a million of them are not all looked at)."""
+def _submission_order(fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    """(index, point) in the order to start them: the costliest first when ``fn`` has a cost hint,
+    else as given, lazily (a sweep's points are made as they are iterated, never indexed)."""
     if getattr(fn, "cost", None) is None:
-        return range(len(points))
-    return sorted(range(len(points)), key=lambda i: -_cost(fn, points[i]))
+        return iter(enumerate(points))
+    return iter(sorted(enumerate(points), key=lambda ip: -_cost(fn, ip[1])))
 
 
 def _guarded(fn: Callable[[Any], Any], point: Any) -> tuple[bool, Any]:
@@ -310,7 +312,7 @@ class LocalExecutor(Executor):
             return
         pool = self._get_pool()
         pending: dict[Future, int] = {}
-        it = ((i, points[i]) for i in _submission_order(fn, points))
+        it = _submission_order(fn, points)
         window = 2 * self.workers
         try:
             while True:
@@ -489,7 +491,7 @@ class DaskExecutor(Executor):
 
         # Keep the scheduler's queue a few points per thread deep, so that memory stays bounded and
         # Ctrl-C has little to cancel; the cluster may grow while we run, so ask again as we go.
-        it = ((i, points[i]) for i in _submission_order(fn, points))
+        it = _submission_order(fn, points)
         index: dict[Any, int] = {}
         ac = as_completed()
         threads = {"n": self.workers, "asked": time.monotonic()}

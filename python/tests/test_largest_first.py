@@ -54,9 +54,18 @@ def two_stages(n: list[int], log: Path) -> list[int]:
 def test_a_hinted_function_has_its_points_started_costliest_first() -> None:
     pts = [{"n": n} for n in [2, 9, 1, 9, 5]]
     # Equal costs keep their order (the two 9s: index 1 before index 3).
-    assert list(_submission_order(logged, pts)) == [1, 3, 4, 0, 2]
-    # Without a hint the points start as given (a lazy range: a sweep's million points are not sorted).
-    assert _submission_order(unhinted, [3, 1, 2]) == range(3)
+    assert [i for i, _ in _submission_order(logged, pts)] == [1, 3, 4, 0, 2]
+    # Without a hint the points start as given, taken as they are iterated (a sweep's points are
+    # made one by one, never indexed nor all held).
+    made: list[int] = []
+
+    def lazy():
+        for k in range(3):
+            made.append(k)
+            yield k
+
+    it = _submission_order(unhinted, lazy())  # type: ignore[arg-type]
+    assert made == [] and next(it) == (0, 0) and made == [0]
 
 
 def test_the_pool_starts_the_costliest_point_first_and_returns_every_result_in_place(tmp_path: Path) -> None:
