@@ -6,6 +6,8 @@ points, and it runs them on a local pool of processes (every core by default), i
 Outcomes come back as points finish, in any order, each carrying its point's index, so a caller can
 store results as they arrive and order them afterwards: the table is the same whichever executor ran
 it. A point whose function raises does not stop the others; its outcome carries the error message.
+A point function may declare a cost hint (:func:`costs`): the pool and Dask then start its costliest
+points first (largest-first scheduling), which only changes when a point runs, never its result.
 
 The point function must be importable by the workers (a module-level function of an installed
 package), since both the process pool and Dask send it by reference.
@@ -14,6 +16,7 @@ package), since both the process pool and Dask send it by reference.
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import os
 import signal
@@ -27,7 +30,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Executor", "Outcome", "PointError", "cpu_count", "current", "make_executor", "run_points", "use"]
+__all__ = ["Executor", "Outcome", "PointError", "costs", "cpu_count", "current", "largest_first", "make_executor",
+           "run_points", "use"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,59 @@ def cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def costs(estimate: Callable[[Any], float],
+          feeds_next: bool = False) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+    """Declares a point function's cost hint: ``estimate(point)``, the point's CPU seconds as
+    estimated from its parameters (one unit for every point function, so that points of several
+    functions can be ordered together). Executors start the costliest points first (largest-first
+    scheduling: a long point started last would otherwise hold the run's end). Only the order of
+    the work depends on it, never a result. ``feeds_next``: the caller's next batch of points
+    needs these results (a planner may run a cheap batch of them at once, to start the next one
+    early: :class:`PlanningExecutor`)::
+
+        @costs(lambda p: 0.5 * p["packets"])
+        def point(p): ...
+    """
+
+    def declare(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        fn.cost = estimate  # type: ignore[attr-defined]
+        fn.feeds_next = feeds_next  # type: ignore[attr-defined]
+        return fn
+
+    return declare
+
+
+def _cost(fn: Callable[[Any], Any], point: Any) -> float:
+    """``fn``'s cost hint for ``point``; infinite (start it first) without one or where the hint
+    fails on this point: a point of unknown length started early costs little, a long one
+    started last holds the end."""
+    estimate = getattr(fn, "cost", None)
+    if estimate is None:
+        return math.inf
+    try:
+        return float(estimate(point))
+    except Exception:
+        return math.inf
+
+
+Batch = tuple[Callable[[Any], Any], Sequence[Any]]
+
+
+def largest_first(batches: Sequence[Batch]) -> list[tuple[Callable[[Any], Any], Any]]:
+    """Every (function, point) of ``batches``, the costliest first by the functions' hints
+    (:func:`costs`), points without one first; points of equal cost keep their order."""
+    pairs = [(fn, p) for fn, pts in batches for p in pts]
+    return sorted(pairs, key=lambda fp: -_cost(*fp))
+
+
+def _submission_order(fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    """(index, point) in the order to start them: the costliest first when ``fn`` has a cost hint,
+    else as given, lazily (a sweep's points are made as they are iterated, never indexed)."""
+    if getattr(fn, "cost", None) is None:
+        return iter(enumerate(points))
+    return iter(sorted(enumerate(points), key=lambda ip: -_cost(fn, ip[1])))
 
 
 def _guarded(fn: Callable[[Any], Any], point: Any) -> tuple[bool, Any]:
@@ -153,6 +210,11 @@ class Executor:
         """Starts ``fn`` on ``points`` now, ahead of the :meth:`imap` that will ask for them (a pool
         runs several commands' points side by side); the default runs nothing ahead."""
 
+    def provide(self, fn: Callable[[Any], Any], point: Any, value: Any) -> None:
+        """Hands over ``fn(point)``'s result, computed elsewhere (while planning), so that the
+        :meth:`imap` that asks for it takes it instead of running the point again; the default
+        keeps nothing (the point runs again)."""
+
     def close(self) -> None:
         pass
 
@@ -183,17 +245,32 @@ class Planned(BaseException):
 
 
 class PlanningExecutor(Executor):
-    """Runs nothing: records the first batch of points a command asks for (``batches``) and stops
-    the command with :class:`Planned`. ``movelab reproduce all`` plans every reproduction this way,
-    then starts all their first batches on the pool at once (:meth:`Executor.prefetch`), so that a
-    reproduction's longest point no longer waits for the one before to finish."""
+    """Runs nothing costly: records the first batch of points a command asks for (``batches``) and
+    stops the command with :class:`Planned`. ``movelab reproduce all`` plans every reproduction this
+    way, then starts all their first batches on the pool at once (:meth:`Executor.prefetch`), so
+    that a reproduction's longest point no longer waits for the one before to finish.
 
-    def __init__(self) -> None:
+    A batch whose results feed the command's next batch (:func:`costs`' ``feeds_next``) and whose
+    cost hints add up to at most ``run_below`` CPU seconds is run instead, on ``through`` (the pool,
+    idle while planning; default: this process), its results kept in ``ran`` (for
+    :meth:`Executor.provide`), and the command goes on to its next batch, which is then started at
+    once with the others (rowclone-multicore's mixes need every application's alone run)."""
+
+    def __init__(self, run_below: float = 0.0, through: Executor | None = None) -> None:
         self.workers = 1
         self.description = "planning"
+        self.run_below = run_below
+        self.through = through
         self.batches: list[tuple[Callable[[Any], Any], list[Any]]] = []
+        self.ran: list[tuple[Callable[[Any], Any], Any, Any]] = []
 
     def imap(self, fn: Callable[[Any], Any], points: Sequence[Any]) -> Iterator[Outcome]:
+        if getattr(fn, "feeds_next", False) and sum(_cost(fn, p) for p in points) <= self.run_below:
+            for o in (self.through or SerialExecutor()).imap(fn, points):
+                if o.ok:
+                    self.ran.append((fn, points[o.index], o.value))
+                yield o
+            return
         self.batches.append((fn, list(points)))
         raise Planned
 
@@ -235,7 +312,7 @@ class LocalExecutor(Executor):
             return
         pool = self._get_pool()
         pending: dict[Future, int] = {}
-        it = iter(enumerate(points))
+        it = _submission_order(fn, points)
         window = 2 * self.workers
         try:
             while True:
@@ -273,6 +350,14 @@ class LocalExecutor(Executor):
                 continue
             with _main_not_inherited(fn):
                 self._ahead.setdefault(key, []).append(pool.submit(_guarded, fn, p))
+
+    def provide(self, fn: Callable[[Any], Any], point: Any, value: Any) -> None:
+        key = _point_key(fn, point)
+        if key is None:
+            return
+        f: Future = Future()
+        f.set_result((True, value))
+        self._ahead.setdefault(key, []).append(f)
 
     def _kill(self) -> None:
         """Stops the workers now (Ctrl-C, a broken pool, or the caller abandoning the iteration)."""
@@ -406,7 +491,7 @@ class DaskExecutor(Executor):
 
         # Keep the scheduler's queue a few points per thread deep, so that memory stays bounded and
         # Ctrl-C has little to cancel; the cluster may grow while we run, so ask again as we go.
-        it = iter(enumerate(points))
+        it = _submission_order(fn, points)
         index: dict[Any, int] = {}
         ac = as_completed()
         threads = {"n": self.workers, "asked": time.monotonic()}

@@ -504,19 +504,28 @@ def _rowclone_multicore(fmt: str, overrides: dict[str, Any], app_params: dict[st
     _emit(fmt, rows, out, force, lambda d: rm.write(rows, d, results), rm.tables)
 
 
+#: CPU seconds (by the points' cost hints) under which a batch whose results feed the next is run
+#: on the pool while planning, so that the batch after it starts with the others:
+#: rowclone-multicore's alone runs (about 2 s, under a second on 16 workers), whose results its
+#: mixes need.
+PLAN_THROUGH_S = 10.0
+
+
 def _start_all_first_points(jobs: list[Callable[[Path], Any]], out: Path) -> None:
     """On a pool of several workers, starts every reproduction's first batch of points at once:
     each job runs (silently) up to its first request for points, which is recorded and stops it
-    (:class:`movelab.executor.PlanningExecutor`); the pool then runs all the batches side by side,
-    and each reproduction, run in turn, finds its points started or done. Without this a
-    reproduction's longest point waits for every point of the reproductions before it."""
+    (:class:`movelab.executor.PlanningExecutor`; a batch cheaper than :data:`PLAN_THROUGH_S` whose
+    results feed the next is run on the pool, and the job goes on to its next batch); the pool
+    then runs all the batches side by side, the costliest points first, and each reproduction,
+    run in turn, finds its points started or done. Without this a reproduction's longest point
+    waits for every point of the reproductions before it."""
     global _PLANNING
     from movelab import executor
 
     ex = executor.current()
     if ex.workers < 2 or type(ex).prefetch is executor.Executor.prefetch:
         return
-    planner = executor.PlanningExecutor()
+    planner = executor.PlanningExecutor(run_below=PLAN_THROUGH_S, through=ex)
     _PLANNING = True
     try:
         # Silent: a job's messages (an error too) come when it runs for real.
@@ -530,8 +539,11 @@ def _start_all_first_points(jobs: list[Callable[[Path], Any]], out: Path) -> Non
                     pass
     finally:
         _PLANNING = False
-    for fn, pts in planner.batches:
-        ex.prefetch(fn, pts)
+    for fn, pt, value in planner.ran:
+        ex.provide(fn, pt, value)
+    # The costliest points first, whichever reproduction they belong to (largest-first scheduling).
+    for fn, pt in executor.largest_first(planner.batches):
+        ex.prefetch(fn, [pt])
 
 
 @app.command("all")

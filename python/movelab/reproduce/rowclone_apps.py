@@ -22,7 +22,7 @@ from rich.console import Group
 
 from movelab import _core
 from movelab._util import refuse_keys
-from movelab.executor import run_points
+from movelab.executor import costs, run_points
 from movelab.reproduce import fraction, group, ledger, paper_data, pyplot, table, write_rows
 
 NAME = "rowclone-apps"
@@ -122,6 +122,23 @@ def points(overrides: Mapping[str, Any] | None, apps: list[str], instructions: i
              "warmup": warmup, "app_params": dict(app_params) if app_params else None} for a in apps]
 
 
+#: Scheduling estimates (CPU seconds of a run's set-up, and per simulated instruction of one core
+#: alone, fitted to ``python -m movelab.reproduce._critical_path``'s times at 15k and 150k
+#: instructions): they order the work, never a row.
+RUN_S, CPU_S_PER_INSTRUCTION = 0.065, 0.07e-6
+
+
+def run_cost(p: dict[str, Any]) -> float:
+    """One alone run's CPU seconds, estimated: its set-up, then warm-up plus measured instructions."""
+    return RUN_S + (p["instructions"] + p["warmup"]) * CPU_S_PER_INSTRUCTION
+
+
+def cost(p: dict[str, Any]) -> float:
+    """A point's CPU seconds, estimated: three alone runs (one per mechanism)."""
+    return 3 * run_cost(p)
+
+
+@costs(cost)
 def point(p: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of one point of :func:`points` (the model's, unrounded)."""
     ov = json.dumps(p["overrides"]) if p.get("overrides") else None

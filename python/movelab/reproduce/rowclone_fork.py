@@ -20,7 +20,7 @@ from rich.console import Group
 
 from movelab import _core
 from movelab._util import refuse_keys
-from movelab.executor import run_points
+from movelab.executor import costs, run_points
 from movelab.reproduce import fraction, group, ledger, paper_data, table, write_rows
 
 NAME = "rowclone-fork"
@@ -141,6 +141,23 @@ def points(overrides: Mapping[str, Any] | None = None, sizes_mb: list[int] | Non
     return [*fork, {**base, "s_mb": None, "n_pages": None, "mechanisms": None}]
 
 
+#: Scheduling estimates (CPU seconds, fitted to ``python -m movelab.reproduce._critical_path``'s
+#: times of the paper's S and N): filling one MB of the array, copying one page under one
+#: mechanism, zeroing one page in the bulk-zero runs, and a run's set-up. They order the work,
+#: never a row.
+FILL_S_PER_MB, COPY_S_PER_PAGE, ZERO_S_PER_PAGE, RUN_S = 0.06, 2.4e-4, 1.3e-4, 0.1
+
+
+def cost(p: dict[str, Any]) -> float:
+    """A point's CPU seconds, estimated: the fill phase, then each N's copies under each mechanism
+    (or the four bulk-zero runs)."""
+    if p["s_mb"] is None:
+        return 4 * (RUN_S + p["zero_pages"] * ZERO_S_PER_PAGE)
+    mechs = len(p.get("mechanisms") or FORK_MECHS)
+    return RUN_S + p["s_mb"] * FILL_S_PER_MB + mechs * sum(RUN_S + n * COPY_S_PER_PAGE for n in p["n_pages"])
+
+
+@costs(cost)
 def point(p: dict[str, Any]) -> list[dict[str, Any]]:
     """The runs of one point of :func:`points`, not yet related to their baselines (the model's
     raw totals; :func:`run` relates the runs of all points at once)."""

@@ -24,9 +24,9 @@ from rich.console import Group
 
 from movelab import _core
 from movelab._util import refuse_keys
-from movelab.executor import run_points
+from movelab.executor import costs, run_points
 from movelab.reproduce import fraction, group, ledger, paper_data, pyplot, table, write_csv, write_rows
-from movelab.reproduce.rowclone_apps import INSTRUCTIONS, WARMUP, check_app_params, check_lengths
+from movelab.reproduce.rowclone_apps import INSTRUCTIONS, RUN_S, WARMUP, check_app_params, check_lengths, run_cost
 
 NAME = "rowclone-multicore"
 ROW_KEY = ["cores", "mechanism"]
@@ -140,6 +140,19 @@ def run_mixes(
     return run_points(mix_point, [{**base, "mix": m, "alone": alone} for m in ms], shifted(len(names)))
 
 
+#: A scheduling estimate (CPU seconds per simulated instruction and square core count, fitted to
+#: ``python -m movelab.reproduce._critical_path``'s times of 2-, 4- and 8-core mixes: the cores
+#: contend, so a mix's time grows faster than its core count): orders the work, never a row.
+CPU_S_PER_CORE2_INSTRUCTION = 1.5e-7
+
+
+def mix_cost(p: dict[str, Any]) -> float:
+    """A mix point's CPU seconds, estimated: three runs (one per mechanism) of all its cores."""
+    cores = p["mix"]["cores"]
+    return 3 * (RUN_S + cores * cores * (p["instructions"] + p["warmup"]) * CPU_S_PER_CORE2_INSTRUCTION)
+
+
+@costs(run_cost, feeds_next=True)
 def alone_point(p: dict[str, Any]) -> float:
     """One application's alone IPC: alone on the multi-core system (the others idle), baseline."""
     ov = json.dumps(p["overrides"]) if p.get("overrides") else None
@@ -148,6 +161,7 @@ def alone_point(p: dict[str, Any]) -> float:
                                                 p.get("functional_warming", 0)))
 
 
+@costs(mix_cost)
 def mix_point(p: dict[str, Any]) -> dict[str, Any]:
     """One mix under the three mechanisms."""
     ov = json.dumps(p["overrides"]) if p.get("overrides") else None

@@ -26,7 +26,7 @@ from rich.console import Group
 
 from movelab import _core
 from movelab._util import refuse_keys
-from movelab.executor import run_points
+from movelab.executor import costs, run_points
 from movelab.reproduce import fraction, group, ledger, paper_data, table, write_rows
 
 NAME = "zhao-copy-engine"
@@ -137,6 +137,19 @@ def _merge(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: A scheduling estimate (CPU seconds per packet of one simulation, and per simulation, measured
+#: by ``python -m movelab.reproduce._critical_path`` at 50 and 200 packets): orders the work, never a row.
+CPU_S_PER_PACKET, CPU_S_PER_RUN = 3e-4, 0.04
+
+
+def cost(p: dict[str, Any]) -> float:
+    """A point's CPU seconds, estimated: a Table 3 cell or a setting of Figs. 12-14 is five
+    simulations (base, no copies, three engine modes), the figures ten."""
+    runs = 10 if p.get("figures") else 5
+    return runs * (CPU_S_PER_RUN + p["packets"] * CPU_S_PER_PACKET)
+
+
+@costs(cost)
 def point(p: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of one point of :func:`points` (the model's, unrounded)."""
     if p.get("sensitivity"):
