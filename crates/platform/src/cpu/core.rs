@@ -41,8 +41,9 @@ pub enum UopKind {
     RingCommit { ring: u16, push: bool, addr: u64 },
     /// Raises an interrupt at another core.
     Interrupt { target: u32 },
-    /// Nothing younger issues until `cycles` after this issues (interrupt entry and return).
-    Serialize { cycles: u32 },
+    /// Nothing younger issues until `cycles` after this issues (interrupt entry and return;
+    /// `ret`: the return, whose retirement ends the handler).
+    Serialize { cycles: u32, ret: bool },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -145,6 +146,9 @@ pub struct Core {
     serialize_until: Ps,
     /// The program's micro-ops set aside while an interrupt handler is fed in.
     interrupted: Option<VecDeque<Uop>>,
+    /// Handlers taken whose return has not retired: while one runs, interrupts are held
+    /// (interrupts are masked from a handler's entry to its return, as an interrupt gate does).
+    handlers: u32,
     /// `emitted` when the handler began.
     interrupt_mark: u64,
     /// The program's copy being expanded when the interrupt came.
@@ -206,6 +210,7 @@ impl Core {
             mem_blocked_until: 0,
             serialize_until: 0,
             interrupted: None,
+            handlers: 0,
             interrupt_mark: 0,
             interrupted_expansion: None,
             tag: 0,
@@ -262,6 +267,12 @@ impl Core {
     /// Whether the front end wants another operation.
     pub fn wants_op(&self) -> bool {
         self.pending.len() < 64 && self.expanding.is_none() && !self.finished_input
+    }
+
+    /// An interrupt handler was taken and its return has not retired yet: interrupts are
+    /// masked (the platform holds them and delivers each after the return).
+    pub fn in_handler(&self) -> bool {
+        self.handlers > 0
     }
 
     /// No more operations will come.
@@ -527,6 +538,7 @@ impl Core {
     /// feeds the handler's operations and calls [`Core::end_interrupt`].
     pub fn begin_interrupt(&mut self, entry_cycles: u32) {
         self.counters.interrupts += 1;
+        self.handlers += 1;
         // A copy of the program still being expanded resumes after the handler.
         if self.interrupted_expansion.is_none() {
             self.interrupted_expansion = self.expanding.take();
@@ -544,6 +556,7 @@ impl Core {
         self.emit(
             UopKind::Serialize {
                 cycles: entry_cycles,
+                ret: false,
             },
             1,
             None,
@@ -556,6 +569,7 @@ impl Core {
         self.emit(
             UopKind::Serialize {
                 cycles: exit_cycles,
+                ret: true,
             },
             1,
             None,
@@ -681,6 +695,9 @@ impl Core {
                 blocked: false,
                 done_at: 0,
             });
+            if let UopKind::Serialize { ret: true, .. } = e.uop.kind {
+                self.handlers = self.handlers.saturating_sub(1);
+            }
             self.head_seq += 1;
             self.rob_instrs -= e.uop.count;
             self.retire_credit -= i64::from(e.uop.count);
@@ -862,7 +879,7 @@ impl Core {
                     unc.ring_commit(now, ring, push, addr, seq)
                 }
                 UopKind::Interrupt { target } => unc.interrupt(now, target),
-                UopKind::Serialize { cycles } => {
+                UopKind::Serialize { cycles, .. } => {
                     let t = now + Ps::from(cycles.max(1)) * self.cycle_ps;
                     self.serialize_until = t;
                     Access::At(t)
@@ -1068,5 +1085,94 @@ mod tests {
         let zeroed = (0..1024).all(|k| lines.contains(&((1 << 20) / 64 + k)));
         let copied = (0..16).all(|k| lines.contains(&((3 << 20) / 64 + k)));
         assert!(zeroed && copied, "{} lines stored", lines.len());
+    }
+
+    /// An uncore that answers everything after a fixed time.
+    struct Fixed(Ps);
+    impl Uncore for Fixed {
+        fn load(&mut self, now: Ps, _: u64, _: bool, _: Token) -> Access {
+            Access::At(now + self.0)
+        }
+        fn store(&mut self, now: Ps, _: u64, _: bool, _: bool, _: Token) -> Access {
+            Access::At(now + self.0)
+        }
+        fn offload(&mut self, now: Ps, _: u32, _: OffloadOp, _: u64) -> Access {
+            Access::At(now + self.0)
+        }
+        fn uncached(&mut self, now: Ps, _: u64, _: bool) -> Access {
+            Access::At(now + self.0)
+        }
+        fn ring_wait(&mut self, now: Ps, _: u16, _: bool, _: u64, _: u64) -> Access {
+            Access::At(now + self.0)
+        }
+        fn ring_commit(&mut self, now: Ps, _: u16, _: bool, _: u64, _: u64) -> Access {
+            Access::At(now + self.0)
+        }
+        fn interrupt(&mut self, now: Ps, _: u32) -> Access {
+            Access::At(now + self.0)
+        }
+    }
+
+    /// Interrupts are masked from a handler's entry until its return retires (the platform
+    /// holds those that come meanwhile): `in_handler` holds while any handler entry is in
+    /// flight and clears exactly when the return leaves the window, and the program's work
+    /// still all retires after it.
+    #[test]
+    fn a_handler_masks_interrupts_until_its_return_retires() {
+        let mut core = Core::new(&CoreConfig::default(), 1);
+        core.push_op(
+            &Op::Compute {
+                n: 400,
+                loads: 0.0,
+                stores: 0.0,
+                region: None,
+            },
+            CopyBy::Cpu,
+        );
+        core.end_of_input();
+        assert!(!core.in_handler());
+        let mut unc = Fixed(5_000);
+        let mut now = 0;
+        for _ in 0..20 {
+            now = core.tick(now, &mut unc).max(now + 1);
+        }
+        core.begin_interrupt(30);
+        core.push_op(
+            &Op::Compute {
+                n: 200,
+                loads: 0.0,
+                stores: 1.0 / 8.0,
+                region: Some((1 << 20, 4096)),
+            },
+            CopyBy::Cpu,
+        );
+        core.end_interrupt(30);
+        let mut cleared_at = None;
+        let mut steps = 0;
+        while !core.drained() {
+            assert!(steps < 1_000_000, "the core never drained");
+            steps += 1;
+            let before = core.in_handler();
+            let ret_at_head = matches!(
+                core.rob.front().map(|e| e.uop.kind),
+                Some(UopKind::Serialize { ret: true, .. })
+            );
+            now = core.tick(now, &mut unc).max(now + 1);
+            if before && !core.in_handler() {
+                assert!(
+                    ret_at_head,
+                    "the handler ended before its return reached the head"
+                );
+                cleared_at.get_or_insert(now);
+            }
+            if cleared_at.is_none() {
+                assert!(core.in_handler());
+            }
+        }
+        assert!(cleared_at.is_some());
+        assert!(!core.in_handler());
+        // Entry, return, 200 handler and 400 program instructions all retired.
+        assert_eq!(core.counters.instructions, 602);
+        assert_eq!(core.counters.interrupts, 1);
     }
 }

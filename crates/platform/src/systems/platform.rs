@@ -133,6 +133,9 @@ pub struct CoreSlot {
     /// ([`Platform::set_work_targets`]).
     pub warm_at: Option<Ps>,
     pub target_at: Option<Ps>,
+    /// Interrupts that came while a handler ran (masked until its return retires); each is
+    /// taken in turn after it.
+    held_irqs: u32,
 }
 
 /// A physical core: its hardware contexts (one, or a multithreaded core's) and which runs.
@@ -334,6 +337,7 @@ impl Platform {
                     // Only a multithreaded core's first context starts running.
                     next: if t == 0 { 0 } else { Ps::MAX },
                     done_at: None,
+                    held_irqs: 0,
                     warm_at: None,
                     target_at: None,
                 });
@@ -976,9 +980,13 @@ impl Platform {
                     Ev::Poke(c) => self.sys.poke(c as usize),
                     Ev::Interrupt(c) => {
                         let c = c as usize;
-                        let g = self.cores[c].group.min(programs.len() - 1);
-                        self.take_interrupt(c, run.handlers[g].as_ref(), &run.ring_maps[g]);
-                        self.sys.poke(c);
+                        if self.cores[c].core.in_handler() {
+                            self.cores[c].held_irqs += 1;
+                        } else {
+                            let g = self.cores[c].group.min(programs.len() - 1);
+                            self.take_interrupt(c, run.handlers[g].as_ref(), &run.ring_maps[g]);
+                            self.sys.poke(c);
+                        }
                     }
                 }
             }
@@ -1025,6 +1033,14 @@ impl Platform {
                 let c = &mut self.cores[i];
                 c.next = c.core.tick(now, &mut port);
                 let cy = c.core.cycle_ps;
+                if c.held_irqs > 0 && !c.core.in_handler() {
+                    // The handler returned: the next held interrupt is taken now.
+                    c.held_irqs -= 1;
+                    c.next = c.next.min(now + cy);
+                    let g = c.group.min(programs.len() - 1);
+                    self.take_interrupt(i, run.handlers[g].as_ref(), &run.ring_maps[g]);
+                    self.sys.poke(e);
+                }
                 let p = &mut self.sys.privs[e];
                 if !p.wakeups.is_empty() {
                     std::mem::swap(&mut p.wakeups, &mut run.wake_buf);
