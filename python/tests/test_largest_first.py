@@ -22,9 +22,11 @@ from movelab.executor import (
     use,
 )
 from movelab.reproduce import _critical_path as cp
+from movelab.reproduce import larsen_idma as li
 from movelab.reproduce import rowclone_apps as ra
 from movelab.reproduce import rowclone_fork as rf
 from movelab.reproduce import rowclone_multicore as rm
+from movelab.reproduce import wun_onload as wo
 from movelab.reproduce import zhao_copy_engine as zc
 
 
@@ -105,6 +107,15 @@ def test_every_reproduction_point_has_a_finite_hint_that_grows_with_its_work() -
     assert eight > 3 * two
     # an alone run is a third of an application's point (its three mechanisms)
     assert hints(rm.alone_point, [{**base, "app": "shell"}]) == [pytest.approx(ra.cost({**base, "app": "shell"}) / 3)]
+    # Larsen & Lee: more messages, more work; Fig. 10's streams above the small parts
+    small, large = hints(li.point, li.points(200, 8)), hints(li.point, li.points(2000, 64))
+    assert all(a < b for a, b in zip(small, large, strict=True))
+    parts = dict(zip(li.PARTS, large, strict=True))
+    assert parts["fig10"] > parts["sensitivity"]
+    # Wun & Crowley: a receive point on the one platform above a model-only one; bigger frames cost more
+    wun = {(p["point"]["experiment"], p["point"]["payload_bytes"]): h
+           for p, h in zip(wo.points(None, [64, 1472]), hints(wo.point, wo.points(None, [64, 1472])), strict=True)}
+    assert wun[("rx", 1472)] > wun[("rx", 64)] > wun[("mapping-cache", 64)]
 
 
 def _batch(module: str, before: float, *points: tuple[float, float]) -> cp.Batch:

@@ -33,7 +33,7 @@ from typing import Any
 from rich.console import Group
 
 from movelab import _core
-from movelab.executor import run_points
+from movelab.executor import costs, run_points
 from movelab.reproduce import group, ledger, table, write_rows
 
 NAME = "larsen-idma"
@@ -76,6 +76,21 @@ def points(small_count: int = 2000, large_count: int = 64, parts: list[str] | No
             for p in (parts or PARTS)]
 
 
+#: A scheduling estimate (CPU seconds per part at the default counts, measured point by point on
+#: the 2-core development machine): orders the work, never a row. Fig. 10's and the latency part's
+#: streams grow with the message counts.
+PART_CPU_S = {"fig10": 1.3, "latency": 0.9}
+OTHER_PART_CPU_S = 0.15
+
+
+def cost(p: dict[str, Any]) -> float:
+    """A part's CPU seconds, estimated (scaled by its message counts against the defaults)."""
+    base = PART_CPU_S.get(p["part"], OTHER_PART_CPU_S)
+    scale = 0.5 * (p["small_count"] / 2000 + p["large_count"] / 64)
+    return base * max(scale, 0.05)
+
+
+@costs(cost)
 def point(p: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of one point of :func:`points`."""
     ov = json.dumps(p["overrides"]) if p.get("overrides") else None

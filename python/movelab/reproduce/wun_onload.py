@@ -31,7 +31,7 @@ from rich.text import Text
 
 from movelab import _core
 from movelab._util import refuse_keys
-from movelab.executor import run_points
+from movelab.executor import costs, run_points
 from movelab.reproduce import group, ledger, paper_data, table, write_rows
 
 NAME = "wun-onload"
@@ -93,6 +93,21 @@ def points(overrides: Mapping[str, Any] | None = None, payloads: list[int] | Non
     return [{"point": p, "overrides": ov} for p in pts]
 
 
+#: A scheduling estimate (CPU seconds per point by experiment, the largest measured point by point
+#: on the 2-core development machine; receive and transmit on the one platform grow with the payload):
+#: orders the work, never a row.
+EXPERIMENT_CPU_S = {"rx": 0.3, "tx": 0.17, "me-bound": 0.2, "me-ceiling": 0.4, "dram-copy": 0.01}
+OTHER_EXPERIMENT_CPU_S = 0.1
+
+
+def cost(p: dict[str, Any]) -> float:
+    """A point's CPU seconds, estimated from its experiment and payload."""
+    q = p["point"]
+    base = EXPERIMENT_CPU_S.get(q["experiment"], OTHER_EXPERIMENT_CPU_S)
+    return base * (1.0 + q["payload_bytes"] / 1472)
+
+
+@costs(cost)
 def point(p: dict[str, Any]) -> list[dict[str, Any]]:
     """The row of one point of :func:`points`."""
     ov = json.dumps(p["overrides"]) if p.get("overrides") else None
