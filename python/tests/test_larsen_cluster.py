@@ -28,7 +28,10 @@ def test_table1_latency_fits_only_the_software_and_predicts_the_idma(rows: list[
     assert abs(desc["value"] - 8.8) < 0.1, desc  # the fit holds
     assert idma["basis"] == ledger.PREDICTED and idma["paper_value"] == 7.38
     # The iDMA shortens the sender's path; not an identity of Fig. 8 and Fig. 9.
-    assert both["value"] <= idma["value"] < desc["value"] - 0.5, (desc, idma, both)
+    # (Receiving through the iDMA is not shorter than through a ready 82598: its adapter writes the
+    # frame into the pinned buffer and the iDMA then copies it to the RX buffer, where the NIC
+    # writes it in place; not in the paper.)
+    assert idma["value"] < desc["value"] - 0.5 and both["value"] < desc["value"] - 0.5, (desc, idma, both)
     f8 = _row(rows, "fig8", "descriptor-dma", "nic_tx_latency_ns")["value"]
     f9 = _row(rows, "fig9", "idma", "nic_tx_latency_ns")["value"]
     assert abs((desc["value"] - idma["value"]) * 1000 - (f8 - f9)) > 1.0
