@@ -70,6 +70,9 @@ def test_the_idma_on_either_end(sender: str, receiver: str) -> None:
     s = platform.pair(sender, receiver, messages=4, tx_params={"gap": 2000}).summary()
     assert s["frames_sent"] == 4
     assert s["bytes_checked"] == 4 * 64 and s["bytes_wrong"] == 0
+    # The frame size reaches the iDMA too (an agent, not [io]): 1514 B frames land whole.
+    big = platform.pair(sender, receiver, messages=2, frame_bytes=1514, tx_params={"gap": 2000}).summary()
+    assert big["bytes_checked"] == 2 * 1514 and big["bytes_wrong"] == 0
 
 
 def test_microengines_at_the_receiving_end() -> None:

@@ -255,6 +255,21 @@ def _port_rate(platform: PlatformLike, ov: dict[str, Any], gbps: float) -> dict[
     return ov
 
 
+def _frame_size(platform: PlatformLike, ov: dict[str, Any], frame_bytes: int) -> dict[str, Any]:
+    """``ov`` with the frame size of ``platform``'s devices (its ``[io]`` NIC and listed iDMAs) set to
+    ``frame_bytes``; microengines take any frame up to their buffers' stride and are left as they are."""
+    cfg = load_config(platform, ov)
+    if cfg.get("io") is not None:
+        ov = _merge(ov, {"io": {"frame_bytes": frame_bytes}})
+    agents = [dict(a) for a in cfg.get("agents") or []]
+    if any(a.get("kind") == "idma" for a in agents):
+        for a in agents:
+            if a.get("kind") == "idma":
+                a["params"] = {**dict(a.get("params") or {}), "frame_bytes": frame_bytes}
+        ov = {**ov, "agents": agents}
+    return ov
+
+
 def pair(
     sender: PlatformLike = "larsen-io",
     receiver: PlatformLike = "larsen-io",
@@ -285,10 +300,9 @@ def pair(
     ro = dict(_check_overrides(receiver_overrides, "receiver_overrides"))
     if frame_bytes is not None:
         _in_range("frame_bytes", frame_bytes, 14, 9018, integer=True)
-        so = _merge(so, {"io": {"frame_bytes": frame_bytes}})
+        so = _frame_size(sender, so, frame_bytes)
         # A receiver with microengines has no [io]: its RX buffers take any frame up to their stride.
-        if load_config(receiver, ro).get("io") is not None:
-            ro = _merge(ro, {"io": {"frame_bytes": frame_bytes}})
+        ro = _frame_size(receiver, ro, frame_bytes)
     if gbps is not None:
         _in_range("gbps", gbps, 0.001, 1000.0)
         so = _port_rate(sender, so, float(gbps))
