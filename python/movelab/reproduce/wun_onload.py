@@ -44,7 +44,7 @@ EXPERIMENTS = ["rx", "tx", "rx-components", "mapping-cache", "l2-push", "me-boun
 #: The experiments on the one platform, and the network platform's keys that reach them (the
 #: microengines' count, clock and contexts, the host's clock, the calibrated CPI, the L2 push, the
 #: wire's rate); any other override reaches only the network model's experiments.
-ON_PLATFORM = ["rx", "tx", "me-bound"]
+ON_PLATFORM = ["rx", "tx", "me-bound", "me-ceiling"]
 PLATFORM_KEYS = {"small_cores": {"clock_mhz", "threads", "rx_cores", "tx_cores"},
                  "host": {"clock_mhz", "cpi", "l2_push"}, "wire": {"gbps"}}
 #: ``me-bound``'s small cores (``me{cores}-{MHz}mhz-t{threads}``) and ``me-ceiling``'s wires, as the

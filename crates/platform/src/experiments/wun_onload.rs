@@ -1,16 +1,16 @@
 //! Wun & Crowley, "Network I/O Acceleration in Heterogeneous Multicore Processors": receive and
 //! transmit throughput of the emu nic, the softnic and the onloader against the UDP payload size
-//! (Fig. 3, 4, 6) and the receive blocks alone where slow microengines are the bottleneck
-//! (`me-bound`: count, clock and contexts move the throughput) run on the one platform: two
-//! `ixp-host` platforms on a gigabit wire (`systems/cluster.rs`), one running the configuration
-//! (its microengines' `rx_mode`/`tx_mode` and the host program of `presets/network/wun-programs`),
-//! the other the iperf peer (its microengines a UDP `source` or `sink`). The rest still runs on
-//! the IXP2350-like network-I/O model of `presets/network/ixp2350.toml` (`systems/network_io.rs`):
-//! the onloader's receive blocks with and without the user program (Fig. 5), the per-connection
-//! mapping cache and the L2 push on and off (section 6), the receive blocks' rate with both
-//! gigabit ports' worth of traffic and with an open wire (`me-ceiling`, "the ME code sustains
-//! about 2 Gb/s"), and the DRAM-to-DRAM copy of the small cores against the host core
-//! (`dram-copy`, section 7's "up to 10x", `small_cores/dram_copy.rs`).
+//! (Fig. 3, 4, 6), the receive blocks alone where slow microengines are the bottleneck
+//! (`me-bound`: count, clock and contexts move the throughput) and the preset's receive blocks
+//! behind both gigabit ports' worth of traffic and an open wire (`me-ceiling`, "the ME code
+//! sustains about 2 Gb/s") run on the one platform: two `ixp-host` platforms on one wire
+//! (`systems/cluster.rs`), one running the configuration (its microengines' `rx_mode`/`tx_mode`
+//! and the host program of `presets/network/wun-programs`), the other the iperf peer (its
+//! microengines a UDP `source` or `sink`). The rest still runs on the IXP2350-like network-I/O
+//! model of `presets/network/ixp2350.toml` (`systems/network_io.rs`): the onloader's receive
+//! blocks with and without the user program (Fig. 5), the per-connection mapping cache and the
+//! L2 push on and off (section 6), and the DRAM-to-DRAM copy of the small cores against the host
+//! core (`dram-copy`, section 7's "up to 10x", `small_cores/dram_copy.rs`).
 use crate::config::network::NetworkIoConfig;
 use crate::config::platform::PlatformConfig;
 use crate::config::workload::Workload;
@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 /// The experiments that run on the one platform (`ixp-host` at both ends of a gigabit wire,
 /// `systems/cluster.rs`); the others run on the network-I/O model (`systems/network_io.rs`).
-pub const ON_PLATFORM: &[&str] = &["rx", "tx", "me-bound"];
+pub const ON_PLATFORM: &[&str] = &["rx", "tx", "me-bound", "me-ceiling"];
 /// The platform the one-platform experiments run on, at both ends of the wire.
 pub const PLATFORM: &str = "ixp-host";
 /// How long the receive experiments' peer sends, ns of simulated time (long beside the RBUF's
@@ -195,23 +195,8 @@ pub fn run_point(cfg: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError>
         let m = &mut cfg.small_cores;
         (m.rx_cores, m.tx_cores, m.clock_mhz, m.threads) = (cores, cores, mhz, threads);
         with_app = false;
-    } else if p.experiment == "me-ceiling" {
-        let gbps = match variant {
-            Some("wire-2gbps") => 2.0,
-            Some("wire-10gbps") => 10.0,
-            v => {
-                return Err(PlatformError::Unknown {
-                    kind: "wun-onload me-ceiling variant",
-                    name: v.unwrap_or_default().into(),
-                    known: ME_CEILING.join(", "),
-                })
-            }
-        };
-        cfg.wire.gbps = gbps;
-        cfg.msf.mac_gbps = gbps;
-        with_app = false;
     }
-    match variant.filter(|_| !matches!(p.experiment.as_str(), "me-bound" | "me-ceiling")) {
+    match variant.filter(|_| p.experiment != "me-bound") {
         None => {}
         Some("cache-on") => cfg.host.mapping_cache = true,
         Some("cache-off") => cfg.host.mapping_cache = false,
@@ -401,9 +386,25 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
     let frame = (payload + HEADER_BYTES) as u64;
     let words = frame.div_ceil(4);
     let lines = frame.div_ceil(64);
+    // `me-ceiling`: the preset's microengines behind a faster wire (both ends' MACs at its rate).
+    let gbps = if p.experiment == "me-ceiling" {
+        match p.variant.as_deref() {
+            Some("wire-2gbps") => 2.0,
+            Some("wire-10gbps") => 10.0,
+            v => {
+                return Err(PlatformError::Unknown {
+                    kind: "wun-onload me-ceiling variant",
+                    name: v.unwrap_or_default().into(),
+                    known: ME_CEILING.join(", "),
+                })
+            }
+        }
+    } else {
+        net.wire.gbps
+    };
     let wire_ns = crate::net::ethernet_link::frame_wire_ps(
         frame as usize,
-        net.wire.gbps,
+        gbps,
         crate::net::ethernet_link::OVERHEAD_BYTES,
     ) as f64
         / 1000.0;
@@ -414,7 +415,7 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
             ("frame_bytes", tv_i(frame)),
             ("rx_mode", tv_s(mode.0)),
             ("tx_mode", tv_s(mode.1)),
-            ("mac_gbps", tv_f(net.wire.gbps)),
+            ("mac_gbps", tv_f(gbps)),
         ]
     };
     let cfgname = p.config.as_str();
@@ -431,7 +432,7 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
         tx_engines = cores;
         me_over.push(("clock_mhz", tv_f(mhz)));
         me_over.push(("threads", tv_i(threads as u64)));
-    } else if p.variant.is_some() {
+    } else if p.variant.is_some() && p.experiment != "me-ceiling" {
         return Err(PlatformError::Unknown {
             kind: "wun-onload variant",
             name: p.variant.clone().unwrap_or_default(),
@@ -469,7 +470,8 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
         let idle = program(net, "tx-onloader", &[("messages", 0)])?;
         (vec![tx], rx, vec![vec![prog], vec![idle]], false)
     } else {
-        let frames = if p.experiment == "me-bound" {
+        let blocks_alone = matches!(p.experiment.as_str(), "me-bound" | "me-ceiling");
+        let frames = if blocks_alone {
             ME_BOUND_FRAMES
         } else {
             (RX_SEND_NS / wire_ns).ceil() as u64
@@ -492,7 +494,7 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
         let mut me = common((mode, "frame"));
         me.push(checksum(csum));
         me.push(("l2_push", tv_b(push)));
-        let prog = if p.experiment == "me-bound" {
+        let prog = if blocks_alone {
             // The receive blocks alone: every buffer posted up front, no host on the path.
             me.push(("rx_irq", tv_b(false)));
             program(net, "rx-onloader", &[("buffers", 512)])?
