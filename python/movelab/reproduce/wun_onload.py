@@ -10,8 +10,8 @@
   traffic and with an open wire (``me-ceiling``: "the ME code sustains about 2 Gb/s"); the small
   cores' DRAM-to-DRAM copy against the host core's (``dram-copy``: "up to 10x faster", section 7).
 
-``rx``, ``tx`` and ``me-bound`` run on the one platform: two ``ixp-host`` platforms on a gigabit
-wire (``systems/cluster.rs``), one the configuration under test (its microengines' receive or
+``rx``, ``tx``, ``me-bound`` and ``me-ceiling`` run on the one platform: two ``ixp-host`` platforms
+on one wire (``systems/cluster.rs``), one the configuration under test (its microengines' receive or
 transmit program and the host program of ``presets/network/wun-programs``), the other the iperf
 peer (its microengines a UDP source or sink). The other experiments run on the network-I/O model
 (Rust: ``network_io``, ``experiments::wun_onload``; platform ``presets/network/ixp2350.toml``). The
