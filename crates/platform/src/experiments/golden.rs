@@ -111,7 +111,7 @@ fn platform_lines() -> Vec<String> {
 /// end; each line digests both platforms' and the link's statistics and both DRAM command logs.
 fn cluster_lines() -> Vec<String> {
     use crate::config::platform::PlatformConfig;
-    use crate::systems::cluster::{self, End, LinkSpec};
+    use crate::systems::cluster::{self, LinkSpec};
     let cases: &[(&str, &str, &str, &str)] = &[
         ("larsen-io", "", "larsen-io", ""),
         ("larsen-io-idma", "", "larsen-io-idma", ""),
@@ -154,17 +154,7 @@ fn cluster_lines() -> Vec<String> {
                 vec![Workload::load("nic-tx", &txp)?],
                 vec![Workload::load("nic-rx", &BTreeMap::new())?],
             ];
-            let end = |host| End {
-                host,
-                agent: String::new(),
-            };
-            let link = LinkSpec {
-                a: end(0),
-                b: end(1),
-                meters: 3.0,
-                ns_per_meter: 5.0,
-                gbps: None,
-            };
+            let link = LinkSpec::between(0, 1, 3.0, 5.0);
             let s = cluster::run(&mut ps, &progs, &[link], &mut |_| {})?;
             let logs: Vec<String> = cells
                 .iter()

@@ -18,7 +18,7 @@ use crate::net::udp_peer::HEADER_BYTES;
 use crate::sim::error::PlatformError;
 use crate::small_cores::dram_copy;
 use crate::stats::AgentStats;
-use crate::systems::cluster::{self, End, LinkSpec};
+use crate::systems::cluster::{self, LinkSpec};
 use crate::systems::network_io::{self, Direction, NetStats, RunSpec};
 use crate::systems::platform::Platform;
 use serde::{Deserialize, Serialize};
@@ -621,17 +621,8 @@ fn pair_run(
     for pl in &mut ps {
         pl.sys.track_values();
     }
-    let end = |host| End {
-        host,
-        agent: "microengines".into(),
-    };
-    let link = LinkSpec {
-        a: end(0),
-        b: end(1),
-        meters: 3.0,
-        ns_per_meter: 5.0,
-        gbps: None,
-    };
+    // Each ixp-host's one port: its microengines' MAC.
+    let link = LinkSpec::between(0, 1, 3.0, 5.0);
     let s = cluster::run(&mut ps, progs, &[link], &mut |_| {})?;
     let (snd, rcv) = (me_stats(&s.hosts[0])?, me_stats(&s.hosts[1])?);
     let (sd, rd) = (
