@@ -277,7 +277,12 @@ fn tso_moves_less_descriptor_traffic_than_full_size_frames_of_the_same_payload()
     let send = larsen_idma::large_send(&io);
     let segs = larsen_idma::segments(&io, send);
     let tso = bw_stream("larsen-io", 2, send, 0);
-    let frames = bw_stream("larsen-io", 2 * segs, io.driver.header_bytes + io.driver.mss, 0);
+    let frames = bw_stream(
+        "larsen-io",
+        2 * segs,
+        io.driver.header_bytes + io.driver.mss,
+        0,
+    );
     let (a, _, _) = larsen_idma::device_shares(&tso.hosts[0].devices[0]);
     let (b, _, _) = larsen_idma::device_shares(&frames.hosts[0].devices[0]);
     assert!(a < b / 5.0, "TSO share {a} against per-frame {b}");
@@ -294,7 +299,11 @@ fn the_receiver_posts_its_ring_with_one_tail_write_and_refills_in_batches() {
     assert_eq!(rx.nic.rx_frames, n);
     // One tail write for the ring up front; then at most one per `batch` frames cleaned, and
     // the handler's stores below a batch skipped.
-    assert!(rx.nic.doorbells >= 2, "the handler never refilled: {:?}", rx.nic);
+    assert!(
+        rx.nic.doorbells >= 2,
+        "the handler never refilled: {:?}",
+        rx.nic
+    );
     assert!(rx.nic.doorbells <= 1 + n / batch, "{:?}", rx.nic);
     assert!(rx.rx_tail_skipped + rx.nic.doorbells > 1);
     // Write-backs one per frame (RX WTHRESH 1), interrupts moderated (fewer than frames).
