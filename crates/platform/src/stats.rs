@@ -273,6 +273,12 @@ pub struct DeviceStats {
     /// link (in order), and those that differed.
     pub rx_bytes_checked: u64,
     pub rx_bytes_wrong: u64,
+    /// Every frame the MAC sent compared with its send's bytes in host memory, cut as TSO cuts
+    /// (the header repeated with the sequence offset, MSS of payload each); those that differed.
+    pub tx_bytes_checked: u64,
+    pub tx_bytes_wrong: u64,
+    /// RX tail stores the driver skipped: fewer than `driver.rx_refill_batch` buffers to post.
+    pub rx_tail_skipped: u64,
     pub nic: NicStats,
     /// Times (ns) the driver's RX tail stores reached the device (first few; for end-to-end
     /// latencies measured in Rust: not in reports).

@@ -1,7 +1,9 @@
 //! Platforms joined by an Ethernet link: Larsen & Lee's two hosts as two `larsen-io` platforms on
 //! one wire, the sender running the transmit driver, the receiver the receive driver. Every frame
 //! that lands is checked byte for byte against the frames that came off the wire.
+use movelab_platform::config::io::IoConfig;
 use movelab_platform::config::platform::PlatformConfig;
+use movelab_platform::experiments::larsen_idma;
 use movelab_platform::systems::cluster::{self, ClusterStats, End, LinkSpec};
 use movelab_platform::{Platform, Workload};
 use std::collections::BTreeMap;
@@ -212,4 +214,141 @@ fn the_idma_sends_and_receives_on_a_link_beside_a_nic() {
         assert_eq!(rx.rx_bytes_checked, 6 * 64, "{a} -> {b}: {rx:?}");
         assert_eq!(rx.rx_bytes_wrong, 0, "{a} -> {b}");
     }
+}
+
+fn no_overrides() -> toml::Value {
+    toml::Value::Table(Default::default())
+}
+
+/// The bandwidth platform's stream (the 82599 on Gen2 x8, both ports at 20 Gb/s).
+fn bw_stream(sender: &str, sends: u64, send: u32, gap: u64) -> ClusterStats {
+    larsen_idma::cluster_stream(
+        sender,
+        sender,
+        &no_overrides(),
+        larsen_idma::BW_IO,
+        20.0,
+        &toml::Table::new(),
+        sends,
+        send,
+        gap,
+    )
+    .expect("stream")
+}
+
+#[test]
+fn a_64kb_send_leaves_as_one_tso_chain_and_its_segments_land_checked() {
+    let io = IoConfig::preset(larsen_idma::BW_IO).expect("preset");
+    let send = larsen_idma::large_send(&io);
+    let segs = larsen_idma::segments(&io, send);
+    let (hdr, mss) = (u64::from(io.driver.header_bytes), u64::from(io.driver.mss));
+    assert_eq!(segs, 65_536u64.div_ceil(mss));
+    let sends = 2;
+    let s = bw_stream("larsen-io", sends, send, 0);
+    let tx = &s.hosts[0].devices[0];
+    let rx = &s.hosts[1].devices[0];
+    // One doorbell and one packet per send: a context descriptor and a data descriptor per 4 KB
+    // page of the (page-aligned) buffer, fetched once and written back once.
+    assert_eq!(tx.nic.doorbells, sends, "{:?}", tx.nic);
+    assert_eq!(tx.nic.tx_packets, sends);
+    let descs = sends * (1 + u64::from(send).div_ceil(4096));
+    assert_eq!(tx.nic.tx_desc_fetched, descs, "{:?}", tx.nic);
+    assert_eq!(tx.nic.tx_desc_written_back, descs);
+    // Segments: the header repeated on each, MSS of payload but the last.
+    assert_eq!(tx.frames, sends * segs);
+    assert_eq!(tx.frame_bytes, sends * (65_536 + segs * hdr));
+    assert_eq!(
+        s.links[0].a_to_b.bytes,
+        sends * (65_536 + segs * hdr),
+        "the wire carried other bytes"
+    );
+    // Each frame the MAC took is the piece of its send segmentation cuts; each landed as it left.
+    assert_eq!(tx.tx_bytes_checked, tx.frame_bytes);
+    assert_eq!(tx.tx_bytes_wrong, 0, "a segment differs from its send");
+    assert_eq!(rx.rx_bytes_checked, tx.frame_bytes);
+    assert_eq!(rx.rx_bytes_wrong, 0);
+    assert_eq!(rx.nic.rx_frames, sends * segs);
+    assert_eq!(hdr + mss, 1514, "full-size frames");
+}
+
+#[test]
+fn tso_moves_less_descriptor_traffic_than_full_size_frames_of_the_same_payload() {
+    let io = IoConfig::preset(larsen_idma::BW_IO).expect("preset");
+    let send = larsen_idma::large_send(&io);
+    let segs = larsen_idma::segments(&io, send);
+    let tso = bw_stream("larsen-io", 2, send, 0);
+    let frames = bw_stream(
+        "larsen-io",
+        2 * segs,
+        io.driver.header_bytes + io.driver.mss,
+        0,
+    );
+    let (a, _, _) = larsen_idma::device_shares(&tso.hosts[0].devices[0]);
+    let (b, _, _) = larsen_idma::device_shares(&frames.hosts[0].devices[0]);
+    assert!(a < b / 5.0, "TSO share {a} against per-frame {b}");
+}
+
+#[test]
+fn the_receiver_posts_its_ring_with_one_tail_write_and_refills_in_batches() {
+    let io = IoConfig::preset(larsen_idma::BW_IO).expect("preset");
+    assert!(io.driver.rx_post_all);
+    let batch = u64::from(io.driver.rx_refill_batch);
+    let n = 200;
+    let s = bw_stream("larsen-io", n, 64, 10_000);
+    let rx = &s.hosts[1].devices[0];
+    assert_eq!(rx.nic.rx_frames, n);
+    // One tail write for the ring up front; then at most one per `batch` frames cleaned, and
+    // the handler's stores below a batch skipped.
+    assert!(
+        rx.nic.doorbells >= 2,
+        "the handler never refilled: {:?}",
+        rx.nic
+    );
+    assert!(rx.nic.doorbells <= 1 + n / batch, "{:?}", rx.nic);
+    assert!(rx.rx_tail_skipped + rx.nic.doorbells > 1);
+    // Write-backs one per frame (RX WTHRESH 1), interrupts moderated (fewer than frames).
+    assert_eq!(rx.nic.rx_desc_written_back, n);
+    assert!(rx.interrupts < n / 2, "{} interrupts", rx.interrupts);
+}
+
+#[test]
+fn a_send_longer_than_a_frame_is_refused_without_tso_and_by_the_idma() {
+    let io = IoConfig::preset(larsen_idma::BW_IO).expect("preset");
+    let send = larsen_idma::large_send(&io);
+    let t = toml::Table::new();
+    let e = larsen_idma::cluster_stream(
+        "larsen-io-idma",
+        "larsen-io-idma",
+        &no_overrides(),
+        larsen_idma::BW_IO,
+        20.0,
+        &t,
+        1,
+        send,
+        0,
+    )
+    .expect_err("the iDMA does not segment")
+    .to_string();
+    assert!(e.contains("frame_bytes"), "{e}");
+    // A NIC whose driver does not use TSO: a send longer than a jumbo frame is refused.
+    let dir = std::env::temp_dir().join(format!("movelab-no-tso-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("no-tso.toml");
+    std::fs::write(
+        &file,
+        "preset = \"larsen-82598-gen1\"\nname = \"no-tso\"\n[driver]\ntso = false\n",
+    )
+    .expect("write");
+    for (tso, bytes) in [(true, 70_000u32), (false, 20_000)] {
+        let mut c = PlatformConfig::preset("larsen-io").expect("preset");
+        let io = c.io.as_mut().expect("io");
+        if !tso {
+            io.preset = file.display().to_string();
+        }
+        io.frame_bytes = bytes;
+        io.tx_buffer_stride = 73_728;
+        let e = Platform::new(&c).err().expect("refused").to_string();
+        assert!(e.contains("frame_bytes"), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -9,7 +9,9 @@
 * Table 1: end-to-end latency of a 64 B message between two systems, and the payload bandwidth
   per PCIe lane of a simulated dual-port stream that saturates the link or the wire;
 * Fig. 10: the share of PCIe bytes for descriptors and doorbells in iperf-like streams of 64 B and
-  64 KB I/O (82599 on Gen2 x8), receive and transmit;
+  64 KB I/O (82599 on Gen2 x8, set up as Linux ixgbe sets it up: write-back thresholds, interrupt
+  moderation, RX tail writes in batches; 64 KB sends as one TSO send the NIC segments), receive
+  and transmit;
 * sensitivity: Table 1's run with the descriptor only in memory and with a slower DRAM; the
   two-host I/O model's streams (with and without TCP ACKs) and per-lane figure; the stacks on a
   Gen3 / Haswell platform, and the receive path with DDIO on and off.
@@ -151,7 +153,8 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
     out.append(group(t))
     t = table("Fig. 10: share of PCIe bytes for descriptors and doorbells (%), 82599 on Gen2 x8, on the cluster",
               "all terms: descriptor fetch (requests + completions) + doorbell + write-back + MSI-X over all TLP bytes "
-              "of the measured host's link (TX: the sender's, RX: the receiver's, its TCP ACKs included); "
+              "of the measured host's link (TX: the sender's, RX: the receiver's; the cluster carries no TCP ACKs; "
+              "64 KB: TSO sends on the NIC, full-size frames through the iDMA); "
               "fetch+doorbell: the first two only; iDMA: the same streams with the iDMA on both hosts; two-host "
               "model: the I/O model's streams with and without ACKs (sensitivity).")
     for c in ["bar", "all terms", "paper", "basis", "fetch+doorbell", "DLLP share", "iDMA", "two-host model",

@@ -164,6 +164,16 @@ impl IdmaAgent {
             PlatformError::config(src, "agents", "the iDMA agent has no parameters")
         })?;
         cfg.validate(src)?;
+        if cfg.frame_bytes > 9018 {
+            return Err(PlatformError::config(
+                src,
+                "io.frame_bytes",
+                format!(
+                    "{} B: the iDMA pushes a frame per descriptor and does not segment (at most 9018)",
+                    cfg.frame_bytes
+                ),
+            ));
+        }
         let io = cfg.io_config(src)?;
         for (k, v) in [("irq_core", cfg.irq_core), ("ddio_core", cfg.ddio_core)] {
             if v as usize >= sys.cores() {

@@ -60,6 +60,9 @@ const EV_WIRE_IN: u16 = 8;
 /// Doorbell store times kept for the latency stacks.
 const MAX_STORES: usize = nic::MAX_TRACES;
 
+/// The page size a TSO send's data descriptors follow (one per 4 KB page).
+const PAGE: u64 = 4096;
+
 /// A device read waiting for its lines.
 struct DevRead {
     addr: u64,
@@ -83,7 +86,15 @@ pub struct PcieDeviceAgent {
     core_store: Ps,
     downstream: Ps,
     ddio: bool,
-    descs_per_pkt: u32,
+    /// A context descriptor before each packet's data descriptors.
+    context: bool,
+    /// TSO: (header bytes, MSS) when the driver's sends are longer than one segment.
+    tso: Option<(u32, u32)>,
+    /// The sends posted whose frames have not all left the MAC: (buffer, length, next segment).
+    sends: VecDeque<(u64, u32, u32)>,
+    /// RX tail stores refill every cleaned buffer (`driver.rx_post_all`), skipped below a batch.
+    rx_post_all: bool,
+    rx_refill_batch: u32,
     tail: u32,
     rx_tail: u32,
     rx_posted: u64,
@@ -144,11 +155,29 @@ impl PcieDeviceAgent {
                 .unwrap_or(cfg.tx_ring + io.nic.tx_ring as u64 * nic::DESC),
         );
         let rc = &io.root_complex;
+        let d = &io.driver;
+        // A send longer than a header and one MSS leaves as one TSO send the NIC segments.
+        let tso =
+            (d.tso && cfg.frame_bytes > d.header_bytes + d.mss).then_some((d.header_bytes, d.mss));
+        if cfg.frame_bytes > 9018 && tso.is_none() {
+            return Err(PlatformError::config(
+                src,
+                "io.frame_bytes",
+                format!(
+                    "{} B is longer than a frame: a send that long needs driver.tso",
+                    cfg.frame_bytes
+                ),
+            ));
+        }
         Ok(PcieDeviceAgent {
             id,
             g: io.geometry(),
             link: Link::new(io.link_params()),
-            descs_per_pkt: if nic.wants_context() { 2 } else { 1 },
+            context: nic.wants_context() || tso.is_some(),
+            tso,
+            sends: VecDeque::new(),
+            rx_post_all: d.rx_post_all,
+            rx_refill_batch: d.rx_refill_batch.max(1),
             nic,
             mem: HostMemory::default(),
             rc_read: ns(cfg.rc_read_ns),
@@ -214,6 +243,7 @@ impl PcieDeviceAgent {
                 }
                 NicOut::Timer(at) => sys.schedule(at.max(now), self.id, EV_NIC_TIMER, 0),
                 NicOut::Frame(f) => {
+                    self.check_sent(&f);
                     self.stats.frames += 1;
                     self.stats.frame_bytes += f.len() as u64;
                     // Serialized with FCS, preamble and inter-frame gap, after the frame before.
@@ -227,23 +257,95 @@ impl PcieDeviceAgent {
         }
     }
 
-    /// The driver's doorbell: the descriptors its program's stores stand for, and the new tail.
+    /// The driver's doorbell: the send and the descriptors its program's stores stand for, and
+    /// the new tail. The send's bytes: a header whose first 8 bytes number the send and whose
+    /// sequence field (bytes 8..16) is 0, then a pattern of the send and the offset. A TSO send
+    /// has a context descriptor (MSS, header length) and a data descriptor per 4 KB page of its
+    /// buffer (Linux hands the NIC a socket buffer's pages; as `systems/io_pair.rs`); any other
+    /// packet a context descriptor when the NIC wants one, and one data descriptor.
     fn post_packet(&mut self) -> u32 {
         let ring = self.nic.tx_ring.max(1);
         let slot = self.posted % ring as u64;
         let buf = self.cfg.tx_buffers + slot * self.cfg.tx_buffer_stride;
-        for k in 0..self.descs_per_pkt {
-            let d = if k + 1 < self.descs_per_pkt {
-                nic::tx_context_desc(0, 0)
+        let len = self.cfg.frame_bytes;
+        let n = self.posted;
+        let mut bytes: Vec<u8> = (0..len as u64)
+            .map(|o| (n.wrapping_mul(131) ^ o.wrapping_mul(7) ^ (o >> 8)) as u8)
+            .collect();
+        for (k, b) in n.to_le_bytes().into_iter().chain([0; 8]).enumerate() {
+            if let Some(x) = bytes.get_mut(k) {
+                *x = b;
+            }
+        }
+        self.mem.write(buf, &bytes);
+        self.sends.push_back((buf, len, 0));
+        let mut descs = Vec::new();
+        if self.context {
+            let (hdr, mss) = self.tso.unwrap_or((0, 0));
+            descs.push(nic::tx_context_desc(mss as u16, hdr as u16));
+        }
+        let (end, tso_cmd) = (
+            buf + len as u64,
+            if self.tso.is_some() { nic::CMD_TSO } else { 0 },
+        );
+        let mut a = buf;
+        while a < end {
+            let next = if self.tso.is_some() {
+                ((a / PAGE + 1) * PAGE).min(end)
             } else {
-                nic::tx_data_desc(buf, self.cfg.frame_bytes as u16, nic::CMD_EOP | nic::CMD_RS)
+                end
             };
+            let cmd = tso_cmd
+                | if next == end {
+                    nic::CMD_EOP | nic::CMD_RS
+                } else {
+                    0
+                };
+            descs.push(nic::tx_data_desc(a, (next - a) as u16, cmd));
+            a = next;
+        }
+        for d in descs {
             self.mem
                 .write(self.cfg.tx_ring + self.tail as u64 * nic::DESC, &d);
             self.tail = (self.tail + 1) % ring;
         }
         self.posted += 1;
         self.tail
+    }
+
+    /// The oracle of the transmit side: the frame the MAC takes is the next piece of the oldest
+    /// send not yet all sent, as segmentation cuts it (restated here from the send's bytes in
+    /// host memory: the header with the segment's offset added to its sequence field, then MSS
+    /// bytes of payload from there), or the whole send when it is not segmented.
+    fn check_sent(&mut self, frame: &[u8]) {
+        let Some(&(buf, len, k)) = self.sends.front() else {
+            return;
+        };
+        let want = match self.tso {
+            Some((hdr, mss)) if len > hdr + mss => {
+                let mut w = self.mem.read(buf, hdr as usize);
+                let off = nic::seq_field(&w) + u64::from(k) * u64::from(mss);
+                if w.len() >= 16 {
+                    w[8..16].copy_from_slice(&off.to_le_bytes());
+                }
+                let from = u64::from(hdr) + u64::from(k) * u64::from(mss);
+                let n = u64::from(mss).min(u64::from(len) - from);
+                w.extend(self.mem.read(buf + from, n as usize));
+                if from + n >= u64::from(len) {
+                    self.sends.pop_front();
+                } else if let Some(s) = self.sends.front_mut() {
+                    s.2 += 1;
+                }
+                w
+            }
+            _ => {
+                self.sends.pop_front();
+                self.mem.read(buf, len as usize)
+            }
+        };
+        self.stats.tx_bytes_checked += frame.len() as u64;
+        self.stats.tx_bytes_wrong += (want.iter().zip(frame).filter(|(a, b)| a != b).count()
+            + want.len().abs_diff(frame.len())) as u64;
     }
 
     /// The driver posts one RX buffer: its descriptor, and the new RX tail.
@@ -260,6 +362,14 @@ impl PcieDeviceAgent {
         self.rx_tail = (self.rx_tail + 1) % ring;
         self.rx_posted += 1;
         self.rx_tail
+    }
+
+    /// Buffers a refill posts (`driver.rx_post_all`): every one the driver has cleaned (the NIC
+    /// wrote its descriptor back), up to the ring less one.
+    fn rx_to_post(&self) -> u64 {
+        let ring = u64::from(self.nic.rx_ring.max(1));
+        let out = self.rx_posted - self.nic.stats.rx_desc_written_back.min(self.rx_posted);
+        (ring - 1).saturating_sub(out)
     }
 
     /// A device read reached the root complex: each line from a cache (dirty) or from memory.
@@ -297,8 +407,9 @@ impl PcieDeviceAgent {
                 purpose == Purpose::Payload,
                 &mut self.stats,
             );
-            // The payload's bytes: the version the path taken delivers (value shadow on).
-            if let Some(v) = seen {
+            // The payload's bytes: the version the path taken delivers (value shadow on) where
+            // a core has written the line; a line no core wrote keeps what memory holds.
+            if let Some(v) = seen.filter(|&v| v != 0) {
                 self.mem.write(line * 64, &[v.to_le_bytes(); 8].concat());
             }
         }
@@ -424,8 +535,17 @@ impl Agent for PcieDeviceAgent {
         addr: u64,
         write: bool,
     ) -> Access {
-        sys.count_uncached();
         let reg = nic::BAR + (addr - self.cfg.bar);
+        if write
+            && reg == nic::RDT
+            && self.rx_post_all
+            && self.rx_to_post() < self.rx_refill_batch as u64
+        {
+            // The driver's refill finds fewer than a batch of cleaned buffers: no tail write.
+            self.stats.rx_tail_skipped += 1;
+            return Access::At(now);
+        }
+        sys.count_uncached();
         // The store (or load) leaves the core after its turn in the address phase.
         let leave = sys.ic().address_phase(now) + self.core_store;
         if !write {
@@ -442,7 +562,14 @@ impl Agent for PcieDeviceAgent {
             if self.stats.rx_tail_ns.len() < MAX_STORES {
                 self.stats.rx_tail_ns.push(now as f64 / 1000.0);
             }
-            self.post_rx()
+            if self.rx_post_all {
+                for _ in 0..self.rx_to_post() {
+                    self.post_rx();
+                }
+                self.rx_tail
+            } else {
+                self.post_rx()
+            }
         } else {
             0
         };

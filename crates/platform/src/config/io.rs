@@ -278,6 +278,12 @@ pub struct DriverConfig {
     /// Segmentation offload: the NIC cuts a large send into MSS segments from one context and
     /// the buffers' data descriptors (one per 4 KB page).
     pub tso: bool,
+    /// On the platform (`agents/pcie_device.rs`): a driver's store to the RX tail refills every
+    /// buffer it has cleaned (ixgbe's `ixgbe_alloc_rx_buffers`: the whole ring, less one, when
+    /// the ring is set up; later every descriptor written back), with one tail write, and the
+    /// driver skips the write while fewer than `rx_refill_batch` are to be posted. false: each
+    /// store posts one buffer.
+    pub rx_post_all: bool,
 }
 
 impl Default for DriverConfig {
@@ -295,6 +301,7 @@ impl Default for DriverConfig {
             window_bytes: 262_144,
             head_reads: false,
             tso: true,
+            rx_post_all: false,
         }
     }
 }

@@ -307,21 +307,36 @@ fn pair_devices<'a>(
     Ok((dev(0)?, dev(1)?))
 }
 
+/// Frames the sender's device sent in a cluster run.
+fn tx_frames(s: &ClusterStats) -> u64 {
+    s.hosts
+        .first()
+        .and_then(|h| h.devices.first())
+        .map_or(0, |d| d.frames)
+}
+
 /// The oracle of a cluster run: `frames` frames sent, every payload line the sender read the
 /// last version its core wrote, every frame landed at the receiver and every byte of it checked
 /// against the frame that came off the wire.
 pub fn check_pair(s: &ClusterStats, frames: u64, what: &str) -> Result<(), PlatformError> {
     let (tx, rx) = pair_devices(s, what)?;
+    // The NIC's frames are also checked against its sends as segmentation cuts them.
+    let tx_checked = tx.name != "nic" || tx.tx_bytes_checked == tx.frame_bytes;
     if tx.frames != frames
         || tx.stale_lines != 0
+        || tx.tx_bytes_wrong != 0
+        || !tx_checked
         || rx.nic.rx_frames != frames
         || rx.rx_bytes_wrong != 0
         || rx.rx_bytes_checked != tx.frame_bytes
     {
         return Err(PlatformError::Stalled(format!(
-            "{what}: {} of {frames} frames sent ({} stale payload lines), {} landed, {} of {} bytes checked, {} wrong",
+            "{what}: {} of {frames} frames sent ({} stale payload lines, {} of {} bytes as their sends say, {} not), {} landed, {} of {} bytes checked, {} wrong",
             tx.frames,
             tx.stale_lines,
+            tx.tx_bytes_checked,
+            tx.frame_bytes,
+            tx.tx_bytes_wrong,
             rx.nic.rx_frames,
             rx.rx_bytes_checked,
             tx.frame_bytes,
@@ -407,11 +422,14 @@ fn e2e_over(
     }
 }
 
-/// Sets the frame size of a platform's one device (`[io]` or its iDMA agent).
+/// Sets the frame size of a platform's one device (`[io]` or its iDMA agent); a send longer
+/// than its buffers gets buffers of whole 4 KB pages (a TSO send's data descriptors follow them).
 fn set_frame(c: &mut PlatformConfig, bytes: u32) {
     if let Some(io) = c.io.as_mut() {
         io.frame_bytes = bytes;
-        io.tx_buffer_stride = io.tx_buffer_stride.max(u64::from(bytes));
+        if u64::from(bytes) > io.tx_buffer_stride {
+            io.tx_buffer_stride = u64::from(bytes).next_multiple_of(4096);
+        }
     }
     for a in &mut c.agents {
         if a.kind == "idma" {
@@ -456,10 +474,31 @@ fn set_bandwidth_device(c: &mut PlatformConfig, io_preset: &str, gbps: f64, link
     }
 }
 
-/// One stream on the cluster's bandwidth platforms: `frames` frames of `frame` bytes from host 0
-/// (`sender`) to host 1 (`receiver`), the receiver's buffers posted up front (one RX tail store
-/// each), `gap` instructions of the sender's software between messages. No TCP ACKs go back
-/// (the receiver's program only receives): their share is the two-host model's sensitivity.
+/// Frames one send of `send` bytes (headers included) leaves as on the NIC of `io`: one, or
+/// with `driver.tso` as many segments of `driver.mss` as its payload after `driver.header_bytes`
+/// needs.
+pub fn segments(io: &IoConfig, send: u32) -> u64 {
+    let (hdr, mss) = (io.driver.header_bytes, io.driver.mss.max(1));
+    if io.driver.tso && send > hdr + mss {
+        u64::from(send - hdr).div_ceil(u64::from(mss))
+    } else {
+        1
+    }
+}
+
+/// The largest send of the 64 KB streams: headers and 64 KiB of payload (Linux's GSO limit;
+/// 82599 specification update, software clarification 1), with the I/O preset's headers.
+pub fn large_send(io: &IoConfig) -> u32 {
+    65_536 + io.driver.header_bytes
+}
+
+/// One stream on the cluster's bandwidth platforms: `sends` sends of `send` bytes from host 0
+/// (`sender`) to host 1 (`receiver`), `gap` instructions of the sender's software between them;
+/// a send longer than a frame leaves as one TSO send the NIC segments (the iDMA refuses it).
+/// The receiver posts its buffers up front: with the I/O preset's `driver.rx_post_all`, as
+/// ixgbe, the whole ring with one RX tail store (and its handler refills cleaned buffers in
+/// batches of `driver.rx_refill_batch`); otherwise one store per frame. No TCP ACKs go back (the
+/// receiver's program only receives): their share is the two-host model's sensitivity.
 #[allow(clippy::too_many_arguments)]
 pub fn cluster_stream(
     sender: &str,
@@ -468,29 +507,37 @@ pub fn cluster_stream(
     io_preset: &str,
     gbps: f64,
     link: &toml::Table,
-    frames: u64,
-    frame: u32,
+    sends: u64,
+    send: u32,
     gap: u64,
 ) -> Result<ClusterStats, PlatformError> {
-    if frames == 0 || frames > MAX_STREAM_FRAMES {
+    let io = IoConfig::preset(io_preset)?;
+    let frames = sends.saturating_mul(segments(&io, send));
+    if sends == 0 || frames > MAX_STREAM_FRAMES {
         return Err(PlatformError::config(
             "larsen-idma",
             "frames",
-            format!("{frames}: a cluster stream sends 1 to {MAX_STREAM_FRAMES} frames (the rings hold 512 descriptors)"),
+            format!("{sends} sends of {send} B are {frames} frames: a cluster stream sends 1 to {MAX_STREAM_FRAMES} frames (the rings hold 512 descriptors)"),
         ));
     }
     let mut cfgs = Vec::new();
-    for (name, bytes) in [(sender, frame), (receiver, frame)] {
+    let rx_frame = if send > 9018 { LANE_FRAME } else { send };
+    for (name, bytes) in [(sender, send), (receiver, rx_frame)] {
         let mut c = super::platform(name, overrides, "")?;
         set_bandwidth_device(&mut c, io_preset, gbps, link);
         set_frame(&mut c, bytes);
         cfgs.push(c);
     }
+    let buffers = if cfgs[1].io.is_some() && io.driver.rx_post_all {
+        1
+    } else {
+        frames
+    };
     let s = cluster_pair(
         &cfgs[0],
         &cfgs[1],
-        &[("messages", frames), ("gap", gap)],
-        &[("buffers", frames)],
+        &[("messages", sends), ("gap", gap)],
+        &[("buffers", buffers)],
     )?;
     check_pair(&s, frames, &format!("the stream {sender} -> {receiver}"))?;
     Ok(s)
@@ -541,8 +588,9 @@ pub struct ClusterLane {
     pub wire_share: f64,
 }
 
-/// Full-size frames of the per-lane stream: 1514 B (1460 B of TCP payload). The platform's
-/// devices do not segment (no TSO), so each frame has its own descriptors.
+/// Full-size frames of the per-lane stream: 1514 B (1460 B of TCP payload), each a packet of its
+/// own with its own descriptors (the iDMA does not segment; the NIC's TSO runs in Fig. 10's 64 KB
+/// streams).
 pub const LANE_FRAME: u32 = 1514;
 
 /// Table 1's Gb/s per lane: a stream of `frames` full-size frames from the `sender` platform to a
@@ -600,7 +648,8 @@ pub fn cluster_lane_rate(
     })
 }
 
-/// 1514 B frames of one 64 KB message (64 KB over 1460 B of TCP payload each, rounded up).
+/// 1514 B frames of one 64 KB message (64 KB over 1460 B of TCP payload each, rounded up): the
+/// iDMA's 64 KB streams, which it sends as full-size frames.
 pub const LARGE_FRAMES_PER_MESSAGE: u64 = 45;
 
 /// The bandwidth platform's I/O preset (section 4.2: the 82599 on Gen2 x8) and its ports' summed
@@ -837,14 +886,25 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
         let sw = host_stack_instructions()?;
         // Fig. 10 on the cluster: the measured host's link, TX on the sender, RX on the receiver.
         let small = o.small_count.min(MAX_STREAM_FRAMES);
-        let large = o
+        // The NIC sends 64 KB with TSO (one send it segments); the iDMA does not segment, so its
+        // 64 KB messages leave as full-size frames.
+        let send = large_send(&o.bandwidth);
+        let large_sends = o
+            .large_count
+            .min(MAX_STREAM_FRAMES / segments(&o.bandwidth, send));
+        let large_frames = o
             .large_count
             .saturating_mul(LARGE_FRAMES_PER_MESSAGE)
             .min(MAX_STREAM_FRAMES);
         for (ki, name) in [FIG8_PLATFORM, FIG9_PLATFORM].iter().enumerate() {
-            for (label, frames, frame, gap) in [
+            let large = if ki == 0 {
+                (large_sends, send)
+            } else {
+                (large_frames, LANE_FRAME)
+            };
+            for (label, sends, frame, gap) in [
                 ("64B", small, FRAME as u32, sw / 2),
-                ("64KB", large, LANE_FRAME, 0),
+                ("64KB", large.0, large.1, 0),
             ] {
                 let s = cluster_stream(
                     name,
@@ -853,11 +913,12 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                     BW_IO,
                     bw_gbps,
                     &toml::Table::new(),
-                    frames,
+                    sends,
                     frame,
                     gap,
                 )?;
                 tick(progress);
+                let frames = tx_frames(&s);
                 let (tx, rx) = pair_devices(&s, "the Fig. 10 stream")?;
                 for (dir, d) in [("tx", tx), ("rx", rx)] {
                     let case = format!("{dir}-{label}");
@@ -916,7 +977,11 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                         "frames".into(),
                         frames as f64,
                         "frames",
-                        "frames of the stream, every one landed and checked byte for byte",
+                        if ki == 0 && label == "64KB" {
+                            "frames of the stream (64 KB sends, each one TSO send the NIC segments), every one checked against its send and landed checked byte for byte"
+                        } else {
+                            "frames of the stream, every one landed and checked byte for byte"
+                        },
                     ));
                     counts.push((
                         "bytes_checked".into(),
