@@ -63,30 +63,6 @@ MAX_PARAM = 1_000_000
 ROUNDING = 0.02
 PORT = 11311
 
-_CLIENT = """
-import socket, sys, time
-port, n, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-for _ in range(2400):  # up to 2 minutes: memcached under valgrind starts slowly
-    try:
-        s = socket.create_connection(("127.0.0.1", port))
-        break
-    except OSError:
-        time.sleep(0.05)
-else:
-    sys.exit("memcached did not start")
-f = s.makefile("rb")
-value = bytes((i * 7) % 251 + 1 for i in range(size))
-for i in range(n):
-    s.sendall(b"set key:%d 0 0 %d\\r\\n" % (i, size) + value + b"\\r\\n")
-    if f.readline() != b"STORED\\r\\n":
-        sys.exit("memcached did not store key %d" % i)
-for i in range(0, n, 7):
-    s.sendall(b"get key:%d\\r\\n" % i)
-    while f.readline() != b"END\\r\\n":
-        pass
-s.sendall(b"shutdown\\r\\n")
-s.close()
-"""
 _SQL = ("create table t(a integer primary key, b text, c blob);"
         "with recursive r(i) as (select 1 union all select i + 1 from r where i < 50000) "
         "insert into t select i, printf('row %d', i), randomblob(200) from r;"
@@ -101,7 +77,7 @@ class Program:
     app: str
     description: str
     needs: list[str]
-    #: bash command with {tmp} (a scratch folder holding the C sources), {forkbench}, {client}, {port}
+    #: bash command with {tmp} (a scratch folder holding the C sources), {forkbench}, {port}
     command: str
     #: executable whose processes are the application ("" for every process of the command)
     focus: str = ""
@@ -118,11 +94,15 @@ PROGRAMS: dict[str, Program] = {p.app: p for p in [
             version="gcc --version"),
     Program("forkbench", "section 7.2's forkbench as a C program: a 64 MB buffer filled, fork, the child writes "
             "one word in each of 1,000 random pages", ["cc"], "{forkbench} 64 1000 7", version=""),
-    Program("mcached", "memcached (one worker thread) on loopback: 20,000 keys of 1 KiB set, every seventh read "
-            "back, by a Python client", ["memcached", "python3"],
-            "memcached -p {port} -U 0 -l 127.0.0.1 -t 1 -c 256 -m 256 -A -u $(id -un) & "
-            "python3 {client} {port} 20000 1024; s=$?; wait; exit $s",
-            focus="memcached", version="memcached -V", skip=["*python*"]),
+    Program("mcached", "redis-server on loopback under redis-benchmark: 20,000 SETs of 1 KiB values (memcached "
+            "cannot run under cachegrind: Valgrind refuses its setrlimit of the hard open-files limit)",
+            ["redis-server", "redis-cli", "redis-benchmark"],
+            "redis-server --port {port} --save '' --appendonly no --bind 127.0.0.1 --logfile /dev/null & "
+            "for i in $(seq 600); do redis-cli -p {port} ping >/dev/null 2>&1 && break; sleep 0.2; done; "
+            "redis-benchmark -p {port} -h 127.0.0.1 -q -n 20000 -d 1024 -t set >/dev/null; "
+            "redis-cli -p {port} shutdown nosave >/dev/null; wait",
+            focus="redis-server", version="redis-server --version",
+            skip=["*redis-cli*", "*redis-benchmark*", "*sleep*", "*seq*"]),
     Program("mysql", "sqlite3 loading a database: 50,000 rows inserted, indexed, queried, updated, vacuumed (a "
             "file database; MySQL is not installed here)", ["sqlite3"],
             "rm -f {tmp}/t.db && sqlite3 {tmp}/t.db \"" + _SQL + "\"", focus="sqlite3", version="sqlite3 --version"),
@@ -336,15 +316,13 @@ def _source_digest(prog: Program) -> str:
 
 
 def _scratch(tmp: Path) -> dict[str, str]:
-    """The scratch folder's files: the C sources, the built forkbench, the load client."""
+    """The scratch folder's files: the C sources, the built forkbench."""
     from movelab.record import _build
 
     for name in ("interposer.c", "calibrate.c", "forkbench.c"):
         (tmp / name).write_bytes(_build.source_text(name))
     fb = _build._built("forkbench.c", "movelab_forkbench", _build.PROGRAM_CFLAGS, [], "forkbench")
-    client = tmp / "client.py"
-    client.write_text(_CLIENT)
-    return {"tmp": str(tmp), "forkbench": str(fb), "client": str(client), "port": str(PORT)}
+    return {"tmp": str(tmp), "forkbench": str(fb), "port": str(PORT)}
 
 
 def record_app(prog: Program, traces: Path | None) -> dict[str, Any]:
