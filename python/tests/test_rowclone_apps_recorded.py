@@ -218,3 +218,17 @@ def test_bench_refuses_an_unknown_app_and_an_existing_file(tmp_path) -> None:
     f.write_text("keep")
     r = runner.invoke(app, ["bench", "rowclone-apps", "--out", str(f)])
     assert r.exit_code != 0 and "--force" in r.output and f.read_text() == "keep"
+
+
+def test_its_own_command_is_apps_recorded(monkeypatch) -> None:
+    """``movelab reproduce rowclone-apps-recorded`` (the name the report gives) runs what
+    ``rowclone-apps --apps recorded`` runs, with the same options."""
+    from movelab.reproduce import cli as rcli
+
+    calls = []
+    monkeypatch.setattr(rcli, "_rowclone_apps_recorded", lambda *a, **k: calls.append((a, k)))
+    for args in (["rowclone-apps-recorded"], ["rowclone-apps", "--apps", "recorded"]):
+        r = runner.invoke(app, ["reproduce", *args, "--instructions", "2000", "--warmup", "100", "--format", "json"])
+        assert r.exit_code == 0, r.output
+    assert len(calls) == 2 and calls[0] == calls[1]
+    assert calls[0][0][2:4] == (2000, 100)

@@ -470,6 +470,23 @@ def _rowclone_apps(fmt: str, overrides: dict[str, Any], app_params: dict[str, in
     _emit(fmt, rows, out, force, lambda d: ra.write(rows, d), ra.tables)
 
 
+@app.command("rowclone-apps-recorded")
+def rowclone_apps_recorded(
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE (rowclone-system).",
+                                          show_default=False),
+    instructions: int = typer.Option(100_000, "--instructions", min=1, max=1 << 32, help=_INSTR_HELP),
+    warmup: int = typer.Option(50_000, "--warmup", min=0, max=1 << 32, help=_WARMUP_HELP),
+    out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+) -> None:
+    """RowClone (MICRO 2013) section 7.3 with the applications derived from recordings of real programs.
+
+    The same as rowclone-apps --apps recorded (presets/workloads/rowclone-apps/recorded.toml)."""
+    check_output_dir(out, FILES["rowclone-apps-recorded"], force)
+    _rowclone_apps_recorded(fmt, parse_set(set_), instructions, warmup, out, force)
+
+
 def _rowclone_apps_recorded(fmt: str, overrides: dict[str, Any], instructions: int, warmup: int, out: Path | None,
                             force: bool = False, whole_units: bool = True) -> None:
     from movelab.reproduce import rowclone_apps_recorded as rr
