@@ -40,6 +40,9 @@ from typing import Any
 import typer
 from rich.console import Console
 
+# the database load `movelab bench record` records: the same SQL here
+from movelab.record.bench import _SQL
+
 console = Console()
 
 PAGE = 4096
@@ -62,12 +65,6 @@ MAX_PARAM = 1_000_000
 #: The relative rounding error of per-unit counts the unit size aims at.
 ROUNDING = 0.02
 PORT = 11311
-
-_SQL = ("create table t(a integer primary key, b text, c blob);"
-        "with recursive r(i) as (select 1 union all select i + 1 from r where i < 50000) "
-        "insert into t select i, printf('row %d', i), randomblob(200) from r;"
-        "create index tb on t(b); select count(*), sum(length(c)) from t where b like 'row 1%';"
-        "update t set c = randomblob(300) where a % 7 = 0; vacuum;")
 
 
 @dataclass(frozen=True)
