@@ -158,6 +158,7 @@ def test_committed_sets_are_their_recordings_derivation() -> None:
         assert params == a["params"], a["name"]
         assert info["unit_instructions_modelled"] == a["derived"]["unit_instructions_modelled"]
         assert set(prog) - {"units", "seed_salt"} == set(a["params"]), a["name"]
+        assert a["command"] == rc.PROGRAMS[a["name"]].command, f"{a['name']}: recorded with another command"
         for k in ("program", "command", "recorded_at", "machine", "tools"):
             assert a[k], (a["name"], k)
     assert {a["name"] for a in d["app"]} | {n["name"] for n in d.get("not_recorded", [])} == set(rr.ra.APPS)
