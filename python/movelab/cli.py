@@ -24,6 +24,7 @@ from movelab.platform.cli import app as platform_app
 from movelab.platform.cli import bench_platform
 from movelab.record.bench import bench_record
 from movelab.record.cli import record_cmd, replay_cmd, what_if_cmd
+from movelab.record.rowclone_apps import bench_rowclone_apps
 from movelab.reproduce.cli import app as reproduce_app
 from movelab.sweep.cli import app as sweep_app
 from movelab.sweep.cli import bench_sweep
@@ -88,6 +89,7 @@ bench_app.command("platform")(bench_platform)
 bench_app.add_typer(bench_host_app, name="host")
 bench_app.command("sweep")(bench_sweep)
 bench_app.command("record")(bench_record)
+bench_app.command("rowclone-apps")(bench_rowclone_apps)
 
 app.add_typer(dram_app, name="dram")
 app.add_typer(platform_app, name="platform")

@@ -222,13 +222,15 @@ def test_reproduce_all_runs_every_reproduction_into_its_folder(monkeypatch, tmp_
                                                                                             force))
     monkeypatch.setattr(rcli, "_rowclone_fork", lambda fmt, ov, s, n, z, out, force: rec("rowclone-fork", out, force))
     monkeypatch.setattr(rcli, "_rowclone_apps", lambda fmt, ov, ap, i, w, out, force: rec("rowclone-apps", out, force))
+    monkeypatch.setattr(rcli, "_rowclone_apps_recorded",
+                        lambda fmt, ov, i, w, out, force, whole: rec("rowclone-apps-recorded", out, force))
     monkeypatch.setattr(rcli, "_rowclone_multicore",
                         lambda fmt, ov, ap, m, s, c, i, w, out, force: rec("rowclone-multicore", out, force))
     monkeypatch.setattr(rcli, "_larsen_idma", lambda fmt, small, large, out, force: rec("larsen-idma", out, force))
     monkeypatch.setattr(rcli, "_wun_onload", lambda fmt, ov, p, e, out, force: rec("wun-onload", out, force))
     cli("reproduce", "--workers", "2", "all", "--out", tmp_path)
     names = ["rowclone-latency", "zhao-copy-engine", "rowclone-fork", "larsen-idma", "wun-onload", "rowclone-apps",
-             "rowclone-multicore"]
+             "rowclone-apps-recorded", "rowclone-multicore"]
     assert calls == [(name, tmp_path / name, False) for name in names]
     # Every reproduction with points is planned first; rowclone-latency (no points) is not.
     assert planned == names[1:]

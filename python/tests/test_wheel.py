@@ -103,7 +103,7 @@ def test_reproduce_all_from_the_wheel_gives_the_repository_rows(installed: dict[
     _run([sys.executable, "-m", "movelab.cli", "reproduce", "all", "--quick", "--workers", "2", "--out",
           str(installed["root"] / "rep-repo")], REPO)
     wheel, repo = _rows(installed["work"] / "rep"), _rows(installed["root"] / "rep-repo")
-    assert len(repo) == 7 and wheel.keys() == repo.keys()
+    assert len(repo) == 8 and wheel.keys() == repo.keys()
     for name in repo:
         assert wheel[name] == repo[name], name
     # The papers' columns are filled from the shipped data (they were empty from a wheel).

@@ -73,6 +73,8 @@ FILES = {
     "larsen-idma": ["larsen-idma.json", "larsen-idma.csv", "larsen-idma-stacks.png", "larsen-idma-fig10.png"],
     "wun-onload": ["wun-onload.json", "wun-onload.csv", "wun-onload-throughput.png", "wun-onload-variants.png"],
     "rowclone-apps": ["rowclone-apps.json", "rowclone-apps.csv", "rowclone-apps-ipc.png", "rowclone-apps-table5.png"],
+    "rowclone-apps-recorded": ["rowclone-apps-recorded.json", "rowclone-apps-recorded.csv",
+                               "rowclone-apps-recorded-ipc.png", "rowclone-apps-recorded-table5.png"],
     "rowclone-multicore": ["rowclone-multicore.json", "rowclone-multicore.csv", "rowclone-multicore-mixes.csv",
                            "rowclone-multicore-table7.png", "rowclone-multicore-fig13.png"],
 }
@@ -440,10 +442,22 @@ def rowclone_apps(
     warmup: int = typer.Option(50_000, "--warmup", min=0, max=1 << 32, help=_WARMUP_HELP),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    apps: str = typer.Option("fitted", "--apps", help="fitted: the calibrated parameter sets (apps.toml); "
+                             "recorded: those derived from recordings of real programs (recorded.toml; "
+                             "bootup stays fitted), written as rowclone-apps-recorded.*"),
 ) -> None:
     """RowClone (MICRO 2013) section 7.3: six copy/initialisation-intensive applications alone.
 
     Fig. 11, Table 5 and Fig. 10 of the paper."""
+    if apps not in ("fitted", "recorded"):
+        raise typer.BadParameter(f"'{apps}' is not one of: fitted, recorded", param_hint="--apps")
+    if apps == "recorded":
+        if app_param:
+            raise typer.BadParameter("the recorded applications' parameters are their recordings'; --app-param "
+                                     "applies to --apps fitted only", param_hint="--app-param")
+        check_output_dir(out, FILES["rowclone-apps-recorded"], force)
+        _rowclone_apps_recorded(fmt, parse_set(set_), instructions, warmup, out, force)
+        return
     check_output_dir(out, FILES["rowclone-apps"], force)
     _rowclone_apps(fmt, parse_set(set_), _app_params(app_param), instructions, warmup, out, force)
 
@@ -454,6 +468,32 @@ def _rowclone_apps(fmt: str, overrides: dict[str, Any], app_params: dict[str, in
 
     rows = _simulate(fmt, lambda progress: ra.run(overrides, None, instructions, warmup, app_params, progress=progress))
     _emit(fmt, rows, out, force, lambda d: ra.write(rows, d), ra.tables)
+
+
+@app.command("rowclone-apps-recorded")
+def rowclone_apps_recorded(
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE (rowclone-system).",
+                                          show_default=False),
+    instructions: int = typer.Option(100_000, "--instructions", min=1, max=1 << 32, help=_INSTR_HELP),
+    warmup: int = typer.Option(50_000, "--warmup", min=0, max=1 << 32, help=_WARMUP_HELP),
+    out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+) -> None:
+    """RowClone (MICRO 2013) section 7.3 with the applications derived from recordings of real programs.
+
+    The same as rowclone-apps --apps recorded (presets/workloads/rowclone-apps/recorded.toml)."""
+    check_output_dir(out, FILES["rowclone-apps-recorded"], force)
+    _rowclone_apps_recorded(fmt, parse_set(set_), instructions, warmup, out, force)
+
+
+def _rowclone_apps_recorded(fmt: str, overrides: dict[str, Any], instructions: int, warmup: int, out: Path | None,
+                            force: bool = False, whole_units: bool = True) -> None:
+    from movelab.reproduce import rowclone_apps_recorded as rr
+
+    rows = _simulate(fmt, lambda progress: rr.run(overrides, None, instructions, warmup, progress=progress,
+                                                  whole_units=whole_units))
+    _emit(fmt, rows, out, force, lambda d: rr.write(rows, d), rr.tables)
 
 
 @app.command("rowclone-multicore")
@@ -576,6 +616,10 @@ def all_cmd(
         ("larsen-idma", lambda d: _larsen_idma("table", small, large, d, force)),
         ("wun-onload", lambda d: _wun_onload("table", {}, payloads, None, d, force)),
         ("rowclone-apps", lambda d: _rowclone_apps("table", {}, None, instructions, warmup, d, force)),
+        # The recorded applications run whole units of their work (millions of instructions);
+        # --quick runs them as short as the others (a smoke test, not the recorded ratios).
+        ("rowclone-apps-recorded", lambda d: _rowclone_apps_recorded("table", {}, instructions, warmup, d, force,
+                                                                     not quick)),
         ("rowclone-multicore", lambda d: _rowclone_multicore("table", {}, None, mixes, 7, None, instructions, warmup,
                                                              d, force)),
     ]
