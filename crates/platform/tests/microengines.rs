@@ -501,3 +501,22 @@ fn a_poll_loop_takes_the_frames_that_came_during_the_handler() {
         t(&per_irq)
     );
 }
+
+/// Fig. 5 on the one platform: the onloader's receive blocks alone keep up with the sender;
+/// with the user program (recvmsg on the host) the host binds.
+#[test]
+fn the_receive_blocks_alone_keep_up_and_the_host_binds() {
+    let alone = wun("rx-components", "onloader", 1472, Some("without-app"));
+    let with = wun("rx-components", "onloader", 1472, Some("with-app"));
+    assert!(alone > 900.0, "{alone}");
+    assert!(with < 0.5 * alone, "{with} {alone}");
+}
+
+/// Section 7 on the one platform: the microengines copy DRAM to DRAM faster than the host
+/// core's copy loop (every line they write checked inside the run).
+#[test]
+fn wun_dram_copy_runs_on_the_platform() {
+    let me = wun("dram-copy", "me", 2048, None);
+    let host = wun("dram-copy", "xscale", 2048, None);
+    assert!(me > 2.0 * host, "{me} {host}");
+}
