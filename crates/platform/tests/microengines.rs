@@ -328,20 +328,30 @@ fn transmit(me: &str, sink: &str, n: u64, payload: u64) -> ClusterStats {
     let rx_over = ixp(&format!(
         "iperf = true\nrx_mode = \"sink\"\n{sink_frame}{sink}"
     ));
-    let mut tx = Platform::new(&cfg("ixp-host", &tx_over).unwrap()).unwrap();
-    let mut rx = Platform::new(&cfg("ixp-host", &rx_over).unwrap()).unwrap();
-    tx.sys.track_values();
-    rx.sys.track_values();
-    let p = |kv: &[(&str, u64)]| -> BTreeMap<String, u64> {
-        kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
-    };
     let progs = vec![
-        vec![Workload::load("nic-tx", &p(&[("messages", n), ("gap", 0)])).unwrap()],
-        vec![Workload::load("nic-tx", &p(&[("messages", 0)])).unwrap()],
+        vec![Workload::load("nic-tx", &kv(&[("messages", n), ("gap", 0)])).unwrap()],
+        vec![Workload::load("nic-tx", &kv(&[("messages", 0)])).unwrap()],
     ];
-    let link = cable();
-    let mut ps = vec![tx, rx];
-    cluster::run(&mut ps, &progs, &[link], &mut |_| {}).expect("cluster run")
+    checked_pair(
+        &cfg("ixp-host", &tx_over).unwrap(),
+        &cfg("ixp-host", &rx_over).unwrap(),
+        &progs,
+    )
+}
+
+/// Workload parameters from pairs.
+fn kv(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// `tx` and `rx` on the cable running `progs`, their values tracked (stale lines and copies
+/// checked).
+fn checked_pair(tx: &PlatformConfig, rx: &PlatformConfig, progs: &[Vec<Workload>]) -> ClusterStats {
+    let mut ps = vec![Platform::new(tx).unwrap(), Platform::new(rx).unwrap()];
+    for p in &mut ps {
+        p.sys.track_values();
+    }
+    cluster::run(&mut ps, progs, &[cable()], &mut |_| {}).expect("cluster run")
 }
 
 /// The microengines' transmit path: every descriptor the host posts is read through the memory
@@ -458,20 +468,16 @@ fn microengine_count_clock_and_threads_move_the_me_bound_throughput() {
 /// `n` frames of 1514 B at line rate into `ixp-host` running `program` (a `nic-rx`-like
 /// driver written out as text).
 fn receive_with(program: &str, n: u64) -> ClusterStats {
-    let tx_over = "[io]\nframe_bytes = 1514\n[io.nic]\nmac_gbps = 1.0\n".to_string();
-    let mut tx = Platform::new(&cfg("larsen-io", &tx_over).unwrap()).unwrap();
-    let mut rx = Platform::new(&cfg("ixp-host", "").unwrap()).unwrap();
-    tx.sys.track_values();
-    rx.sys.track_values();
-    let p = |kv: &[(&str, u64)]| -> BTreeMap<String, u64> {
-        kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
-    };
+    let tx_over = "[io]\nframe_bytes = 1514\n[io.nic]\nmac_gbps = 1.0\n";
     let progs = vec![
-        vec![Workload::load("nic-tx", &p(&[("messages", n), ("gap", 0)])).unwrap()],
-        vec![Workload::from_toml_str(program, "test", &p(&[("stack", 20_000)])).unwrap()],
+        vec![Workload::load("nic-tx", &kv(&[("messages", n), ("gap", 0)])).unwrap()],
+        vec![Workload::from_toml_str(program, "test", &kv(&[("stack", 20_000)])).unwrap()],
     ];
-    let mut ps = vec![tx, rx];
-    cluster::run(&mut ps, &progs, &[cable()], &mut |_| {}).expect("cluster run")
+    checked_pair(
+        &cfg("larsen-io", tx_over).unwrap(),
+        &cfg("ixp-host", "").unwrap(),
+        &progs,
+    )
 }
 
 /// Adaptive polling (Wun & Crowley's softnic; a program's `poll`): a frame written back while

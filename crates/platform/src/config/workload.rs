@@ -643,22 +643,21 @@ impl Workload {
 
     /// The interrupt handler as a workload of one iteration (None: the program has none).
     pub fn handler(&self) -> Option<Workload> {
-        if self.spec.handler.is_empty() {
-            return None;
-        }
-        let mut w = self.clone();
-        w.spec.ops = self.spec.handler.clone();
-        w.iterations = 1;
-        Some(w)
+        self.one_turn(&self.spec.handler)
     }
 
     /// The poll loop's turn (`poll`) as a workload of one iteration (None: the program has none).
     pub fn poll_handler(&self) -> Option<Workload> {
-        if self.spec.poll.is_empty() {
+        self.one_turn(&self.spec.poll)
+    }
+
+    /// `ops` as a workload of one iteration (None: no ops).
+    fn one_turn(&self, ops: &[OpSpec]) -> Option<Workload> {
+        if ops.is_empty() {
             return None;
         }
         let mut w = self.clone();
-        w.spec.ops = self.spec.poll.clone();
+        w.spec.ops = ops.to_vec();
         w.iterations = 1;
         Some(w)
     }
