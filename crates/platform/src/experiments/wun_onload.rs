@@ -1,16 +1,16 @@
 //! Wun & Crowley, "Network I/O Acceleration in Heterogeneous Multicore Processors": receive and
 //! transmit throughput of the emu nic, the softnic and the onloader against the UDP payload size
-//! (Fig. 3, 4, 6), the receive blocks alone where slow microengines are the bottleneck
+//! (Fig. 3, 4, 6), the onloader's receive blocks with and without the user program (Fig. 5,
+//! `rx-components`), the receive blocks alone where slow microengines are the bottleneck
 //! (`me-bound`: count, clock and contexts move the throughput) and the preset's receive blocks
 //! behind both gigabit ports' worth of traffic and an open wire (`me-ceiling`, "the ME code
 //! sustains about 2 Gb/s") run on the one platform: two `ixp-host` platforms on one wire
 //! (`systems/cluster.rs`), one running the configuration (its microengines' `rx_mode`/`tx_mode`
 //! and the host program of `presets/network/wun-programs`), the other the iperf peer (its
-//! microengines a UDP `source` or `sink`). The rest still runs on the IXP2350-like network-I/O
-//! model of `presets/network/ixp2350.toml` (`systems/network_io.rs`): the onloader's receive
-//! blocks with and without the user program (Fig. 5), the per-connection mapping cache and the
-//! L2 push on and off (section 6), and the DRAM-to-DRAM copy of the small cores against the host
-//! core (`dram-copy`, section 7's "up to 10x", `small_cores/dram_copy.rs`).
+//! microengines a UDP `source` or `sink`). The DRAM-to-DRAM copy of the small cores against the
+//! host core (`dram-copy`, section 7's "up to 10x") runs on one `ixp-host`. The per-connection
+//! mapping cache and the L2 push on and off (section 6) still run on the IXP2350-like
+//! network-I/O model of `presets/network/ixp2350.toml` (`systems/network_io.rs`).
 use crate::config::network::NetworkIoConfig;
 use crate::config::platform::PlatformConfig;
 use crate::config::workload::Workload;
