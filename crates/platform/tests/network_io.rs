@@ -463,26 +463,3 @@ fn small_core_parameter_sweep_never_aborts() {
         }
     }
 }
-
-/// Section 7's benchmark: the small cores copy DRAM to DRAM (every block's bytes checked) faster
-/// than the host core; one context on one core each way is latency-bound and far slower; a
-/// slower DRAM slows the cores' copy (with every core and context busy, the channel binds).
-#[test]
-fn the_small_cores_copy_dram_to_dram_faster_than_the_host_core() {
-    use movelab_platform::small_cores::dram_copy;
-    let c = cfg("");
-    let me = dram_copy::small_cores(&c).unwrap();
-    let host = dram_copy::host(&c).unwrap();
-    assert_eq!(me.bytes, host.bytes);
-    assert!(me.mbps() > 2.0 * host.mbps(), "{me:?} {host:?}");
-    let one = dram_copy::small_cores(&cfg(
-        "small_cores = { threads = 1, rx_cores = 1, tx_cores = 1 }",
-    ))
-    .unwrap();
-    assert!(one.mbps() < 0.5 * me.mbps(), "{one:?} {me:?}");
-    let slow = dram_copy::small_cores(&cfg(
-        "channels = { me_dram = { latency_ns = 400.0, gbytes_per_s = 1.0 } }",
-    ))
-    .unwrap();
-    assert!(slow.mbps() < 0.7 * me.mbps(), "{slow:?} {me:?}");
-}

@@ -269,6 +269,12 @@ pub struct WorkloadSpec {
     /// regions' bases.
     #[serde(default)]
     pub handler_walk: bool,
+    /// What the core runs instead of `handler` for an interrupt that arrived while an earlier
+    /// one's handler ran: a poll loop's next turn (adaptive polling, NAPI: the interrupt stays
+    /// off while the loop takes what came meanwhile), without an interrupt's entry and exit.
+    /// Empty: such an interrupt runs `handler`, with its entry and exit.
+    #[serde(default)]
+    pub poll: Vec<OpSpec>,
 }
 
 fn one() -> u64 {
@@ -637,11 +643,21 @@ impl Workload {
 
     /// The interrupt handler as a workload of one iteration (None: the program has none).
     pub fn handler(&self) -> Option<Workload> {
-        if self.spec.handler.is_empty() {
+        self.one_turn(&self.spec.handler)
+    }
+
+    /// The poll loop's turn (`poll`) as a workload of one iteration (None: the program has none).
+    pub fn poll_handler(&self) -> Option<Workload> {
+        self.one_turn(&self.spec.poll)
+    }
+
+    /// `ops` as a workload of one iteration (None: no ops).
+    fn one_turn(&self, ops: &[OpSpec]) -> Option<Workload> {
+        if ops.is_empty() {
             return None;
         }
         let mut w = self.clone();
-        w.spec.ops = self.spec.handler.clone();
+        w.spec.ops = ops.to_vec();
         w.iterations = 1;
         Some(w)
     }

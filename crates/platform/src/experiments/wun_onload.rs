@@ -1,22 +1,21 @@
 //! Wun & Crowley, "Network I/O Acceleration in Heterogeneous Multicore Processors": receive and
 //! transmit throughput of the emu nic, the softnic and the onloader against the UDP payload size
-//! (Fig. 3, 4, 6), the receive blocks alone where slow microengines are the bottleneck
+//! (Fig. 3, 4, 6), the onloader's receive blocks with and without the user program (Fig. 5,
+//! `rx-components`), the receive blocks alone where slow microengines are the bottleneck
 //! (`me-bound`: count, clock and contexts move the throughput) and the preset's receive blocks
 //! behind both gigabit ports' worth of traffic and an open wire (`me-ceiling`, "the ME code
 //! sustains about 2 Gb/s") run on the one platform: two `ixp-host` platforms on one wire
 //! (`systems/cluster.rs`), one running the configuration (its microengines' `rx_mode`/`tx_mode`
 //! and the host program of `presets/network/wun-programs`), the other the iperf peer (its
-//! microengines a UDP `source` or `sink`). The rest still runs on the IXP2350-like network-I/O
-//! model of `presets/network/ixp2350.toml` (`systems/network_io.rs`): the onloader's receive
-//! blocks with and without the user program (Fig. 5), the per-connection mapping cache and the
-//! L2 push on and off (section 6), and the DRAM-to-DRAM copy of the small cores against the host
-//! core (`dram-copy`, section 7's "up to 10x", `small_cores/dram_copy.rs`).
+//! microengines a UDP `source` or `sink`). The DRAM-to-DRAM copy of the small cores against the
+//! host core (`dram-copy`, section 7's "up to 10x") runs on one `ixp-host`. The per-connection
+//! mapping cache and the L2 push on and off (section 6) still run on the IXP2350-like
+//! network-I/O model of `presets/network/ixp2350.toml` (`systems/network_io.rs`).
 use crate::config::network::NetworkIoConfig;
 use crate::config::platform::PlatformConfig;
 use crate::config::workload::Workload;
 use crate::net::udp_peer::HEADER_BYTES;
 use crate::sim::error::PlatformError;
-use crate::small_cores::dram_copy;
 use crate::stats::AgentStats;
 use crate::systems::cluster::{self, LinkSpec};
 use crate::systems::network_io::{self, Direction, NetStats, RunSpec};
@@ -26,7 +25,14 @@ use std::collections::BTreeMap;
 
 /// The experiments that run on the one platform (`ixp-host` at both ends of a gigabit wire,
 /// `systems/cluster.rs`); the others run on the network-I/O model (`systems/network_io.rs`).
-pub const ON_PLATFORM: &[&str] = &["rx", "tx", "me-bound", "me-ceiling"];
+pub const ON_PLATFORM: &[&str] = &[
+    "rx",
+    "tx",
+    "rx-components",
+    "me-bound",
+    "me-ceiling",
+    "dram-copy",
+];
 /// The platform the one-platform experiments run on, at both ends of the wire.
 pub const PLATFORM: &str = "ixp-host";
 /// How long the receive experiments' peer sends, ns of simulated time (long beside the RBUF's
@@ -149,7 +155,7 @@ pub fn points(experiments: &[String], payloads: &[usize]) -> Result<Vec<Point>, 
                 continue;
             }
             ("dram-copy", _, _) => {
-                out.extend(["me", "xscale"].map(|c| pt(e, c, dram_copy::BLOCK_BYTES, None)));
+                out.extend(["me", "xscale"].map(|c| pt(e, c, COPY_BLOCK_BYTES, None)));
                 continue;
             }
             _ => {}
@@ -182,49 +188,29 @@ pub fn run_point(cfg: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError>
     if ON_PLATFORM.contains(&p.experiment.as_str()) {
         return platform_point(cfg, p);
     }
+    // The network model's experiments: the mapping cache and the L2 push on and off.
     let mut cfg = cfg.clone();
-    let mut with_app = true;
-    let variant = p.variant.as_deref();
-    if p.experiment == "me-bound" {
-        let v = variant.unwrap_or_default();
-        let (cores, mhz, threads) = parse_me_variant(v).ok_or_else(|| PlatformError::Unknown {
-            kind: "wun-onload me-bound variant",
-            name: v.into(),
-            known: ME_BOUND.join(", "),
-        })?;
-        let m = &mut cfg.small_cores;
-        (m.rx_cores, m.tx_cores, m.clock_mhz, m.threads) = (cores, cores, mhz, threads);
-        with_app = false;
-    }
-    match variant.filter(|_| p.experiment != "me-bound") {
-        None => {}
+    match p.variant.as_deref() {
         Some("cache-on") => cfg.host.mapping_cache = true,
         Some("cache-off") => cfg.host.mapping_cache = false,
         Some("push-on") => cfg.host.l2_push = true,
         Some("push-off") => cfg.host.l2_push = false,
-        Some("with-app") => {}
-        Some("without-app") => with_app = false,
-        Some(v) => {
+        v => {
             return Err(PlatformError::Unknown {
                 kind: "wun-onload variant",
-                name: v.into(),
-                known: "cache-on, cache-off, push-on, push-off, with-app, without-app".into(),
+                name: v.unwrap_or_default().into(),
+                known: "cache-on, cache-off, push-on, push-off".into(),
             })
         }
     }
-    let direction = if p.experiment == "tx" {
-        Direction::Tx
-    } else {
-        Direction::Rx
-    };
     let t0 = std::time::Instant::now();
     let s = network_io::run(
         &cfg,
         &RunSpec {
             config: p.config.clone(),
-            direction,
+            direction: Direction::Rx,
             payload: p.payload_bytes,
-            with_app,
+            with_app: true,
         },
     )?;
     Ok(Row {
@@ -245,13 +231,31 @@ fn parse_me_variant(v: &str) -> Option<(u32, f64, u32)> {
     it.next().is_none().then_some((cores, mhz, threads))
 }
 
-/// A `dram-copy` point: the small cores (`me`) or the host core (`xscale`) copy the benchmark's
-/// blocks from DRAM to DRAM; the row's throughput is the copy's rate.
-fn copy_point(cfg: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError> {
+/// Blocks `dram-copy` copies and bytes per block (a packet buffer's 2 KB).
+pub const COPY_BLOCKS: u64 = 128;
+pub const COPY_BLOCK_BYTES: usize = 2048;
+
+/// A `dram-copy` point on the one platform (`ixp-host`, the `bulk-copy` program: the blocks
+/// copied one after another from a cold source to a cold destination): by the host core's copy
+/// loop through its caches (`xscale`), or handed to the microengines (`me`: every microengine of
+/// the network platform's receive and transmit pools, `takes = ["copy"]`; their contexts read
+/// the source lines through the memory system and write the destination's). Every line the
+/// microengines write is checked against the value the copy must deliver (the value shadow),
+/// and any violation fails the run; the row's throughput is the bytes copied over the run's time.
+fn copy_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError> {
     let t0 = std::time::Instant::now();
-    let r = match p.config.as_str() {
-        "me" => dram_copy::small_cores(cfg)?,
-        "xscale" => dram_copy::host(cfg)?,
+    let sc = &net.small_cores;
+    let mut cfg = ixp_host(net, sc.rx_cores + sc.tx_cores, &[])?;
+    match p.config.as_str() {
+        "me" => {
+            for a in cfg.agents.iter_mut().filter(|a| a.kind == "microengines") {
+                a.takes = vec!["copy".into()];
+            }
+            let t = toml::Value::try_from(&cfg)
+                .map_err(|e| PlatformError::config(PLATFORM, "(overrides)", e.to_string()))?;
+            cfg = PlatformConfig::from_value(t, PLATFORM)?;
+        }
+        "xscale" => {}
         c => {
             return Err(PlatformError::Unknown {
                 kind: "wun-onload dram-copy config",
@@ -259,8 +263,64 @@ fn copy_point(cfg: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError> {
                 known: "me, xscale".into(),
             })
         }
+    }
+    let mut pl = Platform::new(&cfg)?;
+    pl.sys.track_values();
+    let params: BTreeMap<String, u64> = [
+        ("pages", COPY_BLOCKS),
+        ("bytes", COPY_BLOCK_BYTES as u64),
+        ("work", 0),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let s = pl.run(&Workload::load("bulk-copy", &params)?)?;
+    if let Some(sh) = pl.sys.shadow.as_ref() {
+        let me = p.config == "me";
+        if !sh.violations.is_empty()
+            || sh.copy_lines_wrong > 0
+            || (me && sh.copy_lines_checked == 0)
+        {
+            return Err(PlatformError::config(
+                PLATFORM,
+                "(run)",
+                format!(
+                    "dram-copy {}: {} lines copied wrong of {} checked, {} violations{}",
+                    p.config,
+                    sh.copy_lines_wrong,
+                    sh.copy_lines_checked,
+                    sh.violations.len(),
+                    sh.violations
+                        .first()
+                        .map_or(String::new(), |v| format!(" (first: {v})"))
+                ),
+            ));
+        }
+    }
+    let me_ops = s
+        .agents
+        .iter()
+        .find(|a| a.kind == "microengines")
+        .map_or(0, |a| a.ops);
+    if p.config == "me" && me_ops != COPY_BLOCKS {
+        return Err(PlatformError::config(
+            PLATFORM,
+            "(run)",
+            format!("dram-copy me: the microengines took {me_ops} of {COPY_BLOCKS} copies"),
+        ));
+    }
+    let bytes = COPY_BLOCKS * COPY_BLOCK_BYTES as u64;
+    let mbps = if s.time_ns > 0.0 {
+        bytes as f64 * 8.0 * 1000.0 / s.time_ns
+    } else {
+        0.0
     };
-    let blocks = dram_copy::BLOCKS as u64;
+    let busy = s
+        .agents
+        .iter()
+        .find(|a| a.kind == "microengines")
+        .and_then(|a| a.small_cores.as_ref())
+        .map_or(0.0, |c| if p.config == "me" { c.busy_share } else { 0.0 });
     Ok(Row {
         experiment: p.experiment.clone(),
         variant: p.variant.clone(),
@@ -269,11 +329,12 @@ fn copy_point(cfg: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError> {
         stats: NetStats {
             config: p.config.clone(),
             direction: "copy".into(),
-            payload_bytes: dram_copy::BLOCK_BYTES,
-            throughput_mbps: r.mbps(),
-            sent: blocks,
-            delivered: blocks,
-            sim_time_us: r.elapsed_ps as f64 / 1e6,
+            payload_bytes: COPY_BLOCK_BYTES,
+            throughput_mbps: mbps,
+            sent: COPY_BLOCKS,
+            delivered: COPY_BLOCKS,
+            small_core_busy: busy,
+            sim_time_us: s.time_ns / 1000.0,
             ..Default::default()
         },
     })
@@ -432,6 +493,14 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
         tx_engines = cores;
         me_over.push(("clock_mhz", tv_f(mhz)));
         me_over.push(("threads", tv_i(threads as u64)));
+    } else if p.experiment == "rx-components" {
+        if !matches!(p.variant.as_deref(), Some("with-app" | "without-app")) {
+            return Err(PlatformError::Unknown {
+                kind: "wun-onload rx-components variant",
+                name: p.variant.clone().unwrap_or_default(),
+                known: "with-app, without-app".into(),
+            });
+        }
     } else if p.variant.is_some() && p.experiment != "me-ceiling" {
         return Err(PlatformError::Unknown {
             kind: "wun-onload variant",
@@ -470,7 +539,10 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
         let idle = program(net, "tx-onloader", &[("messages", 0)])?;
         (vec![tx], rx, vec![vec![prog], vec![idle]], false)
     } else {
-        let blocks_alone = matches!(p.experiment.as_str(), "me-bound" | "me-ceiling");
+        // The receive blocks alone: `me-bound`, `me-ceiling`, and Fig. 5's bars without the
+        // user program (`rx-components` `without-app`; `with-app` is the onloader's `rx`).
+        let blocks_alone = matches!(p.experiment.as_str(), "me-bound" | "me-ceiling")
+            || p.variant.as_deref() == Some("without-app");
         let frames = if blocks_alone {
             ME_BOUND_FRAMES
         } else {

@@ -183,6 +183,8 @@ pub struct Run<'p> {
     /// Each program's ring names, as the platform's ring indices.
     ring_maps: Vec<Vec<u16>>,
     handlers: Vec<Option<Workload>>,
+    /// Each program's poll-loop turn (`poll`), taken for an interrupt held while a handler ran.
+    polls: Vec<Option<Workload>>,
     start: Ps,
     n_ops: u64,
     /// Loop turns at one time without progress, and that time.
@@ -716,18 +718,30 @@ impl Platform {
         dst
     }
 
-    /// Core `c` takes an interrupt: entry cost, its program's handler, return.
-    fn take_interrupt(&mut self, c: usize, handler: Option<&Workload>, ring_map: &[u16]) {
+    /// Core `c` takes an interrupt: entry cost, its program's handler, return (`poll`: a poll
+    /// loop's next turn, without the entry and return costs).
+    fn take_interrupt(
+        &mut self,
+        c: usize,
+        handler: Option<&Workload>,
+        ring_map: &[u16],
+        poll: bool,
+    ) {
         let ic = self.cfg.interrupts.clone();
         let taken = self.cores[c].core.counters.interrupts;
-        self.cores[c].core.begin_interrupt(ic.entry_cycles);
+        let (entry, exit) = if poll {
+            (0, 0)
+        } else {
+            (ic.entry_cycles, ic.exit_cycles)
+        };
+        self.cores[c].core.begin_interrupt(entry);
         if let Some(h) = handler {
             let mut last = 0;
             for op in h.handler_ops(taken).take(MAX_HANDLER_OPS) {
                 last = self.feed(c, op, last, ring_map);
             }
         }
-        self.cores[c].core.end_interrupt(ic.exit_cycles);
+        self.cores[c].core.end_interrupt(exit);
     }
 
     /// Runs `workload` to the end (on every core whose group names no workload of its own).
@@ -830,11 +844,13 @@ impl Platform {
             ring_maps.push(m);
         }
         let handlers: Vec<Option<Workload>> = programs.iter().map(|w| w.handler()).collect();
+        let polls: Vec<Option<Workload>> = programs.iter().map(|w| w.poll_handler()).collect();
         Ok(Run {
             programs,
             streams,
             ring_maps,
             handlers,
+            polls,
             start,
             n_ops: 0,
             guard: 0,
@@ -984,7 +1000,8 @@ impl Platform {
                             self.cores[c].held_irqs += 1;
                         } else {
                             let g = self.cores[c].group.min(programs.len() - 1);
-                            self.take_interrupt(c, run.handlers[g].as_ref(), &run.ring_maps[g]);
+                            let h = run.handlers[g].as_ref();
+                            self.take_interrupt(c, h, &run.ring_maps[g], false);
                             self.sys.poke(c);
                         }
                     }
@@ -1038,7 +1055,10 @@ impl Platform {
                     c.held_irqs -= 1;
                     c.next = c.next.min(now + cy);
                     let g = c.group.min(programs.len() - 1);
-                    self.take_interrupt(i, run.handlers[g].as_ref(), &run.ring_maps[g]);
+                    // A program with a poll loop takes it as the loop's next turn.
+                    let poll = run.polls[g].is_some();
+                    let h = run.polls[g].as_ref().or(run.handlers[g].as_ref());
+                    self.take_interrupt(i, h, &run.ring_maps[g], poll);
                     self.sys.poke(e);
                 }
                 let p = &mut self.sys.privs[e];
