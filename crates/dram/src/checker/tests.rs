@@ -2045,7 +2045,7 @@ fn generated_sequences_cover_every_command() {
                 Refpb => case.mode == RefMode::PerBank,
                 // Refresh management has its own checker tests (tests/earliest_legal_cycle.rs,
                 // tests/checker_replays_controller.rs); this generator does not issue RFM.
-                Rfm => false,
+                Rfm | Rfmsb | Rfmpb => false,
                 // LPDDR5's WCK2CK sync likewise (checker::wck's own tests and the WCK replays).
                 Cas => false,
                 _ => true,
