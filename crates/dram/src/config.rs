@@ -99,6 +99,10 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "lpddr6-10667",
         include_str!("../../../presets/configs/lpddr6-10667.toml"),
     ),
+    (
+        "lpddr6-10667-bl48",
+        include_str!("../../../presets/configs/lpddr6-10667-bl48.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.

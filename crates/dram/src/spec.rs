@@ -41,6 +41,10 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
         "lpddr6.toml",
         include_str!("../../../presets/dram/lpddr6.toml"),
     ),
+    (
+        "lpddr6-bl48.toml",
+        include_str!("../../../presets/dram/lpddr6-bl48.toml"),
+    ),
 ];
 
 /// The timing entry that says the controller runs LPDDR5's WCK in auto sync-off mode (1), set by

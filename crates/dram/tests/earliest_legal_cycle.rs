@@ -2001,10 +2001,27 @@ fn hbm2_act_holds_the_row_bus_two_clocks() {
 }
 
 /// LPDDR6 (JESD209-6 as Ramulator 2.1 tabulates it): every rule row of `lpddr6.toml` at its
-/// earliest cycle, with BL24 accesses; the checker knows the rules from its own table.
+/// earliest cycle, with BL24 accesses, and of `lpddr6-bl48.toml` with BL48 accesses; the checker
+/// knows the rules from its own table.
 #[test]
 fn lpddr6_every_rule_row_at_its_earliest_cycle() {
-    let name = "LPDDR6-10667/LPDDR6-16Gb-SC";
+    lpddr6_rows("LPDDR6-10667/LPDDR6-16Gb-SC");
+    let name = "LPDDR6-10667-BL48/LPDDR6-16Gb-SC";
+    let s = setup(name, 1, &[]);
+    // BL48's values (Ramulator 2.1's BL48 quantities): a 64-byte access, BL/n_min 18 (two BL24
+    // segments and the segment gap), BL/n_max 24, nRTP(BL48) 26, nCCDL_L 22, the read-to-write
+    // turnarounds with BL48's BL/n; other bank groups a whole burst window apart (no interleave).
+    assert_eq!(s.spec.org.line_bytes(), 64);
+    let v = |n: &str| s.t(n);
+    assert_eq!(
+        [v("nBL"), v("nBL_max"), v("nRTP"), v("nCCD_L"), v("nCCD_S")],
+        [18, 24, 26, 22, 18]
+    );
+    assert_eq!([v("nRTW"), v("nRTW_L")], [56 + 18 - 21, 56 + 24 - 21]);
+    lpddr6_rows(name);
+}
+
+fn lpddr6_rows(name: &str) {
     let s = setup(name, 1, &[]);
     let t = |n: &str| s.t(n);
     // The bin's derived values: RAS cycle, write recovery, refresh.
@@ -2036,9 +2053,12 @@ fn lpddr6_every_rule_row_at_its_earliest_cycle() {
     );
     let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
     s.case("PRE two clocks", "2", &p, cmd(0, Act, other_group), ras + 2);
-    // Same bank (with nWTR_L lowered: in the bin the same-group write-to-read row hides
+    // Same bank (with nWTR_L and nWTR_S lowered: in the bins the write-to-read rows hide
     // WR -> RDA's write-recovery row).
-    same_bank_rows(&setup(name, 1, &[("nWTR_L", 10)]), ("nRCDRD", "nRCDWR"));
+    same_bank_rows(
+        &setup(name, 1, &[("nWTR_L", 4), ("nWTR_S", 4)]),
+        ("nRCDRD", "nRCDWR"),
+    );
     // Activations: one tRRD for any two banks; four per tFAW (which binds beyond 4 x nRRD).
     let rrd = t("nRRD");
     s.case(
