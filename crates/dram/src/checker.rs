@@ -33,7 +33,7 @@
 //! | same rank | REF -> any command: nRFC; PRE / PREA / auto-precharge -> REF: nRP; PREA -> ACT: nRP |
 //! | same rank, 8-bank DDR2 | PREA -> ACT, PREA -> REF: nRP + 1 (tRPA) |
 //! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
-//! | DDR5 / LPDDR5 / HBM2 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT; HBM2's ACT on its row bus) hold the bus the next clock (HBM2: the row bus only) |
+//! | DDR5 / LPDDR5 / HBM2 / HBM3 / HBM4 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT; HBM2's ACT on its row bus; HBM3's and HBM4's 1.5-clock ACT, rounded to the next rising edge) hold the bus the next clock (HBM: the row bus only) |
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
 //! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank (and at bank + 8 with 16 banks: a pair), nPBR2PBR to REFPB, nPBR2ACT to ACT |
 //! | LPDDR5, WCK auto sync-off (header `WCK_SYNC = 1`) | CAS (WCK2CK sync) followed on the next clock by a RD / WR of its rank; no CAS while the rank's WCK is synchronised (RD -> CAS nCL + nBL_max + nWCKPST + 1, WR -> CAS nCWL + nBL_max + nWCKPST + 1); a RD / WR after that window, or the first, follows a CAS; the preamble (nWCKENL + nWCKPRE_static + nWCKPRE_toggle) ends by the data start (`checker/wck.rs`) |
@@ -468,7 +468,12 @@ impl Params {
                 ],
                 // JESD209-5: ACT-1 and ACT-2 on consecutive clocks. JESD235 (HBM2, as Ramulator
                 // 2.1's hbm2.py codes it): an ACT takes two clocks of the row command bus.
-                "LPDDR5" | "HBM2" => &[CommandKind::Act, CommandKind::Actc, CommandKind::Actm],
+                // JESD238 / JESD270-4 (HBM3, HBM4, as Ramulator 2.1's hbm3.py / hbm4.py code it):
+                // an ACT takes 1.5 clocks of the row bus, so on rising edges the next row command
+                // comes 2 clocks after it.
+                "LPDDR5" | "HBM2" | "HBM3" | "HBM4" => {
+                    &[CommandKind::Act, CommandKind::Actc, CommandKind::Actm]
+                }
                 _ => &[],
             },
             // JESD235 (HBM2), JESD238 (HBM3), JESD270-4 (HBM4): a row and a column command bus.

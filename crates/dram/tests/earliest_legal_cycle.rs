@@ -1017,9 +1017,10 @@ fn hbm_other_sid(preset: &str, ccd_r: u64) {
     let s2 = setup(preset, 2, &[]);
     let a = (0, 0);
     let rcdrd = s2.t("nRCDRD");
+    // The other SID's ACT waits out the first ACT's hold on the row bus (2 clocks).
     let p = [
         cmd(0, Act, a),
-        on_rank(cmd(1, Act, a), 1),
+        on_rank(cmd(2, Act, a), 1),
         cmd(rcdrd + 1, Rd, a),
     ];
     let e = rcdrd + 1 + s2.t("nBL") + s2.t("nRTRS");
@@ -1953,50 +1954,69 @@ fn hbm_row_and_column_commands_share_a_clock_at_their_earliest_cycle() {
     assert!(s.check(&log).ok, "DDR4: the ACT a clock later");
 }
 
-/// HBM2's two-clock ACT (JESD235 as Ramulator 2.1's hbm2.py codes it): an ACT holds the row
-/// command bus for the next clock, so the next row command (an ACT of another SID / rank, a PRE
-/// of another bank) waits 2 clocks; a column command is not held (HBM3 / HBM4: one clock).
+/// HBM's ACT holds the row command bus past its own clock: HBM2's two clocks (JESD235 as
+/// Ramulator 2.1's hbm2.py codes it: command_cycles ACT 2), HBM3's and HBM4's 1.5 clocks
+/// (JESD238 / JESD270-4 as hbm3.py / hbm4.py code it: ACT 1.5), which on rising edges puts the
+/// next row command 2 clocks after the ACT. The column bus is not held.
 #[test]
-fn hbm2_act_holds_the_row_bus_two_clocks() {
-    let s = setup("HBM2-2000/HBM2-8Gb-PC", 2, &[]);
-    let t = |n: &str| s.t(n);
-    let (a, b) = ((0, 0), (1, 0));
-    let p = [cmd(0, Act, a)];
-    s.case(
-        "ACT -> ACT other rank",
-        "2",
-        &p,
-        on_rank(cmd(0, Act, a), 1),
-        2,
-    );
-    // A PRE of another bank, whose nRAS ends the clock after the ACT.
-    let ras = t("nRAS");
-    let p = [cmd(0, Act, b), cmd(ras - 1, Act, a)];
-    s.case("ACT -> PRE other bank", "2", &p, cmd(0, Pre, b), ras + 1);
-    s.case(
-        "ACTC -> ACT other rank",
-        "2",
-        &[cmd(0, Act, a), cmd(ras, Actc, a)],
-        on_rank(cmd(0, Act, b), 1),
-        ras + 2,
-    );
-    // The column bus is free the clock after an ACT: a RD of an open bank issues there.
-    let rcd = t("nRCDRD");
-    let p = [cmd(0, Act, b), cmd(rcd - 1, Act, a)];
-    assert_eq!(s.earliest(&p, &cmd(0, Rd, b)), rcd);
-    let mut log: Vec<CommandRecord> = p.iter().map(|c| record(c, c.cycle)).collect();
-    log.push(record(&cmd(0, Rd, b), rcd));
-    let r = s.check(&log);
-    assert!(r.ok, "{:?}", r.violations.first().map(|v| &v.message));
-    // HBM3 / HBM4: the ACT holds its bus one clock (half-clock row commands are not modelled).
-    for preset in ["HBM3-6400/HBM3-8Gb-PC", "HBM4-8000/HBM4-32Gb-8Hi-PC"] {
-        let h = setup(preset, 2, &[]);
+fn hbm_act_holds_the_row_bus_past_its_clock() {
+    for preset in [
+        "HBM2-2000/HBM2-8Gb-PC",
+        "HBM3-6400/HBM3-8Gb-PC",
+        "HBM4-8000/HBM4-32Gb-8Hi-PC",
+    ] {
+        let s = setup(preset, 2, &[]);
+        let t = |n: &str| s.t(n);
+        let (a, b) = ((0, 0), (1, 0));
         let p = [cmd(0, Act, a)];
-        // The device model knows no command bus: it allows the ACT at once; the one-command-
-        // per-bus-per-clock rule is the controller's and the checker's.
-        assert!(h.earliest(&p, &on_rank(cmd(0, Act, a), 1)) <= 1, "{preset}");
-        let log = [record(&p[0], 0), record(&on_rank(cmd(0, Act, a), 1), 1)];
-        assert!(h.check(&log).ok, "{preset}");
+        s.case(
+            &format!("{preset}: ACT -> ACT other rank"),
+            "2",
+            &p,
+            on_rank(cmd(0, Act, a), 1),
+            2,
+        );
+        // A PRE of another bank, whose nRAS ends the clock after the ACT.
+        let ras = t("nRAS");
+        let p = [cmd(0, Act, b), cmd(ras - 1, Act, a)];
+        s.case(
+            &format!("{preset}: ACT -> PRE other bank"),
+            "2",
+            &p,
+            cmd(0, Pre, b),
+            ras + 1,
+        );
+        s.case(
+            &format!("{preset}: ACTC -> ACT other rank"),
+            "2",
+            &[cmd(0, Act, a), cmd(ras, Actc, a)],
+            on_rank(cmd(0, Act, b), 1),
+            ras + 2,
+        );
+        // The column bus is free the clock after an ACT: a RD of an open bank issues there.
+        let rcd = t("nRCDRD");
+        let p = [cmd(0, Act, b), cmd(rcd - 1, Act, a)];
+        assert_eq!(s.earliest(&p, &cmd(0, Rd, b)), rcd, "{preset}");
+        let mut log: Vec<CommandRecord> = p.iter().map(|c| record(c, c.cycle)).collect();
+        log.push(record(&cmd(0, Rd, b), rcd));
+        let r = s.check(&log);
+        assert!(
+            r.ok,
+            "{preset}: {:?}",
+            r.violations.first().map(|v| &v.message)
+        );
+    }
+    // HBM3 / HBM4: a REF, REFPB or RFM (half-clock row commands) waits the same 2 clocks.
+    for preset in ["HBM3-6400/HBM3-8Gb-PC", "HBM4-8000/HBM4-32Gb-8Hi-PC"] {
+        let s = setup(preset, 2, &[]);
+        let p = [cmd(0, Act, (0, 0))];
+        s.case(
+            &format!("{preset}: ACT -> REF other rank"),
+            "2",
+            &p,
+            on_rank(cmd(0, Ref, (0, 0)), 1),
+            2,
+        );
     }
 }
 
