@@ -1768,18 +1768,23 @@ impl Checker {
                     );
                 }
             }
-            // DDR5 same-bank refresh, rank-wide: REFSB -> ACT of any bank tREFSBRD; REFSB -> REF /
-            // PREA tRFCsb; PREA -> REFSB tRP.
-            if prev.kind == CommandKind::Refsb {
-                let rfcsb = p.rfcsb.unwrap_or(0);
+            // DDR5 same-bank refresh (REFSB) and same-bank refresh management (RFMSB, timed as a
+            // REFSB of tRFMsb), rank-wide: -> ACT of any bank tREFSBRD; -> REF / RFM / PREA
+            // tRFCsb (tRFMsb); PREA -> either tRP.
+            let same_bank_hold = match prev.kind {
+                CommandKind::Refsb => Some(("nRFCsb", p.rfcsb.unwrap_or(0))),
+                CommandKind::Rfmsb => Some(("nRFMsb", p.rfm.and_then(|m| m.sb).unwrap_or(0))),
+                _ => None,
+            };
+            if let Some((hold_key, hold)) = same_bank_hold {
                 let (key, req) = match new.kind {
                     CommandKind::Act => ("nREFSBRD", p.refsbrd),
-                    CommandKind::Ref | CommandKind::Prea | CommandKind::Rfm => ("nRFCsb", rfcsb),
+                    CommandKind::Ref | CommandKind::Prea | CommandKind::Rfm => (hold_key, hold),
                     _ => ("", 0),
                 };
                 if short(actual, req) {
                     ctx.timing(
-                        format!("{key}: REFSB -> {} same rank", new.label()),
+                        format!("{key}: {} -> {} same rank", prev.label(), new.label()),
                         req,
                         actual,
                         prev,
@@ -1787,34 +1792,15 @@ impl Checker {
                 }
             }
             if prev.kind == CommandKind::Prea
-                && new.kind == CommandKind::Refsb
+                && matches!(new.kind, CommandKind::Refsb | CommandKind::Rfmsb)
                 && short(actual, p.rp)
             {
-                ctx.timing("nRP: PREA -> REFSB same rank".into(), p.rp, actual, prev);
-            }
-            // DDR5 same-bank refresh management, rank-wide, as REFSB: RFMSB -> ACT of any bank
-            // tREFSBRD; RFMSB -> REF / RFM / PREA tRFMsb; PREA -> RFMSB tRP.
-            if prev.kind == CommandKind::Rfmsb {
-                let rfmsb = p.rfm.and_then(|m| m.sb).unwrap_or(0);
-                let (key, req) = match new.kind {
-                    CommandKind::Act => ("nREFSBRD", p.refsbrd),
-                    CommandKind::Ref | CommandKind::Prea | CommandKind::Rfm => ("nRFMsb", rfmsb),
-                    _ => ("", 0),
-                };
-                if short(actual, req) {
-                    ctx.timing(
-                        format!("{key}: RFMSB -> {} same rank", new.label()),
-                        req,
-                        actual,
-                        prev,
-                    );
-                }
-            }
-            if prev.kind == CommandKind::Prea
-                && new.kind == CommandKind::Rfmsb
-                && short(actual, p.rp)
-            {
-                ctx.timing("nRP: PREA -> RFMSB same rank".into(), p.rp, actual, prev);
+                ctx.timing(
+                    format!("nRP: PREA -> {} same rank", new.label()),
+                    p.rp,
+                    actual,
+                    prev,
+                );
             }
             // Per-bank refresh, rank-wide.
             if let Some(pb) = p.pb {
