@@ -33,7 +33,7 @@
 //! | same rank | REF -> any command: nRFC; PRE / PREA / auto-precharge -> REF: nRP; PREA -> ACT: nRP |
 //! | same rank, 8-bank DDR2 | PREA -> ACT, PREA -> REF: nRP + 1 (tRPA) |
 //! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
-//! | DDR5 / LPDDR5 / HBM2 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT; HBM2's ACT on its row bus) hold the bus the next clock (HBM2: the row bus only) |
+//! | DDR5 / LPDDR5 / HBM2 / HBM3 / HBM4 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT; HBM2's ACT on its row bus; HBM3's and HBM4's 1.5-clock ACT, rounded to the next rising edge) hold the bus the next clock (HBM: the row bus only) |
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
 //! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank (and at bank + 8 with 16 banks: a pair), nPBR2PBR to REFPB, nPBR2ACT to ACT |
 //! | LPDDR5, WCK auto sync-off (header `WCK_SYNC = 1`) | CAS (WCK2CK sync) followed on the next clock by a RD / WR of its rank; no CAS while the rank's WCK is synchronised (RD -> CAS nCL + nBL_max + nWCKPST + 1, WR -> CAS nCWL + nBL_max + nWCKPST + 1); a RD / WR after that window, or the first, follows a CAS; the preamble (nWCKENL + nWCKPRE_static + nWCKPRE_toggle) ends by the data start (`checker/wck.rs`) |
@@ -45,7 +45,9 @@
 //! | HBM4 | ACT -> REFPB and REFPB -> ACT of another bank in the same bank group: nRRD_L |
 //! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
 //! | DDR5, HBM3, HBM4, GDDR7 (RFM required) | RFM (all banks): every bank precharged, PRE / PREA / auto-precharge -> RFM nRP, REF -> RFM nRFC, REFSB -> RFM nRFCsb, REFPB -> RFM nRFCpb, RFM -> any command nRFM |
-//! | DDR5, HBM3, HBM4, GDDR7 (RFM required) | per bank, a rolling accumulated ACT count (RAA): +1 per ACT / ACTC / ACTM, -RAAIMT per REF (REFSB / REFPB: at the banks they refresh) and per RFM, floored at 0; no activation of a bank whose count has reached RAAMMT |
+//! | DDR5 (RFM required, header gives nRFMsb) | RFMSB (same-bank RFM, bank index b of every group, JESD79-5 4.41): those banks precharged; timed as REFSB with nRFMsb: ACT -> RFMSB nRC and PRE / auto-precharge -> RFMSB nRP at its banks, RFMSB -> ACT / REFSB / RFMSB nRFMsb at its banks, REFSB -> RFMSB nRFCsb, RFMSB -> ACT of any bank nREFSBRD, RFMSB -> REF / RFM / PREA nRFMsb, PREA -> RFMSB nRP |
+//! | HBM3, HBM4 (RFM required, header gives nRFMpb) | RFMPB (per-bank RFM, JESD238 / JESD270-4): its bank precharged; timed as REFPB with nRFMpb: ACT -> RFMPB nRC and PRE -> RFMPB nRP at its bank, RFMPB -> ACT / REFPB / RFMPB nRFMpb at its bank, REFPB -> RFMPB nRFCpb, REFPB / RFMPB -> REFPB / RFMPB of any bank nRREFD, RFMPB -> ACT of any bank nRREFD, ACT -> RFMPB of another bank nRRD_S (HBM4: nRRD_L both ways in a bank group), RFMPB -> REF / RFM / PREA nRFMpb |
+//! | DDR5, HBM3, HBM4, GDDR7 (RFM required) | per bank, a rolling accumulated ACT count (RAA): +1 per ACT / ACTC / ACTM, -RAAIMT per REF (REFSB / REFPB: at the banks they refresh) and per RFM (RFMSB / RFMPB: at the banks they refresh), floored at 0; no activation of a bank whose count has reached RAAMMT |
 //!
 //! Protocol: ACT only to a precharged bank; RD / WR / RDA / WRA / TR only to an open bank and its
 //! open row; ACTM only to an open bank, its row group (open row XOR each subset of the differing
@@ -234,6 +236,10 @@ struct RefreshManagement {
     raammt: u64,
     /// RFM -> any command of the rank (tRFM).
     rfm: u64,
+    /// DDR5's same-bank RFM (RFMsb): tRFMsb, when the log's header gives it.
+    sb: Option<u64>,
+    /// HBM3's and HBM4's per-bank RFM (RFMpb): tRFMpb, when the log's header gives it.
+    pb: Option<u64>,
 }
 
 /// The per-bank refresh rules of a standard (REFPB), with the names they go by.
@@ -372,6 +378,16 @@ impl Params {
                     raaimt,
                     raammt,
                     rfm: get("nRFM")?,
+                    // JESD79-5 4.41: RFMsb, one bank address in every bank group (DDR5 only).
+                    // JESD238 / JESD270-4: RFMpb, one bank (HBM3, HBM4).
+                    sb: match h.standard.as_str() {
+                        "DDR5" => h.timing.get("nRFMsb").copied(),
+                        _ => None,
+                    },
+                    pb: match h.standard.as_str() {
+                        "HBM3" | "HBM4" => h.timing.get("nRFMpb").copied(),
+                        _ => None,
+                    },
                 })
             }
             _ => None,
@@ -452,7 +468,12 @@ impl Params {
                 ],
                 // JESD209-5: ACT-1 and ACT-2 on consecutive clocks. JESD235 (HBM2, as Ramulator
                 // 2.1's hbm2.py codes it): an ACT takes two clocks of the row command bus.
-                "LPDDR5" | "HBM2" => &[CommandKind::Act, CommandKind::Actc, CommandKind::Actm],
+                // JESD238 / JESD270-4 (HBM3, HBM4, as Ramulator 2.1's hbm3.py / hbm4.py code it):
+                // an ACT takes 1.5 clocks of the row bus, so on rising edges the next row command
+                // comes 2 clocks after it.
+                "LPDDR5" | "HBM2" | "HBM3" | "HBM4" => {
+                    &[CommandKind::Act, CommandKind::Actc, CommandKind::Actm]
+                }
                 _ => &[],
             },
             // JESD235 (HBM2), JESD238 (HBM3), JESD270-4 (HBM4): a row and a column command bus.
@@ -518,6 +539,8 @@ impl Params {
             self.ppd.unwrap_or(0),
             self.rfcsb.unwrap_or(0),
             self.refsbrd,
+            self.rfm
+                .map_or(0, |m| m.sb.unwrap_or(0).max(m.pb.unwrap_or(0))),
             self.pb.map_or(0, |b| {
                 b.rfcpb
                     .max(b.pb2pb.1)
@@ -553,6 +576,10 @@ enum Role {
     Refresh,
     /// Refreshes the one bank (REFPB).
     RefreshPb,
+    /// Same-bank refresh management of the bank (RFMSB).
+    RfmSb,
+    /// Per-bank refresh management of the one bank (RFMPB).
+    RfmPb,
 }
 
 /// One bank a command acts on.
@@ -564,7 +591,7 @@ struct Side {
     role: Role,
     /// How the command is named in a rule, e.g. "TR(dst)".
     label: &'static str,
-    /// Stands for bank index `bank % banks_per_group` in every bank group (REFSB).
+    /// Stands for bank index `bank % banks_per_group` in every bank group (REFSB, RFMSB).
     all_groups: bool,
 }
 
@@ -1477,6 +1504,61 @@ impl Checker {
                     sides.push(side(b, b / bpg, Role::RefreshPb, "REFPB"));
                 }
             }
+            CommandKind::Rfmsb | CommandKind::Rfmpb => {
+                let same_bank = rec.kind == CommandKind::Rfmsb;
+                let has = p
+                    .rfm
+                    .is_some_and(|m| if same_bank { m.sb } else { m.pb }.is_some());
+                if !has {
+                    ctx.protocol(
+                        if same_bank {
+                            "RFMSB without same-bank refresh management"
+                        } else {
+                            "RFMPB without per-bank refresh management"
+                        },
+                        format!(
+                            "the log's {} device has no {} (no {} in its header; {} defines it, on a device that requires refresh management)",
+                            self.header.standard,
+                            if same_bank { "same-bank RFM" } else { "per-bank RFM" },
+                            if same_bank { "nRFMsb" } else { "nRFMpb" },
+                            if same_bank { "DDR5" } else { "HBM3 and HBM4" },
+                        ),
+                    );
+                }
+                // Bank `rec.bank` of every bank group (RFMSB) or the one bank (RFMPB) must be
+                // precharged.
+                let banks: Vec<u32> = if same_bank {
+                    (0..o.bank_groups).map(|g| g * bpg + rec.bank).collect()
+                } else {
+                    vec![loc.bank]
+                };
+                let open: Vec<String> = banks
+                    .iter()
+                    .filter_map(|&i| {
+                        rank.banks[i as usize]
+                            .open
+                            .map(|r| format!("{} (row {r})", bank_name(i, bpg)))
+                    })
+                    .collect();
+                if !open.is_empty() {
+                    ctx.protocol(
+                        if same_bank {
+                            "RFMSB with open banks"
+                        } else {
+                            "RFMPB to an open bank"
+                        },
+                        format!("banks it refreshes still open: {}", open.join(", ")),
+                    );
+                }
+                sides.push(if same_bank {
+                    Side {
+                        all_groups: true,
+                        ..side(loc.bank, loc.group, Role::RfmSb, "RFMSB")
+                    }
+                } else {
+                    side(loc.bank, loc.group, Role::RfmPb, "RFMPB")
+                });
+            }
             // Checked by `wck` before any bank is looked at.
             CommandKind::Cas => {}
             CommandKind::Ref | CommandKind::Rfm => {
@@ -1686,18 +1768,23 @@ impl Checker {
                     );
                 }
             }
-            // DDR5 same-bank refresh, rank-wide: REFSB -> ACT of any bank tREFSBRD; REFSB -> REF /
-            // PREA tRFCsb; PREA -> REFSB tRP.
-            if prev.kind == CommandKind::Refsb {
-                let rfcsb = p.rfcsb.unwrap_or(0);
+            // DDR5 same-bank refresh (REFSB) and same-bank refresh management (RFMSB, timed as a
+            // REFSB of tRFMsb), rank-wide: -> ACT of any bank tREFSBRD; -> REF / RFM / PREA
+            // tRFCsb (tRFMsb); PREA -> either tRP.
+            let same_bank_hold = match prev.kind {
+                CommandKind::Refsb => Some(("nRFCsb", p.rfcsb.unwrap_or(0))),
+                CommandKind::Rfmsb => Some(("nRFMsb", p.rfm.and_then(|m| m.sb).unwrap_or(0))),
+                _ => None,
+            };
+            if let Some((hold_key, hold)) = same_bank_hold {
                 let (key, req) = match new.kind {
                     CommandKind::Act => ("nREFSBRD", p.refsbrd),
-                    CommandKind::Ref | CommandKind::Prea | CommandKind::Rfm => ("nRFCsb", rfcsb),
+                    CommandKind::Ref | CommandKind::Prea | CommandKind::Rfm => (hold_key, hold),
                     _ => ("", 0),
                 };
                 if short(actual, req) {
                     ctx.timing(
-                        format!("{key}: REFSB -> {} same rank", new.label()),
+                        format!("{key}: {} -> {} same rank", prev.label(), new.label()),
                         req,
                         actual,
                         prev,
@@ -1705,10 +1792,15 @@ impl Checker {
                 }
             }
             if prev.kind == CommandKind::Prea
-                && new.kind == CommandKind::Refsb
+                && matches!(new.kind, CommandKind::Refsb | CommandKind::Rfmsb)
                 && short(actual, p.rp)
             {
-                ctx.timing("nRP: PREA -> REFSB same rank".into(), p.rp, actual, prev);
+                ctx.timing(
+                    format!("nRP: PREA -> {} same rank", new.label()),
+                    p.rp,
+                    actual,
+                    prev,
+                );
             }
             // Per-bank refresh, rank-wide.
             if let Some(pb) = p.pb {
@@ -1720,18 +1812,25 @@ impl Checker {
                     (Some(a), Some(b)) => a.group == b.group,
                     _ => false,
                 };
+                // HBM3 / HBM4's per-bank RFM (RFMPB) keeps a REFPB's rank-wide rules, with tRFMpb
+                // where the REFPB holds the rank off for tRFCpb.
+                let per_bank =
+                    |k: CommandKind| matches!(k, CommandKind::Refpb | CommandKind::Rfmpb);
                 let rule = match (prev.kind, new.kind) {
-                    (CommandKind::Refpb, CommandKind::Refpb) => Some(pb.pb2pb),
-                    (CommandKind::Refpb, CommandKind::Act) => Some(pb.pb2act),
+                    (a, b) if per_bank(a) && per_bank(b) => Some(pb.pb2pb),
+                    (a, CommandKind::Act) if per_bank(a) => Some(pb.pb2act),
                     (
                         CommandKind::Refpb,
                         CommandKind::Ref | CommandKind::Prea | CommandKind::Rfm,
                     ) => Some(("nRFCpb", pb.rfcpb)),
-                    (CommandKind::Prea, CommandKind::Refpb) => Some((p.rpa_key, p.rpa)),
                     (
-                        CommandKind::Act | CommandKind::Actc | CommandKind::Actm,
-                        CommandKind::Refpb,
-                    ) if !prev.implied && other_bank() => {
+                        CommandKind::Rfmpb,
+                        CommandKind::Ref | CommandKind::Prea | CommandKind::Rfm,
+                    ) => Some(("nRFMpb", p.rfm.and_then(|m| m.pb).unwrap_or(0))),
+                    (CommandKind::Prea, b) if per_bank(b) => Some((p.rpa_key, p.rpa)),
+                    (CommandKind::Act | CommandKind::Actc | CommandKind::Actm, b)
+                        if per_bank(b) && !prev.implied && other_bank() =>
+                    {
                         // HBM4: tRRD_L when the two banks share a bank group.
                         match (pb.group_pb, pb.act2pb) {
                             (Some(l), Some(s)) if same_group() && l.1 > s.1 => Some(l),
@@ -1743,8 +1842,8 @@ impl Checker {
                 // HBM4: REFPB -> ACT of another bank of its bank group, tRRD_L (beside tRRD_S's
                 // rank-wide nRREFD above).
                 let rule2 = match (prev.kind, new.kind, pb.group_pb) {
-                    (CommandKind::Refpb, CommandKind::Act, Some(l))
-                        if same_group() && other_bank() =>
+                    (a, CommandKind::Act, Some(l))
+                        if per_bank(a) && same_group() && other_bank() =>
                     {
                         Some(l)
                     }
@@ -1841,6 +1940,19 @@ impl Checker {
                     if let Some(c) = rank.raa.get_mut(b as usize) {
                         down(c);
                     }
+                }
+            }
+            // RFMSB: bank index b of every group; RFMPB: its bank.
+            CommandKind::Rfmsb => {
+                for g in 0..self.header.org.bank_groups {
+                    if let Some(c) = rank.raa.get_mut((g * bpg + loc.bank % bpg) as usize) {
+                        down(c);
+                    }
+                }
+            }
+            CommandKind::Rfmpb => {
+                if let Some(c) = rank.raa.get_mut(loc.bank as usize) {
+                    down(c);
                 }
             }
             _ => {}
@@ -2033,6 +2145,18 @@ fn bank_rule(p: &Params, prev: Role, new: Role) -> Option<(&'static str, u64)> {
         (Act, RefreshPb) => ("nRC", p.rc),
         (Pre, RefreshPb) => ("nRP", p.rp),
         (RefreshPb, Act) | (RefreshPb, RefreshPb) => ("nRFCpb", p.pb.map_or(0, |b| b.rfcpb)),
+        // Refresh management of one bank index (RFMSB) or one bank (RFMPB): timed at the bank
+        // as the refresh of the same banks, with tRFMsb / tRFMpb.
+        (Act, RfmSb) | (Act, RfmPb) => ("nRC", p.rc),
+        (Pre, RfmSb) | (Pre, RfmPb) => ("nRP", p.rp),
+        (Refresh, RfmSb) => ("nRFCsb", p.rfcsb.unwrap_or(0)),
+        (RefreshPb, RfmPb) => ("nRFCpb", p.pb.map_or(0, |b| b.rfcpb)),
+        (RfmSb, Act) | (RfmSb, Refresh) | (RfmSb, RfmSb) => {
+            ("nRFMsb", p.rfm.and_then(|m| m.sb).unwrap_or(0))
+        }
+        (RfmPb, Act) | (RfmPb, RefreshPb) | (RfmPb, RfmPb) => {
+            ("nRFMpb", p.rfm.and_then(|m| m.pb).unwrap_or(0))
+        }
         _ => return None,
     })
 }

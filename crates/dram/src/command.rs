@@ -48,10 +48,19 @@ pub enum CommandKind {
     /// next clock, when the rank's WCK is not synchronised (auto sync-off mode, see `wck`). Its
     /// bank fields are those of that column command.
     Cas,
+    /// DDR5's same-bank refresh management (RFMsb; JESD79-5 section 4.41): an extra refresh of
+    /// the bank with the command's bank index in every bank group, owed once one of those banks'
+    /// rolling accumulated ACT count reaches RAAIMT. Those banks must be precharged and are busy
+    /// for tRFMsb; the others keep working (timed as REFSB).
+    Rfmsb,
+    /// HBM3's and HBM4's per-bank refresh management (RFMpb; JESD238, JESD270-4): an extra
+    /// refresh of the one bank it names, owed once its rolling accumulated ACT count reaches
+    /// RAAIMT. The bank must be precharged and is busy for tRFMpb (timed as REFPB).
+    Rfmpb,
 }
 
 impl CommandKind {
-    pub const ALL: [CommandKind; 15] = [
+    pub const ALL: [CommandKind; 17] = [
         CommandKind::Act,
         CommandKind::Pre,
         CommandKind::Prea,
@@ -67,6 +76,8 @@ impl CommandKind {
         CommandKind::Actm,
         CommandKind::Rfm,
         CommandKind::Cas,
+        CommandKind::Rfmsb,
+        CommandKind::Rfmpb,
     ];
     pub fn mnemonic(self) -> &'static str {
         match self {
@@ -85,6 +96,8 @@ impl CommandKind {
             CommandKind::Actm => "ACTM",
             CommandKind::Rfm => "RFM",
             CommandKind::Cas => "CAS",
+            CommandKind::Rfmsb => "RFMSB",
+            CommandKind::Rfmpb => "RFMPB",
         }
     }
     pub fn from_mnemonic(s: &str) -> Option<CommandKind> {
@@ -99,6 +112,14 @@ impl CommandKind {
     }
     pub fn index(self) -> usize {
         self as usize
+    }
+    /// Refresh management (RFM, RFMSB, RFMPB): refreshes the controller owes for activations,
+    /// outside the refresh interval.
+    pub fn is_refresh_management(self) -> bool {
+        matches!(
+            self,
+            CommandKind::Rfm | CommandKind::Rfmsb | CommandKind::Rfmpb
+        )
     }
     /// Refreshes (REF, REFSB, REFPB).
     pub fn is_refresh(self) -> bool {

@@ -110,12 +110,12 @@ mod tests {
     use super::*;
 
     /// The commands in `CommandKind`'s order.
-    const COMMANDS: [&str; 15] = [
+    const COMMANDS: [&str; 17] = [
         "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "REFSB", "REFPB",
-        "ACTM", "RFM", "CAS",
+        "ACTM", "RFM", "CAS", "RFMSB", "RFMPB",
     ];
-    const ROW: [&str; 9] = [
-        "ACT", "PRE", "PREA", "REF", "REFPB", "REFSB", "RFM", "ACTC", "ACTM",
+    const ROW: [&str; 11] = [
+        "ACT", "PRE", "PREA", "REF", "REFPB", "REFSB", "RFM", "ACTC", "ACTM", "RFMSB", "RFMPB",
     ];
     const COL: [&str; 5] = ["RD", "RDA", "WR", "WRA", "TR"];
 

@@ -99,6 +99,10 @@ pub const BUILTIN_CONFIGS: &[(&str, &str)] = &[
         "lpddr6-10667",
         include_str!("../../../presets/configs/lpddr6-10667.toml"),
     ),
+    (
+        "lpddr6-10667-bl48",
+        include_str!("../../../presets/configs/lpddr6-10667-bl48.toml"),
+    ),
 ];
 
 /// A whole simulation configuration.
@@ -215,6 +219,12 @@ pub struct ControllerConfig {
     /// device is treated as not requiring RFM (DDR5 MR58 OP[0] = 0), to compare. No effect on
     /// parts without refresh management.
     pub rfm: bool,
+    /// Which refresh management command the controller owes when a bank's count reaches RAAIMT:
+    /// "all-bank" (RFM: every bank of the rank), "same-bank" (DDR5 RFMsb: the bank's index in
+    /// every bank group) or "per-bank" (HBM3 / HBM4 RFMpb: the bank alone). Left out of the
+    /// serialised config when it is the default, so existing digests hold.
+    #[serde(skip_serializing_if = "is_all_bank")]
+    pub rfm_scope: String,
     /// LPDDR5's data clock (WCK): "always-on" (WCK kept synchronised, no CAS command) or
     /// "auto-sync-off" (JESD209-5 auto sync-off mode: the WCK stops after a column command's
     /// burst and postamble, and the controller issues a CAS with WS_RD / WS_WR on the clock
@@ -232,6 +242,13 @@ pub struct ControllerConfig {
 pub const WCK_ALWAYS_ON: &str = "always-on";
 /// `controller.wck` for JESD209-5's auto sync-off mode.
 pub const WCK_AUTO_SYNC_OFF: &str = "auto-sync-off";
+
+/// `controller.rfm_scope`'s default: all-bank RFM.
+pub const RFM_ALL_BANK: &str = "all-bank";
+
+fn is_all_bank(v: &str) -> bool {
+    v == RFM_ALL_BANK
+}
 
 fn is_always_on(v: &str) -> bool {
     v == WCK_ALWAYS_ON
@@ -298,6 +315,7 @@ impl Default for ControllerConfig {
             engine_share: 0.25,
             keep_activated_rows: false,
             rfm: true,
+            rfm_scope: RFM_ALL_BANK.into(),
             wck: WCK_ALWAYS_ON.into(),
             copy: CopyConfig::default(),
         }
@@ -601,6 +619,11 @@ impl Config {
                 "nRFM".into(),
                 ((rfm.trfm_ns * 1000.0) / tck as f64).ceil() as u64,
             );
+            for (name, ns) in [("nRFMsb", rfm.trfmsb_ns), ("nRFMpb", rfm.trfmpb_ns)] {
+                if let Some(ns) = ns {
+                    timing.insert(name.into(), ((ns * 1000.0) / tck as f64).ceil() as u64);
+                }
+            }
             if self.controller.rfm {
                 timing.insert("RAAIMT".into(), u64::from(rfm.raaimt));
                 timing.insert("RAAMMT".into(), u64::from(rfm.raammt));
@@ -817,6 +840,37 @@ impl Config {
                 ));
             }
         }
+        for (scope, key, has) in [
+            (
+                "same-bank",
+                "nRFMsb",
+                "DDR5 parts with refresh management do",
+            ),
+            ("per-bank", "nRFMpb", "HBM3 and HBM4 parts do"),
+        ] {
+            if self.controller.rfm && self.controller.rfm_scope == scope {
+                if !timing.contains_key("RAAIMT") {
+                    return Err(ConfigError::invalid(
+                        src,
+                        "controller.rfm_scope",
+                        format!(
+                            "\"{scope}\" refresh management needs a part that requires refresh management ({} has none)",
+                            d.part
+                        ),
+                    ));
+                }
+                if !timing.contains_key(key) {
+                    return Err(ConfigError::invalid(
+                        src,
+                        "controller.rfm_scope",
+                        format!(
+                            "\"{scope}\" refresh management needs a part with its RFM duration ({key}; {} has none, {has})",
+                            d.part
+                        ),
+                    ));
+                }
+            }
+        }
         if self.controller.refresh == "same-bank" && !timing.contains_key("nRFCsb") {
             return Err(ConfigError::invalid(
                 src,
@@ -953,6 +1007,11 @@ impl Config {
             "controller.refresh",
             &c.refresh,
             &["all-bank", "same-bank", "per-bank", "none"],
+        )?;
+        one_of(
+            "controller.rfm_scope",
+            &c.rfm_scope,
+            &[RFM_ALL_BANK, "same-bank", "per-bank"],
         )?;
         one_of("controller.mapper", &c.mapper, crate::mapper::MAPPERS)?;
         one_of(

@@ -1,6 +1,6 @@
 //! The memory controller of one channel: read and write queues, write drain between watermarks,
 //! all-bank, same-bank or per-bank refresh, refresh management (RFM: per-bank activation counts,
-//! an all-bank RFM when one reaches RAAIMT), a named scheduler, open- or closed-row policy, and
+//! an all-bank, same-bank or per-bank RFM when one reaches RAAIMT, see `rfm`), a named scheduler, open- or closed-row policy, and
 //! in-DRAM bulk jobs (RowClone FPM and PSM) that own their banks while they run.
 //!
 //! The controller is event-driven: [`Controller::tick`] issues at most one command at the given
@@ -14,6 +14,7 @@ use crate::job_queue::JobQueue;
 use crate::mapper::Location;
 use crate::ready_scan::{self, pack_key, KEY_BANK_BITS, KEY_SEQ_BITS, WAIT_CAP};
 use crate::request::Op;
+use crate::rfm::{owing_bank, refreshed_banks, RfmScope};
 use crate::scheduler::{self, AnyScheduler, Candidate};
 use crate::spec::{DramSpec, NK};
 use crate::stats::{Histogram, RowStats};
@@ -246,6 +247,10 @@ pub struct Controller {
     raaimt: u32,
     raa: Vec<u32>,
     rfm_pending: Vec<bool>,
+    /// Which RFM command is owed (`rfm`: all-bank, same-bank or per-bank) and, per rank, the
+    /// bank (index within the rank) it is owed for.
+    rfm_scope: RfmScope,
+    rfm_target: Vec<u32>,
     /// LPDDR5 in WCK auto sync-off mode: each rank's WCK2CK synchronisation (see `wck`); a read
     /// or write that finds it off is issued as a CAS and the command on the next clock.
     wck: Option<WckSync>,
@@ -377,6 +382,8 @@ impl Controller {
                 .map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX)),
             raa: vec![0; banks],
             rfm_pending: vec![false; ranks],
+            rfm_scope: RfmScope::from_config(&cfg.rfm_scope),
+            rfm_target: vec![0; ranks],
             wck: WckSync::from_spec(spec, ranks),
             paired: None,
             jobs: Vec::new(),
@@ -987,19 +994,17 @@ impl Controller {
                 if !self.rfm_pending[r] {
                     continue;
                 }
-                let b0 = self.dev.bank_id(r as u32, 0, 0);
-                let kind = if self.dev.any_open(r as u32) {
-                    CommandKind::Prea
-                } else {
-                    CommandKind::Rfm
-                };
+                let target = self
+                    .dev
+                    .bank_from_flat(r as u32 * self.dev.banks_per_rank() + self.rfm_target[r]);
+                let (kind, b0, row) = self.rfm_scope.next_command(&self.dev, target);
                 let at = self.dev.earliest(kind, b0, None);
                 if at <= now {
                     self.issue(
                         Pending {
                             kind,
                             bank: b0,
-                            row: 0,
+                            row,
                             col: 0,
                             dst: None,
                             source: Source::Refresh,
@@ -1294,7 +1299,10 @@ impl Controller {
     fn refresh_blocks(&self, b: BankId) -> bool {
         let r = b.rank as usize;
         if self.raaimt > 0 && self.rfm_pending[r] {
-            return true;
+            let target = self.rfm_target[r] + b.rank * self.dev.banks_per_rank();
+            if self.rfm_scope.blocks(self.dev.bank_from_flat(target), b) {
+                return true;
+            }
         }
         self.refresh_pending[r]
             && if self.per_bank {
@@ -1426,13 +1434,13 @@ impl Controller {
         if let Some((d, _, _)) = p.dst {
             self.mark_dirty(d.flat as usize);
         }
-        if kind == CommandKind::Refpb {
+        if matches!(kind, CommandKind::Refpb | CommandKind::Rfmpb) {
             self.slots[p.bank.flat as usize].activated = None;
             let partner = self.dev.refpb_partner(p.bank).flat as usize;
             self.mark_dirty(partner);
             self.slots[partner].activated = None;
         }
-        if kind == CommandKind::Refsb {
+        if matches!(kind, CommandKind::Refsb | CommandKind::Rfmsb) {
             for g in 0..self.dev.bank_groups() {
                 let f = self.dev.bank_id(p.bank.rank, g, p.bank.bank).flat;
                 self.mark_dirty(f as usize);
@@ -1479,6 +1487,8 @@ impl Controller {
                         | CommandKind::Refsb
                         | CommandKind::Refpb
                         | CommandKind::Rfm
+                        | CommandKind::Rfmsb
+                        | CommandKind::Rfmpb
                 ) {
                     0
                 } else {
@@ -1703,8 +1713,9 @@ impl Controller {
             CommandKind::Act | CommandKind::Actc | CommandKind::Actm => {
                 let c = &mut self.raa[b.flat as usize];
                 *c += 1;
-                if *c >= imt {
+                if *c >= imt && !self.rfm_pending[r] {
                     self.rfm_pending[r] = true;
+                    self.rfm_target[r] = b.flat % per;
                 }
                 return;
             }
@@ -1713,24 +1724,22 @@ impl Controller {
                     *c = c.saturating_sub(imt);
                 }
             }
-            CommandKind::Refsb => {
-                for g in 0..self.dev.bank_groups() {
-                    let f = self.dev.bank_id(b.rank, g, b.bank).flat as usize;
-                    self.raa[f] = self.raa[f].saturating_sub(imt);
+            _ => match refreshed_banks(&self.dev, kind, b) {
+                // REFSB / RFMSB, REFPB / RFMPB: the banks they refresh.
+                Some(banks) => {
+                    for f in banks {
+                        self.raa[f as usize] = self.raa[f as usize].saturating_sub(imt);
+                    }
                 }
-            }
-            CommandKind::Refpb => {
-                let partner = self.dev.refpb_partner(b);
-                self.raa[b.flat as usize] = self.raa[b.flat as usize].saturating_sub(imt);
-                if partner.flat != b.flat {
-                    let f = partner.flat as usize;
-                    self.raa[f] = self.raa[f].saturating_sub(imt);
-                }
-            }
-            _ => return,
+                None => return,
+            },
         }
         let banks = &self.raa[(r * per as usize)..((r + 1) * per as usize)];
-        self.rfm_pending[r] = banks.iter().any(|&c| c >= imt);
+        let owing = owing_bank(banks, imt);
+        self.rfm_pending[r] = owing.is_some();
+        if let Some(i) = owing {
+            self.rfm_target[r] = i;
+        }
     }
 
     /// Jobs whose banks a refresh closed after their last data moved are finished by it.

@@ -123,8 +123,11 @@ pub struct ChannelDevices {
     n_rfc: u64,
     n_rfcsb: u64,
     n_rfcpb: u64,
-    /// Refresh management (RFM): the rank is busy refreshing for tRFM.
+    /// Refresh management (RFM): the rank is busy refreshing for tRFM; the banks of a same-bank
+    /// RFM (RFMSB) for tRFMsb, the bank of a per-bank RFM (RFMPB) for tRFMpb.
     n_rfm: u64,
+    n_rfmsb: u64,
+    n_rfmpb: u64,
     /// The second bank a REFPB refreshes, this many banks further on in its rank (0: none).
     refpb_pair: u32,
     /// When an auto-precharge takes effect: nRTP after RDA, write recovery after WRA, and not
@@ -195,6 +198,8 @@ impl ChannelDevices {
             n_rfcsb: spec.param("nRFCsb").unwrap_or(0),
             n_rfcpb: spec.param("nRFCpb").unwrap_or(0),
             n_rfm: spec.param("nRFM").unwrap_or(0),
+            n_rfmsb: spec.param("nRFMsb").unwrap_or(0),
+            n_rfmpb: spec.param("nRFMpb").unwrap_or(0),
             refpb_pair: spec.refpb_pair_offset,
             n_rtp: spec.t("nRTP"),
             n_wrec: spec.t("nCWL") + spec.t("nBL") + spec.t("nWR"),
@@ -279,7 +284,7 @@ impl ChannelDevices {
                 }
                 t
             }
-            CommandKind::Refsb => {
+            CommandKind::Refsb | CommandKind::Rfmsb => {
                 // Bank-scoped rules apply at every bank it refreshes.
                 let mut t = r[k];
                 for g in 0..self.groups_per_rank {
@@ -317,6 +322,7 @@ impl ChannelDevices {
                 | CommandKind::Rfm
                 | CommandKind::Tr
                 | CommandKind::Refsb
+                | CommandKind::Rfmsb
         ));
         let k = kind.index();
         self.rank_next[b.rank as usize][k]
@@ -460,9 +466,14 @@ impl ChannelDevices {
                 self.apply_rules(TK_TRD, d, now);
                 return;
             }
-            CommandKind::Refsb => {
+            CommandKind::Refsb | CommandKind::Rfmsb => {
                 let g = self.groups_per_rank;
-                self.activity[b.rank as usize].refresh(now, g, self.n_rfcsb);
+                let cycles = if kind == CommandKind::Refsb {
+                    self.n_rfcsb
+                } else {
+                    self.n_rfmsb
+                };
+                self.activity[b.rank as usize].refresh(now, g, cycles);
                 // Rank-scoped rules once; bank-scoped ones at each refreshed bank.
                 self.apply_rules(k, b, now);
                 for g in 0..self.groups_per_rank {
@@ -486,6 +497,12 @@ impl ChannelDevices {
                     let p = self.refpb_partner(b);
                     Self::raise(&mut self.bank_next[p.flat as usize], &self.dense[0][k], now);
                 }
+                return;
+            }
+            CommandKind::Rfmpb => {
+                // One bank refreshes (HBM pairs no banks); it was precharged.
+                self.activity[b.rank as usize].refresh(now, 1, self.n_rfmpb);
+                self.apply_rules(k, b, now);
                 return;
             }
             CommandKind::Prea | CommandKind::Ref | CommandKind::Rfm => {

@@ -13,7 +13,8 @@
 //!   V (Ibeta - I2N) tRP; RD / WR burst: V (I4R / I4W - I3N) nBL tCK; a TR: one of each
 //! - REF: V (I5B - I3N) tRFC; REFSB: V (I5C - I_BG) tRFCsb; REFPB: V (I5PB - I_1) tRFCpb (one bank
 //!   refreshing while the bank counts as active in the background, as REFSB's banks do); RFM
-//!   (all banks): V (I5B - I3N) tRFM, an all-bank refresh of tRFM
+//!   (all banks): V (I5B - I3N) tRFM, an all-bank refresh of tRFM; RFMSB and RFMPB as REFSB and
+//!   REFPB with tRFMsb and tRFMpb
 //! - background: V (I_rho x cycles any bank is active + (I_1 - I_rho) x the banks' active cycles
 //!   + I2N x cycles all are precharged) tCK, a bank being active while open or refreshing.
 //!
@@ -87,6 +88,9 @@ pub struct CoreTiming {
     pub t_rfcpb: f64,
     /// Refresh management (RFM, all banks): tRFM.
     pub t_rfm: f64,
+    /// Same-bank and per-bank refresh management (RFMSB, RFMPB): tRFMsb, tRFMpb.
+    pub t_rfmsb: f64,
+    pub t_rfmpb: f64,
     pub banks: u32,
     pub bank_groups: u32,
     pub rho: f64,
@@ -105,6 +109,8 @@ impl CoreTiming {
             t_rfcsb: ns("nRFCsb"),
             t_rfcpb: ns("nRFCpb"),
             t_rfm: ns("nRFM"),
+            t_rfmsb: spec.param("nRFMsb").unwrap_or(0) as f64 * tck,
+            t_rfmpb: spec.param("nRFMpb").unwrap_or(0) as f64 * tck,
             banks: spec.org.banks_per_rank(),
             bank_groups: spec.org.bank_groups,
             rho,
@@ -126,6 +132,10 @@ pub struct CommandEnergy {
     pub refresh_pb: f64,
     /// Refresh management (RFM, all banks): an all-bank refresh of tRFM.
     pub refresh_mgmt: f64,
+    /// Same-bank refresh management (RFMSB): a same-bank refresh of tRFMsb.
+    pub refresh_mgmt_sb: f64,
+    /// Per-bank refresh management (RFMPB): a per-bank refresh of tRFMpb.
+    pub refresh_mgmt_pb: f64,
     /// Background per cycle: while any bank is active (shared), per active bank on top of that,
     /// and while all banks are precharged.
     pub active_bg_per_cycle: f64,
@@ -170,8 +180,12 @@ impl CommandEnergy {
             // RFMab refreshes every bank like REFab, for tRFM (JESD79-5 gives no separate current).
             e.refresh_mgmt += v * above(d.i5b, d.i3n) * t.t_rfm;
             e.refresh_sb += v * above(d.i5c, i_bg) * t.t_rfcsb;
+            // RFMsb / RFMpb refresh the banks a REFsb / REFpb does, for tRFMsb / tRFMpb (no
+            // separate current is defined).
+            e.refresh_mgmt_sb += v * above(d.i5c, i_bg) * t.t_rfmsb;
             // One bank refreshes while the others keep their state: above one bank active.
             e.refresh_pb += v * above(d.i5pb, i_1) * t.t_rfcpb;
+            e.refresh_mgmt_pb += v * above(d.i5pb, i_1) * t.t_rfmpb;
             e.active_bg_per_cycle += v * i_rho * t.tck;
             e.bank_bg_per_cycle += v * (i_1 - i_rho) * t.tck;
             e.precharged_bg_per_cycle += v * d.i2n * t.tck;
@@ -195,6 +209,8 @@ impl CommandEnergy {
             refresh_sb: chips * d.refresh_sb,
             refresh_pb: chips * d.refresh_pb,
             refresh_mgmt: chips * d.refresh_mgmt,
+            refresh_mgmt_sb: chips * d.refresh_mgmt_sb,
+            refresh_mgmt_pb: chips * d.refresh_mgmt_pb,
             active_bg_per_cycle: chips * d.active_bg_per_cycle,
             bank_bg_per_cycle: chips * d.bank_bg_per_cycle,
             precharged_bg_per_cycle: chips * d.precharged_bg_per_cycle,
@@ -236,7 +252,9 @@ pub fn channel_energy(
         refresh_nj: (n(CommandKind::Ref) * e.refresh
             + n(CommandKind::Refsb) * e.refresh_sb
             + n(CommandKind::Refpb) * e.refresh_pb
-            + n(CommandKind::Rfm) * e.refresh_mgmt)
+            + n(CommandKind::Rfm) * e.refresh_mgmt
+            + n(CommandKind::Rfmsb) * e.refresh_mgmt_sb
+            + n(CommandKind::Rfmpb) * e.refresh_mgmt_pb)
             / 1000.0,
         background_nj: (act_cyc as f64 * e.active_bg_per_cycle
             + bank_cyc as f64 * e.bank_bg_per_cycle

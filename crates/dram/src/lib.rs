@@ -26,6 +26,7 @@ pub mod mapper;
 pub mod port;
 pub mod ready_scan;
 pub mod request;
+pub mod rfm;
 pub mod scheduler;
 pub mod spec;
 pub mod stats;

@@ -41,6 +41,10 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
         "lpddr6.toml",
         include_str!("../../../presets/dram/lpddr6.toml"),
     ),
+    (
+        "lpddr6-bl48.toml",
+        include_str!("../../../presets/dram/lpddr6-bl48.toml"),
+    ),
 ];
 
 /// The timing entry that says the controller runs LPDDR5's WCK in auto sync-off mode (1), set by
@@ -74,15 +78,15 @@ pub enum Scope {
 
 /// The command names a rule may use: the commands plus TRS / TRD, the source and destination
 /// sides of a TRANSFER in bank-scoped rules.
-pub const TIMING_KINDS: [&str; 17] = [
+pub const TIMING_KINDS: [&str; 19] = [
     "ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF", "ACTC", "TR", "REFSB", "REFPB", "ACTM",
-    "RFM", "CAS", "TRS", "TRD",
+    "RFM", "CAS", "RFMSB", "RFMPB", "TRS", "TRD",
 ];
 /// Index of TRS / TRD in [`TIMING_KINDS`].
-pub const TK_TRS: usize = 15;
-pub const TK_TRD: usize = 16;
+pub const TK_TRS: usize = 17;
+pub const TK_TRD: usize = 18;
 /// Number of timing kinds.
-pub const NK: usize = 17;
+pub const NK: usize = 19;
 
 pub fn timing_kind_index(name: &str) -> Option<usize> {
     TIMING_KINDS.iter().position(|k| *k == name)
@@ -308,8 +312,8 @@ pub struct PartRow {
 }
 
 /// A part's refresh management: its thresholds (vendor values read from mode registers: DDR5
-/// MR58) and the duration of an all-bank RFM. Gives the timing entries `RAAIMT`, `RAAMMT` (counts
-/// of activations, not clocks) and `nRFM`.
+/// MR58) and the durations of its RFM commands. Gives the timing entries `RAAIMT`, `RAAMMT` (counts
+/// of activations, not clocks), `nRFM` and, where the standard has them, `nRFMsb` / `nRFMpb`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RfmRow {
@@ -323,6 +327,14 @@ pub struct RfmRow {
     /// All-bank RFM duration (DDR5 tRFM = tRFC1 for RFMab; HBM3, HBM4, GDDR7 tRFMab = tRFCab), ns.
     #[serde(rename = "tRFM_ns")]
     pub trfm_ns: f64,
+    /// Same-bank RFM duration (DDR5 RFMsb: tRFMsb), ns, where the standard defines RFMsb; gives
+    /// the timing entry `nRFMsb`.
+    #[serde(default, rename = "tRFMsb_ns")]
+    pub trfmsb_ns: Option<f64>,
+    /// Per-bank RFM duration (HBM3 / HBM4 RFMpb: tRFMpb), ns, where the standard defines RFMpb;
+    /// gives the timing entry `nRFMpb`.
+    #[serde(default, rename = "tRFMpb_ns")]
+    pub trfmpb_ns: Option<f64>,
 }
 
 /// One standard file: its header, speed bins (name -> params) and parts.

@@ -585,3 +585,84 @@ fn a_controller_that_skips_refresh_management_is_caught() {
         );
     }
 }
+
+#[test]
+fn same_bank_and_per_bank_refresh_management_obey_the_standard() {
+    // `controller.rfm_scope`: DDR5's same-bank RFMsb (JESD79-5 4.41) and HBM3 / HBM4's per-bank
+    // RFMpb (JESD238, JESD270-4). On hammering traffic the controller issues RFMSB / RFMPB and
+    // never an all-bank RFM; the checker (its own counts, its own RFMSB / RFMPB rules) finds the
+    // log clean, under every refresh mode the standard has, both schedulers, two ranks and
+    // RowClone on. HBM4 with per-bank refresh, which its all-bank RFM could not keep up with
+    // (docs/dram.md), works with RFMpb.
+    for (preset, scope, kind, refreshes) in [
+        (
+            "DDR5-3200AN/DDR5-16Gb-x8",
+            "same-bank",
+            "RFMSB",
+            ["all-bank", "same-bank"],
+        ),
+        (
+            "DDR5-4800B/DDR5-8Gb-x16",
+            "same-bank",
+            "RFMSB",
+            ["all-bank", "same-bank"],
+        ),
+        (
+            "HBM3-6400/HBM3-8Gb-PC",
+            "per-bank",
+            "RFMPB",
+            ["all-bank", "per-bank"],
+        ),
+        (
+            "HBM4-8000/HBM4-32Gb-8Hi-PC",
+            "per-bank",
+            "RFMPB",
+            ["all-bank", "per-bank"],
+        ),
+    ] {
+        for refresh in refreshes {
+            for sched in ["frfcfs", "fcfs"] {
+                let mut cfg = hammer_config(preset, refresh, sched, true);
+                cfg.controller.rfm_scope = scope.into();
+                let spec = cfg.resolve("t").unwrap();
+                let (report, stats, first) = run_checked(&cfg, hammer(3, 6000, &spec));
+                let what = format!("{preset} {scope} {refresh} {sched}");
+                assert!(
+                    report.ok,
+                    "{what}: {} violations; first: {}",
+                    report.violation_count,
+                    first.unwrap_or_default()
+                );
+                assert!(
+                    stats.commands.get(kind).copied().unwrap_or(0) > 0,
+                    "{what}: no {kind} issued; {:?}",
+                    stats.commands
+                );
+                assert_eq!(stats.commands.get("RFM"), None, "{what}: an all-bank RFM");
+            }
+        }
+    }
+}
+
+#[test]
+fn rfm_scopes_are_refused_where_the_standard_lacks_them() {
+    for (preset, scope) in [
+        ("HBM3-6400/HBM3-8Gb-PC", "same-bank"),
+        ("DDR5-3200AN/DDR5-16Gb-x8", "per-bank"),
+        ("GDDR7-28000/GDDR7-16Gb-x8-CH", "per-bank"),
+        ("DDR4-2400R/DDR4-8Gb-x8", "same-bank"),
+    ] {
+        let mut cfg = Config::preset(preset).unwrap();
+        cfg.controller.rfm_scope = scope.into();
+        let e = cfg.resolve("t").unwrap_err().to_string();
+        assert!(e.contains("controller.rfm_scope"), "{preset} {scope}: {e}");
+    }
+    let mut cfg = Config::preset("DDR5-3200AN/DDR5-16Gb-x8").unwrap();
+    cfg.controller.rfm_scope = "every-bank".into();
+    let e = cfg.resolve("t").unwrap_err().to_string();
+    assert!(e.contains("controller.rfm_scope"), "{e}");
+    // With refresh management off the scope is moot.
+    cfg.controller.rfm_scope = "per-bank".into();
+    cfg.controller.rfm = false;
+    cfg.resolve("t").unwrap();
+}

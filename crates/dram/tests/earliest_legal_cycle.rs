@@ -50,7 +50,7 @@ fn record(c: &Cmd, cycle: u64) -> CommandRecord {
         rank: c.rank,
         bank_group: c.bank.0,
         bank: c.bank.1,
-        row: if matches!(c.kind, Prea | Ref | Refsb | Refpb | Rfm) {
+        row: if matches!(c.kind, Prea | Ref | Refsb | Refpb | Rfm | Rfmsb | Rfmpb) {
             0
         } else {
             c.row
@@ -1017,9 +1017,10 @@ fn hbm_other_sid(preset: &str, ccd_r: u64) {
     let s2 = setup(preset, 2, &[]);
     let a = (0, 0);
     let rcdrd = s2.t("nRCDRD");
+    // The other SID's ACT waits out the first ACT's hold on the row bus (2 clocks).
     let p = [
         cmd(0, Act, a),
-        on_rank(cmd(1, Act, a), 1),
+        on_rank(cmd(2, Act, a), 1),
         cmd(rcdrd + 1, Rd, a),
     ];
     let e = rcdrd + 1 + s2.t("nBL") + s2.t("nRTRS");
@@ -1259,6 +1260,341 @@ fn the_checker_keeps_its_own_activation_counts() {
             r.violations.first()
         );
     }
+}
+
+/// A setup whose controller issues the scoped RFM (`controller.rfm_scope`).
+fn setup_scoped(name: &str, scope: &str, timing: &[(&str, u64)]) -> Setup {
+    let mut s = setup(name, 1, timing);
+    s.cfg.controller.rfm_scope = scope.into();
+    s.spec = s.cfg.resolve("test").unwrap();
+    s
+}
+
+/// DDR5's same-bank RFM (RFMsb, JESD79-5 4.41: one bank address in every bank group), timed as a
+/// REFsb of tRFMsb: every row that leads to or from it at its earliest cycle, the checker
+/// rejecting each one clock earlier with the rule named.
+#[test]
+fn ddr5_rfmsb_rows_at_their_earliest_cycle() {
+    let s = setup_scoped("DDR5-3200AN/DDR5-16Gb-x8", "same-bank", &[]);
+    let t = |n: &str| s.t(n);
+    // Intel's MRC DDR5 header: tRFMsb = tRFCsb (130 ns at 16 Gb).
+    assert_eq!(t("nRFMsb"), t("nRFCsb"));
+    let (rp, ras, rc, sb) = (t("nRP"), t("nRAS"), t("nRC"), t("nRFMsb"));
+    let (b, other_group, other_index) = ((0, 1), (5, 1), (2, 0));
+    let r = [cmd(0, Rfmsb, b)];
+    s.case("RFMSB -> ACT same bank", "nRFMsb", &r, cmd(0, Act, b), sb);
+    s.case(
+        "RFMSB -> ACT, its index in another group",
+        "nRFMsb",
+        &r,
+        cmd(0, Act, other_group),
+        sb,
+    );
+    s.case(
+        "RFMSB -> ACT, another index",
+        "nREFSBRD",
+        &r,
+        cmd(0, Act, other_index),
+        t("nREFSBRD"),
+    );
+    s.case("RFMSB -> RFMSB", "nRFMsb", &r, cmd(0, Rfmsb, b), sb);
+    s.case("RFMSB -> REFSB", "nRFMsb", &r, cmd(0, Refsb, b), sb);
+    s.case(
+        "REFSB -> RFMSB",
+        "nRFCsb",
+        &[cmd(0, Refsb, b)],
+        cmd(0, Rfmsb, other_group),
+        t("nRFCsb"),
+    );
+    for probe in [Ref, Rfm, Prea] {
+        s.case(
+            &format!("RFMSB -> {probe}"),
+            "nRFMsb",
+            &r,
+            cmd(0, probe, (0, 0)),
+            sb,
+        );
+    }
+    s.case(
+        "REF -> RFMSB",
+        "nRFC",
+        &[cmd(0, Ref, b)],
+        cmd(0, Rfmsb, b),
+        t("nRFC"),
+    );
+    s.case(
+        "RFM -> RFMSB",
+        "nRFM",
+        &[cmd(0, Rfm, b)],
+        cmd(0, Rfmsb, b),
+        t("nRFM"),
+    );
+    // The row cycle, or the precharge after nRAS where nRAS + nRP is longer (DDR5-3200AN).
+    s.case(
+        "ACT -> RFMSB, its index in another group",
+        if rc >= ras + rp { "nRC" } else { "nRP" },
+        &[cmd(0, Act, other_group), cmd(ras, Pre, other_group)],
+        cmd(0, Rfmsb, b),
+        rc.max(ras + rp),
+    );
+    let p = [cmd(0, Act, other_group), cmd(ras + 10, Pre, other_group)];
+    s.case("PRE -> RFMSB", "nRP", &p, cmd(0, Rfmsb, b), ras + 10 + rp);
+    let p = [cmd(0, Act, other_index), cmd(ras + 10, Prea, other_index)];
+    s.case("PREA -> RFMSB", "nRP", &p, cmd(0, Rfmsb, b), ras + 10 + rp);
+    // A bank of another index keeps working: no rule leads from an RFMSB to a column command, so
+    // a RD to its open row is ready at nRCD whatever the RFMSB, and the checker takes it the clock
+    // after the RFMSB.
+    let p = [cmd(0, Act, other_index), cmd(t("nRCD") + 10, Rfmsb, b)];
+    assert_eq!(s.earliest(&p, &cmd(0, Rd, other_index)), t("nRCD"));
+    let mut log: Vec<CommandRecord> = p.iter().map(|c| record(c, c.cycle)).collect();
+    log.push(record(&cmd(0, Rd, other_index), t("nRCD") + 11));
+    let r = s.check(&log);
+    assert!(r.ok, "{:?}", r.violations.first().map(|v| &v.message));
+}
+
+/// HBM3's and HBM4's per-bank RFM (RFMpb; JESD238 / JESD270-4 as Ramulator 2.1 lists it), timed
+/// as a REFpb of tRFMpb.
+#[test]
+fn hbm3_and_hbm4_rfmpb_rows_at_their_earliest_cycle() {
+    for name in ["HBM3-6400/HBM3-8Gb-PC", "HBM4-8000/HBM4-32Gb-8Hi-PC"] {
+        let s = setup_scoped(name, "per-bank", &[]);
+        let t = |n: &str| s.t(n);
+        // Ramulator 2.1: nRFMpb = nRFCpb.
+        assert_eq!(t("nRFMpb"), t("nRFCpb"), "{name}");
+        let (rp, ras, rc, pb, rrefd) = (t("nRP"), t("nRAS"), t("nRC"), t("nRFMpb"), t("nRREFD"));
+        let (b, other) = ((0, 1), (1, 2));
+        let r = [cmd(0, Rfmpb, b)];
+        s.case("RFMPB -> ACT same bank", "nRFMpb", &r, cmd(0, Act, b), pb);
+        s.case(
+            "RFMPB -> ACT another bank",
+            "nRREFD",
+            &r,
+            cmd(0, Act, other),
+            rrefd,
+        );
+        s.case(
+            "RFMPB -> RFMPB same bank",
+            "nRFMpb",
+            &r,
+            cmd(0, Rfmpb, b),
+            pb,
+        );
+        s.case(
+            "RFMPB -> REFPB same bank",
+            "nRFMpb",
+            &r,
+            cmd(0, Refpb, b),
+            pb,
+        );
+        s.case(
+            "RFMPB -> RFMPB another bank",
+            "nRREFD",
+            &r,
+            cmd(0, Rfmpb, other),
+            rrefd,
+        );
+        s.case(
+            "RFMPB -> REFPB another bank",
+            "nRREFD",
+            &r,
+            cmd(0, Refpb, other),
+            rrefd,
+        );
+        s.case(
+            "REFPB -> RFMPB another bank",
+            "nRREFD",
+            &[cmd(0, Refpb, other)],
+            cmd(0, Rfmpb, b),
+            rrefd,
+        );
+        s.case(
+            "REFPB -> RFMPB same bank",
+            "nRFCpb",
+            &[cmd(0, Refpb, b)],
+            cmd(0, Rfmpb, b),
+            t("nRFCpb"),
+        );
+        for probe in [Ref, Rfm, Prea] {
+            s.case(
+                &format!("RFMPB -> {probe}"),
+                "nRFMpb",
+                &r,
+                cmd(0, probe, (0, 0)),
+                pb,
+            );
+        }
+        s.case(
+            "REF -> RFMPB",
+            "nRFC",
+            &[cmd(0, Ref, b)],
+            cmd(0, Rfmpb, b),
+            t("nRFC"),
+        );
+        s.case(
+            "RFM -> RFMPB",
+            "nRFM",
+            &[cmd(0, Rfm, b)],
+            cmd(0, Rfmpb, b),
+            t("nRFM"),
+        );
+        s.case(
+            "ACT -> RFMPB same bank",
+            if rc >= ras + rp { "nRC" } else { "nRP" },
+            &[cmd(0, Act, b), cmd(ras, Pre, b)],
+            cmd(0, Rfmpb, b),
+            rc.max(ras + rp),
+        );
+        s.case(
+            "ACT -> RFMPB another bank group",
+            "nRRD_S",
+            &[cmd(0, Act, other)],
+            cmd(0, Rfmpb, b),
+            t("nRRD_S"),
+        );
+        let p = [cmd(0, Act, b), cmd(ras + 10, Pre, b)];
+        s.case("PRE -> RFMPB", "nRP", &p, cmd(0, Rfmpb, b), ras + 10 + rp);
+        let p = [cmd(0, Act, other), cmd(ras + 10, Prea, other)];
+        s.case("PREA -> RFMPB", "nRP", &p, cmd(0, Rfmpb, b), ras + 10 + rp);
+    }
+    // HBM4: an ACT and an RFMpb of another bank in one bank group are tRRD_L apart both ways
+    // (Ramulator 2.1 hbm4.py); nRREFD lowered to show the RFMPB -> ACT row on its own.
+    let s = setup_scoped("HBM4-8000/HBM4-32Gb-8Hi-PC", "per-bank", &[("nRREFD", 2)]);
+    let (b, same_group) = ((0, 1), (0, 3));
+    let l = s.t("nRRD_L");
+    s.case(
+        "ACT -> RFMPB same bank group",
+        "nRRD_L",
+        &[cmd(0, Act, same_group)],
+        cmd(0, Rfmpb, b),
+        l,
+    );
+    s.case(
+        "RFMPB -> ACT same bank group",
+        "nRRD_L",
+        &[cmd(0, Rfmpb, b)],
+        cmd(0, Act, same_group),
+        l,
+    );
+}
+
+/// The checker's own counts and rules for the scoped RFMs: an RFMSB lowers the counts of its
+/// bank index in every group (an RFMPB of its bank) by RAAIMT; an RFMSB / RFMPB to an open bank,
+/// or on a standard (or log) without it, is refused.
+#[test]
+fn the_checker_counts_and_refuses_scoped_rfms() {
+    for (name, scope, kind, hammered, relieved_elsewhere) in [
+        (
+            "DDR5-3200AN/DDR5-16Gb-x8",
+            "same-bank",
+            Rfmsb,
+            (3, 1),
+            (0, 1),
+        ),
+        ("HBM3-6400/HBM3-8Gb-PC", "per-bank", Rfmpb, (1, 1), (1, 1)),
+        (
+            "HBM4-8000/HBM4-32Gb-8Hi-PC",
+            "per-bank",
+            Rfmpb,
+            (1, 1),
+            (1, 1),
+        ),
+    ] {
+        let s = setup_scoped(name, scope, &[]);
+        let t = |n: &str| s.t(n);
+        let (rc, ras, rp, mmt, imt) = (t("nRC"), t("nRAS"), t("nRP"), t("RAAMMT"), t("RAAIMT"));
+        let step = rc.max(ras + rp) + 4;
+        let hammer = |log: &mut Vec<CommandRecord>, n: u64, at: &mut u64| {
+            for _ in 0..n {
+                log.push(record(&cmd(*at, Act, hammered), *at));
+                log.push(record(&cmd(*at + ras, Pre, hammered), *at + ras));
+                *at += step;
+            }
+        };
+        let mut log = Vec::new();
+        let mut at = 0;
+        hammer(&mut log, mmt, &mut at);
+        let refresh = t(if kind == Rfmsb { "nRFMsb" } else { "nRFMpb" });
+        // The scoped RFM (to bank group 0 for RFMSB: it names the index) relieves the bank.
+        let mut ok = log.clone();
+        ok.push(record(&cmd(at, kind, relieved_elsewhere), at));
+        at += refresh;
+        hammer(&mut ok, imt, &mut at);
+        let r = s.check(&ok);
+        assert!(r.ok, "{name}: after {kind}: {:?}", r.violations.first());
+        hammer(&mut ok, 1, &mut at);
+        assert!(
+            s.check(&ok)
+                .violations
+                .iter()
+                .any(|v| v.rule_key() == "RAAMMT"),
+            "{name}: after {kind}, one more is too many"
+        );
+        // Another bank's RFM does not relieve it.
+        let mut other = log.clone();
+        let mut at = mmt * step;
+        other.push(record(&cmd(at, kind, (0, 0)), at));
+        at += refresh;
+        hammer(&mut other, 1, &mut at);
+        assert!(
+            s.check(&other)
+                .violations
+                .iter()
+                .any(|v| v.rule_key() == "RAAMMT"),
+            "{name}: an RFM of another bank relieved it"
+        );
+        // To an open bank.
+        let r = s.check(&[
+            record(&cmd(0, Act, hammered), 0),
+            record(&cmd(rc, kind, relieved_elsewhere), rc),
+        ]);
+        let open = if kind == Rfmsb {
+            "RFMSB with open banks"
+        } else {
+            "RFMPB to an open bank"
+        };
+        assert!(
+            r.violations.iter().any(|v| v.rule == open),
+            "{name}: {:?}",
+            r.violations.first()
+        );
+    }
+    // The other standard's scoped RFM, and either on a device without refresh management.
+    for (name, kind, rule) in [
+        (
+            "HBM3-6400/HBM3-8Gb-PC",
+            Rfmsb,
+            "RFMSB without same-bank refresh management",
+        ),
+        (
+            "DDR5-3200AN/DDR5-16Gb-x8",
+            Rfmpb,
+            "RFMPB without per-bank refresh management",
+        ),
+        (
+            "GDDR7-28000/GDDR7-16Gb-x8-CH",
+            Rfmpb,
+            "RFMPB without per-bank refresh management",
+        ),
+    ] {
+        let s = setup(name, 1, &[]);
+        let r = s.check(&[record(&cmd(0, kind, (0, 0)), 0)]);
+        assert!(
+            r.violations.iter().any(|v| v.rule == rule),
+            "{name} {kind}: {:?}",
+            r.violations.first()
+        );
+    }
+    let mut off = setup("DDR5-3200AN/DDR5-16Gb-x8", 1, &[]);
+    off.cfg.controller.rfm = false;
+    off.spec = off.cfg.resolve("t").unwrap();
+    let r = off.check(&[record(&cmd(0, Rfmsb, (0, 0)), 0)]);
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.rule == "RFMSB without same-bank refresh management"),
+        "{:?}",
+        r.violations.first()
+    );
 }
 
 #[test]
@@ -1618,58 +1954,94 @@ fn hbm_row_and_column_commands_share_a_clock_at_their_earliest_cycle() {
     assert!(s.check(&log).ok, "DDR4: the ACT a clock later");
 }
 
-/// HBM2's two-clock ACT (JESD235 as Ramulator 2.1's hbm2.py codes it): an ACT holds the row
-/// command bus for the next clock, so the next row command (an ACT of another SID / rank, a PRE
-/// of another bank) waits 2 clocks; a column command is not held (HBM3 / HBM4: one clock).
+/// HBM's ACT holds the row command bus past its own clock: HBM2's two clocks (JESD235 as
+/// Ramulator 2.1's hbm2.py codes it: command_cycles ACT 2), HBM3's and HBM4's 1.5 clocks
+/// (JESD238 / JESD270-4 as hbm3.py / hbm4.py code it: ACT 1.5), which on rising edges puts the
+/// next row command 2 clocks after the ACT. The column bus is not held.
 #[test]
-fn hbm2_act_holds_the_row_bus_two_clocks() {
-    let s = setup("HBM2-2000/HBM2-8Gb-PC", 2, &[]);
-    let t = |n: &str| s.t(n);
-    let (a, b) = ((0, 0), (1, 0));
-    let p = [cmd(0, Act, a)];
-    s.case(
-        "ACT -> ACT other rank",
-        "2",
-        &p,
-        on_rank(cmd(0, Act, a), 1),
-        2,
-    );
-    // A PRE of another bank, whose nRAS ends the clock after the ACT.
-    let ras = t("nRAS");
-    let p = [cmd(0, Act, b), cmd(ras - 1, Act, a)];
-    s.case("ACT -> PRE other bank", "2", &p, cmd(0, Pre, b), ras + 1);
-    s.case(
-        "ACTC -> ACT other rank",
-        "2",
-        &[cmd(0, Act, a), cmd(ras, Actc, a)],
-        on_rank(cmd(0, Act, b), 1),
-        ras + 2,
-    );
-    // The column bus is free the clock after an ACT: a RD of an open bank issues there.
-    let rcd = t("nRCDRD");
-    let p = [cmd(0, Act, b), cmd(rcd - 1, Act, a)];
-    assert_eq!(s.earliest(&p, &cmd(0, Rd, b)), rcd);
-    let mut log: Vec<CommandRecord> = p.iter().map(|c| record(c, c.cycle)).collect();
-    log.push(record(&cmd(0, Rd, b), rcd));
-    let r = s.check(&log);
-    assert!(r.ok, "{:?}", r.violations.first().map(|v| &v.message));
-    // HBM3 / HBM4: the ACT holds its bus one clock (half-clock row commands are not modelled).
-    for preset in ["HBM3-6400/HBM3-8Gb-PC", "HBM4-8000/HBM4-32Gb-8Hi-PC"] {
-        let h = setup(preset, 2, &[]);
+fn hbm_act_holds_the_row_bus_past_its_clock() {
+    for preset in [
+        "HBM2-2000/HBM2-8Gb-PC",
+        "HBM3-6400/HBM3-8Gb-PC",
+        "HBM4-8000/HBM4-32Gb-8Hi-PC",
+    ] {
+        let s = setup(preset, 2, &[]);
+        let t = |n: &str| s.t(n);
+        let (a, b) = ((0, 0), (1, 0));
         let p = [cmd(0, Act, a)];
-        // The device model knows no command bus: it allows the ACT at once; the one-command-
-        // per-bus-per-clock rule is the controller's and the checker's.
-        assert!(h.earliest(&p, &on_rank(cmd(0, Act, a), 1)) <= 1, "{preset}");
-        let log = [record(&p[0], 0), record(&on_rank(cmd(0, Act, a), 1), 1)];
-        assert!(h.check(&log).ok, "{preset}");
+        s.case(
+            &format!("{preset}: ACT -> ACT other rank"),
+            "2",
+            &p,
+            on_rank(cmd(0, Act, a), 1),
+            2,
+        );
+        // A PRE of another bank, whose nRAS ends the clock after the ACT.
+        let ras = t("nRAS");
+        let p = [cmd(0, Act, b), cmd(ras - 1, Act, a)];
+        s.case(
+            &format!("{preset}: ACT -> PRE other bank"),
+            "2",
+            &p,
+            cmd(0, Pre, b),
+            ras + 1,
+        );
+        s.case(
+            &format!("{preset}: ACTC -> ACT other rank"),
+            "2",
+            &[cmd(0, Act, a), cmd(ras, Actc, a)],
+            on_rank(cmd(0, Act, b), 1),
+            ras + 2,
+        );
+        // The column bus is free the clock after an ACT: a RD of an open bank issues there.
+        let rcd = t("nRCDRD");
+        let p = [cmd(0, Act, b), cmd(rcd - 1, Act, a)];
+        assert_eq!(s.earliest(&p, &cmd(0, Rd, b)), rcd, "{preset}");
+        let mut log: Vec<CommandRecord> = p.iter().map(|c| record(c, c.cycle)).collect();
+        log.push(record(&cmd(0, Rd, b), rcd));
+        let r = s.check(&log);
+        assert!(
+            r.ok,
+            "{preset}: {:?}",
+            r.violations.first().map(|v| &v.message)
+        );
+    }
+    // HBM3 / HBM4: a REF, REFPB or RFM (half-clock row commands) waits the same 2 clocks.
+    for preset in ["HBM3-6400/HBM3-8Gb-PC", "HBM4-8000/HBM4-32Gb-8Hi-PC"] {
+        let s = setup(preset, 2, &[]);
+        let p = [cmd(0, Act, (0, 0))];
+        s.case(
+            &format!("{preset}: ACT -> REF other rank"),
+            "2",
+            &p,
+            on_rank(cmd(0, Ref, (0, 0)), 1),
+            2,
+        );
     }
 }
 
 /// LPDDR6 (JESD209-6 as Ramulator 2.1 tabulates it): every rule row of `lpddr6.toml` at its
-/// earliest cycle, with BL24 accesses; the checker knows the rules from its own table.
+/// earliest cycle, with BL24 accesses, and of `lpddr6-bl48.toml` with BL48 accesses; the checker
+/// knows the rules from its own table.
 #[test]
 fn lpddr6_every_rule_row_at_its_earliest_cycle() {
-    let name = "LPDDR6-10667/LPDDR6-16Gb-SC";
+    lpddr6_rows("LPDDR6-10667/LPDDR6-16Gb-SC");
+    let name = "LPDDR6-10667-BL48/LPDDR6-16Gb-SC";
+    let s = setup(name, 1, &[]);
+    // BL48's values (Ramulator 2.1's BL48 quantities): a 64-byte access, BL/n_min 18 (two BL24
+    // segments and the segment gap), BL/n_max 24, nRTP(BL48) 26, nCCDL_L 22, the read-to-write
+    // turnarounds with BL48's BL/n; other bank groups a whole burst window apart (no interleave).
+    assert_eq!(s.spec.org.line_bytes(), 64);
+    let v = |n: &str| s.t(n);
+    assert_eq!(
+        [v("nBL"), v("nBL_max"), v("nRTP"), v("nCCD_L"), v("nCCD_S")],
+        [18, 24, 26, 22, 18]
+    );
+    assert_eq!([v("nRTW"), v("nRTW_L")], [56 + 18 - 21, 56 + 24 - 21]);
+    lpddr6_rows(name);
+}
+
+fn lpddr6_rows(name: &str) {
     let s = setup(name, 1, &[]);
     let t = |n: &str| s.t(n);
     // The bin's derived values: RAS cycle, write recovery, refresh.
@@ -1701,9 +2073,12 @@ fn lpddr6_every_rule_row_at_its_earliest_cycle() {
     );
     let p = [cmd(0, Act, a), cmd(ras, Pre, a)];
     s.case("PRE two clocks", "2", &p, cmd(0, Act, other_group), ras + 2);
-    // Same bank (with nWTR_L lowered: in the bin the same-group write-to-read row hides
+    // Same bank (with nWTR_L and nWTR_S lowered: in the bins the write-to-read rows hide
     // WR -> RDA's write-recovery row).
-    same_bank_rows(&setup(name, 1, &[("nWTR_L", 10)]), ("nRCDRD", "nRCDWR"));
+    same_bank_rows(
+        &setup(name, 1, &[("nWTR_L", 4), ("nWTR_S", 4)]),
+        ("nRCDRD", "nRCDWR"),
+    );
     // Activations: one tRRD for any two banks; four per tFAW (which binds beyond 4 x nRRD).
     let rrd = t("nRRD");
     s.case(

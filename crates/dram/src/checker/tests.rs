@@ -1434,7 +1434,7 @@ impl Gen {
     fn two_clock(&self, k: CommandKind) -> bool {
         match self.std() {
             "DDR5" => matches!(k, Act | Actc | Actm | Rd | Rda | Wr | Wra | Tr),
-            "LPDDR5" | "HBM2" => matches!(k, Act | Actc | Actm),
+            "LPDDR5" | "HBM2" | "HBM3" | "HBM4" => matches!(k, Act | Actc | Actm),
             _ => false,
         }
     }
@@ -1459,12 +1459,10 @@ impl Gen {
 
     /// Places `rec` at the earliest cycle that meets `cons` (cycle, rule key) and the bus.
     fn emit(&mut self, mut rec: CommandRecord, mut cons: Vec<(u64, String)>) -> u64 {
-        // HBM2's two-clock ACT holds its row bus only: a column command is not held.
+        // HBM's two-clock ACT holds its row bus only: a column command is not held.
         let column = matches!(rec.kind, Rd | Rda | Wr | Wra | Tr);
-        if let Some((c, hold)) = self
-            .last_two_clock
-            .filter(|_| !(self.std() == "HBM2" && column))
-        {
+        let hbm = matches!(self.std(), "HBM2" | "HBM3" | "HBM4");
+        if let Some((c, hold)) = self.last_two_clock.filter(|_| !(hbm && column)) {
             cons.push((c + hold, hold.to_string()));
         }
         let bus = self.last.map_or(0, |l| l + 1);
@@ -2045,7 +2043,7 @@ fn generated_sequences_cover_every_command() {
                 Refpb => case.mode == RefMode::PerBank,
                 // Refresh management has its own checker tests (tests/earliest_legal_cycle.rs,
                 // tests/checker_replays_controller.rs); this generator does not issue RFM.
-                Rfm => false,
+                Rfm | Rfmsb | Rfmpb => false,
                 // LPDDR5's WCK2CK sync likewise (checker::wck's own tests and the WCK replays).
                 Cas => false,
                 _ => true,

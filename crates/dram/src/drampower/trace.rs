@@ -50,7 +50,12 @@ pub fn command_name(kind: CommandKind, header: &LogHeader) -> Option<&'static st
             }
         }
         // DRAMPower's trace reader has no refresh-management command.
-        CommandKind::Actc | CommandKind::Tr | CommandKind::Actm | CommandKind::Rfm => return None,
+        CommandKind::Actc
+        | CommandKind::Tr
+        | CommandKind::Actm
+        | CommandKind::Rfm
+        | CommandKind::Rfmsb
+        | CommandKind::Rfmpb => return None,
         // A CAS (LPDDR5 WCK2CK sync) moves no data: left out of the trace (see `write_trace`).
         CommandKind::Cas => return None,
     })

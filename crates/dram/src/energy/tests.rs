@@ -42,6 +42,8 @@ fn memspec() -> (Vec<Domain>, CoreTiming, Config) {
         t_rfcsb: 20.0 * tck,
         t_rfcpb: 0.0,
         t_rfm: 0.0,
+        t_rfmsb: 0.0,
+        t_rfmpb: 0.0,
         banks: 16,
         bank_groups: 2,
         rho: 0.5,

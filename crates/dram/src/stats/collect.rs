@@ -44,9 +44,13 @@ pub fn collect_stats(
         writes += ch.counters.writes;
         for k in CommandKind::ALL {
             let n = ch.counters.commands[k.index()];
-            // RFM is listed where it was issued (a device with refresh management that needed it).
+            // RFM (RFMSB, RFMPB) is listed where it was issued (a device with refresh management that needed it).
             // CAS likewise (LPDDR5 in WCK auto sync-off mode), so existing digests hold.
-            if matches!(k, CommandKind::Rfm | CommandKind::Cas) && n == 0 {
+            if matches!(
+                k,
+                CommandKind::Rfm | CommandKind::Rfmsb | CommandKind::Rfmpb | CommandKind::Cas
+            ) && n == 0
+            {
                 continue;
             }
             *commands.entry(k.mnemonic().to_string()).or_insert(0u64) += n;
