@@ -192,3 +192,145 @@ def gap_costs(recordings: Sequence[pd.DataFrame], l2_bytes: int, llc_bytes: int,
                       f"{', '.join(names or []) or 'the given programs'}, per gap since the thread's previous call, "
                       f"less the warm replay of such a call"}
 
+
+
+#: Below this gap since the thread's previous recorded call (ns), a ``calloc`` or ``realloc`` is
+#: charged the allocator path measured back to back (``hot``); from it on, the one measured with
+#: 64 KiB of other data read before each call (``cold``): the two runs' calls had median gaps of
+#: about 0.2 and 3 us on the development machine (docs/record-replay.md, "The allocator's path").
+ALLOC_EDGE_NS = 1000.0
+#: The kind whose call on hot buffers holds the bytes' own cost (and the call itself) of each
+#: allocating kind: what is left of the allocating call is the allocator's own path.
+ALLOC_BASE = {"calloc": "memset", "realloc": "memcpy"}
+
+
+def alloc_measure(reps: int = 2000, cold: bool = False) -> pd.DataFrame:
+    """Records ``calibrate alloc REPS [cold]`` (the allocator in a used heap; see calibrate.c) and
+    returns its timed calls with no fault and no switch inside (``net_ns``: time inside, the clock
+    reads' cost removed)."""
+    from movelab.record import recorder
+    from movelab.record.replay import movement_events
+    from movelab.record.trace import corrected_dur, disturbed
+
+    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 1_000_000:
+        raise ValueError(f"reps must be an integer in 1..1000000, got {reps!r}")
+    prog = _build.calibration_program()
+    df = recorder.run([str(prog), "alloc", str(reps), *(["cold"] if cold else [])])
+    meta = df.attrs["movelab"]
+    u = df[(df["source"] == "interposer") & df["kind"].isin(KINDS) & df["t_ns"].notna()]
+    u = movement_events(u[~disturbed(u)])  # with gap_ns, the time since the thread's previous call
+    u["net_ns"] = corrected_dur(u, meta)
+    u.attrs["movelab"] = meta
+    return u
+
+
+def alloc_path(calls: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """From one run of :func:`alloc_measure`: per allocating kind and size class (bit length of the
+    recorded size), the mean time inside the calls less the mean time of the same run's calls of
+    its :data:`ALLOC_BASE` kind of the same size class on hot buffers (the closest class measured),
+    at least 0: the allocator's own path, ns a call. Means, not medians: the validation compares
+    sums of time, and the allocator's time has a long tail (a bin search, a consolidation)."""
+    mean = calls.groupby(["kind", "size_class"])["net_ns"].mean()
+    out: dict[str, dict[str, float]] = {}
+    for kind, base in ALLOC_BASE.items():
+        if kind not in mean.index.get_level_values(0) or base not in mean.index.get_level_values(0):
+            continue
+        b = mean.loc[base]
+        bk = np.asarray(b.index, dtype=np.int64)
+        out[kind] = {}
+        for sc, v in mean.loc[kind].items():
+            near = int(bk[np.argmin(np.abs(bk - int(sc)))])
+            out[kind][str(int(sc))] = max(0.0, float(v) - float(b.loc[near]))
+    return out
+
+
+def alloc_costs(reps: int = 2000, *, refresh: bool = False) -> dict[str, Any]:
+    """The allocator's own path in ``calloc`` and a moving ``realloc`` on this machine, per size
+    class, measured (not fitted) by ``calibrate alloc`` under the interposer, back to back and with
+    the caches cold (:func:`alloc_path` of each run): ``{"ns": {kind: {"hot": {class: ns}, "cold":
+    {...}}}, "edge_ns": ALLOC_EDGE_NS, "base": ALLOC_BASE, "gap_ns": {run: median gap}, "calls":
+    ..., "command": ...}``; the replay charges a call the path of its size class and gap
+    (``replay(..., alloc_cost=...)``) on top of its base kind's call cost. Cached per machine and
+    calibration source unless ``refresh``."""
+    from movelab.record import machine
+
+    desc = machine.describe()
+    key = hashlib.sha256(json.dumps(["alloc", _build.source_text("calibrate.c").decode(), desc["model"],
+                                     desc["cpu_mhz"], reps], sort_keys=True, default=str).encode()).hexdigest()[:16]
+    path = _build.cache_dir() / f"alloc-{key}.json"
+    if path.is_file() and not refresh:
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            pass  # a damaged cache file: measure again
+    ns: dict[str, dict[str, dict[str, float]]] = {}
+    gaps: dict[str, float] = {}
+    calls: dict[str, dict[str, int]] = {}
+    for run, cold in (("hot", False), ("cold", True)):
+        u = alloc_measure(reps, cold)
+        for kind, per in alloc_path(u).items():
+            ns.setdefault(kind, {})[run] = per
+        a = u[u["kind"].isin(list(ALLOC_BASE))]
+        gaps[run] = float(a["gap_ns"].median()) if "gap_ns" in a and a["gap_ns"].notna().any() else float("nan")
+        calls[run] = {str(k): int(v) for k, v in a.groupby("kind").size().items()}
+    out = {"ns": ns, "edge_ns": ALLOC_EDGE_NS, "base": dict(ALLOC_BASE), "gap_ns": gaps, "calls": calls,
+           "reps": reps, "machine": desc["model"],
+           "command": f"python -m movelab.record.calibration alloc --reps {reps} (calibrate.c 'alloc {reps}' "
+                      f"and 'alloc {reps} cold' under the interposer)",
+           "source": "the allocator's path: mean time inside calloc (realloc) calls of each size class in a used "
+                     "heap, less the same run's mean memset (memcpy) of the class on hot buffers"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
+        json.dump(out, f, indent=2)
+    os.replace(f.name, path)
+    return out
+
+
+def alloc_cost_ns(cost: Mapping[str, Any], kind: str, size_class: np.ndarray, gap_ns: np.ndarray) -> np.ndarray | None:
+    """Per call of ``kind``: the allocator path of :func:`alloc_costs` for its size class (the
+    closest class measured) and gap (``hot`` below ``edge_ns``; ``cold`` from it on and for a
+    missing gap, a thread's first call); None when ``cost`` has no figures for ``kind``."""
+    per = cost.get("ns", {}).get(kind)
+    if not per:
+        return None
+    edge = float(cost.get("edge_ns", ALLOC_EDGE_NS))
+    sc = np.asarray(size_class, dtype=np.int64)
+    g = np.asarray(gap_ns, dtype=np.float64)
+    out = np.zeros(len(sc))
+    for run, use in (("hot", ~np.isnan(g) & (g < edge)), ("cold", np.isnan(g) | (g >= edge))):
+        table = per.get(run) or per.get("hot") or per.get("cold")
+        ks = np.asarray(sorted(int(k) for k in table), dtype=np.int64)
+        vals = np.asarray([float(table[str(k)]) for k in ks])
+        near = np.abs(sc[:, None] - ks[None, :]).argmin(axis=1)
+        out = np.where(use, vals[near], out)
+    return out
+
+
+def _main(argv: Sequence[str]) -> int:
+    """``python -m movelab.record.calibration alloc [--reps N]``: measures the allocator's path
+    afresh (replacing the cached figures) and prints it per size class."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m movelab.record.calibration",
+                                 description="Measure this machine's allocator path in calloc and realloc.")
+    ap.add_argument("what", choices=["alloc"])
+    ap.add_argument("--reps", type=int, default=2000, help="calls per size class and kind (default 2000)")
+    a = ap.parse_args(list(argv))
+    try:
+        r = alloc_costs(a.reps, refresh=True)
+    except (RuntimeError, OSError, ValueError) as e:
+        print(f"error: {e}")
+        return 1
+    print(f"allocator path, ns a call beyond memset/memcpy on hot buffers (median gap: back to back "
+          f"{r['gap_ns'].get('hot', float('nan')):.0f} ns, cold {r['gap_ns'].get('cold', float('nan')):.0f} ns)")
+    for kind, per in r["ns"].items():
+        for run, table in per.items():
+            cells = sorted(table.items(), key=lambda x: int(x[0]))
+            print(f"{kind:8s} {run:5s} " + " ".join(f"{k}:{v:.0f}" for k, v in cells))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    raise SystemExit(_main(sys.argv[1:]))
