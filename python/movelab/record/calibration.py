@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import tempfile
@@ -194,11 +195,12 @@ def gap_costs(recordings: Sequence[pd.DataFrame], l2_bytes: int, llc_bytes: int,
 
 
 
-#: Below this gap since the thread's previous recorded call (ns), a ``calloc`` or ``realloc`` is
-#: charged the allocator path measured back to back (``hot``); from it on, the one measured with
-#: 64 KiB of other data read before each call (``cold``): the two runs' calls had median gaps of
-#: about 0.2 and 3 us on the development machine (docs/record-replay.md, "The allocator's path").
-ALLOC_EDGE_NS = 1000.0
+#: The gap since the thread's previous recorded call (ns) below which a ``calloc`` or ``realloc``
+#: is charged the allocator path measured back to back (``hot``), from which the one measured with
+#: 64 KiB of other data read before each call (``cold``), where a measurement gives no edge of its
+#: own: :func:`alloc_costs` takes the geometric mean of its two runs' median gaps (356 and 888 ns
+#: on the development machine, 27 Nov 2026: 562 ns).
+ALLOC_EDGE_NS = 562.0
 #: The kind whose call on hot buffers holds the bytes' own cost (and the call itself) of each
 #: allocating kind: what is left of the allocating call is the allocator's own path.
 ALLOC_BASE = {"calloc": "memset", "realloc": "memcpy"}
@@ -228,14 +230,17 @@ def alloc_path(calls: pd.DataFrame) -> dict[str, dict[str, float]]:
     """From one run of :func:`alloc_measure`: per allocating kind and size class (bit length of the
     recorded size), the mean time inside the calls less the mean time of the same run's calls of
     its :data:`ALLOC_BASE` kind of the same size class on hot buffers (the closest class measured),
-    at least 0: the allocator's own path, ns a call. Means, not medians: the validation compares
-    sums of time, and the allocator's time has a long tail (a bin search, a consolidation)."""
+    at least 0: the allocator's own path, ns a call. The allocating call's mean, not its median:
+    the validation compares sums of time, and the allocator's time has a long tail (a bin search,
+    a consolidation); the base kind's median: it stands for the call and its bytes, whose tail
+    (an interrupt inside the call on a loaded machine) the allocating call's mean holds already."""
     mean = calls.groupby(["kind", "size_class"])["net_ns"].mean()
+    med = calls.groupby(["kind", "size_class"])["net_ns"].median()
     out: dict[str, dict[str, float]] = {}
     for kind, base in ALLOC_BASE.items():
         if kind not in mean.index.get_level_values(0) or base not in mean.index.get_level_values(0):
             continue
-        b = mean.loc[base]
+        b = med.loc[base]
         bk = np.asarray(b.index, dtype=np.int64)
         out[kind] = {}
         for sc, v in mean.loc[kind].items():
@@ -248,7 +253,8 @@ def alloc_costs(reps: int = 2000, *, refresh: bool = False) -> dict[str, Any]:
     """The allocator's own path in ``calloc`` and a moving ``realloc`` on this machine, per size
     class, measured (not fitted) by ``calibrate alloc`` under the interposer, back to back and with
     the caches cold (:func:`alloc_path` of each run): ``{"ns": {kind: {"hot": {class: ns}, "cold":
-    {...}}}, "edge_ns": ALLOC_EDGE_NS, "base": ALLOC_BASE, "gap_ns": {run: median gap}, "calls":
+    {...}}}, "edge_ns": the geometric mean of the runs' median gaps, "base": ALLOC_BASE, "gap_ns":
+    {run: median gap}, "calls":
     ..., "command": ...}``; the replay charges a call the path of its size class and gap
     (``replay(..., alloc_cost=...)``) on top of its base kind's call cost. Cached per machine and
     calibration source unless ``refresh``."""
@@ -273,12 +279,14 @@ def alloc_costs(reps: int = 2000, *, refresh: bool = False) -> dict[str, Any]:
         a = u[u["kind"].isin(list(ALLOC_BASE))]
         gaps[run] = float(a["gap_ns"].median()) if "gap_ns" in a and a["gap_ns"].notna().any() else float("nan")
         calls[run] = {str(k): int(v) for k, v in a.groupby("kind").size().items()}
-    out = {"ns": ns, "edge_ns": ALLOC_EDGE_NS, "base": dict(ALLOC_BASE), "gap_ns": gaps, "calls": calls,
+    edge = math.sqrt(gaps["hot"] * gaps["cold"]) if all(math.isfinite(g) and g > 0 for g in gaps.values()) \
+        else ALLOC_EDGE_NS
+    out = {"ns": ns, "edge_ns": edge, "base": dict(ALLOC_BASE), "gap_ns": gaps, "calls": calls,
            "reps": reps, "machine": desc["model"],
            "command": f"python -m movelab.record.calibration alloc --reps {reps} (calibrate.c 'alloc {reps}' "
                       f"and 'alloc {reps} cold' under the interposer)",
            "source": "the allocator's path: mean time inside calloc (realloc) calls of each size class in a used "
-                     "heap, less the same run's mean memset (memcpy) of the class on hot buffers"}
+                     "heap, less the same run's median memset (memcpy) of the class on hot buffers"}
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
         json.dump(out, f, indent=2)
