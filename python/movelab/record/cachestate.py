@@ -91,7 +91,7 @@ def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = TOUCH_RATE,
-           untouched: str = "warm", distance: str = DISTANCE, fresh: str | None = FRESH,
+           untouched: str = "warm", distance: str = DISTANCE, fresh: str | None = None,
            kernel: pd.DataFrame | None = None, region: int | None = None) -> pd.DataFrame:
     """For each timed event of ``ev`` (rows with ``t_ns``, ``pid``, ``size``, ``src``, ``dst``,
     ``op``), the share of its line touches in each state: columns ``warm``, ``llc``, ``cold``
@@ -106,7 +106,9 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     they touched, times 64: a buffer's sampled lines each stand for their share of its lines).
     ``fresh``: the state of a *destination* line no earlier recorded call touched (a first touch:
     a block just allocated, then copied into or cleared); ``None`` takes ``untouched`` for it too.
-    ``untouched`` then applies to source lines only.
+    ``untouched`` then applies to source lines only. With region recency, a destination line is
+    fresh by its own line (its first touch) even where its region was touched before. The replay's
+    default is :data:`FRESH`; this function's, ``None``.
 
     ``kernel``: the kernel's copies to and from user buffers (rows with ``t_ns``, ``pid``, ``dst``,
     ``size``: :data:`movelab.record.kernel.TOUCH_KINDS`, e.g. a ``pread`` of a page into the buffer

@@ -167,7 +167,8 @@ def gap_costs(recordings: Sequence[pd.DataFrame], l2_bytes: int, llc_bytes: int,
         if ev.empty:
             continue
         ev["net"] = corrected_dur(ev, meta)  # clipped per call, as the validation's measured time
-        st = cachestate.states(ev, l2_bytes, llc_bytes, kernel=df[df["kind"].isin(TOUCH_KINDS)])
+        st = cachestate.states(ev, l2_bytes, llc_bytes, kernel=df[df["kind"].isin(TOUCH_KINDS)],
+                               fresh=cachestate.FRESH)
         ev = ev.loc[st.index]
         ev = ev[(ev["size"] <= TINY) & (st["warm"] == 1.0) & ev["net"].notna()]
         ev["gap_class"] = gap_class(ev["gap_ns"], edges)
