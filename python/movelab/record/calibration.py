@@ -21,6 +21,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -65,6 +66,30 @@ def measure(reps: int = 2000) -> pd.DataFrame:
     return u
 
 
+def _cached(tag: str, what: list[Any], desc: Mapping[str, Any], reps: int,
+            refresh: bool) -> tuple[Path, dict[str, Any] | None]:
+    """The cache file of a calibration (keyed by ``what``, the calibration source, this machine's
+    model and clock, and ``reps``) and its contents, None when absent, damaged or ``refresh``."""
+    key = hashlib.sha256(json.dumps([*what, _build.source_text("calibrate.c").decode(), desc["model"],
+                                     desc["cpu_mhz"], reps], sort_keys=True, default=str).encode()).hexdigest()[:16]
+    path = _build.cache_dir() / f"{tag}-{key}.json"
+    if path.is_file() and not refresh:
+        try:
+            return path, json.loads(path.read_text())
+        except ValueError:
+            pass  # a damaged cache file: measure again
+    return path, None
+
+
+def _store(path: Path, out: Mapping[str, Any]) -> None:
+    """Writes a calibration's cache file atomically (a concurrent run writes the same figures or
+    its own, never half of one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
+        json.dump(out, f, indent=2)
+    os.replace(f.name, path)
+
+
 def call_costs(platform: Any, reps: int = 2000, *, refresh: bool = False) -> dict[str, Any]:
     """Per kind, the measured cost of a call beyond what the replay on ``platform`` predicts for
     it with its buffers warm: ``{"call_ns": {kind: ns}, "measured_ns": {...}, "simulated_ns":
@@ -74,14 +99,9 @@ def call_costs(platform: Any, reps: int = 2000, *, refresh: bool = False) -> dic
     from movelab.record.replay import replay
 
     desc = machine.describe()
-    key = hashlib.sha256(json.dumps([repr(platform), _build.source_text("calibrate.c").decode(), desc["model"],
-                                     desc["cpu_mhz"], reps], sort_keys=True, default=str).encode()).hexdigest()[:16]
-    path = _build.cache_dir() / f"calibration-{key}.json"
-    if path.is_file() and not refresh:
-        try:
-            return json.loads(path.read_text())
-        except ValueError:
-            pass  # a damaged cache file: measure again
+    path, cached = _cached("calibration", [repr(platform)], desc, reps, refresh)
+    if cached is not None:
+        return cached
     # Three runs, the median of their medians: one process's clock-read cost (measured once at its
     # start) can be off by more than a hot tiny call's whole time, which would bias a single run.
     runs = [measure(reps) for _ in range(RUNS)]
@@ -101,10 +121,7 @@ def call_costs(platform: Any, reps: int = 2000, *, refresh: bool = False) -> dic
            "calls": len(tiny), "reps": reps, "machine": desc["model"],
            "source": f"calibrate.c under the interposer on this machine: median time inside calls of 1-{TINY} "
                      f"bytes on hot buffers, less the warm replay of the same calls"}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
-        json.dump(out, f, indent=2)
-    os.replace(f.name, path)
+    _store(path, out)
     return out
 
 
@@ -262,14 +279,9 @@ def alloc_costs(reps: int = 2000, *, refresh: bool = False) -> dict[str, Any]:
     from movelab.record import machine
 
     desc = machine.describe()
-    key = hashlib.sha256(json.dumps(["alloc", _build.source_text("calibrate.c").decode(), desc["model"],
-                                     desc["cpu_mhz"], reps], sort_keys=True, default=str).encode()).hexdigest()[:16]
-    path = _build.cache_dir() / f"alloc-{key}.json"
-    if path.is_file() and not refresh:
-        try:
-            return json.loads(path.read_text())
-        except ValueError:
-            pass  # a damaged cache file: measure again
+    path, cached = _cached("alloc", ["alloc"], desc, reps, refresh)
+    if cached is not None:
+        return cached
     ns: dict[str, dict[str, dict[str, float]]] = {}
     gaps: dict[str, float] = {}
     calls: dict[str, dict[str, int]] = {}
@@ -288,10 +300,7 @@ def alloc_costs(reps: int = 2000, *, refresh: bool = False) -> dict[str, Any]:
                       f"and 'alloc {reps} cold' under the interposer)",
            "source": "the allocator's path: mean time inside calloc (realloc) calls of each size class in a used "
                      "heap, less the same run's median memset (memcpy) of the class on hot buffers"}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
-        json.dump(out, f, indent=2)
-    os.replace(f.name, path)
+    _store(path, out)
     return out
 
 
