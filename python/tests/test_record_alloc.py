@@ -96,7 +96,7 @@ def test_a_fresh_line_in_a_touched_region_is_fresh() -> None:
 
 
 def test_the_default_fresh_state_is_declared() -> None:
-    assert cachestate.FRESH in (*cachestate.STATES, None)
+    assert cachestate.FRESH in (*cachestate.STATES, None)  # the replay passes it on: see the docs
 
 
 @pytest.mark.skipif(CC is None, reason="no C compiler: the calibration program is built with one")

@@ -17,9 +17,9 @@ cache's size as ``llc``, beyond it as ``cold`` (in DRAM). A line no earlier reco
 is taken as ``warm``: no fault was taken inside the call, so the program had touched the page,
 and typically had just written the line it now copies or clears (an object built, then copied);
 a destination line no earlier call touched, by its own line even inside a touched region (a block
-just carved out of unused heap), takes its own state (``fresh``, default :data:`FRESH`, ``cold``:
-a first touch; measured slower than reused lines, docs/record-replay.md, "Fresh blocks and the
-allocator's path"). A call's state
+just carved out of unused heap), may take its own state (``fresh``; the replay's default
+:data:`FRESH`: measured a little slower than reused lines, far faster than a miss to DRAM,
+docs/record-replay.md, "Fresh blocks and the allocator's path"). A call's state
 is the share of its line touches in each (at most 16 lines per buffer, evenly spread, are looked
 at).
 
@@ -52,14 +52,16 @@ DISTANCES = ("bytes", "lines")
 #: The default distance: ``lines`` was not better overall than ``bytes`` on the five demonstration
 #: programs by more than the run-to-run spread (docs/record-replay.md, "Validation").
 DISTANCE = "bytes"
-#: The default state of a destination line no earlier recorded call touched, by its own line
-#: even where its region was touched (a block just carved out of the heap's unused memory, or a
-#: page's first use): ``cold``, a first touch (``None``: as ``untouched``, warm). Measured on the
-#: recordings of 27 Nov 2026, 11:20 UTC (docs/record-replay.md, "Fresh blocks and the allocator's
-#: path"): calls whose destination lines no earlier call touched took longer than the calls of
-#: the same kind and size class into reused lines (gcc's 64-255 byte memcpy: 102 and 60 ns
-#: against 28 and 22; Redis's 8-15 byte memcpy 67 against 25, its 4-8 KiB memmove 135 against 85).
-FRESH: str | None = "cold"
+#: The replay's default state of a destination line no earlier recorded call touched (``None``:
+#: as ``untouched``, warm; ``replay(..., fresh="cold")`` takes such a line, by its own line even
+#: inside a touched region, as a first touch). Measured on the recordings of 27 Nov 2026, 11:20
+#: UTC (docs/record-replay.md, "Fresh blocks and the allocator's path"): calls into never-touched
+#: destination lines are slower than calls into reused ones by a few to tens of ns (Python
+#: start-up's 64-511 byte memcpy 35-70 ns against 18-47; gcc's 64-127 byte memcpy 102 against 28),
+#: far below a miss to DRAM; with ``cold`` the replay over-predicts Python start-up by 165-200 %
+#: (gcc: +1.5 % against -16.3 % without it). Kept at warm until a state between the two is
+#: measured.
+FRESH: str | None = None
 #: Bytes of the aligned region whose most recent recorded touch stands for each of its lines' (the
 #: recency granularity; ``LINE`` tracks every line by its own touches). A program works on the
 #: data around what it copies (a B-tree page's header and cell pointers before a cell is copied
