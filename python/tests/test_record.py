@@ -816,7 +816,9 @@ def test_replay_with_region_recency_costs_recently_paged_lines_warm() -> None:
     df.attrs["movelab"] = {"processes": [{"pid": 1, "image": 0, "clock_ns": 30}]}
     got = {}
     for region in (64, 4096):
-        r = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, region=region)
+        # fresh="untouched": the first touches here are the untouched state's (see the fresh tests)
+        r = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, region=region,
+                           fresh="untouched")
         c = r.classes.set_index(["op", "size_class"])
         got[region] = c
         assert r.summary["region"] == region

@@ -145,9 +145,12 @@ def record_program(name: str, out: Path, runs: int) -> tuple[Any, dict[str, Any]
 def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                 costs: dict[str, Any] | None = None, what_if_cache: str = "tracked",
                 recorded: tuple[Any, dict[str, Any]] | None = None,
-                gap_edges_ns: list[float] | None = None, what_if_too: bool = True) -> dict[str, Any]:
+                gap_edges_ns: list[float] | None = None, what_if_too: bool = True,
+                alloc_cost: dict[str, Any] | None = None) -> dict[str, Any]:
     """Records (unless ``recorded`` gives the recording and slowdown) and replays one program (the
-    baseline's validation, then the what-if of every mechanism unless ``what_if_too`` is false)."""
+    baseline's validation, then the what-if of every mechanism unless ``what_if_too`` is false).
+    ``alloc_cost``: the allocator's measured path (:func:`movelab.record.calibration.alloc_costs`)
+    for the tracked replays."""
     from movelab.record import calibration
     from movelab.record.cli import plot
     from movelab.record.kernel import TOUCH_KINDS
@@ -184,7 +187,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     # cost): the last is the stated error.
     reps = {mode: replay(clean, platform, "cpu", samples=samples, cache=mode,
                          call_cost=costs if mode == "tracked" else None,
-                         gap_edges_ns=gap_edges_ns if mode == "tracked" else None)
+                         gap_edges_ns=gap_edges_ns if mode == "tracked" else None,
+                         alloc_cost=alloc_cost if mode == "tracked" else None)
             for mode in ("cold", "warm", "tracked")}
     net = reps["tracked"].summary["measured_net_ns"]
     err = reps["tracked"].summary["movement_ns"] / net - 1 if net else float("nan")
@@ -192,7 +196,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     if what_if_too:
         summary, classes = what_if(f, platform, samples=samples, cache=what_if_cache,
                                    call_cost=costs if what_if_cache == "tracked" else None,
-                                   gap_edges_ns=gap_edges_ns if what_if_cache == "tracked" else None)
+                                   gap_edges_ns=gap_edges_ns if what_if_cache == "tracked" else None,
+                                   alloc_cost=alloc_cost if what_if_cache == "tracked" else None)
         summary.to_csv(out / f"{name}-what-if.csv", index=False)
         classes.to_csv(out / f"{name}-what-if-classes.csv", index=False)
         plot(summary, out / f"{name}-what-if.png", f"{name} on this machine's platform")
@@ -231,6 +236,7 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         "baseline_warm_error_pct": 100 * (reps["warm"].summary["movement_ns"] / net - 1) if net else None,
         "what_if_cache": what_if_cache,
         "call_cost_calibration": "gap" if gap_edges_ns else "flat",
+        "alloc_cost": "measured" if alloc_cost else None,
         "calibrated_on": name in calibration.GAP_CALIBRATION_PROGRAMS if gap_edges_ns else False,
     }
     for r in summary.to_dict("records") if what_if_too else []:
@@ -265,7 +271,7 @@ def bench_record(
         if n not in PROGRAMS:
             raise typer.BadParameter(f"unknown program {n!r} (known: {', '.join(PROGRAMS)})", param_hint="--program")
     out.mkdir(parents=True, exist_ok=True)
-    from movelab.record.calibration import GAP_CALIBRATION_PROGRAMS, call_costs, gap_costs
+    from movelab.record.calibration import GAP_CALIBRATION_PROGRAMS, alloc_costs, call_costs, gap_costs
     from movelab.record.replay import CACHE_MODES, _cache_bytes
 
     if what_if_cache not in CACHE_MODES:
@@ -274,6 +280,15 @@ def bench_record(
     calib = call_costs(host["platform"], refresh=True)
     console.print("per-call cost, hot loop (calibration on this machine): " + ", ".join(
         f"{k} {v:.1f} ns" for k, v in sorted(calib["call_ns"].items())), highlight=False)
+    # The allocator's own path in calloc and realloc, measured (a machine parameter beside the
+    # platform: written to platform.json with the command that measured it).
+    alloc = alloc_costs(refresh=True)
+    host = {**host, "allocator": alloc}
+    console.print("allocator path (calibrate alloc, back to back / cold), ns by size class: " + "; ".join(
+        f"{k} " + " ".join(f"{c}:{alloc['ns'][k].get('hot', {}).get(c, float('nan')):.0f}/"
+                           f"{alloc['ns'][k].get('cold', {}).get(c, float('nan')):.0f}"
+                           for c in sorted(alloc["ns"][k].get("hot", {}), key=int))
+        for k in sorted(alloc["ns"])), highlight=False)
     rows: list[dict[str, Any]] = []
     recorded: dict[str, tuple[Any, dict[str, Any]]] = {}
     failed: dict[str, str] = {}
@@ -316,7 +331,7 @@ def bench_record(
         t = time.monotonic()
         try:
             row = run_program(n, out, host["platform"], samples, runs, costs, what_if_cache, recorded=recorded[n],
-                              gap_edges_ns=edges, what_if_too=what_if_too)
+                              gap_edges_ns=edges, what_if_too=what_if_too, alloc_cost=alloc)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
             console.print(f"  {n} failed: {e}", highlight=False)
             rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})

@@ -16,8 +16,10 @@ level-2 cache's size is taken as ``warm`` (in the core's private caches), below 
 cache's size as ``llc``, beyond it as ``cold`` (in DRAM). A line no earlier recorded call touched
 is taken as ``warm``: no fault was taken inside the call, so the program had touched the page,
 and typically had just written the line it now copies or clears (an object built, then copied);
-a destination line no earlier call touched (a block just allocated) may be given its own state
-(``fresh``): the measurement says warm too (docs/record-replay.md, "Validation"). A call's state
+a destination line no earlier call touched, by its own line even inside a touched region (a block
+just carved out of unused heap), may take its own state (``fresh``; the replay's default
+:data:`FRESH`: measured a little slower than reused lines, far faster than a miss to DRAM,
+docs/record-replay.md, "Fresh blocks and the allocator's path"). A call's state
 is the share of its line touches in each (at most 16 lines per buffer, evenly spread, are looked
 at).
 
@@ -50,9 +52,15 @@ DISTANCES = ("bytes", "lines")
 #: The default distance: ``lines`` was not better overall than ``bytes`` on the five demonstration
 #: programs by more than the run-to-run spread (docs/record-replay.md, "Validation").
 DISTANCE = "bytes"
-#: The default state of a destination line no earlier recorded call touched (``None``: as
-#: ``untouched``, warm): calls into such lines were measured no slower than calls into reused ones
-#: (docs/record-replay.md, "Validation").
+#: The replay's default state of a destination line no earlier recorded call touched (``None``:
+#: as ``untouched``, warm; ``replay(..., fresh="cold")`` takes such a line, by its own line even
+#: inside a touched region, as a first touch). Measured on the recordings of 27 Nov 2026, 11:20
+#: UTC (docs/record-replay.md, "Fresh blocks and the allocator's path"): calls into never-touched
+#: destination lines are slower than calls into reused ones by a few to tens of ns (Python
+#: start-up's 64-511 byte memcpy 35-70 ns against 18-47; gcc's 64-127 byte memcpy 102 against 28),
+#: far below a miss to DRAM; with ``cold`` the replay over-predicts Python start-up by 165-200 %
+#: (gcc: +1.5 % against -16.3 % without it). Kept at warm until a state between the two is
+#: measured.
 FRESH: str | None = None
 #: Bytes of the aligned region whose most recent recorded touch stands for each of its lines' (the
 #: recency granularity; ``LINE`` tracks every line by its own touches). A program works on the
@@ -85,7 +93,7 @@ def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = TOUCH_RATE,
-           untouched: str = "warm", distance: str = DISTANCE, fresh: str | None = FRESH,
+           untouched: str = "warm", distance: str = DISTANCE, fresh: str | None = None,
            kernel: pd.DataFrame | None = None, region: int | None = None) -> pd.DataFrame:
     """For each timed event of ``ev`` (rows with ``t_ns``, ``pid``, ``size``, ``src``, ``dst``,
     ``op``), the share of its line touches in each state: columns ``warm``, ``llc``, ``cold``
@@ -100,7 +108,9 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     they touched, times 64: a buffer's sampled lines each stand for their share of its lines).
     ``fresh``: the state of a *destination* line no earlier recorded call touched (a first touch:
     a block just allocated, then copied into or cleared); ``None`` takes ``untouched`` for it too.
-    ``untouched`` then applies to source lines only.
+    ``untouched`` then applies to source lines only. With region recency, a destination line is
+    fresh by its own line (its first touch) even where its region was touched before. The replay's
+    default is :data:`FRESH`; this function's, ``None``.
 
     ``kernel``: the kernel's copies to and from user buffers (rows with ``t_ns``, ``pid``, ``dst``,
     ``size``: :data:`movelab.record.kernel.TOUCH_KINDS`, e.g. a ``pread`` of a page into the buffer
@@ -181,6 +191,11 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     first = np.where(touch["is_dst"].to_numpy(), STATES.index(fresh if fresh is not None else untouched),
                      STATES.index(untouched))
     state = np.where(np.isnan(dist), first, np.where(dist < l2_bytes, 0, np.where(dist < llc_bytes, 1, 2)))
+    if fresh is not None and region != LINE:
+        # A destination line that no earlier call touched is fresh even where its region was
+        # touched (a block just carved out beside a used one): its own first touch, by line.
+        line_first = touch.groupby(["pid", "line"], sort=False).cumcount().to_numpy() == 0
+        state = np.where(touch["is_dst"].to_numpy() & line_first, STATES.index(fresh), state)
     touch["state"] = state
     touch["dist"] = dist
     counts = np.zeros((len(t), 3))

@@ -16,6 +16,20 @@
  * filled with something else, as a program's own work does): the same calls in the state the
  * tracked replay calls "llc".
  *
+ * Usage: calibrate alloc REPS [cold]: the allocator's own path in calloc and a moving realloc, in a
+ * heap that has been used (a bench of its own, for the replay's allocator cost; calibration.py,
+ * alloc_costs). A pool of 8,192 live blocks of sizes spread log-uniformly over 16 bytes - 4 KiB,
+ * every other one then freed (holes of every size in the bins, as a program's heap has after its
+ * start-up); then per size class 2^k .. 2^(k+1) - 1, k = 0 .. 12: REPS times, a random pool slot
+ * freed and refilled by calloc(1, n) of a random size of the class (each call finds the bins as
+ * the previous frees left them; glibc's calloc does not take the per-thread cache), then REPS
+ * times a random slot's block (replaced first by one of the class) moved by realloc to twice its size plus
+ * a line (a guard block after it keeps realloc from growing it in place). Then REPS memset and
+ * memcpy calls of each class's sizes on hot buffers, so that the same run gives the bytes' own
+ * cost to subtract. With "cold", 64 KiB of other data (cycling through 1 MiB) is read before each
+ * timed call: the level-1 caches emptied of the allocator's bins and code, as a few microseconds of
+ * a program's own work do.
+ *
  * Usage: calibrate latency KIB HOPS: the load-to-use latency of a buffer of KIB KiB, by a pointer
  * chase through its lines in a random cyclic order (each load's address comes from the previous
  * load, so nothing overlaps); prints "latency_ns KIB NS" (run without the interposer). */
@@ -111,7 +125,80 @@ static int latency(long kib, long hops) {
     return 0;
 }
 
+#define POOL 8192
+static char *pool[POOL];
+
+/* A size in [16, 4096), log-uniform. */
+static size_t pool_size(void) {
+    unsigned sh = 4 + (unsigned)(next_rand() % 8);
+    return ((size_t)1 << sh) + (size_t)(next_rand() % ((size_t)1 << sh));
+}
+
+/* A size in [2^k, 2^(k+1)). */
+static size_t class_size(unsigned k) {
+    return ((size_t)1 << k) + (size_t)(next_rand() % ((size_t)1 << k));
+}
+
+static int alloc_run(long reps, int cold) {
+    char *other = cold ? malloc(1L << 20) : NULL;
+    if (cold && !other) return 1;
+    if (other)
+        for (long j = 0; j < (1L << 20); j += 64) other[j] = 1;
+    for (int i = 0; i < POOL; i++) {
+        pool[i] = malloc(pool_size());
+        if (!pool[i]) return 1;
+        pool[i][0] = 1;
+    }
+    for (int i = 0; i < POOL; i += 2) {
+        free(pool[i]);
+        pool[i] = NULL;
+    }
+    for (unsigned k = 0; k <= 12; k++) {
+        for (long i = 0; i < reps; i++) {
+            int j = (int)(next_rand() % POOL);
+            free(pool[j]);
+            if (other) disturb(other, i % 16);
+            pool[j] = cl(1, class_size(k));
+            if (!pool[j]) return 1;
+        }
+        for (long i = 0; i < reps; i++) {
+            int j = (int)(next_rand() % POOL);
+            size_t n = class_size(k);
+            free(pool[j]); /* a block of the class (malloc and free are not recorded) */
+            char *p = malloc(n);
+            if (!p) return 1;
+            p[0] = 1;
+            char *guard = malloc(16);
+            if (other) disturb(other, i % 16);
+            pool[j] = ra(p, 2 * n + 64);
+            free(guard);
+            if (!pool[j]) return 1;
+        }
+    }
+    for (unsigned k = 0; k <= 11; k++) {
+        for (long i = 0; i < reps; i++) {
+            if (other) disturb(other, i % 16);
+            st(b, 0, class_size(k));
+        }
+        for (long i = 0; i < reps; i++) {
+            if (other) disturb(other, i % 16);
+            cp(b, a, class_size(k));
+        }
+    }
+    for (int i = 0; i < POOL; i++) free(pool[i]);
+    free(other);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "alloc") == 0) {
+        long reps = strtol(argv[2], NULL, 10);
+        if (reps < 1 || reps > 1000000) {
+            fprintf(stderr, "calibrate: alloc REPS must be between 1 and 1000000\n");
+            return 2;
+        }
+        return alloc_run(reps, argc > 3 && strcmp(argv[3], "cold") == 0);
+    }
     if (argc > 3 && strcmp(argv[1], "latency") == 0) return latency(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10));
     long reps = argc > 1 ? strtol(argv[1], NULL, 10) : 2000;
     if (reps < 1 || reps > 10000000) {

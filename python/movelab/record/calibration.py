@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,6 +66,30 @@ def measure(reps: int = 2000) -> pd.DataFrame:
     return u
 
 
+def _cached(tag: str, what: list[Any], desc: Mapping[str, Any], reps: int,
+            refresh: bool) -> tuple[Path, dict[str, Any] | None]:
+    """The cache file of a calibration (keyed by ``what``, the calibration source, this machine's
+    model and clock, and ``reps``) and its contents, None when absent, damaged or ``refresh``."""
+    key = hashlib.sha256(json.dumps([*what, _build.source_text("calibrate.c").decode(), desc["model"],
+                                     desc["cpu_mhz"], reps], sort_keys=True, default=str).encode()).hexdigest()[:16]
+    path = _build.cache_dir() / f"{tag}-{key}.json"
+    if path.is_file() and not refresh:
+        try:
+            return path, json.loads(path.read_text())
+        except ValueError:
+            pass  # a damaged cache file: measure again
+    return path, None
+
+
+def _store(path: Path, out: Mapping[str, Any]) -> None:
+    """Writes a calibration's cache file atomically (a concurrent run writes the same figures or
+    its own, never half of one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
+        json.dump(out, f, indent=2)
+    os.replace(f.name, path)
+
+
 def call_costs(platform: Any, reps: int = 2000, *, refresh: bool = False) -> dict[str, Any]:
     """Per kind, the measured cost of a call beyond what the replay on ``platform`` predicts for
     it with its buffers warm: ``{"call_ns": {kind: ns}, "measured_ns": {...}, "simulated_ns":
@@ -73,14 +99,9 @@ def call_costs(platform: Any, reps: int = 2000, *, refresh: bool = False) -> dic
     from movelab.record.replay import replay
 
     desc = machine.describe()
-    key = hashlib.sha256(json.dumps([repr(platform), _build.source_text("calibrate.c").decode(), desc["model"],
-                                     desc["cpu_mhz"], reps], sort_keys=True, default=str).encode()).hexdigest()[:16]
-    path = _build.cache_dir() / f"calibration-{key}.json"
-    if path.is_file() and not refresh:
-        try:
-            return json.loads(path.read_text())
-        except ValueError:
-            pass  # a damaged cache file: measure again
+    path, cached = _cached("calibration", [repr(platform)], desc, reps, refresh)
+    if cached is not None:
+        return cached
     # Three runs, the median of their medians: one process's clock-read cost (measured once at its
     # start) can be off by more than a hot tiny call's whole time, which would bias a single run.
     runs = [measure(reps) for _ in range(RUNS)]
@@ -100,10 +121,7 @@ def call_costs(platform: Any, reps: int = 2000, *, refresh: bool = False) -> dic
            "calls": len(tiny), "reps": reps, "machine": desc["model"],
            "source": f"calibrate.c under the interposer on this machine: median time inside calls of 1-{TINY} "
                      f"bytes on hot buffers, less the warm replay of the same calls"}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
-        json.dump(out, f, indent=2)
-    os.replace(f.name, path)
+    _store(path, out)
     return out
 
 
@@ -166,7 +184,8 @@ def gap_costs(recordings: Sequence[pd.DataFrame], l2_bytes: int, llc_bytes: int,
         if ev.empty:
             continue
         ev["net"] = corrected_dur(ev, meta)  # clipped per call, as the validation's measured time
-        st = cachestate.states(ev, l2_bytes, llc_bytes, kernel=df[df["kind"].isin(TOUCH_KINDS)])
+        st = cachestate.states(ev, l2_bytes, llc_bytes, kernel=df[df["kind"].isin(TOUCH_KINDS)],
+                               fresh=cachestate.FRESH)
         ev = ev.loc[st.index]
         ev = ev[(ev["size"] <= TINY) & (st["warm"] == 1.0) & ev["net"].notna()]
         ev["gap_class"] = gap_class(ev["gap_ns"], edges)
@@ -192,3 +211,144 @@ def gap_costs(recordings: Sequence[pd.DataFrame], l2_bytes: int, llc_bytes: int,
                       f"{', '.join(names or []) or 'the given programs'}, per gap since the thread's previous call, "
                       f"less the warm replay of such a call"}
 
+
+
+#: The gap since the thread's previous recorded call (ns) below which a ``calloc`` or ``realloc``
+#: is charged the allocator path measured back to back (``hot``), from which the one measured with
+#: 64 KiB of other data read before each call (``cold``), where a measurement gives no edge of its
+#: own: :func:`alloc_costs` takes the geometric mean of its two runs' median gaps (356 and 888 ns
+#: on the development machine, 27 Nov 2026: 562 ns).
+ALLOC_EDGE_NS = 562.0
+#: The kind whose call on hot buffers holds the bytes' own cost (and the call itself) of each
+#: allocating kind: what is left of the allocating call is the allocator's own path.
+ALLOC_BASE = {"calloc": "memset", "realloc": "memcpy"}
+
+
+def alloc_measure(reps: int = 2000, cold: bool = False) -> pd.DataFrame:
+    """Records ``calibrate alloc REPS [cold]`` (the allocator in a used heap; see calibrate.c) and
+    returns its timed calls with no fault and no switch inside (``net_ns``: time inside, the clock
+    reads' cost removed)."""
+    from movelab.record import recorder
+    from movelab.record.replay import movement_events
+    from movelab.record.trace import corrected_dur, disturbed
+
+    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 1_000_000:
+        raise ValueError(f"reps must be an integer in 1..1000000, got {reps!r}")
+    prog = _build.calibration_program()
+    df = recorder.run([str(prog), "alloc", str(reps), *(["cold"] if cold else [])])
+    meta = df.attrs["movelab"]
+    u = df[(df["source"] == "interposer") & df["kind"].isin(KINDS) & df["t_ns"].notna()]
+    u = movement_events(u[~disturbed(u)])  # with gap_ns, the time since the thread's previous call
+    u["net_ns"] = corrected_dur(u, meta)
+    u.attrs["movelab"] = meta
+    return u
+
+
+def alloc_path(calls: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """From one run of :func:`alloc_measure`: per allocating kind and size class (bit length of the
+    recorded size), the mean time inside the calls less the mean time of the same run's calls of
+    its :data:`ALLOC_BASE` kind of the same size class on hot buffers (the closest class measured),
+    at least 0: the allocator's own path, ns a call. The allocating call's mean, not its median:
+    the validation compares sums of time, and the allocator's time has a long tail (a bin search,
+    a consolidation); the base kind's median: it stands for the call and its bytes, whose tail
+    (an interrupt inside the call on a loaded machine) the allocating call's mean holds already."""
+    mean = calls.groupby(["kind", "size_class"])["net_ns"].mean()
+    med = calls.groupby(["kind", "size_class"])["net_ns"].median()
+    out: dict[str, dict[str, float]] = {}
+    for kind, base in ALLOC_BASE.items():
+        if kind not in mean.index.get_level_values(0) or base not in mean.index.get_level_values(0):
+            continue
+        b = med.loc[base]
+        bk = np.asarray(b.index, dtype=np.int64)
+        out[kind] = {}
+        for sc, v in mean.loc[kind].items():
+            near = int(bk[np.argmin(np.abs(bk - int(sc)))])
+            out[kind][str(int(sc))] = max(0.0, float(v) - float(b.loc[near]))
+    return out
+
+
+def alloc_costs(reps: int = 2000, *, refresh: bool = False) -> dict[str, Any]:
+    """The allocator's own path in ``calloc`` and a moving ``realloc`` on this machine, per size
+    class, measured (not fitted) by ``calibrate alloc`` under the interposer, back to back and with
+    the caches cold (:func:`alloc_path` of each run): ``{"ns": {kind: {"hot": {class: ns}, "cold":
+    {...}}}, "edge_ns": the geometric mean of the runs' median gaps, "base": ALLOC_BASE, "gap_ns":
+    {run: median gap}, "calls":
+    ..., "command": ...}``; the replay charges a call the path of its size class and gap
+    (``replay(..., alloc_cost=...)``) on top of its base kind's call cost. Cached per machine and
+    calibration source unless ``refresh``."""
+    from movelab.record import machine
+
+    desc = machine.describe()
+    path, cached = _cached("alloc", ["alloc"], desc, reps, refresh)
+    if cached is not None:
+        return cached
+    ns: dict[str, dict[str, dict[str, float]]] = {}
+    gaps: dict[str, float] = {}
+    calls: dict[str, dict[str, int]] = {}
+    for run, cold in (("hot", False), ("cold", True)):
+        u = alloc_measure(reps, cold)
+        for kind, per in alloc_path(u).items():
+            ns.setdefault(kind, {})[run] = per
+        a = u[u["kind"].isin(list(ALLOC_BASE))]
+        gaps[run] = float(a["gap_ns"].median()) if "gap_ns" in a and a["gap_ns"].notna().any() else float("nan")
+        calls[run] = {str(k): int(v) for k, v in a.groupby("kind").size().items()}
+    edge = math.sqrt(gaps["hot"] * gaps["cold"]) if all(math.isfinite(g) and g > 0 for g in gaps.values()) \
+        else ALLOC_EDGE_NS
+    out = {"ns": ns, "edge_ns": edge, "base": dict(ALLOC_BASE), "gap_ns": gaps, "calls": calls,
+           "reps": reps, "machine": desc["model"],
+           "command": f"python -m movelab.record.calibration alloc --reps {reps} (calibrate.c 'alloc {reps}' "
+                      f"and 'alloc {reps} cold' under the interposer)",
+           "source": "the allocator's path: mean time inside calloc (realloc) calls of each size class in a used "
+                     "heap, less the same run's median memset (memcpy) of the class on hot buffers"}
+    _store(path, out)
+    return out
+
+
+def alloc_cost_ns(cost: Mapping[str, Any], kind: str, size_class: np.ndarray, gap_ns: np.ndarray) -> np.ndarray | None:
+    """Per call of ``kind``: the allocator path of :func:`alloc_costs` for its size class (the
+    closest class measured) and gap (``hot`` below ``edge_ns``; ``cold`` from it on and for a
+    missing gap, a thread's first call); None when ``cost`` has no figures for ``kind``."""
+    per = cost.get("ns", {}).get(kind)
+    if not per:
+        return None
+    edge = float(cost.get("edge_ns", ALLOC_EDGE_NS))
+    sc = np.asarray(size_class, dtype=np.int64)
+    g = np.asarray(gap_ns, dtype=np.float64)
+    out = np.zeros(len(sc))
+    for run, use in (("hot", ~np.isnan(g) & (g < edge)), ("cold", np.isnan(g) | (g >= edge))):
+        table = per.get(run) or per.get("hot") or per.get("cold")
+        ks = np.asarray(sorted(int(k) for k in table), dtype=np.int64)
+        vals = np.asarray([float(table[str(k)]) for k in ks])
+        near = np.abs(sc[:, None] - ks[None, :]).argmin(axis=1)
+        out = np.where(use, vals[near], out)
+    return out
+
+
+def _main(argv: Sequence[str]) -> int:
+    """``python -m movelab.record.calibration alloc [--reps N]``: measures the allocator's path
+    afresh (replacing the cached figures) and prints it per size class."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m movelab.record.calibration",
+                                 description="Measure this machine's allocator path in calloc and realloc.")
+    ap.add_argument("what", choices=["alloc"])
+    ap.add_argument("--reps", type=int, default=2000, help="calls per size class and kind (default 2000)")
+    a = ap.parse_args(list(argv))
+    try:
+        r = alloc_costs(a.reps, refresh=True)
+    except (RuntimeError, OSError, ValueError) as e:
+        print(f"error: {e}")
+        return 1
+    print(f"allocator path, ns a call beyond memset/memcpy on hot buffers (median gap: back to back "
+          f"{r['gap_ns'].get('hot', float('nan')):.0f} ns, cold {r['gap_ns'].get('cold', float('nan')):.0f} ns)")
+    for kind, per in r["ns"].items():
+        for run, table in per.items():
+            cells = sorted(table.items(), key=lambda x: int(x[0]))
+            print(f"{kind:8s} {run:5s} " + " ".join(f"{k}:{v:.0f}" for k, v in cells))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    raise SystemExit(_main(sys.argv[1:]))

@@ -91,6 +91,20 @@ def _call_costs(plat: Any, notes: list[str]) -> dict[str, float]:
     return c["call_ns"]
 
 
+def _alloc_costs(notes: list[str]) -> dict[str, Any]:
+    """The allocator's own path in calloc and realloc, measured on this machine (cached; notes say
+    so and name the command that measures it afresh)."""
+    from movelab.record.calibration import alloc_costs
+
+    try:
+        a = alloc_costs()
+    except (RuntimeError, OSError, ValueError) as e:
+        _fail(RuntimeError(f"the allocator calibration could not run ({e}); pass --no-call-cost"))
+    notes.append(f"calloc and realloc: the allocator's path measured on this machine per size class "
+                 f"({a['command']}), on top of memset's and memcpy's call cost")
+    return a
+
+
 def record_cmd(
     cmd: list[str] = typer.Argument(..., help="The program and its arguments (after --).", show_default=False,
                                     metavar="CMD"),
@@ -193,12 +207,13 @@ def replay_cmd(
     df.attrs["movelab"] = meta
     plat, notes = _platform(platform, memory)
     costs = _call_costs(plat, notes) if call_cost else None
+    alloc = _alloc_costs(notes) if call_cost else None
     memo: dict = {}
     results = []
     for m in mechanism:
         try:
             r = replay(df, plat, m, samples=samples, overrides=parse_set(set_), cache=mode, call_cost=costs,
-                       distance=dist, region=reg, _cache=memo)
+                       distance=dist, region=reg, alloc_cost=alloc, _cache=memo)
         except (ValueError, OSError) as e:
             _fail(e)
         results.append(r)
@@ -265,7 +280,8 @@ def what_if_cmd(
     reg = _region(region, mode, dist)
     plat, notes = _platform(platform, memory)
     costs = _call_costs(plat, notes) if call_cost else None
-    summary, classes = what_if(df, plat, samples=samples, cache=mode, call_cost=costs,
+    alloc = _alloc_costs(notes) if call_cost else None
+    summary, classes = what_if(df, plat, samples=samples, cache=mode, call_cost=costs, alloc_cost=alloc,
                                **({"distance": dist} if dist else {}), **({"region": reg} if reg else {}))
     if out is not None:
         with staged_dir(out, force) as stage:

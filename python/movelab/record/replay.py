@@ -207,7 +207,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            call_cost: Mapping[str, float] | None = None, touch_rate: float | None = None,
            distance: str | None = None, fresh: str | None = None, kernel_touches: bool = True,
            gap_edges_ns: Sequence[float] | None = None, region: int | None = None,
-           _cache: dict | None = None) -> Replay:
+           alloc_cost: Mapping[str, Any] | None = None, _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
     (one of :data:`MECHANISMS`).
@@ -240,7 +240,12 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     value may instead be a list of ns per gap class (the time since the thread's previous recorded
     call, classes split at ``gap_edges_ns``; :func:`movelab.record.calibration.gap_costs` measures
     it): a thread's first call takes the last class, an aggregated call (below ``--min-bytes``) the
-    first."""
+    first.
+
+    ``alloc_cost``: the allocator's own path in ``calloc`` and ``realloc`` per size class and gap,
+    measured on the recording machine (:func:`movelab.record.calibration.alloc_costs`). With it, a
+    ``calloc`` (``realloc``) is charged its base kind's ``call_cost`` (``memset``, ``memcpy``: the
+    call itself) plus the measured path of its size class, instead of its own ``call_cost``."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r} (known: {', '.join(MECHANISMS)})")
     for name, v in (("samples", samples), ("budget_bytes", budget_bytes),
@@ -275,6 +280,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         for x in vals:
             if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x) or x < 0:
                 raise ValueError(f"call_cost[{k!r}] must be non-negative numbers of ns, got {v!r}")
+    if alloc_cost is not None:
+        _check_alloc_cost(alloc_cost)
     if isinstance(trace, pd.DataFrame):
         df, meta = trace, dict(trace.attrs.get("movelab", {}))
     else:
@@ -366,7 +373,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                 per_call += f * per_state[s]
                 energy += f * max((e1 - e0) / k, 0.0)
                 traffic += f * max((b1 - b0) / k, 0.0)
-            fixed = _fixed_cost(cls, costs, edges) if costs else 0.0
+            fixed = _fixed_cost(cls, costs, edges, alloc_cost) if costs or alloc_cost else 0.0
             measured = cls["dur_ns"].sum(min_count=1)
             net = corrected_dur(cls[cls["source"] == "interposer"], meta).sum()
             row = {"op": op, "size_class": int(sc),
@@ -416,17 +423,55 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     return Replay(mechanism, summary, classes, notes)
 
 
-def _fixed_cost(cls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[float] | None) -> float:
+def _check_alloc_cost(cost: Mapping[str, Any]) -> None:
+    """Refuses an ``alloc_cost`` that is not :func:`movelab.record.calibration.alloc_costs`'s
+    shape (``{"ns": {kind: {"hot"|"cold": {size class: ns}}}, "edge_ns": ns}``), naming what."""
+    from movelab.record.calibration import ALLOC_BASE
+
+    ns = cost.get("ns") if isinstance(cost, Mapping) else None
+    if not isinstance(ns, Mapping):
+        raise ValueError("alloc_cost needs an 'ns' table ({kind: {'hot' or 'cold': {size class: ns}}}), "
+                         "as movelab.record.calibration.alloc_costs() returns")
+    edge = cost.get("edge_ns", 1.0)
+    if isinstance(edge, bool) or not isinstance(edge, (int, float)) or not math.isfinite(edge) or edge <= 0:
+        raise ValueError(f"alloc_cost['edge_ns'] must be a positive number of ns, got {edge!r}")
+    for kind, per in ns.items():
+        if kind not in ALLOC_BASE:
+            raise ValueError(f"alloc_cost['ns'] has {kind!r}: only {', '.join(ALLOC_BASE)} run the allocator")
+        if not isinstance(per, Mapping) or not per or set(per) - {"hot", "cold"}:
+            raise ValueError(f"alloc_cost['ns'][{kind!r}] must map 'hot' and/or 'cold' to per-class figures")
+        for run, table in per.items():
+            if not isinstance(table, Mapping) or not table:
+                raise ValueError(f"alloc_cost['ns'][{kind!r}][{run!r}] must map size classes to ns, got {table!r}")
+            for k, v in table.items():
+                if not str(k).isdigit() or isinstance(v, bool) or not isinstance(v, (int, float)) \
+                        or not math.isfinite(v) or v < 0:
+                    raise ValueError(f"alloc_cost['ns'][{kind!r}][{run!r}]: size class {k!r} must be an integer "
+                                     f"and its cost a non-negative number of ns, got {v!r}")
+
+
+def _fixed_cost(cls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[float] | None,
+                alloc: Mapping[str, Any] | None = None) -> float:
     """The per-call costs of a class's calls: a kind's number per call, or its list's value for
-    the call's gap class (a thread's first call: the last class; an aggregated row: the first)."""
-    from movelab.record.calibration import gap_class
+    the call's gap class (a thread's first call: the last class; an aggregated row: the first).
+    With ``alloc`` (:func:`movelab.record.calibration.alloc_costs`), an allocating kind's call is
+    charged its base kind's cost plus the measured allocator path of its size class and gap."""
+    from movelab.record.calibration import ALLOC_BASE, alloc_cost_ns, gap_class
 
     total = 0.0
     for kind, g in cls.groupby("kind", sort=False):
-        v = costs.get(str(kind))
+        n = g["count"].astype("float64").to_numpy()
+        path = None
+        if alloc is not None and str(kind) in ALLOC_BASE:
+            gap = g["gap_ns"].astype("float64").to_numpy()
+            # an aggregated row (no time): back to back, as the call cost's first gap class
+            gap = np.where(g["t_ns"].isna().to_numpy(), 0.0, gap)
+            path = alloc_cost_ns(alloc, str(kind), g["size_class"].to_numpy(np.int64), gap)
+        v = costs.get(ALLOC_BASE[str(kind)] if path is not None else str(kind))
+        if path is not None:
+            total += float((path * n).sum())
         if v is None:
             continue
-        n = g["count"].astype("float64").to_numpy()
         if isinstance(v, (list, tuple)):
             c = np.asarray(v, dtype=np.float64)[gap_class(g["gap_ns"], edges or ())]
             c = np.where(g["t_ns"].isna().to_numpy(), float(v[0]), c)
