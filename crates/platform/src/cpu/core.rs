@@ -642,7 +642,13 @@ impl Core {
         if p < self.sb_started {
             self.sb_started -= 1;
         }
-        if let Some(e) = self.sb.remove(p) {
+        // Writes mostly finish in order: the oldest leaves without a shift.
+        let e = if p == 0 {
+            self.sb.pop_front()
+        } else {
+            self.sb.remove(p)
+        };
+        if let Some(e) = e {
             self.sb_used -= e.4;
         }
         true
@@ -796,7 +802,11 @@ impl Core {
                 .map(|i| i as usize)
                 .filter(|&i| i < n && !self.rob[i].issued)
             else {
-                self.unissued.remove(p);
+                if p == 0 {
+                    self.unissued.pop_front();
+                } else {
+                    self.unissued.remove(p);
+                }
                 continue;
             };
             let e = self.rob[idx];
@@ -916,7 +926,12 @@ impl Core {
                 Access::Pending => self.rob[idx].done_at = Ps::MAX,
             }
             self.rob[idx].issued = true;
-            self.unissued.remove(p);
+            // Mostly the oldest waiting entry issues: it leaves without a shift.
+            if p == 0 {
+                self.unissued.pop_front();
+            } else {
+                self.unissued.remove(p);
+            }
             self.issue_credit -= i64::from(e.uop.count);
             if mem {
                 self.port_credit -= i64::from(e.uop.count);

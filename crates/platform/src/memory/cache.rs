@@ -22,9 +22,17 @@ pub struct Victim {
     pub by_copy: bool,
 }
 
+/// In [`Cache::tags`], a way that holds no line (no line number reaches it: a line is an
+/// address divided by 64).
+const NO_LINE: u64 = u64::MAX;
+
 #[derive(Debug, Clone)]
 pub struct Cache {
     sets: Vec<Way>,
+    /// Each way's line, [`NO_LINE`] where the way is invalid: a lookup compares these 8 bytes a
+    /// way, side by side, rather than each way's whole state (snoops look up every core's
+    /// caches on each shared write).
+    tags: Vec<u64>,
     ways: usize,
     set_mask: u64,
     clock: u64,
@@ -44,6 +52,7 @@ impl Cache {
         let sets = lines / ways;
         Cache {
             sets: vec![Way::default(); lines],
+            tags: vec![NO_LINE; lines],
             ways,
             set_mask: sets as u64 - 1,
             clock: 0,
@@ -66,9 +75,9 @@ impl Cache {
         }
         let s = self.set_of(line);
         // One bounds check for the set, none per way.
-        self.sets[s..s + self.ways]
+        self.tags[s..s + self.ways]
             .iter()
-            .position(|w| w.tag == line && w.valid)
+            .position(|&t| t == line)
             .map(|k| s + k)
     }
 
@@ -125,6 +134,7 @@ impl Cache {
             .min_by_key(|(_, w)| (w.valid, w.lru))
             .map_or(0, |(k, _)| k);
         let old = self.sets[i];
+        self.tags[i] = line;
         self.sets[i] = Way {
             tag: line,
             valid: true,
@@ -142,6 +152,7 @@ impl Cache {
     /// Invalidate hook: drops `line`, returning it (with its dirty state) if it was present.
     pub fn invalidate(&mut self, line: u64) -> Option<Victim> {
         let i = self.find(line)?;
+        self.tags[i] = NO_LINE;
         let w = &mut self.sets[i];
         w.valid = false;
         Some(Victim {
@@ -269,6 +280,10 @@ mod tests {
                         prop_assert_eq!(v.is_some(), pos.is_some());
                         if let Some(p) = pos { set.remove(p); }
                     }
+                }
+                // The lookup tags mirror the ways: a valid way's line, else none.
+                for (w, &tag) in c.sets.iter().zip(&c.tags) {
+                    prop_assert_eq!(tag, if w.valid { w.tag } else { NO_LINE });
                 }
             }
             prop_assert!(c.occupancy() <= 16);

@@ -299,6 +299,9 @@ pub struct MemorySystem {
     pub stale_copy_sources: bool,
     /// An error raised inside an event handler, reported by the run loop.
     pub(crate) fatal: Option<String>,
+    /// Set with every wake-up or poke left in a core's [`Private`]; the run loop clears it once
+    /// it has handed them all on, so that it looks through the cores only when one waits.
+    pub(crate) woken: bool,
     /// The controllers' completions of one step, kept so that no step allocates.
     done_buf: Vec<Completion>,
     /// Per-core DRAM accounting, when the cores own memory regions ([`MemorySystem::set_owners`]).
@@ -415,6 +418,7 @@ impl MemorySystem {
             skip_invalidations: false,
             stale_copy_sources: false,
             fatal: None,
+            woken: false,
             done_buf: Vec::new(),
             attribution: None,
         })
@@ -685,11 +689,13 @@ impl MemorySystem {
     /// Wakes core `core`'s window entry or store (`token`) at `at`.
     pub fn wake(&mut self, core: usize, token: Token, at: Ps) {
         self.privs[core].wakeups.push((token, at));
+        self.woken = true;
     }
 
     /// Tells core `core` to retry what it could not start.
     pub fn poke(&mut self, core: usize) {
         self.privs[core].poke = true;
+        self.woken = true;
     }
 
     /// Wakes core `core` at `at` (a doorbell).
@@ -777,6 +783,7 @@ impl MemorySystem {
         for p in self.privs.iter_mut() {
             p.poke = true;
         }
+        self.woken = true;
     }
 
     /// Registers an address guard (a table of ranges loads and stores wait for); returns its index.
@@ -1488,6 +1495,7 @@ impl MemorySystem {
         }
         p.spare_waiters.push(waiters);
         p.poke = true;
+        self.woken = true;
     }
 
     /// A fill for core `c` arrives while other cores took the line meanwhile (their misses raced

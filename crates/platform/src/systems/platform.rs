@@ -1007,7 +1007,14 @@ impl Platform {
                     }
                 }
             }
-            for e in 0..self.engines.len() {
+            // Every wake-up and poke is handed on here (nothing this loop calls adds one), so
+            // the flag that says one waits is cleared; without it, no core is looked at.
+            let woken = if std::mem::take(&mut self.sys.woken) {
+                self.engines.len()
+            } else {
+                0
+            };
+            for e in 0..woken {
                 let p = &mut self.sys.privs[e];
                 if !p.wakeups.is_empty() || p.poke {
                     let poke = std::mem::take(&mut p.poke);
