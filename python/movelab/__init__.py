@@ -13,13 +13,7 @@ Two halves share one vocabulary of operations:
 The heavy lifting is in Rust (``movelab._core``); this package is a thin, idiomatic layer over it.
 """
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
-
-try:
-    __version__ = version("movelab")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0"
 
 from movelab.systems import simulate, systems
 
@@ -32,3 +26,18 @@ def replay(trace: Any, platform: Any = "rowclone-system", mechanism: str = "cpu"
     from movelab.record.replay import replay as _replay
 
     return _replay(trace, platform, mechanism, **kw)
+
+
+def __getattr__(name: str) -> Any:
+    # The version is looked up when first asked for: importing importlib.metadata is a good part of
+    # the command line's start.
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("movelab")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+            v = "0.0.0"
+        globals()["__version__"] = v
+        return v
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,27 +7,16 @@ exits with 130 and one line, leaving no partial output file."""
 from __future__ import annotations
 
 import errno
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from typer._click import exceptions as click
 from typer.core import TyperGroup
 
 from movelab._util import TableJson, echo_json, fail, parse_set
-from movelab.dram.cli import app as dram_app
-from movelab.dram.cli import bench_dram
-from movelab.host.cli import bench_host_app
-from movelab.network.cli import app as network_app
-from movelab.platform.cli import app as platform_app
-from movelab.platform.cli import bench_platform
-from movelab.record.bench import bench_record
-from movelab.record.cli import record_cmd, replay_cmd, what_if_cmd
-from movelab.record.rowclone_apps import bench_rowclone_apps
-from movelab.reproduce.cli import app as reproduce_app
-from movelab.sweep.cli import app as sweep_app
-from movelab.sweep.cli import bench_sweep
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -55,7 +44,6 @@ class MovelabGroup(TyperGroup):
     message and exit status 2, so that no input gives a traceback."""
 
     def invoke(self, ctx: Any) -> Any:
-        err = Console(stderr=True)
         argv = [*getattr(ctx, "_protected_args", []), *ctx.args]
         try:
             return super().invoke(ctx)
@@ -63,7 +51,9 @@ class MovelabGroup(TyperGroup):
             _add_value(e, argv)
             raise
         except KeyboardInterrupt:
-            err.print("movelab: interrupted", highlight=False)
+            from rich.console import Console
+
+            Console(stderr=True).print("movelab: interrupted", highlight=False)
             raise typer.Exit(130) from None
         except OSError as e:
             if e.errno == errno.EPIPE:
@@ -73,36 +63,6 @@ class MovelabGroup(TyperGroup):
             fail(e)
 
 
-app = typer.Typer(
-    name="movelab",
-    cls=MovelabGroup,
-    help="movelab: simulate and measure bulk data movement (copy and initialisation).",
-    no_args_is_help=True,
-    add_completion=False,
-    context_settings=CONTEXT,
-    pretty_exceptions_enable=False,
-)
-bench_app = typer.Typer(help="Speed benchmarks of the simulator and measurements of this machine.",
-                        no_args_is_help=True)
-bench_app.command("dram")(bench_dram)
-bench_app.command("platform")(bench_platform)
-bench_app.add_typer(bench_host_app, name="host")
-bench_app.command("sweep")(bench_sweep)
-bench_app.command("record")(bench_record)
-bench_app.command("rowclone-apps")(bench_rowclone_apps)
-
-app.add_typer(dram_app, name="dram")
-app.add_typer(platform_app, name="platform")
-app.add_typer(network_app, name="network")
-app.add_typer(reproduce_app, name="reproduce")
-app.add_typer(bench_app, name="bench")
-app.add_typer(sweep_app, name="sweep")
-app.command("record", context_settings={"allow_interspersed_args": False})(record_cmd)
-app.command("replay")(replay_cmd)
-app.command("what-if")(what_if_cmd)
-
-
-@app.command()
 def report(
     directory: Path = typer.Argument(Path("reports"), help="The directory holding reproductions and sweeps."),
     force: bool = typer.Option(False, "--force", help="Replace an index.html movelab did not write."),
@@ -121,7 +81,6 @@ def report(
     typer.echo(f"report: {path}")
 
 
-@app.command("run")
 def run_cmd(
     config: str = typer.Argument(..., help="A built-in preset of any system (movelab systems) or a TOML file."),
     workload: str = typer.Argument(..., help="A workload of that system (movelab systems) or a TOML file."),
@@ -136,6 +95,7 @@ def run_cmd(
 ) -> None:
     """Run a workload on any simulated system and print its report."""
     from rich import box
+    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -167,10 +127,10 @@ def run_cmd(
     Console().print(t)
 
 
-@app.command("systems")
 def systems_cmd(fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json")) -> None:
     """The simulated systems: their built-in presets and workloads (for movelab run)."""
     from rich import box
+    from rich.console import Console
     from rich.table import Table
 
     from movelab.systems import systems
@@ -196,7 +156,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def root(
     _version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
                                   help="Print movelab's version and exit."),
@@ -204,14 +163,119 @@ def root(
     """movelab: simulate and measure bulk data movement (copy and initialisation)."""
 
 
-@app.command()
 def version() -> None:
     """Print movelab's version."""
     _print_version(True)
 
 
+def _dram_app() -> typer.Typer:
+    from movelab.dram.cli import app as dram_app
+
+    return dram_app
+
+
+def _platform_app() -> typer.Typer:
+    from movelab.platform.cli import app as platform_app
+
+    return platform_app
+
+
+def _network_app() -> typer.Typer:
+    from movelab.network.cli import app as network_app
+
+    return network_app
+
+
+def _reproduce_app() -> typer.Typer:
+    from movelab.reproduce.cli import app as reproduce_app
+
+    return reproduce_app
+
+
+def _bench_app() -> typer.Typer:
+    from movelab.dram.cli import bench_dram
+    from movelab.host.cli import bench_host_app
+    from movelab.platform.cli import bench_platform
+    from movelab.record.bench import bench_record
+    from movelab.record.rowclone_apps import bench_rowclone_apps
+    from movelab.sweep.cli import bench_sweep
+
+    bench_app = typer.Typer(help="Speed benchmarks of the simulator and measurements of this machine.",
+                            no_args_is_help=True)
+    bench_app.command("dram")(bench_dram)
+    bench_app.command("platform")(bench_platform)
+    bench_app.add_typer(bench_host_app, name="host")
+    bench_app.command("sweep")(bench_sweep)
+    bench_app.command("record")(bench_record)
+    bench_app.command("rowclone-apps")(bench_rowclone_apps)
+    return bench_app
+
+
+def _sweep_app() -> typer.Typer:
+    from movelab.sweep.cli import app as sweep_app
+
+    return sweep_app
+
+
+#: The root's groups of sub-commands, in the order they are registered (and listed), each with the
+#: function that imports its module: a command line naming one of them first imports that one only.
+GROUPS: dict[str, Callable[[], typer.Typer]] = {
+    "dram": _dram_app,
+    "platform": _platform_app,
+    "network": _network_app,
+    "reproduce": _reproduce_app,
+    "bench": _bench_app,
+    "sweep": _sweep_app,
+}
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The root command. With ``only`` (a name in :data:`GROUPS`), the root holds that group alone
+    besides its own commands, so that a command line starting with that name imports only what it
+    runs: the group's commands, options, help and errors are the same objects either way, and a
+    command line whose first word is a group's name reaches nothing else of the root."""
+    app = typer.Typer(
+        name="movelab",
+        cls=MovelabGroup,
+        help="movelab: simulate and measure bulk data movement (copy and initialisation).",
+        no_args_is_help=True,
+        add_completion=False,
+        context_settings=CONTEXT,
+        pretty_exceptions_enable=False,
+    )
+    for name, group in GROUPS.items():
+        if only is None or only == name:
+            app.add_typer(group(), name=name)
+    if only is None:
+        from movelab.record.cli import record_cmd, replay_cmd, what_if_cmd
+
+        app.command("record", context_settings={"allow_interspersed_args": False})(record_cmd)
+        app.command("replay")(replay_cmd)
+        app.command("what-if")(what_if_cmd)
+    app.command()(report)
+    app.command("run")(run_cmd)
+    app.command("systems")(systems_cmd)
+    app.callback()(root)
+    app.command()(version)
+    return app
+
+
+_APP: typer.Typer | None = None
+
+
+def __getattr__(name: str) -> Any:
+    # `app`, the whole command line (built on first use, so importing this module stays cheap).
+    global _APP
+    if name == "app":
+        if _APP is None:
+            _APP = build_app()
+        return _APP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def main() -> None:
-    app()
+    first = sys.argv[1] if len(sys.argv) > 1 else None
+    build_app(first if first in GROUPS else None)()
 
 
 if __name__ == "__main__":

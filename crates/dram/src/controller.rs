@@ -915,7 +915,11 @@ impl Controller {
         }
         // The earliest cycle (no earlier than `soon`) and, among the banks ready then, the best
         // FR-FCFS key: the command the tick at that cycle will issue.
-        let word = ready_scan::min_word(&self.loc, &self.hidx, &self.key, horizons, soon);
+        let word = if self.loc.len() <= ready_scan::FEW_BANKS {
+            ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
+        } else {
+            ready_scan::min_word(&self.loc, &self.hidx, &self.key, horizons, soon)
+        };
         let (wait, best) = ready_scan::unpack(word);
         if wait == WAIT_CAP {
             // Nothing within reach of the packed word: the exact bound the plain way (rare).

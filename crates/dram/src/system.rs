@@ -195,8 +195,10 @@ where
             let t = ch.tick(now, opts.command_log.as_deref_mut());
             next = next.min(t);
             issued |= ch.issued_at(now);
-            for Done { time, tag, op } in ch.done.drain(..) {
-                bulk.on_done(time, tag, op);
+            if !ch.done.is_empty() {
+                for Done { time, tag, op } in ch.done.drain(..) {
+                    bulk.on_done(time, tag, op);
+                }
             }
         }
         if issued && (bulk_active || !bulk.quiet()) {

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from movelab import dram
 from movelab._util import (
@@ -30,14 +26,33 @@ from movelab._util import (
 )
 from movelab._util import fail as _fail
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
 app = typer.Typer(help="Command-level DRAM simulator with in-DRAM copy (RowClone) and energy.",
                   no_args_is_help=True)
-console = Console()
+
+
+class _Console:
+    """Prints as rich's ``Console()`` does (each use makes one, as a console made at import would
+    behave), so that a command printing nothing through it, ``dram run --format json``, does not
+    import rich: the command line starts faster."""
+
+    def __getattr__(self, name: str) -> Any:
+        from rich.console import Console
+
+        return getattr(Console(), name)
+
+
+console: Any = _Console()
 
 
 @app.command("presets")
 def presets_cmd(fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json")) -> None:
     """List the built-in speed bins, parts and configuration presets."""
+    from rich import box
+    from rich.table import Table
+
     p = dram.presets()
     if fmt == "json":
         echo_json(p)
@@ -103,6 +118,8 @@ def _trace_arg(trace: str | None, generate: str | None, count: int, read_fractio
 
 
 def _stats_table(s: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     t = Table(title=f"{s['speed']} / {s['part']}: {s['channels']} ch x {s['ranks']} rank, {s['scheduler']}, "
                     f"{s['row_policy']} row, {s['mapper']}, bulk={s['bulk_mechanism']}")
     t.add_column("metric")
@@ -190,22 +207,29 @@ def run_cmd(
         except (ValueError, TypeError, OSError) as e:
             _fail(e)
     log = output_path(command_log, force, "--command-log")
+
+    def sim(progress: Any) -> dram.SimResult:
+        def run(log_path: Path | None) -> dram.SimResult:
+            return dram.simulate(config, tr, overrides=overrides, trace_format=trace_format.value,
+                                 command_log=log_path, progress=progress, progress_every=50_000)
+
+        if log is None:
+            return run(None)
+        with atomic_path(log) as tmp:
+            return run(tmp)
+
     try:
-        with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=Console(stderr=True), transient=True, disable=fmt == "json") as prog:
-            total = count if generate else None
-            task = prog.add_task("sim", total=total)
+        if fmt == "json":
+            # No progress bar (it would be disabled): rich is not imported.
+            res = sim(None)
+        else:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            def sim(log_path: Path | None) -> dram.SimResult:
-                return dram.simulate(config, tr, overrides=overrides, trace_format=trace_format.value,
-                                     command_log=log_path, progress=lambda n: prog.update(task, completed=n),
-                                     progress_every=50_000)
-
-            if log is None:
-                res = sim(None)
-            else:
-                with atomic_path(log) as tmp:
-                    res = sim(tmp)
+            with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=Console(stderr=True), transient=True) as prog:
+                task = prog.add_task("sim", total=count if generate else None)
+                res = sim(lambda n: prog.update(task, completed=n))
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
     if fmt == "json":
@@ -231,6 +255,8 @@ def check_cmd(
     limit: int = typer.Option(20, min=0, max=1_000_000, help="Violations to print in the table."),
 ) -> None:
     """Replay a command log through the independent timing checker. Exit status 1 on violations."""
+    from rich.table import Table
+
     try:
         r = dram.check_log(log)
     except (ValueError, TypeError, OSError) as e:
@@ -311,6 +337,9 @@ def memspec_cmd(
     if fmt == "json":
         echo_json(r)
         return
+    from rich import box
+    from rich.table import Table
+
     t = Table(title=f"{memspec}: {r['memory_type']} {r['memory_id']}", box=box.SIMPLE)
     t.add_column("--set")
     for k, v in r["settings"]:
@@ -377,6 +406,9 @@ def bench_dram(
 ) -> None:
     """Speed benchmark of the DRAM simulator: requests/s and bulk-copy bytes/s, simulated cycles and
     peak memory; with --ramulator, the speed ratio against Ramulator 2.1 on the same trace."""
+    from rich import box
+    from rich.table import Table
+
     from movelab.dram.against_ramulator import COUNTERPARTS, check_ramulator, run_against_ramulator
     from movelab.dram.bench import run_bench, run_bulk
 
@@ -437,6 +469,9 @@ def bench_dram(
 
 def _against_ramulator_table(vs: dict[str, Any]) -> Table:
     """The side-by-side table of `bench dram --ramulator`: whole-process medians of alternating runs."""
+    from rich import box
+    from rich.table import Table
+
     r, m = vs["ramulator"], vs["movelab"]
     t = Table(title=f"Against Ramulator 2.1 ({vs['config']} / {r['standard']} {r['timing_preset']}; "
                     f"{vs['requests']:,} random requests, whole processes, {vs['rounds']} alternating rounds)",

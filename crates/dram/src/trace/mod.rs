@@ -462,6 +462,12 @@ impl<R: BufRead> TraceReader<R> {
                 return Some(Err(self.error(format!("read error: {e}"))));
             }
         };
+        // Most lines: the line and its end read at once (enough bytes buffered).
+        if let Some((item, used)) = ramulator::parse_plain_prefix(avail) {
+            self.reader.consume(used);
+            self.line += 1;
+            return Some(Ok(item));
+        }
         let window = &avail[..avail.len().min(MAX_LINE_BYTES + 2)];
         let i = window.iter().position(|&b| b == b'\n')?;
         let end = if i > 0 && window[i - 1] == b'\r' {
