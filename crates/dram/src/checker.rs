@@ -1464,14 +1464,11 @@ impl Checker {
                     );
                 }
                 // Bank `rec.bank` of every bank group must be precharged.
-                let open: Vec<String> = (0..o.bank_groups)
-                    .filter_map(|g| {
-                        let i = g * bpg + rec.bank;
-                        rank.banks[i as usize]
-                            .open
-                            .map(|r| format!("{} (row {r})", bank_name(i, bpg)))
-                    })
-                    .collect();
+                let open = still_open(
+                    &rank.banks,
+                    (0..o.bank_groups).map(|g| g * bpg + rec.bank),
+                    bpg,
+                );
                 if !open.is_empty() {
                     ctx.protocol(
                         "REFSB with open banks",
@@ -1532,14 +1529,7 @@ impl Checker {
                 } else {
                     vec![loc.bank]
                 };
-                let open: Vec<String> = banks
-                    .iter()
-                    .filter_map(|&i| {
-                        rank.banks[i as usize]
-                            .open
-                            .map(|r| format!("{} (row {r})", bank_name(i, bpg)))
-                    })
-                    .collect();
+                let open = still_open(&rank.banks, banks, bpg);
                 if !open.is_empty() {
                     ctx.protocol(
                         if same_bank {
@@ -2205,6 +2195,18 @@ fn refpb_banks(p: &Params, bank: u32, bpr: u32) -> Vec<u32> {
 
 fn bank_name(bank: u32, bpg: u32) -> String {
     format!("{}.{}", bank / bpg, bank % bpg)
+}
+
+/// The banks among `ids` that still hold an open row, named with their row (for a refresh's
+/// "must be precharged" check).
+fn still_open(banks: &[BankState], ids: impl IntoIterator<Item = u32>, bpg: u32) -> Vec<String> {
+    ids.into_iter()
+        .filter_map(|i| {
+            banks[i as usize]
+                .open
+                .map(|r| format!("{} (row {r})", bank_name(i, bpg)))
+        })
+        .collect()
 }
 
 fn open_row_check(ctx: &mut Ctx<'_>, open: Option<u32>, row: u32, bank: u32, bpg: u32, what: &str) {
