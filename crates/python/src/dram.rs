@@ -93,9 +93,18 @@ fn dram_presets() -> PyResult<String> {
                 serde_json::json!({ "standard": s.standard.name, "name": name, "params": params }),
             );
         }
-        // A part goes with the speed bins of its own standard file (LPDDR5's variants repeat it).
+        // A part goes with the speed bins of every standard file that lists it (LPDDR5's and
+        // LPDDR6's burst-length variants repeat their parts): one entry per part, its bins joined.
         let bins: Vec<&String> = s.speed.keys().collect();
         for (name, p) in &s.part {
+            let same =
+                |e: &serde_json::Value| e["standard"] == s.standard.name && e["name"] == *name;
+            if let Some(e) = parts.iter_mut().find(|e| same(e)) {
+                if let Some(list) = e["speeds"].as_array_mut() {
+                    list.extend(bins.iter().map(|b| serde_json::json!(b)));
+                }
+                continue;
+            }
             parts.push(serde_json::json!({
                 "standard": s.standard.name, "name": name, "speeds": bins, "source": p.source,
                 "density_gbit": p.density_gbit,
