@@ -445,6 +445,7 @@ impl Workload {
         }
         ring_names(&spec.ops, &mut rings);
         ring_names(&spec.handler, &mut rings);
+        ring_names(&spec.poll, &mut rings);
         if rings.len() > 1024 {
             return Err(PlatformError::workload(src, "ops", "more than 1024 rings"));
         }
@@ -458,7 +459,9 @@ impl Workload {
         };
         w.check_ops(&spec.ops, "ops")?;
         w.check_ops(&spec.handler, "handler")?;
-        w.check_handler_sizes(&spec.handler)?;
+        w.check_handler_sizes(&spec.handler, "handler")?;
+        w.check_ops(&spec.poll, "poll")?;
+        w.check_handler_sizes(&spec.poll, "poll")?;
         Ok(w)
     }
 
@@ -574,12 +577,12 @@ impl Workload {
 
     /// An interrupt handler's copies and initialisations are at most 1 MiB each (a handler is
     /// fed whole when the interrupt is taken).
-    fn check_handler_sizes(&self, ops: &[OpSpec]) -> Result<(), PlatformError> {
+    fn check_handler_sizes(&self, ops: &[OpSpec], place: &str) -> Result<(), PlatformError> {
         for (i, op) in ops.iter().enumerate() {
             let bytes = match op {
                 OpSpec::Copy { bytes, .. } | OpSpec::Init { bytes, .. } => bytes,
                 OpSpec::Repeat { ops, .. } => {
-                    self.check_handler_sizes(ops)?;
+                    self.check_handler_sizes(ops, place)?;
                     continue;
                 }
                 _ => continue,
@@ -588,7 +591,7 @@ impl Workload {
             if b > 1 << 20 {
                 return Err(PlatformError::workload(
                     &self.source,
-                    format!("handler[{i}]"),
+                    format!("{place}[{i}]"),
                     format!("{b} bytes: a handler's copy or init is at most 1 MiB"),
                 ));
             }
@@ -930,5 +933,36 @@ ops = [{ kind = "store", at = { region = "a" } }]
             let w = Workload::load(n, &BTreeMap::new()).unwrap();
             assert!(w.ops().next().is_some(), "{n}");
         }
+    }
+
+    #[test]
+    fn a_poll_loop_is_checked_as_a_handler_is() {
+        let base = r#"
+name = "t"
+iterations = 1
+[[regions]]
+name = "a"
+base = 0x1000
+size = 4096
+[[ops]]
+kind = "load"
+at = { region = "a" }
+"#;
+        let bad_region =
+            format!("{base}[[poll]]\nkind = \"load\"\nat = {{ region = \"nowhere\" }}\n");
+        let e = Workload::from_toml_str(&bad_region, "t.toml", &BTreeMap::new())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("poll[0]") && e.contains("nowhere"), "{e}");
+        let too_big = format!(
+            "{base}[[poll]]\nkind = \"copy\"\nbytes = 2097152\nsrc = {{ region = \"a\" }}\ndst = {{ region = \"a\" }}\n"
+        );
+        let e = Workload::from_toml_str(&too_big, "t.toml", &BTreeMap::new())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("poll[0]"), "{e}");
+        let good = format!("{base}[[poll]]\nkind = \"load\"\nat = {{ region = \"a\" }}\n");
+        let w = Workload::from_toml_str(&good, "t.toml", &BTreeMap::new()).unwrap();
+        assert!(w.poll_handler().is_some());
     }
 }
