@@ -57,6 +57,34 @@ def test_derive_user_copies_and_zeroings() -> None:
     assert info["ordinary_write_misses"] == 0     # 72 - 18 x 4 = 0
 
 
+def test_derive_warm_bound_counts_only_the_misses_the_last_level_adds() -> None:
+    # A program of short processes run many times: its cold read misses (cachegrind with a last level
+    # holding everything) were left in the cache by the run before; 500 - 380 remain ordinary.
+    cg = {**_cg(1_000_000, 500, 40 * 64), "ll_read_misses_cold": 380}
+    _, info = rc.derive(_m(cow=10, zero=40), cg, warm=True)
+    assert info["ordinary_read_misses"] == 120
+    # the derivation itself keeps cachegrind's cold processes
+    _, cold = rc.derive(_m(cow=10, zero=40), cg)
+    assert cold["ordinary_read_misses"] == 500
+
+
+def test_steady_state_is_the_long_runs_excess() -> None:
+    long = {"page_zero": 900, "page_cow": 10, "instructions": 5000, "processes": 1}
+    short = {"page_zero": 300, "page_cow": 12, "instructions": 2000, "processes": 1}
+    assert rc.steady_state(long, short) == {"page_zero": 600, "page_cow": 0, "instructions": 3000, "processes": 1}
+
+
+def test_programs_loads_and_warm_shared_are_consistent() -> None:
+    for prog in rc.PROGRAMS.values():
+        # a steady-state program puts its load in the command; the others have none
+        assert ("{n}" in prog.command) == bool(prog.steady), prog.app
+        if prog.steady:
+            assert len(prog.steady) == 2 and 0 < prog.steady[0] < prog.steady[1], prog.app
+    # Table 4's memcached inserts many pairs: distinct keys (-r), not one key overwritten
+    assert "-r " in rc.PROGRAMS["mcached"].command
+    assert rc.PROGRAMS["shell"].warm_shared and not rc.PROGRAMS["compile"].warm_shared
+
+
 def test_derive_refuses_a_recording_without_page_movement() -> None:
     with pytest.raises(ValueError, match="no page-granular copy or zeroing"):
         rc.derive(_m(), _cg(1000, 10, 10))

@@ -65,6 +65,9 @@ MAX_PARAM = 1_000_000
 #: The relative rounding error of per-unit counts the unit size aims at.
 ROUNDING = 0.02
 PORT = 11311
+#: A last level large enough to hold whatever one process touches: with it, cachegrind's misses are
+#: the process's cold misses alone (:attr:`Program.warm_shared`).
+COLD_LL = "67108864,16,64"
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,8 @@ class Program:
     app: str
     description: str
     needs: list[str]
-    #: bash command with {tmp} (a scratch folder holding the C sources), {forkbench}, {port}
+    #: bash command with {tmp} (a scratch folder holding the C sources), {forkbench}, {port}, {n}
+    #: (the load: :attr:`steady`)
     command: str
     #: executable whose processes are the application ("" for every process of the command)
     focus: str = ""
@@ -82,6 +86,18 @@ class Program:
     version: str = ""
     #: --trace-children-skip patterns for cachegrind (a load generator outside the application)
     skip: list[str] = field(default_factory=list)
+    #: (short, long) loads for ``{n}`` in ``command``: the program is recorded under both and its
+    #: figures are the long run's less the short run's, the steady-state phase alone (start-up and
+    #: shut-down, the same in both runs, drop out). (): one run, ``{n}`` unused.
+    steady: tuple[int, int] = ()
+    #: The same short programs run many times (shell's ``ls``, once per directory): on a machine
+    #: their code and the files they read are the same physical lines from one run to the next, but
+    #: cachegrind starts every process with empty caches. Such a program is also run under
+    #: cachegrind with a last level of :data:`COLD_LL` (every line a process touches misses once,
+    #: and only once): ``ll_read_misses_cold``, its cold read misses. The derivation keeps
+    #: cachegrind's cold processes; ``derive(..., warm=True)`` gives the other bound, every line the
+    #: processes read left in the cache by the run before (only the misses the 1 MB last level adds).
+    warm_shared: bool = False
 
 
 PROGRAMS: dict[str, Program] = {p.app: p for p in [
@@ -91,22 +107,24 @@ PROGRAMS: dict[str, Program] = {p.app: p for p in [
             version="gcc --version"),
     Program("forkbench", "section 7.2's forkbench as a C program: a 64 MB buffer filled, fork, the child writes "
             "one word in each of 1,000 random pages", ["cc"], "{forkbench} 64 1000 7", version=""),
-    Program("mcached", "redis-server on loopback under redis-benchmark: 20,000 SETs of 1 KiB values (memcached "
-            "cannot run under cachegrind: Valgrind refuses its setrlimit of the hard open-files limit)",
+    Program("mcached", "redis-server on loopback under redis-benchmark inserting key-value pairs: SETs of 1 KiB "
+            "values to distinct random keys (-r: a keyspace of 10^9), the steady-state insert phase of 60,000 "
+            "SETs (a run of 80,000 less a run of 20,000: the server's start-up drops out); memcached cannot run "
+            "under cachegrind: Valgrind refuses its setrlimit of the hard open-files limit",
             ["redis-server", "redis-cli", "redis-benchmark"],
             "redis-server --port {port} --save '' --appendonly no --bind 127.0.0.1 --logfile /dev/null & "
             "for i in $(seq 600); do redis-cli -p {port} ping >/dev/null 2>&1 && break; sleep 0.2; done; "
-            "redis-benchmark -p {port} -h 127.0.0.1 -q -n 20000 -d 1024 -t set >/dev/null; "
+            "redis-benchmark -p {port} -h 127.0.0.1 -q -n {n} -r 1000000000 -d 1024 -t set >/dev/null; "
             "redis-cli -p {port} shutdown nosave >/dev/null; wait",
             focus="redis-server", version="redis-server --version",
-            skip=["*redis-cli*", "*redis-benchmark*", "*sleep*", "*seq*"]),
+            skip=["*redis-cli*", "*redis-benchmark*", "*sleep*", "*seq*"], steady=(20000, 80000)),
     Program("mysql", "sqlite3 loading a database: 50,000 rows inserted, indexed, queried, updated, vacuumed (a "
             "file database; MySQL is not installed here)", ["sqlite3"],
             "rm -f {tmp}/t.db && sqlite3 {tmp}/t.db \"" + _SQL + "\"", focus="sqlite3", version="sqlite3 --version"),
     Program("shell", "a shell workload: find over /usr/include (one level) running ls -l in each directory "
             "(a fork and exec per directory)", ["find", "ls"],
             "find /usr/include -maxdepth 1 -type d -exec ls -l {{}} ';' > /dev/null",
-            version="find --version"),
+            version="find --version", warm_shared=True),
 ]}
 #: Table 4's applications this machine cannot record, and why.
 NOT_RECORDED = {"bootup": "a full-system trace of a machine booting Debian: a process recorder on a running "
@@ -233,7 +251,7 @@ def _unit_scale(copies: int, zeros: int) -> float:
     return best[1]
 
 
-def derive(m: dict[str, int], cg: dict[str, int]) -> tuple[dict[str, int], dict[str, Any]]:
+def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False) -> tuple[dict[str, int], dict[str, Any]]:
     """The copy-init-app parameters of one recorded program: (params, the derivation's
     intermediate figures). ``m``: :func:`movement`'s figures; ``cg``: :func:`cachegrind_counts`'.
 
@@ -242,8 +260,9 @@ def derive(m: dict[str, int], cg: dict[str, int]) -> tuple[dict[str, int], dict[
     * page copies ``C`` = copy-on-write faults + whole pages of same-offset user copies; page
       zeroings ``Z`` = first-touch zeroings + whole pages of user zeroings;
     * instructions ``I`` = cachegrind's user-mode instructions + 1,500 per fault (section 7.2);
-    * ordinary read misses = cachegrind's last-level read misses less the page-granular user copies'
-      own source reads (64 a page); its write misses less the user copies' and zeroings'
+    * ordinary read misses = cachegrind's last-level read misses (``warm``: less its cold read
+      misses, the bound of :attr:`Program.warm_shared`) less the
+      page-granular user copies' own source reads (64 a page); its write misses less the user copies' and zeroings'
       destination writes (64 a page) are first charged to the zeroed pages' phase-2 touches (up to
       all 64 lines of each: ``dirty``; a fresh page's first writes miss in cachegrind, which does not
       know that the kernel's zeroing left it cached), the rest are ordinary write misses;
@@ -256,7 +275,10 @@ def derive(m: dict[str, int], cg: dict[str, int]) -> tuple[dict[str, int], dict[
     if copies + zeros == 0:
         raise ValueError("the recording holds no page-granular copy or zeroing: nothing for RowClone to take")
     instructions = cg["instructions"] + FAULT_INSTRUCTIONS * (m["page_cow"] + m["page_zero"])
-    reads = max(0, cg["ll_read_misses"] - LINES * m["user_copy_pages"])
+    # warm: a warm_shared program's cold read misses (``ll_read_misses_cold``) are lines an earlier
+    # run of the same programs left in the cache; only the misses the 1 MB last level adds count.
+    cold = cg.get("ll_read_misses_cold", 0) if warm else 0
+    reads = max(0, cg["ll_read_misses"] - cold - LINES * m["user_copy_pages"])
     writes_all = max(0, cg["ll_write_misses"] - LINES * (m["user_copy_pages"] + m["user_zero_pages"]))
     dirty = min(LINES, round(writes_all / zeros)) if zeros else 0
     writes = max(0, writes_all - dirty * zeros)
@@ -322,37 +344,67 @@ def _scratch(tmp: Path) -> dict[str, str]:
     return {"tmp": str(tmp), "forkbench": str(fb), "port": str(PORT)}
 
 
-def record_app(prog: Program, traces: Path | None) -> dict[str, Any]:
-    """Records ``prog`` twice (the recorder, then cachegrind) and derives its parameters."""
+def _record_once(prog: Program, cmd: str, tmp: Path, trace: Path) -> tuple[dict[str, int], dict[str, int], dict]:
+    """One run of ``cmd`` under the recorder and one under cachegrind: (:func:`movement`'s figures,
+    :func:`cachegrind_counts`', the recording's metadata)."""
     from movelab import record
     from movelab.record.bench import _focus
 
+    df = record.run(["bash", "-c", cmd], trace, min_bytes=PAGE, force=True, timeout_s=900)
+    meta = df.attrs["movelab"]
+    if meta.get("exit_status") != 0:
+        raise RuntimeError(f"{prog.app}: the recorded command exited with status {meta.get('exit_status')}")
+    if not meta.get("kernel_events"):
+        raise RuntimeError("perf cannot record kernel tracepoints here: the copy-on-write and first-touch "
+                           "zeroing faults (most of the page-granular movement) would be missing")
+    m = movement(_focus(df, prog.focus))
+    cg = _cachegrind(prog, cmd, tmp / f"cg-{trace.stem}", CACHES)
+    if prog.warm_shared:
+        cold = _cachegrind(prog, cmd, tmp / f"cg-cold-{trace.stem}", {**CACHES, "LL": COLD_LL})
+        cg["ll_read_misses_cold"] = cold["ll_read_misses"]
+    return m, cg, meta
+
+
+def _cachegrind(prog: Program, cmd: str, cgdir: Path, caches: dict[str, str]) -> dict[str, int]:
+    """``cmd`` under cachegrind with ``caches``: :func:`cachegrind_counts`' figures."""
+    cgdir.mkdir()
+    skip = [f"--trace-children-skip={','.join(prog.skip)}"] if prog.skip else []
+    vg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--trace-children=yes", *skip,
+          *[f"--{k}={v}" for k, v in caches.items()],
+          f"--cachegrind-out-file={cgdir}/cg.%p", f"--log-file={cgdir}/vg.%p", "bash", "-c", cmd]
+    proc = subprocess.run(vg, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cachegrind run of {prog.app} failed (status {proc.returncode}): "
+                           f"{proc.stderr.strip()[-400:]}")
+    cg = cachegrind_counts(read_cachegrind(cgdir), prog.focus)
+    if cg["processes"] == 0:
+        raise RuntimeError(f"cachegrind saw no process running {prog.focus or 'the command'}")
+    return cg
+
+
+def steady_state(long: dict[str, int], short: dict[str, int]) -> dict[str, int]:
+    """The figures of the phase a long run holds beyond a short one: each count's difference (at
+    least 0); ``processes`` is the long run's."""
+    return {k: v if k == "processes" else max(0, v - short.get(k, 0)) for k, v in long.items()}
+
+
+def record_app(prog: Program, traces: Path | None) -> dict[str, Any]:
+    """Records ``prog`` twice (the recorder, then cachegrind), under its short and long loads when
+    it has them (:attr:`Program.steady`: the figures are their difference), and derives its
+    parameters."""
     with tempfile.TemporaryDirectory(prefix="movelab-rc-apps-") as tmp:
         fmt = _scratch(Path(tmp))
-        cmd = prog.command.format(**fmt)
-        trace = (traces / f"{prog.app}.parquet") if traces else Path(tmp) / "trace.parquet"
-        df = record.run(["bash", "-c", cmd], trace, min_bytes=PAGE, force=True, timeout_s=900)
-        meta = df.attrs["movelab"]
-        if meta.get("exit_status") != 0:
-            raise RuntimeError(f"{prog.app}: the recorded command exited with status {meta.get('exit_status')}")
-        if not meta.get("kernel_events"):
-            raise RuntimeError("perf cannot record kernel tracepoints here: the copy-on-write and first-touch "
-                               "zeroing faults (most of the page-granular movement) would be missing")
-        m = movement(_focus(df, prog.focus))
-        cgdir = Path(tmp) / "cg"
-        cgdir.mkdir()
-        caches = [f"--{k}={v}" for k, v in CACHES.items()]
-        skip = [f"--trace-children-skip={','.join(prog.skip)}"] if prog.skip else []
-        vg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--trace-children=yes", *skip, *caches,
-              f"--cachegrind-out-file={cgdir}/cg.%p", f"--log-file={cgdir}/vg.%p", "bash", "-c", cmd]
-        proc = subprocess.run(vg, capture_output=True, text=True, timeout=1800)
-        if proc.returncode != 0:
-            raise RuntimeError(f"cachegrind run of {prog.app} failed (status {proc.returncode}): "
-                               f"{proc.stderr.strip()[-400:]}")
-        procs = read_cachegrind(cgdir)
-        cg = cachegrind_counts(procs, prog.focus)
-        if cg["processes"] == 0:
-            raise RuntimeError(f"cachegrind saw no process running {prog.focus or 'the command'}")
+        loads = list(prog.steady) or [0]
+        runs = []
+        for n in loads:
+            cmd = prog.command.format(**fmt, n=n)
+            name = f"{prog.app}-{n}" if prog.steady else prog.app
+            trace = (traces / f"{name}.parquet") if traces else Path(tmp) / f"{name}.parquet"
+            runs.append(_record_once(prog, cmd, Path(tmp), trace))
+    m, cg, meta = runs[-1]
+    if prog.steady:
+        (ms, cgs, _), (ml, cgl, _) = runs
+        m, cg = steady_state(ml, ms), steady_state(cgl, cgs)
     params, info = derive(m, cg)
     mach = meta.get("machine", {})
     return {"name": prog.app, "program": prog.description, "command": prog.command, "focus": prog.focus or "(all)",
@@ -361,7 +413,7 @@ def record_app(prog: Program, traces: Path | None) -> dict[str, Any]:
             "machine": f"{mach.get('model', '')}, {mach.get('cpus', 0)} CPUs, Linux {_platform.release()}"
                        + (" (virtual machine)" if mach.get("hypervisor") else ""),
             "tools": f"{_version('valgrind --version')} cachegrind; perf tracepoints",
-            "program_s": round(meta.get("program_ns", 0) / 1e9, 3),
+            "program_s": round(sum(r[2].get("program_ns", 0) for r in runs) / 1e9, 3),
             "params": params, "measured": {**m, **cg}, "derived": info}
 
 
