@@ -471,7 +471,12 @@ fn the_l2_push_and_the_mapping_cache_move_receive_on_the_one_platform() {
     let net = NetworkIoConfig::preset("ixp2350").unwrap();
     for (e, c, v, named) in [
         ("l2-push", "softnic", "cache-on", "cache-on"),
-        ("mapping-cache", "softnic", "cache-off", "mapping-cache softnic"),
+        (
+            "mapping-cache",
+            "softnic",
+            "cache-off",
+            "mapping-cache softnic",
+        ),
         ("l2-push", "emu", "push-on", "l2-push emu"),
     ] {
         let p = Point {

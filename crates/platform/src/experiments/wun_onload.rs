@@ -556,8 +556,7 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
         // program's, which then pays the L2's maintenance without it) and the onloader's mapping
         // cache (its host program's `mapping_cache`); the preset's settings outside their
         // experiments.
-        let l2_push =
-            section6_switch(p, "l2-push", "push-on", "push-off", net.host.l2_push)?;
+        let l2_push = section6_switch(p, "l2-push", "push-on", "push-off", net.host.l2_push)?;
         let mapping = section6_switch(
             p,
             "mapping-cache",
