@@ -10,15 +10,16 @@
   traffic and with an open wire (``me-ceiling``: "the ME code sustains about 2 Gb/s"); the small
   cores' DRAM-to-DRAM copy against the host core's (``dram-copy``: "up to 10x faster", section 7).
 
-``rx``, ``tx``, ``rx-components``, ``me-bound`` and ``me-ceiling`` run on the one platform: two
-``ixp-host`` platforms on one wire (``systems/cluster.rs``), one the configuration under test (its
+Every experiment runs on the one platform (Rust: ``experiments::wun_onload``): two ``ixp-host``
+platforms on one wire (``systems/cluster.rs``), one the configuration under test (its
 microengines' receive or transmit program and the host program of ``presets/network/wun-programs``),
 the other the iperf peer (its microengines a UDP source or sink); ``dram-copy`` runs on one
-``ixp-host`` (the host core's copy loop, or the copies handed to its microengines). ``mapping-cache``
-and ``l2-push`` run on the network-I/O model (Rust: ``network_io``, ``experiments::wun_onload``;
-platform ``presets/network/ixp2350.toml``). The
-paper states its results in its text (``presets/papers/wun-onload.toml``). Every delivered
-datagram is byte-checked by the receiver.
+``ixp-host`` (the host core's copy loop, or the copies handed to its microengines).
+``mapping-cache`` and ``l2-push`` are receive runs with the host program's ``mapping_cache`` and
+``l2_push`` (and the microengines' ``l2_push``) set per variant. The network platform's preset
+(``presets/network/ixp2350.toml``) gives the keys an override may set. The paper states its
+results in its text (``presets/papers/wun-onload.toml``). Every delivered datagram is
+byte-checked by the receiver.
 """
 
 from __future__ import annotations
@@ -43,12 +44,12 @@ KEYS = ["experiment", "config", "payload_bytes", "variant", "throughput_mbps", "
         "host_irq", "host_softirq", "host_process", "host_spin", "host_idle", "small_core_busy", "rx_cores_busy",
         "mapping_misses", "sim_time_us", "sim_packets", "wall_s"]
 EXPERIMENTS = ["rx", "tx", "rx-components", "mapping-cache", "l2-push", "me-bound", "me-ceiling", "dram-copy"]
-#: The experiments on the one platform, and the network platform's keys that reach them (the
-#: microengines' count, clock and contexts, the host's clock, the calibrated CPI, the L2 push, the
-#: wire's rate); any other override reaches only the network model's experiments.
-ON_PLATFORM = ["rx", "tx", "rx-components", "me-bound", "me-ceiling", "dram-copy"]
+#: The experiments on the one platform (all of them), and the network platform's keys that reach
+#: them (the microengines' count, clock and contexts, the host's clock, the calibrated CPI, the L2
+#: push, the mapping cache, the wire's rate); any other override is refused.
+ON_PLATFORM = list(EXPERIMENTS)
 PLATFORM_KEYS = {"small_cores": {"clock_mhz", "threads", "rx_cores", "tx_cores"},
-                 "host": {"clock_mhz", "cpi", "l2_push"}, "wire": {"gbps"}}
+                 "host": {"clock_mhz", "cpi", "l2_push", "mapping_cache"}, "wire": {"gbps"}}
 #: ``me-bound``'s small cores (``me{cores}-{MHz}mhz-t{threads}``) and ``me-ceiling``'s wires, as the
 #: Rust points name them; ``dram-copy``'s copiers.
 ME_BOUND = ["me1-50mhz-t8", "me2-50mhz-t8", "me1-100mhz-t8", "me1-100mhz-t1", "me2-900mhz-t8"]
@@ -98,8 +99,8 @@ def points(overrides: Mapping[str, Any] | None = None, payloads: list[int] | Non
 #: A scheduling estimate (CPU seconds per point by experiment, the largest measured point by point
 #: on the 2-core development machine; receive and transmit on the one platform grow with the payload):
 #: orders the work, never a row.
-EXPERIMENT_CPU_S = {"rx": 0.3, "tx": 0.17, "rx-components": 0.3, "me-bound": 0.2, "me-ceiling": 0.4,
-                   "dram-copy": 0.1}
+EXPERIMENT_CPU_S = {"rx": 0.3, "tx": 0.17, "rx-components": 0.3, "mapping-cache": 0.3, "l2-push": 0.3,
+                    "me-bound": 0.2, "me-ceiling": 0.4, "dram-copy": 0.1}
 OTHER_EXPERIMENT_CPU_S = 0.1
 
 
@@ -231,8 +232,8 @@ def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
         out.append(R("tx/no-clear-winner", f"tx at {big} B: no clear winner (within 15% of each other)", None, None,
                      holds=abs(a - b) / max(a, b) <= 0.15))
     mon, moff = _tp(rows, "mapping-cache", "onloader", "cache-on"), _tp(rows, "mapping-cache", "onloader", "cache-off")
-    # The network model's softnic (its L2 push on, as its default), beside the network model's
-    # onloader without the mapping cache: one model on each side of the comparison.
+    # The softnic with its L2 push on (the preset's), beside the onloader without the mapping
+    # cache.
     soft = _tp(rows, "l2-push", "softnic", "push-on")
     if mon and moff and soft:
         big = max(set(mon) & set(moff) & set(soft))

@@ -9,8 +9,11 @@
 //! and the host program of `presets/network/wun-programs`), the other the iperf peer (its
 //! microengines a UDP `source` or `sink`). The DRAM-to-DRAM copy of the small cores against the
 //! host core (`dram-copy`, section 7's "up to 10x") runs on one `ixp-host`. The per-connection
-//! mapping cache and the L2 push on and off (section 6) still run on the IXP2350-like
-//! network-I/O model of `presets/network/ixp2350.toml` (`systems/network_io.rs`).
+//! mapping cache and the L2 push on and off (section 6, `mapping-cache` and `l2-push`) are the
+//! `rx` runs with the receiving host program's `mapping_cache` and `l2_push` parameters (and the
+//! microengines' own `l2_push`) set per variant. The network platform's preset
+//! (`presets/network/ixp2350.toml`) gives the settings the user may override (clocks, contexts,
+//! the CPI, the push, the mapping cache, the wire's rate).
 use crate::config::network::NetworkIoConfig;
 use crate::config::platform::PlatformConfig;
 use crate::config::workload::Workload;
@@ -18,21 +21,17 @@ use crate::net::udp_peer::HEADER_BYTES;
 use crate::sim::error::PlatformError;
 use crate::stats::AgentStats;
 use crate::systems::cluster::{self, LinkSpec};
-use crate::systems::network_io::{self, Direction, NetStats, RunSpec};
+use crate::systems::network_io::NetStats;
 use crate::systems::platform::Platform;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The experiments that run on the one platform (`ixp-host` at both ends of a gigabit wire,
-/// `systems/cluster.rs`); the others run on the network-I/O model (`systems/network_io.rs`).
-pub const ON_PLATFORM: &[&str] = &[
-    "rx",
-    "tx",
-    "rx-components",
-    "me-bound",
-    "me-ceiling",
-    "dram-copy",
-];
+/// `systems/cluster.rs`, or one `ixp-host` for `dram-copy`): all of them.
+pub const ON_PLATFORM: &[&str] = EXPERIMENTS;
+/// The XScale's cache line (32 B, L1 and L2: the onload facts), in which the host programs count
+/// their cache maintenance (the platform's caches have one line size, 64 B).
+pub const XSCALE_LINE_BYTES: usize = 32;
 /// The platform the one-platform experiments run on, at both ends of the wire.
 pub const PLATFORM: &str = "ixp-host";
 /// How long the receive experiments' peer sends, ns of simulated time (long beside the RBUF's
@@ -185,41 +184,30 @@ pub fn run_point(cfg: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError>
     if p.experiment == "dram-copy" {
         return copy_point(cfg, p);
     }
-    if ON_PLATFORM.contains(&p.experiment.as_str()) {
-        return platform_point(cfg, p);
+    platform_point(cfg, p)
+}
+
+/// A variant's setting (`on`/`off`) of a section 6 mechanism, or the preset's outside its
+/// experiment.
+fn section6_switch(
+    p: &Point,
+    experiment: &str,
+    on: &str,
+    off: &str,
+    preset: bool,
+) -> Result<bool, PlatformError> {
+    if p.experiment != experiment {
+        return Ok(preset);
     }
-    // The network model's experiments: the mapping cache and the L2 push on and off.
-    let mut cfg = cfg.clone();
     match p.variant.as_deref() {
-        Some("cache-on") => cfg.host.mapping_cache = true,
-        Some("cache-off") => cfg.host.mapping_cache = false,
-        Some("push-on") => cfg.host.l2_push = true,
-        Some("push-off") => cfg.host.l2_push = false,
-        v => {
-            return Err(PlatformError::Unknown {
-                kind: "wun-onload variant",
-                name: v.unwrap_or_default().into(),
-                known: "cache-on, cache-off, push-on, push-off".into(),
-            })
-        }
+        Some(v) if v == on => Ok(true),
+        Some(v) if v == off => Ok(false),
+        v => Err(PlatformError::Unknown {
+            kind: "wun-onload variant",
+            name: format!("{experiment} {}", v.unwrap_or_default()),
+            known: format!("{on}, {off}"),
+        }),
     }
-    let t0 = std::time::Instant::now();
-    let s = network_io::run(
-        &cfg,
-        &RunSpec {
-            config: p.config.clone(),
-            direction: Direction::Rx,
-            payload: p.payload_bytes,
-            with_app: true,
-        },
-    )?;
-    Ok(Row {
-        experiment: p.experiment.clone(),
-        variant: p.variant.clone(),
-        sim_packets: s.sent,
-        wall_s: t0.elapsed().as_secs_f64(),
-        stats: s,
-    })
 }
 
 /// `me{cores}-{MHz}mhz-t{threads}` as (cores, MHz, threads).
@@ -501,7 +489,12 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
                 known: "with-app, without-app".into(),
             });
         }
-    } else if p.variant.is_some() && p.experiment != "me-ceiling" {
+    } else if p.variant.is_some()
+        && !matches!(
+            p.experiment.as_str(),
+            "me-ceiling" | "mapping-cache" | "l2-push"
+        )
+    {
         return Err(PlatformError::Unknown {
             kind: "wun-onload variant",
             name: p.variant.clone().unwrap_or_default(),
@@ -509,6 +502,8 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
         });
     }
     let checksum = |on: bool| ("checksum_cycles_per_word", tv_f(if on { 1.0 } else { 0.0 }));
+    // Whether each recvmsg maps its buffer afresh (the onloader without the mapping cache).
+    let mut map_every_call = false;
     let (tx_cfg, rx_cfg, progs, sender_is_peer) = if p.experiment == "tx" {
         let (mode, csum, irq) = match cfgname {
             "emu" => ("frame", false, false),
@@ -557,12 +552,38 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
             src.push(("source_frames", tv_i(n)));
             tx.push(ixp_host(net, tx_engines, &src)?);
         }
+        // Section 6's mechanisms: the L2 push (the microengines' `l2_push`, and the host
+        // program's, which then pays the L2's maintenance without it) and the onloader's mapping
+        // cache (its host program's `mapping_cache`); the preset's settings outside their
+        // experiments.
+        let l2_push = section6_switch(p, "l2-push", "push-on", "push-off", net.host.l2_push)?;
+        let mapping = section6_switch(
+            p,
+            "mapping-cache",
+            "cache-on",
+            "cache-off",
+            net.host.mapping_cache,
+        )?;
         let (mode, csum, push) = match cfgname {
             "emu" => ("frame", false, false),
-            "softnic" => ("frame", true, net.host.l2_push),
-            "onloader" => ("onload", true, false),
+            "softnic" => ("frame", true, l2_push),
+            "onloader" => ("onload", true, l2_push),
             c => return Err(unknown_config(c)),
         };
+        if (p.experiment == "mapping-cache" && cfgname != "onloader")
+            || (p.experiment == "l2-push" && cfgname == "emu")
+        {
+            return Err(PlatformError::Unknown {
+                kind: "wun-onload configuration",
+                name: format!("{} {cfgname}", p.experiment),
+                known: if p.experiment == "l2-push" {
+                    "softnic, onloader"
+                } else {
+                    "onloader"
+                }
+                .into(),
+            });
+        }
         let mut me = common((mode, "frame"));
         me.push(checksum(csum));
         me.push(("l2_push", tv_b(push)));
@@ -577,8 +598,16 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
                 ps.push(("frame_lines", lines));
                 ps.push(("checksum", payload.div_ceil(64) as u64 * 18));
             }
+            if cfgname == "softnic" {
+                ps.push(("l2_push", u64::from(push)));
+            }
             if cfgname == "onloader" {
-                ps.clear();
+                map_every_call = !mapping;
+                ps = vec![
+                    ("l2_push", u64::from(push)),
+                    ("mapping_cache", u64::from(mapping)),
+                    ("user_lines", payload.div_ceil(XSCALE_LINE_BYTES) as u64),
+                ];
             }
             program(net, &format!("rx-{cfgname}"), &ps)?
         };
@@ -661,6 +690,7 @@ fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError
         small_core_busy: me_busy,
         rx_cores_busy: busy(&rcv),
         tx_cores_busy: busy(&snd),
+        mapping_misses: if map_every_call { delivered } else { 0 },
         sim_time_us: time_ns / 1000.0,
         ..Default::default()
     };
