@@ -3,7 +3,9 @@
 * Table 7: weighted speedup, instruction throughput, harmonic speedup, maximum slowdown, memory
   bandwidth per instruction and memory energy per instruction, as the improvement (or reduction) of
   RowClone and RowClone-ZI over the baseline, averaged over the mixes;
-* Fig. 13: weighted speedup improvement against the number of highly copy-intensive applications.
+* Fig. 13: weighted speedup improvement against the number of highly copy-intensive applications,
+  each group's mean with its 95% confidence interval;
+* what sets Table 7's cells (:data:`SPLIT`, :func:`split_of`): observations of the model, no paper value.
 
 Each mix is half copy/initialisation-intensive applications (Table 4), half memory-intensive ones
 standing for Table 6's SPEC CPU2006 programs, drawn with a seed. Each application's alone IPC (the
