@@ -3,7 +3,9 @@
 * Table 7: weighted speedup, instruction throughput, harmonic speedup, maximum slowdown, memory
   bandwidth per instruction and memory energy per instruction, as the improvement (or reduction) of
   RowClone and RowClone-ZI over the baseline, averaged over the mixes;
-* Fig. 13: weighted speedup improvement against the number of highly copy-intensive applications.
+* Fig. 13: weighted speedup improvement against the number of highly copy-intensive applications,
+  each group's mean with its 95% confidence interval;
+* what sets Table 7's cells (:data:`SPLIT`, :func:`split_of`): observations of the model, no paper value.
 
 Each mix is half copy/initialisation-intensive applications (Table 4), half memory-intensive ones
 standing for Table 6's SPEC CPU2006 programs, drawn with a seed. Each application's alone IPC (the
@@ -32,8 +34,18 @@ NAME = "rowclone-multicore"
 ROW_KEY = ["cores", "mechanism"]
 METRICS = ["weighted_speedup_improvement", "instruction_throughput_improvement", "harmonic_speedup_improvement",
            "max_slowdown_reduction", "bandwidth_per_instruction_reduction", "energy_per_instruction_reduction"]
+#: What sets Table 7's cells, per core count and mechanism (means over the mixes; observations of the
+#: model, no paper value): the weighted speedup and instruction throughput improvements split into
+#: the copy/initialisation-intensive half's part and the memory-intensive half's part (each part the
+#: change of that half's sum over the baseline's whole sum, so the two add up to the mix's
+#: improvement); the copy-intensive half's share of the baseline's instruction throughput (above 1/2,
+#: throughput weighs the copy-intensive half's gains more than weighted speedup does); how often a
+#: copy-intensive application sets the maximum slowdown, under the baseline and under the mechanism;
+#: the memory-intensive half's mean slowdown (alone / shared IPC) under the baseline and the mechanism.
+SPLIT = ["ws_gain_copy", "ws_gain_memory", "it_gain_copy", "it_gain_memory", "baseline_copy_ipc_share",
+         "baseline_max_slowdown_by_copy", "max_slowdown_by_copy", "baseline_memory_slowdown", "memory_slowdown"]
 KEYS = ["cores", "mechanism", "mixes", *[k for m in METRICS for k in (m, f"paper_{m}")], "by_highly_intensive",
-        *[f"{m}_ci95" for m in METRICS]]
+        *[f"{m}_ci95" for m in METRICS], "by_highly_intensive_ci95", *SPLIT]
 LABELS = {"weighted_speedup_improvement": "weighted speedup", "instruction_throughput_improvement":
           "instruction throughput", "harmonic_speedup_improvement": "harmonic speedup",
           "max_slowdown_reduction": "maximum slowdown (reduction)",
@@ -170,9 +182,35 @@ def mix_point(p: dict[str, Any]) -> dict[str, Any]:
                                          p["warmup"], ov, ap, p.get("functional_warming", 0)))
 
 
+def split_of(result: dict[str, Any], mechanism: str) -> dict[str, float]:
+    """One mix's :data:`SPLIT` observables for ``mechanism`` against the baseline, from each core's
+    shared IPC and its application's alone IPC (the first half of a mix's cores run the
+    copy/initialisation-intensive applications, :func:`mixes`)."""
+    h = result["mix"]["cores"] // 2
+    alone = result["alone_ipc"]
+    runs = {x["mechanism"]: x for x in result["runs"]}
+    b, m = runs["baseline"]["ipc"], runs[mechanism]["ipc"]
+    sb = [s / a for s, a in zip(b, alone, strict=True)]
+    sm = [s / a for s, a in zip(m, alone, strict=True)]
+    ws, it = sum(sb), sum(b)
+
+    def worst(sp: list[float]) -> float:
+        return float(min(range(len(sp)), key=lambda i: sp[i]) < h)
+
+    def slowdown(sp: list[float]) -> float:
+        return sum(1 / max(v, 1e-12) for v in sp[h:]) / (len(sp) - h)
+
+    return {"ws_gain_copy": (sum(sm[:h]) - sum(sb[:h])) / ws, "ws_gain_memory": (sum(sm[h:]) - sum(sb[h:])) / ws,
+            "it_gain_copy": (sum(m[:h]) - sum(b[:h])) / it, "it_gain_memory": (sum(m[h:]) - sum(b[h:])) / it,
+            "baseline_copy_ipc_share": sum(b[:h]) / it, "baseline_max_slowdown_by_copy": worst(sb),
+            "max_slowdown_by_copy": worst(sm), "baseline_memory_slowdown": slowdown(sb),
+            "memory_slowdown": slowdown(sm)}
+
+
 def rows_of(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Table 7 rows (with Fig. 13's ``by_highly_intensive``: [count, mixes, mean weighted speedup
-    improvement]) beside the paper's values."""
+    improvement], and ``by_highly_intensive_ci95``: [count, half-width of that mean's 95% interval])
+    beside the paper's values, and the :data:`SPLIT` observables."""
     p = paper()
     out = []
     for r in json.loads(_core.rowclone_summarise(json.dumps(results))):
@@ -182,6 +220,10 @@ def rows_of(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row[m] = round(row[m], 4)
             row[f"{m}_ci95"] = round(r["ci95"][m], 4)
         row["by_highly_intensive"] = [[k, n, round(v, 4)] for k, n, v in r["by_highly_intensive"]]
+        row["by_highly_intensive_ci95"] = [[k, round(v, 4)] for k, v in r["by_highly_intensive_ci95"]]
+        splits = [split_of(x, r["mechanism"]) for x in results if x["mix"]["cores"] == r["cores"]]
+        for k in SPLIT:
+            row[k] = round(sum(s[k] for s in splits) / max(len(splits), 1), 4)
         out.append(row)
     return ledger.label_rows(NAME, out, ROW_KEY, METRICS)
 
@@ -242,9 +284,28 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
         t.add_column(str(k), justify="right", no_wrap=True)
     for r in rows:
         d = {k: (nm, v) for k, nm, v in r["by_highly_intensive"]}
+        ci = dict(map(tuple, r.get("by_highly_intensive_ci95") or []))
         t.add_row(str(r["cores"]), r["mechanism"],
-                  *[f"{d[k][1] * 100:.1f} ({d[k][0]})" if k in d else "-" for k in ks])
+                  *[f"{d[k][1] * 100:.1f} ({d[k][0]})" + (f" \u00b1{ci[k] * 100:.1f}" if ci.get(k) else "")
+                    if k in d else "-" for k in ks])
     out.append(group(t))
+    if all(k in r for r in rows for k in SPLIT):
+        t = table("RowClone Table 7: what sets the cells (means over the mixes; observations, no paper value)",
+                  "WS, IT: the weighted speedup and instruction throughput improvements, %, split into the "
+                  "copy/initialisation-intensive half's part + the memory-intensive half's; copy IPC: that half's "
+                  "share of the baseline's throughput, %; MS by copy: mixes whose maximum slowdown is a "
+                  "copy-intensive application's, %, baseline -> mechanism; mem. slowdown: the memory-intensive "
+                  "half's mean slowdown, baseline -> mechanism", tight=True)
+        for col in ["cores", "mech", "WS copy + mem", "IT copy + mem", "copy IPC", "MS by copy", "mem. slowdown"]:
+            t.add_column(col, justify="left" if col == "mech" else "right", no_wrap=True)
+        for r in rows:
+            t.add_row(str(r["cores"]), "RC" if r["mechanism"] == "rowclone" else "RC-ZI",
+                      f"{r['ws_gain_copy'] * 100:.1f} + {r['ws_gain_memory'] * 100:.1f}",
+                      f"{r['it_gain_copy'] * 100:.1f} + {r['it_gain_memory'] * 100:.1f}",
+                      f"{r['baseline_copy_ipc_share'] * 100:.0f}",
+                      f"{r['baseline_max_slowdown_by_copy'] * 100:.0f} -> {r['max_slowdown_by_copy'] * 100:.0f}",
+                      f"{r['baseline_memory_slowdown']:.2f} -> {r['memory_slowdown']:.2f}")
+        out.append(group(t))
     return out
 
 

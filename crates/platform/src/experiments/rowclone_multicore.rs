@@ -382,6 +382,11 @@ pub struct Row {
     pub ci95: Improvement,
     /// (highly copy-intensive applications in the mix, mixes, mean weighted speedup improvement).
     pub by_highly_intensive: Vec<(u32, u32, f64)>,
+    /// (highly copy-intensive applications in the mix, half-width of the 95% confidence interval
+    /// of that group's mean weighted speedup improvement; zero for a group of one mix): Fig. 13's
+    /// groups hold few mixes in a small sample, and a trend between groups whose intervals
+    /// overlap is not resolved by the sample.
+    pub by_highly_intensive_ci95: Vec<(u32, f64)>,
 }
 
 /// Student's t for a two-sided 95% interval with `df` degrees of freedom: the table for 1 to 10,
@@ -458,6 +463,7 @@ pub fn summarise(results: &[MixResult]) -> Vec<Row> {
                 mixes: imps.len() as u32,
                 mean: per_metric(&imps, |xs| xs.iter().sum::<f64>() / n),
                 ci95: per_metric(&imps, ci95),
+                by_highly_intensive_ci95: by.iter().map(|(k, v)| (*k, ci95(v))).collect(),
                 by_highly_intensive: by
                     .into_iter()
                     .map(|(k, v)| (k, v.len() as u32, v.iter().sum::<f64>() / v.len() as f64))
@@ -624,5 +630,14 @@ mod tests {
         assert_eq!(rc.mean, Improvement::default());
         assert_eq!(rc.ci95, Improvement::default());
         assert_eq!(zi.by_highly_intensive.len(), 2);
+        // Fig. 13's groups: mixes 0 and 2 have no highly copy-intensive application (10% and
+        // 60%), mix 1 has one (20%): the group of two has the interval of its two values, the
+        // group of one none.
+        assert_eq!(zi.by_highly_intensive[0].1, 2);
+        assert!((zi.by_highly_intensive[0].2 - 0.35).abs() < 1e-12);
+        assert_eq!(zi.by_highly_intensive_ci95.len(), 2);
+        assert!((zi.by_highly_intensive_ci95[0].1 - ci95(&[0.1, 0.6])).abs() < 1e-12);
+        assert!(zi.by_highly_intensive_ci95[0].1 > 0.0);
+        assert_eq!(zi.by_highly_intensive_ci95[1], (1, 0.0));
     }
 }
