@@ -540,16 +540,7 @@ pub fn cluster_stream_nic(
     send: u32,
     gap: u64,
 ) -> Result<ClusterStats, PlatformError> {
-    let mut io = IoConfig::preset(io_preset)?;
-    if !nic.is_empty() {
-        io = io.with_overrides(
-            toml::Value::Table(toml::Table::from_iter([(
-                "nic".to_string(),
-                toml::Value::Table(nic.clone()),
-            )])),
-            "larsen-idma stream",
-        )?;
-    }
+    let io = io_preset_with(io_preset, "nic", nic, "larsen-idma stream")?;
     let frames = sends.saturating_mul(segments(&io, send));
     if sends == 0 || frames > MAX_STREAM_FRAMES {
         return Err(PlatformError::config(
@@ -591,6 +582,27 @@ pub const SMALL_IO: u32 = 64;
 /// sends carry 64 KiB of payload behind the same headers ([`large_send`]).
 pub fn small_frame(io: &IoConfig) -> u32 {
     SMALL_IO + io.driver.header_bytes
+}
+
+/// The I/O preset `io_preset` with the keys `keys` of its table `section` ("link", "nic")
+/// changed; a bad key or value is refused naming it (`src` says where it came from).
+fn io_preset_with(
+    io_preset: &str,
+    section: &str,
+    keys: &toml::Table,
+    src: &str,
+) -> Result<IoConfig, PlatformError> {
+    let io = IoConfig::preset(io_preset)?;
+    if keys.is_empty() {
+        return Ok(io);
+    }
+    io.with_overrides(
+        toml::Value::Table(toml::Table::from_iter([(
+            section.to_string(),
+            toml::Value::Table(keys.clone()),
+        )])),
+        src,
+    )
 }
 
 /// One `[nic]` key set to `v`, for [`cluster_stream_nic`].
@@ -678,16 +690,7 @@ pub fn cluster_lane_rate(
     let s = cluster_stream(
         sender, sender, overrides, io_preset, gbps, link, frames, LANE_FRAME, 0,
     )?;
-    let mut io = IoConfig::preset(io_preset)?;
-    if !link.is_empty() {
-        io = io.with_overrides(
-            toml::Value::Table(toml::Table::from_iter([(
-                "link".to_string(),
-                toml::Value::Table(link.clone()),
-            )])),
-            "the per-lane stream",
-        )?;
-    }
+    let io = io_preset_with(io_preset, "link", link, "the per-lane stream")?;
     let (gt, enc) = gen_rate(io.link.gen).ok_or_else(|| {
         PlatformError::config(
             io_preset,
