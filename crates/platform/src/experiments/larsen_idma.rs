@@ -441,10 +441,18 @@ fn set_frame(c: &mut PlatformConfig, bytes: u32) {
 
 /// Puts a platform's one device on the bandwidth platform of section 4.2: the 82599 on PCIe Gen2
 /// x8 (`io_preset`) with its two 10GbE ports at their summed line rate (see [`PORTS`]).
-/// `link`: keys of the I/O preset's `[link]` to change (gen, lanes, ...), or empty.
-fn set_bandwidth_device(c: &mut PlatformConfig, io_preset: &str, gbps: f64, link: &toml::Table) {
+/// `link`: keys of the I/O preset's `[link]` to change (gen, lanes, ...), or empty; `nic` the
+/// same for its `[nic]` (a write-back threshold, ...).
+fn set_bandwidth_device(
+    c: &mut PlatformConfig,
+    io_preset: &str,
+    gbps: f64,
+    link: &toml::Table,
+    nic_keys: &toml::Table,
+) {
     let nic = |old: Option<&toml::Value>| {
         let mut t = old.and_then(|v| v.as_table().cloned()).unwrap_or_default();
+        t.extend(nic_keys.clone());
         t.insert("mac_gbps".into(), toml::Value::Float(gbps));
         toml::Value::Table(t)
     };
@@ -511,7 +519,28 @@ pub fn cluster_stream(
     send: u32,
     gap: u64,
 ) -> Result<ClusterStats, PlatformError> {
-    let io = IoConfig::preset(io_preset)?;
+    let none = toml::Table::new();
+    cluster_stream_nic(
+        sender, receiver, overrides, io_preset, gbps, link, &none, sends, send, gap,
+    )
+}
+
+/// [`cluster_stream`] with keys of the I/O preset's `[nic]` changed on both hosts (`nic`; an iDMA
+/// agent's preset takes them too).
+#[allow(clippy::too_many_arguments)]
+pub fn cluster_stream_nic(
+    sender: &str,
+    receiver: &str,
+    overrides: &toml::Value,
+    io_preset: &str,
+    gbps: f64,
+    link: &toml::Table,
+    nic: &toml::Table,
+    sends: u64,
+    send: u32,
+    gap: u64,
+) -> Result<ClusterStats, PlatformError> {
+    let io = io_preset_with(io_preset, "nic", nic, "larsen-idma stream")?;
     let frames = sends.saturating_mul(segments(&io, send));
     if sends == 0 || frames > MAX_STREAM_FRAMES {
         return Err(PlatformError::config(
@@ -524,7 +553,7 @@ pub fn cluster_stream(
     let rx_frame = if send > 9018 { LANE_FRAME } else { send };
     for (name, bytes) in [(sender, send), (receiver, rx_frame)] {
         let mut c = super::platform(name, overrides, "")?;
-        set_bandwidth_device(&mut c, io_preset, gbps, link);
+        set_bandwidth_device(&mut c, io_preset, gbps, link, nic);
         set_frame(&mut c, bytes);
         cfgs.push(c);
     }
@@ -541,6 +570,44 @@ pub fn cluster_stream(
     )?;
     check_pair(&s, frames, &format!("the stream {sender} -> {receiver}"))?;
     Ok(s)
+}
+
+/// Fig. 10's small I/O size: iperf's 64 B writes ("64BIO", section 4.2), the TCP payload of one
+/// segment each (one message per frame: no coalescing of writes by the sender's stack, a
+/// modelling choice the paper does not state).
+pub const SMALL_IO: u32 = 64;
+
+/// The frame of one small I/O on the bandwidth platform `io`: [`SMALL_IO`] bytes of payload behind
+/// the preset's `driver.header_bytes` (Ethernet, IPv4 and TCP with timestamps), as the 64 KB
+/// sends carry 64 KiB of payload behind the same headers ([`large_send`]).
+pub fn small_frame(io: &IoConfig) -> u32 {
+    SMALL_IO + io.driver.header_bytes
+}
+
+/// The I/O preset `io_preset` with the keys `keys` of its table `section` ("link", "nic")
+/// changed; a bad key or value is refused naming it (`src` says where it came from).
+fn io_preset_with(
+    io_preset: &str,
+    section: &str,
+    keys: &toml::Table,
+    src: &str,
+) -> Result<IoConfig, PlatformError> {
+    let io = IoConfig::preset(io_preset)?;
+    if keys.is_empty() {
+        return Ok(io);
+    }
+    io.with_overrides(
+        toml::Value::Table(toml::Table::from_iter([(
+            section.to_string(),
+            toml::Value::Table(keys.clone()),
+        )])),
+        src,
+    )
+}
+
+/// One `[nic]` key set to `v`, for [`cluster_stream_nic`].
+pub fn nic_key(key: &str, v: i64) -> toml::Table {
+    toml::Table::from_iter([(key.to_string(), toml::Value::Integer(v))])
 }
 
 /// Frames per cluster stream at most: the TX ring (512 descriptors, two per packet with a
@@ -570,6 +637,22 @@ pub fn device_shares(d: &DeviceStats) -> (f64, f64, f64) {
         (d_ + db) / tlp,
         g("dllp") / all.max(1.0),
     )
+}
+
+/// The share of TLP bytes on one device's link (both directions) that carry `purpose` (a
+/// [`Purpose`] name: "descriptor", "doorbell", "write_back", "interrupt", "payload").
+pub fn term_share(d: &DeviceStats, purpose: &str) -> f64 {
+    let (mut all, mut dllp, mut term) = (0u64, 0u64, 0u64);
+    for (k, v) in d.bytes_up.iter().chain(&d.bytes_down) {
+        all += v;
+        if k == "dllp" {
+            dllp += v;
+        }
+        if k == purpose {
+            term += v;
+        }
+    }
+    term as f64 / (all - dllp).max(1) as f64
 }
 
 /// Table 1's bandwidth per lane on the cluster ([`cluster_lane_rate`]).
@@ -607,16 +690,7 @@ pub fn cluster_lane_rate(
     let s = cluster_stream(
         sender, sender, overrides, io_preset, gbps, link, frames, LANE_FRAME, 0,
     )?;
-    let mut io = IoConfig::preset(io_preset)?;
-    if !link.is_empty() {
-        io = io.with_overrides(
-            toml::Value::Table(toml::Table::from_iter([(
-                "link".to_string(),
-                toml::Value::Table(link.clone()),
-            )])),
-            "the per-lane stream",
-        )?;
-    }
+    let io = io_preset_with(io_preset, "link", link, "the per-lane stream")?;
     let (gt, enc) = gen_rate(io.link.gen).ok_or_else(|| {
         PlatformError::config(
             io_preset,
@@ -784,7 +858,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
     let mut out = Vec::new();
     let want = |p: &str| o.parts.iter().any(|x| x == p);
     let total = want("latency") as usize * 3
-        + want("fig10") as usize * 12
+        + want("fig10") as usize * 15
         + want("sensitivity") as usize * 6;
     let mut done = 0;
     let mut tick = |progress: &mut dyn FnMut(usize, usize)| {
@@ -903,7 +977,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 (large_frames, LANE_FRAME)
             };
             for (label, sends, frame, gap) in [
-                ("64B", small, FRAME as u32, sw / 2),
+                ("64B", small, small_frame(&o.bandwidth), sw / 2),
                 ("64KB", large.0, large.1, 0),
             ] {
                 let s = cluster_stream(
@@ -953,6 +1027,28 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                         "fraction",
                         "descriptor fetch + doorbell only, of TLP bytes",
                     ));
+                    for (term, metric, note) in [
+                        (
+                            "write_back",
+                            "write_back_share",
+                            "descriptor write-backs alone, of TLP bytes (counted in the share: the iDMA keeps them on the die)",
+                        ),
+                        (
+                            "interrupt",
+                            "interrupt_share",
+                            "MSI-X writes alone, of TLP bytes (counted in the share: section 4.2's 'descriptors and associated interrupts and doorbell transactions')",
+                        ),
+                    ] {
+                        out.push(row(
+                            "fig10",
+                            &case,
+                            metric,
+                            term_share(d, term),
+                            None,
+                            "fraction",
+                            note,
+                        ));
+                    }
                     out.push(row(
                         "fig10",
                         &case,
@@ -994,6 +1090,41 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                     }
                 }
             }
+        }
+        // What moves the small bars: the NIC's write-back thresholds (the same small stream, the
+        // descriptor NIC on both hosts). RX: the 82599's RXDCTL.WTHRESH is taken as the 82598's
+        // reset value 1, which ixgbe leaves (see the preset); 4 packs one 64 B line, 8 is what
+        // ixgbe writes on the 82598. TX: ixgbe writes WTHRESH 1 instead of 8 when the vector's
+        // interrupt rate is above 100K/s.
+        for (dir, key, v) in [
+            ("rx", "rx_wthresh", 4),
+            ("rx", "rx_wthresh", 8),
+            ("tx", "tx_wthresh", 1),
+        ] {
+            let s = cluster_stream_nic(
+                FIG8_PLATFORM,
+                FIG8_PLATFORM,
+                pl,
+                BW_IO,
+                bw_gbps,
+                &toml::Table::new(),
+                &nic_key(key, v),
+                small,
+                small_frame(&o.bandwidth),
+                sw / 2,
+            )?;
+            tick(progress);
+            let (tx, rx) = pair_devices(&s, "the Fig. 10 write-back stream")?;
+            let (share, _, _) = device_shares(if dir == "tx" { tx } else { rx });
+            out.push(row(
+                "sensitivity",
+                &format!("fig10-{dir}-64B-{}-{v}", key.replace('_', "-")),
+                "descriptor_doorbell_share",
+                share,
+                None,
+                "fraction",
+                "Fig. 10's small bar with the NIC's write-back threshold changed",
+            ));
         }
         // Table 1's bandwidth per lane: a stream of full-size frames on the cluster that saturates
         // the link or the wire, whichever binds.
@@ -1472,6 +1603,90 @@ mod tests {
             .to_string();
             assert!(e.contains("frames"), "{e}");
         }
+    }
+
+    /// Fig. 10's "64BIO" is iperf's 64 B write: 64 B of TCP payload behind the bandwidth
+    /// preset's headers, one frame (the 64 KB send carries 64 KiB behind the same headers).
+    #[test]
+    fn the_small_io_is_64_bytes_of_payload_in_one_frame() {
+        let io = bw();
+        let f = small_frame(&io);
+        assert_eq!(f, 64 + io.driver.header_bytes);
+        assert_eq!(f - SMALL_IO, large_send(&io) - 65_536);
+        assert_eq!(segments(&io, f), 1);
+    }
+
+    /// The small RX bar is a model of the NIC's write-backs: with RX WTHRESH 8 the receiver's
+    /// link carries fewer write-back bytes (runs of eight descriptors instead of one TLP per
+    /// frame) and the share falls; the fetches and doorbells stay. The four terms' own shares add
+    /// up to the bar.
+    #[test]
+    fn the_small_rx_bar_moves_with_the_write_back_threshold() {
+        let io = bw();
+        let gbps = io.nic.mac_gbps * f64::from(PORTS);
+        let run = |wthresh: i64| {
+            let s = cluster_stream_nic(
+                FIG8_PLATFORM,
+                FIG8_PLATFORM,
+                &none(),
+                BW_IO,
+                gbps,
+                &toml::Table::new(),
+                &nic_key("rx_wthresh", wthresh),
+                40,
+                small_frame(&io),
+                2000,
+            )
+            .expect("stream");
+            let (_, rx) = pair_devices(&s, "test").expect("devices");
+            let (all, fetch_db, _) = device_shares(rx);
+            let terms = term_share(rx, "descriptor")
+                + term_share(rx, "doorbell")
+                + term_share(rx, "write_back")
+                + term_share(rx, "interrupt");
+            assert!((terms - all).abs() < 1e-12, "{terms} {all}");
+            (
+                all,
+                fetch_db,
+                rx.nic.rx_desc_written_back,
+                rx.bytes_up
+                    .iter()
+                    .chain(&rx.bytes_down)
+                    .filter(|(k, _)| k == "write_back")
+                    .map(|(_, v)| *v)
+                    .sum::<u64>(),
+            )
+        };
+        let (one, one_fd, one_wb, one_wbytes) = run(1);
+        let (eight, eight_fd, eight_wb, eight_wbytes) = run(8);
+        assert_eq!(one_wb, 40);
+        assert_eq!(eight_wb, 40, "every descriptor is still written back");
+        // One 40 B TLP per descriptor against a 152 B TLP per eight: less than half the bytes.
+        assert!(eight_wbytes * 2 < one_wbytes, "{eight_wbytes} {one_wbytes}");
+        assert!(eight < one - 0.05, "{eight} {one}");
+        // Fewer write-back bytes make the fetches a larger part of a smaller total.
+        assert!(eight_fd >= one_fd, "{eight_fd} {one_fd}");
+    }
+
+    /// A `[nic]` key that breaks the preset's rules is refused, naming the key.
+    #[test]
+    fn a_bad_nic_key_is_refused_by_name() {
+        let io = bw();
+        let e = cluster_stream_nic(
+            FIG8_PLATFORM,
+            FIG8_PLATFORM,
+            &none(),
+            BW_IO,
+            20.0,
+            &toml::Table::new(),
+            &nic_key("rx_wthresh", -3),
+            4,
+            small_frame(&io),
+            0,
+        )
+        .expect_err("refused")
+        .to_string();
+        assert!(e.contains("rx_wthresh"), "{e}");
     }
 
     #[test]
