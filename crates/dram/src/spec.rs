@@ -347,16 +347,26 @@ pub struct StandardFile {
 }
 
 /// All built-in standard files, parsed.
+///
+/// Parsed once per process and copied out after that: every config resolves against them (a
+/// platform resolves its DRAM config twice while it is built, once to check it and once for its
+/// memory port), and parsing the files was most of the time a short run took.
 pub fn builtin_standards() -> Result<Vec<StandardFile>, ConfigError> {
-    BUILTIN_STANDARDS
-        .iter()
-        .map(|(name, text)| {
-            toml::from_str::<StandardFile>(text).map_err(|e| ConfigError::Syntax {
-                source_name: format!("presets/dram/{name}"),
-                what: e.to_string(),
-            })
+    static PARSED: std::sync::OnceLock<Result<Vec<StandardFile>, ConfigError>> =
+        std::sync::OnceLock::new();
+    PARSED
+        .get_or_init(|| {
+            BUILTIN_STANDARDS
+                .iter()
+                .map(|(name, text)| {
+                    toml::from_str::<StandardFile>(text).map_err(|e| ConfigError::Syntax {
+                        source_name: format!("presets/dram/{name}"),
+                        what: e.to_string(),
+                    })
+                })
+                .collect()
         })
-        .collect()
+        .clone()
 }
 
 /// Evaluates a latency expression: names and integers joined by `+` and `-`.

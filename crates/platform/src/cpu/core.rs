@@ -67,7 +67,14 @@ struct Entry {
     blocked: bool,
     /// When its result is available (`Ps::MAX`: waiting for memory or an engine).
     done_at: Ps,
+    /// The first of the younger entries asleep on this one's result ([`NO_SEQ`]: none), by the
+    /// low 32 bits of its sequence number; each links to the next through `sibling`.
+    children: u32,
+    sibling: u32,
 }
+
+/// No entry, in [`Entry::children`] and [`Entry::sibling`].
+const NO_SEQ: u32 = u32::MAX;
 
 /// Micro-ops a copy or initialisation by the core keeps expanded ahead of dispatch.
 const EXPAND_AHEAD: usize = 256;
@@ -157,7 +164,10 @@ pub struct Core {
     tag: u64,
     /// Set while a copy or initialisation is expanded: its entries count no program work.
     in_expansion: bool,
-    /// Sequence numbers of the window's entries not yet issued, oldest first.
+    /// Sequence numbers of the window's entries not yet issued, oldest first, except (out of
+    /// order) those asleep on a producer that has not issued or waits for memory: such an entry
+    /// can neither issue nor say when it could, so the issue scan would only skip it; it joins
+    /// the scan when its producer's result gets a time ([`Core::wake_children`]).
     unissued: VecDeque<u64>,
     /// The operations of the offloads emitted and not yet issued, by id (a handful).
     offload_ops: Vec<(u32, OffloadOp)>,
@@ -600,6 +610,9 @@ impl Core {
                     if let Some(count) = self.rob.get(i).map(|e| e.uop.count) {
                         let extra = self.group_extra(count);
                         self.rob[i].done_at = at + extra;
+                        if self.rob[i].issued {
+                            self.wake_children(i);
+                        }
                     }
                 }
             }
@@ -631,6 +644,23 @@ impl Core {
             return 0;
         }
         Ps::from(count.div_ceil(self.ports) - 1) * self.cycle_ps
+    }
+
+    /// Window entry `idx` issued and its result has a time: the entries asleep on it join the
+    /// issue scan, in sequence order.
+    fn wake_children(&mut self, idx: usize) {
+        if self.rob[idx].done_at == Ps::MAX {
+            return;
+        }
+        let mut c = std::mem::replace(&mut self.rob[idx].children, NO_SEQ);
+        while c != NO_SEQ {
+            let ci = c.wrapping_sub(self.head_seq as u32) as usize;
+            let seq = self.head_seq + ci as u64;
+            let child = &mut self.rob[ci];
+            c = std::mem::replace(&mut child.sibling, NO_SEQ);
+            let pos = self.unissued.partition_point(|&s| s < seq);
+            self.unissued.insert(pos, seq);
+        }
     }
 
     /// Removes the store-buffer entry `id` (a started write that finished), if present.
@@ -700,6 +730,8 @@ impl Core {
                 issued: true,
                 blocked: false,
                 done_at: 0,
+                children: NO_SEQ,
+                sibling: NO_SEQ,
             });
             if let UopKind::Serialize { ret: true, .. } = e.uop.kind {
                 self.handlers = self.handlers.saturating_sub(1);
@@ -932,6 +964,11 @@ impl Core {
             } else {
                 self.unissued.remove(p);
             }
+            // Its sleepers are younger: they join the scan after `p`, so this cycle still
+            // reaches them, as it would have.
+            if self.rob[idx].children != NO_SEQ {
+                self.wake_children(idx);
+            }
             self.issue_credit -= i64::from(e.uop.count);
             if mem {
                 self.port_credit -= i64::from(e.uop.count);
@@ -959,13 +996,31 @@ impl Core {
             if mem {
                 self.lsq_used += u.count;
             }
-            self.unissued
-                .push_back(self.head_seq + self.rob.len() as u64);
+            let seq = self.head_seq + self.rob.len() as u64;
+            // Out of order, an entry whose producer has no result time yet sleeps on it (see
+            // `unissued`); in order, every entry stays in the scan, which stops at the first
+            // that cannot issue.
+            let mut sibling = NO_SEQ;
+            let dep = u.dep as usize;
+            let asleep = !self.in_order && dep != 0 && dep <= self.rob.len() && {
+                let n = self.rob.len();
+                let pr = &mut self.rob[n - dep];
+                let waits = !pr.issued || pr.done_at == Ps::MAX;
+                if waits {
+                    sibling = std::mem::replace(&mut pr.children, seq as u32);
+                }
+                waits
+            };
+            if !asleep {
+                self.unissued.push_back(seq);
+            }
             self.rob.push_back(Entry {
                 uop: u,
                 issued: false,
                 blocked: false,
                 done_at: Ps::MAX,
+                children: NO_SEQ,
+                sibling,
             });
             self.rob_instrs += u.count;
             self.dispatch_credit -= i64::from(u.count);

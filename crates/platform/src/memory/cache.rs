@@ -43,6 +43,21 @@ pub struct Cache {
     /// cores of a multi-programmed run use disjoint memory, so most snoops end here).
     lo: u64,
     hi: u64,
+    /// A bit per hashed 4 KiB page, set when a line of the page is inserted and never cleared:
+    /// a clear bit means no line of that page was ever here, so a snoop of another core's
+    /// caches ([`Cache::contains`], [`Cache::is_dirty`], [`Cache::invalidate`], ...) ends there
+    /// without looking at the set. Exact: a set bit only sends the lookup on to the set.
+    pages: Vec<u64>,
+}
+
+/// Bits of [`Cache::pages`] (64 Ki: 8 KiB a cache).
+const PAGE_BITS: u64 = 1 << 16;
+
+/// The bit of `line`'s 4 KiB page in [`Cache::pages`] (a multiplicative hash, so that pages
+/// far apart, as the regions of the cores of a multi-programmed run, spread over the bits).
+#[inline]
+fn page_bit(line: u64) -> u64 {
+    ((line >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) & (PAGE_BITS - 1)
 }
 
 impl Cache {
@@ -61,6 +76,7 @@ impl Cache {
             misses: 0,
             lo: u64::MAX,
             hi: 0,
+            pages: vec![0; (PAGE_BITS / 64) as usize],
         }
     }
 
@@ -81,14 +97,25 @@ impl Cache {
             .map(|k| s + k)
     }
 
+    /// [`Cache::find`], first asking the page filter ([`Cache::pages`]): for lookups that
+    /// mostly miss (snoops of other cores' caches).
+    #[inline]
+    fn find_filtered(&self, line: u64) -> Option<usize> {
+        let b = page_bit(line);
+        if self.pages[(b / 64) as usize] & (1 << (b % 64)) == 0 {
+            return None;
+        }
+        self.find(line)
+    }
+
     /// Whether `line` (an address divided by the line size) is present.
     pub fn contains(&self, line: u64) -> bool {
-        self.find(line).is_some()
+        self.find_filtered(line).is_some()
     }
 
     /// Whether `line` is present and dirty.
     pub fn is_dirty(&self, line: u64) -> bool {
-        self.find(line).is_some_and(|i| self.sets[i].dirty)
+        self.find_filtered(line).is_some_and(|i| self.sets[i].dirty)
     }
 
     /// An access: true on a hit (which also updates LRU and, for a write, dirties the line).
@@ -127,6 +154,8 @@ impl Cache {
         }
         self.lo = self.lo.min(line);
         self.hi = self.hi.max(line);
+        let b = page_bit(line);
+        self.pages[(b / 64) as usize] |= 1 << (b % 64);
         let s = self.set_of(line);
         let i = s + self.sets[s..s + self.ways]
             .iter()
@@ -151,7 +180,7 @@ impl Cache {
 
     /// Invalidate hook: drops `line`, returning it (with its dirty state) if it was present.
     pub fn invalidate(&mut self, line: u64) -> Option<Victim> {
-        let i = self.find(line)?;
+        let i = self.find_filtered(line)?;
         self.tags[i] = NO_LINE;
         let w = &mut self.sets[i];
         w.valid = false;
@@ -164,7 +193,7 @@ impl Cache {
 
     /// Flush hook: cleans `line`, returning true if it was dirty (the caller writes it back).
     pub fn flush(&mut self, line: u64) -> bool {
-        match self.find(line) {
+        match self.find_filtered(line) {
             Some(i) if self.sets[i].dirty => {
                 self.sets[i].dirty = false;
                 true
@@ -284,6 +313,12 @@ mod tests {
                 // The lookup tags mirror the ways: a valid way's line, else none.
                 for (w, &tag) in c.sets.iter().zip(&c.tags) {
                     prop_assert_eq!(tag, if w.valid { w.tag } else { NO_LINE });
+                    // The page filter never turns a present line away.
+                    if w.valid {
+                        let b = page_bit(w.tag);
+                        prop_assert!(c.pages[(b / 64) as usize] & (1 << (b % 64)) != 0);
+                        prop_assert!(c.contains(w.tag));
+                    }
                 }
             }
             prop_assert!(c.occupancy() <= 16);

@@ -136,6 +136,11 @@ pub struct CoreSlot {
     /// Interrupts that came while a handler ran (masked until its return retires); each is
     /// taken in turn after it.
     held_irqs: u32,
+    /// Whether the run loop must look at its front end (feed it, see whether it drained): set
+    /// when it ticked or took an interrupt, the only things that change either. Its front end
+    /// is otherwise as the last look left it: wanting no operation, and `drained` as noted.
+    look: bool,
+    drained: bool,
 }
 
 /// A physical core: its hardware contexts (one, or a multithreaded core's) and which runs.
@@ -340,6 +345,8 @@ impl Platform {
                     next: if t == 0 { 0 } else { Ps::MAX },
                     done_at: None,
                     held_irqs: 0,
+                    look: true,
+                    drained: false,
                     warm_at: None,
                     target_at: None,
                 });
@@ -742,6 +749,7 @@ impl Platform {
             }
         }
         self.cores[c].core.end_interrupt(exit);
+        self.cores[c].look = true;
     }
 
     /// Runs `workload` to the end (on every core whose group names no workload of its own).
@@ -923,6 +931,11 @@ impl Platform {
             // Feed the front ends.
             let mut all_drained = true;
             for (i, stream) in run.streams.iter_mut().enumerate() {
+                if !self.cores[i].look {
+                    all_drained &= self.cores[i].drained;
+                    continue;
+                }
+                self.cores[i].look = false;
                 while self.cores[i].core.wants_op() {
                     match stream.next() {
                         Some(op) => {
@@ -937,7 +950,8 @@ impl Platform {
                     }
                 }
                 let c = &mut self.cores[i];
-                if c.core.drained() {
+                c.drained = c.core.drained();
+                if c.drained {
                     if c.done_at.is_none() {
                         c.done_at = Some(self.now);
                     }
@@ -1056,6 +1070,7 @@ impl Platform {
                 };
                 let c = &mut self.cores[i];
                 c.next = c.core.tick(now, &mut port);
+                c.look = true;
                 let cy = c.core.cycle_ps;
                 if c.held_irqs > 0 && !c.core.in_handler() {
                     // The handler returned: the next held interrupt is taken now.
