@@ -176,9 +176,9 @@ def gap_costs(recordings: Sequence[pd.DataFrame], l2_bytes: int, llc_bytes: int,
     replay's warm prediction for such a call), calls slower than ``trim_ns`` left out (default
     :data:`GAP_TRIM_NS`: interrupts and hypervisor stops; None keeps every call). A class with
     fewer than :data:`MIN_GAP_CALLS` calls takes the next shorter class's figure; a kind with none
-    keeps ``flat`` (the hot-loop
-    calibration of :func:`call_costs`) in every class. Returns ``{"edges_ns": [...], "call_ns":
-    {kind: [ns per class]}, "calls": {kind: [...]}, "programs": names, "source": ...}``."""
+    keeps ``flat`` (the hot-loop calibration of :func:`call_costs`) in every class. Returns
+    ``{"edges_ns": [...], "call_ns": {kind: [ns per class]}, "calls": {kind: [...]}, "programs":
+    names, "trim_ns": ..., "trimmed_calls": {kind: n}, "source": ...}``."""
     from movelab.record import cachestate
     from movelab.record.kernel import TOUCH_KINDS
     from movelab.record.replay import movement_events
