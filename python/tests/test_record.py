@@ -727,6 +727,24 @@ def test_gap_costs_follow_the_time_since_the_previous_call() -> None:
         calibration.gap_costs([], 64 << 10, 1 << 20, {"memcpy": 5.0})
 
 
+def test_gap_costs_leave_out_interrupted_calls() -> None:
+    """A call that held an interrupt or a hypervisor stop (over GAP_TRIM_NS) is not the call's own
+    cost: one 50 us stop among 149 calls of 12 ns would raise the class's mean nearly thirtyfold."""
+    from movelab.record import calibration
+
+    df = _gap_recording({500: 12.0})
+    slow = df.index[df["t_ns"] == df["t_ns"].max()]
+    df.loc[slow, "dur_ns"] = 30 + 50_000  # one call stopped for 50 us
+    flat = {"memcpy": 5.0}
+    kept = calibration.gap_costs([df], 64 << 10, 1 << 20, flat, {"memcpy": 1.0}, trim_ns=None)
+    cut = calibration.gap_costs([df], 64 << 10, 1 << 20, flat, {"memcpy": 1.0})
+    assert cut["trim_ns"] == calibration.GAP_TRIM_NS and cut["trimmed_calls"] == {"memcpy": 1}
+    assert cut["call_ns"]["memcpy"][2] == pytest.approx(11.0)
+    assert kept["call_ns"]["memcpy"][2] == pytest.approx((148 * 12.0 + 50_000) / 149 - 1.0)  # the first: no gap
+    with pytest.raises(ValueError, match="trim_ns"):
+        calibration.gap_costs([df], 64 << 10, 1 << 20, flat, trim_ns=-1.0)
+
+
 def test_replay_checks_gap_costs(recording: tuple[pd.DataFrame, Path]) -> None:
     from movelab.record.replay import replay
 

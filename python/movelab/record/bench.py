@@ -146,15 +146,15 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                 costs: dict[str, Any] | None = None, what_if_cache: str = "tracked",
                 recorded: tuple[Any, dict[str, Any]] | None = None,
                 gap_edges_ns: list[float] | None = None, what_if_too: bool = True,
-                alloc_cost: dict[str, Any] | None = None) -> dict[str, Any]:
+                alloc_cost: dict[str, Any] | None = None, what_if_samples: int | None = None) -> dict[str, Any]:
     """Records (unless ``recorded`` gives the recording and slowdown) and replays one program (the
     baseline's validation, then the what-if of every mechanism unless ``what_if_too`` is false).
     ``alloc_cost``: the allocator's measured path (:func:`movelab.record.calibration.alloc_costs`)
-    for the tracked replays."""
+    for the tracked replays. ``what_if_samples``: calls replayed per size class in the what-if
+    (default ``samples``; the what-if simulates every class under 11 mechanisms)."""
     from movelab.record import calibration
-    from movelab.record.cli import plot
     from movelab.record.kernel import TOUCH_KINDS
-    from movelab.record.replay import replay, what_if
+    from movelab.record.replay import replay
 
     desc, _needs, _template, exe = PROGRAMS[name]
     df, slow = recorded if recorded is not None else record_program(name, out, runs)
@@ -185,22 +185,18 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     # The baseline replay three ways: cold and warm (every call in one state: the bounds) and
     # tracked (each call in the state its recorded addresses give, plus the calibrated per-call
     # cost): the last is the stated error.
+    # One simulation cache for the three: the tracked replay simulates every class in each state,
+    # which are the cold and warm replays' own simulations (the same runs, not repeated).
+    sims: dict = {}
     reps = {mode: replay(clean, platform, "cpu", samples=samples, cache=mode,
                          call_cost=costs if mode == "tracked" else None,
                          gap_edges_ns=gap_edges_ns if mode == "tracked" else None,
-                         alloc_cost=alloc_cost if mode == "tracked" else None)
-            for mode in ("cold", "warm", "tracked")}
+                         alloc_cost=alloc_cost if mode == "tracked" else None, _cache=sims)
+            for mode in ("tracked", "cold", "warm")}
+    del sims
     net = reps["tracked"].summary["measured_net_ns"]
     err = reps["tracked"].summary["movement_ns"] / net - 1 if net else float("nan")
     _validation_classes(reps).to_csv(out / f"{name}-validation.csv", index=False)
-    if what_if_too:
-        summary, classes = what_if(f, platform, samples=samples, cache=what_if_cache,
-                                   call_cost=costs if what_if_cache == "tracked" else None,
-                                   gap_edges_ns=gap_edges_ns if what_if_cache == "tracked" else None,
-                                   alloc_cost=alloc_cost if what_if_cache == "tracked" else None)
-        summary.to_csv(out / f"{name}-what-if.csv", index=False)
-        classes.to_csv(out / f"{name}-what-if-classes.csv", index=False)
-        plot(summary, out / f"{name}-what-if.png", f"{name} on this machine's platform")
     row: dict[str, Any] = {
         "program": name, "description": desc, "processes": len(meta["processes"]),
         "calls": int(user["count"].sum()), "bytes_user": int(user["bytes"].sum()),
@@ -234,12 +230,38 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         "baseline_cold_error_pct": 100 * (reps["cold"].summary["movement_ns"] / net - 1) if net else None,
         "baseline_warm_predicted_ms": reps["warm"].summary["movement_ns"] / 1e6,
         "baseline_warm_error_pct": 100 * (reps["warm"].summary["movement_ns"] / net - 1) if net else None,
-        "what_if_cache": what_if_cache,
+        "what_if_cache": what_if_cache, "samples": samples,
         "call_cost_calibration": "gap" if gap_edges_ns else "flat",
         "alloc_cost": "measured" if alloc_cost else None,
         "calibrated_on": name in calibration.GAP_CALIBRATION_PROGRAMS if gap_edges_ns else False,
     }
-    for r in summary.to_dict("records") if what_if_too else []:
+    if what_if_too:
+        row.update(program_what_if(name, out, platform, what_if_samples or samples, costs, what_if_cache,
+                                   recorded=(df, slow), gap_edges_ns=gap_edges_ns, alloc_cost=alloc_cost))
+    return row
+
+
+def program_what_if(name: str, out: Path, platform: Any, samples: int, costs: dict[str, Any] | None,
+                    what_if_cache: str, recorded: tuple[Any, dict[str, Any]],
+                    gap_edges_ns: list[float] | None = None,
+                    alloc_cost: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The what-if of every mechanism on a recorded program's focus calls: writes
+    ``OUT/NAME-what-if.csv``, ``-what-if-classes.csv`` and the plot; returns each mechanism's
+    saving (``saving_MECHANISM_pct``) and the samples per class it used."""
+    from movelab.record.cli import plot
+    from movelab.record.replay import what_if
+
+    f = _focus(recorded[0], PROGRAMS[name][3])
+    tracked = what_if_cache == "tracked"
+    summary, classes = what_if(f, platform, samples=samples, cache=what_if_cache,
+                               call_cost=costs if tracked else None,
+                               gap_edges_ns=gap_edges_ns if tracked else None,
+                               alloc_cost=alloc_cost if tracked else None)
+    summary.to_csv(out / f"{name}-what-if.csv", index=False)
+    classes.to_csv(out / f"{name}-what-if-classes.csv", index=False)
+    plot(summary, out / f"{name}-what-if.png", f"{name} on this machine's platform")
+    row: dict[str, Any] = {"what_if_samples": samples}
+    for r in summary.to_dict("records"):
         if r["mechanism"] != "cpu":
             row[f"saving_{r['mechanism']}_pct"] = None if r.get("error") else r["saving_pct"]
     return row
@@ -255,6 +277,8 @@ def bench_record(
     out: Path = typer.Option(Path("reports/record-replay"), "--out", help="Directory for the results."),
     programs: list[str] | None = typer.Option(None, "--program", help=f"Only these ({', '.join(PROGRAMS)})."),
     samples: int = typer.Option(8, "--samples", min=1, help="Calls replayed per size class at most."),
+    what_if_samples: int | None = typer.Option(None, "--what-if-samples", min=1, help="Calls replayed per size "
+                                                "class in the what-if (default --samples; 11 mechanisms each)."),
     runs: int = typer.Option(3, "--runs", min=1, help="Runs with and without the interposer, for the slowdown."),
     memory: str = typer.Option("rowclone-ddr5-4800b", "--memory", help="DRAM config of this machine's platform."),
     what_if_cache: str = typer.Option("tracked", "--what-if-cache", help="Cache mode of the what-if replays "
@@ -331,7 +355,7 @@ def bench_record(
         t = time.monotonic()
         try:
             row = run_program(n, out, host["platform"], samples, runs, costs, what_if_cache, recorded=recorded[n],
-                              gap_edges_ns=edges, what_if_too=what_if_too, alloc_cost=alloc)
+                              gap_edges_ns=edges, what_if_too=False, alloc_cost=alloc)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
             console.print(f"  {n} failed: {e}", highlight=False)
             rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})
@@ -345,8 +369,24 @@ def bench_record(
                       f"(every call cold {row['baseline_cold_error_pct']:+.1f}%, every call warm "
                       f"{row['baseline_warm_error_pct']:+.1f}%) "
                       f"({time.monotonic() - t:.0f} s)", highlight=False)
-    _write(out, rows)
     (out / "platform.json").write_text(json.dumps({**host, "call_cost_calibration": calib}, indent=2))
+    # The what-ifs after every program's validation (they are most of the bench's time: a
+    # validation is not held back by another program's what-if).
+    for row in rows if what_if_too else []:
+        n = row["program"]
+        if "error" in row:
+            continue
+        console.print(f"{n}: what-if of every mechanism ...")
+        t = time.monotonic()
+        try:
+            row.update(program_what_if(n, out, host["platform"], what_if_samples or samples, costs, what_if_cache,
+                                       recorded=recorded[n], gap_edges_ns=edges, alloc_cost=alloc))
+        except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
+            console.print(f"  {n} what-if failed: {e}", highlight=False)
+            row["what_if_error"] = str(e)
+        _write(out, rows)
+        console.print(f"  {n}: what-if written ({time.monotonic() - t:.0f} s)", highlight=False)
+    _write(out, rows)
     console.print(f"written: {out / 'record-replay.json'}")
 
 

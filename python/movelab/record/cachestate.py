@@ -163,62 +163,86 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     r1, p1 = _lines(dst, size)
     r2, p2 = _lines(src[is_copy], size[is_copy])
     r2 = np.flatnonzero(is_copy)[r2]
+    # One entry per line touch, in plain arrays sorted once (a recording of millions of calls makes
+    # tens of millions of touches: a DataFrame of them, its sort and group-bys held 7 GB for Redis).
+    n_dst = len(r1)
     rows = np.concatenate([r1, r2])
-    pages = np.concatenate([p1, p2])
+    line = np.concatenate([p1, p2])
+    del r1, r2, p1, p2
     tns = t["t_ns"].to_numpy(np.float64)
-    is_dst = np.r_[np.ones(len(r1), bool), np.zeros(len(r2), bool)]
-    touch = pd.DataFrame({"pid": pid[rows], "line": pages, "row": rows, "cum": cum[rows], "t": tns[rows],
-                          "is_dst": is_dst, "region": pages // (region // LINE)})
-    key = ["pid", "line"] if region == LINE else ["pid", "region"]
-    touch = touch.sort_values([*key, "row"], kind="stable")
-    g = touch.groupby(key, sort=False)
-    prev_cum = g["cum"].shift(1).to_numpy(np.float64)
-    prev_t = g["t"].shift(1).to_numpy(np.float64)
+    keyv = line if region == LINE else line // (region // LINE)
+    # rows are numbered in process, then time order: sorting by (key, row) within a process keeps
+    # the touches of one line (region) in time order, a call's destination touches first (stable)
+    o = np.lexsort((rows, keyv, pid[rows]))
+    rows, line, keyv = rows[o], line[o], keyv[o]
+    is_dst = o < n_dst
+    del o
+    tp = pid[rows]
+    same = np.r_[False, (tp[1:] == tp[:-1]) & (keyv[1:] == keyv[:-1])]
+    cum_t = cum[rows]
+    t_t = tns[rows]
+    prev_cum = np.where(same, np.r_[np.nan, cum_t[:-1]], np.nan)
+    prev_t = np.where(same, np.r_[np.nan, t_t[:-1]], np.nan)
     if region != LINE:
         # The region's previous touch is its latest touch by an *earlier* call: every touch of the
         # region by one call takes the value its first touch there found.
-        kv = touch[key[1]].to_numpy(np.int64)
-        rv = touch["row"].to_numpy(np.int64)
-        pv = touch["pid"].to_numpy(np.int64)
-        start = np.r_[True, (kv[1:] != kv[:-1]) | (rv[1:] != rv[:-1]) | (pv[1:] != pv[:-1])]
+        start = np.r_[True, ~same[1:] | (rows[1:] != rows[:-1])]
         first_of_block = np.flatnonzero(start)[np.cumsum(start) - 1]
         prev_cum, prev_t = prev_cum[first_of_block], prev_t[first_of_block]
+        del start, first_of_block
     if distance == "bytes":
-        between = touch["cum"].to_numpy(np.float64) - prev_cum
+        between = cum_t - prev_cum
     else:
-        between = _distinct_between(touch, size)
-    dist = between + touch_rate * (touch["t"].to_numpy(np.float64) - prev_t)
-    first = np.where(touch["is_dst"].to_numpy(), STATES.index(fresh if fresh is not None else untouched),
-                     STATES.index(untouched))
+        between = _distinct_between(rows, tp, line, size)
+    dist = between + touch_rate * (t_t - prev_t)
+    del between, prev_cum, prev_t, cum_t, t_t
+    first = np.where(is_dst, STATES.index(fresh if fresh is not None else untouched), STATES.index(untouched))
     state = np.where(np.isnan(dist), first, np.where(dist < l2_bytes, 0, np.where(dist < llc_bytes, 1, 2)))
+    del first
     if fresh is not None and region != LINE:
         # A destination line that no earlier call touched is fresh even where its region was
         # touched (a block just carved out beside a used one): its own first touch, by line.
-        line_first = touch.groupby(["pid", "line"], sort=False).cumcount().to_numpy() == 0
-        state = np.where(touch["is_dst"].to_numpy() & line_first, STATES.index(fresh), state)
-    touch["state"] = state
-    touch["dist"] = dist
-    counts = np.zeros((len(t), 3))
-    np.add.at(counts, (touch["row"].to_numpy(), state), 1.0)
+        o = np.lexsort((np.arange(len(rows)), line, tp))
+        line_first = np.empty(len(rows), bool)
+        lo, po = line[o], tp[o]
+        line_first[o] = np.r_[True, (lo[1:] != lo[:-1]) | (po[1:] != po[:-1])]
+        del o, lo, po
+        state = np.where(is_dst & line_first, STATES.index(fresh), state)
+    nrow = len(t)
+    counts = np.bincount(rows * 3 + state, minlength=3 * nrow).reshape(nrow, 3).astype(np.float64)
     share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
-    med = touch.groupby("row")["dist"].median().reindex(range(len(t))).to_numpy()
+    med = _row_median(rows, dist, nrow)
     return pd.DataFrame({"warm": share[own, 0], "llc": share[own, 1], "cold": share[own, 2], "distance": med[own]},
                         index=t.index[own])
 
 
-def _distinct_between(touch: pd.DataFrame, size: np.ndarray) -> np.ndarray:
-    """Per touch (``touch`` sorted by process, line and row): the bytes of distinct lines the
-    process's recorded calls touched strictly between the line's previous touch's call and this
-    touch's call (NaN where there is no previous touch, 0 for a line met earlier in the same call).
-    A sampled line of a buffer of n lines looked at through k stands for n / k lines; a line met
-    several times in between counts once, with the weight of its latest touch. The LRU stack
-    distance, by a Fenwick tree over the calls in the extension (``movelab_host::reuse``):
-    O(n log m) for n touches in m calls."""
+def _row_median(rows: np.ndarray, dist: np.ndarray, nrow: int) -> np.ndarray:
+    """Per row 0 .. ``nrow`` - 1: the median of its touches' ``dist`` (NaN ignored; NaN where a row
+    has none), as pandas' group median gives it."""
+    ok = ~np.isnan(dist)
+    r, d = rows[ok], dist[ok]
+    o = np.lexsort((d, r))
+    r, d = r[o], d[o]
+    cnt = np.bincount(r, minlength=nrow)
+    start = np.cumsum(cnt) - cnt
+    out = np.full(nrow, np.nan)
+    has = cnt > 0
+    lo = start[has] + (cnt[has] - 1) // 2
+    hi = start[has] + cnt[has] // 2
+    out[has] = (d[lo] + d[hi]) / 2
+    return out
+
+
+def _distinct_between(rows: np.ndarray, pid: np.ndarray, line: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per touch (``rows``, ``pid``, ``line`` of each, sorted by process, line and row): the bytes
+    of distinct lines the process's recorded calls touched strictly between the line's previous
+    touch's call and this touch's call (NaN where there is no previous touch, 0 for a line met
+    earlier in the same call). A sampled line of a buffer of n lines looked at through k stands for
+    n / k lines; a line met several times in between counts once, with the weight of its latest
+    touch. The LRU stack distance, by a Fenwick tree over the calls in the extension
+    (``movelab_host::reuse``): O(n log m) for n touches in m calls."""
     from movelab import _core
 
-    rows = touch["row"].to_numpy(np.int64)
-    pid = touch["pid"].to_numpy(np.int64)
-    line = touch["line"].to_numpy(np.int64)
     if len(rows) == 0:
         return np.empty(0)
     # Time order: call (rows are numbered in process, then time order), then line.
