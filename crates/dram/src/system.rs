@@ -63,6 +63,8 @@ where
     let mut end: u64 = 0;
     let mut cached_loc: Option<(u64, crate::mapper::Location)> = None;
     let progress_every = opts.progress_every.max(1);
+    // Items left until the next progress call (a countdown: no division per item).
+    let mut until_progress = progress_every;
     let mut steps: u64 = 0;
 
     loop {
@@ -154,7 +156,9 @@ where
                     last_arrival = item.arrival().unwrap_or(last_arrival);
                     trace.next();
                     offer_at = now + 1;
-                    if consumed.is_multiple_of(progress_every) {
+                    until_progress -= 1;
+                    if until_progress == 0 {
+                        until_progress = progress_every;
                         if let Some(p) = opts.progress.as_deref_mut() {
                             p(consumed);
                         }
