@@ -27,7 +27,10 @@ fn main() {
         eprintln!("usage: vs_ramulator CONFIG TRACE [REQUESTS]");
         std::process::exit(2);
     };
-    let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5_000_000);
+    let n: u64 = args
+        .get(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5_000_000);
     if !Path::new(path).exists() {
         let spec = GeneratorSpec::from_json_str(
             &format!(r#"{{"kind": "random", "count": {n}, "read_fraction": 0.8, "seed": 0, "footprint_bytes": 1073741824}}"#),

@@ -507,28 +507,10 @@ pub fn large_send(io: &IoConfig) -> u32 {
 /// ixgbe, the whole ring with one RX tail store (and its handler refills cleaned buffers in
 /// batches of `driver.rx_refill_batch`); otherwise one store per frame. No TCP ACKs go back (the
 /// receiver's program only receives): their share is the two-host model's sensitivity.
+/// `nic`: keys of the I/O preset's `[nic]` changed on both hosts (an iDMA agent's preset takes
+/// them too); empty for the preset as it is.
 #[allow(clippy::too_many_arguments)]
 pub fn cluster_stream(
-    sender: &str,
-    receiver: &str,
-    overrides: &toml::Value,
-    io_preset: &str,
-    gbps: f64,
-    link: &toml::Table,
-    sends: u64,
-    send: u32,
-    gap: u64,
-) -> Result<ClusterStats, PlatformError> {
-    let none = toml::Table::new();
-    cluster_stream_nic(
-        sender, receiver, overrides, io_preset, gbps, link, &none, sends, send, gap,
-    )
-}
-
-/// [`cluster_stream`] with keys of the I/O preset's `[nic]` changed on both hosts (`nic`; an iDMA
-/// agent's preset takes them too).
-#[allow(clippy::too_many_arguments)]
-pub fn cluster_stream_nic(
     sender: &str,
     receiver: &str,
     overrides: &toml::Value,
@@ -605,7 +587,7 @@ fn io_preset_with(
     )
 }
 
-/// One `[nic]` key set to `v`, for [`cluster_stream_nic`].
+/// One `[nic]` key set to `v`, for [`cluster_stream`].
 pub fn nic_key(key: &str, v: i64) -> toml::Table {
     toml::Table::from_iter([(key.to_string(), toml::Value::Integer(v))])
 }
@@ -688,7 +670,16 @@ pub fn cluster_lane_rate(
     frames: u64,
 ) -> Result<ClusterLane, PlatformError> {
     let s = cluster_stream(
-        sender, sender, overrides, io_preset, gbps, link, frames, LANE_FRAME, 0,
+        sender,
+        sender,
+        overrides,
+        io_preset,
+        gbps,
+        link,
+        &toml::Table::new(),
+        frames,
+        LANE_FRAME,
+        0,
     )?;
     let io = io_preset_with(io_preset, "link", link, "the per-lane stream")?;
     let (gt, enc) = gen_rate(io.link.gen).ok_or_else(|| {
@@ -987,6 +978,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                     BW_IO,
                     bw_gbps,
                     &toml::Table::new(),
+                    &toml::Table::new(),
                     sends,
                     frame,
                     gap,
@@ -1101,7 +1093,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             ("rx", "rx_wthresh", 8),
             ("tx", "tx_wthresh", 1),
         ] {
-            let s = cluster_stream_nic(
+            let s = cluster_stream(
                 FIG8_PLATFORM,
                 FIG8_PLATFORM,
                 pl,
@@ -1584,23 +1576,32 @@ mod tests {
         assert!(seen[0] > 0.5 * 2.0 && seen[4] < 3.0, "{seen:?}");
     }
 
+    /// A stream between two Fig. 8 hosts on the bandwidth I/O preset, `nic` keys changed.
+    fn fig8_stream(
+        nic: &toml::Table,
+        sends: u64,
+        send: u32,
+    ) -> Result<ClusterStats, PlatformError> {
+        let none_link = toml::Table::new();
+        cluster_stream(
+            FIG8_PLATFORM,
+            FIG8_PLATFORM,
+            &none(),
+            BW_IO,
+            20.0,
+            &none_link,
+            nic,
+            sends,
+            send,
+            0,
+        )
+    }
+
     #[test]
     fn cluster_streams_reject_bad_lengths() {
         let t = toml::Table::new();
         for n in [0, MAX_STREAM_FRAMES + 1] {
-            let e = cluster_stream(
-                FIG8_PLATFORM,
-                FIG8_PLATFORM,
-                &none(),
-                BW_IO,
-                20.0,
-                &t,
-                n,
-                64,
-                0,
-            )
-            .expect_err("refused")
-            .to_string();
+            let e = fig8_stream(&t, n, 64).expect_err("refused").to_string();
             assert!(e.contains("frames"), "{e}");
         }
     }
@@ -1625,7 +1626,7 @@ mod tests {
         let io = bw();
         let gbps = io.nic.mac_gbps * f64::from(PORTS);
         let run = |wthresh: i64| {
-            let s = cluster_stream_nic(
+            let s = cluster_stream(
                 FIG8_PLATFORM,
                 FIG8_PLATFORM,
                 &none(),
@@ -1672,20 +1673,9 @@ mod tests {
     #[test]
     fn a_bad_nic_key_is_refused_by_name() {
         let io = bw();
-        let e = cluster_stream_nic(
-            FIG8_PLATFORM,
-            FIG8_PLATFORM,
-            &none(),
-            BW_IO,
-            20.0,
-            &toml::Table::new(),
-            &nic_key("rx_wthresh", -3),
-            4,
-            small_frame(&io),
-            0,
-        )
-        .expect_err("refused")
-        .to_string();
+        let e = fig8_stream(&nic_key("rx_wthresh", -3), 4, small_frame(&io))
+            .expect_err("refused")
+            .to_string();
         assert!(e.contains("rx_wthresh"), "{e}");
     }
 
