@@ -58,7 +58,9 @@ fn make_frame(kind: Kind, port: u16, seq: u64, len: usize) -> Vec<u8> {
             let at = frame::HEADERS - 1;
             f[at] ^= 0x01;
             if f[at - 1] == 0 && f[at] == 0 {
-                f[at] = 1; // never a zero ("no checksum") field
+                // Never a zero ("no checksum") field; the sum was 0x0001, so 0x0002 (not 0x0001,
+                // which is the valid checksum again).
+                f[at] = 2;
             }
         }
         Kind::Truncated => {
