@@ -105,7 +105,8 @@ def rule_text(rule: dict[str, Any]) -> str:
     if "relative" in rule:
         return f"within {rule['relative'] * 100:g}%"
     if "points" in rule:
-        return f"within {rule['points'] * 100:g} points"
+        n = rule['points'] * 100
+        return f"within {n:g} point{'' if n == 1 else 's'}"
     if rule.get("below"):
         return "below the paper's bound"
     if rule.get("above"):
