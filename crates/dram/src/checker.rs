@@ -220,6 +220,9 @@ struct Params {
     two_clock: &'static [CommandKind],
     /// HBM: separate row and column command buses, one command on each per cycle.
     separate_buses: bool,
+    /// HBM3 / HBM4: half-clock row commands; a PRE may take the falling edge of a clock whose
+    /// rising edge another row command holds (`checker/half_clock.rs`).
+    half_clock: bool,
     /// Per-bank refresh (LPDDR5, HBM3), when the standard has it.
     pb: Option<PerBankRefresh>,
     /// Refresh management (DDR5, HBM3), when the log's device requires it.
@@ -478,6 +481,8 @@ impl Params {
             },
             // JESD235 (HBM2), JESD238 (HBM3), JESD270-4 (HBM4): a row and a column command bus.
             separate_buses: matches!(h.standard.as_str(), "HBM2" | "HBM3" | "HBM4"),
+            // JESD238 / JESD270-4 (Table 35 as Ramulator 2.1 codes it): half-clock row commands.
+            half_clock: matches!(h.standard.as_str(), "HBM3" | "HBM4"),
             pb,
             rfm,
         })
@@ -730,6 +735,8 @@ struct ChannelState {
     /// The last command that holds the bus more than its own clock (DDR5's two-clock commands,
     /// LPDDR6's every command): cycle, index, kind, clocks held.
     two_clock: Option<(u64, u64, CommandKind, u64)>,
+    /// HBM3 / HBM4: the row bus's edges.
+    row_edges: half_clock::RowEdges,
     bursts: VecDeque<Burst>,
 }
 
@@ -1067,7 +1074,22 @@ impl Checker {
         // One command per channel per cycle; with separate row and column buses, one on each.
         let ch = &mut self.channels[loc.ch];
         let column = bus_is_column(rec.kind);
-        if self.p.separate_buses && column {
+        // HBM3 / HBM4: which edge of its clock a row command takes.
+        let mut falling = false;
+        if self.p.half_clock && !column {
+            match ch.row_edges.place(t, rec.kind, (loc.rank, loc.bank)) {
+                half_clock::Edge::Rising | half_clock::Edge::Held => {}
+                half_clock::Edge::Falling => falling = true,
+                half_clock::Edge::Refused(why) => ctx.protocol(
+                    "command bus",
+                    format!(
+                        "channel {}: {why} (one row command per half clock)",
+                        rec.channel
+                    ),
+                ),
+            }
+            ch.last_cycle = Some((t, rec.kind));
+        } else if self.p.separate_buses && column {
             if ch.last_column == Some(t) {
                 ctx.protocol(
                     "command bus",
@@ -1102,8 +1124,9 @@ impl Checker {
         }
         // DDR5: a two-clock command holds the bus for the next clock too. With separate row and
         // column buses (HBM2's two-clock ACT) it holds its own (row) bus only.
-        if let Some((c, index, kind, hold)) =
-            ch.two_clock.filter(|_| !(self.p.separate_buses && column))
+        if let Some((c, index, kind, hold)) = ch
+            .two_clock
+            .filter(|_| !(self.p.separate_buses && column) && !falling)
         {
             if short(sep(t, c), hold) && t != c {
                 let prev = Entry {
@@ -1171,7 +1194,15 @@ impl Checker {
         self.refresh_rules(ctx, ri);
         self.data_bus(ctx, loc);
 
-        // Record.
+        // Record. A falling-edge PRE (HBM3 / HBM4) starts its rules at the next clock.
+        let new = if falling {
+            Entry {
+                cycle: t + 1,
+                ..new
+            }
+        } else {
+            new
+        };
         self.refresh_management(ctx, ri, loc);
         let rank = &mut self.ranks[ri];
         if rec.kind == CommandKind::Rfm {
@@ -2335,6 +2366,7 @@ pub fn check_log_file(path: &Path) -> Result<CheckReport, LogError> {
     check_log(std::io::BufReader::new(f), &path.display().to_string())
 }
 
+mod half_clock;
 #[cfg(test)]
 mod tests;
 mod wck;
