@@ -43,6 +43,7 @@
 //! | GDDR7 | no bank groups (nCCD, nRRD, nWTR on the channel); same bank: column -> column nCCDSB, WR -> RD / TR(src) nCWL + nBL + nWTRSB; RD -> WR nRTW; nPPD; two-clock ACT, RD, WR (as DDR5); all-bank refresh only |
 //! | HBM2, HBM3, HBM4 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
 //! | HBM4 | ACT -> REFPB and REFPB -> ACT of another bank in the same bank group: nRRD_L |
+//! | HBM3, HBM4 | half-clock row commands (`checker/half_clock.rs`): a PRE may take the falling edge of a clock whose rising edge another row command holds (one in the same clock, or an ACT in the clock before); only a PRE, one per clock, never in an ACT's own clock, never after PREA / REF / RFM, never the bank of the command it pairs with; a falling-edge PRE's rules count from the next clock |
 //! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
 //! | DDR5, HBM3, HBM4, GDDR7 (RFM required) | RFM (all banks): every bank precharged, PRE / PREA / auto-precharge -> RFM nRP, REF -> RFM nRFC, REFSB -> RFM nRFCsb, REFPB -> RFM nRFCpb, RFM -> any command nRFM |
 //! | DDR5 (RFM required, header gives nRFMsb) | RFMSB (same-bank RFM, bank index b of every group, JESD79-5 4.41): those banks precharged; timed as REFSB with nRFMsb: ACT -> RFMSB nRC and PRE / auto-precharge -> RFMSB nRP at its banks, RFMSB -> ACT / REFSB / RFMSB nRFMsb at its banks, REFSB -> RFMSB nRFCsb, RFMSB -> ACT of any bank nREFSBRD, RFMSB -> REF / RFM / PREA nRFMsb, PREA -> RFMSB nRP |
@@ -58,7 +59,8 @@
 //! separate row and column command buses (JESD235, JESD238, JESD270-4) carry one row command (ACT,
 //! PRE, PREA, REF, REFPB, RFM, and RowClone's ACTC / ACTM) and one column command (RD, RDA, WR,
 //! WRA, and RowClone's TR) per cycle: two row or two column commands in one cycle are refused
-//! there, a row and a column command allowed; cycles non-decreasing; every index within the
+//! there (on HBM3 / HBM4 except a falling-edge PRE, above), a row and a column command allowed;
+//! cycles non-decreasing; every index within the
 //! organisation.
 //!
 //! Modelling choices a reader may want to know (see also the crate docs):
@@ -1126,7 +1128,7 @@ impl Checker {
         // column buses (HBM2's two-clock ACT) it holds its own (row) bus only.
         if let Some((c, index, kind, hold)) = ch
             .two_clock
-            .filter(|_| !(self.p.separate_buses && column) && !falling)
+            .filter(|_| !(falling || self.p.separate_buses && column))
         {
             if short(sep(t, c), hold) && t != c {
                 let prev = Entry {

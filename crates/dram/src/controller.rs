@@ -1307,9 +1307,9 @@ impl Controller {
 
     /// HBM3 / HBM4: after the clock's row command, a PRE of another bank on the falling edge of
     /// the clock (`command_bus::HalfClockBus`), when the row bus's rising edge is held by a
-    /// command a PRE may pair with: the best ready PRE among the banks' candidates, ranked as in
-    /// `tick_at` (refresh-blocked banks left out; bulk jobs' PREs wait for a rising edge). On every
-    /// other standard `falling_open` is `None` and nothing happens.
+    /// command a PRE may pair with: the best PRE among the banks' candidates, ranked as in
+    /// `tick_at` and issued when ready (refresh-blocked banks left out; bulk jobs' PREs wait for a
+    /// rising edge). On every other standard `falling_open` is `None` and nothing happens.
     #[inline(never)]
     fn issue_on_falling_edge<'s>(
         &mut self,
@@ -1324,32 +1324,31 @@ impl Controller {
             || (self.raaimt > 0 && self.rfm_pending.iter().any(|&p| p));
         let demote_engine = self.bypass && !self.engine_turn;
         let horizons = self.dev.rank_horizons();
-        let mut best: Option<((u8, u64), usize)> = None;
-        for flat in 0..self.slots.len() {
-            let at = self.loc[flat].max(horizons[self.hidx[flat] as usize]);
-            if at > now {
-                continue;
-            }
-            let Some(p) = self.slots[flat].cand else {
+        let mut best: Option<((u8, u64), u64, usize)> = None;
+        for (flat, slot) in self.slots.iter().enumerate() {
+            // A PRE of another bank, ready now (strict FCFS: or not), not held by a refresh.
+            let (Some(p), id) = (slot.cand.filter(|c| self.dev.falls(c.kind)), slot.id) else {
                 continue;
             };
-            let id = self.slots[flat].id;
-            if !self.dev.falls(p.kind)
-                || id.flat == paired
-                || (any_pending && self.refresh_blocks(id))
-            {
+            let at = self.loc[flat].max(horizons[self.hidx[flat] as usize]);
+            let unready = at == u64::MAX || (at > now && !self.scan_all);
+            if unready || id.flat == paired || (any_pending && self.refresh_blocks(id)) {
                 continue;
             }
             if let Some(mut k) = self.sched.key(&p.candidate(at), now) {
                 if demote_engine && p.engine {
                     k.0 += 2;
                 }
-                if best.is_none_or(|(bk, _)| k < bk) {
-                    best = Some((k, flat));
+                if best.is_none_or(|(bk, _, _)| k < bk) {
+                    best = Some((k, at, flat));
                 }
             }
         }
-        if let Some(p) = best.and_then(|(_, flat)| self.bank_command(flat)) {
+        // Strict FCFS ranks the unready too: only the oldest such PRE, when ready, issues.
+        if let Some(p) = best
+            .filter(|&(_, at, _)| at <= now)
+            .and_then(|(_, _, flat)| self.bank_command(flat))
+        {
             self.issue(p, now, log);
         }
     }
