@@ -43,6 +43,7 @@
 //! | GDDR7 | no bank groups (nCCD, nRRD, nWTR on the channel); same bank: column -> column nCCDSB, WR -> RD / TR(src) nCWL + nBL + nWTRSB; RD -> WR nRTW; nPPD; two-clock ACT, RD, WR (as DDR5); all-bank refresh only |
 //! | HBM2, HBM3, HBM4 | REFPB: nRFCpb at its bank, nRREFD to REFPB and ACT, ACT -> REFPB of another bank nRRD_S |
 //! | HBM4 | ACT -> REFPB and REFPB -> ACT of another bank in the same bank group: nRRD_L |
+//! | HBM3, HBM4 | half-clock row commands (`checker/half_clock.rs`): a PRE may take the falling edge of a clock whose rising edge another row command holds (one in the same clock, or an ACT in the clock before); only a PRE, one per clock, never in an ACT's own clock, never after PREA / REF / RFM, never the bank of the command it pairs with; a falling-edge PRE's rules count from the next clock |
 //! | every standard | REFPB / REFSB: each bank (index) refreshed on the REF interval rules above |
 //! | DDR5, HBM3, HBM4, GDDR7 (RFM required) | RFM (all banks): every bank precharged, PRE / PREA / auto-precharge -> RFM nRP, REF -> RFM nRFC, REFSB -> RFM nRFCsb, REFPB -> RFM nRFCpb, RFM -> any command nRFM |
 //! | DDR5 (RFM required, header gives nRFMsb) | RFMSB (same-bank RFM, bank index b of every group, JESD79-5 4.41): those banks precharged; timed as REFSB with nRFMsb: ACT -> RFMSB nRC and PRE / auto-precharge -> RFMSB nRP at its banks, RFMSB -> ACT / REFSB / RFMSB nRFMsb at its banks, REFSB -> RFMSB nRFCsb, RFMSB -> ACT of any bank nREFSBRD, RFMSB -> REF / RFM / PREA nRFMsb, PREA -> RFMSB nRP |
@@ -58,7 +59,8 @@
 //! separate row and column command buses (JESD235, JESD238, JESD270-4) carry one row command (ACT,
 //! PRE, PREA, REF, REFPB, RFM, and RowClone's ACTC / ACTM) and one column command (RD, RDA, WR,
 //! WRA, and RowClone's TR) per cycle: two row or two column commands in one cycle are refused
-//! there, a row and a column command allowed; cycles non-decreasing; every index within the
+//! there (on HBM3 / HBM4 except a falling-edge PRE, above), a row and a column command allowed;
+//! cycles non-decreasing; every index within the
 //! organisation.
 //!
 //! Modelling choices a reader may want to know (see also the crate docs):
@@ -220,6 +222,9 @@ struct Params {
     two_clock: &'static [CommandKind],
     /// HBM: separate row and column command buses, one command on each per cycle.
     separate_buses: bool,
+    /// HBM3 / HBM4: half-clock row commands; a PRE may take the falling edge of a clock whose
+    /// rising edge another row command holds (`checker/half_clock.rs`).
+    half_clock: bool,
     /// Per-bank refresh (LPDDR5, HBM3), when the standard has it.
     pb: Option<PerBankRefresh>,
     /// Refresh management (DDR5, HBM3), when the log's device requires it.
@@ -478,6 +483,8 @@ impl Params {
             },
             // JESD235 (HBM2), JESD238 (HBM3), JESD270-4 (HBM4): a row and a column command bus.
             separate_buses: matches!(h.standard.as_str(), "HBM2" | "HBM3" | "HBM4"),
+            // JESD238 / JESD270-4 (Table 35 as Ramulator 2.1 codes it): half-clock row commands.
+            half_clock: matches!(h.standard.as_str(), "HBM3" | "HBM4"),
             pb,
             rfm,
         })
@@ -730,6 +737,8 @@ struct ChannelState {
     /// The last command that holds the bus more than its own clock (DDR5's two-clock commands,
     /// LPDDR6's every command): cycle, index, kind, clocks held.
     two_clock: Option<(u64, u64, CommandKind, u64)>,
+    /// HBM3 / HBM4: the row bus's edges.
+    row_edges: half_clock::RowEdges,
     bursts: VecDeque<Burst>,
 }
 
@@ -1067,7 +1076,22 @@ impl Checker {
         // One command per channel per cycle; with separate row and column buses, one on each.
         let ch = &mut self.channels[loc.ch];
         let column = bus_is_column(rec.kind);
-        if self.p.separate_buses && column {
+        // HBM3 / HBM4: which edge of its clock a row command takes.
+        let mut falling = false;
+        if self.p.half_clock && !column {
+            match ch.row_edges.place(t, rec.kind, (loc.rank, loc.bank)) {
+                half_clock::Edge::Rising | half_clock::Edge::Held => {}
+                half_clock::Edge::Falling => falling = true,
+                half_clock::Edge::Refused(why) => ctx.protocol(
+                    "command bus",
+                    format!(
+                        "channel {}: {why} (one row command per half clock)",
+                        rec.channel
+                    ),
+                ),
+            }
+            ch.last_cycle = Some((t, rec.kind));
+        } else if self.p.separate_buses && column {
             if ch.last_column == Some(t) {
                 ctx.protocol(
                     "command bus",
@@ -1102,8 +1126,9 @@ impl Checker {
         }
         // DDR5: a two-clock command holds the bus for the next clock too. With separate row and
         // column buses (HBM2's two-clock ACT) it holds its own (row) bus only.
-        if let Some((c, index, kind, hold)) =
-            ch.two_clock.filter(|_| !(self.p.separate_buses && column))
+        if let Some((c, index, kind, hold)) = ch
+            .two_clock
+            .filter(|_| !(falling || self.p.separate_buses && column))
         {
             if short(sep(t, c), hold) && t != c {
                 let prev = Entry {
@@ -1171,7 +1196,15 @@ impl Checker {
         self.refresh_rules(ctx, ri);
         self.data_bus(ctx, loc);
 
-        // Record.
+        // Record. A falling-edge PRE (HBM3 / HBM4) starts its rules at the next clock.
+        let new = if falling {
+            Entry {
+                cycle: t + 1,
+                ..new
+            }
+        } else {
+            new
+        };
         self.refresh_management(ctx, ri, loc);
         let rank = &mut self.ranks[ri];
         if rec.kind == CommandKind::Rfm {
@@ -2335,6 +2368,7 @@ pub fn check_log_file(path: &Path) -> Result<CheckReport, LogError> {
     check_log(std::io::BufReader::new(f), &path.display().to_string())
 }
 
+mod half_clock;
 #[cfg(test)]
 mod tests;
 mod wck;

@@ -1005,6 +1005,7 @@ impl Controller {
                     }
                     if self.buses.is_some() {
                         self.issue_on_other_bus(kind, now, &mut log);
+                        self.issue_on_falling_edge(now, &mut log);
                     }
                     return self.next_after_issue(now);
                 }
@@ -1090,6 +1091,7 @@ impl Controller {
                     }
                     if self.buses.is_some() {
                         self.issue_on_other_bus(kind, now, &mut log);
+                        self.issue_on_falling_edge(now, &mut log);
                     }
                     return now + 1;
                 }
@@ -1182,6 +1184,7 @@ impl Controller {
                 }
                 if self.buses.is_some() {
                     self.issue_on_other_bus(kind, now, &mut log);
+                    self.issue_on_falling_edge(now, &mut log);
                 }
                 if self.lookahead {
                     self.next_after_issue(now)
@@ -1298,6 +1301,54 @@ impl Controller {
             _ => None,
         };
         if let Some(p) = picked {
+            self.issue(p, now, log);
+        }
+    }
+
+    /// HBM3 / HBM4: after the clock's row command, a PRE of another bank on the falling edge of
+    /// the clock (`command_bus::HalfClockBus`), when the row bus's rising edge is held by a
+    /// command a PRE may pair with: the best PRE among the banks' candidates, ranked as in
+    /// `tick_at` and issued when ready (refresh-blocked banks left out; bulk jobs' PREs wait for a
+    /// rising edge). On every other standard `falling_open` is `None` and nothing happens.
+    #[inline(never)]
+    fn issue_on_falling_edge<'s>(
+        &mut self,
+        now: u64,
+        log: &mut Option<&mut (dyn CommandSink + 's)>,
+    ) {
+        let Some(paired) = self.dev.falling_open(now) else {
+            return;
+        };
+        self.clean_dirty();
+        let any_pending = (self.refresh && self.refresh_pending.iter().any(|&p| p))
+            || (self.raaimt > 0 && self.rfm_pending.iter().any(|&p| p));
+        let demote_engine = self.bypass && !self.engine_turn;
+        let horizons = self.dev.rank_horizons();
+        let mut best: Option<((u8, u64), u64, usize)> = None;
+        for (flat, slot) in self.slots.iter().enumerate() {
+            // A PRE of another bank, ready now (strict FCFS: or not), not held by a refresh.
+            let (Some(p), id) = (slot.cand.filter(|c| self.dev.falls(c.kind)), slot.id) else {
+                continue;
+            };
+            let at = self.loc[flat].max(horizons[self.hidx[flat] as usize]);
+            let unready = at == u64::MAX || (at > now && !self.scan_all);
+            if unready || id.flat == paired || (any_pending && self.refresh_blocks(id)) {
+                continue;
+            }
+            if let Some(mut k) = self.sched.key(&p.candidate(at), now) {
+                if demote_engine && p.engine {
+                    k.0 += 2;
+                }
+                if best.is_none_or(|(bk, _, _)| k < bk) {
+                    best = Some((k, at, flat));
+                }
+            }
+        }
+        // Strict FCFS ranks the unready too: only the oldest such PRE, when ready, issues.
+        if let Some(p) = best
+            .filter(|&(_, at, _)| at <= now)
+            .and_then(|(_, _, flat)| self.bank_command(flat))
+        {
             self.issue(p, now, log);
         }
     }

@@ -136,6 +136,9 @@ pub struct ChannelDevices {
     n_wrec: u64,
     n_ras: u64,
     activated_at: Vec<u64>,
+    /// HBM3 / HBM4: the row bus at half-clock resolution (a PRE on the falling edge of a clock
+    /// whose rising edge another row command holds starts its rules a clock later).
+    half_clock: Option<crate::command_bus::HalfClockBus>,
 }
 
 fn scope_index(s: Scope) -> usize {
@@ -205,6 +208,7 @@ impl ChannelDevices {
             n_wrec: spec.t("nCWL") + spec.t("nBL") + spec.t("nWR"),
             n_ras: spec.t("nRAS"),
             activated_at: vec![0; banks],
+            half_clock: crate::command_bus::HalfClockBus::new(spec.command_buses.as_ref()),
         }
     }
 
@@ -439,6 +443,22 @@ impl ChannelDevices {
         }
     }
 
+    /// HBM3 / HBM4: whether a PRE may still go on the falling edge of clock `now` (the row bus's
+    /// rising edge held by a command it may pair with, its falling half free), and the bank of
+    /// that command (the PRE must name another); `None` on every other standard.
+    #[inline]
+    pub fn falling_open(&self, now: u64) -> Option<u32> {
+        self.half_clock.as_ref()?.falling_open(now)
+    }
+
+    /// Whether `kind` may go on the falling edge of a clock (HBM3 / HBM4's PRE).
+    #[inline]
+    pub fn falls(&self, kind: CommandKind) -> bool {
+        self.half_clock
+            .as_ref()
+            .is_some_and(|h| h.falls(kind.index()))
+    }
+
     /// Records `kind` issued at `now`: updates open rows and every timing horizon it affects.
     pub fn issue(
         &mut self,
@@ -449,6 +469,11 @@ impl ChannelDevices {
         now: u64,
     ) {
         let k = kind.index();
+        // The rules start here; state changes (open rows, activity) at `now`.
+        let at = match &mut self.half_clock {
+            Some(h) => h.issue(k, b.flat, now),
+            None => now,
+        };
         match kind {
             CommandKind::Tr => {
                 let (d, _) = dst.unwrap_or((b, row));
@@ -456,14 +481,14 @@ impl ChannelDevices {
                 // apply at both; rank-scoped once; bank-scoped TRS / TRD rules at each side.
                 let (gi, gd) = (self.group_index(b), self.group_index(d));
                 if self.has[1][k] {
-                    Self::raise(&mut self.group_next[gi], &self.dense[1][k], now);
-                    Self::raise(&mut self.group_next[gd], &self.dense[1][k], now);
+                    Self::raise(&mut self.group_next[gi], &self.dense[1][k], at);
+                    Self::raise(&mut self.group_next[gd], &self.dense[1][k], at);
                 }
                 if self.has[2][k] {
-                    Self::raise(&mut self.rank_next[b.rank as usize], &self.dense[2][k], now);
+                    Self::raise(&mut self.rank_next[b.rank as usize], &self.dense[2][k], at);
                 }
-                self.apply_rules(TK_TRS, b, now);
-                self.apply_rules(TK_TRD, d, now);
+                self.apply_rules(TK_TRS, b, at);
+                self.apply_rules(TK_TRD, d, at);
                 return;
             }
             CommandKind::Refsb | CommandKind::Rfmsb => {
@@ -475,15 +500,11 @@ impl ChannelDevices {
                 };
                 self.activity[b.rank as usize].refresh(now, g, cycles);
                 // Rank-scoped rules once; bank-scoped ones at each refreshed bank.
-                self.apply_rules(k, b, now);
+                self.apply_rules(k, b, at);
                 for g in 0..self.groups_per_rank {
                     let bi = self.bank_id(b.rank, g, b.bank);
                     if bi.flat != b.flat && self.has[0][k] {
-                        Self::raise(
-                            &mut self.bank_next[bi.flat as usize],
-                            &self.dense[0][k],
-                            now,
-                        );
+                        Self::raise(&mut self.bank_next[bi.flat as usize], &self.dense[0][k], at);
                     }
                 }
                 return;
@@ -492,17 +513,17 @@ impl ChannelDevices {
                 // One bank (or a pair) refreshes; open rows do not change (they were precharged).
                 let banks = if self.refpb_pair > 0 { 2 } else { 1 };
                 self.activity[b.rank as usize].refresh(now, banks, self.n_rfcpb);
-                self.apply_rules(k, b, now);
+                self.apply_rules(k, b, at);
                 if self.refpb_pair > 0 && self.has[0][k] {
                     let p = self.refpb_partner(b);
-                    Self::raise(&mut self.bank_next[p.flat as usize], &self.dense[0][k], now);
+                    Self::raise(&mut self.bank_next[p.flat as usize], &self.dense[0][k], at);
                 }
                 return;
             }
             CommandKind::Rfmpb => {
                 // One bank refreshes (HBM pairs no banks); it was precharged.
                 self.activity[b.rank as usize].refresh(now, 1, self.n_rfmpb);
-                self.apply_rules(k, b, now);
+                self.apply_rules(k, b, at);
                 return;
             }
             CommandKind::Prea | CommandKind::Ref | CommandKind::Rfm => {
@@ -515,7 +536,7 @@ impl ChannelDevices {
                     };
                     self.activity[b.rank as usize].refresh(now, n, cycles);
                 }
-                self.apply_rules(k, b, now);
+                self.apply_rules(k, b, at);
                 if kind == CommandKind::Prea {
                     let base = b.rank * self.banks_per_rank;
                     for i in base..base + self.banks_per_rank {
@@ -527,7 +548,7 @@ impl ChannelDevices {
             }
             _ => {}
         }
-        self.apply_rules(k, b, now);
+        self.apply_rules(k, b, at);
         if matches!(
             kind,
             CommandKind::Act | CommandKind::Actc | CommandKind::Actm
@@ -536,7 +557,7 @@ impl ChannelDevices {
                 if self.windows[wi].0[k] {
                     let (kinds, cap, lat) = self.windows[wi];
                     let h = &mut self.window_hist[b.rank as usize * self.windows.len() + wi];
-                    h.push_back(now);
+                    h.push_back(at);
                     while h.len() > cap {
                         h.pop_front();
                     }

@@ -3,7 +3,7 @@
 //! zeroing through both bulk mechanisms. Any rule the controller's rule table gets wrong shows up
 //! here as a violation.
 use movelab_dram::checker::{CheckReport, Checker};
-use movelab_dram::command::{CommandRecord, CommandSink};
+use movelab_dram::command::{CommandKind, CommandRecord, CommandSink};
 use movelab_dram::config::{builtin_config_names, Config};
 use movelab_dram::generator::Xoshiro256StarStar;
 use movelab_dram::request::{BulkKind, BulkOp, Op, Request, TraceItem};
@@ -17,6 +17,11 @@ struct CheckSink {
     /// (channel, cycle) of the last command, and the clocks in which a channel issued two.
     last: Option<(u32, u64)>,
     pairs: u64,
+    /// Per channel, the cycle and kind of the last row command (HBM3 / HBM4's row bus), and the
+    /// PREs that went on a falling edge: in a clock that carried another row command, or in the
+    /// clock after an activation (whose 1.5 clocks hold its rising edge).
+    last_row: std::collections::HashMap<u32, (u64, CommandKind)>,
+    falling: u64,
 }
 
 impl CommandSink for CheckSink {
@@ -25,6 +30,22 @@ impl CommandSink for CheckSink {
             self.pairs += 1;
         }
         self.last = Some((r.channel, r.cycle));
+        if !matches!(
+            r.kind,
+            CommandKind::Rd
+                | CommandKind::Rda
+                | CommandKind::Wr
+                | CommandKind::Wra
+                | CommandKind::Tr
+        ) {
+            if let Some(&(c, k)) = self.last_row.get(&r.channel) {
+                let act = matches!(k, CommandKind::Act | CommandKind::Actc | CommandKind::Actm);
+                if r.kind == CommandKind::Pre && (c == r.cycle || (act && c + 1 == r.cycle)) {
+                    self.falling += 1;
+                }
+            }
+            self.last_row.insert(r.channel, (r.cycle, r.kind));
+        }
         self.recent.push_back(r.to_line());
         if self.recent.len() > 12 {
             self.recent.pop_front();
@@ -114,9 +135,20 @@ fn check(cfg: &Config, seed: u64, n: usize) -> movelab_dram::stats::Stats {
     check_counting_pairs(cfg, seed, n).0
 }
 
-/// As `check`, also returning how many clocks carried two commands on one channel (HBM's row and
-/// column command buses).
+/// As `check`, returning how many PREs went on a falling edge (HBM3 / HBM4's half-clock row
+/// commands).
+fn check_counting_falling(cfg: &Config, seed: u64, n: usize) -> u64 {
+    check_counting(cfg, seed, n).2
+}
+
 fn check_counting_pairs(cfg: &Config, seed: u64, n: usize) -> (movelab_dram::stats::Stats, u64) {
+    let (stats, pairs, _) = check_counting(cfg, seed, n);
+    (stats, pairs)
+}
+
+/// As `check`, also returning how many clocks carried two commands on one channel (HBM's row and
+/// column command buses) and how many PREs went on a falling edge.
+fn check_counting(cfg: &Config, seed: u64, n: usize) -> (movelab_dram::stats::Stats, u64, u64) {
     let spec = cfg.resolve("test").unwrap();
     let header = log_header(cfg, &spec);
     let mut sink = CheckSink {
@@ -125,6 +157,8 @@ fn check_counting_pairs(cfg: &Config, seed: u64, n: usize) -> (movelab_dram::sta
         recent: Default::default(),
         last: None,
         pairs: 0,
+        last_row: Default::default(),
+        falling: 0,
     };
     // Pages of at most 4 KB; with Multi-RowCopy whole rows, which it replicates.
     let page = if cfg.controller.bulk == "multi-row-copy" {
@@ -160,7 +194,7 @@ fn check_counting_pairs(cfg: &Config, seed: u64, n: usize) -> (movelab_dram::sta
         report.commands_checked
     );
     assert!(stats.reads + stats.writes > 0);
-    (stats, sink.pairs)
+    (stats, sink.pairs, sink.falling)
 }
 
 #[test]
@@ -183,6 +217,32 @@ fn hbm_issues_row_and_column_commands_in_one_clock_and_others_never_two() {
                     );
                 } else {
                     assert_eq!(pairs, 0, "{name} {sched} {bulk}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hbm3_and_hbm4_put_pres_on_falling_edges_and_others_never() {
+    // HBM3 / HBM4's half-clock row commands on randomized traffic, with and without RowClone,
+    // both schedulers, checker-clean: PREs go on falling edges (beside a REFPB, or in the clock
+    // after an ACT); HBM2, whose row commands take whole clocks, never issues a PRE there.
+    for name in builtin_config_names() {
+        let half = name.contains("hbm3") || name.contains("hbm4");
+        for sched in ["frfcfs", "fcfs"] {
+            for bulk in ["baseline", "rowclone"] {
+                let mut cfg = Config::preset(name).unwrap();
+                cfg.controller.scheduler = sched.into();
+                cfg.controller.bulk = bulk.into();
+                if !half && !name.contains("hbm") {
+                    continue;
+                }
+                let falling = check_counting_falling(&cfg, 13, 3000);
+                if half {
+                    assert!(falling > 0, "{name} {sched} {bulk}: no falling-edge PRE");
+                } else {
+                    assert_eq!(falling, 0, "{name} {sched} {bulk}");
                 }
             }
         }
@@ -345,6 +405,8 @@ fn a_controller_that_breaks_a_rule_is_caught() {
         recent: Default::default(),
         last: None,
         pairs: 0,
+        last_row: Default::default(),
+        falling: 0,
     };
     let items = traffic(5, 500, 1 << 24, 4096);
     simulate(
@@ -375,6 +437,8 @@ fn replay_against(controller: &Config, device: &Config, items: Vec<TraceItem>) -
         recent: Default::default(),
         last: None,
         pairs: 0,
+        last_row: Default::default(),
+        falling: 0,
     };
     simulate(
         controller,
@@ -508,6 +572,8 @@ fn run_checked(
         recent: Default::default(),
         last: None,
         pairs: 0,
+        last_row: Default::default(),
+        falling: 0,
     };
     let stats = simulate(
         cfg,

@@ -1976,15 +1976,22 @@ fn hbm_act_holds_the_row_bus_past_its_clock() {
             on_rank(cmd(0, Act, a), 1),
             2,
         );
-        // A PRE of another bank, whose nRAS ends the clock after the ACT.
+        // A PRE of another bank, whose nRAS ends the clock after the ACT: on HBM2 two clocks
+        // after the ACT; on HBM3 / HBM4 on the falling edge of the clock after it (the row bus's
+        // half-clock commands), refused in the ACT's own clock.
         let ras = t("nRAS");
         let p = [cmd(0, Act, b), cmd(ras - 1, Act, a)];
+        let (key, at) = if preset.starts_with("HBM2") {
+            ("2", ras + 1)
+        } else {
+            ("command bus", ras)
+        };
         s.case(
             &format!("{preset}: ACT -> PRE other bank"),
-            "2",
+            key,
             &p,
             cmd(0, Pre, b),
-            ras + 1,
+            at,
         );
         s.case(
             &format!("{preset}: ACTC -> ACT other rank"),
@@ -2016,6 +2023,117 @@ fn hbm_act_holds_the_row_bus_past_its_clock() {
             &p,
             on_rank(cmd(0, Ref, (0, 0)), 1),
             2,
+        );
+    }
+}
+
+/// HBM3 / HBM4's half-clock row commands (JESD238 / JESD270-4; Table 35 as Ramulator 2.1 codes
+/// it): a PRE of another bank goes on the falling edge of the clock after an ACT, or beside a
+/// REFPB / RFMPB in its clock; the rules it starts count from the next clock; an all-bank command
+/// pairs with nothing, and only a PRE takes a falling edge.
+#[test]
+fn hbm3_and_hbm4_half_clock_pre_at_its_earliest_cycle() {
+    for preset in ["HBM3-6400/HBM3-8Gb-PC", "HBM4-8000/HBM4-32Gb-8Hi-PC"] {
+        let s = setup(preset, 2, &[]);
+        let t = |n: &str| s.t(n);
+        let (rp, ppd, ras) = (t("nRP"), t("nPPD"), t("nRAS"));
+        let (a, b, c) = ((0, 0), (1, 0), (1, 1));
+        // ACT b, then ACT a at `x` and a falling-edge PRE of b at x + 1.
+        let x = ras - 1;
+        let p = [cmd(0, Act, b), cmd(x, Act, a), cmd(x + 1, Pre, b)];
+        // The row bus's next rising edge is free: another SID's ACT 2 clocks after the ACT, as
+        // without the PRE (the ACT's hold, "2").
+        s.case(
+            &format!("{preset}: ACT, falling PRE -> ACT other rank"),
+            "2",
+            &p,
+            on_rank(cmd(0, Act, c), 1),
+            x + 2,
+        );
+        // The PRE's rules count from the clock after its own: PRE -> ACT of its bank nRP + 1.
+        s.case(
+            &format!("{preset}: falling PRE -> ACT same bank"),
+            "nRP",
+            &p,
+            row(cmd(0, Act, b), 9),
+            x + 2 + rp,
+        );
+        // PRE -> PRE nPPD from the next clock.
+        s.case(
+            &format!("{preset}: falling PRE -> PRE"),
+            "nPPD",
+            &[
+                cmd(0, Act, b),
+                cmd(8, Act, c),
+                cmd(ras + 8, Act, a),
+                cmd(ras + 9, Pre, b),
+            ],
+            cmd(0, Pre, c),
+            ras + 10 + ppd,
+        );
+        // Beside a REFPB in its clock (both banks precharged before; the PRE's bank open).
+        let r = 200;
+        let p = [cmd(0, Act, b), cmd(r, Refpb, a)];
+        assert_eq!(s.earliest(&p, &cmd(0, Pre, b)), ras.max(1), "{preset}");
+        let mut log: Vec<CommandRecord> = p.iter().map(|c| record(c, c.cycle)).collect();
+        log.push(record(&cmd(0, Pre, b), r));
+        let ok = s.check(&log);
+        assert!(ok.ok, "{preset}: REFPB + PRE: {:?}", ok.violations.first());
+        // ... and its rules from the next clock: ACT of the PRE's bank at r + 1 + nRP.
+        let mut dev_prefix = p.to_vec();
+        dev_prefix.push(cmd(r, Pre, b));
+        assert_eq!(
+            s.earliest(&dev_prefix, &row(cmd(0, Act, b), 9)),
+            r + 1 + rp,
+            "{preset}"
+        );
+        log.push(record(&row(cmd(0, Act, b), 9), r + rp));
+        let early = s.check(&log);
+        assert!(
+            early
+                .violations
+                .iter()
+                .any(|v| v.index == 3 && v.rule_key() == "nRP"),
+            "{preset}: {:?}",
+            early.violations
+        );
+        // What does not pair: a PRE of the REFPB's own bank, a PREA, a second PRE, a PRE after
+        // an all-bank command, a REFPB on the falling edge.
+        let refused = |log: &[CommandRecord], what: &str| {
+            let r = s.check(log);
+            assert!(
+                r.violations
+                    .iter()
+                    .any(|v| v.index == log.len() as u64 - 1 && v.rule == "command bus"),
+                "{preset}: {what}: {:?}",
+                r.violations
+            );
+        };
+        let base = vec![record(&cmd(0, Act, b), 0)];
+        let with = |extra: &[(Cmd, u64)]| {
+            let mut l = base.clone();
+            l.extend(extra.iter().map(|(c, at)| record(c, *at)));
+            l
+        };
+        refused(
+            &with(&[(cmd(0, Refpb, b), r), (cmd(0, Pre, b), r)]),
+            "PRE of the REFPB's bank",
+        );
+        refused(
+            &with(&[(cmd(0, Refpb, a), r), (cmd(0, Prea, b), r)]),
+            "PREA on a falling edge",
+        );
+        refused(
+            &with(&[(cmd(0, Refpb, a), r), (cmd(0, Refpb, c), r)]),
+            "REFPB on a falling edge",
+        );
+        refused(
+            &[record(&cmd(0, Prea, a), r), record(&cmd(0, Pre, b), r)],
+            "PRE after a PREA",
+        );
+        refused(
+            &[record(&cmd(0, Ref, a), r), record(&cmd(0, Pre, b), r)],
+            "PRE after a REF",
         );
     }
 }
