@@ -387,7 +387,7 @@ def bench_record(
         _write(out, rows)
         console.print(f"  {n}: what-if written ({time.monotonic() - t:.0f} s)", highlight=False)
     _write(out, rows)
-    console.print(f"written: {out / 'record-replay.json'}")
+    console.print(f"written: {out / 'record-replay.json'}", markup=False)
 
 
 if __name__ == "__main__":  # pragma: no cover
