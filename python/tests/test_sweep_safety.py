@@ -45,7 +45,9 @@ def test_resume_of_a_finished_table_refuses_a_changed_workload(tmp_path: Path) -
     spec.write_text('simulator = "dram"\nconfig = "ddr3-1600k-bench"\nkeep = ["cycles", "time_ns"]\n'
                     '[workload]\nkind = "random"\ncount = 1000\n'
                     '[axes]\n"controller.scheduler" = ["frfcfs", "fcfs"]\n"workload.seed" = [1, 2]\n')
-    assert "'workload' differs" in cli("sweep", spec, "--out", out, "--resume", "--workers", "1", code=2)
+    text = cli("sweep", spec, "--out", out, "--resume", "--workers", "1", code=2)
+    assert "'workload' differs" in text
+    assert "0/4" not in text, text  # refused before a progress bar is drawn
     assert out.read_bytes() == before
 
 
