@@ -45,7 +45,9 @@ def test_resume_of_a_finished_table_refuses_a_changed_workload(tmp_path: Path) -
     spec.write_text('simulator = "dram"\nconfig = "ddr3-1600k-bench"\nkeep = ["cycles", "time_ns"]\n'
                     '[workload]\nkind = "random"\ncount = 1000\n'
                     '[axes]\n"controller.scheduler" = ["frfcfs", "fcfs"]\n"workload.seed" = [1, 2]\n')
-    assert "'workload' differs" in cli("sweep", spec, "--out", out, "--resume", "--workers", "1", code=2)
+    text = cli("sweep", spec, "--out", out, "--resume", "--workers", "1", code=2)
+    assert "'workload' differs" in text
+    assert "0/4" not in text, text  # refused before a progress bar is drawn
     assert out.read_bytes() == before
 
 
@@ -203,3 +205,13 @@ def test_the_command_line_reports_a_lost_scheduler_in_one_line_with_exit_2(tmp_p
     assert "lost the Dask scheduler" in text and "3 of 4 points saved in" in text and "--resume" in text
     assert "Traceback" not in raw and sum("lost the Dask scheduler" in line for line in raw.splitlines()) == 1
     assert "4 points (0 failed)" in cli("sweep", spec, "--out", out, "--resume", "--workers", "1")
+
+
+def test_a_sweep_with_a_failed_point_exits_1_with_its_table_written(tmp_path: Path) -> None:
+    spec = tmp_path / "fails.toml"
+    spec.write_text('simulator = "dram"\nconfig = "ddr3-1600k-bench"\nkeep = ["cycles", "no_such_stat"]\n'
+                    '[workload]\nkind = "random"\ncount = 200\n[axes]\n"workload.seed" = [1, 2]\n')
+    out = tmp_path / "f.parquet"
+    text = " ".join(cli("sweep", spec, "--out", out, "--workers", "1", code=1).split())
+    assert "2 points (2 failed) written" in text and "no_such_stat" in text
+    assert len(pd.read_parquet(out)) == 2

@@ -120,7 +120,7 @@ def _trace_arg(trace: str | None, generate: str | None, count: int, read_fractio
 def _stats_table(s: dict[str, Any]) -> Table:
     from rich.table import Table
 
-    t = Table(title=f"{s['speed']} / {s['part']}: {s['channels']} ch x {s['ranks']} rank, {s['scheduler']}, "
+    t = Table(title=f"{lit(s['speed'])} / {lit(s['part'])}: {s['channels']} ch x {s['ranks']} rank, {s['scheduler']}, "
                     f"{s['row_policy']} row, {s['mapper']}, bulk={s['bulk_mechanism']}")
     t.add_column("metric")
     t.add_column("value", justify="right")
@@ -298,7 +298,7 @@ def drampower_trace_cmd(
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
     console.print(f"wrote {s['commands']:,} {s['standard']} commands of channel {channel} (END at cycle "
-                  f"{s['end']:,}) to {path}")
+                  f"{s['end']:,}) to {lit(path)}")
 
 
 @app.command("memspec")
@@ -328,7 +328,7 @@ def memspec_cmd(
             else:
                 with atomic_path(path) as tmp:
                     tmp.write_text(text + "\n")
-                console.print(f"wrote the memspec of {cfg.spec['speed']} / {cfg.spec['part']} to {path}")
+                console.print(f"wrote the memspec of {lit(cfg.spec['speed'])} / {lit(cfg.spec['part'])} to {lit(path)}")
             return
         assert memspec is not None
         r = dram.read_memspec(memspec)
@@ -340,13 +340,13 @@ def memspec_cmd(
     from rich import box
     from rich.table import Table
 
-    t = Table(title=f"{memspec}: {r['memory_type']} {r['memory_id']}", box=box.SIMPLE)
+    t = Table(title=lit(f"{memspec}: {r['memory_type']} {r['memory_id']}"), box=box.SIMPLE)
     t.add_column("--set")
     for k, v in r["settings"]:
-        t.add_row(f"{k}={v}")
+        t.add_row(lit(f"{k}={v}"))
     console.print(t)
     for n in r["notes"]:
-        console.print(f"[yellow]not carried over[/yellow]: {n}")
+        console.print(f"[yellow]not carried over[/yellow]: {lit(n)}")
 
 
 @app.command("generate")
@@ -444,7 +444,8 @@ def bench_dram(
     if fmt == "json":
         echo_json(doc)
         return
-    t = Table(title=f"DRAM simulator speed ({config}: {spec['speed']}, {spec['part']}; stream and random, 80% reads)",
+    t = Table(title=lit(f"DRAM simulator speed ({config}: {spec['speed']}, {spec['part']}; stream and random, "
+                        "80% reads)"),
               box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("pattern", no_wrap=True, min_width=7)
     for col in ["requests", "M req/s", "cycles", "cyc/req", "read lat", "RSS MiB"]:

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from movelab._util import TableJson, parse_set
+from movelab._util import TableJson, lit, parse_set
 from movelab._util import fail as _fail
 
 app = typer.Typer(help="Network I/O on a host core with small cores beside it (Wun & Crowley).",
@@ -37,7 +37,7 @@ def run_cmd(
     if fmt == "json":
         typer.echo(json.dumps(s, indent=2))
         return
-    t = Table(title=f"{config} {direction}, {payload} B payload")
+    t = Table(title=f"{lit(config)} {direction}, {payload} B payload")
     t.add_column("statistic")
     t.add_column("value", justify="right")
     for k, v in s.items():

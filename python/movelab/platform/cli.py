@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from movelab import platform as plat
-from movelab._util import U64_MAX, TableJson, TomlJson, check_output_dir, echo_json, parse_set, staged_dir
+from movelab._util import U64_MAX, TableJson, TomlJson, check_output_dir, echo_json, lit, parse_set, staged_dir
 from movelab._util import fail as _fail
 
 app = typer.Typer(help="Platform simulator: a core, caches, a bus and DRAM, with copy engines and RowClone.",
@@ -120,7 +120,7 @@ def _device_rows(dev: dict[str, Any]) -> list[tuple[str, str]]:
 
 def stats_table(s: dict[str, Any]) -> Table:
     copy = s["mechanism"] if s["mechanism"] != "ce" else f"ce ({s['placement']}, {s['mode']})"
-    t = Table(title=f"{s['platform']} / {s['workload']}", box=box.SIMPLE_HEAD)
+    t = Table(title=f"{lit(s['platform'])} / {lit(s['workload'])}", box=box.SIMPLE_HEAD)
     t.add_column("metric", no_wrap=True)
     t.add_column("value", justify="right", no_wrap=True)
     c, m = s["caches"], s["memory"]
@@ -302,7 +302,7 @@ def pair_cmd(
         typer.echo(res.to_json())
         return
     s = res.summary()
-    t = Table(title=f"{sender} -> {receiver}: {messages} frames over {meters:g} m", box=box.SIMPLE_HEAD,
+    t = Table(title=f"{lit(sender)} -> {lit(receiver)}: {messages} frames over {meters:g} m", box=box.SIMPLE_HEAD,
               padding=(0, 1), show_edge=False)
     t.add_column("quantity", no_wrap=True)
     t.add_column("value", justify="right", no_wrap=True)
@@ -344,7 +344,7 @@ def _io_run(platform: str, overrides: dict[str, Any], params: dict[str, int], fm
     if fmt == "json":
         typer.echo(json.dumps(s, indent=2))
         return
-    t = Table(title=f"{platform}: {s['messages_total']} message(s), devices {s['kind']}", box=box.SIMPLE_HEAD)
+    t = Table(title=f"{lit(platform)}: {s['messages_total']} message(s), devices {s['kind']}", box=box.SIMPLE_HEAD)
     t.add_column("statistic", justify="left")
     t.add_column("value", justify="right")
     t.add_row("simulated time (ns)", f"{s['time_ns']:,.1f}")

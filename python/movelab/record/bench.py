@@ -274,6 +274,7 @@ def _write(out: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def bench_record(
+    ctx: typer.Context,
     out: Path = typer.Option(Path("reports/record-replay"), "--out", help="Directory for the results."),
     programs: list[str] | None = typer.Option(None, "--program", help=f"Only these ({', '.join(PROGRAMS)})."),
     samples: int = typer.Option(8, "--samples", min=1, help="Calls replayed per size class at most."),
@@ -285,6 +286,7 @@ def bench_record(
                                       "(tracked, cold or warm; tracked simulates each class three times)."),
     what_if_too: bool = typer.Option(True, "--what-if/--no-what-if", help="Also replay every mechanism (the "
                                      "what-if tables; most of the bench's time) after the baseline's validation."),
+    force: bool = typer.Option(False, "--force", help="Overwrite the results in --out."),
 ) -> None:
     """Record real programs, measure the interposer's slowdown, validate the baseline replay on
     this machine's platform and compare every mechanism (writes OUT/record-replay.json)."""
@@ -294,7 +296,16 @@ def bench_record(
     for n in names:
         if n not in PROGRAMS:
             raise typer.BadParameter(f"unknown program {n!r} (known: {', '.join(PROGRAMS)})", param_hint="--program")
-    out.mkdir(parents=True, exist_ok=True)
+    from movelab._util import OutputBusy, check_output_dir, fail, output_lock
+
+    # Checked before minutes of recording: the results are kept unless --force, and the folder is
+    # locked until the command ends (a second bench writing there is refused at once).
+    check_output_dir(out, ["record-replay.json", "platform.json"], force)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        ctx.with_resource(output_lock(out))
+    except (OutputBusy, OSError) as e:
+        fail(f"--out {e}")
     from movelab.record.calibration import GAP_CALIBRATION_PROGRAMS, alloc_costs, call_costs, gap_costs
     from movelab.record.replay import CACHE_MODES, _cache_bytes
 
@@ -387,7 +398,7 @@ def bench_record(
         _write(out, rows)
         console.print(f"  {n}: what-if written ({time.monotonic() - t:.0f} s)", highlight=False)
     _write(out, rows)
-    console.print(f"written: {out / 'record-replay.json'}")
+    console.print(f"written: {out / 'record-replay.json'}", markup=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

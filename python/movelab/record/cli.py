@@ -13,7 +13,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from movelab._util import TableJson, atomic_path, check_output_dir, echo_json, output_path, parse_set, staged_dir
+from movelab._util import TableJson, atomic_path, check_output_dir, echo_json, lit, output_path, parse_set, staged_dir
 from movelab._util import fail as _fail
 
 console = Console()
@@ -127,15 +127,15 @@ def record_cmd(
         _fail(e)
     meta = df.attrs["movelab"]
     _print_recording(df, meta)
-    console.print(f"recording: {out}")
+    console.print(f"recording: {lit(out)}")
     if meta["exit_status"] != 0:
-        err.print(f"note: {cmd[0]} exited with status {meta['exit_status']}; its recording was written")
+        err.print(f"note: {lit(cmd[0])} exited with status {meta['exit_status']}; its recording was written")
 
 
 def _print_recording(df: Any, meta: dict[str, Any]) -> None:
     g = df.groupby(["source", "kind"], sort=True).agg(calls=("count", "sum"), bytes=("bytes", "sum"),
                                                       ns=("dur_ns", "sum"))
-    t = Table(title=f"Recorded data movement of {' '.join(meta['command'])}", box=box.SIMPLE_HEAD)
+    t = Table(title=lit(f"Recorded data movement of {' '.join(meta['command'])}"), box=box.SIMPLE_HEAD)
     for c in ["source", "kind", "calls", "bytes", "time inside (ms)"]:
         t.add_column(c, justify="right" if c not in ("source", "kind") else "left")
     for (src, kind), r in g.iterrows():
@@ -149,7 +149,7 @@ def _print_recording(df: Any, meta: dict[str, Any]) -> None:
                   f"processes {len(meta['processes'])}")
     console.print("[bold]Not recorded[/bold]:")
     for n in meta["not_recorded"]:
-        console.print(f"  - {n}", highlight=False)
+        console.print(f"  - {lit(n)}", highlight=False)
 
 
 def replay_cmd(
@@ -223,8 +223,8 @@ def replay_cmd(
                                for r in results]})
         return
     for n in notes:
-        console.print(f"[dim]{n}[/dim]", highlight=False)
-    t = Table(title=f"Replay of {trace.name} on {platform}", box=box.SIMPLE_HEAD)
+        console.print(f"[dim]{lit(n)}[/dim]", highlight=False)
+    t = Table(title=lit(f"Replay of {trace.name} on {platform}"), box=box.SIMPLE_HEAD)
     for c in ["mechanism", "movement (ms)", "total (ms)", "DRAM energy (mJ)", "DRAM traffic (MB)", "measured (ms)",
               "error"]:
         t.add_column(c, justify="left" if c == "mechanism" else "right")
@@ -244,7 +244,7 @@ def replay_cmd(
                   highlight=False)
     for r in results:
         for n in r.notes:
-            console.print(f"[dim]{r.mechanism}: {n}[/dim]", highlight=False)
+            console.print(f"[dim]{lit(r.mechanism)}: {lit(n)}[/dim]", highlight=False)
 
 
 def what_if_cmd(
@@ -294,13 +294,13 @@ def what_if_cmd(
     if fmt == "json":
         echo_json({"platform": platform, "mechanisms": _records(summary)})
         return
-    t = Table(title=f"What if: {trace.name} on {platform}", box=box.SIMPLE_HEAD)
+    t = Table(title=lit(f"What if: {trace.name} on {platform}"), box=box.SIMPLE_HEAD)
     for c in ["mechanism", "movement (ms)", "saving", "total (ms)", "DRAM energy (mJ)", "traffic (MB)",
               "copy from (B)", "init from (B)"]:
         t.add_column(c, justify="left" if c == "mechanism" else "right")
     for r in summary.to_dict("records"):
         if r.get("error"):
-            t.add_row(r["mechanism"], f"[red]cannot run: {r['error']}[/red]", *[""] * 6)
+            t.add_row(r["mechanism"], f"[red]cannot run: {lit(r['error'])}[/red]", *[""] * 6)
             continue
         t.add_row(r["mechanism"], f"{r['movement_ns'] / 1e6:.3f}", f"{r['saving_pct']:+.1f}%",
                   f"{r['total_ns'] / 1e6:.1f}", f"{r['energy_nj'] / 1e6:.4f}", f"{r['channel_bytes'] / 1e6:.2f}",
@@ -309,7 +309,7 @@ def what_if_cmd(
     console.print("'copy from' / 'init from': the size from which the mechanism beats the CPU copy for every "
                   "larger size class ('never': in no class; '-': no such calls).", highlight=False)
     if out is not None:
-        console.print(f"written: {out}")
+        console.print(f"written: {lit(out)}")
 
 
 def _thr(v: Any) -> str:

@@ -509,4 +509,4 @@ def bench_rowclone_apps(
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(to_toml(rows))
     os.replace(tmp, out)
-    console.print(f"written: {out}")
+    console.print(f"written: {out}", markup=False)

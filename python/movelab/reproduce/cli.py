@@ -153,7 +153,7 @@ def _print_results(mod: Any, rows: Any) -> None:
 
     console.print(ledger.results_table(mod.NAME, mod.results(rows)))
     ok, text = mod.check(rows)
-    console.print(f"[{'green' if ok else 'red'}]{text}[/]")
+    console.print(f"[{'green' if ok else 'red'}]{lit(text)}[/]")
 
 
 @app.command("rowclone-latency")

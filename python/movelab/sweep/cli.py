@@ -100,15 +100,23 @@ def run_cmd(
     err_console.print(f"{lit(s.name)}: {len(points)} points on {lit(ex.description)}")
     columns = [TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]} failed"),
                TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn()]
+    # The bar is drawn at the first progress call, once the output is locked and a resumed table
+    # checked: a refusal is the only line printed.
+    prog = Progress(*columns, console=err_console, transient=False)
+    task = prog.add_task("sweep", total=len(points), failed=0)
+
+    def update(done: int, failed: int, total: int) -> None:
+        if not prog.live.is_started:
+            prog.start()
+        prog.update(task, completed=done, failed=failed)
+
     try:
-        with ex, Progress(*columns, console=err_console, transient=False) as prog:
-            task = prog.add_task("sweep", total=len(points), failed=0)
-
-            def update(done: int, failed: int, total: int) -> None:
-                prog.update(task, completed=done, failed=failed)
-
-            res = sweep.run(s, out, executor=ex, resume=resume, force=force, progress=update,
-                            save_every=save_every, table=False)
+        with ex:
+            try:
+                res = sweep.run(s, out, executor=ex, resume=resume, force=force, progress=update,
+                                save_every=save_every, table=False)
+            finally:
+                prog.stop()
     except sweep.SweepInterrupted as e:
         err_console.print(f"[yellow]interrupted:[/yellow] {e.done} of {e.total} points saved in {lit(e.parts)}; "
                           f"run the same command with --resume to finish")
