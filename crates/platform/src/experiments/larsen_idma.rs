@@ -10,8 +10,10 @@
 //! and the DDR3-1066 DRAM model, so every fetch comes through the memory system and moves with
 //! DRAM timing and with whether the line is cached. Table 1 and Fig. 10 run on the cluster
 //! (`systems::cluster`): two such platforms on one Ethernet wire, `nic-tx` on the sender and
-//! `nic-rx` on the receiver, every frame checked byte for byte. The Haswell and DDIO runs and the
-//! two-host model's streams (with TCP ACKs) are sensitivity rows from `systems::io_pair`.
+//! `nic-rx` on the receiver, every frame checked byte for byte; in Fig. 10's descriptor-NIC
+//! streams the receiver sends TCP ACKs back over the same wire (a delayed ACK per two data
+//! segments) and the sender's NIC receives them, every ACK checked too. The Haswell and DDIO runs
+//! are sensitivity rows from the two-host model `systems::io_pair`.
 //!
 //! Method notes:
 //! - Fig. 8 is measured on a running system: the driver has just written the descriptor and the
@@ -30,8 +32,9 @@
 //! - Fig. 10's share counts descriptor fetches (requests and completions), doorbells,
 //!   descriptor write-backs and MSI-X writes, over all TLP bytes of both directions of the
 //!   measured host's link (the sender's for TX, the receiver's for RX); DLLPs are reported apart.
-//!   The cluster's streams carry no TCP ACKs (the receiver's program only receives); the
-//!   two-host model's streams with and without ACKs are reported as sensitivity rows.
+//!   The descriptor NIC's streams carry TCP ACKs ([`cluster_stream_acked`]): both links carry
+//!   their doorbells, descriptors, write-backs and frames; the bars without ACKs are
+//!   sensitivity rows. The iDMA's streams carry none (its hosts send no ACKs yet).
 //! - Bandwidth per lane (Table 1, [`cluster_lane_rate`]) is simulated on the cluster: a stream of
 //!   full-size frames with no software between them on the bandwidth platform (82599, Gen2 x8, two
 //!   ports' line rate), so that the NIC, the link or the wire binds; the TCP payload landed and
@@ -317,9 +320,35 @@ fn tx_frames(s: &ClusterStats) -> u64 {
 
 /// The oracle of a cluster run: `frames` frames sent, every payload line the sender read the
 /// last version its core wrote, every frame landed at the receiver and every byte of it checked
-/// against the frame that came off the wire.
-pub fn check_pair(s: &ClusterStats, frames: u64, what: &str) -> Result<(), PlatformError> {
+/// against the frame that came off the wire; and back, `acks` TCP ACKs sent by the receiver
+/// (each checked against its send) and every one landed at the sender and checked byte for byte.
+pub fn check_pair(
+    s: &ClusterStats,
+    frames: u64,
+    acks: u64,
+    what: &str,
+) -> Result<(), PlatformError> {
     let (tx, rx) = pair_devices(s, what)?;
+    if rx.frames != acks
+        || rx.acks_sent != acks
+        || rx.tx_bytes_checked != rx.frame_bytes
+        || rx.tx_bytes_wrong != 0
+        || tx.nic.rx_frames != acks
+        || tx.rx_bytes_checked != rx.frame_bytes
+        || tx.rx_bytes_wrong != 0
+    {
+        return Err(PlatformError::Stalled(format!(
+            "{what}: the receiver sent {} frames ({} ACKs) of {acks} ACKs owed, {} of {} bytes as their sends say ({} not); {} landed at the sender, {} bytes checked, {} wrong",
+            rx.frames,
+            rx.acks_sent,
+            rx.tx_bytes_checked,
+            rx.frame_bytes,
+            rx.tx_bytes_wrong,
+            tx.nic.rx_frames,
+            tx.rx_bytes_checked,
+            tx.rx_bytes_wrong
+        )));
+    }
     // The NIC's frames are also checked against its sends as segmentation cuts them.
     let tx_checked = tx.name != "nic" || tx.tx_bytes_checked == tx.frame_bytes;
     if tx.frames != frames
@@ -407,7 +436,7 @@ fn e2e_over(
     )?;
     let shift = settle * NS_PER_M;
     let what = format!("the end-to-end run {sender} -> {receiver}");
-    check_pair(&s, 1, &what)?;
+    check_pair(&s, 1, 0, &what)?;
     let (_, r) = pair_devices(&s, &what)?;
     let irq = r.irq_ns.first().copied();
     let done = irq.and_then(|i| r.rx_tail_ns.iter().copied().find(|&t| t >= i));
@@ -505,8 +534,8 @@ pub fn large_send(io: &IoConfig) -> u32 {
 /// a send longer than a frame leaves as one TSO send the NIC segments (the iDMA refuses it).
 /// The receiver posts its buffers up front: with the I/O preset's `driver.rx_post_all`, as
 /// ixgbe, the whole ring with one RX tail store (and its handler refills cleaned buffers in
-/// batches of `driver.rx_refill_batch`); otherwise one store per frame. No TCP ACKs go back (the
-/// receiver's program only receives): their share is the two-host model's sensitivity.
+/// batches of `driver.rx_refill_batch`); otherwise one store per frame. No TCP ACKs go back
+/// ([`cluster_stream_acked`] sends them).
 /// `nic`: keys of the I/O preset's `[nic]` changed on both hosts (an iDMA agent's preset takes
 /// them too); empty for the preset as it is.
 #[allow(clippy::too_many_arguments)]
@@ -521,6 +550,35 @@ pub fn cluster_stream(
     sends: u64,
     send: u32,
     gap: u64,
+) -> Result<ClusterStats, PlatformError> {
+    cluster_stream_acked(
+        sender, receiver, overrides, io_preset, gbps, link, nic, sends, send, gap, false,
+    )
+}
+
+/// ACK tries of the receiver's handler per interrupt in a stream with ACKs: Linux's NAPI poll
+/// takes at most 64 packets (`weight`, ixgbe's default), a delayed ACK per two of them. An
+/// interrupt that finds more owed leaves the rest to the next one.
+pub const ACKS_PER_INTERRUPT: u64 = 32;
+
+/// [`cluster_stream`], with `acks` the receiver acknowledging the data as TCP does: a delayed
+/// ACK per `driver.ack_every` data segments (one packet and one TX tail store each, from its
+/// interrupt handler, up to [`ACKS_PER_INTERRUPT`] per interrupt), which crosses the wire back
+/// and lands in the sender's RX buffers (posted as the receiver's are; its handler takes each
+/// ACK and refills its ring). Only the descriptor NIC sends ACKs: an iDMA host is refused.
+#[allow(clippy::too_many_arguments)]
+pub fn cluster_stream_acked(
+    sender: &str,
+    receiver: &str,
+    overrides: &toml::Value,
+    io_preset: &str,
+    gbps: f64,
+    link: &toml::Table,
+    nic: &toml::Table,
+    sends: u64,
+    send: u32,
+    gap: u64,
+    acks: bool,
 ) -> Result<ClusterStats, PlatformError> {
     let io = io_preset_with(io_preset, "nic", nic, "larsen-idma stream")?;
     let frames = sends.saturating_mul(segments(&io, send));
@@ -539,18 +597,41 @@ pub fn cluster_stream(
         set_frame(&mut c, bytes);
         cfgs.push(c);
     }
+    if acks && cfgs.iter().any(|c| c.io.is_none()) {
+        return Err(PlatformError::config(
+            "larsen-idma",
+            "acks",
+            format!("{sender} -> {receiver}: TCP ACKs are sent by the descriptor NIC only (a platform with [io]); the iDMA hosts carry none"),
+        ));
+    }
     let buffers = if cfgs[1].io.is_some() && io.driver.rx_post_all {
         1
     } else {
         frames
     };
+    let owed = if acks && io.driver.ack_every > 0 {
+        frames / u64::from(io.driver.ack_every)
+    } else {
+        0
+    };
+    let a = u64::from(acks);
     let s = cluster_pair(
         &cfgs[0],
         &cfgs[1],
-        &[("messages", sends), ("gap", gap)],
-        &[("buffers", buffers)],
+        &[
+            ("messages", sends),
+            ("gap", gap),
+            ("rx_post", a),
+            ("acks_rx", a),
+        ],
+        &[("buffers", buffers), ("acks", a * ACKS_PER_INTERRUPT)],
     )?;
-    check_pair(&s, frames, &format!("the stream {sender} -> {receiver}"))?;
+    check_pair(
+        &s,
+        frames,
+        owed,
+        &format!("the stream {sender} -> {receiver}"),
+    )?;
     Ok(s)
 }
 
@@ -849,7 +930,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
     let mut out = Vec::new();
     let want = |p: &str| o.parts.iter().any(|x| x == p);
     let total = want("latency") as usize * 3
-        + want("fig10") as usize * 15
+        + want("fig10") as usize * 11
         + want("sensitivity") as usize * 6;
     let mut done = 0;
     let mut tick = |progress: &mut dyn FnMut(usize, usize)| {
@@ -971,7 +1052,10 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 ("64B", small, small_frame(&o.bandwidth), sw / 2),
                 ("64KB", large.0, large.1, 0),
             ] {
-                let s = cluster_stream(
+                // The descriptor NIC's streams carry TCP ACKs back, as iperf's did; the iDMA's
+                // carry none (its hosts send no ACKs yet).
+                let acks = ki == 0;
+                let s = cluster_stream_acked(
                     name,
                     name,
                     pl,
@@ -982,13 +1066,53 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                     sends,
                     frame,
                     gap,
+                    acks,
                 )?;
                 tick(progress);
+                // The same stream without ACKs: what they add to each bar.
+                let quiet = if acks {
+                    let q = cluster_stream(
+                        name,
+                        name,
+                        pl,
+                        BW_IO,
+                        bw_gbps,
+                        &toml::Table::new(),
+                        &toml::Table::new(),
+                        sends,
+                        frame,
+                        gap,
+                    )?;
+                    tick(progress);
+                    Some(q)
+                } else {
+                    None
+                };
                 let frames = tx_frames(&s);
                 let (tx, rx) = pair_devices(&s, "the Fig. 10 stream")?;
-                for (dir, d) in [("tx", tx), ("rx", rx)] {
+                for (h, (dir, d)) in [("tx", tx), ("rx", rx)].into_iter().enumerate() {
                     let case = format!("{dir}-{label}");
                     let (share, fetch_db, dllp) = device_shares(d);
+                    if let Some(q) = &quiet {
+                        let d0 = q
+                            .hosts
+                            .get(h)
+                            .and_then(|p| p.devices.first())
+                            .ok_or_else(|| {
+                                PlatformError::Stalled(format!(
+                                    "the Fig. 10 stream without ACKs: host {h} has no device"
+                                ))
+                            })?;
+                        out.push(row(
+                            "sensitivity",
+                            &format!("fig10-{case}-no-acks"),
+                            "descriptor_doorbell_share",
+                            device_shares(d0).0,
+                            None,
+                            "fraction",
+                            "Fig. 10's bar with no TCP ACKs going back (the receiver only receives)",
+                        ));
+                    }
                     if ki == 1 {
                         out.push(row(
                             "fig10",
@@ -1077,6 +1201,12 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                         "B",
                         "received bytes checked against the frames that came off the wire",
                     ));
+                    counts.push((
+                        "acks".into(),
+                        rx.acks_sent as f64,
+                        "frames",
+                        "TCP ACKs the receiver sent (a delayed ACK per two data segments), each checked against its send and landed at the sender checked byte for byte",
+                    ));
                     for (metric, v, unit, note) in counts {
                         out.push(row("fig10", &case, &metric, v, None, unit, note));
                     }
@@ -1093,7 +1223,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             ("rx", "rx_wthresh", 8),
             ("tx", "tx_wthresh", 1),
         ] {
-            let s = cluster_stream(
+            let s = cluster_stream_acked(
                 FIG8_PLATFORM,
                 FIG8_PLATFORM,
                 pl,
@@ -1104,6 +1234,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 small,
                 small_frame(&o.bandwidth),
                 sw / 2,
+                true,
             )?;
             tick(progress);
             let (tx, rx) = pair_devices(&s, "the Fig. 10 write-back stream")?;
@@ -1168,56 +1299,6 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             ] {
                 out.push(row("table1", case, metric, v, p, unit, note));
             }
-        }
-        // The two-host I/O model (systems::io_pair) as a sensitivity: the same bars with TCP
-        // ACKs going back and without, and its per-lane stream.
-        let b = &o.bandwidth;
-        for (label, count, len) in [
-            ("64B", o.small_count, 64u64),
-            ("64KB", o.large_count, 65536),
-        ] {
-            for acks in [true, false] {
-                let mut c = b.clone();
-                if !acks {
-                    c.driver.ack_every = 0;
-                    c.nic.rx_fifo_frames = 65536;
-                }
-                let s = stream(&c, count, len)?;
-                tick(progress);
-                for (dir, h) in [("tx", 0usize), ("rx", 1usize)] {
-                    let (share, _, _) = shares(&s, h);
-                    let metric = if acks {
-                        "descriptor_doorbell_share"
-                    } else {
-                        "share_without_acks"
-                    };
-                    out.push(row(
-                        "sensitivity",
-                        &format!("io-pair-{dir}-{label}"),
-                        metric,
-                        share,
-                        None,
-                        "fraction",
-                        "the two-host I/O model's stream (TCP ACKs modelled there)",
-                    ));
-                }
-            }
-        }
-        for (case, kind) in [
-            ("io-pair-descriptor-dma", "descriptor"),
-            ("io-pair-idma", "idma"),
-        ] {
-            let r = lane_rate(b, kind, o.large_count, 65536)?;
-            tick(progress);
-            out.push(row(
-                "sensitivity",
-                case,
-                "gbps_per_lane",
-                r.per_lane_gbps,
-                None,
-                "Gb/s",
-                "the two-host I/O model's dual-port 64 KB stream, over the link's lanes",
-            ));
         }
     }
     if want("sensitivity") {
@@ -1667,6 +1748,76 @@ mod tests {
         assert!(eight < one - 0.05, "{eight} {one}");
         // Fewer write-back bytes make the fetches a larger part of a smaller total.
         assert!(eight_fd >= one_fd, "{eight_fd} {one_fd}");
+    }
+
+    /// TCP ACKs on the cluster: the receiver sends a delayed ACK per two data segments (small
+    /// frames and a TSO send's segments alike), each a frame of the headers alone checked against
+    /// its send; every one lands at the sender checked byte for byte; each ACK costs the
+    /// receiver's link a doorbell and a descriptor fetch and the sender's link a landed frame and
+    /// a write-back, so both bars rise. The iDMA hosts send none and say so.
+    #[test]
+    fn tcp_acks_go_back_checked_and_raise_both_bars() {
+        let io = bw();
+        let gbps = io.nic.mac_gbps * f64::from(PORTS);
+        let t = toml::Table::new();
+        let run = |sends: u64, send: u32, acks: bool| {
+            cluster_stream_acked(
+                FIG8_PLATFORM,
+                FIG8_PLATFORM,
+                &none(),
+                BW_IO,
+                gbps,
+                &t,
+                &t,
+                sends,
+                send,
+                if send > 1514 { 0 } else { 2000 },
+                acks,
+            )
+            .expect("stream")
+        };
+        let hdr = u64::from(io.driver.header_bytes);
+        for (sends, send, frames) in [(40, small_frame(&io), 40u64), (1, large_send(&io), 46)] {
+            let with = run(sends, send, true);
+            let without = run(sends, send, false);
+            let (tx, rx) = pair_devices(&with, "test").expect("devices");
+            let (tx0, rx0) = pair_devices(&without, "test").expect("devices");
+            assert_eq!(tx.frames, frames);
+            assert_eq!(rx.acks_sent, frames / 2, "a delayed ACK per two segments");
+            assert_eq!(rx.frames, frames / 2);
+            assert_eq!(rx.frame_bytes, frames / 2 * hdr, "an ACK is the headers alone");
+            assert_eq!(rx.tx_bytes_checked, rx.frame_bytes);
+            assert_eq!(tx.nic.rx_frames, frames / 2);
+            assert_eq!(tx.rx_bytes_checked, frames / 2 * hdr);
+            assert_eq!(tx.rx_bytes_wrong, 0);
+            assert_eq!(rx0.acks_sent + tx0.nic.rx_frames, 0);
+            let doorbells = |d: &DeviceStats| {
+                d.bytes_down
+                    .iter()
+                    .filter(|(k, _)| k == "doorbell")
+                    .map(|(_, v)| *v)
+                    .sum::<u64>()
+            };
+            assert!(doorbells(rx) > doorbells(rx0), "each ACK rings the receiver's doorbell");
+            assert!(device_shares(tx).0 > device_shares(tx0).0);
+            assert!(device_shares(rx).0 > device_shares(rx0).0);
+        }
+        let e = cluster_stream_acked(
+            FIG9_PLATFORM,
+            FIG9_PLATFORM,
+            &none(),
+            BW_IO,
+            gbps,
+            &t,
+            &t,
+            4,
+            small_frame(&io),
+            2000,
+            true,
+        )
+        .expect_err("the iDMA sends no ACKs")
+        .to_string();
+        assert!(e.contains("acks"), "{e}");
     }
 
     /// A `[nic]` key that breaks the preset's rules is refused, naming the key.
