@@ -731,7 +731,8 @@ impl Agent for PcieDeviceAgent {
                 let mut out = Vec::new();
                 self.nic.frame_in(now, f, &mut out);
                 if self.nic.stats.rx_drops == drops {
-                    self.rx_data.push_back(kept.len() > self.header_bytes as usize);
+                    self.rx_data
+                        .push_back(kept.len() > self.header_bytes as usize);
                     self.expect.push_back(kept);
                 }
                 self.nic_outs(sys, now, out);

@@ -12,8 +12,8 @@
 //! (`systems::cluster`): two such platforms on one Ethernet wire, `nic-tx` on the sender and
 //! `nic-rx` on the receiver, every frame checked byte for byte; in Fig. 10's descriptor-NIC
 //! streams the receiver sends TCP ACKs back over the same wire (a delayed ACK per two data
-//! segments) and the sender's NIC receives them, every ACK checked too. The Haswell and DDIO runs
-//! are sensitivity rows from the two-host model `systems::io_pair`.
+//! segments) and the sender's NIC receives them, every ACK checked too. The DDIO sensitivity runs
+//! on the cluster; the Haswell/Gen3 rows still come from the two-host model `systems::io_pair`.
 //!
 //! Method notes:
 //! - Fig. 8 is measured on a running system: the driver has just written the descriptor and the
@@ -32,7 +32,7 @@
 //! - Fig. 10's share counts descriptor fetches (requests and completions), doorbells,
 //!   descriptor write-backs and MSI-X writes, over all TLP bytes of both directions of the
 //!   measured host's link (the sender's for TX, the receiver's for RX); DLLPs are reported apart.
-//!   The descriptor NIC's streams carry TCP ACKs ([`cluster_stream_acked`]): both links carry
+//!   The descriptor NIC's streams carry TCP ACKs ([`cluster_stream`] with `acks`): both links carry
 //!   their doorbells, descriptors, write-backs and frames; the bars without ACKs are
 //!   sensitivity rows. The iDMA's streams carry none (its hosts send no ACKs yet).
 //! - Bandwidth per lane (Table 1, [`cluster_lane_rate`]) is simulated on the cluster: a stream of
@@ -49,7 +49,7 @@ use crate::pcie::bytes::Purpose;
 use crate::sim::error::PlatformError;
 use crate::stats::DeviceStats;
 use crate::systems::cluster::{self, ClusterStats, LinkSpec};
-use crate::systems::io_pair::{check_stream, stream, stream_between, IoStats, IoSystem, TxStack};
+use crate::systems::io_pair::{check_stream, stream_between, IoStats, IoSystem, TxStack};
 use crate::systems::platform::Platform;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -529,45 +529,26 @@ pub fn large_send(io: &IoConfig) -> u32 {
     65_536 + io.driver.header_bytes
 }
 
-/// One stream on the cluster's bandwidth platforms: `sends` sends of `send` bytes from host 0
-/// (`sender`) to host 1 (`receiver`), `gap` instructions of the sender's software between them;
-/// a send longer than a frame leaves as one TSO send the NIC segments (the iDMA refuses it).
-/// The receiver posts its buffers up front: with the I/O preset's `driver.rx_post_all`, as
-/// ixgbe, the whole ring with one RX tail store (and its handler refills cleaned buffers in
-/// batches of `driver.rx_refill_batch`); otherwise one store per frame. No TCP ACKs go back
-/// ([`cluster_stream_acked`] sends them).
-/// `nic`: keys of the I/O preset's `[nic]` changed on both hosts (an iDMA agent's preset takes
-/// them too); empty for the preset as it is.
-#[allow(clippy::too_many_arguments)]
-pub fn cluster_stream(
-    sender: &str,
-    receiver: &str,
-    overrides: &toml::Value,
-    io_preset: &str,
-    gbps: f64,
-    link: &toml::Table,
-    nic: &toml::Table,
-    sends: u64,
-    send: u32,
-    gap: u64,
-) -> Result<ClusterStats, PlatformError> {
-    cluster_stream_acked(
-        sender, receiver, overrides, io_preset, gbps, link, nic, sends, send, gap, false,
-    )
-}
-
 /// ACK tries of the receiver's handler per interrupt in a stream with ACKs: Linux's NAPI poll
 /// takes at most 64 packets (`weight`, ixgbe's default), a delayed ACK per two of them. An
 /// interrupt that finds more owed leaves the rest to the next one.
 pub const ACKS_PER_INTERRUPT: u64 = 32;
 
-/// [`cluster_stream`], with `acks` the receiver acknowledging the data as TCP does: a delayed
-/// ACK per `driver.ack_every` data segments (one packet and one TX tail store each, from its
-/// interrupt handler, up to [`ACKS_PER_INTERRUPT`] per interrupt), which crosses the wire back
-/// and lands in the sender's RX buffers (posted as the receiver's are; its handler takes each
-/// ACK and refills its ring). Only the descriptor NIC sends ACKs: an iDMA host is refused.
+/// One stream on the cluster's bandwidth platforms: `sends` sends of `send` bytes from host 0
+/// (`sender`) to host 1 (`receiver`), `gap` instructions of the sender's software between them;
+/// a send longer than a frame leaves as one TSO send the NIC segments (the iDMA refuses it).
+/// The receiver posts its buffers up front: with the I/O preset's `driver.rx_post_all`, as
+/// ixgbe, the whole ring with one RX tail store (and its handler refills cleaned buffers in
+/// batches of `driver.rx_refill_batch`); otherwise one store per frame.
+/// `nic`: keys of the I/O preset's `[nic]` changed on both hosts (an iDMA agent's preset takes
+/// them too); empty for the preset as it is.
+/// With `acks` the receiver acknowledges the data as TCP does: a delayed ACK per
+/// `driver.ack_every` data segments (one packet and one TX tail store each, from its interrupt
+/// handler, up to [`ACKS_PER_INTERRUPT`] per interrupt), which crosses the wire back and lands in
+/// the sender's RX buffers (posted as the receiver's are; its handler takes each ACK and refills
+/// its ring). Only the descriptor NIC sends ACKs: an iDMA host is refused.
 #[allow(clippy::too_many_arguments)]
-pub fn cluster_stream_acked(
+pub fn cluster_stream(
     sender: &str,
     receiver: &str,
     overrides: &toml::Value,
@@ -633,6 +614,27 @@ pub fn cluster_stream_acked(
         &format!("the stream {sender} -> {receiver}"),
     )?;
     Ok(s)
+}
+
+/// DDIO on a platform's root complex (`[io.root_complex]`): device writes are pushed into the
+/// core's L2 instead of memory.
+pub const RX_DDIO: &str = "[io.root_complex]\nddio = true";
+
+/// `overrides` with the platforms' DDIO set to `on` (`io.root_complex.ddio`).
+fn with_ddio(overrides: &toml::Value, on: bool) -> Result<toml::Value, PlatformError> {
+    let mut t = overrides.as_table().cloned().unwrap_or_default();
+    let io = t
+        .entry("io")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let rc = io
+        .as_table_mut()
+        .ok_or_else(|| PlatformError::config("overrides", "io", "must be a table"))?
+        .entry("root_complex")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    rc.as_table_mut()
+        .ok_or_else(|| PlatformError::config("overrides", "io.root_complex", "must be a table"))?
+        .insert("ddio".into(), toml::Value::Boolean(on));
+    Ok(toml::Value::Table(t))
 }
 
 /// Fig. 10's small I/O size: iperf's 64 B writes ("64BIO", section 4.2), the TCP payload of one
@@ -761,6 +763,7 @@ pub fn cluster_lane_rate(
         frames,
         LANE_FRAME,
         0,
+        false,
     )?;
     let io = io_preset_with(io_preset, "link", link, "the per-lane stream")?;
     let (gt, enc) = gen_rate(io.link.gen).ok_or_else(|| {
@@ -1055,7 +1058,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 // The descriptor NIC's streams carry TCP ACKs back, as iperf's did; the iDMA's
                 // carry none (its hosts send no ACKs yet).
                 let acks = ki == 0;
-                let s = cluster_stream_acked(
+                let s = cluster_stream(
                     name,
                     name,
                     pl,
@@ -1082,6 +1085,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                         sends,
                         frame,
                         gap,
+                        false,
                     )?;
                     tick(progress);
                     Some(q)
@@ -1094,15 +1098,15 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                     let case = format!("{dir}-{label}");
                     let (share, fetch_db, dllp) = device_shares(d);
                     if let Some(q) = &quiet {
-                        let d0 = q
-                            .hosts
-                            .get(h)
-                            .and_then(|p| p.devices.first())
-                            .ok_or_else(|| {
-                                PlatformError::Stalled(format!(
-                                    "the Fig. 10 stream without ACKs: host {h} has no device"
-                                ))
-                            })?;
+                        let d0 =
+                            q.hosts
+                                .get(h)
+                                .and_then(|p| p.devices.first())
+                                .ok_or_else(|| {
+                                    PlatformError::Stalled(format!(
+                                        "the Fig. 10 stream without ACKs: host {h} has no device"
+                                    ))
+                                })?;
                         out.push(row(
                             "sensitivity",
                             &format!("fig10-{case}-no-acks"),
@@ -1223,7 +1227,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             ("rx", "rx_wthresh", 8),
             ("tx", "tx_wthresh", 1),
         ] {
-            let s = cluster_stream_acked(
+            let s = cluster_stream(
                 FIG8_PLATFORM,
                 FIG8_PLATFORM,
                 pl,
@@ -1339,63 +1343,66 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             "us",
             "",
         ));
+        // The receive path with DDIO off and on, on the cluster: the 5520 platform (which has
+        // none) with its root complex pushing device writes into the core's L2 on both hosts.
+        let sw = host_stack_instructions()?;
+        let bw_gbps = o.bandwidth.nic.mac_gbps * f64::from(PORTS);
         for ddio in [false, true] {
-            let mut c = o.latency.clone();
-            c.root_complex.ddio = ddio;
             let case = if ddio { "rx-ddio-on" } else { "rx-ddio-off" };
-            let lat = latency_run(&c, ["descriptor", "descriptor"])?;
+            let extra = if ddio { RX_DDIO } else { "" };
+            let e = e2e_cluster(FIG8_PLATFORM, FIG8_PLATFORM, &o.platform, extra, true, sw)?;
             tick(progress);
             out.push(row(
                 "sensitivity",
                 case,
                 "end_to_end_us",
-                e2e_us(&lat),
+                e.end_to_end_ns / 1000.0,
                 None,
                 "us",
-                "5520 platform, 64 B frame; the receiver's reads hit the LLC with DDIO",
+                "Table 1's run on the cluster (5520 platform, 64 B frame); with DDIO the receiver's handler finds the landed descriptor and frame in its cache",
             ));
-            let mut c = o.bandwidth.clone();
-            c.root_complex.ddio = ddio;
-            let s = stream(&c, o.large_count, 65536)?;
+            let pl = with_ddio(&o.platform, ddio)?;
+            let send = large_send(&o.bandwidth);
+            let sends = o
+                .large_count
+                .min(MAX_STREAM_FRAMES / segments(&o.bandwidth, send));
+            let s = cluster_stream(
+                FIG8_PLATFORM,
+                FIG8_PLATFORM,
+                &pl,
+                BW_IO,
+                bw_gbps,
+                &toml::Table::new(),
+                &toml::Table::new(),
+                sends,
+                send,
+                0,
+                true,
+            )?;
             tick(progress);
-            let rc = &s.hosts[1].rc;
-            let line = 64.0;
-            out.push(row(
-                "sensitivity",
-                case,
-                "rx_memory_write_bytes",
-                rc.mem_write_lines as f64 * line,
-                None,
-                "B",
-                "device writes that went to DRAM on the receiver",
-            ));
-            out.push(row(
-                "sensitivity",
-                case,
-                "rx_llc_write_bytes",
-                rc.llc_write_lines as f64 * line,
-                None,
-                "B",
-                "device writes allocated in the LLC",
-            ));
-            out.push(row(
-                "sensitivity",
-                case,
-                "rx_core_llc_hits",
-                rc.core_llc_hits as f64,
-                None,
-                "lines",
-                "driver and stack reads of received lines served by the LLC",
-            ));
-            out.push(row(
-                "sensitivity",
-                case,
-                "rx_core_memory_reads",
-                rc.core_mem_reads as f64,
-                None,
-                "lines",
-                "",
-            ));
+            let (_, rx) = pair_devices(&s, "the DDIO stream")?;
+            for (metric, v, note) in [
+                (
+                    "rx_memory_write_bytes",
+                    rx.lines_to_memory,
+                    "device writes that went to DRAM on the receiver (Fig. 10's 64 KB stream)",
+                ),
+                (
+                    "rx_cache_write_bytes",
+                    rx.lines_to_cache,
+                    "device writes pushed into the receiving core's cache (DDIO)",
+                ),
+            ] {
+                out.push(row(
+                    "sensitivity",
+                    case,
+                    metric,
+                    v as f64 * 64.0,
+                    None,
+                    "B",
+                    note,
+                ));
+            }
         }
     }
     if want("pcie-model") {
@@ -1675,6 +1682,7 @@ mod tests {
             sends,
             send,
             0,
+            false,
         )
     }
 
@@ -1718,6 +1726,7 @@ mod tests {
                 40,
                 small_frame(&io),
                 2000,
+                false,
             )
             .expect("stream");
             let (_, rx) = pair_devices(&s, "test").expect("devices");
@@ -1761,7 +1770,7 @@ mod tests {
         let gbps = io.nic.mac_gbps * f64::from(PORTS);
         let t = toml::Table::new();
         let run = |sends: u64, send: u32, acks: bool| {
-            cluster_stream_acked(
+            cluster_stream(
                 FIG8_PLATFORM,
                 FIG8_PLATFORM,
                 &none(),
@@ -1785,7 +1794,11 @@ mod tests {
             assert_eq!(tx.frames, frames);
             assert_eq!(rx.acks_sent, frames / 2, "a delayed ACK per two segments");
             assert_eq!(rx.frames, frames / 2);
-            assert_eq!(rx.frame_bytes, frames / 2 * hdr, "an ACK is the headers alone");
+            assert_eq!(
+                rx.frame_bytes,
+                frames / 2 * hdr,
+                "an ACK is the headers alone"
+            );
             assert_eq!(rx.tx_bytes_checked, rx.frame_bytes);
             assert_eq!(tx.nic.rx_frames, frames / 2);
             assert_eq!(tx.rx_bytes_checked, frames / 2 * hdr);
@@ -1798,11 +1811,14 @@ mod tests {
                     .map(|(_, v)| *v)
                     .sum::<u64>()
             };
-            assert!(doorbells(rx) > doorbells(rx0), "each ACK rings the receiver's doorbell");
+            assert!(
+                doorbells(rx) > doorbells(rx0),
+                "each ACK rings the receiver's doorbell"
+            );
             assert!(device_shares(tx).0 > device_shares(tx0).0);
             assert!(device_shares(rx).0 > device_shares(rx0).0);
         }
-        let e = cluster_stream_acked(
+        let e = cluster_stream(
             FIG9_PLATFORM,
             FIG9_PLATFORM,
             &none(),
