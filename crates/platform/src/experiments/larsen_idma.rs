@@ -1058,35 +1058,17 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 // The descriptor NIC's streams carry TCP ACKs back, as iperf's did; the iDMA's
                 // carry none (its hosts send no ACKs yet).
                 let acks = ki == 0;
-                let s = cluster_stream(
-                    name,
-                    name,
-                    pl,
-                    BW_IO,
-                    bw_gbps,
-                    &toml::Table::new(),
-                    &toml::Table::new(),
-                    sends,
-                    frame,
-                    gap,
-                    acks,
-                )?;
+                let t = toml::Table::new();
+                let run = |acks: bool| {
+                    cluster_stream(
+                        name, name, pl, BW_IO, bw_gbps, &t, &t, sends, frame, gap, acks,
+                    )
+                };
+                let s = run(acks)?;
                 tick(progress);
                 // The same stream without ACKs: what they add to each bar.
                 let quiet = if acks {
-                    let q = cluster_stream(
-                        name,
-                        name,
-                        pl,
-                        BW_IO,
-                        bw_gbps,
-                        &toml::Table::new(),
-                        &toml::Table::new(),
-                        sends,
-                        frame,
-                        gap,
-                        false,
-                    )?;
+                    let q = run(false)?;
                     tick(progress);
                     Some(q)
                 } else {
