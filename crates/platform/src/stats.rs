@@ -279,6 +279,13 @@ pub struct DeviceStats {
     pub tx_bytes_wrong: u64,
     /// RX tail stores the driver skipped: fewer than `driver.rx_refill_batch` buffers to post.
     pub rx_tail_skipped: u64,
+    /// TCP ACKs the driver sent: a host that receives data segments answers every
+    /// `driver.ack_every` of them with an ACK (one packet and one TX tail store each); the ACK
+    /// tail stores it skipped with none owed. Absent from reports where no ACK was sent.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub acks_sent: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ack_tail_skipped: u64,
     pub nic: NicStats,
     /// Times (ns) the driver's RX tail stores reached the device (first few; for end-to-end
     /// latencies measured in Rust: not in reports).

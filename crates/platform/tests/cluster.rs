@@ -233,6 +233,7 @@ fn bw_stream(sender: &str, sends: u64, send: u32, gap: u64) -> ClusterStats {
         sends,
         send,
         gap,
+        false,
     )
     .expect("stream")
 }
@@ -328,6 +329,7 @@ fn a_send_longer_than_a_frame_is_refused_without_tso_and_by_the_idma() {
         1,
         send,
         0,
+        false,
     )
     .expect_err("the iDMA does not segment")
     .to_string();

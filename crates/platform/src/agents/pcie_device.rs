@@ -17,6 +17,17 @@
 //! - an MSI-X write raises an interrupt at `irq_core` ([`MemorySystem::raise_interrupt`]), which
 //!   runs that core's handler program.
 //!
+//! TCP ACKs: a host that has received data segments (frames with TCP payload behind the I/O
+//! preset's `driver.header_bytes`) owes an ACK for every `driver.ack_every` of them whose
+//! descriptors the NIC has written back (Linux's delayed ACK: `__tcp_ack_snd_check` in
+//! `net/ipv4/tcp_input.c` acknowledges at once when more than one full-sized segment is
+//! unacknowledged, RFC 1122 section 4.2.3.2's "at least every second full-sized segment"). On
+//! such a host each TX tail store sends one owed ACK, a frame of the headers alone (with a
+//! context descriptor where the NIC wants one: checksum offload), as ixgbe of the paper's time
+//! wrote the tail once per packet; a store with no ACK owed is skipped (no doorbell). A frame of
+//! the headers alone is a pure ACK and is never acknowledged itself. The flows of a run go one
+//! way: a host sends data or acknowledges it, not both.
+//!
 //! MMIO loads inside the BAR cost a computed round trip (down, a 3 DW read, a completion up, no
 //! queuing behind other TLPs). The NIC's MAC sends each frame at `nic.mac_gbps`; frames go
 //! nowhere further, loop back to the NIC's receive side (`loopback`), or, with the port attached
@@ -95,6 +106,16 @@ pub struct PcieDeviceAgent {
     /// RX tail stores refill every cleaned buffer (`driver.rx_post_all`), skipped below a batch.
     rx_post_all: bool,
     rx_refill_batch: u32,
+    /// Delayed ACK: an ACK per this many data segments received (0: none); the headers' bytes
+    /// (a frame no longer than them carries no payload: a pure ACK).
+    ack_every: u32,
+    header_bytes: u32,
+    /// Frames accepted from the link not yet seen written back: whether each carries data.
+    rx_data: VecDeque<bool>,
+    /// Data segments whose descriptors the NIC has written back (those the driver has seen).
+    data_seen: u64,
+    /// RX descriptor write-backs accounted in `data_seen`.
+    rx_seen: u64,
     tail: u32,
     rx_tail: u32,
     rx_posted: u64,
@@ -178,6 +199,11 @@ impl PcieDeviceAgent {
             sends: VecDeque::new(),
             rx_post_all: d.rx_post_all,
             rx_refill_batch: d.rx_refill_batch.max(1),
+            ack_every: d.ack_every,
+            header_bytes: d.header_bytes,
+            rx_data: VecDeque::new(),
+            data_seen: 0,
+            rx_seen: 0,
             nic,
             mem: HostMemory::default(),
             rc_read: ns(cfg.rc_read_ns),
@@ -264,10 +290,14 @@ impl PcieDeviceAgent {
     /// buffer (Linux hands the NIC a socket buffer's pages; as `systems/io_pair.rs`); any other
     /// packet a context descriptor when the NIC wants one, and one data descriptor.
     fn post_packet(&mut self) -> u32 {
+        self.post_send(self.cfg.frame_bytes, self.tso)
+    }
+
+    /// Posts one send of `len` bytes (`tso`: the NIC segments it, see [`Self::post_packet`]).
+    fn post_send(&mut self, len: u32, tso: Option<(u32, u32)>) -> u32 {
         let ring = self.nic.tx_ring.max(1);
         let slot = self.posted % ring as u64;
         let buf = self.cfg.tx_buffers + slot * self.cfg.tx_buffer_stride;
-        let len = self.cfg.frame_bytes;
         let n = self.posted;
         let mut bytes: Vec<u8> = (0..len as u64)
             .map(|o| (n.wrapping_mul(131) ^ o.wrapping_mul(7) ^ (o >> 8)) as u8)
@@ -281,16 +311,16 @@ impl PcieDeviceAgent {
         self.sends.push_back((buf, len, 0));
         let mut descs = Vec::new();
         if self.context {
-            let (hdr, mss) = self.tso.unwrap_or((0, 0));
+            let (hdr, mss) = tso.unwrap_or((0, 0));
             descs.push(nic::tx_context_desc(mss as u16, hdr as u16));
         }
         let (end, tso_cmd) = (
             buf + len as u64,
-            if self.tso.is_some() { nic::CMD_TSO } else { 0 },
+            if tso.is_some() { nic::CMD_TSO } else { 0 },
         );
         let mut a = buf;
         while a < end {
-            let next = if self.tso.is_some() {
+            let next = if tso.is_some() {
                 ((a / PAGE + 1) * PAGE).min(end)
             } else {
                 end
@@ -370,6 +400,23 @@ impl PcieDeviceAgent {
         let ring = u64::from(self.nic.rx_ring.max(1));
         let out = self.rx_posted - self.nic.stats.rx_desc_written_back.min(self.rx_posted);
         (ring - 1).saturating_sub(out)
+    }
+
+    /// ACKs owed now: one per `ack_every` data segments the driver has seen written back, less
+    /// those sent. A host that has received no data owes none (its tail stores send its data).
+    fn acks_owed(&mut self) -> Option<u64> {
+        let written = self.nic.stats.rx_desc_written_back;
+        while self.rx_seen < written {
+            let Some(data) = self.rx_data.pop_front() else {
+                break;
+            };
+            self.data_seen += u64::from(data);
+            self.rx_seen += 1;
+        }
+        if self.data_seen == 0 || self.ack_every == 0 {
+            return None;
+        }
+        Some((self.data_seen / u64::from(self.ack_every)).saturating_sub(self.stats.acks_sent))
     }
 
     /// A device read reached the root complex: each line from a cache (dirty) or from memory.
@@ -545,6 +592,16 @@ impl Agent for PcieDeviceAgent {
             self.stats.rx_tail_skipped += 1;
             return Access::At(now);
         }
+        let ack = if write && reg == nic::TDT {
+            self.acks_owed()
+        } else {
+            None
+        };
+        if ack == Some(0) {
+            // A host receiving data with no ACK owed: the driver sends nothing, no tail write.
+            self.stats.ack_tail_skipped += 1;
+            return Access::At(now);
+        }
         sys.count_uncached();
         // The store (or load) leaves the core after its turn in the address phase.
         let leave = sys.ic().address_phase(now) + self.core_store;
@@ -553,7 +610,11 @@ impl Agent for PcieDeviceAgent {
                 + self.g.wire_ps(self.g.completion_bytes(4) as u64);
             return Access::At(leave + 2 * self.downstream + wire);
         }
-        let value = if reg == nic::TDT {
+        let value = if ack.is_some() {
+            // One pure ACK: the headers alone, never segmented.
+            self.stats.acks_sent += 1;
+            self.post_send(self.header_bytes, None)
+        } else if reg == nic::TDT {
             if self.stores.len() < MAX_STORES {
                 self.stores.push(now);
             }
@@ -670,6 +731,8 @@ impl Agent for PcieDeviceAgent {
                 let mut out = Vec::new();
                 self.nic.frame_in(now, f, &mut out);
                 if self.nic.stats.rx_drops == drops {
+                    self.rx_data
+                        .push_back(kept.len() > self.header_bytes as usize);
                     self.expect.push_back(kept);
                 }
                 self.nic_outs(sys, now, out);

@@ -10,8 +10,10 @@
 //! and the DDR3-1066 DRAM model, so every fetch comes through the memory system and moves with
 //! DRAM timing and with whether the line is cached. Table 1 and Fig. 10 run on the cluster
 //! (`systems::cluster`): two such platforms on one Ethernet wire, `nic-tx` on the sender and
-//! `nic-rx` on the receiver, every frame checked byte for byte. The Haswell and DDIO runs and the
-//! two-host model's streams (with TCP ACKs) are sensitivity rows from `systems::io_pair`.
+//! `nic-rx` on the receiver, every frame checked byte for byte; in Fig. 10's descriptor-NIC
+//! streams the receiver sends TCP ACKs back over the same wire (a delayed ACK per two data
+//! segments) and the sender's NIC receives them, every ACK checked too. The DDIO sensitivity runs
+//! on the cluster; the Haswell/Gen3 rows still come from the two-host model `systems::io_pair`.
 //!
 //! Method notes:
 //! - Fig. 8 is measured on a running system: the driver has just written the descriptor and the
@@ -30,8 +32,9 @@
 //! - Fig. 10's share counts descriptor fetches (requests and completions), doorbells,
 //!   descriptor write-backs and MSI-X writes, over all TLP bytes of both directions of the
 //!   measured host's link (the sender's for TX, the receiver's for RX); DLLPs are reported apart.
-//!   The cluster's streams carry no TCP ACKs (the receiver's program only receives); the
-//!   two-host model's streams with and without ACKs are reported as sensitivity rows.
+//!   The descriptor NIC's streams carry TCP ACKs ([`cluster_stream`] with `acks`): both links carry
+//!   their doorbells, descriptors, write-backs and frames; the bars without ACKs are
+//!   sensitivity rows. The iDMA's streams carry none (its hosts send no ACKs yet).
 //! - Bandwidth per lane (Table 1, [`cluster_lane_rate`]) is simulated on the cluster: a stream of
 //!   full-size frames with no software between them on the bandwidth platform (82599, Gen2 x8, two
 //!   ports' line rate), so that the NIC, the link or the wire binds; the TCP payload landed and
@@ -46,7 +49,7 @@ use crate::pcie::bytes::Purpose;
 use crate::sim::error::PlatformError;
 use crate::stats::DeviceStats;
 use crate::systems::cluster::{self, ClusterStats, LinkSpec};
-use crate::systems::io_pair::{check_stream, stream, stream_between, IoStats, IoSystem, TxStack};
+use crate::systems::io_pair::{check_stream, stream_between, IoStats, IoSystem, TxStack};
 use crate::systems::platform::Platform;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -317,9 +320,35 @@ fn tx_frames(s: &ClusterStats) -> u64 {
 
 /// The oracle of a cluster run: `frames` frames sent, every payload line the sender read the
 /// last version its core wrote, every frame landed at the receiver and every byte of it checked
-/// against the frame that came off the wire.
-pub fn check_pair(s: &ClusterStats, frames: u64, what: &str) -> Result<(), PlatformError> {
+/// against the frame that came off the wire; and back, `acks` TCP ACKs sent by the receiver
+/// (each checked against its send) and every one landed at the sender and checked byte for byte.
+pub fn check_pair(
+    s: &ClusterStats,
+    frames: u64,
+    acks: u64,
+    what: &str,
+) -> Result<(), PlatformError> {
     let (tx, rx) = pair_devices(s, what)?;
+    if rx.frames != acks
+        || rx.acks_sent != acks
+        || rx.tx_bytes_checked != rx.frame_bytes
+        || rx.tx_bytes_wrong != 0
+        || tx.nic.rx_frames != acks
+        || tx.rx_bytes_checked != rx.frame_bytes
+        || tx.rx_bytes_wrong != 0
+    {
+        return Err(PlatformError::Stalled(format!(
+            "{what}: the receiver sent {} frames ({} ACKs) of {acks} ACKs owed, {} of {} bytes as their sends say ({} not); {} landed at the sender, {} bytes checked, {} wrong",
+            rx.frames,
+            rx.acks_sent,
+            rx.tx_bytes_checked,
+            rx.frame_bytes,
+            rx.tx_bytes_wrong,
+            tx.nic.rx_frames,
+            tx.rx_bytes_checked,
+            tx.rx_bytes_wrong
+        )));
+    }
     // The NIC's frames are also checked against its sends as segmentation cuts them.
     let tx_checked = tx.name != "nic" || tx.tx_bytes_checked == tx.frame_bytes;
     if tx.frames != frames
@@ -407,7 +436,7 @@ fn e2e_over(
     )?;
     let shift = settle * NS_PER_M;
     let what = format!("the end-to-end run {sender} -> {receiver}");
-    check_pair(&s, 1, &what)?;
+    check_pair(&s, 1, 0, &what)?;
     let (_, r) = pair_devices(&s, &what)?;
     let irq = r.irq_ns.first().copied();
     let done = irq.and_then(|i| r.rx_tail_ns.iter().copied().find(|&t| t >= i));
@@ -500,15 +529,24 @@ pub fn large_send(io: &IoConfig) -> u32 {
     65_536 + io.driver.header_bytes
 }
 
+/// ACK tries of the receiver's handler per interrupt in a stream with ACKs: Linux's NAPI poll
+/// takes at most 64 packets (`weight`, ixgbe's default), a delayed ACK per two of them. An
+/// interrupt that finds more owed leaves the rest to the next one.
+pub const ACKS_PER_INTERRUPT: u64 = 32;
+
 /// One stream on the cluster's bandwidth platforms: `sends` sends of `send` bytes from host 0
 /// (`sender`) to host 1 (`receiver`), `gap` instructions of the sender's software between them;
 /// a send longer than a frame leaves as one TSO send the NIC segments (the iDMA refuses it).
 /// The receiver posts its buffers up front: with the I/O preset's `driver.rx_post_all`, as
 /// ixgbe, the whole ring with one RX tail store (and its handler refills cleaned buffers in
-/// batches of `driver.rx_refill_batch`); otherwise one store per frame. No TCP ACKs go back (the
-/// receiver's program only receives): their share is the two-host model's sensitivity.
+/// batches of `driver.rx_refill_batch`); otherwise one store per frame.
 /// `nic`: keys of the I/O preset's `[nic]` changed on both hosts (an iDMA agent's preset takes
 /// them too); empty for the preset as it is.
+/// With `acks` the receiver acknowledges the data as TCP does: a delayed ACK per
+/// `driver.ack_every` data segments (one packet and one TX tail store each, from its interrupt
+/// handler, up to [`ACKS_PER_INTERRUPT`] per interrupt), which crosses the wire back and lands in
+/// the sender's RX buffers (posted as the receiver's are; its handler takes each ACK and refills
+/// its ring). Only the descriptor NIC sends ACKs: an iDMA host is refused.
 #[allow(clippy::too_many_arguments)]
 pub fn cluster_stream(
     sender: &str,
@@ -521,6 +559,7 @@ pub fn cluster_stream(
     sends: u64,
     send: u32,
     gap: u64,
+    acks: bool,
 ) -> Result<ClusterStats, PlatformError> {
     let io = io_preset_with(io_preset, "nic", nic, "larsen-idma stream")?;
     let frames = sends.saturating_mul(segments(&io, send));
@@ -539,19 +578,63 @@ pub fn cluster_stream(
         set_frame(&mut c, bytes);
         cfgs.push(c);
     }
+    if acks && cfgs.iter().any(|c| c.io.is_none()) {
+        return Err(PlatformError::config(
+            "larsen-idma",
+            "acks",
+            format!("{sender} -> {receiver}: TCP ACKs are sent by the descriptor NIC only (a platform with [io]); the iDMA hosts carry none"),
+        ));
+    }
     let buffers = if cfgs[1].io.is_some() && io.driver.rx_post_all {
         1
     } else {
         frames
     };
+    let owed = if acks && io.driver.ack_every > 0 {
+        frames / u64::from(io.driver.ack_every)
+    } else {
+        0
+    };
+    let a = u64::from(acks);
     let s = cluster_pair(
         &cfgs[0],
         &cfgs[1],
-        &[("messages", sends), ("gap", gap)],
-        &[("buffers", buffers)],
+        &[
+            ("messages", sends),
+            ("gap", gap),
+            ("rx_post", a),
+            ("acks_rx", a),
+        ],
+        &[("buffers", buffers), ("acks", a * ACKS_PER_INTERRUPT)],
     )?;
-    check_pair(&s, frames, &format!("the stream {sender} -> {receiver}"))?;
+    check_pair(
+        &s,
+        frames,
+        owed,
+        &format!("the stream {sender} -> {receiver}"),
+    )?;
     Ok(s)
+}
+
+/// DDIO on a platform's root complex (`[io.root_complex]`): device writes are pushed into the
+/// core's L2 instead of memory.
+pub const RX_DDIO: &str = "[io.root_complex]\nddio = true";
+
+/// `overrides` with the platforms' DDIO set to `on` (`io.root_complex.ddio`).
+fn with_ddio(overrides: &toml::Value, on: bool) -> Result<toml::Value, PlatformError> {
+    let mut t = overrides.as_table().cloned().unwrap_or_default();
+    let io = t
+        .entry("io")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let rc = io
+        .as_table_mut()
+        .ok_or_else(|| PlatformError::config("overrides", "io", "must be a table"))?
+        .entry("root_complex")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    rc.as_table_mut()
+        .ok_or_else(|| PlatformError::config("overrides", "io.root_complex", "must be a table"))?
+        .insert("ddio".into(), toml::Value::Boolean(on));
+    Ok(toml::Value::Table(t))
 }
 
 /// Fig. 10's small I/O size: iperf's 64 B writes ("64BIO", section 4.2), the TCP payload of one
@@ -680,6 +763,7 @@ pub fn cluster_lane_rate(
         frames,
         LANE_FRAME,
         0,
+        false,
     )?;
     let io = io_preset_with(io_preset, "link", link, "the per-lane stream")?;
     let (gt, enc) = gen_rate(io.link.gen).ok_or_else(|| {
@@ -849,7 +933,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
     let mut out = Vec::new();
     let want = |p: &str| o.parts.iter().any(|x| x == p);
     let total = want("latency") as usize * 3
-        + want("fig10") as usize * 15
+        + want("fig10") as usize * 11
         + want("sensitivity") as usize * 6;
     let mut done = 0;
     let mut tick = |progress: &mut dyn FnMut(usize, usize)| {
@@ -971,24 +1055,50 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 ("64B", small, small_frame(&o.bandwidth), sw / 2),
                 ("64KB", large.0, large.1, 0),
             ] {
-                let s = cluster_stream(
-                    name,
-                    name,
-                    pl,
-                    BW_IO,
-                    bw_gbps,
-                    &toml::Table::new(),
-                    &toml::Table::new(),
-                    sends,
-                    frame,
-                    gap,
-                )?;
+                // The descriptor NIC's streams carry TCP ACKs back, as iperf's did; the iDMA's
+                // carry none (its hosts send no ACKs yet).
+                let acks = ki == 0;
+                let t = toml::Table::new();
+                let run = |acks: bool| {
+                    cluster_stream(
+                        name, name, pl, BW_IO, bw_gbps, &t, &t, sends, frame, gap, acks,
+                    )
+                };
+                let s = run(acks)?;
                 tick(progress);
+                // The same stream without ACKs: what they add to each bar.
+                let quiet = if acks {
+                    let q = run(false)?;
+                    tick(progress);
+                    Some(q)
+                } else {
+                    None
+                };
                 let frames = tx_frames(&s);
                 let (tx, rx) = pair_devices(&s, "the Fig. 10 stream")?;
-                for (dir, d) in [("tx", tx), ("rx", rx)] {
+                for (h, (dir, d)) in [("tx", tx), ("rx", rx)].into_iter().enumerate() {
                     let case = format!("{dir}-{label}");
                     let (share, fetch_db, dllp) = device_shares(d);
+                    if let Some(q) = &quiet {
+                        let d0 =
+                            q.hosts
+                                .get(h)
+                                .and_then(|p| p.devices.first())
+                                .ok_or_else(|| {
+                                    PlatformError::Stalled(format!(
+                                        "the Fig. 10 stream without ACKs: host {h} has no device"
+                                    ))
+                                })?;
+                        out.push(row(
+                            "sensitivity",
+                            &format!("fig10-{case}-no-acks"),
+                            "descriptor_doorbell_share",
+                            device_shares(d0).0,
+                            None,
+                            "fraction",
+                            "Fig. 10's bar with no TCP ACKs going back (the receiver only receives)",
+                        ));
+                    }
                     if ki == 1 {
                         out.push(row(
                             "fig10",
@@ -1077,6 +1187,12 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                         "B",
                         "received bytes checked against the frames that came off the wire",
                     ));
+                    counts.push((
+                        "acks".into(),
+                        rx.acks_sent as f64,
+                        "frames",
+                        "TCP ACKs the receiver sent (a delayed ACK per two data segments), each checked against its send and landed at the sender checked byte for byte",
+                    ));
                     for (metric, v, unit, note) in counts {
                         out.push(row("fig10", &case, &metric, v, None, unit, note));
                     }
@@ -1104,6 +1220,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 small,
                 small_frame(&o.bandwidth),
                 sw / 2,
+                true,
             )?;
             tick(progress);
             let (tx, rx) = pair_devices(&s, "the Fig. 10 write-back stream")?;
@@ -1169,56 +1286,6 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 out.push(row("table1", case, metric, v, p, unit, note));
             }
         }
-        // The two-host I/O model (systems::io_pair) as a sensitivity: the same bars with TCP
-        // ACKs going back and without, and its per-lane stream.
-        let b = &o.bandwidth;
-        for (label, count, len) in [
-            ("64B", o.small_count, 64u64),
-            ("64KB", o.large_count, 65536),
-        ] {
-            for acks in [true, false] {
-                let mut c = b.clone();
-                if !acks {
-                    c.driver.ack_every = 0;
-                    c.nic.rx_fifo_frames = 65536;
-                }
-                let s = stream(&c, count, len)?;
-                tick(progress);
-                for (dir, h) in [("tx", 0usize), ("rx", 1usize)] {
-                    let (share, _, _) = shares(&s, h);
-                    let metric = if acks {
-                        "descriptor_doorbell_share"
-                    } else {
-                        "share_without_acks"
-                    };
-                    out.push(row(
-                        "sensitivity",
-                        &format!("io-pair-{dir}-{label}"),
-                        metric,
-                        share,
-                        None,
-                        "fraction",
-                        "the two-host I/O model's stream (TCP ACKs modelled there)",
-                    ));
-                }
-            }
-        }
-        for (case, kind) in [
-            ("io-pair-descriptor-dma", "descriptor"),
-            ("io-pair-idma", "idma"),
-        ] {
-            let r = lane_rate(b, kind, o.large_count, 65536)?;
-            tick(progress);
-            out.push(row(
-                "sensitivity",
-                case,
-                "gbps_per_lane",
-                r.per_lane_gbps,
-                None,
-                "Gb/s",
-                "the two-host I/O model's dual-port 64 KB stream, over the link's lanes",
-            ));
-        }
     }
     if want("sensitivity") {
         let m = &o.modern;
@@ -1258,63 +1325,66 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
             "us",
             "",
         ));
+        // The receive path with DDIO off and on, on the cluster: the 5520 platform (which has
+        // none) with its root complex pushing device writes into the core's L2 on both hosts.
+        let sw = host_stack_instructions()?;
+        let bw_gbps = o.bandwidth.nic.mac_gbps * f64::from(PORTS);
         for ddio in [false, true] {
-            let mut c = o.latency.clone();
-            c.root_complex.ddio = ddio;
             let case = if ddio { "rx-ddio-on" } else { "rx-ddio-off" };
-            let lat = latency_run(&c, ["descriptor", "descriptor"])?;
+            let extra = if ddio { RX_DDIO } else { "" };
+            let e = e2e_cluster(FIG8_PLATFORM, FIG8_PLATFORM, &o.platform, extra, true, sw)?;
             tick(progress);
             out.push(row(
                 "sensitivity",
                 case,
                 "end_to_end_us",
-                e2e_us(&lat),
+                e.end_to_end_ns / 1000.0,
                 None,
                 "us",
-                "5520 platform, 64 B frame; the receiver's reads hit the LLC with DDIO",
+                "Table 1's run on the cluster (5520 platform, 64 B frame); with DDIO the receiver's handler finds the landed descriptor and frame in its cache",
             ));
-            let mut c = o.bandwidth.clone();
-            c.root_complex.ddio = ddio;
-            let s = stream(&c, o.large_count, 65536)?;
+            let pl = with_ddio(&o.platform, ddio)?;
+            let send = large_send(&o.bandwidth);
+            let sends = o
+                .large_count
+                .min(MAX_STREAM_FRAMES / segments(&o.bandwidth, send));
+            let s = cluster_stream(
+                FIG8_PLATFORM,
+                FIG8_PLATFORM,
+                &pl,
+                BW_IO,
+                bw_gbps,
+                &toml::Table::new(),
+                &toml::Table::new(),
+                sends,
+                send,
+                0,
+                true,
+            )?;
             tick(progress);
-            let rc = &s.hosts[1].rc;
-            let line = 64.0;
-            out.push(row(
-                "sensitivity",
-                case,
-                "rx_memory_write_bytes",
-                rc.mem_write_lines as f64 * line,
-                None,
-                "B",
-                "device writes that went to DRAM on the receiver",
-            ));
-            out.push(row(
-                "sensitivity",
-                case,
-                "rx_llc_write_bytes",
-                rc.llc_write_lines as f64 * line,
-                None,
-                "B",
-                "device writes allocated in the LLC",
-            ));
-            out.push(row(
-                "sensitivity",
-                case,
-                "rx_core_llc_hits",
-                rc.core_llc_hits as f64,
-                None,
-                "lines",
-                "driver and stack reads of received lines served by the LLC",
-            ));
-            out.push(row(
-                "sensitivity",
-                case,
-                "rx_core_memory_reads",
-                rc.core_mem_reads as f64,
-                None,
-                "lines",
-                "",
-            ));
+            let (_, rx) = pair_devices(&s, "the DDIO stream")?;
+            for (metric, v, note) in [
+                (
+                    "rx_memory_write_bytes",
+                    rx.lines_to_memory,
+                    "device writes that went to DRAM on the receiver (Fig. 10's 64 KB stream)",
+                ),
+                (
+                    "rx_cache_write_bytes",
+                    rx.lines_to_cache,
+                    "device writes pushed into the receiving core's cache (DDIO)",
+                ),
+            ] {
+                out.push(row(
+                    "sensitivity",
+                    case,
+                    metric,
+                    v as f64 * 64.0,
+                    None,
+                    "B",
+                    note,
+                ));
+            }
         }
     }
     if want("pcie-model") {
@@ -1594,6 +1664,7 @@ mod tests {
             sends,
             send,
             0,
+            false,
         )
     }
 
@@ -1637,6 +1708,7 @@ mod tests {
                 40,
                 small_frame(&io),
                 2000,
+                false,
             )
             .expect("stream");
             let (_, rx) = pair_devices(&s, "test").expect("devices");
@@ -1667,6 +1739,83 @@ mod tests {
         assert!(eight < one - 0.05, "{eight} {one}");
         // Fewer write-back bytes make the fetches a larger part of a smaller total.
         assert!(eight_fd >= one_fd, "{eight_fd} {one_fd}");
+    }
+
+    /// TCP ACKs on the cluster: the receiver sends a delayed ACK per two data segments (small
+    /// frames and a TSO send's segments alike), each a frame of the headers alone checked against
+    /// its send; every one lands at the sender checked byte for byte; each ACK costs the
+    /// receiver's link a doorbell and a descriptor fetch and the sender's link a landed frame and
+    /// a write-back, so both bars rise. The iDMA hosts send none and say so.
+    #[test]
+    fn tcp_acks_go_back_checked_and_raise_both_bars() {
+        let io = bw();
+        let gbps = io.nic.mac_gbps * f64::from(PORTS);
+        let t = toml::Table::new();
+        let run = |sends: u64, send: u32, acks: bool| {
+            cluster_stream(
+                FIG8_PLATFORM,
+                FIG8_PLATFORM,
+                &none(),
+                BW_IO,
+                gbps,
+                &t,
+                &t,
+                sends,
+                send,
+                if send > 1514 { 0 } else { 2000 },
+                acks,
+            )
+            .expect("stream")
+        };
+        let hdr = u64::from(io.driver.header_bytes);
+        for (sends, send, frames) in [(40, small_frame(&io), 40u64), (1, large_send(&io), 46)] {
+            let with = run(sends, send, true);
+            let without = run(sends, send, false);
+            let (tx, rx) = pair_devices(&with, "test").expect("devices");
+            let (tx0, rx0) = pair_devices(&without, "test").expect("devices");
+            assert_eq!(tx.frames, frames);
+            assert_eq!(rx.acks_sent, frames / 2, "a delayed ACK per two segments");
+            assert_eq!(rx.frames, frames / 2);
+            assert_eq!(
+                rx.frame_bytes,
+                frames / 2 * hdr,
+                "an ACK is the headers alone"
+            );
+            assert_eq!(rx.tx_bytes_checked, rx.frame_bytes);
+            assert_eq!(tx.nic.rx_frames, frames / 2);
+            assert_eq!(tx.rx_bytes_checked, frames / 2 * hdr);
+            assert_eq!(tx.rx_bytes_wrong, 0);
+            assert_eq!(rx0.acks_sent + tx0.nic.rx_frames, 0);
+            let doorbells = |d: &DeviceStats| {
+                d.bytes_down
+                    .iter()
+                    .filter(|(k, _)| k == "doorbell")
+                    .map(|(_, v)| *v)
+                    .sum::<u64>()
+            };
+            assert!(
+                doorbells(rx) > doorbells(rx0),
+                "each ACK rings the receiver's doorbell"
+            );
+            assert!(device_shares(tx).0 > device_shares(tx0).0);
+            assert!(device_shares(rx).0 > device_shares(rx0).0);
+        }
+        let e = cluster_stream(
+            FIG9_PLATFORM,
+            FIG9_PLATFORM,
+            &none(),
+            BW_IO,
+            gbps,
+            &t,
+            &t,
+            4,
+            small_frame(&io),
+            2000,
+            true,
+        )
+        .expect_err("the iDMA sends no ACKs")
+        .to_string();
+        assert!(e.contains("acks"), "{e}");
     }
 
     /// A `[nic]` key that breaks the preset's rules is refused, naming the key.
