@@ -349,7 +349,8 @@ fn check(spec: &RunSpec) -> Result<(), PlatformError> {
             format!("{} is outside {MIN_PAYLOAD}..={MAX_PAYLOAD} (a UDP datagram in one 1500-byte Ethernet frame)", spec.payload),
         ));
     }
-    if !spec.with_app && !(spec.direction == Direction::Rx && spec.config == "onloader") {
+    let blocks_alone_ok = spec.direction == Direction::Rx && spec.config == "onloader";
+    if !(spec.with_app || blocks_alone_ok) {
         return Err(PlatformError::config(
             "run",
             "with_app",
