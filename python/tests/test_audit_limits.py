@@ -45,15 +45,16 @@ def test_the_io_stream_limits_are_the_options_ranges() -> None:
 
 
 def test_a_cost_name_typo_is_refused_naming_the_key() -> None:
-    with pytest.raises(ValueError, match=r"host\.costs\.ip_rxx: unknown cost"):
+    # The network runs on the one platform, whose host programs carry their own costs: a cost
+    # override (a typo or not) is refused naming the key, never ignored.
+    with pytest.raises(ValueError, match=r"host\.costs\.ip_rxx: not read by the one platform"):
         network.run("softnic", "rx", 1472, overrides={"host": {"costs": {"ip_rxx": 100000}}})
     assert "host.costs.ip_rxx" in cli("network", "run", "softnic", "--set", "host.costs.ip_rxx=100000", code=2)
     assert "host.costs.nosuch" in cli("reproduce", "wun-onload", "--set", "host.costs.nosuch=5", code=2)
-    # A known cost is still overridden.
-    slow = network.run("softnic", "rx", 1472, overrides={"host": {"costs": {"ip_rx": 100000}},
-                                                          "wire": {"duration_us": 2000.0}})
+    # A key that reaches the platform moves the figure: twice the host's cycles per instruction.
+    slow = network.run("softnic", "rx", 1472, overrides={"host": {"cpi": 21.0}, "wire": {"duration_us": 2000.0}})
     fast = network.run("softnic", "rx", 1472, overrides={"wire": {"duration_us": 2000.0}})
-    assert slow["throughput_mbps"] < fast["throughput_mbps"] / 4
+    assert slow["throughput_mbps"] < fast["throughput_mbps"] / 1.3
 
 
 def test_onload_bench_checks_outputs_first_and_its_table_fits(tmp_path: Path, monkeypatch) -> None:

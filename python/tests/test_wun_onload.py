@@ -116,6 +116,11 @@ def test_one_platform_rows_order_and_small_cores() -> None:
 def test_api_run_and_bad_input() -> None:
     s = network.run("softnic", "rx", 512, overrides=SHORT)
     assert s["delivered"] > 0 and s["config"] == "softnic"
+    # On the one platform: both ixp-host platforms' statistics, the host under test first.
+    assert [h["platform"] for h in s["hosts"]] == ["ixp-host", "ixp-host"] and s["links"]
+    assert s["rx_bytes_checked"] >= s["delivered"] * 512
+    with pytest.raises(ValueError, match=r"queues\.socket: not read by the one platform"):
+        network.run("softnic", "rx", 512, overrides={"queues": {"socket": 4}})
     assert network.run("onloader", "rx", 512, with_app=False, overrides=SHORT)["host_process"] == 0
     assert network.config()["host"]["clock_mhz"] == 900.0
     assert "ixp2350" in network.presets()

@@ -1,7 +1,7 @@
-//! Runs the network-I/O platform once per configuration and payload and prints the figures:
+//! Runs Wun & Crowley's three configurations once per payload on the one platform (two
+//! `ixp-host`s on one wire, `systems/udp_pair.rs`) and prints the figures:
 //! `cargo run --release -p movelab-platform --example netio -- [rx|tx] [payloads,...] [TOML overrides]`.
-use movelab_platform::config::network::NetworkIoConfig;
-use movelab_platform::systems::network_io::{run, Direction, RunSpec};
+use movelab_platform::systems::udp_pair::{load, run, Direction, RunSpec};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -14,10 +14,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .get(2)
         .map(|s| s.split(',').filter_map(|v| v.parse().ok()).collect())
         .unwrap_or_else(|| vec![64, 256, 512, 1024, 1472]);
-    let mut cfg = NetworkIoConfig::load("ixp2350")?;
-    if let Some(o) = args.get(3) {
-        cfg = cfg.with_overrides(toml::from_str(o)?, "args")?;
-    }
+    let over: toml::Value = match args.get(3) {
+        Some(o) => toml::from_str(o)?,
+        None => toml::Value::Table(Default::default()),
+    };
+    let cfg = load("ixp2350", &over)?;
     for p in payloads {
         let mut line = format!("{p:5}");
         for c in ["emu", "softnic", "onloader"] {
@@ -30,12 +31,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     payload: p,
                     with_app: true,
                 },
-            )?;
+            )?
+            .stats;
             line += &format!(
-                "  {c} {:7.1} Mb/s (irq {:.2} soft {:.2} proc {:.2} spin {:.2} idle {:.2} me {:.2} dl {} drop r{} q{} b{} s{} irqs {} {:.0} ms)",
-                s.throughput_mbps, s.host_irq, s.host_softirq, s.host_process, s.host_spin, s.host_idle,
-                s.small_core_busy, s.delivered, s.rbuf_drops, s.ring_drops, s.buffer_drops, s.socket_drops,
-                s.interrupts, t0.elapsed().as_secs_f64() * 1e3
+                "  {c} {:7.1} Mb/s (me rx {:.2} tx {:.2} sent {} dl {} drop {} irqs {} {:.0} ms)",
+                s.throughput_mbps,
+                s.rx_cores_busy,
+                s.tx_cores_busy,
+                s.sent,
+                s.delivered,
+                s.rbuf_drops,
+                s.interrupts,
+                t0.elapsed().as_secs_f64() * 1e3
             );
         }
         println!("{line}");

@@ -6,11 +6,11 @@
 //!    [`stats`] (plain data).
 //! 3. Components: [`cpu`] (cores), [`memory`] (caches, coherence, interconnect, rings, the DRAM
 //!    controllers), [`pcie`] (byte counts, link, root complex), [`devices`] (NIC, iDMA), [`net`]
-//!    (MAC, UDP peer, packet buffers), [`small_cores`] (IXP microengines, host cost model).
-//! 4. [`agents`]: copy engines, in-memory mechanisms, the PCIe device, each behind one trait and
-//!    built by name.
-//! 5. [`systems`]: the platform, two hosts over PCIe, the network-I/O platform; each wires its
-//!    parts and runs them.
+//!    (the Ethernet link, the UDP peer).
+//! 4. [`agents`]: copy engines, in-memory mechanisms, the PCIe device, the microengines, each
+//!    behind one trait and built by name.
+//! 5. [`systems`]: the platform, platforms joined by links (with the network configurations'
+//!    host and iperf peer), two hosts over PCIe; each wires its parts and runs them.
 //! 6. [`experiments`]: the papers' system-level reproductions and the golden lines.
 //!
 //! What is not here: DRAM itself (movelab-dram), the host runtime (movelab-host), Python
@@ -25,7 +25,6 @@ pub mod memory;
 pub mod net;
 pub mod pcie;
 pub mod sim;
-pub mod small_cores;
 pub mod stats;
 pub mod systems;
 

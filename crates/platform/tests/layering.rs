@@ -4,7 +4,7 @@
 //! their own). The test fails on an edge from a layer to a higher one, on a circle between
 //! modules, and on a circle between the folders of one layer. Layers, lowest first: the spine
 //! (`sim`); the vocabulary (`iface`, `config`, `stats`); components (`cpu`, `memory`, `pcie`,
-//! `devices`, `net`, `small_cores`); `agents`; `systems`; `experiments`.
+//! `devices`, `net`); `agents`; `systems`; `experiments`.
 #[path = "../../dram/tests/support/module_graph.rs"]
 mod module_graph;
 
@@ -14,7 +14,7 @@ use std::path::PathBuf;
 const LAYERS: &[&[&str]] = &[
     &["sim"],
     &["iface", "config", "stats"],
-    &["cpu", "memory", "pcie", "devices", "net", "small_cores"],
+    &["cpu", "memory", "pcie", "devices", "net"],
     &["agents"],
     &["systems"],
     &["experiments"],

@@ -1,12 +1,12 @@
-//! Bindings for the network-I/O platform (Wun & Crowley's IXP2350-like system): its config and
-//! the `wun-onload` reproduction. Values cross as JSON strings; errors become `ValueError`.
+//! Bindings for the network platform (Wun & Crowley's IXP2350-like system, run on the one
+//! platform: `systems/udp_pair.rs`): its config, one run and the `wun-onload` reproduction. Values cross as JSON strings; errors become `ValueError`.
 use crate::dram::{json, verr};
 use crate::interrupt::call_progress;
 use crate::interrupt::detach_interruptible;
 use crate::platform::overrides;
 use movelab_platform::config::network::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
 use movelab_platform::experiments::wun_onload::{self, Point};
-use movelab_platform::systems::network_io::{self, Direction, RunSpec};
+use movelab_platform::systems::udp_pair::{self, Direction, RunSpec};
 use pyo3::prelude::*;
 
 /// Platform `platform` with the JSON `overrides` merged in.
@@ -35,9 +35,11 @@ fn network_presets() -> Vec<String> {
         .collect()
 }
 
-/// One run: configuration `config` ("emu", "softnic", "onloader"), direction "rx" or "tx", UDP
-/// payload bytes; `with_app = false` leaves the receiving process out (onloader receive only).
-/// The run's statistics as JSON.
+/// One run on the one platform (two `ixp-host`s on one wire): configuration `config` ("emu",
+/// "softnic", "onloader"), direction "rx" or "tx", UDP payload bytes; `with_app = false` leaves
+/// the receiving process out (onloader receive only). Overrides may set only the keys that reach
+/// the platform (`udp_pair::PLATFORM_KEYS`). The run's figures and both platforms' statistics as
+/// JSON.
 #[pyfunction]
 #[pyo3(signature = (config, direction, payload, with_app=true, platform="ixp2350", overrides=None))]
 fn network_run(
@@ -54,14 +56,14 @@ fn network_run(
         "tx" => Direction::Tx,
         d => return Err(verr(format!("direction '{d}' is not one of: rx, tx"))),
     };
-    let cfg = load(platform, overrides)?;
+    let cfg = udp_pair::load(platform, &self::overrides(overrides)?).map_err(verr)?;
     let spec = RunSpec {
         config: config.into(),
         direction,
         payload,
         with_app,
     };
-    let s = detach_interruptible(py, || network_io::run(&cfg, &spec))?.map_err(verr)?;
+    let s = detach_interruptible(py, || udp_pair::run(&cfg, &spec))?.map_err(verr)?;
     json(&s)
 }
 

@@ -1,4 +1,4 @@
-"""``movelab network ...``: the network-I/O simulator (docs/onload-sim.md)."""
+"""``movelab network ...``: Wun & Crowley's configurations on the one platform (docs/onload-sim.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rich.table import Table
 from movelab._util import TableJson, lit, parse_set
 from movelab._util import fail as _fail
 
-app = typer.Typer(help="Network I/O on a host core with small cores beside it (Wun & Crowley).",
+app = typer.Typer(help="Network I/O on a host core with microengines beside it (Wun & Crowley), on the platform.",
                   no_args_is_help=True)
 console = Console()
 
@@ -23,11 +23,12 @@ def run_cmd(
     payload: int = typer.Option(1472, "--payload", min=16, max=1472, help="UDP payload bytes."),
     no_app: bool = typer.Option(False, "--no-app", help="Receive without the user program (onloader only)."),
     platform: str = typer.Option("ixp2350", "--platform", help="Built-in network platform or TOML file."),
-    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. host.clock_mhz=600.",
+    set_: list[str] | None = typer.Option(None, "--set", help="Override KEY=VALUE, e.g. host.clock_mhz=600 "
+                                          "(small_cores.*, host.clock_mhz/cpi/l2_push/mapping_cache, wire.*).",
                                           show_default=False),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
-    """One run: throughput and where the time and the packets went."""
+    """One run on two ixp-host platforms on one wire: throughput and where the packets went."""
     from movelab import network
 
     try:
@@ -41,12 +42,13 @@ def run_cmd(
     t.add_column("statistic")
     t.add_column("value", justify="right")
     for k, v in s.items():
-        if isinstance(v, dict):
-            v = ", ".join(f"{a} {b:.3f}" for a, b in v.items())
-        elif isinstance(v, float):
+        if isinstance(v, (dict, list)):
+            continue  # both platforms' and the wire's statistics: --format json
+        if isinstance(v, float):
             v = f"{v:.3f}"
         t.add_row(k, str(v))
     console.print(t)
+    console.print("both platforms' and the wire's full statistics: --format json (hosts, links)")
 
 
 @app.command("config")

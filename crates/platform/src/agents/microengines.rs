@@ -1,9 +1,10 @@
 //! IXP-style microengines as an agent of the platform (Wun & Crowley, ANCS 2006: the IXP2350's
 //! small multithreaded cores beside its XScale host core): the receive and transmit microcode of
 //! the paper's emu nic, softnic and onloader, with its own MAC and receive and transmit buffers
-//! (the MSF's RBUF and TBUF), on the platform's one memory system. Unlike the network-I/O system (`systems/network_io.rs`), the microengines' memory
-//! commands here go through the platform's caches, coherence and DRAM model, and the host's
-//! driver and stack are a program on a platform core.
+//! (the MSF's RBUF and TBUF), on the platform's one memory system: the microengines' memory
+//! commands go through the platform's caches, coherence and DRAM model, and the host's driver
+//! and stack are a program on a platform core (`systems/udp_pair.rs` runs the configurations
+//! against an iperf peer).
 //!
 //! - A frame from the link reaches the MAC and takes whole RBUF elements; a frame that finds too
 //!   few free is dropped at the MSF and counted (`nic.rx_drops`), so microengines too slow for the

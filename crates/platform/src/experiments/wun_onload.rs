@@ -5,7 +5,7 @@
 //! (`me-bound`: count, clock and contexts move the throughput) and the preset's receive blocks
 //! behind both gigabit ports' worth of traffic and an open wire (`me-ceiling`, "the ME code
 //! sustains about 2 Gb/s") run on the one platform: two `ixp-host` platforms on one wire
-//! (`systems/cluster.rs`), one running the configuration (its microengines' `rx_mode`/`tx_mode`
+//! (`systems/udp_pair.rs` over `systems/cluster.rs`), one running the configuration (its microengines' `rx_mode`/`tx_mode`
 //! and the host program of `presets/network/wun-programs`), the other the iperf peer (its
 //! microengines a UDP `source` or `sink`). The DRAM-to-DRAM copy of the small cores against the
 //! host core (`dram-copy`, section 7's "up to 10x") runs on one `ixp-host`. The per-connection
@@ -13,61 +13,23 @@
 //! `rx` runs with the receiving host program's `mapping_cache` and `l2_push` parameters (and the
 //! microengines' own `l2_push`) set per variant. The network platform's preset
 //! (`presets/network/ixp2350.toml`) gives the settings the user may override (clocks, contexts,
-//! the CPI, the push, the mapping cache, the wire's rate).
+//! the CPI, the push, the mapping cache, the wire's rate: `udp_pair::PLATFORM_KEYS`); this module
+//! maps the experiments' points onto `udp_pair`'s runs and variants.
 use crate::config::network::NetworkIoConfig;
 use crate::config::platform::PlatformConfig;
 use crate::config::workload::Workload;
-use crate::net::udp_peer::HEADER_BYTES;
 use crate::sim::error::PlatformError;
-use crate::stats::AgentStats;
-use crate::systems::cluster::{self, LinkSpec};
-use crate::systems::network_io::NetStats;
 use crate::systems::platform::Platform;
+use crate::systems::udp_pair::{self, Direction, RunSpec, Variant, BLOCKS_ALONE_FRAMES};
+pub use crate::systems::udp_pair::{NetStats, CONFIGS, PLATFORM, TX_MESSAGES, XSCALE_LINE_BYTES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The experiments that run on the one platform (`ixp-host` at both ends of a gigabit wire,
-/// `systems/cluster.rs`, or one `ixp-host` for `dram-copy`): all of them.
+/// `systems/udp_pair.rs`, or one `ixp-host` for `dram-copy`): all of them.
 pub const ON_PLATFORM: &[&str] = EXPERIMENTS;
-/// The XScale's cache line (32 B, L1 and L2: the onload facts), in which the host programs count
-/// their cache maintenance (the platform's caches have one line size, 64 B).
-pub const XSCALE_LINE_BYTES: usize = 32;
-/// The platform the one-platform experiments run on, at both ends of the wire.
-pub const PLATFORM: &str = "ixp-host";
-/// How long the receive experiments' peer sends, ns of simulated time (long beside the RBUF's
-/// and the rings' drain; every frame the MAC took is followed to its end).
-pub const RX_SEND_NS: f64 = 3_000_000.0;
-/// Datagrams the transmit experiments' host sends, and `me-bound`'s peer.
-pub const TX_MESSAGES: u64 = 100;
-pub const ME_BOUND_FRAMES: u64 = 500;
-
-/// The host programs of the three configurations (`presets/network/wun-programs`).
-const PROGRAMS: &[(&str, &str)] = &[
-    (
-        "rx-emu",
-        include_str!("../../../../presets/network/wun-programs/rx-emu.toml"),
-    ),
-    (
-        "rx-softnic",
-        include_str!("../../../../presets/network/wun-programs/rx-softnic.toml"),
-    ),
-    (
-        "rx-onloader",
-        include_str!("../../../../presets/network/wun-programs/rx-onloader.toml"),
-    ),
-    (
-        "tx-emu",
-        include_str!("../../../../presets/network/wun-programs/tx-emu.toml"),
-    ),
-    (
-        "tx-softnic",
-        include_str!("../../../../presets/network/wun-programs/tx-softnic.toml"),
-    ),
-    (
-        "tx-onloader",
-        include_str!("../../../../presets/network/wun-programs/tx-onloader.toml"),
-    ),
-];
+/// `me-bound`'s and `me-ceiling`'s peer: datagrams sent to the receive blocks alone.
+pub const ME_BOUND_FRAMES: u64 = BLOCKS_ALONE_FRAMES;
 
 /// The experiments, as the rows' `experiment` names them.
 pub const EXPERIMENTS: &[&str] = &[
@@ -94,8 +56,6 @@ pub const ME_BOUND: &[&str] = &[
 /// `me-ceiling`'s wire: both gigabit ports' worth (2 Gb/s) and an open wire (10 Gb/s), the
 /// preset's small cores behind it.
 pub const ME_CEILING: &[&str] = &["wire-2gbps", "wire-10gbps"];
-/// The paper's configurations.
-pub const CONFIGS: &[&str] = &["emu", "softnic", "onloader"];
 /// Default payloads: from small datagrams to a full 1500-byte frame.
 pub const PAYLOADS: &[usize] = &[64, 128, 256, 512, 1024, 1472];
 
@@ -233,7 +193,7 @@ pub const COPY_BLOCK_BYTES: usize = 2048;
 fn copy_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError> {
     let t0 = std::time::Instant::now();
     let sc = &net.small_cores;
-    let mut cfg = ixp_host(net, sc.rx_cores + sc.tx_cores, &[])?;
+    let mut cfg = udp_pair::ixp_host(net, sc.rx_cores + sc.tx_cores, &[])?;
     match p.config.as_str() {
         "me" => {
             for a in cfg.agents.iter_mut().filter(|a| a.kind == "microengines") {
@@ -335,10 +295,7 @@ pub fn run(
     points: &[Point],
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<Row>, PlatformError> {
-    let mut cfg = NetworkIoConfig::load(platform)?;
-    if overrides.as_table().is_some_and(|t| !t.is_empty()) {
-        cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
-    }
+    let cfg = udp_pair::load(platform, overrides)?;
     let mut rows = Vec::with_capacity(points.len());
     for (i, p) in points.iter().enumerate() {
         rows.push(run_point(&cfg, p)?);
@@ -347,403 +304,111 @@ pub fn run(
     Ok(rows)
 }
 
-/// A host program of the three configurations with `params` over its own, and its `cpi` the
-/// network platform's calibrated `host.cpi` (rounded to whole cycles; the one fitted value, in
-/// `presets/network/ixp2350.toml` and `presets/ledger.toml`).
-fn program(
-    net: &NetworkIoConfig,
-    name: &str,
-    params: &[(&str, u64)],
-) -> Result<Workload, PlatformError> {
-    let text = PROGRAMS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, t)| *t)
-        .ok_or_else(|| PlatformError::Unknown {
-            kind: "wun-onload host program",
-            name: name.into(),
-            known: PROGRAMS
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
-    let mut p: BTreeMap<String, u64> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    p.insert("cpi".into(), net.host.cpi.round().max(1.0) as u64);
-    Workload::from_toml_str(text, &format!("wun-programs/{name}.toml"), &p)
-}
-
-/// `ixp-host` with its microengines' parameters `me` over the preset's (and the network
-/// platform's small-core and host clocks, so that the reproduction's overrides reach both).
-fn ixp_host(
-    net: &NetworkIoConfig,
-    engines: u32,
-    me: &[(&str, toml::Value)],
-) -> Result<PlatformConfig, PlatformError> {
-    let mut cfg = PlatformConfig::load(PLATFORM)?;
-    cfg.core.clock_mhz = net.host.clock_mhz.round().max(1.0) as u64;
-    let a = cfg
-        .agents
-        .iter_mut()
-        .find(|a| a.kind == "microengines")
-        .ok_or_else(|| PlatformError::config(PLATFORM, "agents", "no microengines agent"))?;
-    let sc = &net.small_cores;
-    let mut set = |k: &str, v: toml::Value| {
-        a.params.insert(k.into(), v);
-    };
-    set("count", toml::Value::Integer(engines as i64));
-    set("threads", toml::Value::Integer(sc.threads as i64));
-    set("clock_mhz", toml::Value::Float(sc.clock_mhz));
-    for (k, v) in me {
-        set(k, v.clone());
-    }
-    // Through the one loader's check of every agent parameter.
-    let t = toml::Value::try_from(&cfg)
-        .map_err(|e| PlatformError::config(PLATFORM, "(overrides)", e.to_string()))?;
-    PlatformConfig::from_value(t, PLATFORM)
-}
-
-fn tv_i(v: u64) -> toml::Value {
-    toml::Value::Integer(v as i64)
-}
-fn tv_f(v: f64) -> toml::Value {
-    toml::Value::Float(v)
-}
-fn tv_b(v: bool) -> toml::Value {
-    toml::Value::Boolean(v)
-}
-fn tv_s(v: &str) -> toml::Value {
-    toml::Value::String(v.into())
-}
-
-fn me_stats(s: &crate::stats::PlatformStats) -> Result<AgentStats, PlatformError> {
-    s.agents
-        .iter()
-        .find(|a| a.kind == "microengines")
-        .cloned()
-        .ok_or_else(|| PlatformError::config(PLATFORM, "agents", "no microengines agent"))
-}
-
-/// An `rx`, `tx` or `me-bound` point on the one platform: two `ixp-host`s on a gigabit wire, one
-/// the configuration under test and one the iperf peer (its microengines a UDP `source` or
-/// `sink`). Every datagram delivered is checked byte for byte in order (with its checksums
-/// where the frame arrives whole); the row's throughput is the UDP payload delivered, from the
-/// first datagram's start on the wire to the last delivery.
+/// An `rx`, `tx`, `rx-components`, `mapping-cache`, `l2-push`, `me-bound` or `me-ceiling` point:
+/// the run of `systems/udp_pair.rs` (two `ixp-host`s on a gigabit wire, one the configuration
+/// under test and one the iperf peer) with the point's variant.
 fn platform_point(net: &NetworkIoConfig, p: &Point) -> Result<Row, PlatformError> {
     let t0 = std::time::Instant::now();
-    let payload = p.payload_bytes;
-    let frame = (payload + HEADER_BYTES) as u64;
-    let words = frame.div_ceil(4);
-    let lines = frame.div_ceil(64);
-    // `me-ceiling`: the preset's microengines behind a faster wire (both ends' MACs at its rate).
-    let gbps = if p.experiment == "me-ceiling" {
-        match p.variant.as_deref() {
-            Some("wire-2gbps") => 2.0,
-            Some("wire-10gbps") => 10.0,
-            v => {
-                return Err(PlatformError::Unknown {
-                    kind: "wun-onload me-ceiling variant",
-                    name: v.unwrap_or_default().into(),
-                    known: ME_CEILING.join(", "),
-                })
-            }
-        }
-    } else {
-        net.wire.gbps
+    let variant_err = |kind: &'static str, known: String| PlatformError::Unknown {
+        kind,
+        name: p.variant.clone().unwrap_or_default(),
+        known,
     };
-    let wire_ns = crate::net::ethernet_link::frame_wire_ps(
-        frame as usize,
-        gbps,
-        crate::net::ethernet_link::OVERHEAD_BYTES,
-    ) as f64
-        / 1000.0;
-    let sc = &net.small_cores;
-    let common = |mode: (&str, &str)| -> Vec<(&str, toml::Value)> {
-        vec![
-            ("iperf", tv_b(true)),
-            ("frame_bytes", tv_i(frame)),
-            ("rx_mode", tv_s(mode.0)),
-            ("tx_mode", tv_s(mode.1)),
-            ("mac_gbps", tv_f(gbps)),
-        ]
-    };
-    let cfgname = p.config.as_str();
-    let (mut rx_engines, mut tx_engines) = (sc.rx_cores, sc.tx_cores);
-    let mut me_over: Vec<(&str, toml::Value)> = Vec::new();
-    if p.experiment == "me-bound" {
-        let v = p.variant.as_deref().unwrap_or_default();
-        let (cores, mhz, threads) = parse_me_variant(v).ok_or_else(|| PlatformError::Unknown {
-            kind: "wun-onload me-bound variant",
-            name: v.into(),
-            known: ME_BOUND.join(", "),
-        })?;
-        rx_engines = cores;
-        tx_engines = cores;
-        me_over.push(("clock_mhz", tv_f(mhz)));
-        me_over.push(("threads", tv_i(threads as u64)));
-    } else if p.experiment == "rx-components" {
-        if !matches!(p.variant.as_deref(), Some("with-app" | "without-app")) {
-            return Err(PlatformError::Unknown {
-                kind: "wun-onload rx-components variant",
-                name: p.variant.clone().unwrap_or_default(),
-                known: "with-app, without-app".into(),
-            });
-        }
-    } else if p.variant.is_some()
-        && !matches!(
-            p.experiment.as_str(),
-            "me-ceiling" | "mapping-cache" | "l2-push"
-        )
-    {
-        return Err(PlatformError::Unknown {
-            kind: "wun-onload variant",
-            name: p.variant.clone().unwrap_or_default(),
-            known: "none for rx and tx".into(),
-        });
-    }
-    let checksum = |on: bool| ("checksum_cycles_per_word", tv_f(if on { 1.0 } else { 0.0 }));
-    // Whether each recvmsg maps its buffer afresh (the onloader without the mapping cache).
-    let mut map_every_call = false;
-    let (tx_cfg, rx_cfg, progs, sender_is_peer) = if p.experiment == "tx" {
-        let (mode, csum, irq) = match cfgname {
-            "emu" => ("frame", false, false),
-            "softnic" => ("frame", true, true),
-            "onloader" => ("onload", true, false),
-            c => return Err(unknown_config(c)),
-        };
-        let mut me = common(("frame", mode));
-        me.push(checksum(csum));
-        me.push(("tx_irq", tv_b(irq)));
-        me.extend(me_over.iter().cloned());
-        let tx = ixp_host(net, tx_engines, &me)?;
-        let rx = ixp_host(net, rx_engines, &common(("sink", "frame")))?;
-        let prog = program(
-            net,
-            &format!("tx-{cfgname}"),
-            &[
-                ("messages", TX_MESSAGES),
-                ("payload", payload as u64),
-                ("frame_words", words),
-                ("checksum", payload.div_ceil(64) as u64 * 18),
-            ]
-            .into_iter()
-            .filter(|(k, _)| cfgname == "emu" || !matches!(*k, "frame_words" | "checksum"))
-            .filter(|(k, _)| cfgname != "onloader" || *k == "messages")
-            .collect::<Vec<_>>(),
-        )?;
-        let idle = program(net, "tx-onloader", &[("messages", 0)])?;
-        (vec![tx], rx, vec![vec![prog], vec![idle]], false)
-    } else {
-        // The receive blocks alone: `me-bound`, `me-ceiling`, and Fig. 5's bars without the
-        // user program (`rx-components` `without-app`; `with-app` is the onloader's `rx`).
-        let blocks_alone = matches!(p.experiment.as_str(), "me-bound" | "me-ceiling")
-            || p.variant.as_deref() == Some("without-app");
-        let frames = if blocks_alone {
-            ME_BOUND_FRAMES
-        } else {
-            (RX_SEND_NS / wire_ns).ceil() as u64
-        };
-        // The peer sends for half the time, then for all of it: the rate is the difference
-        // (the deliveries of the second half over its time), so the buffers the host posted up
-        // front, which fill at the wire's rate, do not count.
-        let mut tx = Vec::new();
-        for n in [frames / 2, frames] {
-            let mut src = common(("frame", "source"));
-            src.push(("source_frames", tv_i(n)));
-            tx.push(ixp_host(net, tx_engines, &src)?);
-        }
-        // Section 6's mechanisms: the L2 push (the microengines' `l2_push`, and the host
-        // program's, which then pays the L2's maintenance without it) and the onloader's mapping
-        // cache (its host program's `mapping_cache`); the preset's settings outside their
-        // experiments.
-        let l2_push = section6_switch(p, "l2-push", "push-on", "push-off", net.host.l2_push)?;
-        let mapping = section6_switch(
-            p,
-            "mapping-cache",
-            "cache-on",
-            "cache-off",
-            net.host.mapping_cache,
-        )?;
-        let (mode, csum, push) = match cfgname {
-            "emu" => ("frame", false, false),
-            "softnic" => ("frame", true, l2_push),
-            "onloader" => ("onload", true, l2_push),
-            c => return Err(unknown_config(c)),
-        };
-        if (p.experiment == "mapping-cache" && cfgname != "onloader")
-            || (p.experiment == "l2-push" && cfgname == "emu")
-        {
-            return Err(PlatformError::Unknown {
-                kind: "wun-onload configuration",
-                name: format!("{} {cfgname}", p.experiment),
-                known: if p.experiment == "l2-push" {
-                    "softnic, onloader"
-                } else {
-                    "onloader"
-                }
-                .into(),
-            });
-        }
-        let mut me = common((mode, "frame"));
-        me.push(checksum(csum));
-        me.push(("l2_push", tv_b(push)));
-        let prog = if blocks_alone {
-            // The receive blocks alone: every buffer posted up front, no host on the path.
-            me.push(("rx_irq", tv_b(false)));
-            program(net, "rx-onloader", &[("buffers", 512)])?
-        } else {
-            let mut ps = vec![("payload", payload as u64)];
-            if cfgname == "emu" {
-                ps.push(("frame_words", words));
-                ps.push(("frame_lines", lines));
-                ps.push(("checksum", payload.div_ceil(64) as u64 * 18));
-            }
-            if cfgname == "softnic" {
-                ps.push(("l2_push", u64::from(push)));
-            }
-            if cfgname == "onloader" {
-                map_every_call = !mapping;
-                ps = vec![
-                    ("l2_push", u64::from(push)),
-                    ("mapping_cache", u64::from(mapping)),
-                    ("user_lines", payload.div_ceil(XSCALE_LINE_BYTES) as u64),
-                ];
-            }
-            program(net, &format!("rx-{cfgname}"), &ps)?
-        };
-        me.extend(me_over.iter().cloned());
-        let rx = ixp_host(net, rx_engines, &me)?;
-        let idle = program(net, "tx-onloader", &[("messages", 0)])?;
-        (tx, rx, vec![vec![idle], vec![prog]], true)
-    };
-    let mut runs = Vec::new();
-    for tx in &tx_cfg {
-        runs.push(pair_run(p, tx, &rx_cfg, &progs)?);
-    }
-    let (s, snd, rcv) = runs.pop().expect("one run at least");
-    let (sd, rd) = (
-        snd.device.clone().unwrap_or_default(),
-        rcv.device.clone().unwrap_or_default(),
-    );
-    let sent = sd.nic.tx_frames;
-    let delivered = rd.nic.rx_frames;
-    let bits = |n: u64| (n * payload as u64) as f64 * 8.0;
-    let throughput = match runs.pop() {
-        // The difference of the two runs: deliveries over time in the second half.
-        Some((_, _, half)) => {
-            let n0 = half.device.as_ref().map_or(0, |d| d.nic.rx_frames);
-            let dt = rcv.last_done_ns - half.last_done_ns;
-            if dt > 0.0 && delivered > n0 {
-                bits(delivered - n0) * 1000.0 / dt
-            } else {
-                0.0
-            }
-        }
-        // From the first datagram's start on the wire to the last delivery.
-        None => {
-            let first = s.links[0].passages.first().map_or(0.0, |x| x.1);
-            let dt = rcv.last_done_ns - first;
-            if dt > 0.0 {
-                bits(delivered) * 1000.0 / dt
-            } else {
-                0.0
-            }
-        }
-    };
-    let mbps = |n: u64| {
-        let first = s.links[0].passages.first().map_or(0.0, |x| x.1);
-        let dt = s.links[0].a_to_b.last_arrival_ps as f64 / 1000.0 - first;
-        if dt > 0.0 {
-            bits(n) * 1000.0 / dt
-        } else {
-            0.0
-        }
-    };
-    let host = if sender_is_peer {
-        &s.hosts[1]
-    } else {
-        &s.hosts[0]
-    };
-    let busy = |a: &AgentStats| a.small_cores.as_ref().map_or(0.0, |c| c.busy_share);
-    let me_busy = if sender_is_peer {
-        busy(&rcv)
-    } else {
-        busy(&snd)
-    };
-    let time_ns = s.hosts.iter().map(|h| h.time_ns).fold(0.0, f64::max);
-    let offered = if sender_is_peer {
-        payload as f64 * 8.0 * 1000.0 / wire_ns
-    } else {
-        mbps(sent)
-    };
-    let stats = NetStats {
+    let mut spec = RunSpec {
         config: p.config.clone(),
-        direction: if p.experiment == "tx" { "tx" } else { "rx" }.into(),
-        payload_bytes: payload,
-        throughput_mbps: throughput,
-        offered_mbps: offered,
-        sent,
-        delivered,
-        lost: sent - delivered.min(sent),
-        rbuf_drops: rd.nic.rx_drops,
-        interrupts: host.interrupts,
-        small_core_busy: me_busy,
-        rx_cores_busy: busy(&rcv),
-        tx_cores_busy: busy(&snd),
-        mapping_misses: if map_every_call { delivered } else { 0 },
-        sim_time_us: time_ns / 1000.0,
-        ..Default::default()
+        direction: if p.experiment == "tx" {
+            Direction::Tx
+        } else {
+            Direction::Rx
+        },
+        payload: p.payload_bytes,
+        with_app: true,
     };
+    let mut v = Variant::default();
+    match p.experiment.as_str() {
+        "rx" | "tx" => {
+            if p.variant.is_some() {
+                return Err(variant_err(
+                    "wun-onload variant",
+                    "none for rx and tx".into(),
+                ));
+            }
+        }
+        "rx-components" => match p.variant.as_deref() {
+            Some("with-app") => {}
+            Some("without-app") => spec.with_app = false,
+            _ => {
+                return Err(variant_err(
+                    "wun-onload rx-components variant",
+                    "with-app, without-app".into(),
+                ))
+            }
+        },
+        // The small cores' own limits: the receive blocks alone.
+        "me-bound" => {
+            let name = p.variant.as_deref().unwrap_or_default();
+            v.engines =
+                Some(parse_me_variant(name).ok_or_else(|| {
+                    variant_err("wun-onload me-bound variant", ME_BOUND.join(", "))
+                })?);
+            spec.with_app = false;
+        }
+        // The preset's microengines behind a faster wire (both ends' MACs at its rate).
+        "me-ceiling" => {
+            v.wire_gbps = Some(match p.variant.as_deref() {
+                Some("wire-2gbps") => 2.0,
+                Some("wire-10gbps") => 10.0,
+                _ => {
+                    return Err(variant_err(
+                        "wun-onload me-ceiling variant",
+                        ME_CEILING.join(", "),
+                    ))
+                }
+            });
+            spec.with_app = false;
+        }
+        "mapping-cache" | "l2-push" => {
+            let (ok, known) = if p.experiment == "l2-push" {
+                (p.config != "emu", "softnic, onloader")
+            } else {
+                (p.config == "onloader", "onloader")
+            };
+            if !ok {
+                return Err(PlatformError::Unknown {
+                    kind: "wun-onload configuration",
+                    name: format!("{} {}", p.experiment, p.config),
+                    known: known.into(),
+                });
+            }
+            v.l2_push = Some(section6_switch(
+                p,
+                "l2-push",
+                "push-on",
+                "push-off",
+                net.host.l2_push,
+            )?);
+            v.mapping_cache = Some(section6_switch(
+                p,
+                "mapping-cache",
+                "cache-on",
+                "cache-off",
+                net.host.mapping_cache,
+            )?);
+        }
+        e => {
+            return Err(PlatformError::Unknown {
+                kind: "wun-onload experiment",
+                name: e.into(),
+                known: EXPERIMENTS.join(", "),
+            })
+        }
+    }
+    let r = udp_pair::run_variant(net, &spec, &v)?;
     Ok(Row {
         experiment: p.experiment.clone(),
         variant: p.variant.clone(),
-        sim_packets: sent,
+        sim_packets: r.stats.sent,
         wall_s: t0.elapsed().as_secs_f64(),
-        stats,
+        stats: r.stats,
     })
-}
-
-fn unknown_config(c: &str) -> PlatformError {
-    PlatformError::Unknown {
-        kind: "wun-onload configuration",
-        name: c.into(),
-        known: CONFIGS.join(", "),
-    }
-}
-
-/// One run of a pair: `tx` and `rx` on a gigabit wire between their microengines' MACs, running
-/// `progs`; fails if a delivered byte was wrong or a line read stale.
-fn pair_run(
-    p: &Point,
-    tx: &PlatformConfig,
-    rx: &PlatformConfig,
-    progs: &[Vec<Workload>],
-) -> Result<(cluster::ClusterStats, AgentStats, AgentStats), PlatformError> {
-    let mut ps = vec![Platform::new(tx)?, Platform::new(rx)?];
-    for pl in &mut ps {
-        pl.sys.track_values();
-    }
-    // Each ixp-host's one port: its microengines' MAC.
-    let link = LinkSpec::between(0, 1, 3.0, 5.0);
-    let s = cluster::run(&mut ps, progs, &[link], &mut |_| {})?;
-    let (snd, rcv) = (me_stats(&s.hosts[0])?, me_stats(&s.hosts[1])?);
-    let (sd, rd) = (
-        snd.device.clone().unwrap_or_default(),
-        rcv.device.clone().unwrap_or_default(),
-    );
-    if rd.rx_bytes_wrong > 0 || sd.stale_lines > 0 || rd.stale_lines > 0 {
-        return Err(PlatformError::config(
-            PLATFORM,
-            "(run)",
-            format!(
-                "{} {} at {} B: {} delivered bytes failed the check, {} stale lines read",
-                p.experiment,
-                p.config,
-                p.payload_bytes,
-                rd.rx_bytes_wrong,
-                sd.stale_lines + rd.stale_lines
-            ),
-        ));
-    }
-    Ok((s, snd, rcv))
 }

@@ -1,19 +1,20 @@
 //! Systems: components and agents wired together with a run loop. [`platform`] is the platform of
 //! cores, caches, agents and DRAM; [`cluster`] several platforms joined by Ethernet links (in the
 //! registry: two copies of a platform, a sender and a receiver);
-//! [`io_pair`] two hosts over PCIe on one wire (Larsen & Lee); [`network_io`] a host core beside
-//! small cores and a MAC (Wun & Crowley).
+//! [`io_pair`] two hosts over PCIe on one wire (Larsen & Lee); [`udp_pair`] Wun & Crowley's
+//! configurations against an iperf peer: two `ixp-host` platforms (a host core beside
+//! microengines and their MAC) on one wire, run by [`cluster`].
 //!
 //! The registry ([`SYSTEMS`], [`simulate`]) runs any of them by name through one call that takes a
 //! configuration (a built-in preset or a file), overrides, a workload and its parameters, and
 //! returns the one [`Report`]. A built-in preset's name says which system it belongs to.
 pub mod cluster;
 pub mod io_pair;
-pub mod network_io;
 pub mod platform;
+pub mod udp_pair;
 
 use crate::config::io::{builtin_io_names, IoConfig};
-use crate::config::network::{NetworkIoConfig, BUILTIN_NETWORK_PLATFORMS};
+use crate::config::network::BUILTIN_NETWORK_PLATFORMS;
 use crate::config::platform::{builtin_platform_names, PlatformConfig};
 use crate::config::workload::{builtin_workload_names, Workload};
 use crate::sim::error::PlatformError;
@@ -67,7 +68,7 @@ pub const SYSTEMS: &[System] = &[
     },
     System {
         name: "network-io",
-        about: "a host core beside small multithreaded cores and a MAC, against a UDP peer",
+        about: "Wun & Crowley's emu nic, softnic or onloader against an iperf UDP peer, on the platform: two ixp-host platforms (a host core beside microengines and their MAC) on one wire",
         presets: || BUILTIN_NETWORK_PLATFORMS.iter().map(|(n, _)| *n).collect(),
         workloads: || {
             ["udp-rx", "udp-tx"]
@@ -303,6 +304,9 @@ fn run_io_pair(
     report("io-pair", config, workload, s.time_ns, &s)
 }
 
+/// The `udp-rx` and `udp-tx` workloads of a network platform (`presets/network`): its settings
+/// on two `ixp-host` platforms on one wire (`udp_pair.rs`), the report's `stats` the run's
+/// figures beside both platforms' full statistics and the link's.
 fn run_network_io(
     config: &str,
     overrides: &toml::Value,
@@ -310,8 +314,8 @@ fn run_network_io(
     params: &Params,
 ) -> Result<Report, PlatformError> {
     let direction = match workload {
-        "udp-rx" => network_io::Direction::Rx,
-        "udp-tx" => network_io::Direction::Tx,
+        "udp-rx" => udp_pair::Direction::Rx,
+        "udp-tx" => udp_pair::Direction::Tx,
         _ => {
             return Err(PlatformError::Unknown {
                 kind: "network-io workload",
@@ -321,10 +325,7 @@ fn run_network_io(
         }
     };
     only(workload, params, &["config", "payload", "app"])?;
-    let mut cfg = NetworkIoConfig::load(config)?;
-    if has_overrides(overrides) {
-        cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
-    }
+    let cfg = udp_pair::load(config, overrides)?;
     let conf = match params.get("config") {
         None => "onloader".to_string(),
         Some(toml::Value::String(s)) => s.clone(),
@@ -342,12 +343,18 @@ fn run_network_io(
     let app = params
         .get("app")
         .map_or(Ok(1), |v| uint(workload, "app", v))?;
-    let spec = network_io::RunSpec {
+    let spec = udp_pair::RunSpec {
         config: conf,
         direction,
         payload: usize::try_from(payload).unwrap_or(usize::MAX),
         with_app: app != 0,
     };
-    let s = network_io::run(&cfg, &spec)?;
-    report("network-io", config, workload, s.sim_time_us * 1000.0, &s)
+    let s = udp_pair::run(&cfg, &spec)?;
+    report(
+        "network-io",
+        config,
+        workload,
+        s.stats.sim_time_us * 1000.0,
+        &s,
+    )
 }

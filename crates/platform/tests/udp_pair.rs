@@ -1,0 +1,144 @@
+//! Wun & Crowley's configurations on the one platform (`systems/udp_pair.rs`, two `ixp-host`s on
+//! one wire): every configuration delivers byte-checked datagrams and accounts for every one it
+//! loses; the microengines' count, contexts and clock move the throughput once they are the
+//! bottleneck, and no setting in their documented ranges fails a run; an override the platform
+//! does not read and a bad run are refused by name.
+use movelab_platform::config::network::NetworkIoConfig;
+use movelab_platform::systems::udp_pair::{load, run, Direction, NetStats, RunSpec};
+
+/// The preset with `over` (TOML) merged in.
+fn cfg(over: &str) -> NetworkIoConfig {
+    load("ixp2350", &toml::from_str(over).unwrap()).unwrap()
+}
+
+fn spec(config: &str, direction: Direction, payload: usize, with_app: bool) -> RunSpec {
+    RunSpec {
+        config: config.into(),
+        direction,
+        payload,
+        with_app,
+    }
+}
+
+fn go(c: &NetworkIoConfig, s: &RunSpec) -> NetStats {
+    run(c, s).unwrap_or_else(|e| panic!("{s:?}: {e}")).stats
+}
+
+/// Every datagram sent was delivered or lost, every lost one dropped at a counted place.
+fn conserved(s: &NetStats) {
+    let drops = s.rbuf_drops + s.ring_drops + s.buffer_drops + s.socket_drops;
+    assert!(
+        s.sent == s.delivered + s.lost && s.lost == drops,
+        "sent {} = delivered {} + lost {}; lost = drops {drops}: {s:?}",
+        s.sent,
+        s.delivered,
+        s.lost
+    );
+}
+
+#[test]
+fn every_configuration_delivers_checked_datagrams_and_accounts_for_losses() {
+    let c = cfg("wire = { duration_us = 200.0 }");
+    for config in ["emu", "softnic", "onloader"] {
+        for dir in [Direction::Rx, Direction::Tx] {
+            let s = go(&c, &spec(config, dir, 1472, true));
+            conserved(&s);
+            assert!(s.delivered > 0, "{config} {dir:?}: {s:?}");
+            assert!(
+                s.throughput_mbps > 0.0 && s.throughput_mbps <= s.offered_mbps * 1.01,
+                "{config} {dir:?}: {s:?}"
+            );
+            if dir == Direction::Rx {
+                // The receiving microengines checked every delivered datagram's bytes.
+                assert!(s.rx_bytes_checked >= s.delivered * 1472, "{config}: {s:?}");
+            } else {
+                assert_eq!(s.delivered, s.sent, "{config} tx: {s:?}");
+            }
+        }
+    }
+}
+
+/// The onloader's receive blocks alone at 64 B (the most per-packet work per byte) with the
+/// microengines `sc` (a TOML table's body).
+fn blocks(sc: &str) -> NetStats {
+    let c = cfg(&format!(
+        "small_cores = {{ {sc} }}\nwire = {{ duration_us = 600.0 }}"
+    ));
+    let s = go(&c, &spec("onloader", Direction::Rx, 64, false));
+    conserved(&s);
+    s
+}
+
+#[test]
+fn microengine_count_threads_and_clock_move_throughput_once_they_bind() {
+    let base = blocks("clock_mhz = 50.0, rx_cores = 1, threads = 8");
+    // The slow microengine is the bottleneck: busy all the time, frames dropped at the RBUF.
+    assert!(base.rx_cores_busy > 0.9 && base.rbuf_drops > 0, "{base:?}");
+    let two = blocks("clock_mhz = 50.0, rx_cores = 2, threads = 8");
+    let fast = blocks("clock_mhz = 100.0, rx_cores = 1, threads = 8");
+    let one_ctx = blocks("clock_mhz = 100.0, rx_cores = 1, threads = 1");
+    for (what, s) in [("twice the engines", &two), ("twice the clock", &fast)] {
+        assert!(
+            s.throughput_mbps > 1.5 * base.throughput_mbps,
+            "{what}: {} against {}",
+            s.throughput_mbps,
+            base.throughput_mbps
+        );
+    }
+    // One context cannot hide its memory commands' latency as eight do.
+    assert!(
+        one_ctx.throughput_mbps < 0.95 * fast.throughput_mbps,
+        "one context {} against eight {}",
+        one_ctx.throughput_mbps,
+        fast.throughput_mbps
+    );
+}
+
+#[test]
+fn no_microengine_setting_in_the_documented_ranges_fails_a_run() {
+    // The corners of small_cores' ranges (config/network.rs: clock 1..=10000 MHz, cores and
+    // contexts 1..=64).
+    for clock in [1.0, 10_000.0] {
+        for n in [1, 64] {
+            for threads in [1, 64] {
+                let s = blocks(&format!(
+                    "clock_mhz = {clock:.1}, rx_cores = {n}, threads = {threads}"
+                ));
+                assert!(s.delivered > 0, "{clock} MHz {n} x {threads}: {s:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn unread_overrides_and_bad_runs_are_refused_by_name() {
+    let e = load(
+        "ixp2350",
+        &toml::from_str("queues = { socket = 3 }").unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("queues.socket") && e.contains("small_cores.rx_cores"),
+        "{e}"
+    );
+    let e = load("ixp2350", &toml::from_str("host = { cpi = -1.0 }").unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("host.cpi"), "{e}");
+    let c = cfg("wire = { duration_us = 200.0 }");
+    let err = |s: RunSpec| run(&c, &s).unwrap_err().to_string();
+    let e = err(spec("nic", Direction::Rx, 512, true));
+    assert!(e.contains("nic") && e.contains("softnic"), "{e}");
+    let e = err(spec("emu", Direction::Rx, 9000, true));
+    assert!(e.contains("payload_bytes"), "{e}");
+    let e = err(spec("softnic", Direction::Rx, 512, false));
+    assert!(e.contains("with_app"), "{e}");
+    let e = err(spec("onloader", Direction::Tx, 512, false));
+    assert!(e.contains("with_app"), "{e}");
+    let long = cfg("wire = { duration_us = 1000000.0 }");
+    let e = run(&long, &spec("emu", Direction::Rx, 512, true))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("wire.duration_us"), "{e}");
+}
