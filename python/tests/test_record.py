@@ -430,9 +430,69 @@ def test_host_cache_latencies_are_measured(monkeypatch: pytest.MonkeyPatch) -> N
     h = machine.host_platform(desc, measure=True)["platform"]
     assert (h["l1"]["hit_cycles"], h["l2"]["hit_cycles"], h["llc"]["hit_cycles"]) == (7, 33, 99)
     monkeypatch.undo()
-    assert machine.host_platform(desc)["platform"]["llc"]["hit_cycles"] == machine.TYPICAL_HIT_CYCLES["llc"]
+    # Not measured: the fallback host file's latencies (no vendor given: nothing matches).
+    fallback, matched = machine.host_preset(desc)
+    assert not matched and fallback.get("fallback")
+    assert machine.host_platform(desc)["platform"]["llc"]["hit_cycles"] == fallback["llc"]["hit_cycles"]
     with pytest.raises(ValueError, match="at least 4 KiB"):
         calibration.latencies((2,))
+
+
+def _zen3_desc(model: int) -> dict:
+    return {"vendor": "AuthenticAMD", "family": 25, "model_number": model, "cpu_mhz": 2445.4,
+            "caches": [{"level": 1, "type": "Data", "size_kib": 32, "ways": 8, "line_bytes": 64},
+                       {"level": 2, "type": "Unified", "size_kib": 512, "ways": 8, "line_bytes": 64},
+                       {"level": 3, "type": "Unified", "size_kib": 32768, "ways": 16, "line_bytes": 64}]}
+
+
+def test_host_file_chosen_by_vendor_family_and_model() -> None:
+    """An AMD family 25 model 1 (EPYC 7003) gets the Zen 3 host file: its published core figures
+    and hit latencies, Linux's cache sizes; a Zen 4 model of the same family and an unknown
+    processor get the fallback file, and the notes say its figures are not that processor's."""
+    from movelab.record import machine
+
+    host, matched = machine.host_preset(_zen3_desc(1))
+    assert matched and host["name"] == "zen3"
+    h = machine.host_platform(_zen3_desc(1))
+    p = h["platform"]
+    assert p["core"]["width"] == 6 and p["core"]["window"] == 256 and p["core"]["store_buffer"] == 64
+    assert p["core"]["lsq"] == 72 and p["core"]["mem_ports"] == 3 and p["core"]["register_bytes"] == 32
+    assert p["core"]["clock_mhz"] == 2445
+    assert (p["l1"]["hit_cycles"], p["l2"]["hit_cycles"], p["llc"]["hit_cycles"]) == (4, 12, 46)
+    assert (p["l2"]["size_kib"], p["llc"]["size_kib"], p["llc"]["ways"]) == (512, 32768, 16)
+    assert any("presets/hosts/zen3.toml" in n and "chosen for AuthenticAMD family 25 model 1" in n
+               for n in h["notes"])
+    assert any("DDR4-3200" in n for n in h["notes"])
+    assert machine.host_preset(_zen3_desc(0x21))[0]["name"] == "zen3"  # Ryzen 5000 (Vermeer)
+    zen4, matched4 = machine.host_preset(_zen3_desc(0x11))
+    assert not matched4 and zen4["name"] != "zen3"
+    n4 = machine.host_platform(_zen3_desc(0x11))["notes"]
+    assert any("no host file matches AuthenticAMD family 25 model 17" in n and "not this processor's" in n
+               for n in n4)
+    # Linux's sizes win over the file's, and the difference is said.
+    d = _zen3_desc(1)
+    d["caches"][1] = {**d["caches"][1], "size_kib": 1024}
+    h2 = machine.host_platform(d)
+    assert h2["platform"]["l2"]["size_kib"] == 1024
+    assert any("the host file says size_kib 512" in n for n in h2["notes"])
+    intel = {"vendor": "GenuineIntel", "family": 6, "model_number": 207, "cpu_mhz": 2100.0, "caches": [],
+             "flags_avx512": True}
+    host_i, matched_i = machine.host_preset(intel)
+    assert matched_i and host_i["name"] == "golden-cove"
+    core_i = machine.host_platform(intel)["platform"]["core"]
+    assert (core_i["width"], core_i["window"], core_i["mshrs"], core_i["register_bytes"]) == (6, 512, 16, 64)
+
+
+def test_host_file_errors_name_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    from movelab.record import machine
+
+    good = machine._host_files()
+    monkeypatch.setattr(machine, "_host_files", lambda: [*good, {"file": "presets/hosts/bad.toml", "name": "bad"}])
+    with pytest.raises(ValueError, match=r"presets/hosts/bad.toml: \[match\] needs vendor"):
+        machine.host_preset({"vendor": "x"})
+    monkeypatch.setattr(machine, "_host_files", lambda: [{**f, "fallback": True} for f in good])
+    with pytest.raises(ValueError, match="exactly one host file must say fallback"):
+        machine.host_preset({})
 
 
 def _random_calls(rng: np.random.Generator, n: int, lines: int, max_size: int) -> pd.DataFrame:

@@ -114,3 +114,25 @@ def test_alloc_measure_records_each_size_class(tmp_path, monkeypatch: pytest.Mon
     assert set(p) == {"calloc", "realloc"} and all(v >= 0 for t in p.values() for v in t.values())
     with pytest.raises(ValueError, match="reps"):
         calibration.alloc_measure(0)
+
+
+def test_alloc_charge_sets_each_kinds_charge_beside_its_measured_time() -> None:
+    """Two calloc calls of one thread (back to back, then after a 5 us gap) and a memset: the
+    measured time is the duration less the clock read (5 ns), the charge is memset's call cost plus
+    the allocator path of the call's side of the edge; the kinds and sides come apart."""
+    df = pd.DataFrame({"source": "interposer", "kind": ["memset", "calloc", "calloc"], "bytes": [16, 16, 200],
+                       "size": [16, 16, 200], "size_class": [5, 5, 8], "count": [1, 1, 1],
+                       "pid": 1, "tid": 1, "image": 0, "t_ns": [0.0, 110.0, 5200.0],
+                       "dur_ns": [100.0, 95.0, 405.0], "value": 0})
+    df.attrs["movelab"] = {"processes": [{"pid": 1, "image": 0, "clock_ns": 5.0}]}
+    cost = {"edge_ns": 1000.0, "ns": {"calloc": {"hot": {"5": 40.0, "8": 80.0}, "cold": {"5": 60.0, "8": 200.0}}}}
+    t = calibration.alloc_charge(df, {"memset": 3.0, "calloc": 50.0}, None, cost).set_index(["kind", "gap"])
+    # the memset is its thread's first call (no gap): "after a gap"
+    assert t.loc[("memset", "after a gap"), "charged_ns"] == pytest.approx(3.0)
+    assert t.loc[("calloc", "back to back"), "measured_ns"] == pytest.approx(90.0)
+    assert t.loc[("calloc", "back to back"), "charged_ns"] == pytest.approx(3.0 + 40.0)
+    assert t.loc[("calloc", "after a gap"), "charged_ns"] == pytest.approx(3.0 + 200.0)
+    assert t.loc[("calloc", "after a gap"), "charged_without_path_ns"] == pytest.approx(50.0)
+    assert t.loc[("calloc", "after a gap"), "measured_ns_per_call"] == pytest.approx(400.0)
+    with pytest.raises(ValueError, match="'ns' table"):
+        calibration.alloc_charge(df, {}, None, {})

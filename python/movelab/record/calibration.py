@@ -343,6 +343,39 @@ def alloc_cost_ns(cost: Mapping[str, Any], kind: str, size_class: np.ndarray, ga
     return out
 
 
+def alloc_charge(calls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[float] | None,
+                 alloc: Mapping[str, Any]) -> pd.DataFrame:
+    """What the replay charges a recording's calls beyond their bytes, against what they took: per
+    kind and side of the allocator's gap edge (``alloc["edge_ns"]``: back to back, or after a longer
+    gap or a thread's first call), the calls, their measured time (the clock reads' cost removed,
+    as the validation does) and the per-call cost the tracked replay adds (``costs``/``edges``: the
+    call cost, :func:`gap_costs`'s or flat; ``alloc``: :func:`alloc_costs`, charged to ``calloc``
+    and ``realloc``), with and without the allocator's path. ``calls``: a recording's rows (its
+    ``attrs["movelab"]`` metadata), disturbed calls already left out by the caller. The figures
+    behind "gcc's allocator charge" in docs/record-replay.md."""
+    from movelab.record.replay import _check_alloc_cost, _fixed_cost, movement_events
+    from movelab.record.trace import corrected_dur
+
+    _check_alloc_cost(alloc)
+    ev = movement_events(calls[calls["source"] == "interposer"])
+    ev["net"] = corrected_dur(ev, calls.attrs.get("movelab", {}))
+    edge = float(alloc.get("edge_ns", ALLOC_EDGE_NS))
+    rows = []
+    for kind, k in ev.groupby("kind", sort=True):
+        hot = (k["gap_ns"].astype("float64") < edge).to_numpy()
+        for side, sel in (("back to back", hot), ("after a gap", ~hot)):
+            g = k[sel]
+            if g.empty:
+                continue
+            n = float(g["count"].sum())
+            charged = _fixed_cost(g, costs, edges, alloc)
+            without = _fixed_cost(g, costs, edges, None)
+            rows.append({"kind": str(kind), "gap": side, "calls": int(n), "measured_ns": float(g["net"].sum()),
+                         "charged_ns": charged, "charged_without_path_ns": without,
+                         "measured_ns_per_call": float(g["net"].sum()) / n, "charged_ns_per_call": charged / n})
+    return pd.DataFrame(rows)
+
+
 def _main(argv: Sequence[str]) -> int:
     """``python -m movelab.record.calibration alloc [--reps N]``: measures the allocator's path
     afresh (replacing the cached figures) and prints it per size class."""

@@ -1,8 +1,11 @@
 """This machine as a simulated platform: what Linux says about the processor, its caches and memory
 (/proc/cpuinfo, /sys/devices/system/cpu, /proc/meminfo), turned into overrides of a built-in
 platform so that a recording's baseline replay can be compared with the time measured inside the
-recorded calls. What Linux does not say (the DRAM's standard and speed, the core's width and window)
-is given by the caller or taken from the defaults below, each with its source."""
+recorded calls. What Linux does not say (the core's width, window and queues, the caches' published
+hit latencies) comes from the host file whose ``[match]`` names this processor's vendor, family and
+model (``presets/hosts/*.toml``, each value with its source there; a processor none matches gets the
+fallback file, and the notes say its figures are not this core's). The DRAM's standard and speed are
+given by the caller."""
 
 from __future__ import annotations
 
@@ -49,7 +52,13 @@ def describe() -> dict[str, Any]:
         k, _, v = line.partition(":")
         field.setdefault(k.strip(), v.strip())
     mem = re.search(r"MemTotal:\s+(\d+)", _read("/proc/meminfo"))
+
+    def _int(k: str) -> int | None:
+        v = field.get(k, "")
+        return int(v) if v.isdigit() else None
+
     return {
+        "vendor": field.get("vendor_id", ""), "family": _int("cpu family"), "model_number": _int("model"),
         "model": field.get("model name", ""), "cpu_mhz": float(field.get("cpu MHz", 0) or 0),
         "cpus": sum(1 for line in info.splitlines() if line.startswith("processor")),
         "flags_avx512": " avx512f " in f" {field.get('flags', '')} ",
@@ -66,8 +75,37 @@ def _pow2_sets(size_kib: int, ways: int, line: int) -> int:
     return p * ways * line // 1024
 
 
-#: Hit latencies (cycles) where none is measured: typical of the class, not of this machine.
-TYPICAL_HIT_CYCLES = {"l1": 5, "l2": 15, "llc": 60}
+def _host_files() -> list[dict[str, Any]]:
+    """The host files (``presets/hosts/*.toml``), parsed, each with its ``file`` name."""
+    import tomllib
+
+    from movelab import data
+
+    out = []
+    for name in sorted(data.files("hosts")):
+        if name.endswith(".toml"):
+            out.append({**tomllib.loads(data.file_text(name)), "file": f"presets/{name}"})
+    return out
+
+
+def host_preset(desc: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The host file for the processor ``desc`` describes (its ``vendor``, ``family`` and
+    ``model_number`` from /proc/cpuinfo) and whether it matched; the fallback file when none does.
+    A host file without ``[match]`` or a second fallback is an error naming the file."""
+    files = _host_files()
+    fallback = [f for f in files if f.get("fallback")]
+    if len(fallback) != 1:
+        raise ValueError(f"presets/hosts: exactly one host file must say fallback = true, found "
+                         f"{[f['file'] for f in fallback]}")
+    for f in files:
+        m = f.get("match")
+        if not isinstance(m, dict) or not {"vendor", "family", "models"} <= set(m):
+            raise ValueError(f"{f['file']}: [match] needs vendor, family and models")
+        if (desc.get("vendor") == m["vendor"] and desc.get("family") == m["family"]
+                and desc.get("model_number") is not None
+                and any(lo <= desc["model_number"] <= hi for lo, hi in m["models"])):
+            return f, True
+    return fallback[0], False
 
 
 def measured_hit_cycles(d: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
@@ -99,19 +137,27 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
     instead of typical ones."""
     d = desc or describe()
     notes = []
+    host, matched = host_preset(d)
+    cpu = f"{d.get('vendor') or '?'} family {d.get('family')} model {d.get('model_number')}"
+    if matched:
+        notes.append(f"host file {host['file']} ({host['description']}): chosen for {cpu} (/proc/cpuinfo)")
+    else:
+        notes.append(f"host file {host['file']} ({host['description']}): no host file matches {cpu}; its core "
+                     f"figures and hit latencies are not this processor's")
     ov: dict[str, Any] = {"preset": "rowclone-system"}
     core: dict[str, Any] = {}
     if d.get("cpu_mhz"):
         core["clock_mhz"] = round(d["cpu_mhz"])
         notes.append(f"core clock {core['clock_mhz']} MHz: /proc/cpuinfo 'cpu MHz' (the nominal clock; turbo "
                      f"is not visible here)")
-    # Not visible to Linux: the microarchitecture's widths. Defaults: a Golden Cove-class server core
-    # (Intel's published Sapphire/Emerald Rapids core: 6-wide allocation, 512-entry reorder buffer,
-    # 16 L1D fill buffers), and 32-byte registers for glibc's AVX2 memcpy (64 with AVX-512).
-    core.update(width=6, window=512, lsq=192, mshrs=16, store_buffer=114,
-                register_bytes=64 if d.get("flags_avx512") else 32)
-    notes.append("core width 6, window 512, 16 MSHRs, store buffer 114, load/store queue 192: a Golden Cove "
-                 "server core (Intel's public figures), not readable from Linux")
+    # Not visible to Linux: the microarchitecture's widths and queues (the host file, each value
+    # with its source there); 64-byte registers where AVX-512 is present (glibc's memcpy uses them).
+    core.update(host.get("core", {}))
+    if d.get("flags_avx512"):
+        core["register_bytes"] = 64
+    core.setdefault("register_bytes", 32)
+    notes.append(", ".join(f"{k} {v}" for k, v in sorted(core.items()) if k != "clock_mhz")
+                 + f": {host['file']} (published figures, sources cited there), not readable from Linux")
     ov["core"] = core
     hit, hit_notes = measured_hit_cycles(d) if measure else ({}, [])
     notes += hit_notes
@@ -123,14 +169,22 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
         key = {1: "l1", 2: "l2", 3: "llc"}.get(c["level"])
         if key is None:
             continue
-        cfg["hit_cycles"] = hit.get(key, TYPICAL_HIT_CYCLES[key])
+        pub = host.get(key, {})
+        cfg["hit_cycles"] = hit.get(key, pub.get("hit_cycles"))
+        if cfg["hit_cycles"] is None:
+            raise ValueError(f"{host['file']}: [{key}] hit_cycles missing (needed when latencies are not measured)")
         ov[key] = cfg
         note = f"{key}: {c['size_kib']} KiB {c['ways']}-way from /sys/devices/system/cpu/cpu0/cache"
         if size != c["size_kib"]:
             note += f", simulated as {size} KiB (a power of two of sets)"
+        differs = [f"{k} {pub[k]}" for k in ("size_kib", "ways", "line_bytes") if k in pub and pub[k] != c[k]]
+        if differs:
+            note += f" (the host file says {', '.join(differs)}: Linux's figures are used)"
         notes.append(note + (f"; hit latency {cfg['hit_cycles']} cycles, measured" if key in hit else
-                             f"; hit latency {cfg['hit_cycles']} cycles: typical of the class, not measured"))
+                             f"; hit latency {cfg['hit_cycles']} cycles: {host['file']}, not measured"))
+    documented = host.get("memory", {}).get("documented")
     ov["memory"] = {"preset": memory}
     notes.append(f"memory: the {memory} DRAM config, given (Linux in a virtual machine does not expose the "
-                 f"DIMMs); pass another with --memory")
+                 f"DIMMs; " + (f"the processor's documented memory is {documented}, {host['file']}; " if documented
+                               else "") + "pass another with --memory)")
     return {"platform": ov, "notes": notes}
