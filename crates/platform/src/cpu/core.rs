@@ -14,6 +14,7 @@
 //! `memcpy`/`meminit`) handed to the uncore.
 use crate::config::platform::CoreConfig;
 use crate::config::workload::Op;
+use crate::cpu::issue_set::IssueSet;
 pub use crate::iface::{token_context, Access, OffloadOp, Token, Uncore, SEQ_MASK};
 use crate::sim::Ps;
 use movelab_dram::generator::Xoshiro256StarStar;
@@ -167,8 +168,9 @@ pub struct Core {
     /// Sequence numbers of the window's entries not yet issued, oldest first, except (out of
     /// order) those asleep on a producer that has not issued or waits for memory: such an entry
     /// can neither issue nor say when it could, so the issue scan would only skip it; it joins
-    /// the scan when its producer's result gets a time ([`Core::wake_children`]).
-    unissued: VecDeque<u64>,
+    /// the scan when its producer's result gets a time ([`Core::wake_children`]). A bit per
+    /// entry, walked in sequence order.
+    unissued: IssueSet,
     /// The operations of the offloads emitted and not yet issued, by id (a handful).
     offload_ops: Vec<(u32, OffloadOp)>,
     /// Store-buffer entries started: they are always the oldest ones (writes start in order
@@ -176,6 +178,8 @@ pub struct Core {
     sb_started: usize,
     /// `mem_ports`, at least one.
     ports: u32,
+    /// Ticks every cycle while a full store buffer holds the head (see [`Core::keep_polling`]).
+    polls_full_store_buffer: bool,
 }
 
 /// How the core turns a workload operation into micro-ops.
@@ -225,11 +229,20 @@ impl Core {
             interrupted_expansion: None,
             tag: 0,
             in_expansion: false,
-            unissued: VecDeque::new(),
+            unissued: IssueSet::new(),
             offload_ops: Vec::new(),
             sb_started: 0,
             ports: cfg.mem_ports.max(1),
+            polls_full_store_buffer: false,
         }
+    }
+
+    /// The core ticks every cycle while a full store buffer holds a finished store at the head,
+    /// as it did before it learnt to sleep then. Its timing is the same either way; only the
+    /// number of the run loop's turns differs, which the per-core DRAM accounting's sampling
+    /// counts (`MemorySystem::set_owners`): where it is on, this keeps its figures as they were.
+    pub fn keep_polling(&mut self) {
+        self.polls_full_store_buffer = true;
     }
 
     /// Makes this core hardware context `ctx` of a multithreaded core.
@@ -658,8 +671,7 @@ impl Core {
             let seq = self.head_seq + ci as u64;
             let child = &mut self.rob[ci];
             c = std::mem::replace(&mut child.sibling, NO_SEQ);
-            let pos = self.unissued.partition_point(|&s| s < seq);
-            self.unissued.insert(pos, seq);
+            self.unissued.insert(seq);
         }
     }
 
@@ -695,6 +707,10 @@ impl Core {
         self.poked = false;
         let w = i64::from(self.cfg.width);
         let mut progress = false;
+        // The head is a finished store held back by a full store buffer.
+        let mut sb_full = false;
+        // An uncore call answered "not now" (retried at the next tick that reaches it).
+        let mut refused = false;
 
         // Retire, in order.
         self.retire_credit = (self.retire_credit + w).min(w);
@@ -710,6 +726,7 @@ impl Core {
                 // Retired stores leave the load/store queue for the store buffer, which must have
                 // room for them.
                 if self.sb_used + e.uop.count > self.cfg.store_buffer && !self.sb.is_empty() {
+                    sb_full = true;
                     break;
                 }
                 self.sb
@@ -820,27 +837,24 @@ impl Core {
         let mut retry = false;
         let n = self.rob.len();
         // The scan visits only entries not yet issued (`unissued`, oldest first): issued ones
-        // would be skipped anyway.
-        let mut p = 0;
+        // would be skipped anyway. `p`: its position, a sequence number, up to the window's end.
+        let end = self.head_seq + n as u64;
+        let mut p = self.head_seq;
         if now < self.serialize_until {
             // A serializing entry (interrupt entry or return) holds everything younger.
             wake = wake.min(self.serialize_until);
-            p = self.unissued.len();
+            p = end;
         }
-        while p < self.unissued.len() && self.issue_credit > 0 {
-            let s = self.unissued[p];
-            let Some(idx) = s
-                .checked_sub(self.head_seq)
-                .map(|i| i as usize)
-                .filter(|&i| i < n && !self.rob[i].issued)
-            else {
-                if p == 0 {
-                    self.unissued.pop_front();
-                } else {
-                    self.unissued.remove(p);
-                }
-                continue;
+        while self.issue_credit > 0 {
+            let Some(s) = self.unissued.next_from(p, end) else {
+                break;
             };
+            p = s;
+            let idx = (s - self.head_seq) as usize;
+            if self.rob[idx].issued {
+                self.unissued.remove(s);
+                continue;
+            }
             let e = self.rob[idx];
             // Operand ready?
             let ready_at = if e.uop.dep == 0 || (e.uop.dep as usize) > idx {
@@ -929,6 +943,7 @@ impl Core {
             };
             match done {
                 Access::RetryAt(t) => {
+                    refused = true;
                     if t != Ps::MAX {
                         wake = wake.min(t);
                     }
@@ -958,12 +973,8 @@ impl Core {
                 Access::Pending => self.rob[idx].done_at = Ps::MAX,
             }
             self.rob[idx].issued = true;
-            // Mostly the oldest waiting entry issues: it leaves without a shift.
-            if p == 0 {
-                self.unissued.pop_front();
-            } else {
-                self.unissued.remove(p);
-            }
+            self.unissued.remove(s);
+            p += 1;
             // Its sleepers are younger: they join the scan after `p`, so this cycle still
             // reaches them, as it would have.
             if self.rob[idx].children != NO_SEQ {
@@ -997,6 +1008,9 @@ impl Core {
                 self.lsq_used += u.count;
             }
             let seq = self.head_seq + self.rob.len() as u64;
+            // The set tells the window's entries apart, sleepers included (they join it later).
+            self.unissued
+                .reserve(self.head_seq, self.rob.len() as u64 + 1);
             // Out of order, an entry whose producer has no result time yet sleeps on it (see
             // `unissued`); in order, every entry stays in the scan, which stops at the first
             // that cannot issue.
@@ -1012,7 +1026,7 @@ impl Core {
                 waits
             };
             if !asleep {
-                self.unissued.push_back(seq);
+                self.unissued.insert(seq);
             }
             self.rob.push_back(Entry {
                 uop: u,
@@ -1035,10 +1049,26 @@ impl Core {
         {
             return next_cycle;
         }
+        // A finished head held back by a full store buffer retires once a store write leaves
+        // it: at a write's known time (`sb_next`) or when the memory answers one (the answer
+        // wakes the core). Ticks before then would only find everything as it is (no uncore
+        // call was refused, every bandwidth credit is already whole and the front end has
+        // nothing new to dispatch), so the core sleeps instead of polling each cycle; it still
+        // looks again when held-back accesses may retry (`mem_blocked_until`).
+        let polls = !(sb_full
+            && !self.polls_full_store_buffer
+            && !refused
+            && !retry
+            && !sb_retry
+            && self.port_credit > 0
+            && (!self.pending.is_empty() || !self.wants_op()));
         if let Some(h) = self.rob.front() {
-            if h.issued && h.done_at != Ps::MAX {
+            if h.issued && h.done_at != Ps::MAX && polls {
                 wake = wake.min(h.done_at);
             }
+        }
+        if !polls && self.mem_blocked_until > now {
+            wake = wake.min(self.mem_blocked_until);
         }
         wake = wake.min(sb_next);
         if retry || sb_retry {
@@ -1187,6 +1217,106 @@ mod tests {
     /// holds those that come meanwhile): `in_handler` holds while any handler entry is in
     /// flight and clears exactly when the return leaves the window, and the program's work
     /// still all retires after it.
+    /// Stores answered by memory after a delay (through `memory_done`, as the platform does),
+    /// loads after a fixed time.
+    struct SlowStores {
+        delay: Ps,
+        answers: Vec<(Ps, Token)>,
+    }
+    impl Uncore for SlowStores {
+        fn load(&mut self, now: Ps, _: u64, _: bool, _: Token) -> Access {
+            Access::At(now + 20 * 333)
+        }
+        fn store(&mut self, now: Ps, _: u64, _: bool, _: bool, token: Token) -> Access {
+            self.answers.push((now + self.delay, token));
+            Access::Pending
+        }
+        fn offload(&mut self, now: Ps, _: u32, _: OffloadOp, _: u64) -> Access {
+            Access::At(now)
+        }
+        fn uncached(&mut self, now: Ps, _: u64, _: bool) -> Access {
+            Access::At(now)
+        }
+        fn ring_wait(&mut self, now: Ps, _: u16, _: bool, _: u64, _: u64) -> Access {
+            Access::At(now)
+        }
+        fn ring_commit(&mut self, now: Ps, _: u16, _: bool, _: u64, _: u64) -> Access {
+            Access::At(now)
+        }
+        fn interrupt(&mut self, now: Ps, _: u32) -> Access {
+            Access::At(now)
+        }
+    }
+
+    /// Runs a CPU copy whose stores each wait `delay` for memory, so the store buffer fills and
+    /// holds finished stores at the window's head. `poll`: the core ticks every cycle; else
+    /// only when it asked to or memory answered. Returns the times the retired count changed
+    /// and the core's ticks.
+    fn run_slow_stores(delay: Ps, bytes: u64, poll: bool) -> (Vec<(Ps, u64)>, u64) {
+        let mut core = Core::new(&CoreConfig::default(), 7);
+        let cy = core.cycle_ps;
+        core.push_op(
+            &Op::Copy {
+                src: 1 << 20,
+                dst: 1 << 24,
+                bytes,
+                policy: DstPolicy::AsGiven,
+            },
+            CopyBy::Cpu,
+        );
+        core.end_of_input();
+        let mut unc = SlowStores {
+            delay,
+            answers: Vec::new(),
+        };
+        let (mut now, mut next, mut ticks) = (0, 0, 0u64);
+        let mut retired = vec![];
+        while !core.drained() {
+            assert!(now < 1_000_000_000, "the core never drained");
+            let mut answered = false;
+            unc.answers.retain(|&(t, tok)| {
+                if t <= now {
+                    core.memory_done(tok, t);
+                    answered = true;
+                }
+                t > now
+            });
+            if poll || answered || next <= now {
+                next = core.tick(now, &mut unc);
+                ticks += 1;
+                if retired.last().map(|r: &(Ps, u64)| r.1) != Some(core.counters.instructions) {
+                    retired.push((now, core.counters.instructions));
+                }
+            }
+            // Answers come on cycle boundaries, as the platform aligns them.
+            let due = unc.answers.iter().map(|a| a.0.div_ceil(cy) * cy).min();
+            now = if poll {
+                now + cy
+            } else {
+                next.min(due.unwrap_or(Ps::MAX))
+            };
+        }
+        (retired, ticks)
+    }
+
+    /// A finished store held at the head by a full store buffer: the core sleeps until a write
+    /// leaves the buffer instead of ticking every cycle, and retires everything at the same
+    /// times as a core that ticks every cycle (a quarter of the ticks or fewer on long waits).
+    #[test]
+    fn a_full_store_buffer_sleeps_until_a_write_leaves_it() {
+        for delay in [333 * 40, 333 * 240, 333 * 1000] {
+            let (polled, polled_ticks) = run_slow_stores(delay, 8192, true);
+            let (slept, slept_ticks) = run_slow_stores(delay, 8192, false);
+            assert_eq!(polled, slept, "delay {delay}");
+            // Short waits leave little to skip; long ones most of the cycles.
+            let factor = if delay >= 333 * 240 { 4 } else { 1 };
+            assert!(
+                slept_ticks * factor < polled_ticks,
+                "delay {delay}: {slept_ticks} ticks against {polled_ticks}"
+            );
+        }
+    }
+
     #[test]
     fn a_handler_masks_interrupts_until_its_return_retires() {
         let mut core = Core::new(&CoreConfig::default(), 1);

@@ -503,6 +503,10 @@ impl Platform {
             self.sys
                 .set_owners(&bases)
                 .map_err(|e| PlatformError::config("platform", "cores", e))?;
+            // Its samples are paced by the run loop's turns: keep their count as it was.
+            for c in &mut self.cores {
+                c.core.keep_polling();
+            }
         }
         Ok(())
     }
