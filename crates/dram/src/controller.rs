@@ -310,6 +310,20 @@ pub struct Controller {
     pub counters: ChannelCounters,
 }
 
+/// A request's command to its bank: ACT, PRE, RD, WR and the auto-precharge forms.
+#[inline(always)]
+fn is_bank_access(kind: CommandKind) -> bool {
+    matches!(
+        kind,
+        CommandKind::Act
+            | CommandKind::Pre
+            | CommandKind::Rd
+            | CommandKind::Wr
+            | CommandKind::Rda
+            | CommandKind::Wra
+    )
+}
+
 impl Controller {
     pub fn new(channel: u32, spec: &DramSpec, cfg: &ControllerConfig) -> Controller {
         let dev = ChannelDevices::new(spec);
@@ -850,16 +864,7 @@ impl Controller {
     fn refresh_locals(&mut self, kind: CommandKind, b: BankId) {
         // The common commands without group-scoped rules (every DDR3 command) move nothing here:
         // decided inline, without the call.
-        let bank_access = matches!(
-            kind,
-            CommandKind::Act
-                | CommandKind::Pre
-                | CommandKind::Rd
-                | CommandKind::Wr
-                | CommandKind::Rda
-                | CommandKind::Wra
-        );
-        if bank_access && !self.dev.has_group_rules(kind) {
+        if is_bank_access(kind) && !self.dev.has_group_rules(kind) {
             return;
         }
         self.refresh_locals_moved(kind, b);
@@ -1438,16 +1443,7 @@ impl Controller {
         }
         // A request's own command to one bank (nearly every command) skips the checks for the
         // other kinds in one test.
-        let one_bank = p.dst.is_none()
-            && matches!(
-                kind,
-                CommandKind::Act
-                    | CommandKind::Pre
-                    | CommandKind::Rd
-                    | CommandKind::Wr
-                    | CommandKind::Rda
-                    | CommandKind::Wra
-            );
+        let one_bank = p.dst.is_none() && is_bank_access(kind);
         if !one_bank {
             self.count_rows_before(&p);
         }
