@@ -310,6 +310,20 @@ pub struct Controller {
     pub counters: ChannelCounters,
 }
 
+/// A request's command to its bank: ACT, PRE, RD, WR and the auto-precharge forms.
+#[inline(always)]
+fn is_bank_access(kind: CommandKind) -> bool {
+    matches!(
+        kind,
+        CommandKind::Act
+            | CommandKind::Pre
+            | CommandKind::Rd
+            | CommandKind::Wr
+            | CommandKind::Rda
+            | CommandKind::Wra
+    )
+}
+
 impl Controller {
     pub fn new(channel: u32, spec: &DramSpec, cfg: &ControllerConfig) -> Controller {
         let dev = ChannelDevices::new(spec);
@@ -850,16 +864,7 @@ impl Controller {
     fn refresh_locals(&mut self, kind: CommandKind, b: BankId) {
         // The common commands without group-scoped rules (every DDR3 command) move nothing here:
         // decided inline, without the call.
-        let bank_access = matches!(
-            kind,
-            CommandKind::Act
-                | CommandKind::Pre
-                | CommandKind::Rd
-                | CommandKind::Wr
-                | CommandKind::Rda
-                | CommandKind::Wra
-        );
-        if bank_access && !self.dev.has_group_rules(kind) {
+        if is_bank_access(kind) && !self.dev.has_group_rules(kind) {
             return;
         }
         self.refresh_locals_moved(kind, b);
@@ -1487,55 +1492,33 @@ impl Controller {
         if let Some(w) = self.wck.as_mut() {
             w.issued(kind, p.bank.rank, now);
         }
-        if kind == CommandKind::Prea {
-            let per_rank = self.dev.banks_per_rank();
-            let base = p.bank.rank * per_rank;
-            self.counters.banks_closed_by_prea += (base..base + per_rank)
-                .filter(|&f| self.dev.open_row(self.dev.bank_from_flat(f)).is_some())
-                .count() as u64;
-        }
-        if kind == CommandKind::Actm {
-            if let Some(open) = self.dev.open_row(p.bank) {
-                self.counters.mrc_rows += (1u64 << (open ^ p.row).count_ones()) - 1;
-            }
+        // A request's own command to one bank (nearly every command) skips the checks for the
+        // other kinds in one test.
+        let one_bank = p.dst.is_none() && is_bank_access(kind);
+        if !one_bank {
+            self.count_rows_before(&p);
         }
         self.dev
             .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
         self.pick = None;
         self.mark_dirty(p.bank.flat as usize);
         self.refresh_locals(kind, p.bank);
-        if let Some((d, _, _)) = p.dst {
-            if d.rank != p.bank.rank {
-                self.refresh_locals(kind, d);
-            }
-        }
         if matches!(kind, CommandKind::Pre | CommandKind::Rda | CommandKind::Wra) {
             // The row closed: nothing activated waits on it any more.
             self.slots[p.bank.flat as usize].activated = None;
         }
-        if let Some((d, _, _)) = p.dst {
-            self.mark_dirty(d.flat as usize);
-        }
-        if matches!(kind, CommandKind::Refpb | CommandKind::Rfmpb) {
-            self.slots[p.bank.flat as usize].activated = None;
-            let partner = self.dev.refpb_partner(p.bank).flat as usize;
-            self.mark_dirty(partner);
-            self.slots[partner].activated = None;
-        }
-        if matches!(kind, CommandKind::Refsb | CommandKind::Rfmsb) {
-            for g in 0..self.dev.bank_groups() {
-                let f = self.dev.bank_id(p.bank.rank, g, p.bank.bank).flat;
-                self.mark_dirty(f as usize);
-                self.slots[f as usize].activated = None;
-            }
+        if !one_bank {
+            self.mark_other_banks(&p);
         }
         if self.raaimt > 0 {
             self.manage_refresh(kind, p.bank);
         }
-        if matches!(
-            kind,
-            CommandKind::Prea | CommandKind::Ref | CommandKind::Rfm
-        ) {
+        if !one_bank
+            && matches!(
+                kind,
+                CommandKind::Prea | CommandKind::Ref | CommandKind::Rfm
+            )
+        {
             let per_rank = self.dev.banks_per_rank();
             for f in p.bank.rank * per_rank..(p.bank.rank + 1) * per_rank {
                 self.mark_dirty(f as usize);
@@ -1598,6 +1581,51 @@ impl Controller {
             },
             Source::Job(ji) => self.advance_job(ji, kind, now),
             Source::Refresh => {}
+        }
+    }
+
+    /// Before a command other than a request's own to one bank issues: the banks a PREA closes
+    /// and the rows an ACTM raises besides the open one, counted while the rows are still open.
+    #[inline(never)]
+    fn count_rows_before(&mut self, p: &Pending) {
+        if p.kind == CommandKind::Prea {
+            let per_rank = self.dev.banks_per_rank();
+            let base = p.bank.rank * per_rank;
+            self.counters.banks_closed_by_prea += (base..base + per_rank)
+                .filter(|&f| self.dev.open_row(self.dev.bank_from_flat(f)).is_some())
+                .count() as u64;
+        }
+        if p.kind == CommandKind::Actm {
+            if let Some(open) = self.dev.open_row(p.bank) {
+                self.counters.mrc_rows += (1u64 << (open ^ p.row).count_ones()) - 1;
+            }
+        }
+    }
+
+    /// After a command other than a request's own to one bank issued: the other banks it moved
+    /// (a transfer's destination; the banks a per-bank or same-bank refresh or RFM covers) are
+    /// re-evaluated, and those it refreshed hold no activated request any more.
+    #[inline(never)]
+    fn mark_other_banks(&mut self, p: &Pending) {
+        let kind = p.kind;
+        if let Some((d, _, _)) = p.dst {
+            if d.rank != p.bank.rank {
+                self.refresh_locals(kind, d);
+            }
+            self.mark_dirty(d.flat as usize);
+        }
+        if matches!(kind, CommandKind::Refpb | CommandKind::Rfmpb) {
+            self.slots[p.bank.flat as usize].activated = None;
+            let partner = self.dev.refpb_partner(p.bank).flat as usize;
+            self.mark_dirty(partner);
+            self.slots[partner].activated = None;
+        }
+        if matches!(kind, CommandKind::Refsb | CommandKind::Rfmsb) {
+            for g in 0..self.dev.bank_groups() {
+                let f = self.dev.bank_id(p.bank.rank, g, p.bank.bank).flat;
+                self.mark_dirty(f as usize);
+                self.slots[f as usize].activated = None;
+            }
         }
     }
 

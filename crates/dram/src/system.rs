@@ -66,15 +66,27 @@ where
     // Items left until the next progress call (a countdown: no division per item).
     let mut until_progress = progress_every;
     let mut steps: u64 = 0;
+    // The channel and queue that refused the trace's next request (still the next one).
+    let mut refused: Option<(usize, crate::request::Op)> = None;
 
     loop {
         steps += 1;
         if steps.is_multiple_of(interrupt::CHECK_STEPS) && interrupt::requested() {
             return Err(Error::Interrupted);
         }
-        // 1. The frontend offers the next item, one per cycle.
+        // 1. The frontend offers the next item, one per cycle. A request its channel refused
+        // (its arrival already checked, its cycle reached) is refused again while that queue is
+        // full: answered from the queue alone, without reading the item again.
         let mut blocked = false;
-        if let Some(peek) = trace.peek() {
+        if let Some((c, op)) = refused {
+            if chans[c].can_accept(op) {
+                refused = None;
+            } else {
+                blocked = true;
+            }
+        }
+        let head = if blocked { None } else { trace.peek() };
+        if let Some(peek) = head {
             let item = match peek {
                 Ok(it) => *it,
                 Err(e) => return Err(Error::Trace(e.clone())),
@@ -104,6 +116,7 @@ where
                             ch.enqueue(&loc, r.op, now, seq, Tag::Trace);
                             true
                         } else {
+                            refused = Some((loc.channel as usize, r.op));
                             false
                         }
                     }

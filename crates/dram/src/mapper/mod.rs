@@ -56,6 +56,24 @@ pub struct BitSlicer {
     bank_xor: bool,
     row_bits: u32,
     bank_bits: u32,
+    /// Per field in [`Field`] order (channel, rank, bank, row, column): its shift above the line
+    /// offset and its mask, so that [`AddressMapper::map`] slices without a loop or a branch.
+    shift: [u32; 5],
+    mask: [u64; 5],
+    /// `log2(bank_groups)` when the bank-group count is a power of two (a shift and a mask split
+    /// the flat bank instead of a division).
+    bg_shift: Option<u32>,
+}
+
+/// A field's place in [`BitSlicer`]'s `shift` and `mask`.
+fn field_index(f: Field) -> usize {
+    match f {
+        Field::Channel => 0,
+        Field::Rank => 1,
+        Field::Bank => 2,
+        Field::Row => 3,
+        Field::Column => 4,
+    }
 }
 
 fn log2(v: u64) -> u32 {
@@ -76,11 +94,26 @@ impl BitSlicer {
             Field::Row => log2(org.rows as u64),
             Field::Column => log2(org.lines_per_row() as u64),
         };
+        let bits = order_lsb_first.map(bits_of);
+        let offset_bits = log2(org.line_bytes());
+        let (mut shift, mut mask) = ([0u32; 5], [0u64; 5]);
+        let mut at = offset_bits;
+        for (f, b) in order_lsb_first.iter().zip(bits) {
+            let i = field_index(*f);
+            // Shifts past the address's 64 bits read zero, as the loop this replaces did.
+            shift[i] = at.min(63);
+            mask[i] = if at >= 64 { 0 } else { (1u64 << b) - 1 };
+            at += b;
+        }
+        let bg = org.bank_groups.max(1);
         BitSlicer {
             name,
             order_lsb_first,
-            offset_bits: log2(org.line_bytes()),
-            bits: order_lsb_first.map(bits_of),
+            offset_bits,
+            bits,
+            shift,
+            mask,
+            bg_shift: bg.is_power_of_two().then(|| bg.trailing_zeros()),
             bank_groups: org.bank_groups,
             bank_xor,
             row_bits: bits_of(Field::Row),
@@ -102,24 +135,21 @@ impl AddressMapper for BitSlicer {
     }
     #[inline]
     fn map(&self, addr: u64) -> Location {
-        let mut a = addr >> self.offset_bits;
-        let mut loc = Location::default();
-        let mut flat_bank = 0u32;
-        for (f, b) in self.order_lsb_first.iter().zip(self.bits) {
-            let v = (a & ((1u64 << b) - 1)) as u32;
-            a >>= b;
-            match f {
-                Field::Channel => loc.channel = v,
-                Field::Rank => loc.rank = v,
-                Field::Bank => flat_bank = v,
-                Field::Row => loc.row = v,
-                Field::Column => loc.column = v,
-            }
+        let field = |i: usize| ((addr >> self.shift[i]) & self.mask[i]) as u32;
+        let row = field(3);
+        let flat_bank = field(2) ^ self.xor_mask(row);
+        let (bank_group, bank) = match self.bg_shift {
+            Some(s) => (flat_bank & ((1 << s) - 1), flat_bank >> s),
+            None => (flat_bank % self.bank_groups, flat_bank / self.bank_groups),
+        };
+        Location {
+            channel: field(0),
+            rank: field(1),
+            bank_group,
+            bank,
+            row,
+            column: field(4),
         }
-        flat_bank ^= self.xor_mask(loc.row);
-        loc.bank_group = flat_bank % self.bank_groups;
-        loc.bank = flat_bank / self.bank_groups;
-        loc
     }
     fn unmap(&self, loc: &Location) -> u64 {
         let flat_bank = (loc.bank * self.bank_groups + loc.bank_group) ^ self.xor_mask(loc.row);
@@ -182,6 +212,45 @@ mod tests {
             prop_assert_eq!(m.unmap(&loc), line);
             prop_assert!(loc.channel < o.channels && loc.rank < o.ranks && loc.bank_group < o.bank_groups);
             prop_assert!(loc.bank < o.banks_per_group && loc.row < o.rows && loc.column < o.lines_per_row());
+        }
+    }
+
+    /// The mapping read field by field, least significant first (how `map` sliced before it
+    /// kept each field's shift and mask).
+    fn sliced(m: &BitSlicer, addr: u64) -> Location {
+        let mut a = addr >> m.offset_bits;
+        let mut loc = Location::default();
+        let mut flat_bank = 0u32;
+        for (f, b) in m.order_lsb_first.iter().zip(m.bits) {
+            let v = (a & ((1u64 << b) - 1)) as u32;
+            a >>= b;
+            match f {
+                Field::Channel => loc.channel = v,
+                Field::Rank => loc.rank = v,
+                Field::Bank => flat_bank = v,
+                Field::Row => loc.row = v,
+                Field::Column => loc.column = v,
+            }
+        }
+        flat_bank ^= m.xor_mask(loc.row);
+        loc.bank_group = flat_bank % m.bank_groups;
+        loc.bank = flat_bank / m.bank_groups;
+        loc
+    }
+
+    proptest! {
+        /// Any address, in or beyond the capacity, with power-of-two and other bank-group counts.
+        #[test]
+        fn map_is_the_field_by_field_slicing(addr in any::<u64>(), which in 0usize..4, xor in any::<bool>(),
+                                             groups in 1u32..7, ranks in 1u32..3) {
+            let o = Organization { bank_groups: groups, ranks, ..org() };
+            let m = match which {
+                0 => ro_ba_ra_co_ch::mapper(&o, xor),
+                1 => ch_ra_ba_ro_co::mapper(&o, xor),
+                2 => ro_ra_ba_ch_co::mapper(&o, xor),
+                _ => line_interleave::mapper(&o, xor),
+            };
+            prop_assert_eq!(m.map(addr), sliced(&m, addr));
         }
     }
 
