@@ -38,7 +38,7 @@ fn network_presets() -> Vec<String> {
 /// One run on the one platform (two `ixp-host`s on one wire): configuration `config` ("emu",
 /// "softnic", "onloader"), direction "rx" or "tx", UDP payload bytes; `with_app = false` leaves
 /// the receiving process out (onloader receive only). Overrides may set only the keys that reach
-/// the platform (`udp_pair::PLATFORM_KEYS`). The run's figures and both platforms' statistics as
+/// the platform (the network platform's keys, `config/network.rs`). The run's figures and both platforms' statistics as
 /// JSON.
 #[pyfunction]
 #[pyo3(signature = (config, direction, payload, with_app=true, platform="ixp2350", overrides=None))]

@@ -13,7 +13,7 @@
 //! `rx` runs with the receiving host program's `mapping_cache` and `l2_push` parameters (and the
 //! microengines' own `l2_push`) set per variant. The network platform's preset
 //! (`presets/network/ixp2350.toml`) gives the settings the user may override (clocks, contexts,
-//! the CPI, the push, the mapping cache, the wire's rate: `udp_pair::PLATFORM_KEYS`); this module
+//! the CPI, the push, the mapping cache, the wire's rate: `config/network.rs`); this module
 //! maps the experiments' points onto `udp_pair`'s runs and variants.
 use crate::config::network::NetworkIoConfig;
 use crate::config::platform::PlatformConfig;

@@ -9,10 +9,10 @@
 //! stale line read fails the run.
 //!
 //! The network platform's preset (`presets/network/ixp2350.toml`, `config/network.rs`) gives the
-//! settings that reach the two platforms ([`PLATFORM_KEYS`]: the microengines' count, clock and
-//! contexts, the host's clock, the calibrated CPI, the L2 push, the mapping cache, the wire's rate
-//! and how long the peer sends); [`refuse_unused`] refuses an override of any other key, which
-//! the platform would not read. `movelab network run`, the `udp-rx`/`udp-tx` workloads of the
+//! settings that reach the two platforms (the microengines' count, clock and contexts, the host's
+//! clock, the calibrated CPI, the L2 push, the mapping cache, the wire's rate and how long the peer
+//! sends) and nothing else: an override of any other key is refused by name there, since the
+//! platform would not read it. `movelab network run`, the `udp-rx`/`udp-tx` workloads of the
 //! registry and the `wun-onload` reproduction all run here.
 use crate::config::network::NetworkIoConfig;
 use crate::config::platform::PlatformConfig;
@@ -42,15 +42,6 @@ pub const BLOCKS_ALONE_SEND_NS: f64 = 3_000_000.0;
 const BLOCKS_ALONE_BUFFERS: u64 = 512;
 /// The configurations.
 pub const CONFIGS: &[&str] = &["emu", "softnic", "onloader"];
-/// The network platform's keys that reach the platforms; any other override is refused.
-pub const PLATFORM_KEYS: &[(&str, &[&str])] = &[
-    (
-        "small_cores",
-        &["clock_mhz", "threads", "rx_cores", "tx_cores"],
-    ),
-    ("host", &["clock_mhz", "cpi", "l2_push", "mapping_cache"]),
-    ("wire", &["gbps", "duration_us"]),
-];
 /// The peer's sending time, simulated ns, at most (a receive run simulates every frame).
 pub const MAX_SEND_NS: f64 = 100_000_000.0;
 
@@ -173,61 +164,11 @@ pub struct UdpRun {
     pub links: Vec<cluster::LinkStats>,
 }
 
-/// Refuses an override of a network-platform key that does not reach the platforms, naming it.
-pub fn refuse_unused(overrides: &toml::Value, src: &str) -> Result<(), PlatformError> {
-    let Some(t) = overrides.as_table() else {
-        return Ok(());
-    };
-    let allowed = || {
-        PLATFORM_KEYS
-            .iter()
-            .flat_map(|(s, ks)| ks.iter().map(move |k| format!("{s}.{k}")))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    for (section, v) in t {
-        let keys = PLATFORM_KEYS
-            .iter()
-            .find(|(s, _)| s == section)
-            .map(|(_, ks)| *ks);
-        let sub: Vec<(Option<&String>, &toml::Value)> = match v.as_table() {
-            Some(st) => st.iter().map(|(k, x)| (Some(k), x)).collect(),
-            None => vec![(None, v)],
-        };
-        for (k, leaf) in sub {
-            if k.is_some_and(|k| keys.is_some_and(|ks| ks.contains(&k.as_str())))
-                && !leaf.is_table()
-            {
-                continue;
-            }
-            // The full path of the first value under the key (`host.costs.ip_rx`).
-            let mut key = match k {
-                Some(k) => format!("{section}.{k}"),
-                None => section.clone(),
-            };
-            let mut at = leaf;
-            while let Some((k2, v2)) = at.as_table().and_then(|t| t.iter().next()) {
-                key = format!("{key}.{k2}");
-                at = v2;
-            }
-            return Err(PlatformError::config(
-                src,
-                key,
-                format!(
-                    "not read by the one platform the network runs on (the keys that reach it: {})",
-                    allowed()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Loads network platform `platform` with `overrides` (only [`PLATFORM_KEYS`]).
+/// Loads network platform `platform` with `overrides` (its keys only: every one reaches the
+/// platforms, and any other is refused by name, `config/network.rs`).
 pub fn load(platform: &str, overrides: &toml::Value) -> Result<NetworkIoConfig, PlatformError> {
     let cfg = NetworkIoConfig::load(platform)?;
     if overrides.as_table().is_some_and(|t| !t.is_empty()) {
-        refuse_unused(overrides, "overrides")?;
         return cfg.with_overrides(overrides.clone(), "overrides");
     }
     Ok(cfg)
