@@ -186,10 +186,13 @@ fn only_the_synchronous_off_die_engine_snoops_each_line_on_the_bus() {
     // address phase. A 4 KB copy is 64 reads and 64 writes: 40 ns more per turn costs the
     // synchronous copy about 128 x 40 ns and the asynchronous one only its request's turn.
     let extra = 40.0;
-    let sync = mean_copy_with_bus_turn("SYNC_WLB", 10.0 + extra) - mean_copy_with_bus_turn("SYNC_WLB", 10.0);
+    let sync = mean_copy_with_bus_turn("SYNC_WLB", 10.0 + extra)
+        - mean_copy_with_bus_turn("SYNC_WLB", 10.0);
     let asynchronous =
         mean_copy_with_bus_turn("ASYNC", 10.0 + extra) - mean_copy_with_bus_turn("ASYNC", 10.0);
-    println!("4 KB copy, +{extra} ns per bus turn: SYNC_WLB +{sync:.0} ns, ASYNC +{asynchronous:.0} ns");
+    println!(
+        "4 KB copy, +{extra} ns per bus turn: SYNC_WLB +{sync:.0} ns, ASYNC +{asynchronous:.0} ns"
+    );
     assert!(
         sync > 64.0 * extra,
         "SYNC_WLB: per-line snoops must cost about 128 turns (+{sync:.0} ns)"

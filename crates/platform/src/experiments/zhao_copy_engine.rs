@@ -220,8 +220,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
                 tick(&mut done);
                 let copy_time = split_copy_time(mode, &m, &mut wlb_copy);
                 rows.push(row(
-                    "table3", core, payload, mode, "off-die", "", base.time, c_base, &m,
-                    copy_time,
+                    "table3", core, payload, mode, "off-die", "", base.time, c_base, &m, copy_time,
                 ));
             }
             if core == "out-of-order" && payload == 1024 {
