@@ -118,8 +118,9 @@ def use_window_status(pmu_dir: Path = PMU_DIR, arch: str | None = None) -> str:
 
 def wrap(cmd: list[str], data: Path) -> list[str]:
     """``cmd`` under ``perf record`` of the events above, timestamps on CLOCK_MONOTONIC (the
-    interposer's clock), following forks and execs."""
-    return [shutil.which("perf") or "perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-o", str(data),
+    interposer's clock), following forks and execs; ``-d``: the data mappings too
+    (:func:`cow_or_reuse` tells the zero page from a file page by them)."""
+    return [shutil.which("perf") or "perf", "record", "-q", "-d", "-k", "CLOCK_MONOTONIC", "-o", str(data),
             "-e", ",".join(EVENTS), "--", *cmd]
 
 
@@ -128,7 +129,8 @@ def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.Data
     one row each: tid, t_abs; the kernel's touches of user buffers, one row per single-buffer
     system call that copied: pid, tid, t_abs (its exit), addr, bytes, kind) from a perf file."""
     perf = shutil.which("perf") or "perf"
-    proc = subprocess.Popen([perf, "script", "--ns", "-i", str(data), "-F", "pid,tid,time,event,trace"],
+    proc = subprocess.Popen([perf, "script", "--ns", "--show-mmap-events", "-i", str(data), "-F",
+                             "pid,tid,time,event,trace"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     try:
