@@ -78,6 +78,17 @@ def test_unit_rounds_a_very_rare_event_away_but_keeps_a_rare_one() -> None:
     assert rc._unit_scale(10, 40) == 0.1
 
 
+def test_kernel_copies_bound_adds_a_read_and_a_write_miss_per_line_copied() -> None:
+    m = {**_m(cow=10, zero=40), "syscall_bytes": 64 * 1000}
+    cg = _cg(1_000_000, 500, 40 * 64 + 100)
+    p0, i0 = rc.derive(m, cg)
+    p1, i1 = rc.derive(m, cg, kernel_copies=True)
+    assert i1["ordinary_read_misses"] - i0["ordinary_read_misses"] == 1000
+    assert i1["ordinary_write_misses"] - i0["ordinary_write_misses"] == 1000
+    assert p1["dirty"] == p0["dirty"] and p1["zeros"] == p0["zeros"]
+    assert (p1["misses"], p1["writes"]) == (p0["misses"] + 100, p0["writes"] + 100)
+
+
 def test_steady_state_is_the_long_runs_excess() -> None:
     long = {"page_zero": 900, "page_cow": 10, "instructions": 5000, "processes": 1}
     short = {"page_zero": 300, "page_cow": 12, "instructions": 2000, "processes": 1}

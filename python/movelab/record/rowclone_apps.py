@@ -177,6 +177,7 @@ def movement(df: Any, pages: dict[str, int] | None = None) -> dict[str, int]:
         pages = {kk: int((k["kind"] == kk).sum()) for kk in KERNEL_PAGE_KINDS}
     return {
         **{kk: int(pages.get(kk, 0)) for kk in KERNEL_PAGE_KINDS},
+        **({"syscall_bytes": int(pages["syscall_bytes"])} if "syscall_bytes" in pages else {}),
         "user_copy_pages": int(copy_pages.sum()),
         "user_zero_pages": int(zero_pages.sum()),
         "user_copy_bytes": copy_bytes,
@@ -196,14 +197,16 @@ def kernel_pages(cmd: str, data: Path, focus: str) -> dict[str, int]:
     """The page events of ``bash -c cmd`` from perf alone: no interposer in the processes, so the
     recorder's own buffers and their copy-on-write in forked children (a few pages per process,
     most of a short process's page events) are not counted as the program's. ``focus``: only the
-    processes running that executable ("" for all)."""
+    processes running that executable ("" for all). Also ``syscall_bytes``: the bytes the kernel
+    copied between user and kernel buffers for the processes' read/write/send/recv calls (not page
+    operations; ordinary traffic cachegrind does not see: :func:`derive`'s ``kernel_copies``)."""
     from movelab.record import kernel
 
     perf = shutil.which("perf")
     ok, why = kernel.status()
     if perf is None or not ok:
         raise RuntimeError(f"perf cannot record the kernel's page events here: {why}")
-    events = [*kernel.FAULTS, *kernel.LIFECYCLE]
+    events = [*kernel.FAULTS, *kernel.LIFECYCLE, *[f"syscalls:sys_exit_{c}" for c in kernel.SYSCALLS]]
     # -d: the data mappings too (an anonymous page's first write after a read zeroes, a private file
     # page's copies: movelab.record.kernel.cow_or_reuse)
     rec = subprocess.run([perf, "record", "-q", "-d", "-k", "CLOCK_MONOTONIC", "-o", str(data), "-e", ",".join(events),
@@ -214,12 +217,14 @@ def kernel_pages(cmd: str, data: Path, focus: str) -> dict[str, int]:
     script = subprocess.run([perf, "script", "--ns", "--show-mmap-events", "-i", str(data), "-F",
                              "pid,tid,time,event,trace"],
                             capture_output=True, text=True, timeout=1800)
-    faults = kernel.parse_lines(script.stdout.splitlines())[0]
+    faults, sums, _, _ = kernel.parse_lines(script.stdout.splitlines())
     if focus:
         path = shutil.which(focus)
         names = {focus, path or focus, os.path.realpath(path) if path else focus}
         faults = faults[faults["exe"].isin(names) | faults["exe"].map(lambda e: Path(e).name == focus)]
-    return {k: int((faults["kind"] == k).sum()) for k in KERNEL_PAGE_KINDS}
+        sums = sums[sums["pid"].isin(set(faults["pid"]))]
+    return {**{k: int((faults["kind"] == k).sum()) for k in KERNEL_PAGE_KINDS},
+            "syscall_bytes": int(sums["bytes"].sum())}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -285,7 +290,7 @@ def _unit_scale(copies: int, zeros: int) -> float:
     counts, rounded, are each within ``ROUNDING`` of their recorded value; the best of them
     otherwise. An event under ``ROUNDING`` of the page events (copies + zeroings) need only round
     within ``ROUNDING`` of the unit's page events: it may round to none, instead of making a unit of
-    thousands of the other (mcached's 3 copies beside 21,000 zeroings)."""
+    thousands of the other (3 copies beside 21,000 zeroings, as one of mcached's recordings had)."""
     events = [v for v in (copies, zeros) if v > 0]
     total = sum(events)
     best = (math.inf, 1.0)
@@ -297,7 +302,8 @@ def _unit_scale(copies: int, zeros: int) -> float:
     return best[1]
 
 
-def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False) -> tuple[dict[str, int], dict[str, Any]]:
+def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False,
+           kernel_copies: bool = False) -> tuple[dict[str, int], dict[str, Any]]:
     """The copy-init-app parameters of one recorded program: (params, the derivation's
     intermediate figures). ``m``: :func:`movement`'s figures; ``cg``: :func:`cachegrind_counts`'.
 
@@ -307,6 +313,9 @@ def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False) -> tuple[d
       zeroings ``Z`` = first-touch zeroings + whole pages of user zeroings;
     * instructions ``I`` = cachegrind's user-mode instructions + 1,500 per fault (section 7.2),
       the write faults that reused a page (``page_reuse``, no copy) included;
+    * ``kernel_copies`` (a bound, not the committed sets): the kernel's system-call copies
+      (``syscall_bytes``, :func:`kernel_pages`) all miss: a read and a write miss per 64 bytes
+      added to the ordinary ones (cachegrind sees only user mode);
     * ordinary read misses = cachegrind's last-level read misses (``warm``: less its cold read
       misses, the bound of :attr:`Program.warm_shared`) less the
       page-granular user copies' own source reads (64 a page); its write misses less the user copies' and zeroings'
@@ -326,10 +335,11 @@ def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False) -> tuple[d
     # warm: a warm_shared program's cold read misses (``ll_read_misses_cold``) are lines an earlier
     # run of the same programs left in the cache; only the misses the 1 MB last level adds count.
     cold = cg.get("ll_read_misses_cold", 0) if warm else 0
-    reads = max(0, cg["ll_read_misses"] - cold - LINES * m["user_copy_pages"])
+    extra = m.get("syscall_bytes", 0) // 64 if kernel_copies else 0
+    reads = max(0, cg["ll_read_misses"] - cold - LINES * m["user_copy_pages"]) + extra
     writes_all = max(0, cg["ll_write_misses"] - LINES * (m["user_copy_pages"] + m["user_zero_pages"]))
     dirty = min(LINES, round(writes_all / zeros)) if zeros else 0
-    writes = max(0, writes_all - dirty * zeros)
+    writes = max(0, writes_all - dirty * zeros) + extra
     s = _unit_scale(copies, zeros)
     c_u, z_u = round(copies * s), round(zeros * s)
     fault = round(FAULT_INSTRUCTIONS * m["page_cow"] / copies) if copies else 0
