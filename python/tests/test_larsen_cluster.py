@@ -80,10 +80,13 @@ def test_fig10_every_bar_on_the_cluster(rows: list[dict]) -> None:
         assert _row(rows, "fig10", bar, "bytes_checked")["value"] > 0
         # Through the iDMA the descriptor traffic leaves the link.
         assert _row(rows, "fig10", bar, "idma_descriptor_doorbell_share")["value"] < share["value"]
-        # The receiver's TCP ACKs went back (a delayed ACK per two segments); without them each
-        # bar is lower.
+        # The receiver's TCP ACKs went back, as Linux sends them: fewer than one per two
+        # segments (64 B segments are counted in bytes against a 536 B receive MSS, an ACK
+        # covering at most 9; GRO merges a poll's full-size segments); without them each bar is
+        # lower.
         frames = _row(rows, "fig10", bar, "frames")["value"]
-        assert _row(rows, "fig10", bar, "acks")["value"] == frames // 2
+        acks = _row(rows, "fig10", bar, "acks")["value"]
+        assert -(-frames // (9 if bar.endswith("64B") else 45)) <= acks < frames // 2, (bar, acks)
         quiet = _row(rows, "sensitivity", f"fig10-{bar}-no-acks", "descriptor_doorbell_share")
         assert quiet["value"] < share["value"], (quiet, share)
     small = _row(rows, "fig10", "tx-64B", "descriptor_doorbell_share")["value"]
