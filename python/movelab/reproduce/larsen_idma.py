@@ -14,8 +14,8 @@
   write-back thresholds, interrupt moderation, RX tail writes in batches; 64 KB sends as one TSO
   send the NIC segments; the receiver's TCP ACKs go back over the same wire, sent as Linux
   sends them: once more than a receive MSS is unacknowledged, 536 B for 64 B segments, after
-  GRO has merged each poll's full-size segments), receive and transmit, and the bars without ACKs and the small bars with other
-  write-back thresholds (sensitivity);
+  GRO has merged each poll's full-size segments), receive and transmit, and the bars without
+  ACKs and the small bars with other write-back thresholds (sensitivity);
 * sensitivity: Table 1's run with the descriptor only in memory, with a slower DRAM and with
   DDIO on the receive path (on the cluster); the stacks on a Gen3 / Haswell platform (the
   two-host I/O model).
