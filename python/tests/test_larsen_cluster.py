@@ -100,3 +100,16 @@ def test_overrides_reach_the_cluster(rows: list[dict]) -> None:
     moved = li.run(small_count=4, large_count=1, parts=["latency"], overrides=slow)
     base = _row(rows, "table1", "idma", "end_to_end_us")["value"]
     assert _row(moved, "table1", "idma", "end_to_end_us")["value"] > base + 0.02
+
+
+def test_table1_by_share_is_section_4_2s_arithmetic_on_the_bars(rows: list[dict]) -> None:
+    # Beside the simulated stream: the ports' line rate per lane (20 Gb/s over 8 lanes) less the
+    # mean of this run's four bars; never judged (no paper value), and it moves with the bars.
+    for case, metric in [("descriptor-dma", "descriptor_doorbell_share"),
+                         ("idma", "idma_descriptor_doorbell_share")]:
+        r = _row(rows, "table1", case, "gbps_per_lane_by_share")
+        assert r["paper_value"] is None and r["unit"] == "Gb/s"
+        bars = [_row(rows, "fig10", b, metric)["value"] for b in ["tx-64B", "rx-64B", "tx-64KB", "rx-64KB"]]
+        assert abs(r["value"] - 2.5 * (1 - sum(bars) / 4)) < 1e-9
+    assert (_row(rows, "table1", "descriptor-dma", "gbps_per_lane_by_share")["value"]
+            < _row(rows, "table1", "idma", "gbps_per_lane_by_share")["value"] <= 2.5)

@@ -185,7 +185,7 @@ mod tests {
         assert_eq!(run(&mut c, &vec![vec![64; 12]; 10]), 20);
         // ack_every moves it: more than 3 x 536 B, every 26th.
         let mut d = DelayedAck::new(4, 536, 1448, false);
-        assert_eq!(run(&mut d, &[vec![64; 52]]), 2 + 0);
+        assert_eq!(run(&mut d, &[vec![64; 52]]), 2);
         // ... and the initial receive MSS: 88 (TCP_MIN_MSS) gives every second.
         let mut e = DelayedAck::new(2, 88, 1448, false);
         assert_eq!(run(&mut e, &[vec![64; 90]]), 45);
