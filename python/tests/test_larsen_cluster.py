@@ -80,10 +80,13 @@ def test_fig10_every_bar_on_the_cluster(rows: list[dict]) -> None:
         assert _row(rows, "fig10", bar, "bytes_checked")["value"] > 0
         # Through the iDMA the descriptor traffic leaves the link.
         assert _row(rows, "fig10", bar, "idma_descriptor_doorbell_share")["value"] < share["value"]
-        # The receiver's TCP ACKs went back (a delayed ACK per two segments); without them each
-        # bar is lower.
+        # The receiver's TCP ACKs went back, as Linux sends them: fewer than one per two
+        # segments (64 B segments are counted in bytes against a 536 B receive MSS, an ACK
+        # covering at most 9; GRO merges a poll's full-size segments); without them each bar is
+        # lower.
         frames = _row(rows, "fig10", bar, "frames")["value"]
-        assert _row(rows, "fig10", bar, "acks")["value"] == frames // 2
+        acks = _row(rows, "fig10", bar, "acks")["value"]
+        assert -(-frames // (9 if bar.endswith("64B") else 45)) <= acks < frames // 2, (bar, acks)
         quiet = _row(rows, "sensitivity", f"fig10-{bar}-no-acks", "descriptor_doorbell_share")
         assert quiet["value"] < share["value"], (quiet, share)
     small = _row(rows, "fig10", "tx-64B", "descriptor_doorbell_share")["value"]
@@ -97,3 +100,16 @@ def test_overrides_reach_the_cluster(rows: list[dict]) -> None:
     moved = li.run(small_count=4, large_count=1, parts=["latency"], overrides=slow)
     base = _row(rows, "table1", "idma", "end_to_end_us")["value"]
     assert _row(moved, "table1", "idma", "end_to_end_us")["value"] > base + 0.02
+
+
+def test_table1_by_share_is_section_4_2s_arithmetic_on_the_bars(rows: list[dict]) -> None:
+    # Beside the simulated stream: the ports' line rate per lane (20 Gb/s over 8 lanes) less the
+    # mean of this run's four bars; never judged (no paper value), and it moves with the bars.
+    for case, metric in [("descriptor-dma", "descriptor_doorbell_share"),
+                         ("idma", "idma_descriptor_doorbell_share")]:
+        r = _row(rows, "table1", case, "gbps_per_lane_by_share")
+        assert r["paper_value"] is None and r["unit"] == "Gb/s"
+        bars = [_row(rows, "fig10", b, metric)["value"] for b in ["tx-64B", "rx-64B", "tx-64KB", "rx-64KB"]]
+        assert abs(r["value"] - 2.5 * (1 - sum(bars) / 4)) < 1e-9
+    assert (_row(rows, "table1", "descriptor-dma", "gbps_per_lane_by_share")["value"]
+            < _row(rows, "table1", "idma", "gbps_per_lane_by_share")["value"] <= 2.5)

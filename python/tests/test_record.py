@@ -131,9 +131,9 @@ def test_kernel_events_or_a_reason(recording: tuple[pd.DataFrame, Path]) -> None
         assert any(why in n for n in meta["not_recorded"])
         return
     k = df[df["source"] == "kernel"]
-    assert set(k["kind"]) <= {"page_zero", "page_cow", "page_file", "page_zero_map", "page_protect", "read", "write",
-                              "pread", "pwrite", "readv", "writev", "recv", "send", "recvmsg", "sendmsg",
-                              *kernel.TOUCH_KINDS}
+    assert set(k["kind"]) <= {"page_zero", "page_cow", "page_reuse", "page_file", "page_zero_map", "page_protect",
+                              "read", "write", "pread", "pwrite", "readv", "writev", "recv", "send", "recvmsg",
+                              "sendmsg", *kernel.TOUCH_KINDS}
     # the dynamic loader reads the libraries' headers into user buffers: where each read copied
     touch = k[k["kind"].isin(kernel.TOUCH_KINDS)]
     assert (touch["kind"] == "user_buf_written").any()

@@ -68,6 +68,27 @@ def test_derive_warm_bound_counts_only_the_misses_the_last_level_adds() -> None:
     assert cold["ordinary_read_misses"] == 500
 
 
+def test_unit_rounds_a_very_rare_event_away_but_keeps_a_rare_one() -> None:
+    # 3 copies beside 21,121 zeroings: a unit of one zeroing and no copy (not 7,040 zeroings)
+    s = rc._unit_scale(3, 21121)
+    assert (round(3 * s), round(21121 * s)) == (0, 1)
+    # 6% copies: each count within 2% of its own recorded value (16.4 zeroings a copy)
+    s = rc._unit_scale(1005, 16441)
+    assert (round(1005 * s), round(16441 * s)) == (2, 33)
+    assert rc._unit_scale(10, 40) == 0.1
+
+
+def test_kernel_copies_bound_adds_a_read_and_a_write_miss_per_line_copied() -> None:
+    m = {**_m(cow=10, zero=40), "syscall_bytes": 64 * 1000}
+    cg = _cg(1_000_000, 500, 40 * 64 + 100)
+    p0, i0 = rc.derive(m, cg)
+    p1, i1 = rc.derive(m, cg, kernel_copies=True)
+    assert i1["ordinary_read_misses"] - i0["ordinary_read_misses"] == 1000
+    assert i1["ordinary_write_misses"] - i0["ordinary_write_misses"] == 1000
+    assert p1["dirty"] == p0["dirty"] and p1["zeros"] == p0["zeros"]
+    assert (p1["misses"], p1["writes"]) == (p0["misses"] + 100, p0["writes"] + 100)
+
+
 def test_steady_state_is_the_long_runs_excess() -> None:
     long = {"page_zero": 900, "page_cow": 10, "instructions": 5000, "processes": 1}
     short = {"page_zero": 300, "page_cow": 12, "instructions": 2000, "processes": 1}
@@ -144,6 +165,68 @@ def test_movement_counts_whole_same_offset_pages() -> None:
     m = rc.movement(df)
     assert (m["page_cow"], m["page_zero"]) == (1, 2)
     assert (m["user_copy_pages"], m["user_zero_pages"]) == (4, 3)
+
+
+def test_movement_takes_page_events_from_a_run_without_the_interposer() -> None:
+    df = pd.DataFrame([("kernel", "page_cow", 4096, 0x1000, 0x2000, None)],
+                      columns=["source", "kind", "size", "src", "dst", "value"])
+    df["count"] = 1
+    df["bytes"] = df["size"]
+    m = rc.movement(df, {"page_cow": 5, "page_zero": 7, "page_reuse": 3})
+    assert (m["page_cow"], m["page_zero"], m["page_reuse"]) == (5, 7, 3)
+
+
+def _fault(pid: int, t: int, addr: int, code: int, tid: int | None = None) -> str:
+    return (f" {pid}/{tid or pid}  100.{t:09d}:  exceptions:page_fault_user: address={addr:#x} ip=0x1 "
+            f"error_code={code:#x}")
+
+
+def test_cow_fault_copies_only_a_shared_page() -> None:
+    from movelab.record import kernel
+
+    W, WP = 0x6, 0x7  # write to a missing page, write to a present one (user mode)
+    lines = [
+        " 9/9  100.000000001:  sched:sched_process_exec: filename=/usr/bin/fb pid=9 old_pid=9",
+        _fault(9, 2, 0x1000, W), _fault(9, 3, 0x2000, W), _fault(9, 4, 0x3000, W),   # 3 first touches
+        _fault(9, 5, 0x1000, WP),                                                   # alone: reused
+        " 9/9  100.000000010:  sched:sched_process_fork: comm=fb pid=9 child_comm=fb child_pid=10",
+        " 9/9  100.000000011:  sched:sched_process_fork: comm=fb pid=9 child_comm=fb child_pid=12",  # a thread
+        _fault(9, 12, 0x4000, W, tid=12),
+        _fault(10, 20, 0x1000, WP),     # the child writes a shared page: a copy
+        _fault(9, 21, 0x1000, WP),      # the parent then writes it: the child has its own, reused
+        _fault(9, 22, 0x2000, WP),      # shared with the child still: a copy
+        _fault(10, 23, 0x5000, WP),     # a present page nobody wrote (a file page): a copy
+        " 10/10  100.000000030:  sched:sched_process_exec: filename=/usr/bin/ls pid=10 old_pid=10",
+        _fault(9, 31, 0x3000, WP),      # the child exec'd: the parent's alone, reused
+        _fault(10, 32, 0x1000, W),      # the new image's first touch
+    ]
+    faults = kernel.parse_lines(lines)[0]
+    assert faults["kind"].tolist() == ["page_zero", "page_zero", "page_zero", "page_reuse", "page_zero",
+                                       "page_cow", "page_reuse", "page_cow", "page_cow", "page_reuse", "page_zero"]
+    assert faults["exe"].tolist()[-1] == "/usr/bin/ls" and set(faults["exe"][:-1]) == {"/usr/bin/fb"}
+    assert kernel.moved_bytes("page_reuse") == 0
+    # a child that ended gives its pages back: the parent's next write is a reuse
+    ended = [*lines[:5],
+             " 9/9  100.000000010:  sched:sched_process_fork: comm=fb pid=9 child_comm=fb child_pid=10",
+             " 10/10  100.000000015:  sched:sched_process_exit: comm=fb pid=10 prio=120",
+             _fault(9, 20, 0x2000, WP)]
+    assert kernel.parse_lines(ended)[0]["kind"].tolist()[-1] == "page_reuse"
+
+
+def test_first_write_after_a_read_zeroes_an_anonymous_page_and_copies_a_file_page() -> None:
+    from movelab.record import kernel
+
+    R, WP = 0x4, 0x7  # a read of a missing page, a write to a present one (user mode)
+    lines = [
+        " 9/9  100.000000001:  sched:sched_process_exec: filename=/usr/bin/x pid=9 old_pid=9",
+        "9/9 100.000000002: PERF_RECORD_MMAP2 9/9: [0x10000(0x4000) @ 0 00:00 0 0]: rw-p //anon",
+        "9/9 100.000000003: PERF_RECORD_MMAP2 9/9: [0x20000(0x4000) @ 0x1000 fe:00 247003 0]: rw-p /usr/lib/x.so",
+        _fault(9, 4, 0x10000, R), _fault(9, 5, 0x10000, WP),   # the zero page, then a zeroed page
+        _fault(9, 6, 0x20000, R), _fault(9, 7, 0x20000, WP),   # a private file page: copied
+        _fault(9, 8, 0x30000, WP),                             # no mapping recorded: a copy
+    ]
+    faults = kernel.parse_lines(lines)[0]
+    assert faults["kind"].tolist() == ["page_zero_map", "page_zero", "page_zero_map", "page_cow", "page_cow"]
 
 
 def _cg_file(d, pid: int, ppid: int, cmd: str, ir: int, dlmw: int) -> None:
@@ -249,6 +332,14 @@ def test_bench_refuses_an_unknown_app_and_an_existing_file(tmp_path) -> None:
     f.write_text("keep")
     r = runner.invoke(app, ["bench", "rowclone-apps", "--out", str(f)])
     assert r.exit_code != 0 and "--force" in r.output and f.read_text() == "keep"
+    # --keep-cachegrind needs an entry of the application in --out to keep
+    r = runner.invoke(app, ["bench", "rowclone-apps", "--out", str(f), "--force", "--keep-cachegrind"])
+    assert r.exit_code != 0 and "cannot" in r.output and f.read_text() == "keep"
+    g = tmp_path / "z.toml"
+    g.write_text('[[app]]\nname = "shell"\ncommand = "an older command"\n')
+    r = runner.invoke(app, ["bench", "rowclone-apps", "--app", "shell", "--out", str(g), "--force",
+                            "--keep-cachegrind"])
+    assert r.exit_code != 0 and "nothing" in r.output
 
 
 def test_its_own_command_is_apps_recorded(monkeypatch) -> None:

@@ -66,3 +66,20 @@ def test_each_cell_carries_the_confidence_interval_of_its_mixes() -> None:
             half = T975[len(xs) - 1] * statistics.stdev(xs) / math.sqrt(len(xs))
             assert row[f"{k}_ci95"] == pytest.approx(half, abs=2e-4), k
             assert row[f"{k}_ci95"] >= 0
+
+
+def test_two_core_mixes_are_the_papers_pairs() -> None:
+    # Section 7.4's 138 two-core workloads are as many as the pairs of Table 6's six
+    # copy/initialisation-intensive and 23 memory-intensive applications: --full runs each pair once.
+    ms = rm.mixes(7, [2], rm.PAPER_MIXES[2])
+    pairs = {tuple(m["apps"]) for m in ms}
+    assert len(pairs) == 138
+    assert len({a for a, _ in pairs}) == 6 and len({b for _, b in pairs}) == 23
+    # The default sample is balanced: each copy-intensive application equally often, half the
+    # mixes with a highly copy-intensive one (Fig. 13's two groups).
+    sample = ms[: rm.SAMPLE_MIXES[2]]
+    counts = {a: sum(m["apps"][0] == a for m in sample) for a, _ in pairs}
+    assert set(counts.values()) == {4}
+    assert sum(m["highly_intensive"] for m in sample) == 12
+    with pytest.raises(ValueError, match="139 two-core mixes"):
+        rm.run_mixes(cores=[2], n_mixes=139)

@@ -279,11 +279,14 @@ pub struct DeviceStats {
     pub tx_bytes_wrong: u64,
     /// RX tail stores the driver skipped: fewer than `driver.rx_refill_batch` buffers to post.
     pub rx_tail_skipped: u64,
-    /// TCP ACKs the driver sent: a host that receives data segments answers every
-    /// `driver.ack_every` of them with an ACK (one packet and one TX tail store each); the ACK
-    /// tail stores it skipped with none owed. Absent from reports where no ACK was sent.
+    /// TCP ACKs the driver sent: a host that receives data segments answers them as Linux's
+    /// TCP would (`net/tcp_ack.rs`: by bytes against the receive MSS, GRO), one packet and one
+    /// TX tail store each; the ACKs its TCP owed by the end; the ACK tail stores it skipped with
+    /// none owed. Absent from reports where no ACK was owed.
     #[serde(skip_serializing_if = "is_zero")]
     pub acks_sent: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub acks_owed: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub ack_tail_skipped: u64,
     pub nic: NicStats,

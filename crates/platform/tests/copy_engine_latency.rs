@@ -164,3 +164,41 @@ bytes = 1024
         assert_eq!(c, a, "page {i}: C holds what was stored into A");
     }
 }
+
+/// Mean copy time (ns) of 4 KB copies by the off-die engine in `mode` with each bus transaction
+/// taking `address_ns` in the address and snoop phase.
+fn mean_copy_with_bus_turn(mode: &str, address_ns: f64) -> f64 {
+    let over = format!(
+        "copy = {{ mechanism = \"ce\", mode = \"{mode}\" }}\n\
+         interconnect = {{ address_ns = {address_ns} }}"
+    );
+    let s = copy_run(&over, 4, 4096);
+    assert!(s.mean_offload_ns > 0.0, "the engine copied");
+    s.mean_offload_ns
+}
+
+#[test]
+fn only_the_synchronous_off_die_engine_snoops_each_line_on_the_bus() {
+    // Sections 5.2.1 and 5.3: on the front-side bus every node latches the copy request, and for an
+    // asynchronous copy that request is the multiline snoop (the copy is globally observed once it
+    // is on the bus), so the hub's engine then reads and writes its lines without bus transactions.
+    // A synchronous engine snoops each line it reads or writes (section 5.3.1), a turn each in the
+    // address phase. A 4 KB copy is 64 reads and 64 writes: 40 ns more per turn costs the
+    // synchronous copy about 128 x 40 ns and the asynchronous one only its request's turn.
+    let extra = 40.0;
+    let sync = mean_copy_with_bus_turn("SYNC_WLB", 10.0 + extra)
+        - mean_copy_with_bus_turn("SYNC_WLB", 10.0);
+    let asynchronous =
+        mean_copy_with_bus_turn("ASYNC", 10.0 + extra) - mean_copy_with_bus_turn("ASYNC", 10.0);
+    println!(
+        "4 KB copy, +{extra} ns per bus turn: SYNC_WLB +{sync:.0} ns, ASYNC +{asynchronous:.0} ns"
+    );
+    assert!(
+        sync > 64.0 * extra,
+        "SYNC_WLB: per-line snoops must cost about 128 turns (+{sync:.0} ns)"
+    );
+    assert!(
+        asynchronous < 4.0 * extra,
+        "ASYNC: no per-line bus turns after the copy request (+{asynchronous:.0} ns)"
+    );
+}

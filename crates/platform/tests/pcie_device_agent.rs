@@ -225,4 +225,16 @@ fn bad_device_config_is_refused_naming_the_key() {
     assert!(e.contains("io.frame_bytes"), "{e}");
     let e = refused("io.preset = \"nope\"\n");
     assert!(e.contains("io.preset"), "{e}");
+    // The receiver's TCP (an I/O preset's driver): a receive MSS below Linux's TCP_MIN_MSS (88)
+    // or above the MSS is refused by name.
+    let io = IoConfig::preset("larsen-82599-gen2").unwrap();
+    for v in [40, 2000] {
+        let over = format!("driver = {{ rcv_mss_initial = {v} }}\n");
+        let e = io
+            .with_overrides(toml::Value::Table(over.parse().unwrap()), "test")
+            .and_then(|c| c.validate("test"))
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("driver.rcv_mss_initial"), "{e}");
+    }
 }

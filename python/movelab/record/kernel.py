@@ -3,10 +3,13 @@
 * page faults (``exceptions:page_fault_user``, and ``exceptions:page_fault_kernel`` on user
   addresses, e.g. a ``read`` into a page not touched yet), classified by the x86 error code and by
   whether the page cache served them (``filemap:mm_filemap_fault`` on the same thread right after):
-  a write to a present page is a copy-on-write (``page_cow``, a 4 KiB copy); a write to a missing
-  anonymous page is first-touch zeroing (``page_zero``, 4 KiB); a read of a missing anonymous page
-  maps the shared zero page (``page_zero_map``, nothing moved); a file-backed fault maps the page
-  cache (``page_file``, nothing moved, or a read from storage);
+  a write to a present page is a copy-on-write (``page_cow``, a 4 KiB copy) unless no other process
+  maps the page, where Linux makes it writable in place (``page_reuse``, nothing moved: see
+  :func:`cow_or_reuse`, which follows the processes' forks, execs and exits,
+  ``sched:sched_process_fork``/``_exec``/``_exit``); a write to a missing anonymous page is
+  first-touch zeroing (``page_zero``, 4 KiB); a read of a missing anonymous page maps the shared zero
+  page (``page_zero_map``, nothing moved); a file-backed fault maps the page cache (``page_file``,
+  nothing moved, or a read from storage);
 * context switches of the recorded threads (``sched:sched_switch``), to mark the calls during which
   their thread was switched out (their time includes other work);
 * the bytes the kernel copied for ``read``/``write``/``pread64``/``pwrite64``/``readv``/``writev``/
@@ -36,6 +39,9 @@ SYSCALLS = {"read": "read", "write": "write", "pread64": "pread", "pwrite64": "p
             "writev": "writev", "recvfrom": "recv", "sendto": "send", "recvmsg": "recvmsg", "sendmsg": "sendmsg"}
 #: A thread switched out (preempted or blocked): a call it was inside took longer than its work.
 SWITCH = "sched:sched_switch"
+#: Processes forked, exec'd and ended: who still maps a page a write fault finds present
+#: (:func:`cow_or_reuse`).
+LIFECYCLE = ["sched:sched_process_fork", "sched:sched_process_exec", "sched:sched_process_exit"]
 #: The single-buffer system calls whose buffer is recorded: the tracepoint field holding it, and
 #: what the kernel does to it (the kind of the touch row).
 BUFFERS = {"read": ("buf", "user_buf_written"), "pread64": ("buf", "user_buf_written"),
@@ -43,11 +49,15 @@ BUFFERS = {"read": ("buf", "user_buf_written"), "pread64": ("buf", "user_buf_wri
            "pwrite64": ("buf", "user_buf_read"), "sendto": ("buff", "user_buf_read")}
 #: Kinds of the kernel's touches of user buffers (no bytes of their own: the sums count them).
 TOUCH_KINDS = ("user_buf_written", "user_buf_read")
-EVENTS = ([*FAULTS, SWITCH] + [f"syscalls:sys_exit_{s}" for s in SYSCALLS]
+EVENTS = ([*FAULTS, SWITCH, *LIFECYCLE] + [f"syscalls:sys_exit_{s}" for s in SYSCALLS]
           + [f"syscalls:sys_enter_{s}" for s in BUFFERS])
 USER_TOP = 1 << 47
 
 _LINE = re.compile(r"^\s*(\d+)/(\d+)\s+(\d+)\.(\d+):\s+(\S+):\s*(.*)$")
+#: A mapping perf reports (``perf record -d``, ``perf script --show-mmap-events``): start, length,
+#: inode and path (``//anon``, ``[heap]``, ``[stack]``: anonymous; inode 0 is never a file).
+_MMAP_AT = re.compile(r"^\s*(\d+)/\d+\s+(\d+)\.(\d+):\s+PERF_RECORD_MMAP")
+_MMAP = re.compile(r"\[(0x[0-9a-fA-F]+)\((0x[0-9a-fA-F]+)\) @ \S+ \S+ (\d+) \d+\]: \S+ (.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
 _ARG = re.compile(r"(\w+): (0x[0-9a-fA-F]+)")
 
@@ -108,8 +118,9 @@ def use_window_status(pmu_dir: Path = PMU_DIR, arch: str | None = None) -> str:
 
 def wrap(cmd: list[str], data: Path) -> list[str]:
     """``cmd`` under ``perf record`` of the events above, timestamps on CLOCK_MONOTONIC (the
-    interposer's clock), following forks and execs."""
-    return [shutil.which("perf") or "perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-o", str(data),
+    interposer's clock), following forks and execs; ``-d``: the data mappings too
+    (:func:`cow_or_reuse` tells the zero page from a file page by them)."""
+    return [shutil.which("perf") or "perf", "record", "-q", "-d", "-k", "CLOCK_MONOTONIC", "-o", str(data),
             "-e", ",".join(EVENTS), "--", *cmd]
 
 
@@ -118,7 +129,8 @@ def parse(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.Data
     one row each: tid, t_abs; the kernel's touches of user buffers, one row per single-buffer
     system call that copied: pid, tid, t_abs (its exit), addr, bytes, kind) from a perf file."""
     perf = shutil.which("perf") or "perf"
-    proc = subprocess.Popen([perf, "script", "--ns", "-i", str(data), "-F", "pid,tid,time,event,trace"],
+    proc = subprocess.Popen([perf, "script", "--ns", "--show-mmap-events", "-i", str(data), "-F",
+                             "pid,tid,time,event,trace"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     try:
@@ -136,13 +148,39 @@ def parse_lines(lines: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     switches: list[tuple[int, int]] = []
     entered: dict[int, tuple[str, int]] = {}  # tid -> (system call, buffer) since its sys_enter
     touches: list[tuple[int, int, int, int, int, str]] = []
+    life: list[tuple[int, str, int, int]] = []  # (t, event, pid, child pid or tid)
+    leaders: set[int] = set()  # tids seen as their process's first thread (pid == tid): processes
+    exe: dict[int, str] = {}  # pid -> the executable it runs (perf script's lines are in time order)
+    maps: list[tuple[int, int, int, int, bool]] = []  # (t, pid, start, end, file-backed)
     for line in lines:
         m = _LINE.match(line)
         if not m:
+            mm = _MMAP.search(line) if "PERF_RECORD_MMAP" in line else None
+            tm = _MMAP_AT.match(line)
+            if mm and tm:
+                start, size = int(mm.group(1), 16), int(mm.group(2), 16)
+                path = mm.group(4).strip()
+                maps.append((int(tm.group(2)) * 1_000_000_000 + int(tm.group(3).ljust(9, "0")[:9]),
+                             int(tm.group(1)), start, start + size,
+                             int(mm.group(3)) != 0 and not path.startswith(("//anon", "["))))
             continue
         pid, tid = int(m.group(1)), int(m.group(2))
         t = int(m.group(3)) * 1_000_000_000 + int(m.group(4).ljust(9, "0")[:9])
         ev, rest = m.group(5), m.group(6)
+        if pid == tid:
+            leaders.add(tid)
+        if ev in LIFECYCLE:
+            if ev == "sched:sched_process_fork":
+                child = dict(_FIELD.findall(rest)).get("child_pid", "")
+                if child.isdigit():
+                    life.append((t, "fork", pid, int(child)))
+                    if pid in exe:
+                        exe[int(child)] = exe[pid]
+            else:
+                if ev == "sched:sched_process_exec":
+                    exe[pid] = dict(_FIELD.findall(rest)).get("filename", "")
+                life.append((t, ev.removeprefix("sched:sched_process_"), pid, tid))
+            continue
         if ev.startswith("exceptions:page_fault"):
             f = dict(_FIELD.findall(rest))
             try:
@@ -153,7 +191,7 @@ def parse_lines(lines: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
             if addr >= USER_TOP:
                 continue
             last_fault[tid] = len(faults)
-            faults.append([pid, tid, t, addr, code, False])
+            faults.append([pid, tid, t, addr, code, False, exe.get(pid, "")])
         elif ev == SWITCH:
             switches.append((tid, t))
         elif ev == "filemap:mm_filemap_fault":
@@ -180,7 +218,8 @@ def parse_lines(lines: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
             s[1] += ret
             if opened is not None and opened[0] == call and 0 < opened[1] < USER_TOP:
                 touches.append((pid, tid, t, opened[1], ret, BUFFERS[call][1]))
-    fdf = pd.DataFrame(faults, columns=["pid", "tid", "t_abs", "addr", "code", "file"])
+    # exe: the executable the process ran at the fault ("" when its exec was not seen)
+    fdf = pd.DataFrame(faults, columns=["pid", "tid", "t_abs", "addr", "code", "file", "exe"])
     if len(fdf):
         present = (fdf["code"] & 1) == 1
         write = (fdf["code"] & 2) == 2
@@ -190,11 +229,90 @@ def parse_lines(lines: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
         kind[fdf["file"] & ~(present & write)] = "page_file"
         kind[present & ~write] = "page_protect"
         fdf["kind"] = kind
+        if life or maps:
+            fdf["kind"] = cow_or_reuse(fdf, [e for e in life if e[1] != "fork" or e[3] in leaders], maps)
     else:
         fdf["kind"] = pd.Series(dtype="string")
     sdf = pd.DataFrame([(p, k, c, b) for (p, k), (c, b) in sums.items()], columns=["pid", "kind", "count", "bytes"])
     tdf = pd.DataFrame(touches, columns=["pid", "tid", "t_abs", "addr", "bytes", "kind"])
     return fdf, sdf, pd.DataFrame(switches, columns=["tid", "t_abs"]), tdf
+
+
+def cow_or_reuse(faults: pd.DataFrame, life: list[tuple[int, str, int, int]],
+                 maps: list[tuple[int, int, int, int, bool]] | None = None) -> pd.Series:
+    """``faults["kind"]`` with each ``page_cow`` that moved nothing relabelled ``page_reuse``, and
+    each that zeroed a page instead of copying it relabelled ``page_zero``.
+
+    A write fault on a present, write-protected anonymous page copies it only while another process
+    maps the same page; when none does (the fork's other side has written its own copy, exec'd or
+    exited) Linux makes the page writable in place (mm/memory.c, ``do_wp_page``: reuse when the
+    page's only reference is the faulting process's). So every physical page is followed: a page
+    the process wrote (first-touch zeroing, a copy, a private file page's copy) is its own; a fork
+    shares all of the parent's with the child (``life``: ``(t, "fork", parent pid, child pid)``,
+    processes only, not threads); an exec or the process's end (``(t, "exec"|"exit", pid, tid)``,
+    the first thread's) drops its references. A write fault on a present page the process holds
+    alone is a reuse; on one it shares, a copy (the process gets a page of its own). A write fault on
+    a present page the process never wrote in its image is a private file page (the kernel copies
+    the page cache's page: ``page_cow``) or, in an anonymous mapping, the shared zero page a read
+    mapped (the kernel allocates a zeroed page: ``page_zero``; mm/memory.c, ``wp_page_copy``).
+    ``maps`` (``(t, pid, start, end, file-backed)``, perf's mapping records) tells the two apart;
+    without a record of the page's mapping the fault stays ``page_cow``."""
+    kind = faults["kind"].to_numpy(dtype=object).copy()
+    maps = maps or []
+    order = sorted([(t, 0, i) for i, t in enumerate(e[0] for e in life)]
+                   + [(e[0], 0, -1 - i) for i, e in enumerate(maps)]
+                   + [(t, 1, i) for i, t in enumerate(faults["t_abs"].to_numpy())])
+    pids, pages = faults["pid"].to_numpy(), (faults["addr"].to_numpy() // PAGE)
+    frames: dict[int, dict[int, int]] = {}  # pid -> page -> physical page id
+    refs: dict[int, int] = {}  # physical page id -> processes mapping it
+    vmas: dict[int, list[tuple[int, int, bool]]] = {}  # pid -> its mappings, latest last
+
+    def file_backed(pid: int, addr: int) -> bool | None:
+        for start, end, f in reversed(vmas.get(pid, ())):
+            if start <= addr < end:
+                return f
+        return None
+    new = iter(range(1, 1 << 62))
+
+    def drop(pid: int) -> None:
+        for f in frames.pop(pid, {}).values():
+            refs[f] -= 1
+
+    for _, what, i in order:
+        if what == 0 and i < 0:
+            _, pid, start, end, f_b = maps[-1 - i]
+            vmas.setdefault(pid, []).append((start, end, f_b))
+            continue
+        if what == 0:
+            _, ev, pid, other = life[i]
+            if ev == "fork":
+                mine = frames.get(pid, {})
+                drop(other)
+                frames[other] = dict(mine)
+                for f in mine.values():
+                    refs[f] += 1
+                vmas[other] = list(vmas.get(pid, []))
+            elif other == pid:  # exec or the process's first thread ending
+                drop(pid)
+                if ev == "exit":  # (an exec's new mappings are reported just before it)
+                    vmas.pop(pid, None)
+            continue
+        k = kind[i]
+        if k not in ("page_cow", "page_zero"):
+            continue
+        pid, page = int(pids[i]), int(pages[i])
+        mine = frames.setdefault(pid, {})
+        f = mine.get(page)
+        if k == "page_cow" and f is not None and refs[f] <= 1:
+            kind[i] = "page_reuse"
+            continue
+        if k == "page_cow" and f is None and file_backed(pid, page * PAGE) is False:
+            kind[i] = "page_zero"  # the shared zero page replaced by a zeroed page
+        if f is not None:
+            refs[f] -= 1
+        mine[page] = f = next(new)
+        refs[f] = 1
+    return pd.Series(kind, index=faults.index)
 
 
 def moved_bytes(kind: str) -> int:

@@ -5,19 +5,23 @@ program (``presets/workloads/rowclone-apps/copy-init-app.toml``) derived from th
 (``movelab reproduce rowclone-apps --apps recorded``; docs/rowclone-system.md, "Applications from
 recordings").
 
-Each program runs twice:
+Each program runs three times:
 
-1. under ``movelab record`` (:func:`movelab.record.run`): the page-granular copies and zeroings
-   RowClone can take: the kernel's copy-on-write faults (``page_cow``) and first-touch zeroings
-   (``page_zero``), and the recorded ``memcpy``/``memmove``/``realloc`` calls whose source and
-   destination share their offset in a page (the whole pages inside them), ``memset(0)`` and small
-   ``calloc`` calls (the whole pages inside them);
-2. under Valgrind's cachegrind with the paper's caches (32 KB 8-way L1, 1 MB 16-way last level,
+1. under perf alone (:func:`kernel_pages`, no interposer in its processes): the kernel's page
+   events RowClone can take, the copy-on-write copies (``page_cow``) and first-touch zeroings
+   (``page_zero``); write faults that reused a page (``page_reuse``) move nothing
+   (:func:`movelab.record.kernel.cow_or_reuse`);
+2. under ``movelab record`` (:func:`movelab.record.run`, no kernel events): the recorded
+   ``memcpy``/``memmove``/``realloc`` calls whose source and destination share their offset in a
+   page (the whole pages inside them), ``memset(0)`` and small ``calloc`` calls (the whole pages
+   inside them);
+3. under Valgrind's cachegrind with the paper's caches (32 KB 8-way L1, 1 MB 16-way last level,
    64-byte lines; Table 2): the program's user-mode instructions and its last-level read and write
    misses (the ordinary memory traffic; the simulator knows nothing of the kernel's zeroing, so a
-   program's first writes to a fresh page are write misses there).
+   program's first writes to a fresh page are write misses there); ``--keep-cachegrind`` keeps
+   these figures from an earlier entry instead.
 
-:func:`derive` turns the two into the program's per-unit parameters by the rules in its docstring;
+:func:`derive` turns them into the program's per-unit parameters by the rules in its docstring;
 nothing in it looks at the paper's results. ``bootup`` cannot be recorded here (it is a full-system
 trace of a machine booting) and keeps the fitted set.
 """
@@ -146,9 +150,11 @@ def page_span(dst: Any, size: Any) -> Any:
     return np.where(last > first, last - first, 0).astype(np.int64)
 
 
-def movement(df: Any) -> dict[str, int]:
+def movement(df: Any, pages: dict[str, int] | None = None) -> dict[str, int]:
     """The page-granular copies and zeroings of a recording (its rows of one application), and the
-    bytes of the other copies and zeroings (RowClone cannot take them; their traffic is ordinary)."""
+    bytes of the other copies and zeroings (RowClone cannot take them; their traffic is ordinary).
+    ``pages``: the kernel's page events (:func:`kernel_pages`, a run without the interposer) instead
+    of the recording's own kernel rows."""
     import numpy as np
 
     k = df[df["source"] == "kernel"]
@@ -156,20 +162,22 @@ def movement(df: Any) -> dict[str, int]:
     one = u[u["size"].notna() & u["dst"].notna()]
     size = one["size"].to_numpy(dtype=np.int64)
     dst = one["dst"].to_numpy(dtype=np.uint64)
-    pages = page_span(dst, size)
+    n_pages = page_span(dst, size)
     kind = one["kind"].to_numpy(dtype=object)
     src = one["src"].fillna(0).to_numpy(dtype=np.uint64)
     same_offset = (src % np.uint64(PAGE)) == (dst % np.uint64(PAGE))
     is_copy = np.isin(kind, ["memcpy", "memmove", "realloc"]) & one["src"].notna().to_numpy()
     value = one["value"].fillna(-1).to_numpy(dtype=np.int64)
     is_zero = ((kind == "memset") & (value == 0)) | ((kind == "calloc") & (size < CALLOC_MMAP_THRESHOLD))
-    copy_pages = np.where(is_copy & same_offset, pages, 0)
-    zero_pages = np.where(is_zero, pages, 0)
+    copy_pages = np.where(is_copy & same_offset, n_pages, 0)
+    zero_pages = np.where(is_zero, n_pages, 0)
     copy_bytes = int(u.loc[u["kind"].isin(["memcpy", "memmove", "realloc"]), "bytes"].fillna(0).sum())
     zero_bytes = int(u.loc[(u["kind"] == "memset") & (u["value"].fillna(-1) == 0), "bytes"].fillna(0).sum())
+    if pages is None:
+        pages = {kk: int((k["kind"] == kk).sum()) for kk in KERNEL_PAGE_KINDS}
     return {
-        "page_cow": int((k["kind"] == "page_cow").sum()),
-        "page_zero": int((k["kind"] == "page_zero").sum()),
+        **{kk: int(pages.get(kk, 0)) for kk in KERNEL_PAGE_KINDS},
+        **({"syscall_bytes": int(pages["syscall_bytes"])} if "syscall_bytes" in pages else {}),
         "user_copy_pages": int(copy_pages.sum()),
         "user_zero_pages": int(zero_pages.sum()),
         "user_copy_bytes": copy_bytes,
@@ -177,6 +185,46 @@ def movement(df: Any) -> dict[str, int]:
         "user_copy_bytes_not_page_granular": max(0, copy_bytes - PAGE * int(copy_pages.sum())),
         "calls": int(u["count"].fillna(0).sum()),
     }
+
+
+#: The kernel's page events a recording counts: copy-on-write copies, first-touch zeroings, and the
+#: write faults on a present page that copied nothing (the page was the process's alone: Linux
+#: reused it; ``movelab.record.kernel.cow_or_reuse``).
+KERNEL_PAGE_KINDS = ("page_cow", "page_zero", "page_reuse")
+
+
+def kernel_pages(cmd: str, data: Path, focus: str) -> dict[str, int]:
+    """The page events of ``bash -c cmd`` from perf alone: no interposer in the processes, so the
+    recorder's own buffers and their copy-on-write in forked children (a few pages per process,
+    most of a short process's page events) are not counted as the program's. ``focus``: only the
+    processes running that executable ("" for all). Also ``syscall_bytes``: the bytes the kernel
+    copied between user and kernel buffers for the processes' read/write/send/recv calls (not page
+    operations; ordinary traffic cachegrind does not see: :func:`derive`'s ``kernel_copies``)."""
+    from movelab.record import kernel
+
+    perf = shutil.which("perf")
+    ok, why = kernel.status()
+    if perf is None or not ok:
+        raise RuntimeError(f"perf cannot record the kernel's page events here: {why}")
+    events = [*kernel.FAULTS, *kernel.LIFECYCLE, *[f"syscalls:sys_exit_{c}" for c in kernel.SYSCALLS]]
+    # -d: the data mappings too (an anonymous page's first write after a read zeroes, a private file
+    # page's copies: movelab.record.kernel.cow_or_reuse)
+    rec = subprocess.run([perf, "record", "-q", "-d", "-k", "CLOCK_MONOTONIC", "-o", str(data), "-e", ",".join(events),
+                          "--", "bash", "-c", cmd], capture_output=True, text=True, timeout=1800)
+    if rec.returncode != 0:
+        raise RuntimeError(f"perf record of the page events failed (status {rec.returncode}): "
+                           f"{rec.stderr.strip()[-400:]}")
+    script = subprocess.run([perf, "script", "--ns", "--show-mmap-events", "-i", str(data), "-F",
+                             "pid,tid,time,event,trace"],
+                            capture_output=True, text=True, timeout=1800)
+    faults, sums, _, _ = kernel.parse_lines(script.stdout.splitlines())
+    if focus:
+        path = shutil.which(focus)
+        names = {focus, path or focus, os.path.realpath(path) if path else focus}
+        faults = faults[faults["exe"].isin(names) | faults["exe"].map(lambda e: Path(e).name == focus)]
+        sums = sums[sums["pid"].isin(set(faults["pid"]))]
+    return {**{k: int((faults["kind"] == k).sum()) for k in KERNEL_PAGE_KINDS},
+            "syscall_bytes": int(sums["bytes"].sum())}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -238,20 +286,24 @@ def cachegrind_counts(procs: list[dict[str, Any]], focus: str) -> dict[str, int]
 
 
 def _unit_scale(copies: int, zeros: int) -> float:
-    """Events per unit: the smallest ``k`` (1 to 16) of the rarer page event per unit whose per-unit
-    counts of both are within ``ROUNDING`` of the recorded ratio; the best of them otherwise."""
-    base = min(v for v in (copies, zeros) if v > 0)
+    """Events per unit: the smallest unit holding ``k`` (1 to 16) of either page event whose per-unit
+    counts, rounded, are each within ``ROUNDING`` of their recorded value; the best of them
+    otherwise. An event under ``ROUNDING`` of the page events (copies + zeroings) need only round
+    within ``ROUNDING`` of the unit's page events: it may round to none, instead of making a unit of
+    thousands of the other (3 copies beside 21,000 zeroings, as one of mcached's recordings had)."""
+    events = [v for v in (copies, zeros) if v > 0]
+    total = sum(events)
     best = (math.inf, 1.0)
-    for k in range(1, 17):
-        s = k / base
-        err = max(abs(round(v * s) / (v * s) - 1) for v in (copies, zeros) if v > 0)
+    for s in sorted({k / b for b in events for k in range(1, 17)}):
+        err = max(abs(round(v * s) - v * s) / ((v if v >= ROUNDING * total else total) * s) for v in events)
         if err <= ROUNDING:
             return s
         best = min(best, (err, s))
     return best[1]
 
 
-def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False) -> tuple[dict[str, int], dict[str, Any]]:
+def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False,
+           kernel_copies: bool = False) -> tuple[dict[str, int], dict[str, Any]]:
     """The copy-init-app parameters of one recorded program: (params, the derivation's
     intermediate figures). ``m``: :func:`movement`'s figures; ``cg``: :func:`cachegrind_counts`'.
 
@@ -259,14 +311,18 @@ def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False) -> tuple[d
 
     * page copies ``C`` = copy-on-write faults + whole pages of same-offset user copies; page
       zeroings ``Z`` = first-touch zeroings + whole pages of user zeroings;
-    * instructions ``I`` = cachegrind's user-mode instructions + 1,500 per fault (section 7.2);
+    * instructions ``I`` = cachegrind's user-mode instructions + 1,500 per fault (section 7.2),
+      the write faults that reused a page (``page_reuse``, no copy) included;
+    * ``kernel_copies`` (a bound, not the committed sets): the kernel's system-call copies
+      (``syscall_bytes``, :func:`kernel_pages`) all miss: a read and a write miss per 64 bytes
+      added to the ordinary ones (cachegrind sees only user mode);
     * ordinary read misses = cachegrind's last-level read misses (``warm``: less its cold read
       misses, the bound of :attr:`Program.warm_shared`) less the
       page-granular user copies' own source reads (64 a page); its write misses less the user copies' and zeroings'
       destination writes (64 a page) are first charged to the zeroed pages' phase-2 touches (up to
       all 64 lines of each: ``dirty``; a fresh page's first writes miss in cachegrind, which does not
       know that the kernel's zeroing left it cached), the rest are ordinary write misses;
-    * a unit holds ``k`` of the rarer page event (:func:`_unit_scale`); every figure is scaled to it
+    * a unit holds ``k`` of one page event (:func:`_unit_scale`); every figure is scaled to it
       and rounded; ``fault`` = 1,500 x the copy-on-write share of the copies; the unit's remaining
       instructions spread evenly before the ordinary misses (``gap``), the rest is ``work``.
     """
@@ -274,14 +330,16 @@ def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False) -> tuple[d
     zeros = m["page_zero"] + m["user_zero_pages"]
     if copies + zeros == 0:
         raise ValueError("the recording holds no page-granular copy or zeroing: nothing for RowClone to take")
-    instructions = cg["instructions"] + FAULT_INSTRUCTIONS * (m["page_cow"] + m["page_zero"])
+    # every fault runs the handler, a reused page's too (it moves nothing)
+    instructions = cg["instructions"] + FAULT_INSTRUCTIONS * (m["page_cow"] + m["page_zero"] + m.get("page_reuse", 0))
     # warm: a warm_shared program's cold read misses (``ll_read_misses_cold``) are lines an earlier
     # run of the same programs left in the cache; only the misses the 1 MB last level adds count.
     cold = cg.get("ll_read_misses_cold", 0) if warm else 0
-    reads = max(0, cg["ll_read_misses"] - cold - LINES * m["user_copy_pages"])
+    extra = m.get("syscall_bytes", 0) // 64 if kernel_copies else 0
+    reads = max(0, cg["ll_read_misses"] - cold - LINES * m["user_copy_pages"]) + extra
     writes_all = max(0, cg["ll_write_misses"] - LINES * (m["user_copy_pages"] + m["user_zero_pages"]))
     dirty = min(LINES, round(writes_all / zeros)) if zeros else 0
-    writes = max(0, writes_all - dirty * zeros)
+    writes = max(0, writes_all - dirty * zeros) + extra
     s = _unit_scale(copies, zeros)
     c_u, z_u = round(copies * s), round(zeros * s)
     fault = round(FAULT_INSTRUCTIONS * m["page_cow"] / copies) if copies else 0
@@ -344,20 +402,26 @@ def _scratch(tmp: Path) -> dict[str, str]:
     return {"tmp": str(tmp), "forkbench": str(fb), "port": str(PORT)}
 
 
-def _record_once(prog: Program, cmd: str, tmp: Path, trace: Path) -> tuple[dict[str, int], dict[str, int], dict]:
-    """One run of ``cmd`` under the recorder and one under cachegrind: (:func:`movement`'s figures,
-    :func:`cachegrind_counts`', the recording's metadata)."""
+#: cachegrind's figures in a ``measured`` table (kept by ``--keep-cachegrind``).
+CACHEGRIND_KEYS = ("instructions", "ll_read_misses", "ll_write_misses", "processes", "ll_read_misses_cold")
+
+
+def _record_once(prog: Program, cmd: str, tmp: Path, trace: Path,
+                 cachegrind: bool = True) -> tuple[dict[str, int], dict[str, int], dict]:
+    """One run of ``cmd`` under the recorder (the user-space calls), one under perf alone (the
+    kernel's page events: :func:`kernel_pages`) and, with ``cachegrind``, one under cachegrind:
+    (:func:`movement`'s figures, :func:`cachegrind_counts`' or {}, the recording's metadata)."""
     from movelab import record
     from movelab.record.bench import _focus
 
-    df = record.run(["bash", "-c", cmd], trace, min_bytes=PAGE, force=True, timeout_s=900)
+    df = record.run(["bash", "-c", cmd], trace, min_bytes=PAGE, force=True, timeout_s=900, kernel_events=False)
     meta = df.attrs["movelab"]
     if meta.get("exit_status") != 0:
         raise RuntimeError(f"{prog.app}: the recorded command exited with status {meta.get('exit_status')}")
-    if not meta.get("kernel_events"):
-        raise RuntimeError("perf cannot record kernel tracepoints here: the copy-on-write and first-touch "
-                           "zeroing faults (most of the page-granular movement) would be missing")
-    m = movement(_focus(df, prog.focus))
+    pages = kernel_pages(cmd, tmp / f"{trace.stem}.perf", prog.focus)
+    m = movement(_focus(df, prog.focus), pages)
+    if not cachegrind:
+        return m, {}, meta
     cg = _cachegrind(prog, cmd, tmp / f"cg-{trace.stem}", CACHES)
     if prog.warm_shared:
         cold = _cachegrind(prog, cmd, tmp / f"cg-cold-{trace.stem}", {**CACHES, "LL": COLD_LL})
@@ -388,10 +452,12 @@ def steady_state(long: dict[str, int], short: dict[str, int]) -> dict[str, int]:
     return {k: v if k == "processes" else max(0, v - short.get(k, 0)) for k, v in long.items()}
 
 
-def record_app(prog: Program, traces: Path | None) -> dict[str, Any]:
-    """Records ``prog`` twice (the recorder, then cachegrind), under its short and long loads when
-    it has them (:attr:`Program.steady`: the figures are their difference), and derives its
-    parameters."""
+def record_app(prog: Program, traces: Path | None, kept: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Records ``prog`` (the recorder, perf alone, then cachegrind), under its short and long loads
+    when it has them (:attr:`Program.steady`: the figures are their difference), and derives its
+    parameters. ``kept``: an earlier entry of the same program whose cachegrind figures (user-mode
+    instructions and misses, which the kernel's page events do not change) are kept instead of
+    running cachegrind again (``cachegrind_recorded_at`` says when they were measured)."""
     with tempfile.TemporaryDirectory(prefix="movelab-rc-apps-") as tmp:
         fmt = _scratch(Path(tmp))
         loads = list(prog.steady) or [0]
@@ -400,11 +466,13 @@ def record_app(prog: Program, traces: Path | None) -> dict[str, Any]:
             cmd = prog.command.format(**fmt, n=n)
             name = f"{prog.app}-{n}" if prog.steady else prog.app
             trace = (traces / f"{name}.parquet") if traces else Path(tmp) / f"{name}.parquet"
-            runs.append(_record_once(prog, cmd, Path(tmp), trace))
+            runs.append(_record_once(prog, cmd, Path(tmp), trace, cachegrind=kept is None))
     m, cg, meta = runs[-1]
     if prog.steady:
         (ms, cgs, _), (ml, cgl, _) = runs
         m, cg = steady_state(ml, ms), steady_state(cgl, cgs)
+    if kept is not None:
+        cg = {k: int(kept["measured"][k]) for k in CACHEGRIND_KEYS if k in kept["measured"]}
     params, info = derive(m, cg)
     mach = meta.get("machine", {})
     return {"name": prog.app, "program": prog.description, "command": prog.command, "focus": prog.focus or "(all)",
@@ -414,6 +482,8 @@ def record_app(prog: Program, traces: Path | None) -> dict[str, Any]:
                        + (" (virtual machine)" if mach.get("hypervisor") else ""),
             "tools": f"{_version('valgrind --version')} cachegrind; perf tracepoints",
             "program_s": round(sum(r[2].get("program_ns", 0) for r in runs) / 1e9, 3),
+            **({"cachegrind_recorded_at": kept.get("cachegrind_recorded_at", kept.get("recorded_at", ""))}
+               if kept is not None else {}),
             "params": params, "measured": {**m, **cg}, "derived": info}
 
 
@@ -452,8 +522,10 @@ def to_toml(apps: list[dict[str, Any]]) -> str:
     out = [HEADER]
     for a in apps:
         out.append("[[app]]")
-        for k in ("name", "program", "command", "focus", "version", "recorded_at", "machine", "tools", "program_s"):
-            out.append(f"{k} = {_toml_value(a[k])}")
+        for k in ("name", "program", "command", "focus", "version", "recorded_at", "machine", "tools", "program_s",
+                  "cachegrind_recorded_at"):
+            if k in a:
+                out.append(f"{k} = {_toml_value(a[k])}")
         out.append(f"params = {_inline(a['params'])}")
         out.append(f"measured = {_inline(a['measured'])}")
         out.append(f"derived = {_inline(a['derived'])}")
@@ -471,6 +543,9 @@ def bench_rowclone_apps(
                                        show_default=False),
     force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists (with --app, the other "
                                "applications' entries in it are kept)."),
+    keep_cachegrind: bool = typer.Option(False, "--keep-cachegrind", help="Keep each application's cachegrind "
+                                         "figures from --out (same command and version) instead of running "
+                                         "cachegrind again; the page events are recorded afresh."),
 ) -> None:
     """Record real programs of RowClone's Table 4 kinds (compile, forkbench, mcached, mysql, shell)
     and derive the applications' parameters from them (writes --out)."""
@@ -481,7 +556,21 @@ def bench_rowclone_apps(
                                      param_hint="--app")
     if out.exists() and not force:
         raise typer.BadParameter(f"{out} exists; pass --force to overwrite it", param_hint="--out")
-    if shutil.which("valgrind") is None:
+    import tomllib
+
+    before: dict[str, Any] = {}
+    if keep_cachegrind:
+        try:
+            before = {a.get("name"): a for a in tomllib.loads(out.read_text()).get("app", [])} if out.exists() else {}
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise typer.BadParameter(f"{out} cannot be read as the derived sets' TOML: {e}",
+                                     param_hint="--keep-cachegrind") from e
+        for n in names:
+            e = before.get(n)
+            if e is None or e.get("command") != PROGRAMS[n].command:
+                raise typer.BadParameter(f"{out} has no entry of {n} with its present command: nothing to keep",
+                                         param_hint="--keep-cachegrind")
+    elif shutil.which("valgrind") is None:
         raise typer.BadParameter("valgrind is not installed (Debian: valgrind; make bench-record-deps)")
     if traces:
         traces.mkdir(parents=True, exist_ok=True)
@@ -493,15 +582,18 @@ def bench_rowclone_apps(
             console.print(f"{n}: skipped, {', '.join(missing)} not installed (make bench-record-deps)")
             continue
         console.print(f"{n}: recording {prog.description} ...", highlight=False)
-        rows.append(record_app(prog, traces))
+        kept = before.get(n) if keep_cachegrind else None
+        if kept is not None and kept.get("version") != (_version(prog.version) or _source_digest(prog)):
+            raise typer.BadParameter(f"{n}: the program's version changed since its cachegrind figures were "
+                                     f"measured ({kept.get('version')!r}); run without --keep-cachegrind",
+                                     param_hint="--keep-cachegrind")
+        rows.append(record_app(prog, traces, kept))
         r = rows[-1]
         console.print(f"  {r['measured']['instructions']:,} instructions, {r['derived']['page_copies']:,} page "
                       f"copies, {r['derived']['page_zeroings']:,} page zeroings; params {r['params']}",
                       highlight=False)
     if apps and out.exists():
         # Only some applications re-recorded: the others' entries of --out stay as they were.
-        import tomllib
-
         mine = {r["name"] for r in rows}
         kept = [a for a in tomllib.loads(out.read_text()).get("app", []) if a.get("name") not in mine]
         rows = sorted(kept + rows, key=lambda a: list(PROGRAMS).index(a["name"]) if a["name"] in PROGRAMS else 99)

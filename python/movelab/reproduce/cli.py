@@ -503,10 +503,13 @@ def rowclone_multicore(
                                           show_default=False),
     app_param: list[str] | None = typer.Option(None, "--app-param", help=_APP_PARAM_HELP, show_default=False),
     mixes: int | None = typer.Option(None, "--mixes", min=1, max=10_000,
-                                     help="Mixes per core count \\[default: a sample of the paper's counts in "
+                                     help="Mixes per core count; on 2 cores at most 138 (each pair of a "
+                                          "copy-intensive and a memory-intensive application once) "
+                                          "\\[default: a sample of the paper's counts in "
                                           "their proportions: 24, 9, 7 on 2, 4, 8 cores].", show_default=False),
-    full: bool = typer.Option(False, "--full", help="The paper's mix counts: 138, 50, 40 on 2, 4, 8 cores "
-                                                    "(several times the default's run time) \\[default: off]."),
+    full: bool = typer.Option(False, "--full", help="The paper's mix counts: 138 (every two-core pair), 50, 40 "
+                                                    "on 2, 4, 8 cores (several times the default's run time) "
+                                                    "\\[default: off]."),
     seed: int = typer.Option(7, "--seed", min=0, max=(1 << 63) - 1, help="Seed of the mixes' draw."),
     cores: str | None = typer.Option(None, "--cores", help="Core counts, even, 2 to 8 \\[default: 2,4,8].",
                                      show_default=False),

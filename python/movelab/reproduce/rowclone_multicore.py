@@ -8,7 +8,9 @@
 * what sets Table 7's cells (:data:`SPLIT`, :func:`split_of`): observations of the model, no paper value.
 
 Each mix is half copy/initialisation-intensive applications (Table 4), half memory-intensive ones
-standing for Table 6's SPEC CPU2006 programs, drawn with a seed. Each application's alone IPC (the
+standing for Table 6's SPEC CPU2006 programs. On two cores the mixes are the pairs of one of each
+class, each once (the paper's 138 two-core workloads are its 6 x 23 pairs; fewer: a balanced sample
+of them in a seeded order); on four and more, drawn with a seed. Each application's alone IPC (the
 reference of the speedups) is computed once, alone on the same multi-core system under the baseline,
 and reused by every mix. With ``functional_warming``, every run starts from functionally warmed caches
 (full, as over the paper's long runs, so that write-backs reach the DRAM); by default they start cold.
@@ -86,7 +88,9 @@ def _paper_cells(cores: int, mech: str, p: dict[str, Any]) -> dict[str, Any]:
 
 def mixes(seed: int = SEED, cores: list[int] | None = None, n: int | Mapping[int, int] = MIXES) -> list[dict[str, Any]]:
     """The seeded mixes (each: cores, index, apps, highly_intensive); ``n`` mixes per core count, or
-    ``n[cores]`` (a mix does not depend on how many others are drawn)."""
+    ``n[cores]`` (a mix does not depend on how many others are drawn). Two cores: the pairs of one
+    copy/initialisation-intensive and one memory-intensive application, each once, in a seeded
+    order (all 138 at the paper's count; more are refused); more cores: drawn at random."""
     out = []
     for c in cores or CORES:
         k = n[c] if isinstance(n, Mapping) else n

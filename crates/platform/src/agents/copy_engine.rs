@@ -18,7 +18,10 @@
 //! command. A command whose lines overlap an earlier unfinished command's destination (or whose
 //! destination overlaps an earlier one's lines) waits until the buffer has drained, so copies
 //! still take effect in the order they were issued. Source lines
-//! are snooped: off-die, a line dirty in the core's cache comes from the cache over the bus;
+//! are snooped: off-die, a synchronous engine's snoop of each line it reads or writes takes a turn
+//! in the bus's address phase (section 5.3.1), while an asynchronous copy's request on the bus is
+//! its multiline snoop (sections 5.2.1, 5.3.2), so its lines take none; a line dirty in the core's
+//! cache comes from the cache over the bus;
 //! on-die, any cached source line is read from the cache. Destination lines are invalidated in
 //! the caches, or, with `dest_to_cache` (section 6.7), written into L2 instead of memory.
 use crate::agents::{Agent, AgentReport};
@@ -149,6 +152,20 @@ impl CopyEngine {
         self.no_bypass && self.states.values().any(|c| !c.finished)
     }
 
+    /// When the off-die engine may access memory for one line from `now` on. Synchronous: the
+    /// engine's coherent read or write of the line first snoops the caches, a turn in the bus's
+    /// address and snoop phase (section 5.3.1). Asynchronous: the copy request the core put on the
+    /// bus was the multiline snoop, latched by every node (sections 5.2.1, 5.3.2: the copy "is
+    /// globally observed when the request is placed on the bus", Table 4), so the hub reads and
+    /// writes the lines without further bus transactions.
+    fn line_snoop(&self, sys: &mut MemorySystem, now: Ps) -> Ps {
+        if self.asynchronous {
+            now
+        } else {
+            sys.ic().address_phase(now)
+        }
+    }
+
     fn command_arrives(&mut self, sys: &mut MemorySystem, now: Ps, cmd: u32) {
         self.queue.push_back(cmd);
         self.fill(sys, now);
@@ -267,8 +284,7 @@ impl CopyEngine {
                     let ch = sys.channel_of(addr);
                     sys.ic().request_arrives(now, ch)
                 } else {
-                    // A coherent read: its snoop takes a turn on the bus, then the hub reads it.
-                    sys.ic().address_phase(now) + self.engine_mem
+                    self.line_snoop(sys, now) + self.engine_mem
                 };
                 sys.send(at, addr, MemOp::Read, true, kind, true);
             }
@@ -312,8 +328,7 @@ impl CopyEngine {
                     let ch = sys.channel_of(addr);
                     sys.ic().writeback_arrives(now, ch)
                 } else {
-                    // The invalidating snoop takes a turn on the bus before the hub writes.
-                    sys.ic().address_phase(now) + self.engine_mem
+                    self.line_snoop(sys, now) + self.engine_mem
                 };
                 let kind = ReqKind::Agent {
                     agent: self.id,

@@ -18,11 +18,12 @@
 //!   runs that core's handler program.
 //!
 //! TCP ACKs: a host that has received data segments (frames with TCP payload behind the I/O
-//! preset's `driver.header_bytes`) owes an ACK for every `driver.ack_every` of them whose
-//! descriptors the NIC has written back (Linux's delayed ACK: `__tcp_ack_snd_check` in
-//! `net/ipv4/tcp_input.c` acknowledges at once when more than one full-sized segment is
-//! unacknowledged, RFC 1122 section 4.2.3.2's "at least every second full-sized segment"). On
-//! such a host each TX tail store sends one owed ACK, a frame of the headers alone (with a
+//! preset's `driver.header_bytes`) owes the ACKs Linux would send for those whose descriptors
+//! the NIC has written back ([`crate::net::tcp_ack`]: by bytes against the measured receive MSS,
+//! `driver.ack_every`, `driver.rcv_mss_initial`, and with `driver.gro` each poll's segments
+//! merged first). Each look of the driver at newly written-back descriptors (its first TX tail
+//! store after they were written back) is one poll. On such a host each TX tail store sends one
+//! owed ACK, a frame of the headers alone (with a
 //! context descriptor where the NIC wants one: checksum offload), as ixgbe of the paper's time
 //! wrote the tail once per packet; a store with no ACK owed is skipped (no doorbell). A frame of
 //! the headers alone is a pure ACK and is never acknowledged itself. The flows of a run go one
@@ -41,6 +42,7 @@ use crate::config::platform::PlatformConfig;
 use crate::devices::nic::{self, Nic, NicOut};
 use crate::iface::Access;
 use crate::memory::memory_system::{AgentId, MemorySystem, ReqKind, Response};
+use crate::net::tcp_ack::DelayedAck;
 use crate::pcie::bytes::{Geometry, Purpose};
 use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
 use crate::pcie::root_complex::HostMemory;
@@ -106,14 +108,12 @@ pub struct PcieDeviceAgent {
     /// RX tail stores refill every cleaned buffer (`driver.rx_post_all`), skipped below a batch.
     rx_post_all: bool,
     rx_refill_batch: u32,
-    /// Delayed ACK: an ACK per this many data segments received (0: none); the headers' bytes
-    /// (a frame no longer than them carries no payload: a pure ACK).
-    ack_every: u32,
+    /// The receiver's TCP: the ACKs owed for the data segments the driver has seen written back;
+    /// the headers' bytes (a frame no longer than them carries no payload: a pure ACK).
+    tcp: DelayedAck,
     header_bytes: u32,
-    /// Frames accepted from the link not yet seen written back: whether each carries data.
-    rx_data: VecDeque<bool>,
-    /// Data segments whose descriptors the NIC has written back (those the driver has seen).
-    data_seen: u64,
+    /// Frames accepted from the link not yet seen written back: the TCP payload bytes of each.
+    rx_data: VecDeque<u32>,
     /// RX descriptor write-backs accounted in `data_seen`.
     rx_seen: u64,
     tail: u32,
@@ -199,10 +199,9 @@ impl PcieDeviceAgent {
             sends: VecDeque::new(),
             rx_post_all: d.rx_post_all,
             rx_refill_batch: d.rx_refill_batch.max(1),
-            ack_every: d.ack_every,
+            tcp: DelayedAck::new(d.ack_every, d.rcv_mss_initial, d.mss, d.gro),
             header_bytes: d.header_bytes,
             rx_data: VecDeque::new(),
-            data_seen: 0,
             rx_seen: 0,
             nic,
             mem: HostMemory::default(),
@@ -402,21 +401,27 @@ impl PcieDeviceAgent {
         (ring - 1).saturating_sub(out)
     }
 
-    /// ACKs owed now: one per `ack_every` data segments the driver has seen written back, less
-    /// those sent. A host that has received no data owes none (its tail stores send its data).
+    /// ACKs owed now, less those sent: the frames written back since the driver last looked are
+    /// one poll for the receiver's TCP ([`DelayedAck::poll`]). A host that has received no data
+    /// owes none (its tail stores send its data).
     fn acks_owed(&mut self) -> Option<u64> {
         let written = self.nic.stats.rx_desc_written_back;
+        let mut poll = Vec::new();
         while self.rx_seen < written {
-            let Some(data) = self.rx_data.pop_front() else {
+            let Some(payload) = self.rx_data.pop_front() else {
                 break;
             };
-            self.data_seen += u64::from(data);
+            poll.push(payload);
             self.rx_seen += 1;
         }
-        if self.data_seen == 0 || self.ack_every == 0 {
+        if poll.iter().any(|&p| p > 0) {
+            self.tcp.poll(&poll);
+            self.stats.acks_owed = self.tcp.owed();
+        }
+        if self.tcp.segments() == 0 || !self.tcp.acknowledges() {
             return None;
         }
-        Some((self.data_seen / u64::from(self.ack_every)).saturating_sub(self.stats.acks_sent))
+        Some(self.tcp.owed().saturating_sub(self.stats.acks_sent))
     }
 
     /// A device read reached the root complex: each line from a cache (dirty) or from memory.
@@ -731,8 +736,9 @@ impl Agent for PcieDeviceAgent {
                 let mut out = Vec::new();
                 self.nic.frame_in(now, f, &mut out);
                 if self.nic.stats.rx_drops == drops {
-                    self.rx_data
-                        .push_back(kept.len() > self.header_bytes as usize);
+                    self.rx_data.push_back(
+                        (kept.len() as u64).saturating_sub(u64::from(self.header_bytes)) as u32,
+                    );
                     self.expect.push_back(kept);
                 }
                 self.nic_outs(sys, now, out);

@@ -260,8 +260,16 @@ pub struct DriverConfig {
     pub irq_entry_ns: f64,
     /// RX refill: write the tail after this many fresh descriptors (ixgbe: 16).
     pub rx_refill_batch: u32,
-    /// TCP acknowledges every this many data segments (delayed ACK: 2); 0 = no ACKs.
+    /// TCP acknowledges every this many data segments (delayed ACK: 2); 0 = no ACKs. On the
+    /// platform (`net/tcp_ack.rs`) counted in bytes as Linux counts them: an ACK once more than
+    /// `ack_every - 1` receive MSS are unacknowledged.
     pub ack_every: u32,
+    /// On the platform: the receive MSS a connection starts with, before a segment at least as
+    /// long raises it (Linux `tcp_initialize_rcv_mss`: at most `TCP_MSS_DEFAULT`, 536).
+    pub rcv_mss_initial: u32,
+    /// On the platform: the receiver's driver hands each poll's segments to GRO, which merges
+    /// a flow's segments before TCP sees them (Linux since 2.6.29, `napi_gro_receive`).
+    pub gro: bool,
     /// Software cost of sending one ACK, ns.
     pub ack_stack_ns: f64,
     /// Protocol headers before the message (Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12).
@@ -294,6 +302,8 @@ impl Default for DriverConfig {
             irq_entry_ns: 200.0,
             rx_refill_batch: 16,
             ack_every: 2,
+            rcv_mss_initial: 536,
+            gro: false,
             ack_stack_ns: 500.0,
             header_bytes: 66,
             mss: 1448,
@@ -564,6 +574,15 @@ impl IoConfig {
             return err(
                 "driver.ack_every",
                 format!("{} must be at most 64", d.ack_every),
+            );
+        }
+        if !(88..=d.mss.max(88)).contains(&d.rcv_mss_initial) {
+            return err(
+                "driver.rcv_mss_initial",
+                format!(
+                    "{} must be from 88 (Linux TCP_MIN_MSS) to driver.mss ({})",
+                    d.rcv_mss_initial, d.mss
+                ),
             );
         }
         if !(40..=256).contains(&d.header_bytes) {
