@@ -16,9 +16,12 @@ import tomllib
 from collections.abc import Iterable, Iterator
 from enum import Enum
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import typer
+if TYPE_CHECKING:
+    # typer is imported where an error is raised or a line echoed: `movelab.dram` (and a
+    # `movelab dram run` that parses its own command line) starts without it.
+    import typer
 
 # ------------------------------------------------------------------------------------------------
 # Enumerated options: typer refuses anything else with "Invalid value for '--format': 'jsno' is not
@@ -86,7 +89,7 @@ def finite(option: str):
 
     def cb(value: float | None) -> float | None:
         if value is not None and not math.isfinite(value):
-            raise typer.BadParameter(f"{value} is not a finite number", param_hint=option)
+            raise _bad(option, f"{value} is not a finite number")
         return value
 
     return cb
@@ -101,11 +104,11 @@ def parse_set(items: list[str] | None, option: str = "--set") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items or []:
         if "=" not in item:
-            raise typer.BadParameter(f"'{item}' is not KEY=VALUE (e.g. dram.timing.nRAS=30)", param_hint=option)
+            raise _bad(option, f"'{item}' is not KEY=VALUE (e.g. dram.timing.nRAS=30)")
         key, raw = item.split("=", 1)
         key = key.strip()
         if not key or any(not part.strip() for part in key.split(".")):
-            raise typer.BadParameter(f"'{item}': empty key", param_hint=option)
+            raise _bad(option, f"'{item}': empty key")
         try:
             value = tomllib.loads(f"v = {raw}")["v"]
         except tomllib.TOMLDecodeError:
@@ -113,13 +116,13 @@ def parse_set(items: list[str] | None, option: str = "--set") -> dict[str, Any]:
         try:
             check_value(value, key)
         except ValueError as e:
-            raise typer.BadParameter(str(e), param_hint=option) from None
+            raise _bad(option, str(e)) from None
         node = out
         parts = [p.strip() for p in key.split(".")]
         for part in parts[:-1]:
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise typer.BadParameter(f"'{key}' sets inside a value that is not a table", param_hint=option)
+                raise _bad(option, f"'{key}' sets inside a value that is not a table")
             node = child
         node[parts[-1]] = value
     return out
@@ -147,11 +150,10 @@ def parse_size(text: str, option: str) -> int:
     ``KiB``/``KB`` spellings too). Raises ``typer.BadParameter`` naming ``option``."""
     m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
     if not m:
-        raise typer.BadParameter(f"'{text}' is not a size (bytes, or with K, M, G or T, e.g. 64M)",
-                                 param_hint=option)
+        raise _bad(option, f"'{text}' is not a size (bytes, or with K, M, G or T, e.g. 64M)")
     n = int(m.group(1)) * _UNITS[m.group(2).lower()]
     if n > U64_MAX:
-        raise typer.BadParameter(f"'{text}' does not fit in 64 bits", param_hint=option)
+        raise _bad(option, f"'{text}' does not fit in 64 bits")
     return n
 
 
@@ -160,6 +162,8 @@ def parse_size(text: str, option: str) -> int:
 
 
 def _bad(option: str, msg: str) -> typer.BadParameter:
+    import typer
+
     return typer.BadParameter(msg, param_hint=option)
 
 
@@ -322,9 +326,13 @@ def error_line(e: BaseException | str) -> None:
 
 def fail(e: BaseException | str) -> NoReturn:
     """Reports a user error in one line and exits with status 2."""
+    import typer
+
     error_line(e)
     raise typer.Exit(2) from (e if isinstance(e, BaseException) else None)
 
 
 def echo_json(data: Any) -> None:
+    import typer
+
     typer.echo(json.dumps(data, indent=2, sort_keys=False))

@@ -274,6 +274,12 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
+    from movelab.dram.fast_start import run_plain
+
+    # A plain `dram run` command line (see movelab.dram.fast_start) skips typer's parsing; the
+    # `movelab` command (movelab.__main__) does the same without importing this module at all.
+    if run_plain(sys.argv[1:]):
+        return
     first = sys.argv[1] if len(sys.argv) > 1 else None
     build_app(first if first in GROUPS else None)()
 

@@ -150,7 +150,7 @@ def run_against_ramulator(config: str, requests: int, repeats: int, root: Path, 
                           style="dim")
         dram.write_trace({"kind": "random", "count": requests, "read_fraction": 0.8, "seed": 0,
                           "footprint_bytes": 1 << 30}, trace, "ramulator")
-        ours = [sys.executable, "-c", "from movelab.cli import main; main()", "dram", "run", config, trace,
+        ours = [sys.executable, "-m", "movelab", "dram", "run", config, trace,
                 "--trace-format", "ramulator", "--format", "json", *movelab_sets(config)]
         theirs = [python, "-c", RAMULATOR_SCRIPT, c.standard, c.org_preset, c.timing_preset, trace]
         env = {**os.environ, "PYTHONPATH": str(root / "python")}

@@ -25,26 +25,13 @@ from movelab._util import (
     staged_dir,
 )
 from movelab._util import fail as _fail
+from movelab.dram.run import console, run_trace
 
 if TYPE_CHECKING:
     from rich.table import Table
 
 app = typer.Typer(help="Command-level DRAM simulator with in-DRAM copy (RowClone) and energy.",
                   no_args_is_help=True)
-
-
-class _Console:
-    """Prints as rich's ``Console()`` does (each use makes one, as a console made at import would
-    behave), so that a command printing nothing through it, ``dram run --format json``, does not
-    import rich: the command line starts faster."""
-
-    def __getattr__(self, name: str) -> Any:
-        from rich.console import Console
-
-        return getattr(Console(), name)
-
-
-console: Any = _Console()
 
 
 @app.command("presets")
@@ -107,63 +94,6 @@ def show_cmd(
     echo_json({"config": c.data, "spec": c.spec})
 
 
-def _trace_arg(trace: str | None, generate: str | None, count: int, read_fraction: float, seed: int,
-               footprint: str) -> Any:
-    if (trace is None) == (generate is None):
-        raise typer.BadParameter("give either a TRACE file or --generate KIND", param_hint="TRACE")
-    if generate is not None:
-        return {"kind": generate, "count": count, "read_fraction": read_fraction, "seed": seed,
-                "footprint_bytes": parse_size(footprint, "--footprint")}
-    return trace
-
-
-def _stats_table(s: dict[str, Any]) -> Table:
-    from rich.table import Table
-
-    t = Table(title=f"{lit(s['speed'])} / {lit(s['part'])}: {s['channels']} ch x {s['ranks']} rank, {s['scheduler']}, "
-                    f"{s['row_policy']} row, {s['mapper']}, bulk={s['bulk_mechanism']}")
-    t.add_column("metric")
-    t.add_column("value", justify="right")
-    rl, wl, e, b = s["read_latency"], s["write_latency"], s["energy"], s["bulk"]
-    rows = [
-        ("simulated cycles", f"{s['cycles']:,}"),
-        ("simulated time", f"{s['time_ns'] / 1000:,.3f} us"),
-        ("reads / writes", f"{s['reads']:,} / {s['writes']:,}"),
-        ("read latency mean / p50 / p99 / max (cycles)",
-         f"{rl['mean_cycles']:.1f} / {rl['p50_cycles']} / {rl['p99_cycles']} / {rl['max_cycles']}"),
-        ("write latency mean / p99 (cycles)", f"{wl['mean_cycles']:.1f} / {wl['p99_cycles']}"),
-        ("bandwidth", f"{s['bandwidth_gb_s']:.3f} GB/s"),
-        ("row hits / misses / conflicts", f"{s['row']['hits']:,} / {s['row']['misses']:,} / {s['row']['conflicts']:,}"),
-        ("commands", ", ".join(f"{k} {v:,}" for k, v in s["commands"].items() if v)),
-        ("energy total", f"{e['total_nj'] / 1000:,.3f} uJ"),
-        # The parts in the total's unit, with separators (one unit on every energy line).
-        ("  act / pre / rd / wr / transfer", " / ".join(f"{e[k] / 1000:,.3f}" for k in (
-            "activate_nj", "precharge_nj", "read_nj", "write_nj", "transfer_nj")) + " uJ"),
-        ("  refresh / background / channel I/O",
-         " / ".join(f"{e[k] / 1000:,.3f}" for k in ("refresh_nj", "background_nj", "io_nj")) + " uJ"),
-    ]
-    if not s.get("energy_available", True):
-        # No public currents for this part: say so instead of printing zeros as energy.
-        rows = [r for r in rows if not r[0].startswith(("energy", "  "))]
-        rows.append(("energy", f"not available: no public currents for {s['part']}"))
-    if b["ops"]:
-        bb = b["bytes"]
-        rows += [
-            ("bulk ops (copy / init)", f"{b['copies']} / {b['inits']}"),
-            ("bulk bytes baseline / fpm / psm-inter / psm-intra",
-             f"{bb['baseline']:,} / {bb['fpm']:,} / {bb['psm_inter']:,} / {bb['psm_intra']:,}"),
-            ("bulk latency mean / max", f"{b['latency']['mean_ns']:.1f} / {b['latency']['max_ns']:.1f} ns"),
-        ]
-        c = b.get("in_dram_copy")
-        if c:
-            # Whether a real-chip study measured this part's in-DRAM copy on this standard.
-            rows.append(("in-DRAM copy part / basis",
-                         f"{c['chip']} / {c['provenance']} (success {c['success']:g}, retries {c['retries']:,})"))
-    for k, v in rows:
-        t.add_row(k, v)
-    return t
-
-
 # Bounds of the generator options (the simulator streams generated requests, so these bound time,
 # not memory): a trillion requests is days of simulation.
 MAX_COUNT = 10**12
@@ -198,54 +128,8 @@ def run_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --command-log file."),
 ) -> None:
     """Simulate a trace and print its statistics."""
-    tr = _trace_arg(str(trace) if trace is not None else None, generate.value if generate else None, count,
-                    read_fraction, seed, footprint)
-    overrides = parse_set(set_)
-    if memspec is not None:
-        try:
-            overrides = _merged(dram.read_memspec(memspec)["overrides"], overrides)
-        except (ValueError, TypeError, OSError) as e:
-            _fail(e)
-    log = output_path(command_log, force, "--command-log")
-
-    def sim(progress: Any) -> dram.SimResult:
-        def run(log_path: Path | None) -> dram.SimResult:
-            return dram.simulate(config, tr, overrides=overrides, trace_format=trace_format.value,
-                                 command_log=log_path, progress=progress, progress_every=50_000)
-
-        if log is None:
-            return run(None)
-        with atomic_path(log) as tmp:
-            return run(tmp)
-
-    try:
-        if fmt == "json":
-            # No progress bar (it would be disabled): rich is not imported.
-            res = sim(None)
-        else:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=Console(stderr=True), transient=True) as prog:
-                task = prog.add_task("sim", total=count if generate else None)
-                res = sim(lambda n: prog.update(task, completed=n))
-    except (ValueError, TypeError, OSError) as e:
-        _fail(e)
-    if fmt == "json":
-        typer.echo(json.dumps(res.stats, indent=2))
-    else:
-        console.print(_stats_table(res.stats))
-        if log is not None:
-            console.print(f"command log: {lit(log)} (check it with: movelab dram check {lit(log)})")
-
-
-def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """``over`` layered on ``base`` (nested dicts merged key by key)."""
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
+    run_trace(config, trace, generate.value if generate else None, count, read_fraction, seed, footprint,
+              trace_format.value, set_, command_log, memspec, fmt.value, force)
 
 
 @app.command("check")

@@ -1,0 +1,21 @@
+"""``movelab`` and ``python -m movelab``: the command line's entry point. A plain ``movelab dram run``
+command line starts without typer (:mod:`movelab.dram.fast_start`); every other command line is
+parsed by the typer command line, :mod:`movelab.cli`, imported only then."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from movelab.dram.fast_start import run_plain
+
+    if run_plain(sys.argv[1:]):
+        return
+    from movelab.cli import main as typer_main
+
+    typer_main()
+
+
+if __name__ == "__main__":
+    main()
