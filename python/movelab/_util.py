@@ -13,7 +13,7 @@ import shutil
 import stat
 import tempfile
 import tomllib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -125,6 +125,16 @@ def parse_set(items: list[str] | None, option: str = "--set") -> dict[str, Any]:
                 raise _bad(option, f"'{key}' sets inside a value that is not a table")
             node = child
         node[parts[-1]] = value
+    return out
+
+
+def layered(base: Mapping[str, Any] | None, top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` layered on ``base`` (a new dict; nested tables merged key by key, anything else in
+    ``top`` replaces ``base``'s value). The one merge of override tables on the Python side."""
+    out = dict(base or {})
+    for k, v in top.items():
+        old = out.get(k)
+        out[k] = layered(old, v) if isinstance(v, Mapping) and (old is None or isinstance(old, Mapping)) else v
     return out
 
 

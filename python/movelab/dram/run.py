@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from movelab import dram
-from movelab._util import atomic_path, lit, output_path, parse_set, parse_size
+from movelab._util import atomic_path, layered, lit, output_path, parse_set, parse_size
 from movelab._util import fail as _fail
 
 if TYPE_CHECKING:
@@ -92,14 +92,6 @@ def stats_table(s: dict[str, Any]) -> Table:
     return t
 
 
-def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """``over`` layered on ``base`` (nested dicts merged key by key)."""
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
 def echo_line(text: str) -> None:
     """Writes ``text`` and a newline to stdout and flushes, as ``typer.echo`` does for text without
     ANSI escapes (JSON from ``json.dumps`` is ASCII with every control character escaped)."""
@@ -118,7 +110,7 @@ def run_trace(config: str, trace: Path | None, generate: str | None, count: int,
     overrides = parse_set(set_)
     if memspec is not None:
         try:
-            overrides = merged(dram.read_memspec(memspec)["overrides"], overrides)
+            overrides = layered(dram.read_memspec(memspec)["overrides"], overrides)
         except (ValueError, TypeError, OSError) as e:
             _fail(e)
     log = output_path(command_log, force, "--command-log")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from movelab import _core
-from movelab._util import check_value
+from movelab._util import check_value, layered
 from movelab.dram import _native_call, flatten
 
 __all__ = ["PairResult", "PlatformResult", "load_config", "pair", "presets", "run", "to_toml"]
@@ -36,16 +36,6 @@ def presets() -> dict[str, Any]:
     """Built-in platforms (name, description, source, core, interconnect) and workloads (name,
     description, default parameters)."""
     return json.loads(_core.platform_presets())
-
-
-def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in top.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = _merge(dict(out[k]), v)
-        else:
-            out[k] = v
-    return out
 
 
 def _check_overrides(overrides: Any, what: str = "overrides") -> dict[str, Any]:
@@ -86,7 +76,7 @@ def _source(platform: Any, overrides: Any) -> tuple[str, str | None]:
         if not isinstance(name, str) or not name:
             raise ValueError("platform: a dict must say which platform it starts from with 'preset' "
                              "(e.g. {'preset': 'zhao-uma-emc', 'core': {'kind': 'in-order'}})")
-        ov = _merge(d, ov)
+        ov = layered(d, ov)
         platform = name
     if isinstance(platform, Path) or (isinstance(platform, str) and platform.endswith(".toml")):
         path = Path(platform)
@@ -235,7 +225,7 @@ def _port_rate(platform: PlatformLike, ov: dict[str, Any], gbps: float) -> dict[
     microengines) set to ``gbps``."""
     cfg = load_config(platform, ov)
     if cfg.get("io") is not None:
-        ov = _merge(ov, {"io": {"nic": {"mac_gbps": gbps}}})
+        ov = layered(ov, {"io": {"nic": {"mac_gbps": gbps}}})
     agents = [dict(a) for a in cfg.get("agents") or []]
     changed = False
     for a in agents:
@@ -260,7 +250,7 @@ def _frame_size(platform: PlatformLike, ov: dict[str, Any], frame_bytes: int) ->
     ``frame_bytes``; microengines take any frame up to their buffers' stride and are left as they are."""
     cfg = load_config(platform, ov)
     if cfg.get("io") is not None:
-        ov = _merge(ov, {"io": {"frame_bytes": frame_bytes}})
+        ov = layered(ov, {"io": {"frame_bytes": frame_bytes}})
     agents = [dict(a) for a in cfg.get("agents") or []]
     if any(a.get("kind") == "idma" for a in agents):
         for a in agents:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from movelab._util import layered
 from movelab.record import cachestate
 from movelab.record.kernel import TOUCH_KINDS
 from movelab.record.trace import COPY_KINDS, INIT_KINDS, corrected_dur, read
@@ -307,8 +308,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho, distance=dist, fresh=fresh_state,
                                                    kernel=kt, region=reg))
         st = cache_d[skey][1]
-    mech_ov = _merge(base, MECHANISMS[mechanism])
-    cpu_ov = _merge(base, MECHANISMS["cpu"])
+    mech_ov = layered(base, MECHANISMS[mechanism])
+    cpu_ov = layered(base, MECHANISMS["cpu"])
     aligned = mechanism in ALIGNED
     rows = []
     notes = []
@@ -481,13 +482,6 @@ def _fixed_cost(cls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[flo
     return total
 
 
-def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
-    return out
-
-
 def what_if(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system",
             mechanisms: Sequence[str] | None = None, _cache: dict | None = None,
             **kw: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -587,7 +581,7 @@ def replay_windows(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-s
             for moves in (False, True):
                 path = Path(tmp) / f"w{i}-{int(moves)}.toml"
                 path.write_text(_toml(_ops(w, rate, max_gap_instructions, mechanism in ALIGNED, None, moves)))
-                ov = _merge(base, MECHANISMS[mechanism if moves else "cpu"])
+                ov = layered(base, MECHANISMS[mechanism if moves else "cpu"])
                 t.append(_stats(plat.run(platform, path, overrides=ov).stats)[0])
             cost += t[1] - t[0]
             calls += float(w["count"].sum())

@@ -25,7 +25,7 @@ from typing import Any
 from rich.console import Group
 
 from movelab import _core
-from movelab._util import refuse_keys
+from movelab._util import layered, refuse_keys
 from movelab.executor import costs, run_points
 from movelab.reproduce import fraction, group, ledger, paper_data, table, write_rows
 
@@ -128,15 +128,6 @@ def points(overrides: Mapping[str, Any] | None = None, packets: int = 200,
     return [*cells, {**base, "figures": True}, *sens]
 
 
-def _merge(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> dict[str, Any]:
-    """``a`` with ``b`` layered on (tables merged key by key)."""
-    out = dict(a or {})
-    for k, v in b.items():
-        old = out.get(k)
-        out[k] = _merge(old, v) if isinstance(v, Mapping) and (old is None or isinstance(old, Mapping)) else v
-    return out
-
-
 #: A scheduling estimate (CPU seconds per packet of one simulation, and per simulation, measured
 #: by ``python -m movelab.reproduce._critical_path`` at 50 and 200 packets): orders the work, never a row.
 CPU_S_PER_PACKET, CPU_S_PER_RUN = 3e-4, 0.04
@@ -153,7 +144,7 @@ def cost(p: dict[str, Any]) -> float:
 def point(p: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of one point of :func:`points` (the model's, unrounded)."""
     if p.get("sensitivity"):
-        ov = json.dumps(_merge(p.get("overrides"), p["setting_overrides"]))
+        ov = json.dumps(layered(p.get("overrides"), p["setting_overrides"]))
         raw = json.loads(_core.reproduce_zhao(ov, p["packets"], [1024], None, ["out-of-order"], False))
         return [{**r, "figure": p["sensitivity"], "variant": p["setting"]} for r in raw]
     ov = json.dumps(p["overrides"]) if p.get("overrides") else None
