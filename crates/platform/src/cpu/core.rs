@@ -1139,7 +1139,7 @@ impl Core {
                 || retry
                 || sb_retry
                 || (self.dispatch_credit > 0 && self.pending.is_empty() && self.wants_op())
-                || now % self.cycle_ps != 0)
+                || !now.is_multiple_of(self.cycle_ps))
         {
             return next_cycle;
         }
