@@ -178,8 +178,19 @@ pub struct Core {
     sb_started: usize,
     /// `mem_ports`, at least one.
     ports: u32,
-    /// Ticks every cycle while a full store buffer holds the head (see [`Core::keep_polling`]).
+    /// Ticks every cycle while a full store buffer holds the head or a bandwidth credit is
+    /// overdrawn (see [`Core::keep_polling`]).
     polls_full_store_buffer: bool,
+    /// Ticks every cycle while a bandwidth credit is overdrawn (see [`Core::share_engine`]).
+    shares_engine: bool,
+    /// The last tick skipped the ticks that would only repay overdrawn bandwidth credit
+    /// ([`Core::tick`]): the next tick first repays what they would have.
+    skipping: bool,
+    /// When the core last ticked.
+    last_tick: Ps,
+    /// At the last tick, the window's head waited for memory (each skipped tick with retire
+    /// credit counts a stall cycle, as it would have).
+    head_waited: bool,
 }
 
 /// How the core turns a workload operation into micro-ops.
@@ -234,15 +245,59 @@ impl Core {
             sb_started: 0,
             ports: cfg.mem_ports.max(1),
             polls_full_store_buffer: false,
+            shares_engine: false,
+            skipping: false,
+            last_tick: 0,
+            head_waited: false,
         }
     }
 
-    /// The core ticks every cycle while a full store buffer holds a finished store at the head,
-    /// as it did before it learnt to sleep then. Its timing is the same either way; only the
-    /// number of the run loop's turns differs, which the per-core DRAM accounting's sampling
-    /// counts (`MemorySystem::set_owners`): where it is on, this keeps its figures as they were.
+    /// The core ticks every cycle while a full store buffer holds a finished store at the head
+    /// or a bandwidth credit is overdrawn, as it did before it learnt to sleep then. Its timing
+    /// is the same either way; only the number of the run loop's turns differs, which the
+    /// per-core DRAM accounting's sampling counts (`MemorySystem::set_owners`): where it is on,
+    /// this keeps its figures as they were.
     pub fn keep_polling(&mut self) {
         self.polls_full_store_buffer = true;
+        self.shares_engine = true;
+    }
+
+    /// This core is one hardware context of a multithreaded core: the platform switches it out
+    /// and in between its ticks, which a skipped tick's later repayment cannot tell from a tick
+    /// that was due, so it ticks every cycle while a bandwidth credit is overdrawn.
+    pub fn share_engine(&mut self) {
+        self.shares_engine = true;
+    }
+
+    /// Repays what the ticks skipped since the last one would have: each added a cycle's
+    /// bandwidth to every credit (up to a cycle's worth) and, while the head waited for memory
+    /// with retire credit left, counted a stall cycle. Nothing else changed in them (see
+    /// [`Core::tick`]); a tick that comes early, woken by the uncore, repays the ticks before it.
+    fn repay_skipped(&mut self, now: Ps) {
+        self.skipping = false;
+        let skipped = ((now - self.last_tick) / self.cycle_ps).saturating_sub(1);
+        if skipped == 0 {
+            return;
+        }
+        let w = i64::from(self.cfg.width);
+        let s = i64::try_from(skipped)
+            .unwrap_or(i64::MAX / 4)
+            .min(i64::MAX / 4 / w.max(1));
+        if self.head_waited && w > 0 {
+            // The first skipped tick with retire credit left, and every one after it.
+            let first = if self.retire_credit > 0 {
+                1
+            } else {
+                -self.retire_credit / w + 1
+            };
+            self.counters.stall_cycles += (s - first + 1).max(0) as u64;
+        }
+        let repay = |c: i64, per: i64| (c + s * per).min(per);
+        self.retire_credit = repay(self.retire_credit, w);
+        self.issue_credit = repay(self.issue_credit, w);
+        self.dispatch_credit = repay(self.dispatch_credit, w);
+        let ports = i64::from(self.cfg.mem_ports);
+        self.port_credit = repay(self.port_credit, ports);
     }
 
     /// Makes this core hardware context `ctx` of a multithreaded core.
@@ -705,6 +760,10 @@ impl Core {
     /// the uncore wakes it).
     pub fn tick<U: Uncore + ?Sized>(&mut self, now: Ps, unc: &mut U) -> Ps {
         self.poked = false;
+        if self.skipping {
+            self.repay_skipped(now);
+        }
+        self.last_tick = now;
         let w = i64::from(self.cfg.width);
         let mut progress = false;
         // The head is a finished store held back by a full store buffer.
@@ -834,6 +893,8 @@ impl Core {
         let ports = i64::from(self.cfg.mem_ports);
         self.port_credit = (self.port_credit + ports).min(ports);
         let mut wake = Ps::MAX;
+        // A memory access ready to issue waits for memory-port credit.
+        let mut port_wait = false;
         let mut retry = false;
         let n = self.rob.len();
         // The scan visits only entries not yet issued (`unissued`, oldest first): issued ones
@@ -886,7 +947,9 @@ impl Core {
                     wake = wake.min(ready_at);
                 }
                 if mem && ready_at <= now && !blocked {
-                    wake = wake.min(now + self.cycle_ps);
+                    // Out of memory-port credit (else it would issue): it tries again once
+                    // the credit is positive (see `port_wait` below).
+                    port_wait = true;
                 }
                 if self.in_order {
                     break;
@@ -1042,12 +1105,61 @@ impl Core {
         }
 
         let next_cycle = now + self.cycle_ps;
-        if progress
-            || self.dispatch_credit <= 0
-            || self.issue_credit <= 0
-            || self.retire_credit <= 0
+        if progress {
+            return next_cycle;
+        }
+        let overdrawn =
+            self.dispatch_credit <= 0 || self.issue_credit <= 0 || self.retire_credit <= 0;
+        if port_wait {
+            // The tick at which the memory ports' credit is positive again, the ticks before
+            // only repaying it (the next one when it is repaid in one, or there are no ports).
+            let ports = i64::from(self.cfg.mem_ports);
+            let ticks = if ports > 0 && self.port_credit <= 0 {
+                -self.port_credit / ports + 1
+            } else {
+                1
+            };
+            port_wait = ticks > 1;
+            wake = wake.min(now + ticks as Ps * self.cycle_ps);
+        }
+        // Nothing happened, and a stage's bandwidth credit is overdrawn, or a ready memory
+        // access waits for overdrawn memory-port credit (a group of `count` instructions took
+        // several cycles' worth): the ticks until it is repaid would change nothing but the
+        // credits (and the stall count) if nothing else is due before, so they are skipped and
+        // repaid at the next tick ([`Core::repay_skipped`]). Not when an uncore call was
+        // refused (it is retried each tick), nor when an empty front end will be fed after
+        // this tick with dispatch credit left (the next tick dispatches it; ops fed behind
+        // others that could not dispatch change nothing), nor off a cycle boundary or where
+        // the platform counts turns or switches contexts: then the core ticks the next cycle,
+        // as it did before it skipped such ticks.
+        let skips = overdrawn || port_wait;
+        if skips
+            && (self.shares_engine
+                || refused
+                || retry
+                || sb_retry
+                || (self.dispatch_credit > 0 && self.pending.is_empty() && self.wants_op())
+                || !now.is_multiple_of(self.cycle_ps))
         {
             return next_cycle;
+        }
+        if skips {
+            let w = i64::from(self.cfg.width).max(1);
+            for c in [self.dispatch_credit, self.issue_credit, self.retire_credit] {
+                if c <= 0 {
+                    // The tick at which this credit is positive again.
+                    wake = wake.min(now + (-c / w + 1) as Ps * self.cycle_ps);
+                }
+            }
+            // Held-back accesses (a blocked load, the store buffer's writes) retry then.
+            if self.mem_blocked_until > now {
+                wake = wake.min(self.mem_blocked_until);
+            }
+            self.skipping = true;
+            self.head_waited = self
+                .rob
+                .front()
+                .is_some_and(|h| h.issued && h.done_at == Ps::MAX);
         }
         // A finished head held back by a full store buffer retires once a store write leaves
         // it: at a write's known time (`sb_next`) or when the memory answers one (the answer
@@ -1063,7 +1175,8 @@ impl Core {
             && self.port_credit > 0
             && (!self.pending.is_empty() || !self.wants_op()));
         if let Some(h) = self.rob.front() {
-            if h.issued && h.done_at != Ps::MAX && polls {
+            // (Retired no earlier than its retire credit allows: see `overdrawn` above.)
+            if h.issued && h.done_at != Ps::MAX && polls && self.retire_credit > 0 {
                 wake = wake.min(h.done_at);
             }
         }
@@ -1222,10 +1335,18 @@ mod tests {
     struct SlowStores {
         delay: Ps,
         answers: Vec<(Ps, Token)>,
+        /// Loads answered through `memory_done` after this long (`None`: a fixed 20 cycles).
+        load_delay: Option<Ps>,
     }
     impl Uncore for SlowStores {
-        fn load(&mut self, now: Ps, _: u64, _: bool, _: Token) -> Access {
-            Access::At(now + 20 * 333)
+        fn load(&mut self, now: Ps, _: u64, _: bool, token: Token) -> Access {
+            match self.load_delay {
+                Some(d) => {
+                    self.answers.push((now + d, token));
+                    Access::Pending
+                }
+                None => Access::At(now + 20 * 333),
+            }
         }
         fn store(&mut self, now: Ps, _: u64, _: bool, _: bool, token: Token) -> Access {
             self.answers.push((now + self.delay, token));
@@ -1253,21 +1374,41 @@ mod tests {
     /// only when it asked to or memory answered. Returns the times the retired count changed
     /// and the core's ticks.
     fn run_slow_stores(delay: Ps, bytes: u64, poll: bool) -> (Vec<(Ps, u64)>, u64) {
+        let op = Op::Copy {
+            src: 1 << 20,
+            dst: 1 << 24,
+            bytes,
+            policy: DstPolicy::AsGiven,
+        };
+        let (retired, ticks, _) = run_ops(&[op], delay, None, poll, true);
+        (retired, ticks)
+    }
+
+    /// Runs `ops` on a default core against [`SlowStores`]; `skip`: the core skips the ticks
+    /// that would only repay overdrawn bandwidth credit (else it ticks every cycle then, as
+    /// before it learnt to skip them). Returns the times the retired count changed, the ticks
+    /// and the core's counters.
+    fn run_ops(
+        ops: &[Op],
+        delay: Ps,
+        load_delay: Option<Ps>,
+        poll: bool,
+        skip: bool,
+    ) -> (Vec<(Ps, u64)>, u64, CoreCounters) {
         let mut core = Core::new(&CoreConfig::default(), 7);
+        if !skip {
+            core.share_engine();
+        }
         let cy = core.cycle_ps;
-        core.push_op(
-            &Op::Copy {
-                src: 1 << 20,
-                dst: 1 << 24,
-                bytes,
-                policy: DstPolicy::AsGiven,
-            },
-            CopyBy::Cpu,
-        );
+        for op in ops {
+            core.push_op(op, CopyBy::Cpu);
+            core.expand_whole();
+        }
         core.end_of_input();
         let mut unc = SlowStores {
             delay,
             answers: Vec::new(),
+            load_delay,
         };
         let (mut now, mut next, mut ticks) = (0, 0, 0u64);
         let mut retired = vec![];
@@ -1296,7 +1437,59 @@ mod tests {
                 next.min(due.unwrap_or(Ps::MAX))
             };
         }
-        (retired, ticks)
+        (retired, ticks, core.counters)
+    }
+
+    /// Ticks that would only repay overdrawn bandwidth credit (a group of 8 or 16
+    /// instructions on a 4-wide core) are skipped and repaid at the next tick: every
+    /// instruction retires at the same time as on a core that ticks through them, with the same
+    /// counters (stall cycles included: loads wait for memory), in fewer ticks; and at the
+    /// same times as on a core that ticks every cycle.
+    #[test]
+    fn overdrawn_credit_ticks_are_skipped_and_repaid() {
+        let copy = Op::Copy {
+            src: 1 << 20,
+            dst: (1 << 24) + 8,
+            bytes: 4096,
+            policy: DstPolicy::AsGiven,
+        };
+        let compute = Op::Compute {
+            n: 2000,
+            loads: 0.25,
+            stores: 0.125,
+            region: Some((1 << 22, 1 << 16)),
+        };
+        let cases: [(&[Op], Ps, Option<Ps>); 5] = [
+            (&[copy], 333 * 40, None),
+            (&[copy], 333 * 240, Some(333 * 100)),
+            (&[compute], 333 * 10, Some(333 * 7)),
+            (&[compute, copy, compute], 333 * 90, Some(1000)),
+            (&[copy, compute], 500, Some(333 * 300 + 17)),
+        ];
+        let (mut all_each, mut all_skipped) = (0, 0);
+        for (k, (ops, delay, load_delay)) in cases.into_iter().enumerate() {
+            let (each, each_ticks, each_c) = run_ops(ops, delay, load_delay, false, false);
+            let (skipped, skipped_ticks, skipped_c) = run_ops(ops, delay, load_delay, false, true);
+            let (polled, _, _) = run_ops(ops, delay, load_delay, true, true);
+            assert_eq!(each, skipped, "case {k}");
+            assert_eq!(polled, skipped, "case {k}");
+            assert!(each_c.instructions > 0, "case {k}");
+            assert_eq!(each_c.instructions, skipped_c.instructions, "case {k}");
+            assert_eq!(each_c.stall_cycles, skipped_c.stall_cycles, "case {k}");
+            assert_eq!(each_c.loads, skipped_c.loads, "case {k}");
+            assert_eq!(each_c.stores, skipped_c.stores, "case {k}");
+            assert!(
+                skipped_ticks <= each_ticks,
+                "case {k}: {skipped_ticks} ticks against {each_ticks}"
+            );
+            all_each += each_ticks;
+            all_skipped += skipped_ticks;
+        }
+        // Some cases have nothing to skip (no group overdraws a credit with nothing else due).
+        assert!(
+            all_skipped < all_each,
+            "{all_skipped} ticks against {all_each}"
+        );
     }
 
     /// A finished store held at the head by a full store buffer: the core sleeps until a write

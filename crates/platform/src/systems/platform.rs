@@ -335,6 +335,9 @@ impl Platform {
                     .map_or(0, |gr| gr.offset.wrapping_add(k.wrapping_mul(gr.stride)));
                 let mut core = Core::new(c, 0x5eed + cores.len() as u64);
                 core.set_context(t as u8);
+                if threads > 1 {
+                    core.share_engine();
+                }
                 slots.push(cores.len());
                 cores.push(CoreSlot {
                     core,
