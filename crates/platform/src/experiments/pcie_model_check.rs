@@ -377,5 +377,14 @@ mod tests {
         assert!(tx64 < 0.6 * tx1500 && rx64 < 0.6 * rx1500);
         let (ptx, _) = pm_nic(3, true, 1500, true);
         assert!((tx1500 / ptx - 1.0).abs() < 0.15, "{tx1500} vs {ptx}");
+        // The kernel NIC's batched RX write-backs and moderated interrupts cost fewer bytes per
+        // small packet than the simple NIC's one of each per packet.
+        let (_, srx64) = movelab_nic(false, 64).unwrap();
+        assert!(rx64 > 1.05 * srx64, "{rx64} vs {srx64}");
+        // A frame outside what the stream sends is refused by name.
+        for bad in [10, 9000] {
+            let e = movelab_nic(true, bad).unwrap_err().to_string();
+            assert!(e.contains("frame"), "{e}");
+        }
     }
 }
