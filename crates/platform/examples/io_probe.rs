@@ -1,7 +1,8 @@
 //! Prints an I/O run's statistics (a development probe): `io_probe PRESET COUNT BYTES [idma]`
 //! sends COUNT frames of BYTES (headers included) between two platforms on the cluster, their
 //! device (`larsen-io`'s NIC, or with `idma` `larsen-io-idma`'s engine) on I/O preset PRESET;
-//! `io_probe pcie-model` and `io_probe larsen` print those checks' rows.
+//! `io_probe pcie-model` and `io_probe larsen` print those checks' rows; a last argument `acks`
+//! has the receiver send TCP ACKs back (the NIC only).
 use movelab_platform::config::io::IoConfig;
 use movelab_platform::experiments::larsen_idma::{cluster_stream, FIG8_PLATFORM, FIG9_PLATFORM};
 
@@ -51,7 +52,7 @@ fn main() {
         count,
         bytes,
         0,
-        false,
+        a.last().is_some_and(|s| s == "acks"),
     ) {
         Ok(s) => {
             let mut v = serde_json::to_value(&s).unwrap_or_default();

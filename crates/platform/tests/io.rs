@@ -21,8 +21,14 @@ fn bad_configs_name_the_key() {
         ("nic = { rx_fetch = \"two\" }", "nic.rx_fetch"),
         ("nic = { tx_ring = 12 }", "nic.tx_ring"),
         ("nic = { tx_wthresh = 8, itr_us = 0.0 }", "nic.tx_wthresh"),
-        ("root_complex = { warm_read_ns = -1.0 }", "root_complex.warm_read_ns"),
-        ("root_complex = { warm_read_ns = nan }", "root_complex.warm_read_ns"),
+        (
+            "root_complex = { warm_read_ns = -1.0 }",
+            "root_complex.warm_read_ns",
+        ),
+        (
+            "root_complex = { warm_read_ns = nan }",
+            "root_complex.warm_read_ns",
+        ),
         ("nic = { kind = \"smart\" }", "nic.kind"),
         ("nic = { bogus = 1 }", "nic"),
         ("root_complex = { warm_read = 546.0 }", "root_complex"),
@@ -44,7 +50,10 @@ fn the_warm_read_is_a_preset_key() {
     assert_eq!(h.root_complex.warm_read_ns, 546.0);
     assert_eq!(haswell_warm_read_ns().unwrap(), 546.0);
     for name in ["larsen-82598-gen1", "larsen-82599-gen2"] {
-        assert_eq!(IoConfig::preset(name).unwrap().root_complex.warm_read_ns, 0.0);
+        assert_eq!(
+            IoConfig::preset(name).unwrap().root_complex.warm_read_ns,
+            0.0
+        );
     }
     let text = include_str!("../../../presets/io/haswell-gen3.toml");
     let at = text.find("warm_read_ns").expect("the key");

@@ -60,7 +60,10 @@ fn platform_stack_is_bounded_by_its_tlps() {
     let g = io.geometry();
     let ns = |bytes: u32| g.wire_ps(u64::from(bytes)) as f64 / 1000.0;
     let fetch = |data: u32| ns(g.read_request_bytes()) + ns(g.completion_bytes(data)) + rc;
-    assert!(part(&d.tx_stack, "doorbell") >= ns(g.write32_bytes(4)), "{d:?}");
+    assert!(
+        part(&d.tx_stack, "doorbell") >= ns(g.write32_bytes(4)),
+        "{d:?}"
+    );
     assert!(part(&d.tx_stack, "descriptor") >= fetch(16), "{d:?}");
     assert!(part(&d.tx_stack, "payload") >= fetch(64), "{d:?}");
     // Within a microsecond of those bounds: the snoop, the on-die path and the NIC's steps.

@@ -4,12 +4,13 @@
 //! with the files in `tests/golden/`; `cargo run --release -p movelab-platform --example
 //! platform_digest` prints them. A refactor that leaves every line equal changed no number.
 use crate::config::io::{builtin_io_names, IoConfig};
-use crate::experiments::larsen_idma::{
-    cluster_stream, large_send, FIG8_PLATFORM, FIG9_PLATFORM, LANE_FRAME, LARGE_FRAMES_PER_MESSAGE,
-};
 use crate::config::network::BUILTIN_NETWORK_PLATFORMS;
 use crate::config::platform::builtin_platform_names;
 use crate::config::workload::builtin_workload_names;
+use crate::experiments::larsen_idma::{
+    cluster_stream, large_send, small_frame, FIG8_PLATFORM, FIG9_PLATFORM, LANE_FRAME,
+    LARGE_FRAMES_PER_MESSAGE,
+};
 use crate::experiments::{
     larsen_idma, pcie_model_check, platform, rowclone_apps, rowclone_fork, rowclone_multicore,
     wun_onload, zhao_copy_engine,
@@ -186,8 +187,8 @@ fn cluster_lines() -> Vec<String> {
 
 /// Every I/O preset with descriptor DMA and the iDMA, on the cluster: two `larsen-io` (or
 /// `larsen-io-idma`) platforms with their device on the preset (`cluster_stream` of
-/// `experiments/larsen_idma.rs`), sending one 64 B frame, one 1500 B frame, a stream of 16 of
-/// them and a 64 KB message (the NIC: one TSO send of 64 KiB behind the preset's headers; the
+/// `experiments/larsen_idma.rs`), sending one 64 B message (one frame of it behind the preset's
+/// headers), one 1500 B frame, a stream of 16 of them and a 64 KB message (the NIC: one TSO send of 64 KiB behind the preset's headers; the
 /// iDMA, which does not segment: its 1514 B frames). The descriptor NIC's receiver sends TCP ACKs
 /// back over the wire; the iDMA's sends none.
 fn io_lines() -> Result<Vec<String>, PlatformError> {
@@ -201,7 +202,7 @@ fn io_lines() -> Result<Vec<String>, PlatformError> {
             } else {
                 (1, large_send(&io))
             };
-            for (sends, send) in [(1, 64), (1, 1500), (16, 1500), large] {
+            for (sends, send) in [(1, small_frame(&io)), (1, 1500), (16, 1500), large] {
                 let line = match cluster_stream(
                     platform,
                     platform,

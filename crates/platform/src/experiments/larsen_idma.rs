@@ -1382,6 +1382,10 @@ mod tests {
         assert_eq!(paper("fig10", "tx_64B"), Some(0.43));
     }
 
+    fn bw() -> IoConfig {
+        IoConfig::preset(BW_IO).expect("preset")
+    }
+
     fn none() -> toml::Value {
         toml::Value::Table(Default::default())
     }

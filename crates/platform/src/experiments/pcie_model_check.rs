@@ -28,10 +28,10 @@
 //!   pcie-model's simple NIC writes the tail per packet and its kernel NIC per 32; its NIC
 //!   prefetches descriptors by its thresholds, not in fixed batches.
 use crate::config::io::IoConfig;
+use crate::experiments::larsen_idma::{cluster_stream, BW_IO, FIG8_PLATFORM};
 use crate::pcie::bytes::{CompletionMode, Geometry, Purpose};
 use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
 use crate::sim::error::PlatformError;
-use crate::experiments::larsen_idma::{cluster_stream, BW_IO, FIG8_PLATFORM};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -278,7 +278,9 @@ pub fn movelab_nic(kernel: bool, frame: u64) -> Result<(f64, f64), PlatformError
             .hosts
             .get(h)
             .and_then(|p| p.devices.first())
-            .ok_or_else(|| PlatformError::Stalled(format!("pcie-model check: host {h} has no device")))?;
+            .ok_or_else(|| {
+                PlatformError::Stalled(format!("pcie-model check: host {h} has no device"))
+            })?;
         let up: u64 = d.bytes_up.iter().map(|(_, v)| v).sum();
         let down: u64 = d.bytes_down.iter().map(|(_, v)| v).sum();
         Ok(up.max(down) as f64 / NIC_FRAMES as f64)
