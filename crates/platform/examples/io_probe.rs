@@ -9,7 +9,8 @@ use movelab_platform::experiments::larsen_idma::{cluster_stream, FIG8_PLATFORM, 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     if a.get(1).is_some_and(|s| s == "pcie-model") {
-        for r in movelab_platform::experiments::pcie_model_check::run().expect("run") {
+        for r in movelab_platform::experiments::pcie_model_check::run(cluster_stream).expect("run")
+        {
             println!(
                 "{:16} gen{} {:5} movelab {:7.2} pcie-model {:7.2} fixed {:7.2}",
                 r.model, r.gen, r.size, r.movelab_gbps, r.pcie_model_gbps, r.pcie_model_fixed_gbps

@@ -6,6 +6,7 @@ use movelab_platform::config::io::{builtin_io_names, IoConfig, RootComplexConfig
 use movelab_platform::experiments::larsen_idma::{
     cluster_stream, haswell_warm_read_ns, FIG8_PLATFORM, FIG9_PLATFORM, HASWELL_IO,
 };
+use movelab_platform::experiments::pcie_model_check::{movelab_nic, pm_nic_bytes, pm_tlp_gbps};
 use movelab_platform::systems::{simulate, system, Params};
 
 fn none() -> toml::Value {
@@ -137,5 +138,27 @@ fn the_retired_two_host_system_names_its_replacement() {
             .expect_err("retired")
             .to_string();
         assert!(e.contains("retired") && e.contains("cluster"), "{e}");
+    }
+}
+
+/// The pcie-model check's NIC rows on the cluster: both models put small frames far below the
+/// link and large frames close to it; the kernel NIC's batched RX write-backs and moderated
+/// interrupts cost fewer bytes per small packet than the simple NIC's one of each per packet; a
+/// frame outside what the stream sends is refused by name.
+#[test]
+fn pcie_model_nic_rows_agree_in_shape() {
+    let (tx64, rx64) = movelab_nic(cluster_stream, true, 64).unwrap();
+    let (tx1500, rx1500) = movelab_nic(cluster_stream, true, 1500).unwrap();
+    assert!(tx64 < 0.6 * tx1500 && rx64 < 0.6 * rx1500);
+    let ((h, d), _) = pm_nic_bytes(true, 1500, true);
+    let ptx = pm_tlp_gbps(3) * 1500.0 / h.max(d);
+    assert!((tx1500 / ptx - 1.0).abs() < 0.15, "{tx1500} vs {ptx}");
+    let (_, srx64) = movelab_nic(cluster_stream, false, 64).unwrap();
+    assert!(rx64 > 1.05 * srx64, "{rx64} vs {srx64}");
+    for bad in [10, 9000] {
+        let e = movelab_nic(cluster_stream, true, bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("frame"), "{e}");
     }
 }

@@ -345,7 +345,11 @@ fn reproduction_lines() -> Result<Vec<String>, PlatformError> {
         "larsen-idma",
         &larsen_idma::run(&lo, &mut |_, _| {})?,
     );
-    rows(&mut out, "pcie-model-check", &pcie_model_check::run()?);
+    rows(
+        &mut out,
+        "pcie-model-check",
+        &pcie_model_check::run(cluster_stream)?,
+    );
     let experiments: Vec<String> = wun_onload::EXPERIMENTS
         .iter()
         .map(|e| e.to_string())

@@ -1333,7 +1333,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
         }
     }
     if want("pcie-model") {
-        for r in super::pcie_model_check::run()? {
+        for r in super::pcie_model_check::run(cluster_stream)? {
             let case = format!("{}-gen{}-{}B", r.model, r.gen, r.size);
             let note = "pcie-model restated in our code (see experiments/pcie_model_check.rs)";
             out.push(row(
