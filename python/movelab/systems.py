@@ -1,8 +1,9 @@
 """One entry point for every simulated system: the platform of cores, caches, copy engines,
 RowClone and DRAM (``platform``), two such platforms with NICs on one Ethernet link (``cluster``:
-name it, e.g. ``simulate("larsen-io", "pair", system="cluster")``), two hosts over PCIe on one wire
-(``io-pair``), and a host core beside small cores and a MAC (``network-io``: two such platforms on
-one wire, the host under test and its peer).
+name it, e.g. ``simulate("larsen-io", "pair", system="cluster")``: Larsen & Lee's two hosts over
+PCIe), and a host core beside small cores and a MAC (``network-io``: two such platforms on one wire,
+the host under test and its peer). The retired two-host system ``io-pair`` is refused with what
+replaces it.
 
 >>> import movelab
 >>> r = movelab.simulate("rowclone-system", "bulk-zero", params={"pages": 16})

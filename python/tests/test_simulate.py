@@ -9,7 +9,6 @@ import movelab
 import pytest
 from movelab import network, platform
 from movelab.cli import app
-from movelab.platform import io
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -22,9 +21,8 @@ def test_every_system_runs_with_its_own_results() -> None:
     assert r["stats"] == platform.run("rowclone-system", "bulk-zero", params={"pages": 8}).stats
     assert r["time_ns"] == r["stats"]["time_ns"] > 0
 
-    r = movelab.simulate("larsen-82598-gen1", "stream", params={"count": 3, "bytes": 1500})
-    assert r["system"] == "io-pair"
-    assert r["stats"]["time_ns"] == io.run("larsen-82598-gen1", 3, 1500).stats["time_ns"]
+    r = movelab.simulate("larsen-io", "pair", params={"messages": 2}, system="cluster")
+    assert r["system"] == "cluster" and r["stats"]["hosts"][1]["devices"][0]["rx_bytes_checked"] > 0
 
     r = movelab.simulate("ixp2350", "udp-rx", SHORT, {"config": "softnic", "payload": 256})
     assert r["system"] == "network-io"
@@ -34,15 +32,17 @@ def test_every_system_runs_with_its_own_results() -> None:
 
 def test_the_registry_lists_every_system_and_preset() -> None:
     s = {x["name"]: x for x in movelab.systems()}
-    assert set(s) == {"platform", "cluster", "io-pair", "network-io"}
+    assert set(s) == {"platform", "cluster", "network-io"}
     assert "rowclone-system" in s["platform"]["presets"] and "ixp2350" in s["network-io"]["presets"]
     assert {w["name"] for w in s["network-io"]["workloads"]} == {"udp-rx", "udp-tx"}
 
 
 @pytest.mark.parametrize("args, words", [
-    (("nope-preset", "stream"), ("nope-preset", "io-pair")),
+    (("nope-preset", "stream"), ("nope-preset", "cluster")),
+    (("larsen-82598-gen1", "stream"), ("retired", "cluster", "larsen-io")),
+    (("larsen-82598-gen1", "stream", None, None, "io-pair"), ("retired", "cluster")),
     (("ixp2350", "udp-rxx"), ("udp-rxx", "udp-rx")),
-    (("larsen-82598-gen1", "stream", None, {"cnt": 1}), ("params.cnt", "count")),
+    (("larsen-io", "pair", None, {"cnt": 1}, "cluster"), ("params.cnt", "messages")),
     (("rowclone-system", "bulk-zero", None, {"pages": -1}), ("params.pages",)),
     (("ixp2350", "udp-rx", None, None, "nope"), ("nope", "network-io")),
     (("ixp2350", "udp-rx", {"host": {"costs": {"ip_rxx": 5}}}), ("host.costs.ip_rxx",)),
@@ -54,11 +54,11 @@ def test_bad_requests_are_refused_by_name(args: tuple, words: tuple[str, ...]) -
 
 
 def test_the_cli_runs_any_system() -> None:
-    r = runner.invoke(app, ["run", "larsen-82598-gen1", "stream", "--param", "count=2", "--set", "nic.kind=idma",
+    r = runner.invoke(app, ["run", "larsen-io-idma", "pair", "--system", "cluster", "--param", "messages=2",
                             "--format", "json"])
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)
-    assert rep["system"] == "io-pair" and rep["stats"]["time_ns"] > 0
+    assert rep["system"] == "cluster" and rep["time_ns"] > 0
     r = runner.invoke(app, ["run", "ixp2350", "udp-tx", "--param", "config=emu", "--param", "payload=64",
                             "--set", "wire.duration_us=2000"])
     assert r.exit_code == 0, r.output

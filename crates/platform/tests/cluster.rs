@@ -356,3 +356,50 @@ fn a_send_longer_than_a_frame_is_refused_without_tso_and_by_the_idma() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_tcp_stream_of_frames_without_payload_is_refused_not_run() {
+    // Frames no longer than the headers carry no TCP payload: with ACKs such a stream once ran
+    // without end; it is refused by name before any simulation.
+    let t = toml::Table::new();
+    let hdr = IoConfig::preset("larsen-82598-gen1")
+        .expect("preset")
+        .driver
+        .header_bytes;
+    for send in [64, hdr] {
+        let e = larsen_idma::cluster_stream(
+            "larsen-io",
+            "larsen-io",
+            &no_overrides(),
+            "larsen-82598-gen1",
+            10.0,
+            &t,
+            &t,
+            1,
+            send,
+            0,
+            true,
+        )
+        .expect_err("no payload")
+        .to_string();
+        assert!(
+            e.contains("driver.header_bytes") && e.contains(&format!("{send} B")),
+            "{e}"
+        );
+    }
+    // One byte of payload runs (and is checked byte for byte).
+    larsen_idma::cluster_stream(
+        "larsen-io",
+        "larsen-io",
+        &no_overrides(),
+        "larsen-82598-gen1",
+        10.0,
+        &t,
+        &t,
+        1,
+        hdr + 1,
+        0,
+        true,
+    )
+    .expect("one byte of payload");
+}

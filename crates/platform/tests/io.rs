@@ -1,143 +1,16 @@
-//! The I/O model: latency stacks against the paper and against the model's own arithmetic when a
-//! parameter moves, byte accounting of whole runs, byte checks of every delivered packet (and a
-//! corruption that must be caught), and configuration errors that name the key.
-use movelab_platform::config::io::IoConfig;
-use movelab_platform::experiments::larsen_idma::{latency_run, shares};
-use movelab_platform::pcie::bytes::{Purpose, PURPOSES};
-use movelab_platform::systems::io_pair::{stream, stream_between, IoStats, IoSystem};
-use proptest::prelude::*;
+//! The I/O presets (`presets/io/`, `config/io.rs`) now that the platform is the one run loop: each
+//! loads and validates, a bad key is refused by name, every preset runs on the cluster through
+//! either device, the keys the platform reads move its results, and the retired two-host system
+//! is refused with what replaces it.
+use movelab_platform::config::io::{builtin_io_names, IoConfig, RootComplexConfig};
+use movelab_platform::experiments::larsen_idma::{
+    cluster_stream, haswell_warm_read_ns, FIG8_PLATFORM, FIG9_PLATFORM, HASWELL_IO,
+};
+use movelab_platform::experiments::pcie_model_check::{movelab_nic, pm_nic_bytes, pm_tlp_gbps};
+use movelab_platform::systems::{simulate, system, Params};
 
-fn part(s: &IoStats, name: &str) -> f64 {
-    s.tx_stack
-        .parts
-        .iter()
-        .find(|p| p.0 == name)
-        .map(|p| p.1)
-        .unwrap_or(f64::NAN)
-}
-
-fn within(v: f64, want: f64, tol: f64) -> bool {
-    (v / want - 1.0).abs() <= tol
-}
-
-#[test]
-fn fig8_and_fig9_stacks_match_the_paper() {
-    let cfg = IoConfig::preset("larsen-82598-gen1").unwrap();
-    let d = latency_run(&cfg, ["descriptor", "descriptor"]).unwrap();
-    for (name, want) in [
-        ("doorbell", 230.0),
-        ("descriptor", 759.0),
-        ("payload", 781.0),
-    ] {
-        assert!(
-            within(part(&d, name), want, 0.10),
-            "{name}: {}",
-            part(&d, name)
-        );
-    }
-    assert!(within(d.tx_stack.total, 1770.0, 0.10));
-    let i = latency_run(&cfg, ["idma", "descriptor"]).unwrap();
-    assert!(
-        within(i.tx_stack.total, 350.0, 0.10),
-        "{}",
-        i.tx_stack.total
-    );
-    // End to end: 8.8 us calibrated, 7.38 us predicted.
-    assert!(
-        within(d.mean_latency_ns, 8800.0, 0.10),
-        "{}",
-        d.mean_latency_ns
-    );
-    assert!(
-        within(i.mean_latency_ns, 7380.0, 0.10),
-        "{}",
-        i.mean_latency_ns
-    );
-    assert_eq!(d.bytes_checked, 10);
-}
-
-/// The stacks move by what the model's arithmetic predicts when the link generation or the host
-/// read latency changes: doorbell = core + downstream + wire(24 B); descriptor = wire(24) + host
-/// + wire(36); payload = wire(24) + host + wire(84) (one 16 B descriptor, one 64 B frame).
-#[test]
-fn stacks_move_with_generation_and_host_latency() {
-    let base = IoConfig::preset("larsen-82598-gen1").unwrap();
-    for (gen, read_ns) in [(1u8, 729.0), (2, 729.0), (3, 729.0), (1, 829.0), (2, 400.0)] {
-        let mut c = base.clone();
-        c.link.gen = gen;
-        c.root_complex.read_ns = read_ns;
-        let s = latency_run(&c, ["descriptor", "descriptor"]).unwrap();
-        let g = c.geometry();
-        let w = |b: u64| g.wire_ps(b) as f64 / 1000.0;
-        let rc = &c.root_complex;
-        let want = [
-            ("doorbell", rc.core_store_ns + rc.downstream_ns + w(24)),
-            ("descriptor", w(24) + read_ns + w(36)),
-            ("payload", w(24) + read_ns + w(84)),
-        ];
-        for (name, v) in want {
-            assert!(
-                (part(&s, name) - v).abs() < 0.01,
-                "gen {gen} read {read_ns}: {name} {} vs {v}",
-                part(&s, name)
-            );
-        }
-        // The iDMA's push: downstream + a 64 B posted write to the adapter (84 B).
-        let i = latency_run(&c, ["idma", "descriptor"]).unwrap();
-        assert!((part(&i, "push") - (rc.downstream_ns + w(84))).abs() < 0.01);
-        assert!((part(&i, "descriptor") - c.idma.mem_read_ns).abs() < 0.01);
-    }
-}
-
-#[test]
-fn tags_limit_outstanding_reads() {
-    let mut c = IoConfig::preset("larsen-82599-gen2").unwrap();
-    let free = stream(&c, 4, 65536).unwrap();
-    c.link.tags = 1;
-    let one = stream(&c, 4, 65536).unwrap();
-    let waits = |s: &IoStats| {
-        s.hosts[0]
-            .nic
-            .as_ref()
-            .map_or(0, |n| n.reads_waiting_for_tags)
-    };
-    // A 64 KB send is 128 reads of 512 B: even 32 tags make some wait; one tag makes all wait.
-    assert!(
-        waits(&one) > waits(&free),
-        "{} vs {}",
-        waits(&one),
-        waits(&free)
-    );
-    assert!(one.time_ns > free.time_ns);
-}
-
-fn check_bytes(s: &IoStats) {
-    for h in &s.hosts {
-        for b in [&h.link.down, &h.link.up] {
-            let mut sum = b.dllp;
-            for p in PURPOSES {
-                let i = p.index();
-                sum += b.data[i] + b.overhead[i];
-                // Every TLP carries 8 B of framing and a 12 or 16 B header, nothing else.
-                assert!(b.overhead[i] >= 20 * b.tlps[i] && b.overhead[i] <= 24 * b.tlps[i]);
-            }
-            assert_eq!(sum, b.total());
-            assert_eq!(b.dllp, 8 * b.dllps);
-        }
-        let cats: u64 = h.link.categories.iter().map(|c| c.1).sum();
-        assert_eq!(cats, h.link.total);
-    }
-}
-
-#[test]
-fn a_corrupted_payload_byte_is_caught() {
-    let c = IoConfig::preset("larsen-82598-gen1").unwrap();
-    let mut s = IoSystem::new(&c);
-    s.settle().unwrap();
-    s.corrupt_next_payload();
-    s.send(0, 1, 64);
-    let e = s.run().unwrap_err().to_string();
-    assert!(e.contains("the sender wrote"), "{e}");
+fn none() -> toml::Value {
+    toml::Value::Table(Default::default())
 }
 
 #[test]
@@ -149,206 +22,143 @@ fn bad_configs_name_the_key() {
         ("nic = { rx_fetch = \"two\" }", "nic.rx_fetch"),
         ("nic = { tx_ring = 12 }", "nic.tx_ring"),
         ("nic = { tx_wthresh = 8, itr_us = 0.0 }", "nic.tx_wthresh"),
-        ("root_complex = { read_ns = -1.0 }", "root_complex.read_ns"),
+        (
+            "root_complex = { warm_read_ns = -1.0 }",
+            "root_complex.warm_read_ns",
+        ),
+        (
+            "root_complex = { warm_read_ns = nan }",
+            "root_complex.warm_read_ns",
+        ),
         ("nic = { kind = \"smart\" }", "nic.kind"),
         ("nic = { bogus = 1 }", "nic"),
+        ("root_complex = { warm_read = 546.0 }", "root_complex"),
     ] {
         let v: toml::Value = toml::from_str(ov).unwrap();
         let e = base.with_overrides(v, "test").unwrap_err().to_string();
         assert!(e.contains(key), "{ov}: {e}");
     }
     assert!(IoConfig::load("no-such-io-platform").is_err());
-    assert!(stream(&base, 0, 64).is_err());
-    assert!(stream(&base, 1, 1 << 30).is_err());
-    assert!(stream_between(&base, ["descriptor", "smart"], 1, 64).is_err());
 }
 
+/// pcie-bench's host-warm read is a key of the Haswell preset, beside its citation; it defaults
+/// to none (0) on the presets that have no such measurement, and the Haswell rows refuse a
+/// preset without it.
 #[test]
-fn fig10_small_tx_share_is_near_the_paper() {
-    let c = IoConfig::preset("larsen-82599-gen2").unwrap();
-    let s = stream(&c, 400, 64).unwrap();
-    let (tx, _, _) = shares(&s, 0);
-    assert!((tx - 0.43).abs() < 0.05, "{tx}");
-    check_bytes(&s);
-    // The same stream through the iDMA leaves almost nothing but payload.
-    let mut i = c.clone();
-    i.nic.kind = "idma".into();
-    let s = stream(&i, 400, 64).unwrap();
-    assert!(shares(&s, 0).0 < 0.01);
-    assert_eq!(s.bytes_checked, 400 * 64);
-}
-
-#[test]
-fn ddio_puts_received_lines_in_the_llc() {
-    let mut c = IoConfig::preset("larsen-82599-gen2").unwrap();
-    let off = stream(&c, 4, 65536).unwrap();
-    c.root_complex.ddio = true;
-    let on = stream(&c, 4, 65536).unwrap();
-    assert_eq!(on.hosts[1].rc.mem_write_lines, 0);
-    assert!(off.hosts[1].rc.mem_write_lines > 4 * 1024);
-    assert!(on.hosts[1].rc.core_llc_hits > 0 && off.hosts[1].rc.core_llc_hits == 0);
-    assert!(on.mean_latency_ns < off.mean_latency_ns);
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
-    /// Any mix of link and NIC settings delivers every message whole, each byte checked; the
-    /// sender's link carries exactly the frames' bytes as payload (TSO reads each header once),
-    /// and every byte on both links is payload or counted overhead.
-    #[test]
-    fn every_byte_is_delivered_and_counted(gen in 1u8..=3, mps in 0u32..3, mrrs in 0u32..3, rcb in any::<bool>(),
-                                           co in any::<bool>(), idma in any::<bool>(), ctx in any::<bool>(),
-                                           one in any::<bool>(), count in 1u64..6, len in 1u64..9000,
-                                           tso in any::<bool>()) {
-        let mut c = IoConfig::preset("larsen-82599-gen2").unwrap();
-        c.link.gen = gen;
-        c.link.mps = 128 << mps;
-        c.link.mrrs = 128 << mrrs;
-        c.link.rcb = if rcb { 128 } else { 64 };
-        c.link.completions = if co { movelab_platform::pcie::bytes::CompletionMode::Coalesced }
-                             else { movelab_platform::pcie::bytes::CompletionMode::Rcb };
-        c.nic.context_desc = ctx;
-        c.nic.rx_fetch = if one { "one-at-a-time".into() } else { "four-per-line".into() };
-        c.nic.kind = if idma { "idma".into() } else { "descriptor".into() };
-        c.driver.tso = tso;
-        let s = stream(&c, count, len).unwrap();
-        prop_assert_eq!(s.bytes_checked, count * len);
-        prop_assert!(s.messages.iter().all(|m| m.done_ns.is_some()));
-        check_bytes(&s);
-        let hdr = c.driver.header_bytes as u64;
-        let mss = c.driver.mss as u64;
-        let segs = len.div_ceil(mss);
-        let read = if tso || len <= mss { hdr + len } else { segs * hdr + len };
-        let p = Purpose::Payload.index();
-        if !idma {
-            // Host 0's downstream payload: the completions of the frames it read.
-            prop_assert_eq!(s.hosts[0].link.down.data[p], count * read);
-        } else {
-            // The iDMA pushes whole frames (segmented by the engine when TSO is on).
-            prop_assert_eq!(s.hosts[0].link.down.data[p], count * (segs * hdr + len));
-        }
+fn the_warm_read_is_a_preset_key() {
+    assert_eq!(RootComplexConfig::default().warm_read_ns, 0.0);
+    let h = IoConfig::preset(HASWELL_IO).unwrap();
+    assert_eq!(h.root_complex.warm_read_ns, 546.0);
+    assert_eq!(haswell_warm_read_ns().unwrap(), 546.0);
+    for name in ["larsen-82598-gen1", "larsen-82599-gen2"] {
+        assert_eq!(
+            IoConfig::preset(name).unwrap().root_complex.warm_read_ns,
+            0.0
+        );
     }
-}
-
-#[test]
-fn head_register_reads_cross_the_link_and_stall_the_core() {
-    let mut c = IoConfig::preset("larsen-82598-gen1").unwrap();
-    let base = stream(&c, 50, 64).unwrap();
-    c.driver.head_reads = true;
-    let hr = stream(&c, 50, 64).unwrap();
-    assert_eq!(hr.bytes_checked, 50 * 64);
-    let db = |s: &IoStats, up: bool| {
-        let l = &s.hosts[0].link;
-        (if up { l.up } else { l.down }).of(Purpose::Doorbell)
-    };
-    // Each head read is a 20 B register read down and a 24 B completion up.
-    let reads = (db(&hr, true) - db(&base, true)) / 24;
-    assert!(reads > 0);
-    assert_eq!(db(&hr, false) - db(&base, false), reads * 20);
-    // The core waits at least the round trip for each read.
-    let rc = &c.root_complex;
-    let g = c.geometry();
-    let rtt =
-        rc.core_store_ns + 2.0 * rc.downstream_ns + (g.wire_ps(20) + g.wire_ps(24)) as f64 / 1000.0;
-    let extra = hr.hosts[0].driver.core_busy_ns - base.hosts[0].driver.core_busy_ns;
+    let text = include_str!("../../../presets/io/haswell-gen3.toml");
+    let at = text.find("warm_read_ns").expect("the key");
     assert!(
-        extra >= reads as f64 * rtt * 0.99 - c.driver.irq_entry_ns * 2.0,
-        "{extra} vs {reads} x {rtt}"
+        text[..at].contains("pcie-bench"),
+        "the citation sits next to the key"
     );
 }
 
-/// The small-RX bar's terms, as the facts page counted them by hand: 27-39% with every
-/// descriptor term, about 12% with fetches and doorbells only (no ACK traffic).
+/// Every I/O preset runs on the cluster through the descriptor NIC and the iDMA: one frame, every
+/// byte checked (`cluster_stream` checks the oracle).
 #[test]
-fn small_rx_terms_match_the_hand_count() {
-    let mut c = IoConfig::preset("larsen-82599-gen2").unwrap();
-    c.driver.ack_every = 0;
-    c.nic.rx_fifo_frames = 65536;
-    let s = stream(&c, 400, 64).unwrap();
-    let (all, fetch_db, _) = shares(&s, 1);
-    assert!((0.27..=0.39).contains(&all), "{all}");
-    assert!((0.08..=0.16).contains(&fetch_db), "{fetch_db}");
-}
-
-/// Messages over 64 KiB go out as several sends of whole segments (each TSO send at most 64 KiB)
-/// and arrive whole, every byte checked, up to the 1 MiB the run accepts: with TSO and without,
-/// through the descriptor NIC and the iDMA engine.
-#[test]
-fn messages_over_64_kib_are_delivered() {
-    let base = IoConfig::preset("larsen-82598-gen1").unwrap();
-    for kind in ["descriptor", "idma"] {
-        for (tso, tx_ring, len, count) in [
-            (true, 512, 131_072u64, 1u64),
-            (true, 512, 1 << 20, 1),
-            (true, 512, 65_537, 3),
-            (false, 512, 200_000, 2),
-        ] {
-            let mut c = base.clone();
-            c.nic.kind = kind.into();
-            c.driver.tso = tso;
-            c.nic.tx_ring = tx_ring;
-            c.nic.tx_on_chip = c.nic.tx_on_chip.min(tx_ring);
-            c.nic.tx_pthresh = c.nic.tx_pthresh.min(tx_ring);
-            c.nic.tx_wthresh = c.nic.tx_wthresh.min(tx_ring);
-            let what = format!("{kind} tso={tso} tx_ring={tx_ring} {count}x{len}");
-            let s = stream(&c, count, len).unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_eq!(s.bytes_checked, count * len, "{what}");
-            assert!(s.messages.iter().all(|m| m.done_ns.is_some()), "{what}");
-            assert_eq!(s.hosts[0].driver.messages_sent, count, "{what}");
-            check_bytes(&s);
+fn every_preset_runs_on_the_cluster() {
+    for name in builtin_io_names() {
+        let io = IoConfig::preset(name).unwrap();
+        for p in [FIG8_PLATFORM, FIG9_PLATFORM] {
+            let s = cluster_stream(
+                p,
+                p,
+                &none(),
+                name,
+                io.nic.mac_gbps,
+                &toml::Table::new(),
+                &toml::Table::new(),
+                2,
+                200,
+                0,
+                false,
+            )
+            .unwrap_or_else(|e| panic!("{name} on {p}: {e}"));
+            assert_eq!(s.hosts[0].devices[0].frames, 2, "{name} on {p}");
         }
     }
 }
 
-/// A receiver slower than its sender falls behind by a frame every few messages. The window of
-/// bytes alone let thousands of small segments fly, so the receiver's RX FIFO overflowed and the
-/// run stalled (with the presets, at message 64,015 of a 64 B stream); the window in segments
-/// keeps the unprocessed frames within what the receiver holds: nothing drops, with ACKs or in a
-/// raw stream without them, through either device.
+/// The preset's link is what the cluster's devices run on: a 64 B frame's bytes on the link are
+/// the same at every generation, its time is not.
 #[test]
-fn a_slow_receiver_never_overflows_its_fifo() {
-    let base = IoConfig::preset("larsen-82599-gen2").unwrap();
-    for kind in ["descriptor", "idma"] {
-        for (acks, count, len) in [
-            (2, 3000u64, 64u64),
-            (0, 3000, 64),
-            (2, 40, 65_536),
-            (0, 40, 65_536),
-        ] {
-            let mut c = base.clone();
-            c.nic.kind = kind.into();
-            c.driver.ack_every = acks;
-            c.driver.rx_stack_ns = 2.0 * c.driver.tx_stack_ns;
-            c.nic.rx_fifo_frames = 64;
-            let what = format!("{kind} ack_every={acks} {count}x{len}");
-            let s = stream(&c, count, len).unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_eq!(s.bytes_checked, count * len, "{what}");
-            for h in &s.hosts {
-                assert_eq!(h.nic.as_ref().map_or(0, |n| n.rx_drops), 0, "{what}");
-            }
-        }
+fn the_presets_link_moves_the_cluster() {
+    let run = |gen: i64| {
+        let link = toml::Table::from_iter([("gen".to_string(), toml::Value::Integer(gen))]);
+        cluster_stream(
+            FIG8_PLATFORM,
+            FIG8_PLATFORM,
+            &none(),
+            "larsen-82598-gen1",
+            10.0,
+            &link,
+            &toml::Table::new(),
+            4,
+            64,
+            0,
+            false,
+        )
+        .unwrap()
+    };
+    let (g1, g3) = (run(1), run(3));
+    let last = |s: &movelab_platform::systems::cluster::ClusterStats| {
+        s.links[0].passages.iter().map(|p| p.2).fold(0.0, f64::max)
+    };
+    assert!(last(&g3) < last(&g1), "{} vs {}", last(&g3), last(&g1));
+    let payload = |s: &movelab_platform::systems::cluster::ClusterStats| {
+        s.hosts[0].devices[0]
+            .bytes_down
+            .iter()
+            .find(|(k, _)| k == "payload")
+            .map(|(_, v)| *v)
+    };
+    assert_eq!(payload(&g1), payload(&g3));
+}
+
+/// The two-host system is gone from the registry: naming it, or running an I/O preset without a
+/// system, is refused with what replaces it.
+#[test]
+fn the_retired_two_host_system_names_its_replacement() {
+    let e = system("io-pair").err().expect("retired").to_string();
+    assert!(e.contains("cluster") && e.contains("larsen-io"), "{e}");
+    let p = Params::new();
+    for sys in [Some("io-pair"), None] {
+        let e = simulate(sys, "larsen-82598-gen1", &none(), "stream", &p)
+            .expect_err("retired")
+            .to_string();
+        assert!(e.contains("retired") && e.contains("cluster"), "{e}");
     }
 }
 
-/// The run's time covers every completion: no message ends after the run does (the last one ends
-/// inside the receiver's handler job, after the event that started the job).
+/// The pcie-model check's NIC rows on the cluster: both models put small frames far below the
+/// link and large frames close to it; the kernel NIC's batched RX write-backs and moderated
+/// interrupts cost fewer bytes per small packet than the simple NIC's one of each per packet; a
+/// frame outside what the stream sends is refused by name.
 #[test]
-fn run_time_covers_every_completion() {
-    for preset in ["larsen-82598-gen1", "larsen-82599-gen2"] {
-        for kind in ["descriptor", "idma"] {
-            let mut c = IoConfig::preset(preset).unwrap();
-            c.nic.kind = kind.into();
-            for (count, len) in [(1u64, 64u64), (4, 1500), (1, 65_536)] {
-                let s = stream(&c, count, len).unwrap();
-                for m in &s.messages {
-                    let done = m.done_ns.unwrap();
-                    assert!(
-                        done <= s.time_ns,
-                        "{preset} {kind} {count}x{len}: {done} > {}",
-                        s.time_ns
-                    );
-                }
-            }
-        }
+fn pcie_model_nic_rows_agree_in_shape() {
+    let (tx64, rx64) = movelab_nic(cluster_stream, true, 64).unwrap();
+    let (tx1500, rx1500) = movelab_nic(cluster_stream, true, 1500).unwrap();
+    assert!(tx64 < 0.6 * tx1500 && rx64 < 0.6 * rx1500);
+    let ((h, d), _) = pm_nic_bytes(true, 1500, true);
+    let ptx = pm_tlp_gbps(3) * 1500.0 / h.max(d);
+    assert!((tx1500 / ptx - 1.0).abs() < 0.15, "{tx1500} vs {ptx}");
+    let (_, srx64) = movelab_nic(cluster_stream, false, 64).unwrap();
+    assert!(rx64 > 1.05 * srx64, "{rx64} vs {srx64}");
+    for bad in [10, 9000] {
+        let e = movelab_nic(cluster_stream, true, bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("frame"), "{e}");
     }
 }

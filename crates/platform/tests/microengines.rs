@@ -337,7 +337,10 @@ chase = true
     };
     let lookups = 13.0 * 1000.0 / 900.0;
     let dram = per_load("") - lookups;
-    assert!((190.0..=215.0).contains(&dram), "{dram} ns per unloaded DRAM read");
+    assert!(
+        (190.0..=215.0).contains(&dram),
+        "{dram} ns per unloaded DRAM read"
+    );
     let fast_bus = "[interconnect]\nrequest_ns = 10.0\nresponse_ns = 10.0";
     assert!(per_load(fast_bus) - lookups < 0.6 * dram);
     // 16 blocks of 2 KB by the host core's copy loop, or by four microengines (`agents`).
@@ -355,7 +358,10 @@ chase = true
     let agents = "[[agents]]\nkind = \"microengines\"\nname = \"microengines\"\ntakes = [\"copy\"]\n[agents.params]\ncount = 4\n";
     let ratio = |bus: &str| copy_ns(bus) / copy_ns(&format!("{bus}\n{agents}"));
     let (preset, fast) = (ratio(""), ratio(fast_bus));
-    assert!(preset > 1.2 * fast, "copy ratio {preset} (preset) against {fast} (10 ns paths)");
+    assert!(
+        preset > 1.2 * fast,
+        "copy ratio {preset} (preset) against {fast} (10 ns paths)"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,7 @@
 //! The PCIe device agent on the platform: a NIC's transmit through the coherent memory system,
-//! set beside the two-host I/O simulator's Fig. 8 stack.
+//! its stack bounded by the wire times of its TLPs and the root complex's part.
 use movelab_platform::config::io::IoConfig;
 use movelab_platform::config::platform::PlatformConfig;
-use movelab_platform::experiments::larsen_idma::latency_run;
 use movelab_platform::pcie::bytes::Geometry;
 use movelab_platform::stats::DeviceStats;
 use movelab_platform::{Platform, PlatformStats, Workload};
@@ -47,29 +46,30 @@ fn parse_params(s: &str) -> std::collections::BTreeMap<String, u64> {
         .collect()
 }
 
-/// The platform's NIC-TX stack (driver program, coherent memory system, DRAM model) agrees with
-/// the I/O simulator's Fig. 8 stack (host side a latency) on the paper's platform, part by part.
+/// The platform's NIC-TX stack (driver program, coherent memory system, DRAM model) on the
+/// paper's platform: each fetch takes at least its request's and its completion's wire time and
+/// the root complex's fixed part, the stack is the sum of its parts, and the doorbell at least
+/// its store's wire time.
 #[test]
-fn platform_stack_agrees_with_io_system_fig8() {
+fn platform_stack_is_bounded_by_its_tlps() {
     let io = IoConfig::preset("larsen-82598-gen1").unwrap();
-    let reference = latency_run(&io, ["descriptor", "descriptor"])
-        .unwrap()
-        .tx_stack;
+    let cfg = PlatformConfig::preset("larsen-io").unwrap();
+    let rc = cfg.io.as_ref().expect("[io]").rc_read_ns;
     let (s, d) = run("", "messages=4");
     assert_eq!(d.tx_stack.len(), 3, "{d:?}");
-    for name in PARTS {
-        let (a, b) = (part(&d.tx_stack, name), part(&reference.parts, name));
-        assert!(
-            (a - b).abs() <= 0.1 * b,
-            "{name}: platform {a} ns, io_system {b} ns"
-        );
-    }
-    let total = d.tx_stack_total_ns;
+    let g = io.geometry();
+    let ns = |bytes: u32| g.wire_ps(u64::from(bytes)) as f64 / 1000.0;
+    let fetch = |data: u32| ns(g.read_request_bytes()) + ns(g.completion_bytes(data)) + rc;
     assert!(
-        (total - reference.total).abs() <= 0.1 * reference.total,
-        "{total} vs {}",
-        reference.total
+        part(&d.tx_stack, "doorbell") >= ns(g.write32_bytes(4)),
+        "{d:?}"
     );
+    assert!(part(&d.tx_stack, "descriptor") >= fetch(16), "{d:?}");
+    assert!(part(&d.tx_stack, "payload") >= fetch(64), "{d:?}");
+    // Within a microsecond of those bounds: the snoop, the on-die path and the NIC's steps.
+    assert!(part(&d.tx_stack, "payload") < fetch(64) + 1000.0, "{d:?}");
+    let sum: f64 = PARTS.iter().map(|n| part(&d.tx_stack, n)).sum();
+    assert!((d.tx_stack_total_ns - sum).abs() < 1e-6, "{d:?}");
     // Idle messages: every one sees the same stack as the first.
     for name in PARTS {
         assert!((part(&d.tx_stack_mean, name) - part(&d.tx_stack, name)).abs() < 1.0);

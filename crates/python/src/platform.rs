@@ -189,14 +189,15 @@ fn io_config(platform: &str, o: Option<&str>) -> PyResult<movelab_platform::conf
     cfg.with_overrides(ov, "overrides").map_err(verr)
 }
 
-/// An I/O platform config (`presets/io/`) after overrides, as JSON.
+/// An I/O preset (`presets/io/`) after overrides, as JSON.
 #[pyfunction]
 #[pyo3(signature = (platform, overrides=None))]
 fn io_platform_config(platform: &str, overrides: Option<&str>) -> PyResult<String> {
     json(&io_config(platform, overrides)?)
 }
 
-/// The built-in I/O platforms: names, descriptions, sources.
+/// The built-in I/O presets (the devices' link, root complex and NIC on the cluster's
+/// platforms): names, descriptions, sources.
 #[pyfunction]
 fn io_presets() -> PyResult<String> {
     let mut out = Vec::new();
@@ -210,8 +211,15 @@ fn io_presets() -> PyResult<String> {
     json(&out)
 }
 
-/// Host 0 sends `count` messages of `nbytes` to host 1 on I/O platform `platform`, with device
-/// kinds `devices` ("descriptor" / "idma" per host); statistics as JSON.
+/// Host 0 sends `count` messages of `nbytes` (TCP payload, behind the preset's
+/// `driver.header_bytes`) to host 1, their devices on I/O preset `platform`: a thin wrapper over
+/// the cluster (two platforms on one Ethernet link, `experiments/larsen_idma.rs`'s
+/// `cluster_stream`), each host `larsen-io` (device "descriptor") or `larsen-io-idma` ("idma"),
+/// by `devices` or the preset's `nic.kind`. `overrides` are shaped like an I/O preset: its `link`
+/// and `nic` keys reach both devices; other sections are refused by name (the platform's own
+/// configuration sets its host side). Statistics as JSON: a summary (time, devices, frames, the
+/// receiver's checked bytes, the sender's first TX stack, each host's link bytes by category)
+/// and the whole cluster run under `cluster`.
 #[pyfunction]
 #[pyo3(signature = (platform, count, nbytes, devices=None, overrides=None))]
 fn io_run(
@@ -233,16 +241,80 @@ fn io_run(
             )))
         }
     };
+    let host = |k: &str| match k {
+        "descriptor" => Ok(larsen_idma::FIG8_PLATFORM),
+        "idma" => Ok(larsen_idma::FIG9_PLATFORM),
+        other => Err(verr(format!(
+            "devices: '{other}' must be \"descriptor\" or \"idma\""
+        ))),
+    };
+    let (tx, rx) = (host(&kinds[0])?, host(&kinds[1])?);
+    let (mut link, mut nic) = (toml::Table::new(), toml::Table::new());
+    if let Some(t) = self::overrides(overrides)?.as_table() {
+        for (k, v) in t {
+            let into = match k.as_str() {
+                "link" => &mut link,
+                "nic" => &mut nic,
+                _ => {
+                    return Err(verr(format!(
+                        "overrides.{k}: the cluster reads an I/O preset's link and nic only (the \
+                         platform presets larsen-io and larsen-io-idma set the host side)"
+                    )))
+                }
+            };
+            if let Some(sub) = v.as_table() {
+                into.extend(sub.clone());
+            }
+        }
+    }
+    // The device kind picks the platform; the platform's device has no `kind` key to set.
+    nic.remove("kind");
+    let send = u32::try_from(nbytes + u64::from(cfg.driver.header_bytes))
+        .map_err(|_| verr(format!("nbytes: {nbytes} is too large")))?;
+    let acks = kinds.iter().all(|k| k == "descriptor");
+    let none = toml::Value::Table(Default::default());
     let s = detach_interruptible(py, || {
-        movelab_platform::systems::io_pair::stream_between(
-            &cfg,
-            [&kinds[0], &kinds[1]],
+        larsen_idma::cluster_stream(
+            tx,
+            rx,
+            &none,
+            platform,
+            cfg.nic.mac_gbps,
+            &link,
+            &nic,
             count,
-            nbytes,
+            send,
+            0,
+            acks,
         )
     })?
     .map_err(verr)?;
-    json(&s)
+    let dev = |h: usize| s.hosts.get(h).and_then(|p| p.devices.first());
+    let (Some(d0), Some(d1)) = (dev(0), dev(1)) else {
+        return Err(verr("the cluster run has a host without a device"));
+    };
+    let link_of = |d: &movelab_platform::stats::DeviceStats| {
+        let mut by: BTreeMap<String, u64> = BTreeMap::new();
+        for (k, v) in d.bytes_up.iter().chain(&d.bytes_down) {
+            *by.entry(k.clone()).or_default() += v;
+        }
+        let total: u64 = by.values().sum();
+        serde_json::json!({"categories": by.into_iter().collect::<Vec<_>>(), "total": total})
+    };
+    let out = serde_json::json!({
+        "time_ns": s.hosts.iter().map(|h| h.time_ns).fold(0.0, f64::max),
+        "kind": format!("{}/{}", kinds[0], kinds[1]),
+        "platforms": [tx, rx],
+        "messages_total": count,
+        "frames": d0.frames,
+        "frame_bytes": d0.frame_bytes,
+        "bytes_checked": d1.rx_bytes_checked,
+        "bytes_wrong": d1.rx_bytes_wrong,
+        "tx_stack": {"parts": d0.tx_stack, "total": d0.tx_stack_total_ns},
+        "hosts": [{"link": link_of(d0)}, {"link": link_of(d1)}],
+        "cluster": s,
+    });
+    json(&out)
 }
 
 /// Larsen & Lee (CACHES 2011): Fig. 8, 9, Table 1, Fig. 10 and the sensitivity runs; rows as JSON.

@@ -181,8 +181,9 @@ def run_cmd(
                                            show_default=False),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
-    """Run a workload on a platform and print its statistics. The workload ``nic-stream`` runs the
-    I/O model on an I/O platform (``presets/io``): params count, bytes; ``--set nic.kind=idma``."""
+    """Run a workload on a platform and print its statistics. The workload ``nic-stream`` runs an
+    I/O preset (``presets/io``) on the cluster: two platforms with its device on one link
+    (``movelab.platform.io.run``): params count, bytes; ``--set nic.kind=idma``."""
     overrides, params = parse_set(set_), parse_params(param)
     if workload == "nic-stream":
         _io_run(platform, overrides, params, fmt)
@@ -330,7 +331,7 @@ def pair_cmd(
 
 
 def _io_run(platform: str, overrides: dict[str, Any], params: dict[str, int], fmt: str) -> None:
-    """``movelab platform run IO-PLATFORM nic-stream``: the I/O model's statistics."""
+    """``movelab platform run IO-PRESET nic-stream``: the cluster run's summary."""
     from movelab.platform import io
 
     unknown = sorted(set(params) - {"count", "bytes"})
@@ -348,7 +349,7 @@ def _io_run(platform: str, overrides: dict[str, Any], params: dict[str, int], fm
     t.add_column("statistic", justify="left")
     t.add_column("value", justify="right")
     t.add_row("simulated time (ns)", f"{s['time_ns']:,.1f}")
-    t.add_row("mean end-to-end latency (ns)", f"{s['mean_latency_ns']:,.1f}")
+    t.add_row("frames sent", f"{s['frames']:,}")
     for name, v in s["tx_stack"]["parts"]:
         t.add_row(f"first TX stack: {name} (ns)", f"{v:,.1f}")
     t.add_row("first TX stack: total (ns)", f"{s['tx_stack']['total']:,.1f}")

@@ -1,16 +1,20 @@
-"""The I/O model's Python API: two hosts, each with a root complex, a PCIe link and a device (a
-descriptor-DMA NIC like the 82598/82599, or the integrated DMA engine with a FIFO+PHY adapter),
-on a 10 Gb/s wire. Host 0 sends messages to host 1; every frame is byte-checked on arrival.
+"""Larsen & Lee's two hosts from Python, by I/O preset (``presets/io/``): a thin wrapper over the
+cluster, the one run loop's way of joining platforms. Each host is a platform (``larsen-io`` with a
+descriptor-DMA NIC like the 82598/82599, or ``larsen-io-idma`` with the integrated DMA engine and its
+FIFO+PHY adapter) whose device runs on the preset's PCIe link and NIC; the two sit on one Ethernet
+link. Host 0 sends messages to host 1; every frame is checked byte for byte on arrival (a run whose
+bytes differ is refused). Between two descriptor NICs the receiver sends TCP ACKs back.
 
 >>> from movelab.platform import io
 >>> res = io.run("larsen-82598-gen1", count=1, nbytes=64)
 >>> round(res.stats["tx_stack"]["total"]) > 0
 True
 
-``res.stats`` holds the time, each host's link bytes by category (``hosts[i].link.categories``:
-payload, tlp_overhead, descriptor, doorbell, write_back, interrupt, dllp; and per direction and
-purpose), the root complex's, NIC's or iDMA's counters, the driver's, every message's latency,
-and the transmit latency stack of the first message (``tx_stack``).
+``res.stats`` holds a summary: the time, the devices (``kind``), frames sent, the receiver's checked
+bytes (frames with their headers), the sender's first transmit stack (``tx_stack``: doorbell,
+descriptor, payload fetch), each host's link bytes by category (``hosts[i].link.categories``:
+payload, tlp_overhead, descriptor, doorbell, write_back, interrupt, dllp); ``stats["cluster"]`` is
+the whole cluster run (both platforms' statistics and the Ethernet link's).
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from movelab.platform import PlatformResult
 __all__ = ["DEVICES", "MAX_BYTES", "MAX_COUNT", "load_config", "presets", "run"]
 
 DEVICES = ("descriptor", "idma")
-#: Bounds of a stream: the model has no retransmission, so the sender's window is bounded by the
-#: receiver's RX FIFO and a message over 64 KiB is cut into sends of whole segments (docs/io.md);
-#: 100,000 messages and 1 MiB run (measured) and bound the run's time and memory.
-MAX_COUNT = 100_000
-MAX_BYTES = 1 << 20
+#: Bounds of a stream: a cluster stream sends at most 250 frames (the rings hold 512 descriptors and
+#: the receiver posts its buffers up front); a message up to 64 KiB is one send (the descriptor NIC
+#: segments it by TSO; the iDMA takes one frame of at most 9018 B). The run refuses a count and size
+#: whose frames exceed that, naming them.
+MAX_COUNT = 250
+MAX_BYTES = 1 << 16
 
 
 def presets() -> list[dict[str, Any]]:
@@ -58,8 +63,10 @@ def load_config(platform: str, overrides: Mapping[str, Any] | None = None) -> di
 
 def run(platform: str, count: int = 1, nbytes: int = 64, devices: tuple[str, str] | list[str] | None = None,
         overrides: Mapping[str, Any] | None = None) -> PlatformResult:
-    """Host 0 sends ``count`` messages of ``nbytes`` to host 1 on I/O platform ``platform``;
-    ``devices`` gives each host's device (``"descriptor"`` or ``"idma"``; default: the config's)."""
+    """Host 0 sends ``count`` messages of ``nbytes`` (TCP payload) to host 1, both devices on I/O
+    preset ``platform``, on the cluster; ``devices`` gives each host's device (``"descriptor"`` or
+    ``"idma"``; default: the preset's ``nic.kind``). ``overrides`` change the preset's ``link`` and
+    ``nic`` keys (e.g. ``{"link": {"gen": 2}}``); other sections are refused by name."""
     if not isinstance(platform, str):
         raise TypeError(f"platform must be an I/O preset name or a TOML path, not {type(platform).__name__}")
     for name, v, most in [("count", count, MAX_COUNT), ("nbytes", nbytes, MAX_BYTES)]:

@@ -286,7 +286,7 @@ impl PcieDeviceAgent {
     /// the new tail. The send's bytes: a header whose first 8 bytes number the send and whose
     /// sequence field (bytes 8..16) is 0, then a pattern of the send and the offset. A TSO send
     /// has a context descriptor (MSS, header length) and a data descriptor per 4 KB page of its
-    /// buffer (Linux hands the NIC a socket buffer's pages; as `systems/io_pair.rs`); any other
+    /// buffer (Linux hands the NIC a socket buffer's pages); any other
     /// packet a context descriptor when the NIC wants one, and one data descriptor.
     fn post_packet(&mut self) -> u32 {
         self.post_send(self.cfg.frame_bytes, self.tso)

@@ -201,7 +201,10 @@ mod tests {
             .to_string();
         assert!(e.contains("host.cpi"), "{e}");
         let ok = c
-            .with_overrides(toml::from_str("small_cores = { threads = 4 }").unwrap(), "o")
+            .with_overrides(
+                toml::from_str("small_cores = { threads = 4 }").unwrap(),
+                "o",
+            )
             .unwrap();
         assert_eq!(ok.small_cores.threads, 4);
     }

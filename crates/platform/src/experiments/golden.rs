@@ -1,5 +1,5 @@
-//! Golden lines: one line per case of every simulator (the platform, the two-host I/O system and
-//! the network-I/O platform) and per row of every system-level reproduction, each with a digest of
+//! Golden lines: one line per case of every simulator (the platform, its cluster with Larsen &
+//! Lee's PCIe devices on every I/O preset, and the network-I/O platform) and per row of every system-level reproduction, each with a digest of
 //! its DRAM command log (where it has one) and of its JSON results. `tests/golden.rs` compares them
 //! with the files in `tests/golden/`; `cargo run --release -p movelab-platform --example
 //! platform_digest` prints them. A refactor that leaves every line equal changed no number.
@@ -7,13 +7,16 @@ use crate::config::io::{builtin_io_names, IoConfig};
 use crate::config::network::BUILTIN_NETWORK_PLATFORMS;
 use crate::config::platform::builtin_platform_names;
 use crate::config::workload::builtin_workload_names;
+use crate::experiments::larsen_idma::{
+    cluster_stream, large_send, small_frame, FIG8_PLATFORM, FIG9_PLATFORM, LANE_FRAME,
+    LARGE_FRAMES_PER_MESSAGE,
+};
 use crate::experiments::{
     larsen_idma, pcie_model_check, platform, rowclone_apps, rowclone_fork, rowclone_multicore,
     wun_onload, zhao_copy_engine,
 };
 use crate::sim::digest::{simulated_json, CommandLogDigest, Fnv};
 use crate::sim::error::PlatformError;
-use crate::systems::io_pair::stream;
 use crate::systems::udp_pair::{self, Direction, RunSpec};
 use crate::{Platform, Workload};
 use serde::Serialize;
@@ -182,20 +185,45 @@ fn cluster_lines() -> Vec<String> {
     out
 }
 
-/// Every I/O preset with descriptor DMA and the iDMA: one 64 B message, one 1500 B message and a
-/// stream of 16 of them, and a 64 KB message.
+/// Every I/O preset with descriptor DMA and the iDMA, on the cluster: two `larsen-io` (or
+/// `larsen-io-idma`) platforms with their device on the preset (`cluster_stream` of
+/// `experiments/larsen_idma.rs`), sending one 64 B message (one frame of it behind the preset's
+/// headers), one 1500 B frame, a stream of 16 of them and a 64 KB message (the NIC: one TSO send of 64 KiB behind the preset's headers; the
+/// iDMA, which does not segment: its 1514 B frames). The descriptor NIC's receiver sends TCP ACKs
+/// back over the wire; the iDMA's sends none.
 fn io_lines() -> Result<Vec<String>, PlatformError> {
     let mut out = Vec::new();
+    let none = toml::Value::Table(Default::default());
     for name in builtin_io_names() {
-        for kind in ["descriptor", "idma"] {
-            let mut cfg = IoConfig::preset(name)?;
-            cfg.nic.kind = kind.into();
-            for (count, len) in [(1, 64), (1, 1500), (16, 1500), (1, 65536)] {
-                let line = match stream(&cfg, count, len) {
-                    Ok(s) => format!("time_ns={:.3} stats={:016x}", s.time_ns, digest(&s)),
+        let io = IoConfig::preset(name)?;
+        for (kind, platform) in [("descriptor", FIG8_PLATFORM), ("idma", FIG9_PLATFORM)] {
+            let large = if kind == "idma" {
+                (LARGE_FRAMES_PER_MESSAGE, LANE_FRAME)
+            } else {
+                (1, large_send(&io))
+            };
+            for (sends, send) in [(1, small_frame(&io)), (1, 1500), (16, 1500), large] {
+                let line = match cluster_stream(
+                    platform,
+                    platform,
+                    &none,
+                    name,
+                    io.nic.mac_gbps,
+                    &toml::Table::new(),
+                    &toml::Table::new(),
+                    sends,
+                    send,
+                    0,
+                    kind == "descriptor",
+                ) {
+                    Ok(s) => format!(
+                        "time_ns={:.3} stats={:016x}",
+                        s.hosts.iter().map(|h| h.time_ns).fold(0.0, f64::max),
+                        digest(&s)
+                    ),
                     Err(e) => format!("error: {e}"),
                 };
-                out.push(format!("io {name} {kind} {count}x{len} {line}"));
+                out.push(format!("io {name} {kind} {sends}x{send} {line}"));
             }
         }
     }
@@ -317,7 +345,11 @@ fn reproduction_lines() -> Result<Vec<String>, PlatformError> {
         "larsen-idma",
         &larsen_idma::run(&lo, &mut |_, _| {})?,
     );
-    rows(&mut out, "pcie-model-check", &pcie_model_check::run()?);
+    rows(
+        &mut out,
+        "pcie-model-check",
+        &pcie_model_check::run(cluster_stream)?,
+    );
     let experiments: Vec<String> = wun_onload::EXPERIMENTS
         .iter()
         .map(|e| e.to_string())

@@ -46,11 +46,9 @@ use crate::config::io::gen_rate;
 use crate::config::io::IoConfig;
 use crate::config::platform::PlatformConfig;
 use crate::config::workload::Workload;
-use crate::pcie::bytes::Purpose;
 use crate::sim::error::PlatformError;
 use crate::stats::DeviceStats;
 use crate::systems::cluster::{self, ClusterStats, LinkSpec};
-use crate::systems::io_pair::{check_stream, stream_between, IoStats, IoSystem, TxStack};
 use crate::systems::platform::Platform;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -133,17 +131,13 @@ impl Options {
 pub const FRAME: u64 = 64;
 pub const LATENCY_HEADERS: u32 = 54;
 
-fn latency_cfg(c: &IoConfig) -> IoConfig {
-    let mut c = c.clone();
-    c.driver.header_bytes = LATENCY_HEADERS;
-    c
-}
-
-/// One 64 B frame from host 0 to host 1 of the two-host model (`systems::io_pair`) with the given
-/// device kinds; no row comes from it (its tests compare the platform's device with it).
-pub fn latency_run(cfg: &IoConfig, kinds: [&str; 2]) -> Result<IoStats, PlatformError> {
-    let c = latency_cfg(cfg);
-    stream_between(&c, kinds, 1, FRAME - LATENCY_HEADERS as u64)
+/// The latency stack of one transmit, ns: its parts in order (descriptor DMA: doorbell,
+/// descriptor fetch, payload fetch; the iDMA: doorbell, descriptor read, payload read, push to the
+/// adapter) and their sum.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct TxStack {
+    pub parts: Vec<(String, f64)>,
+    pub total: f64,
 }
 
 fn stack_rows(out: &mut Vec<Row>, fig: &str, case: &str, st: &TxStack, with_paper: bool) {
@@ -239,9 +233,21 @@ fn stack_of(cfg: &PlatformConfig, name: &str, cached: bool) -> Result<TxStack, P
 pub const HASWELL_IO: &str = "haswell-gen3";
 
 /// pcie-bench's host-warm 64 B DMA read on a Haswell E5-2620v3 over PCIe Gen3 x8, from the
-/// device's request to its completion (median of `lat_dma`; Neugebauer et al., SIGCOMM 2018): a
-/// fact of that platform, the one the root complex's own part is derived from.
-pub const HASWELL_WARM_READ_NS: f64 = 546.0;
+/// device's request to its completion: a fact of that platform, the one the root complex's own
+/// part is derived from. Read from [`HASWELL_IO`]'s `root_complex.warm_read_ns`, where its
+/// citation lives; a preset without it is refused.
+pub fn haswell_warm_read_ns() -> Result<f64, PlatformError> {
+    let v = IoConfig::preset(HASWELL_IO)?.root_complex.warm_read_ns;
+    if v > 0.0 {
+        Ok(v)
+    } else {
+        Err(PlatformError::config(
+            HASWELL_IO,
+            "root_complex.warm_read_ns",
+            "missing: the Haswell rows derive the root complex's part of a read from it",
+        ))
+    }
+}
 
 /// A Fig. 8 or Fig. 9 platform (`name`, with `overrides`) with its device behind [`HASWELL_IO`]
 /// and a root complex whose own part of a device read is `rc_read_ns`.
@@ -265,7 +271,7 @@ fn haswell_platform(
 }
 
 /// The Haswell root complex's own part of a device read, derived on the platform: pcie-bench's
-/// host-warm 64 B read ([`HASWELL_WARM_READ_NS`]) less what the platform itself takes for the
+/// host-warm 64 B read ([`haswell_warm_read_ns`]) less what the platform itself takes for the
 /// same read, measured as the payload fetch of `nic-tx` on `larsen-io` behind [`HASWELL_IO`]
 /// with no root-complex part (the 64 B line dirty in the driver's cache: its snoop, the on-die
 /// path and both TLPs on the Gen3 x8 link). The cache and DRAM path is the platform's own, so
@@ -279,7 +285,7 @@ pub fn haswell_rc_read_ns(overrides: &toml::Value) -> Result<f64, PlatformError>
         .find(|(k, _)| k == "payload")
         .map(|(_, v)| *v)
         .ok_or_else(|| PlatformError::Stalled("the Haswell stack has no payload fetch".into()))?;
-    Ok((HASWELL_WARM_READ_NS - own).max(0.0))
+    Ok((haswell_warm_read_ns()? - own).max(0.0))
 }
 
 /// A sensitivity row of an end-to-end latency in us.
@@ -412,7 +418,8 @@ fn tx_frames(s: &ClusterStats) -> u64 {
 /// The oracle of a cluster run: `frames` frames sent, every payload line the sender read the
 /// last version its core wrote, every frame landed at the receiver and every byte of it checked
 /// against the frame that came off the wire; and back, with `acks`, every TCP ACK the receiver's
-/// TCP owed sent (at least one, at most one per frame; each checked against its send) and every
+/// TCP owed sent (at most one per frame, none when the data never reaches an ACK; each checked
+/// against its send) and every
 /// one landed at the sender and checked byte for byte; without, none.
 pub fn check_pair(
     s: &ClusterStats,
@@ -422,11 +429,10 @@ pub fn check_pair(
 ) -> Result<(), PlatformError> {
     let (tx, rx) = pair_devices(s, what)?;
     let owed = rx.acks_owed;
-    let owed_ok = if acks {
-        (1..=frames).contains(&owed)
-    } else {
-        owed == 0
-    };
+    // With ACKs a stream may owe none: one full-size segment leaves less than a receive MSS
+    // unacknowledged and is not pushed, so Linux would answer it from the delayed-ACK timer
+    // (TCP_DELACK_MIN, 40 ms), which is not modelled; the run ends without it.
+    let owed_ok = if acks { owed <= frames } else { owed == 0 };
     let acks = owed;
     if !owed_ok
         || rx.frames != acks
@@ -671,6 +677,16 @@ pub fn cluster_stream(
             format!("{sends} sends of {send} B are {frames} frames: a cluster stream sends 1 to {MAX_STREAM_FRAMES} frames (the rings hold 512 descriptors)"),
         ));
     }
+    if acks && send <= io.driver.header_bytes {
+        return Err(PlatformError::config(
+            "larsen-idma",
+            "frames",
+            format!(
+                "sends of {send} B with TCP ACKs: each frame must carry TCP payload after the preset's {} B of headers (driver.header_bytes)",
+                io.driver.header_bytes
+            ),
+        ));
+    }
     let mut cfgs = Vec::new();
     let rx_frame = if send > 9018 { LANE_FRAME } else { send };
     for (name, bytes) in [(sender, send), (receiver, rx_frame)] {
@@ -906,123 +922,6 @@ pub const BW_IO: &str = "larsen-82599-gen2";
 /// line rate (a modelling choice: the two ports' rings are not kept apart; per packet they move
 /// the same descriptors and doorbells over the same link).
 pub const PORTS: u32 = 2;
-
-/// Table 1's bandwidth per lane, from a simulated stream ([`lane_rate`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LaneRate {
-    /// TCP payload delivered and checked byte for byte, Gb/s, from the first send to the
-    /// receiver's last byte.
-    pub goodput_gbps: f64,
-    /// `goodput_gbps` over the link's lanes: Table 1's figure.
-    pub per_lane_gbps: f64,
-    /// A lane's data rate per direction after line encoding: the bound on `per_lane_gbps`.
-    pub lane_limit_gbps: f64,
-    /// Every byte (TLPs and DLLPs) on the busiest direction of the two hosts' links, Gb/s per lane.
-    pub link_gbps_per_lane: f64,
-    /// The busiest link direction's wire time over the stream's time (0-1).
-    pub link_busy: f64,
-    /// `goodput_gbps` over the ports' summed line rate.
-    pub wire_share: f64,
-}
-
-/// The saturating stream's configuration: `c` with [`PORTS`] ports' line rate and TCP window
-/// (iperf on both ports is two connections, each with its own window), and its hosts' software
-/// costs (stack, copy and ACK processing per frame, per send) set to zero, so that the devices,
-/// the PCIe links or the wire bind and the one modelled core does not. (The paper's iperf hosts
-/// spread the ports' frames over four cores; the stack terms here are calibrated to the
-/// one-message latency of Table 1, 2.7 us per frame, which alone would hold one core near
-/// 4 Gb/s.) The driver's descriptor, ring and doorbell work, its reads of each frame and the
-/// interrupt moderation stay. Measured on `larsen-82599-gen2`: with one port's window the
-/// descriptor NIC's stream is held by the window over the moderated ACK round trip (67% of the
-/// two ports' line rate), with two 91%.
-pub fn lane_cfg(c: &IoConfig) -> IoConfig {
-    let mut c = c.clone();
-    c.nic.mac_gbps *= f64::from(PORTS);
-    c.driver.window_bytes = c.driver.window_bytes.saturating_mul(PORTS);
-    let d = &mut c.driver;
-    d.tx_stack_ns = 0.0;
-    d.rx_stack_ns = 0.0;
-    d.ack_stack_ns = 0.0;
-    d.copy_ns_per_byte = 0.0;
-    c
-}
-
-/// Table 1's bandwidth per lane: `count` messages of `len` bytes from host 0 to host 1 (both
-/// with device `kind`) on [`lane_cfg`]`(cfg)`, a TCP stream with its ACKs as iperf ran. The
-/// measured host's link carries the payload up (TX, host 0) or down (RX, host 1); both carry
-/// all of it, so the goodput over the lanes is bounded by a lane's data rate on either.
-pub fn lane_rate(
-    cfg: &IoConfig,
-    kind: &str,
-    count: u64,
-    len: u64,
-) -> Result<LaneRate, PlatformError> {
-    check_stream(count, len, [kind, kind])?;
-    let c = lane_cfg(cfg);
-    c.validate("the per-lane stream")?;
-    let (gt, enc) = gen_rate(c.link.gen).ok_or_else(|| {
-        PlatformError::config(
-            "I/O run",
-            "link.gen",
-            format!("{} must be 1, 2 or 3", c.link.gen),
-        )
-    })?;
-    let mut s = IoSystem::with_devices(&c, [kind, kind]);
-    s.settle()?;
-    let t0 = s.now_ns();
-    s.send(0, count, len);
-    s.run()?;
-    let end = s.last_done_ns().ok_or_else(|| {
-        PlatformError::Stalled("the per-lane stream ended with a message undelivered".into())
-    })?;
-    let st = s.stats();
-    let span = end - t0;
-    if span <= 0.0 || st.bytes_checked != count * len {
-        return Err(PlatformError::Stalled(format!(
-            "the per-lane stream checked {} of {} payload bytes in {span} ns",
-            st.bytes_checked,
-            count * len
-        )));
-    }
-    let lanes = f64::from(c.link.lanes);
-    let goodput = st.bytes_checked as f64 * 8.0 / span;
-    let (mut busiest_bytes, mut busiest_ns) = (0u64, 0.0f64);
-    for h in &st.hosts {
-        for (b, busy) in [
-            (h.link.down.total(), h.link.down_busy_ns),
-            (h.link.up.total(), h.link.up_busy_ns),
-        ] {
-            busiest_bytes = busiest_bytes.max(b);
-            busiest_ns = busiest_ns.max(busy);
-        }
-    }
-    Ok(LaneRate {
-        goodput_gbps: goodput,
-        per_lane_gbps: goodput / lanes,
-        lane_limit_gbps: gt * enc,
-        link_gbps_per_lane: busiest_bytes as f64 * 8.0 / span / lanes,
-        link_busy: busiest_ns / span,
-        wire_share: goodput / c.nic.mac_gbps,
-    })
-}
-
-/// The share of TLP bytes on host `h`'s link for descriptors, doorbells, write-backs and
-/// interrupts, and for fetches and doorbells only.
-pub fn shares(s: &IoStats, h: usize) -> (f64, f64, f64) {
-    let l = &s.hosts[h].link;
-    let mut b = l.down;
-    b.merge(&l.up);
-    let tlp = (b.total() - b.dllp) as f64;
-    let d = b.of(Purpose::Descriptor) as f64;
-    let db = b.of(Purpose::Doorbell) as f64;
-    let wb = b.of(Purpose::WriteBack) as f64;
-    let irq = b.of(Purpose::Interrupt) as f64;
-    (
-        (d + db + wb + irq) / tlp.max(1.0),
-        (d + db) / tlp.max(1.0),
-        b.dllp as f64 / b.total().max(1) as f64,
-    )
-}
 
 /// The mean of the four Fig. 10 bars' `metric` among `rows` (None unless all four are there).
 fn mean_bar(rows: &[Row], metric: &str) -> Option<f64> {
@@ -1423,11 +1322,11 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
         }
     }
     if want("sensitivity") {
-        let note = "larsen-io and larsen-io-idma behind the Haswell-EP root complex and PCIe Gen3 x8 (core, caches and DDR3-1066 as Fig. 8's); the root complex's part of a read derived from pcie-bench's 546 ns host-warm 64 B read less the platform's own path";
+        let note = format!("larsen-io and larsen-io-idma behind the Haswell-EP root complex and PCIe Gen3 x8 (core, caches and DDR3-1066 as Fig. 8's); the root complex's part of a read derived from pcie-bench's {:.0} ns host-warm 64 B read less the platform's own path", haswell_warm_read_ns()?);
         for (case, st, e) in haswell_rows(&o.platform, host_stack_instructions()?)? {
             tick(progress);
             stack_rows(&mut out, "sensitivity", case, &st, false);
-            out.push(e2e_row(case, &e, note));
+            out.push(e2e_row(case, &e, &note));
         }
         // The receive path with DDIO off and on, on the cluster: the 5520 platform (which has
         // none) with its root complex pushing device writes into the core's L2 on both hosts.
@@ -1488,7 +1387,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
         }
     }
     if want("pcie-model") {
-        for r in super::pcie_model_check::run()? {
+        for r in super::pcie_model_check::run(cluster_stream)? {
             let case = format!("{}-gen{}-{}B", r.model, r.gen, r.size);
             let note = "pcie-model restated in our code (see experiments/pcie_model_check.rs)";
             out.push(row(
@@ -1538,81 +1437,7 @@ mod tests {
     }
 
     fn bw() -> IoConfig {
-        IoConfig::preset("larsen-82599-gen2").expect("preset")
-    }
-
-    /// Table 1's per-lane figure never exceeds a lane's data rate after encoding, on any
-    /// generation and width, with a wire fast enough that the link binds.
-    #[test]
-    fn per_lane_is_bounded_by_the_link() {
-        for gen in 1..=3u8 {
-            for lanes in [1u32, 2, 4, 8, 16] {
-                for kind in ["descriptor", "idma"] {
-                    let mut c = bw();
-                    c.link.gen = gen;
-                    c.link.lanes = lanes;
-                    c.nic.mac_gbps = 400.0;
-                    let r = lane_rate(&c, kind, 3, 65536).expect("stream");
-                    let (gt, enc) = gen_rate(gen).expect("gen");
-                    let at = format!("gen{gen} x{lanes} {kind}: {r:?}");
-                    assert!((r.lane_limit_gbps - gt * enc).abs() < 1e-12, "{at}");
-                    assert!(r.per_lane_gbps > 0.0, "{at}");
-                    assert!(r.per_lane_gbps < r.lane_limit_gbps, "{at}");
-                    // Every payload byte crossed the busiest link direction: its bytes per lane
-                    // are at least the payload's.
-                    assert!(r.link_gbps_per_lane > r.per_lane_gbps, "{at}");
-                }
-            }
-        }
-    }
-
-    /// The figure follows what binds: at Gen2 x8 the two 10 Gb/s ports bind (wire share near
-    /// one); a slower or narrower link, or a faster wire, moves it.
-    #[test]
-    fn per_lane_moves_with_the_link_and_the_wire() {
-        let get = |f: &dyn Fn(&mut IoConfig), kind: &str| {
-            let mut c = bw();
-            f(&mut c);
-            lane_rate(&c, kind, 16, 65536).expect("stream")
-        };
-        let base = get(&|_| {}, "descriptor");
-        assert!(base.wire_share > 0.75, "the wire binds: {base:?}");
-        assert!(base.link_busy < 0.9, "{base:?}");
-        let gen1 = get(&|c| c.link.gen = 1, "descriptor");
-        assert!(
-            gen1.per_lane_gbps < 0.9 * base.per_lane_gbps,
-            "{gen1:?} vs {base:?}"
-        );
-        assert!(gen1.link_busy > 0.8, "the link binds: {gen1:?}");
-        // Half the lanes carry (almost) the same link-bound payload: more per lane.
-        let x4 = get(&|c| c.link.lanes = 4, "descriptor");
-        assert!(
-            x4.goodput_gbps < 0.9 * base.goodput_gbps,
-            "{x4:?} vs {base:?}"
-        );
-        assert!(
-            x4.per_lane_gbps > 1.1 * base.per_lane_gbps,
-            "{x4:?} vs {base:?}"
-        );
-        let fast_wire = get(&|c| c.nic.mac_gbps = 25.0, "descriptor");
-        assert!(
-            fast_wire.per_lane_gbps > 1.1 * base.per_lane_gbps,
-            "{fast_wire:?}"
-        );
-        let slow_wire = get(&|c| c.nic.mac_gbps = 5.0, "descriptor");
-        assert!(
-            slow_wire.per_lane_gbps < 0.6 * base.per_lane_gbps,
-            "{slow_wire:?}"
-        );
-        // Where the link binds, the iDMA's link carries no descriptors or 64 B completions:
-        // more payload per lane (the paper's claim); at Gen2 x8 the wire binds it too.
-        let gen1_idma = get(&|c| c.link.gen = 1, "idma");
-        assert!(
-            gen1_idma.per_lane_gbps > 1.1 * gen1.per_lane_gbps,
-            "{gen1_idma:?} vs {gen1:?}"
-        );
-        let idma = get(&|_| {}, "idma");
-        assert!(idma.wire_share > 0.85, "the wire binds: {idma:?}");
+        IoConfig::preset(BW_IO).expect("preset")
     }
 
     fn none() -> toml::Value {
@@ -1634,7 +1459,8 @@ mod tests {
     #[test]
     fn haswell_rows_come_from_the_platform() {
         let rc = haswell_rc_read_ns(&none()).unwrap();
-        assert!(rc > 0.0 && rc < HASWELL_WARM_READ_NS, "{rc}");
+        let warm = haswell_warm_read_ns().unwrap();
+        assert!(rc > 0.0 && rc < warm, "{rc}");
         let slow: toml::Value = toml::from_str("[interconnect]\nresponse_ns = 25.0").unwrap();
         let rc_slow = haswell_rc_read_ns(&slow).unwrap();
         assert!(rc_slow < rc - 10.0, "{rc_slow} vs {rc}");
@@ -1642,7 +1468,7 @@ mod tests {
         let rows = haswell_rows(&none(), host_stack_instructions().unwrap()).unwrap();
         let (_, desc, de) = &rows[0];
         let (_, idma, ie) = &rows[1];
-        assert!((part(desc, "payload") - HASWELL_WARM_READ_NS).abs() < 0.5);
+        assert!((part(desc, "payload") - warm).abs() < 0.5);
         assert!(ie.end_to_end_ns < de.end_to_end_ns);
 
         let mut c = haswell_platform(FIG9_PLATFORM, &none(), rc).unwrap();
@@ -1970,18 +1796,5 @@ mod tests {
             .expect_err("refused")
             .to_string();
         assert!(e.contains("rx_wthresh"), "{e}");
-    }
-
-    #[test]
-    fn per_lane_rejects_bad_arguments() {
-        let c = bw();
-        assert!(lane_rate(&c, "nic", 1, 64).is_err());
-        assert!(lane_rate(&c, "idma", 0, 64).is_err());
-        let mut c = bw();
-        c.nic.mac_gbps = 600.0; // two ports: 1200 Gb/s, above what a MAC may be
-        let e = lane_rate(&c, "idma", 1, 64)
-            .expect_err("too fast")
-            .to_string();
-        assert!(e.contains("nic.mac_gbps"), "{e}");
     }
 }

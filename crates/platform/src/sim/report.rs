@@ -6,7 +6,7 @@ use serde::Serialize;
 /// A run's results.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Report {
-    /// The system that ran ("platform", "io-pair", "network-io").
+    /// The system that ran ("platform", "cluster", "network-io").
     pub system: String,
     /// The configuration: a built-in preset's name or the file it came from.
     pub config: String,

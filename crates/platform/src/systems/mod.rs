@@ -1,19 +1,19 @@
 //! Systems: components and agents wired together with a run loop. [`platform`] is the platform of
 //! cores, caches, agents and DRAM; [`cluster`] several platforms joined by Ethernet links (in the
-//! registry: two copies of a platform, a sender and a receiver);
-//! [`io_pair`] two hosts over PCIe on one wire (Larsen & Lee); [`udp_pair`] Wun & Crowley's
+//! registry: two copies of a platform, a sender and a receiver); [`udp_pair`] Wun & Crowley's
 //! configurations against an iperf peer: two `ixp-host` platforms (a host core beside
-//! microengines and their MAC) on one wire, run by [`cluster`].
+//! microengines and their MAC) on one wire, run by [`cluster`]. The platform's is the one run
+//! loop: Larsen & Lee's two hosts over PCIe are two platforms with a NIC or an iDMA on a cluster
+//! link (the system `io-pair`, a model of its own, was retired: [`RETIRED`] names what replaces
+//! it).
 //!
 //! The registry ([`SYSTEMS`], [`simulate`]) runs any of them by name through one call that takes a
 //! configuration (a built-in preset or a file), overrides, a workload and its parameters, and
 //! returns the one [`Report`]. A built-in preset's name says which system it belongs to.
 pub mod cluster;
-pub mod io_pair;
 pub mod platform;
 pub mod udp_pair;
 
-use crate::config::io::{builtin_io_names, IoConfig};
 use crate::config::network::BUILTIN_NETWORK_PLATFORMS;
 use crate::config::platform::{builtin_platform_names, PlatformConfig};
 use crate::config::workload::{builtin_workload_names, Workload};
@@ -60,13 +60,6 @@ pub const SYSTEMS: &[System] = &[
         run: run_cluster_pair,
     },
     System {
-        name: "io-pair",
-        about: "two hosts over PCIe on one wire: descriptor DMA or the integrated DMA engine",
-        presets: builtin_io_names,
-        workloads: || vec![("stream".into(), "count=1, bytes=64".into())],
-        run: run_io_pair,
-    },
-    System {
         name: "network-io",
         about: "Wun & Crowley's emu nic, softnic or onloader against an iperf UDP peer, on the platform: two ixp-host platforms (a host core beside microengines and their MAC) on one wire",
         presets: || BUILTIN_NETWORK_PLATFORMS.iter().map(|(n, _)| *n).collect(),
@@ -79,8 +72,24 @@ pub const SYSTEMS: &[System] = &[
     },
 ];
 
+/// Systems no longer in the registry, each with what replaces it.
+pub const RETIRED: &[(&str, &str)] = &[(
+    "io-pair",
+    "the two-host I/O model was retired: two platforms on one Ethernet link run Larsen & Lee's \
+     hosts (`--system cluster` with the platform preset larsen-io for descriptor DMA or \
+     larsen-io-idma for the integrated DMA engine, workload pair; from Python \
+     movelab.platform.io.run, which takes an I/O preset and runs it on that cluster)",
+)];
+
 /// The system named `name`.
 pub fn system(name: &str) -> Result<&'static System, PlatformError> {
+    if let Some((n, instead)) = RETIRED.iter().find(|(n, _)| *n == name) {
+        return Err(PlatformError::config(
+            *n,
+            "(system)",
+            (*instead).to_string(),
+        ));
+    }
     SYSTEMS
         .iter()
         .find(|s| s.name == name)
@@ -112,6 +121,9 @@ pub fn simulate(
 ) -> Result<Report, PlatformError> {
     let sys = match system {
         Some(n) => self::system(n)?,
+        None if crate::config::io::builtin_io_names().contains(&config) => {
+            return Err(PlatformError::config(config, "(system)", RETIRED[0].1))
+        }
         None => system_of_preset(config).ok_or_else(|| {
             PlatformError::config(
                 config,
@@ -279,29 +291,6 @@ fn run_cluster_pair(
     let s = cluster::run(&mut ps, &progs, &[link], &mut |_| {})?;
     let t = s.hosts.iter().map(|h| h.time_ns).fold(0.0, f64::max);
     report("cluster", config, workload, t, &s)
-}
-
-fn run_io_pair(
-    config: &str,
-    overrides: &toml::Value,
-    workload: &str,
-    params: &Params,
-) -> Result<Report, PlatformError> {
-    if workload != "stream" {
-        return Err(PlatformError::Unknown {
-            kind: "io-pair workload",
-            name: workload.into(),
-            known: "stream".into(),
-        });
-    }
-    only(workload, params, &["count", "bytes"])?;
-    let mut cfg = IoConfig::load(config)?;
-    if has_overrides(overrides) {
-        cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
-    }
-    let get = |k: &str, d: u64| params.get(k).map_or(Ok(d), |v| uint(workload, k, v));
-    let s = io_pair::stream(&cfg, get("count", 1)?, get("bytes", 64)?)?;
-    report("io-pair", config, workload, s.time_ns, &s)
 }
 
 /// The `udp-rx` and `udp-tx` workloads of a network platform (`presets/network`): its settings
