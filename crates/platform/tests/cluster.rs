@@ -366,8 +366,8 @@ fn a_tcp_stream_of_frames_without_payload_is_refused_not_run() {
         .expect("preset")
         .driver
         .header_bytes;
-    for send in [64, hdr] {
-        let e = larsen_idma::cluster_stream(
+    let stream = |send: u32| {
+        larsen_idma::cluster_stream(
             "larsen-io",
             "larsen-io",
             &no_overrides(),
@@ -380,26 +380,14 @@ fn a_tcp_stream_of_frames_without_payload_is_refused_not_run() {
             0,
             true,
         )
-        .expect_err("no payload")
-        .to_string();
+    };
+    for send in [64, hdr] {
+        let e = stream(send).expect_err("no payload").to_string();
         assert!(
             e.contains("driver.header_bytes") && e.contains(&format!("{send} B")),
             "{e}"
         );
     }
     // One byte of payload runs (and is checked byte for byte).
-    larsen_idma::cluster_stream(
-        "larsen-io",
-        "larsen-io",
-        &no_overrides(),
-        "larsen-82598-gen1",
-        10.0,
-        &t,
-        &t,
-        1,
-        hdr + 1,
-        0,
-        true,
-    )
-    .expect("one byte of payload");
+    stream(hdr + 1).expect("one byte of payload");
 }
