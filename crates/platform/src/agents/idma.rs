@@ -1,6 +1,6 @@
 //! Larsen & Lee's integrated DMA engine (iDMA, CACHES 2011 section 3.1) as an agent of the
 //! platform: an engine on the die beside the cores that transmits for a simple FIFO+PHY adapter
-//! on PCIe. Unlike the two-host I/O model (`devices/idma.rs`), nothing here is a typed-in latency
+//! on PCIe (its adapter and pinned ring layout: `devices/idma.rs`). Nothing here is a typed-in latency
 //! for memory: every read goes through the platform's memory system.
 //!
 //! - The driver's doorbell is a core's uncached store to the engine's register window (`bar`,

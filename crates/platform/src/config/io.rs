@@ -110,28 +110,21 @@ impl Default for LinkConfig {
     }
 }
 
-/// The root complex / I/O hub and the host side of device accesses.
+/// The root complex / I/O hub and the host side of device accesses. The fixed part of a device
+/// read is the platform's `[io] rc_read_ns` (`config/platform.rs`): the rest of the read is
+/// simulated through the platform's memory system.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RootComplexConfig {
-    /// A device read: from the request reaching the root complex to its completions being ready, ns.
-    pub read_ns: f64,
-    /// ... plus this much per byte read, ns.
+    /// A device read's host-side time per byte read, on top of the platform's `rc_read_ns`, ns.
     pub read_ns_per_byte: f64,
     /// A core's uncached store: from issue to leaving the core (write barrier, store leaves the core), ns.
     pub core_store_ns: f64,
     /// A downstream posted write (doorbell, iDMA push): from leaving the core/uncore to the link, ns.
     pub downstream_ns: f64,
-    /// Device writes go into the last-level cache (Intel DDIO) instead of memory.
+    /// Device writes go into a core's cache (Intel DDIO: the device agent's `ddio_core`) instead
+    /// of memory.
     pub ddio: bool,
-    /// Lines DDIO may hold (its LLC ways); older lines are evicted to memory.
-    pub ddio_lines: u32,
-    /// A core's read of a line in the LLC, ns.
-    pub llc_ns: f64,
-    /// A core's read of a line in memory, ns.
-    pub dram_ns: f64,
-    /// An MSI-X reaching a core (root complex to interrupt entry), ns.
-    pub irq_delivery_ns: f64,
     /// A measured host-warm 64 B device read on this platform, from the device's request to its
     /// completion, ns (0: none measured). The platform's own path is simulated; the root
     /// complex's fixed part of a read is derived as this less that path (the Haswell rows of
@@ -142,15 +135,10 @@ pub struct RootComplexConfig {
 impl Default for RootComplexConfig {
     fn default() -> Self {
         RootComplexConfig {
-            read_ns: 729.0,
             read_ns_per_byte: 0.0,
             core_store_ns: 30.0,
             downstream_ns: 188.0,
             ddio: false,
-            ddio_lines: 32768,
-            llc_ns: 20.0,
-            dram_ns: 80.0,
-            irq_delivery_ns: 300.0,
             warm_read_ns: 0.0,
         }
     }
@@ -222,20 +210,12 @@ impl Default for NicConfig {
     }
 }
 
-/// The integrated DMA engine (Larsen & Lee section 3).
+/// The integrated DMA engine (Larsen & Lee section 3). Its timing is the platform's: the agent
+/// (`agents/idma.rs`) reads and writes through the memory system and rings and notifies with the
+/// interconnect's on-die messages.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct IdmaConfig {
-    /// On-die doorbell from a core to the engine, ns (paper: "well within 20 ns").
-    pub doorbell_ns: f64,
-    /// The engine's memory read (descriptor, header/payload), ns (paper: about 50 ns on the 5500).
-    pub mem_read_ns: f64,
-    /// ... plus this per 64 B line after the first (streaming), ns.
-    pub mem_line_ns: f64,
-    /// The engine's write of a received packet into host memory/LLC, per line, ns.
-    pub mem_write_line_ns: f64,
-    /// Notifying a core on the die after a receive, ns.
-    pub notify_ns: f64,
     /// The pinned receive buffer the adapter writes into, bytes (paper: 128 lines x 64 B = 8 KB).
     pub rx_buffer_bytes: u32,
     /// The engine returns buffer space to the adapter (a posted 4 B head write) after this many bytes.
@@ -245,11 +225,6 @@ pub struct IdmaConfig {
 impl Default for IdmaConfig {
     fn default() -> Self {
         IdmaConfig {
-            doorbell_ns: 20.0,
-            mem_read_ns: 50.0,
-            mem_line_ns: 5.0,
-            mem_write_line_ns: 5.0,
-            notify_ns: 20.0,
             rx_buffer_bytes: 8192,
             head_update_bytes: 4096,
         }
@@ -387,7 +362,6 @@ impl IoConfig {
         let times = [
             ("link.latency_ns", l.latency_ns),
             ("link.ack_ns", l.ack_ns),
-            ("root_complex.read_ns", self.root_complex.read_ns),
             (
                 "root_complex.read_ns_per_byte",
                 self.root_complex.read_ns_per_byte,
@@ -400,22 +374,11 @@ impl IoConfig {
                 "root_complex.downstream_ns",
                 self.root_complex.downstream_ns,
             ),
-            ("root_complex.llc_ns", self.root_complex.llc_ns),
-            ("root_complex.dram_ns", self.root_complex.dram_ns),
-            (
-                "root_complex.irq_delivery_ns",
-                self.root_complex.irq_delivery_ns,
-            ),
             ("root_complex.warm_read_ns", self.root_complex.warm_read_ns),
             ("nic.itr_us", self.nic.itr_us),
             ("nic.processing_ns", self.nic.processing_ns),
             ("nic.mac_tx_ns", self.nic.mac_tx_ns),
             ("nic.mac_rx_ns", self.nic.mac_rx_ns),
-            ("idma.doorbell_ns", self.idma.doorbell_ns),
-            ("idma.mem_read_ns", self.idma.mem_read_ns),
-            ("idma.mem_line_ns", self.idma.mem_line_ns),
-            ("idma.mem_write_line_ns", self.idma.mem_write_line_ns),
-            ("idma.notify_ns", self.idma.notify_ns),
         ];
         for (k, v) in times {
             if !v.is_finite() || !(0.0..=1e7).contains(&v) {

@@ -1,5 +1,5 @@
 //! PCIe: the byte counts of transactions on a link ([`bytes`]), the timed link with credits and
-//! ACKs ([`link`]) and the root complex with the host memory behind it ([`root_complex`]).
+//! ACKs ([`link`]) and the host memory behind the root complex ([`root_complex`]).
 pub mod bytes;
 pub mod link;
 pub mod root_complex;
