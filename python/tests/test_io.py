@@ -46,6 +46,14 @@ def test_api_stack_moves_with_the_link() -> None:
         io.run("larsen-82598-gen1", overrides={"root_complex": {"ddio": True}})
 
 
+def test_retired_root_complex_keys_are_refused_by_name() -> None:
+    """Keys only the retired two-host model read are gone: an override of one is an error that names it."""
+    out = cli("platform", "run", "larsen-io", "nic-tx", "--set", "io.root_complex.llc_ns=1", code=2)
+    assert "llc_ns" in out and "root_complex" in out, out
+    out = cli("platform", "run", "larsen-io", "nic-tx", "--set", "io.idma.mem_read_ns=50", code=2)
+    assert "mem_read_ns" in out and "idma" in out, out
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"count": 0}, "count"),
     ({"nbytes": 1 << 30}, "nbytes"),
