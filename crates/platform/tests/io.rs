@@ -33,35 +33,23 @@ fn bad_configs_name_the_key() {
         ("nic = { kind = \"smart\" }", "nic.kind"),
         ("nic = { bogus = 1 }", "nic"),
         ("root_complex = { warm_read = 546.0 }", "root_complex"),
+        // Keys only the retired two-host model read: refused, named.
+        ("root_complex = { read_ns = 1 }", "`read_ns`"),
+        ("root_complex = { ddio_lines = 1 }", "ddio_lines"),
+        ("root_complex = { llc_ns = 1 }", "llc_ns"),
+        ("root_complex = { dram_ns = 1 }", "dram_ns"),
+        ("root_complex = { irq_delivery_ns = 1 }", "irq_delivery_ns"),
+        ("idma = { doorbell_ns = 1 }", "doorbell_ns"),
+        ("idma = { mem_read_ns = 1 }", "mem_read_ns"),
+        ("idma = { mem_line_ns = 1 }", "mem_line_ns"),
+        ("idma = { mem_write_line_ns = 1 }", "mem_write_line_ns"),
+        ("idma = { notify_ns = 1 }", "notify_ns"),
     ] {
         let v: toml::Value = toml::from_str(ov).unwrap();
         let e = base.with_overrides(v, "test").unwrap_err().to_string();
         assert!(e.contains(key), "{ov}: {e}");
     }
     assert!(IoConfig::load("no-such-io-platform").is_err());
-}
-
-/// The keys only the retired two-host model read (its fixed root-complex latencies, the iDMA's
-/// typed-in memory and on-die times) are gone: an override of one is refused, naming the key.
-#[test]
-fn retired_keys_are_refused_by_name() {
-    let base = IoConfig::preset("larsen-82598-gen1").unwrap();
-    for (section, key) in [
-        ("root_complex", "read_ns"),
-        ("root_complex", "ddio_lines"),
-        ("root_complex", "llc_ns"),
-        ("root_complex", "dram_ns"),
-        ("root_complex", "irq_delivery_ns"),
-        ("idma", "doorbell_ns"),
-        ("idma", "mem_read_ns"),
-        ("idma", "mem_line_ns"),
-        ("idma", "mem_write_line_ns"),
-        ("idma", "notify_ns"),
-    ] {
-        let v: toml::Value = toml::from_str(&format!("{section} = {{ {key} = 1 }}")).unwrap();
-        let e = base.with_overrides(v, "test").unwrap_err().to_string();
-        assert!(e.contains(section) && e.contains(key), "{section}.{key}: {e}");
-    }
 }
 
 /// pcie-bench's host-warm read is a key of the Haswell preset, beside its citation; it defaults
