@@ -18,10 +18,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: The values typer accepts for the enumerated options (``movelab._util.TraceFormat``, ``TableJson``).
-TRACE_FORMATS = ("auto", "native", "ramulator", "dramsim3")
-FORMATS = ("table", "json")
-
 
 def parse_run(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of :func:`movelab.dram.run.run_trace` for ``dram run ARGS``, or ``None``
@@ -52,18 +48,20 @@ def parse_run(args: list[str]) -> dict[str, Any] | None:
         i += 1
     if len(positional) != 2:
         return None
-    fmt = single.get("format", "table")
-    trace_format = single.get("trace-format", "auto")
-    if fmt not in FORMATS or trace_format not in TRACE_FORMATS:
+    from movelab._util import TableJson, TraceFormat, parse_set
+
+    fmt = single.get("format", TableJson.table.value)
+    trace_format = single.get("trace-format", TraceFormat.auto.value)
+    if fmt not in {f.value for f in TableJson} or trace_format not in {f.value for f in TraceFormat}:
         return None
     try:
-        from movelab._util import parse_set
-
         parse_set(sets)
     except Exception:  # typer parses it again and reports the error its own way
         return None
-    return {"config": positional[0], "trace": Path(positional[1]), "generate": None, "count": 100_000,
-            "read_fraction": 0.8, "seed": 0, "footprint": "1G", "trace_format": trace_format,
+    # A trace file: the generator's options (--count, --read-fraction, --seed, --footprint) are not
+    # read (run.trace_arg), so none is passed.
+    return {"config": positional[0], "trace": Path(positional[1]), "generate": None, "count": None,
+            "read_fraction": None, "seed": None, "footprint": None, "trace_format": trace_format,
             "set_": sets or None, "command_log": None, "memspec": None, "fmt": fmt, "force": False}
 
 
