@@ -1018,6 +1018,27 @@ def test_disturbed_counts_the_interposers_own_preemption_mark() -> None:
     assert list(disturbed(df)) == [False, True, True, True, False]
 
 
+def test_stopped_calls_are_slower_than_any_copy_and_count_as_disturbed() -> None:
+    from movelab.record.trace import STOP_NS, STOP_NS_PER_BYTE, conform, disturbed, stopped
+
+    mib = 1 << 20
+    df = conform(pd.DataFrame({
+        "source": ["interposer"] * 6 + ["kernel"],
+        "kind": ["memcpy", "memcpy", "memcpy", "memcpy", "memset", "memcpy", "page_zero"],
+        "count": [1, 1, 1, 1, 1, 400, 1],
+        "size": [3, 3, mib, mib, 0, None, 4096],
+        # a 3-byte copy of 1.7 ms (seen in the shell pipeline); one of 40 ns; a 1 MiB copy at the
+        # cold copy's 0.16 ns per byte; the same copy held 2 ms; a 0-byte call of 6 us; an
+        # aggregate of 400 calls holding 1 ms in all; a kernel row (no duration)
+        "dur_ns": [1_731_132, 40, int(0.16 * mib), 2_000_000, 6_000, 1_000_000, None],
+        "faults": [0] * 6 + [None], "switches": [0] * 6 + [None],
+        "preempted": pd.array([False] * 6 + [None], dtype="boolean")}))
+    assert list(stopped(df)) == [True, False, False, True, True, False, False]
+    assert list(disturbed(df)) == [True, False, False, True, True, False, False]
+    # the bound's terms: a cold copy's per-byte time (0.14-0.16 ns measured) is far inside it
+    assert STOP_NS_PER_BYTE >= 5 * 0.16 and STOP_NS == 5000.0
+
+
 def test_schema_version_1_recordings_still_read(recording: tuple[pd.DataFrame, Path], tmp_path: Path) -> None:
     import json
 
