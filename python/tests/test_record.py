@@ -1104,3 +1104,23 @@ def test_at_most_64_threads_are_watched_at_once(tmp_path: Path) -> None:
     second = ev[ev["size"] == 200]
     watched = second.loc[second["preempted"].notna(), "tid"].nunique()
     assert 32 <= watched <= 64, watched
+
+
+def test_calibrate_probes_of_huge_page_latency_and_mlp() -> None:
+    from movelab.record._build import calibration_program
+
+    prog = str(calibration_program())
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([prog, *args], capture_output=True, text=True, timeout=120)
+
+    lat = run("latency", "16", "20000", "huge").stdout.split()
+    assert lat[0] == "latency_ns" and lat[1] == "16" and 0 < float(lat[2]) < 1000
+    one, many = (run("mlp", "8", str(k), "2000").stdout.split() for k in (1, 8))
+    assert one[:2] == ["mlp", "1"] and many[:2] == ["mlp", "8"]
+    # eight independent chases overlap: a round of eight takes far less than eight single hops
+    assert 0 < float(many[2]) < 8 * float(one[2])
+    bad = run("mlp", "8", "65", "10")
+    assert bad.returncode == 2 and "1 <= K <= 64" in bad.stderr
+    bad = run("latency", "2", "10", "huge")
+    assert bad.returncode == 2 and "KIB >= 4" in bad.stderr
