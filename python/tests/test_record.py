@@ -796,11 +796,17 @@ def test_gap_costs_leave_out_interrupted_calls() -> None:
     slow = df.index[df["t_ns"] == df["t_ns"].max()]
     df.loc[slow, "dur_ns"] = 30 + 50_000  # one call stopped for 50 us
     flat = {"memcpy": 5.0}
+    # over trace.STOP_NS it is a stopped call: out of the undisturbed calls, trimmed or not
+    for trim in (None, calibration.GAP_TRIM_NS):
+        r = calibration.gap_costs([df], 64 << 10, 1 << 20, flat, {"memcpy": 1.0}, trim_ns=trim)
+        assert r["trimmed_calls"] == {} and r["call_ns"]["memcpy"][2] == pytest.approx(11.0)
+    # a 4 us stop is under that bound: a trim below it leaves it out, no trim keeps it
+    df.loc[slow, "dur_ns"] = 30 + 4_000
     kept = calibration.gap_costs([df], 64 << 10, 1 << 20, flat, {"memcpy": 1.0}, trim_ns=None)
-    cut = calibration.gap_costs([df], 64 << 10, 1 << 20, flat, {"memcpy": 1.0})
-    assert cut["trim_ns"] == calibration.GAP_TRIM_NS and cut["trimmed_calls"] == {"memcpy": 1}
+    cut = calibration.gap_costs([df], 64 << 10, 1 << 20, flat, {"memcpy": 1.0}, trim_ns=3_000.0)
+    assert cut["trim_ns"] == 3_000.0 and cut["trimmed_calls"] == {"memcpy": 1}
     assert cut["call_ns"]["memcpy"][2] == pytest.approx(11.0)
-    assert kept["call_ns"]["memcpy"][2] == pytest.approx((148 * 12.0 + 50_000) / 149 - 1.0)  # the first: no gap
+    assert kept["call_ns"]["memcpy"][2] == pytest.approx((148 * 12.0 + 4_000) / 149 - 1.0)  # the first: no gap
     with pytest.raises(ValueError, match="trim_ns"):
         calibration.gap_costs([df], 64 << 10, 1 << 20, flat, trim_ns=-1.0)
 
