@@ -796,11 +796,17 @@ def test_gap_costs_leave_out_interrupted_calls() -> None:
     slow = df.index[df["t_ns"] == df["t_ns"].max()]
     df.loc[slow, "dur_ns"] = 30 + 50_000  # one call stopped for 50 us
     flat = {"memcpy": 5.0}
+    # over trace.STOP_NS it is a stopped call: out of the undisturbed calls, trimmed or not
+    for trim in (None, calibration.GAP_TRIM_NS):
+        r = calibration.gap_costs([df], 64 << 10, 1 << 20, flat, {"memcpy": 1.0}, trim_ns=trim)
+        assert r["trimmed_calls"] == {} and r["call_ns"]["memcpy"][2] == pytest.approx(11.0)
+    # a 4 us stop is under that bound: a trim below it leaves it out, no trim keeps it
+    df.loc[slow, "dur_ns"] = 30 + 4_000
     kept = calibration.gap_costs([df], 64 << 10, 1 << 20, flat, {"memcpy": 1.0}, trim_ns=None)
-    cut = calibration.gap_costs([df], 64 << 10, 1 << 20, flat, {"memcpy": 1.0})
-    assert cut["trim_ns"] == calibration.GAP_TRIM_NS and cut["trimmed_calls"] == {"memcpy": 1}
+    cut = calibration.gap_costs([df], 64 << 10, 1 << 20, flat, {"memcpy": 1.0}, trim_ns=3_000.0)
+    assert cut["trim_ns"] == 3_000.0 and cut["trimmed_calls"] == {"memcpy": 1}
     assert cut["call_ns"]["memcpy"][2] == pytest.approx(11.0)
-    assert kept["call_ns"]["memcpy"][2] == pytest.approx((148 * 12.0 + 50_000) / 149 - 1.0)  # the first: no gap
+    assert kept["call_ns"]["memcpy"][2] == pytest.approx((148 * 12.0 + 4_000) / 149 - 1.0)  # the first: no gap
     with pytest.raises(ValueError, match="trim_ns"):
         calibration.gap_costs([df], 64 << 10, 1 << 20, flat, trim_ns=-1.0)
 
@@ -1018,6 +1024,27 @@ def test_disturbed_counts_the_interposers_own_preemption_mark() -> None:
     assert list(disturbed(df)) == [False, True, True, True, False]
 
 
+def test_stopped_calls_are_slower_than_any_copy_and_count_as_disturbed() -> None:
+    from movelab.record.trace import STOP_NS, STOP_NS_PER_BYTE, conform, disturbed, stopped
+
+    mib = 1 << 20
+    df = conform(pd.DataFrame({
+        "source": ["interposer"] * 6 + ["kernel"],
+        "kind": ["memcpy", "memcpy", "memcpy", "memcpy", "memset", "memcpy", "page_zero"],
+        "count": [1, 1, 1, 1, 1, 400, 1],
+        "size": [3, 3, mib, mib, 0, None, 4096],
+        # a 3-byte copy of 1.7 ms (seen in the shell pipeline); one of 40 ns; a 1 MiB copy at the
+        # cold copy's 0.16 ns per byte; the same copy held 2 ms; a 0-byte call of 6 us; an
+        # aggregate of 400 calls holding 1 ms in all; a kernel row (no duration)
+        "dur_ns": [1_731_132, 40, int(0.16 * mib), 2_000_000, 6_000, 1_000_000, None],
+        "faults": [0] * 6 + [None], "switches": [0] * 6 + [None],
+        "preempted": pd.array([False] * 6 + [None], dtype="boolean")}))
+    assert list(stopped(df)) == [True, False, False, True, True, False, False]
+    assert list(disturbed(df)) == [True, False, False, True, True, False, False]
+    # the bound's terms: a cold copy's per-byte time (0.14-0.16 ns measured) is far inside it
+    assert STOP_NS_PER_BYTE >= 5 * 0.16 and STOP_NS == 5000.0
+
+
 def test_schema_version_1_recordings_still_read(recording: tuple[pd.DataFrame, Path], tmp_path: Path) -> None:
     import json
 
@@ -1083,3 +1110,23 @@ def test_at_most_64_threads_are_watched_at_once(tmp_path: Path) -> None:
     second = ev[ev["size"] == 200]
     watched = second.loc[second["preempted"].notna(), "tid"].nunique()
     assert 32 <= watched <= 64, watched
+
+
+def test_calibrate_probes_of_huge_page_latency_and_mlp() -> None:
+    from movelab.record._build import calibration_program
+
+    prog = str(calibration_program())
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([prog, *args], capture_output=True, text=True, timeout=120)
+
+    lat = run("latency", "16", "20000", "huge").stdout.split()
+    assert lat[0] == "latency_ns" and lat[1] == "16" and 0 < float(lat[2]) < 1000
+    one, many = (run("mlp", "8", str(k), "2000").stdout.split() for k in (1, 8))
+    assert one[:2] == ["mlp", "1"] and many[:2] == ["mlp", "8"]
+    # eight independent chases overlap: a round of eight takes far less than eight single hops
+    assert 0 < float(many[2]) < 8 * float(one[2])
+    bad = run("mlp", "8", "65", "10")
+    assert bad.returncode == 2 and "1 <= K <= 64" in bad.stderr
+    bad = run("latency", "2", "10", "huge")
+    assert bad.returncode == 2 and "KIB >= 4" in bad.stderr

@@ -182,6 +182,12 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     faulted_ms = float(user.loc[user["faults"].fillna(0) > 0, "dur_ns"].sum()) / 1e6
     switched = (user["switches"].fillna(0) > 0) | user["preempted"].astype("boolean").fillna(False).astype(bool)
     switched_ms = float(user.loc[switched, "dur_ns"].sum()) / 1e6
+    # Calls slower than any copy's own work (trace.stopped: the CPU stopped inside them, at the
+    # timer tick), left out too.
+    from movelab.record.trace import stopped as _stopped
+
+    stop = _stopped(user) & ~switched & ~(user["faults"].fillna(0) > 0)
+    stopped_ms = float(user.loc[stop, "dur_ns"].sum()) / 1e6
     # The baseline replay three ways: cold and warm (every call in one state: the bounds) and
     # tracked (each call in the state its recorded addresses give, plus the calibrated per-call
     # cost): the last is the stated error.
@@ -205,6 +211,7 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         "program_ms": prog / 1e6, "inside_calls_ms": inside / 1e6, "inside_faulted_calls_ms": faulted_ms,
         "inside_switched_calls_ms": switched_ms,
         "switched_calls": int(switched.sum()),
+        "stopped_calls": int(stop.sum()), "inside_stopped_calls_ms": stopped_ms,
         "preempted_calls": int(user["preempted"].astype("boolean").fillna(False).astype(bool).sum()),
         "sched_watched_calls": int(user["preempted"].notna().sum()),
         "offcpu_ms": float(user["offcpu_ns"].fillna(0).sum()) / 1e6,

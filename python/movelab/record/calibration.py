@@ -47,8 +47,9 @@ MIN_GAP_CALLS = 100
 #: In the calibration programs' few hundred calls per gap class, one such stop moved a class's mean
 #: tenfold between two recordings of the same hour (a 1-3 us gap: 33 against 332 ns a call). Not a
 #: fit: the bound is the one the validation already names for interrupts, fixed before the sets it
-#: was checked on. The time such stops take inside the validated programs' calls stays in their
-#: measured side (the prediction leaves it out: its share is reported with the validation).
+#: was checked on. Since 28 Nov 2026 such calls (over ``trace.STOP_NS`` plus 1 ns per byte) are
+#: left out of every undisturbed set as stopped (``trace.stopped``), the validated programs' measured
+#: side included; this trim applies the same bound here and stays for a tighter ``trim_ns``.
 GAP_TRIM_NS = 5000.0
 #: The demonstration programs whose recordings calibrate the gap-dependent call cost in
 #: ``movelab bench record`` (the others validate it).

@@ -171,8 +171,9 @@ def replay_cmd(
     call_cost: bool = typer.Option(True, "--call-cost/--no-call-cost", help="Add each call's own cost (the call "
                                    "and the allocator's work), measured on this machine by a calibration run."),
     undisturbed: bool = typer.Option(False, "--undisturbed", help="Only calls inside which their thread took no "
-                                   "page fault and was not switched out (the validation: such a call's time "
-                                   "includes the kernel's or other programs' work)."),
+                                   "page fault, was not switched out and was not stopped (slower than 5 us plus "
+                                   "1 ns per byte): the validation; such a call's time includes the kernel's, "
+                                   "other programs' or the timer tick's work."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
     """Replay a recording's copies and initialisations, with the compute between them, on a

@@ -167,13 +167,37 @@ def sched_columns(flags: np.ndarray, extra: np.ndarray) -> dict[str, pd.api.exte
             "since_sched_ns": pd.arrays.IntegerArray(since, (flags & F_SINCE) == 0)}
 
 
+#: A single call whose measured time exceeds ``STOP_NS + STOP_NS_PER_BYTE * size`` held a stop of
+#: the CPU, not its own work (:func:`stopped`). 5 us: the bound the gap calibration already trims at
+#: (``calibration.GAP_TRIM_NS``), above any path of a call of a few KiB on this machine (a cold
+#: 4-8 KiB ``calloc``'s allocator path: 1.0-1.2 us, ``calibrate.c alloc``). 1 ns per byte (1 GB/s):
+#: six to seven times the slowest copy measured here, ``memcpy`` of 64 KiB-128 MiB with both
+#: buffers out of the caches at 0.14-0.16 ns per byte (docs/record-replay.md, "Stopped calls").
+STOP_NS = 5000.0
+STOP_NS_PER_BYTE = 1.0
+
+
+def stopped(df: pd.DataFrame) -> pd.Series:
+    """The single interposer calls (``count`` 1) slower than :data:`STOP_NS` plus
+    :data:`STOP_NS_PER_BYTE` per byte: the CPU was stopped inside them. On this machine such calls
+    (a 3-byte ``memcpy`` of 1.7 ms, a 32 KiB ``calloc`` of 9.7 ms) start within 100 us of one of
+    two phases of the 4 ms timer tick (``CONFIG_HZ=250``), far more often than chance: the guest's
+    timer interrupt and what the hypervisor does at it, which the kernel charges to the running
+    thread (``CONFIG_IRQ_TIME_ACCOUNTING`` off) and no scheduling event marks. Aggregates and
+    kernel rows are never stopped."""
+    dur = df["dur_ns"].astype("float64")
+    bound = STOP_NS + STOP_NS_PER_BYTE * df["size"].astype("float64").fillna(0)
+    return ((df["count"].fillna(0) == 1) & (dur > bound)).fillna(False).astype(bool)
+
+
 def disturbed(df: pd.DataFrame) -> pd.Series:
     """The interposer rows whose measured time holds more than the call's own work: the thread
     took a page fault inside it (``faults``, from perf), was switched out inside it (``switches``,
-    from perf's ``sched_switch``), or was found switched out by the interposer itself
-    (``preempted``: its task-clock page, with or without perf). The validation leaves them out."""
+    from perf's ``sched_switch``), was found switched out by the interposer itself (``preempted``:
+    its task-clock page, with or without perf), or was :func:`stopped` (since 28 Nov 2026). The
+    validation leaves them out."""
     return ((df["faults"].fillna(0) > 0) | (df["switches"].fillna(0) > 0)
-            | df["preempted"].astype("boolean").fillna(False)).astype(bool)
+            | df["preempted"].astype("boolean").fillna(False) | stopped(df)).astype(bool)
 
 
 def empty() -> pd.DataFrame:
