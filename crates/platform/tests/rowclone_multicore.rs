@@ -104,6 +104,17 @@ fn functional_warming_follows_the_mechanism() {
     );
 }
 
+/// Each application's alone IPC for `m`'s mix run with options `o`.
+fn alone_of(m: &Mix, o: &Options) -> BTreeMap<String, f64> {
+    m.apps
+        .iter()
+        .map(|n| {
+            let a = rowclone_apps::app(n).unwrap();
+            (n.clone(), alone_ipc(&a, o).unwrap())
+        })
+        .collect()
+}
+
 fn mix(apps: &[&str]) -> Mix {
     Mix {
         cores: apps.len() as u32,
@@ -128,15 +139,7 @@ fn the_gain_grows_with_the_copies_the_applications_make() {
         o.apps.instructions = 20_000;
         o.apps.warmup = 5_000;
         o.apps.app_params.insert("copies".into(), copies);
-        let alone: BTreeMap<String, f64> = m
-            .apps
-            .iter()
-            .map(|n| {
-                let a = rowclone_apps::app(n).unwrap();
-                (n.clone(), alone_ipc(&a, &o).unwrap())
-            })
-            .collect();
-        let r = run_mix(&m, &o, &alone).unwrap();
+        let r = run_mix(&m, &o, &alone_of(&m, &o)).unwrap();
         let i = improvement(&r.runs[0], &r.runs[2]);
         if copies == 0 {
             assert!(
@@ -168,15 +171,7 @@ fn the_neighbours_relief_is_the_traffic_the_copy_intensive_half_stops_sending() 
         for (k, v) in params {
             o.apps.app_params.insert((*k).into(), *v);
         }
-        let alone: BTreeMap<String, f64> = m
-            .apps
-            .iter()
-            .map(|n| {
-                let a = rowclone_apps::app(n).unwrap();
-                (n.clone(), alone_ipc(&a, &o).unwrap())
-            })
-            .collect();
-        let r = run_mix(&m, &o, &alone).unwrap();
+        let r = run_mix(&m, &o, &alone_of(&m, &o)).unwrap();
         let slowdown = |run: usize| -> f64 {
             let ipc = &r.runs[run].ipc;
             (2..4).map(|c| r.alone_ipc[c] / ipc[c]).sum::<f64>() / 2.0
