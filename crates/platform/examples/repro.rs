@@ -3,7 +3,7 @@
 //! `cargo run --release -p movelab-platform --example repro -- fork [sizes_mb,..] [n,..]`
 //! `cargo run --release -p movelab-platform --example repro -- apps [instructions] [app,..]`
 //! `cargo run --release -p movelab-platform --example repro -- mc [instructions] [mixes] [cores,..]`
-//!   (`WARM=N`: N instructions of functional warming per run)
+//!   (`WARM=N`: N instructions of functional warming per run; `OVR=TOML`: platform overrides)
 use movelab_platform::experiments::{
     rowclone_apps, rowclone_fork, rowclone_multicore, zhao_copy_engine,
 };
@@ -74,6 +74,9 @@ fn main() {
         }
         Some("mc") => {
             let mut o = rowclone_multicore::Options::default();
+            if let Ok(t) = std::env::var("OVR") {
+                o.apps.overrides = toml::from_str(&t).unwrap();
+            }
             if let Ok(w) = std::env::var("WARM") {
                 o.functional_warming = w.parse().unwrap();
             }
