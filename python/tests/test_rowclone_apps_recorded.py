@@ -229,6 +229,33 @@ def test_first_write_after_a_read_zeroes_an_anonymous_page_and_copies_a_file_pag
     assert faults["kind"].tolist() == ["page_zero_map", "page_zero", "page_zero_map", "page_cow", "page_cow"]
 
 
+def test_first_write_to_a_missing_private_file_page_copies_and_a_shared_one_does_not() -> None:
+    """A write fault on a missing page the page cache serves: a private file mapping's (a library's
+    data, relocated by the dynamic linker) gets a copy of the page cache's page (do_cow_fault), a
+    shared mapping's is written in place, present or not."""
+    from movelab.record import kernel
+
+    W, WP = 0x6, 0x7  # a write to a missing page, a write to a present one (user mode)
+    served = " 9/9  100.{t:09d}:  filemap:mm_filemap_fault: dev 254:0 ino 3c6d9 pgoff 0x1 ofs=4096"
+    lines = [
+        " 9/9  100.000000001:  sched:sched_process_exec: filename=/usr/bin/x pid=9 old_pid=9",
+        "9/9 100.000000002: PERF_RECORD_MMAP2 9/9: [0x20000(0x4000) @ 0x1000 fe:00 247003 0]: rw-p /usr/lib/x.so",
+        "9/9 100.000000003: PERF_RECORD_MMAP2 9/9: [0x40000(0x4000) @ 0 fe:00 247004 0]: rw-s /tmp/shared.db",
+        _fault(9, 4, 0x20000, W), served.format(t=5),     # private: the page cache's page copied
+        _fault(9, 6, 0x40000, W), served.format(t=7),     # shared: written in place
+        _fault(9, 8, 0x41000, WP),                        # shared and present: in place as well
+        _fault(9, 9, 0x21000, 0x4), served.format(t=10),  # a read the page cache served: nothing moved
+        " 9/9  100.000000011:  sched:sched_process_fork: comm=x pid=9 child_comm=x child_pid=10",
+        _fault(10, 12, 0x20000, WP),                      # the private copy is shared with the child: copied
+        _fault(10, 13, 0x40000, WP),                      # the shared mapping stays shared: in place
+    ]
+    faults = kernel.parse_lines(lines)[0]
+    assert faults["kind"].tolist() == ["page_cow", "page_file", "page_file", "page_file", "page_cow", "page_file"]
+    assert [kernel.moved_bytes(k) for k in faults["kind"]] == [4096, 0, 0, 0, 4096, 0]
+    # without a mapping record a served write fault counts as the common case, a private mapping's copy
+    assert kernel.parse_lines([_fault(9, 4, 0x20000, W), served.format(t=5)])[0]["kind"].tolist() == ["page_cow"]
+
+
 def _cg_file(d, pid: int, ppid: int, cmd: str, ir: int, dlmw: int) -> None:
     (d / f"cg.{pid}").write_text(f"desc: LL cache: 1048576 B\ncmd: {cmd}\n"
                                  f"events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw\nfl=x\n"
@@ -244,7 +271,8 @@ def test_cachegrind_fork_child_counts_its_own(tmp_path) -> None:
     assert procs[11]["forked"] and not procs[12]["forked"] and not procs[10]["forked"]
     assert procs[11]["own"]["Ir"] == 300 and procs[11]["own"]["DLmw"] == 20
     tot = rc.cachegrind_counts(list(procs.values()), "")  # the forked child inherited all 3 read misses
-    assert tot == {"instructions": 1350, "ll_read_misses": 6, "ll_write_misses": 525, "processes": 3}
+    assert tot == {"instructions": 1350, "ll_read_misses": 6, "ll_write_misses": 525, "processes": 3,
+                   "ll_code_misses_repeated": 0}
     assert rc.cachegrind_counts(list(procs.values()), "ls")["instructions"] == 50
 
 
@@ -354,3 +382,25 @@ def test_its_own_command_is_apps_recorded(monkeypatch) -> None:
         assert r.exit_code == 0, r.output
     assert len(calls) == 2 and calls[0] == calls[1]
     assert calls[0][0][2:4] == (2000, 100)
+
+
+def test_repeated_code_misses_are_every_process_of_an_executable_but_its_coldest(tmp_path) -> None:
+    """Three ls processes (an executable's code: the same page-cache lines each time) and one find:
+    the ls ones but the coldest are repeated code misses, and the derivation of a warm_shared
+    program counts them as hits; its data misses stay."""
+    def cg(pid: int, cmd: str, ilmr: int, dlmr: int) -> None:
+        (tmp_path / f"cg.{pid}").write_text(f"desc: LL cache: 1048576 B\ncmd: {cmd}\n"
+                                            f"events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw\nfl=x\n"
+                                            f"summary: 1000 0 {ilmr} 0 0 {dlmr} 0 0 7\n")
+        (tmp_path / f"vg.{pid}").write_text(f"==1== Command: {cmd}\n==1== Parent PID: 1\n")
+    cg(20, "find /usr/include", 50, 30)
+    cg(21, "/usr/bin/ls -l a", 300, 40)
+    cg(22, "/usr/bin/ls -l b", 120, 45)
+    cg(23, "/usr/bin/ls -l c", 100, 41)
+    tot = rc.cachegrind_counts(rc.read_cachegrind(tmp_path), "")
+    assert tot["ll_read_misses"] == 50 + 30 + 300 + 40 + 120 + 45 + 100 + 41
+    assert tot["ll_code_misses_repeated"] == 120 + 100
+    m = _m(cow=10, zero=40)
+    _, warm_code = rc.derive(m, tot)
+    _, cold = rc.derive(m, {k: v for k, v in tot.items() if k != "ll_code_misses_repeated"})
+    assert cold["ordinary_read_misses"] - warm_code["ordinary_read_misses"] == 220

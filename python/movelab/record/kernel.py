@@ -8,8 +8,10 @@
   :func:`cow_or_reuse`, which follows the processes' forks, execs and exits,
   ``sched:sched_process_fork``/``_exec``/``_exit``); a write to a missing anonymous page is
   first-touch zeroing (``page_zero``, 4 KiB); a read of a missing anonymous page maps the shared zero
-  page (``page_zero_map``, nothing moved); a file-backed fault maps the page cache (``page_file``,
-  nothing moved, or a read from storage);
+  page (``page_zero_map``, nothing moved); a write to a missing page of a private file mapping
+  copies the page cache's page into one of the process's own (``page_cow``: mm/memory.c,
+  ``do_cow_fault``); any other file-backed fault, and any write fault in a shared file mapping, maps
+  or writes the page cache's page (``page_file``, nothing moved, or a read from storage);
 * context switches of the recorded threads (``sched:sched_switch``), to mark the calls during which
   their thread was switched out (their time includes other work);
 * the bytes the kernel copied for ``read``/``write``/``pread64``/``pwrite64``/``readv``/``writev``/
@@ -55,9 +57,10 @@ USER_TOP = 1 << 47
 
 _LINE = re.compile(r"^\s*(\d+)/(\d+)\s+(\d+)\.(\d+):\s+(\S+):\s*(.*)$")
 #: A mapping perf reports (``perf record -d``, ``perf script --show-mmap-events``): start, length,
-#: inode and path (``//anon``, ``[heap]``, ``[stack]``: anonymous; inode 0 is never a file).
+#: inode, protection (``rw-p``: private, ``rw-s``: shared) and path (``//anon``, ``[heap]``,
+#: ``[stack]``: anonymous; inode 0 is never a file).
 _MMAP_AT = re.compile(r"^\s*(\d+)/\d+\s+(\d+)\.(\d+):\s+PERF_RECORD_MMAP")
-_MMAP = re.compile(r"\[(0x[0-9a-fA-F]+)\((0x[0-9a-fA-F]+)\) @ \S+ \S+ (\d+) \d+\]: \S+ (.*)$")
+_MMAP = re.compile(r"\[(0x[0-9a-fA-F]+)\((0x[0-9a-fA-F]+)\) @ \S+ \S+ (\d+) \d+\]: (\S+) (.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
 _ARG = re.compile(r"(\w+): (0x[0-9a-fA-F]+)")
 
@@ -151,7 +154,7 @@ def parse_lines(lines: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     life: list[tuple[int, str, int, int]] = []  # (t, event, pid, child pid or tid)
     leaders: set[int] = set()  # tids seen as their process's first thread (pid == tid): processes
     exe: dict[int, str] = {}  # pid -> the executable it runs (perf script's lines are in time order)
-    maps: list[tuple[int, int, int, int, bool]] = []  # (t, pid, start, end, file-backed)
+    maps: list[tuple[int, int, int, int, bool, bool]] = []  # (t, pid, start, end, file-backed, shared)
     for line in lines:
         m = _LINE.match(line)
         if not m:
@@ -159,10 +162,11 @@ def parse_lines(lines: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
             tm = _MMAP_AT.match(line)
             if mm and tm:
                 start, size = int(mm.group(1), 16), int(mm.group(2), 16)
-                path = mm.group(4).strip()
+                path = mm.group(5).strip()
                 maps.append((int(tm.group(2)) * 1_000_000_000 + int(tm.group(3).ljust(9, "0")[:9]),
                              int(tm.group(1)), start, start + size,
-                             int(mm.group(3)) != 0 and not path.startswith(("//anon", "["))))
+                             int(mm.group(3)) != 0 and not path.startswith(("//anon", "[")),
+                             mm.group(4).endswith("s")))
             continue
         pid, tid = int(m.group(1)), int(m.group(2))
         t = int(m.group(3)) * 1_000_000_000 + int(m.group(4).ljust(9, "0")[:9])
@@ -226,7 +230,12 @@ def parse_lines(lines: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
         kind = pd.Series("page_zero_map", index=fdf.index)
         kind[~present & write] = "page_zero"
         kind[present & write] = "page_cow"
-        kind[fdf["file"] & ~(present & write)] = "page_file"
+        # a write to a missing page the page cache served: in a private file mapping (a program's or
+        # a library's data, written by the dynamic linker's relocations) the kernel copies the page
+        # cache's page into a page of the process's own (mm/memory.c, do_cow_fault); in a shared
+        # one (cow_or_reuse relabels it) it writes the page cache's page in place
+        kind[fdf["file"] & ~present & write] = "page_cow"
+        kind[fdf["file"] & ~write] = "page_file"
         kind[present & ~write] = "page_protect"
         fdf["kind"] = kind
         if life or maps:
@@ -239,9 +248,10 @@ def parse_lines(lines: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
 
 
 def cow_or_reuse(faults: pd.DataFrame, life: list[tuple[int, str, int, int]],
-                 maps: list[tuple[int, int, int, int, bool]] | None = None) -> pd.Series:
-    """``faults["kind"]`` with each ``page_cow`` that moved nothing relabelled ``page_reuse``, and
-    each that zeroed a page instead of copying it relabelled ``page_zero``.
+                 maps: list[tuple[int, ...]] | None = None) -> pd.Series:
+    """``faults["kind"]`` with each ``page_cow`` that moved nothing relabelled ``page_reuse`` (or
+    ``page_file``: a write to a shared file mapping's page), and each that zeroed a page instead of
+    copying it relabelled ``page_zero``.
 
     A write fault on a present, write-protected anonymous page copies it only while another process
     maps the same page; when none does (the fork's other side has written its own copy, exec'd or
@@ -255,8 +265,11 @@ def cow_or_reuse(faults: pd.DataFrame, life: list[tuple[int, str, int, int]],
     a present page the process never wrote in its image is a private file page (the kernel copies
     the page cache's page: ``page_cow``) or, in an anonymous mapping, the shared zero page a read
     mapped (the kernel allocates a zeroed page: ``page_zero``; mm/memory.c, ``wp_page_copy``).
-    ``maps`` (``(t, pid, start, end, file-backed)``, perf's mapping records) tells the two apart;
-    without a record of the page's mapping the fault stays ``page_cow``."""
+    ``maps`` (``(t, pid, start, end, file-backed[, shared])``, perf's mapping records) tells the
+    two apart; without a record of the page's mapping the fault stays ``page_cow``. A write fault in
+    a shared mapping (``rw-s``) copies nothing: the process writes the page cache's page itself
+    (mm/memory.c, ``do_shared_fault``, ``wp_page_shared``), and a fork shares it rather than
+    marking it copy-on-write: ``page_file``."""
     kind = faults["kind"].to_numpy(dtype=object).copy()
     maps = maps or []
     order = sorted([(t, 0, i) for i, t in enumerate(e[0] for e in life)]
@@ -265,12 +278,13 @@ def cow_or_reuse(faults: pd.DataFrame, life: list[tuple[int, str, int, int]],
     pids, pages = faults["pid"].to_numpy(), (faults["addr"].to_numpy() // PAGE)
     frames: dict[int, dict[int, int]] = {}  # pid -> page -> physical page id
     refs: dict[int, int] = {}  # physical page id -> processes mapping it
-    vmas: dict[int, list[tuple[int, int, bool]]] = {}  # pid -> its mappings, latest last
+    vmas: dict[int, list[tuple[int, int, bool, bool]]] = {}  # pid -> its mappings, latest last
 
-    def file_backed(pid: int, addr: int) -> bool | None:
-        for start, end, f in reversed(vmas.get(pid, ())):
+    def mapping(pid: int, addr: int) -> tuple[bool, bool] | None:
+        """(file-backed, shared) of the mapping holding ``addr``, None where none was recorded."""
+        for start, end, f, sh in reversed(vmas.get(pid, ())):
             if start <= addr < end:
-                return f
+                return f, sh
         return None
     new = iter(range(1, 1 << 62))
 
@@ -280,8 +294,8 @@ def cow_or_reuse(faults: pd.DataFrame, life: list[tuple[int, str, int, int]],
 
     for _, what, i in order:
         if what == 0 and i < 0:
-            _, pid, start, end, f_b = maps[-1 - i]
-            vmas.setdefault(pid, []).append((start, end, f_b))
+            _, pid, start, end, f_b, *shared = maps[-1 - i]
+            vmas.setdefault(pid, []).append((start, end, f_b, bool(shared and shared[0])))
             continue
         if what == 0:
             _, ev, pid, other = life[i]
@@ -301,12 +315,16 @@ def cow_or_reuse(faults: pd.DataFrame, life: list[tuple[int, str, int, int]],
         if k not in ("page_cow", "page_zero"):
             continue
         pid, page = int(pids[i]), int(pages[i])
+        vma = mapping(pid, page * PAGE)
+        if k == "page_cow" and vma is not None and vma[0] and vma[1]:
+            kind[i] = "page_file"  # a shared file mapping: written in place
+            continue
         mine = frames.setdefault(pid, {})
         f = mine.get(page)
         if k == "page_cow" and f is not None and refs[f] <= 1:
             kind[i] = "page_reuse"
             continue
-        if k == "page_cow" and f is None and file_backed(pid, page * PAGE) is False:
+        if k == "page_cow" and f is None and vma is not None and not vma[0]:
             kind[i] = "page_zero"  # the shared zero page replaced by a zeroed page
         if f is not None:
             refs[f] -= 1

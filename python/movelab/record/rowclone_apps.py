@@ -98,9 +98,13 @@ class Program:
     #: their code and the files they read are the same physical lines from one run to the next, but
     #: cachegrind starts every process with empty caches. Such a program is also run under
     #: cachegrind with a last level of :data:`COLD_LL` (every line a process touches misses once,
-    #: and only once): ``ll_read_misses_cold``, its cold read misses. The derivation keeps
-    #: cachegrind's cold processes; ``derive(..., warm=True)`` gives the other bound, every line the
-    #: processes read left in the cache by the run before (only the misses the 1 MB last level adds).
+    #: and only once): ``ll_read_misses_cold``, its cold read misses. The derivation counts the
+    #: code misses of every process of an executable but its coldest as hits
+    #: (``ll_code_misses_repeated``: the executable's code is the same page-cache lines in each, and
+    #: shell's per-process footprint, ~5,200 lines, fits the 1 MB last level's 16,384 three times); the
+    #: data misses stay cachegrind's cold ones; ``derive(..., warm=True)`` gives the other bound,
+    #: every line the processes read left in the cache by the run before (only the misses the 1 MB
+    #: last level adds).
     warm_shared: bool = False
 
 
@@ -270,14 +274,19 @@ def read_cachegrind(folder: Path) -> list[dict[str, Any]]:
 
 def cachegrind_counts(procs: list[dict[str, Any]], focus: str) -> dict[str, int]:
     """User-mode instructions and last-level read (data and instruction) and write misses of the
-    processes running ``focus`` (all of them when it is "")."""
+    processes running ``focus`` (all of them when it is ""), and ``ll_code_misses_repeated``: the
+    last-level instruction misses of every process of an executable but the one with the most (its
+    first, coldest run): the code lines an earlier process of the same executable had fetched."""
     sel = [p for p in procs if not focus or Path(p["cmd"].split()[0]).name == focus] if procs else []
     tot = {"instructions": 0, "ll_read_misses": 0, "ll_write_misses": 0, "processes": len(sel)}
+    code: dict[str, list[int]] = {}
     for p in sel:
         c = p["own"]
         tot["instructions"] += c.get("Ir", 0)
         tot["ll_read_misses"] += c.get("DLmr", 0) + c.get("ILmr", 0)
         tot["ll_write_misses"] += c.get("DLmw", 0)
+        code.setdefault(p["cmd"].split()[0] if p["cmd"] else "", []).append(c.get("ILmr", 0))
+    tot["ll_code_misses_repeated"] = sum(sum(v) - max(v) for v in code.values())
     return tot
 
 
@@ -316,8 +325,9 @@ def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False,
     * ``kernel_copies`` (a bound, not the committed sets): the kernel's system-call copies
       (``syscall_bytes``, :func:`kernel_pages`) all miss: a read and a write miss per 64 bytes
       added to the ordinary ones (cachegrind sees only user mode);
-    * ordinary read misses = cachegrind's last-level read misses (``warm``: less its cold read
-      misses, the bound of :attr:`Program.warm_shared`) less the
+    * ordinary read misses = cachegrind's last-level read misses less a warm_shared program's
+      repeated code misses (``ll_code_misses_repeated``, :attr:`Program.warm_shared`; ``warm``: less
+      all its cold read misses instead, the bound) less the
       page-granular user copies' own source reads (64 a page); its write misses less the user copies' and zeroings'
       destination writes (64 a page) are first charged to the zeroed pages' phase-2 touches (up to
       all 64 lines of each: ``dirty``; a fresh page's first writes miss in cachegrind, which does not
@@ -334,7 +344,10 @@ def derive(m: dict[str, int], cg: dict[str, int], warm: bool = False,
     instructions = cg["instructions"] + FAULT_INSTRUCTIONS * (m["page_cow"] + m["page_zero"] + m.get("page_reuse", 0))
     # warm: a warm_shared program's cold read misses (``ll_read_misses_cold``) are lines an earlier
     # run of the same programs left in the cache; only the misses the 1 MB last level adds count.
-    cold = cg.get("ll_read_misses_cold", 0) if warm else 0
+    # Otherwise a warm_shared program's repeated code misses (``ll_code_misses_repeated``, recorded
+    # for those programs alone) are hits: the same executable's code is the same page-cache lines
+    # from one process to the next, left in the shared last level by the run before.
+    cold = cg.get("ll_read_misses_cold", 0) if warm else cg.get("ll_code_misses_repeated", 0)
     extra = m.get("syscall_bytes", 0) // 64 if kernel_copies else 0
     reads = max(0, cg["ll_read_misses"] - cold - LINES * m["user_copy_pages"]) + extra
     writes_all = max(0, cg["ll_write_misses"] - LINES * (m["user_copy_pages"] + m["user_zero_pages"]))
@@ -403,7 +416,8 @@ def _scratch(tmp: Path) -> dict[str, str]:
 
 
 #: cachegrind's figures in a ``measured`` table (kept by ``--keep-cachegrind``).
-CACHEGRIND_KEYS = ("instructions", "ll_read_misses", "ll_write_misses", "processes", "ll_read_misses_cold")
+CACHEGRIND_KEYS = ("instructions", "ll_read_misses", "ll_write_misses", "processes", "ll_read_misses_cold",
+                   "ll_code_misses_repeated")
 
 
 def _record_once(prog: Program, cmd: str, tmp: Path, trace: Path,
@@ -423,7 +437,9 @@ def _record_once(prog: Program, cmd: str, tmp: Path, trace: Path,
     if not cachegrind:
         return m, {}, meta
     cg = _cachegrind(prog, cmd, tmp / f"cg-{trace.stem}", CACHES)
-    if prog.warm_shared:
+    if not prog.warm_shared:  # one process of each executable, or code too large to stay in the cache
+        cg.pop("ll_code_misses_repeated")
+    else:
         cold = _cachegrind(prog, cmd, tmp / f"cg-cold-{trace.stem}", {**CACHES, "LL": COLD_LL})
         cg["ll_read_misses_cold"] = cold["ll_read_misses"]
     return m, cg, meta
