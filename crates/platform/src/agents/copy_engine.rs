@@ -23,7 +23,10 @@
 //! its multiline snoop (sections 5.2.1, 5.3.2), so its lines take none; a line dirty in the core's
 //! cache comes from the cache over the bus;
 //! on-die, any cached source line is read from the cache. Destination lines are invalidated in
-//! the caches, or, with `dest_to_cache` (section 6.7), written into L2 instead of memory.
+//! the caches, or, with `dest_to_cache` (section 6.7), written into L2 instead of memory. Once
+//! the last line is written the engine sends the final notification, off-die a bus transaction
+//! like the request (section 5.2.1); a copy's time runs from its `ecpy` to that notification
+//! reaching the core.
 use crate::agents::{Agent, AgentReport};
 use crate::config::platform::PlatformConfig;
 use crate::iface::{Access, OffloadOp, Token};
@@ -365,14 +368,22 @@ impl CopyEngine {
         }
         let issued_at = st.issued_at;
         st.finished = true;
-        self.copies_done(t, issued_at);
         // Core requests held behind it (SYNC_NLB) go to the memory controller now.
         sys.hold_core_requests = self.holds_core_requests();
         if !sys.hold_core_requests {
             sys.release_held(t);
         }
-        // Final notification back to the core.
-        let at = t + sys.ic().engine_message;
+        // Final notification back to the core. Off the die it is a bus transaction (section
+        // 5.2.1: the engine "will place the completion status on the bus"), so, like the ecpy
+        // request, it waits for its turn in the address phase.
+        let ic = sys.ic();
+        let sent = if self.on_die {
+            t
+        } else {
+            ic.address_phase(t) - ic.address_ps()
+        };
+        let at = sent + ic.engine_message;
+        self.copies_done(at, issued_at);
         sys.schedule(at, self.id, DONE, copy);
     }
 
@@ -388,8 +399,10 @@ impl CopyEngine {
         }
     }
 
-    /// Counts a finished copy. Its copy time is its service time: from its issue, or from the
-    /// previous copy's completion if it had to wait for the engine, to its own completion.
+    /// Counts a finished copy. Its copy time is its service time as the core sees it: from its
+    /// issue, or from the previous copy's completion if it had to wait for the engine, to its
+    /// completion notification reaching the core (when a synchronous `ecpy` can retire), the
+    /// counterpart of a CPU copy's time, which ends when the core has done it.
     fn copies_done(&mut self, t: Ps, issued_at: Ps) {
         self.copies += 1;
         self.copy_time += t.saturating_sub(issued_at.max(self.last_done));

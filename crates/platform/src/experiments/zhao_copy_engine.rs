@@ -6,8 +6,10 @@
 //!
 //! The split: the copies' cost in the base system is `C_base = T_base - T_nocopy` (the same run
 //! with the copies removed); an engine run's copy time `C_mode` is the summed time from each
-//! `ecpy` issuing to the copy's completion. `faster_copy = (C_base - C_mode) / T_base`, and
-//! `overlap = reduction - faster_copy`: the rest of the gain comes from work done meanwhile.
+//! `ecpy` issuing to the copy's completion notification reaching the core (when a synchronous
+//! `ecpy` retires: the copy as the core sees it, as `C_base` is).
+//! `faster_copy = (C_base - C_mode) / T_base`, and `overlap = reduction - faster_copy`: the rest
+//! of the gain comes from work done meanwhile.
 //! ASYNC's faster copy is SYNC_WLB's (the same engine under the same scheduling, section 6.2:
 //! ASYNC "assume[s] load bypass"): the paper's Table 3 gives the two modes one faster-copy
 //! figure in every cell, so what ASYNC gains beyond it is overlap (its early retirement).
