@@ -934,34 +934,28 @@ impl Core {
                 self.unissued.remove(s);
                 continue;
             }
-            // Only what the scan reads is copied out (the entry is written back through `k`).
-            let (uop, e_blocked) = {
-                let x = self.rob.at(k);
-                (x.uop, x.blocked)
-            };
+            // Only what the scan looks at is read here (the kind is copied out only to issue;
+            // the entry is written back through `k`).
+            let x = self.rob.at(k);
+            let (dep, count, e_blocked) = (x.uop.dep, x.uop.count, x.blocked);
+            let mem = Self::is_mem(&x.uop);
+            // Every kind but integer work, loads and stores is a fence (see `fence_wait`).
+            let fence = !mem && !matches!(x.uop.kind, UopKind::Alu { .. });
             // Operand ready?
-            let ready_at = if uop.dep == 0 || (uop.dep as usize) > idx {
+            let ready_at = if dep == 0 || (dep as usize) > idx {
                 0
             } else {
-                let p = self.rob.at(self.rob.slot(idx - uop.dep as usize));
+                let p = self.rob.at(self.rob.slot(idx - dep as usize));
                 if p.issued {
                     p.done_at
                 } else {
                     Ps::MAX
                 }
             };
-            let mem = Self::is_mem(&uop);
             // An offloaded copy must see every older store: it issues from the head of the
-            // window once the store buffer has drained (it acts as a store fence).
-            let fence_wait = matches!(
-                uop.kind,
-                UopKind::Offload { .. }
-                    | UopKind::Uncached { .. }
-                    | UopKind::RingWait { .. }
-                    | UopKind::RingCommit { .. }
-                    | UopKind::Interrupt { .. }
-                    | UopKind::Serialize { .. }
-            ) && (idx > 0 || !self.sb.is_empty());
+            // window once the store buffer has drained (it acts as a store fence), and so do
+            // uncached accesses, ring steps, interrupts and serializing entries.
+            let fence_wait = fence && (idx > 0 || !self.sb.is_empty());
             let blocked = (e_blocked && now < self.mem_blocked_until) || fence_wait;
             let can = ready_at <= now && (!mem || self.port_credit > 0) && !blocked;
             if !can {
@@ -981,19 +975,20 @@ impl Core {
             }
             // Tokens carry the hardware context in their top byte.
             let seq = (self.head_seq + idx as u64) | self.tag;
-            let done = match uop.kind {
+            let kind = self.rob.at(k).uop.kind;
+            let done = match kind {
                 UopKind::Alu { lat } => Access::At(now + Ps::from(lat.max(1)) * self.cycle_ps),
                 UopKind::Load { addr, copy } => {
-                    self.counters.loads += u64::from(uop.count);
+                    self.counters.loads += u64::from(count);
                     match unc.load(now, addr, copy, Token::Rob(seq)) {
-                        Access::At(t) => Access::At(t + self.group_extra(uop.count)),
+                        Access::At(t) => Access::At(t + self.group_extra(count)),
                         other => other,
                     }
                 }
                 // A store executes (address and data ready) in a cycle; it writes after retiring.
                 UopKind::Store { .. } => {
-                    self.counters.stores += u64::from(uop.count);
-                    Access::At(now + self.cycle_ps + self.group_extra(uop.count))
+                    self.counters.stores += u64::from(count);
+                    Access::At(now + self.cycle_ps + self.group_extra(count))
                 }
                 UopKind::Offload { id } => {
                     // Kept from emission until the entry issues; never missing (else the entry
@@ -1039,8 +1034,8 @@ impl Core {
                     continue;
                 }
                 Access::Retry => {
-                    if let UopKind::Load { .. } = uop.kind {
-                        self.counters.loads -= u64::from(uop.count);
+                    if let UopKind::Load { .. } = kind {
+                        self.counters.loads -= u64::from(count);
                         self.mem_blocked_until = now + 64 * self.cycle_ps;
                         self.rob.at_mut(k).blocked = true;
                     }
@@ -1065,9 +1060,9 @@ impl Core {
             if self.rob.at(k).children != NO_SEQ {
                 self.wake_children(k);
             }
-            self.issue_credit -= i64::from(uop.count);
+            self.issue_credit -= i64::from(count);
             if mem {
-                self.port_credit -= i64::from(uop.count);
+                self.port_credit -= i64::from(count);
             }
             progress = true;
         }
