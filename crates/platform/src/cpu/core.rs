@@ -15,6 +15,7 @@
 use crate::config::platform::CoreConfig;
 use crate::config::workload::Op;
 use crate::cpu::issue_set::IssueSet;
+use crate::cpu::window::Window;
 pub use crate::iface::{token_context, Access, OffloadOp, Token, Uncore, SEQ_MASK};
 use crate::sim::Ps;
 use movelab_dram::generator::Xoshiro256StarStar;
@@ -77,6 +78,25 @@ struct Entry {
 /// No entry, in [`Entry::children`] and [`Entry::sibling`].
 const NO_SEQ: u32 = u32::MAX;
 
+impl Default for Entry {
+    /// An empty slot of the window's ring (never read as an entry).
+    fn default() -> Entry {
+        Entry {
+            uop: Uop {
+                kind: UopKind::Alu { lat: 0 },
+                count: 0,
+                dep: 0,
+                work: 0,
+            },
+            issued: true,
+            blocked: false,
+            done_at: 0,
+            children: NO_SEQ,
+            sibling: NO_SEQ,
+        }
+    }
+}
+
 /// Micro-ops a copy or initialisation by the core keeps expanded ahead of dispatch.
 const EXPAND_AHEAD: usize = 256;
 
@@ -110,7 +130,8 @@ pub struct Core {
     cfg: CoreConfig,
     pub cycle_ps: Ps,
     in_order: bool,
-    rob: VecDeque<Entry>,
+    /// The window's entries, oldest first (a ring indexed by a mask: `cpu/window.rs`).
+    rob: Window<Entry>,
     head_seq: u64,
     rob_instrs: u32,
     lsq_used: u32,
@@ -208,7 +229,7 @@ impl Core {
             cfg: cfg.clone(),
             cycle_ps: (1_000_000.0 / cfg.clock_mhz as f64).round() as Ps,
             in_order: cfg.kind != "out-of-order",
-            rob: VecDeque::new(),
+            rob: Window::default(),
             head_seq: 0,
             rob_instrs: 0,
             lsq_used: 0,
@@ -677,9 +698,11 @@ impl Core {
                     let i = (seq - self.head_seq) as usize;
                     if let Some(count) = self.rob.get(i).map(|e| e.uop.count) {
                         let extra = self.group_extra(count);
-                        self.rob[i].done_at = at + extra;
-                        if self.rob[i].issued {
-                            self.wake_children(i);
+                        let k = self.rob.slot(i);
+                        let e = self.rob.at_mut(k);
+                        e.done_at = at + extra;
+                        if e.issued && e.children != NO_SEQ {
+                            self.wake_children(k);
                         }
                     }
                 }
@@ -693,9 +716,7 @@ impl Core {
         self.poked = true;
         if self.mem_blocked_until != 0 {
             self.mem_blocked_until = 0;
-            for e in self.rob.iter_mut() {
-                e.blocked = false;
-            }
+            self.rob.for_each_mut(|e| e.blocked = false);
         }
     }
 
@@ -714,13 +735,14 @@ impl Core {
         Ps::from(count.div_ceil(self.ports) - 1) * self.cycle_ps
     }
 
-    /// Window entry `idx` issued and its result has a time: the entries asleep on it join the
-    /// issue scan, in sequence order.
-    fn wake_children(&mut self, idx: usize) {
-        if self.rob[idx].done_at == Ps::MAX {
+    /// The window entry in slot `k` ([`Window::slot`]) issued and its result has a time: the
+    /// entries asleep on it join the issue scan, in sequence order.
+    fn wake_children(&mut self, k: usize) {
+        let e = self.rob.at(k);
+        if e.done_at == Ps::MAX || e.children == NO_SEQ {
             return;
         }
-        let mut c = std::mem::replace(&mut self.rob[idx].children, NO_SEQ);
+        let mut c = std::mem::replace(&mut self.rob.at_mut(k).children, NO_SEQ);
         while c != NO_SEQ {
             let ci = c.wrapping_sub(self.head_seq as u32) as usize;
             let seq = self.head_seq + ci as u64;
@@ -732,9 +754,15 @@ impl Core {
 
     /// Removes the store-buffer entry `id` (a started write that finished), if present.
     fn sb_remove(&mut self, id: u64) -> bool {
-        // Store-buffer ids increase from front to back: find it by binary search.
-        let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) else {
-            return false;
+        // Store-buffer ids increase from front to back: writes mostly finish in order, so the
+        // oldest is looked at first, else it is found by binary search.
+        let p = if self.sb.front().is_some_and(|s| s.0 == id) {
+            0
+        } else {
+            let Ok(p) = self.sb.binary_search_by_key(&id, |s| s.0) else {
+                return false;
+            };
+            p
         };
         if p < self.sb_started {
             self.sb_started -= 1;
@@ -796,19 +824,7 @@ impl Core {
             if Self::is_mem(&e.uop) {
                 self.lsq_used -= e.uop.count;
             }
-            let e = self.rob.pop_front().unwrap_or(Entry {
-                uop: Uop {
-                    kind: UopKind::Alu { lat: 0 },
-                    count: 0,
-                    dep: 0,
-                    work: 0,
-                },
-                issued: true,
-                blocked: false,
-                done_at: 0,
-                children: NO_SEQ,
-                sibling: NO_SEQ,
-            });
+            let e = self.rob.pop_front().unwrap_or_default();
             if let UopKind::Serialize { ret: true, .. } = e.uop.kind {
                 self.handlers = self.handlers.saturating_sub(1);
             }
@@ -912,35 +928,35 @@ impl Core {
             };
             p = s;
             let idx = (s - self.head_seq) as usize;
-            if self.rob[idx].issued {
+            // Its storage slot, found once for every read and write below.
+            let k = self.rob.slot(idx);
+            if self.rob.at(k).issued {
                 self.unissued.remove(s);
                 continue;
             }
-            let e = self.rob[idx];
+            // Only what the scan looks at is read here (the kind is copied out only to issue;
+            // the entry is written back through `k`).
+            let x = self.rob.at(k);
+            let (dep, count, e_blocked) = (x.uop.dep, x.uop.count, x.blocked);
+            let mem = Self::is_mem(&x.uop);
+            // Every kind but integer work, loads and stores is a fence (see `fence_wait`).
+            let fence = !mem && !matches!(x.uop.kind, UopKind::Alu { .. });
             // Operand ready?
-            let ready_at = if e.uop.dep == 0 || (e.uop.dep as usize) > idx {
+            let ready_at = if dep == 0 || (dep as usize) > idx {
                 0
             } else {
-                let p = &self.rob[idx - e.uop.dep as usize];
+                let p = self.rob.at(self.rob.slot(idx - dep as usize));
                 if p.issued {
                     p.done_at
                 } else {
                     Ps::MAX
                 }
             };
-            let mem = Self::is_mem(&e.uop);
             // An offloaded copy must see every older store: it issues from the head of the
-            // window once the store buffer has drained (it acts as a store fence).
-            let fence_wait = matches!(
-                e.uop.kind,
-                UopKind::Offload { .. }
-                    | UopKind::Uncached { .. }
-                    | UopKind::RingWait { .. }
-                    | UopKind::RingCommit { .. }
-                    | UopKind::Interrupt { .. }
-                    | UopKind::Serialize { .. }
-            ) && (idx > 0 || !self.sb.is_empty());
-            let blocked = (e.blocked && now < self.mem_blocked_until) || fence_wait;
+            // window once the store buffer has drained (it acts as a store fence), and so do
+            // uncached accesses, ring steps, interrupts and serializing entries.
+            let fence_wait = fence && (idx > 0 || !self.sb.is_empty());
+            let blocked = (e_blocked && now < self.mem_blocked_until) || fence_wait;
             let can = ready_at <= now && (!mem || self.port_credit > 0) && !blocked;
             if !can {
                 if ready_at != Ps::MAX && ready_at > now {
@@ -959,19 +975,20 @@ impl Core {
             }
             // Tokens carry the hardware context in their top byte.
             let seq = (self.head_seq + idx as u64) | self.tag;
-            let done = match e.uop.kind {
+            let kind = self.rob.at(k).uop.kind;
+            let done = match kind {
                 UopKind::Alu { lat } => Access::At(now + Ps::from(lat.max(1)) * self.cycle_ps),
                 UopKind::Load { addr, copy } => {
-                    self.counters.loads += u64::from(e.uop.count);
+                    self.counters.loads += u64::from(count);
                     match unc.load(now, addr, copy, Token::Rob(seq)) {
-                        Access::At(t) => Access::At(t + self.group_extra(e.uop.count)),
+                        Access::At(t) => Access::At(t + self.group_extra(count)),
                         other => other,
                     }
                 }
                 // A store executes (address and data ready) in a cycle; it writes after retiring.
                 UopKind::Store { .. } => {
-                    self.counters.stores += u64::from(e.uop.count);
-                    Access::At(now + self.cycle_ps + self.group_extra(e.uop.count))
+                    self.counters.stores += u64::from(count);
+                    Access::At(now + self.cycle_ps + self.group_extra(count))
                 }
                 UopKind::Offload { id } => {
                     // Kept from emission until the entry issues; never missing (else the entry
@@ -1017,10 +1034,10 @@ impl Core {
                     continue;
                 }
                 Access::Retry => {
-                    if let UopKind::Load { .. } = e.uop.kind {
-                        self.counters.loads -= u64::from(e.uop.count);
+                    if let UopKind::Load { .. } = kind {
+                        self.counters.loads -= u64::from(count);
                         self.mem_blocked_until = now + 64 * self.cycle_ps;
-                        self.rob[idx].blocked = true;
+                        self.rob.at_mut(k).blocked = true;
                     }
                     retry = true;
                     if self.in_order {
@@ -1030,22 +1047,22 @@ impl Core {
                     continue;
                 }
                 Access::At(t) => {
-                    self.rob[idx].done_at = t;
+                    self.rob.at_mut(k).done_at = t;
                     wake = wake.min(t);
                 }
-                Access::Pending => self.rob[idx].done_at = Ps::MAX,
+                Access::Pending => self.rob.at_mut(k).done_at = Ps::MAX,
             }
-            self.rob[idx].issued = true;
+            self.rob.at_mut(k).issued = true;
             self.unissued.remove(s);
             p += 1;
             // Its sleepers are younger: they join the scan after `p`, so this cycle still
             // reaches them, as it would have.
-            if self.rob[idx].children != NO_SEQ {
-                self.wake_children(idx);
+            if self.rob.at(k).children != NO_SEQ {
+                self.wake_children(k);
             }
-            self.issue_credit -= i64::from(e.uop.count);
+            self.issue_credit -= i64::from(count);
             if mem {
-                self.port_credit -= i64::from(e.uop.count);
+                self.port_credit -= i64::from(count);
             }
             progress = true;
         }
@@ -1081,7 +1098,8 @@ impl Core {
             let dep = u.dep as usize;
             let asleep = !self.in_order && dep != 0 && dep <= self.rob.len() && {
                 let n = self.rob.len();
-                let pr = &mut self.rob[n - dep];
+                let k = self.rob.slot(n - dep);
+                let pr = self.rob.at_mut(k);
                 let waits = !pr.issued || pr.done_at == Ps::MAX;
                 if waits {
                     sibling = std::mem::replace(&mut pr.children, seq as u32);

@@ -2,3 +2,4 @@
 //! to the memory system only through the core/uncore interface (`iface`).
 pub mod core;
 pub mod issue_set;
+pub mod window;
