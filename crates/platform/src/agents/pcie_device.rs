@@ -45,7 +45,7 @@ use crate::memory::memory_system::{AgentId, MemorySystem, ReqKind, Response};
 use crate::net::tcp_ack::DelayedAck;
 use crate::pcie::bytes::{Geometry, Purpose};
 use crate::pcie::link::{Dir, Link, LinkOut, Tlp, TlpKind};
-use crate::pcie::root_complex::HostMemory;
+use crate::pcie::host_memory::HostMemory;
 use crate::sim::error::PlatformError;
 use crate::sim::{ns, Ps};
 use crate::stats::DeviceStats;

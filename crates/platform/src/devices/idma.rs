@@ -7,7 +7,7 @@
 use crate::config::io::IoConfig;
 use crate::pcie::bytes::{Geometry, Purpose};
 use crate::pcie::link::{Tlp, TlpKind};
-use crate::pcie::root_complex::HostMemory;
+use crate::pcie::host_memory::HostMemory;
 use std::collections::VecDeque;
 
 /// The adapter's BAR: its TX FIFO window (a write to `FIFO_EOP` closes a frame) and the
