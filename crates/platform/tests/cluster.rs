@@ -407,12 +407,20 @@ fn a_host_whose_handlers_feed_themselves_is_stopped_by_the_guard() {
     };
     let mut ps = vec![host(), host()];
     let progs = vec![
-        vec![Workload::load("nic-tx", &params("messages=4,gap=0,rx_post=1,acks_rx=1")).expect("nic-tx")],
+        vec![
+            Workload::load("nic-tx", &params("messages=4,gap=0,rx_post=1,acks_rx=1"))
+                .expect("nic-tx"),
+        ],
         vec![Workload::load("nic-rx", &params("buffers=4,acks=32")).expect("nic-rx")],
     ];
-    let e = cluster::run(&mut ps, &progs, &[LinkSpec::between(0, 1, 3.0, 5.0)], &mut |_| {})
-        .expect_err("a loop that feeds itself")
-        .to_string();
+    let e = cluster::run(
+        &mut ps,
+        &progs,
+        &[LinkSpec::between(0, 1, 3.0, 5.0)],
+        &mut |_| {},
+    )
+    .expect_err("a loop that feeds itself")
+    .to_string();
     assert!(
         e.contains("the cluster run: party 1") && e.contains("feeds itself"),
         "{e}"

@@ -140,7 +140,10 @@ mod tests {
             assert!(g.watch(0, 100 + w, 0).is_ok());
         }
         let e = g.watch(1, 5, 111).unwrap_err().to_string();
-        assert!(e.contains("the test run: party 1 did 11 units of work"), "{e}");
+        assert!(
+            e.contains("the test run: party 1 did 11 units of work"),
+            "{e}"
+        );
         // Without a bound it only records.
         let mut free = RunGuard::new("the test run");
         assert!((0..1000).all(|w| free.watch(0, 0, w).is_ok()));
