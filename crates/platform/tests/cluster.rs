@@ -391,3 +391,38 @@ fn a_tcp_stream_of_frames_without_payload_is_refused_not_run() {
     // One byte of payload runs (and is checked byte for byte).
     stream(hdr + 1).expect("one byte of payload");
 }
+
+#[test]
+fn a_host_whose_handlers_feed_themselves_is_stopped_by_the_guard() {
+    // The stream the experiment refuses up front (frames of 64 B, no TCP payload after the
+    // headers, with the receiver's ACKs on), run on the cluster directly: the receiver has no
+    // data to acknowledge, so each tail store of its handler sends a frame, and each send's
+    // completion interrupts it again. Time moves and instructions retire (the platform's own
+    // watch sees a busy core); the cluster's guard sees a host taking interrupts with no
+    // program operation fed and no frame taken in, and stops the run.
+    let host = || {
+        let mut c = PlatformConfig::preset("larsen-io").expect("preset");
+        c.io.as_mut().expect("[io]").frame_bytes = 64;
+        Platform::new(&c).expect("platform")
+    };
+    let mut ps = vec![host(), host()];
+    let progs = vec![
+        vec![
+            Workload::load("nic-tx", &params("messages=4,gap=0,rx_post=1,acks_rx=1"))
+                .expect("nic-tx"),
+        ],
+        vec![Workload::load("nic-rx", &params("buffers=4,acks=32")).expect("nic-rx")],
+    ];
+    let e = cluster::run(
+        &mut ps,
+        &progs,
+        &[LinkSpec::between(0, 1, 3.0, 5.0)],
+        &mut |_| {},
+    )
+    .expect_err("a loop that feeds itself")
+    .to_string();
+    assert!(
+        e.contains("the cluster run: party 1") && e.contains("feeds itself"),
+        "{e}"
+    );
+}

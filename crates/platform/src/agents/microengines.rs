@@ -62,7 +62,7 @@ use crate::devices::nic;
 use crate::iface::{Access, OffloadOp, Token};
 use crate::memory::memory_system::{AgentId, MemorySystem, ReqKind, Response};
 use crate::net::udp_peer::{self, UdpReceiver, HEADER_BYTES};
-use crate::pcie::root_complex::HostMemory;
+use crate::pcie::host_memory::HostMemory;
 use crate::sim::error::PlatformError;
 use crate::sim::{ns, Ps};
 use crate::stats::{CopyLines, DeviceStats, SmallCoreStats};

@@ -6,8 +6,8 @@
 //! `agents/idma.rs`, whose every memory access goes through the platform's memory system.
 use crate::config::io::IoConfig;
 use crate::pcie::bytes::{Geometry, Purpose};
+use crate::pcie::host_memory::HostMemory;
 use crate::pcie::link::{Tlp, TlpKind};
-use crate::pcie::root_complex::HostMemory;
 use std::collections::VecDeque;
 
 /// The adapter's BAR: its TX FIFO window (a write to `FIFO_EOP` closes a frame) and the

@@ -1,9 +1,14 @@
 //! The one guard of every run loop: it counts the loop's steps, stops the run when Ctrl-C was
 //! asked for (checked every [`CHECK_STEPS`] steps, a few milliseconds of work, through
 //! movelab-dram's thread-local interrupt check that the front ends install) and, where the system
-//! sets one, when the run takes more steps than its bound. A system's own stall conditions (no
-//! instruction retired for a while, no terminating datagram) end the run with the same
-//! [`PlatformError::Stalled`].
+//! sets one, when the run takes more steps than its bound. With [`RunGuard::with_idle_work`] it
+//! also stops a run that works without getting anywhere: each party the loop watches (a host of a
+//! cluster) reports its progress (program operations fed, frames taken in) and its work
+//! (interrupts taken), and a party whose work grows past the bound while its progress stands
+//! still is a loop feeding itself (a handler whose sends complete into more interrupts that send
+//! again) - busy cores and moving time, so the platform's own retire watch never fires. A
+//! system's own stall conditions (no instruction retired for a while, no terminating datagram)
+//! end the run with the same [`PlatformError::Stalled`].
 use super::error::PlatformError;
 pub use movelab_dram::interrupt::CHECK_STEPS;
 
@@ -13,6 +18,10 @@ pub struct RunGuard {
     steps: u64,
     max_steps: Option<u64>,
     what: &'static str,
+    /// Work a watched party may do without progress, and each party's (progress, work at the
+    /// last progress).
+    max_idle_work: Option<u64>,
+    parties: Vec<(u64, u64)>,
 }
 
 impl RunGuard {
@@ -22,6 +31,39 @@ impl RunGuard {
             steps: 0,
             max_steps: None,
             what,
+            max_idle_work: None,
+            parties: Vec::new(),
+        }
+    }
+
+    /// The same guard, ending the run when a watched party ([`RunGuard::watch`]) does more than
+    /// `max` units of work without progress.
+    pub fn with_idle_work(mut self, max: u64) -> RunGuard {
+        self.max_idle_work = Some(max);
+        self
+    }
+
+    /// Reports party `who`'s counters (both only grow): `progress` (what it was given to do and
+    /// did: program operations fed, frames taken in) and `work` (what it spends: interrupts
+    /// taken). `Stalled` once `work` has grown by more than the bound since `progress` last
+    /// moved; without a bound it only records.
+    pub fn watch(&mut self, who: usize, progress: u64, work: u64) -> Result<(), PlatformError> {
+        if self.parties.len() <= who {
+            self.parties.resize(who + 1, (0, 0));
+        }
+        let p = &mut self.parties[who];
+        if progress != p.0 || work < p.1 {
+            *p = (progress, work);
+            return Ok(());
+        }
+        match self.max_idle_work {
+            Some(max) if work - p.1 > max => Err(PlatformError::Stalled(format!(
+                "{}: party {who} did {} units of work (interrupts) with no progress (no program \
+                 operation fed, no frame taken in): a loop that feeds itself",
+                self.what,
+                work - p.1
+            ))),
+            _ => Ok(()),
         }
     }
 
@@ -83,5 +125,27 @@ mod tests {
         assert!(matches!(r, Err(PlatformError::Interrupted)));
         // Asked once, at the first check.
         assert_eq!(asked.get(), 1);
+    }
+
+    #[test]
+    fn stops_a_party_that_works_without_progress() {
+        let mut g = RunGuard::new("the test run").with_idle_work(10);
+        // Work with progress beside it is never stopped.
+        for k in 0..100 {
+            assert!(g.watch(0, k, 3 * k).is_ok());
+        }
+        // Another party's progress does not count for this one.
+        for w in 0..=10 {
+            assert!(g.watch(1, 5, 100 + w).is_ok());
+            assert!(g.watch(0, 100 + w, 0).is_ok());
+        }
+        let e = g.watch(1, 5, 111).unwrap_err().to_string();
+        assert!(
+            e.contains("the test run: party 1 did 11 units of work"),
+            "{e}"
+        );
+        // Without a bound it only records.
+        let mut free = RunGuard::new("the test run");
+        assert!((0..1000).all(|w| free.watch(0, 0, w).is_ok()));
     }
 }

@@ -10,6 +10,11 @@
 //! and every platform stays behind the earliest time a frame could reach it. The run ends when
 //! every platform is done and nothing is on a wire.
 //!
+//! The guard: besides Ctrl-C ([`RunGuard`]), a host that keeps taking interrupts while its
+//! program feeds nothing and no frame reaches it (more than [`MAX_IDLE_INTERRUPTS`]) stops the run
+//! as `Stalled`: its handlers feed themselves (sends whose completions interrupt it again), a
+//! loop in which time moves and instructions retire, so the platform's own watch never sees it.
+//!
 //! The oracle: each receiving NIC checks every byte that lands in its RX buffers against the
 //! frames that came off the wire, in order; the sending NIC's payload reads are checked against
 //! the last version its cores wrote (the value shadow). A link checks that no port sends faster
@@ -17,7 +22,7 @@
 use crate::config::workload::Workload;
 use crate::net::ethernet_link::{DirStats, EthernetLink, LinkParams};
 use crate::sim::error::PlatformError;
-use crate::sim::Ps;
+use crate::sim::{Ps, RunGuard};
 use crate::stats::PlatformStats;
 use crate::systems::platform::{Platform, Run, Step};
 use serde::Serialize;
@@ -83,6 +88,12 @@ pub struct ClusterStats {
     pub hosts: Vec<PlatformStats>,
     pub links: Vec<LinkStats>,
 }
+
+/// Interrupts a host may take with no progress (no program operation fed, no frame taken in)
+/// before the run is stopped as a loop that feeds itself ([`RunGuard::with_idle_work`]): twice a
+/// ring's worth (512 descriptors), since a host whose program has ended may still take one per
+/// frame it had queued.
+pub const MAX_IDLE_INTERRUPTS: u64 = 1024;
 
 /// Passages listed one by one per link.
 pub const MAX_PASSAGES: usize = 1000;
@@ -198,6 +209,9 @@ pub fn run(
     let mut frames = Vec::new();
     let mut ops = 0u64;
     // The platform with the earliest next thing to do, until every one is done.
+    let mut guard = RunGuard::new("the cluster run").with_idle_work(MAX_IDLE_INTERRUPTS);
+    // Per host: frames taken in from the wire (progress beside its program's operations).
+    let mut taken_in = vec![0u64; n];
     while let Some(i) = (0..n).filter(|&i| !idle[i]).min_by_key(|&i| (next[i], i)) {
         let horizon = (0..n)
             .filter(|&j| j != i && !idle[j])
@@ -209,6 +223,12 @@ pub fn run(
             Step::Idle => idle[i] = true,
             Step::At(t) => next[i] = t,
         }
+        guard.step()?;
+        guard.watch(
+            i,
+            runs[i].ops() + taken_in[i],
+            platforms[i].interrupts_taken(),
+        )?;
         let done = runs[i].ops() - before;
         if done > 0 {
             let old = ops;
@@ -237,6 +257,7 @@ pub fn run(
                 }
                 let (h, a) = wire.ends[1 - e];
                 platforms[h].frame_in(a, p.arrive, f);
+                taken_in[h] += 1;
                 next[h] = if idle[h] {
                     p.arrive.max(platforms[h].now())
                 } else {

@@ -456,6 +456,11 @@ impl Platform {
         }
     }
 
+    /// Interrupts its cores have taken so far (every handler run, poll turns included).
+    pub fn interrupts_taken(&self) -> u64 {
+        self.cores.iter().map(|c| c.core.counters.interrupts).sum()
+    }
+
     /// The time the platform has run to.
     pub fn now(&self) -> Ps {
         self.now

@@ -1,7 +1,8 @@
-//! The host memory behind the root complex as a PCIe device agent sees it: functional (sparse
-//! pages of real bytes), so every byte a device reads or writes can be checked. The root
-//! complex's timing (its part of a device read, the doorbell's downstream path, DDIO) is the
-//! device agents' (`agents/pcie_device.rs`, `agents/idma.rs`), over the platform's memory system.
+//! Host memory as a PCIe device agent sees it: functional (sparse pages of real bytes), so every
+//! byte a device reads or writes can be checked. It holds bytes only; the timing of a device's
+//! reads and writes (the root complex's part of a read, the doorbell's downstream path, DDIO)
+//! is the device agents' (`agents/pcie_device.rs`, `agents/idma.rs`, `agents/microengines.rs`),
+//! over the platform's memory system.
 use std::collections::HashMap;
 
 const PAGE: u64 = 4096;
