@@ -5,7 +5,8 @@
 //!
 //! The mode acts when the config is resolved, not in the controller: in FGR mode the resolved
 //! timing's `nREFI` is tREFI2, `nRFC` is tRFC2 and an all-bank RFM's `nRFM` is tRFM2 = tRFC2
-//! (Ramulator 2.0's DDR5 model, as the reference facts give it), so the controller's refresh timer
+//! (Ramulator 2.0's DDR5 model, as the reference facts give it), and refresh management's RAAIMT
+//! and RAAMMT are halved (JESD79-5C's MR58 as public summaries give it), so the controller's refresh timer
 //! and the standard's rule rows need nothing new. The timing also carries the mode's flag
 //! ([`REFRESH_FGR_KEY`]) and its inputs `nRFC2` and `nREFI1` (the normal-mode tREFI), from which
 //! the checker derives the mode's refresh duration and interval itself ([`checked_timing`]) rather
@@ -85,6 +86,14 @@ pub fn apply_timing(
     if timing.contains_key("nRFM") {
         // tRFM2 = tRFC2 (Ramulator 2.0 DDR5.cpp before 2.1, as the reference facts give it).
         timing.insert("nRFM".into(), nrfc2);
+    }
+    // Refresh management's thresholds are halved with fine-granularity refresh (JESD79-5C MR58
+    // as its public summaries give it; docs/dram.md, "Refresh management"): twice the REFs, each
+    // lowering the counts by the halved RAAIMT. A user's override of them still wins.
+    for k in ["RAAIMT", "RAAMMT"] {
+        if let Some(v) = timing.get_mut(k) {
+            *v = (*v / 2).max(1);
+        }
     }
     timing.insert(REFRESH_FGR_KEY.into(), 1);
     Ok(())

@@ -754,8 +754,8 @@ fn fine_granularity_refresh_obeys_the_standard() {
                     normal_refs >= 4,
                     "{part} {bulk} {sched}: too short a run ({normal_refs} REFs)"
                 );
-                let ratio = fgr_refs as f64 / normal_refs as f64 * normal.cycles as f64
-                    / fgr.cycles as f64;
+                let ratio =
+                    fgr_refs as f64 / normal_refs as f64 * normal.cycles as f64 / fgr.cycles as f64;
                 assert!(
                     (1.6..=2.4).contains(&ratio),
                     "{part} {bulk} {sched}: REF rate ratio FGR / normal {ratio:.2} ({fgr_refs} / {normal_refs} REFs in {} / {} cycles)",
@@ -791,4 +791,27 @@ fn a_controller_in_the_wrong_refresh_mode_is_caught() {
         "normal controller, FGR checker: {:?}",
         r.violations.first()
     );
+}
+
+#[test]
+fn refresh_management_in_fine_granularity_mode_obeys_the_standard() {
+    // FGR with all-bank RFM (tRFM2 = tRFC2, RAAIMT / RAAMMT halved) on hammering traffic, RowClone
+    // on (hammer_config): RFMs are issued and the checker finds the log clean.
+    for sched in ["frfcfs", "fcfs"] {
+        let mut cfg = hammer_config("DDR5-3200AN/DDR5-16Gb-x8", "all-bank", sched, true);
+        cfg.controller.refresh_mode = "fine-granularity".into();
+        let spec = cfg.resolve("t").unwrap();
+        let (report, stats, first) = run_checked(&cfg, hammer(3, 6000, &spec));
+        assert!(
+            report.ok,
+            "FGR {sched}: {} violations; first: {}",
+            report.violation_count,
+            first.unwrap_or_default()
+        );
+        assert!(
+            stats.commands.get("RFM").copied().unwrap_or(0) > 0,
+            "{:?}",
+            stats.commands
+        );
+    }
 }

@@ -2332,11 +2332,41 @@ fn ddr5_fine_granularity_refresh_rows_at_their_earliest_cycle() {
     assert_eq!(t("nREFI1"), 3_900_000 / t("tCK_ps"));
     let rfc2 = t("nRFC2");
     let (a, other_group) = ((0, 0), (1, 1));
-    s.case("REF -> ACT", "nRFC2", &[cmd(0, Ref, a)], cmd(0, Act, other_group), rfc2);
-    s.case("REF -> REF", "nRFC2", &[cmd(0, Ref, a)], cmd(0, Ref, a), rfc2);
-    s.case("REF -> PREA", "nRFC2", &[cmd(0, Ref, a)], cmd(0, Prea, a), rfc2);
-    s.case("REF -> RFM", "nRFC2", &[cmd(0, Ref, a)], cmd(0, Rfm, a), rfc2);
-    s.case("RFM -> ACT", "nRFM", &[cmd(0, Rfm, a)], cmd(0, Act, a), rfc2);
+    s.case(
+        "REF -> ACT",
+        "nRFC2",
+        &[cmd(0, Ref, a)],
+        cmd(0, Act, other_group),
+        rfc2,
+    );
+    s.case(
+        "REF -> REF",
+        "nRFC2",
+        &[cmd(0, Ref, a)],
+        cmd(0, Ref, a),
+        rfc2,
+    );
+    s.case(
+        "REF -> PREA",
+        "nRFC2",
+        &[cmd(0, Ref, a)],
+        cmd(0, Prea, a),
+        rfc2,
+    );
+    s.case(
+        "REF -> RFM",
+        "nRFC2",
+        &[cmd(0, Ref, a)],
+        cmd(0, Rfm, a),
+        rfc2,
+    );
+    s.case(
+        "RFM -> ACT",
+        "nRFM",
+        &[cmd(0, Rfm, a)],
+        cmd(0, Act, a),
+        rfc2,
+    );
     let normal = setup_refresh_mode("DDR5-4800B/DDR5-16Gb-x8", "normal");
     assert!(normal.t("nRFC") > rfc2);
     assert!(normal.spec.param("nRFC2").is_none() && normal.spec.param("FGR").is_none());
@@ -2375,6 +2405,8 @@ fn the_checker_holds_each_refresh_mode_to_its_own_timing() {
     // A header whose nRFC disagrees with the FGR inputs is refused, naming them.
     let mut h = log_header(&fgr.cfg, &fgr.spec);
     h.timing.insert("nRFC".into(), normal.t("nRFC"));
-    let e = Checker::new(&h).err().expect("inconsistent FGR header accepted");
+    let e = Checker::new(&h)
+        .err()
+        .expect("inconsistent FGR header accepted");
     assert!(e.to_string().contains("nRFC2"), "{e}");
 }

@@ -33,6 +33,12 @@ fn fine_granularity_halves_the_interval_and_uses_trfc2_at_every_density() {
             assert_eq!(fgr.t("nRFM"), clocks(trfc2), "{name}: tRFM2 = tRFC2");
             assert_eq!(fgr.t("nREFI"), normal.t("nREFI") / 2, "{name}");
             assert_eq!(fgr.t("FGR"), 1);
+            // RAAIMT / RAAMMT halved (32 / 96 -> 16 / 48).
+            assert_eq!(
+                [fgr.t("RAAIMT"), fgr.t("RAAMMT")],
+                [normal.t("RAAIMT") / 2, normal.t("RAAMMT") / 2],
+                "{name}"
+            );
         }
     }
 }
@@ -43,7 +49,10 @@ fn the_default_mode_serialises_as_before() {
     let text = toml::to_string(&cfg).unwrap();
     assert!(!text.contains("refresh_mode"), "{text}");
     let text = toml::to_string(&ddr5("fine-granularity")).unwrap();
-    assert!(text.contains("refresh_mode = \"fine-granularity\""), "{text}");
+    assert!(
+        text.contains("refresh_mode = \"fine-granularity\""),
+        "{text}"
+    );
 }
 
 #[test]
@@ -107,8 +116,16 @@ fn fine_granularity_ref_energy_uses_idd5f_over_trfc2() {
         * n.t("nRFC") as f64
         * tck;
     let fgr = chips * c.vdd * (c.idd5f - c.idd3n) * f.t("nRFC") as f64 * tck;
-    assert!((en.refresh - normal).abs() < 1e-6 * normal, "{} vs {normal}", en.refresh);
-    assert!((ef.refresh - fgr).abs() < 1e-6 * fgr, "{} vs {fgr}", ef.refresh);
+    assert!(
+        (en.refresh - normal).abs() < 1e-6 * normal,
+        "{} vs {normal}",
+        en.refresh
+    );
+    assert!(
+        (ef.refresh - fgr).abs() < 1e-6 * fgr,
+        "{} vs {fgr}",
+        ef.refresh
+    );
     // The other commands' energies do not depend on the mode.
     assert_eq!([en.act, en.read, en.write], [ef.act, ef.read, ef.write]);
 }
