@@ -2405,8 +2405,8 @@ fn the_checker_holds_each_refresh_mode_to_its_own_timing() {
     // A header whose nRFC disagrees with the FGR inputs is refused, naming them.
     let mut h = log_header(&fgr.cfg, &fgr.spec);
     h.timing.insert("nRFC".into(), normal.t("nRFC"));
-    let e = Checker::new(&h)
-        .err()
-        .expect("inconsistent FGR header accepted");
+    let Err(e) = Checker::new(&h) else {
+        panic!("inconsistent FGR header accepted")
+    };
     assert!(e.to_string().contains("nRFC2"), "{e}");
 }
