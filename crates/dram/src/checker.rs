@@ -33,6 +33,7 @@
 //! | same rank | REF -> any command: nRFC; PRE / PREA / auto-precharge -> REF: nRP; PREA -> ACT: nRP |
 //! | same rank, 8-bank DDR2 | PREA -> ACT, PREA -> REF: nRP + 1 (tRPA) |
 //! | rank | REF at most 9 x nREFI apart, and never more than 8 REFs owed (when the log refreshed) |
+//! | DDR5, fine-granularity refresh (header `FGR = 1`) | REF -> any command nRFC2 instead of nRFC, and the refresh interval is nREFI1 / 2 (tREFI2) instead of nREFI: REF at most 9 x tREFI2 apart, never more than 8 owed (`refresh_mode::checked_timing`) |
 //! | DDR5 / LPDDR5 / HBM2 / HBM3 / HBM4 | two-clock commands (DDR5 ACT, RD, WR and their forms; LPDDR5's two-part ACT; HBM2's ACT on its row bus; HBM3's and HBM4's 1.5-clock ACT, rounded to the next rising edge) hold the bus the next clock (HBM: the row bus only) |
 //! | DDR5 | nCCD_L_WR, nPPD, REFSB (nRFCsb at its banks, nREFSBRD to any ACT, nRFCsb to REF / PREA) |
 //! | LPDDR5 | PREA -> ACT / REF / REFPB: nRPab; REFPB: nRFCpb at its bank (and at bank + 8 with 16 banks: a pair), nPBR2PBR to REFPB, nPBR2ACT to ACT |
@@ -192,6 +193,10 @@ struct Params {
     faw: u64,
     rfc: u64,
     refi: u64,
+    /// The names of `rfc` and `refi` in violations: "nRFC" / "nREFI", or "nRFC2" / "nREFI2"
+    /// with fine-granularity refresh.
+    rfc_key: &'static str,
+    refi_key: &'static str,
     ccd_s: (&'static str, u64),
     ccd_l: (&'static str, u64),
     wtr_s: (&'static str, u64),
@@ -306,11 +311,13 @@ impl Params {
         } else {
             h.timing.get("nRTRS").copied().unwrap_or(0)
         };
-        let refi = if h.refresh {
-            get("nREFI")?
-        } else {
-            h.timing.get("nREFI").copied().unwrap_or(0)
-        };
+        // The refresh mode (DDR5 fine-granularity refresh: tRFC2 every tREFI / 2) is derived
+        // from its flag and inputs in the header, not read off nRFC / nREFI (`refresh_mode`).
+        let rt = crate::refresh_mode::checked_timing(&h.timing).map_err(LogError::Header)?;
+        let (rfc, refi) = (rt.rfc, rt.refi);
+        if h.refresh {
+            get("nREFI")?;
+        }
         if h.refresh && refi == 0 {
             return Err(LogError::Header(
                 "nREFI must be positive when the log was refreshed".into(),
@@ -442,8 +449,10 @@ impl Params {
             rtp: get("nRTP")?,
             rtrs,
             faw: get("nFAW")?,
-            rfc: get("nRFC")?,
+            rfc,
             refi,
+            rfc_key: rt.rfc_key,
+            refi_key: rt.refi_key,
             ccd_s,
             ccd_l,
             wtr_s,
@@ -2015,7 +2024,7 @@ impl Checker {
                     sides: [None, None],
                 };
                 ctx.timing(
-                    format!("nRFC: REF -> {} same rank", ctx.rec.kind),
+                    format!("{}: REF -> {} same rank", self.p.rfc_key, ctx.rec.kind),
                     self.p.rfc,
                     actual,
                     &prev,
@@ -2088,7 +2097,7 @@ impl Checker {
 
     /// Reports ranks whose next REF is overdue at cycle `now` (once per missed REF).
     fn refresh_deadlines(&mut self, ctx: &mut Ctx<'_>, now: u64) {
-        let refi = self.p.refi;
+        let (refi, refi_key) = (self.p.refi, self.p.refi_key);
         let max_gap = refi.saturating_mul(REFRESH_POSTPONE_LIMIT + 1);
         let ranks_per_ch = self.header.org.ranks as usize;
         let (sb, pb) = (self.saw_refsb, self.saw_refpb);
@@ -2113,7 +2122,7 @@ impl Checker {
                 let w = which(bi);
                 ctx.push(
                     ViolationKind::Refresh,
-                    format!("9xnREFI: REF interval (at most {REFRESH_POSTPONE_LIMIT} postponed) channel {ch} rank {rank}{w}"),
+                    format!("9x{refi_key}: REF interval (at most {REFRESH_POSTPONE_LIMIT} postponed) channel {ch} rank {rank}{w}"),
                     max_gap,
                     sep(now, last_ref),
                     None,
@@ -2129,12 +2138,12 @@ impl Checker {
                 let w = which(bi);
                 ctx.push(
                     ViolationKind::Refresh,
-                    format!("nREFI: average refresh rate (at most {REFRESH_POSTPONE_LIMIT} owed) channel {ch} rank {rank}{w}"),
+                    format!("{refi_key}: average refresh rate (at most {REFRESH_POSTPONE_LIMIT} owed) channel {ch} rank {rank}{w}"),
                     due,
                     now.min(i64::MAX as u64) as i64,
                     None,
                     format!(
-                        "channel {ch} rank {rank}{w}: REF number {} was due by cycle {due} ({} x nREFI), none by cycle {now}",
+                        "channel {ch} rank {rank}{w}: REF number {} was due by cycle {due} ({} x {refi_key}), none by cycle {now}",
                         refs_done + 1,
                         refs_done + REFRESH_POSTPONE_LIMIT + 1
                     ),

@@ -225,6 +225,12 @@ pub struct ControllerConfig {
     /// serialised config when it is the default, so existing digests hold.
     #[serde(skip_serializing_if = "is_all_bank")]
     pub rfm_scope: String,
+    /// DDR5's refresh mode (JESD79-5 REF mode): "normal" (mode 1: REF every tREFI, held for
+    /// tRFC1) or "fine-granularity" (mode 2: REF every tREFI / 2, held for tRFC2; see
+    /// `refresh_mode`). Left out of the serialised config when it is the default, so existing
+    /// digests hold.
+    #[serde(skip_serializing_if = "is_normal_refresh")]
+    pub refresh_mode: String,
     /// LPDDR5's data clock (WCK): "always-on" (WCK kept synchronised, no CAS command) or
     /// "auto-sync-off" (JESD209-5 auto sync-off mode: the WCK stops after a column command's
     /// burst and postamble, and the controller issues a CAS with WS_RD / WS_WR on the clock
@@ -248,6 +254,10 @@ pub const RFM_ALL_BANK: &str = "all-bank";
 
 fn is_all_bank(v: &str) -> bool {
     v == RFM_ALL_BANK
+}
+
+fn is_normal_refresh(v: &str) -> bool {
+    v == crate::refresh_mode::NORMAL
 }
 
 fn is_always_on(v: &str) -> bool {
@@ -316,6 +326,7 @@ impl Default for ControllerConfig {
             keep_activated_rows: false,
             rfm: true,
             rfm_scope: RFM_ALL_BANK.into(),
+            refresh_mode: crate::refresh_mode::NORMAL.into(),
             wck: WCK_ALWAYS_ON.into(),
             copy: CopyConfig::default(),
         }
@@ -629,6 +640,17 @@ impl Config {
                 timing.insert("RAAMMT".into(), u64::from(rfm.raammt));
             }
         }
+        let overrides: Vec<&str> = d.timing.keys().map(String::as_str).collect();
+        crate::refresh_mode::apply_timing(
+            &self.controller.refresh_mode,
+            &self.controller.refresh,
+            &d.part,
+            part,
+            tck,
+            &mut timing,
+            &overrides,
+        )
+        .map_err(|(key, why)| ConfigError::invalid(src, key, why))?;
         for (k, v) in &d.timing {
             if !timing.contains_key(k) {
                 return Err(ConfigError::invalid(
@@ -829,6 +851,13 @@ impl Config {
                 ConfigError::invalid(src, "dram.currents", e.to_string())
             })?;
         }
+        crate::refresh_mode::fgr_currents(
+            &self.controller.refresh_mode,
+            energy_available,
+            &d.part,
+            &mut currents,
+        )
+        .map_err(|(key, why)| ConfigError::invalid(src, key, why))?;
         if let (Some(&imt), Some(&mmt)) = (timing.get("RAAIMT"), timing.get("RAAMMT")) {
             if imt == 0 || mmt < imt {
                 return Err(ConfigError::invalid(
@@ -1007,6 +1036,11 @@ impl Config {
             "controller.refresh",
             &c.refresh,
             &["all-bank", "same-bank", "per-bank", "none"],
+        )?;
+        one_of(
+            "controller.refresh_mode",
+            &c.refresh_mode,
+            &crate::refresh_mode::MODES,
         )?;
         one_of(
             "controller.rfm_scope",

@@ -25,6 +25,7 @@ pub mod job_queue;
 pub mod mapper;
 pub mod port;
 pub mod ready_scan;
+pub mod refresh_mode;
 pub mod request;
 pub mod rfm;
 pub mod scheduler;

@@ -51,6 +51,12 @@ pub const BUILTIN_STANDARDS: &[(&str, &str)] = &[
 /// `controller.wck = "auto-sync-off"`; absent: WCK always on, no CAS.
 pub const WCK_SYNC_KEY: &str = "WCK_SYNC";
 
+/// The timing entry that says the controller runs DDR5's fine-granularity refresh (JESD79-5 REF
+/// mode 2, `controller.refresh_mode = "fine-granularity"`): 1. With it the log's header also
+/// carries the mode's inputs, `nRFC2` (tRFC2) and `nREFI1` (the normal-mode tREFI), from which the
+/// checker derives the mode's timing itself (see `refresh_mode`); absent: normal refresh.
+pub const REFRESH_FGR_KEY: &str = "FGR";
+
 /// The speed-bin parameters (clocks of CK) the mode needs.
 pub const WCK_PARAMS: [&str; 6] = [
     "nWCKENL_RD",
@@ -164,6 +170,17 @@ pub struct Currents {
     pub idd5pb: f64,
     #[serde(default)]
     pub ipp5pb: f64,
+    /// All-bank refresh current in fine-granularity refresh mode (DDR5 IDD5F / IPP5F, tRFC2).
+    /// With `controller.refresh_mode = "fine-granularity"` the resolved spec's REF current
+    /// (`idd5` / `ipp5`) is this one. Left out of the serialised spec when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idd5f: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ipp5f: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// The organisation of the simulated memory system.
@@ -295,6 +312,10 @@ pub struct PartRow {
     /// Same-bank refresh cycle time (DDR5 tRFCsb), ns; gives `nRFCsb`.
     #[serde(default, rename = "tRFCsb_ns")]
     pub trfcsb_ns: Option<f64>,
+    /// All-bank refresh cycle time in fine-granularity refresh mode (DDR5 tRFC2, REF mode 2), ns;
+    /// used only with `controller.refresh_mode = "fine-granularity"`.
+    #[serde(default, rename = "tRFC2_ns")]
+    pub trfc2_ns: Option<f64>,
     /// Per-bank refresh cycle time (LPDDR5 / HBM2 / HBM3 tRFCpb), ns; gives `nRFCpb`.
     #[serde(default, rename = "tRFCpb_ns")]
     pub trfcpb_ns: Option<f64>,

@@ -732,3 +732,79 @@ fn rfm_scopes_are_refused_where_the_standard_lacks_them() {
     cfg.controller.rfm = false;
     cfg.resolve("t").unwrap();
 }
+
+#[test]
+fn fine_granularity_refresh_obeys_the_standard() {
+    // DDR5 fine-granularity refresh (REF every tREFI / 2, held for tRFC2) on random traffic long
+    // enough for many refresh intervals, every density, with and without RowClone, both
+    // schedulers: the checker (deriving tRFC2 and tREFI2 from the header's FGR inputs) finds the
+    // log clean, and the run refreshes about twice as often as in normal mode.
+    for part in ["DDR5-8Gb-x8", "DDR5-16Gb-x8", "DDR5-32Gb-x16"] {
+        for bulk in ["baseline", "rowclone"] {
+            for sched in ["frfcfs", "fcfs"] {
+                let mut cfg = Config::preset(&format!("DDR5-3200AN/{part}")).unwrap();
+                cfg.controller.bulk = bulk.into();
+                cfg.controller.scheduler = sched.into();
+                let normal = check(&cfg, 17, 8000);
+                cfg.controller.refresh_mode = "fine-granularity".into();
+                let fgr = check(&cfg, 17, 8000);
+                let refs = |s: &movelab_dram::stats::Stats| *s.commands.get("REF").unwrap_or(&0);
+                let (normal_refs, fgr_refs) = (refs(&normal), refs(&fgr));
+                assert!(
+                    normal_refs >= 4,
+                    "{part} {bulk} {sched}: too short a run ({normal_refs} REFs)"
+                );
+                let ratio =
+                    fgr_refs as f64 / normal_refs as f64 * normal.cycles as f64 / fgr.cycles as f64;
+                assert!(
+                    (1.6..=2.4).contains(&ratio),
+                    "{part} {bulk} {sched}: REF rate ratio FGR / normal {ratio:.2} ({fgr_refs} / {normal_refs} REFs in {} / {} cycles)",
+                    fgr.cycles,
+                    normal.cycles
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_controller_in_the_wrong_refresh_mode_is_caught() {
+    // Mutation checks of the refresh mode: a controller refreshing in FGR mode against a checker
+    // told normal mode breaks nRFC (tRFC2 < tRFC1 after a REF); a controller in normal mode
+    // against a checker told FGR mode owes REFs (one every 2 x tREFI2).
+    let mut normal = Config::preset("DDR5-3200AN/DDR5-16Gb-x8").unwrap();
+    normal.controller.bulk = "rowclone".into();
+    let mut fgr = normal.clone();
+    fgr.controller.refresh_mode = "fine-granularity".into();
+    let items = || traffic(9, 8000, 1 << 24, 4096);
+    let r = replay_against(&fgr, &normal, items());
+    assert!(
+        r.violations.iter().any(|v| v.rule_key() == "nRFC"),
+        "FGR controller, normal checker: {:?}",
+        r.violations.first()
+    );
+    let r = replay_against(&normal, &fgr, items());
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.rule_key() == "nREFI2" || v.rule_key() == "9xnREFI2"),
+        "normal controller, FGR checker: {:?}",
+        r.violations.first()
+    );
+}
+
+#[test]
+fn refresh_management_in_fine_granularity_mode_obeys_the_standard() {
+    // FGR with all-bank RFM (tRFM2 = tRFC2, RAAIMT / RAAMMT halved) on hammering traffic, RowClone
+    // on (hammer_config): RFMs are issued and the checker finds the log clean.
+    for sched in ["frfcfs", "fcfs"] {
+        let mut cfg = hammer_config("DDR5-3200AN/DDR5-16Gb-x8", "all-bank", sched, true);
+        cfg.controller.refresh_mode = "fine-granularity".into();
+        let spec = cfg.resolve("t").unwrap();
+        let (report, stats, first) = run_checked(&cfg, hammer(3, 6000, &spec));
+        let first = first.unwrap_or_default();
+        assert!(report.ok, "FGR {sched}: first violation: {first}");
+        let rfms = stats.commands.get("RFM").copied().unwrap_or(0);
+        assert!(rfms > 0, "FGR {sched}: no RFM: {:?}", stats.commands);
+    }
+}

@@ -2310,3 +2310,103 @@ fn lpddr6_rows(name: &str) {
     // No per-bank refresh modelled on LPDDR6: a REFPB is refused.
     assert!(!s.check(&[record(&cmd(0, Refpb, a), 0)]).ok);
 }
+
+/// A DDR5 setup refreshing all-bank in `mode` ("normal" or "fine-granularity").
+fn setup_refresh_mode(name: &str, mode: &str) -> Setup {
+    let mut cfg = Config::preset(name).unwrap();
+    cfg.controller.refresh = "all-bank".into();
+    cfg.controller.refresh_mode = mode.into();
+    let spec = cfg.resolve("test").unwrap();
+    Setup { cfg, spec }
+}
+
+#[test]
+fn ddr5_fine_granularity_refresh_rows_at_their_earliest_cycle() {
+    // JESD79-5 REF mode 2: REF holds the rank for tRFC2 (16 Gb: 160 ns), RFMab for tRFM2 = tRFC2;
+    // at DDR5-4800B (tCK 416 ps) ceil(160 / 0.416) = 385 clocks, tREFI2 = floor(1950 / 0.416).
+    let s = setup_refresh_mode("DDR5-4800B/DDR5-16Gb-x8", "fine-granularity");
+    let t = |n: &str| s.t(n);
+    assert_eq!(t("nRFC2"), (160_000f64 / t("tCK_ps") as f64).ceil() as u64);
+    assert_eq!([t("nRFC"), t("nRFM")], [t("nRFC2"), t("nRFC2")]);
+    assert_eq!(t("nREFI"), 1_950_000 / t("tCK_ps"));
+    assert_eq!(t("nREFI1"), 3_900_000 / t("tCK_ps"));
+    let rfc2 = t("nRFC2");
+    let (a, other_group) = ((0, 0), (1, 1));
+    s.case(
+        "REF -> ACT",
+        "nRFC2",
+        &[cmd(0, Ref, a)],
+        cmd(0, Act, other_group),
+        rfc2,
+    );
+    s.case(
+        "REF -> REF",
+        "nRFC2",
+        &[cmd(0, Ref, a)],
+        cmd(0, Ref, a),
+        rfc2,
+    );
+    s.case(
+        "REF -> PREA",
+        "nRFC2",
+        &[cmd(0, Ref, a)],
+        cmd(0, Prea, a),
+        rfc2,
+    );
+    s.case(
+        "REF -> RFM",
+        "nRFC2",
+        &[cmd(0, Ref, a)],
+        cmd(0, Rfm, a),
+        rfc2,
+    );
+    s.case(
+        "RFM -> ACT",
+        "nRFM",
+        &[cmd(0, Rfm, a)],
+        cmd(0, Act, a),
+        rfc2,
+    );
+    let normal = setup_refresh_mode("DDR5-4800B/DDR5-16Gb-x8", "normal");
+    assert!(normal.t("nRFC") > rfc2);
+    assert!(normal.spec.param("nRFC2").is_none() && normal.spec.param("FGR").is_none());
+}
+
+#[test]
+fn the_checker_holds_each_refresh_mode_to_its_own_timing() {
+    let fgr = setup_refresh_mode("DDR5-3200AN/DDR5-16Gb-x8", "fine-granularity");
+    let normal = setup_refresh_mode("DDR5-3200AN/DDR5-16Gb-x8", "normal");
+    let rfc2 = fgr.t("nRFC2");
+    let a = (0, 0);
+    // A REF followed by an ACT tRFC2 later: legal in FGR mode, too early (tRFC1) in normal mode.
+    let log = [record(&cmd(0, Ref, a), 0), record(&cmd(0, Act, a), rfc2)];
+    assert!(fgr.check(&log).ok, "{:?}", fgr.check(&log).violations);
+    let r = normal.check(&log);
+    assert!(
+        r.violations.iter().any(|v| v.rule_key() == "nRFC"),
+        "{:?}",
+        r.violations
+    );
+    // REFs every 2 x tREFI2 (= tREFI, normal mode's pace): clean in normal mode, a missing
+    // refresh in FGR mode once more than 8 are owed.
+    let refi2 = fgr.t("nREFI");
+    assert_eq!(normal.t("nREFI"), 2 * refi2);
+    let log: Vec<CommandRecord> = (0..40)
+        .map(|i| record(&cmd(0, Ref, a), 10 + i * 2 * refi2))
+        .collect();
+    let r = normal.check(&log);
+    assert!(r.ok, "{:?}", r.violations);
+    let r = fgr.check(&log);
+    assert!(
+        r.violations.iter().any(|v| v.rule_key() == "nREFI2"),
+        "{:?}",
+        r.violations
+    );
+    // A header whose nRFC disagrees with the FGR inputs is refused, naming them.
+    let mut h = log_header(&fgr.cfg, &fgr.spec);
+    h.timing.insert("nRFC".into(), normal.t("nRFC"));
+    let Err(e) = Checker::new(&h) else {
+        panic!("inconsistent FGR header accepted")
+    };
+    assert!(e.to_string().contains("nRFC2"), "{e}");
+}
