@@ -16,9 +16,10 @@ use crate::ready_scan::{self, pack_key, KEY_BANK_BITS, KEY_SEQ_BITS, WAIT_CAP};
 use crate::request::Op;
 use crate::rfm::{owing_bank, refreshed_banks, RfmScope};
 use crate::scheduler::{self, AnyScheduler, Candidate};
-use crate::spec::{DramSpec, NK};
+use crate::spec::{DramSpec, NK, TK_TRD, TK_TRS};
 use crate::stats::{Histogram, RowStats};
 use crate::wck::{uses_wck, WckSync};
+use std::collections::VecDeque;
 
 /// Who a queued request or a finished piece of work belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,8 +219,10 @@ pub struct Controller {
     free: Vec<u32>,
     /// Per bank, the queued reads / writes in arrival order as (row, slab index): the row sits
     /// inline so that the scan for a row hit touches one small array.
-    rq: Vec<Vec<(u32, u32)>>,
-    wq: Vec<Vec<(u32, u32)>>,
+    /// Double-ended, so that serving the oldest request (what FR-FCFS does whenever a bank has
+    /// no row hit) takes it off the front without shifting the rest.
+    rq: Vec<VecDeque<(u32, u32)>>,
+    wq: Vec<VecDeque<(u32, u32)>>,
     rq_len: usize,
     wq_len: usize,
     rq_cap: usize,
@@ -310,6 +313,48 @@ pub struct Controller {
     pub counters: ChannelCounters,
 }
 
+/// The command kinds (indices into the device's horizons, TR's TRS / TRD halves included) a
+/// controller configured by `cfg` can issue, for [`ChannelDevices::drop_unissued_targets`]:
+/// auto-precharge reads and writes only under the closed-row policy, RowClone's and
+/// Multi-RowCopy's commands only when bulk operations may copy in DRAM (jobs are split off only
+/// then), same-bank and per-bank refreshes only in those refresh modes, and refresh management
+/// only where the part requires it (`raaimt` above 0). Everything else is kept, whether it
+/// issues or not.
+fn issued_kinds(cfg: &ControllerConfig, raaimt: u32) -> [bool; NK] {
+    let mut issued = [true; NK];
+    let mut drop = |kinds: &[usize]| {
+        for &k in kinds {
+            issued[k] = false;
+        }
+    };
+    if cfg.row_policy != "closed" {
+        drop(&[CommandKind::Rda.index(), CommandKind::Wra.index()]);
+    }
+    if cfg.bulk == "baseline" {
+        drop(&[
+            CommandKind::Actc.index(),
+            CommandKind::Actm.index(),
+            CommandKind::Tr.index(),
+            TK_TRS,
+            TK_TRD,
+        ]);
+    }
+    if cfg.refresh != "same-bank" {
+        drop(&[CommandKind::Refsb.index()]);
+    }
+    if cfg.refresh != "per-bank" {
+        drop(&[CommandKind::Refpb.index()]);
+    }
+    if raaimt == 0 {
+        drop(&[
+            CommandKind::Rfm.index(),
+            CommandKind::Rfmsb.index(),
+            CommandKind::Rfmpb.index(),
+        ]);
+    }
+    issued
+}
+
 /// A request's command to its bank: ACT, PRE, RD, WR and the auto-precharge forms.
 #[inline(always)]
 fn is_bank_access(kind: CommandKind) -> bool {
@@ -326,7 +371,11 @@ fn is_bank_access(kind: CommandKind) -> bool {
 
 impl Controller {
     pub fn new(channel: u32, spec: &DramSpec, cfg: &ControllerConfig) -> Controller {
-        let dev = ChannelDevices::new(spec);
+        let raaimt = spec
+            .param("RAAIMT")
+            .map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX));
+        let mut dev = ChannelDevices::new(spec);
+        dev.drop_unissued_targets(&issued_kinds(cfg, raaimt));
         let banks = dev.banks() as usize;
         let ranks = spec.org.ranks as usize;
         let n_refi = spec.t("nREFI").max(1);
@@ -362,8 +411,8 @@ impl Controller {
             n_refi,
             slab: Vec::with_capacity((cfg.read_queue + cfg.write_queue).min(1024)),
             free: Vec::new(),
-            rq: vec![Vec::new(); banks],
-            wq: vec![Vec::new(); banks],
+            rq: vec![VecDeque::new(); banks],
+            wq: vec![VecDeque::new(); banks],
             rq_len: 0,
             wq_len: 0,
             rq_cap: cfg.read_queue,
@@ -391,9 +440,7 @@ impl Controller {
             last_work: 0,
             sb_next: vec![0; ranks],
             sb_done: vec![0; ranks],
-            raaimt: spec
-                .param("RAAIMT")
-                .map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX)),
+            raaimt,
             raa: vec![0; banks],
             rfm_pending: vec![false; ranks],
             rfm_scope: RfmScope::from_config(&cfg.rfm_scope),
@@ -510,11 +557,11 @@ impl Controller {
         }
         match op {
             Op::Read => {
-                self.rq[flat].push((loc.row, idx));
+                self.rq[flat].push_back((loc.row, idx));
                 self.rq_len += 1;
             }
             Op::Write => {
-                self.wq[flat].push((loc.row, idx));
+                self.wq[flat].push_back((loc.row, idx));
                 self.wq_len += 1;
             }
         }
@@ -706,7 +753,7 @@ impl Controller {
         let oldest = if prefer_cpu {
             q.iter().find(|&&(_, i)| eligible(i))?.1
         } else {
-            q.first()?.1
+            q.front()?.1
         };
         let e = &self.slab[oldest as usize];
         match self.dev.open_row(self.slots[flat].id) {
@@ -1640,7 +1687,9 @@ impl Controller {
         } else {
             &mut self.wq[flat]
         };
-        if let Some(pos) = q.iter().position(|&(_, j)| j == i) {
+        if q.front().is_some_and(|&(_, j)| j == i) {
+            q.pop_front();
+        } else if let Some(pos) = q.iter().position(|&(_, j)| j == i) {
             q.remove(pos);
         }
         self.free.push(i);

@@ -112,6 +112,9 @@ pub struct ChannelDevices {
     has: [[bool; NK]; 4],
     /// (kinds counted, count, window) per window rule
     windows: Vec<([bool; NK], usize, u64)>,
+    /// Per window rule, the kinds whose rank horizon it raises (those it counts, less the ones
+    /// [`ChannelDevices::drop_unissued_targets`] dropped), so that folding it in visits just them.
+    window_targets: Vec<Vec<u8>>,
     rank_next: Vec<[u64; NK]>,
     group_next: Vec<[u64; NK]>,
     bank_next: Vec<[u64; NK]>,
@@ -191,6 +194,10 @@ impl ChannelDevices {
             }),
             has,
             window_hist: vec![VecDeque::new(); o.ranks as usize * windows.len()],
+            window_targets: windows
+                .iter()
+                .map(|(kinds, _, _)| (0..NK as u8).filter(|&to| kinds[to as usize]).collect())
+                .collect(),
             windows,
             rank_next: vec![[0; NK]; o.ranks as usize],
             group_next: vec![[0; NK]; (o.ranks * o.bank_groups) as usize],
@@ -369,6 +376,25 @@ impl ChannelDevices {
     #[inline]
     pub fn rank_horizons(&self) -> &[u64] {
         self.rank_next.as_flattened()
+    }
+
+    /// Drops the rules whose target kind the owner never issues (`issued[to]` false; the
+    /// indices are [`CommandKind::index`] and the TRS / TRD halves of TR), so that an issue
+    /// raises only horizons that are read again. A horizon is read only for a command about to be
+    /// ranked or issued (a bank's candidate, a refresh, a bulk job), so a kind that is never
+    /// issued has a horizon nobody reads: every schedule stays the same. DDR3's ACT, for one,
+    /// starts eleven bank-scoped rules, of which six target RDA, WRA and the RowClone commands
+    /// that a run with open rows and no in-DRAM copy never issues.
+    pub fn drop_unissued_targets(&mut self, issued: &[bool; NK]) {
+        for (scope, has) in self.dense.iter_mut().zip(self.has.iter_mut()) {
+            for (rows, h) in scope.iter_mut().zip(has.iter_mut()) {
+                rows.retain(|&(to, _)| issued[to as usize]);
+                *h = !rows.is_empty();
+            }
+        }
+        for targets in &mut self.window_targets {
+            targets.retain(|&to| issued[to as usize]);
+        }
     }
 
     /// Whether issuing `kind` moves any bank-group horizon (a group-scoped rule starts at it).
@@ -555,7 +581,7 @@ impl ChannelDevices {
         ) {
             for wi in 0..self.windows.len() {
                 if self.windows[wi].0[k] {
-                    let (kinds, cap, lat) = self.windows[wi];
+                    let (_, cap, lat) = self.windows[wi];
                     let h = &mut self.window_hist[b.rank as usize * self.windows.len() + wi];
                     h.push_back(at);
                     while h.len() > cap {
@@ -566,10 +592,8 @@ impl ChannelDevices {
                     if h.len() == cap {
                         let t = h[0] + lat;
                         let r = &mut self.rank_next[b.rank as usize];
-                        for (to, counted) in kinds.iter().enumerate() {
-                            if *counted {
-                                r[to] = r[to].max(t);
-                            }
+                        for &to in &self.window_targets[wi] {
+                            r[to as usize] = r[to as usize].max(t);
                         }
                     }
                 }
@@ -596,6 +620,67 @@ impl ChannelDevices {
                 a.end_at(at, 1);
             }
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    /// Dropping the rules of kinds never issued leaves the earliest cycle of every kind that is
+    /// issued unchanged, after any sequence of those kinds (DDR3 and DDR5, every bank).
+    #[test]
+    fn dropped_targets_leave_issued_kinds_unchanged() {
+        let kept = [
+            CommandKind::Act,
+            CommandKind::Pre,
+            CommandKind::Prea,
+            CommandKind::Rd,
+            CommandKind::Wr,
+            CommandKind::Ref,
+        ];
+        let mut issued = [false; NK];
+        for k in kept {
+            issued[k.index()] = true;
+        }
+        for preset in ["ddr3-1600k-bench", "ddr5-3200an"] {
+            let spec = Config::preset(preset)
+                .expect("preset")
+                .resolve("test")
+                .expect("resolve");
+            let mut full = ChannelDevices::new(&spec);
+            let mut pruned = ChannelDevices::new(&spec);
+            pruned.drop_unissued_targets(&issued);
+            let dropped: usize = (0..4)
+                .flat_map(|s| (0..NK).map(move |f| (s, f)))
+                .map(|(s, f)| full.dense[s][f].len() - pruned.dense[s][f].len())
+                .sum();
+            assert!(dropped > 0, "{preset}: no rule dropped");
+            let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+            let mut now = 0;
+            for _ in 0..5_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let kind = kept[(x % kept.len() as u64) as usize];
+                let b = full.bank_from_flat(((x >> 8) % u64::from(full.banks())) as u32);
+                now += (x >> 20) % 9;
+                let row = ((x >> 32) % 4) as u32;
+                full.issue(kind, b, row, None, now);
+                pruned.issue(kind, b, row, None, now);
+                for f in 0..full.banks() {
+                    let bank = full.bank_from_flat(f);
+                    for k in kept {
+                        assert_eq!(
+                            full.earliest(k, bank, None),
+                            pruned.earliest(k, bank, None),
+                            "{preset}: {k:?} at bank {f} after {kind:?} at {now}"
+                        );
+                    }
+                }
+            }
         }
     }
 }
