@@ -426,3 +426,12 @@ fn a_host_whose_handlers_feed_themselves_is_stopped_by_the_guard() {
         "{e}"
     );
 }
+
+#[test]
+fn the_guard_allows_a_host_an_interrupt_per_frame_its_largest_ring_can_queue() {
+    // A host whose program has ended may still take one interrupt per frame queued on its rings:
+    // the bound is twice the largest ring on the cluster's ports, never under 1,024.
+    assert_eq!(cluster::idle_interrupts(0), cluster::MIN_IDLE_INTERRUPTS);
+    assert_eq!(cluster::idle_interrupts(512), 1024);
+    assert_eq!(cluster::idle_interrupts(8192), 16_384);
+}

@@ -209,6 +209,7 @@ impl MacPort {
             gbps: self.gbps,
             tx_ps: self.tx,
             rx_ps: self.rx,
+            ring: 0,
         })
     }
 

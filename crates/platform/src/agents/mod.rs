@@ -40,6 +40,9 @@ pub struct Port {
     /// The MAC and PHY's pipeline on the way out (after the last bit is serialised) and in.
     pub tx_ps: Ps,
     pub rx_ps: Ps,
+    /// Descriptors the agent's largest ring holds (0 where it has none): a host whose program has
+    /// ended may still take an interrupt for each frame queued there.
+    pub ring: u32,
 }
 
 /// Something that acts on memory by itself.

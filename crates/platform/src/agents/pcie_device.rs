@@ -761,7 +761,9 @@ impl Agent for PcieDeviceAgent {
     }
 
     fn attach_port(&mut self) -> Result<Port, String> {
-        self.mac.attach(self.cfg.loopback, "NIC")
+        let mut port = self.mac.attach(self.cfg.loopback, "NIC")?;
+        port.ring = self.nic.tx_ring.max(self.nic.rx_ring);
+        Ok(port)
     }
 
     fn has_frames(&self) -> bool {

@@ -11,7 +11,7 @@
 //! every platform is done and nothing is on a wire.
 //!
 //! The guard: besides Ctrl-C ([`RunGuard`]), a host that keeps taking interrupts while its
-//! program feeds nothing and no frame reaches it (more than [`MAX_IDLE_INTERRUPTS`]) stops the run
+//! program feeds nothing and no frame reaches it (more than [`idle_interrupts`]) stops the run
 //! as `Stalled`: its handlers feed themselves (sends whose completions interrupt it again), a
 //! loop in which time moves and instructions retire, so the platform's own watch never sees it.
 //!
@@ -90,10 +90,17 @@ pub struct ClusterStats {
 }
 
 /// Interrupts a host may take with no progress (no program operation fed, no frame taken in)
-/// before the run is stopped as a loop that feeds itself ([`RunGuard::with_idle_work`]): twice a
-/// ring's worth (512 descriptors), since a host whose program has ended may still take one per
-/// frame it had queued.
-pub const MAX_IDLE_INTERRUPTS: u64 = 1024;
+/// before the run is stopped as a loop that feeds itself ([`RunGuard::with_idle_work`]): twice
+/// the largest descriptor ring of the cluster's ports, and never fewer than this (twice a
+/// 512-descriptor ring), since a host whose program has ended may still take one per frame it
+/// had queued.
+pub const MIN_IDLE_INTERRUPTS: u64 = 1024;
+
+/// The bound on a host's interrupts without progress for ports whose largest ring holds `ring`
+/// descriptors ([`MIN_IDLE_INTERRUPTS`]).
+pub fn idle_interrupts(ring: u32) -> u64 {
+    (2 * u64::from(ring)).max(MIN_IDLE_INTERRUPTS)
+}
 
 /// Passages listed one by one per link.
 pub const MAX_PASSAGES: usize = 1000;
@@ -138,6 +145,7 @@ pub fn run(
         ));
     }
     let mut wires = Vec::new();
+    let mut max_ring = 0u32;
     for (k, l) in links.iter().enumerate() {
         let at = format!("links[{k}]");
         let mut ends = [(0, 0); 2];
@@ -155,6 +163,7 @@ pub fn run(
                 PlatformError::config("cluster", format!("{at}.{side}"), err.to_string())
             })?;
             ends[e] = (end.host, agent);
+            max_ring = max_ring.max(port.ring);
             ports.push(port);
         }
         if (ports[0].gbps - ports[1].gbps).abs() > 1e-9 {
@@ -209,7 +218,7 @@ pub fn run(
     let mut frames = Vec::new();
     let mut ops = 0u64;
     // The platform with the earliest next thing to do, until every one is done.
-    let mut guard = RunGuard::new("the cluster run").with_idle_work(MAX_IDLE_INTERRUPTS);
+    let mut guard = RunGuard::new("the cluster run").with_idle_work(idle_interrupts(max_ring));
     // Per host: frames taken in from the wire (progress beside its program's operations).
     let mut taken_in = vec![0u64; n];
     while let Some(i) = (0..n).filter(|&i| !idle[i]).min_by_key(|&i| (next[i], i)) {
