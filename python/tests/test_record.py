@@ -1130,3 +1130,17 @@ def test_calibrate_probes_of_huge_page_latency_and_mlp() -> None:
     assert bad.returncode == 2 and "1 <= K <= 64" in bad.stderr
     bad = run("latency", "2", "10", "huge")
     assert bad.returncode == 2 and "KIB >= 4" in bad.stderr
+
+
+def test_calibrate_probe_of_a_reply_buffer_fill() -> None:
+    """calibrate fill: 1 KiB copies into NBUF 16 KiB buffers filled in turn print a positive ns per
+    copy; bad arguments are refused, naming the mode and its bounds."""
+    from movelab.record._build import calibration_program
+
+    prog = str(calibration_program())
+    out = subprocess.run([prog, "fill", "2", "20"], capture_output=True, text=True, timeout=120)
+    f = out.stdout.split()
+    assert out.returncode == 0 and f[:2] == ["fill", "2"] and 0 < float(f[2]) < 100_000
+    for args in (("0", "1"), ("2", "0"), ("70000", "1")):
+        bad = subprocess.run([prog, "fill", *args], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "fill needs 1 <= NBUF <= 65536" in bad.stderr

@@ -46,7 +46,15 @@
  * level), advanced one hop each per round, HOPS rounds (the best of 3); prints "mlp K NS_PER_ROUND".
  * While K is below the number of misses the core can keep outstanding, a round takes one memory
  * latency whatever K; past it, rounds grow in proportion to K: K x latency / round is the number
- * in flight. */
+ * in flight.
+ *
+ * Usage: calibrate fill NBUF ROUNDS: a reply buffer's fill. 1 KiB memcpy calls from 15 hot sources
+ * into NBUF buffers of 16 KiB, each filled 1,033 bytes at a time (a bulk reply's framing), the
+ * buffers in turn, so that a buffer is written again after the other NBUF - 1 (its lines last
+ * written NBUF x 16 KiB ago: a server answering NBUF clients); ROUNDS laps over the buffers after
+ * one untimed lap, the best of 3 on the thread's CPU time; prints "fill NBUF NS_PER_COPY". NBUF = 1
+ * is the hot copy; the difference is the cost of writing a destination that left the private
+ * caches while the source stayed hot (docs/record-replay.md, "Redis's 1-2 KiB copies"). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,6 +291,33 @@ static int alloc_run(long reps, int cold) {
     return 0;
 }
 
+/* NBUF reply buffers of 16 KiB filled in turn by 1 KiB copies from hot sources (usage above). */
+static int fill(long nbuf, long rounds) {
+    if (nbuf < 1 || nbuf > 65536 || rounds < 1 || rounds > 1000000) {
+        fprintf(stderr, "calibrate: fill needs 1 <= NBUF <= 65536 and 1 <= ROUNDS <= 1000000\n");
+        return 2;
+    }
+    const size_t bs = 16384, step = 1033, per = bs / step;
+    char *bufs = aligned_alloc(4096, bs * (size_t)nbuf);
+    char *src = aligned_alloc(4096, per * 1028 + 64);
+    if (!bufs || !src) return 1;
+    memset(bufs, 1, bs * (size_t)nbuf);
+    memset(src, 2, per * 1028 + 64);
+    double best = 1e300;
+    for (int r = 0; r < 4; r++) {
+        double t0 = thread_ns();
+        for (long k = 0; k < (r ? rounds : 1); k++)
+            for (long b = 0; b < nbuf; b++)
+                for (size_t i = 0; i < per; i++) cp(bufs + (size_t)b * bs + 3 + i * step, src + 5 + i * 1028, 1024);
+        double t = thread_ns() - t0;
+        if (r && t < best) best = t;
+    }
+    printf("fill %ld %.3f\n", nbuf, best / (double)(rounds * nbuf * (long)per));
+    free(bufs);
+    free(src);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "alloc") == 0) {
         long reps = strtol(argv[2], NULL, 10);
@@ -295,6 +330,7 @@ int main(int argc, char **argv) {
     if (argc > 3 && strcmp(argv[1], "latency") == 0)
         return latency(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10), argc > 4 && strcmp(argv[4], "huge") == 0);
     if (argc > 1 && strcmp(argv[1], "clock") == 0) return clock_run();
+    if (argc > 3 && strcmp(argv[1], "fill") == 0) return fill(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10));
     if (argc > 4 && strcmp(argv[1], "mlp") == 0)
         return mlp(strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     long reps = argc > 1 ? strtol(argv[1], NULL, 10) : 2000;
