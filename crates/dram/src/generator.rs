@@ -5,7 +5,8 @@
 //! A generator is described by a [`GeneratorSpec`], which can come from TOML or JSON config
 //! (`{kind = "stream" | "random" | "hotset", count, read_fraction, seed, footprint_bytes, base,
 //! stride, line_bytes, hot_fraction, hot_bytes}`); unknown keys and bad values are errors naming
-//! the key. [`stream`], [`random`] and [`hotset`] build one directly.
+//! the key. [`stream`] and [`random`] build one directly; [`GeneratorSpec::hotset`] gives a hot-set
+//! spec with its defaults.
 //!
 //! Randomness comes from [`Xoshiro256StarStar`] seeded through [`SplitMix64`], written here rather
 //! than taken from a crate, so that a seed gives the same sequence on every platform and every
@@ -462,28 +463,6 @@ pub fn random(
     .build()
 }
 
-/// Hot-set requests: `count` 64-byte lines, each in the first `hot_bytes` of
-/// `[base, base + footprint_bytes)` with probability `hot_fraction`, else anywhere in it; each a
-/// read with probability `read_fraction`.
-pub fn hotset(
-    base: u64,
-    footprint_bytes: u64,
-    hot_bytes: u64,
-    hot_fraction: f64,
-    read_fraction: f64,
-    count: u64,
-    seed: u64,
-) -> Result<Generator, ConfigError> {
-    GeneratorSpec {
-        base,
-        footprint_bytes,
-        hot_bytes: Some(hot_bytes),
-        hot_fraction: Some(hot_fraction),
-        ..GeneratorSpec::hotset(count, read_fraction, seed)
-    }
-    .build()
-}
-
 /// A running generator: an iterator of line requests that keeps only its counters and the
 /// generator state (a few dozen bytes), however many requests it produces.
 #[derive(Debug, Clone)]
@@ -611,6 +590,17 @@ mod tests {
         spec.build().unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// A hot set of `hot` bytes at the start of `[base, base + fp)`, 80% reads.
+    fn hot(base: u64, fp: u64, hot: u64, fraction: f64, count: u64, seed: u64) -> Generator {
+        build(&GeneratorSpec {
+            base,
+            footprint_bytes: fp,
+            hot_bytes: Some(hot),
+            hot_fraction: Some(fraction),
+            ..GeneratorSpec::hotset(count, 0.8, seed)
+        })
+    }
+
     #[test]
     fn splitmix64_matches_the_reference() {
         // Reference outputs of SplitMix64 seeded with 0 (Vigna's splitmix64.c).
@@ -664,10 +654,18 @@ mod tests {
 
     #[test]
     fn output_is_pinned() {
-        // Changing these values changes every seeded experiment: only do it on purpose.
-        let g = random(0x1000, 1 << 20, 0.5, 6, 1).unwrap_or_else(|e| panic!("{e}"));
-        let got: Vec<String> = g.map(|i| crate::trace::native_line(&i)).collect();
-        assert_eq!(got, PINNED_RANDOM);
+        // Changing these values changes every seeded experiment: only do it on purpose. Hotset
+        // draws hot or not, the line, the direction (its runs: docs/dram.md, "Hot-set traffic").
+        for (g, pinned) in [
+            (
+                random(0x1000, 1 << 20, 0.5, 6, 1).unwrap_or_else(|e| panic!("{e}")),
+                PINNED_RANDOM,
+            ),
+            (hot(0, 2 << 30, 1 << 20, 0.9, 6, 0), PINNED_HOTSET),
+        ] {
+            let got: Vec<String> = g.map(|i| crate::trace::native_line(&i)).collect();
+            assert_eq!(got, pinned);
+        }
     }
     const PINNED_RANDOM: [&str; 6] = [
         "W 0xb4f00",
@@ -676,6 +674,14 @@ mod tests {
         "R 0x13300",
         "W 0xdefc0",
         "W 0xefbc0",
+    ];
+    const PINNED_HOTSET: [&str; 6] = [
+        "R 0xbf6c0",
+        "W 0xbba40",
+        "W 0x89200",
+        "R 0xea14c80",
+        "R 0xa7a00",
+        "R 0xb4540",
     ];
 
     #[test]
@@ -734,53 +740,33 @@ mod tests {
 
     #[test]
     fn hotset_sends_its_share_to_the_hot_set_and_the_rest_anywhere() {
-        let (base, hot, fp) = (1u64 << 30, 1u64 << 20, 2u64 << 30);
+        let (base, hot_bytes, fp) = (1u64 << 30, 1u64 << 20, 2u64 << 30);
         let n = 200_000;
-        let g = hotset(base, fp, hot, 0.9, 0.8, n, 0).unwrap_or_else(|e| panic!("{e}"));
-        let a = addrs(g);
+        let a = addrs(hot(base, fp, hot_bytes, 0.9, n, 0));
         assert!(a
             .iter()
             .all(|&x| (base..base + fp).contains(&x) && x % 64 == 0));
-        let in_hot = a.iter().filter(|&&x| x < base + hot).count() as f64 / n as f64;
+        let in_hot = a.iter().filter(|&&x| x < base + hot_bytes).count() as f64 / n as f64;
         // 90% drawn from the hot set plus the cold draws that land in it (1 MiB of 2 GiB).
-        let want = 0.9 + 0.1 * (hot as f64 / fp as f64);
+        let want = 0.9 + 0.1 * (hot_bytes as f64 / fp as f64);
         assert!((in_hot - want).abs() < 0.005, "{in_hot} vs {want}");
         // The cold tenth covers the footprint: about half of it in each half.
         let upper = a.iter().filter(|&&x| x >= base + fp / 2).count() as f64 / n as f64;
         assert!((upper - 0.05).abs() < 0.005, "{upper}");
         // Every hot line is drawn (16,384 lines, 180,000 draws: about 11 each).
-        let mut seen = vec![false; (hot / 64) as usize];
-        for &x in a.iter().filter(|&&x| x < base + hot) {
+        let mut seen = vec![false; (hot_bytes / 64) as usize];
+        for &x in a.iter().filter(|&&x| x < base + hot_bytes) {
             seen[((x - base) / 64) as usize] = true;
         }
         assert!(seen.iter().all(|&s| s));
-        let reads = reads(hotset(base, fp, hot, 0.9, 0.8, n, 0).unwrap_or_else(|e| panic!("{e}")));
+        let reads = reads(hot(base, fp, hot_bytes, 0.9, n, 0));
         assert!((reads as f64 / n as f64 - 0.8).abs() < 0.01);
         // The shares move with hot_fraction: 0 is uniform random, 1 stays in the hot set.
-        let all_hot =
-            addrs(hotset(0, fp, hot, 1.0, 0.8, 1000, 3).unwrap_or_else(|e| panic!("{e}")));
-        assert!(all_hot.iter().all(|&x| x < hot));
-        let none_hot =
-            addrs(hotset(0, fp, hot, 0.0, 0.8, 1000, 3).unwrap_or_else(|e| panic!("{e}")));
-        assert!(none_hot.iter().filter(|&&x| x < hot).count() < 5);
+        let all_hot = addrs(hot(0, fp, hot_bytes, 1.0, 1000, 3));
+        assert!(all_hot.iter().all(|&x| x < hot_bytes));
+        let none_hot = addrs(hot(0, fp, hot_bytes, 0.0, 1000, 3));
+        assert!(none_hot.iter().filter(|&&x| x < hot_bytes).count() < 5);
     }
-
-    #[test]
-    fn hotset_output_is_pinned() {
-        // Draw order: hot or not, the line, the direction. Changing these values changes every
-        // seeded hot-set experiment (docs/dram.md, the Ramulator 2 agreement runs).
-        let g = hotset(0, 2 << 30, 1 << 20, 0.9, 0.8, 6, 0).unwrap_or_else(|e| panic!("{e}"));
-        let got: Vec<String> = g.map(|i| crate::trace::native_line(&i)).collect();
-        assert_eq!(got, PINNED_HOTSET);
-    }
-    const PINNED_HOTSET: [&str; 6] = [
-        "R 0xbf6c0",
-        "W 0xbba40",
-        "W 0x89200",
-        "R 0xea14c80",
-        "R 0xa7a00",
-        "R 0xb4540",
-    ];
 
     #[test]
     fn hotset_keys_are_checked() {

@@ -6,7 +6,7 @@
 //! opened again for them (docs/dram.md, "Hot-set traffic").
 use movelab_dram::command::{CommandKind, CommandRecord};
 use movelab_dram::config::Config;
-use movelab_dram::generator::{hotset, GeneratorSpec};
+use movelab_dram::generator::GeneratorSpec;
 use movelab_dram::stats::Stats;
 use movelab_dram::system::{simulate, RunOptions};
 use std::collections::HashSet;
@@ -90,22 +90,15 @@ fn a_row_with_queued_hits_is_never_closed_and_opened_again() {
 
 #[test]
 fn hot_set_row_outcomes_and_cycles_are_pinned() {
-    // 20,000 requests of the hot-set trace of docs/dram.md ("Hot-set traffic"): 90% to the first
-    // MiB, the rest anywhere in 2 GiB, 80% reads, seed 0. The figures there (and Ramulator 2's, which
-    // are not movelab's to pin) come from this trace; a change here changes that comparison.
-    let g = hotset(0, 2 << 30, 1 << 20, 0.9, 0.8, 20_000, 0).unwrap_or_else(|e| panic!("{e}"));
+    // The first 20,000 requests of the hot-set trace of docs/dram.md ("Hot-set traffic"): 90% to
+    // the first MiB, the rest anywhere in 2 GiB, 80% reads, seed 0. A change here changes the
+    // comparison with Ramulator 2 there (whose figures are not movelab's to pin).
     let spec = GeneratorSpec {
         footprint_bytes: 2 << 30,
         hot_fraction: Some(0.9),
         hot_bytes: Some(1 << 20),
         ..GeneratorSpec::hotset(20_000, 0.8, 0)
     };
-    assert_eq!(
-        g.collect::<Vec<_>>(),
-        spec.build()
-            .unwrap_or_else(|e| panic!("{e}"))
-            .collect::<Vec<_>>()
-    );
     let (stats, log) = run(&matched(), &spec);
     let count = |k: CommandKind| log.iter().filter(|r| r.kind == k).count() as u64;
     let (acts, refs) = (count(CommandKind::Act), count(CommandKind::Ref));
