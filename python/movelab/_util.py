@@ -54,6 +54,7 @@ class TraceFileFormat(str, Enum):
 class GeneratorKind(str, Enum):
     stream = "stream"
     random = "random"
+    hotset = "hotset"
 
 
 # ------------------------------------------------------------------------------------------------

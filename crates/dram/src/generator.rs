@@ -1,10 +1,12 @@
-//! Seeded synthetic traffic: streaming and uniformly random cache-line requests with a read/write
-//! mix, produced lazily as an iterator of [`TraceItem`]s (constant memory, whatever the count).
+//! Seeded synthetic traffic: streaming, uniformly random and hot-set cache-line requests with a
+//! read/write mix, produced lazily as an iterator of [`TraceItem`]s (constant memory, whatever the
+//! count).
 //!
 //! A generator is described by a [`GeneratorSpec`], which can come from TOML or JSON config
-//! (`{kind = "stream" | "random", count, read_fraction, seed, footprint_bytes, base, stride,
-//! line_bytes}`); unknown keys and bad values are errors naming the key. [`stream`] and [`random`]
-//! build one directly.
+//! (`{kind = "stream" | "random" | "hotset", count, read_fraction, seed, footprint_bytes, base,
+//! stride, line_bytes, hot_fraction, hot_bytes}`); unknown keys and bad values are errors naming
+//! the key. [`stream`] and [`random`] build one directly; [`GeneratorSpec::hotset`] gives a hot-set
+//! spec with its defaults.
 //!
 //! Randomness comes from [`Xoshiro256StarStar`] seeded through [`SplitMix64`], written here rather
 //! than taken from a crate, so that a seed gives the same sequence on every platform and every
@@ -14,6 +16,11 @@
 //!   at 0 and advancing by `stride` modulo `footprint_bytes`.
 //! - `random`: one draw for the line (uniform over the footprint's lines, without modulo bias),
 //!   then one for the direction.
+//! - `hotset`: one draw (53 bits, uniform in [0, 1)) that sends the request to the hot set when
+//!   below `hot_fraction`; one for the line, uniform over the hot set's lines (the first
+//!   `hot_bytes` of the footprint, from `base`) or else over all the footprint's lines (the hot set
+//!   included); then one for the direction. With the defaults (90% of requests to 1 MiB) this is
+//!   the hot-set trace of the Ramulator 2 agreement runs (docs/dram.md).
 //!
 //! The direction is a read when a uniform draw in [0, 1) (53 bits) is below `read_fraction`, so
 //! 1.0 gives only reads and 0.0 only writes. Requests carry no arrival cycle (`arrival: None`):
@@ -128,6 +135,9 @@ pub enum GeneratorKind {
     Stream,
     /// Uniformly random lines within the footprint.
     Random,
+    /// A `hot_fraction` of requests to uniformly random lines of the footprint's first `hot_bytes`,
+    /// the rest to uniformly random lines of the whole footprint.
+    Hotset,
 }
 
 impl GeneratorKind {
@@ -135,6 +145,7 @@ impl GeneratorKind {
         match self {
             GeneratorKind::Stream => "stream",
             GeneratorKind::Random => "random",
+            GeneratorKind::Hotset => "hotset",
         }
     }
 }
@@ -171,6 +182,17 @@ pub struct GeneratorSpec {
     /// Cache-line size in bytes, a power of two (default 64).
     #[serde(default = "default_line_bytes", deserialize_with = "de_size")]
     pub line_bytes: u64,
+    /// Hotset only: fraction of requests sent to the hot set, 0..=1 (default 0.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_fraction: Option<f64>,
+    /// Hotset only: bytes of the hot set, the footprint's first bytes from `base`; a positive
+    /// multiple of `line_bytes` no larger than the footprint (default 1 MiB).
+    #[serde(
+        default,
+        deserialize_with = "de_opt_size",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub hot_bytes: Option<u64>,
 }
 
 /// Default read fraction: the 80% reads of the speed benchmark.
@@ -179,6 +201,10 @@ pub const DEFAULT_READ_FRACTION: f64 = 0.8;
 pub const DEFAULT_FOOTPRINT_BYTES: u64 = 1 << 30;
 /// Default cache-line size.
 pub const DEFAULT_LINE_BYTES: u64 = 64;
+/// Default share of hot-set requests: 90%.
+pub const DEFAULT_HOT_FRACTION: f64 = 0.9;
+/// Default hot set: 1 MiB.
+pub const DEFAULT_HOT_BYTES: u64 = 1 << 20;
 
 fn default_read_fraction() -> f64 {
     DEFAULT_READ_FRACTION
@@ -228,6 +254,8 @@ impl GeneratorSpec {
             base: 0,
             stride: None,
             line_bytes: DEFAULT_LINE_BYTES,
+            hot_fraction: None,
+            hot_bytes: None,
         }
     }
 
@@ -235,6 +263,14 @@ impl GeneratorSpec {
     pub fn random(count: u64, read_fraction: f64, seed: u64) -> Self {
         GeneratorSpec {
             kind: GeneratorKind::Random,
+            ..Self::stream(count, read_fraction, seed)
+        }
+    }
+
+    /// A hot-set spec (defaults: 90% of requests to the first 1 MiB, 1 GiB footprint).
+    pub fn hotset(count: u64, read_fraction: f64, seed: u64) -> Self {
+        GeneratorSpec {
+            kind: GeneratorKind::Hotset,
             ..Self::stream(count, read_fraction, seed)
         }
     }
@@ -342,6 +378,31 @@ impl GeneratorSpec {
             }
             _ => {}
         }
+        if self.kind != GeneratorKind::Hotset {
+            for (field, set) in [
+                ("hot_fraction", self.hot_fraction.is_some()),
+                ("hot_bytes", self.hot_bytes.is_some()),
+            ] {
+                if set {
+                    return bad(field, "applies only to kind = \"hotset\"".to_string());
+                }
+            }
+            return Ok(());
+        }
+        let hf = self.hot_fraction.unwrap_or(DEFAULT_HOT_FRACTION);
+        if !hf.is_finite() || !(0.0..=1.0).contains(&hf) {
+            return bad("hot_fraction", format!("{hf} is not within 0..=1"));
+        }
+        let hot = self.hot_bytes.unwrap_or(DEFAULT_HOT_BYTES);
+        if hot == 0 || hot & mask != 0 || hot > self.footprint_bytes {
+            return bad(
+                "hot_bytes",
+                format!(
+                    "{hot} is not a positive multiple of line_bytes ({line}) within footprint_bytes ({})",
+                    self.footprint_bytes
+                ),
+            );
+        }
         Ok(())
     }
 
@@ -360,6 +421,8 @@ impl GeneratorSpec {
             offset: 0,
             line_bytes: self.line_bytes,
             lines: self.footprint_bytes / self.line_bytes,
+            hot_fraction: self.hot_fraction.unwrap_or(DEFAULT_HOT_FRACTION),
+            hot_lines: self.hot_bytes.unwrap_or(DEFAULT_HOT_BYTES) / self.line_bytes,
         })
     }
 }
@@ -416,6 +479,10 @@ pub struct Generator {
     offset: u64,
     line_bytes: u64,
     lines: u64,
+    /// Hotset: the share of requests sent to the hot set.
+    hot_fraction: f64,
+    /// Hotset: lines in the hot set.
+    hot_lines: u64,
 }
 
 impl Generator {
@@ -446,6 +513,14 @@ impl Iterator for Generator {
                 addr
             }
             GeneratorKind::Random => self.base + self.rng.below(self.lines) * self.line_bytes,
+            GeneratorKind::Hotset => {
+                let lines = if self.rng.next_f64() < self.hot_fraction {
+                    self.hot_lines
+                } else {
+                    self.lines
+                };
+                self.base + self.rng.below(lines) * self.line_bytes
+            }
         };
         let op = if self.rng.next_f64() < self.read_fraction {
             Op::Read
@@ -515,6 +590,17 @@ mod tests {
         spec.build().unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// A hot set of `hot` bytes at the start of `[base, base + fp)`, 80% reads.
+    fn hot(base: u64, fp: u64, hot: u64, fraction: f64, count: u64, seed: u64) -> Generator {
+        build(&GeneratorSpec {
+            base,
+            footprint_bytes: fp,
+            hot_bytes: Some(hot),
+            hot_fraction: Some(fraction),
+            ..GeneratorSpec::hotset(count, 0.8, seed)
+        })
+    }
+
     #[test]
     fn splitmix64_matches_the_reference() {
         // Reference outputs of SplitMix64 seeded with 0 (Vigna's splitmix64.c).
@@ -568,10 +654,18 @@ mod tests {
 
     #[test]
     fn output_is_pinned() {
-        // Changing these values changes every seeded experiment: only do it on purpose.
-        let g = random(0x1000, 1 << 20, 0.5, 6, 1).unwrap_or_else(|e| panic!("{e}"));
-        let got: Vec<String> = g.map(|i| crate::trace::native_line(&i)).collect();
-        assert_eq!(got, PINNED_RANDOM);
+        // Changing these values changes every seeded experiment: only do it on purpose. Hotset
+        // draws hot or not, the line, the direction (its runs: docs/dram.md, "Hot-set traffic").
+        for (g, pinned) in [
+            (
+                random(0x1000, 1 << 20, 0.5, 6, 1).unwrap_or_else(|e| panic!("{e}")),
+                PINNED_RANDOM,
+            ),
+            (hot(0, 2 << 30, 1 << 20, 0.9, 6, 0), PINNED_HOTSET),
+        ] {
+            let got: Vec<String> = g.map(|i| crate::trace::native_line(&i)).collect();
+            assert_eq!(got, pinned);
+        }
     }
     const PINNED_RANDOM: [&str; 6] = [
         "W 0xb4f00",
@@ -580,6 +674,14 @@ mod tests {
         "R 0x13300",
         "W 0xdefc0",
         "W 0xefbc0",
+    ];
+    const PINNED_HOTSET: [&str; 6] = [
+        "R 0xbf6c0",
+        "W 0xbba40",
+        "W 0x89200",
+        "R 0xea14c80",
+        "R 0xa7a00",
+        "R 0xb4540",
     ];
 
     #[test]
@@ -634,6 +736,95 @@ mod tests {
             hits[((a - (1 << 20)) / 64) as usize] += 1;
         }
         assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
+    }
+
+    #[test]
+    fn hotset_sends_its_share_to_the_hot_set_and_the_rest_anywhere() {
+        let (base, hot_bytes, fp) = (1u64 << 30, 1u64 << 20, 2u64 << 30);
+        let n = 200_000;
+        let a = addrs(hot(base, fp, hot_bytes, 0.9, n, 0));
+        assert!(a
+            .iter()
+            .all(|&x| (base..base + fp).contains(&x) && x % 64 == 0));
+        let in_hot = a.iter().filter(|&&x| x < base + hot_bytes).count() as f64 / n as f64;
+        // 90% drawn from the hot set plus the cold draws that land in it (1 MiB of 2 GiB).
+        let want = 0.9 + 0.1 * (hot_bytes as f64 / fp as f64);
+        assert!((in_hot - want).abs() < 0.005, "{in_hot} vs {want}");
+        // The cold tenth covers the footprint: about half of it in each half.
+        let upper = a.iter().filter(|&&x| x >= base + fp / 2).count() as f64 / n as f64;
+        assert!((upper - 0.05).abs() < 0.005, "{upper}");
+        // Every hot line is drawn (16,384 lines, 180,000 draws: about 11 each).
+        let mut seen = vec![false; (hot_bytes / 64) as usize];
+        for &x in a.iter().filter(|&&x| x < base + hot_bytes) {
+            seen[((x - base) / 64) as usize] = true;
+        }
+        assert!(seen.iter().all(|&s| s));
+        let reads = reads(hot(base, fp, hot_bytes, 0.9, n, 0));
+        assert!((reads as f64 / n as f64 - 0.8).abs() < 0.01);
+        // The shares move with hot_fraction: 0 is uniform random, 1 stays in the hot set.
+        let all_hot = addrs(hot(0, fp, hot_bytes, 1.0, 1000, 3));
+        assert!(all_hot.iter().all(|&x| x < hot_bytes));
+        let none_hot = addrs(hot(0, fp, hot_bytes, 0.0, 1000, 3));
+        assert!(none_hot.iter().filter(|&&x| x < hot_bytes).count() < 5);
+    }
+
+    #[test]
+    fn hotset_keys_are_checked() {
+        let h = GeneratorSpec::hotset(10, 0.8, 0);
+        assert_eq!(
+            check_err(GeneratorSpec {
+                hot_fraction: Some(1.5),
+                ..h.clone()
+            }),
+            "generator spec: generator.hot_fraction: 1.5 is not within 0..=1"
+        );
+        assert_eq!(
+            check_err(GeneratorSpec {
+                hot_bytes: Some(100),
+                ..h.clone()
+            }),
+            "generator spec: generator.hot_bytes: 100 is not a positive multiple of line_bytes (64) within footprint_bytes (1073741824)"
+        );
+        assert_eq!(
+            check_err(GeneratorSpec {
+                hot_bytes: Some(2 << 30),
+                ..h.clone()
+            }),
+            "generator spec: generator.hot_bytes: 2147483648 is not a positive multiple of line_bytes (64) within footprint_bytes (1073741824)"
+        );
+        assert_eq!(
+            check_err(GeneratorSpec {
+                hot_bytes: Some(0),
+                ..h.clone()
+            }),
+            "generator spec: generator.hot_bytes: 0 is not a positive multiple of line_bytes (64) within footprint_bytes (1073741824)"
+        );
+        assert_eq!(
+            check_err(GeneratorSpec {
+                hot_fraction: Some(0.5),
+                ..GeneratorSpec::random(1, 0.5, 0)
+            }),
+            "generator spec: generator.hot_fraction: applies only to kind = \"hotset\""
+        );
+        assert_eq!(
+            check_err(GeneratorSpec {
+                hot_bytes: Some(64),
+                ..GeneratorSpec::stream(1, 0.5, 0)
+            }),
+            "generator spec: generator.hot_bytes: applies only to kind = \"hotset\""
+        );
+        let toml = "kind = \"hotset\"\ncount = 5\nhot_fraction = 0.75\nhot_bytes = \"4M\"\nfootprint_bytes = \"2G\"\n";
+        assert_eq!(
+            GeneratorSpec::from_toml_str(toml, "w.toml"),
+            Ok(GeneratorSpec {
+                hot_fraction: Some(0.75),
+                hot_bytes: Some(4 << 20),
+                footprint_bytes: 2 << 30,
+                ..GeneratorSpec::hotset(5, 0.8, 0)
+            })
+        );
+        let json = r#"{"kind": "hotset", "count": 5, "hot_bytes": "1M"}"#;
+        assert!(GeneratorSpec::from_json_str(json, "w.json").is_ok());
     }
 
     #[test]
@@ -816,6 +1007,7 @@ mod tests {
             (0.0f64..1.0).prop_map(|v| format!("{v:?}")),
             Just("\"stream\"".to_string()),
             Just("\"random\"".to_string()),
+            Just("\"hotset\"".to_string()),
             Just("\"1G\"".to_string()),
             Just("true".to_string()),
             "\"[ -~&&[^\"\\\\]]{0,8}\"",
@@ -828,9 +1020,10 @@ mod tests {
             entries in proptest::collection::vec(
                 (prop_oneof![
                     Just("kind"), Just("count"), Just("read_fraction"), Just("seed"),
-                    Just("footprint_bytes"), Just("base"), Just("stride"), Just("line_bytes"), Just("other"),
+                    Just("footprint_bytes"), Just("base"), Just("stride"), Just("line_bytes"),
+                    Just("hot_fraction"), Just("hot_bytes"), Just("other"),
                 ], arb_toml_value()),
-                0..9,
+                0..11,
             )
         ) {
             let mut text = String::new();

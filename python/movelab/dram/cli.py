@@ -112,7 +112,7 @@ def run_cmd(
                                                    "- reads a native trace from stdin; make one with "
                                                    "`movelab dram generate`.", show_default=False),
     generate: GeneratorKind | None = typer.Option(None, "--generate", help="Instead of a trace file: generate "
-                                                  "requests, stream or random.", show_default=False),
+                                                  "requests: stream, random or hotset.", show_default=False),
     count: int = COUNT,
     read_fraction: float = READ_FRACTION,
     seed: int = SEED,
@@ -235,12 +235,17 @@ def memspec_cmd(
 
 @app.command("generate")
 def generate_cmd(
-    kind: GeneratorKind = typer.Argument(..., help="stream or random"),
+    kind: GeneratorKind = typer.Argument(..., help="stream, random or hotset"),
     out: Path = typer.Option(..., "--out", "-o", help="File to write.", show_default=False),
     count: int = COUNT,
     read_fraction: float = READ_FRACTION,
     seed: int = SEED,
     footprint: str = FOOTPRINT,
+    hot_fraction: float | None = typer.Option(None, min=0.0, max=1.0, callback=finite("--hot-fraction"),
+                                              help="hotset: fraction of requests to the hot set [default: 0.9].",
+                                              show_default=False),
+    hot_bytes: str | None = typer.Option(None, help="hotset: bytes of the hot set, the footprint's first "
+                                         "[default: 1M].", show_default=False),
     fmt: TraceFileFormat = typer.Option(TraceFileFormat.native, "--format", help="Trace format to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
@@ -250,8 +255,13 @@ def generate_cmd(
     path = output_path(out, force, "--out")
     try:
         with atomic_path(path) as tmp:
-            n = dram.write_trace({"kind": kind.value, "count": count, "read_fraction": read_fraction, "seed": seed,
-                                  "footprint_bytes": parse_size(footprint, "--footprint")}, tmp, fmt.value)
+            spec = {"kind": kind.value, "count": count, "read_fraction": read_fraction, "seed": seed,
+                    "footprint_bytes": parse_size(footprint, "--footprint")}
+            if hot_fraction is not None:
+                spec["hot_fraction"] = hot_fraction
+            if hot_bytes is not None:
+                spec["hot_bytes"] = parse_size(hot_bytes, "--hot-bytes")
+            n = dram.write_trace(spec, tmp, fmt.value)
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
     console.print(f"wrote {n:,} requests to {lit(path)}")
