@@ -112,6 +112,8 @@ pub struct CopyEngine {
     lines_from_cache: u64,
     lines_written: u64,
     no_bypass: bool,
+    /// Destination writes count as done when the DRAM performs them, not when accepted.
+    written: bool,
 }
 
 fn lines_of(addr: u64, bytes: u64) -> impl Iterator<Item = u64> {
@@ -147,6 +149,7 @@ impl CopyEngine {
             lines_from_cache: 0,
             lines_written: 0,
             no_bypass: c.mechanism == "ce" && c.mode == "SYNC_NLB",
+            written: c.write_done == "written",
         }
     }
 
@@ -333,9 +336,17 @@ impl CopyEngine {
                 } else {
                     self.line_snoop(sys, now) + self.engine_mem
                 };
-                let kind = ReqKind::Agent {
-                    agent: self.id,
-                    tag: c,
+                // Done when the controller accepts it (a posted write), or, with one memory
+                // queue and no write buffer (`write_done = "written"`), when the DRAM performs it.
+                let kind = if self.written {
+                    ReqKind::Writeback {
+                        notify: Some((self.id, c)),
+                    }
+                } else {
+                    ReqKind::Agent {
+                        agent: self.id,
+                        tag: c,
+                    }
                 };
                 sys.send(at, addr, MemOp::Write, true, kind, true);
             }
@@ -533,8 +544,8 @@ impl Agent for CopyEngine {
                 };
                 sys.schedule(at, self.id, DATA, req);
             }
-            Response::WriteAccepted { tag } => self.write_done(sys, now, tag),
-            Response::Flushed { .. } | Response::BulkDone { .. } => {}
+            Response::WriteAccepted { tag } | Response::Flushed { tag } => self.write_done(sys, now, tag),
+            Response::BulkDone { .. } => {}
         }
     }
 

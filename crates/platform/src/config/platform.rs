@@ -218,7 +218,15 @@ pub struct CopyConfig {
     /// CPU request bypass at the memory controller (SYNC_WLB and ASYNC) guarantees the engine
     /// this fraction of column commands.
     pub engine_share: f64,
+    /// When a copy engine's write of a destination line counts as done: "accepted" (the memory
+    /// controller took it into its write queue, the point of coherence) or "written" (the DRAM
+    /// performed it: one memory queue, no posted-write buffer, as Zhao et al. section 5.4 models
+    /// the controller). The copy's final notification follows its last write done.
+    pub write_done: String,
 }
+
+/// The values of `copy.write_done`.
+pub const WRITE_DONE: [&str; 2] = ["accepted", "written"];
 
 impl CopyConfig {
     /// Checks every value, naming the key as `prefix` + its name (`copy.` for `[copy]`).
@@ -229,6 +237,7 @@ impl CopyConfig {
             ("placement", &self.placement, PLACEMENTS),
             ("mode", &self.mode, MODES),
             ("snoop_ack", &self.snoop_ack, &["before", "after"][..]),
+            ("write_done", &self.write_done, &WRITE_DONE[..]),
         ] {
             if !allowed.contains(&v.as_str()) {
                 return err(k, format!("'{v}' is not one of: {}", allowed.join(", ")));
@@ -295,6 +304,7 @@ impl Default for CopyConfig {
             snoop_ack: "before".into(),
             dest_to_cache: false,
             engine_share: 0.25,
+            write_done: "accepted".into(),
         }
     }
 }
