@@ -52,7 +52,8 @@ def test_split_states_give_a_hot_source_and_a_sequentially_written_destination_t
     assert mixed.loc[last, "warm"].mean() > 0.9 and (st.loc[last, "warm"] < 0.55).all()
     # with a last level smaller than the distance, the destination is in memory
     small = cachestate.states(ev, 64 << 10, 128 << 10, touch_rate=0.0, region=1024, split=True)
-    assert (small.loc[last, "dst_cold"] == st.loc[last, "dst_llc"]).all() and (small.loc[last, "src_warm"] == 1.0).all()
+    assert (small.loc[last, "dst_cold"] == st.loc[last, "dst_llc"]).all()
+    assert (small.loc[last, "src_warm"] == 1.0).all()
     # first round: nothing touched the destinations before (untouched: warm); an init has no source
     first = cachestate.states(ev.iloc[:16], 64 << 10, 1 << 20, untouched="cold", split=True)
     assert first["dst_cold"].iloc[0] == 1.0 and first["src_cold"].iloc[0] == 1.0 and (first["dst_cold"] > 0.9).all()
@@ -117,7 +118,8 @@ def test_replay_costs_source_by_simulation_and_destination_by_the_probe() -> Non
     c = r.classes.iloc[0]
     assert r.summary["split"] and r.summary["dst_write"] == dw
     # the source: read by every call, but by the first of rounds 2 and 3 after the kernel's 2 MiB
-    assert c["share_src_warm"] == pytest.approx(1 - 2 / 72) and c["share_src_llc"] + c["share_src_cold"] == pytest.approx(2 / 72)
+    assert c["share_src_warm"] == pytest.approx(1 - 2 / 72)
+    assert c["share_src_llc"] + c["share_src_cold"] == pytest.approx(2 / 72)
     # two of three rounds find their destination lines in memory; the first, untouched (warm)
     assert c["share_dst_cold"] == pytest.approx(2 / 3) and c["share_dst_warm"] == pytest.approx(1 / 3)
     assert c["dst_write_ns"] == pytest.approx(2 / 3 * 16 * 7.0)
@@ -144,3 +146,35 @@ def test_fill_probe_gives_ns_per_copy_at_each_point() -> None:
     assert set(f["ns"]) == {"hot", "llc", "memory"} and all(v > 0 for v in f["ns"].values())
     d = calibration.dst_write_costs(f)
     assert d["llc"] >= 0 and d["cold"] >= 0
+
+
+def test_llc_boundary_is_where_the_fill_costs_half_way_to_memory() -> None:
+    # 15 copies of 1 KiB per buffer, each counted twice: 30,720 bytes of distance per buffer
+    fill = {"ns": {"hot": 20.0, "llc": 22.0, "memory": 120.0}, "per_buffer": 15, "copy_bytes": 1024,
+            "sweep": {"1": 20.0, "100": 30.0, "300": 70.0, "1000": 120.0}}
+    # half-way (70 ns) is reached exactly at 300 buffers
+    assert calibration.llc_boundary(fill) == pytest.approx(300 * 30720)
+    fill["sweep"]["300"] = 50.0  # 30 % at 300, 100 % at 1000: 50 % two sevenths of the way on
+    assert calibration.llc_boundary(fill) == pytest.approx(300 * 30720 + 2 / 7 * 700 * 30720)
+    assert calibration.llc_boundary({"ns": fill["ns"]}) is None  # no sweep
+    assert calibration.llc_boundary({**fill, "sweep": {"1": 20.0, "100": 30.0}}) is None  # never half-way
+
+
+def test_replay_llc_boundary_moves_lines_to_memory_and_is_checked() -> None:
+    import movelab
+
+    df = _events()
+    dw = {"llc": 2.0, "cold": 7.0}
+    # rowclone-system's level 2 is 1 MiB; with a last level of 64 MiB the 2 MiB rounds are llc,
+    # with the probe's boundary at 1.5 MiB of distance they are in memory
+    big = {"llc": {"size_kib": 65536, "ways": 16, "line_bytes": 64, "hit_cycles": 40}}
+    a = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw, overrides=big)
+    b = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw, overrides=big,
+                       llc_boundary=1.5 * 2**20)
+    assert a.classes.iloc[0]["share_dst_llc"] == pytest.approx(2 / 3)
+    assert b.classes.iloc[0]["share_dst_cold"] == pytest.approx(2 / 3)
+    assert b.summary["llc_boundary"] == int(1.5 * 2**20) and b.summary["llc_bytes"] == 64 << 20
+    assert b.summary["movement_ns"] > a.summary["movement_ns"]
+    for bad in (1024, float("nan"), True):
+        with pytest.raises(ValueError, match="llc_boundary must be"):
+            movelab.replay(df, "rowclone-system", "cpu", samples=2, llc_boundary=bad)

@@ -238,7 +238,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            distance: str | None = None, fresh: str | None = None, kernel_touches: bool = True,
            gap_edges_ns: Sequence[float] | None = None, region: int | None = None,
            alloc_cost: Mapping[str, Any] | None = None, split: bool | None = None,
-           dst_write: Mapping[str, float] | None = None, _cache: dict | None = None) -> Replay:
+           dst_write: Mapping[str, float] | None = None, llc_boundary: float | None = None,
+           _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
     (one of :data:`MECHANISMS`).
@@ -282,6 +283,11 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     simulation plus the same charge. Without ``dst_write`` the buffers are classified apart but a
     call is costed by its lines' mixed shares, both buffers simulated in each state (before 28 Nov
     2026: the default).
+
+    ``llc_boundary``: for ``"tracked"``, the reuse distance (bytes) beyond which a line is in
+    memory, in place of the simulated last level's size: measured on the recording machine by the
+    fill probe's sweep (:func:`movelab.record.calibration.llc_boundary`: where a destination
+    write's cost is half-way to memory's); the simulated caches are unchanged.
 
     ``alloc_cost``: the allocator's own path in ``calloc`` and ``realloc`` per size class and gap,
     measured on the recording machine (:func:`movelab.record.calibration.alloc_costs`). With it, a
@@ -349,6 +355,15 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         cache_d[key] = _compute_rate(platform, base)
     rate = cache_d[key]
     l2_bytes, llc_bytes = _cache_bytes(platform, base)
+    llc_sim = llc_bytes
+    if llc_boundary is not None:
+        if isinstance(llc_boundary, bool) or not isinstance(llc_boundary, (int, float)) \
+                or not math.isfinite(llc_boundary) or llc_boundary < l2_bytes:
+            raise ValueError(f"llc_boundary must be a number of bytes of at least the level-2 size ({l2_bytes}), "
+                             f"got {llc_boundary!r}")
+        if mode != "tracked":
+            raise ValueError(f"llc_boundary applies to cache='tracked' only, not {mode!r}")
+        llc_bytes = int(llc_boundary)
     rho = cachestate.TOUCH_RATE if touch_rate is None else touch_rate
     if mode == "tracked":
         skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho, dist, fresh_state, kernel_touches, reg, sp)
@@ -483,7 +498,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "calls": int(ev["count"].sum()), "bytes": int(ev["bytes"].sum()),
         "sampled_calls": int(classes["sampled"].sum()), "classes": len(classes), "rate_instr_per_ns": rate,
         "warm": mode == "warm", "cache": mode, "call_cost_ns": float(classes["call_cost_ns"].sum()),
-        "l2_bytes": l2_bytes, "llc_bytes": llc_bytes, "touch_rate": rho if mode == "tracked" else None,
+        "l2_bytes": l2_bytes, "llc_bytes": llc_sim, "llc_boundary": llc_bytes if mode == "tracked" else None,
+        "touch_rate": rho if mode == "tracked" else None,
         "distance": dist if mode == "tracked" else None, "region": reg if mode == "tracked" else None,
         "fresh": fresh_state if mode == "tracked" else None,
         "split": sp, "dst_write": dict(dst_write) if costed_apart else None,
