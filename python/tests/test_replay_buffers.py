@@ -128,7 +128,9 @@ def test_replay_costs_source_by_simulation_and_destination_by_the_probe() -> Non
     r2 = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write={"llc": 2.0, "cold": 9.0})
     assert r2.classes.iloc[0]["predicted_ns"] - c["predicted_ns"] == pytest.approx(c["calls"] * 2 / 3 * 16 * 2.0)
     # without the probe: split classification, mixed costing (both buffers simulated in each state)
-    mixed = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0)
+    mixed = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, split=True)
+    assert mixed.summary["split"]
+    assert not movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0).summary["split"]
     m = mixed.classes.iloc[0]
     assert "dst_write_ns" not in mixed.classes.columns and mixed.summary["dst_write"] is None
     assert m["sim_ns_per_call"] == pytest.approx(sum(m[f"share_{s}"] * m[f"sim_ns_{s}"]

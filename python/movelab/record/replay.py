@@ -275,14 +275,15 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     first.
 
     ``split``, ``dst_write``: for ``"tracked"``, each buffer in its own state (default
-    :data:`movelab.record.cachestate.SPLIT`): a copy is simulated with its source in each state
+    :data:`movelab.record.cachestate.SPLIT` where ``dst_write`` is given, else off): a copy is simulated with its source in each state
     and its destination in the private caches, weighted by the shares of its source lines; its
     destination's lines in the last level and in memory are charged ``dst_write`` (``{"llc": ns,
     "cold": ns}`` a line, over a write to a cached line: measured on the recording machine by the
     fill probe, :func:`movelab.record.calibration.dst_write_costs`); an initialisation is its warm
-    simulation plus the same charge. Without ``dst_write`` the buffers are classified apart but a
-    call is costed by its lines' mixed shares, both buffers simulated in each state (before 28 Nov
-    2026: the default).
+    simulation plus the same charge. With ``split=True`` and no ``dst_write`` the buffers are
+    classified apart but a call is costed by its lines' mixed shares, both buffers simulated in each
+    state; ``split=False`` is the rule before 28 Nov 2026 (what ``movelab replay`` and ``movelab
+    what-if`` still do: they have no fill probe).
 
     ``llc_boundary``: for ``"tracked"``, the reuse distance (bytes) beyond which a line is in
     memory, in place of the simulated last level's size: measured on the recording machine by the
@@ -337,7 +338,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                              f"got {dst_write!r}")
         if mode != "tracked":
             raise ValueError(f"dst_write applies to cache='tracked' only, not {mode!r}")
-    sp = bool(cachestate.SPLIT if split is None else split) and mode == "tracked"
+    sp = bool(cachestate.SPLIT and dst_write is not None if split is None else split) and mode == "tracked"
     costed_apart = sp and dst_write is not None
     if isinstance(trace, pd.DataFrame):
         df, meta = trace, dict(trace.attrs.get("movelab", {}))
