@@ -275,8 +275,9 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     first.
 
     ``split``, ``dst_write``: for ``"tracked"``, each buffer in its own state (default
-    :data:`movelab.record.cachestate.SPLIT` where ``dst_write`` is given, else off): a copy is simulated with its source in each state
-    and its destination in the private caches, weighted by the shares of its source lines; its
+    :data:`movelab.record.cachestate.SPLIT` where ``dst_write`` is given, else off): a copy is
+    simulated with its source in each state and its destination in the private caches, weighted
+    by the shares of its source lines; its
     destination's lines in the last level and in memory are charged ``dst_write`` (``{"llc": ns,
     "cold": ns}`` a line, over a write to a cached line: measured on the recording machine by the
     fill probe, :func:`movelab.record.calibration.dst_write_costs`); an initialisation is its warm
