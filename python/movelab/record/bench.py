@@ -146,12 +146,16 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                 costs: dict[str, Any] | None = None, what_if_cache: str = "tracked",
                 recorded: tuple[Any, dict[str, Any]] | None = None,
                 gap_edges_ns: list[float] | None = None, what_if_too: bool = True,
-                alloc_cost: dict[str, Any] | None = None, what_if_samples: int | None = None) -> dict[str, Any]:
+                alloc_cost: dict[str, Any] | None = None, what_if_samples: int | None = None,
+                dst_write: dict[str, float] | None = None, llc_boundary: float | None = None) -> dict[str, Any]:
     """Records (unless ``recorded`` gives the recording and slowdown) and replays one program (the
     baseline's validation, then the what-if of every mechanism unless ``what_if_too`` is false).
     ``alloc_cost``: the allocator's measured path (:func:`movelab.record.calibration.alloc_costs`)
     for the tracked replays. ``what_if_samples``: calls replayed per size class in the what-if
-    (default ``samples``; the what-if simulates every class under 11 mechanisms)."""
+    (default ``samples``; the what-if simulates every class under 11 mechanisms). ``dst_write``: the
+    destination write cost from the recording machine's fill probe
+    (:func:`movelab.record.calibration.dst_write_costs`) for the tracked replay; ``llc_boundary``,
+    its last-level boundary (:func:`movelab.record.calibration.llc_boundary`)."""
     from movelab.record import calibration
     from movelab.record.kernel import TOUCH_KINDS
     from movelab.record.replay import replay
@@ -197,7 +201,9 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     reps = {mode: replay(clean, platform, "cpu", samples=samples, cache=mode,
                          call_cost=costs if mode == "tracked" else None,
                          gap_edges_ns=gap_edges_ns if mode == "tracked" else None,
-                         alloc_cost=alloc_cost if mode == "tracked" else None, _cache=sims)
+                         alloc_cost=alloc_cost if mode == "tracked" else None,
+                         dst_write=dst_write if mode == "tracked" else None,
+                         llc_boundary=llc_boundary if mode == "tracked" else None, _cache=sims)
             for mode in ("tracked", "cold", "warm")}
     del sims
     net = reps["tracked"].summary["measured_net_ns"]
@@ -240,6 +246,7 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         "what_if_cache": what_if_cache, "samples": samples,
         "call_cost_calibration": "gap" if gap_edges_ns else "flat",
         "alloc_cost": "measured" if alloc_cost else None,
+        "dst_write": dst_write, "llc_boundary": llc_boundary,
         "calibrated_on": name in calibration.GAP_CALIBRATION_PROGRAMS if gap_edges_ns else False,
     }
     if what_if_too:
@@ -331,6 +338,18 @@ def bench_record(
                            f"{alloc['ns'][k].get('cold', {}).get(c, float('nan')):.0f}"
                            for c in sorted(alloc["ns"][k].get("hot", {}), key=int))
         for k in sorted(alloc["ns"])), highlight=False)
+    # The fill probe: a destination written in the private caches, the last level and memory
+    # (measured at recording time, stored in platform.json; the replay's destination write cost).
+    from movelab.record.calibration import dst_write_costs, fill_costs, llc_boundary
+
+    fill = fill_costs()
+    dst_write = dst_write_costs(fill)
+    boundary = llc_boundary(fill)
+    host = {**host, "fill": fill}
+    console.print("fill probe, ns per 1 KiB copy (destination cached / last level / memory): " + " / ".join(
+        f"{fill['ns'][k]:.1f}" for k in ("hot", "llc", "memory"))
+        + (f"; last-level boundary {boundary / 2**20:.1f} MiB of reuse distance" if boundary else ""),
+        highlight=False)
     rows: list[dict[str, Any]] = []
     recorded: dict[str, tuple[Any, dict[str, Any]]] = {}
     failed: dict[str, str] = {}
@@ -373,7 +392,8 @@ def bench_record(
         t = time.monotonic()
         try:
             row = run_program(n, out, host["platform"], samples, runs, costs, what_if_cache, recorded=recorded[n],
-                              gap_edges_ns=edges, what_if_too=False, alloc_cost=alloc)
+                              gap_edges_ns=edges, what_if_too=False, alloc_cost=alloc, dst_write=dst_write,
+                              llc_boundary=boundary)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
             console.print(f"  {n} failed: {e}", highlight=False)
             rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})

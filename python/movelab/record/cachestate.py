@@ -74,6 +74,9 @@ FRESH: str | None = None
 #: the smallest worst error on Python start-up and the shell pipeline (27 Nov 2026), then checked,
 #: unchanged, on gcc, SQLite and Redis.
 REGION = 1024
+#: The replay's default: source and destination each in their own state (:func:`states`'s
+#: ``split``), the destination's recency by its own line (docs/record-replay.md, "Cache state").
+SPLIT = True
 
 
 def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -94,7 +97,7 @@ def _lines(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = TOUCH_RATE,
            untouched: str = "warm", distance: str = DISTANCE, fresh: str | None = None,
-           kernel: pd.DataFrame | None = None, region: int | None = None) -> pd.DataFrame:
+           kernel: pd.DataFrame | None = None, region: int | None = None, split: bool = False) -> pd.DataFrame:
     """For each timed event of ``ev`` (rows with ``t_ns``, ``pid``, ``size``, ``src``, ``dst``,
     ``op``), the share of its line touches in each state: columns ``warm``, ``llc``, ``cold``
     (summing to 1) and ``distance`` (median reuse distance in bytes, NaN where no line was touched
@@ -122,7 +125,13 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     :data:`REGION`): a line's previous touch is the latest touch of any line of its aligned
     region, and the distance counts from there. The byte distance only: ``distance="lines"`` keeps
     each line's own touches (its distinct-line count needs them) and takes ``region`` = ``LINE``
-    unless given another, which it refuses."""
+    unless given another, which it refuses.
+
+    ``split``: each buffer in its own state (the replay's default since 28 Nov 2026, :data:`SPLIT`):
+    a destination line's recency is its own line's (``region`` applies to sources only: a buffer
+    written sequentially is not warmed by the touch of its neighbour's first line), and the result
+    has per-buffer columns too: ``src_warm``, ``src_llc``, ``src_cold``, ``src_distance`` (NaN for
+    a call without a source) and ``dst_warm`` ... ``dst_distance``."""
     if l2_bytes <= 0 or llc_bytes < l2_bytes:
         raise ValueError(f"cache sizes must satisfy 0 < l2 <= llc, got l2={l2_bytes} llc={llc_bytes}")
     if untouched not in STATES:
@@ -170,50 +179,77 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     line = np.concatenate([p1, p2])
     del r1, r2, p1, p2
     tns = t["t_ns"].to_numpy(np.float64)
+    pid_t = pid[rows]
+    tt = tns[rows]
+    cum_t = cum[rows]
+    is_dst = np.arange(len(rows)) < n_dst
+    dist = _touch_distances(rows, line, pid_t, cum_t, tt, size, region, distance, touch_rate)
+    if split:
+        # Per buffer: a destination line's recency is its own line's (a buffer written
+        # sequentially is not warmed by its neighbour's touch); a source keeps its region's.
+        dist = np.where(is_dst, dist if region == LINE else
+                        _touch_distances(rows, line, pid_t, cum_t, tt, size, LINE, distance, touch_rate), dist)
+    first = np.where(is_dst, STATES.index(fresh if fresh is not None else untouched), STATES.index(untouched))
+    state = np.where(np.isnan(dist), first, np.where(dist < l2_bytes, 0, np.where(dist < llc_bytes, 1, 2)))
+    del first, cum_t, tt
+    if fresh is not None and region != LINE:
+        # A destination line that no earlier call touched is fresh even where its region was
+        # touched (a block just carved out beside a used one): its own first touch, by line.
+        o = np.lexsort((np.arange(len(rows)), line, pid_t))
+        line_first = np.empty(len(rows), bool)
+        lo, po = line[o], pid_t[o]
+        line_first[o] = np.r_[True, (lo[1:] != lo[:-1]) | (po[1:] != po[:-1])]
+        del o, lo, po
+        state = np.where(is_dst & line_first, STATES.index(fresh), state)
+    nrow = len(t)
+
+    def shares(sel: np.ndarray) -> np.ndarray:
+        c = np.bincount(rows[sel] * 3 + state[sel], minlength=3 * nrow).reshape(nrow, 3).astype(np.float64)
+        return c / np.maximum(c.sum(axis=1, keepdims=True), 1.0)
+
+    share = shares(np.ones(len(rows), bool))
+    med = _row_median(rows, dist, nrow)
+    out = pd.DataFrame({"warm": share[own, 0], "llc": share[own, 1], "cold": share[own, 2], "distance": med[own]},
+                       index=t.index[own])
+    if split:
+        for side, sel in (("src", ~is_dst), ("dst", is_dst)):
+            sh = shares(sel)
+            has = np.bincount(rows[sel], minlength=nrow) > 0
+            for i, st_name in enumerate(STATES):
+                out[f"{side}_{st_name}"] = np.where(has, sh[:, i], np.nan)[own]
+            out[f"{side}_distance"] = _row_median(rows[sel], dist[sel], nrow)[own]
+    return out
+
+
+def _touch_distances(rows: np.ndarray, line: np.ndarray, pid: np.ndarray, cum: np.ndarray, tns: np.ndarray,
+                     size: np.ndarray, region: int, distance: str, touch_rate: float) -> np.ndarray:
+    """Per line touch (in the order given: ``rows`` the call, ``line`` the line, ``pid``, ``cum``
+    the bytes the process's calls moved before the call, ``tns`` its start): the reuse distance in
+    bytes, from the previous touch of the line's aligned ``region`` by an earlier call (NaN where
+    none), plus ``touch_rate`` times the time between."""
     keyv = line if region == LINE else line // (region // LINE)
     # rows are numbered in process, then time order: sorting by (key, row) within a process keeps
     # the touches of one line (region) in time order, a call's destination touches first (stable)
-    o = np.lexsort((rows, keyv, pid[rows]))
-    rows, line, keyv = rows[o], line[o], keyv[o]
-    is_dst = o < n_dst
-    del o
-    tp = pid[rows]
-    same = np.r_[False, (tp[1:] == tp[:-1]) & (keyv[1:] == keyv[:-1])]
-    cum_t = cum[rows]
-    t_t = tns[rows]
+    o = np.lexsort((rows, keyv, pid))
+    r, ln, kv, tp = rows[o], line[o], keyv[o], pid[o]
+    same = np.r_[False, (tp[1:] == tp[:-1]) & (kv[1:] == kv[:-1])]
+    cum_t, t_t = cum[o], tns[o]
     prev_cum = np.where(same, np.r_[np.nan, cum_t[:-1]], np.nan)
     prev_t = np.where(same, np.r_[np.nan, t_t[:-1]], np.nan)
     if region != LINE:
         # The region's previous touch is its latest touch by an *earlier* call: every touch of the
         # region by one call takes the value its first touch there found.
-        start = np.r_[True, ~same[1:] | (rows[1:] != rows[:-1])]
+        start = np.r_[True, ~same[1:] | (r[1:] != r[:-1])]
         first_of_block = np.flatnonzero(start)[np.cumsum(start) - 1]
         prev_cum, prev_t = prev_cum[first_of_block], prev_t[first_of_block]
         del start, first_of_block
     if distance == "bytes":
         between = cum_t - prev_cum
     else:
-        between = _distinct_between(rows, tp, line, size)
-    dist = between + touch_rate * (t_t - prev_t)
-    del between, prev_cum, prev_t, cum_t, t_t
-    first = np.where(is_dst, STATES.index(fresh if fresh is not None else untouched), STATES.index(untouched))
-    state = np.where(np.isnan(dist), first, np.where(dist < l2_bytes, 0, np.where(dist < llc_bytes, 1, 2)))
-    del first
-    if fresh is not None and region != LINE:
-        # A destination line that no earlier call touched is fresh even where its region was
-        # touched (a block just carved out beside a used one): its own first touch, by line.
-        o = np.lexsort((np.arange(len(rows)), line, tp))
-        line_first = np.empty(len(rows), bool)
-        lo, po = line[o], tp[o]
-        line_first[o] = np.r_[True, (lo[1:] != lo[:-1]) | (po[1:] != po[:-1])]
-        del o, lo, po
-        state = np.where(is_dst & line_first, STATES.index(fresh), state)
-    nrow = len(t)
-    counts = np.bincount(rows * 3 + state, minlength=3 * nrow).reshape(nrow, 3).astype(np.float64)
-    share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
-    med = _row_median(rows, dist, nrow)
-    return pd.DataFrame({"warm": share[own, 0], "llc": share[own, 1], "cold": share[own, 2], "distance": med[own]},
-                        index=t.index[own])
+        between = _distinct_between(r, tp, ln, size)
+    out = np.empty(len(o))
+    out[o] = between + touch_rate * (t_t - prev_t)
+    return out
 
 
 def _row_median(rows: np.ndarray, dist: np.ndarray, nrow: int) -> np.ndarray:

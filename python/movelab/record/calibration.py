@@ -154,6 +154,89 @@ def latencies(sizes_kib: tuple[int, ...], hops: int = 2_000_000) -> dict[int, fl
     return out
 
 
+#: The fill probe's points (``calibrate fill NBUF ROUNDS``: 1 KiB copies from hot sources into NBUF
+#: buffers of 16 KiB written in turn): ``hot`` one buffer (the private caches); ``llc`` 128 buffers,
+#: 2 MiB (past the level 2, where the replay's last-level latency is measured); ``memory`` 8,192
+#: buffers, 128 MiB (past any last level of the machines measured here).
+FILL_POINTS = {"hot": 1, "llc": 128, "memory": 8192}
+#: The fill probe's sweep (buffers of 16 KiB: 16 KiB to 128 MiB written in turn), for
+#: :func:`llc_boundary`; it includes :data:`FILL_POINTS`.
+FILL_SWEEP = (1, 64, 128, 256, 512, 1024, 2048, 8192)
+#: Bytes each fill copy moves: its destination lines are this over 64.
+FILL_COPY_BYTES = 1024
+#: Copies per 16 KiB buffer in the fill (1,033 bytes apart).
+FILL_PER_BUFFER = 16384 // 1033
+
+
+def fill_costs(points: Mapping[str, int] | None = None, copies: int = 400_000,
+               sweep: Sequence[int] = FILL_SWEEP) -> dict[str, Any]:
+    """The fill probe (``calibrate fill``, the thread's CPU time, best of 3 laps): ns per 1 KiB copy
+    from a hot source into a destination that is in the private caches (``hot``), in the last
+    level (``llc``) and in memory (``memory``), each point about ``copies`` copies, and at every
+    buffer count of ``sweep`` (``sweep``: {buffers: ns}, for :func:`llc_boundary`). Run at recording
+    time by ``movelab bench record`` and stored in its ``platform.json`` (``fill``);
+    :func:`dst_write_costs` turns it into the replay's destination write cost."""
+    prog = _build.calibration_program()
+    pts = dict(points or FILL_POINTS)
+    if set(pts) != set(FILL_POINTS) or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
+                                           for v in pts.values()):
+        raise ValueError(f"fill points must give a positive buffer count for each of {', '.join(FILL_POINTS)}, "
+                         f"got {pts!r}")
+    swept: dict[str, float] = {}
+    for nbuf in sorted({*pts.values(), *(int(n) for n in sweep)}):
+        rounds = max(1, copies // (nbuf * FILL_PER_BUFFER))
+        proc = subprocess.run([str(prog), "fill", str(nbuf), str(rounds)], capture_output=True, text=True,
+                              timeout=300)
+        parts = proc.stdout.split()
+        if proc.returncode != 0 or len(parts) != 3 or parts[0] != "fill":
+            raise RuntimeError(f"the fill probe failed for {nbuf} buffers: {proc.stderr.strip() or proc.stdout}")
+        swept[str(nbuf)] = float(parts[2])
+    ns = {name: swept[str(nbuf)] for name, nbuf in pts.items()}
+    return {"ns": ns, "buffers": pts, "copy_bytes": FILL_COPY_BYTES, "sweep": swept, "per_buffer": FILL_PER_BUFFER,
+            "command": "calibrate.c 'fill NBUF ROUNDS' for NBUF " + ", ".join(f"{k} {v}" for k, v in pts.items()),
+            "source": "1 KiB memcpy from 15 hot sources into NBUF 16 KiB buffers written 1,033 bytes at a time, "
+                      "in turn; ns per copy, thread CPU time, best of 3 laps"}
+
+
+def llc_boundary(fill: Mapping[str, Any]) -> float | None:
+    """The last level's boundary for the replay's cache states (``replay(..., llc_boundary=...)``),
+    in the replay's byte distance, from the fill probe's sweep (:func:`fill_costs`): the distance at
+    which a destination write costs half-way between the hot point and the memory point,
+    interpolated linearly between the two sweep points around it. A fill of n buffers writes each
+    destination line again after n x (copies per buffer) copies of ``copy_bytes``, each counted
+    twice (read and written), as :func:`movelab.record.cachestate.states` counts them. Measured,
+    not fitted; None where the sweep is missing or never reaches half-way."""
+    sw = fill.get("sweep") if isinstance(fill, Mapping) else None
+    ns = fill.get("ns") if isinstance(fill, Mapping) else None
+    if not isinstance(sw, Mapping) or not sw or not isinstance(ns, Mapping):
+        return None
+    hot, mem = float(ns["hot"]), float(ns["memory"])
+    if not mem > hot:
+        return None
+    per = float(fill.get("per_buffer", FILL_PER_BUFFER)) * 2 * float(fill.get("copy_bytes", FILL_COPY_BYTES))
+    pts = sorted((int(n) * per, (float(v) - hot) / (mem - hot)) for n, v in sw.items())
+    prev = (0.0, 0.0)
+    for d, f in pts:
+        if f >= 0.5:
+            d0, f0 = prev
+            return d0 + (0.5 - f0) / (f - f0) * (d - d0) if f > f0 else d
+        prev = (d, max(f, 0.0))
+    return None
+
+
+def dst_write_costs(fill: Mapping[str, Any]) -> dict[str, float]:
+    """The replay's destination write cost (``replay(..., dst_write=...)``): ns a destination line
+    beyond a write to a cached line, in the last level (``llc``) and in memory (``cold``), from the
+    fill probe (:func:`fill_costs`): (the point's ns per copy less the hot point's) over the copy's
+    lines, at least 0. Measured, not fitted."""
+    ns = fill.get("ns") if isinstance(fill, Mapping) else None
+    if not isinstance(ns, Mapping) or any(not isinstance(ns.get(k), (int, float)) or isinstance(ns.get(k), bool)
+                                          or not math.isfinite(ns[k]) or ns[k] < 0 for k in FILL_POINTS):
+        raise ValueError(f"the fill probe needs ns per copy for {', '.join(FILL_POINTS)} under 'ns', got {fill!r}")
+    lines = float(fill.get("copy_bytes", FILL_COPY_BYTES)) / 64
+    return {"llc": max(0.0, (ns["llc"] - ns["hot"]) / lines), "cold": max(0.0, (ns["memory"] - ns["hot"]) / lines)}
+
+
 def gap_class(gap_ns: pd.Series | np.ndarray, edges: Sequence[float] = GAP_EDGES_NS) -> np.ndarray:
     """The gap class of each call (0 for the shortest gaps; a missing gap, a thread's first call,
     falls in the last, open class)."""

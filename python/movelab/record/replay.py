@@ -202,13 +202,44 @@ def class_shares(cls: pd.DataFrame, st: pd.DataFrame) -> dict[str, float]:
     return {s: (float((timed[s] * w).sum()) + (untimed if s == "llc" else 0.0)) / calls for s in cachestate.STATES}
 
 
+def buffer_shares(cls: pd.DataFrame, st: pd.DataFrame, side: str) -> dict[str, float]:
+    """Like :func:`class_shares`, for one buffer (``side``: ``src`` or ``dst``) of :func:`movelab.
+    record.cachestate.states`'s ``split`` columns: the share of the class's calls whose source
+    (destination) lines are in each state; aggregated calls count as in the last level."""
+    calls = max(float(cls["count"].sum()), 1.0)
+    timed = st.reindex(cls.index).dropna(subset=[f"{side}_warm"])
+    w = cls.loc[timed.index, "count"].astype("float64")
+    untimed = calls - float(w.sum())
+    return {s: (float((timed[f"{side}_{s}"] * w).sum()) + (untimed if s == "llc" else 0.0)) / calls
+            for s in cachestate.STATES}
+
+
+def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, float]) -> float:
+    """The measured extra time of a class's destination writes, per call: each timed call's
+    destination lines (its 64-byte lines, alignment included) times its share of them in the last
+    level (``dst_write["llc"]`` ns a line) and in memory (``dst_write["cold"]``); an aggregated
+    call (no addresses) as one in the last level."""
+    calls = max(float(cls["count"].sum()), 1.0)
+    timed = st.reindex(cls.index).dropna(subset=["dst_warm"])
+    c = cls.loc[timed.index]
+    dst = c["dst"].astype("float64").to_numpy() % cachestate.LINE
+    lines = np.ceil((dst + np.maximum(c["size"].astype("float64").to_numpy(), 1)) / cachestate.LINE)
+    w = c["count"].astype("float64").to_numpy()
+    per = lines * (timed["dst_llc"].to_numpy() * dst_write["llc"] + timed["dst_cold"].to_numpy() * dst_write["cold"])
+    untimed = cls[~cls.index.isin(timed.index)]
+    agg = float((np.ceil(np.maximum(untimed["size"].astype("float64"), 1) / cachestate.LINE) * untimed["count"]).sum())
+    return (float((per * w).sum()) + agg * dst_write["llc"]) / calls
+
+
 def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", mechanism: str = "cpu", *,
            samples: int = 16, budget_bytes: int = 4 << 20, max_gap_instructions: int = 50_000,
            overrides: Mapping[str, Any] | None = None, warm: bool = False, cache: str | None = None,
            call_cost: Mapping[str, float] | None = None, touch_rate: float | None = None,
            distance: str | None = None, fresh: str | None = None, kernel_touches: bool = True,
            gap_edges_ns: Sequence[float] | None = None, region: int | None = None,
-           alloc_cost: Mapping[str, Any] | None = None, _cache: dict | None = None) -> Replay:
+           alloc_cost: Mapping[str, Any] | None = None, split: bool | None = None,
+           dst_write: Mapping[str, float] | None = None, llc_boundary: float | None = None,
+           _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
     (one of :data:`MECHANISMS`).
@@ -242,6 +273,23 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     call, classes split at ``gap_edges_ns``; :func:`movelab.record.calibration.gap_costs` measures
     it): a thread's first call takes the last class, an aggregated call (below ``--min-bytes``) the
     first.
+
+    ``split``, ``dst_write``: for ``"tracked"``, each buffer in its own state (default
+    :data:`movelab.record.cachestate.SPLIT` where ``dst_write`` is given, else off): a copy is
+    simulated with its source in each state and its destination in the private caches, weighted
+    by the shares of its source lines; its
+    destination's lines in the last level and in memory are charged ``dst_write`` (``{"llc": ns,
+    "cold": ns}`` a line, over a write to a cached line: measured on the recording machine by the
+    fill probe, :func:`movelab.record.calibration.dst_write_costs`); an initialisation is its warm
+    simulation plus the same charge. With ``split=True`` and no ``dst_write`` the buffers are
+    classified apart but a call is costed by its lines' mixed shares, both buffers simulated in each
+    state; ``split=False`` is the rule before 28 Nov 2026 (what ``movelab replay`` and ``movelab
+    what-if`` still do: they have no fill probe).
+
+    ``llc_boundary``: for ``"tracked"``, the reuse distance (bytes) beyond which a line is in
+    memory, in place of the simulated last level's size: measured on the recording machine by the
+    fill probe's sweep (:func:`movelab.record.calibration.llc_boundary`: where a destination
+    write's cost is half-way to memory's); the simulated caches are unchanged.
 
     ``alloc_cost``: the allocator's own path in ``calloc`` and ``realloc`` per size class and gap,
     measured on the recording machine (:func:`movelab.record.calibration.alloc_costs`). With it, a
@@ -283,6 +331,16 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                 raise ValueError(f"call_cost[{k!r}] must be non-negative numbers of ns, got {v!r}")
     if alloc_cost is not None:
         _check_alloc_cost(alloc_cost)
+    if dst_write is not None:
+        if not isinstance(dst_write, Mapping) or set(dst_write) != {"llc", "cold"} or any(
+                isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
+                for v in dst_write.values()):
+            raise ValueError(f"dst_write must map 'llc' and 'cold' to non-negative ns per destination line, "
+                             f"got {dst_write!r}")
+        if mode != "tracked":
+            raise ValueError(f"dst_write applies to cache='tracked' only, not {mode!r}")
+    sp = bool(cachestate.SPLIT and dst_write is not None if split is None else split) and mode == "tracked"
+    costed_apart = sp and dst_write is not None
     if isinstance(trace, pd.DataFrame):
         df, meta = trace, dict(trace.attrs.get("movelab", {}))
     else:
@@ -299,14 +357,23 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         cache_d[key] = _compute_rate(platform, base)
     rate = cache_d[key]
     l2_bytes, llc_bytes = _cache_bytes(platform, base)
+    llc_sim = llc_bytes
+    if llc_boundary is not None:
+        if isinstance(llc_boundary, bool) or not isinstance(llc_boundary, (int, float)) \
+                or not math.isfinite(llc_boundary) or llc_boundary < l2_bytes:
+            raise ValueError(f"llc_boundary must be a number of bytes of at least the level-2 size ({l2_bytes}), "
+                             f"got {llc_boundary!r}")
+        if mode != "tracked":
+            raise ValueError(f"llc_boundary applies to cache='tracked' only, not {mode!r}")
+        llc_bytes = int(llc_boundary)
     rho = cachestate.TOUCH_RATE if touch_rate is None else touch_rate
     if mode == "tracked":
-        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho, dist, fresh_state, kernel_touches, reg)
+        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho, dist, fresh_state, kernel_touches, reg, sp)
         if skey not in cache_d:
             kt = df[df["kind"].isin(TOUCH_KINDS)] if kernel_touches else None
             # df kept: its id stays unique
             cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho, distance=dist, fresh=fresh_state,
-                                                   kernel=kt, region=reg))
+                                                   kernel=kt, region=reg, split=sp))
         st = cache_d[skey][1]
     mech_ov = layered(base, MECHANISMS[mechanism])
     cpu_ov = layered(base, MECHANISMS["cpu"])
@@ -329,6 +396,11 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                    tuple(sample.index) if synth is None else synth)
             if mode == "tracked":
                 share = class_shares(cls, st)
+                if costed_apart:
+                    src_share = buffer_shares(cls, st, "src") if op == "copy" else {"warm": 1.0, "llc": 0.0,
+                                                                                    "cold": 0.0}
+                    dst_share = buffer_shares(cls, st, "dst")
+                    dst_extra = dst_write_ns(cls, st, dst_write)
             else:
                 share = {mode: 1.0}
 
@@ -338,8 +410,11 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                 initialisations, its buffers starting in ``state``: ``cold``, wherever the previous
                 replayed calls left them; ``warm``, after a first pass with them (the same first
                 pass in both runs, so the difference is the second's); ``llc``, the same first pass
-                then a copy streaming twice the level-2 size through the private caches."""
-                ck = ("run", moves, state, mechanism if (moves or state != "cold") else "", key)
+                then a copy streaming twice the level-2 size through the private caches. Costed
+                apart (``split`` with ``dst_write``), a copy's destinations are then written once
+                more (the same in both runs): the state is its source's, the destination cached."""
+                apart = costed_apart and op == "copy"
+                ck = ("run", moves, state, mechanism if (moves or state != "cold" or apart) else "", key, apart)
                 if ck not in cache_d:
                     ops = _ops(sample, rate, max_gap_instructions, aligned, synth, moves)
                     if state != "cold":
@@ -347,9 +422,14 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                         if state == "llc":
                             pre.append(("evict", l2_bytes // 2, 0, 0, 0, ""))
                         ops = pre + ops
-                    path = Path(tmp) / f"{op}-{sc}-{int(moves)}-{state}.toml"
+                    if apart:  # the destinations written (a non-zero fill: on the core whatever the mechanism)
+                        touch = [("init", 0, o[2], o[3], 1, "") for o in
+                                 _ops(sample, rate, max_gap_instructions, aligned, synth, True) if o[0] == "copy"]
+                        main = _ops(sample, rate, max_gap_instructions, aligned, synth, moves)
+                        ops = ops[:len(ops) - len(main)] + touch + main
+                    path = Path(tmp) / f"{op}-{sc}-{int(moves)}-{state}-{int(apart)}.toml"
                     path.write_text(_toml(ops))
-                    ov = mech_ov if moves or state != "cold" else cpu_ov
+                    ov = mech_ov if moves or state != "cold" or apart else cpu_ov
                     cache_d[ck] = _stats(plat.run(platform, path, overrides=ov).stats)
                 return cache_d[ck]
 
@@ -358,7 +438,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             clamped = []
             # tracked: every state is simulated (the per-state costs are part of the output)
             for s in (cachestate.STATES if mode == "tracked" else (mode,)):
-                f = share[s]
+                f = share[s] if not costed_apart else src_share[s]
                 t0, e0, b0 = sim(False, s)
                 t1, e1, b1 = sim(True, s)
                 # A call cannot take less than nothing: the difference of two runs whose compute
@@ -374,6 +454,9 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                 per_call += f * per_state[s]
                 energy += f * max((e1 - e0) / k, 0.0)
                 traffic += f * max((b1 - b0) / k, 0.0)
+            if costed_apart:
+                per_call += dst_extra
+                raw_call += dst_extra
             fixed = _fixed_cost(cls, costs, edges, alloc_cost) if costs or alloc_cost else 0.0
             measured = cls["dur_ns"].sum(min_count=1)
             net = corrected_dur(cls[cls["source"] == "interposer"], meta).sum()
@@ -388,6 +471,11 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             for s in cachestate.STATES:
                 row[f"share_{s}"] = share.get(s, 0.0)
                 row[f"sim_ns_{s}"] = per_state.get(s, float("nan"))
+                if costed_apart:
+                    row[f"share_src_{s}"] = src_share[s]
+                    row[f"share_dst_{s}"] = dst_share[s]
+            if costed_apart:
+                row["dst_write_ns"] = dst_extra
             rows.append(row)
     classes = pd.DataFrame(rows)
     user = df[df["source"] == "interposer"]
@@ -412,9 +500,11 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "calls": int(ev["count"].sum()), "bytes": int(ev["bytes"].sum()),
         "sampled_calls": int(classes["sampled"].sum()), "classes": len(classes), "rate_instr_per_ns": rate,
         "warm": mode == "warm", "cache": mode, "call_cost_ns": float(classes["call_cost_ns"].sum()),
-        "l2_bytes": l2_bytes, "llc_bytes": llc_bytes, "touch_rate": rho if mode == "tracked" else None,
+        "l2_bytes": l2_bytes, "llc_bytes": llc_sim, "llc_boundary": llc_bytes if mode == "tracked" else None,
+        "touch_rate": rho if mode == "tracked" else None,
         "distance": dist if mode == "tracked" else None, "region": reg if mode == "tracked" else None,
         "fresh": fresh_state if mode == "tracked" else None,
+        "split": sp, "dst_write": dict(dst_write) if costed_apart else None,
         "kernel_touches": int(df["kind"].isin(TOUCH_KINDS).sum()) if mode == "tracked" and kernel_touches else 0,
     }
     if mode == "tracked":
