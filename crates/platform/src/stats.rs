@@ -273,6 +273,22 @@ pub struct DeviceStats {
     /// link (in order), and those that differed.
     pub rx_bytes_checked: u64,
     pub rx_bytes_wrong: u64,
+    /// Datagrams the host consumed (its program returned their buffers: the microengines'
+    /// `rx_posted_ahead`), their bytes checked again in the buffer then and those that differed,
+    /// unmatched returns (a return with no datagram delivered), and the first and last return's
+    /// time, ns. Absent from reports where none was counted.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rx_consumed: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rx_consumed_bytes_checked: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rx_consumed_bytes_wrong: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rx_consumed_unmatched: u64,
+    #[serde(skip)]
+    pub rx_consumed_first_ns: f64,
+    #[serde(skip)]
+    pub rx_consumed_last_ns: f64,
     /// Every frame the MAC sent compared with its send's bytes in host memory, cut as TSO cuts
     /// (the header repeated with the sequence offset, MSS of payload each); those that differed.
     pub tx_bytes_checked: u64,

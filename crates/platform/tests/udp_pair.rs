@@ -142,3 +142,34 @@ fn unread_overrides_and_bad_runs_are_refused_by_name() {
         .to_string();
     assert!(e.contains("wire.duration_us"), "{e}");
 }
+
+/// The receive rate with the application is what the host consumed: every delivered datagram is
+/// consumed once the host drains its buffers, each byte-checked again when it is, and a
+/// configuration that posts buffers ahead (the softnic's ring) does not read its ring's
+/// fill at the wire's rate as its rate on a short run.
+#[test]
+fn the_receive_rate_is_what_the_host_consumed() {
+    for config in ["emu", "softnic", "onloader"] {
+        let short = go(
+            &cfg("wire = { duration_us = 400.0 }"),
+            &spec(config, Direction::Rx, 1472, true),
+        );
+        let long = go(
+            &cfg("wire = { duration_us = 3000.0 }"),
+            &spec(config, Direction::Rx, 1472, true),
+        );
+        for s in [&short, &long] {
+            conserved(s);
+            assert_eq!(s.consumed, s.delivered, "{config}: {s:?}");
+        }
+        // The host binds (it drops at the RBUF) and its rate does not depend on the run's length.
+        assert!(long.rbuf_drops > 0, "{config}: {long:?}");
+        let r = short.throughput_mbps / long.throughput_mbps;
+        assert!(
+            (0.95..1.05).contains(&r),
+            "{config}: {} Mb/s over 400 us against {} over 3 ms",
+            short.throughput_mbps,
+            long.throughput_mbps
+        );
+    }
+}

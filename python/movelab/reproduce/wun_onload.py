@@ -19,7 +19,8 @@ the other the iperf peer (its microengines a UDP source or sink); ``dram-copy`` 
 ``l2_push`` (and the microengines' ``l2_push``) set per variant. The network platform's preset
 (``presets/network/ixp2350.toml``) gives the keys an override may set. The paper states its
 results in its text (``presets/papers/wun-onload.toml``). Every delivered datagram is
-byte-checked by the receiver.
+byte-checked by the receiver, and again when the host program consumes it; a receive rate with the
+application is the payload the host consumed per second (``consumed``), as iperf's server counts.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from movelab.reproduce import group, ledger, paper_data, table, write_rows
 NAME = "wun-onload"
 ROW_KEY = ["experiment", "config", "payload_bytes", "variant"]
 KEYS = ["experiment", "config", "payload_bytes", "variant", "throughput_mbps", "offered_mbps", "sent", "delivered",
-        "lost", "rbuf_drops", "ring_drops", "buffer_drops", "socket_drops", "fins_sent", "fin_drops", "interrupts",
+        "consumed", "lost", "rbuf_drops", "ring_drops", "buffer_drops", "socket_drops", "fins_sent", "fin_drops",
+        "interrupts",
         "host_irq", "host_softirq", "host_process", "host_spin", "host_idle", "small_core_busy", "rx_cores_busy",
         "mapping_misses", "sim_time_us", "sim_packets", "wall_s"]
 EXPERIMENTS = ["rx", "tx", "rx-components", "mapping-cache", "l2-push", "me-bound", "me-ceiling", "dram-copy"]

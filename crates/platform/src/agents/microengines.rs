@@ -217,6 +217,9 @@ pub struct Microengines {
     held: BTreeMap<u64, Finished>,
     /// Accepted frames in order, for the byte check.
     expected: VecDeque<Vec<u8>>,
+    /// Delivered datagrams the host has not yet returned (counted with `rx_posted_ahead`): each
+    /// one's buffer and the bytes it must still hold when the host returns it.
+    unconsumed: VecDeque<(u64, Vec<u8>)>,
     /// The host's RX ring: descriptors posted and taken.
     tail: u32,
     posted: u64,
@@ -315,6 +318,7 @@ impl Microengines {
             released_at: 0,
             held: BTreeMap::new(),
             expected: VecDeque::new(),
+            unconsumed: VecDeque::new(),
             tail: 0,
             posted: 0,
             next: 0,
@@ -367,8 +371,28 @@ impl Microengines {
         start + work
     }
 
-    /// The host posted one more RX buffer (the descriptor it stands for, in the ring).
-    fn post_rx(&mut self) {
+    /// The host posted one more RX buffer (the descriptor it stands for, in the ring). Past the
+    /// `rx_posted_ahead` it posted up front, the store returns the oldest delivered datagram's
+    /// buffer: the host consumed that datagram now, and its bytes are checked again.
+    fn post_rx(&mut self, now: Ps) {
+        if self.cfg.rx_posted_ahead > 0 && self.posted >= self.cfg.rx_posted_ahead {
+            match self.unconsumed.pop_front() {
+                Some((buf, want)) => {
+                    let got = self.mem.read(buf, want.len());
+                    let st = &mut self.stats;
+                    st.rx_consumed_bytes_checked += want.len() as u64;
+                    st.rx_consumed_bytes_wrong +=
+                        want.iter().zip(&got).filter(|(a, b)| a != b).count() as u64;
+                    let t = now as f64 / 1000.0;
+                    if st.rx_consumed == 0 {
+                        st.rx_consumed_first_ns = t;
+                    }
+                    st.rx_consumed_last_ns = t;
+                    st.rx_consumed += 1;
+                }
+                None => self.stats.rx_consumed_unmatched += 1,
+            }
+        }
         let buf =
             self.cfg.rx_buffers + (self.posted % self.cfg.ring as u64) * self.cfg.rx_buffer_stride;
         self.mem.write(
@@ -969,6 +993,9 @@ impl Microengines {
         let len = f.len - skip;
         if let Some(sent) = self.expected.pop_front() {
             let sent = &sent[skip.min(sent.len())..];
+            if self.cfg.rx_posted_ahead > 0 {
+                self.unconsumed.push_back((f.buf, sent.to_vec()));
+            }
             let got = self.mem.read(f.buf, len);
             self.stats.rx_bytes_checked += sent.len().max(got.len()) as u64;
             self.stats.rx_bytes_wrong += sent.iter().zip(&got).filter(|(a, b)| a != b).count()
@@ -1072,7 +1099,7 @@ impl Agent for Microengines {
         };
         let reg = nic::BAR + (addr - self.cfg.bar);
         if reg == nic::RDT {
-            self.post_rx();
+            self.post_rx(now);
             sys.schedule(leave + self.message, self.id, EV_RX_TAIL, 0);
         } else if reg == nic::TDT && self.cfg.tx_mode != "source" {
             self.post_tx();

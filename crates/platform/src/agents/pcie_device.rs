@@ -402,8 +402,11 @@ impl PcieDeviceAgent {
     }
 
     /// ACKs owed now, less those sent: the frames written back since the driver last looked are
-    /// one poll for the receiver's TCP ([`DelayedAck::poll`]). A host that has received no data
-    /// owes none (its tail stores send its data).
+    /// one poll for the receiver's TCP ([`DelayedAck::poll`]). A sender (a host that sent data
+    /// before it received any, or received only pure ACKs) owes none: `None`, its tail stores
+    /// send its data. A receiver (data segments received, or frames received before it sent
+    /// anything) sends ACKs alone: `Some` of those owed, 0 where none is (no ACKs at all with
+    /// `ack_every` 0, nothing to acknowledge in frames with no TCP payload), never a data frame.
     fn acks_owed(&mut self) -> Option<u64> {
         let written = self.nic.stats.rx_desc_written_back;
         let mut poll = Vec::new();
@@ -418,8 +421,13 @@ impl PcieDeviceAgent {
             self.tcp.poll(&poll);
             self.stats.acks_owed = self.tcp.owed();
         }
-        if self.tcp.segments() == 0 || !self.tcp.acknowledges() {
+        let sent_data = self.posted - self.stats.acks_sent.min(self.posted);
+        let receiver = self.tcp.segments() > 0 || (sent_data == 0 && written > 0);
+        if !receiver {
             return None;
+        }
+        if !self.tcp.acknowledges() {
+            return Some(0);
         }
         Some(self.tcp.owed().saturating_sub(self.stats.acks_sent))
     }

@@ -101,6 +101,12 @@ pub struct MicroenginesConfig {
     /// Whether a received frame's descriptor write-back interrupts `irq_core` (off: the host
     /// takes none, as the onloader's receive blocks running alone).
     pub rx_irq: bool,
+    /// The RX buffers the host's program posts up front (its `ops`; 0: none counted): every RX
+    /// tail store after them returns the buffer of the oldest datagram delivered and not yet
+    /// returned - the host has consumed it (recvmsg returned it and the application processed
+    /// it) - and its bytes are checked again then, still in the buffer as delivered
+    /// (`rx_consumed`, `rx_consumed_bytes_wrong`, the first and last such store's time).
+    pub rx_posted_ahead: u64,
 }
 
 impl Default for MicroenginesConfig {
@@ -145,6 +151,7 @@ impl Default for MicroenginesConfig {
             scratch_ns: 67.0,
             source_frames: 0,
             rx_irq: true,
+            rx_posted_ahead: 0,
         }
     }
 }
@@ -267,6 +274,7 @@ impl MicroenginesConfig {
         real("sram_ns", self.sram_ns, 0.0, 1e6)?;
         real("scratch_ns", self.scratch_ns, 0.0, 1e6)?;
         int("source_frames", self.source_frames, 0, MAX_SOURCE_FRAMES)?;
+        int("rx_posted_ahead", self.rx_posted_ahead, 0, self.ring as u64)?;
         for (k, v) in [
             ("rx_ring", self.rx_ring),
             ("rx_buffers", self.rx_buffers),

@@ -115,9 +115,14 @@ pub struct NetStats {
     pub config: String,
     pub direction: String,
     pub payload_bytes: usize,
-    /// iperf's figure at the receiver: payload Mb/s delivered (receive: over the second half of
-    /// the peer's sending, so the buffers posted up front do not count; transmit: from the first
-    /// datagram's start on the wire to the last delivery).
+    /// iperf's figure at the receiver (Wun & Crowley section 5: the server counts the bytes it
+    /// received, timed from its reception of the first datagram to its reception of the last):
+    /// receive with the application, the payload the host consumed (recvmsg returned it and
+    /// iperf's loop processed it: the program's return of the datagram's buffer) from the first
+    /// consumption to the last, per second (the first datagram's bytes left out, as its time
+    /// is); the receive blocks alone, the deliveries of the second half of the peer's sending
+    /// (the buffers posted up front fill at the wire's rate and do not count); transmit, from
+    /// the first datagram's start on the wire to the last delivery.
     pub throughput_mbps: f64,
     /// The sender's payload rate while it sends.
     pub offered_mbps: f64,
@@ -125,6 +130,11 @@ pub struct NetStats {
     /// `lost = rbuf_drops + ring_drops + buffer_drops + socket_drops`.
     pub sent: u64,
     pub delivered: u64,
+    /// Datagrams the receiving host consumed, each byte-checked again when it was (receive with
+    /// the application; 0 otherwise, and absent from reports): all the delivered ones, once the
+    /// host has drained them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub consumed: u64,
     pub lost: u64,
     pub rbuf_drops: u64,
     pub ring_drops: u64,
@@ -246,6 +256,10 @@ fn with_engines(
     let t = toml::Value::try_from(&cfg)
         .map_err(|e| PlatformError::config(PLATFORM, "(overrides)", e.to_string()))?;
     PlatformConfig::from_value(t, PLATFORM)
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 fn tv_i(v: u64) -> toml::Value {
@@ -391,11 +405,17 @@ pub fn run_variant(
             (send_ns / wire_ns).ceil() as u64
         }
         .max(2);
-        // The peer sends for half the time, then for all of it: the rate is the difference
-        // (the deliveries of the second half over its time), so the buffers the host posted up
-        // front, which fill at the wire's rate, do not count.
+        // The receive blocks alone: the peer sends for half the time, then for all of it, and
+        // the rate is the difference (the deliveries of the second half over its time), so the
+        // buffers posted up front, which fill at the wire's rate, do not count. With the
+        // application, one run: its rate is what the host consumed (below).
+        let counts: &[u64] = if blocks_alone {
+            &[frames / 2, frames]
+        } else {
+            &[frames]
+        };
         let mut tx = Vec::new();
-        for n in [frames / 2, frames] {
+        for &n in counts {
             let mut src = common(("frame", "source"));
             src.push(("source_frames", tv_i(n)));
             tx.push(peer_host(net, &src)?);
@@ -436,7 +456,19 @@ pub fn run_variant(
                     ("user_lines", payload.div_ceil(XSCALE_LINE_BYTES) as u64),
                 ];
             }
-            program(net, &format!("rx-{cfgname}"), &ps)?
+            let prog = program(net, &format!("rx-{cfgname}"), &ps)?;
+            // Every buffer the program returns past those it posts up front is a datagram it
+            // consumed: the microengines count and check it then.
+            let ahead = prog.param("buffers").unwrap_or(0);
+            if ahead == 0 {
+                return Err(PlatformError::config(
+                    format!("wun-programs/rx-{cfgname}.toml"),
+                    "params.buffers",
+                    "a receiving host program posts at least one buffer up front",
+                ));
+            }
+            me.push(("rx_posted_ahead", tv_i(ahead)));
+            prog
         };
         me.extend(me_over.iter().cloned());
         let rx = ixp_host(net, rx_engines, &me)?;
@@ -456,7 +488,18 @@ pub fn run_variant(
     let delivered = rd.nic.rx_frames;
     let bits = |n: u64| (n * payload as u64) as f64 * 8.0;
     let first = s.links[0].passages.first().map_or(0.0, |x| x.1);
+    let consumed = rd.rx_consumed;
     let throughput = match runs.pop() {
+        // With the application: the payload consumed after the first datagram, over the time
+        // from its consumption to the last one's.
+        _ if rx_run && spec.with_app => {
+            let dt = rd.rx_consumed_last_ns - rd.rx_consumed_first_ns;
+            if dt > 0.0 && consumed > 1 {
+                bits(consumed - 1) * 1000.0 / dt
+            } else {
+                0.0
+            }
+        }
         // The difference of the two runs: deliveries over time in the second half.
         Some((_, _, half)) => {
             let n0 = half.device.as_ref().map_or(0, |d| d.nic.rx_frames);
@@ -500,6 +543,7 @@ pub fn run_variant(
         offered_mbps: offered,
         sent,
         delivered,
+        consumed,
         lost: sent - delivered.min(sent),
         rbuf_drops: rd.nic.rx_drops,
         interrupts: host.interrupts,
@@ -543,6 +587,20 @@ fn pair_run(
         snd.device.clone().unwrap_or_default(),
         rcv.device.clone().unwrap_or_default(),
     );
+    if rd.rx_consumed_bytes_wrong > 0 || rd.rx_consumed_unmatched > 0 {
+        return Err(PlatformError::config(
+            PLATFORM,
+            "(run)",
+            format!(
+                "{} {:?} at {} B: {} consumed bytes failed the check, {} buffers returned with no datagram delivered",
+                spec.config,
+                spec.direction,
+                spec.payload,
+                rd.rx_consumed_bytes_wrong,
+                rd.rx_consumed_unmatched
+            ),
+        ));
+    }
     if rd.rx_bytes_wrong > 0 || sd.stale_lines > 0 || rd.stale_lines > 0 {
         return Err(PlatformError::config(
             PLATFORM,
