@@ -19,8 +19,7 @@ use crate::cpu::window::Window;
 pub use crate::iface::{token_context, Access, OffloadOp, Token, Uncore, SEQ_MASK};
 use crate::sim::Ps;
 use movelab_dram::generator::Xoshiro256StarStar;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// What a window entry does.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -193,15 +192,6 @@ pub struct Core {
     /// the scan when its producer's result gets a time ([`Core::wake_children`]). A bit per
     /// entry, walked in sequence order.
     unissued: IssueSet,
-    /// Out of order, entries out of the issue scan until their operand's known time: (that
-    /// time, sequence number), earliest first. The scan found each one's producer issued with a
-    /// result at a known later time, so until then every scan would only skip it (and take that
-    /// time as a wake-up): it sleeps here instead and rejoins the scan, in sequence order, at
-    /// the first tick at or after it. Should a producer's result time change after it was
-    /// known, every sleeper rejoins the scan at once ([`Core::memory_done`]).
-    timed: BinaryHeap<Reverse<(Ps, u64)>>,
-    /// Whether such entries sleep in `timed` (always, but for the test that compares both ways).
-    sleeps_on_operands: bool,
     /// The operations of the offloads emitted and not yet issued, by id (a handful).
     offload_ops: Vec<(u32, OffloadOp)>,
     /// Store-buffer entries started: they are always the oldest ones (writes start in order
@@ -272,8 +262,6 @@ impl Core {
             tag: 0,
             in_expansion: false,
             unissued: IssueSet::new(),
-            timed: BinaryHeap::new(),
-            sleeps_on_operands: true,
             offload_ops: Vec::new(),
             sb_started: 0,
             ports: cfg.mem_ports.max(1),
@@ -711,12 +699,6 @@ impl Core {
                     if let Some(count) = self.rob.get(i).map(|e| e.uop.count) {
                         let extra = self.group_extra(count);
                         let k = self.rob.slot(i);
-                        if self.rob.at(k).done_at != Ps::MAX && !self.timed.is_empty() {
-                            // A known result time changes: the entries asleep until it (or
-                            // any other) rejoin the scan, which puts them back to sleep
-                            // until their operands' present times.
-                            self.wake_timed(Ps::MAX);
-                        }
                         let e = self.rob.at_mut(k);
                         e.done_at = at + extra;
                         if e.issued && e.children != NO_SEQ {
@@ -766,18 +748,6 @@ impl Core {
             let seq = self.head_seq + ci as u64;
             let child = &mut self.rob[ci];
             c = std::mem::replace(&mut child.sibling, NO_SEQ);
-            self.unissued.insert(seq);
-        }
-    }
-
-    /// The entries asleep until an operand's time at or before `now` rejoin the issue scan.
-    #[inline]
-    fn wake_timed(&mut self, now: Ps) {
-        while let Some(&Reverse((t, seq))) = self.timed.peek() {
-            if t > now {
-                break;
-            }
-            self.timed.pop();
             self.unissued.insert(seq);
         }
     }
@@ -947,12 +917,6 @@ impl Core {
         // would be skipped anyway. `p`: its position, a sequence number, up to the window's end.
         let end = self.head_seq + n as u64;
         let mut p = self.head_seq;
-        if !self.timed.is_empty() {
-            self.wake_timed(now);
-        }
-        // The scan reaches every entry of the window unless it is held (a serializing entry)
-        // or out of credit, or something issues (then `wake` is not used).
-        let full_scan = self.issue_credit > 0 && now >= self.serialize_until;
         if now < self.serialize_until {
             // A serializing entry (interrupt entry or return) holds everything younger.
             wake = wake.min(self.serialize_until);
@@ -997,13 +961,6 @@ impl Core {
             if !can {
                 if ready_at != Ps::MAX && ready_at > now {
                     wake = wake.min(ready_at);
-                    if !self.in_order && self.sleeps_on_operands {
-                        // Every scan until `ready_at` would only skip it: it sleeps until then.
-                        self.unissued.remove(s);
-                        self.timed.push(Reverse((ready_at, s)));
-                        p += 1;
-                        continue;
-                    }
                 }
                 if mem && ready_at <= now && !blocked {
                     // Out of memory-port credit (else it would issue): it tries again once
@@ -1108,13 +1065,6 @@ impl Core {
                 self.port_credit -= i64::from(count);
             }
             progress = true;
-        }
-
-        if full_scan {
-            // The sleepers' times, which the scan would have taken as wake-ups.
-            if let Some(&Reverse((t, _))) = self.timed.peek() {
-                wake = wake.min(t);
-            }
         }
 
         // Dispatch into the window.
@@ -1463,22 +1413,10 @@ mod tests {
         poll: bool,
         skip: bool,
     ) -> (Vec<(Ps, u64)>, u64, CoreCounters) {
-        run_ops_on(ops, delay, load_delay, poll, skip, true)
-    }
-
-    fn run_ops_on(
-        ops: &[Op],
-        delay: Ps,
-        load_delay: Option<Ps>,
-        poll: bool,
-        skip: bool,
-        sleepers: bool,
-    ) -> (Vec<(Ps, u64)>, u64, CoreCounters) {
         let mut core = Core::new(&CoreConfig::default(), 7);
         if !skip {
             core.share_engine();
         }
-        core.sleeps_on_operands = sleepers;
         let cy = core.cycle_ps;
         for op in ops {
             core.push_op(op, CopyBy::Cpu);
@@ -1570,45 +1508,6 @@ mod tests {
             all_skipped < all_each,
             "{all_skipped} ticks against {all_each}"
         );
-    }
-
-    /// Out of order, an entry whose operand has a known later time leaves the issue scan until
-    /// then (`Core::timed`): every instruction retires at the same time, with the same
-    /// counters, as on a core whose scan visits it each tick, both for a core that ticks every
-    /// cycle and for one that sleeps between its wake-ups (which the sleepers' times join).
-    #[test]
-    fn entries_asleep_until_their_operand_retire_as_if_scanned() {
-        let copy = Op::Copy {
-            src: 1 << 20,
-            dst: (1 << 24) + 8,
-            bytes: 4096,
-            policy: DstPolicy::AsGiven,
-        };
-        let compute = Op::Compute {
-            n: 3000,
-            loads: 0.3,
-            stores: 0.1,
-            region: Some((1 << 22, 1 << 16)),
-        };
-        let cases: [(&[Op], Ps, Option<Ps>); 4] = [
-            (&[compute], 333 * 10, Some(333 * 7)),
-            (&[compute], 333 * 3, None),
-            (&[compute, copy, compute], 333 * 90, Some(1000)),
-            (&[copy, compute], 500, Some(333 * 300 + 17)),
-        ];
-        for (k, (ops, delay, load_delay)) in cases.into_iter().enumerate() {
-            for poll in [false, true] {
-                let (slept, _, slept_c) = run_ops_on(ops, delay, load_delay, poll, true, true);
-                let (scanned, _, scanned_c) =
-                    run_ops_on(ops, delay, load_delay, poll, true, false);
-                assert!(slept_c.instructions > 0, "case {k}");
-                assert_eq!(slept, scanned, "case {k}, poll {poll}");
-                assert_eq!(slept_c.instructions, scanned_c.instructions, "case {k}");
-                assert_eq!(slept_c.stall_cycles, scanned_c.stall_cycles, "case {k}");
-                assert_eq!(slept_c.loads, scanned_c.loads, "case {k}");
-                assert_eq!(slept_c.stores, scanned_c.stores, "case {k}");
-            }
-        }
     }
 
     /// A finished store held at the head by a full store buffer: the core sleeps until a write
