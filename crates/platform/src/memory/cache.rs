@@ -11,7 +11,6 @@ struct Way {
     dirty: bool,
     /// Dirtied by a copy or initialisation (for the traffic attribution).
     by_copy: bool,
-    lru: u64,
 }
 
 /// A line pushed out of the cache.
@@ -33,6 +32,11 @@ pub struct Cache {
     /// way, side by side, rather than each way's whole state (snoops look up every core's
     /// caches on each shared write).
     tags: Vec<u64>,
+    /// Each way's replacement key: [`VALID_BIT`] while the way is valid, or-ed with the clock
+    /// of its last use. The victim is the way with the smallest key (an invalid way first, then
+    /// the least recently used; the first of equal keys), found by comparing these 8 bytes a
+    /// way, side by side, instead of a `(valid, lru)` pair in each way's state.
+    ages: Vec<u64>,
     ways: usize,
     set_mask: u64,
     clock: u64,
@@ -49,6 +53,10 @@ pub struct Cache {
     /// without looking at the set. Exact: a set bit only sends the lookup on to the set.
     pages: Vec<u64>,
 }
+
+/// In [`Cache::ages`], the bit of a valid way (above every clock value: the clock counts
+/// accesses, far below 2^63).
+const VALID_BIT: u64 = 1 << 63;
 
 /// Bits of [`Cache::pages`] (64 Ki: 8 KiB a cache).
 const PAGE_BITS: u64 = 1 << 16;
@@ -68,6 +76,7 @@ impl Cache {
         Cache {
             sets: vec![Way::default(); lines],
             tags: vec![NO_LINE; lines],
+            ages: vec![0; lines],
             ways,
             set_mask: sets as u64 - 1,
             clock: 0,
@@ -124,9 +133,9 @@ impl Cache {
         match self.find(line) {
             Some(i) => {
                 self.hits += 1;
-                let w = &mut self.sets[i];
-                w.lru = self.clock;
+                self.ages[i] = VALID_BIT | self.clock;
                 if write {
+                    let w = &mut self.sets[i];
                     w.dirty = true;
                     w.by_copy = by_copy;
                 }
@@ -144,9 +153,9 @@ impl Cache {
     pub fn insert(&mut self, line: u64, dirty: bool, by_copy: bool) -> Option<Victim> {
         self.clock += 1;
         if let Some(i) = self.find(line) {
-            let w = &mut self.sets[i];
-            w.lru = self.clock;
+            self.ages[i] = VALID_BIT | self.clock;
             if dirty {
+                let w = &mut self.sets[i];
                 w.dirty = true;
                 w.by_copy = by_copy;
             }
@@ -157,19 +166,23 @@ impl Cache {
         let b = page_bit(line);
         self.pages[(b / 64) as usize] |= 1 << (b % 64);
         let s = self.set_of(line);
-        let i = s + self.sets[s..s + self.ways]
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, w)| (w.valid, w.lru))
-            .map_or(0, |(k, _)| k);
+        // The first way with the smallest key, as `min_by_key` picks it.
+        let set = &self.ages[s..s + self.ways];
+        let mut k = 0;
+        for (j, &a) in set.iter().enumerate().skip(1) {
+            if a < set[k] {
+                k = j;
+            }
+        }
+        let i = s + k;
         let old = self.sets[i];
         self.tags[i] = line;
+        self.ages[i] = VALID_BIT | self.clock;
         self.sets[i] = Way {
             tag: line,
             valid: true,
             dirty,
             by_copy: dirty && by_copy,
-            lru: self.clock,
         };
         old.valid.then_some(Victim {
             line: old.tag,
@@ -182,6 +195,7 @@ impl Cache {
     pub fn invalidate(&mut self, line: u64) -> Option<Victim> {
         let i = self.find_filtered(line)?;
         self.tags[i] = NO_LINE;
+        self.ages[i] &= !VALID_BIT;
         let w = &mut self.sets[i];
         w.valid = false;
         Some(Victim {
@@ -311,8 +325,10 @@ mod tests {
                     }
                 }
                 // The lookup tags mirror the ways: a valid way's line, else none.
-                for (w, &tag) in c.sets.iter().zip(&c.tags) {
+                for ((w, &tag), &age) in c.sets.iter().zip(&c.tags).zip(&c.ages) {
                     prop_assert_eq!(tag, if w.valid { w.tag } else { NO_LINE });
+                    // The replacement keys mirror the ways' validity.
+                    prop_assert_eq!(age & VALID_BIT != 0, w.valid);
                     // The page filter never turns a present line away.
                     if w.valid {
                         let b = page_bit(w.tag);
