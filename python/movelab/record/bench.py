@@ -300,6 +300,10 @@ def bench_record(
                                       "(tracked, cold or warm; tracked simulates each class three times)."),
     what_if_too: bool = typer.Option(True, "--what-if/--no-what-if", help="Also replay every mechanism (the "
                                      "what-if tables; most of the bench's time) after the baseline's validation."),
+    buffer_states: bool = typer.Option(False, "--buffer-states/--no-buffer-states", help="Validate with each "
+                                       "buffer of a copy in its own cache state, destination writes costed by the "
+                                       "fill probe and the last level's boundary from its sweep (off by default: "
+                                       "on three recordings it did not lower the error; see docs/record-replay.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the results in --out."),
 ) -> None:
     """Record real programs, measure the interposer's slowdown, validate the baseline replay on
@@ -392,8 +396,9 @@ def bench_record(
         t = time.monotonic()
         try:
             row = run_program(n, out, host["platform"], samples, runs, costs, what_if_cache, recorded=recorded[n],
-                              gap_edges_ns=edges, what_if_too=False, alloc_cost=alloc, dst_write=dst_write,
-                              llc_boundary=boundary)
+                              gap_edges_ns=edges, what_if_too=False, alloc_cost=alloc,
+                              dst_write=dst_write if buffer_states else None,
+                              llc_boundary=boundary if buffer_states else None)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
             console.print(f"  {n} failed: {e}", highlight=False)
             rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})
