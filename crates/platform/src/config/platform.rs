@@ -86,6 +86,12 @@ pub struct CoreConfig {
     /// memory (as x86 fast-string copies do); otherwise every store miss reads the line first
     /// (write-allocate). Initialisation always reads (write-allocate).
     pub copy_skips_destination_fetch: bool,
+    /// CPU copies and zeroing run as one marked instruction that moves a line per load and per
+    /// store with no loop instructions, as in RowClone's simulated kernel (section 6: page
+    /// copy/initialisation "modified ... to use the memcpy and memset instructions"; section 7.1:
+    /// the baseline "reads each cache line individually ... and writes it back individually").
+    /// Filling with non-zero data stays program stores of `register_bytes`.
+    pub marked_bulk_ops: bool,
     /// "multithreaded": hardware contexts, each running its own copy of the program (IXP
     /// microengine: 8).
     pub threads: u32,
@@ -110,6 +116,7 @@ impl Default for CoreConfig {
             compute_ilp: 2,
             in_order_ilp: 1,
             copy_skips_destination_fetch: false,
+            marked_bulk_ops: false,
             threads: 1,
             switch_cycles: 1,
         }

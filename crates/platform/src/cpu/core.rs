@@ -554,8 +554,18 @@ impl Core {
         let Some(mut x) = self.expanding else {
             return;
         };
-        let reg = u64::from(self.cfg.register_bytes);
-        let loop_instr = self.cfg.copy_loop_instructions;
+        // A marked copy or zeroing (RowClone's kernel) moves a line per access, no loop code.
+        let marked = self.cfg.marked_bulk_ops && (x.src.is_some() || x.value == 0);
+        let reg = if marked {
+            64
+        } else {
+            u64::from(self.cfg.register_bytes)
+        };
+        let loop_instr = if marked {
+            0
+        } else {
+            self.cfg.copy_loop_instructions
+        };
         let first = x.off == 0;
         let mark = self.pending.len();
         self.in_expansion = true;
@@ -598,7 +608,9 @@ impl Core {
                         UopKind::Store {
                             addr: d,
                             copy: x.value == 0,
-                            whole: false,
+                            // The marked zeroing writes whole lines without reading them
+                            // (RowClone Table 3: the baseline zeroing is the writes alone).
+                            whole: marked && seg == 64,
                         },
                         words,
                         None,
@@ -1251,6 +1263,53 @@ mod tests {
             );
             assert!(core.expanding.is_some() && !core.wants_op() && !core.drained());
         }
+    }
+
+    /// With `marked_bulk_ops` a page copy or zeroing is one load and one store per line and no
+    /// loop instructions; a non-zero fill stays register-wide stores with their loop code.
+    #[test]
+    fn marked_bulk_ops_move_a_line_per_access() {
+        let count = |marked: bool, op: Op| {
+            let cfg = CoreConfig {
+                marked_bulk_ops: marked,
+                ..CoreConfig::default()
+            };
+            let mut core = Core::new(&cfg, 1);
+            core.push_op(&op, CopyBy::Cpu);
+            let (mut mem, mut alu) = (0u64, 0u64);
+            while let Some(u) = core.pending.pop_front() {
+                match u.kind {
+                    UopKind::Load { .. } | UopKind::Store { .. } => mem += u64::from(u.count),
+                    UopKind::Alu { .. } => alu += u64::from(u.count),
+                    _ => {}
+                }
+                if core.pending.len() < 64 {
+                    core.expand();
+                }
+            }
+            (mem, alu)
+        };
+        let copy = Op::Copy {
+            src: 0,
+            dst: 1 << 20,
+            bytes: 4096,
+            policy: DstPolicy::AsGiven,
+        };
+        let zero = Op::Init {
+            dst: 1 << 20,
+            bytes: 4096,
+            value: 0,
+        };
+        let fill = Op::Init {
+            dst: 1 << 20,
+            bytes: 4096,
+            value: 0xA5,
+        };
+        assert_eq!(count(true, copy), (128, 0));
+        assert_eq!(count(false, copy), (1024, 512));
+        assert_eq!(count(true, zero), (64, 0));
+        assert_eq!(count(false, zero), (512, 512));
+        assert_eq!(count(true, fill), count(false, fill));
     }
 
     /// Expanding in chunks makes the same micro-ops, in the same order, as all at once.
