@@ -242,10 +242,10 @@ def generate_cmd(
     seed: int = SEED,
     footprint: str = FOOTPRINT,
     hot_fraction: float | None = typer.Option(None, min=0.0, max=1.0, callback=finite("--hot-fraction"),
-                                              help="hotset: fraction of requests to the hot set [default: 0.9].",
+                                              help="hotset: fraction of requests to the hot set (default 0.9).",
                                               show_default=False),
     hot_bytes: str | None = typer.Option(None, help="hotset: bytes of the hot set, the footprint's first "
-                                         "[default: 1M].", show_default=False),
+                                         "(default 1M).", show_default=False),
     fmt: TraceFileFormat = typer.Option(TraceFileFormat.native, "--format", help="Trace format to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
