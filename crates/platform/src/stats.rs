@@ -4,7 +4,8 @@
 use movelab_dram::stats::Stats as DramStats;
 use serde::Serialize;
 
-fn is_zero(v: &u64) -> bool {
+/// For `skip_serializing_if`: a count left out of reports while it is zero.
+pub(crate) fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 

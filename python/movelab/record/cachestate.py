@@ -74,8 +74,10 @@ FRESH: str | None = None
 #: the smallest worst error on Python start-up and the shell pipeline (27 Nov 2026), then checked,
 #: unchanged, on gcc, SQLite and Redis.
 REGION = 1024
-#: The replay's default: source and destination each in their own state (:func:`states`'s
-#: ``split``), the destination's recency by its own line (docs/record-replay.md, "Cache state").
+#: The replay's default where a destination write cost is given (``replay(..., dst_write=...)``,
+#: ``movelab bench record --buffer-states``): source and destination each in their own state
+#: (:func:`states`'s ``split``), the destination's recency by its own line (docs/record-replay.md,
+#: "Cache state"). Without it the replay keeps the mixed rule.
 SPLIT = True
 
 
@@ -127,7 +129,7 @@ def states(ev: pd.DataFrame, l2_bytes: int, llc_bytes: int, touch_rate: float = 
     each line's own touches (its distinct-line count needs them) and takes ``region`` = ``LINE``
     unless given another, which it refuses.
 
-    ``split``: each buffer in its own state (the replay's default since 28 Nov 2026, :data:`SPLIT`):
+    ``split``: each buffer in its own state (the replay's where ``dst_write`` is given, :data:`SPLIT`):
     a destination line's recency is its own line's (``region`` applies to sources only: a buffer
     written sequentially is not warmed by the touch of its neighbour's first line), and the result
     has per-buffer columns too: ``src_warm``, ``src_llc``, ``src_cold``, ``src_distance`` (NaN for

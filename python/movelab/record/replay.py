@@ -191,26 +191,16 @@ def _cache_bytes(platform: Any, base: Mapping[str, Any]) -> tuple[int, int]:
     return l2, max(llc, l2)
 
 
-def class_shares(cls: pd.DataFrame, st: pd.DataFrame) -> dict[str, float]:
+def class_shares(cls: pd.DataFrame, st: pd.DataFrame, side: str | None = None) -> dict[str, float]:
     """The share of a class's calls (rows of ``cls``, weighted by ``count``) in each cache state,
     from :func:`movelab.record.cachestate.states`; aggregated calls (no addresses) count as in the
-    last level."""
+    last level. ``side`` (``src`` or ``dst``): one buffer's lines, from the ``split`` columns."""
+    col = (lambda s: s) if side is None else (lambda s: f"{side}_{s}")
     calls = max(float(cls["count"].sum()), 1.0)
-    timed = st.reindex(cls.index).dropna(subset=["warm"])
+    timed = st.reindex(cls.index).dropna(subset=[col("warm")])
     w = cls.loc[timed.index, "count"].astype("float64")
     untimed = calls - float(w.sum())
-    return {s: (float((timed[s] * w).sum()) + (untimed if s == "llc" else 0.0)) / calls for s in cachestate.STATES}
-
-
-def buffer_shares(cls: pd.DataFrame, st: pd.DataFrame, side: str) -> dict[str, float]:
-    """Like :func:`class_shares`, for one buffer (``side``: ``src`` or ``dst``) of :func:`movelab.
-    record.cachestate.states`'s ``split`` columns: the share of the class's calls whose source
-    (destination) lines are in each state; aggregated calls count as in the last level."""
-    calls = max(float(cls["count"].sum()), 1.0)
-    timed = st.reindex(cls.index).dropna(subset=[f"{side}_warm"])
-    w = cls.loc[timed.index, "count"].astype("float64")
-    untimed = calls - float(w.sum())
-    return {s: (float((timed[f"{side}_{s}"] * w).sum()) + (untimed if s == "llc" else 0.0)) / calls
+    return {s: (float((timed[col(s)] * w).sum()) + (untimed if s == "llc" else 0.0)) / calls
             for s in cachestate.STATES}
 
 
@@ -397,9 +387,9 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             if mode == "tracked":
                 share = class_shares(cls, st)
                 if costed_apart:
-                    src_share = buffer_shares(cls, st, "src") if op == "copy" else {"warm": 1.0, "llc": 0.0,
+                    src_share = class_shares(cls, st, "src") if op == "copy" else {"warm": 1.0, "llc": 0.0,
                                                                                     "cold": 0.0}
-                    dst_share = buffer_shares(cls, st, "dst")
+                    dst_share = class_shares(cls, st, "dst")
                     dst_extra = dst_write_ns(cls, st, dst_write)
             else:
                 share = {mode: 1.0}

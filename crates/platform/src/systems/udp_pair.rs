@@ -20,7 +20,7 @@ use crate::config::workload::Workload;
 use crate::net::ethernet_link::{frame_wire_ps, OVERHEAD_BYTES};
 use crate::net::udp_peer::{HEADER_BYTES, MAX_PAYLOAD, MIN_PAYLOAD};
 use crate::sim::error::PlatformError;
-use crate::stats::{AgentStats, PlatformStats};
+use crate::stats::{is_zero, AgentStats, PlatformStats};
 use crate::systems::cluster::{self, ClusterStats, LinkSpec};
 use crate::systems::platform::Platform;
 use serde::Serialize;
@@ -256,10 +256,6 @@ fn with_engines(
     let t = toml::Value::try_from(&cfg)
         .map_err(|e| PlatformError::config(PLATFORM, "(overrides)", e.to_string()))?;
     PlatformConfig::from_value(t, PLATFORM)
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
 }
 
 fn tv_i(v: u64) -> toml::Value {
