@@ -699,6 +699,41 @@ mod tests {
         }
     }
 
+    #[test]
+    fn larger_mixes_draw_each_class_with_repetition_and_count_the_highly_intensive() {
+        // Section 7.4: each class's benchmarks "chosen at random"; Fig. 13 groups 8-core mixes by
+        // 0 to 4 highly copy-intensive applications, and 0 needs four copy/initialisation-intensive
+        // slots from the three moderate ones, so an application may repeat within a mix.
+        let all = rowclone_apps::apps().unwrap();
+        let highly: BTreeMap<&str, bool> = all
+            .iter()
+            .filter(|a| a.copy_intensive())
+            .map(|a| (a.name.as_str(), a.highly_copy_intensive()))
+            .collect();
+        let ms = draw_mixes(7, 8, 400).unwrap();
+        let mut groups = std::collections::BTreeSet::new();
+        let mut repeated = false;
+        for m in &ms {
+            assert_eq!(m.apps.len(), 8);
+            let copy: Vec<&str> = m.apps[..4].iter().map(String::as_str).collect();
+            assert!(copy.iter().all(|n| highly.contains_key(n)), "{:?}", m.apps);
+            assert!(
+                m.apps[4..].iter().all(|n| !highly.contains_key(n.as_str())),
+                "{:?}",
+                m.apps
+            );
+            let h = copy.iter().filter(|n| highly[**n]).count() as u32;
+            assert_eq!(m.highly_intensive, h, "{:?}", m.apps);
+            groups.insert(h);
+            repeated |= (1..4).any(|i| copy[..i].contains(&copy[i]));
+        }
+        assert!(
+            repeated,
+            "no 8-core mix repeats a copy-intensive application"
+        );
+        assert_eq!(groups.into_iter().collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+    }
+
     fn run(mechanism: &str, ws: f64) -> MixRun {
         MixRun {
             mechanism: mechanism.into(),
