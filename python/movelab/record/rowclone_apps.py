@@ -114,7 +114,9 @@ PROGRAMS: dict[str, Program] = {p.app: p for p in [
             "for f in interposer calibrate forkbench; do gcc -O2 -fPIC -c {tmp}/$f.c -o {tmp}/$f.o; done",
             version="gcc --version"),
     Program("forkbench", "section 7.2's forkbench as a C program: a 64 MB buffer filled, fork, the child writes "
-            "one word in each of 1,000 random pages", ["cc"], "{forkbench} 64 1000 7", version=""),
+            "one word in each of 1,000 random pages; the phase after the fork alone (a run with N = 1,000 less a "
+            "run with N = 0: the fill, the fork and the exits drop out)", ["cc"], "{forkbench} 64 {n} 7",
+            version="", steady=(0, 1000)),
     Program("mcached", "redis-server on loopback under redis-benchmark inserting key-value pairs: SETs of 1 KiB "
             "values to distinct random keys (-r: a keyspace of 10^9), the steady-state insert phase of 60,000 "
             "SETs (a run of 80,000 less a run of 20,000: the server's start-up drops out); memcached cannot run "
