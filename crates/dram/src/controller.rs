@@ -285,6 +285,9 @@ pub struct Controller {
     /// `flat / 64`): the banks a pass over many banks visits ([`ready_scan::min_word_active`]).
     /// Valid, like `loc`, for banks that are not `dirty`.
     active: Vec<u64>,
+    /// This CPU runs the vector pass ([`ready_scan::has_vector_scan`]): channels of many banks
+    /// scan all banks with it instead of the banks in `active`.
+    vector_scan: bool,
     /// The banks whose candidate must be recomputed before the next pass (each once: `dirty`).
     dirty_list: Vec<u32>,
     /// FR-FCFS without CPU bypass, with lookahead: a pass after an issue also picks the command to
@@ -468,6 +471,7 @@ impl Controller {
             hidx: vec![0; banks],
             key: vec![u64::MAX; banks],
             active: vec![0; banks.div_ceil(64)],
+            vector_scan: ready_scan::has_vector_scan(),
             dirty_list: (0..banks as u32).collect(),
             fast: false,
             pick: None,
@@ -994,6 +998,8 @@ impl Controller {
         // FR-FCFS key: the command the tick at that cycle will issue.
         let word = if self.loc.len() <= ready_scan::FEW_BANKS {
             ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
+        } else if self.vector_scan {
+            ready_scan::min_word(&self.loc, &self.hidx, &self.key, horizons, soon)
         } else {
             ready_scan::min_word_active(
                 &self.active,
