@@ -45,11 +45,17 @@ fn scan(local: &[u64], hidx: &[u32], key: &[u64], horizons: &[u64], from: u64) -
     for b in 0..n {
         // An index out of range cannot happen (indices are built from rank and kind); reading
         // it as "never ready" keeps the loop free of a panic path, which would stop vectorising.
-        let h = horizons.get(hidx[b] as usize).copied().unwrap_or(u64::MAX);
-        let wait = local[b].max(h).max(from) - from;
-        best = best.min((cap_wait(wait) << KEY_BITS) | key[b]);
+        best = best.min(bank_word(local[b], hidx[b], key[b], horizons, from));
     }
     best
+}
+
+/// A bank's word: its wait from `from` (ready at the later of its local part `l` and its rank's
+/// horizon `horizons[i]`, an index out of range reading as never), capped, above its key `k`.
+#[inline(always)]
+fn bank_word(l: u64, i: u32, k: u64, horizons: &[u64], from: u64) -> u64 {
+    let h = horizons.get(i as usize).copied().unwrap_or(u64::MAX);
+    (cap_wait(l.max(h).max(from) - from) << KEY_BITS) | k
 }
 
 /// `wait.min(WAIT_CAP)` without a branch. Written as `min`, the compiler makes it a branch, and
@@ -112,64 +118,48 @@ pub fn min_word_active(
 ) -> u64 {
     // The common sizes as fixed arrays, indexed by the bit masked to the size: no bounds check
     // in the loop, and fewer registers live (the general loop spilled on this machine).
-    match (active, local.len()) {
-        ([bits], 16) => active_n::<16>(*bits, local, hidx, key, horizons, from),
-        ([bits], 32) => active_n::<32>(*bits, local, hidx, key, horizons, from),
-        ([bits], 64) => active_n::<64>(*bits, local, hidx, key, horizons, from),
-        _ => active_any(active, local, hidx, key, horizons, from),
-    }
+    let banks = (local, hidx, key);
+    let fixed = match (active, local.len()) {
+        ([bits], 16) => active_n::<16>(*bits, banks, horizons, from),
+        ([bits], 32) => active_n::<32>(*bits, banks, horizons, from),
+        ([bits], 64) => active_n::<64>(*bits, banks, horizons, from),
+        _ => None,
+    };
+    fixed.unwrap_or_else(|| active_any(active, banks, horizons, from))
 }
 
-/// [`min_word_active`] on `N` banks (a power of two up to 64; bits at `N` and above ignored).
+/// A bank's local part, rank-and-kind index and key, as three parallel arrays.
+type Banks<'a> = (&'a [u64], &'a [u32], &'a [u64]);
+
+/// [`min_word_active`] on `N` banks (a power of two up to 64; bits at `N` and above ignored);
+/// `None` when an array is shorter than `N`.
 #[inline(always)]
-fn active_n<const N: usize>(
-    bits: u64,
-    local: &[u64],
-    hidx: &[u32],
-    key: &[u64],
-    horizons: &[u64],
-    from: u64,
-) -> u64 {
-    let (Ok(local), Ok(hidx), Ok(key)) = (
-        <&[u64; N]>::try_from(&local[..N.min(local.len())]),
-        <&[u32; N]>::try_from(&hidx[..N.min(hidx.len())]),
-        <&[u64; N]>::try_from(&key[..N.min(key.len())]),
-    ) else {
-        return active_any(&[bits], local, hidx, key, horizons, from);
-    };
+fn active_n<const N: usize>(bits: u64, banks: Banks, horizons: &[u64], from: u64) -> Option<u64> {
+    let local = <&[u64; N]>::try_from(banks.0.get(..N)?).ok()?;
+    let hidx = <&[u32; N]>::try_from(banks.1.get(..N)?).ok()?;
+    let key = <&[u64; N]>::try_from(banks.2.get(..N)?).ok()?;
     let mut m = if N >= 64 { bits } else { bits & ((1 << N) - 1) };
     let mut best = u64::MAX;
     while m != 0 {
         let b = m.trailing_zeros() as usize % N;
         m &= m - 1;
-        let h = horizons.get(hidx[b] as usize).copied().unwrap_or(u64::MAX);
-        let wait = local[b].max(h).max(from) - from;
-        best = best.min((cap_wait(wait) << KEY_BITS) | key[b]);
+        best = best.min(bank_word(local[b], hidx[b], key[b], horizons, from));
     }
-    best
+    Some(best)
 }
 
 /// [`min_word_active`] on any number of banks.
-fn active_any(
-    active: &[u64],
-    local: &[u64],
-    hidx: &[u32],
-    key: &[u64],
-    horizons: &[u64],
-    from: u64,
-) -> u64 {
+fn active_any(active: &[u64], banks: Banks, horizons: &[u64], from: u64) -> u64 {
+    let (local, hidx, key) = banks;
     let mut best = u64::MAX;
     for (w, &bits) in active.iter().enumerate() {
         let mut m = bits;
         while m != 0 {
             let b = w * 64 + m.trailing_zeros() as usize;
             m &= m - 1;
-            let (Some(&l), Some(&i), Some(&k)) = (local.get(b), hidx.get(b), key.get(b)) else {
-                continue;
-            };
-            let h = horizons.get(i as usize).copied().unwrap_or(u64::MAX);
-            let wait = l.max(h).max(from) - from;
-            best = best.min((cap_wait(wait) << KEY_BITS) | k);
+            if let (Some(&l), Some(&i), Some(&k)) = (local.get(b), hidx.get(b), key.get(b)) {
+                best = best.min(bank_word(l, i, k, horizons, from));
+            }
         }
     }
     best
