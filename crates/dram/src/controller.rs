@@ -281,6 +281,13 @@ pub struct Controller {
     loc: Vec<u64>,
     hidx: Vec<u32>,
     key: Vec<u64>,
+    /// The banks with a candidate, one bit each (bank `flat` is bit `flat % 64` of word
+    /// `flat / 64`): the banks a pass over many banks visits ([`ready_scan::min_word_active`]).
+    /// Valid, like `loc`, for banks that are not `dirty`.
+    active: Vec<u64>,
+    /// This CPU runs the vector pass ([`ready_scan::has_vector_scan`]): channels of many banks
+    /// scan all banks with it instead of the banks in `active`.
+    vector_scan: bool,
     /// The banks whose candidate must be recomputed before the next pass (each once: `dirty`).
     dirty_list: Vec<u32>,
     /// FR-FCFS without CPU bypass, with lookahead: a pass after an issue also picks the command to
@@ -463,6 +470,8 @@ impl Controller {
             loc: vec![u64::MAX; banks],
             hidx: vec![0; banks],
             key: vec![u64::MAX; banks],
+            active: vec![0; banks.div_ceil(64)],
+            vector_scan: ready_scan::has_vector_scan(),
             dirty_list: (0..banks as u32).collect(),
             fast: false,
             pick: None,
@@ -885,10 +894,12 @@ impl Controller {
                     u64::MAX
                 };
                 self.loc[flat] = self.dev.local_at_bank(c.kind, id);
+                self.active[flat / 64] |= 1 << (flat % 64);
             }
             None => {
                 self.loc[flat] = u64::MAX;
                 self.key[flat] = u64::MAX;
+                self.active[flat / 64] &= !(1 << (flat % 64));
             }
         }
     }
@@ -987,8 +998,17 @@ impl Controller {
         // FR-FCFS key: the command the tick at that cycle will issue.
         let word = if self.loc.len() <= ready_scan::FEW_BANKS {
             ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
-        } else {
+        } else if self.vector_scan {
             ready_scan::min_word(&self.loc, &self.hidx, &self.key, horizons, soon)
+        } else {
+            ready_scan::min_word_active(
+                &self.active,
+                &self.loc,
+                &self.hidx,
+                &self.key,
+                horizons,
+                soon,
+            )
         };
         let (wait, best) = ready_scan::unpack(word);
         if wait == WAIT_CAP {
