@@ -544,7 +544,9 @@ impl Agent for CopyEngine {
                 };
                 sys.schedule(at, self.id, DATA, req);
             }
-            Response::WriteAccepted { tag } | Response::Flushed { tag } => self.write_done(sys, now, tag),
+            Response::WriteAccepted { tag } | Response::Flushed { tag } => {
+                self.write_done(sys, now, tag)
+            }
             Response::BulkDone { .. } => {}
         }
     }
