@@ -228,5 +228,8 @@ fn posting_buffers_ahead_does_not_raise_the_receive_rate() {
     let e = run_variant(&c, &spec("onloader", Direction::Rx, 1472, true), &v)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("rx_posted_ahead") || e.contains("buffers"), "{e}");
+    assert!(
+        e.contains("rx_posted_ahead") || e.contains("buffers"),
+        "{e}"
+    );
 }
