@@ -4,7 +4,9 @@
 //! bottleneck, and no setting in their documented ranges fails a run; an override the platform
 //! does not read and a bad run are refused by name.
 use movelab_platform::config::network::NetworkIoConfig;
-use movelab_platform::systems::udp_pair::{load, run, Direction, NetStats, RunSpec};
+use movelab_platform::systems::udp_pair::{
+    load, run, run_variant, Direction, NetStats, RunSpec, Variant,
+};
 
 /// The preset with `over` (TOML) merged in.
 fn cfg(over: &str) -> NetworkIoConfig {
@@ -172,4 +174,62 @@ fn the_receive_rate_is_what_the_host_consumed() {
             long.throughput_mbps
         );
     }
+}
+
+/// A receive run of `config` at 1472 B over 400 us with `ahead` buffers posted ahead: its stats
+/// and the rate its microengines' deliveries would read (delivered payload over the time to the
+/// last delivery).
+fn ahead_run(config: &str, ahead: u64) -> (NetStats, f64) {
+    let v = Variant {
+        rx_buffers: Some(ahead),
+        ..Variant::default()
+    };
+    let c = cfg("wire = { duration_us = 400.0 }");
+    let r = run_variant(&c, &spec(config, Direction::Rx, 1472, true), &v)
+        .unwrap_or_else(|e| panic!("{config} {ahead} ahead: {e}"));
+    conserved(&r.stats);
+    let last = r.hosts[0]
+        .agents
+        .iter()
+        .find(|a| a.kind == "microengines")
+        .map(|a| a.last_done_ns)
+        .unwrap();
+    let deliveries = (r.stats.delivered * 1472) as f64 * 8.0 * 1000.0 / last;
+    (r.stats, deliveries)
+}
+
+/// Posting more buffers ahead lets the microengines fill them at the wire's rate while the host
+/// is busy; the rate counts what the host consumed, so it does not rise with them (the
+/// deliveries' rate does, on a run this short).
+#[test]
+fn posting_buffers_ahead_does_not_raise_the_receive_rate() {
+    for (config, few, many) in [("onloader", 2, 32), ("softnic", 4, 64)] {
+        let (a, _) = ahead_run(config, few);
+        let (b, deliveries) = ahead_run(config, many);
+        assert_eq!(b.consumed, b.delivered, "{config}: {b:?}");
+        assert!(
+            b.throughput_mbps <= a.throughput_mbps * 1.05,
+            "{config}: {} Mb/s with {many} ahead against {} with {few}",
+            b.throughput_mbps,
+            a.throughput_mbps
+        );
+        assert!(
+            deliveries > 1.3 * b.throughput_mbps,
+            "{config}: deliveries {deliveries} Mb/s against {} consumed",
+            b.throughput_mbps
+        );
+    }
+    // More buffers than the ring holds are refused by name.
+    let v = Variant {
+        rx_buffers: Some(1 << 20),
+        ..Variant::default()
+    };
+    let c = cfg("wire = { duration_us = 400.0 }");
+    let e = run_variant(&c, &spec("onloader", Direction::Rx, 1472, true), &v)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("rx_posted_ahead") || e.contains("buffers"),
+        "{e}"
+    );
 }

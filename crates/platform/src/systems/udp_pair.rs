@@ -102,6 +102,9 @@ pub struct Variant {
     /// Section 6's mechanisms: the L2 push and the onloader's mapping cache.
     pub l2_push: Option<bool>,
     pub mapping_cache: Option<bool>,
+    /// The receive buffers the host program posts ahead (its `buffers`), over the program's own:
+    /// the rate counts what the host consumed, so posting more ahead must not raise it.
+    pub rx_buffers: Option<u64>,
 }
 
 /// What a run measured (the wun-onload rows' figures). The peer's datagrams are followed to
@@ -451,6 +454,9 @@ pub fn run_variant(
                     ("mapping_cache", u64::from(mapping)),
                     ("user_lines", payload.div_ceil(XSCALE_LINE_BYTES) as u64),
                 ];
+            }
+            if let Some(n) = variant.rx_buffers {
+                ps.push(("buffers", n));
             }
             let prog = program(net, &format!("rx-{cfgname}"), &ps)?;
             // Every buffer the program returns past those it posts up front is a datagram it
