@@ -73,6 +73,8 @@ struct Entry {
     /// low 32 bits of its sequence number; each links to the next through `sibling`.
     children: u32,
     sibling: u32,
+    /// While it waits in [`Core::timed`]: when its operand is ready (its producer's `done_at`).
+    ready_at: Ps,
 }
 
 /// No entry, in [`Entry::children`] and [`Entry::sibling`].
@@ -93,6 +95,7 @@ impl Default for Entry {
             done_at: 0,
             children: NO_SEQ,
             sibling: NO_SEQ,
+            ready_at: 0,
         }
     }
 }
@@ -190,8 +193,16 @@ pub struct Core {
     /// order) those asleep on a producer that has not issued or waits for memory: such an entry
     /// can neither issue nor say when it could, so the issue scan would only skip it; it joins
     /// the scan when its producer's result gets a time ([`Core::wake_children`]). A bit per
-    /// entry, walked in sequence order.
+    /// entry, walked in sequence order. Out of order, an entry whose operand is ready only at a
+    /// later time waits in `timed` instead, so the scan does not visit it every tick only to
+    /// skip it.
     unissued: IssueSet,
+    /// Out of order: the entries not yet issued whose producer's result has a time later than
+    /// the tick that saw it (their `ready_at`). They join `unissued` at the first tick at or after
+    /// that time ([`Core::promote_timed`]); until then they count only as a wake-up time.
+    timed: IssueSet,
+    /// The earliest `ready_at` in `timed` (`Ps::MAX`: none).
+    timed_min: Ps,
     /// The operations of the offloads emitted and not yet issued, by id (a handful).
     offload_ops: Vec<(u32, OffloadOp)>,
     /// Store-buffer entries started: they are always the oldest ones (writes start in order
@@ -262,6 +273,8 @@ impl Core {
             tag: 0,
             in_expansion: false,
             unissued: IssueSet::new(),
+            timed: IssueSet::new(),
+            timed_min: Ps::MAX,
             offload_ops: Vec::new(),
             sb_started: 0,
             ports: cfg.mem_ports.max(1),
@@ -712,9 +725,14 @@ impl Core {
                         let extra = self.group_extra(count);
                         let k = self.rob.slot(i);
                         let e = self.rob.at_mut(k);
-                        e.done_at = at + extra;
+                        let before = std::mem::replace(&mut e.done_at, at + extra);
+                        if e.issued && before != Ps::MAX && before != e.done_at {
+                            // Entries woken on its earlier time saw a time that no longer holds.
+                            self.reclassify();
+                        }
+                        let e = self.rob.at(k);
                         if e.issued && e.children != NO_SEQ {
-                            self.wake_children(k);
+                            self.wake_children(k, self.last_tick);
                         }
                     }
                 }
@@ -748,10 +766,12 @@ impl Core {
     }
 
     /// The window entry in slot `k` ([`Window::slot`]) issued and its result has a time: the
-    /// entries asleep on it join the issue scan, in sequence order.
-    fn wake_children(&mut self, k: usize) {
+    /// entries asleep on it join the issue scan, in sequence order (or, if that time is after
+    /// `now`, the last tick's time, wait in `timed` until it).
+    fn wake_children(&mut self, k: usize, now: Ps) {
         let e = self.rob.at(k);
-        if e.done_at == Ps::MAX || e.children == NO_SEQ {
+        let ready_at = e.done_at;
+        if ready_at == Ps::MAX || e.children == NO_SEQ {
             return;
         }
         let mut c = std::mem::replace(&mut self.rob.at_mut(k).children, NO_SEQ);
@@ -760,8 +780,68 @@ impl Core {
             let seq = self.head_seq + ci as u64;
             let child = &mut self.rob[ci];
             c = std::mem::replace(&mut child.sibling, NO_SEQ);
-            self.unissued.insert(seq);
+            if ready_at <= now {
+                self.unissued.insert(seq);
+            } else {
+                child.ready_at = ready_at;
+                self.timed.insert(seq);
+                self.timed_min = self.timed_min.min(ready_at);
+            }
         }
+    }
+
+    /// Out of order, before the issue scan at `now`: the entries of `timed` whose operand is
+    /// ready by now join the scan; `timed_min` becomes the earliest time of those left.
+    fn promote_timed(&mut self, now: Ps) {
+        let end = self.head_seq + self.rob.len() as u64;
+        let mut s = self.head_seq;
+        let mut min = Ps::MAX;
+        while let Some(x) = self.timed.next_from(s, end) {
+            let r = self.rob.at(self.rob.slot((x - self.head_seq) as usize)).ready_at;
+            if r <= now {
+                self.timed.remove(x);
+                self.unissued.insert(x);
+            } else {
+                min = min.min(r);
+            }
+            s = x + 1;
+        }
+        self.timed_min = min;
+    }
+
+    /// A producer's result time changed after its sleepers were woken on it: every entry of the
+    /// scan and of `timed` goes (back) to `timed` with its operand's time read again, and the
+    /// next tick sorts them out ([`Core::promote_timed`]).
+    #[cold]
+    fn reclassify(&mut self) {
+        let end = self.head_seq + self.rob.len() as u64;
+        let mut s = self.head_seq;
+        while let Some(x) = self.unissued.next_from(s, end) {
+            self.unissued.remove(x);
+            self.timed.insert(x);
+            s = x + 1;
+        }
+        let mut s = self.head_seq;
+        let mut min = Ps::MAX;
+        while let Some(x) = self.timed.next_from(s, end) {
+            let idx = (x - self.head_seq) as usize;
+            let e = self.rob[idx];
+            let dep = e.uop.dep as usize;
+            let r = if dep == 0 || dep > idx {
+                0
+            } else {
+                let p = self.rob[idx - dep];
+                if p.issued {
+                    p.done_at
+                } else {
+                    Ps::MAX
+                }
+            };
+            self.rob[idx].ready_at = r;
+            min = min.min(r);
+            s = x + 1;
+        }
+        self.timed_min = min;
     }
 
     /// Removes the store-buffer entry `id` (a started write that finished), if present.
@@ -929,10 +1009,17 @@ impl Core {
         // would be skipped anyway. `p`: its position, a sequence number, up to the window's end.
         let end = self.head_seq + n as u64;
         let mut p = self.head_seq;
+        if now >= self.timed_min {
+            self.promote_timed(now);
+        }
+        // The scan visits every entry (when nothing issues) unless it is held or out of credit:
+        // then the entries in `timed` count their times as wake-ups, as a visit would have.
+        let mut scans = self.issue_credit > 0;
         if now < self.serialize_until {
             // A serializing entry (interrupt entry or return) holds everything younger.
             wake = wake.min(self.serialize_until);
             p = end;
+            scans = false;
         }
         while self.issue_credit > 0 {
             let Some(s) = self.unissued.next_from(p, end) else {
@@ -1070,13 +1157,16 @@ impl Core {
             // Its sleepers are younger: they join the scan after `p`, so this cycle still
             // reaches them, as it would have.
             if self.rob.at(k).children != NO_SEQ {
-                self.wake_children(k);
+                self.wake_children(k, now);
             }
             self.issue_credit -= i64::from(count);
             if mem {
                 self.port_credit -= i64::from(count);
             }
             progress = true;
+        }
+        if scans {
+            wake = wake.min(self.timed_min);
         }
 
         // Dispatch into the window.
@@ -1103,10 +1193,12 @@ impl Core {
             // The set tells the window's entries apart, sleepers included (they join it later).
             self.unissued
                 .reserve(self.head_seq, self.rob.len() as u64 + 1);
+            self.timed.reserve(self.head_seq, self.rob.len() as u64 + 1);
             // Out of order, an entry whose producer has no result time yet sleeps on it (see
             // `unissued`); in order, every entry stays in the scan, which stops at the first
             // that cannot issue.
             let mut sibling = NO_SEQ;
+            let mut ready_at = 0;
             let dep = u.dep as usize;
             let asleep = !self.in_order && dep != 0 && dep <= self.rob.len() && {
                 let n = self.rob.len();
@@ -1115,11 +1207,18 @@ impl Core {
                 let waits = !pr.issued || pr.done_at == Ps::MAX;
                 if waits {
                     sibling = std::mem::replace(&mut pr.children, seq as u32);
+                } else {
+                    ready_at = pr.done_at;
                 }
                 waits
             };
             if !asleep {
-                self.unissued.insert(seq);
+                if ready_at <= now || self.in_order {
+                    self.unissued.insert(seq);
+                } else {
+                    self.timed.insert(seq);
+                    self.timed_min = self.timed_min.min(ready_at);
+                }
             }
             self.rob.push_back(Entry {
                 uop: u,
@@ -1128,6 +1227,7 @@ impl Core {
                 done_at: Ps::MAX,
                 children: NO_SEQ,
                 sibling,
+                ready_at,
             });
             self.rob_instrs += u.count;
             self.dispatch_credit -= i64::from(u.count);
