@@ -73,8 +73,6 @@ struct Entry {
     /// low 32 bits of its sequence number; each links to the next through `sibling`.
     children: u32,
     sibling: u32,
-    /// While it waits in [`Core::timed`]: when its operand is ready (its producer's `done_at`).
-    ready_at: Ps,
 }
 
 /// No entry, in [`Entry::children`] and [`Entry::sibling`].
@@ -95,7 +93,6 @@ impl Default for Entry {
             done_at: 0,
             children: NO_SEQ,
             sibling: NO_SEQ,
-            ready_at: 0,
         }
     }
 }
@@ -193,16 +190,21 @@ pub struct Core {
     /// order) those asleep on a producer that has not issued or waits for memory: such an entry
     /// can neither issue nor say when it could, so the issue scan would only skip it; it joins
     /// the scan when its producer's result gets a time ([`Core::wake_children`]). A bit per
-    /// entry, walked in sequence order. Out of order, an entry whose operand is ready only at a
-    /// later time waits in `timed` instead, so the scan does not visit it every tick only to
-    /// skip it.
+    /// entry, walked in sequence order. Out of order, an entry whose producer's result has a
+    /// time later than the tick that saw it stays asleep on the producer until that time (see
+    /// `timed`), so the scan does not visit it every tick only to skip it.
     unissued: IssueSet,
-    /// Out of order: the entries not yet issued whose producer's result has a time later than
-    /// the tick that saw it (their `ready_at`). They join `unissued` at the first tick at or after
-    /// that time ([`Core::promote_timed`]); until then they count only as a wake-up time.
-    timed: IssueSet,
-    /// The earliest `ready_at` in `timed` (`Ps::MAX`: none).
+    /// Out of order: the producers with sleepers whose result has a time later than the tick
+    /// that gave it (that time, the producer's sequence number's low 32 bits), a handful, in
+    /// no order. Their sleepers join the scan at the first tick at or after the time
+    /// ([`Core::promote_timed`]), or when the producer retires; until then the time counts as
+    /// a wake-up, as the sleepers' visits by the scan would have.
+    timed: Vec<(Ps, u32)>,
+    /// The earliest time in `timed` (`Ps::MAX`: none).
     timed_min: Ps,
+    /// Tests: every entry with a result time joins the scan at once (as before `timed`).
+    #[cfg(test)]
+    scan_every_entry: bool,
     /// The operations of the offloads emitted and not yet issued, by id (a handful).
     offload_ops: Vec<(u32, OffloadOp)>,
     /// Store-buffer entries started: they are always the oldest ones (writes start in order
@@ -273,8 +275,10 @@ impl Core {
             tag: 0,
             in_expansion: false,
             unissued: IssueSet::new(),
-            timed: IssueSet::new(),
+            timed: Vec::new(),
             timed_min: Ps::MAX,
+            #[cfg(test)]
+            scan_every_entry: false,
             offload_ops: Vec::new(),
             sb_started: 0,
             ports: cfg.mem_ports.max(1),
@@ -726,13 +730,13 @@ impl Core {
                         let k = self.rob.slot(i);
                         let e = self.rob.at_mut(k);
                         let before = std::mem::replace(&mut e.done_at, at + extra);
-                        if e.issued && before != Ps::MAX && before != e.done_at {
-                            // Entries woken on its earlier time saw a time that no longer holds.
-                            self.reclassify();
-                        }
-                        let e = self.rob.at(k);
                         if e.issued && e.children != NO_SEQ {
-                            self.wake_children(k, self.last_tick);
+                            if before == Ps::MAX {
+                                self.wake_children(k, seq, self.last_tick);
+                            } else if before != at + extra {
+                                // Its sleepers wait in `timed` for a time that changed.
+                                self.retime(seq, at + extra);
+                            }
                         }
                     }
                 }
@@ -765,83 +769,75 @@ impl Core {
         Ps::from(count.div_ceil(self.ports) - 1) * self.cycle_ps
     }
 
-    /// The window entry in slot `k` ([`Window::slot`]) issued and its result has a time: the
-    /// entries asleep on it join the issue scan, in sequence order (or, if that time is after
-    /// `now`, the last tick's time, wait in `timed` until it).
-    fn wake_children(&mut self, k: usize, now: Ps) {
+    /// The window entry in slot `k` ([`Window::slot`]), sequence number `seq`, issued and its
+    /// result has a time: the entries asleep on it join the issue scan if that time is `now`
+    /// (the last tick's time) or earlier, else they sleep on until then (`timed`).
+    fn wake_children(&mut self, k: usize, seq: u64, now: Ps) {
         let e = self.rob.at(k);
         let ready_at = e.done_at;
         if ready_at == Ps::MAX || e.children == NO_SEQ {
             return;
         }
+        if self.waits_timed(ready_at, now) {
+            self.timed.push((ready_at, seq as u32));
+            self.timed_min = self.timed_min.min(ready_at);
+        } else {
+            self.release_children(k);
+        }
+    }
+
+    /// The entries asleep on the window entry in slot `k` join the issue scan.
+    fn release_children(&mut self, k: usize) {
         let mut c = std::mem::replace(&mut self.rob.at_mut(k).children, NO_SEQ);
         while c != NO_SEQ {
             let ci = c.wrapping_sub(self.head_seq as u32) as usize;
             let seq = self.head_seq + ci as u64;
-            let child = &mut self.rob[ci];
-            c = std::mem::replace(&mut child.sibling, NO_SEQ);
-            if ready_at <= now {
-                self.unissued.insert(seq);
-            } else {
-                child.ready_at = ready_at;
-                self.timed.insert(seq);
-                self.timed_min = self.timed_min.min(ready_at);
-            }
+            c = std::mem::replace(&mut self.rob[ci].sibling, NO_SEQ);
+            self.unissued.insert(seq);
         }
     }
 
-    /// Out of order, before the issue scan at `now`: the entries of `timed` whose operand is
-    /// ready by now join the scan; `timed_min` becomes the earliest time of those left.
+    /// Whether the sleepers of a producer whose result is ready at `ready_at` sleep on at `now`.
+    #[inline]
+    fn waits_timed(&self, ready_at: Ps, now: Ps) -> bool {
+        #[cfg(test)]
+        if self.scan_every_entry {
+            return false;
+        }
+        ready_at > now && !self.in_order
+    }
+
+    /// Out of order, before the issue scan at `now`: the sleepers of the producers in `timed`
+    /// whose result is ready by now join the scan; `timed_min` becomes the earliest time left.
     fn promote_timed(&mut self, now: Ps) {
-        let end = self.head_seq + self.rob.len() as u64;
-        let mut s = self.head_seq;
         let mut min = Ps::MAX;
-        while let Some(x) = self.timed.next_from(s, end) {
-            let r = self.rob.at(self.rob.slot((x - self.head_seq) as usize)).ready_at;
-            if r <= now {
-                self.timed.remove(x);
-                self.unissued.insert(x);
+        let mut i = 0;
+        while i < self.timed.len() {
+            let (t, q) = self.timed[i];
+            if t <= now {
+                self.timed.swap_remove(i);
+                // A producer that retired released its sleepers then.
+                let idx = q.wrapping_sub(self.head_seq as u32) as usize;
+                if idx < self.rob.len() {
+                    self.release_children(self.rob.slot(idx));
+                }
             } else {
-                min = min.min(r);
+                min = min.min(t);
+                i += 1;
             }
-            s = x + 1;
         }
         self.timed_min = min;
     }
 
-    /// A producer's result time changed after its sleepers were woken on it: every entry of the
-    /// scan and of `timed` goes (back) to `timed` with its operand's time read again, and the
-    /// next tick sorts them out ([`Core::promote_timed`]).
+    /// The producer `seq`, in `timed`, has a new result time `t`.
     #[cold]
-    fn reclassify(&mut self) {
-        let end = self.head_seq + self.rob.len() as u64;
-        let mut s = self.head_seq;
-        while let Some(x) = self.unissued.next_from(s, end) {
-            self.unissued.remove(x);
-            self.timed.insert(x);
-            s = x + 1;
+    fn retime(&mut self, seq: u64, t: Ps) {
+        for e in &mut self.timed {
+            if e.1 == seq as u32 {
+                e.0 = t;
+            }
         }
-        let mut s = self.head_seq;
-        let mut min = Ps::MAX;
-        while let Some(x) = self.timed.next_from(s, end) {
-            let idx = (x - self.head_seq) as usize;
-            let e = self.rob[idx];
-            let dep = e.uop.dep as usize;
-            let r = if dep == 0 || dep > idx {
-                0
-            } else {
-                let p = self.rob[idx - dep];
-                if p.issued {
-                    p.done_at
-                } else {
-                    Ps::MAX
-                }
-            };
-            self.rob[idx].ready_at = r;
-            min = min.min(r);
-            s = x + 1;
-        }
-        self.timed_min = min;
+        self.timed_min = self.timed.iter().map(|e| e.0).min().unwrap_or(Ps::MAX);
     }
 
     /// Removes the store-buffer entry `id` (a started write that finished), if present.
@@ -915,6 +911,10 @@ impl Core {
             }
             if Self::is_mem(&e.uop) {
                 self.lsq_used -= e.uop.count;
+            }
+            if e.children != NO_SEQ {
+                // Its sleepers wait in `timed` for its result time, which has come.
+                self.release_children(self.rob.slot(0));
             }
             let e = self.rob.pop_front().unwrap_or_default();
             if let UopKind::Serialize { ret: true, .. } = e.uop.kind {
@@ -1157,7 +1157,7 @@ impl Core {
             // Its sleepers are younger: they join the scan after `p`, so this cycle still
             // reaches them, as it would have.
             if self.rob.at(k).children != NO_SEQ {
-                self.wake_children(k, now);
+                self.wake_children(k, s, now);
             }
             self.issue_credit -= i64::from(count);
             if mem {
@@ -1193,32 +1193,35 @@ impl Core {
             // The set tells the window's entries apart, sleepers included (they join it later).
             self.unissued
                 .reserve(self.head_seq, self.rob.len() as u64 + 1);
-            self.timed.reserve(self.head_seq, self.rob.len() as u64 + 1);
             // Out of order, an entry whose producer has no result time yet sleeps on it (see
             // `unissued`); in order, every entry stays in the scan, which stops at the first
             // that cannot issue.
             let mut sibling = NO_SEQ;
-            let mut ready_at = 0;
             let dep = u.dep as usize;
+            // Out of order, a producer with a result time after now: sleeps on it too (the
+            // producer joins `timed` unless it has sleepers already, which puts it there).
+            let mut timed_on = None;
             let asleep = !self.in_order && dep != 0 && dep <= self.rob.len() && {
                 let n = self.rob.len();
                 let k = self.rob.slot(n - dep);
-                let pr = self.rob.at_mut(k);
-                let waits = !pr.issued || pr.done_at == Ps::MAX;
+                let pr = *self.rob.at(k);
+                let waits = !pr.issued
+                    || pr.done_at == Ps::MAX
+                    || self.waits_timed(pr.done_at, now);
                 if waits {
-                    sibling = std::mem::replace(&mut pr.children, seq as u32);
-                } else {
-                    ready_at = pr.done_at;
+                    if pr.issued && pr.done_at != Ps::MAX && pr.children == NO_SEQ {
+                        timed_on = Some((pr.done_at, seq - dep as u64));
+                    }
+                    sibling = std::mem::replace(&mut self.rob.at_mut(k).children, seq as u32);
                 }
                 waits
             };
+            if let Some((t, q)) = timed_on {
+                self.timed.push((t, q as u32));
+                self.timed_min = self.timed_min.min(t);
+            }
             if !asleep {
-                if ready_at <= now || self.in_order {
-                    self.unissued.insert(seq);
-                } else {
-                    self.timed.insert(seq);
-                    self.timed_min = self.timed_min.min(ready_at);
-                }
+                self.unissued.insert(seq);
             }
             self.rob.push_back(Entry {
                 uop: u,
@@ -1227,7 +1230,6 @@ impl Core {
                 done_at: Ps::MAX,
                 children: NO_SEQ,
                 sibling,
-                ready_at,
             });
             self.rob_instrs += u.count;
             self.dispatch_credit -= i64::from(u.count);
@@ -1572,7 +1574,17 @@ mod tests {
         poll: bool,
         skip: bool,
     ) -> (Vec<(Ps, u64)>, u64, CoreCounters) {
-        let mut core = Core::new(&CoreConfig::default(), 7);
+        run_ops_on(Core::new(&CoreConfig::default(), 7), ops, delay, load_delay, poll, skip)
+    }
+
+    fn run_ops_on(
+        mut core: Core,
+        ops: &[Op],
+        delay: Ps,
+        load_delay: Option<Ps>,
+        poll: bool,
+        skip: bool,
+    ) -> (Vec<(Ps, u64)>, u64, CoreCounters) {
         if !skip {
             core.share_engine();
         }
@@ -1667,6 +1679,63 @@ mod tests {
             all_skipped < all_each,
             "{all_skipped} ticks against {all_each}"
         );
+    }
+
+    /// Entries whose operand is ready only at a later time wait outside the issue scan
+    /// (`timed`): every instruction retires at the same time, with the same counters and in as
+    /// many ticks, as on a core whose scan visits them every tick; and some did wait there.
+    #[test]
+    fn entries_waiting_for_a_timed_operand_stay_out_of_the_scan_exactly() {
+        let copy = Op::Copy {
+            src: 1 << 20,
+            dst: (1 << 24) + 8,
+            bytes: 4096,
+            policy: DstPolicy::AsGiven,
+        };
+        let compute = Op::Compute {
+            n: 3000,
+            loads: 0.3,
+            stores: 0.1,
+            region: Some((1 << 22, 1 << 16)),
+        };
+        let cases: [(&[Op], Ps, Option<Ps>); 4] = [
+            (&[copy], 333 * 40, None),
+            (&[compute], 333 * 10, Some(333 * 7)),
+            (&[compute, copy, compute], 333 * 90, Some(1000)),
+            (&[copy, compute], 500, Some(333 * 300 + 17)),
+        ];
+        for (k, (ops, delay, load_delay)) in cases.into_iter().enumerate() {
+            for cfg in [CoreConfig::default(), CoreConfig { width: 2, ..CoreConfig::default() }] {
+                let mut all = Core::new(&cfg, 7);
+                all.scan_every_entry = true;
+                let (a, a_ticks, a_c) = run_ops_on(all, ops, delay, load_delay, false, true);
+                let (t, t_ticks, t_c) =
+                    run_ops_on(Core::new(&cfg, 7), ops, delay, load_delay, false, true);
+                assert!(a_c.instructions > 0, "case {k}");
+                assert_eq!(a, t, "case {k}");
+                assert_eq!(a_ticks, t_ticks, "case {k}");
+                assert_eq!(a_c.instructions, t_c.instructions, "case {k}");
+                assert_eq!(a_c.stall_cycles, t_c.stall_cycles, "case {k}");
+                assert_eq!(a_c.loads, t_c.loads, "case {k}");
+            }
+        }
+        // A dependent ALU entry dispatched behind a producer with a time waits in `timed`.
+        let mut core = Core::new(&CoreConfig::default(), 7);
+        core.push_op(&compute, CopyBy::Cpu);
+        core.expand_whole();
+        let mut unc = SlowStores {
+            delay: 333,
+            answers: Vec::new(),
+            load_delay: None,
+        };
+        let mut seen = false;
+        let mut now = 0;
+        for _ in 0..200 {
+            core.tick(now, &mut unc);
+            seen |= !core.timed.is_empty();
+            now += core.cycle_ps;
+        }
+        assert!(seen, "no entry ever waited in the timed set");
     }
 
     /// A finished store held at the head by a full store buffer: the core sleeps until a write
