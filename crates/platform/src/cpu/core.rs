@@ -190,21 +190,8 @@ pub struct Core {
     /// order) those asleep on a producer that has not issued or waits for memory: such an entry
     /// can neither issue nor say when it could, so the issue scan would only skip it; it joins
     /// the scan when its producer's result gets a time ([`Core::wake_children`]). A bit per
-    /// entry, walked in sequence order. Out of order, an entry whose producer's result has a
-    /// time later than the tick that saw it stays asleep on the producer until that time (see
-    /// `timed`), so the scan does not visit it every tick only to skip it.
+    /// entry, walked in sequence order.
     unissued: IssueSet,
-    /// Out of order: the producers with sleepers whose result has a time later than the tick
-    /// that gave it (that time, the producer's sequence number's low 32 bits), a handful, in
-    /// no order. Their sleepers join the scan at the first tick at or after the time
-    /// ([`Core::promote_timed`]), or when the producer retires; until then the time counts as
-    /// a wake-up, as the sleepers' visits by the scan would have.
-    timed: Vec<(Ps, u32)>,
-    /// The earliest time in `timed` (`Ps::MAX`: none).
-    timed_min: Ps,
-    /// Tests: every entry with a result time joins the scan at once (as before `timed`).
-    #[cfg(test)]
-    scan_every_entry: bool,
     /// The operations of the offloads emitted and not yet issued, by id (a handful).
     offload_ops: Vec<(u32, OffloadOp)>,
     /// Store-buffer entries started: they are always the oldest ones (writes start in order
@@ -275,10 +262,6 @@ impl Core {
             tag: 0,
             in_expansion: false,
             unissued: IssueSet::new(),
-            timed: Vec::new(),
-            timed_min: Ps::MAX,
-            #[cfg(test)]
-            scan_every_entry: false,
             offload_ops: Vec::new(),
             sb_started: 0,
             ports: cfg.mem_ports.max(1),
@@ -729,14 +712,9 @@ impl Core {
                         let extra = self.group_extra(count);
                         let k = self.rob.slot(i);
                         let e = self.rob.at_mut(k);
-                        let before = std::mem::replace(&mut e.done_at, at + extra);
+                        e.done_at = at + extra;
                         if e.issued && e.children != NO_SEQ {
-                            if before == Ps::MAX {
-                                self.wake_children(k, seq, self.last_tick);
-                            } else if before != at + extra {
-                                // Its sleepers wait in `timed` for a time that changed.
-                                self.retime(seq, at + extra);
-                            }
+                            self.wake_children(k);
                         }
                     }
                 }
@@ -769,75 +747,21 @@ impl Core {
         Ps::from(count.div_ceil(self.ports) - 1) * self.cycle_ps
     }
 
-    /// The window entry in slot `k` ([`Window::slot`]), sequence number `seq`, issued and its
-    /// result has a time: the entries asleep on it join the issue scan if that time is `now`
-    /// (the last tick's time) or earlier, else they sleep on until then (`timed`).
-    fn wake_children(&mut self, k: usize, seq: u64, now: Ps) {
+    /// The window entry in slot `k` ([`Window::slot`]) issued and its result has a time: the
+    /// entries asleep on it join the issue scan, in sequence order.
+    fn wake_children(&mut self, k: usize) {
         let e = self.rob.at(k);
-        let ready_at = e.done_at;
-        if ready_at == Ps::MAX || e.children == NO_SEQ {
+        if e.done_at == Ps::MAX || e.children == NO_SEQ {
             return;
         }
-        if self.waits_timed(ready_at, now) {
-            self.timed.push((ready_at, seq as u32));
-            self.timed_min = self.timed_min.min(ready_at);
-        } else {
-            self.release_children(k);
-        }
-    }
-
-    /// The entries asleep on the window entry in slot `k` join the issue scan.
-    fn release_children(&mut self, k: usize) {
         let mut c = std::mem::replace(&mut self.rob.at_mut(k).children, NO_SEQ);
         while c != NO_SEQ {
             let ci = c.wrapping_sub(self.head_seq as u32) as usize;
             let seq = self.head_seq + ci as u64;
-            c = std::mem::replace(&mut self.rob[ci].sibling, NO_SEQ);
+            let child = &mut self.rob[ci];
+            c = std::mem::replace(&mut child.sibling, NO_SEQ);
             self.unissued.insert(seq);
         }
-    }
-
-    /// Whether the sleepers of a producer whose result is ready at `ready_at` sleep on at `now`.
-    #[inline]
-    fn waits_timed(&self, ready_at: Ps, now: Ps) -> bool {
-        #[cfg(test)]
-        if self.scan_every_entry {
-            return false;
-        }
-        ready_at > now && !self.in_order
-    }
-
-    /// Out of order, before the issue scan at `now`: the sleepers of the producers in `timed`
-    /// whose result is ready by now join the scan; `timed_min` becomes the earliest time left.
-    fn promote_timed(&mut self, now: Ps) {
-        let mut min = Ps::MAX;
-        let mut i = 0;
-        while i < self.timed.len() {
-            let (t, q) = self.timed[i];
-            if t <= now {
-                self.timed.swap_remove(i);
-                // A producer that retired released its sleepers then.
-                let idx = q.wrapping_sub(self.head_seq as u32) as usize;
-                if idx < self.rob.len() {
-                    self.release_children(self.rob.slot(idx));
-                }
-            } else {
-                min = min.min(t);
-                i += 1;
-            }
-        }
-        self.timed_min = min;
-    }
-
-    /// The producer `seq`, in `timed`, has a new result time `t`.
-    #[cold]
-    fn retime(&mut self, seq: u64, t: Ps) {
-        for e in &mut self.timed {
-            if e.1 == seq as u32 {
-                e.0 = t;
-            }
-        }
-        self.timed_min = self.timed.iter().map(|e| e.0).min().unwrap_or(Ps::MAX);
     }
 
     /// Removes the store-buffer entry `id` (a started write that finished), if present.
@@ -911,10 +835,6 @@ impl Core {
             }
             if Self::is_mem(&e.uop) {
                 self.lsq_used -= e.uop.count;
-            }
-            if e.children != NO_SEQ {
-                // Its sleepers wait in `timed` for its result time, which has come.
-                self.release_children(self.rob.slot(0));
             }
             let e = self.rob.pop_front().unwrap_or_default();
             if let UopKind::Serialize { ret: true, .. } = e.uop.kind {
@@ -1009,17 +929,10 @@ impl Core {
         // would be skipped anyway. `p`: its position, a sequence number, up to the window's end.
         let end = self.head_seq + n as u64;
         let mut p = self.head_seq;
-        if now >= self.timed_min {
-            self.promote_timed(now);
-        }
-        // The scan visits every entry (when nothing issues) unless it is held or out of credit:
-        // then the entries in `timed` count their times as wake-ups, as a visit would have.
-        let mut scans = self.issue_credit > 0;
         if now < self.serialize_until {
             // A serializing entry (interrupt entry or return) holds everything younger.
             wake = wake.min(self.serialize_until);
             p = end;
-            scans = false;
         }
         while self.issue_credit > 0 {
             let Some(s) = self.unissued.next_from(p, end) else {
@@ -1157,16 +1070,13 @@ impl Core {
             // Its sleepers are younger: they join the scan after `p`, so this cycle still
             // reaches them, as it would have.
             if self.rob.at(k).children != NO_SEQ {
-                self.wake_children(k, s, now);
+                self.wake_children(k);
             }
             self.issue_credit -= i64::from(count);
             if mem {
                 self.port_credit -= i64::from(count);
             }
             progress = true;
-        }
-        if scans {
-            wake = wake.min(self.timed_min);
         }
 
         // Dispatch into the window.
@@ -1198,28 +1108,16 @@ impl Core {
             // that cannot issue.
             let mut sibling = NO_SEQ;
             let dep = u.dep as usize;
-            // Out of order, a producer with a result time after now: sleeps on it too (the
-            // producer joins `timed` unless it has sleepers already, which puts it there).
-            let mut timed_on = None;
             let asleep = !self.in_order && dep != 0 && dep <= self.rob.len() && {
                 let n = self.rob.len();
                 let k = self.rob.slot(n - dep);
-                let pr = *self.rob.at(k);
-                let waits = !pr.issued
-                    || pr.done_at == Ps::MAX
-                    || self.waits_timed(pr.done_at, now);
+                let pr = self.rob.at_mut(k);
+                let waits = !pr.issued || pr.done_at == Ps::MAX;
                 if waits {
-                    if pr.issued && pr.done_at != Ps::MAX && pr.children == NO_SEQ {
-                        timed_on = Some((pr.done_at, seq - dep as u64));
-                    }
-                    sibling = std::mem::replace(&mut self.rob.at_mut(k).children, seq as u32);
+                    sibling = std::mem::replace(&mut pr.children, seq as u32);
                 }
                 waits
             };
-            if let Some((t, q)) = timed_on {
-                self.timed.push((t, q as u32));
-                self.timed_min = self.timed_min.min(t);
-            }
             if !asleep {
                 self.unissued.insert(seq);
             }
@@ -1574,17 +1472,7 @@ mod tests {
         poll: bool,
         skip: bool,
     ) -> (Vec<(Ps, u64)>, u64, CoreCounters) {
-        run_ops_on(Core::new(&CoreConfig::default(), 7), ops, delay, load_delay, poll, skip)
-    }
-
-    fn run_ops_on(
-        mut core: Core,
-        ops: &[Op],
-        delay: Ps,
-        load_delay: Option<Ps>,
-        poll: bool,
-        skip: bool,
-    ) -> (Vec<(Ps, u64)>, u64, CoreCounters) {
+        let mut core = Core::new(&CoreConfig::default(), 7);
         if !skip {
             core.share_engine();
         }
@@ -1679,63 +1567,6 @@ mod tests {
             all_skipped < all_each,
             "{all_skipped} ticks against {all_each}"
         );
-    }
-
-    /// Entries whose operand is ready only at a later time wait outside the issue scan
-    /// (`timed`): every instruction retires at the same time, with the same counters and in as
-    /// many ticks, as on a core whose scan visits them every tick; and some did wait there.
-    #[test]
-    fn entries_waiting_for_a_timed_operand_stay_out_of_the_scan_exactly() {
-        let copy = Op::Copy {
-            src: 1 << 20,
-            dst: (1 << 24) + 8,
-            bytes: 4096,
-            policy: DstPolicy::AsGiven,
-        };
-        let compute = Op::Compute {
-            n: 3000,
-            loads: 0.3,
-            stores: 0.1,
-            region: Some((1 << 22, 1 << 16)),
-        };
-        let cases: [(&[Op], Ps, Option<Ps>); 4] = [
-            (&[copy], 333 * 40, None),
-            (&[compute], 333 * 10, Some(333 * 7)),
-            (&[compute, copy, compute], 333 * 90, Some(1000)),
-            (&[copy, compute], 500, Some(333 * 300 + 17)),
-        ];
-        for (k, (ops, delay, load_delay)) in cases.into_iter().enumerate() {
-            for cfg in [CoreConfig::default(), CoreConfig { width: 2, ..CoreConfig::default() }] {
-                let mut all = Core::new(&cfg, 7);
-                all.scan_every_entry = true;
-                let (a, a_ticks, a_c) = run_ops_on(all, ops, delay, load_delay, false, true);
-                let (t, t_ticks, t_c) =
-                    run_ops_on(Core::new(&cfg, 7), ops, delay, load_delay, false, true);
-                assert!(a_c.instructions > 0, "case {k}");
-                assert_eq!(a, t, "case {k}");
-                assert_eq!(a_ticks, t_ticks, "case {k}");
-                assert_eq!(a_c.instructions, t_c.instructions, "case {k}");
-                assert_eq!(a_c.stall_cycles, t_c.stall_cycles, "case {k}");
-                assert_eq!(a_c.loads, t_c.loads, "case {k}");
-            }
-        }
-        // A dependent ALU entry dispatched behind a producer with a time waits in `timed`.
-        let mut core = Core::new(&CoreConfig::default(), 7);
-        core.push_op(&compute, CopyBy::Cpu);
-        core.expand_whole();
-        let mut unc = SlowStores {
-            delay: 333,
-            answers: Vec::new(),
-            load_delay: None,
-        };
-        let mut seen = false;
-        let mut now = 0;
-        for _ in 0..200 {
-            core.tick(now, &mut unc);
-            seen |= !core.timed.is_empty();
-            now += core.cycle_ps;
-        }
-        assert!(seen, "no entry ever waited in the timed set");
     }
 
     /// A finished store held at the head by a full store buffer: the core sleeps until a write
