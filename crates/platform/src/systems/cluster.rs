@@ -102,6 +102,11 @@ pub fn idle_interrupts(ring: u32) -> u64 {
     (2 * u64::from(ring)).max(MIN_IDLE_INTERRUPTS)
 }
 
+/// Simulated time a platform runs at most before the loop watches it again (1 us): a host left
+/// alone (the others idle) would otherwise run to its end inside one [`Platform::advance`], and
+/// a host whose handlers feed themselves would never come back to the guard.
+pub const WATCH_PS: Ps = 1_000_000;
+
 /// Passages listed one by one per link.
 pub const MAX_PASSAGES: usize = 1000;
 
@@ -226,7 +231,9 @@ pub fn run(
             .filter(|&j| j != i && !idle[j])
             .map(|j| next[j])
             .min()
-            .unwrap_or(Ps::MAX);
+            .unwrap_or(Ps::MAX)
+            // Hand back at least every WATCH_PS, so the guard watches a host that runs alone.
+            .min(next[i].saturating_add(WATCH_PS));
         let before = runs[i].ops();
         match platforms[i].advance(&mut runs[i], &mut |_| {}, horizon)? {
             Step::Idle => idle[i] = true,
