@@ -45,10 +45,24 @@ def test_a_core_waiting_for_what_never_comes_is_a_clear_error(tmp_path: Path) ->
     assert time.monotonic() - t < 60
 
 
-def test_ctrl_c_stops_a_run_that_would_not_end_promptly_with_a_clean_message(tmp_path: Path) -> None:
-    # A handler that interrupts its own core again: on one platform only Ctrl-C ends it.
+SPIN = 'name = "spin"\niterations = 100000000\n[[ops]]\nkind = "compute"\nn = 1000\n'
+
+
+def test_a_handler_that_interrupts_its_own_core_is_a_clear_error(tmp_path: Path) -> None:
     w = tmp_path / "storm.toml"
     w.write_text(STORM)
+    t = time.monotonic()
+    p = subprocess.run([*_movelab(), "run", "rowclone-system", str(w), "--format", "json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and p.stdout == ""
+    assert "a loop that feeds itself" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert time.monotonic() - t < 120
+
+
+def test_ctrl_c_stops_a_run_that_would_not_end_promptly_with_a_clean_message(tmp_path: Path) -> None:
+    # A program of 10^11 instructions: only Ctrl-C ends it in time.
+    w = tmp_path / "spin.toml"
+    w.write_text(SPIN)
     p = subprocess.Popen([*_movelab(), "run", "rowclone-system", str(w), "--format", "json"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          # A shell that started us in the background may have SIGINT ignored.

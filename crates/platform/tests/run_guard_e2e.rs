@@ -130,9 +130,28 @@ fn a_host_whose_handler_interrupts_itself_stops_the_cluster_naming_the_host() {
 }
 
 #[test]
+fn a_handler_that_interrupts_its_own_core_stops_a_lone_platform() {
+    // No other host: the platform's own watch sees its cores raise every interrupt they take
+    // (no device interrupt, no operation fed) and stops the run past its bound.
+    let e = within(120, "a storm on one platform", || {
+        Platform::new(&cfg("larsen-io", ""))
+            .expect("platform")
+            .run(&w(STORM))
+            .map(|_| ())
+    })
+    .expect_err("a self-feeding handler never ends");
+    let msg = e.to_string();
+    assert!(matches!(e, PlatformError::Stalled(_)), "{msg}");
+    assert!(
+        msg.contains("the platform run: party 0 did") && msg.contains("a loop that feeds itself"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn ctrl_c_stops_a_run_that_would_not_end_on_its_own() {
-    // The storm on one platform (no other host to make its loop hand back): only Ctrl-C ends
-    // it. The front ends install the interrupt check; here it says "asked" from its 4th call.
+    // A long program on one platform and on a cluster of two with no link: Ctrl-C ends it.
+    // The front ends install the interrupt check; here it says "asked" from its 4th call.
     for (what, on_cluster) in [("one platform", false), ("a cluster with no link", true)] {
         let t = Instant::now();
         let r = within(60, what, move || {
@@ -144,13 +163,13 @@ fn ctrl_c_stops_a_run_that_would_not_end_on_its_own() {
                 },
                 move || {
                     let host = || Platform::new(&cfg("larsen-io", "")).expect("platform");
+                    let spin = "name = \"spin\"\niterations = 100000000\n[[ops]]\nkind = \"compute\"\nn = 1000\n";
                     if on_cluster {
                         let mut ps = vec![host(), host()];
-                        let spin = "name = \"spin\"\niterations = 100000000\n[[ops]]\nkind = \"compute\"\nn = 1000\n";
                         let progs = vec![vec![w(spin)], vec![w(spin)]];
                         cluster::run(&mut ps, &progs, &[], &mut |_| {}).map(|_| ())
                     } else {
-                        host().run(&w(STORM)).map(|_| ())
+                        host().run(&w(spin)).map(|_| ())
                     }
                 },
             )

@@ -12,6 +12,13 @@
 use super::error::PlatformError;
 pub use movelab_dram::interrupt::CHECK_STEPS;
 
+/// Interrupts a host may take with no progress (no program operation fed, no frame taken in,
+/// no interrupt from a device) before the run is stopped as a loop that feeds itself
+/// ([`RunGuard::with_idle_work`]): twice a 512-descriptor ring, since a host whose program has
+/// ended may still take one per frame it had queued (a cluster raises it to twice its largest
+/// ring).
+pub const MIN_IDLE_INTERRUPTS: u64 = 1024;
+
 /// Counts a run loop's steps and decides when it must stop.
 #[derive(Debug, Clone)]
 pub struct RunGuard {

@@ -89,12 +89,7 @@ pub struct ClusterStats {
     pub links: Vec<LinkStats>,
 }
 
-/// Interrupts a host may take with no progress (no program operation fed, no frame taken in)
-/// before the run is stopped as a loop that feeds itself ([`RunGuard::with_idle_work`]): twice
-/// the largest descriptor ring of the cluster's ports, and never fewer than this (twice a
-/// 512-descriptor ring), since a host whose program has ended may still take one per frame it
-/// had queued.
-pub const MIN_IDLE_INTERRUPTS: u64 = 1024;
+pub use crate::sim::run_guard::MIN_IDLE_INTERRUPTS;
 
 /// The bound on a host's interrupts without progress for ports whose largest ring holds `ring`
 /// descriptors ([`MIN_IDLE_INTERRUPTS`]).

@@ -15,6 +15,7 @@ use crate::iface::{token_context, Access, OffloadOp, Token, Uncore};
 use crate::memory::memory_system::{AgentId, Ev, MemorySystem, Responder, Response};
 use crate::memory::ring::{RingStep, Rings};
 use crate::sim::error::PlatformError;
+use crate::sim::run_guard::MIN_IDLE_INTERRUPTS;
 use crate::sim::{Ps, RunGuard};
 use crate::stats::{AgentStats, CacheStats, CopyLines, CoreStats, PlatformStats, WindowStats};
 use movelab_dram::port::MemoryPort;
@@ -57,7 +58,16 @@ struct Port<'a> {
     context: usize,
     /// The agents that take this core's offloaded copies, zeroing and fills.
     routes: Routes,
+    /// Interrupts the cores have raised (an `interrupt` operation), counted for the run guard.
+    raised: &'a mut u64,
 }
+
+/// Interrupts the cores may raise themselves with no progress (no program operation fed, no
+/// interrupt from a device) before a run stops as a loop that feeds itself (a handler that
+/// interrupts its own core): four times a cluster's smallest bound per host
+/// ([`MIN_IDLE_INTERRUPTS`]), so that in a cluster its watch, which also sees the frames a host
+/// takes in, speaks first.
+const SELF_FED_INTERRUPTS: u64 = 4 * MIN_IDLE_INTERRUPTS;
 
 /// Per kind of offloaded operation (copy, zero, fill: [`TAKE_COPY`], ...), the agent that takes it.
 type Routes = [Option<u16>; 3];
@@ -111,6 +121,7 @@ impl Uncore for Port<'_> {
             .commit(self.sys, now, self.core, RingStep { ring, push, addr }, seq)
     }
     fn interrupt(&mut self, now: Ps, target: u32) -> Access {
+        *self.raised += 1;
         self.sys.raise_interrupt(now, target as usize);
         Access::At(now + self.sys.cycle_ps(self.core))
     }
@@ -200,6 +211,9 @@ pub struct Run<'p> {
     watch: (u64, Ps),
     /// Wake-ups swapped out of the memory system (kept, so none is allocated per wake-up).
     wake_buf: Vec<(Token, Ps)>,
+    /// Interrupts the cores raised themselves (`interrupt` operations, in a program or a
+    /// handler): an interrupt so raised is work, not progress, for the run guard's watch.
+    raised: u64,
 }
 
 impl Run<'_> {
@@ -875,10 +889,11 @@ impl Platform {
             n_ops: 0,
             guard: 0,
             last_now: start,
-            run_guard: RunGuard::new("the platform run"),
+            run_guard: RunGuard::new("the platform run").with_idle_work(SELF_FED_INTERRUPTS),
             // Progress watch: time may advance (DRAM refresh) while nothing retires (a model bug).
             watch: (0, start),
             wake_buf: Vec::new(),
+            raised: 0,
         })
     }
 
@@ -895,6 +910,13 @@ impl Platform {
         loop {
             run.run_guard.step()?;
             if run.run_guard.steps().is_multiple_of(1 << 16) {
+                // A handler that interrupts its own core (or two that interrupt each other)
+                // retires instructions and moves time for ever: progress is a program operation
+                // fed or an interrupt from a device (taken less those the cores raised), work an
+                // interrupt a core raised.
+                let taken = self.interrupts_taken();
+                run.run_guard
+                    .watch(0, run.n_ops + taken.saturating_sub(run.raised), run.raised)?;
                 let retired: u64 = self
                     .cores
                     .iter()
@@ -1079,6 +1101,7 @@ impl Platform {
                     core: e,
                     context: i,
                     routes: self.routes[self.cores[i].group.min(self.routes.len() - 1)],
+                    raised: &mut run.raised,
                 };
                 let c = &mut self.cores[i];
                 c.next = c.core.tick(now, &mut port);
