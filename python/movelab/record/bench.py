@@ -354,6 +354,13 @@ def bench_record(
         f"{fill['ns'][k]:.1f}" for k in ("hot", "llc", "memory"))
         + (f"; last-level boundary {boundary / 2**20:.1f} MiB of reuse distance" if boundary else ""),
         highlight=False)
+    # The isolated cold-copy probe (measured at recording time, stored in platform.json).
+    from movelab.record.calibration import cold_copy_costs
+
+    cold = cold_copy_costs()
+    host = {**host, "cold_copy": cold}
+    console.print("cold-copy probe, ns a copy (hot / destination in memory): " + "; ".join(
+        f"{n} B {v['hot_ns']:.1f} / {v['cold_ns']:.1f}" for n, v in cold["sizes"].items()), highlight=False)
     rows: list[dict[str, Any]] = []
     recorded: dict[str, tuple[Any, dict[str, Any]]] = {}
     failed: dict[str, str] = {}

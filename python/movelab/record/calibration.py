@@ -237,6 +237,72 @@ def dst_write_costs(fill: Mapping[str, Any]) -> dict[str, float]:
     return {"llc": max(0.0, (ns["llc"] - ns["hot"]) / lines), "cold": max(0.0, (ns["memory"] - ns["hot"]) / lines)}
 
 
+#: The isolated cold-copy probe's sizes (``calibrate cold SIZE COPIES``): the replay's rule for a
+#: small copy whose destination is in memory covers copies of these sizes and those between them.
+COLD_COPY_SIZES = (1024, 2048)
+
+
+def cold_copy_costs(sizes: Sequence[int] = COLD_COPY_SIZES, copies: int = 4000) -> dict[str, Any]:
+    """The isolated cold-copy probe (``calibrate cold``): ``copies`` memcpy calls of each size from a
+    hot source, each timed on its own, into one destination (hot) and into destinations in memory,
+    one copy per destination (evicted by a read sweep three times the last level's size). Per size:
+    the mean ns a call hot and cold (calls over 5 us left out), their medians and ``extra_ns``
+    (cold less hot: what a destination in memory adds to an isolated copy). Run at recording time by
+    ``movelab bench record`` and stored in its ``platform.json`` (``cold_copy``);
+    :func:`cold_copy_extra` turns it into the replay's rule (``replay(..., cold_copy=...)``)."""
+    if not sizes or any(isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096 for n in sizes):
+        raise ValueError(f"cold-copy sizes must be whole numbers of bytes from 1 to 4096, got {sizes!r}")
+    if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= 1_000_000:
+        raise ValueError(f"cold-copy copies must be a whole number from 1 to 1000000, got {copies!r}")
+    prog = _build.calibration_program()
+    out: dict[str, Any] = {}
+    clock, left = [], 0
+    for n in sorted(set(sizes)):
+        proc = subprocess.run([str(prog), "cold", str(n), str(copies)], capture_output=True, text=True, timeout=300)
+        parts = proc.stdout.split()
+        if proc.returncode != 0 or len(parts) != 8 or parts[:2] != ["cold", str(n)]:
+            raise RuntimeError(f"the cold-copy probe failed for {n} bytes: {proc.stderr.strip() or proc.stdout}")
+        out[str(n)] = parse_cold_copy(parts)
+        clock.append(float(parts[6]))
+        left += int(parts[7])
+    return {"sizes": out, "copies": copies, "clock_ns": float(np.median(clock)), "left_out": left,
+            "command": "calibrate.c 'cold SIZE COPIES' for SIZE " + ", ".join(str(n) for n in sorted(set(sizes))),
+            "source": "isolated memcpy calls from a hot source, each timed (CLOCK_MONOTONIC), into one "
+                      "destination and into one destination each in memory (evicted by a 96 MiB read sweep), "
+                      "2 MiB pages; mean ns a call, calls over 5 us left out"}
+
+
+def parse_cold_copy(parts: Sequence[str]) -> dict[str, float]:
+    """One size's figures from the probe's line (``cold SIZE HOT COLD HOT_MEDIAN COLD_MEDIAN CLOCK
+    LEFT_OUT``, split): ns a call, and ``extra_ns`` = cold less hot (at least 0)."""
+    try:
+        hot, cold, hot_med, cold_med = (float(x) for x in parts[2:6])
+    except (ValueError, TypeError):
+        raise ValueError(f"the cold-copy probe's line must be 'cold SIZE' and four numbers of ns, got {parts!r}") \
+            from None
+    if not all(math.isfinite(v) and v >= 0 for v in (hot, cold, hot_med, cold_med)):
+        raise ValueError(f"the cold-copy probe's ns must be finite and non-negative, got {parts!r}")
+    return {"hot_ns": hot, "cold_ns": cold, "hot_median_ns": hot_med, "cold_median_ns": cold_med,
+            "extra_ns": max(0.0, cold - hot)}
+
+
+def cold_copy_extra(cold_copy: Mapping[str, Any]) -> dict[int, float]:
+    """The replay's cold small-copy rule (``replay(..., cold_copy=...)``) from the probe
+    (:func:`cold_copy_costs`, as stored in ``platform.json``): {bytes: ns a copy adds when its
+    destination is in memory}. Measured, not fitted."""
+    sz = cold_copy.get("sizes") if isinstance(cold_copy, Mapping) else None
+    if not isinstance(sz, Mapping) or not sz:
+        raise ValueError(f"the cold-copy probe needs per-size figures under 'sizes', got {cold_copy!r}")
+    out: dict[int, float] = {}
+    for k, v in sz.items():
+        x = v.get("extra_ns") if isinstance(v, Mapping) else None
+        if not str(k).isdigit() or int(k) < 1 or isinstance(x, bool) or not isinstance(x, (int, float)) \
+                or not math.isfinite(x) or x < 0:
+            raise ValueError(f"the cold-copy probe's size {k!r} needs a non-negative 'extra_ns', got {v!r}")
+        out[int(k)] = float(x)
+    return dict(sorted(out.items()))
+
+
 def gap_class(gap_ns: pd.Series | np.ndarray, edges: Sequence[float] = GAP_EDGES_NS) -> np.ndarray:
     """The gap class of each call (0 for the shortest gaps; a missing gap, a thread's first call,
     falls in the last, open class)."""
@@ -462,14 +528,34 @@ def alloc_charge(calls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[
 
 def _main(argv: Sequence[str]) -> int:
     """``python -m movelab.record.calibration alloc [--reps N]``: measures the allocator's path
-    afresh (replacing the cached figures) and prints it per size class."""
+    afresh (replacing the cached figures) and prints it per size class. ``... cold [--out FILE]``:
+    runs the isolated cold-copy probe (:func:`cold_copy_costs`) and prints it (and writes it as
+    JSON, with the time it was taken, to FILE): for a recording made before the probe existed."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m movelab.record.calibration",
-                                 description="Measure this machine's allocator path in calloc and realloc.")
-    ap.add_argument("what", choices=["alloc"])
+                                 description="Measure this machine's allocator path in calloc and realloc (alloc), "
+                                             "or isolated copies into cold destinations (cold).")
+    ap.add_argument("what", choices=["alloc", "cold"])
     ap.add_argument("--reps", type=int, default=2000, help="calls per size class and kind (default 2000)")
+    ap.add_argument("--out", type=Path, default=None, help="cold: write the probe's figures to this JSON file")
     a = ap.parse_args(list(argv))
+    if a.what == "cold":
+        try:
+            r = cold_copy_costs()
+        except (RuntimeError, OSError, ValueError) as e:
+            print(f"error: {e}")
+            return 1
+        import time
+
+        r["measured_utc"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+        r["load_average"] = list(os.getloadavg())
+        for n, v in r["sizes"].items():
+            print(f"{n:>5} bytes: hot {v['hot_ns']:.1f} ns, cold destination {v['cold_ns']:.1f} ns "
+                  f"(medians {v['hot_median_ns']:.0f} / {v['cold_median_ns']:.0f}); extra {v['extra_ns']:.1f} ns")
+        if a.out is not None:
+            a.out.write_text(json.dumps(r, indent=1))
+        return 0
     try:
         r = alloc_costs(a.reps, refresh=True)
     except (RuntimeError, OSError, ValueError) as e:
