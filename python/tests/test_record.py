@@ -1159,9 +1159,12 @@ def test_calibrate_probe_of_isolated_copies_into_cold_destinations() -> None:
     hot, cold, hot_med, cold_med, clock = (float(x) for x in f[2:7])
     assert 0 < hot < 100_000 and 0 < cold < 100_000 and 0 <= clock < hot_med
     assert cold_med > hot_med and 0 <= int(f[7]) <= 600
-    for args in (("0", "10"), ("5000", "10"), ("1024", "0")):
+    # a sweep of 2 MiB instead of 96 before each batch: the same line, the destinations nearer
+    near = subprocess.run([prog, "cold", "1024", "100", "2"], capture_output=True, text=True, timeout=120)
+    assert near.returncode == 0 and near.stdout.split()[:2] == ["cold", "1024"]
+    for args in (("0", "10"), ("5000", "10"), ("1024", "0"), ("1024", "10", "0"), ("1024", "10", "2000")):
         bad = subprocess.run([prog, "cold", *args], capture_output=True, text=True, timeout=60)
-        assert bad.returncode == 2 and "cold needs 1 <= SIZE <= 4096" in bad.stderr
+        assert bad.returncode == 2 and "cold needs 1 <= SIZE <= 4096" in bad.stderr and "SWEEP_MIB" in bad.stderr
 
 
 def test_cold_copy_probe_is_parsed_and_stored_for_the_replay() -> None:

@@ -67,7 +67,9 @@
  * means. Prints "cold SIZE HOT_MEAN_NS COLD_MEAN_NS HOT_MEDIAN_NS COLD_MEDIAN_NS CLOCK_NS LEFT_OUT"
  * (CLOCK_NS: the median of back-to-back clock reads; in both means alike). Where the fill above
  * streams 15 copies into each buffer in a row (the prefetchers follow the fill), one copy here is
- * all its destination gets. */
+ * all its destination gets. With a third argument SWEEP_MIB (1 to 1024), the sweep reads that many
+ * MiB instead of 96: the destinations were last written that far back (the reuse distance at which
+ * an isolated copy's destination leaves the last level). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,17 +362,18 @@ static double mean_below(const double *v, long n, long *left_out, double *median
 }
 
 #define COLD_ARENA (64L << 20)
-#define COLD_SWEEP (96L << 20)
+#define COLD_SWEEP_MIB 96L
 #define COLD_STRIDE 8192L
 #define COLD_BATCH 64
 
 /* Isolated SIZE-byte copies into a hot and into cold destinations (usage above). */
-static int cold_copies(long size, long copies) {
-    if (size < 1 || size > 4096 || copies < 1 || copies > 1000000) {
-        fprintf(stderr, "calibrate: cold needs 1 <= SIZE <= 4096 and 1 <= COPIES <= 1000000\n");
+static int cold_copies(long size, long copies, long sweep_mib) {
+    if (size < 1 || size > 4096 || copies < 1 || copies > 1000000 || sweep_mib < 1 || sweep_mib > 1024) {
+        fprintf(stderr, "calibrate: cold needs 1 <= SIZE <= 4096 and 1 <= COPIES <= 1000000 (and 1 <= SWEEP_MIB <= 1024)\n");
         return 2;
     }
-    char *dst = huge_buffer(COLD_ARENA), *sweep = huge_buffer(COLD_SWEEP), *src = aligned_alloc(4096, 8192);
+    const long sweep_bytes = sweep_mib << 20;
+    char *dst = huge_buffer(COLD_ARENA), *sweep = huge_buffer((size_t)sweep_bytes), *src = aligned_alloc(4096, 8192);
     long slots = COLD_ARENA / COLD_STRIDE;
     long *order = malloc(sizeof(long) * (size_t)slots);
     double *hot = malloc(sizeof(double) * (size_t)copies), *cold = malloc(sizeof(double) * (size_t)copies),
@@ -398,7 +401,7 @@ static int cold_copies(long size, long copies) {
     long done = 0, next = 0;
     while (done < copies) {
         long s = 0;
-        for (long j = 0; j < COLD_SWEEP; j += 64) s += sweep[j];
+        for (long j = 0; j < sweep_bytes; j += 64) s += sweep[j];
         for (long j = 0; j < 8192; j += 64) s += src[j];
         sink += s;
         for (long b = 0; b < COLD_BATCH && done < copies; b++) {
@@ -434,7 +437,9 @@ int main(int argc, char **argv) {
         return latency(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10), argc > 4 && strcmp(argv[4], "huge") == 0);
     if (argc > 1 && strcmp(argv[1], "clock") == 0) return clock_run();
     if (argc > 3 && strcmp(argv[1], "fill") == 0) return fill(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10));
-    if (argc > 3 && strcmp(argv[1], "cold") == 0) return cold_copies(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10));
+    if (argc > 3 && strcmp(argv[1], "cold") == 0)
+        return cold_copies(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10),
+                           argc > 4 ? strtol(argv[4], NULL, 10) : COLD_SWEEP_MIB);
     if (argc > 4 && strcmp(argv[1], "mlp") == 0)
         return mlp(strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     long reps = argc > 1 ? strtol(argv[1], NULL, 10) : 2000;
