@@ -60,16 +60,16 @@
  * calls from a hot source, each timed on its own (CLOCK_MONOTONIC around the call, as the
  * interposer times a recorded call): COPIES into one destination (hot: the private caches), then
  * COPIES into destinations in memory, one copy per destination, each 8 KiB apart in a 64 MiB arena
- * visited in a random order, in batches of 64 after a read sweep of 96 MiB (three times the 32 MiB
- * last level Linux reports here: every destination line evicted) and a read of the source (hot
- * again). Both buffers in 2 MiB pages where the kernel grants them: the figure is the cache miss's
+ * visited in a random order, in batches of 64: the batch's destination lines written, then a read
+ * sweep of 96 MiB (three times the 32 MiB last level Linux reports here: every destination line
+ * evicted) and a read of the source (hot again), then the 64 timed copies. Both buffers in 2 MiB pages where the kernel grants them: the figure is the cache miss's
  * own, not a page walk's. Calls over 5 us (a stop of the CPU, trace.STOP_NS) are left out of the
  * means. Prints "cold SIZE HOT_MEAN_NS COLD_MEAN_NS HOT_MEDIAN_NS COLD_MEDIAN_NS CLOCK_NS LEFT_OUT"
  * (CLOCK_NS: the median of back-to-back clock reads; in both means alike). Where the fill above
  * streams 15 copies into each buffer in a row (the prefetchers follow the fill), one copy here is
  * all its destination gets. With a third argument SWEEP_MIB (1 to 1024), the sweep reads that many
- * MiB instead of 96: the destinations were last written that far back (the reuse distance at which
- * an isolated copy's destination leaves the last level). */
+ * MiB instead of 96: the destinations were last written that far back (to find the reuse distance
+ * at which an isolated copy's destination costs what memory does). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,7 +400,12 @@ static int cold_copies(long size, long copies, long sweep_mib) {
     }
     long done = 0, next = 0;
     while (done < copies) {
-        long s = 0;
+        long s = 0, first = next;
+        /* the batch's destinations written first: the sweep is then their reuse distance */
+        for (long b = 0; b < COLD_BATCH; b++) {
+            char *d = dst + order[(first + b) % slots] * COLD_STRIDE;
+            for (long j = 0; j < size + 3; j += 64) d[j] = 1;
+        }
         for (long j = 0; j < sweep_bytes; j += 64) s += sweep[j];
         for (long j = 0; j < 8192; j += 64) s += src[j];
         sink += s;
