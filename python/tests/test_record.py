@@ -1157,7 +1157,8 @@ def test_calibrate_probe_of_isolated_copies_into_cold_destinations() -> None:
     f = out.stdout.split()
     assert out.returncode == 0 and len(f) == 8 and f[:2] == ["cold", "1024"], out.stdout + out.stderr
     hot, cold, hot_med, cold_med, clock = (float(x) for x in f[2:7])
-    assert 0 < hot < 100_000 and 0 < cold < 100_000 and 0 <= clock < hot_med
+    # the clock ticks in 10 ns on some guests: a hot 1 KiB copy may read as one clock read
+    assert 0 < hot < 100_000 and 0 < cold < 100_000 and 0 <= clock <= hot_med
     assert cold_med > hot_med and 0 <= int(f[7]) <= 600
     # a sweep of 2 MiB instead of 96 before each batch: the same line, the destinations nearer
     near = subprocess.run([prog, "cold", "1024", "100", "2"], capture_output=True, text=True, timeout=120)
