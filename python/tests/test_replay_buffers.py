@@ -227,3 +227,39 @@ def test_replay_with_the_cold_copy_rule_costs_cold_small_copies_by_the_probe() -
     for bad in ({}, {1024: -1.0}, {"1024": 300.0}, {1024: float("nan")}):
         with pytest.raises(ValueError, match="cold_copy must map"):
             movelab.replay(df, "rowclone-system", "cpu", samples=2, dst_write=dw, cold_copy=bad)
+
+
+def test_cold_copy_boundary_classifies_the_small_copies_destinations_by_the_probes_own_sweep() -> None:
+    """With ``cold_copy_boundary`` the rule's copies take their destination shares from the states
+    at the probe's own boundary: a boundary past every distance leaves them in the last level (no
+    cold-copy charge), one inside it as the default boundary puts them; bad values are refused."""
+    import movelab
+
+    df = _events()
+    dw = {"llc": 2.0, "cold": 7.0}
+    cc = {1024: 300.0, 2048: 500.0}
+    sims: dict = {}
+    near = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw, cold_copy=cc,
+                          _cache=sims)
+    far = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw, cold_copy=cc,
+                         cold_copy_boundary=64 << 20, _cache=sims)
+    # 24 KiB of copies and 2 MiB of the kernel's writes between a destination's touches: inside 64 MiB
+    assert far.classes.iloc[0]["dst_write_ns"] == pytest.approx(2 / 3 * 16 * 2.0)
+    assert near.classes.iloc[0]["dst_write_ns"] == pytest.approx(2 / 3 * 300.0)
+    assert far.summary["cold_copy_boundary"] == 64 << 20
+    same = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw, cold_copy=cc,
+                          cold_copy_boundary=2 << 20, _cache=sims)
+    assert same.classes.iloc[0]["dst_write_ns"] == pytest.approx(2 / 3 * 300.0)
+    with pytest.raises(ValueError, match="with cold_copy only"):
+        movelab.replay(df, "rowclone-system", "cpu", samples=2, dst_write=dw, cold_copy_boundary=4 << 20)
+    with pytest.raises(ValueError, match="at least the level-2 size"):
+        movelab.replay(df, "rowclone-system", "cpu", samples=2, dst_write=dw, cold_copy=cc, cold_copy_boundary=1024)
+
+
+def test_cold_copy_boundary_is_where_the_probes_sweep_costs_half_way_to_memory() -> None:
+    cold = {"sizes": {"1024": {"hot_ns": 40.0, "cold_ns": 340.0, "extra_ns": 300.0}}, "sweep_size": 1024,
+            "sweep": {"1": 50.0, "8": 130.0, "16": 250.0, "32": 340.0}}
+    # 30 % at 8 MiB, 70 % at 16 MiB: half-way half-way between them
+    assert calibration.cold_copy_boundary(cold) == pytest.approx(12 * 2**20)
+    assert calibration.cold_copy_boundary({**cold, "sweep": {}}) is None
+    assert calibration.cold_copy_boundary({**cold, "sweep": {"1": 50.0, "2": 60.0}}) is None

@@ -205,7 +205,8 @@ def class_shares(cls: pd.DataFrame, st: pd.DataFrame, side: str | None = None) -
 
 
 def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, float],
-                 cold_copy: Mapping[int, float] | None = None, op: str = "copy") -> float:
+                 cold_copy: Mapping[int, float] | None = None, op: str = "copy",
+                 st_small: pd.DataFrame | None = None) -> float:
     """The measured extra time of a class's destination writes, per call: each timed call's
     destination lines (its 64-byte lines, alignment included) times its share of them in the last
     level (``dst_write["llc"]`` ns a line) and in memory (``dst_write["cold"]``); an aggregated
@@ -213,7 +214,9 @@ def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, fl
     cold-copy probe, :func:`movelab.record.calibration.cold_copy_extra`): a *copy* whose size lies
     within the probe's sizes is charged, for its destination's share in memory, the probe's extra
     ns a call at its size (linear between the probe's sizes) instead of the per-line figure; other
-    sizes and initialisations keep the per-line figure."""
+    sizes and initialisations keep the per-line figure. ``st_small``: the states with the
+    cold-copy probe's own boundary, whose destination shares (last level and memory) then stand
+    for those copies' in place of ``st``'s."""
     calls = max(float(cls["count"].sum()), 1.0)
     timed = st.reindex(cls.index).dropna(subset=["dst_warm"])
     c = cls.loc[timed.index]
@@ -222,12 +225,17 @@ def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, fl
     lines = np.ceil((dst + size) / cachestate.LINE)
     w = c["count"].astype("float64").to_numpy()
     cold = lines * dst_write["cold"]
+    llc_share, cold_share = timed["dst_llc"].to_numpy(), timed["dst_cold"].to_numpy()
     if cold_copy and op == "copy":
         sizes = np.array(sorted(cold_copy), dtype="float64")
         extra = np.array([cold_copy[int(n)] for n in sizes], dtype="float64")
         small = (size >= sizes[0]) & (size <= sizes[-1])
         cold = np.where(small, np.interp(size, sizes, extra), cold)
-    per = lines * timed["dst_llc"].to_numpy() * dst_write["llc"] + timed["dst_cold"].to_numpy() * cold
+        if st_small is not None:
+            other = st_small.reindex(timed.index)
+            llc_share = np.where(small, other["dst_llc"].to_numpy(), llc_share)
+            cold_share = np.where(small, other["dst_cold"].to_numpy(), cold_share)
+    per = lines * llc_share * dst_write["llc"] + cold_share * cold
     untimed = cls[~cls.index.isin(timed.index)]
     agg = float((np.ceil(np.maximum(untimed["size"].astype("float64"), 1) / cachestate.LINE) * untimed["count"]).sum())
     return (float((per * w).sum()) + agg * dst_write["llc"]) / calls
@@ -241,7 +249,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            gap_edges_ns: Sequence[float] | None = None, region: int | None = None,
            alloc_cost: Mapping[str, Any] | None = None, split: bool | None = None,
            dst_write: Mapping[str, float] | None = None, llc_boundary: float | None = None,
-           cold_copy: Mapping[int, float] | None = None, _cache: dict | None = None) -> Replay:
+           cold_copy: Mapping[int, float] | None = None, cold_copy_boundary: float | None = None,
+           _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
     (one of :data:`MECHANISMS`).
@@ -299,7 +308,9 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     probe's sizes is charged that figure (linear in size between them) for its destination's share
     in memory, in place of the fill probe's per-line ``dst_write["cold"]`` (:func:`dst_write_ns`).
     The same rule for every program; off by default (docs/record-replay.md, "Isolated copies into
-    cold destinations").
+    cold destinations"). ``cold_copy_boundary``: with ``cold_copy``, the reuse distance (bytes)
+    beyond which those copies' destination lines count as in memory, in place of ``llc_boundary``
+    (the cold-copy probe's sweep, :func:`movelab.record.calibration.cold_copy_boundary`).
 
     ``alloc_cost``: the allocator's own path in ``calloc`` and ``realloc`` per size class and gap,
     measured on the recording machine (:func:`movelab.record.calibration.alloc_costs`). With it, a
@@ -360,6 +371,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         if not costed_apart:
             raise ValueError("cold_copy applies where each buffer is costed in its own state: it needs "
                              "cache='tracked', dst_write and split not False")
+    if cold_copy_boundary is not None and cold_copy is None:
+        raise ValueError("cold_copy_boundary applies with cold_copy only")
     if isinstance(trace, pd.DataFrame):
         df, meta = trace, dict(trace.attrs.get("movelab", {}))
     else:
@@ -394,6 +407,18 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho, distance=dist, fresh=fresh_state,
                                                    kernel=kt, region=reg, split=sp))
         st = cache_d[skey][1]
+        st_small = None
+        if cold_copy_boundary is not None:
+            if isinstance(cold_copy_boundary, bool) or not isinstance(cold_copy_boundary, (int, float)) \
+                    or not math.isfinite(cold_copy_boundary) or cold_copy_boundary < l2_bytes:
+                raise ValueError(f"cold_copy_boundary must be a number of bytes of at least the level-2 size "
+                                 f"({l2_bytes}), got {cold_copy_boundary!r}")
+            skey2 = (*skey[:4], int(cold_copy_boundary), *skey[5:])
+            if skey2 not in cache_d:
+                kt = df[df["kind"].isin(TOUCH_KINDS)] if kernel_touches else None
+                cache_d[skey2] = (df, cachestate.states(ev, l2_bytes, int(cold_copy_boundary), rho, distance=dist,
+                                                        fresh=fresh_state, kernel=kt, region=reg, split=sp))
+            st_small = cache_d[skey2][1]
     mech_ov = layered(base, MECHANISMS[mechanism])
     cpu_ov = layered(base, MECHANISMS["cpu"])
     aligned = mechanism in ALIGNED
@@ -419,7 +444,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                     src_share = class_shares(cls, st, "src") if op == "copy" else {"warm": 1.0, "llc": 0.0,
                                                                                     "cold": 0.0}
                     dst_share = class_shares(cls, st, "dst")
-                    dst_extra = dst_write_ns(cls, st, dst_write, cold_copy, str(op))
+                    dst_extra = dst_write_ns(cls, st, dst_write, cold_copy, str(op), st_small)
             else:
                 share = {mode: 1.0}
 
@@ -524,7 +549,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "distance": dist if mode == "tracked" else None, "region": reg if mode == "tracked" else None,
         "fresh": fresh_state if mode == "tracked" else None,
         "split": sp, "dst_write": dict(dst_write) if costed_apart else None,
-        "cold_copy": dict(cold_copy) if cold_copy is not None else None,
+        "cold_copy": dict(cold_copy) if cold_copy is not None else None, "cold_copy_boundary": cold_copy_boundary,
         "kernel_touches": int(df["kind"].isin(TOUCH_KINDS).sum()) if mode == "tracked" and kernel_touches else 0,
     }
     if mode == "tracked":
