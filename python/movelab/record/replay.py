@@ -391,34 +391,28 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     l2_bytes, llc_bytes = _cache_bytes(platform, base)
     llc_sim = llc_bytes
     if llc_boundary is not None:
-        if isinstance(llc_boundary, bool) or not isinstance(llc_boundary, (int, float)) \
-                or not math.isfinite(llc_boundary) or llc_boundary < l2_bytes:
-            raise ValueError(f"llc_boundary must be a number of bytes of at least the level-2 size ({l2_bytes}), "
-                             f"got {llc_boundary!r}")
+        _check_boundary("llc_boundary", llc_boundary, l2_bytes)
         if mode != "tracked":
             raise ValueError(f"llc_boundary applies to cache='tracked' only, not {mode!r}")
         llc_bytes = int(llc_boundary)
     rho = cachestate.TOUCH_RATE if touch_rate is None else touch_rate
-    if mode == "tracked":
-        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho, dist, fresh_state, kernel_touches, reg, sp)
+
+    def states_at(llc: int) -> pd.DataFrame:
+        """The tracked states with the last level's boundary at ``llc`` bytes (cached per trace)."""
+        skey = ("states", id(df), len(df), l2_bytes, llc, rho, dist, fresh_state, kernel_touches, reg, sp)
         if skey not in cache_d:
             kt = df[df["kind"].isin(TOUCH_KINDS)] if kernel_touches else None
             # df kept: its id stays unique
-            cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho, distance=dist, fresh=fresh_state,
+            cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc, rho, distance=dist, fresh=fresh_state,
                                                    kernel=kt, region=reg, split=sp))
-        st = cache_d[skey][1]
+        return cache_d[skey][1]
+
+    if mode == "tracked":
+        st = states_at(llc_bytes)
         st_small = None
         if cold_copy_boundary is not None:
-            if isinstance(cold_copy_boundary, bool) or not isinstance(cold_copy_boundary, (int, float)) \
-                    or not math.isfinite(cold_copy_boundary) or cold_copy_boundary < l2_bytes:
-                raise ValueError(f"cold_copy_boundary must be a number of bytes of at least the level-2 size "
-                                 f"({l2_bytes}), got {cold_copy_boundary!r}")
-            skey2 = (*skey[:4], int(cold_copy_boundary), *skey[5:])
-            if skey2 not in cache_d:
-                kt = df[df["kind"].isin(TOUCH_KINDS)] if kernel_touches else None
-                cache_d[skey2] = (df, cachestate.states(ev, l2_bytes, int(cold_copy_boundary), rho, distance=dist,
-                                                        fresh=fresh_state, kernel=kt, region=reg, split=sp))
-            st_small = cache_d[skey2][1]
+            _check_boundary("cold_copy_boundary", cold_copy_boundary, l2_bytes)
+            st_small = states_at(int(cold_copy_boundary))
     mech_ov = layered(base, MECHANISMS[mechanism])
     cpu_ov = layered(base, MECHANISMS["cpu"])
     aligned = mechanism in ALIGNED
@@ -557,6 +551,13 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         for s in cachestate.STATES:
             summary[f"share_{s}"] = float((classes[f"share_{s}"] * classes["calls"]).sum()) / tot
     return Replay(mechanism, summary, classes, notes)
+
+
+def _check_boundary(name: str, v: Any, l2_bytes: int) -> None:
+    """Refuses a boundary (bytes of reuse distance) that is not a finite number of at least the
+    level-2 size, naming it."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < l2_bytes:
+        raise ValueError(f"{name} must be a number of bytes of at least the level-2 size ({l2_bytes}), got {v!r}")
 
 
 def _check_alloc_cost(cost: Mapping[str, Any]) -> None:
