@@ -1144,3 +1144,52 @@ def test_calibrate_probe_of_a_reply_buffer_fill() -> None:
     for args in (("0", "1"), ("2", "0"), ("70000", "1")):
         bad = subprocess.run([prog, "fill", *args], capture_output=True, text=True, timeout=60)
         assert bad.returncode == 2 and "fill needs 1 <= NBUF <= 65536" in bad.stderr
+
+
+def test_calibrate_probe_of_isolated_copies_into_cold_destinations() -> None:
+    """calibrate cold: SIZE-byte copies, each timed, into one hot destination and into destinations
+    evicted to memory (one copy each) print their means, medians, the clock read and the calls left
+    out; a destination in memory costs more than a hot one. Bad arguments are refused by name."""
+    from movelab.record._build import calibration_program
+
+    prog = str(calibration_program())
+    out = subprocess.run([prog, "cold", "1024", "300"], capture_output=True, text=True, timeout=120)
+    f = out.stdout.split()
+    assert out.returncode == 0 and len(f) == 8 and f[:2] == ["cold", "1024"], out.stdout + out.stderr
+    hot, cold, hot_med, cold_med, clock = (float(x) for x in f[2:7])
+    # the clock ticks in 10 ns on some guests: a hot 1 KiB copy may read as one clock read
+    assert 0 < hot < 100_000 and 0 < cold < 100_000 and 0 <= clock <= hot_med
+    assert cold_med > hot_med and 0 <= int(f[7]) <= 600
+    # a sweep of 2 MiB instead of 96 before each batch: the same line, the destinations nearer
+    near = subprocess.run([prog, "cold", "1024", "100", "2"], capture_output=True, text=True, timeout=120)
+    assert near.returncode == 0 and near.stdout.split()[:2] == ["cold", "1024"]
+    for args in (("0", "10"), ("5000", "10"), ("1024", "0"), ("1024", "10", "0"), ("1024", "10", "2000")):
+        bad = subprocess.run([prog, "cold", *args], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "cold needs 1 <= SIZE <= 4096" in bad.stderr and "SWEEP_MIB" in bad.stderr
+
+
+def test_cold_copy_probe_is_parsed_and_stored_for_the_replay() -> None:
+    """calibration.cold_copy_costs: per size, hot and cold ns a call and their difference, in a
+    JSON-safe form (as platform.json stores it); cold_copy_extra reads it back as the replay's
+    {bytes: ns}; malformed figures are refused by name."""
+    import json
+
+    from movelab.record import calibration
+
+    got = calibration.cold_copy_costs((1024, 2048), copies=128)
+    stored = json.loads(json.dumps(got))
+    assert set(stored["sizes"]) == {"1024", "2048"} and stored["copies"] == 128
+    for v in stored["sizes"].values():
+        assert v["extra_ns"] == pytest.approx(max(0.0, v["cold_ns"] - v["hot_ns"]))
+    extra = calibration.cold_copy_extra(stored)
+    assert list(extra) == [1024, 2048] and extra[1024] == stored["sizes"]["1024"]["extra_ns"]
+    assert calibration.parse_cold_copy("cold 1024 40 300 38 290 30 0".split())["extra_ns"] == 260.0
+    assert calibration.parse_cold_copy("cold 1024 40 30 38 29 30 0".split())["extra_ns"] == 0.0
+    with pytest.raises(ValueError, match="four numbers of ns"):
+        calibration.parse_cold_copy("cold 1024 x 300 38 290 30 0".split())
+    with pytest.raises(ValueError, match="needs per-size figures"):
+        calibration.cold_copy_extra({"sizes": {}})
+    with pytest.raises(ValueError, match="non-negative 'extra_ns'"):
+        calibration.cold_copy_extra({"sizes": {"1024": {"extra_ns": -1.0}}})
+    with pytest.raises(ValueError, match="cold-copy sizes"):
+        calibration.cold_copy_costs((0,))

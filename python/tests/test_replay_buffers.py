@@ -180,3 +180,86 @@ def test_replay_llc_boundary_moves_lines_to_memory_and_is_checked() -> None:
     for bad in (1024, float("nan"), True):
         with pytest.raises(ValueError, match="llc_boundary must be"):
             movelab.replay(df, "rowclone-system", "cpu", samples=2, llc_boundary=bad)
+
+
+def test_cold_copy_rule_charges_a_small_copy_with_its_destination_in_memory_the_probes_cost() -> None:
+    """The isolated cold-copy rule (``cold_copy``): a copy within the probe's sizes pays, for its
+    destination's share in memory, the probe's ns a call at its size (linear between the sizes), in
+    place of the per-line figure; a larger copy, the last level's share and initialisations keep
+    the per-line figures."""
+    cls = pd.DataFrame({"t_ns": [1.0, 2.0, 3.0], "count": [1, 1, 1], "size": [1024, 1536, 4096],
+                        "dst": [0x1000, 0x2000, 0x3000]})
+    st = pd.DataFrame({"dst_warm": [0.5, 0.0, 0.0], "dst_llc": [0.25, 0.0, 0.0], "dst_cold": [0.25, 1.0, 1.0]},
+                      index=[0, 1, 2])
+    dw = {"llc": 1.0, "cold": 7.0}
+    cc = {1024: 300.0, 2048: 500.0}
+    per_line = [16 * (0.25 * 1 + 0.25 * 7), 24 * 7, 64 * 7]
+    assert dst_write_ns(cls, st, dw) == pytest.approx(sum(per_line) / 3)
+    rule = [16 * 0.25 * 1 + 0.25 * 300, 400.0, 64 * 7]
+    assert dst_write_ns(cls, st, dw, cc, "copy") == pytest.approx(sum(rule) / 3)
+    assert dst_write_ns(cls, st, dw, cc, "init") == pytest.approx(sum(per_line) / 3)
+
+
+def test_replay_with_the_cold_copy_rule_costs_cold_small_copies_by_the_probe() -> None:
+    """A synthetic trace of 1 KiB copies whose destinations are in memory in two rounds of three:
+    with the rule, the class's destination charge is two thirds of the probe's ns a call, and the
+    prediction moves by the calls times the difference when the probe's figure moves; the rule is
+    refused without the per-buffer costing and for malformed figures."""
+    import movelab
+
+    df = _events()
+    dw = {"llc": 2.0, "cold": 7.0}
+    sims: dict = {}
+    base = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw, _cache=sims)
+    r = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw,
+                       cold_copy={1024: 300.0, 2048: 500.0}, _cache=sims)
+    c, b = r.classes.iloc[0], base.classes.iloc[0]
+    assert r.summary["cold_copy"] == {1024: 300.0, 2048: 500.0} and base.summary["cold_copy"] is None
+    assert c["dst_write_ns"] == pytest.approx(2 / 3 * 300.0) and b["dst_write_ns"] == pytest.approx(2 / 3 * 16 * 7.0)
+    assert c["predicted_ns"] - b["predicted_ns"] == pytest.approx(c["calls"] * 2 / 3 * (300.0 - 16 * 7.0))
+    r2 = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw,
+                        cold_copy={1024: 400.0, 2048: 500.0}, _cache=sims)
+    assert r2.classes.iloc[0]["predicted_ns"] - c["predicted_ns"] == pytest.approx(c["calls"] * 2 / 3 * 100.0)
+    with pytest.raises(ValueError, match="costed in its own state"):
+        movelab.replay(df, "rowclone-system", "cpu", samples=2, cold_copy={1024: 300.0})
+    with pytest.raises(ValueError, match="costed in its own state"):
+        movelab.replay(df, "rowclone-system", "cpu", samples=2, dst_write=dw, split=False, cold_copy={1024: 300.0})
+    for bad in ({}, {1024: -1.0}, {"1024": 300.0}, {1024: float("nan")}):
+        with pytest.raises(ValueError, match="cold_copy must map"):
+            movelab.replay(df, "rowclone-system", "cpu", samples=2, dst_write=dw, cold_copy=bad)
+
+
+def test_cold_copy_boundary_classifies_the_small_copies_destinations_by_the_probes_own_sweep() -> None:
+    """With ``cold_copy_boundary`` the rule's copies take their destination shares from the states
+    at the probe's own boundary: a boundary past every distance leaves them in the last level (no
+    cold-copy charge), one inside it as the default boundary puts them; bad values are refused."""
+    import movelab
+
+    df = _events()
+    dw = {"llc": 2.0, "cold": 7.0}
+    cc = {1024: 300.0, 2048: 500.0}
+    sims: dict = {}
+    near = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw, cold_copy=cc,
+                          _cache=sims)
+    far = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw, cold_copy=cc,
+                         cold_copy_boundary=64 << 20, _cache=sims)
+    # 24 KiB of copies and 2 MiB of the kernel's writes between a destination's touches: inside 64 MiB
+    assert far.classes.iloc[0]["dst_write_ns"] == pytest.approx(2 / 3 * 16 * 2.0)
+    assert near.classes.iloc[0]["dst_write_ns"] == pytest.approx(2 / 3 * 300.0)
+    assert far.summary["cold_copy_boundary"] == 64 << 20
+    same = movelab.replay(df, "rowclone-system", "cpu", samples=4, touch_rate=0.0, dst_write=dw, cold_copy=cc,
+                          cold_copy_boundary=2 << 20, _cache=sims)
+    assert same.classes.iloc[0]["dst_write_ns"] == pytest.approx(2 / 3 * 300.0)
+    with pytest.raises(ValueError, match="with cold_copy only"):
+        movelab.replay(df, "rowclone-system", "cpu", samples=2, dst_write=dw, cold_copy_boundary=4 << 20)
+    with pytest.raises(ValueError, match="at least the level-2 size"):
+        movelab.replay(df, "rowclone-system", "cpu", samples=2, dst_write=dw, cold_copy=cc, cold_copy_boundary=1024)
+
+
+def test_cold_copy_boundary_is_where_the_probes_sweep_costs_half_way_to_memory() -> None:
+    cold = {"sizes": {"1024": {"hot_ns": 40.0, "cold_ns": 340.0, "extra_ns": 300.0}}, "sweep_size": 1024,
+            "sweep": {"1": 50.0, "8": 130.0, "16": 250.0, "32": 340.0}}
+    # 30 % at 8 MiB, 70 % at 16 MiB: half-way half-way between them
+    assert calibration.cold_copy_boundary(cold) == pytest.approx(12 * 2**20)
+    assert calibration.cold_copy_boundary({**cold, "sweep": {}}) is None
+    assert calibration.cold_copy_boundary({**cold, "sweep": {"1": 50.0, "2": 60.0}}) is None

@@ -147,7 +147,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                 recorded: tuple[Any, dict[str, Any]] | None = None,
                 gap_edges_ns: list[float] | None = None, what_if_too: bool = True,
                 alloc_cost: dict[str, Any] | None = None, what_if_samples: int | None = None,
-                dst_write: dict[str, float] | None = None, llc_boundary: float | None = None) -> dict[str, Any]:
+                dst_write: dict[str, float] | None = None, llc_boundary: float | None = None,
+                cold_copy: dict[int, float] | None = None) -> dict[str, Any]:
     """Records (unless ``recorded`` gives the recording and slowdown) and replays one program (the
     baseline's validation, then the what-if of every mechanism unless ``what_if_too`` is false).
     ``alloc_cost``: the allocator's measured path (:func:`movelab.record.calibration.alloc_costs`)
@@ -155,7 +156,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     (default ``samples``; the what-if simulates every class under 11 mechanisms). ``dst_write``: the
     destination write cost from the recording machine's fill probe
     (:func:`movelab.record.calibration.dst_write_costs`) for the tracked replay; ``llc_boundary``,
-    its last-level boundary (:func:`movelab.record.calibration.llc_boundary`)."""
+    its last-level boundary (:func:`movelab.record.calibration.llc_boundary`); ``cold_copy``, with
+    ``dst_write``, the isolated cold-copy rule (:func:`movelab.record.calibration.cold_copy_extra`)."""
     from movelab.record import calibration
     from movelab.record.kernel import TOUCH_KINDS
     from movelab.record.replay import replay
@@ -203,7 +205,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                          gap_edges_ns=gap_edges_ns if mode == "tracked" else None,
                          alloc_cost=alloc_cost if mode == "tracked" else None,
                          dst_write=dst_write if mode == "tracked" else None,
-                         llc_boundary=llc_boundary if mode == "tracked" else None, _cache=sims)
+                         llc_boundary=llc_boundary if mode == "tracked" else None,
+                         cold_copy=cold_copy if mode == "tracked" and dst_write is not None else None, _cache=sims)
             for mode in ("tracked", "cold", "warm")}
     del sims
     net = reps["tracked"].summary["measured_net_ns"]
@@ -246,7 +249,7 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         "what_if_cache": what_if_cache, "samples": samples,
         "call_cost_calibration": "gap" if gap_edges_ns else "flat",
         "alloc_cost": "measured" if alloc_cost else None,
-        "dst_write": dst_write, "llc_boundary": llc_boundary,
+        "dst_write": dst_write, "llc_boundary": llc_boundary, "cold_copy": cold_copy,
         "calibrated_on": name in calibration.GAP_CALIBRATION_PROGRAMS if gap_edges_ns else False,
     }
     if what_if_too:
@@ -304,6 +307,10 @@ def bench_record(
                                        "buffer of a copy in its own cache state, destination writes costed by the "
                                        "fill probe and the last level's boundary from its sweep (off by default: "
                                        "on three recordings it did not lower the error; see docs/record-replay.md)."),
+    cold_copies: bool = typer.Option(False, "--cold-copies/--no-cold-copies", help="With --buffer-states: a "
+                                     "copy of 1-2 KiB (the cold-copy probe's sizes) whose destination is in memory "
+                                     "costs the probe's isolated copy into a cold destination instead of the fill "
+                                     "probe's per-line figure (off by default; see docs/record-replay.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the results in --out."),
 ) -> None:
     """Record real programs, measure the interposer's slowdown, validate the baseline replay on
@@ -314,6 +321,9 @@ def bench_record(
     for n in names:
         if n not in PROGRAMS:
             raise typer.BadParameter(f"unknown program {n!r} (known: {', '.join(PROGRAMS)})", param_hint="--program")
+    if cold_copies and not buffer_states:
+        raise typer.BadParameter("--cold-copies needs --buffer-states (it replaces a cost of that rule)",
+                                 param_hint="--cold-copies")
     from movelab._util import OutputBusy, check_output_dir, fail, output_lock
 
     # Checked before minutes of recording: the results are kept unless --force, and the folder is
@@ -354,6 +364,13 @@ def bench_record(
         f"{fill['ns'][k]:.1f}" for k in ("hot", "llc", "memory"))
         + (f"; last-level boundary {boundary / 2**20:.1f} MiB of reuse distance" if boundary else ""),
         highlight=False)
+    # The isolated cold-copy probe (stored in platform.json; the replay's rule with --cold-copies).
+    from movelab.record.calibration import cold_copy_costs, cold_copy_extra
+
+    cold = cold_copy_costs()
+    host = {**host, "cold_copy": cold}
+    console.print("cold-copy probe, ns a copy (hot / destination in memory): " + "; ".join(
+        f"{n} B {v['hot_ns']:.1f} / {v['cold_ns']:.1f}" for n, v in cold["sizes"].items()), highlight=False)
     rows: list[dict[str, Any]] = []
     recorded: dict[str, tuple[Any, dict[str, Any]]] = {}
     failed: dict[str, str] = {}
@@ -398,7 +415,8 @@ def bench_record(
             row = run_program(n, out, host["platform"], samples, runs, costs, what_if_cache, recorded=recorded[n],
                               gap_edges_ns=edges, what_if_too=False, alloc_cost=alloc,
                               dst_write=dst_write if buffer_states else None,
-                              llc_boundary=boundary if buffer_states else None)
+                              llc_boundary=boundary if buffer_states else None,
+                              cold_copy=cold_copy_extra(cold) if cold_copies else None)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
             console.print(f"  {n} failed: {e}", highlight=False)
             rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})

@@ -54,7 +54,22 @@
  * written NBUF x 16 KiB ago: a server answering NBUF clients); ROUNDS laps over the buffers after
  * one untimed lap, the best of 3 on the thread's CPU time; prints "fill NBUF NS_PER_COPY". NBUF = 1
  * is the hot copy; the difference is the cost of writing a destination that left the private
- * caches while the source stayed hot (docs/record-replay.md, "Redis's 1-2 KiB copies"). */
+ * caches while the source stayed hot (docs/record-replay.md, "Redis's 1-2 KiB copies").
+ *
+ * Usage: calibrate cold SIZE COPIES: isolated small copies into cold destinations. SIZE-byte memcpy
+ * calls from a hot source, each timed on its own (CLOCK_MONOTONIC around the call, as the
+ * interposer times a recorded call): COPIES into one destination (hot: the private caches), then
+ * COPIES into destinations in memory, one copy per destination, each 8 KiB apart in a 64 MiB arena
+ * visited in a random order, in batches of 64: the batch's destination lines written, then a read
+ * sweep of 96 MiB (three times the 32 MiB last level Linux reports here: every destination line
+ * evicted) and a read of the source (hot again), then the 64 timed copies. Both buffers in 2 MiB pages where the kernel grants them: the figure is the cache miss's
+ * own, not a page walk's. Calls over 5 us (a stop of the CPU, trace.STOP_NS) are left out of the
+ * means. Prints "cold SIZE HOT_MEAN_NS COLD_MEAN_NS HOT_MEDIAN_NS COLD_MEDIAN_NS CLOCK_NS LEFT_OUT"
+ * (CLOCK_NS: the median of back-to-back clock reads; in both means alike). Where the fill above
+ * streams 15 copies into each buffer in a row (the prefetchers follow the fill), one copy here is
+ * all its destination gets. With a third argument SWEEP_MIB (1 to 1024), the sweep reads that many
+ * MiB instead of 96: the destinations were last written that far back (to find the reuse distance
+ * at which an isolated copy's destination costs what memory does). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,6 +333,102 @@ static int fill(long nbuf, long rounds) {
     return 0;
 }
 
+static double mono_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The mean of the values up to 5 us (the rest counted in *left_out) and the median of all. */
+static double mean_below(const double *v, long n, long *left_out, double *median, double *scratch) {
+    double s = 0;
+    long k = 0;
+    for (long i = 0; i < n; i++) {
+        scratch[i] = v[i];
+        if (v[i] <= 5000.0) {
+            s += v[i];
+            k++;
+        }
+    }
+    *left_out += n - k;
+    qsort(scratch, (size_t)n, sizeof(double), cmp_double);
+    *median = scratch[n / 2];
+    return k ? s / (double)k : 0.0;
+}
+
+#define COLD_ARENA (64L << 20)
+#define COLD_SWEEP_MIB 96L
+#define COLD_STRIDE 8192L
+#define COLD_BATCH 64
+
+/* Isolated SIZE-byte copies into a hot and into cold destinations (usage above). */
+static int cold_copies(long size, long copies, long sweep_mib) {
+    if (size < 1 || size > 4096 || copies < 1 || copies > 1000000 || sweep_mib < 1 || sweep_mib > 1024) {
+        fprintf(stderr, "calibrate: cold needs 1 <= SIZE <= 4096 and 1 <= COPIES <= 1000000 (and 1 <= SWEEP_MIB <= 1024)\n");
+        return 2;
+    }
+    const long sweep_bytes = sweep_mib << 20;
+    char *dst = huge_buffer(COLD_ARENA), *sweep = huge_buffer((size_t)sweep_bytes), *src = aligned_alloc(4096, 8192);
+    long slots = COLD_ARENA / COLD_STRIDE;
+    long *order = malloc(sizeof(long) * (size_t)slots);
+    double *hot = malloc(sizeof(double) * (size_t)copies), *cold = malloc(sizeof(double) * (size_t)copies),
+           *scratch = malloc(sizeof(double) * (size_t)copies);
+    if (!dst || !sweep || !src || !order || !hot || !cold || !scratch) return 1;
+    memset(src, 2, 8192);
+    for (long i = 0; i < slots; i++) order[i] = i;
+    for (long i = slots - 1; i > 0; i--) {
+        long j = (long)(next_rand() % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    double clk[101];
+    for (int i = 0; i < 101; i++) {
+        double t0 = mono_ns();
+        clk[i] = mono_ns() - t0;
+    }
+    qsort(clk, 101, sizeof(double), cmp_double);
+    for (long i = 0; i < copies + 64; i++) {
+        double t0 = mono_ns();
+        cp(dst + 3, src + 5, (size_t)size);
+        double t = mono_ns() - t0;
+        if (i >= 64) hot[i - 64] = t;
+    }
+    long done = 0, next = 0;
+    while (done < copies) {
+        long s = 0, first = next;
+        /* the batch's destinations written first: the sweep is then their reuse distance */
+        for (long b = 0; b < COLD_BATCH; b++) {
+            char *d = dst + order[(first + b) % slots] * COLD_STRIDE;
+            for (long j = 0; j < size + 3; j += 64) d[j] = 1;
+        }
+        for (long j = 0; j < sweep_bytes; j += 64) s += sweep[j];
+        for (long j = 0; j < 8192; j += 64) s += src[j];
+        sink += s;
+        for (long b = 0; b < COLD_BATCH && done < copies; b++) {
+            char *d = dst + order[next++ % slots] * COLD_STRIDE + 3;
+            double t0 = mono_ns();
+            cp(d, src + 5, (size_t)size);
+            cold[done++] = mono_ns() - t0;
+        }
+    }
+    long left_out = 0;
+    double hot_med, cold_med;
+    double hot_mean = mean_below(hot, copies, &left_out, &hot_med, scratch);
+    double cold_mean = mean_below(cold, copies, &left_out, &cold_med, scratch);
+    printf("cold %ld %.3f %.3f %.3f %.3f %.3f %ld\n", size, hot_mean, cold_mean, hot_med, cold_med, clk[50], left_out);
+    free(order);
+    free(hot);
+    free(cold);
+    free(scratch);
+    free(src);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "alloc") == 0) {
         long reps = strtol(argv[2], NULL, 10);
@@ -331,6 +442,9 @@ int main(int argc, char **argv) {
         return latency(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10), argc > 4 && strcmp(argv[4], "huge") == 0);
     if (argc > 1 && strcmp(argv[1], "clock") == 0) return clock_run();
     if (argc > 3 && strcmp(argv[1], "fill") == 0) return fill(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10));
+    if (argc > 3 && strcmp(argv[1], "cold") == 0)
+        return cold_copies(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10),
+                           argc > 4 ? strtol(argv[4], NULL, 10) : COLD_SWEEP_MIB);
     if (argc > 4 && strcmp(argv[1], "mlp") == 0)
         return mlp(strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     long reps = argc > 1 ? strtol(argv[1], NULL, 10) : 2000;

@@ -198,6 +198,18 @@ def fill_costs(points: Mapping[str, int] | None = None, copies: int = 400_000,
                       "in turn; ns per copy, thread CPU time, best of 3 laps"}
 
 
+def _half_way(pts: Sequence[tuple[float, float]]) -> float | None:
+    """The distance at which a sorted sweep of (distance, fraction of the way from hot to memory)
+    first reaches half-way, linear between the points around it (from 0 at distance 0)."""
+    prev = (0.0, 0.0)
+    for d, f in pts:
+        if f >= 0.5:
+            d0, f0 = prev
+            return d0 + (0.5 - f0) / (f - f0) * (d - d0) if f > f0 else d
+        prev = (d, max(f, 0.0))
+    return None
+
+
 def llc_boundary(fill: Mapping[str, Any]) -> float | None:
     """The last level's boundary for the replay's cache states (``replay(..., llc_boundary=...)``),
     in the replay's byte distance, from the fill probe's sweep (:func:`fill_costs`): the distance at
@@ -215,13 +227,7 @@ def llc_boundary(fill: Mapping[str, Any]) -> float | None:
         return None
     per = float(fill.get("per_buffer", FILL_PER_BUFFER)) * 2 * float(fill.get("copy_bytes", FILL_COPY_BYTES))
     pts = sorted((int(n) * per, (float(v) - hot) / (mem - hot)) for n, v in sw.items())
-    prev = (0.0, 0.0)
-    for d, f in pts:
-        if f >= 0.5:
-            d0, f0 = prev
-            return d0 + (0.5 - f0) / (f - f0) * (d - d0) if f > f0 else d
-        prev = (d, max(f, 0.0))
-    return None
+    return _half_way(pts)
 
 
 def dst_write_costs(fill: Mapping[str, Any]) -> dict[str, float]:
@@ -235,6 +241,112 @@ def dst_write_costs(fill: Mapping[str, Any]) -> dict[str, float]:
         raise ValueError(f"the fill probe needs ns per copy for {', '.join(FILL_POINTS)} under 'ns', got {fill!r}")
     lines = float(fill.get("copy_bytes", FILL_COPY_BYTES)) / 64
     return {"llc": max(0.0, (ns["llc"] - ns["hot"]) / lines), "cold": max(0.0, (ns["memory"] - ns["hot"]) / lines)}
+
+
+#: The isolated cold-copy probe's sizes (``calibrate cold SIZE COPIES``): the replay's rule for a
+#: small copy whose destination is in memory covers copies of these sizes and those between them.
+COLD_COPY_SIZES = (1024, 2048)
+#: The cold-copy probe's sweep (``calibrate cold SIZE COPIES SWEEP_MIB``, SIZE the smallest of
+#: :data:`COLD_COPY_SIZES`): MiB read between writing the destinations and copying into them, for
+#: :func:`cold_copy_boundary`.
+COLD_COPY_SWEEP_MIB = (1, 2, 4, 8, 12, 16, 24, 32, 48)
+
+
+def cold_copy_costs(sizes: Sequence[int] = COLD_COPY_SIZES, copies: int = 4000,
+                    sweep_mib: Sequence[int] = COLD_COPY_SWEEP_MIB) -> dict[str, Any]:
+    """The isolated cold-copy probe (``calibrate cold``): ``copies`` memcpy calls of each size from a
+    hot source, each timed on its own, into one destination (hot) and into destinations in memory,
+    one copy per destination (evicted by a read sweep three times the last level's size). Per size:
+    the mean ns a call hot and cold (calls over 5 us left out), their medians and ``extra_ns``
+    (cold less hot: what a destination in memory adds to an isolated copy). Run at recording time by
+    ``movelab bench record`` and stored in its ``platform.json`` (``cold_copy``);
+    :func:`cold_copy_extra` turns it into the replay's rule (``replay(..., cold_copy=...)``).
+    ``sweep``: {MiB: mean ns a cold copy} of the smallest size with each of ``sweep_mib`` MiB read
+    between the destinations' last write and the copy (the default point is 96 MiB), for
+    :func:`cold_copy_boundary`."""
+    if not sizes or any(isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096 for n in sizes):
+        raise ValueError(f"cold-copy sizes must be whole numbers of bytes from 1 to 4096, got {sizes!r}")
+    if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= 1_000_000:
+        raise ValueError(f"cold-copy copies must be a whole number from 1 to 1000000, got {copies!r}")
+    prog = _build.calibration_program()
+    out: dict[str, Any] = {}
+    clock, left = [], 0
+    for n in sorted(set(sizes)):
+        proc = subprocess.run([str(prog), "cold", str(n), str(copies)], capture_output=True, text=True, timeout=300)
+        parts = proc.stdout.split()
+        if proc.returncode != 0 or len(parts) != 8 or parts[:2] != ["cold", str(n)]:
+            raise RuntimeError(f"the cold-copy probe failed for {n} bytes: {proc.stderr.strip() or proc.stdout}")
+        out[str(n)] = parse_cold_copy(parts)
+        clock.append(float(parts[6]))
+        left += int(parts[7])
+    swept: dict[str, float] = {}
+    n0 = min(sizes)
+    for mib in sweep_mib:
+        if isinstance(mib, bool) or not isinstance(mib, int) or not 1 <= mib <= 1024:
+            raise ValueError(f"cold-copy sweep sizes must be whole MiB from 1 to 1024, got {mib!r}")
+        proc = subprocess.run([str(prog), "cold", str(n0), str(copies), str(mib)], capture_output=True, text=True,
+                              timeout=300)
+        parts = proc.stdout.split()
+        if proc.returncode != 0 or len(parts) != 8 or parts[:2] != ["cold", str(n0)]:
+            raise RuntimeError(f"the cold-copy probe failed for {n0} bytes after {mib} MiB: "
+                               f"{proc.stderr.strip() or proc.stdout}")
+        swept[str(mib)] = parse_cold_copy(parts)["cold_ns"]
+    return {"sizes": out, "copies": copies, "clock_ns": float(np.median(clock)), "left_out": left,
+            "sweep_size": n0, "sweep": swept,
+            "command": "calibrate.c 'cold SIZE COPIES' for SIZE " + ", ".join(str(n) for n in sorted(set(sizes))),
+            "source": "isolated memcpy calls from a hot source, each timed (CLOCK_MONOTONIC), into one "
+                      "destination and into one destination each in memory (evicted by a 96 MiB read sweep), "
+                      "2 MiB pages; mean ns a call, calls over 5 us left out"}
+
+
+def cold_copy_boundary(cold_copy: Mapping[str, Any]) -> float | None:
+    """The reuse distance (bytes) beyond which an isolated small copy's destination counts as in
+    memory for the cold-copy rule (``replay(..., cold_copy_boundary=...)``), from the probe's sweep
+    (:func:`cold_copy_costs`): where a copy of ``sweep_size`` costs half-way between its hot and
+    its memory (96 MiB) figure, linear between the sweep points around it; a sweep of n MiB is
+    taken as n MiB of the replay's byte distance. Measured, not fitted (the same half-way rule as
+    :func:`llc_boundary`); None where the sweep is missing or never reaches half-way."""
+    sw = cold_copy.get("sweep") if isinstance(cold_copy, Mapping) else None
+    sz = cold_copy.get("sizes") if isinstance(cold_copy, Mapping) else None
+    n0 = str(cold_copy.get("sweep_size")) if isinstance(cold_copy, Mapping) else ""
+    if not isinstance(sw, Mapping) or not sw or not isinstance(sz, Mapping) or not isinstance(sz.get(n0), Mapping):
+        return None
+    hot, mem = float(sz[n0]["hot_ns"]), float(sz[n0]["cold_ns"])
+    if not mem > hot:
+        return None
+    pts = sorted((int(m) * float(1 << 20), (float(v) - hot) / (mem - hot)) for m, v in sw.items())
+    return _half_way(pts)
+
+
+def parse_cold_copy(parts: Sequence[str]) -> dict[str, float]:
+    """One size's figures from the probe's line (``cold SIZE HOT COLD HOT_MEDIAN COLD_MEDIAN CLOCK
+    LEFT_OUT``, split): ns a call, and ``extra_ns`` = cold less hot (at least 0)."""
+    try:
+        hot, cold, hot_med, cold_med = (float(x) for x in parts[2:6])
+    except (ValueError, TypeError):
+        raise ValueError(f"the cold-copy probe's line must be 'cold SIZE' and four numbers of ns, got {parts!r}") \
+            from None
+    if not all(math.isfinite(v) and v >= 0 for v in (hot, cold, hot_med, cold_med)):
+        raise ValueError(f"the cold-copy probe's ns must be finite and non-negative, got {parts!r}")
+    return {"hot_ns": hot, "cold_ns": cold, "hot_median_ns": hot_med, "cold_median_ns": cold_med,
+            "extra_ns": max(0.0, cold - hot)}
+
+
+def cold_copy_extra(cold_copy: Mapping[str, Any]) -> dict[int, float]:
+    """The replay's cold small-copy rule (``replay(..., cold_copy=...)``) from the probe
+    (:func:`cold_copy_costs`, as stored in ``platform.json``): {bytes: ns a copy adds when its
+    destination is in memory}. Measured, not fitted."""
+    sz = cold_copy.get("sizes") if isinstance(cold_copy, Mapping) else None
+    if not isinstance(sz, Mapping) or not sz:
+        raise ValueError(f"the cold-copy probe needs per-size figures under 'sizes', got {cold_copy!r}")
+    out: dict[int, float] = {}
+    for k, v in sz.items():
+        x = v.get("extra_ns") if isinstance(v, Mapping) else None
+        if not str(k).isdigit() or int(k) < 1 or isinstance(x, bool) or not isinstance(x, (int, float)) \
+                or not math.isfinite(x) or x < 0:
+            raise ValueError(f"the cold-copy probe's size {k!r} needs a non-negative 'extra_ns', got {v!r}")
+        out[int(k)] = float(x)
+    return dict(sorted(out.items()))
 
 
 def gap_class(gap_ns: pd.Series | np.ndarray, edges: Sequence[float] = GAP_EDGES_NS) -> np.ndarray:
@@ -462,14 +574,34 @@ def alloc_charge(calls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[
 
 def _main(argv: Sequence[str]) -> int:
     """``python -m movelab.record.calibration alloc [--reps N]``: measures the allocator's path
-    afresh (replacing the cached figures) and prints it per size class."""
+    afresh (replacing the cached figures) and prints it per size class. ``... cold [--out FILE]``:
+    runs the isolated cold-copy probe (:func:`cold_copy_costs`) and prints it (and writes it as
+    JSON, with the time it was taken, to FILE): for a recording made before the probe existed."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m movelab.record.calibration",
-                                 description="Measure this machine's allocator path in calloc and realloc.")
-    ap.add_argument("what", choices=["alloc"])
+                                 description="Measure this machine's allocator path in calloc and realloc (alloc), "
+                                             "or isolated copies into cold destinations (cold).")
+    ap.add_argument("what", choices=["alloc", "cold"])
     ap.add_argument("--reps", type=int, default=2000, help="calls per size class and kind (default 2000)")
+    ap.add_argument("--out", type=Path, default=None, help="cold: write the probe's figures to this JSON file")
     a = ap.parse_args(list(argv))
+    if a.what == "cold":
+        try:
+            r = cold_copy_costs()
+        except (RuntimeError, OSError, ValueError) as e:
+            print(f"error: {e}")
+            return 1
+        import time
+
+        r["measured_utc"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+        r["load_average"] = list(os.getloadavg())
+        for n, v in r["sizes"].items():
+            print(f"{n:>5} bytes: hot {v['hot_ns']:.1f} ns, cold destination {v['cold_ns']:.1f} ns "
+                  f"(medians {v['hot_median_ns']:.0f} / {v['cold_median_ns']:.0f}); extra {v['extra_ns']:.1f} ns")
+        if a.out is not None:
+            a.out.write_text(json.dumps(r, indent=1))
+        return 0
     try:
         r = alloc_costs(a.reps, refresh=True)
     except (RuntimeError, OSError, ValueError) as e:

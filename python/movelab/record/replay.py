@@ -204,18 +204,38 @@ def class_shares(cls: pd.DataFrame, st: pd.DataFrame, side: str | None = None) -
             for s in cachestate.STATES}
 
 
-def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, float]) -> float:
+def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, float],
+                 cold_copy: Mapping[int, float] | None = None, op: str = "copy",
+                 st_small: pd.DataFrame | None = None) -> float:
     """The measured extra time of a class's destination writes, per call: each timed call's
     destination lines (its 64-byte lines, alignment included) times its share of them in the last
     level (``dst_write["llc"]`` ns a line) and in memory (``dst_write["cold"]``); an aggregated
-    call (no addresses) as one in the last level."""
+    call (no addresses) as one in the last level. ``cold_copy`` ({bytes: ns}, the isolated
+    cold-copy probe, :func:`movelab.record.calibration.cold_copy_extra`): a *copy* whose size lies
+    within the probe's sizes is charged, for its destination's share in memory, the probe's extra
+    ns a call at its size (linear between the probe's sizes) instead of the per-line figure; other
+    sizes and initialisations keep the per-line figure. ``st_small``: the states with the
+    cold-copy probe's own boundary, whose destination shares (last level and memory) then stand
+    for those copies' in place of ``st``'s."""
     calls = max(float(cls["count"].sum()), 1.0)
     timed = st.reindex(cls.index).dropna(subset=["dst_warm"])
     c = cls.loc[timed.index]
     dst = c["dst"].astype("float64").to_numpy() % cachestate.LINE
-    lines = np.ceil((dst + np.maximum(c["size"].astype("float64").to_numpy(), 1)) / cachestate.LINE)
+    size = np.maximum(c["size"].astype("float64").to_numpy(), 1)
+    lines = np.ceil((dst + size) / cachestate.LINE)
     w = c["count"].astype("float64").to_numpy()
-    per = lines * (timed["dst_llc"].to_numpy() * dst_write["llc"] + timed["dst_cold"].to_numpy() * dst_write["cold"])
+    cold = lines * dst_write["cold"]
+    llc_share, cold_share = timed["dst_llc"].to_numpy(), timed["dst_cold"].to_numpy()
+    if cold_copy and op == "copy":
+        sizes = np.array(sorted(cold_copy), dtype="float64")
+        extra = np.array([cold_copy[int(n)] for n in sizes], dtype="float64")
+        small = (size >= sizes[0]) & (size <= sizes[-1])
+        cold = np.where(small, np.interp(size, sizes, extra), cold)
+        if st_small is not None:
+            other = st_small.reindex(timed.index)
+            llc_share = np.where(small, other["dst_llc"].to_numpy(), llc_share)
+            cold_share = np.where(small, other["dst_cold"].to_numpy(), cold_share)
+    per = lines * llc_share * dst_write["llc"] + cold_share * cold
     untimed = cls[~cls.index.isin(timed.index)]
     agg = float((np.ceil(np.maximum(untimed["size"].astype("float64"), 1) / cachestate.LINE) * untimed["count"]).sum())
     return (float((per * w).sum()) + agg * dst_write["llc"]) / calls
@@ -229,6 +249,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            gap_edges_ns: Sequence[float] | None = None, region: int | None = None,
            alloc_cost: Mapping[str, Any] | None = None, split: bool | None = None,
            dst_write: Mapping[str, float] | None = None, llc_boundary: float | None = None,
+           cold_copy: Mapping[int, float] | None = None, cold_copy_boundary: float | None = None,
            _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
@@ -281,6 +302,16 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     fill probe's sweep (:func:`movelab.record.calibration.llc_boundary`: where a destination
     write's cost is half-way to memory's); the simulated caches are unchanged.
 
+    ``cold_copy``: with ``dst_write`` (costed apart), the isolated cold-copy rule ({bytes: ns a copy
+    adds when its destination is in memory}, measured on the recording machine by the cold-copy
+    probe, :func:`movelab.record.calibration.cold_copy_extra`): a copy whose size lies within the
+    probe's sizes is charged that figure (linear in size between them) for its destination's share
+    in memory, in place of the fill probe's per-line ``dst_write["cold"]`` (:func:`dst_write_ns`).
+    The same rule for every program; off by default (docs/record-replay.md, "Isolated copies into
+    cold destinations"). ``cold_copy_boundary``: with ``cold_copy``, the reuse distance (bytes)
+    beyond which those copies' destination lines count as in memory, in place of ``llc_boundary``
+    (the cold-copy probe's sweep, :func:`movelab.record.calibration.cold_copy_boundary`).
+
     ``alloc_cost``: the allocator's own path in ``calloc`` and ``realloc`` per size class and gap,
     measured on the recording machine (:func:`movelab.record.calibration.alloc_costs`). With it, a
     ``calloc`` (``realloc``) is charged its base kind's ``call_cost`` (``memset``, ``memcpy``: the
@@ -331,6 +362,17 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             raise ValueError(f"dst_write applies to cache='tracked' only, not {mode!r}")
     sp = bool(cachestate.SPLIT and dst_write is not None if split is None else split) and mode == "tracked"
     costed_apart = sp and dst_write is not None
+    if cold_copy is not None:
+        if not isinstance(cold_copy, Mapping) or not cold_copy or any(
+                isinstance(k, bool) or not isinstance(k, int) or k < 1 or isinstance(v, bool)
+                or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for k, v in cold_copy.items()):
+            raise ValueError(f"cold_copy must map sizes in bytes (positive integers) to non-negative ns a copy, "
+                             f"got {cold_copy!r}")
+        if not costed_apart:
+            raise ValueError("cold_copy applies where each buffer is costed in its own state: it needs "
+                             "cache='tracked', dst_write and split not False")
+    if cold_copy_boundary is not None and cold_copy is None:
+        raise ValueError("cold_copy_boundary applies with cold_copy only")
     if isinstance(trace, pd.DataFrame):
         df, meta = trace, dict(trace.attrs.get("movelab", {}))
     else:
@@ -349,22 +391,28 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     l2_bytes, llc_bytes = _cache_bytes(platform, base)
     llc_sim = llc_bytes
     if llc_boundary is not None:
-        if isinstance(llc_boundary, bool) or not isinstance(llc_boundary, (int, float)) \
-                or not math.isfinite(llc_boundary) or llc_boundary < l2_bytes:
-            raise ValueError(f"llc_boundary must be a number of bytes of at least the level-2 size ({l2_bytes}), "
-                             f"got {llc_boundary!r}")
+        _check_boundary("llc_boundary", llc_boundary, l2_bytes)
         if mode != "tracked":
             raise ValueError(f"llc_boundary applies to cache='tracked' only, not {mode!r}")
         llc_bytes = int(llc_boundary)
     rho = cachestate.TOUCH_RATE if touch_rate is None else touch_rate
-    if mode == "tracked":
-        skey = ("states", id(df), len(df), l2_bytes, llc_bytes, rho, dist, fresh_state, kernel_touches, reg, sp)
+
+    def states_at(llc: int) -> pd.DataFrame:
+        """The tracked states with the last level's boundary at ``llc`` bytes (cached per trace)."""
+        skey = ("states", id(df), len(df), l2_bytes, llc, rho, dist, fresh_state, kernel_touches, reg, sp)
         if skey not in cache_d:
             kt = df[df["kind"].isin(TOUCH_KINDS)] if kernel_touches else None
             # df kept: its id stays unique
-            cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc_bytes, rho, distance=dist, fresh=fresh_state,
+            cache_d[skey] = (df, cachestate.states(ev, l2_bytes, llc, rho, distance=dist, fresh=fresh_state,
                                                    kernel=kt, region=reg, split=sp))
-        st = cache_d[skey][1]
+        return cache_d[skey][1]
+
+    if mode == "tracked":
+        st = states_at(llc_bytes)
+        st_small = None
+        if cold_copy_boundary is not None:
+            _check_boundary("cold_copy_boundary", cold_copy_boundary, l2_bytes)
+            st_small = states_at(int(cold_copy_boundary))
     mech_ov = layered(base, MECHANISMS[mechanism])
     cpu_ov = layered(base, MECHANISMS["cpu"])
     aligned = mechanism in ALIGNED
@@ -390,7 +438,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                     src_share = class_shares(cls, st, "src") if op == "copy" else {"warm": 1.0, "llc": 0.0,
                                                                                     "cold": 0.0}
                     dst_share = class_shares(cls, st, "dst")
-                    dst_extra = dst_write_ns(cls, st, dst_write)
+                    dst_extra = dst_write_ns(cls, st, dst_write, cold_copy, str(op), st_small)
             else:
                 share = {mode: 1.0}
 
@@ -495,6 +543,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "distance": dist if mode == "tracked" else None, "region": reg if mode == "tracked" else None,
         "fresh": fresh_state if mode == "tracked" else None,
         "split": sp, "dst_write": dict(dst_write) if costed_apart else None,
+        "cold_copy": dict(cold_copy) if cold_copy is not None else None, "cold_copy_boundary": cold_copy_boundary,
         "kernel_touches": int(df["kind"].isin(TOUCH_KINDS).sum()) if mode == "tracked" and kernel_touches else 0,
     }
     if mode == "tracked":
@@ -502,6 +551,13 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         for s in cachestate.STATES:
             summary[f"share_{s}"] = float((classes[f"share_{s}"] * classes["calls"]).sum()) / tot
     return Replay(mechanism, summary, classes, notes)
+
+
+def _check_boundary(name: str, v: Any, l2_bytes: int) -> None:
+    """Refuses a boundary (bytes of reuse distance) that is not a finite number of at least the
+    level-2 size, naming it."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < l2_bytes:
+        raise ValueError(f"{name} must be a number of bytes of at least the level-2 size ({l2_bytes}), got {v!r}")
 
 
 def _check_alloc_cost(cost: Mapping[str, Any]) -> None:
