@@ -58,11 +58,12 @@ def test_fork_runs_need_their_baseline_and_a_known_mechanism() -> None:
 
 
 def test_fork_page_groups_keep_the_order_and_put_the_large_n_alone() -> None:
-    assert rf.page_groups(rf.PAPER_PAGES) == [[2, 8, 32, 128, 512, 2048], [8192], [16384]]
+    assert rf.page_groups(rf.PAPER_PAGES) == [[2, 8, 32, 128, 512, 2048, 8192], [16384]]
     assert rf.page_groups([16384, 2, 8, 8192, 32]) == [[16384], [2, 8], [8192], [32]]
     assert rf.page_groups([5]) == [[5]]
-    lone = [[n] for n in [8192, 16384] for _ in rf.FORK_MECHS]
-    assert [p["n_pages"] for p in rf.points()] == [[2, 8, 32, 128, 512, 2048], *lone] * 2 + [None]
+    # Every mechanism of a group in one point: they share its fill, the costliest part of a point.
+    assert [p["n_pages"] for p in rf.points()] == [[2, 8, 32, 128, 512, 2048, 8192], [16384]] * 2 + [None]
+    assert all(p["mechanisms"] is None for p in rf.points())
 
 
 def test_reproduction_is_the_same_on_every_executor() -> None:
