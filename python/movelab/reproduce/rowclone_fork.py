@@ -147,8 +147,10 @@ def points(overrides: Mapping[str, Any] | None = None, sizes_mb: list[int] | Non
 #: Scheduling estimates (CPU seconds, fitted to ``python -m movelab.reproduce._critical_path``'s
 #: times of the paper's S and N): filling one MB of the array, copying one page under one
 #: mechanism, zeroing one page in the bulk-zero runs, and a run's set-up. They order the work,
-#: never a row.
-FILL_S_PER_MB, COPY_S_PER_PAGE, ZERO_S_PER_PAGE, RUN_S = 0.06, 2.4e-4, 1.3e-4, 0.1
+#: never a row. The fill's figure is measured on the fill with each page's first-touch fault and
+#: zeroing (a baseline point at N = 2: 4.6 CPU-s at S = 64 MB, 10.1 at 128 MB, on a shared
+#: 2-core host).
+FILL_S_PER_MB, COPY_S_PER_PAGE, ZERO_S_PER_PAGE, RUN_S = 0.075, 2.4e-4, 1.3e-4, 0.1
 
 
 def cost(p: dict[str, Any]) -> float:
