@@ -115,7 +115,7 @@ PAPER_PAGES = [2, 8, 32, 128, 512, 2048, 8192, 16384]
 
 
 def page_groups(n_pages: list[int]) -> list[list[int]]:
-    """``n_pages`` cut into runs of one point each, in order: every N of at least half the largest
+    """``n_pages`` cut into runs of one point each, in order: every N over half the largest
     alone (its copies are the largest part of a point after the fill: N = 16k's three mechanisms
     take about as long as the fill of S = 128 MB), the smaller ones together. Each point repeats the
     fill phase (each page's first-touch fault and zeroing, then the program's stores: the most
@@ -124,7 +124,7 @@ def page_groups(n_pages: list[int]) -> list[list[int]]:
     big = max(n_pages) / 2
     groups: list[list[int]] = []
     for n in n_pages:
-        if n >= big or not groups or groups[-1][-1] >= big:
+        if n > big or not groups or groups[-1][-1] > big:
             groups.append([n])
         else:
             groups[-1].append(n)
