@@ -250,7 +250,10 @@ pub fn runs(
             let by = if o.fill_zeroing == FillZeroing::Cpu {
                 MECHS[0].1
             } else {
-                MECHS.iter().find(|m| m.0 == name).map_or(MECHS[0].1, |m| m.1)
+                MECHS
+                    .iter()
+                    .find(|m| m.0 == name)
+                    .map_or(MECHS[0].1, |m| m.1)
             };
             if let Some(i) = fills.iter().position(|f| f.0 == by) {
                 which.push(i);
