@@ -39,11 +39,10 @@ def test_zhao_points_assemble_to_the_whole_run() -> None:
 def test_fork_points_assemble_to_the_whole_run() -> None:
     whole = json.loads(_core.reproduce_rowclone_fork(None, [4, 8], [2, 16], 16, None))
     pts = rf.points(None, [4, 8], [2, 16], 16)
-    # Each S is split by N (N = 16 alone: a quarter of the largest or more), and each lone N per
-    # mechanism, in the whole run's order.
-    mechs = [["baseline"], ["fpm"], ["psm"]]
+    # Each S is split by N (N = 16 alone: over half the largest), every mechanism of a group in one
+    # point (they share its fill), in the whole run's order.
     assert [(p["s_mb"], p["n_pages"], p["mechanisms"]) for p in pts] == \
-        [(s, [n], m) for s in [4, 8] for n in [2, 16] for m in mechs] + [(None, None, None)]
+        [(s, [n], None) for s in [4, 8] for n in [2, 16]] + [(None, None, None)]
     runs = [r for p in pts for r in rf.point(p)]
     assert json.loads(_core.rowclone_fork_rows(json.dumps(runs))) == whole
 
@@ -58,11 +57,13 @@ def test_fork_runs_need_their_baseline_and_a_known_mechanism() -> None:
 
 
 def test_fork_page_groups_keep_the_order_and_put_the_large_n_alone() -> None:
-    assert rf.page_groups(rf.PAPER_PAGES) == [[2, 8, 32, 128, 512, 2048], [8192], [16384]]
-    assert rf.page_groups([16384, 2, 8, 8192, 32]) == [[16384], [2, 8], [8192], [32]]
+    assert rf.page_groups(rf.PAPER_PAGES) == [[2, 8, 32, 128, 512, 2048, 8192], [16384]]
+    assert rf.page_groups([16384, 2, 8, 8192, 32]) == [[16384], [2, 8, 8192, 32]]
+    assert rf.page_groups([16384, 2, 9000, 32]) == [[16384], [2], [9000], [32]]
     assert rf.page_groups([5]) == [[5]]
-    lone = [[n] for n in [8192, 16384] for _ in rf.FORK_MECHS]
-    assert [p["n_pages"] for p in rf.points()] == [[2, 8, 32, 128, 512, 2048], *lone] * 2 + [None]
+    # Every mechanism of a group in one point: they share its fill, the costliest part of a point.
+    assert [p["n_pages"] for p in rf.points()] == [[2, 8, 32, 128, 512, 2048, 8192], [16384]] * 2 + [None]
+    assert all(p["mechanisms"] is None for p in rf.points())
 
 
 def test_reproduction_is_the_same_on_every_executor() -> None:

@@ -115,15 +115,16 @@ PAPER_PAGES = [2, 8, 32, 128, 512, 2048, 8192, 16384]
 
 
 def page_groups(n_pages: list[int]) -> list[list[int]]:
-    """``n_pages`` cut into runs of one point each, in order: every N of at least a quarter of the
-    largest alone (its copies are most of the work: N = 16k takes 16 of the 28 CPU-seconds of an
-    S = 128 MB point), the smaller ones together. Each point repeats the fill phase, so the split
-    costs one fill per extra point and shortens the longest point (the critical path of
-    ``reproduce all`` on many workers). :func:`points` splits each lone N further, per mechanism."""
-    big = max(n_pages) / 4
+    """``n_pages`` cut into runs of one point each, in order: every N over half the largest
+    alone (its copies are the largest part of a point after the fill: N = 16k's three mechanisms
+    take about as long as the fill of S = 128 MB), the smaller ones together. Each point repeats the
+    fill phase (each page's first-touch fault and zeroing, then the program's stores: the most
+    expensive part of a point), so a split costs a whole fill; the paper's N give two points per S,
+    which keeps ``reproduce all``'s CPU time low on two cores and its longest point short."""
+    big = max(n_pages) / 2
     groups: list[list[int]] = []
     for n in n_pages:
-        if n >= big or not groups or groups[-1][-1] >= big:
+        if n > big or not groups or groups[-1][-1] > big:
             groups.append([n])
         else:
             groups[-1].append(n)
@@ -133,22 +134,23 @@ def page_groups(n_pages: list[int]) -> list[list[int]]:
 def points(overrides: Mapping[str, Any] | None = None, sizes_mb: list[int] | None = None,
            n_pages: list[int] | None = None, zero_pages: int = 1024) -> list[dict[str, Any]]:
     """The independent runs: forkbench for each S and group of N (:func:`page_groups`; each N's
-    runs start from the same filled state, so a group's runs are those of the whole run), a group
-    of one N split further into one point per mechanism (N = 16k's baseline alone is most of an
-    S = 128 MB point), then bulk zeroing. ``mechanisms`` None runs all three."""
+    runs start from the same filled state, so a group's runs are those of the whole run), every
+    mechanism of a group in one point (they share its fill), then bulk zeroing. ``mechanisms``
+    None runs all three."""
     base = {"overrides": dict(overrides) if overrides else None, "zero_pages": zero_pages}
     groups = page_groups(list(n_pages or PAPER_PAGES))
-    fork = [{**base, "s_mb": s, "n_pages": g, "mechanisms": m}
-            for s in (sizes_mb or PAPER_SIZES_MB) for g in groups
-            for m in ([[x] for x in FORK_MECHS] if len(g) == 1 else [None])]
+    fork = [{**base, "s_mb": s, "n_pages": g, "mechanisms": None}
+            for s in (sizes_mb or PAPER_SIZES_MB) for g in groups]
     return [*fork, {**base, "s_mb": None, "n_pages": None, "mechanisms": None}]
 
 
 #: Scheduling estimates (CPU seconds, fitted to ``python -m movelab.reproduce._critical_path``'s
 #: times of the paper's S and N): filling one MB of the array, copying one page under one
 #: mechanism, zeroing one page in the bulk-zero runs, and a run's set-up. They order the work,
-#: never a row.
-FILL_S_PER_MB, COPY_S_PER_PAGE, ZERO_S_PER_PAGE, RUN_S = 0.06, 2.4e-4, 1.3e-4, 0.1
+#: never a row. The fill's figure is measured on the fill with each page's first-touch fault and
+#: zeroing (a baseline point at N = 2: 4.6 CPU-s at S = 64 MB, 10.1 at 128 MB, on a shared
+#: 2-core host).
+FILL_S_PER_MB, COPY_S_PER_PAGE, ZERO_S_PER_PAGE, RUN_S = 0.075, 2.4e-4, 1.3e-4, 0.1
 
 
 def cost(p: dict[str, Any]) -> float:

@@ -3,10 +3,17 @@
 //! baseline for S in {64, 128} MB and N from 2 to 16k pages (Figures 7-9), and RowClone,
 //! RowClone-ZI and MC-DMA on the bulk-zeroing workload (section 7.3, 7.5).
 //!
-//! Method: forkbench's first phase (filling the S-byte array) is the same for every N and every
-//! mechanism (RowClone cannot initialise to arbitrary data), so it is simulated once per S on the
-//! baseline; each (N, mechanism) run then starts from the cache contents that phase left and runs
-//! the fork phase. Times, traffic and energy add up over both phases. FPM places every
+//! Method: forkbench's first phase (filling the S-byte array) is the same for every N, so it is
+//! simulated once per S and mechanism; each (N, mechanism) run then starts from the cache
+//! contents its mechanism's fill left and runs the fork phase. The fill is as the paper's Linux
+//! runs it: each page's first touch faults and the kernel zeroes it (the marked *memset*,
+//! section 6) before the program's stores write their values (RowClone cannot initialise to
+//! arbitrary data, section 3.4). The baseline zeroes with the CPU, writing whole lines without
+//! reading them (Table 3's baseline zeroing), so the program's stores then hit. FPM and PSM zero
+//! as the baseline does by default (section 7.2 evaluates them as copy modes), or in DRAM from
+//! the subarray's zero row ([`FillZeroing::Mechanism`], section 3.4), after which the stores miss
+//! (section 7.3's "phase 2"). Every mechanism runs the paper's marked page operations
+//! (`core.marked_bulk_ops`, section 6). Times, traffic and energy add up over both phases. FPM places every
 //! copy-on-write destination in its source's subarray (subarray-aware allocation, section 4.3.1);
 //! PSM places it in another bank. Speedup is the baseline's time over the mechanism's for the
 //! same work.
@@ -46,9 +53,10 @@ pub struct Row {
     pub ipc: f64,
     pub dram_energy_uj: f64,
     pub channel_mb: f64,
-    /// Bytes the memory controller moved by each mechanism (the DRAM model's `bulk.bytes`), so a
-    /// row's label can be checked against what ran: an "fpm" row whose pages are not whole rows
-    /// moves them by PSM or over the channel instead.
+    /// Bytes the memory controller moved by each mechanism (the DRAM model's `bulk.bytes`) in the
+    /// fork phase (forkbench: the copies; the fill's first-touch zeroing, in DRAM under FPM and
+    /// PSM alike, is left out), so a row's label can be checked against what ran: an "fpm" row
+    /// whose pages are not whole rows moves them by PSM or over the channel instead.
     pub bulk_bytes: BulkBytes,
 }
 
@@ -65,6 +73,22 @@ pub struct Options {
     /// The forkbench mechanisms to run ("baseline", "fpm", "psm"), in this order; empty runs all.
     /// A part without its baseline gives [`Run`]s only ([`runs`]); [`rows`] needs the baseline's.
     pub mechanisms: Vec<String>,
+    /// Who zeroes each page of the array at its first touch in the FPM and PSM runs.
+    pub fill_zeroing: FillZeroing,
+}
+
+/// Who zeroes forkbench's array pages at first touch in the FPM and PSM runs (the baseline's is
+/// always the CPU's marked *memset*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FillZeroing {
+    /// The CPU, as in the baseline: section 7.2 evaluates FPM and PSM as copy modes ("RowClone
+    /// can only improve performance by reducing the memory access rate due to copy operations";
+    /// FMTC counts copies alone); zeroing in DRAM, and RowClone-ZI, enter in section 7.3.
+    #[default]
+    Cpu,
+    /// The mechanism: in DRAM from the subarray's zero row (section 3.4), after which the
+    /// program's stores miss (section 7.3's "phase 2").
+    Mechanism,
 }
 
 impl Default for Options {
@@ -76,6 +100,7 @@ impl Default for Options {
             zero_pages: 1024,
             bulk_zero: true,
             mechanisms: Vec::new(),
+            fill_zeroing: FillZeroing::default(),
         }
     }
 }
@@ -92,7 +117,8 @@ pub struct Totals {
     pub energy: f64,
     pub channel: u64,
     pub copy: u64,
-    /// Bulk bytes by baseline, FPM, inter-bank PSM, intra-bank PSM.
+    /// Bulk bytes by baseline, FPM, inter-bank PSM, intra-bank PSM, of the phases added with
+    /// their bulk bytes (forkbench: the fork phase's copies, not the fill's zeroing).
     pub bulk: [u64; 4],
 }
 
@@ -118,13 +144,17 @@ pub struct Run {
 }
 
 impl Totals {
-    fn add(&mut self, s: &PlatformStats) {
+    /// Adds a phase's totals, and its bulk bytes where `bulk`.
+    fn add(&mut self, s: &PlatformStats, bulk: bool) {
         self.time += s.time_ns;
         self.instr += s.instructions;
         self.cycles += s.core_cycles;
         self.energy += s.dram_energy_nj;
         self.channel += s.memory.channel_bytes;
         self.copy += s.memory.copy_bytes + s.memory.bulk_bytes;
+        if !bulk {
+            return;
+        }
         let b = &s.dram.bulk.bytes;
         for (sum, v) in self
             .bulk
@@ -153,6 +183,23 @@ const MECHS: [(&str, &str, DstPolicy); 3] = [
         DstPolicy::OtherBank,
     ),
 ];
+
+/// A forkbench mechanism's platform settings with the paper's marked page operations: section 6
+/// ("We modify the kernel's implementation of page copy/initialization to use the *memcpy* and
+/// *memset* instructions and mark these instructions in our traces"), so the baseline's
+/// copy-on-write copy and first-touch zeroing are line moves with no loop code
+/// (`core.marked_bulk_ops`), unless the caller's overrides set it.
+fn fork_extra(overrides: &toml::Value, extra: &str) -> String {
+    let set = overrides
+        .get("core")
+        .and_then(|c| c.get("marked_bulk_ops"))
+        .is_some();
+    if set {
+        extra.to_string()
+    } else {
+        format!("{extra}\ncore = {{ marked_bulk_ops = true }}")
+    }
+}
 
 /// Runs forkbench and the bulk-zero workload; `progress(done, total)` after each run.
 pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Row>, PlatformError> {
@@ -195,26 +242,46 @@ pub fn runs(
         p.insert("s_mb".to_string(), s);
         p.insert("n_pages".to_string(), 1);
         let w = Workload::load("forkbench", &p)?;
-        // Phase 1 once, on the baseline.
-        let base_cfg = platform(plat, &o.overrides, MECHS[0].1)?;
-        let mut fill = Platform::new(&base_cfg)?;
-        let fill_stats = fill.run(&w.with_ops(0..1))?;
+        // Phase 1 once per distinct fill: the baseline's, and each mechanism's whose first-touch
+        // zeroing is its own ([`FillZeroing::Mechanism`]).
+        let mut fills: Vec<(&str, Platform, PlatformStats)> = Vec::new();
+        let mut which = Vec::new();
+        for &(name, _, _) in &mechs {
+            let by = if o.fill_zeroing == FillZeroing::Cpu {
+                MECHS[0].1
+            } else {
+                MECHS
+                    .iter()
+                    .find(|m| m.0 == name)
+                    .map_or(MECHS[0].1, |m| m.1)
+            };
+            if let Some(i) = fills.iter().position(|f| f.0 == by) {
+                which.push(i);
+                continue;
+            }
+            let cfg = platform(plat, &o.overrides, &fork_extra(&o.overrides, by))?;
+            let mut fill = Platform::new(&cfg)?;
+            let st = fill.run(&w.with_ops(0..1))?;
+            which.push(fills.len());
+            fills.push((by, fill, st));
+        }
         done += 1;
         progress(done, total);
         for &n in &o.n_pages {
             let mut p2 = p.clone();
             p2.insert("n_pages".to_string(), n);
             let wn = Workload::load("forkbench", &p2)?;
-            for &(name, extra, policy) in &mechs {
-                let cfg = platform(plat, &o.overrides, extra)?;
+            for (&(name, extra, policy), &i) in mechs.iter().zip(&which) {
+                let (_, fill, fill_stats) = &fills[i];
+                let cfg = platform(plat, &o.overrides, &fork_extra(&o.overrides, extra))?;
                 let mut plat_run = Platform::new(&cfg)?;
-                plat_run.warm_caches_from(&fill);
+                plat_run.warm_caches_from(fill);
                 let mut fork = wn.with_ops(1..wn.spec.ops.len());
                 fork.set_dst_policy(policy);
                 let st = plat_run.run(&fork)?;
                 let mut t = Totals::default();
-                t.add(&fill_stats);
-                t.add(&st);
+                t.add(fill_stats, false);
+                t.add(&st, true);
                 out.push(Run {
                     workload: "forkbench".into(),
                     s_mb: s as f64,
@@ -248,7 +315,7 @@ pub fn runs(
         )?;
         let st = crate::systems::platform::run(&cfg, &w)?;
         let mut t = Totals::default();
-        t.add(&st);
+        t.add(&st, true);
         out.push(Run {
             workload: "bulk-zero".into(),
             s_mb: mb,

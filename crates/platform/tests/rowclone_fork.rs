@@ -1,0 +1,88 @@
+//! forkbench's fill phase as the paper's Linux runs it (RowClone sections 6, 7.2): each page's
+//! first touch is zeroed by the kernel with the mechanism's zeroing, then the program's stores
+//! write their values. The DRAM traffic of a small fill is the expected bytes: the baseline's CPU
+//! zeroing writes whole lines without reading them, so its stores hit and the array crosses the
+//! channel once (write-backs); FPM zeroes in DRAM, so the stores then read every line once.
+use movelab_platform::config::workload::Workload;
+use movelab_platform::experiments::rowclone_fork::{self, Options};
+use movelab_platform::{Platform, PlatformConfig};
+use std::collections::BTreeMap;
+
+const S_MB: u64 = 4;
+const S: u64 = S_MB << 20;
+/// forkbench's kernel region (its fault handlers' loads and stores).
+const KERNEL: u64 = 16 << 10;
+/// What the caches can still hold dirty at the end: L1 32 KB + L2 1 MB (rowclone-system).
+const CACHED: u64 = (32 + 1024) << 10;
+
+fn fill(mechanism: &str, marked: bool) -> movelab_platform::stats::PlatformStats {
+    let over = format!(
+        "copy = {{ mechanism = \"{mechanism}\" }}\ncore = {{ marked_bulk_ops = {marked} }}"
+    );
+    let cfg = PlatformConfig::preset("rowclone-system")
+        .unwrap()
+        .with_overrides(toml::from_str(&over).unwrap(), "test")
+        .unwrap();
+    let mut p = BTreeMap::new();
+    p.insert("s_mb".to_string(), S_MB);
+    p.insert("n_pages".to_string(), 1);
+    let w = Workload::load("forkbench", &p).unwrap();
+    Platform::new(&cfg).unwrap().run(&w.with_ops(0..1)).unwrap()
+}
+
+#[test]
+fn the_baseline_fill_moves_the_array_once() {
+    let st = fill("base", true);
+    let (reads, writes) = (st.dram.reads * 64, st.dram.writes * 64);
+    assert!(reads <= KERNEL, "baseline fill read {reads} B");
+    assert!(
+        (S - CACHED..=S + KERNEL).contains(&writes),
+        "baseline fill wrote {writes} B of a {S} B array"
+    );
+    let b = &st.dram.bulk.bytes;
+    assert_eq!(b.fpm + b.psm_inter + b.psm_intra + b.baseline, 0);
+}
+
+#[test]
+fn an_unmarked_baseline_zeroing_reads_for_ownership() {
+    let st = fill("base", false);
+    let reads = st.dram.reads * 64;
+    assert!(
+        (S..=S + KERNEL).contains(&reads),
+        "unmarked fill read {reads} B"
+    );
+}
+
+#[test]
+fn the_fpm_fill_zeroes_in_dram_then_reads_each_line_once() {
+    let st = fill("rowclone", true);
+    let b = &st.dram.bulk.bytes;
+    // Every page zeroed in DRAM; FPM from its subarray's zero row, except the pages that are
+    // themselves a zero row (the array is not kept off them), which go by PSM.
+    assert_eq!(b.fpm + b.psm_inter + b.psm_intra, S);
+    assert!(b.fpm >= S - S / 256, "fpm zeroed {} B", b.fpm);
+    let reads = st.dram.reads * 64;
+    assert!(
+        (S..=S + KERNEL).contains(&reads),
+        "fpm fill read {reads} B of a {S} B array"
+    );
+}
+
+#[test]
+fn fork_rows_count_the_copies_alone_as_bulk_bytes() {
+    let o = Options {
+        sizes_mb: vec![S_MB],
+        n_pages: vec![64],
+        bulk_zero: false,
+        mechanisms: vec!["baseline".into(), "fpm".into()],
+        ..Options::default()
+    };
+    let rows = rowclone_fork::run(&o, &mut |_, _| {}).unwrap();
+    let base = rows.iter().find(|r| r.mechanism == "baseline").unwrap();
+    let fpm = rows.iter().find(|r| r.mechanism == "fpm").unwrap();
+    assert_eq!(base.bulk_bytes.fpm + base.bulk_bytes.psm_inter, 0);
+    assert_eq!(fpm.bulk_bytes.fpm, 64 * 4096);
+    assert_eq!(fpm.bulk_bytes.psm_inter + fpm.bulk_bytes.psm_intra, 0);
+    // The baseline's copies: 64 pages read over the channel, of a fill that moved the array once.
+    assert!(base.fmtc > 0.0 && base.fmtc < 0.1, "fmtc {}", base.fmtc);
+}
