@@ -4,7 +4,7 @@
 //! zeroing writes whole lines without reading them, so its stores hit and the array crosses the
 //! channel once (write-backs); FPM zeroes in DRAM, so the stores then read every line once.
 use movelab_platform::config::workload::Workload;
-use movelab_platform::experiments::rowclone_fork::{self, Options};
+use movelab_platform::experiments::rowclone_fork::{self, FillZeroing, Options};
 use movelab_platform::{Platform, PlatformConfig};
 use std::collections::BTreeMap;
 
@@ -85,4 +85,38 @@ fn fork_rows_count_the_copies_alone_as_bulk_bytes() {
     assert_eq!(fpm.bulk_bytes.psm_inter + fpm.bulk_bytes.psm_intra, 0);
     // The baseline's copies: 64 pages read over the channel, of a fill that moved the array once.
     assert!(base.fmtc > 0.0 && base.fmtc < 0.1, "fmtc {}", base.fmtc);
+}
+
+#[test]
+fn fpm_zeroing_its_own_fill_reads_the_array_back_and_leaves_the_baseline_alone() {
+    // `FillZeroing::Mechanism`: FPM zeroes each page in DRAM at first touch, so the program's
+    // stores then read every line back over the channel (about S more than the CPU's zeroing,
+    // whose whole-line writes the stores hit); the baseline's fill is the CPU's either way.
+    let run = |z| {
+        let o = Options {
+            sizes_mb: vec![S_MB],
+            n_pages: vec![64],
+            bulk_zero: false,
+            mechanisms: vec!["baseline".into(), "fpm".into()],
+            fill_zeroing: z,
+            ..Options::default()
+        };
+        rowclone_fork::run(&o, &mut |_, _| {}).unwrap()
+    };
+    let (cpu, own) = (run(FillZeroing::Cpu), run(FillZeroing::Mechanism));
+    let pick = |rows: &[rowclone_fork::Row], m: &str| {
+        rows.iter().find(|r| r.mechanism == m).unwrap().clone()
+    };
+    let (b_cpu, b_own) = (pick(&cpu, "baseline"), pick(&own, "baseline"));
+    assert_eq!(
+        (b_cpu.time_ns, b_cpu.channel_mb),
+        (b_own.time_ns, b_own.channel_mb)
+    );
+    let (f_cpu, f_own) = (pick(&cpu, "fpm"), pick(&own, "fpm"));
+    assert!(
+        f_own.channel_mb > f_cpu.channel_mb + 0.5 * S_MB as f64,
+        "fpm channel MB: cpu-zeroed fill {}, own fill {}",
+        f_cpu.channel_mb,
+        f_own.channel_mb
+    );
 }
