@@ -442,4 +442,27 @@ fn config_and_workload_errors_name_what_is_wrong() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("DDR9"), "{e}");
+    // A key inside a section the platform leaves out (its NIC is an agent, so no [io]): the
+    // error says the section is absent, not only that a field is missing.
+    let e = PlatformConfig::preset("larsen-io-idma")
+        .unwrap()
+        .with_overrides(
+            toml::from_str("io = { link = { lanes = 4 } }").unwrap(),
+            "cli",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no [io] section") && e.contains("`io.preset`"),
+        "{e}"
+    );
+    // The same missing field in a section the platform has keeps serde's own message.
+    let e = PlatformConfig::preset("larsen-io").unwrap().with_overrides(
+        toml::from_str("io = { link = { lanes = 4 } }").unwrap(),
+        "cli",
+    );
+    assert!(
+        e.as_ref().is_ok() || !e.as_ref().unwrap_err().to_string().contains("no [io]"),
+        "{e:?}"
+    );
 }

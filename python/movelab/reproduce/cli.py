@@ -362,7 +362,11 @@ def larsen_idma(
                                                                           "(at most 10,000)."),
     set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE on the Fig. 8 and "
                                                               "Fig. 9 platforms (larsen-io, larsen-io-idma), e.g. "
-                                                              "memory.dram.timing.nCL=16.", show_default=False),
+                                                              "memory.dram.timing.nCL=16. A key must exist on "
+                                                              "both: core, l1, l2, llc, interconnect, memory, "
+                                                              "interrupts (the descriptor NIC's [io] section is "
+                                                              "on larsen-io only; the iDMA is an agent).",
+                                                              show_default=False),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:

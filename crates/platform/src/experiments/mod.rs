@@ -22,7 +22,10 @@ pub fn platform(
 ) -> Result<PlatformConfig, PlatformError> {
     let mut cfg = PlatformConfig::preset(name)?;
     if overrides.as_table().is_some_and(|t| !t.is_empty()) {
-        cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
+        cfg = cfg.with_overrides(
+            overrides.clone(),
+            &format!("overrides on platform '{name}'"),
+        )?;
     }
     if !extra.is_empty() {
         let v: toml::Value = toml::from_str(extra)

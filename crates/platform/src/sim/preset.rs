@@ -151,12 +151,55 @@ macro_rules! preset_loader {
                         e.to_string(),
                     )
                 })?;
+                let before = base.clone();
                 let merge = $merge;
                 merge(self, &mut base, overrides, source_name)?;
                 Self::from_value(base, source_name)
+                    .map_err(|e| $crate::sim::preset::explain_new_table(e, &before))
             }
         }
     };
+}
+
+/// An override that names a key inside a table the config does not have (an optional section
+/// the preset leaves out, e.g. `[io]` on a platform whose NIC is an agent) creates that table
+/// with only the overridden keys, and the deserialisation then reports a required field missing
+/// there: say instead that the section is absent and what the override would need.
+pub fn explain_new_table(e: PlatformError, before: &toml::Value) -> PlatformError {
+    let PlatformError::Config {
+        source_name,
+        key,
+        what,
+    } = e
+    else {
+        return e;
+    };
+    let absent = !key.starts_with('(')
+        && !key.contains('[')
+        && what.starts_with("missing field")
+        && key.split('.').try_fold(before, |v, k| v.get(k)).is_none();
+    if !absent {
+        return PlatformError::Config {
+            source_name,
+            key,
+            what,
+        };
+    }
+    let field = what
+        .split('`')
+        .nth(1)
+        .map(str::to_string)
+        .unwrap_or_default();
+    PlatformError::Config {
+        what: format!(
+            "this configuration has no [{key}] section, so the override would create one holding \
+             only the keys given, and it lacks the required `{field}`; an override can change only \
+             a section the configuration has (give the whole section, with `{key}.{field}`, to \
+             add it)"
+        ),
+        source_name,
+        key,
+    }
 }
 
 fn parse(text: &str, source_name: &str) -> Result<toml::Value, PlatformError> {
