@@ -51,3 +51,26 @@ def test_same_commands_same_energy(base: dict[tuple[str, str], float]) -> None:
     # 2.0 / 41.5 = 0.048 uJ for both, which its printed 0.04 and 0.05 round two ways.
     assert base[("copy", "fpm")] == base[("zero", "fpm")]
     assert base[("copy", "psm-intra")] == pytest.approx(2 * base[("copy", "psm-inter")], abs=2e-4)
+
+
+def test_table3_pricing_gives_table3_back() -> None:
+    # The what-if prices (docs/dram.md, "Table 3's prices on the applications") are fitted to five
+    # Table 3 energies: run through the controller they must give those five back, and intra-bank
+    # PSM, the inter-bank sequence twice, exactly twice inter-bank PSM.
+    prices = rl.table3_pricing()
+    got = _energy(prices)
+    assert got[("copy", "baseline")] == pytest.approx(3.6, rel=1e-3)
+    assert got[("zero", "baseline")] == pytest.approx(2.0, rel=1e-3)
+    assert got[("copy", "fpm")] == pytest.approx(3.6 / 74.4, abs=1e-4)
+    assert got[("zero", "fpm")] == got[("copy", "fpm")]
+    assert got[("copy", "psm-inter")] == pytest.approx(3.6 / 3.2, rel=1e-3)
+    assert got[("copy", "psm-intra")] == pytest.approx(2 * 3.6 / 3.2, rel=1e-3)
+    # Every price stays a physical one: currents above standby, a positive channel share.
+    c = prices["dram"]["currents"]
+    assert c["idd0"] > 35 and 0 < c["idd2n"] < c["idd0"] and c["idd4r"] > 35 and c["idd4w"] > c["idd4r"]
+    assert prices["energy"]["io_pj_per_bit"] > 0
+
+
+def test_table3_pricing_refuses_a_part_without_currents() -> None:
+    with pytest.raises(ValueError, match="no currents"):
+        rl.table3_pricing("rowclone-lpddr5-6400")

@@ -144,6 +144,47 @@ def replication(config: Any = PRESET, overrides: dict[str, Any] | None = None,
              "bytes": r["bytes"]} for r in sim]
 
 
+def table3_pricing(config: Any = PRESET) -> dict[str, Any]:
+    """A what-if, fitted to Table 3 and never used by a reproduction's rows: overrides of ``config``
+    (DDR3 currents and the channel's energy per bit) under which each command costs what Table 3
+    implies, so that the applications (Table 5) and forkbench (Fig. 9) can be priced with the
+    paper's own per-command energies (docs/dram.md, "Table 3's prices on the applications").
+
+    Five Table 3 energies fix five prices: FPM (copy: 3.6 uJ / 74.4) is 2 ACT + 1 PRE, split
+    between ACT and PRE as the IDD formulas split them; the zeroing baseline (1 ACT, 64 written
+    lines) gives a written line, the copy baseline (2 ACT, 1 PRE, 64 read and 64 written lines) a
+    read line, inter-bank PSM (2 ACT, 2 PRE, 64 TRANSFERs; 3.6 uJ / 3.2) a TRANSFER. A TRANSFER is a
+    read and a write burst inside the DRAM and a line on the channel is one burst plus the
+    channel's share, so the channel's share is (read line + written line - TRANSFER) / 2. Intra-bank
+    PSM, twice the inter-bank sequence, then costs 2.25 uJ (Table 3: 2.5; from its reduction 2.4)."""
+    cfg = load_config(config)
+    s = cfg.spec
+    if not s.get("energy_available", True):
+        raise ValueError("table3_pricing: this config's part has no currents to price")
+    c, t, org = s["currents"], s["timing"], s["org"]
+    tck = t["tCK_ps"] / 1000.0
+    t_ras, t_rp, t_bl = t["nRAS"] * tck, t["nRP"] * tck, t["nBL"] * tck
+    nj = org["bus_width"] // org["device_width"] * c["vdd"] / 1000.0  # nJ per mA x ns, a rank
+    line_bits = org["bus_width"] * org["burst_length"]
+    lines = PAPER_BYTES * 8 // line_bits
+    p = paper_table3()
+    copy_nj, zero_nj = 1000.0 * p[("copy", "baseline")]["energy_uj"], 1000.0 * p[("zero", "baseline")]["energy_uj"]
+    fpm_nj = copy_nj / p[("copy", "fpm")]["energy_reduction"]
+    psm_nj = copy_nj / p[("copy", "psm-inter")]["energy_reduction"]
+    act0, pre0 = nj * (c["idd0"] - c["idd3n"]) * t_ras, nj * (c["idd0"] - c["idd2n"]) * t_rp
+    scale = fpm_nj / (2 * act0 + pre0)
+    act, pre = scale * act0, scale * pre0
+    written = (zero_nj - act) / lines
+    read = (copy_nj - 2 * act - pre - lines * written) / lines
+    transfer = (psm_nj - 2 * act - 2 * pre) / lines
+    channel = (read + written - transfer) / 2
+    idd0 = c["idd3n"] + act / (nj * t_ras)
+    currents = {"idd0": round(idd0, 2), "idd2n": round(idd0 - pre / (nj * t_rp), 2),
+                "idd4r": round(c["idd3n"] + (read - channel) / (nj * t_bl), 2),
+                "idd4w": round(c["idd3n"] + (written - channel) / (nj * t_bl), 2)}
+    return {"dram": {"currents": currents}, "energy": {"io_pj_per_bit": round(1000.0 * channel / line_bits, 2)}}
+
+
 def reductions(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float | None]]:
     """Latency and energy reduction factors of each row over its operation's baseline (energy: None
     where energy is not available)."""
