@@ -19,7 +19,39 @@ use std::collections::BTreeMap;
 const PACKETS: u64 = 60;
 const EXTRA_NS: f64 = 30.0;
 
+/// `tcp-rx` as built in, or without its `drop`-th explicit load (0: descriptor, 1: header, 2:
+/// control block, 3: socket, 4: sleep queue).
+fn tcp_rx(drop: Option<usize>) -> Workload {
+    let p: BTreeMap<String, u64> = [("packets", PACKETS), ("payload", 1024)]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+    let Some(drop) = drop else {
+        return Workload::load("tcp-rx", &p).unwrap();
+    };
+    let text = include_str!("../../../presets/workloads/tcp-rx.toml");
+    let mut blocks: Vec<&str> = text.split("[[ops]]").collect();
+    let loads: Vec<usize> = (1..blocks.len())
+        .filter(|&i| blocks[i].trim_start().starts_with("kind = \"load\""))
+        .collect();
+    assert_eq!(loads.len(), 5, "tcp-rx's explicit loads");
+    blocks.remove(loads[drop]);
+    Workload::from_toml_str(&blocks.join("[[ops]]"), "test", &p).unwrap()
+}
+
+const ACCESSES: [&str; 5] = [
+    "descriptor",
+    "header",
+    "control block",
+    "socket",
+    "sleep queue",
+];
+
 fn time_ns(mode: Option<&str>, extra_ns: f64, copies: bool) -> f64 {
+    time_of(mode, extra_ns, copies, None)
+}
+
+fn time_of(mode: Option<&str>, extra_ns: f64, copies: bool, drop: Option<usize>) -> f64 {
     let mut over = format!(
         "interconnect = {{ request_ns = {}, response_ns = {} }}\n",
         12.0 + extra_ns / 2.0,
@@ -32,11 +64,7 @@ fn time_ns(mode: Option<&str>, extra_ns: f64, copies: bool) -> f64 {
         .unwrap()
         .with_overrides(toml::from_str(&over).unwrap(), "test")
         .unwrap();
-    let p: BTreeMap<String, u64> = [("packets", PACKETS), ("payload", 1024)]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
-    let w = Workload::load("tcp-rx", &p).unwrap();
+    let w = tcp_rx(drop);
     let w = if copies { w } else { w.without_copies() };
     let s = run(&c, &w).unwrap();
     if mode.is_some() && copies {
@@ -96,4 +124,60 @@ fn the_receive_path_exposes_its_chain_of_misses_and_the_engine_adds_none() {
         by_mode[0],
         by_mode[1]
     );
+}
+
+/// Latencies exposed per packet by `mode` (None: BASE) with access `drop` removed.
+fn exposed_without(mode: Option<&str>, copies: bool, drop: usize) -> f64 {
+    let near = time_of(mode, 0.0, copies, Some(drop));
+    let far = time_of(mode, EXTRA_NS, copies, Some(drop));
+    (far - near) / (EXTRA_NS * PACKETS as f64)
+}
+
+#[test]
+fn each_access_of_the_receive_path_is_exposed_or_overlapped() {
+    // What each explicit access of the path contributes to the exposed latencies: the exposure
+    // with it minus the exposure without it, per mode.
+    let configs: [(Option<&str>, bool, &str); 4] = [
+        (None, false, "path without copy"),
+        (Some("SYNC_NLB"), true, "SYNC_NLB"),
+        (Some("SYNC_WLB"), true, "SYNC_WLB"),
+        (Some("ASYNC"), true, "ASYNC"),
+    ];
+    let mut share = [[0.0f64; 5]; 4];
+    for (k, (mode, copies, label)) in configs.iter().enumerate() {
+        let all = {
+            let near = time_of(*mode, 0.0, *copies, None);
+            let far = time_of(*mode, EXTRA_NS, *copies, None);
+            (far - near) / (EXTRA_NS * PACKETS as f64)
+        };
+        let mut line = format!("{label:>18}: {all:.2};");
+        for (i, name) in ACCESSES.iter().enumerate() {
+            share[k][i] = all - exposed_without(*mode, *copies, i);
+            line += &format!(" {name} {:.2}", share[k][i]);
+        }
+        println!("{line}");
+    }
+    // The header and the control block are each followed by more work than the window holds:
+    // each is a whole exposed latency in every mode.
+    for (k, (_, _, label)) in configs.iter().enumerate() {
+        for i in [1, 2] {
+            assert!(
+                share[k][i] > 0.6,
+                "{label}: the {} should be exposed (share {:.2})",
+                ACCESSES[i],
+                share[k][i]
+            );
+        }
+    }
+    // The socket and the sleep queue overlap each other: neither alone is a whole latency.
+    for (k, (_, _, label)) in configs.iter().enumerate() {
+        for i in [3, 4] {
+            assert!(
+                share[k][i] < 0.7,
+                "{label}: the {} should overlap the other (share {:.2})",
+                ACCESSES[i],
+                share[k][i]
+            );
+        }
+    }
 }
