@@ -19,12 +19,28 @@ def test_counts_are_the_papers_or_a_sample_in_their_proportions() -> None:
     assert _mix_counts(None, True) == rm.PAPER_MIXES
     assert _mix_counts(None, False) == rm.SAMPLE_MIXES
     assert _mix_counts(5, False) == 5
-    # The sample keeps the paper's proportions (within one mix) at the same simulated core-runs as
-    # the old default of 10 per size.
+    # The sample is whole rounds of the six copy/initialisation-intensive applications (each dealt
+    # to every copy slot once a round), within a round of the paper's proportions, at no more
+    # simulated cost (a mix: about its cores squared) than the earlier 24, 9, 7.
     share = rm.SAMPLE_MIXES[2] / rm.PAPER_MIXES[2]
     for c, n in rm.PAPER_MIXES.items():
-        assert abs(rm.SAMPLE_MIXES[c] - n * share) <= 1.0, c
-    assert sum(c * rm.SAMPLE_MIXES[c] for c in rm.PAPER_MIXES) == sum(c * 10 for c in rm.PAPER_MIXES)
+        assert rm.SAMPLE_MIXES[c] % 6 == 0, c
+        assert abs(rm.SAMPLE_MIXES[c] - n * share) < 6, c
+    cost = sum(c * c * rm.SAMPLE_MIXES[c] for c in rm.PAPER_MIXES)
+    assert cost <= 4 * 24 + 16 * 9 + 64 * 7
+
+
+def test_the_default_sample_holds_the_applications_in_the_populations_proportions() -> None:
+    # Four and eight cores: every copy/initialisation-intensive application fills every copy slot
+    # equally often, so half the copy slots are highly copy-intensive (three of Table 6's six).
+    for c in (4, 8):
+        ms = rm.mixes(7, [c], rm.SAMPLE_MIXES[c])
+        for slot in range(c // 2):
+            counts: dict[str, int] = {}
+            for m in ms:
+                counts[m["apps"][slot]] = counts.get(m["apps"][slot], 0) + 1
+            assert len(counts) == 6 and len(set(counts.values())) == 1, (c, slot, counts)
+        assert sum(m["highly_intensive"] for m in ms) == len(ms) * c // 4
 
 
 def test_a_mapping_draws_that_many_mixes_per_size_and_the_same_mixes() -> None:

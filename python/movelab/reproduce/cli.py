@@ -509,8 +509,8 @@ def rowclone_multicore(
     mixes: int | None = typer.Option(None, "--mixes", min=1, max=10_000,
                                      help="Mixes per core count; on 2 cores at most 138 (each pair of a "
                                           "copy-intensive and a memory-intensive application once) "
-                                          "\\[default: a sample of the paper's counts in "
-                                          "their proportions: 24, 9, 7 on 2, 4, 8 cores].", show_default=False),
+                                          "\\[default: a sample of the paper's counts: "
+                                          "24, 12, 6 on 2, 4, 8 cores].", show_default=False),
     full: bool = typer.Option(False, "--full", help="The paper's mix counts: 138 (every two-core pair), 50, 40 "
                                                     "on 2, 4, 8 cores (several times the default's run time) "
                                                     "\\[default: off]."),

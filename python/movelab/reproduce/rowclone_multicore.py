@@ -10,7 +10,9 @@
 Each mix is half copy/initialisation-intensive applications (Table 4), half memory-intensive ones
 standing for Table 6's SPEC CPU2006 programs. On two cores the mixes are the pairs of one of each
 class, each once (the paper's 138 two-core workloads are its 6 x 23 pairs; fewer: a balanced sample
-of them in a seeded order); on four and more, drawn with a seed. Each application's alone IPC (the
+of them in a seeded order); on four and more, drawn with a seed, balanced: each slot of a mix deals
+its class's applications from a deck shuffled anew every round, so every application fills every
+slot equally often (to one round) while each mix remains a uniform random draw. Each application's alone IPC (the
 reference of the speedups) is computed once, alone on the same multi-core system under the baseline,
 and reused by every mix. With ``functional_warming``, every run starts from functionally warmed caches
 (full, as over the paper's long runs, so that write-backs reach the DRAM); by default they start cold.
@@ -57,9 +59,14 @@ CORES = [2, 4, 8]
 #: The paper's workload counts per core count (section 7.4: 138, 50 and 40), run by ``--full`` and
 #: ``make bench`` (about six times the default's simulation; over five minutes on two cores).
 PAPER_MIXES = {2: 138, 4: 50, 8: 40}
-#: The default: a sample of the paper's counts in their proportions (18%, so that ``make reproduce``
-#: stays under five minutes on two cores), each cell reported with its 95% confidence interval.
-SAMPLE_MIXES = {2: 24, 4: 9, 6: 8, 8: 7}
+#: The default: a sample of the paper's counts (so that ``make reproduce`` stays under five minutes
+#: on two cores), each cell reported with its 95% confidence interval. Each size's count is a whole
+#: number of rounds of the six copy/initialisation-intensive applications (the draw deals each of
+#: them to every copy slot once a round, :func:`mixes`), so the sample holds them, and the highly
+#: copy-intensive ones, in the population's proportions: within a round (six mixes) of the paper's
+#: proportions (17%: 24, 8.7, 7.0 for 138, 50, 40) at the simulated cost of the earlier 24, 9, 7
+#: (a mix costs about its cores squared: 672 against 688).
+SAMPLE_MIXES = {2: 24, 4: 12, 6: 12, 8: 6}
 MIXES = 10
 SEED = 7
 MAX_MIXES = 10_000
@@ -90,7 +97,8 @@ def mixes(seed: int = SEED, cores: list[int] | None = None, n: int | Mapping[int
     """The seeded mixes (each: cores, index, apps, highly_intensive); ``n`` mixes per core count, or
     ``n[cores]`` (a mix does not depend on how many others are drawn). Two cores: the pairs of one
     copy/initialisation-intensive and one memory-intensive application, each once, in a seeded
-    order (all 138 at the paper's count; more are refused); more cores: drawn at random."""
+    order (all 138 at the paper's count; more are refused); more cores: drawn at random, every
+    application dealt to every slot once a round (``rowclone_multicore::draw_mixes``)."""
     out = []
     for c in cores or CORES:
         k = n[c] if isinstance(n, Mapping) else n
