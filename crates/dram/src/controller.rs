@@ -1586,8 +1586,12 @@ impl Controller {
         if !one_bank {
             self.count_rows_before(&p);
         }
-        self.dev
-            .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
+        if one_bank {
+            self.dev.issue_access(kind, p.bank, p.row, now);
+        } else {
+            self.dev
+                .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
+        }
         self.pick = None;
         self.mark_dirty(p.bank.flat as usize);
         self.refresh_locals(kind, p.bank);
