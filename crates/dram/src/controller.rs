@@ -362,8 +362,6 @@ fn issued_kinds(cfg: &ControllerConfig, raaimt: u32) -> [bool; NK] {
     issued
 }
 
-/// A request's command to its bank: ACT, PRE, RD, WR and the auto-precharge forms.
-#[inline(always)]
 /// The slab index of the oldest request in `q` (a bank's queue of (row, slab index)) for `row`:
 /// the row-hit scan of a bank's candidate, as two plain loops over the queue's halves (the
 /// double-ended queue's own iterator costs about twice the instructions per entry).
@@ -383,6 +381,8 @@ fn first_on_row(q: &VecDeque<(u32, u32)>, row: u32) -> Option<u32> {
     None
 }
 
+/// A request's command to its bank: ACT, PRE, RD, WR and the auto-precharge forms.
+#[inline(always)]
 fn is_bank_access(kind: CommandKind) -> bool {
     matches!(
         kind,
