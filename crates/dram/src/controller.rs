@@ -362,6 +362,25 @@ fn issued_kinds(cfg: &ControllerConfig, raaimt: u32) -> [bool; NK] {
     issued
 }
 
+/// The slab index of the oldest request in `q` (a bank's queue of (row, slab index)) for `row`:
+/// the row-hit scan of a bank's candidate, as two plain loops over the queue's halves (the
+/// double-ended queue's own iterator costs about twice the instructions per entry).
+#[inline(always)]
+fn first_on_row(q: &VecDeque<(u32, u32)>, row: u32) -> Option<u32> {
+    let (front, back) = q.as_slices();
+    for &(r, i) in front {
+        if r == row {
+            return Some(i);
+        }
+    }
+    for &(r, i) in back {
+        if r == row {
+            return Some(i);
+        }
+    }
+    None
+}
+
 /// A request's command to its bank: ACT, PRE, RD, WR and the auto-precharge forms.
 #[inline(always)]
 fn is_bank_access(kind: CommandKind) -> bool {
@@ -776,7 +795,9 @@ impl Controller {
                 engine: e.engine,
             }),
             Some(r) => {
-                let hit = if self.row_hits {
+                let hit = if self.row_hits && !prefer_cpu {
+                    first_on_row(q, r)
+                } else if self.row_hits {
                     q.iter().find(|e| e.0 == r && eligible(e.1)).map(|e| e.1)
                 } else {
                     (e.row == r).then_some(oldest)
@@ -1565,8 +1586,12 @@ impl Controller {
         if !one_bank {
             self.count_rows_before(&p);
         }
-        self.dev
-            .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
+        if one_bank {
+            self.dev.issue_access(kind, p.bank, p.row, now);
+        } else {
+            self.dev
+                .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
+        }
         self.pick = None;
         self.mark_dirty(p.bank.flat as usize);
         self.refresh_locals(kind, p.bank);

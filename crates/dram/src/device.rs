@@ -574,6 +574,25 @@ impl ChannelDevices {
             }
             _ => {}
         }
+        self.issue_rest(kind, b, row, at, now);
+    }
+
+    /// [`ChannelDevices::issue`] for a request's own command to one bank (ACT, PRE, RD, WR, RDA,
+    /// WRA; nearly every command): the same updates, without the other kinds' cases and the
+    /// destination. The caller makes sure `kind` is one of those (the controller's `is_bank_access`).
+    #[inline]
+    pub fn issue_access(&mut self, kind: CommandKind, b: BankId, row: u32, now: u64) {
+        let at = match &mut self.half_clock {
+            Some(h) => h.issue(kind.index(), b.flat, now),
+            None => now,
+        };
+        self.issue_rest(kind, b, row, at, now);
+    }
+
+    /// The rules of `kind` from `at`, the activation windows, open rows and activity at `now`.
+    #[inline(always)]
+    fn issue_rest(&mut self, kind: CommandKind, b: BankId, row: u32, at: u64, now: u64) {
+        let k = kind.index();
         self.apply_rules(k, b, at);
         if matches!(
             kind,

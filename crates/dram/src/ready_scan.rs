@@ -99,7 +99,31 @@ pub const FEW_BANKS: usize = 8;
 /// (DDR5) the vector version stays: with the scalar pass whole runs took about 1.6x the CPU time.
 #[inline]
 pub fn min_word_few(local: &[u64], hidx: &[u32], key: &[u64], horizons: &[u64], from: u64) -> u64 {
-    scan(local, hidx, key, horizons, from)
+    // Eight banks (DDR3, one rank) as fixed arrays: the loop unrolls without bounds checks.
+    match (
+        <&[u64; 8]>::try_from(local),
+        hidx.get(..8).and_then(|h| <&[u32; 8]>::try_from(h).ok()),
+        key.get(..8).and_then(|k| <&[u64; 8]>::try_from(k).ok()),
+    ) {
+        (Ok(l), Some(h), Some(k)) => scan_n(l, h, k, horizons, from),
+        _ => scan(local, hidx, key, horizons, from),
+    }
+}
+
+/// [`scan`] on exactly `N` banks.
+#[inline(always)]
+fn scan_n<const N: usize>(
+    local: &[u64; N],
+    hidx: &[u32; N],
+    key: &[u64; N],
+    horizons: &[u64],
+    from: u64,
+) -> u64 {
+    let mut best = u64::MAX;
+    for b in 0..N {
+        best = best.min(bank_word(local[b], hidx[b], key[b], horizons, from));
+    }
+    best
 }
 
 /// [`scan`] over the banks whose bit is set in `active` (bank `b` is bit `b % 64` of word
@@ -252,6 +276,7 @@ mod tests {
         for case in 0..2000 {
             let n = match case % 4 {
                 0 => [16, 32, 64][rnd(3) as usize],
+                1 => 8,
                 _ => 1 + rnd(130) as usize,
             };
             let horizons: Vec<u64> = (0..30).map(|_| rnd(200)).collect();
