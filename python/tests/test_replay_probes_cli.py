@@ -105,3 +105,10 @@ def test_cli_replay_and_what_if_reach_the_probe_rules(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     cpu = next(m for m in json.loads(r.stdout)["mechanisms"] if m["mechanism"] == "cpu")
     assert cpu["movement_ns"] == pytest.approx(api.summary["movement_ns"])
+
+
+def test_bench_record_refuses_streams_without_cold_copies(tmp_path: Path) -> None:
+    """Refused before anything is recorded or written."""
+    r = _cli("bench", "record", "--streams", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "--streams needs --cold-copies" in r.stderr
+    assert not (tmp_path / "out").exists()

@@ -300,7 +300,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     simulation plus the same charge. With ``split=True`` and no ``dst_write`` the buffers are
     classified apart but a call is costed by its lines' mixed shares, both buffers simulated in each
     state; ``split=False`` is the rule before 28 Nov 2026 (what ``movelab replay`` and ``movelab
-    what-if`` still do: they have no fill probe).
+    what-if`` do unless given ``--buffer-states`` with ``--probes``).
 
     ``llc_boundary``: for ``"tracked"``, the reuse distance (bytes) beyond which a line is in
     memory, in place of the simulated last level's size: measured on the recording machine by the
