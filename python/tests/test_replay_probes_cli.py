@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from movelab.record import calibration
-from test_replay_streams import _trace
+from test_replay_buffers import _events
 
 FILL = {"ns": {"hot": 24.0, "llc": 26.0, "memory": 120.0}, "copy_bytes": 1024, "per_buffer": 15,
         "sweep": {"1": 24.0, "16": 30.0, "64": 120.0}}
@@ -68,7 +68,7 @@ def test_cli_replay_and_what_if_reach_the_probe_rules(tmp_path: Path) -> None:
     import movelab
     from movelab.record.trace import write_parquet
 
-    df = _trace(True)
+    df = _events(step=1024)
     trace = tmp_path / "t.parquet"
     write_parquet(df, {**df.attrs["movelab"], "command": ["synthetic"], "wall_ns": 1e6, "program_ns": 1e6}, trace)
     plat = tmp_path / "platform.json"

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from movelab.record import streams
 from movelab.record.replay import dst_write_ns
+from test_replay_buffers import _events
 
 
 def _writes(rows: list[tuple]) -> pd.DataFrame:
@@ -84,27 +85,6 @@ def test_dst_write_charge_gives_only_isolated_small_copies_the_cold_copy_probe()
     assert dst_write_ns(cls, st, dw, cc, "copy", st_small=far, stream=stream) == pytest.approx((16 * 7 + 64 * 7) / 3)
 
 
-def _trace(contiguous: bool) -> pd.DataFrame:
-    """Three rounds of 24 1 KiB copies from one source, 2 MiB of the kernel's writes between rounds;
-    the destinations 64 KiB apart (each isolated) or one after another (a stream)."""
-    from movelab.record.trace import conform
-
-    rows, t = [], 1000
-    for rnd in range(3):
-        for b in range(24):
-            rows.append({"source": "interposer", "kind": "memcpy", "pid": 1, "tid": 1, "image": 0, "t_ns": t,
-                         "dur_ns": 100, "count": 1, "size": 1024, "bytes": 1024, "size_class": 11,
-                         "src": 0x100000, "dst": 0x900000 + b * (1024 if contiguous else 65536), "faults": 0,
-                         "switches": 0})
-            t += 200
-        rows.append({"source": "kernel", "kind": "user_buf_written", "pid": 1, "tid": 1, "image": 0, "t_ns": t,
-                     "count": 1, "size": 1 << 20, "bytes": 0, "dst": 0x8000000 + rnd * (1 << 21)})
-        t += 5000
-    df = conform(pd.DataFrame(rows))
-    df.attrs["movelab"] = {"processes": [{"pid": 1, "image": 0, "clock_ns": 30}]}
-    return df
-
-
 def test_replay_streams_charges_a_stream_the_fill_probe_and_isolated_copies_the_cold_copy_probe() -> None:
     """rowclone-system (1 MiB level 2): two rounds of three find their destinations in memory.
     Isolated destinations: the rule by context charges what the cold small-copy rule charges.
@@ -115,13 +95,13 @@ def test_replay_streams_charges_a_stream_the_fill_probe_and_isolated_copies_the_
     dw, cc = {"llc": 2.0, "cold": 7.0}, {1024: 300.0, 2048: 500.0}
     kw = {"samples": 4, "touch_rate": 0.0, "dst_write": dw, "cold_copy": cc}
     sims: dict = {}
-    iso = _trace(False)
+    iso = _events()
     a = movelab.replay(iso, "rowclone-system", "cpu", _cache=sims, **kw)
     b = movelab.replay(iso, "rowclone-system", "cpu", streams=True, _cache=sims, **kw)
     assert b.summary["streams"] and not a.summary["streams"]
     assert b.classes.iloc[0]["dst_write_ns"] == pytest.approx(a.classes.iloc[0]["dst_write_ns"])
     assert b.classes.iloc[0]["isolated_share"] == pytest.approx(1.0)
-    seq = _trace(True)
+    seq = _events(step=1024)
     sims = {}
     c = movelab.replay(seq, "rowclone-system", "cpu", _cache=sims, **kw).classes.iloc[0]
     d = movelab.replay(seq, "rowclone-system", "cpu", streams=True, _cache=sims, **kw).classes.iloc[0]
