@@ -86,7 +86,9 @@ def test_dst_write_charge_counts_each_calls_destination_lines_in_their_states() 
     assert got == pytest.approx((16 * (0.25 * 1 + 0.25 * 7) + 2 * 7 + 2 * 1) / 4)
 
 
-def _events(n: int = 24) -> pd.DataFrame:
+def _events(n: int = 24, step: int = 4096 * 16) -> pd.DataFrame:
+    """Three rounds of ``n`` 1 KiB copies from one source into destinations ``step`` bytes apart
+    (each round the same), 2 MiB of the kernel's writes between rounds."""
     from movelab.record.trace import conform
 
     rows, t = [], 1000
@@ -94,7 +96,7 @@ def _events(n: int = 24) -> pd.DataFrame:
         for b in range(n):
             rows.append({"source": "interposer", "kind": "memcpy", "pid": 1, "tid": 1, "image": 0, "t_ns": t,
                          "dur_ns": 100, "count": 1, "size": 1024, "bytes": 1024, "size_class": 11,
-                         "src": 0x100000, "dst": 0x900000 + b * 4096 * 16, "faults": 0, "switches": 0})
+                         "src": 0x100000, "dst": 0x900000 + b * step, "faults": 0, "switches": 0})
             t += 200
         # 2 MiB through the cache between rounds (the kernel writing a buffer: not replayed)
         rows.append({"source": "kernel", "kind": "user_buf_written", "pid": 1, "tid": 1, "image": 0, "t_ns": t,

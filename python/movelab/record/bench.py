@@ -148,7 +148,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                 gap_edges_ns: list[float] | None = None, what_if_too: bool = True,
                 alloc_cost: dict[str, Any] | None = None, what_if_samples: int | None = None,
                 dst_write: dict[str, float] | None = None, llc_boundary: float | None = None,
-                cold_copy: dict[int, float] | None = None) -> dict[str, Any]:
+                cold_copy: dict[int, float] | None = None, streams: bool = False,
+                cold_copy_boundary: float | None = None) -> dict[str, Any]:
     """Records (unless ``recorded`` gives the recording and slowdown) and replays one program (the
     baseline's validation, then the what-if of every mechanism unless ``what_if_too`` is false).
     ``alloc_cost``: the allocator's measured path (:func:`movelab.record.calibration.alloc_costs`)
@@ -157,7 +158,9 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     destination write cost from the recording machine's fill probe
     (:func:`movelab.record.calibration.dst_write_costs`) for the tracked replay; ``llc_boundary``,
     its last-level boundary (:func:`movelab.record.calibration.llc_boundary`); ``cold_copy``, with
-    ``dst_write``, the isolated cold-copy rule (:func:`movelab.record.calibration.cold_copy_extra`)."""
+    ``dst_write``, the isolated cold-copy rule (:func:`movelab.record.calibration.cold_copy_extra`);
+    ``streams``, with ``cold_copy``, the rule by context (only isolated copies take the cold-copy
+    probe, by ``cold_copy_boundary``: :mod:`movelab.record.streams`)."""
     from movelab.record import calibration
     from movelab.record.kernel import TOUCH_KINDS
     from movelab.record.replay import replay
@@ -206,7 +209,10 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                          alloc_cost=alloc_cost if mode == "tracked" else None,
                          dst_write=dst_write if mode == "tracked" else None,
                          llc_boundary=llc_boundary if mode == "tracked" else None,
-                         cold_copy=cold_copy if mode == "tracked" and dst_write is not None else None, _cache=sims)
+                         cold_copy=cold_copy if mode == "tracked" and dst_write is not None else None,
+                         streams=streams and mode == "tracked" and dst_write is not None and cold_copy is not None,
+                         cold_copy_boundary=cold_copy_boundary if mode == "tracked" and streams else None,
+                         _cache=sims)
             for mode in ("tracked", "cold", "warm")}
     del sims
     net = reps["tracked"].summary["measured_net_ns"]
@@ -249,7 +255,7 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         "what_if_cache": what_if_cache, "samples": samples,
         "call_cost_calibration": "gap" if gap_edges_ns else "flat",
         "alloc_cost": "measured" if alloc_cost else None,
-        "dst_write": dst_write, "llc_boundary": llc_boundary, "cold_copy": cold_copy,
+        "dst_write": dst_write, "llc_boundary": llc_boundary, "cold_copy": cold_copy, "streams": streams,
         "calibrated_on": name in calibration.GAP_CALIBRATION_PROGRAMS if gap_edges_ns else False,
     }
     if what_if_too:
@@ -311,6 +317,10 @@ def bench_record(
                                      "copy of 1-2 KiB (the cold-copy probe's sizes) whose destination is in memory "
                                      "costs the probe's isolated copy into a cold destination instead of the fill "
                                      "probe's per-line figure (off by default; see docs/record-replay.md)."),
+    streams: bool = typer.Option(False, "--streams/--no-streams", help="With --cold-copies: only isolated copies "
+                                 "take the cold-copy probe (by its own boundary); a copy continuing its thread's "
+                                 "writes to consecutive addresses keeps the fill probe's figure (off by default; "
+                                 "see docs/record-replay.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the results in --out."),
 ) -> None:
     """Record real programs, measure the interposer's slowdown, validate the baseline replay on
@@ -324,6 +334,9 @@ def bench_record(
     if cold_copies and not buffer_states:
         raise typer.BadParameter("--cold-copies needs --buffer-states (it replaces a cost of that rule)",
                                  param_hint="--cold-copies")
+    if streams and not cold_copies:
+        raise typer.BadParameter("--streams needs --cold-copies (it decides which small copies take the cold-copy "
+                                 "probe)", param_hint="--streams")
     from movelab._util import OutputBusy, check_output_dir, fail, output_lock
 
     # Checked before minutes of recording: the results are kept unless --force, and the folder is
@@ -365,7 +378,7 @@ def bench_record(
         + (f"; last-level boundary {boundary / 2**20:.1f} MiB of reuse distance" if boundary else ""),
         highlight=False)
     # The isolated cold-copy probe (stored in platform.json; the replay's rule with --cold-copies).
-    from movelab.record.calibration import cold_copy_costs, cold_copy_extra
+    from movelab.record.calibration import cold_copy_boundary, cold_copy_costs, cold_copy_extra
 
     cold = cold_copy_costs()
     host = {**host, "cold_copy": cold}
@@ -416,7 +429,8 @@ def bench_record(
                               gap_edges_ns=edges, what_if_too=False, alloc_cost=alloc,
                               dst_write=dst_write if buffer_states else None,
                               llc_boundary=boundary if buffer_states else None,
-                              cold_copy=cold_copy_extra(cold) if cold_copies else None)
+                              cold_copy=cold_copy_extra(cold) if cold_copies else None, streams=streams,
+                              cold_copy_boundary=cold_copy_boundary(cold) if streams else None)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
             console.print(f"  {n} failed: {e}", highlight=False)
             rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})

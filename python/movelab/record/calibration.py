@@ -349,6 +349,78 @@ def cold_copy_extra(cold_copy: Mapping[str, Any]) -> dict[int, float]:
     return dict(sorted(out.items()))
 
 
+#: How the probes' figures are measured, named in the errors of :func:`probe_rules`.
+PROBE_COMMANDS = {
+    "fill": "movelab bench record (it runs the fill probe at recording time and writes it to OUT/platform.json "
+            "as 'fill')",
+    "cold_copy": "movelab bench record (it runs the cold-copy probe and writes it to OUT/platform.json as "
+                 "'cold_copy'), or 'python -m movelab.record.calibration cold --out FILE' on the recording machine "
+                 "(FILE is then given as a probes file of its own)",
+}
+
+
+def load_probes(paths: Sequence[str | Path]) -> dict[str, Any]:
+    """The probes of one or more platform descriptions (JSON files): ``movelab bench record``'s
+    ``platform.json`` (keys ``fill``, ``cold_copy``) or the cold-copy probe alone as
+    ``python -m movelab.record.calibration cold --out FILE`` writes it (``sizes``, ``sweep``);
+    later files win. Refuses a missing or malformed file, naming it."""
+    out: dict[str, Any] = {}
+    for p in paths:
+        try:
+            d = json.loads(Path(p).read_text())
+        except OSError as e:
+            raise ValueError(f"probes file {p}: cannot be read ({e.strerror or e})") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"probes file {p}: not JSON ({e})") from None
+        if not isinstance(d, Mapping):
+            raise ValueError(f"probes file {p}: a JSON object is needed, got {type(d).__name__}")
+        if "sizes" in d and "fill" not in d and "cold_copy" not in d:
+            d = {"cold_copy": d}
+        for k in ("fill", "cold_copy"):
+            if k in d:
+                out[k] = d[k]
+                out[f"{k}_file"] = str(p)
+    return out
+
+
+def probe_rules(probes: Mapping[str, Any], *, buffer_states: bool = True, cold_copies: bool = False,
+                streams: bool = False, where: str = "the probes") -> dict[str, Any]:
+    """The replay's arguments (``replay(..., **probe_rules(...))``) for the rules that need the
+    recording machine's probes (:func:`load_probes`): ``buffer_states``, each buffer in its own state
+    (``dst_write`` and ``llc_boundary`` from the fill probe); ``cold_copies``, the cold small-copy
+    rule (``cold_copy``, from the cold-copy probe); ``streams``, the rule by context (``streams``:
+    only isolated copies take the cold-copy probe, by its own boundary ``cold_copy_boundary``). All
+    off unless asked (docs/record-replay.md, "Cache state"). A rule whose probe is missing is
+    refused with the command that measures it; ``where`` names the source in the error."""
+    if cold_copies and not buffer_states:
+        raise ValueError("the cold small-copy rule needs each buffer in its own state (it replaces a cost of "
+                         "that rule)")
+    if streams and not cold_copies:
+        raise ValueError("the rule by context (streams) needs the cold small-copy rule (it decides which small "
+                         "copies take the cold-copy probe)")
+    if not buffer_states:
+        return {}
+    if not isinstance(probes.get("fill"), Mapping):
+        raise ValueError(f"{where} hold no fill probe ('fill'), which each buffer in its own state needs; it is "
+                         f"measured by {PROBE_COMMANDS['fill']}")
+    fill = probes["fill"]
+    out: dict[str, Any] = {"dst_write": dst_write_costs(fill)}
+    boundary = llc_boundary(fill)
+    if boundary is not None:
+        out["llc_boundary"] = boundary
+    if cold_copies:
+        if not isinstance(probes.get("cold_copy"), Mapping):
+            raise ValueError(f"{where} hold no cold-copy probe ('cold_copy'), which the cold small-copy rule "
+                             f"needs; it is measured by {PROBE_COMMANDS['cold_copy']}")
+        out["cold_copy"] = cold_copy_extra(probes["cold_copy"])
+    if streams:
+        out["streams"] = True
+        b = cold_copy_boundary(probes["cold_copy"])
+        if b is not None:
+            out["cold_copy_boundary"] = b
+    return out
+
+
 def gap_class(gap_ns: pd.Series | np.ndarray, edges: Sequence[float] = GAP_EDGES_NS) -> np.ndarray:
     """The gap class of each call (0 for the shortest gaps; a missing gap, a thread's first call,
     falls in the last, open class)."""

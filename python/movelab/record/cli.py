@@ -77,6 +77,67 @@ _DISTANCE_HELP = ("With --cache tracked, how a line's reuse distance counts the 
                   "Default: the replay's default (docs/record-replay.md).")
 
 
+_PROBES_HELP = ("A platform description holding the recording machine's probes: the platform.json movelab bench "
+                "record writes beside its recordings (the fill and cold-copy probes), or the cold-copy probe alone "
+                "as 'python -m movelab.record.calibration cold --out FILE' writes it (repeatable; later files win). "
+                "Used by --buffer-states, --cold-copies and --streams.")
+_BUFFER_STATES_HELP = ("With --cache tracked: each buffer of a copy in its own cache state, a destination's lines in "
+                       "the last level or memory costed by the fill probe of --probes, the last level's boundary from "
+                       "its sweep. Off by default (docs/record-replay.md, \"Cache state\").")
+_COLD_COPIES_HELP = ("With --buffer-states: a copy of the cold-copy probe's sizes (1-2 KiB) whose destination is in "
+                     "memory costs the probe's isolated copy into a cold destination (from --probes) instead of the "
+                     "fill probe's per-line figure. Off by default: it brings some programs closer and not others "
+                     "(docs/record-replay.md, \"Isolated copies into cold destinations\").")
+_STREAMS_HELP = ("With --cold-copies: only isolated copies take the cold-copy probe (with its own last-level "
+                 "boundary); a copy that continues its thread's writes to consecutive addresses keeps the fill "
+                 "probe's figure, as the fill probe measures such copies. Off by default (docs/record-replay.md, "
+                 "\"Isolated and streaming copies\").")
+
+
+def _probe_rules(probes: list[Path] | None, buffer_states: bool, cold_copies: bool, streams: bool,
+                 mode: str) -> dict[str, Any]:
+    """The replay's arguments for --buffer-states, --cold-copies and --streams, from the --probes
+    files; each option's misuse and a missing probe are refused by name."""
+    from movelab.record.calibration import load_probes, probe_rules
+
+    if streams and not cold_copies:
+        raise typer.BadParameter("needs --cold-copies (it decides which small copies take the cold-copy probe)",
+                                 param_hint="--streams")
+    if cold_copies and not buffer_states:
+        raise typer.BadParameter("needs --buffer-states (it replaces a cost of that rule)", param_hint="--cold-copies")
+    if not buffer_states:
+        if probes:
+            raise typer.BadParameter("applies with --buffer-states (and --cold-copies, --streams)",
+                                     param_hint="--probes")
+        return {}
+    if mode != "tracked":
+        raise typer.BadParameter(f"applies to --cache tracked only, not --cache {mode}", param_hint="--buffer-states")
+    if not probes:
+        raise typer.BadParameter("needs --probes FILE: the platform.json movelab bench record writes with the "
+                                 "recording machine's fill probe", param_hint="--buffer-states")
+    try:
+        return probe_rules(load_probes(probes), buffer_states=True, cold_copies=cold_copies, streams=streams,
+                           where="--probes " + ", ".join(str(p) for p in probes))
+    except ValueError as e:
+        _fail(e)
+
+
+def _probe_notes(kw: dict[str, Any], notes: list[str]) -> None:
+    """What the probe rules in use charge (the notes printed with the replay)."""
+    if "dst_write" in kw:
+        b = kw.get("llc_boundary")
+        notes.append("each buffer in its own state: destination lines charged the fill probe's "
+                     f"{kw['dst_write']['llc']:.2f} ns (last level) / {kw['dst_write']['cold']:.2f} ns (memory) a line"
+                     + (f", last-level boundary {b / 2**20:.1f} MiB of reuse distance" if b else ""))
+    if "cold_copy" in kw:
+        notes.append("cold small copies: a copy of " + " to ".join(f"{n}" for n in kw["cold_copy"]) + " bytes "
+                     "with its destination in memory charged the cold-copy probe's " + " / ".join(
+                         f"{v:.0f}" for v in kw["cold_copy"].values()) + " ns"
+                     + (" (isolated copies only, by the probe's boundary"
+                        + (f" {kw['cold_copy_boundary'] / 2**20:.1f} MiB" if kw.get("cold_copy_boundary") else "")
+                        + "; copies continuing a stream of writes keep the fill probe's)" if kw.get("streams") else ""))
+
+
 def _call_costs(plat: Any, notes: list[str]) -> dict[str, float]:
     """The per-call costs measured on this machine (a calibration; notes say so)."""
     from movelab.record.calibration import call_costs
@@ -170,6 +231,10 @@ def replay_cmd(
     region: int | None = typer.Option(None, "--region", help=_REGION_HELP, show_default=False),
     call_cost: bool = typer.Option(True, "--call-cost/--no-call-cost", help="Add each call's own cost (the call "
                                    "and the allocator's work), measured on this machine by a calibration run."),
+    probes: list[Path] | None = typer.Option(None, "--probes", help=_PROBES_HELP, show_default=False),
+    buffer_states: bool = typer.Option(False, "--buffer-states/--no-buffer-states", help=_BUFFER_STATES_HELP),
+    cold_copies: bool = typer.Option(False, "--cold-copies/--no-cold-copies", help=_COLD_COPIES_HELP),
+    streams: bool = typer.Option(False, "--streams/--no-streams", help=_STREAMS_HELP),
     undisturbed: bool = typer.Option(False, "--undisturbed", help="Only calls inside which their thread took no "
                                    "page fault, was not switched out and was not stopped (slower than 5 us plus "
                                    "1 ns per byte): the validation; such a call's time includes the kernel's, "
@@ -192,6 +257,7 @@ def replay_cmd(
     mode = "warm" if warm else _cache_mode(cache)
     dist = _distance(distance, mode)
     reg = _region(region, mode, dist)
+    rules = _probe_rules(probes, buffer_states, cold_copies, streams, mode)
     try:
         df, meta = read(trace)
     except (ValueError, OSError) as e:
@@ -209,12 +275,13 @@ def replay_cmd(
     plat, notes = _platform(platform, memory)
     costs = _call_costs(plat, notes) if call_cost else None
     alloc = _alloc_costs(notes) if call_cost else None
+    _probe_notes(rules, notes)
     memo: dict = {}
     results = []
     for m in mechanism:
         try:
             r = replay(df, plat, m, samples=samples, overrides=parse_set(set_), cache=mode, call_cost=costs,
-                       distance=dist, region=reg, alloc_cost=alloc, _cache=memo)
+                       distance=dist, region=reg, alloc_cost=alloc, _cache=memo, **rules)
         except (ValueError, OSError) as e:
             _fail(e)
         results.append(r)
@@ -259,6 +326,10 @@ def what_if_cmd(
     region: int | None = typer.Option(None, "--region", help=_REGION_HELP, show_default=False),
     call_cost: bool = typer.Option(True, "--call-cost/--no-call-cost", help="Add each call's own cost, measured "
                                    "on this machine by a calibration run."),
+    probes: list[Path] | None = typer.Option(None, "--probes", help=_PROBES_HELP, show_default=False),
+    buffer_states: bool = typer.Option(False, "--buffer-states/--no-buffer-states", help=_BUFFER_STATES_HELP),
+    cold_copies: bool = typer.Option(False, "--cold-copies/--no-cold-copies", help=_COLD_COPIES_HELP),
+    streams: bool = typer.Option(False, "--streams/--no-streams", help=_STREAMS_HELP),
     out: Path | None = typer.Option(None, "--out", help="Write what-if.csv, what-if-classes.csv, what-if.json and "
                                     "what-if.png here."),
     force: bool = typer.Option(False, "--force", help="Overwrite files in --out."),
@@ -271,19 +342,24 @@ def what_if_cmd(
 
     names = ["what-if.csv", "what-if-classes.csv", "what-if.json", "what-if.png"]
     check_output_dir(out, names, force)
+    mode = _cache_mode(cache)
+    dist = _distance(distance, mode)
+    reg = _region(region, mode, dist)
+    rules = _probe_rules(probes, buffer_states, cold_copies, streams, mode)
     try:
         df, meta = read(trace)
     except (ValueError, OSError) as e:
         _fail(e)
     df.attrs["movelab"] = meta
-    mode = _cache_mode(cache)
-    dist = _distance(distance, mode)
-    reg = _region(region, mode, dist)
     plat, notes = _platform(platform, memory)
     costs = _call_costs(plat, notes) if call_cost else None
     alloc = _alloc_costs(notes) if call_cost else None
-    summary, classes = what_if(df, plat, samples=samples, cache=mode, call_cost=costs, alloc_cost=alloc,
-                               **({"distance": dist} if dist else {}), **({"region": reg} if reg else {}))
+    _probe_notes(rules, notes)
+    try:
+        summary, classes = what_if(df, plat, samples=samples, cache=mode, call_cost=costs, alloc_cost=alloc,
+                                   **({"distance": dist} if dist else {}), **({"region": reg} if reg else {}), **rules)
+    except (ValueError, OSError) as e:
+        _fail(e)
     if out is not None:
         with staged_dir(out, force) as stage:
             summary.to_csv(stage / names[0], index=False)
@@ -295,6 +371,8 @@ def what_if_cmd(
     if fmt == "json":
         echo_json({"platform": platform, "mechanisms": _records(summary)})
         return
+    for n in notes:
+        console.print(f"[dim]{lit(n)}[/dim]", highlight=False)
     t = Table(title=lit(f"What if: {trace.name} on {platform}"), box=box.SIMPLE_HEAD)
     for c in ["mechanism", "movement (ms)", "saving", "total (ms)", "DRAM energy (mJ)", "traffic (MB)",
               "copy from (B)", "init from (B)"]:

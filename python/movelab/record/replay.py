@@ -206,7 +206,7 @@ def class_shares(cls: pd.DataFrame, st: pd.DataFrame, side: str | None = None) -
 
 def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, float],
                  cold_copy: Mapping[int, float] | None = None, op: str = "copy",
-                 st_small: pd.DataFrame | None = None) -> float:
+                 st_small: pd.DataFrame | None = None, stream: pd.Series | None = None) -> float:
     """The measured extra time of a class's destination writes, per call: each timed call's
     destination lines (its 64-byte lines, alignment included) times its share of them in the last
     level (``dst_write["llc"]`` ns a line) and in memory (``dst_write["cold"]``); an aggregated
@@ -216,7 +216,10 @@ def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, fl
     ns a call at its size (linear between the probe's sizes) instead of the per-line figure; other
     sizes and initialisations keep the per-line figure. ``st_small``: the states with the
     cold-copy probe's own boundary, whose destination shares (last level and memory) then stand
-    for those copies' in place of ``st``'s."""
+    for those copies' in place of ``st``'s. ``stream`` (a bool per timed call,
+    :func:`movelab.record.streams.streaming`): only the copies it marks False (isolated) take the
+    cold-copy probe's figure and ``st_small``'s shares; a copy continuing a stream of writes keeps
+    the fill probe's per-line figure and ``st``'s shares, as a copy of another size does."""
     calls = max(float(cls["count"].sum()), 1.0)
     timed = st.reindex(cls.index).dropna(subset=["dst_warm"])
     c = cls.loc[timed.index]
@@ -230,6 +233,8 @@ def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, fl
         sizes = np.array(sorted(cold_copy), dtype="float64")
         extra = np.array([cold_copy[int(n)] for n in sizes], dtype="float64")
         small = (size >= sizes[0]) & (size <= sizes[-1])
+        if stream is not None:
+            small &= ~stream.reindex(timed.index).fillna(False).to_numpy(bool)
         cold = np.where(small, np.interp(size, sizes, extra), cold)
         if st_small is not None:
             other = st_small.reindex(timed.index)
@@ -250,7 +255,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            alloc_cost: Mapping[str, Any] | None = None, split: bool | None = None,
            dst_write: Mapping[str, float] | None = None, llc_boundary: float | None = None,
            cold_copy: Mapping[int, float] | None = None, cold_copy_boundary: float | None = None,
-           _cache: dict | None = None) -> Replay:
+           streams: bool = False, _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
     (one of :data:`MECHANISMS`).
@@ -295,7 +300,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     simulation plus the same charge. With ``split=True`` and no ``dst_write`` the buffers are
     classified apart but a call is costed by its lines' mixed shares, both buffers simulated in each
     state; ``split=False`` is the rule before 28 Nov 2026 (what ``movelab replay`` and ``movelab
-    what-if`` still do: they have no fill probe).
+    what-if`` do unless given ``--buffer-states`` with ``--probes``).
 
     ``llc_boundary``: for ``"tracked"``, the reuse distance (bytes) beyond which a line is in
     memory, in place of the simulated last level's size: measured on the recording machine by the
@@ -311,6 +316,10 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     cold destinations"). ``cold_copy_boundary``: with ``cold_copy``, the reuse distance (bytes)
     beyond which those copies' destination lines count as in memory, in place of ``llc_boundary``
     (the cold-copy probe's sweep, :func:`movelab.record.calibration.cold_copy_boundary`).
+    ``streams``: with ``cold_copy``, the rule by context (off by default): only *isolated* copies
+    take the cold-copy probe (and ``cold_copy_boundary``); a copy that continues its thread's
+    stream of writes to consecutive addresses (:func:`movelab.record.streams.streaming`) keeps the
+    fill probe's figure and boundary, as the fill probe measures such copies.
 
     ``alloc_cost``: the allocator's own path in ``calloc`` and ``realloc`` per size class and gap,
     measured on the recording machine (:func:`movelab.record.calibration.alloc_costs`). With it, a
@@ -373,6 +382,11 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                              "cache='tracked', dst_write and split not False")
     if cold_copy_boundary is not None and cold_copy is None:
         raise ValueError("cold_copy_boundary applies with cold_copy only")
+    if not isinstance(streams, bool):
+        raise ValueError(f"streams must be True or False, got {streams!r}")
+    if streams and cold_copy is None:
+        raise ValueError("streams applies with cold_copy only (it decides which small copies take the cold-copy "
+                         "probe)")
     if isinstance(trace, pd.DataFrame):
         df, meta = trace, dict(trace.attrs.get("movelab", {}))
     else:
@@ -409,7 +423,14 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
 
     if mode == "tracked":
         st = states_at(llc_bytes)
-        st_small = None
+        st_small = stream = None
+        if streams:
+            skey = ("streams", id(df), len(df))
+            if skey not in cache_d:
+                from movelab.record.streams import streaming
+
+                cache_d[skey] = (df, streaming(ev))
+            stream = cache_d[skey][1]
         if cold_copy_boundary is not None:
             _check_boundary("cold_copy_boundary", cold_copy_boundary, l2_bytes)
             st_small = states_at(int(cold_copy_boundary))
@@ -438,7 +459,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                     src_share = class_shares(cls, st, "src") if op == "copy" else {"warm": 1.0, "llc": 0.0,
                                                                                     "cold": 0.0}
                     dst_share = class_shares(cls, st, "dst")
-                    dst_extra = dst_write_ns(cls, st, dst_write, cold_copy, str(op), st_small)
+                    dst_extra = dst_write_ns(cls, st, dst_write, cold_copy, str(op), st_small, stream)
             else:
                 share = {mode: 1.0}
 
@@ -514,6 +535,10 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                     row[f"share_dst_{s}"] = dst_share[s]
             if costed_apart:
                 row["dst_write_ns"] = dst_extra
+            if mode == "tracked" and stream is not None and op == "copy":
+                timed_w = cls.loc[cls["t_ns"].notna() & cls["dst"].notna(), "count"].astype("float64")
+                iso = ~stream.reindex(timed_w.index).fillna(False).to_numpy(bool)
+                row["isolated_share"] = float((timed_w * iso).sum() / max(float(timed_w.sum()), 1.0))
             rows.append(row)
     classes = pd.DataFrame(rows)
     user = df[df["source"] == "interposer"]
@@ -544,6 +569,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "fresh": fresh_state if mode == "tracked" else None,
         "split": sp, "dst_write": dict(dst_write) if costed_apart else None,
         "cold_copy": dict(cold_copy) if cold_copy is not None else None, "cold_copy_boundary": cold_copy_boundary,
+        "streams": streams,
         "kernel_touches": int(df["kind"].isin(TOUCH_KINDS).sum()) if mode == "tracked" and kernel_touches else 0,
     }
     if mode == "tracked":
