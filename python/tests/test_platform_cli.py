@@ -142,7 +142,7 @@ def test_zhao_errors() -> None:
 # ------------------------------------------------------------------------------------------------
 # reproduce rowclone-fork
 
-FORK = ["reproduce", "rowclone-fork", "--sizes", "4", "--pages", "2,8", "--zero-pages", "16", "--format", "json"]
+FORK = ["reproduce", "rowclone-fork", "--sizes", "4", "--pages", "8,32", "--zero-pages", "16", "--format", "json"]
 FORK_KEYS = {"workload", "s_mb", "n_pages", "mechanism", "fmtc", "speedup", "energy_reduction", "bandwidth_reduction"}
 
 
@@ -158,17 +158,19 @@ def by_key(rows: list[dict]) -> dict[tuple, dict]:
 def test_rowclone_fork_json_rows(fork_rows: list[dict]) -> None:
     assert all(FORK_KEYS <= set(r) for r in fork_rows)
     rows = by_key(fork_rows)
-    assert set(rows) == {("forkbench", n, m) for n in [2, 8] for m in ["baseline", "fpm", "psm"]} | {
+    assert set(rows) == {("forkbench", n, m) for n in [8, 32] for m in ["baseline", "fpm", "psm"]} | {
         ("bulk-zero", 16, m) for m in ["baseline", "rowclone", "rowclone-zi", "mc-dma"]}
     for r in fork_rows:
         if r["mechanism"] == "baseline":
             assert r["speedup"] == 1.0 and r["energy_reduction"] == 0.0
         if r["workload"] == "forkbench":
             assert r["s_mb"] == 4
-    # More copy-on-write updates: more of the traffic is copies, and FPM gains more.
-    assert rows[("forkbench", 8, "baseline")]["fmtc"] > rows[("forkbench", 2, "baseline")]["fmtc"] > 0
-    assert rows[("forkbench", 8, "fpm")]["speedup"] > rows[("forkbench", 2, "fpm")]["speedup"] > 1.0
-    assert rows[("forkbench", 8, "fpm")]["energy_reduction"] > 0
+    # More copy-on-write updates: more of the traffic is copies, and FPM gains more. (Not N = 2: at
+    # S = 4 MB a quarter of the array is still cached, dirty, from the fill, and two random source
+    # pages may both be there; FPM then flushes them first and is slower than the baseline.)
+    assert rows[("forkbench", 32, "baseline")]["fmtc"] > rows[("forkbench", 8, "baseline")]["fmtc"] > 0
+    assert rows[("forkbench", 32, "fpm")]["speedup"] > rows[("forkbench", 8, "fpm")]["speedup"] > 1.0
+    assert rows[("forkbench", 32, "fpm")]["energy_reduction"] > 0
     # RowClone-ZI leaves the zeroed lines in the cache: the reads that follow hit.
     assert rows[("bulk-zero", 16, "rowclone-zi")]["speedup"] > rows[("bulk-zero", 16, "rowclone")]["speedup"]
 

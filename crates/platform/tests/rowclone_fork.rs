@@ -3,7 +3,7 @@
 //! write their values. The DRAM traffic of a small fill is the expected bytes: the baseline's CPU
 //! zeroing writes whole lines without reading them, so its stores hit and the array crosses the
 //! channel once (write-backs); FPM zeroes in DRAM, so the stores then read every line once.
-use movelab_platform::config::workload::Workload;
+use movelab_platform::config::workload::{Op, Workload};
 use movelab_platform::experiments::rowclone_fork::{self, FillZeroing, Options};
 use movelab_platform::{Platform, PlatformConfig};
 use std::collections::BTreeMap;
@@ -14,6 +14,12 @@ const S: u64 = S_MB << 20;
 const KERNEL: u64 = 16 << 10;
 /// What the caches can still hold dirty at the end: L1 32 KB + L2 1 MB (rowclone-system).
 const CACHED: u64 = (32 + 1024) << 10;
+/// The kernel's state for the array's pages, which each fault updates: the page descriptors
+/// (64 B a page) and the page-table entries (8 B a page).
+const PAGES: u64 = S / 64;
+const PTES: u64 = S / 512;
+const PTES_BASE: u64 = 0x7100_0000;
+const PAGES_BASE: u64 = 0x7200_0000;
 
 fn fill(mechanism: &str, marked: bool) -> movelab_platform::stats::PlatformStats {
     let over = format!(
@@ -34,9 +40,14 @@ fn fill(mechanism: &str, marked: bool) -> movelab_platform::stats::PlatformStats
 fn the_baseline_fill_moves_the_array_once() {
     let st = fill("base", true);
     let (reads, writes) = (st.dram.reads * 64, st.dram.writes * 64);
-    assert!(reads <= KERNEL, "baseline fill read {reads} B");
+    // The array is never read; each first-touch fault's page descriptor and page-table line are
+    // (read for ownership once each, in order).
     assert!(
-        (S - CACHED..=S + KERNEL).contains(&writes),
+        (PAGES + PTES..=PAGES + PTES + KERNEL).contains(&reads),
+        "baseline fill read {reads} B"
+    );
+    assert!(
+        (S - CACHED..=S + PAGES + PTES + KERNEL).contains(&writes),
         "baseline fill wrote {writes} B of a {S} B array"
     );
     let b = &st.dram.bulk.bytes;
@@ -48,7 +59,7 @@ fn an_unmarked_baseline_zeroing_reads_for_ownership() {
     let st = fill("base", false);
     let reads = st.dram.reads * 64;
     assert!(
-        (S..=S + KERNEL).contains(&reads),
+        (S..=S + PAGES + PTES + KERNEL).contains(&reads),
         "unmarked fill read {reads} B"
     );
 }
@@ -63,7 +74,7 @@ fn the_fpm_fill_zeroes_in_dram_then_reads_each_line_once() {
     assert!(b.fpm >= S - S / 256, "fpm zeroed {} B", b.fpm);
     let reads = st.dram.reads * 64;
     assert!(
-        (S..=S + KERNEL).contains(&reads),
+        (S..=S + PAGES + PTES + KERNEL).contains(&reads),
         "fpm fill read {reads} B of a {S} B array"
     );
 }
@@ -119,4 +130,49 @@ fn fpm_zeroing_its_own_fill_reads_the_array_back_and_leaves_the_baseline_alone()
         f_cpu.channel_mb,
         f_own.channel_mb
     );
+}
+
+#[test]
+fn every_fault_updates_its_pages_kernel_state() {
+    // Section 5.1's copy-on-write: the kernel remaps the written page and allocates the new one
+    // (section 6: full-system traces hold this). Each fault of the fill stores to its page's
+    // descriptor and page-table entry in order; each copy-on-write fault stores to one
+    // page-table line and two descriptors (source and new page) before its copy.
+    let mut p = BTreeMap::new();
+    p.insert("s_mb".to_string(), S_MB);
+    p.insert("n_pages".to_string(), 100);
+    let w = Workload::load("forkbench", &p).unwrap();
+    let inside = |a: u64, base: u64, size: u64| (base..base + size).contains(&a);
+    let fill: Vec<u64> = w
+        .with_ops(0..1)
+        .ops()
+        .filter_map(|op| match op {
+            Op::Store(a) => Some(a),
+            _ => None,
+        })
+        .collect();
+    let pages = S / 4096;
+    assert_eq!(fill.len() as u64, 2 * pages);
+    for (k, pair) in fill.chunks(2).enumerate() {
+        assert_eq!(pair[0], PAGES_BASE + 64 * k as u64);
+        assert_eq!(pair[1], PTES_BASE + 8 * k as u64);
+    }
+    let fork = w.with_ops(1..w.spec.ops.len());
+    let (mut stores, mut copies) = (Vec::new(), 0);
+    for op in fork.ops() {
+        match op {
+            Op::Store(a) => stores.push(a),
+            Op::Copy { .. } => {
+                copies += 1;
+                // The child's store into the previous copy's page, then this fault's three.
+                let all = std::mem::take(&mut stores);
+                assert_eq!(all.len(), if copies == 1 { 3 } else { 4 }, "{all:x?}");
+                let s = &all[all.len() - 3..];
+                assert!(inside(s[0], PTES_BASE, PTES) && s[0] % 64 == 0);
+                assert!(inside(s[1], PAGES_BASE, PAGES) && inside(s[2], PAGES_BASE, PAGES));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(copies, 100);
 }
