@@ -582,6 +582,18 @@ impl ChannelDevices {
     /// destination. The caller makes sure `kind` is one of those (the controller's `is_bank_access`).
     #[inline]
     pub fn issue_access(&mut self, kind: CommandKind, b: BankId, row: u32, now: u64) {
+        debug_assert!(
+            matches!(
+                kind,
+                CommandKind::Act
+                    | CommandKind::Pre
+                    | CommandKind::Rd
+                    | CommandKind::Wr
+                    | CommandKind::Rda
+                    | CommandKind::Wra
+            ),
+            "issue_access takes a request's own one-bank command, not {kind:?}"
+        );
         let at = match &mut self.half_clock {
             Some(h) => h.issue(kind.index(), b.flat, now),
             None => now,
