@@ -508,15 +508,17 @@ impl Agent for CopyEngine {
         sys.hold_core_requests = self.holds_core_requests();
         if asynchronous {
             // Early notification (section 5.3.2, Table 4).
-            let ack = if self.on_die {
-                if self.snoop_after {
-                    ns(20.0) + ns(2.0) * 2 * dst_lines
-                } else {
-                    ns(30.0)
-                }
+            if !self.on_die {
+                // Off-die on a bus: the copy is globally observed once its requests are on the bus
+                // (section 6.4, beside Table 4); each command's request is its own bus
+                // transaction (section 5.1.3), so that is when the last one, which waited for its
+                // address-phase turn above, has been sent.
+                return Access::At(t + msg);
+            }
+            let ack = if self.snoop_after {
+                ns(20.0) + ns(2.0) * 2 * dst_lines
             } else {
-                // Off-die on a bus: the copy is globally observed once its request is on the bus.
-                msg
+                ns(30.0)
             };
             Access::At(now + translate + ack)
         } else {
