@@ -789,7 +789,10 @@ mod tests {
                 }
                 let (apps, each) = if slot < h { (c, m) } else { (m, c) };
                 assert_eq!(seen.len(), apps, "{cores} cores, slot {slot}: {seen:?}");
-                assert!(seen.values().all(|&k| k == each), "{cores} cores, slot {slot}: {seen:?}");
+                assert!(
+                    seen.values().all(|&k| k == each),
+                    "{cores} cores, slot {slot}: {seen:?}"
+                );
             }
             // Every round of c mixes holds half of its copy slots highly copy-intensive (Table
             // 6's three of six), so a sample's mean count is the population's cores / 4.
