@@ -19,13 +19,16 @@
 //!
 //! Environment: `LENGTH=WARMUP,INSTRUCTIONS` (default 50000,100000), `WARM=N` (slowdowns: N
 //! instructions of functional warming, `rowclone_multicore::Options::functional_warming`),
-//! `APPS=a,b` (energy: only these), `APP_PARAMS=k=v,...` (every copy/initialisation-intensive application's parameters).
+//! `APPS=a,b` (energy: only these), `OVR=TOML` (platform overrides, as `--set`), `APP_PARAMS=k=v,...` (every copy/initialisation-intensive application's parameters).
 use movelab_platform::experiments::{rowclone_apps as ra, rowclone_multicore as rm};
 use movelab_platform::systems::platform::Platform;
 use std::collections::BTreeMap;
 
 fn options() -> ra::Options {
     let mut o = ra::Options::default();
+    if let Ok(t) = std::env::var("OVR") {
+        o.overrides = toml::from_str(&t).expect("OVR: platform overrides (TOML)");
+    }
     if let Ok(t) = std::env::var("LENGTH") {
         let (w, n) = t.split_once(',').expect("LENGTH=WARMUP,INSTRUCTIONS");
         o.warmup = w.parse().expect("LENGTH: warm-up");

@@ -186,3 +186,45 @@ fn the_neighbours_relief_is_the_traffic_the_copy_intensive_half_stops_sending() 
         "neighbours' relief {with:.3} -> {without:.3}, maximum slowdown reduction {ms_with:.3} -> {ms_without:.3}"
     );
 }
+
+/// Each core of a mix starts its memory on its own channel and bank (512 MB and one page after
+/// the previous core's, `PLACEMENT_SHIFT`), so two copies of one application, running the same
+/// program in step, do not meet on one bank at every access. With the regions exactly 512 MB
+/// apart (a multiple of the mapping's 64 KB channel-and-bank cycle) they did: a 2-core mix of
+/// cactusADM twice, cold, slowed each copy far more than the same pair placed a page apart.
+#[test]
+fn copies_of_one_application_in_a_mix_do_not_share_a_bank_in_lockstep() {
+    let o = Options::default();
+    let cfg = rowclone_multicore::mix_platform(8, &o.apps.overrides, "base").unwrap();
+    let mut p = Platform::new(&cfg).unwrap();
+    let starts: Vec<(u32, u32)> = cfg
+        .cores
+        .iter()
+        .map(|g| {
+            let l = p.mem_mut().locate(g.offset + 0x0100_0000);
+            (l.channel, l.bank)
+        })
+        .collect();
+    for (i, a) in starts.iter().enumerate() {
+        assert!(
+            !starts[..i].contains(a),
+            "cores' regions start on the same channel and bank: {starts:?}"
+        );
+    }
+    let twins = mix(&["cactusADM", "cactusADM"]);
+    let worst = |stride: i64| -> f64 {
+        let mut o = Options::default();
+        o.apps.instructions = 20_000;
+        o.apps.warmup = 10_000;
+        o.apps.overrides =
+            toml::from_str(&format!("cores = [{{ count = 4, stride = {stride} }}]")).unwrap();
+        let r = run_mix(&twins, &o, &alone_of(&twins, &o)).unwrap();
+        r.runs[0].max_slowdown
+    };
+    let shift = rowclone_multicore::PLACEMENT_SHIFT as i64;
+    let (placed, aligned) = (worst(0x2000_0000), worst(0x2000_0000 - shift));
+    assert!(
+        aligned > placed + 0.3 && placed < 1.2,
+        "twins' maximum slowdown: a page apart {placed:.3}, 512 MB apart {aligned:.3}"
+    );
+}

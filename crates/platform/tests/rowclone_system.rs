@@ -192,8 +192,8 @@ fn checker_replays_a_rowclone_multicore_run() {
     }
 }
 
-/// A mix's platform: one core per application, each in its own `stride` of memory, the
-/// mechanism set, the overrides applied.
+/// A mix's platform: one core per application, each in its own `stride` of memory a page after
+/// the previous core's (`PLACEMENT_SHIFT`), the mechanism set, the overrides applied.
 #[test]
 fn a_mix_platform_gives_each_application_its_own_memory() {
     let stride = cfg("rowclone-multicore", "").cores[0].stride;
@@ -206,7 +206,7 @@ fn a_mix_platform_gives_each_application_its_own_memory() {
         for (i, g) in c.cores.iter().enumerate() {
             assert_eq!(
                 (g.count, g.offset),
-                (1, i as u64 * stride),
+                (1, i as u64 * (stride + rowclone_multicore::PLACEMENT_SHIFT)),
                 "core {i} of {cores}"
             );
         }

@@ -301,8 +301,18 @@ pub struct MixResult {
     pub runs: Vec<MixRun>,
 }
 
+/// How much further each core of a mix starts its memory than the previous core's `stride`: one
+/// 4 KB page. An operating system gives each process physical pages of its own, and nothing lines
+/// up the k-th page of two programs on one channel and bank. At exactly `stride` (512 MB) apart, a
+/// multiple of the 64 KB over which the row-interleaved mapping cycles the 2 channels x 8 banks, it
+/// did: two copies of one application in a mix (the same program, the same seed) ran in step on
+/// one bank, a row conflict at every access, and slowed each other up to 1.9 times on 2 cores
+/// (cactusADM twice; alone on the system they are not slowed at all).
+pub const PLACEMENT_SHIFT: u64 = 4096;
+
 /// The multi-core platform of a mix: `rowclone-multicore` with the overrides and `mechanism`
-/// (a `copy.mechanism`), one core per application, each in its own `stride` of memory.
+/// (a `copy.mechanism`), one core per application, each in its own `stride` of memory, core `i`
+/// `i` pages further ([`PLACEMENT_SHIFT`]).
 pub fn mix_platform(
     cores: u32,
     overrides: &toml::Value,
@@ -313,7 +323,7 @@ pub fn mix_platform(
     cfg.cores = (0..cores)
         .map(|i| CoreGroup {
             count: 1,
-            offset: u64::from(i) * stride,
+            offset: u64::from(i) * (stride + PLACEMENT_SHIFT),
             ..Default::default()
         })
         .collect();
@@ -779,7 +789,10 @@ mod tests {
                 }
                 let (apps, each) = if slot < h { (c, m) } else { (m, c) };
                 assert_eq!(seen.len(), apps, "{cores} cores, slot {slot}: {seen:?}");
-                assert!(seen.values().all(|&k| k == each), "{cores} cores, slot {slot}: {seen:?}");
+                assert!(
+                    seen.values().all(|&k| k == each),
+                    "{cores} cores, slot {slot}: {seen:?}"
+                );
             }
             // Every round of c mixes holds half of its copy slots highly copy-intensive (Table
             // 6's three of six), so a sample's mean count is the population's cores / 4.
