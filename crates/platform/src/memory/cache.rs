@@ -289,6 +289,24 @@ mod tests {
         assert_eq!(c.invalidate(3), None);
     }
 
+    #[test]
+    fn insert_finds_a_present_line_and_prefers_an_invalid_way() {
+        let mut c = small(); // 8 sets of 2
+        c.insert(0, false, false);
+        c.insert(8, false, false);
+        // Present: updated in place, nothing displaced, even with the set full.
+        assert_eq!(c.insert(0, true, true), None);
+        assert!(c.is_dirty(0) && c.contains(8));
+        // An invalid way is filled before the least recently used valid one (8).
+        c.invalidate(0);
+        assert_eq!(c.insert(16, false, false), None);
+        assert!(c.contains(8) && c.contains(16));
+        // Full again: the least recently used (8) goes.
+        assert_eq!(c.insert(24, false, false).map(|v| v.line), Some(8));
+        // A snoop outside every line ever inserted misses at once.
+        assert!(!c.contains(1 << 40) && !c.is_dirty(1 << 40));
+    }
+
     proptest! {
         // Against a model: a cache never holds more lines per set than its ways, an inserted
         // line is present right after, and a line is present iff it was inserted and not since
