@@ -43,8 +43,8 @@ pub struct Cache {
     pub hit_cycles: u64,
     pub hits: u64,
     pub misses: u64,
-    /// The lowest and highest line ever inserted: a lookup outside them misses at once (the
-    /// cores of a multi-programmed run use disjoint memory, so most snoops end here).
+    /// The lowest and highest line ever inserted: a snoop ([`Cache::find_filtered`]) outside
+    /// them misses at once (the cores of a multi-programmed run use disjoint memory).
     lo: u64,
     hi: u64,
     /// A bit per hashed 4 KiB page, set when a line of the page is inserted and never cleared:
@@ -95,9 +95,6 @@ impl Cache {
 
     #[inline]
     fn find(&self, line: u64) -> Option<usize> {
-        if line < self.lo || line > self.hi {
-            return None;
-        }
         let s = self.set_of(line);
         // One bounds check for the set, none per way.
         self.tags[s..s + self.ways]
@@ -106,10 +103,14 @@ impl Cache {
             .map(|k| s + k)
     }
 
-    /// [`Cache::find`], first asking the page filter ([`Cache::pages`]): for lookups that
-    /// mostly miss (snoops of other cores' caches).
+    /// [`Cache::find`], first asking the line bounds and the page filter ([`Cache::pages`]):
+    /// for lookups that mostly miss (snoops of other cores' caches). A core's own accesses and
+    /// fills mostly hit or are about to fill, so they skip these checks.
     #[inline]
     fn find_filtered(&self, line: u64) -> Option<usize> {
+        if line < self.lo || line > self.hi {
+            return None;
+        }
         let b = page_bit(line);
         if self.pages[(b / 64) as usize] & (1 << (b % 64)) == 0 {
             return None;
@@ -152,28 +153,33 @@ impl Cache {
     /// An already present line is updated in place.
     pub fn insert(&mut self, line: u64, dirty: bool, by_copy: bool) -> Option<Victim> {
         self.clock += 1;
-        if let Some(i) = self.find(line) {
-            self.ages[i] = VALID_BIT | self.clock;
-            if dirty {
-                let w = &mut self.sets[i];
-                w.dirty = true;
-                w.by_copy = by_copy;
+        let s = self.set_of(line);
+        // One pass over the set looks for the line and, meanwhile, for the victim: the first
+        // way with the smallest key, as `min_by_key` picks it.
+        let tags = &self.tags[s..s + self.ways];
+        let ages = &self.ages[s..s + self.ways];
+        let mut k = 0;
+        let mut least = u64::MAX;
+        for (j, (&t, &a)) in tags.iter().zip(ages).enumerate() {
+            if t == line {
+                let i = s + j;
+                self.ages[i] = VALID_BIT | self.clock;
+                if dirty {
+                    let w = &mut self.sets[i];
+                    w.dirty = true;
+                    w.by_copy = by_copy;
+                }
+                return None;
             }
-            return None;
+            if a < least {
+                least = a;
+                k = j;
+            }
         }
         self.lo = self.lo.min(line);
         self.hi = self.hi.max(line);
         let b = page_bit(line);
         self.pages[(b / 64) as usize] |= 1 << (b % 64);
-        let s = self.set_of(line);
-        // The first way with the smallest key, as `min_by_key` picks it.
-        let set = &self.ages[s..s + self.ways];
-        let mut k = 0;
-        for (j, &a) in set.iter().enumerate().skip(1) {
-            if a < set[k] {
-                k = j;
-            }
-        }
         let i = s + k;
         let old = self.sets[i];
         self.tags[i] = line;
@@ -281,6 +287,24 @@ mod tests {
         );
         assert!(!c.contains(3));
         assert_eq!(c.invalidate(3), None);
+    }
+
+    #[test]
+    fn insert_finds_a_present_line_and_prefers_an_invalid_way() {
+        let mut c = small(); // 8 sets of 2
+        c.insert(0, false, false);
+        c.insert(8, false, false);
+        // Present: updated in place, nothing displaced, even with the set full.
+        assert_eq!(c.insert(0, true, true), None);
+        assert!(c.is_dirty(0) && c.contains(8));
+        // An invalid way is filled before the least recently used valid one (8).
+        c.invalidate(0);
+        assert_eq!(c.insert(16, false, false), None);
+        assert!(c.contains(8) && c.contains(16));
+        // Full again: the least recently used (8) goes.
+        assert_eq!(c.insert(24, false, false).map(|v| v.line), Some(8));
+        // A snoop outside every line ever inserted misses at once.
+        assert!(!c.contains(1 << 40) && !c.is_dirty(1 << 40));
     }
 
     proptest! {

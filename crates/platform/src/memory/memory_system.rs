@@ -803,6 +803,22 @@ impl MemorySystem {
         copy: bool,
     ) -> u32 {
         let channel = self.channel_of(addr);
+        self.send_on(at, addr, channel, op, engine, kind, copy)
+    }
+
+    /// [`MemorySystem::send`] for a caller that already decomposed `addr` (its `channel`), so
+    /// that a request's address is mapped once on its way to the controller.
+    #[allow(clippy::too_many_arguments)]
+    fn send_on(
+        &mut self,
+        at: Ps,
+        addr: u64,
+        channel: u32,
+        op: MemOp,
+        engine: bool,
+        kind: ReqKind,
+        copy: bool,
+    ) -> u32 {
         let id = self.alloc_req(MemReq {
             addr: addr & !63,
             op,
@@ -920,9 +936,10 @@ impl MemorySystem {
         let addr = v.line * 64;
         let ch = self.channel_of(addr);
         let at = self.ic.writeback_arrives(now, ch);
-        self.send(
+        self.send_on(
             at,
             addr,
+            ch,
             MemOp::Write,
             false,
             ReqKind::Writeback { notify },
@@ -1306,9 +1323,10 @@ impl MemorySystem {
         ));
         let ch = self.channel_of(addr);
         let at = self.ic.request_arrives(now + lat * cyc, ch);
-        self.send(
+        self.send_on(
             at,
             addr,
+            ch,
             MemOp::Read,
             false,
             ReqKind::Fill {
