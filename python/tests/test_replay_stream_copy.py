@@ -142,3 +142,36 @@ def test_the_stream_probe_runs_and_refuses_bad_arguments() -> None:
     for k in got["ns"]:
         assert got["min_ns"][k] <= got["ns"][k] <= got["max_ns"][k]
     assert set(calibration.stream_copy_extra(got)) == {0, 256 << 10}
+
+
+def test_cli_replay_and_what_if_take_the_stream_copies_rule(tmp_path) -> None:
+    """movelab replay / what-if --stream-copies: refused without --streams and without the probe
+    (naming the command that measures it); with it, the prediction is the Python API's."""
+    import movelab
+    from movelab.record.trace import write_parquet
+    from test_replay_probes_cli import COLD, FILL, _cli
+
+    df = _events(step=1024)
+    trace = tmp_path / "t.parquet"
+    write_parquet(df, {**df.attrs["movelab"], "command": ["synthetic"], "wall_ns": 1e6, "program_ns": 1e6}, trace)
+    plat = tmp_path / "platform.json"
+    plat.write_text(json.dumps({"platform": {}, "fill": FILL, "cold_copy": COLD}))
+    probe = tmp_path / "stream.json"
+    probe.write_text(json.dumps(PROBE))
+    base = ["--samples", "2", "--no-call-cost", "--buffer-states", "--cold-copies", "--probes", str(plat)]
+    r = _cli("replay", str(trace), *base, "--stream-copies")
+    assert r.returncode == 2 and "--stream-copies" in r.stderr and "needs --streams" in r.stderr
+    r = _cli("replay", str(trace), *base, "--streams", "--stream-copies")
+    assert r.returncode == 2 and "no stream-copy probe" in r.stderr and "calibration stream" in r.stderr
+    r = _cli("replay", str(trace), *base, "--streams", "--stream-copies", "--probes", str(probe), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)["replays"][0]["summary"]
+    rules = calibration.probe_rules({"fill": FILL, "cold_copy": COLD, "stream_copy": PROBE}, cold_copies=True,
+                                    streams=True, stream_copies=True)
+    api = movelab.replay(df, "rowclone-system", "cpu", samples=2, **rules)
+    assert got["movement_ns"] == pytest.approx(api.summary["movement_ns"])
+    assert got["stream_copy"] is not None
+    r = _cli("what-if", str(trace), *base, "--streams", "--stream-copies", "--probes", str(probe), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    cpu = next(m for m in json.loads(r.stdout)["mechanisms"] if m["mechanism"] == "cpu")
+    assert cpu["movement_ns"] == pytest.approx(api.summary["movement_ns"])
