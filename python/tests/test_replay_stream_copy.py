@@ -175,3 +175,12 @@ def test_cli_replay_and_what_if_take_the_stream_copies_rule(tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     cpu = next(m for m in json.loads(r.stdout)["mechanisms"] if m["mechanism"] == "cpu")
     assert cpu["movement_ns"] == pytest.approx(api.summary["movement_ns"])
+
+
+def test_bench_record_refuses_stream_copies_without_streams(tmp_path) -> None:
+    """Refused before anything is recorded or written."""
+    from test_replay_probes_cli import _cli
+
+    r = _cli("bench", "record", "--buffer-states", "--cold-copies", "--stream-copies", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "--stream-copies needs --streams" in r.stderr
+    assert not (tmp_path / "o").exists()
