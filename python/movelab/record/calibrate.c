@@ -358,6 +358,27 @@ static int cmp_double(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+/* order[0..n) = 0..n-1 in a random order. */
+static void shuffled(long *order, long n) {
+    for (long i = 0; i < n; i++) order[i] = i;
+    for (long i = n - 1; i > 0; i--) {
+        long j = (long)(next_rand() % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+/* The median of 101 back-to-back clock reads (the cost one timed call includes). */
+static double clock_read_ns(void) {
+    double clk[101];
+    for (int i = 0; i < 101; i++) {
+        double t0 = mono_ns();
+        clk[i] = mono_ns() - t0;
+    }
+    qsort(clk, 101, sizeof(double), cmp_double);
+    return clk[50];
+}
+
 /* The mean of the values up to 5 us (the rest counted in *left_out) and the median of all. */
 static double mean_below(const double *v, long n, long *left_out, double *median, double *scratch) {
     double s = 0;
@@ -394,18 +415,8 @@ static int cold_copies(long size, long copies, long sweep_mib) {
            *scratch = malloc(sizeof(double) * (size_t)copies);
     if (!dst || !sweep || !src || !order || !hot || !cold || !scratch) return 1;
     memset(src, 2, 8192);
-    for (long i = 0; i < slots; i++) order[i] = i;
-    for (long i = slots - 1; i > 0; i--) {
-        long j = (long)(next_rand() % (uint64_t)(i + 1)), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
-    double clk[101];
-    for (int i = 0; i < 101; i++) {
-        double t0 = mono_ns();
-        clk[i] = mono_ns() - t0;
-    }
-    qsort(clk, 101, sizeof(double), cmp_double);
+    shuffled(order, slots);
+    double clock = clock_read_ns();
     for (long i = 0; i < copies + 64; i++) {
         double t0 = mono_ns();
         cp(dst + 3, src + 5, (size_t)size);
@@ -434,7 +445,7 @@ static int cold_copies(long size, long copies, long sweep_mib) {
     double hot_med, cold_med;
     double hot_mean = mean_below(hot, copies, &left_out, &hot_med, scratch);
     double cold_mean = mean_below(cold, copies, &left_out, &cold_med, scratch);
-    printf("cold %ld %.3f %.3f %.3f %.3f %.3f %ld\n", size, hot_mean, cold_mean, hot_med, cold_med, clk[50], left_out);
+    printf("cold %ld %.3f %.3f %.3f %.3f %.3f %ld\n", size, hot_mean, cold_mean, hot_med, cold_med, clock, left_out);
     free(order);
     free(hot);
     free(cold);
@@ -472,18 +483,8 @@ static int stream_copies(long size, long copies, long sweep_kib) {
     char *cross = malloc((size_t)copies);
     if (!arena || !sweep || !src || !order || !t || !scratch || !cross || per < 1) return 1;
     memset(src, 2, (size_t)(STREAM_ELEMS * (size + 16)));
-    for (long i = 0; i < blocks; i++) order[i] = i;
-    for (long i = blocks - 1; i > 0; i--) {
-        long j = (long)(next_rand() % (uint64_t)(i + 1)), x = order[i];
-        order[i] = order[j];
-        order[j] = x;
-    }
-    double clk[101];
-    for (int i = 0; i < 101; i++) {
-        double t0 = mono_ns();
-        clk[i] = mono_ns() - t0;
-    }
-    qsort(clk, 101, sizeof(double), cmp_double);
+    shuffled(order, blocks);
+    double clock = clock_read_ns();
     long done = 0, next = 0, elem = 0, warm = 64;
     while (done < copies) {
         long s = 0, first = next;
@@ -522,7 +523,7 @@ static int stream_copies(long size, long copies, long sweep_kib) {
         if (cross[i]) { sc += t[i]; nc++; } else { si += t[i]; ni++; }
     }
     printf("stream %ld %ld %.3f %.3f %.3f %.3f %.3f %ld\n", size, sweep_kib, mean, med, nc ? sc / (double)nc : 0.0,
-           ni ? si / (double)ni : 0.0, clk[50], left_out);
+           ni ? si / (double)ni : 0.0, clock, left_out);
     munmap(arena, (size_t)STREAM_ARENA);
     munmap(sweep, sweep_bytes);
     free(src);

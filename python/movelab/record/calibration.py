@@ -755,6 +755,22 @@ def alloc_charge(calls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[
     return pd.DataFrame(rows)
 
 
+def _stamped(probe: Any) -> dict[str, Any] | None:
+    """A probe's figures (``probe()``) with the time they were taken (``measured_utc``) and the load
+    average before and after (``load_average``, each Linux's 1, 5 and 15 minutes); None, the error
+    printed, where it fails."""
+    import time
+
+    before = list(os.getloadavg())
+    try:
+        r = probe()
+    except (RuntimeError, OSError, ValueError) as e:
+        print(f"error: {e}")
+        return None
+    return {**r, "measured_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+            "load_average": [before, list(os.getloadavg())]}
+
+
 def _main(argv: Sequence[str]) -> int:
     """``python -m movelab.record.calibration alloc [--reps N]``: measures the allocator's path
     afresh (replacing the cached figures) and prints it per size class. ``... cold [--out FILE]``:
@@ -772,16 +788,10 @@ def _main(argv: Sequence[str]) -> int:
     ap.add_argument("--out", type=Path, default=None, help="cold, stream: write the probe's figures to this JSON file")
     a = ap.parse_args(list(argv))
     if a.what == "stream":
-        import time
-
-        t0 = list(os.getloadavg())
-        try:
-            r = stream_copy_costs()
-        except (RuntimeError, OSError, ValueError) as e:
-            print(f"error: {e}")
+        r = _stamped(stream_copy_costs)
+        if r is None:
             return 1
-        r["measured_utc"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-        r["load_average"] = [t0, list(os.getloadavg())]
+        t0 = r["load_average"][0]
         for k in r["ns"]:
             print(f"{int(k):>6} KiB: {r['ns'][k]:.1f} ns a {r['size']}-byte copy (spread {r['min_ns'][k]:.1f}-"
                   f"{r['max_ns'][k]:.1f}; median call {r['median_ns'][k]:.0f}; crossing a page "
@@ -791,15 +801,9 @@ def _main(argv: Sequence[str]) -> int:
             a.out.write_text(json.dumps(r, indent=1))
         return 0
     if a.what == "cold":
-        try:
-            r = cold_copy_costs()
-        except (RuntimeError, OSError, ValueError) as e:
-            print(f"error: {e}")
+        r = _stamped(cold_copy_costs)
+        if r is None:
             return 1
-        import time
-
-        r["measured_utc"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-        r["load_average"] = list(os.getloadavg())
         for n, v in r["sizes"].items():
             print(f"{n:>5} bytes: hot {v['hot_ns']:.1f} ns, cold destination {v['cold_ns']:.1f} ns "
                   f"(medians {v['hot_median_ns']:.0f} / {v['cold_median_ns']:.0f}); extra {v['extra_ns']:.1f} ns")

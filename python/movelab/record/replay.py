@@ -204,6 +204,14 @@ def class_shares(cls: pd.DataFrame, st: pd.DataFrame, side: str | None = None) -
             for s in cachestate.STATES}
 
 
+def _ns_map(m: Any, least_key: int) -> bool:
+    """Whether ``m`` is a non-empty mapping of whole numbers of at least ``least_key`` (bytes) to
+    finite non-negative ns (a probe rule's figures)."""
+    return isinstance(m, Mapping) and bool(m) and not any(
+        isinstance(k, bool) or not isinstance(k, int) or k < least_key or isinstance(v, bool)
+        or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for k, v in m.items())
+
+
 def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, float],
                  cold_copy: Mapping[int, float] | None = None, op: str = "copy",
                  st_small: pd.DataFrame | None = None, stream: pd.Series | None = None,
@@ -392,9 +400,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     sp = bool(cachestate.SPLIT and dst_write is not None if split is None else split) and mode == "tracked"
     costed_apart = sp and dst_write is not None
     if cold_copy is not None:
-        if not isinstance(cold_copy, Mapping) or not cold_copy or any(
-                isinstance(k, bool) or not isinstance(k, int) or k < 1 or isinstance(v, bool)
-                or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for k, v in cold_copy.items()):
+        if not _ns_map(cold_copy, 1):
             raise ValueError(f"cold_copy must map sizes in bytes (positive integers) to non-negative ns a copy, "
                              f"got {cold_copy!r}")
         if not costed_apart:
@@ -405,9 +411,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     if not isinstance(streams, bool):
         raise ValueError(f"streams must be True or False, got {streams!r}")
     if stream_copy is not None:
-        if not isinstance(stream_copy, Mapping) or not stream_copy or any(
-                isinstance(k, bool) or not isinstance(k, int) or k < 0 or isinstance(v, bool)
-                or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for k, v in stream_copy.items()):
+        if not _ns_map(stream_copy, 0):
             raise ValueError(f"stream_copy must map reuse distances in bytes (integers from 0) to non-negative ns a "
                              f"copy, got {stream_copy!r}")
         if not streams:
