@@ -399,24 +399,22 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             raise ValueError(f"dst_write applies to cache='tracked' only, not {mode!r}")
     sp = bool(cachestate.SPLIT and dst_write is not None if split is None else split) and mode == "tracked"
     costed_apart = sp and dst_write is not None
-    if cold_copy is not None:
-        if not _ns_map(cold_copy, 1):
-            raise ValueError(f"cold_copy must map sizes in bytes (positive integers) to non-negative ns a copy, "
-                             f"got {cold_copy!r}")
-        if not costed_apart:
-            raise ValueError("cold_copy applies where each buffer is costed in its own state: it needs "
-                             "cache='tracked', dst_write and split not False")
-    if cold_copy_boundary is not None and cold_copy is None:
-        raise ValueError("cold_copy_boundary applies with cold_copy only")
     if not isinstance(streams, bool):
         raise ValueError(f"streams must be True or False, got {streams!r}")
-    if stream_copy is not None:
-        if not _ns_map(stream_copy, 0):
-            raise ValueError(f"stream_copy must map reuse distances in bytes (integers from 0) to non-negative ns a "
-                             f"copy, got {stream_copy!r}")
-        if not streams:
-            raise ValueError("stream_copy applies with streams=True only (the rule by context decides which copies "
-                             "stream)")
+    for name, rule, least, keys, ok, needs in (
+            ("cold_copy", cold_copy, 1, "sizes in bytes (positive integers)", costed_apart,
+             "applies where each buffer is costed in its own state: it needs cache='tracked', dst_write and split "
+             "not False"),
+            ("stream_copy", stream_copy, 0, "reuse distances in bytes (integers from 0)", streams,
+             "applies with streams=True only (the rule by context decides which copies stream)")):
+        if rule is None:
+            continue
+        if not _ns_map(rule, least):
+            raise ValueError(f"{name} must map {keys} to non-negative ns a copy, got {rule!r}")
+        if not ok:
+            raise ValueError(f"{name} {needs}")
+    if cold_copy_boundary is not None and cold_copy is None:
+        raise ValueError("cold_copy_boundary applies with cold_copy only")
     if isinstance(stream_copy_size, bool) or not isinstance(stream_copy_size, int) or stream_copy_size < 1:
         raise ValueError(f"stream_copy_size must be the probe's copy size in bytes (a positive integer), "
                          f"got {stream_copy_size!r}")
