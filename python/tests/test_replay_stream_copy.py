@@ -184,3 +184,26 @@ def test_bench_record_refuses_stream_copies_without_streams(tmp_path) -> None:
     r = _cli("bench", "record", "--buffer-states", "--cold-copies", "--stream-copies", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "--stream-copies needs --streams" in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_calibration_stream_command_writes_the_probe_with_its_time_and_load(tmp_path, monkeypatch, capsys) -> None:
+    """python -m movelab.record.calibration stream --out FILE: the probe's figures as load_probes
+    reads them, stamped with the time and the load average before and after; a failing probe is
+    an error message and exit status 1, no file."""
+    fake = {**PROBE, "min_ns": PROBE["ns"], "max_ns": PROBE["ns"], "median_ns": PROBE["ns"],
+            "cross_ns": PROBE["ns"], "inside_ns": PROBE["ns"]}
+    monkeypatch.setattr(calibration, "stream_copy_costs", lambda: dict(fake))
+    out = tmp_path / "s.json"
+    assert calibration._main(["stream", "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert got["ns"] == PROBE["ns"] and got["measured_utc"] and len(got["load_average"]) == 2
+    assert calibration.load_probes([out])["stream_copy"]["size"] == 1024
+    assert "16384 KiB: 120.0 ns" in capsys.readouterr().out
+
+    def boom() -> dict:
+        raise RuntimeError("the stream-copy probe failed for 1024 bytes after 0 KiB: x")
+
+    monkeypatch.setattr(calibration, "stream_copy_costs", boom)
+    bad = tmp_path / "b.json"
+    assert calibration._main(["stream", "--out", str(bad)]) == 1 and not bad.exists()
+    assert "error: the stream-copy probe failed" in capsys.readouterr().out
