@@ -149,7 +149,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                 alloc_cost: dict[str, Any] | None = None, what_if_samples: int | None = None,
                 dst_write: dict[str, float] | None = None, llc_boundary: float | None = None,
                 cold_copy: dict[int, float] | None = None, streams: bool = False,
-                cold_copy_boundary: float | None = None) -> dict[str, Any]:
+                cold_copy_boundary: float | None = None,
+                stream_copy: dict[int, float] | None = None) -> dict[str, Any]:
     """Records (unless ``recorded`` gives the recording and slowdown) and replays one program (the
     baseline's validation, then the what-if of every mechanism unless ``what_if_too`` is false).
     ``alloc_cost``: the allocator's measured path (:func:`movelab.record.calibration.alloc_costs`)
@@ -160,7 +161,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
     its last-level boundary (:func:`movelab.record.calibration.llc_boundary`); ``cold_copy``, with
     ``dst_write``, the isolated cold-copy rule (:func:`movelab.record.calibration.cold_copy_extra`);
     ``streams``, with ``cold_copy``, the rule by context (only isolated copies take the cold-copy
-    probe, by ``cold_copy_boundary``: :mod:`movelab.record.streams`)."""
+    probe, by ``cold_copy_boundary``: :mod:`movelab.record.streams`); ``stream_copy``, with
+    ``streams``, the streaming-copy rule (:func:`movelab.record.calibration.stream_copy_extra`)."""
     from movelab.record import calibration
     from movelab.record.kernel import TOUCH_KINDS
     from movelab.record.replay import replay
@@ -212,6 +214,8 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
                          cold_copy=cold_copy if mode == "tracked" and dst_write is not None else None,
                          streams=streams and mode == "tracked" and dst_write is not None and cold_copy is not None,
                          cold_copy_boundary=cold_copy_boundary if mode == "tracked" and streams else None,
+                         stream_copy=stream_copy if mode == "tracked" and streams and dst_write is not None
+                         and cold_copy is not None else None,
                          _cache=sims)
             for mode in ("tracked", "cold", "warm")}
     del sims
@@ -321,6 +325,9 @@ def bench_record(
                                  "take the cold-copy probe (by its own boundary); a copy continuing its thread's "
                                  "writes to consecutive addresses keeps the fill probe's figure (off by default; "
                                  "see docs/record-replay.md)."),
+    stream_copies: bool = typer.Option(False, "--stream-copies/--no-stream-copies", help="With --streams: a 1-2 KiB "
+                                       "copy continuing a stream is charged the stream-copy probe's extra at its "
+                                       "destination's reuse distance (off by default; see docs/record-replay.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the results in --out."),
 ) -> None:
     """Record real programs, measure the interposer's slowdown, validate the baseline replay on
@@ -337,6 +344,9 @@ def bench_record(
     if streams and not cold_copies:
         raise typer.BadParameter("--streams needs --cold-copies (it decides which small copies take the cold-copy "
                                  "probe)", param_hint="--streams")
+    if stream_copies and not streams:
+        raise typer.BadParameter("--stream-copies needs --streams (it decides which copies continue a stream)",
+                                 param_hint="--stream-copies")
     from movelab._util import OutputBusy, check_output_dir, fail, output_lock
 
     # Checked before minutes of recording: the results are kept unless --force, and the folder is
@@ -384,6 +394,16 @@ def bench_record(
     host = {**host, "cold_copy": cold}
     console.print("cold-copy probe, ns a copy (hot / destination in memory): " + "; ".join(
         f"{n} B {v['hot_ns']:.1f} / {v['cold_ns']:.1f}" for n, v in cold["sizes"].items()), highlight=False)
+    # The streaming reply-copy probe (stored in platform.json; the replay's rule with --stream-copies).
+    from movelab.record.calibration import stream_copy_costs, stream_copy_extra
+
+    load0 = list(os.getloadavg())
+    scp = stream_copy_costs()
+    scp = {**scp, "measured_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+           "load_average": [load0, list(os.getloadavg())]}
+    host = {**host, "stream_copy": scp}
+    console.print("stream-copy probe, ns a 1 KiB streaming copy by its block's reuse distance: " + ", ".join(
+        f"{k} KiB {v:.0f}" for k, v in scp["ns"].items()), highlight=False)
     rows: list[dict[str, Any]] = []
     recorded: dict[str, tuple[Any, dict[str, Any]]] = {}
     failed: dict[str, str] = {}
@@ -430,7 +450,8 @@ def bench_record(
                               dst_write=dst_write if buffer_states else None,
                               llc_boundary=boundary if buffer_states else None,
                               cold_copy=cold_copy_extra(cold) if cold_copies else None, streams=streams,
-                              cold_copy_boundary=cold_copy_boundary(cold) if streams else None)
+                              cold_copy_boundary=cold_copy_boundary(cold) if streams else None,
+                              stream_copy=stream_copy_extra(scp) if stream_copies else None)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
             console.print(f"  {n} failed: {e}", highlight=False)
             rows.append({"program": n, "description": PROGRAMS[n][0], "error": str(e)})

@@ -69,7 +69,21 @@
  * streams 15 copies into each buffer in a row (the prefetchers follow the fill), one copy here is
  * all its destination gets. With a third argument SWEEP_MIB (1 to 1024), the sweep reads that many
  * MiB instead of 96: the destinations were last written that far back (to find the reuse distance
- * at which an isolated copy's destination costs what memory does). */
+ * at which an isolated copy's destination costs what memory does).
+ *
+ * Usage: calibrate stream SIZE COPIES SWEEP_KIB: streaming reply copies, timed each on its own as the
+ * interposer times a recorded call. A reply is a 16 KiB block filled by a chain of SIZE-byte memcpy
+ * calls appended one after another, each after a 9-byte header the program writes itself (a bulk
+ * reply's framing: SIZE + 9 bytes a step), from 100 source elements of SIZE bytes read on every
+ * reply (a list's elements, hot in the caches). The blocks are in ordinary 4 KiB pages
+ * (MADV_NOHUGEPAGE: a server's heap; each new page is a new translation and the end of the
+ * prefetchers' stream), 4,096 of them (64 MiB) visited in a random order, in batches of 16: the
+ * batch's blocks written, then a read sweep of SWEEP_KIB KiB (other data, in 4 KiB pages: the
+ * blocks' reuse distance), the sources read again, then the batch's replies filled, COPIES copies in
+ * all. SWEEP_KIB 0: no sweep, every reply into the same block (the hot chain). Prints "stream SIZE
+ * SWEEP_KIB MEAN_NS MEDIAN_NS CROSS_MEAN_NS INSIDE_MEAN_NS CLOCK_NS LEFT_OUT" (ns inside a call,
+ * the clock read included as in a recorded call's duration; CROSS: the copies whose destination
+ * crosses into a new 4 KiB page, INSIDE: the others; calls over 5 us left out of the means). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,6 +358,27 @@ static int cmp_double(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+/* order[0..n) = 0..n-1 in a random order. */
+static void shuffled(long *order, long n) {
+    for (long i = 0; i < n; i++) order[i] = i;
+    for (long i = n - 1; i > 0; i--) {
+        long j = (long)(next_rand() % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+/* The median of 101 back-to-back clock reads (the cost one timed call includes). */
+static double clock_read_ns(void) {
+    double clk[101];
+    for (int i = 0; i < 101; i++) {
+        double t0 = mono_ns();
+        clk[i] = mono_ns() - t0;
+    }
+    qsort(clk, 101, sizeof(double), cmp_double);
+    return clk[50];
+}
+
 /* The mean of the values up to 5 us (the rest counted in *left_out) and the median of all. */
 static double mean_below(const double *v, long n, long *left_out, double *median, double *scratch) {
     double s = 0;
@@ -380,18 +415,8 @@ static int cold_copies(long size, long copies, long sweep_mib) {
            *scratch = malloc(sizeof(double) * (size_t)copies);
     if (!dst || !sweep || !src || !order || !hot || !cold || !scratch) return 1;
     memset(src, 2, 8192);
-    for (long i = 0; i < slots; i++) order[i] = i;
-    for (long i = slots - 1; i > 0; i--) {
-        long j = (long)(next_rand() % (uint64_t)(i + 1)), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
-    double clk[101];
-    for (int i = 0; i < 101; i++) {
-        double t0 = mono_ns();
-        clk[i] = mono_ns() - t0;
-    }
-    qsort(clk, 101, sizeof(double), cmp_double);
+    shuffled(order, slots);
+    double clock = clock_read_ns();
     for (long i = 0; i < copies + 64; i++) {
         double t0 = mono_ns();
         cp(dst + 3, src + 5, (size_t)size);
@@ -420,12 +445,92 @@ static int cold_copies(long size, long copies, long sweep_mib) {
     double hot_med, cold_med;
     double hot_mean = mean_below(hot, copies, &left_out, &hot_med, scratch);
     double cold_mean = mean_below(cold, copies, &left_out, &cold_med, scratch);
-    printf("cold %ld %.3f %.3f %.3f %.3f %.3f %ld\n", size, hot_mean, cold_mean, hot_med, cold_med, clk[50], left_out);
+    printf("cold %ld %.3f %.3f %.3f %.3f %.3f %ld\n", size, hot_mean, cold_mean, hot_med, cold_med, clock, left_out);
     free(order);
     free(hot);
     free(cold);
     free(scratch);
     free(src);
+    return 0;
+}
+
+#define STREAM_ARENA (64L << 20)
+#define STREAM_BLOCK 16384L
+#define STREAM_BATCH 16
+#define STREAM_ELEMS 100
+
+/* n bytes in ordinary 4 KiB pages (transparent huge pages refused), touched; NULL on failure. */
+static char *small_page_buffer(size_t n) {
+    char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    madvise(p, n, MADV_NOHUGEPAGE);
+    for (size_t i = 0; i < n; i += 4096) p[i] = 0;
+    return p;
+}
+
+/* A chain of SIZE-byte copies appended into reply blocks last written SWEEP_KIB KiB ago (usage above). */
+static int stream_copies(long size, long copies, long sweep_kib) {
+    if (size < 64 || size > 4096 || copies < 1 || copies > 1000000 || sweep_kib < 0 || sweep_kib > (1L << 20)) {
+        fprintf(stderr, "calibrate: stream needs 64 <= SIZE <= 4096, 1 <= COPIES <= 1000000 and 0 <= SWEEP_KIB <= 1048576\n");
+        return 2;
+    }
+    const long step = size + 9, per = STREAM_BLOCK / step, blocks = STREAM_ARENA / STREAM_BLOCK;
+    const size_t sweep_bytes = (size_t)(sweep_kib > 0 ? sweep_kib : 1) << 10;
+    char *arena = small_page_buffer((size_t)STREAM_ARENA), *sweep = small_page_buffer(sweep_bytes);
+    char *src = aligned_alloc(4096, (size_t)(STREAM_ELEMS * (size + 16)));
+    long *order = malloc(sizeof(long) * (size_t)blocks);
+    double *t = malloc(sizeof(double) * (size_t)copies), *scratch = malloc(sizeof(double) * (size_t)copies);
+    char *cross = malloc((size_t)copies);
+    if (!arena || !sweep || !src || !order || !t || !scratch || !cross || per < 1) return 1;
+    memset(src, 2, (size_t)(STREAM_ELEMS * (size + 16)));
+    shuffled(order, blocks);
+    double clock = clock_read_ns();
+    long done = 0, next = 0, elem = 0, warm = 64;
+    while (done < copies) {
+        long s = 0, first = next;
+        if (sweep_kib > 0) {
+            /* the batch's blocks written first: the sweep is then their reuse distance */
+            for (long b = 0; b < STREAM_BATCH; b++) memset(arena + order[(first + b) % blocks] * STREAM_BLOCK, 1, STREAM_BLOCK);
+            for (size_t j = 0; j < sweep_bytes; j += 64) s += sweep[j];
+        }
+        for (long j = 0; j < STREAM_ELEMS * (size + 16); j += 64) s += src[j];
+        sink += s;
+        for (long b = 0; b < STREAM_BATCH && done < copies; b++) {
+            char *blk = arena + (sweep_kib > 0 ? order[next++ % blocks] : 0) * STREAM_BLOCK;
+            for (long i = 0; i < per && done < copies; i++) {
+                char *d = blk + i * step;
+                memcpy(d, "$1024\r\n", 7); /* the header the program writes itself */
+                d[size + 7] = '\r';
+                const char *from = src + (elem++ % STREAM_ELEMS) * (size + 16) + 5;
+                uintptr_t a = (uintptr_t)(d + 7);
+                double t0 = mono_ns();
+                cp(d + 7, from, (size_t)size);
+                double x = mono_ns() - t0;
+                if (warm > 0) {
+                    warm--;
+                    continue;
+                }
+                cross[done] = (a >> 12) != ((a + (uintptr_t)size - 1) >> 12);
+                t[done++] = x;
+            }
+        }
+    }
+    long left_out = 0, nc = 0, ni = 0;
+    double med, sc = 0, si = 0;
+    double mean = mean_below(t, copies, &left_out, &med, scratch);
+    for (long i = 0; i < copies; i++) {
+        if (t[i] > 5000.0) continue;
+        if (cross[i]) { sc += t[i]; nc++; } else { si += t[i]; ni++; }
+    }
+    printf("stream %ld %ld %.3f %.3f %.3f %.3f %.3f %ld\n", size, sweep_kib, mean, med, nc ? sc / (double)nc : 0.0,
+           ni ? si / (double)ni : 0.0, clock, left_out);
+    munmap(arena, (size_t)STREAM_ARENA);
+    munmap(sweep, sweep_bytes);
+    free(src);
+    free(order);
+    free(t);
+    free(scratch);
+    free(cross);
     return 0;
 }
 
@@ -445,6 +550,8 @@ int main(int argc, char **argv) {
     if (argc > 3 && strcmp(argv[1], "cold") == 0)
         return cold_copies(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10),
                            argc > 4 ? strtol(argv[4], NULL, 10) : COLD_SWEEP_MIB);
+    if (argc > 4 && strcmp(argv[1], "stream") == 0)
+        return stream_copies(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (argc > 4 && strcmp(argv[1], "mlp") == 0)
         return mlp(strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     long reps = argc > 1 ? strtol(argv[1], NULL, 10) : 2000;

@@ -349,6 +349,101 @@ def cold_copy_extra(cold_copy: Mapping[str, Any]) -> dict[int, float]:
     return dict(sorted(out.items()))
 
 
+#: The streaming reply-copy probe's size and points (``calibrate stream SIZE COPIES SWEEP_KIB``): KiB
+#: read between a reply block's last write and the chain of copies appended into it; 0 is the hot
+#: chain (every reply into the same block).
+STREAM_COPY_SIZE = 1024
+STREAM_COPY_SWEEP_KIB = (0, 256, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+
+
+def stream_copy_costs(copies: int = 20000, sweep_kib: Sequence[int] = STREAM_COPY_SWEEP_KIB,
+                      size: int = STREAM_COPY_SIZE, repeats: int = 5) -> dict[str, Any]:
+    """The streaming reply-copy probe (``calibrate stream``): chains of ``size``-byte memcpy calls
+    appended into 16 KiB reply blocks in 4 KiB pages (each after a 9-byte header the program writes
+    itself), from hot source elements, each call timed on its own as the interposer times a recorded
+    call, the blocks last written ``sweep_kib`` KiB of other reads before (0: the same block, hot).
+    Each point is measured ``repeats`` times (interleaved: every point once, then again); per point
+    ``ns`` is the median over the repeats of the mean ns a call (calls over 5 us left out), with
+    ``min_ns`` and ``max_ns`` (the spread), ``median_ns`` (the median of the per-run medians),
+    ``cross_ns`` and ``inside_ns`` (copies whose destination crosses into a new 4 KiB page, and the
+    others). Run at recording time by ``movelab bench record`` (``stream_copy`` in ``platform.json``)
+    and by ``python -m movelab.record.calibration stream --out FILE`` for older recordings;
+    :func:`stream_copy_extra` turns it into the replay's rule (``replay(..., stream_copy=...)``)."""
+    if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= 1_000_000:
+        raise ValueError(f"stream-copy copies must be a whole number from 1 to 1000000, got {copies!r}")
+    if isinstance(size, bool) or not isinstance(size, int) or not 64 <= size <= 4096:
+        raise ValueError(f"stream-copy size must be a whole number of bytes from 64 to 4096, got {size!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 100:
+        raise ValueError(f"stream-copy repeats must be a whole number from 1 to 100, got {repeats!r}")
+    pts = sorted(set(sweep_kib))
+    if 0 not in pts or any(isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 1 << 20 for k in pts):
+        raise ValueError(f"stream-copy sweep points must be whole KiB from 0 to 1048576 and include 0 (the hot "
+                         f"chain), got {sweep_kib!r}")
+    prog = _build.calibration_program()
+    runs: dict[int, list[list[float]]] = {k: [] for k in pts}
+    clock, left = [], 0
+    for _ in range(repeats):
+        for k in pts:
+            proc = subprocess.run([str(prog), "stream", str(size), str(copies), str(k)], capture_output=True,
+                                  text=True, timeout=300)
+            runs[k].append(parse_stream_copy(proc.stdout.split(), size, k, proc.returncode, proc.stderr))
+            clock.append(runs[k][-1][4])
+            left += int(runs[k][-1][5])
+    col = {k: np.array(v) for k, v in runs.items()}
+    return {"size": size, "copies": copies, "repeats": repeats, "clock_ns": float(np.median(clock)), "left_out": left,
+            "ns": {str(k): float(np.median(c[:, 0])) for k, c in col.items()},
+            "min_ns": {str(k): float(c[:, 0].min()) for k, c in col.items()},
+            "max_ns": {str(k): float(c[:, 0].max()) for k, c in col.items()},
+            "median_ns": {str(k): float(np.median(c[:, 1])) for k, c in col.items()},
+            "cross_ns": {str(k): float(np.median(c[:, 2])) for k, c in col.items()},
+            "inside_ns": {str(k): float(np.median(c[:, 3])) for k, c in col.items()},
+            "command": f"calibrate.c 'stream {size} {copies} SWEEP_KIB' for SWEEP_KIB "
+                       + ", ".join(str(k) for k in pts) + f", {repeats} times",
+            "source": "chains of memcpy calls appended into 16 KiB reply blocks (4 KiB pages) from hot sources, "
+                      "each timed (CLOCK_MONOTONIC), the blocks last written SWEEP_KIB KiB of reads before; mean ns "
+                      "a call (clock read included), calls over 5 us left out; median of the repeats"}
+
+
+def parse_stream_copy(parts: Sequence[str], size: int, kib: int, rc: int = 0, err: str = "") -> list[float]:
+    """One run's figures from the probe's line (``stream SIZE SWEEP_KIB MEAN MEDIAN CROSS INSIDE CLOCK
+    LEFT_OUT``, split): [mean, median, cross, inside, clock, left_out]; refuses a failed run or a
+    malformed line, naming the point."""
+    if rc != 0 or len(parts) != 9 or parts[:3] != ["stream", str(size), str(kib)]:
+        raise RuntimeError(f"the stream-copy probe failed for {size} bytes after {kib} KiB: "
+                           f"{err.strip() or ' '.join(parts) or 'no output'}")
+    try:
+        v = [float(x) for x in parts[3:]]
+    except ValueError:
+        raise RuntimeError(f"the stream-copy probe's line for {kib} KiB is not numbers: {' '.join(parts)}") from None
+    if not all(math.isfinite(x) and x >= 0 for x in v):
+        raise RuntimeError(f"the stream-copy probe's figures for {kib} KiB must be finite and non-negative: "
+                           f"{' '.join(parts)}")
+    return v
+
+
+def stream_copy_extra(stream_copy: Mapping[str, Any]) -> dict[int, float]:
+    """The replay's streaming-copy rule (``replay(..., stream_copy=...)``) from the probe
+    (:func:`stream_copy_costs`, as stored in ``platform.json``): {reuse distance in bytes: ns a
+    streaming copy of the probe's size adds over the hot chain (point 0)}, each at least 0; a sweep of
+    n KiB is taken as n KiB of the replay's byte distance (as the other probes' sweeps are). The
+    replay scales it by a copy's destination lines over the probe's. Measured, not fitted."""
+    ns = stream_copy.get("ns") if isinstance(stream_copy, Mapping) else None
+    size = stream_copy.get("size") if isinstance(stream_copy, Mapping) else None
+    if not isinstance(ns, Mapping) or "0" not in {str(k) for k in ns} or len(ns) < 2:
+        raise ValueError(f"the stream-copy probe needs 'ns' per sweep point in KiB, 0 (hot) and at least one other, "
+                         f"got {stream_copy!r}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 64:
+        raise ValueError(f"the stream-copy probe needs its copy 'size' in bytes, got {size!r}")
+    vals: dict[int, float] = {}
+    for k, v in ns.items():
+        if not str(k).isdigit() or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or v < 0:
+            raise ValueError(f"the stream-copy probe's point {k!r} needs non-negative ns, got {v!r}")
+        vals[int(k)] = float(v)
+    hot = vals[0]
+    return {k * 1024: max(0.0, v - hot) for k, v in sorted(vals.items())}
+
+
 #: How the probes' figures are measured, named in the errors of :func:`probe_rules`.
 PROBE_COMMANDS = {
     "fill": "movelab bench record (it runs the fill probe at recording time and writes it to OUT/platform.json "
@@ -356,13 +451,16 @@ PROBE_COMMANDS = {
     "cold_copy": "movelab bench record (it runs the cold-copy probe and writes it to OUT/platform.json as "
                  "'cold_copy'), or 'python -m movelab.record.calibration cold --out FILE' on the recording machine "
                  "(FILE is then given as a probes file of its own)",
+    "stream_copy": "movelab bench record (it runs the stream-copy probe and writes it to OUT/platform.json as "
+                   "'stream_copy'), or 'python -m movelab.record.calibration stream --out FILE' on the recording "
+                   "machine (FILE is then given as a probes file of its own)",
 }
 
 
 def load_probes(paths: Sequence[str | Path]) -> dict[str, Any]:
     """The probes of one or more platform descriptions (JSON files): ``movelab bench record``'s
-    ``platform.json`` (keys ``fill``, ``cold_copy``) or the cold-copy probe alone as
-    ``python -m movelab.record.calibration cold --out FILE`` writes it (``sizes``, ``sweep``);
+    ``platform.json`` (keys ``fill``, ``cold_copy``, ``stream_copy``) or the cold-copy or stream-copy
+    probe alone as ``python -m movelab.record.calibration cold|stream --out FILE`` writes it;
     later files win. Refuses a missing or malformed file, naming it."""
     out: dict[str, Any] = {}
     for p in paths:
@@ -376,7 +474,9 @@ def load_probes(paths: Sequence[str | Path]) -> dict[str, Any]:
             raise ValueError(f"probes file {p}: a JSON object is needed, got {type(d).__name__}")
         if "sizes" in d and "fill" not in d and "cold_copy" not in d:
             d = {"cold_copy": d}
-        for k in ("fill", "cold_copy"):
+        elif "ns" in d and "size" in d and "fill" not in d and "stream_copy" not in d:
+            d = {"stream_copy": d}
+        for k in ("fill", "cold_copy", "stream_copy"):
             if k in d:
                 out[k] = d[k]
                 out[f"{k}_file"] = str(p)
@@ -384,12 +484,14 @@ def load_probes(paths: Sequence[str | Path]) -> dict[str, Any]:
 
 
 def probe_rules(probes: Mapping[str, Any], *, buffer_states: bool = True, cold_copies: bool = False,
-                streams: bool = False, where: str = "the probes") -> dict[str, Any]:
+                streams: bool = False, stream_copies: bool = False, where: str = "the probes") -> dict[str, Any]:
     """The replay's arguments (``replay(..., **probe_rules(...))``) for the rules that need the
     recording machine's probes (:func:`load_probes`): ``buffer_states``, each buffer in its own state
     (``dst_write`` and ``llc_boundary`` from the fill probe); ``cold_copies``, the cold small-copy
     rule (``cold_copy``, from the cold-copy probe); ``streams``, the rule by context (``streams``:
-    only isolated copies take the cold-copy probe, by its own boundary ``cold_copy_boundary``). All
+    only isolated copies take the cold-copy probe, by its own boundary ``cold_copy_boundary``);
+    ``stream_copies``, with ``streams``, the streaming copies take the stream-copy probe by their
+    destination's reuse distance (``stream_copy``). All
     off unless asked (docs/record-replay.md, "Cache state"). A rule whose probe is missing is
     refused with the command that measures it; ``where`` names the source in the error."""
     if cold_copies and not buffer_states:
@@ -398,6 +500,9 @@ def probe_rules(probes: Mapping[str, Any], *, buffer_states: bool = True, cold_c
     if streams and not cold_copies:
         raise ValueError("the rule by context (streams) needs the cold small-copy rule (it decides which small "
                          "copies take the cold-copy probe)")
+    if stream_copies and not streams:
+        raise ValueError("the streaming-copy rule needs the rule by context (streams: it decides which copies "
+                         "stream)")
     if not buffer_states:
         return {}
     if not isinstance(probes.get("fill"), Mapping):
@@ -418,6 +523,12 @@ def probe_rules(probes: Mapping[str, Any], *, buffer_states: bool = True, cold_c
         b = cold_copy_boundary(probes["cold_copy"])
         if b is not None:
             out["cold_copy_boundary"] = b
+    if stream_copies:
+        if not isinstance(probes.get("stream_copy"), Mapping):
+            raise ValueError(f"{where} hold no stream-copy probe ('stream_copy'), which the streaming-copy rule "
+                             f"needs; it is measured by {PROBE_COMMANDS['stream_copy']}")
+        out["stream_copy"] = stream_copy_extra(probes["stream_copy"])
+        out["stream_copy_size"] = int(probes["stream_copy"]["size"])
     return out
 
 
@@ -644,30 +755,55 @@ def alloc_charge(calls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[
     return pd.DataFrame(rows)
 
 
+def _stamped(probe: Any) -> dict[str, Any] | None:
+    """A probe's figures (``probe()``) with the time they were taken (``measured_utc``) and the load
+    average before and after (``load_average``, each Linux's 1, 5 and 15 minutes); None, the error
+    printed, where it fails."""
+    import time
+
+    before = list(os.getloadavg())
+    try:
+        r = probe()
+    except (RuntimeError, OSError, ValueError) as e:
+        print(f"error: {e}")
+        return None
+    return {**r, "measured_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+            "load_average": [before, list(os.getloadavg())]}
+
+
 def _main(argv: Sequence[str]) -> int:
     """``python -m movelab.record.calibration alloc [--reps N]``: measures the allocator's path
     afresh (replacing the cached figures) and prints it per size class. ``... cold [--out FILE]``:
     runs the isolated cold-copy probe (:func:`cold_copy_costs`) and prints it (and writes it as
-    JSON, with the time it was taken, to FILE): for a recording made before the probe existed."""
+    JSON, with the time it was taken, to FILE): for a recording made before the probe existed.
+    ``... stream [--out FILE]``: the streaming reply-copy probe (:func:`stream_copy_costs`), likewise,
+    with the load average before and after."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m movelab.record.calibration",
                                  description="Measure this machine's allocator path in calloc and realloc (alloc), "
                                              "or isolated copies into cold destinations (cold).")
-    ap.add_argument("what", choices=["alloc", "cold"])
+    ap.add_argument("what", choices=["alloc", "cold", "stream"])
     ap.add_argument("--reps", type=int, default=2000, help="calls per size class and kind (default 2000)")
-    ap.add_argument("--out", type=Path, default=None, help="cold: write the probe's figures to this JSON file")
+    ap.add_argument("--out", type=Path, default=None, help="cold, stream: write the probe's figures to this JSON file")
     a = ap.parse_args(list(argv))
-    if a.what == "cold":
-        try:
-            r = cold_copy_costs()
-        except (RuntimeError, OSError, ValueError) as e:
-            print(f"error: {e}")
+    if a.what == "stream":
+        r = _stamped(stream_copy_costs)
+        if r is None:
             return 1
-        import time
-
-        r["measured_utc"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-        r["load_average"] = list(os.getloadavg())
+        t0 = r["load_average"][0]
+        for k in r["ns"]:
+            print(f"{int(k):>6} KiB: {r['ns'][k]:.1f} ns a {r['size']}-byte copy (spread {r['min_ns'][k]:.1f}-"
+                  f"{r['max_ns'][k]:.1f}; median call {r['median_ns'][k]:.0f}; crossing a page "
+                  f"{r['cross_ns'][k]:.1f}, inside {r['inside_ns'][k]:.1f})")
+        print(f"load average before / after: {t0[0]:.1f} / {r['load_average'][1][0]:.1f}")
+        if a.out is not None:
+            a.out.write_text(json.dumps(r, indent=1))
+        return 0
+    if a.what == "cold":
+        r = _stamped(cold_copy_costs)
+        if r is None:
+            return 1
         for n, v in r["sizes"].items():
             print(f"{n:>5} bytes: hot {v['hot_ns']:.1f} ns, cold destination {v['cold_ns']:.1f} ns "
                   f"(medians {v['hot_median_ns']:.0f} / {v['cold_median_ns']:.0f}); extra {v['extra_ns']:.1f} ns")

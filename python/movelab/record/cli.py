@@ -78,9 +78,10 @@ _DISTANCE_HELP = ("With --cache tracked, how a line's reuse distance counts the 
 
 
 _PROBES_HELP = ("A platform description holding the recording machine's probes: the platform.json movelab bench "
-                "record writes beside its recordings (the fill and cold-copy probes), or the cold-copy probe alone "
-                "as 'python -m movelab.record.calibration cold --out FILE' writes it (repeatable; later files win). "
-                "Used by --buffer-states, --cold-copies and --streams.")
+                "record writes beside its recordings (the fill, cold-copy and stream-copy probes), or the cold-copy or "
+                "stream-copy probe alone as 'python -m movelab.record.calibration cold|stream --out FILE' writes it "
+                "(repeatable; later files win). Used by --buffer-states, --cold-copies, --streams and "
+                "--stream-copies.")
 _BUFFER_STATES_HELP = ("With --cache tracked: each buffer of a copy in its own cache state, a destination's lines in "
                        "the last level or memory costed by the fill probe of --probes, the last level's boundary from "
                        "its sweep. Off by default (docs/record-replay.md, \"Cache state\").")
@@ -92,13 +93,21 @@ _STREAMS_HELP = ("With --cold-copies: only isolated copies take the cold-copy pr
                  "boundary); a copy that continues its thread's writes to consecutive addresses keeps the fill "
                  "probe's figure, as the fill probe measures such copies. Off by default (docs/record-replay.md, "
                  "\"Isolated and streaming copies\").")
+_STREAM_COPIES_HELP = ("With --streams: a 1-2 KiB copy that continues a stream of writes is charged the stream-copy "
+                       "probe's extra (from --probes) at its destination's reuse distance, instead of the fill "
+                       "probe's per-line figure. Off by default (docs/record-replay.md, \"Streaming reply "
+                       "copies\").")
 
 
 def _probe_rules(probes: list[Path] | None, buffer_states: bool, cold_copies: bool, streams: bool,
-                 mode: str) -> dict[str, Any]:
-    """The replay's arguments for --buffer-states, --cold-copies and --streams, from the --probes
-    files; each option's misuse and a missing probe are refused by name."""
+                 mode: str, stream_copies: bool = False) -> dict[str, Any]:
+    """The replay's arguments for --buffer-states, --cold-copies, --streams and --stream-copies, from
+    the --probes files; each option's misuse and a missing probe are refused by name."""
     from movelab.record.calibration import load_probes, probe_rules
+
+    if stream_copies and not streams:
+        raise typer.BadParameter("needs --streams (it decides which copies continue a stream)",
+                                 param_hint="--stream-copies")
 
     if streams and not cold_copies:
         raise typer.BadParameter("needs --cold-copies (it decides which small copies take the cold-copy probe)",
@@ -117,7 +126,7 @@ def _probe_rules(probes: list[Path] | None, buffer_states: bool, cold_copies: bo
                                  "recording machine's fill probe", param_hint="--buffer-states")
     try:
         return probe_rules(load_probes(probes), buffer_states=True, cold_copies=cold_copies, streams=streams,
-                           where="--probes " + ", ".join(str(p) for p in probes))
+                           stream_copies=stream_copies, where="--probes " + ", ".join(str(p) for p in probes))
     except ValueError as e:
         _fail(e)
 
@@ -136,6 +145,11 @@ def _probe_notes(kw: dict[str, Any], notes: list[str]) -> None:
                      + (" (isolated copies only, by the probe's boundary"
                         + (f" {kw['cold_copy_boundary'] / 2**20:.1f} MiB" if kw.get("cold_copy_boundary") else "")
                         + "; copies continuing a stream of writes keep the fill probe's)" if kw.get("streams") else ""))
+    if "stream_copy" in kw:
+        pts = sorted(kw["stream_copy"].items())
+        notes.append("streaming small copies: charged the stream-copy probe's extra by their destination's reuse "
+                     "distance (" + ", ".join(f"{d / 2**20:g} MiB {v:.0f} ns" for d, v in pts)
+                     + f" a {kw.get('stream_copy_size', 1024)}-byte copy)")
 
 
 def _call_costs(plat: Any, notes: list[str]) -> dict[str, float]:
@@ -235,6 +249,7 @@ def replay_cmd(
     buffer_states: bool = typer.Option(False, "--buffer-states/--no-buffer-states", help=_BUFFER_STATES_HELP),
     cold_copies: bool = typer.Option(False, "--cold-copies/--no-cold-copies", help=_COLD_COPIES_HELP),
     streams: bool = typer.Option(False, "--streams/--no-streams", help=_STREAMS_HELP),
+    stream_copies: bool = typer.Option(False, "--stream-copies/--no-stream-copies", help=_STREAM_COPIES_HELP),
     undisturbed: bool = typer.Option(False, "--undisturbed", help="Only calls inside which their thread took no "
                                    "page fault, was not switched out and was not stopped (slower than 5 us plus "
                                    "1 ns per byte): the validation; such a call's time includes the kernel's, "
@@ -257,7 +272,7 @@ def replay_cmd(
     mode = "warm" if warm else _cache_mode(cache)
     dist = _distance(distance, mode)
     reg = _region(region, mode, dist)
-    rules = _probe_rules(probes, buffer_states, cold_copies, streams, mode)
+    rules = _probe_rules(probes, buffer_states, cold_copies, streams, mode, stream_copies)
     try:
         df, meta = read(trace)
     except (ValueError, OSError) as e:
@@ -330,6 +345,7 @@ def what_if_cmd(
     buffer_states: bool = typer.Option(False, "--buffer-states/--no-buffer-states", help=_BUFFER_STATES_HELP),
     cold_copies: bool = typer.Option(False, "--cold-copies/--no-cold-copies", help=_COLD_COPIES_HELP),
     streams: bool = typer.Option(False, "--streams/--no-streams", help=_STREAMS_HELP),
+    stream_copies: bool = typer.Option(False, "--stream-copies/--no-stream-copies", help=_STREAM_COPIES_HELP),
     out: Path | None = typer.Option(None, "--out", help="Write what-if.csv, what-if-classes.csv, what-if.json and "
                                     "what-if.png here."),
     force: bool = typer.Option(False, "--force", help="Overwrite files in --out."),
@@ -345,7 +361,7 @@ def what_if_cmd(
     mode = _cache_mode(cache)
     dist = _distance(distance, mode)
     reg = _region(region, mode, dist)
-    rules = _probe_rules(probes, buffer_states, cold_copies, streams, mode)
+    rules = _probe_rules(probes, buffer_states, cold_copies, streams, mode, stream_copies)
     try:
         df, meta = read(trace)
     except (ValueError, OSError) as e:

@@ -204,9 +204,18 @@ def class_shares(cls: pd.DataFrame, st: pd.DataFrame, side: str | None = None) -
             for s in cachestate.STATES}
 
 
+def _ns_map(m: Any, least_key: int) -> bool:
+    """Whether ``m`` is a non-empty mapping of whole numbers of at least ``least_key`` (bytes) to
+    finite non-negative ns (a probe rule's figures)."""
+    return isinstance(m, Mapping) and bool(m) and not any(
+        isinstance(k, bool) or not isinstance(k, int) or k < least_key or isinstance(v, bool)
+        or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for k, v in m.items())
+
+
 def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, float],
                  cold_copy: Mapping[int, float] | None = None, op: str = "copy",
-                 st_small: pd.DataFrame | None = None, stream: pd.Series | None = None) -> float:
+                 st_small: pd.DataFrame | None = None, stream: pd.Series | None = None,
+                 stream_copy: Mapping[int, float] | None = None, stream_copy_size: int = 1024) -> float:
     """The measured extra time of a class's destination writes, per call: each timed call's
     destination lines (its 64-byte lines, alignment included) times its share of them in the last
     level (``dst_write["llc"]`` ns a line) and in memory (``dst_write["cold"]``); an aggregated
@@ -219,7 +228,13 @@ def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, fl
     for those copies' in place of ``st``'s. ``stream`` (a bool per timed call,
     :func:`movelab.record.streams.streaming`): only the copies it marks False (isolated) take the
     cold-copy probe's figure and ``st_small``'s shares; a copy continuing a stream of writes keeps
-    the fill probe's per-line figure and ``st``'s shares, as a copy of another size does."""
+    the fill probe's per-line figure and ``st``'s shares, as a copy of another size does.
+    ``stream_copy`` ({reuse distance in bytes: ns}, the streaming reply-copy probe,
+    :func:`movelab.record.calibration.stream_copy_extra`), with ``stream``: a copy of those sizes
+    that continues a stream is charged instead the probe's extra at its destination's median reuse
+    distance (``st``'s ``dst_distance``, linear between the probe's points, its last point beyond
+    them; a destination no earlier call touched counts as hot, as the tracked state takes it),
+    scaled by its bytes over the probe's ``stream_copy_size``."""
     calls = max(float(cls["count"].sum()), 1.0)
     timed = st.reindex(cls.index).dropna(subset=["dst_warm"])
     c = cls.loc[timed.index]
@@ -233,14 +248,21 @@ def dst_write_ns(cls: pd.DataFrame, st: pd.DataFrame, dst_write: Mapping[str, fl
         sizes = np.array(sorted(cold_copy), dtype="float64")
         extra = np.array([cold_copy[int(n)] for n in sizes], dtype="float64")
         small = (size >= sizes[0]) & (size <= sizes[-1])
+        streaming = small.copy()
         if stream is not None:
-            small &= ~stream.reindex(timed.index).fillna(False).to_numpy(bool)
+            streaming &= stream.reindex(timed.index).fillna(False).to_numpy(bool)
+            small &= ~streaming
         cold = np.where(small, np.interp(size, sizes, extra), cold)
         if st_small is not None:
             other = st_small.reindex(timed.index)
             llc_share = np.where(small, other["dst_llc"].to_numpy(), llc_share)
             cold_share = np.where(small, other["dst_cold"].to_numpy(), cold_share)
     per = lines * llc_share * dst_write["llc"] + cold_share * cold
+    if stream_copy and stream is not None and cold_copy and op == "copy":
+        at = np.array(sorted(stream_copy), dtype="float64")
+        add = np.array([stream_copy[int(d)] for d in at], dtype="float64")
+        dist = np.nan_to_num(timed["dst_distance"].to_numpy(np.float64), nan=0.0)
+        per = np.where(streaming, np.interp(dist, at, add) * size / stream_copy_size, per)
     untimed = cls[~cls.index.isin(timed.index)]
     agg = float((np.ceil(np.maximum(untimed["size"].astype("float64"), 1) / cachestate.LINE) * untimed["count"]).sum())
     return (float((per * w).sum()) + agg * dst_write["llc"]) / calls
@@ -255,7 +277,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            alloc_cost: Mapping[str, Any] | None = None, split: bool | None = None,
            dst_write: Mapping[str, float] | None = None, llc_boundary: float | None = None,
            cold_copy: Mapping[int, float] | None = None, cold_copy_boundary: float | None = None,
-           streams: bool = False, _cache: dict | None = None) -> Replay:
+           streams: bool = False, stream_copy: Mapping[int, float] | None = None, stream_copy_size: int = 1024,
+           _cache: dict | None = None) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
     (one of :data:`MECHANISMS`).
@@ -320,6 +343,11 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     take the cold-copy probe (and ``cold_copy_boundary``); a copy that continues its thread's
     stream of writes to consecutive addresses (:func:`movelab.record.streams.streaming`) keeps the
     fill probe's figure and boundary, as the fill probe measures such copies.
+    ``stream_copy``: with ``streams``, the streaming-copy rule (off by default): a copy of the
+    cold-copy probe's sizes that continues a stream is charged the streaming reply-copy probe's
+    extra at its destination's reuse distance ({bytes: ns} of a ``stream_copy_size``-byte copy,
+    :func:`movelab.record.calibration.stream_copy_extra`; :func:`dst_write_ns`) in place of the fill
+    probe's per-line figure.
 
     ``alloc_cost``: the allocator's own path in ``calloc`` and ``realloc`` per size class and gap,
     measured on the recording machine (:func:`movelab.record.calibration.alloc_costs`). With it, a
@@ -371,19 +399,25 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             raise ValueError(f"dst_write applies to cache='tracked' only, not {mode!r}")
     sp = bool(cachestate.SPLIT and dst_write is not None if split is None else split) and mode == "tracked"
     costed_apart = sp and dst_write is not None
-    if cold_copy is not None:
-        if not isinstance(cold_copy, Mapping) or not cold_copy or any(
-                isinstance(k, bool) or not isinstance(k, int) or k < 1 or isinstance(v, bool)
-                or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for k, v in cold_copy.items()):
-            raise ValueError(f"cold_copy must map sizes in bytes (positive integers) to non-negative ns a copy, "
-                             f"got {cold_copy!r}")
-        if not costed_apart:
-            raise ValueError("cold_copy applies where each buffer is costed in its own state: it needs "
-                             "cache='tracked', dst_write and split not False")
-    if cold_copy_boundary is not None and cold_copy is None:
-        raise ValueError("cold_copy_boundary applies with cold_copy only")
     if not isinstance(streams, bool):
         raise ValueError(f"streams must be True or False, got {streams!r}")
+    for name, rule, least, keys, ok, needs in (
+            ("cold_copy", cold_copy, 1, "sizes in bytes (positive integers)", costed_apart,
+             "applies where each buffer is costed in its own state: it needs cache='tracked', dst_write and split "
+             "not False"),
+            ("stream_copy", stream_copy, 0, "reuse distances in bytes (integers from 0)", streams,
+             "applies with streams=True only (the rule by context decides which copies stream)")):
+        if rule is None:
+            continue
+        if not _ns_map(rule, least):
+            raise ValueError(f"{name} must map {keys} to non-negative ns a copy, got {rule!r}")
+        if not ok:
+            raise ValueError(f"{name} {needs}")
+    if cold_copy_boundary is not None and cold_copy is None:
+        raise ValueError("cold_copy_boundary applies with cold_copy only")
+    if isinstance(stream_copy_size, bool) or not isinstance(stream_copy_size, int) or stream_copy_size < 1:
+        raise ValueError(f"stream_copy_size must be the probe's copy size in bytes (a positive integer), "
+                         f"got {stream_copy_size!r}")
     if streams and cold_copy is None:
         raise ValueError("streams applies with cold_copy only (it decides which small copies take the cold-copy "
                          "probe)")
@@ -459,7 +493,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                     src_share = class_shares(cls, st, "src") if op == "copy" else {"warm": 1.0, "llc": 0.0,
                                                                                     "cold": 0.0}
                     dst_share = class_shares(cls, st, "dst")
-                    dst_extra = dst_write_ns(cls, st, dst_write, cold_copy, str(op), st_small, stream)
+                    dst_extra = dst_write_ns(cls, st, dst_write, cold_copy, str(op), st_small, stream,
+                                             stream_copy, stream_copy_size)
             else:
                 share = {mode: 1.0}
 
@@ -569,7 +604,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         "fresh": fresh_state if mode == "tracked" else None,
         "split": sp, "dst_write": dict(dst_write) if costed_apart else None,
         "cold_copy": dict(cold_copy) if cold_copy is not None else None, "cold_copy_boundary": cold_copy_boundary,
-        "streams": streams,
+        "streams": streams, "stream_copy": dict(stream_copy) if stream_copy is not None else None,
         "kernel_touches": int(df["kind"].isin(TOUCH_KINDS).sum()) if mode == "tracked" and kernel_touches else 0,
     }
     if mode == "tracked":
