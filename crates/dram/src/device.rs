@@ -39,6 +39,7 @@ pub struct RankActivity {
 
 impl RankActivity {
     /// Adds the time since the last change to the counters.
+    #[inline]
     fn account(&mut self, now: u64) {
         let span = now.saturating_sub(self.since);
         if self.open_banks == 0 {
@@ -51,6 +52,7 @@ impl RankActivity {
     }
 
     /// Ends the refreshes that are over by `now`, then accounts up to `now`.
+    #[inline]
     fn advance(&mut self, now: u64) {
         while let Some(&(end, n)) = self.refresh_ends.front() {
             if end > now {
@@ -503,6 +505,7 @@ impl ChannelDevices {
         }
     }
 
+    #[inline(always)]
     fn set_open(&mut self, b: BankId, row: Option<u32>, now: u64) {
         let was = self.open_row[b.flat as usize].is_some();
         self.open_row[b.flat as usize] = row;
