@@ -889,7 +889,7 @@ impl Controller {
     }
 
     /// Recomputes bank `flat`'s candidate and the arrays a pass reads for it.
-    #[inline]
+    #[inline(always)]
     fn clean(&mut self, flat: usize) {
         self.slots[flat].dirty = false;
         let cand = if self.slots[flat].owned {

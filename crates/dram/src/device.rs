@@ -39,6 +39,7 @@ pub struct RankActivity {
 
 impl RankActivity {
     /// Adds the time since the last change to the counters.
+    #[inline]
     fn account(&mut self, now: u64) {
         let span = now.saturating_sub(self.since);
         if self.open_banks == 0 {
@@ -51,6 +52,7 @@ impl RankActivity {
     }
 
     /// Ends the refreshes that are over by `now`, then accounts up to `now`.
+    #[inline]
     fn advance(&mut self, now: u64) {
         while let Some(&(end, n)) = self.refresh_ends.front() {
             if end > now {
@@ -110,6 +112,9 @@ pub struct ChannelDevices {
     dense: [[Vec<(u8, u64)>; NK]; 4],
     /// has[scope][from]: whether any rule of that scope starts at `from`.
     has: [[bool; NK]; 4],
+    /// raises[from]: the bank, bank-group and rank rows of `dense` for `from` as one flat list,
+    /// applied in one loop per issue (see [`Raise`]); rebuilt whenever `dense` changes.
+    raises: [Vec<Raise>; NK],
     /// (kinds counted, count, window) per window rule
     windows: Vec<([bool; NK], usize, u64)>,
     /// Per window rule, the kinds whose rank horizon it raises (those it counts, less the ones
@@ -119,7 +124,7 @@ pub struct ChannelDevices {
     group_next: Vec<[u64; NK]>,
     bank_next: Vec<[u64; NK]>,
     /// Per rank and window rule: the issue cycles of the last `count` counted commands.
-    window_hist: Vec<VecDeque<u64>>,
+    window_hist: Vec<WindowHistory>,
     open_row: Vec<Option<u32>>,
     pub activity: Vec<RankActivity>,
     /// Refresh durations for the activity accounting (REF, REFSB, REFPB).
@@ -142,6 +147,67 @@ pub struct ChannelDevices {
     /// HBM3 / HBM4: the row bus at half-clock resolution (a PRE on the falling edge of a clock
     /// whose rising edge another row command holds starts its rules a clock later).
     half_clock: Option<crate::command_bus::HalfClockBus>,
+}
+
+/// The issue cycles of the last `count` commands a window rule counts (tFAW's four ACTs), as a
+/// fixed ring: recording one overwrites the oldest, without a double-ended queue's growth checks.
+#[derive(Debug, Clone)]
+struct WindowHistory {
+    /// `count` slots; `slots[next]` is the oldest once the ring is full.
+    slots: Vec<u64>,
+    next: usize,
+    /// How many were recorded, up to `count`.
+    filled: usize,
+}
+
+impl WindowHistory {
+    fn new(count: usize) -> WindowHistory {
+        WindowHistory {
+            slots: vec![0; count.max(1)],
+            next: 0,
+            filled: 0,
+        }
+    }
+
+    /// Records a counted command at `at`; the oldest of the last `count` once there are `count`.
+    #[inline(always)]
+    fn record(&mut self, at: u64) -> Option<u64> {
+        let n = self.slots.len();
+        self.slots[self.next] = at;
+        self.next = if self.next + 1 == n { 0 } else { self.next + 1 };
+        if self.filled < n {
+            self.filled += 1;
+            if self.filled < n {
+                return None;
+            }
+        }
+        Some(self.slots[self.next])
+    }
+}
+
+/// One timing rule compiled for the command kind that starts it: issuing that kind at cycle `t`
+/// raises the earliest cycle of kind `to` at `level` (0: the issuing bank, 1: its bank group,
+/// 2: its rank) to at least `t + lat`. Horizons only rise and a maximum does not depend on the
+/// order it is taken in, so one flat list per kind gives the same horizons as one pass per scope.
+#[derive(Debug, Clone, Copy)]
+struct Raise {
+    lat: u64,
+    level: u8,
+    to: u8,
+}
+
+/// The flat lists of [`Raise`] per starting kind, from the dense rows of the bank, bank-group
+/// and rank scopes (other ranks' rules stay in their dense rows: they visit every other rank).
+fn compile_raises(dense: &[[Vec<(u8, u64)>; NK]; 4]) -> [Vec<Raise>; NK] {
+    std::array::from_fn(|from| {
+        (0..3u8)
+            .flat_map(|level| {
+                dense[level as usize][from]
+                    .iter()
+                    .map(move |&(to, lat)| Raise { lat, level, to })
+            })
+            .collect()
+    })
 }
 
 fn scope_index(s: Scope) -> usize {
@@ -177,23 +243,27 @@ impl ChannelDevices {
             })
             .collect();
         let banks = (o.ranks * o.banks_per_rank()) as usize;
+        // Only the non-zero entries: an issue touches just the horizons a rule moves.
+        let dense = table.map(|per_from| {
+            per_from.map(|row| {
+                row.iter()
+                    .enumerate()
+                    .filter(|(_, &l)| l > 0)
+                    .map(|(to, &l)| (to as u8, l))
+                    .collect()
+            })
+        });
         ChannelDevices {
             banks_per_rank: o.banks_per_rank(),
             banks_per_group: o.banks_per_group,
             groups_per_rank: o.bank_groups,
             ranks: o.ranks,
-            // Only the non-zero entries: an issue touches just the horizons a rule moves.
-            dense: table.map(|per_from| {
-                per_from.map(|row| {
-                    row.iter()
-                        .enumerate()
-                        .filter(|(_, &l)| l > 0)
-                        .map(|(to, &l)| (to as u8, l))
-                        .collect()
-                })
-            }),
+            raises: compile_raises(&dense),
+            dense,
             has,
-            window_hist: vec![VecDeque::new(); o.ranks as usize * windows.len()],
+            window_hist: (0..o.ranks)
+                .flat_map(|_| windows.iter().map(|w| WindowHistory::new(w.1)))
+                .collect(),
             window_targets: windows
                 .iter()
                 .map(|(kinds, _, _)| (0..NK as u8).filter(|&to| kinds[to as usize]).collect())
@@ -395,6 +465,7 @@ impl ChannelDevices {
         for targets in &mut self.window_targets {
             targets.retain(|&to| issued[to as usize]);
         }
+        self.raises = compile_raises(&self.dense);
     }
 
     /// Whether issuing `kind` moves any bank-group horizon (a group-scoped rule starts at it).
@@ -411,26 +482,21 @@ impl ChannelDevices {
         }
     }
 
+    /// Raises the horizons the rules starting at `from` move when it issues to bank `b` at `now`:
+    /// the bank's, its group's and its rank's in one loop over `raises[from]`, then other ranks'.
+    #[inline(always)]
     fn apply_rules(&mut self, from: usize, b: BankId, now: u64) {
-        if self.has[0][from] {
-            Self::raise(
-                &mut self.bank_next[b.flat as usize],
-                &self.dense[0][from],
-                now,
-            );
+        let gi = self.group_index(b);
+        let rows = [
+            &mut self.bank_next[b.flat as usize],
+            &mut self.group_next[gi],
+            &mut self.rank_next[b.rank as usize],
+        ];
+        for r in &self.raises[from] {
+            let n = &mut rows[r.level as usize][r.to as usize];
+            *n = (*n).max(now + r.lat);
         }
-        if self.has[1][from] {
-            let gi = self.group_index(b);
-            Self::raise(&mut self.group_next[gi], &self.dense[1][from], now);
-        }
-        if self.has[2][from] {
-            Self::raise(
-                &mut self.rank_next[b.rank as usize],
-                &self.dense[2][from],
-                now,
-            );
-        }
-        if self.has[3][from] {
+        if self.has[3][from] && self.ranks > 1 {
             for r in 0..self.ranks {
                 if r != b.rank {
                     Self::raise(&mut self.rank_next[r as usize], &self.dense[3][from], now);
@@ -439,6 +505,7 @@ impl ChannelDevices {
         }
     }
 
+    #[inline(always)]
     fn set_open(&mut self, b: BankId, row: Option<u32>, now: u64) {
         let was = self.open_row[b.flat as usize].is_some();
         self.open_row[b.flat as usize] = row;
@@ -612,16 +679,12 @@ impl ChannelDevices {
         ) {
             for wi in 0..self.windows.len() {
                 if self.windows[wi].0[k] {
-                    let (_, cap, lat) = self.windows[wi];
+                    let lat = self.windows[wi].2;
                     let h = &mut self.window_hist[b.rank as usize * self.windows.len() + wi];
-                    h.push_back(at);
-                    while h.len() > cap {
-                        h.pop_front();
-                    }
                     // The window only moves when a counted command issues: fold its bound into
                     // the rank's horizons now rather than on every readiness query.
-                    if h.len() == cap {
-                        let t = h[0] + lat;
+                    if let Some(oldest) = h.record(at) {
+                        let t = oldest + lat;
                         let r = &mut self.rank_next[b.rank as usize];
                         for &to in &self.window_targets[wi] {
                             r[to as usize] = r[to as usize].max(t);
@@ -659,6 +722,59 @@ impl ChannelDevices {
 mod tests {
     use super::*;
     use crate::config::Config;
+
+    /// The ring gives the oldest of the last `count` cycles recorded, as a queue cut to `count`
+    /// does, from the `count`-th record on (counts 1 to 6, 40 records each).
+    #[test]
+    fn window_ring_matches_a_cut_queue() {
+        for count in 1..=6usize {
+            let mut ring = WindowHistory::new(count);
+            let mut queue = VecDeque::new();
+            for i in 0..40u64 {
+                let at = i * 7 + (i * i) % 5;
+                queue.push_back(at);
+                while queue.len() > count {
+                    queue.pop_front();
+                }
+                let want = (queue.len() == count).then(|| queue[0]);
+                assert_eq!(ring.record(at), want, "count {count}, record {i}");
+            }
+        }
+    }
+
+    /// The flat per-kind lists hold exactly the bank, group and rank rows of the dense table,
+    /// before and after unissued targets are dropped.
+    #[test]
+    fn raises_are_the_dense_rows() {
+        for preset in ["ddr3-1600k-bench", "ddr5-3200an"] {
+            let spec = Config::preset(preset).unwrap().resolve("t").unwrap();
+            let mut dev = ChannelDevices::new(&spec);
+            let check = |dev: &ChannelDevices| {
+                for from in 0..NK {
+                    let mut want: Vec<(u8, u8, u64)> = (0..3u8)
+                        .flat_map(|l| {
+                            dev.dense[l as usize][from]
+                                .iter()
+                                .map(move |&(t, x)| (l, t, x))
+                        })
+                        .collect();
+                    let mut got: Vec<(u8, u8, u64)> = dev.raises[from]
+                        .iter()
+                        .map(|r| (r.level, r.to, r.lat))
+                        .collect();
+                    want.sort_unstable();
+                    got.sort_unstable();
+                    assert_eq!(got, want, "{preset}, kind {from}");
+                }
+            };
+            check(&dev);
+            let mut issued = [true; NK];
+            issued[CommandKind::Rda.index()] = false;
+            issued[CommandKind::Actm.index()] = false;
+            dev.drop_unissued_targets(&issued);
+            check(&dev);
+        }
+    }
 
     /// Dropping the rules of kinds never issued leaves the earliest cycle of every kind that is
     /// issued unchanged, after any sequence of those kinds (DDR3 and DDR5, every bank).
