@@ -69,7 +69,7 @@ test-python: install browser
 	$(VENV)/bin/pytest -q python/tests
 
 # The real programs `movelab bench record` records (Debian packages; installed only when missing).
-RECORD_DEBS := gcc sqlite3 redis-server redis-tools gzip valgrind
+RECORD_DEBS := gcc sqlite3 redis-server redis-tools gzip valgrind zstd
 bench-record-deps:
 	@missing=""; for p in $(RECORD_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

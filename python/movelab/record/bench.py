@@ -1,10 +1,11 @@
 """``movelab bench record``: real programs from Debian packages recorded on this machine and
-replayed: a compile, a shell pipeline, Python start-up, SQLite and a Redis server under its own
-benchmark on loopback. For each: the interposer's slowdown (median of repeated runs with and
-without it), the share of the program's time inside bulk-movement calls, the baseline replay on
-this machine's platform against the measured time inside the calls (the bridge's error), and the
-what-if of every mechanism. Writes ``OUT/record-replay.json`` (one row per program, read by
-``movelab report``), the recordings and each program's what-if table and plot."""
+replayed: a compile, a shell pipeline, Python start-up, SQLite, a Redis server under its own
+benchmark on loopback and the zstd compressor on a generated corpus. For each: the interposer's
+slowdown (median of repeated runs with and without it), the share of the program's time inside
+bulk-movement calls, the baseline replay on this machine's platform against the measured time
+inside the calls (the bridge's error), and the what-if of every mechanism. Writes
+``OUT/record-replay.json`` (one row per program, read by ``movelab report``), the recordings and
+each program's what-if table and plot."""
 
 from __future__ import annotations
 
@@ -41,6 +42,15 @@ _SQL = ("create table t(a integer primary key, b text, c blob);"
         "create index tb on t(b); select count(*), sum(length(c)) from t where b like 'row 1%';"
         "update t set c = randomblob(300) where a % 7 = 0; vacuum;")
 
+#: The sixth program's input (docs/record-replay.md, "Demonstrations"): 400,000 lines, 20.9 MB, of
+#: numbers in an order fixed by ``shuf``'s ``--random-source`` (the same bytes on every run with the
+#: same coreutils and awk), generated in ``{tmp}`` before the program's runs.
+_CORPUS = ("seq 1 400000 | shuf --random-source=<(seq 1 4000000) | awk '{{printf \"%07d %s %x row-%d of the "
+           "generated table\\n\", NR, $1, $1 * 7, $1 % 977}}' > {tmp}/corpus.txt")
+#: zstd compressing the corpus at level 3 on one thread, then decompressing it (``-f``: the slowdown's
+#: repeated runs overwrite the outputs).
+_ZSTD = "zstd -q -f -3 -T1 {tmp}/corpus.txt -o {tmp}/c.zst && zstd -q -f -d {tmp}/c.zst -o {tmp}/d.txt"
+
 #: name -> (description, needs on PATH, shell command with {tmp} and {src}, focus executable or "")
 PROGRAMS: dict[str, tuple[str, list[str], str, str]] = {
     "gcc": ("gcc -O2 compiling movelab's two C sources (a small tree)", ["gcc"],
@@ -54,7 +64,12 @@ PROGRAMS: dict[str, tuple[str, list[str], str, str]] = {
                ["sqlite3"], "rm -f {tmp}/t.db && sqlite3 {tmp}/t.db \"" + _SQL + "\"", "sqlite3"),
     "redis": ("redis-server under redis-benchmark on loopback (20,000 requests, 1 KiB values)",
               ["redis-server", "redis-benchmark", "redis-cli"], _REDIS, "redis-server"),
+    "zstd": ("zstd -3 on one thread compressing and decompressing a generated 20.9 MB text corpus",
+             ["zstd", "seq", "shuf", "awk"], _ZSTD, "zstd"),
 }
+#: name -> a shell command (with {tmp}) run once before a program's runs: its input, generated
+#: outside the timed and recorded command (so the slowdown and the share are the program's own).
+SETUP: dict[str, str] = {"zstd": _CORPUS}
 
 
 def _timed(cmd: str, env: dict[str, str] | None = None) -> float:
@@ -135,6 +150,12 @@ def record_program(name: str, out: Path, runs: int) -> tuple[Any, dict[str, Any]
         else:
             (d / "record_known.c").write_text("int main(void) { return 0; }\n")
         cmd = template.format(tmp=tmp, src=tmp)
+        if name in SETUP:
+            setup = subprocess.run(["bash", "-c", SETUP[name].format(tmp=tmp)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True, timeout=600)
+            if setup.returncode:
+                raise RuntimeError(f"{name}: generating its input failed (exit status {setup.returncode}): "
+                                   f"{setup.stderr.strip()[-500:]}")
         lib = _build.library()
         slow = _slowdown(cmd, lib, runs)
         trace = out / f"{name}.parquet"
