@@ -849,18 +849,20 @@ impl Core {
                 self.sb_used += e.uop.count;
                 self.next_sb_id += 1;
             }
+            // What retiring needs is read in place: the entry itself is not copied out.
+            let (count, work) = (e.uop.count, e.uop.work);
             if Self::is_mem(&e.uop) {
-                self.lsq_used -= e.uop.count;
+                self.lsq_used -= count;
             }
-            let e = self.rob.pop_front().unwrap_or_default();
             if let UopKind::Serialize { ret: true, .. } = e.uop.kind {
                 self.handlers = self.handlers.saturating_sub(1);
             }
+            self.rob.drop_front();
             self.head_seq += 1;
-            self.rob_instrs -= e.uop.count;
-            self.retire_credit -= i64::from(e.uop.count);
-            self.counters.instructions += u64::from(e.uop.count);
-            self.counters.work_instructions += u64::from(e.uop.work);
+            self.rob_instrs -= count;
+            self.retire_credit -= i64::from(count);
+            self.counters.instructions += u64::from(count);
+            self.counters.work_instructions += u64::from(work);
             progress = true;
         }
 
