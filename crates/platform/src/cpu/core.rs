@@ -1518,7 +1518,15 @@ mod tests {
         poll: bool,
         skip: bool,
     ) -> (Vec<(Ps, u64)>, u64, CoreCounters) {
-        run_ops_with(ops, delay, load_delay, poll, skip, &CoreConfig::default(), false)
+        run_ops_with(
+            ops,
+            delay,
+            load_delay,
+            poll,
+            skip,
+            &CoreConfig::default(),
+            false,
+        )
     }
 
     /// [`run_ops`] on a core of `cfg`; `full_scan`: the issue scan visits every entry not yet
@@ -1665,8 +1673,14 @@ mod tests {
                 let (part, part_ticks, part_c) = run(false);
                 assert_eq!(full, part, "ports {ports}, case {k}");
                 assert!(full_c.instructions > 0);
-                assert_eq!(full_c.instructions, part_c.instructions, "ports {ports}, case {k}");
-                assert_eq!(full_c.stall_cycles, part_c.stall_cycles, "ports {ports}, case {k}");
+                assert_eq!(
+                    full_c.instructions, part_c.instructions,
+                    "ports {ports}, case {k}"
+                );
+                assert_eq!(
+                    full_c.stall_cycles, part_c.stall_cycles,
+                    "ports {ports}, case {k}"
+                );
                 assert_eq!(full_c.loads, part_c.loads, "ports {ports}, case {k}");
                 assert_eq!(full_c.stores, part_c.stores, "ports {ports}, case {k}");
                 assert!(part_ticks <= full_ticks, "ports {ports}, case {k}");
