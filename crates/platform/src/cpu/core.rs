@@ -192,6 +192,15 @@ pub struct Core {
     /// the scan when its producer's result gets a time ([`Core::wake_children`]). A bit per
     /// entry, walked in sequence order.
     unissued: IssueSet,
+    /// The members of `unissued` that are not loads or stores. Out of order, once the memory
+    /// ports' credit is overdrawn and a ready load or store has found it so, the issue scan
+    /// walks only these: no later load or store can issue this tick, and what visiting them
+    /// would tell (their operands' times as wake-ups) is superseded by the ports' own wake-up
+    /// (see the scan).
+    unissued_other: IssueSet,
+    /// Tests only: the scan visits every member of `unissued` (as before `unissued_other`).
+    #[cfg(test)]
+    full_scan: bool,
     /// The operations of the offloads emitted and not yet issued, by id (a handful).
     offload_ops: Vec<(u32, OffloadOp)>,
     /// Store-buffer entries started: they are always the oldest ones (writes start in order
@@ -262,6 +271,9 @@ impl Core {
             tag: 0,
             in_expansion: false,
             unissued: IssueSet::new(),
+            unissued_other: IssueSet::new(),
+            #[cfg(test)]
+            full_scan: false,
             offload_ops: Vec::new(),
             sb_started: 0,
             ports: cfg.mem_ports.max(1),
@@ -760,7 +772,11 @@ impl Core {
             let seq = self.head_seq + ci as u64;
             let child = &mut self.rob[ci];
             c = std::mem::replace(&mut child.sibling, NO_SEQ);
+            let mem = Self::is_mem(&child.uop);
             self.unissued.insert(seq);
+            if !mem {
+                self.unissued_other.insert(seq);
+            }
         }
     }
 
@@ -833,18 +849,20 @@ impl Core {
                 self.sb_used += e.uop.count;
                 self.next_sb_id += 1;
             }
+            // What retiring needs is read in place: the entry itself is not copied out.
+            let (count, work) = (e.uop.count, e.uop.work);
             if Self::is_mem(&e.uop) {
-                self.lsq_used -= e.uop.count;
+                self.lsq_used -= count;
             }
-            let e = self.rob.pop_front().unwrap_or_default();
             if let UopKind::Serialize { ret: true, .. } = e.uop.kind {
                 self.handlers = self.handlers.saturating_sub(1);
             }
+            self.rob.drop_front();
             self.head_seq += 1;
-            self.rob_instrs -= e.uop.count;
-            self.retire_credit -= i64::from(e.uop.count);
-            self.counters.instructions += u64::from(e.uop.count);
-            self.counters.work_instructions += u64::from(e.uop.work);
+            self.rob_instrs -= count;
+            self.retire_credit -= i64::from(count);
+            self.counters.instructions += u64::from(count);
+            self.counters.work_instructions += u64::from(work);
             progress = true;
         }
 
@@ -934,8 +952,22 @@ impl Core {
             wake = wake.min(self.serialize_until);
             p = end;
         }
+        // Out of order: once a ready load or store found the memory ports' credit overdrawn
+        // (`port_wait`), no younger load or store can issue this tick (the credit only falls
+        // during the scan), so the scan walks only the other entries (`unissued_other`). What
+        // the skipped ones would add is a wake-up at their operand's time; it cannot matter:
+        // this tick either made progress (the next tick is the next cycle) or it ends with the
+        // ports' wake-up, where a tick is due the next cycle anyway or the ticks up to the
+        // ports' repayment are skipped and repaid (`Core::repay_skipped`), a load or store
+        // becoming ready among them changing nothing until the ports' credit is positive.
+        let mut mem_done_for_tick = false;
         while self.issue_credit > 0 {
-            let Some(s) = self.unissued.next_from(p, end) else {
+            let next = if mem_done_for_tick {
+                self.unissued_other.next_from(p, end)
+            } else {
+                self.unissued.next_from(p, end)
+            };
+            let Some(s) = next else {
                 break;
             };
             p = s;
@@ -944,6 +976,7 @@ impl Core {
             let k = self.rob.slot(idx);
             if self.rob.at(k).issued {
                 self.unissued.remove(s);
+                self.unissued_other.remove(s);
                 continue;
             }
             // Only what the scan looks at is read here (the kind is copied out only to issue;
@@ -978,6 +1011,11 @@ impl Core {
                     // Out of memory-port credit (else it would issue): it tries again once
                     // the credit is positive (see `port_wait` below).
                     port_wait = true;
+                    mem_done_for_tick = !self.in_order;
+                    #[cfg(test)]
+                    {
+                        mem_done_for_tick &= !self.full_scan;
+                    }
                 }
                 if self.in_order {
                     break;
@@ -1066,6 +1104,9 @@ impl Core {
             }
             self.rob.at_mut(k).issued = true;
             self.unissued.remove(s);
+            if !mem {
+                self.unissued_other.remove(s);
+            }
             p += 1;
             // Its sleepers are younger: they join the scan after `p`, so this cycle still
             // reaches them, as it would have.
@@ -1103,6 +1144,8 @@ impl Core {
             // The set tells the window's entries apart, sleepers included (they join it later).
             self.unissued
                 .reserve(self.head_seq, self.rob.len() as u64 + 1);
+            self.unissued_other
+                .reserve(self.head_seq, self.rob.len() as u64 + 1);
             // Out of order, an entry whose producer has no result time yet sleeps on it (see
             // `unissued`); in order, every entry stays in the scan, which stops at the first
             // that cannot issue.
@@ -1120,6 +1163,9 @@ impl Core {
             };
             if !asleep {
                 self.unissued.insert(seq);
+                if !mem {
+                    self.unissued_other.insert(seq);
+                }
             }
             self.rob.push_back(Entry {
                 uop: u,
@@ -1472,7 +1518,30 @@ mod tests {
         poll: bool,
         skip: bool,
     ) -> (Vec<(Ps, u64)>, u64, CoreCounters) {
-        let mut core = Core::new(&CoreConfig::default(), 7);
+        run_ops_with(
+            ops,
+            delay,
+            load_delay,
+            poll,
+            skip,
+            &CoreConfig::default(),
+            false,
+        )
+    }
+
+    /// [`run_ops`] on a core of `cfg`; `full_scan`: the issue scan visits every entry not yet
+    /// issued, loads and stores included, after the memory ports' credit ran out.
+    fn run_ops_with(
+        ops: &[Op],
+        delay: Ps,
+        load_delay: Option<Ps>,
+        poll: bool,
+        skip: bool,
+        cfg: &CoreConfig,
+        full_scan: bool,
+    ) -> (Vec<(Ps, u64)>, u64, CoreCounters) {
+        let mut core = Core::new(cfg, 7);
+        core.full_scan = full_scan;
         if !skip {
             core.share_engine();
         }
@@ -1567,6 +1636,56 @@ mod tests {
             all_skipped < all_each,
             "{all_skipped} ticks against {all_each}"
         );
+    }
+
+    /// Once a ready load or store finds the memory ports' credit overdrawn, the issue scan
+    /// leaves out the younger loads and stores: every instruction retires at the same time, with
+    /// the same counters, as when it visits them all, on cores with one, two and four ports, in
+    /// no more ticks.
+    #[test]
+    fn the_scan_leaves_out_loads_and_stores_once_the_ports_are_overdrawn() {
+        let copy = Op::Copy {
+            src: 1 << 20,
+            dst: (1 << 24) + 8,
+            bytes: 4096,
+            policy: DstPolicy::AsGiven,
+        };
+        let compute = Op::Compute {
+            n: 3000,
+            loads: 0.3,
+            stores: 0.2,
+            region: Some((1 << 22, 1 << 16)),
+        };
+        let cases: [(&[Op], Ps, Option<Ps>); 4] = [
+            (&[copy], 333 * 40, None),
+            (&[compute], 333 * 10, Some(333 * 7)),
+            (&[compute, copy, compute], 333 * 90, Some(1000)),
+            (&[copy, compute], 500, Some(333 * 300 + 17)),
+        ];
+        for ports in [1, 2, 4] {
+            let cfg = CoreConfig {
+                mem_ports: ports,
+                ..CoreConfig::default()
+            };
+            for (k, (ops, delay, load_delay)) in cases.into_iter().enumerate() {
+                let run = |full| run_ops_with(ops, delay, load_delay, false, true, &cfg, full);
+                let (full, full_ticks, full_c) = run(true);
+                let (part, part_ticks, part_c) = run(false);
+                assert_eq!(full, part, "ports {ports}, case {k}");
+                assert!(full_c.instructions > 0);
+                assert_eq!(
+                    full_c.instructions, part_c.instructions,
+                    "ports {ports}, case {k}"
+                );
+                assert_eq!(
+                    full_c.stall_cycles, part_c.stall_cycles,
+                    "ports {ports}, case {k}"
+                );
+                assert_eq!(full_c.loads, part_c.loads, "ports {ports}, case {k}");
+                assert_eq!(full_c.stores, part_c.stores, "ports {ports}, case {k}");
+                assert!(part_ticks <= full_ticks, "ports {ports}, case {k}");
+            }
+        }
     }
 
     /// A finished store held at the head by a full store buffer: the core sleeps until a write

@@ -99,6 +99,16 @@ impl<T: Copy + Default> Window<T> {
         Some(v)
     }
 
+    /// Removes the oldest entry, if any, without reading it (a retiring entry is read in place
+    /// first).
+    #[inline]
+    pub fn drop_front(&mut self) {
+        if self.len > 0 {
+            self.head = (self.head + 1) & self.mask;
+            self.len -= 1;
+        }
+    }
+
     /// Doubles the capacity, the entries moved to slots 0.. in order.
     #[cold]
     fn grow(&mut self) {
@@ -172,6 +182,10 @@ mod tests {
                         r.push_back(x);
                     }
                     2 => prop_assert_eq!(w.pop_front(), r.pop_front()),
+                    3 if x % 2 == 0 => {
+                        w.drop_front();
+                        r.pop_front();
+                    }
                     3 if !r.is_empty() => {
                         let i = x as usize % r.len();
                         r[i] = x + 1;
