@@ -1506,6 +1506,33 @@ mod tests {
         let (retired, ticks, _) = run_ops(&[op], delay, None, poll, true);
         (retired, ticks)
     }
+    /// The scan tests' program parts: a 4 KiB copy to a destination 8 bytes off a line, and `n`
+    /// instructions with the given shares of loads and stores over a 64 KiB region.
+    fn copy_and_compute(n: u64, loads: f64, stores: f64) -> (Op, Op) {
+        let copy = Op::Copy {
+            src: 1 << 20,
+            dst: (1 << 24) + 8,
+            bytes: 4096,
+            policy: DstPolicy::AsGiven,
+        };
+        let compute = Op::Compute {
+            n,
+            loads,
+            stores,
+            region: Some((1 << 22, 1 << 16)),
+        };
+        (copy, compute)
+    }
+
+    /// Two runs of one program that must not differ: same instructions (some), stall cycles,
+    /// loads and stores.
+    fn assert_same_counters(a: &CoreCounters, b: &CoreCounters, what: &str) {
+        assert!(a.instructions > 0, "{what}");
+        assert_eq!(a.instructions, b.instructions, "{what}");
+        assert_eq!(a.stall_cycles, b.stall_cycles, "{what}");
+        assert_eq!(a.loads, b.loads, "{what}");
+        assert_eq!(a.stores, b.stores, "{what}");
+    }
 
     /// Runs `ops` on a default core against [`SlowStores`]; `skip`: the core skips the ticks
     /// that would only repay overdrawn bandwidth credit (else it ticks every cycle then, as
@@ -1593,18 +1620,7 @@ mod tests {
     /// same times as on a core that ticks every cycle.
     #[test]
     fn overdrawn_credit_ticks_are_skipped_and_repaid() {
-        let copy = Op::Copy {
-            src: 1 << 20,
-            dst: (1 << 24) + 8,
-            bytes: 4096,
-            policy: DstPolicy::AsGiven,
-        };
-        let compute = Op::Compute {
-            n: 2000,
-            loads: 0.25,
-            stores: 0.125,
-            region: Some((1 << 22, 1 << 16)),
-        };
+        let (copy, compute) = copy_and_compute(2000, 0.25, 0.125);
         let cases: [(&[Op], Ps, Option<Ps>); 5] = [
             (&[copy], 333 * 40, None),
             (&[copy], 333 * 240, Some(333 * 100)),
@@ -1619,11 +1635,7 @@ mod tests {
             let (polled, _, _) = run_ops(ops, delay, load_delay, true, true);
             assert_eq!(each, skipped, "case {k}");
             assert_eq!(polled, skipped, "case {k}");
-            assert!(each_c.instructions > 0, "case {k}");
-            assert_eq!(each_c.instructions, skipped_c.instructions, "case {k}");
-            assert_eq!(each_c.stall_cycles, skipped_c.stall_cycles, "case {k}");
-            assert_eq!(each_c.loads, skipped_c.loads, "case {k}");
-            assert_eq!(each_c.stores, skipped_c.stores, "case {k}");
+            assert_same_counters(&each_c, &skipped_c, &format!("case {k}"));
             assert!(
                 skipped_ticks <= each_ticks,
                 "case {k}: {skipped_ticks} ticks against {each_ticks}"
@@ -1644,18 +1656,7 @@ mod tests {
     /// no more ticks.
     #[test]
     fn the_scan_leaves_out_loads_and_stores_once_the_ports_are_overdrawn() {
-        let copy = Op::Copy {
-            src: 1 << 20,
-            dst: (1 << 24) + 8,
-            bytes: 4096,
-            policy: DstPolicy::AsGiven,
-        };
-        let compute = Op::Compute {
-            n: 3000,
-            loads: 0.3,
-            stores: 0.2,
-            region: Some((1 << 22, 1 << 16)),
-        };
+        let (copy, compute) = copy_and_compute(3000, 0.3, 0.2);
         let cases: [(&[Op], Ps, Option<Ps>); 4] = [
             (&[copy], 333 * 40, None),
             (&[compute], 333 * 10, Some(333 * 7)),
@@ -1672,17 +1673,7 @@ mod tests {
                 let (full, full_ticks, full_c) = run(true);
                 let (part, part_ticks, part_c) = run(false);
                 assert_eq!(full, part, "ports {ports}, case {k}");
-                assert!(full_c.instructions > 0);
-                assert_eq!(
-                    full_c.instructions, part_c.instructions,
-                    "ports {ports}, case {k}"
-                );
-                assert_eq!(
-                    full_c.stall_cycles, part_c.stall_cycles,
-                    "ports {ports}, case {k}"
-                );
-                assert_eq!(full_c.loads, part_c.loads, "ports {ports}, case {k}");
-                assert_eq!(full_c.stores, part_c.stores, "ports {ports}, case {k}");
+                assert_same_counters(&full_c, &part_c, &format!("ports {ports}, case {k}"));
                 assert!(part_ticks <= full_ticks, "ports {ports}, case {k}");
             }
         }
