@@ -1531,6 +1531,18 @@ mod tests {
         (copy, compute)
     }
 
+    /// The scan tests' cases: (program, store delay, load delay), one with stores answered
+    /// quickly and loads off a cycle boundary.
+    fn scan_cases(copy: Op, compute: Op) -> Vec<(Vec<Op>, Ps, Option<Ps>)> {
+        vec![
+            (vec![copy], 333 * 40, None),
+            (vec![copy], 333 * 240, Some(333 * 100)),
+            (vec![compute], 333 * 10, Some(333 * 7)),
+            (vec![compute, copy, compute], 333 * 90, Some(1000)),
+            (vec![copy, compute], 500, Some(333 * 300 + 17)),
+        ]
+    }
+
     /// Two runs of one program that must not differ: same instructions (some), stall cycles,
     /// loads and stores.
     fn assert_same_counters(a: &CoreCounters, b: &CoreCounters, what: &str) {
@@ -1628,15 +1640,10 @@ mod tests {
     #[test]
     fn overdrawn_credit_ticks_are_skipped_and_repaid() {
         let (copy, compute) = copy_and_compute(2000, 0.25, 0.125);
-        let cases: [(&[Op], Ps, Option<Ps>); 5] = [
-            (&[copy], 333 * 40, None),
-            (&[copy], 333 * 240, Some(333 * 100)),
-            (&[compute], 333 * 10, Some(333 * 7)),
-            (&[compute, copy, compute], 333 * 90, Some(1000)),
-            (&[copy, compute], 500, Some(333 * 300 + 17)),
-        ];
+        let cases = scan_cases(copy, compute);
         let (mut all_each, mut all_skipped) = (0, 0);
-        for (k, (ops, delay, load_delay)) in cases.into_iter().enumerate() {
+        for (k, (ops, delay, load_delay)) in cases.iter().enumerate() {
+            let (ops, delay, load_delay) = (&ops[..], *delay, *load_delay);
             let (each, each_ticks, each_c) = run_ops(ops, delay, load_delay, false, false);
             let (skipped, skipped_ticks, skipped_c) = run_ops(ops, delay, load_delay, false, true);
             let (polled, _, _) = run_ops(ops, delay, load_delay, true, true);
@@ -1664,18 +1671,14 @@ mod tests {
     #[test]
     fn the_scan_leaves_out_loads_and_stores_once_the_ports_are_overdrawn() {
         let (copy, compute) = copy_and_compute(3000, 0.3, 0.2);
-        let cases: [(&[Op], Ps, Option<Ps>); 4] = [
-            (&[copy], 333 * 40, None),
-            (&[compute], 333 * 10, Some(333 * 7)),
-            (&[compute, copy, compute], 333 * 90, Some(1000)),
-            (&[copy, compute], 500, Some(333 * 300 + 17)),
-        ];
+        let cases = scan_cases(copy, compute);
         for ports in [1, 2, 4] {
             let cfg = CoreConfig {
                 mem_ports: ports,
                 ..CoreConfig::default()
             };
-            for (k, (ops, delay, load_delay)) in cases.into_iter().enumerate() {
+            for (k, (ops, delay, load_delay)) in cases.iter().enumerate() {
+                let (ops, delay, load_delay) = (&ops[..], *delay, *load_delay);
                 let run = |full| run_ops_with(ops, delay, load_delay, false, true, &cfg, full);
                 let (full, full_ticks, full_c) = run(true);
                 let (part, part_ticks, part_c) = run(false);
@@ -1687,25 +1690,20 @@ mod tests {
     }
 
     /// A core that sleeps between the ticks it asks for (and memory's answers) retires every
-    /// instruction at the same time as one that ticks every cycle, with the same counters, on
-    /// cores with one, two and four memory ports (with one port, a load answered off a cycle
+    /// instruction at the same time as one that ticks every cycle, with the same instructions,
+    /// loads and stores, on cores with one, two and four memory ports (with one port, a load answered off a cycle
     /// boundary once found the event-driven core three cycles late).
     #[test]
     fn polled_and_event_driven_cores_agree_for_any_number_of_ports() {
         let (copy, compute) = copy_and_compute(2000, 0.25, 0.125);
-        let cases: [(&[Op], Ps, Option<Ps>); 5] = [
-            (&[copy], 333 * 40, None),
-            (&[copy], 333 * 240, Some(333 * 100)),
-            (&[compute], 333 * 10, Some(333 * 7)),
-            (&[compute, copy, compute], 333 * 90, Some(1000)),
-            (&[copy, compute], 500, Some(333 * 300 + 17)),
-        ];
+        let cases = scan_cases(copy, compute);
         for ports in [1, 2, 4] {
             let cfg = CoreConfig {
                 mem_ports: ports,
                 ..CoreConfig::default()
             };
-            for (k, (ops, delay, load_delay)) in cases.into_iter().enumerate() {
+            for (k, (ops, delay, load_delay)) in cases.iter().enumerate() {
+                let (ops, delay, load_delay) = (&ops[..], *delay, *load_delay);
                 let what = format!("ports {ports}, case {k}");
                 let run = |poll| run_ops_with(ops, delay, load_delay, poll, true, &cfg, false);
                 let (polled, _, polled_c) = run(true);
