@@ -1530,6 +1530,28 @@ mod tests {
         };
         (copy, compute)
     }
+    /// Runs `check` on every case on cores of one, two and four memory ports, with a label
+    /// naming the port count and the case.
+    fn for_each_port_count(
+        cases: &[(Vec<Op>, Ps, Option<Ps>)],
+        mut check: impl FnMut(&CoreConfig, &[Op], Ps, Option<Ps>, &str),
+    ) {
+        for ports in [1, 2, 4] {
+            let cfg = CoreConfig {
+                mem_ports: ports,
+                ..CoreConfig::default()
+            };
+            for (k, (ops, delay, load_delay)) in cases.iter().enumerate() {
+                check(
+                    &cfg,
+                    ops,
+                    *delay,
+                    *load_delay,
+                    &format!("ports {ports}, case {k}"),
+                );
+            }
+        }
+    }
 
     /// The scan tests' cases: (program, store delay, load delay), one with stores answered
     /// quickly and loads off a cycle boundary.
@@ -1671,22 +1693,17 @@ mod tests {
     #[test]
     fn the_scan_leaves_out_loads_and_stores_once_the_ports_are_overdrawn() {
         let (copy, compute) = copy_and_compute(3000, 0.3, 0.2);
-        let cases = scan_cases(copy, compute);
-        for ports in [1, 2, 4] {
-            let cfg = CoreConfig {
-                mem_ports: ports,
-                ..CoreConfig::default()
-            };
-            for (k, (ops, delay, load_delay)) in cases.iter().enumerate() {
-                let (ops, delay, load_delay) = (&ops[..], *delay, *load_delay);
-                let run = |full| run_ops_with(ops, delay, load_delay, false, true, &cfg, full);
+        for_each_port_count(
+            &scan_cases(copy, compute),
+            |cfg, ops, delay, load_delay, what| {
+                let run = |full| run_ops_with(ops, delay, load_delay, false, true, cfg, full);
                 let (full, full_ticks, full_c) = run(true);
                 let (part, part_ticks, part_c) = run(false);
-                assert_eq!(full, part, "ports {ports}, case {k}");
-                assert_same_counters(&full_c, &part_c, &format!("ports {ports}, case {k}"));
-                assert!(part_ticks <= full_ticks, "ports {ports}, case {k}");
-            }
-        }
+                assert_eq!(full, part, "{what}");
+                assert_same_counters(&full_c, &part_c, what);
+                assert!(part_ticks <= full_ticks, "{what}");
+            },
+        );
     }
 
     /// A core that sleeps between the ticks it asks for (and memory's answers) retires every
@@ -1696,16 +1713,10 @@ mod tests {
     #[test]
     fn polled_and_event_driven_cores_agree_for_any_number_of_ports() {
         let (copy, compute) = copy_and_compute(2000, 0.25, 0.125);
-        let cases = scan_cases(copy, compute);
-        for ports in [1, 2, 4] {
-            let cfg = CoreConfig {
-                mem_ports: ports,
-                ..CoreConfig::default()
-            };
-            for (k, (ops, delay, load_delay)) in cases.iter().enumerate() {
-                let (ops, delay, load_delay) = (&ops[..], *delay, *load_delay);
-                let what = format!("ports {ports}, case {k}");
-                let run = |poll| run_ops_with(ops, delay, load_delay, poll, true, &cfg, false);
+        for_each_port_count(
+            &scan_cases(copy, compute),
+            |cfg, ops, delay, load_delay, what| {
+                let run = |poll| run_ops_with(ops, delay, load_delay, poll, true, cfg, false);
                 let (polled, _, polled_c) = run(true);
                 let (slept, _, slept_c) = run(false);
                 let first = polled.iter().zip(&slept).position(|(a, b)| a != b);
@@ -1722,8 +1733,8 @@ mod tests {
                 assert_eq!(polled_c.instructions, slept_c.instructions, "{what}");
                 assert_eq!(polled_c.loads, slept_c.loads, "{what}");
                 assert_eq!(polled_c.stores, slept_c.stores, "{what}");
-            }
-        }
+            },
+        );
     }
 
     /// A finished store held at the head by a full store buffer: the core sleeps until a write
