@@ -60,6 +60,20 @@ pub enum CommandKind {
 }
 
 impl CommandKind {
+    /// A request's own command to its bank: ACT, PRE, RD, WR and the auto-precharge forms.
+    #[inline(always)]
+    pub fn is_bank_access(self) -> bool {
+        matches!(
+            self,
+            CommandKind::Act
+                | CommandKind::Pre
+                | CommandKind::Rd
+                | CommandKind::Wr
+                | CommandKind::Rda
+                | CommandKind::Wra
+        )
+    }
+
     pub const ALL: [CommandKind; 17] = [
         CommandKind::Act,
         CommandKind::Pre,

@@ -381,20 +381,6 @@ fn first_on_row(q: &VecDeque<(u32, u32)>, row: u32) -> Option<u32> {
     None
 }
 
-/// A request's command to its bank: ACT, PRE, RD, WR and the auto-precharge forms.
-#[inline(always)]
-fn is_bank_access(kind: CommandKind) -> bool {
-    matches!(
-        kind,
-        CommandKind::Act
-            | CommandKind::Pre
-            | CommandKind::Rd
-            | CommandKind::Wr
-            | CommandKind::Rda
-            | CommandKind::Wra
-    )
-}
-
 impl Controller {
     pub fn new(channel: u32, spec: &DramSpec, cfg: &ControllerConfig) -> Controller {
         let raaimt = spec
@@ -943,7 +929,7 @@ impl Controller {
     fn refresh_locals(&mut self, kind: CommandKind, b: BankId) {
         // The common commands without group-scoped rules (every DDR3 command) move nothing here:
         // decided inline, without the call.
-        if is_bank_access(kind) && !self.dev.has_group_rules(kind) {
+        if kind.is_bank_access() && !self.dev.has_group_rules(kind) {
             return;
         }
         self.refresh_locals_moved(kind, b);
@@ -1582,7 +1568,7 @@ impl Controller {
         }
         // A request's own command to one bank (nearly every command) skips the checks for the
         // other kinds in one test.
-        let one_bank = p.dst.is_none() && is_bank_access(kind);
+        let one_bank = p.dst.is_none() && kind.is_bank_access();
         if !one_bank {
             self.count_rows_before(&p);
         }

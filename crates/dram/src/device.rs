@@ -646,19 +646,11 @@ impl ChannelDevices {
 
     /// [`ChannelDevices::issue`] for a request's own command to one bank (ACT, PRE, RD, WR, RDA,
     /// WRA; nearly every command): the same updates, without the other kinds' cases and the
-    /// destination. The caller makes sure `kind` is one of those (the controller's `is_bank_access`).
+    /// destination. The caller makes sure `kind` is one of those ([`CommandKind::is_bank_access`]).
     #[inline]
     pub fn issue_access(&mut self, kind: CommandKind, b: BankId, row: u32, now: u64) {
         debug_assert!(
-            matches!(
-                kind,
-                CommandKind::Act
-                    | CommandKind::Pre
-                    | CommandKind::Rd
-                    | CommandKind::Wr
-                    | CommandKind::Rda
-                    | CommandKind::Wra
-            ),
+            kind.is_bank_access(),
             "issue_access takes a request's own one-bank command, not {kind:?}"
         );
         let at = match &mut self.half_clock {

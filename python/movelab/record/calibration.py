@@ -505,18 +505,14 @@ def probe_rules(probes: Mapping[str, Any], *, buffer_states: bool = True, cold_c
                          "stream)")
     if not buffer_states:
         return {}
-    if not isinstance(probes.get("fill"), Mapping):
-        raise ValueError(f"{where} hold no fill probe ('fill'), which each buffer in its own state needs; it is "
-                         f"measured by {PROBE_COMMANDS['fill']}")
+    _need_probe(probes, "fill", "fill probe", "each buffer in its own state", where)
     fill = probes["fill"]
     out: dict[str, Any] = {"dst_write": dst_write_costs(fill)}
     boundary = llc_boundary(fill)
     if boundary is not None:
         out["llc_boundary"] = boundary
     if cold_copies:
-        if not isinstance(probes.get("cold_copy"), Mapping):
-            raise ValueError(f"{where} hold no cold-copy probe ('cold_copy'), which the cold small-copy rule "
-                             f"needs; it is measured by {PROBE_COMMANDS['cold_copy']}")
+        _need_probe(probes, "cold_copy", "cold-copy probe", "the cold small-copy rule", where)
         out["cold_copy"] = cold_copy_extra(probes["cold_copy"])
     if streams:
         out["streams"] = True
@@ -524,12 +520,17 @@ def probe_rules(probes: Mapping[str, Any], *, buffer_states: bool = True, cold_c
         if b is not None:
             out["cold_copy_boundary"] = b
     if stream_copies:
-        if not isinstance(probes.get("stream_copy"), Mapping):
-            raise ValueError(f"{where} hold no stream-copy probe ('stream_copy'), which the streaming-copy rule "
-                             f"needs; it is measured by {PROBE_COMMANDS['stream_copy']}")
+        _need_probe(probes, "stream_copy", "stream-copy probe", "the streaming-copy rule", where)
         out["stream_copy"] = stream_copy_extra(probes["stream_copy"])
         out["stream_copy_size"] = int(probes["stream_copy"]["size"])
     return out
+
+
+def _need_probe(probes: Mapping[str, Any], key: str, name: str, user: str, where: str) -> None:
+    """Refuses probes that lack ``key``, naming the rule that needs it and the command that measures it."""
+    if not isinstance(probes.get(key), Mapping):
+        raise ValueError(f"{where} hold no {name} ({key!r}), which {user} needs; it is measured by "
+                         f"{PROBE_COMMANDS[key]}")
 
 
 def gap_class(gap_ns: pd.Series | np.ndarray, edges: Sequence[float] = GAP_EDGES_NS) -> np.ndarray:
