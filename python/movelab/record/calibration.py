@@ -408,15 +408,22 @@ def parse_stream_copy(parts: Sequence[str], size: int, kib: int, rc: int = 0, er
     """One run's figures from the probe's line (``stream SIZE SWEEP_KIB MEAN MEDIAN CROSS INSIDE CLOCK
     LEFT_OUT``, split): [mean, median, cross, inside, clock, left_out]; refuses a failed run or a
     malformed line, naming the point."""
-    if rc != 0 or len(parts) != 9 or parts[:3] != ["stream", str(size), str(kib)]:
-        raise RuntimeError(f"the stream-copy probe failed for {size} bytes after {kib} KiB: "
+    return _probe_line(parts, ["stream", str(size), str(kib)], 6, "stream-copy", size, kib, rc, err)
+
+
+def _probe_line(parts: Sequence[str], head: list[str], count: int, probe: str, size: int, kib: int, rc: int,
+                err: str) -> list[float]:
+    """The ``count`` figures after ``head`` on one line of a ``calibrate`` probe (split), each finite
+    and non-negative; refuses a failed run or a malformed line, naming the ``probe`` and its point."""
+    if rc != 0 or len(parts) != len(head) + count or list(parts[:len(head)]) != head:
+        raise RuntimeError(f"the {probe} probe failed for {size} bytes after {kib} KiB: "
                            f"{err.strip() or ' '.join(parts) or 'no output'}")
     try:
-        v = [float(x) for x in parts[3:]]
+        v = [float(x) for x in parts[len(head):]]
     except ValueError:
-        raise RuntimeError(f"the stream-copy probe's line for {kib} KiB is not numbers: {' '.join(parts)}") from None
+        raise RuntimeError(f"the {probe} probe's line for {kib} KiB is not numbers: {' '.join(parts)}") from None
     if not all(math.isfinite(x) and x >= 0 for x in v):
-        raise RuntimeError(f"the stream-copy probe's figures for {kib} KiB must be finite and non-negative: "
+        raise RuntimeError(f"the {probe} probe's figures for {kib} KiB must be finite and non-negative: "
                            f"{' '.join(parts)}")
     return v
 
@@ -477,14 +484,8 @@ def tiny_copy_costs(size: int = 8, sweep_kib: Sequence[int] = TINY_COPY_SWEEP_KI
         n = copies if k == 0 else max(min(200, copies), min(copies, budget_kib // (3 * k)))
         proc = subprocess.run([str(prog), "tiny", str(size), str(k), str(n)], capture_output=True, text=True,
                               timeout=600)
-        parts = proc.stdout.split()
-        if proc.returncode != 0 or len(parts) != 13 or parts[:3] != ["tiny", str(size), str(k)]:
-            raise RuntimeError(f"the tiny-copy probe failed for {size} bytes after {k} KiB: "
-                               f"{proc.stderr.strip() or proc.stdout.strip() or 'no output'}")
-        try:
-            v = [float(x) for x in parts[3:]]
-        except ValueError:
-            raise RuntimeError(f"the tiny-copy probe's line for {k} KiB is not numbers: {proc.stdout.strip()}") from None
+        v = _probe_line(proc.stdout.split(), ["tiny", str(size), str(k)], 10, "tiny-copy", size, k, proc.returncode,
+                        proc.stderr)
         for i, w in enumerate(TINY_COPY_WAYS):
             ns[w][str(k)] = v[i]
             med[w][str(k)] = v[4 + i]
@@ -840,8 +841,8 @@ def _main(argv: Sequence[str]) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m movelab.record.calibration",
                                  description="Measure this machine's allocator path in calloc and realloc (alloc), "
-                                             "isolated copies into cold destinations (cold), streaming reply copies (stream) "
-                                             "or tiny copies after other work (tiny).")
+                                             "isolated copies into cold destinations (cold), streaming reply "
+                                             "copies (stream) or tiny copies after other work (tiny).")
     ap.add_argument("what", choices=["alloc", "cold", "stream", "tiny"])
     ap.add_argument("--reps", type=int, default=2000, help="calls per size class and kind (default 2000)")
     ap.add_argument("--out", type=Path, default=None, help="cold, stream, tiny: write the probe's figures to this JSON "
