@@ -35,3 +35,33 @@ def test_tiny_copy_costs_keeps_every_way_per_point_and_refuses_bad_arguments() -
                 {"sweep_kib": (200000,)}, {"size": True}):
         with pytest.raises(ValueError):
             calibration.tiny_copy_costs(**bad)
+
+
+def test_calibration_tiny_command_prints_and_writes_the_probe(tmp_path, monkeypatch, capsys) -> None:
+    """python -m movelab.record.calibration tiny --out FILE: every way per point printed, the figures
+    written stamped with the time and the load average; a failing probe is exit status 1, no file."""
+    ways = {w: {"0": 22.0, "1024": 22.0 + 10 * i} for i, w in enumerate(calibration.TINY_COPY_WAYS)}
+    fake = {"size": 8, "ns": ways, "median_ns": ways, "copies": {"0": 10, "1024": 10}, "clock_ns": 20.0}
+    monkeypatch.setattr(calibration, "tiny_copy_costs", lambda: dict(fake))
+    out = tmp_path / "t.json"
+    assert calibration._main(["tiny", "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert got["ns"] == ways and got["measured_utc"] and len(got["load_average"]) == 2
+    assert "1024 KiB: hot 22.0 (22), all 32.0 (32), code 42.0 (42), buffers 52.0 (52)" in capsys.readouterr().out
+
+    def boom() -> dict:
+        raise RuntimeError("the tiny-copy probe failed for 8 bytes after 0 KiB: x")
+
+    monkeypatch.setattr(calibration, "tiny_copy_costs", boom)
+    bad = tmp_path / "b.json"
+    assert calibration._main(["tiny", "--out", str(bad)]) == 1 and not bad.exists()
+    assert "error: the tiny-copy probe failed" in capsys.readouterr().out
+
+
+def test_a_malformed_probe_line_is_refused_naming_the_probe() -> None:
+    with pytest.raises(RuntimeError, match="tiny-copy probe failed for 8 bytes after 64 KiB"):
+        calibration._probe_line(["tiny", "8", "64", "1"], ["tiny", "8", "64"], 10, "tiny-copy", 8, 64, 0, "")
+    with pytest.raises(RuntimeError, match="not numbers"):
+        calibration._probe_line(["tiny", "8", "64", *["x"] * 10], ["tiny", "8", "64"], 10, "tiny-copy", 8, 64, 0, "")
+    with pytest.raises(RuntimeError, match="finite and non-negative"):
+        calibration._probe_line(["tiny", "8", "64", *["-1"] * 10], ["tiny", "8", "64"], 10, "tiny-copy", 8, 64, 0, "")
