@@ -364,14 +364,14 @@ def bench_record(
     cold_copies: bool | None = typer.Option(None, "--cold-copies/--no-cold-copies", help="With --buffer-states: a "
                                             "copy of 1-2 KiB (the cold-copy probe's sizes) whose destination is in "
                                             "memory costs the probe's isolated copy into a cold destination instead "
-                                            "of the fill probe's per-line figure (default: as --buffer-states)."),
+                                            "of the fill probe's per-line figure (default as --buffer-states)."),
     streams: bool | None = typer.Option(None, "--streams/--no-streams", help="With --cold-copies: only isolated "
                                         "copies take the cold-copy probe (by its own boundary); a copy continuing "
                                         "its thread's writes to consecutive addresses keeps the fill probe's figure "
-                                        "(default: as --cold-copies)."),
+                                        "(default as --cold-copies)."),
     stream_copies: bool | None = typer.Option(None, "--stream-copies/--no-stream-copies", help="With --streams: a "
                                               "1-2 KiB copy continuing a stream is charged the stream-copy probe's "
-                                              "extra at its destination's reuse distance (default: as --streams)."),
+                                              "extra at its destination's reuse distance (default as --streams)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the results in --out."),
 ) -> None:
     """Record real programs, measure the interposer's slowdown, validate the baseline replay on
