@@ -109,6 +109,26 @@ def test_cli_replay_and_what_if_reach_the_probe_rules(tmp_path: Path) -> None:
 
 def test_bench_record_refuses_streams_without_cold_copies(tmp_path: Path) -> None:
     """Refused before anything is recorded or written."""
-    r = _cli("bench", "record", "--streams", "--out", str(tmp_path / "out"))
+    r = _cli("bench", "record", "--no-cold-copies", "--streams", "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and "--streams needs --cold-copies" in r.stderr
+    r = _cli("bench", "record", "--no-buffer-states", "--cold-copies", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "--cold-copies needs --buffer-states" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_bench_record_validates_with_every_rule_by_default() -> None:
+    """All four probe rules on unless turned off; turning one off turns off the rules that refine
+    it (so --no-buffer-states alone gives the mixed rule); asking for a rule without the one it
+    refines is refused."""
+    from movelab.record.bench import validation_rules
+
+    assert validation_rules() == (True, True, True, True)
+    assert validation_rules(buffer_states=False) == (False, False, False, False)
+    assert validation_rules(cold_copies=False) == (True, False, False, False)
+    assert validation_rules(streams=False) == (True, True, False, False)
+    assert validation_rules(stream_copies=False) == (True, True, True, False)
+    assert validation_rules(True, True, True, True) == (True, True, True, True)
+    for args, flag in (((False, True), "--cold-copies"), ((None, False, True), "--streams"),
+                       ((None, None, False, True), "--stream-copies")):
+        with pytest.raises(ValueError, match=f"^{flag} needs"):
+            validation_rules(*args)

@@ -181,7 +181,7 @@ def test_bench_record_refuses_stream_copies_without_streams(tmp_path) -> None:
     """Refused before anything is recorded or written."""
     from test_replay_probes_cli import _cli
 
-    r = _cli("bench", "record", "--buffer-states", "--cold-copies", "--stream-copies", "--out", str(tmp_path / "o"))
+    r = _cli("bench", "record", "--no-streams", "--stream-copies", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "--stream-copies needs --streams" in r.stderr
     assert not (tmp_path / "o").exists()
 

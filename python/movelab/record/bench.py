@@ -281,6 +281,7 @@ def run_program(name: str, out: Path, platform: Any, samples: int, runs: int,
         "call_cost_calibration": "gap" if gap_edges_ns else "flat",
         "alloc_cost": "measured" if alloc_cost else None,
         "dst_write": dst_write, "llc_boundary": llc_boundary, "cold_copy": cold_copy, "streams": streams,
+        "stream_copy": stream_copy,
         "calibrated_on": name in calibration.GAP_CALIBRATION_PROGRAMS if gap_edges_ns else False,
     }
     if what_if_too:
@@ -321,6 +322,26 @@ def _write(out: Path, rows: list[dict[str, Any]]) -> None:
     (out / "record-replay.json").write_text(json.dumps(clean, indent=2))
 
 
+def validation_rules(buffer_states: bool | None = None, cold_copies: bool | None = None,
+                     streams: bool | None = None, stream_copies: bool | None = None) -> tuple[bool, bool, bool, bool]:
+    """The replay rules ``movelab bench record`` validates with (docs/record-replay.md, "Set K"):
+    each buffer in its own state, cold small copies, isolated or streaming copies, streaming reply
+    copies. A rule not asked for (None) follows the one it refines, and the first is on: so by
+    default all four are on, and ``buffer_states=False`` alone gives the mixed rule. A rule asked for
+    without the one it refines is refused (``ValueError`` naming the option)."""
+    b = True if buffer_states is None else buffer_states
+    c = b if cold_copies is None else cold_copies
+    s = c if streams is None else streams
+    sc = s if stream_copies is None else stream_copies
+    if c and not b:
+        raise ValueError("--cold-copies needs --buffer-states (it replaces a cost of that rule)")
+    if s and not c:
+        raise ValueError("--streams needs --cold-copies (it decides which small copies take the cold-copy probe)")
+    if sc and not s:
+        raise ValueError("--stream-copies needs --streams (it decides which copies continue a stream)")
+    return b, c, s, sc
+
+
 def bench_record(
     ctx: typer.Context,
     out: Path = typer.Option(Path("reports/record-replay"), "--out", help="Directory for the results."),
@@ -334,21 +355,23 @@ def bench_record(
                                       "(tracked, cold or warm; tracked simulates each class three times)."),
     what_if_too: bool = typer.Option(True, "--what-if/--no-what-if", help="Also replay every mechanism (the "
                                      "what-if tables; most of the bench's time) after the baseline's validation."),
-    buffer_states: bool = typer.Option(False, "--buffer-states/--no-buffer-states", help="Validate with each "
-                                       "buffer of a copy in its own cache state, destination writes costed by the "
-                                       "fill probe and the last level's boundary from its sweep (off by default: "
-                                       "on three recordings it did not lower the error; see docs/record-replay.md)."),
-    cold_copies: bool = typer.Option(False, "--cold-copies/--no-cold-copies", help="With --buffer-states: a "
-                                     "copy of 1-2 KiB (the cold-copy probe's sizes) whose destination is in memory "
-                                     "costs the probe's isolated copy into a cold destination instead of the fill "
-                                     "probe's per-line figure (off by default; see docs/record-replay.md)."),
-    streams: bool = typer.Option(False, "--streams/--no-streams", help="With --cold-copies: only isolated copies "
-                                 "take the cold-copy probe (by its own boundary); a copy continuing its thread's "
-                                 "writes to consecutive addresses keeps the fill probe's figure (off by default; "
-                                 "see docs/record-replay.md)."),
-    stream_copies: bool = typer.Option(False, "--stream-copies/--no-stream-copies", help="With --streams: a 1-2 KiB "
-                                       "copy continuing a stream is charged the stream-copy probe's extra at its "
-                                       "destination's reuse distance (off by default; see docs/record-replay.md)."),
+    buffer_states: bool | None = typer.Option(None, "--buffer-states/--no-buffer-states", help="Validate with "
+                                              "each buffer of a copy in its own cache state, destination writes "
+                                              "costed by the fill probe and the last level's boundary from its sweep "
+                                              "(default on; --no-buffer-states also turns off the three rules below "
+                                              "unless they are asked for, and validates with the mixed rule; see "
+                                              "docs/record-replay.md)."),
+    cold_copies: bool | None = typer.Option(None, "--cold-copies/--no-cold-copies", help="With --buffer-states: a "
+                                            "copy of 1-2 KiB (the cold-copy probe's sizes) whose destination is in "
+                                            "memory costs the probe's isolated copy into a cold destination instead "
+                                            "of the fill probe's per-line figure (default as --buffer-states)."),
+    streams: bool | None = typer.Option(None, "--streams/--no-streams", help="With --cold-copies: only isolated "
+                                        "copies take the cold-copy probe (by its own boundary); a copy continuing "
+                                        "its thread's writes to consecutive addresses keeps the fill probe's figure "
+                                        "(default as --cold-copies)."),
+    stream_copies: bool | None = typer.Option(None, "--stream-copies/--no-stream-copies", help="With --streams: a "
+                                              "1-2 KiB copy continuing a stream is charged the stream-copy probe's "
+                                              "extra at its destination's reuse distance (default as --streams)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the results in --out."),
 ) -> None:
     """Record real programs, measure the interposer's slowdown, validate the baseline replay on
@@ -359,15 +382,11 @@ def bench_record(
     for n in names:
         if n not in PROGRAMS:
             raise typer.BadParameter(f"unknown program {n!r} (known: {', '.join(PROGRAMS)})", param_hint="--program")
-    if cold_copies and not buffer_states:
-        raise typer.BadParameter("--cold-copies needs --buffer-states (it replaces a cost of that rule)",
-                                 param_hint="--cold-copies")
-    if streams and not cold_copies:
-        raise typer.BadParameter("--streams needs --cold-copies (it decides which small copies take the cold-copy "
-                                 "probe)", param_hint="--streams")
-    if stream_copies and not streams:
-        raise typer.BadParameter("--stream-copies needs --streams (it decides which copies continue a stream)",
-                                 param_hint="--stream-copies")
+    try:
+        buffer_states, cold_copies, streams, stream_copies = validation_rules(buffer_states, cold_copies, streams,
+                                                                              stream_copies)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint=str(e).split()[0]) from None
     from movelab._util import OutputBusy, check_output_dir, fail, output_lock
 
     # Checked before minutes of recording: the results are kept unless --force, and the folder is
@@ -456,6 +475,10 @@ def bench_record(
     else:
         console.print("per-call cost: the hot-loop figures (no calibration program recorded: "
                       f"{', '.join(GAP_CALIBRATION_PROGRAMS)})")
+    on = [r for r, o in (("each buffer in its own state", buffer_states), ("cold small copies", cold_copies),
+                         ("isolated or streaming copies", streams), ("streaming reply copies", stream_copies)) if o]
+    console.print("validation rules: " + (", ".join(on) if on else "the mixed rule (--no-buffer-states)"),
+                  highlight=False)
     for n in names:
         if n in failed:
             console.print(f"  {n} failed: {failed[n]}", highlight=False)

@@ -83,7 +83,19 @@
  * all. SWEEP_KIB 0: no sweep, every reply into the same block (the hot chain). Prints "stream SIZE
  * SWEEP_KIB MEAN_NS MEDIAN_NS CROSS_MEAN_NS INSIDE_MEAN_NS CLOCK_NS LEFT_OUT" (ns inside a call,
  * the clock read included as in a recorded call's duration; CROSS: the copies whose destination
- * crosses into a new 4 KiB page, INSIDE: the others; calls over 5 us left out of the means). */
+ * crosses into a new 4 KiB page, INSIDE: the others; calls over 5 us left out of the means).
+ *
+ * Usage: calibrate tiny SIZE SWEEP_KIB COPIES: a tiny memmove after the program's own work, timed on
+ * its own as the interposer times a recorded call. COPIES SIZE-byte memmove calls within one 4 KiB
+ * buffer (addresses varying by a few bytes), each after a read of SWEEP_KIB KiB of other data (one
+ * load a line, in 4 KiB pages, continuing round a 128 MiB arena: what the program touched between two
+ * calls), in four ways: "hot" (no read: back to back), "all" (the read alone: the copy's code, its
+ * buffers and their translations as the read left them), "code" (after the read the copy's buffers
+ * read again: only the copy's code, the C library's entry and their translations cold) and
+ * "buffers" (after the read one memmove of other bytes: the code hot again, the buffers cold).
+ * Prints "tiny SIZE SWEEP_KIB HOT ALL CODE BUFFERS HOT_MED ALL_MED CODE_MED BUFFERS_MED CLOCK_NS
+ * LEFT_OUT": mean and median ns a call, the clock read included; calls over 5 us left out of the
+ * means. SWEEP_KIB 0: the read is empty (a gap of the same loop without a touch). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -534,6 +546,51 @@ static int stream_copies(long size, long copies, long sweep_kib) {
     return 0;
 }
 
+#define TINY_ARENA (128L << 20)
+
+/* Tiny memmove calls after a read of SWEEP_KIB KiB of other data (usage above). */
+static int tiny_copies(long size, long sweep_kib, long copies) {
+    if (size < 1 || size > 256 || sweep_kib < 0 || sweep_kib > (TINY_ARENA >> 10) || copies < 1 || copies > 1000000) {
+        fprintf(stderr, "calibrate: tiny needs 1 <= SIZE <= 256, 0 <= SWEEP_KIB <= 131072 and 1 <= COPIES <= 1000000\n");
+        return 2;
+    }
+    char *buf = small_page_buffer(4096), *other = small_page_buffer(4096), *arena = small_page_buffer(TINY_ARENA);
+    double *t[4], *scratch = malloc(sizeof(double) * (size_t)copies);
+    for (int m = 0; m < 4; m++) t[m] = malloc(sizeof(double) * (size_t)copies);
+    if (!buf || !other || !arena || !scratch || !t[0] || !t[1] || !t[2] || !t[3]) return 1;
+    const long sweep = sweep_kib << 10;
+    long pos = 0;
+    double clock = clock_read_ns();
+    for (int m = 0; m < 4; m++) {
+        for (long i = 0; i < copies + 64; i++) {
+            char *d = buf + 128 + (i & 7), *src = buf + 1024 + (i & 15);
+            if (m > 0) {
+                long s = 0;
+                for (long j = 0; j < sweep; j += 64) {
+                    s += arena[pos];
+                    pos += 64;
+                    if (pos >= TINY_ARENA) pos = 0;
+                }
+                if (m == 2) s += d[0] + d[size - 1] + src[0] + src[size - 1]; /* the buffers hot again */
+                if (m == 3) mv(other + 128, other + 1024, (size_t)size);      /* the code hot again */
+                sink += s;
+            }
+            double t0 = mono_ns();
+            mv(d, src, (size_t)size);
+            double dt = mono_ns() - t0;
+            if (i >= 64) t[m][i - 64] = dt;
+        }
+    }
+    long left_out = 0;
+    double mean[4], med[4];
+    for (int m = 0; m < 4; m++) mean[m] = mean_below(t[m], copies, &left_out, &med[m], scratch);
+    printf("tiny %ld %ld %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.3f %ld\n", size, sweep_kib, mean[0], mean[1], mean[2],
+           mean[3], med[0], med[1], med[2], med[3], clock, left_out);
+    for (int m = 0; m < 4; m++) free(t[m]);
+    free(scratch);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "alloc") == 0) {
         long reps = strtol(argv[2], NULL, 10);
@@ -552,6 +609,8 @@ int main(int argc, char **argv) {
                            argc > 4 ? strtol(argv[4], NULL, 10) : COLD_SWEEP_MIB);
     if (argc > 4 && strcmp(argv[1], "stream") == 0)
         return stream_copies(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
+    if (argc > 4 && strcmp(argv[1], "tiny") == 0)
+        return tiny_copies(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (argc > 4 && strcmp(argv[1], "mlp") == 0)
         return mlp(strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     long reps = argc > 1 ? strtol(argv[1], NULL, 10) : 2000;

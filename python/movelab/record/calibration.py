@@ -408,15 +408,22 @@ def parse_stream_copy(parts: Sequence[str], size: int, kib: int, rc: int = 0, er
     """One run's figures from the probe's line (``stream SIZE SWEEP_KIB MEAN MEDIAN CROSS INSIDE CLOCK
     LEFT_OUT``, split): [mean, median, cross, inside, clock, left_out]; refuses a failed run or a
     malformed line, naming the point."""
-    if rc != 0 or len(parts) != 9 or parts[:3] != ["stream", str(size), str(kib)]:
-        raise RuntimeError(f"the stream-copy probe failed for {size} bytes after {kib} KiB: "
+    return _probe_line(parts, ["stream", str(size), str(kib)], 6, "stream-copy", size, kib, rc, err)
+
+
+def _probe_line(parts: Sequence[str], head: list[str], count: int, probe: str, size: int, kib: int, rc: int,
+                err: str) -> list[float]:
+    """The ``count`` figures after ``head`` on one line of a ``calibrate`` probe (split), each finite
+    and non-negative; refuses a failed run or a malformed line, naming the ``probe`` and its point."""
+    if rc != 0 or len(parts) != len(head) + count or list(parts[:len(head)]) != head:
+        raise RuntimeError(f"the {probe} probe failed for {size} bytes after {kib} KiB: "
                            f"{err.strip() or ' '.join(parts) or 'no output'}")
     try:
-        v = [float(x) for x in parts[3:]]
+        v = [float(x) for x in parts[len(head):]]
     except ValueError:
-        raise RuntimeError(f"the stream-copy probe's line for {kib} KiB is not numbers: {' '.join(parts)}") from None
+        raise RuntimeError(f"the {probe} probe's line for {kib} KiB is not numbers: {' '.join(parts)}") from None
     if not all(math.isfinite(x) and x >= 0 for x in v):
-        raise RuntimeError(f"the stream-copy probe's figures for {kib} KiB must be finite and non-negative: "
+        raise RuntimeError(f"the {probe} probe's figures for {kib} KiB must be finite and non-negative: "
                            f"{' '.join(parts)}")
     return v
 
@@ -442,6 +449,56 @@ def stream_copy_extra(stream_copy: Mapping[str, Any]) -> dict[int, float]:
         vals[int(k)] = float(v)
     hot = vals[0]
     return {k * 1024: max(0.0, v - hot) for k, v in sorted(vals.items())}
+
+
+#: The tiny-copy probe's points: KiB of other data read between two calls (0: none).
+TINY_COPY_SWEEP_KIB = (0, 64, 256, 1024, 4096, 16384, 65536)
+#: The tiny-copy probe's four ways (``calibrate tiny``): back to back, after the read, after the read
+#: with the buffers read again (the code cold), after the read with one other copy (the buffers cold).
+TINY_COPY_WAYS = ("hot", "all", "code", "buffers")
+
+
+def tiny_copy_costs(size: int = 8, sweep_kib: Sequence[int] = TINY_COPY_SWEEP_KIB, copies: int = 10000,
+                    budget_kib: int = 25 << 20) -> dict[str, Any]:
+    """The tiny-copy probe (``calibrate tiny``): ``size``-byte memmove calls, each timed on its own as
+    the interposer times a recorded call, after a read of ``sweep_kib`` KiB of other data (in 4 KiB
+    pages): per point and way (:data:`TINY_COPY_WAYS`) the mean ns a call (``ns``, the clock read
+    included; calls over 5 us left out) and the median (``median_ns``). Each point runs ``copies``
+    calls a way, fewer where the reads would pass ``budget_kib`` KiB (at least 200). What the time
+    between a program's calls costs a tiny copy on this machine: the read is the program's own work,
+    nothing else. Run by ``python -m movelab.record.calibration tiny --out FILE``; no rule of the
+    replay takes it (docs/record-replay.md, "zstd's tiny copies: a probe")."""
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 256:
+        raise ValueError(f"tiny-copy size must be a whole number of bytes from 1 to 256, got {size!r}")
+    if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= 1_000_000:
+        raise ValueError(f"tiny-copy copies must be a whole number from 1 to 1000000, got {copies!r}")
+    pts = sorted(set(sweep_kib))
+    if not pts or any(isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 131072 for k in pts):
+        raise ValueError(f"tiny-copy sweep points must be whole KiB from 0 to 131072, got {sweep_kib!r}")
+    prog = _build.calibration_program()
+    ns: dict[str, dict[str, float]] = {w: {} for w in TINY_COPY_WAYS}
+    med: dict[str, dict[str, float]] = {w: {} for w in TINY_COPY_WAYS}
+    runs: dict[str, int] = {}
+    clock, left = [], 0
+    for k in pts:
+        n = copies if k == 0 else max(min(200, copies), min(copies, budget_kib // (3 * k)))
+        proc = subprocess.run([str(prog), "tiny", str(size), str(k), str(n)], capture_output=True, text=True,
+                              timeout=600)
+        v = _probe_line(proc.stdout.split(), ["tiny", str(size), str(k)], 10, "tiny-copy", size, k, proc.returncode,
+                        proc.stderr)
+        for i, w in enumerate(TINY_COPY_WAYS):
+            ns[w][str(k)] = v[i]
+            med[w][str(k)] = v[4 + i]
+        clock.append(v[8])
+        left += int(v[9])
+        runs[str(k)] = n
+    return {"size": size, "ns": ns, "median_ns": med, "copies": runs, "clock_ns": float(np.median(clock)),
+            "left_out": left,
+            "command": f"calibrate.c 'tiny {size} SWEEP_KIB COPIES' for SWEEP_KIB " + ", ".join(str(k) for k in pts),
+            "source": "memmove calls within one 4 KiB buffer, each timed (CLOCK_MONOTONIC) after a read of SWEEP_KIB "
+                      "KiB of other data: hot (no read), all (the read alone), code (the buffers read again after "
+                      "it), buffers (one other copy after it); mean ns a call (clock read included), calls over "
+                      "5 us left out"}
 
 
 #: How the probes' figures are measured, named in the errors of :func:`probe_rules`.
@@ -778,16 +835,33 @@ def _main(argv: Sequence[str]) -> int:
     runs the isolated cold-copy probe (:func:`cold_copy_costs`) and prints it (and writes it as
     JSON, with the time it was taken, to FILE): for a recording made before the probe existed.
     ``... stream [--out FILE]``: the streaming reply-copy probe (:func:`stream_copy_costs`), likewise,
-    with the load average before and after."""
+    with the load average before and after. ``... tiny [--out FILE]``: the tiny-copy probe
+    (:func:`tiny_copy_costs`), likewise."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m movelab.record.calibration",
                                  description="Measure this machine's allocator path in calloc and realloc (alloc), "
-                                             "or isolated copies into cold destinations (cold).")
-    ap.add_argument("what", choices=["alloc", "cold", "stream"])
+                                             "isolated copies into cold destinations (cold), streaming reply "
+                                             "copies (stream) or tiny copies after other work (tiny).")
+    ap.add_argument("what", choices=["alloc", "cold", "stream", "tiny"])
     ap.add_argument("--reps", type=int, default=2000, help="calls per size class and kind (default 2000)")
-    ap.add_argument("--out", type=Path, default=None, help="cold, stream: write the probe's figures to this JSON file")
+    ap.add_argument("--out", type=Path, default=None, help="cold, stream, tiny: write the probe's figures to this JSON "
+                    "file")
     a = ap.parse_args(list(argv))
+    if a.what == "tiny":
+        r = _stamped(tiny_copy_costs)
+        if r is None:
+            return 1
+        print(f"{r['size']}-byte memmove, mean ns a call (median) after KiB of other data read; clock read "
+              f"{r['clock_ns']:.0f} ns included")
+        for k in r["ns"]["hot"]:
+            print(f"{int(k):>6} KiB: " + ", ".join(f"{w} {r['ns'][w][k]:.1f} ({r['median_ns'][w][k]:.0f})"
+                                                  for w in TINY_COPY_WAYS))
+        t0 = r["load_average"][0]
+        print(f"load average before / after: {t0[0]:.1f} / {r['load_average'][1][0]:.1f}")
+        if a.out is not None:
+            a.out.write_text(json.dumps(r, indent=1))
+        return 0
     if a.what == "stream":
         r = _stamped(stream_copy_costs)
         if r is None:
