@@ -211,5 +211,8 @@ fn the_child_copies_n_different_pages() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("different pages") && e.contains("1024 pages"), "{e}");
+    assert!(
+        e.contains("different pages") && e.contains("1024 pages"),
+        "{e}"
+    );
 }

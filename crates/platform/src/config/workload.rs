@@ -955,7 +955,11 @@ ops = [{{ kind = "store", at = {{ region = "a", random = true, distinct = {disti
         // distinct without random is refused.
         let bad = text(true).replace("random = true, ", "");
         let e = Workload::from_toml_str(&bad, "t.toml", &BTreeMap::new()).unwrap_err();
-        assert!(e.to_string().contains("distinct = true needs random = true"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("distinct = true needs random = true"),
+            "{e}"
+        );
     }
 
     #[test]
