@@ -127,6 +127,7 @@ CASES: list[tuple[str, Call, type[BaseException], str]] = [
     ("zhao overrides type", lambda p: zc.run(overrides=[1]), TypeError, "overrides must be"),
     ("fork sizes huge", lambda p: rf.run(sizes_mb=[1 << 30]), ValueError, "sizes_mb"),
     ("fork pages 0", lambda p: rf.run(n_pages=[0]), ValueError, "n_pages"),
+    ("fork pages over the array", lambda p: rf.run(sizes_mb=[1], n_pages=[257]), ValueError, "256 pages of 4 KB"),
     ("fork zero_pages", lambda p: rf.run(zero_pages=-1), ValueError, "zero_pages: -1"),
 ]
 

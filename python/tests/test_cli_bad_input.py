@@ -141,6 +141,8 @@ CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
     ("reproduce --sizes huge", ["reproduce", "rowclone-fork", "--sizes", str(10**7)], 2, ("--sizes",)),
     ("reproduce --pages empty", ["reproduce", "rowclone-fork", "--pages", ","], 2, ("--pages",)),
     ("reproduce --pages huge", ["reproduce", "rowclone-fork", "--pages", str(1 << 40)], 2, ("--pages",)),
+    ("reproduce --pages over the array", ["reproduce", "rowclone-fork", "--sizes", "1", "--pages", "2,257"], 2,
+     ("--pages", "257", "256 pages")),
     ("reproduce --bytes 0", ["reproduce", "rowclone-latency", "--bytes", "0"], 2, ("--bytes", "0")),
     ("reproduce --bytes not a line multiple", ["reproduce", "rowclone-latency", "--bytes", "100"], 2,
      ("100", "64-byte line")),

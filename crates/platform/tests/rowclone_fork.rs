@@ -176,3 +176,43 @@ fn every_fault_updates_its_pages_kernel_state() {
     }
     assert_eq!(copies, 100);
 }
+
+#[test]
+fn the_child_copies_n_different_pages() {
+    // Section 7.2: N is "the number of pages copied"; a second write to a page the child already
+    // owns copies nothing in Linux, so the N copy-on-write sources are N different pages (here
+    // every page of the array), and an N larger than the array is refused.
+    let pages = S / 4096;
+    let mut p = BTreeMap::new();
+    p.insert("s_mb".to_string(), S_MB);
+    p.insert("n_pages".to_string(), pages);
+    let w = Workload::load("forkbench", &p).unwrap();
+    let mut srcs: Vec<u64> = w
+        .with_ops(1..w.spec.ops.len())
+        .ops()
+        .filter_map(|op| match op {
+            Op::Copy { src, .. } => Some(src),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(srcs.len() as u64, pages);
+    assert!(srcs.iter().all(|a| a % 4096 == 0 && *a < S));
+    srcs.sort_unstable();
+    srcs.dedup();
+    assert_eq!(srcs.len() as u64, pages, "a page copied twice");
+    let e = rowclone_fork::run(
+        &Options {
+            sizes_mb: vec![S_MB],
+            n_pages: vec![pages + 1],
+            bulk_zero: false,
+            ..Options::default()
+        },
+        &mut |_, _| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("different pages") && e.contains("1024 pages"),
+        "{e}"
+    );
+}

@@ -341,8 +341,14 @@ def rowclone_fork(
 ) -> None:
     """RowClone (MICRO 2013) Fig. 7-9 (forkbench) and bulk zeroing with RowClone, RowClone-ZI, MC-DMA."""
     check_output_dir(out, FILES["rowclone-fork"], force)
-    _rowclone_fork(fmt, parse_set(set_), _int_list(sizes, "--sizes", 4096), _int_list(pages, "--pages", 1 << 22),
-                   zero_pages, out, force)
+    s_list, n_list = _int_list(sizes, "--sizes", 4096), _int_list(pages, "--pages", 1 << 22)
+    from movelab.reproduce import rowclone_fork as rf
+
+    try:
+        rf.check_pages_fit(s_list, n_list)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--pages") from None
+    _rowclone_fork(fmt, parse_set(set_), s_list, n_list, zero_pages, out, force)
 
 
 def _rowclone_fork(fmt: str, overrides: dict[str, Any], sizes: list[int] | None, pages: list[int] | None,

@@ -71,6 +71,16 @@ def _positive_ints(v: Any, what: str, most: int) -> list[int] | None:
     return out
 
 
+def check_pages_fit(sizes_mb: list[int] | None, n_pages: list[int] | None) -> None:
+    """Refuses an N larger than the smallest array's pages: the child updates N different pages of
+    the S-MB array, each copied once (a second write to a page it owns copies nothing)."""
+    s = min(sizes_mb or PAPER_SIZES_MB)
+    n = max(n_pages or PAPER_PAGES)
+    if n > s * 256:
+        raise ValueError(f"N = {n:,} pages: the child updates N different pages of the S = {s} MB array, "
+                         f"which has {s * 256:,} pages of 4 KB")
+
+
 def run(
     overrides: Mapping[str, Any] | None = None,
     sizes_mb: list[int] | None = None,
@@ -90,6 +100,7 @@ def run(
         raise ValueError(f"zero_pages: {zero_pages!r} must be an integer from 1 to {MAX_PAGES:,}")
     if overrides:
         refuse_keys(dict(overrides), SETS, "rowclone-fork")
+    check_pages_fit(sizes, pages)
     pts = points(overrides, sizes, pages, zero_pages)
     runs = [r for rs in run_points(point, pts, progress) for r in rs]
     rows = []

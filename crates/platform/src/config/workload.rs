@@ -151,7 +151,8 @@ pub struct RegionSpec {
 }
 
 /// An address: a region plus an offset; `random = true` picks a uniformly random `align`-aligned
-/// offset in the region instead; region "@dst" is the destination of the last copy.
+/// offset in the region instead (with `distinct = true`, one it has not picked before in this
+/// run); region "@dst" is the destination of the last copy.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AddrSpec {
@@ -160,6 +161,12 @@ pub struct AddrSpec {
     pub offset: Num,
     #[serde(default)]
     pub random: bool,
+    /// With `random`: this address never picks a slot twice in a run (a random permutation of
+    /// the region's `align`-aligned slots, drawn lazily); once every slot has been picked it
+    /// starts a new permutation. forkbench's child writes N different pages, each copied once
+    /// (a second write to a page the child already owns copies nothing).
+    #[serde(default)]
+    pub distinct: bool,
     #[serde(default)]
     pub align: Option<Num>,
     /// Added to the offset once per repetition already done of the innermost `repeat`.
@@ -466,6 +473,13 @@ impl Workload {
     }
 
     fn check_addr(&self, a: &AddrSpec, place: &str) -> Result<(), PlatformError> {
+        if a.distinct && !a.random {
+            return Err(PlatformError::workload(
+                &self.source,
+                place,
+                "distinct = true needs random = true (it draws random slots without repeating one)",
+            ));
+        }
         if a.region != "@dst" && !self.regions.contains_key(&a.region) {
             return Err(PlatformError::workload(
                 &self.source,
@@ -674,6 +688,7 @@ impl Workload {
             end: self.iterations,
             stack: Vec::new(),
             last_dst: 0,
+            distinct: Vec::new(),
         }
     }
 
@@ -700,6 +715,34 @@ pub struct OpStream<'a> {
     stack: Vec<(&'a [OpSpec], usize, u64, u64)>,
     /// The destination of the last copy (the "@dst" region), set by the platform after placing it.
     pub last_dst: u64,
+    /// The draws so far of each `distinct` address, keyed by the address's place in the program.
+    distinct: Vec<(usize, Permutation)>,
+}
+
+/// A random permutation of `0..n`, drawn one element at a time: a Fisher-Yates shuffle that keeps
+/// only the positions it has swapped, so `k` draws cost `O(k)` memory whatever `n`.
+#[derive(Debug, Default)]
+struct Permutation {
+    drawn: u64,
+    moved: std::collections::HashMap<u64, u64>,
+}
+
+impl Permutation {
+    /// The next element of a permutation of `0..n` (`n` > 0); a new permutation after the last.
+    fn next(&mut self, n: u64, rng: &mut Xoshiro256StarStar) -> u64 {
+        if self.drawn >= n {
+            self.drawn = 0;
+            self.moved.clear();
+        }
+        let i = self.drawn;
+        let j = i + rng.below(n - i);
+        let at = |m: &std::collections::HashMap<u64, u64>, k: u64| *m.get(&k).unwrap_or(&k);
+        let (vi, vj) = (at(&self.moved, i), at(&self.moved, j));
+        self.moved.insert(j, vi);
+        self.moved.remove(&i);
+        self.drawn += 1;
+        vj
+    }
 }
 
 impl<'a> OpStream<'a> {
@@ -730,6 +773,18 @@ impl<'a> OpStream<'a> {
                 .unwrap_or(64)
                 .max(1);
             let slots = (r.size / align).max(1);
+            if a.distinct {
+                let key = a as *const AddrSpec as usize;
+                let k = match self.distinct.iter().position(|(p, _)| *p == key) {
+                    Some(k) => k,
+                    None => {
+                        self.distinct.push((key, Permutation::default()));
+                        self.distinct.len() - 1
+                    }
+                };
+                let slot = self.distinct[k].1.next(slots, &mut self.rng);
+                return r.base + slot * align + off;
+            }
             return r.base + self.rng.below(slots) * align + off;
         }
         let window = self.iter.wrapping_mul(r.stride) % r.size;
@@ -855,6 +910,56 @@ mod tests {
             .contains("unknown parameter 'nope'"));
         assert!(Num::Expr("1 -".into()).eval(&ps).is_err());
         assert!(Num::Expr("1 - 2".into()).eval(&ps).is_err());
+    }
+
+    #[test]
+    fn distinct_random_addresses_repeat_no_slot_until_all_are_picked() {
+        let text = |distinct: bool| {
+            format!(
+                r#"
+name = "t"
+iterations = 1
+[[regions]]
+name = "a"
+base = 0x10000
+size = 4096
+[[ops]]
+kind = "repeat"
+count = 128
+ops = [{{ kind = "store", at = {{ region = "a", random = true, distinct = {distinct}, align = 64 }} }}]
+"#
+            )
+        };
+        let slots = |distinct: bool| -> Vec<u64> {
+            let w = Workload::from_toml_str(&text(distinct), "t.toml", &BTreeMap::new()).unwrap();
+            w.ops()
+                .map(|op| match op {
+                    Op::Store(a) => (a - 0x10000) / 64,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        // 64 slots, 128 picks: each half is a permutation of the 64 slots.
+        let d = slots(true);
+        for half in d.chunks(64) {
+            let mut h = half.to_vec();
+            h.sort_unstable();
+            assert_eq!(h, (0..64).collect::<Vec<u64>>());
+        }
+        assert_ne!(d[..64], d[64..], "a new permutation after the last slot");
+        // The plain random address repeats slots (64 picks of 64 slots: about 24 repeats).
+        let mut r = slots(false)[..64].to_vec();
+        r.sort_unstable();
+        r.dedup();
+        assert!(r.len() < 60, "{} distinct of 64", r.len());
+        // distinct without random is refused.
+        let bad = text(true).replace("random = true, ", "");
+        let e = Workload::from_toml_str(&bad, "t.toml", &BTreeMap::new()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("distinct = true needs random = true"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -235,6 +235,20 @@ pub fn runs(
     let mechs = selected(o)?;
     let zero_runs = if o.bulk_zero { 4 } else { 0 };
     let total = o.sizes_mb.len() * (1 + o.n_pages.len() * mechs.len()) + zero_runs;
+    // The child writes N different pages of the array (section 7.2: N is "the number of pages
+    // copied"; a second write to a page it owns copies nothing), so N cannot exceed S's pages.
+    for &s in &o.sizes_mb {
+        if let Some(&n) = o.n_pages.iter().find(|&&n| n > s.saturating_mul(256)) {
+            return Err(PlatformError::config(
+                "rowclone-fork",
+                format!("S = {s} MB, N = {n}"),
+                format!(
+                    "the child updates N different pages of the S-byte array, which has {} pages of 4 KB",
+                    s.saturating_mul(256)
+                ),
+            ));
+        }
+    }
     let mut done = 0;
     let mut out = Vec::new();
     for &s in &o.sizes_mb {
