@@ -936,19 +936,15 @@ impl Controller {
         }
     }
 
-    /// Bank `flat`'s local part is now `l` (its candidate unchanged). In the grouped pass a bank
-    /// found ready by its own part stays so while that part is at or before its rank's horizon
-    /// (the next pass starts later and horizons only rise); past it, it waits again.
+    /// Bank `flat`'s local part is now `l` (its candidate unchanged): it leaves its group and
+    /// joins it again as waiting when the part rose, so the next pass compares it anew.
     #[inline(always)]
     fn move_local(&mut self, flat: usize, l: u64) {
-        if l == self.loc[flat] {
-            return;
-        }
-        self.loc[flat] = l;
-        if let Some(g) = self.groups.as_mut() {
-            let gi = self.hidx[flat] as usize;
-            if l > self.dev.rank_horizons()[gi] {
-                g.wait_again(gi, flat, &self.key);
+        if l != self.loc[flat] {
+            self.leave_group(flat);
+            self.loc[flat] = l;
+            if let Some(g) = self.groups.as_mut() {
+                g.insert(self.hidx[flat] as usize, flat);
             }
         }
     }

@@ -18,15 +18,13 @@
 //! The answer is the pass's over the banks ([`crate::ready_scan::min_word_active`]) before its
 //! wait is capped: the earliest ready cycle, and the smallest key among the banks ready then.
 
-/// Per group, its locally ready and waiting banks (bank `b` is bit `b`), the smallest key among
-/// the ready ones, and whether that key left (`stale`: found again when a pass needs it, so a
-/// bank leaving costs no search); and one bit per group that has a member.
+/// Per group, its locally ready and waiting banks (bank `b` is bit `b`) and the smallest key
+/// among the ready ones; and one bit per group that has a member.
 #[derive(Debug, Clone)]
 pub struct ReadyGroups {
     ready: Vec<u64>,
     waiting: Vec<u64>,
     best: Vec<u64>,
-    stale: Vec<bool>,
     any: Vec<u64>,
 }
 
@@ -40,7 +38,6 @@ impl ReadyGroups {
             ready: vec![0; groups],
             waiting: vec![0; groups],
             best: vec![u64::MAX; groups],
-            stale: vec![false; groups],
             any: vec![0; groups.div_ceil(64)],
         }
     }
@@ -61,24 +58,13 @@ impl ReadyGroups {
         if self.ready[g] & bit != 0 {
             self.ready[g] &= !bit;
             if self.best[g] == key[flat] {
-                // Found again by the next pass that needs it.
-                self.stale[g] = true;
+                self.best[g] = min_key(self.ready[g], key);
             }
         } else {
             self.waiting[g] &= !bit;
         }
         if self.ready[g] | self.waiting[g] == 0 {
             self.any[g / 64] &= !(1 << (g % 64));
-        }
-    }
-
-    /// Bank `flat`, a member of group `g`, is compared with the group's horizon again at the
-    /// next pass (its local part rose past what made it ready); `key` as for [`Self::remove`].
-    #[inline]
-    pub fn wait_again(&mut self, g: usize, flat: usize, key: &[u64]) {
-        if self.ready[g] >> (flat % MAX_BANKS) & 1 != 0 {
-            self.remove(g, flat, key);
-            self.insert(g, flat);
         }
     }
 
@@ -119,14 +105,6 @@ impl ReadyGroups {
                     }
                 }
                 let here = if self.ready[g] != 0 {
-                    if h > best.0 {
-                        // Ready later than the best so far: its key does not matter.
-                        continue;
-                    }
-                    if self.stale[g] {
-                        self.stale[g] = false;
-                        self.best[g] = min_key(self.ready[g], key);
-                    }
                     (h, self.best[g])
                 } else {
                     late
@@ -155,7 +133,7 @@ mod tests {
     use super::*;
 
     /// Against a plain reading of the contract, over a random history of inserts, removals,
-    /// rising horizons, and local parts changed with a removal and an insert or raised.
+    /// rising horizons and local parts changed with a removal and an insert.
     #[test]
     fn earliest_is_the_earliest_then_smallest_key() {
         let mut x = 0x853c_49e6_748f_ea9bu64;
@@ -196,16 +174,6 @@ mod tests {
                     } else {
                         local[b] = u64::MAX;
                         key[b] = u64::MAX;
-                    }
-                }
-                // Raise a few members' local parts: those past their group's horizon wait again.
-                for _ in 0..rnd(3) {
-                    let b = rnd(n as u64) as usize;
-                    if let Some(g) = member[b] {
-                        local[b] = local[b].max(from + rnd(40));
-                        if local[b] > horizons[g] {
-                            rg.wait_again(g, b, &key);
-                        }
                     }
                 }
                 for h in horizons.iter_mut() {
