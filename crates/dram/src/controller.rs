@@ -12,7 +12,6 @@ use crate::config::ControllerConfig;
 use crate::device::{BankId, ChannelDevices};
 use crate::job_queue::JobQueue;
 use crate::mapper::Location;
-use crate::ready_groups::{self, ReadyGroups};
 use crate::ready_scan::{self, pack_key, KEY_BANK_BITS, KEY_SEQ_BITS, WAIT_CAP};
 use crate::request::Op;
 use crate::rfm::{owing_bank, refreshed_banks, RfmScope};
@@ -289,10 +288,6 @@ pub struct Controller {
     /// This CPU runs the vector pass ([`ready_scan::has_vector_scan`]): channels of many banks
     /// scan all banks with it instead of the banks in `active`.
     vector_scan: bool,
-    /// Channels of 9 to 64 banks without the vector pass: the banks with a candidate by rank
-    /// horizon (`hidx`), the pass after a command looking only at those not yet ready by their
-    /// own part ([`ReadyGroups`]); `None` elsewhere. Kept, like `active`, for banks not `dirty`.
-    groups: Option<ReadyGroups>,
     /// The banks whose candidate must be recomputed before the next pass (each once: `dirty`).
     dirty_list: Vec<u32>,
     /// FR-FCFS without CPU bypass, with lookahead: a pass after an issue also picks the command to
@@ -395,7 +390,6 @@ impl Controller {
         dev.drop_unissued_targets(&issued_kinds(cfg, raaimt));
         let banks = dev.banks() as usize;
         let ranks = spec.org.ranks as usize;
-        let vector_scan = ready_scan::has_vector_scan();
         let n_refi = spec.t("nREFI").max(1);
         let sched = scheduler::build(&cfg.scheduler)
             .unwrap_or(scheduler::AnyScheduler::FrFcfs(scheduler::FrFcfs));
@@ -482,11 +476,7 @@ impl Controller {
             hidx: vec![0; banks],
             key: vec![u64::MAX; banks],
             active: vec![0; banks.div_ceil(64)],
-            vector_scan,
-            groups: (banks > ready_scan::FEW_BANKS
-                && banks <= ready_groups::MAX_BANKS
-                && !vector_scan)
-                .then(|| ReadyGroups::new(ranks * NK)),
+            vector_scan: ready_scan::has_vector_scan(),
             dirty_list: (0..banks as u32).collect(),
             fast: false,
             pick: None,
@@ -888,7 +878,6 @@ impl Controller {
     #[inline(always)]
     fn clean(&mut self, flat: usize) {
         self.slots[flat].dirty = false;
-        self.leave_group(flat);
         let cand = if self.slots[flat].owned {
             None
         } else {
@@ -913,38 +902,11 @@ impl Controller {
                 };
                 self.loc[flat] = self.dev.local_at_bank(c.kind, id);
                 self.active[flat / 64] |= 1 << (flat % 64);
-                if let Some(g) = self.groups.as_mut() {
-                    g.insert(self.hidx[flat] as usize, flat);
-                }
             }
             None => {
                 self.loc[flat] = u64::MAX;
                 self.key[flat] = u64::MAX;
                 self.active[flat / 64] &= !(1 << (flat % 64));
-            }
-        }
-    }
-
-    /// Bank `flat` leaves its group of the grouped pass (if it is in one: it has a candidate),
-    /// before its candidate or local part changes.
-    #[inline(always)]
-    fn leave_group(&mut self, flat: usize) {
-        if let Some(g) = self.groups.as_mut() {
-            if self.active[flat / 64] >> (flat % 64) & 1 != 0 {
-                g.remove(self.hidx[flat] as usize, flat, &self.key);
-            }
-        }
-    }
-
-    /// Bank `flat`'s local part is now `l` (its candidate unchanged): it leaves its group and
-    /// joins it again as waiting when the part rose, so the next pass compares it anew.
-    #[inline(always)]
-    fn move_local(&mut self, flat: usize, l: u64) {
-        if l != self.loc[flat] {
-            self.leave_group(flat);
-            self.loc[flat] = l;
-            if let Some(g) = self.groups.as_mut() {
-                g.insert(self.hidx[flat] as usize, flat);
             }
         }
     }
@@ -984,15 +946,11 @@ impl Controller {
             | CommandKind::Rda
             | CommandKind::Wra => {
                 let first = (b.flat - b.bank) as usize;
+                let group = self.dev.group_horizons(b);
                 for flat in first..first + self.dev.banks_per_group() as usize {
                     if let Some(c) = self.slots[flat].cand {
-                        // A dirty bank's part is recomputed anyway (and leaves its group then).
-                        let l = self.loc[flat].max(self.dev.group_horizons(b)[c.kind.index()]);
-                        if self.slots[flat].dirty {
-                            self.loc[flat] = l;
-                        } else {
-                            self.move_local(flat, l);
-                        }
+                        // A dirty bank's part is recomputed anyway.
+                        self.loc[flat] = self.loc[flat].max(group[c.kind.index()]);
                     }
                 }
             }
@@ -1002,8 +960,7 @@ impl Controller {
                 for flat in first..first + per {
                     if !self.slots[flat].dirty {
                         if let Some(c) = self.slots[flat].cand {
-                            let l = self.dev.local_at_bank(c.kind, self.slots[flat].id);
-                            self.move_local(flat, l);
+                            self.loc[flat] = self.dev.local_at_bank(c.kind, self.slots[flat].id);
                         }
                     }
                 }
@@ -1046,20 +1003,6 @@ impl Controller {
         }
         // The earliest cycle (no earlier than `soon`) and, among the banks ready then, the best
         // FR-FCFS key: the command the tick at that cycle will issue.
-        if let Some(g) = self.groups.as_mut() {
-            // The same answer as the word below, before its wait is capped.
-            let (at, key) = g.earliest(&self.loc, &self.key, horizons, soon);
-            if at - soon >= WAIT_CAP {
-                // Nothing within reach of the packed word (or no candidate): as below.
-                let next = ready_scan::min_ready(&self.loc, &self.hidx, horizons);
-                return next.min(refresh_at).max(soon);
-            }
-            if refresh_at <= at {
-                return refresh_at.max(soon);
-            }
-            self.pick = Some((at, ready_scan::unpack(key).1 as u32));
-            return at;
-        }
         let word = if self.loc.len() <= ready_scan::FEW_BANKS {
             ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
         } else if self.vector_scan {

@@ -24,7 +24,6 @@ pub mod interrupt;
 pub mod job_queue;
 pub mod mapper;
 pub mod port;
-pub mod ready_groups;
 pub mod ready_scan;
 pub mod refresh_mode;
 pub mod request;
