@@ -946,12 +946,21 @@ impl Controller {
             | CommandKind::Rda
             | CommandKind::Wra => {
                 let first = (b.flat - b.bank) as usize;
+                let end = first + self.dev.banks_per_group() as usize;
                 let group = self.dev.group_horizons(b);
-                for flat in first..first + self.dev.banks_per_group() as usize {
-                    if let Some(c) = self.slots[flat].cand {
-                        // A dirty bank's part is recomputed anyway.
-                        self.loc[flat] = self.loc[flat].max(group[c.kind.index()]);
-                    }
+                let base = b.rank * NK as u32;
+                // Without a branch per bank: a bank with a candidate has `hidx` = its rank's base
+                // plus the candidate's kind; one without has a local part of `u64::MAX`, which the
+                // maximum keeps whatever its (stale) index reads. A dirty bank's part is recomputed
+                // anyway.
+                let loc = &mut self.loc[first..end];
+                let hidx = &self.hidx[first..end];
+                for j in 0..loc.len().min(hidx.len()) {
+                    let h = group
+                        .get(hidx[j].wrapping_sub(base) as usize)
+                        .copied()
+                        .unwrap_or(0);
+                    loc[j] = loc[j].max(h);
                 }
             }
             _ => {
