@@ -1470,9 +1470,10 @@ mod tests {
     }
 
     /// Fig. 9's descriptor read with the lines only in memory takes what the DRAM's row state
-    /// gives it: the first message's finds its bank precharged (row opened: about 46 ns), later
-    /// ones find the ring's row still open, opened again by the engine's own write of the
-    /// descriptor it marked done (a row hit: 31-33 ns), so the mean is below the first. With a
+    /// gives it: the first message's finds its bank precharged (row opened: about 46 ns); the
+    /// next ones find the ring's row open again (a row hit: 31-33 ns) although the payload read
+    /// between closed it (the TX buffers share the ring's bank): the engine's own write of the
+    /// descriptor it marked done reopened it. So the mean is below the first. With a
     /// closed-page controller no read finds its row open and the mean is the first's; the
     /// payload reads (a row conflict where the TX buffer shares the ring's bank) fall to the
     /// row-opening cost too. The cached case does not touch the DRAM and does not move.
