@@ -27,6 +27,7 @@
 //! the last line is written the engine sends the final notification, off-die a bus transaction
 //! like the request (section 5.2.1); a copy's time runs from its `ecpy` to that notification
 //! reaching the core.
+use crate::agents::engine_snoop::{EngineSnoop, LineSnoop};
 use crate::agents::{Agent, AgentReport};
 use crate::config::platform::PlatformConfig;
 use crate::iface::{Access, OffloadOp, Token};
@@ -44,6 +45,8 @@ const DATA: u16 = 1;
 const CACHE_WRITE: u16 = 2;
 /// A copy's final notification reaches the core (id: the copy).
 const DONE: u16 = 3;
+/// A command's last write is done and its last snoop ends (id: the command).
+const SNOOPED: u16 = 4;
 
 #[derive(Debug, Clone)]
 struct Cmd {
@@ -66,6 +69,9 @@ struct Cmd {
     batch_lines: u64,
     writes_issued: u32,
     writes_done: u32,
+    /// When the last snoop of its writes ends (snoops in parallel with memory): it is not done
+    /// before then.
+    snooped: Ps,
 }
 
 #[derive(Debug, Clone)]
@@ -88,6 +94,8 @@ pub struct CopyEngine {
     dest_to_cache: bool,
     engine_mem: Ps,
     snoop_after: bool,
+    /// How a synchronous off-die engine's line snoops and memory accesses are ordered.
+    snoop: EngineSnoop,
     page_bytes: u64,
     translate_cycles: u64,
     /// The pending copy table: a guard of the memory system.
@@ -133,6 +141,7 @@ impl CopyEngine {
             dest_to_cache: c.dest_to_cache,
             engine_mem: ns(c.engine_memory_ns),
             snoop_after: c.snoop_ack == "after",
+            snoop: EngineSnoop::new(&c.snoop_order),
             page_bytes: c.page_bytes,
             translate_cycles: c.translate_cycles,
             pct: sys.add_guard(c.pending_copy_entries as usize),
@@ -158,17 +167,21 @@ impl CopyEngine {
         self.no_bypass && self.states.values().any(|c| !c.finished)
     }
 
-    /// When the off-die engine may access memory for one line from `now` on. Synchronous: the
-    /// engine's coherent read or write of the line first snoops the caches, a turn in the bus's
-    /// address and snoop phase (section 5.3.1). Asynchronous: the copy request the core put on the
-    /// bus was the multiline snoop, latched by every node (sections 5.2.1, 5.3.2: the copy "is
-    /// globally observed when the request is placed on the bus", Table 4), so the hub reads and
-    /// writes the lines without further bus transactions.
-    fn line_snoop(&self, sys: &mut MemorySystem, now: Ps) -> Ps {
+    /// The off-die engine issues one line at `now`: when its access reaches the memory
+    /// controller and when its snoop ends. Synchronous: the engine's coherent read or write of
+    /// the line snoops the caches, a turn in the bus's address and snoop phase (section 5.3.1),
+    /// before or beside the memory access (`copy.snoop_order`, [`EngineSnoop`]). Asynchronous:
+    /// the copy request the core put on the bus was the multiline snoop, latched by every node
+    /// (sections 5.2.1, 5.3.2: the copy "is globally observed when the request is placed on the
+    /// bus", Table 4), so the hub reads and writes the lines without further bus transactions.
+    fn line_snoop(&self, sys: &mut MemorySystem, now: Ps) -> LineSnoop {
         if self.asynchronous {
-            now
+            LineSnoop {
+                at_memory: now + self.engine_mem,
+                snooped: now,
+            }
         } else {
-            sys.ic().address_phase(now)
+            self.snoop.issue(sys, now, self.engine_mem)
         }
     }
 
@@ -285,14 +298,14 @@ impl CopyEngine {
                     channel: 0,
                 });
                 sys.schedule(at, self.id, DATA, id);
-            } else {
-                let at = if self.on_die {
-                    let ch = sys.channel_of(addr);
-                    sys.ic().request_arrives(now, ch)
-                } else {
-                    self.line_snoop(sys, now) + self.engine_mem
-                };
+            } else if self.on_die {
+                let ch = sys.channel_of(addr);
+                let at = sys.ic().request_arrives(now, ch);
                 sys.send(at, addr, MemOp::Read, true, kind, true);
+            } else {
+                let s = self.line_snoop(sys, now);
+                let req = sys.send(s.at_memory, addr, MemOp::Read, true, kind, true);
+                self.snoop.read_sent(req, s);
             }
         }
     }
@@ -334,7 +347,11 @@ impl CopyEngine {
                     let ch = sys.channel_of(addr);
                     sys.ic().writeback_arrives(now, ch)
                 } else {
-                    self.line_snoop(sys, now) + self.engine_mem
+                    let s = self.line_snoop(sys, now);
+                    if let Some(cmd) = self.cmds.get_mut(&c) {
+                        cmd.snooped = cmd.snooped.max(s.snooped);
+                    }
+                    s.at_memory
                 };
                 // Done when the controller accepts it (a posted write), or, with one memory
                 // queue and no write buffer (`write_done = "written"`), when the DRAM performs it.
@@ -368,6 +385,20 @@ impl CopyEngine {
         if cmd.next < cmd.bytes || cmd.reads_out > 0 || cmd.writes_done < cmd.writes_issued {
             return;
         }
+        if cmd.snooped > t {
+            // Snoops in parallel with memory: the last write is done, its snoop not yet.
+            let at = cmd.snooped;
+            sys.schedule(at, self.id, SNOOPED, c);
+            return;
+        }
+        self.command_done(sys, t, c);
+    }
+
+    /// Command `c`'s every line is written (and snooped).
+    fn command_done(&mut self, sys: &mut MemorySystem, t: Ps, c: u32) {
+        let Some(cmd) = self.cmds.get(&c) else {
+            return;
+        };
         let copy = cmd.copy;
         self.cmds.remove(&c);
         let Some(st) = self.states.get_mut(&copy) else {
@@ -487,6 +518,7 @@ impl Agent for CopyEngine {
                     order: self.issued,
                     writes_issued: 0,
                     writes_done: 0,
+                    snooped: 0,
                 },
             );
             self.issued += 1;
@@ -531,6 +563,7 @@ impl Agent for CopyEngine {
             CMD => self.command_arrives(sys, now, id),
             DATA => self.data(sys, now, id),
             CACHE_WRITE => self.write_done(sys, now, id),
+            SNOOPED => self.command_done(sys, now, id),
             _ => self.notify_core(sys, now, id),
         }
     }
@@ -542,7 +575,7 @@ impl Agent for CopyEngine {
                 let at = if self.on_die {
                     sys.ic().fill_arrives(now, channel)
                 } else {
-                    now + self.engine_mem
+                    self.snoop.read_back(req, now + self.engine_mem)
                 };
                 sys.schedule(at, self.id, DATA, req);
             }

@@ -6,6 +6,7 @@
 //! and [`Agent::response`].
 pub mod copy_engine;
 pub mod device_dma;
+pub mod engine_snoop;
 pub mod idma;
 pub mod in_memory_copy;
 pub mod microengines;

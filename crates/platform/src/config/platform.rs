@@ -230,10 +230,17 @@ pub struct CopyConfig {
     /// performed it: one memory queue, no posted-write buffer, as Zhao et al. section 5.4 models
     /// the controller). The copy's final notification follows its last write done.
     pub write_done: String,
+    /// Off-die synchronous engine: "serial" (a line goes to memory after its snoop's
+    /// address-phase turn) or "parallel" (the snoop and the speculative memory access go out
+    /// together and the line is done when both are, Zhao et al. section 5.3.1).
+    pub snoop_order: String,
 }
 
 /// The values of `copy.write_done`.
 pub const WRITE_DONE: [&str; 2] = ["accepted", "written"];
+
+/// The values of `copy.snoop_order`.
+pub const SNOOP_ORDERS: [&str; 2] = ["serial", "parallel"];
 
 impl CopyConfig {
     /// Checks every value, naming the key as `prefix` + its name (`copy.` for `[copy]`).
@@ -245,6 +252,7 @@ impl CopyConfig {
             ("mode", &self.mode, MODES),
             ("snoop_ack", &self.snoop_ack, &["before", "after"][..]),
             ("write_done", &self.write_done, &WRITE_DONE[..]),
+            ("snoop_order", &self.snoop_order, &SNOOP_ORDERS[..]),
         ] {
             if !allowed.contains(&v.as_str()) {
                 return err(k, format!("'{v}' is not one of: {}", allowed.join(", ")));
@@ -312,6 +320,7 @@ impl Default for CopyConfig {
             dest_to_cache: false,
             engine_share: 0.25,
             write_done: "accepted".into(),
+            snoop_order: "serial".into(),
         }
     }
 }
