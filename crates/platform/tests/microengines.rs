@@ -637,7 +637,11 @@ fn host_loads_of_the_microengines_sram_and_scratch_take_their_latencies() {
              [[ops]]\nkind = \"uncached\"\nat = {{ region = \"r\" }}\nwrite = {write}\n"
         );
         let w = Workload::from_toml_str(&prog, "regs", &BTreeMap::new()).unwrap();
-        let over = if me.is_empty() { String::new() } else { ixp(me) };
+        let over = if me.is_empty() {
+            String::new()
+        } else {
+            ixp(me)
+        };
         Platform::new(&cfg("ixp-host", &over).unwrap())
             .unwrap()
             .run(&w)
@@ -651,12 +655,27 @@ fn host_loads_of_the_microengines_sram_and_scratch_take_their_latencies() {
     let csr_ns = per_access(csr, false, "");
     // ixp-host.toml: sram_ns 150, scratch_ns 100; the chip bus's address phase and the core's
     // issue add a few ns.
-    assert!((150.0..165.0).contains(&sram_ns), "{sram_ns} ns per SRAM load");
-    assert!((100.0..115.0).contains(&scratch_ns), "{scratch_ns} ns per scratch load");
+    assert!(
+        (150.0..165.0).contains(&sram_ns),
+        "{sram_ns} ns per SRAM load"
+    );
+    assert!(
+        (100.0..115.0).contains(&scratch_ns),
+        "{scratch_ns} ns per scratch load"
+    );
     assert!(csr_ns < 0.6 * scratch_ns, "{csr_ns} ns per register load");
     let slow = per_access(sram, false, "sram_ns = 600.0");
-    assert!((slow - sram_ns - 450.0).abs() < 10.0, "{slow} against {sram_ns}");
+    assert!(
+        (slow - sram_ns - 450.0).abs() < 10.0,
+        "{slow} against {sram_ns}"
+    );
     let slow = per_access(scratch, false, "scratch_ns = 400.0");
-    assert!((slow - scratch_ns - 300.0).abs() < 10.0, "{slow} against {scratch_ns}");
-    assert!(per_access(sram, true, "") < 0.3 * sram_ns, "SRAM stores are posted");
+    assert!(
+        (slow - scratch_ns - 300.0).abs() < 10.0,
+        "{slow} against {scratch_ns}"
+    );
+    assert!(
+        per_access(sram, true, "") < 0.3 * sram_ns,
+        "SRAM stores are posted"
+    );
 }

@@ -49,6 +49,10 @@
 //! versions are what is checked), and the receiving side checks every datagram it delivers, in
 //! order, byte for byte, with its checksums where the frame arrives whole.
 //!
+//! - The host reaches the microengines' scratch and SRAM through windows of their register
+//!   range (`SCRATCH_WINDOW`, `SRAM_WINDOW`: the public IXP2000 driver's rings and RX
+//!   descriptors): a host load there waits `scratch_ns` or `sram_ns`, a store is posted.
+//!
 //! Modelled: one interrupt per frame (`rx_irq`, `tx_irq` turn them off), the free lists as
 //! descriptor rings in host memory; SRAM and scratch rings as their latencies on the context's
 //! path (their contention is not modelled). Not modelled: the MSF's mpacket reassembly across
