@@ -624,3 +624,58 @@ fn wun_dram_copy_runs_on_the_platform() {
     let host = wun("dram-copy", "xscale", 2048, None);
     assert!(me > 2.0 * host, "{me} {host}");
 }
+
+/// The host's loads of the microengines' on-chip memories (the public IXP2000 driver's RX
+/// descriptors in SRAM, its rings in scratch) wait the memories' read latencies, `sram_ns` and
+/// `scratch_ns`, which move them; a store there is posted; a load of their other registers is a
+/// round trip on the chip bus.
+#[test]
+fn host_loads_of_the_microengines_sram_and_scratch_take_their_latencies() {
+    let per_access = |base: u64, write: bool, me: &str| {
+        let prog = format!(
+            "name = \"regs\"\niterations = 200\n[[regions]]\nname = \"r\"\nbase = {base:#x}\nsize = 8\nstride = 0\n\
+             [[ops]]\nkind = \"uncached\"\nat = {{ region = \"r\" }}\nwrite = {write}\n"
+        );
+        let w = Workload::from_toml_str(&prog, "regs", &BTreeMap::new()).unwrap();
+        let over = if me.is_empty() {
+            String::new()
+        } else {
+            ixp(me)
+        };
+        Platform::new(&cfg("ixp-host", &over).unwrap())
+            .unwrap()
+            .run(&w)
+            .unwrap()
+            .time_ns
+            / 200.0
+    };
+    let (sram, scratch, csr) = (0xf001_8000, 0xf001_0000, 0xf000_0100);
+    let sram_ns = per_access(sram, false, "");
+    let scratch_ns = per_access(scratch, false, "");
+    let csr_ns = per_access(csr, false, "");
+    // ixp-host.toml: sram_ns 150, scratch_ns 100; the chip bus's address phase and the core's
+    // issue add a few ns.
+    assert!(
+        (150.0..165.0).contains(&sram_ns),
+        "{sram_ns} ns per SRAM load"
+    );
+    assert!(
+        (100.0..115.0).contains(&scratch_ns),
+        "{scratch_ns} ns per scratch load"
+    );
+    assert!(csr_ns < 0.6 * scratch_ns, "{csr_ns} ns per register load");
+    let slow = per_access(sram, false, "sram_ns = 600.0");
+    assert!(
+        (slow - sram_ns - 450.0).abs() < 10.0,
+        "{slow} against {sram_ns}"
+    );
+    let slow = per_access(scratch, false, "scratch_ns = 400.0");
+    assert!(
+        (slow - scratch_ns - 300.0).abs() < 10.0,
+        "{slow} against {scratch_ns}"
+    );
+    assert!(
+        per_access(sram, true, "") < 0.3 * sram_ns,
+        "SRAM stores are posted"
+    );
+}

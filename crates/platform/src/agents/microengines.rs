@@ -49,6 +49,10 @@
 //! versions are what is checked), and the receiving side checks every datagram it delivers, in
 //! order, byte for byte, with its checksums where the frame arrives whole.
 //!
+//! - The host reaches the microengines' scratch and SRAM through windows of their register
+//!   range (`SCRATCH_WINDOW`, `SRAM_WINDOW`: the public IXP2000 driver's rings and RX
+//!   descriptors): a host load there waits `scratch_ns` or `sram_ns`, a store is posted.
+//!
 //! Modelled: one interrupt per frame (`rx_irq`, `tx_irq` turn them off), the free lists as
 //! descriptor rings in host memory; SRAM and scratch rings as their latencies on the context's
 //! path (their contention is not modelled). Not modelled: the MSF's mpacket reassembly across
@@ -92,6 +96,14 @@ const EV_SOURCE: u16 = 9;
 
 /// Memory-request tags of copy reads are the context's number with this bit set.
 const COPY_TAG: u32 = 1 << 30;
+/// The host's window on the microengines' scratch memory (its hardware rings), offsets in the
+/// register range: a host load there waits `scratch_ns`, a store is posted. The public IXP2000
+/// driver (Linux `drivers/net/ixp2000/ixpdev.c`) takes each received buffer from a scratch ring
+/// (`RING_RX_DONE`) and gives it back on another (`RING_RX_PENDING`).
+pub const SCRATCH_WINDOW: std::ops::Range<u64> = 0x1_0000..0x1_8000;
+/// The host's window on the microengines' SRAM: a host load there waits `sram_ns`, a store is
+/// posted. The same driver's RX descriptors (buffer address, length, port) live in SRAM.
+pub const SRAM_WINDOW: std::ops::Range<u64> = 0x1_8000..0x2_0000;
 /// Memory-request tags of the transmit program's reads (descriptor, payload): this bit.
 const TX_TAG: u32 = 1 << 29;
 
@@ -1093,11 +1105,27 @@ impl Agent for Microengines {
         addr: u64,
         write: bool,
     ) -> Access {
+        let off = addr - self.cfg.bar;
+        // The on-chip memories answer a load after their read latency (the same figures the
+        // microengines' own commands take; the XScale gasket's crossing adds a latency that is
+        // not published, HRM 3.11 giving only its 32-bit buses and four reads outstanding).
+        let window = if SCRATCH_WINDOW.contains(&off) {
+            Some(self.cfg.scratch_ns)
+        } else if SRAM_WINDOW.contains(&off) {
+            Some(self.cfg.sram_ns)
+        } else {
+            None
+        };
+        if let Some(lat) = window {
+            sys.count_uncached();
+            let leave = sys.ic().address_phase(now);
+            return Access::At(if write { leave } else { leave + ns(lat) });
+        }
         let leave = match device_dma::on_die_register(sys, now, write, self.message) {
             Ok(leave) => leave,
             Err(read) => return read,
         };
-        let reg = nic::BAR + (addr - self.cfg.bar);
+        let reg = nic::BAR + off;
         if reg == nic::RDT {
             self.post_rx(now);
             sys.schedule(leave + self.message, self.id, EV_RX_TAIL, 0);

@@ -148,7 +148,7 @@ impl Default for MicroenginesConfig {
             tx_irq: true,
             parse_cycles: 120,
             sram_ns: 150.0,
-            scratch_ns: 67.0,
+            scratch_ns: 100.0,
             source_frames: 0,
             rx_irq: true,
             rx_posted_ahead: 0,
