@@ -3,21 +3,11 @@
 //! memory latency about once per buffer, not once per line. With every line's latency raised by
 //! d, an engine with N lines in flight must slow a copy by far less than N x d; an engine that
 //! waited on each line in turn would slow it by about N x d.
+mod common;
+use common::{copy_run, mean_engine_copy};
 use movelab_platform::config::workload::Workload;
-use movelab_platform::{run, PlatformConfig, PlatformStats};
+use movelab_platform::PlatformConfig;
 use std::collections::BTreeMap;
-
-fn copy_run(over: &str, pages: u64, bytes: u64) -> PlatformStats {
-    let c = PlatformConfig::preset("zhao-uma-emc")
-        .unwrap()
-        .with_overrides(toml::from_str(over).unwrap(), "test")
-        .unwrap();
-    let p: BTreeMap<String, u64> = [("pages", pages), ("bytes", bytes), ("work", 0)]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
-    run(&c, &Workload::load("bulk-copy", &p).unwrap()).unwrap()
-}
 
 /// Mean copy time (ns) of `pages` copies of `bytes` with the engine in `mode`, its path to the
 /// memory controller `engine_ns` each way and a stream buffer of `buffer` lines.
@@ -26,9 +16,7 @@ fn mean_copy(mode: &str, engine_ns: f64, buffer: u32, pages: u64, bytes: u64) ->
         "copy = {{ mechanism = \"ce\", mode = \"{mode}\", engine_memory_ns = {engine_ns}, \
          stream_buffer_lines = {buffer} }}"
     );
-    let s = copy_run(&over, pages, bytes);
-    assert!(s.mean_offload_ns > 0.0, "the engine copied");
-    s.mean_offload_ns
+    mean_engine_copy(&over, pages, bytes)
 }
 
 #[test]
@@ -172,9 +160,7 @@ fn mean_copy_with_interconnect(mode: &str, key: &str, value: f64, pages: u64, by
         "copy = {{ mechanism = \"ce\", mode = \"{mode}\" }}\n\
          interconnect = {{ {key} = {value} }}"
     );
-    let s = copy_run(&over, pages, bytes);
-    assert!(s.mean_offload_ns > 0.0, "the engine copied");
-    s.mean_offload_ns
+    mean_engine_copy(&over, pages, bytes)
 }
 
 /// Mean copy time (ns) of 4 KB copies by the off-die engine in `mode` with each bus transaction

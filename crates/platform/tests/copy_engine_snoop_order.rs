@@ -4,9 +4,9 @@
 //! after its snoop's address-phase turn, so a longer turn delays every line's read and write; in
 //! the parallel form a one-line copy's snoop turn is hidden behind its memory access, far
 //! shorter than a DRAM access.
-use movelab_platform::config::workload::Workload;
-use movelab_platform::{run, PlatformConfig};
-use std::collections::BTreeMap;
+mod common;
+use common::mean_engine_copy;
+use movelab_platform::PlatformConfig;
 
 /// Mean copy time (ns) of 8 separate one-line (64 B) engine copies in `mode` with snoops
 /// `order` and address-phase turns of `address_ns`.
@@ -15,17 +15,7 @@ fn one_line_copy(mode: &str, order: &str, address_ns: f64) -> f64 {
         "copy = {{ mechanism = \"ce\", mode = \"{mode}\", snoop_order = \"{order}\" }}\n\
          interconnect = {{ address_ns = {address_ns} }}"
     );
-    let c = PlatformConfig::preset("zhao-uma-emc")
-        .unwrap()
-        .with_overrides(toml::from_str(&over).unwrap(), "test")
-        .unwrap();
-    let p: BTreeMap<String, u64> = [("pages", 8), ("bytes", 64), ("work", 0)]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
-    let s = run(&c, &Workload::load("bulk-copy", &p).unwrap()).unwrap();
-    assert!(s.mean_offload_ns > 0.0, "the engine copied");
-    s.mean_offload_ns
+    mean_engine_copy(&over, 8, 64)
 }
 
 #[test]

@@ -3,9 +3,9 @@
 //! performs it: Zhao et al. section 5.4's one memory queue with no write buffer, which the
 //! `zhao-uma-emc` preset uses). A copy done only when its lines are written cannot beat the
 //! DRAM's bandwidth for its reads and writes, and it must slow when that bandwidth halves.
-use movelab_platform::config::workload::Workload;
-use movelab_platform::{run, PlatformConfig};
-use std::collections::BTreeMap;
+mod common;
+use common::mean_engine_copy;
+use movelab_platform::PlatformConfig;
 
 /// Mean copy time (ns) of 8 separate 1 KB engine copies (SYNC_WLB) with `write_done` and
 /// `channels` DDR2-400 channels of 3.2 GB/s.
@@ -14,17 +14,7 @@ fn mean_copy(write_done: &str, channels: u32) -> f64 {
         "copy = {{ mechanism = \"ce\", mode = \"SYNC_WLB\", write_done = \"{write_done}\" }}\n\
          memory = {{ dram = {{ channels = {channels} }} }}"
     );
-    let c = PlatformConfig::preset("zhao-uma-emc")
-        .unwrap()
-        .with_overrides(toml::from_str(&over).unwrap(), "test")
-        .unwrap();
-    let p: BTreeMap<String, u64> = [("pages", 8), ("bytes", 1024), ("work", 0)]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
-    let s = run(&c, &Workload::load("bulk-copy", &p).unwrap()).unwrap();
-    assert!(s.mean_offload_ns > 0.0, "the engine copied");
-    s.mean_offload_ns
+    mean_engine_copy(&over, 8, 1024)
 }
 
 #[test]
