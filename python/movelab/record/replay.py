@@ -504,7 +504,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                 initialisations, its buffers starting in ``state``: ``cold``, wherever the previous
                 replayed calls left them; ``warm``, after a first pass with them (the same first
                 pass in both runs, so the difference is the second's); ``llc``, the same first pass
-                then a copy streaming twice the level-2 size through the private caches. Costed
+                then a copy of half the level-2 size (so the level-2 size read and written) through the
+                private caches. Costed
                 apart (``split`` with ``dst_write``), a copy's destinations are then written once
                 more (the same in both runs): the state is its source's, the destination cached."""
                 apart = costed_apart and op == "copy"
