@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from movelab.record import cachestate, calibration
-from movelab.record.replay import _check_alloc_cost, _fixed_cost
+from movelab.record.replay import _check_alloc_cost, _fixed_cost, alloc_reuse
 
 CC = shutil.which("cc") or shutil.which("gcc")
 
@@ -60,8 +60,46 @@ def test_fixed_cost_charges_the_base_kinds_call_and_the_allocator_path() -> None
     assert _fixed_cost(cls, gcosts, [1000.0], cost) == pytest.approx((1 + 10) + (5 + 200) + 1)
 
 
+def test_a_block_handed_back_is_the_same_address_for_the_same_rounded_size() -> None:
+    # calloc of 100 B at A, again at A for 110 B (both 7 granules of 16 B): handed back; at A for
+    # 200 B: not (another size); another process's A: not; a realloc's return counts as an earlier
+    # call; a memset never; an aggregated row (no time) never; a failed call (no address) never
+    ev = pd.DataFrame({
+        "kind": ["calloc", "calloc", "calloc", "calloc", "realloc", "calloc", "memset", "calloc", "calloc"],
+        "pid": [1, 1, 1, 2, 1, 1, 1, 1, 1],
+        "t_ns": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, math.nan, 9.0],
+        "dst": pd.array([0xA0, 0xA0, 0xA0, 0xA0, 0xB0, 0xB0, 0xB0, 0xB0, None], dtype="UInt64"),
+        "size": [100, 110, 200, 100, 64, 60, 60, 60, 60]})
+    assert alloc_reuse(ev).tolist() == [False, True, False, False, False, True, False, False, False]
+    # out of time order in the frame: decided in time order
+    assert alloc_reuse(ev.iloc[[1, 0]]).tolist() == [True, False]
+    # no addresses recorded: nothing is a reuse
+    assert not alloc_reuse(ev.drop(columns="dst")).any()
+
+
+def test_a_block_handed_back_takes_the_reuse_figures_where_measured() -> None:
+    cost = {"edge_ns": 1000.0, "ns": {"calloc": {"hot": {"4": 10.0}, "cold": {"4": 30.0},
+                                                 "reuse_hot": {"4": 2.0}, "reuse_cold": {"4": 6.0}}}}
+    sc = np.array([4, 4, 4, 4])
+    gap = np.array([50.0, 50.0, 5000.0, 5000.0])
+    reuse = np.array([False, True, False, True])
+    assert calibration.alloc_cost_ns(cost, "calloc", sc, gap, reuse).tolist() == [10.0, 2.0, 30.0, 6.0]
+    # without the flags, or a calibration without reuse figures: every call the others
+    assert calibration.alloc_cost_ns(cost, "calloc", sc, gap).tolist() == [10.0, 10.0, 30.0, 30.0]
+    old = {"edge_ns": 1000.0, "ns": {"calloc": {"hot": {"4": 10.0}, "cold": {"4": 30.0}}}}
+    assert calibration.alloc_cost_ns(old, "calloc", sc, gap, reuse).tolist() == [10.0, 10.0, 30.0, 30.0]
+    # one reuse way measured: it stands for the other
+    one = {"edge_ns": 1000.0, "ns": {"calloc": {"hot": {"4": 10.0}, "cold": {"4": 30.0}, "reuse_hot": {"4": 2.0}}}}
+    assert calibration.alloc_cost_ns(one, "calloc", sc, gap, reuse).tolist() == [10.0, 2.0, 30.0, 2.0]
+    # the replay's per-class charge follows the events' flag
+    cls = pd.DataFrame({"kind": ["calloc", "calloc"], "size_class": [4, 4], "count": [1, 1],
+                        "gap_ns": [50.0, 50.0], "t_ns": [1.0, 2.0], "reuse": [False, True]})
+    assert _fixed_cost(cls, {"memset": 3.0}, None, cost) == pytest.approx((3 + 10) + (3 + 2))
+
+
 @pytest.mark.parametrize("bad, match", [({}, "'ns' table"), ({"ns": {"malloc": {"hot": {"1": 1.0}}}}, "malloc"),
                                         ({"ns": {"calloc": {"warmish": {"1": 1.0}}}}, "'hot' and/or 'cold'"),
+                                        ({"ns": {"calloc": {"reuse_hot": {"1": 1.0}}}}, "'hot' and/or 'cold'"),
                                         ({"ns": {"calloc": {"hot": {"x": 1.0}}}}, "size class"),
                                         ({"ns": {"calloc": {"hot": {"1": -1.0}}}}, "non-negative"),
                                         ({"ns": {"calloc": {"hot": {"1": 1.0}}}, "edge_ns": 0}, "edge_ns")])
@@ -114,6 +152,14 @@ def test_alloc_measure_records_each_size_class(tmp_path, monkeypatch: pytest.Mon
     assert set(p) == {"calloc", "realloc"} and all(v >= 0 for t in p.values() for v in t.values())
     with pytest.raises(ValueError, match="reps"):
         calibration.alloc_measure(0)
+    # the reuse way: each calloc asks for the size of a block just freed, and gets that block back
+    # (the same address for the same size: what the replay calls a block handed back); no realloc
+    r = calibration.alloc_measure(400, reuse=True)
+    c = r[r["kind"] == "calloc"]
+    assert set(c["size_class"]) >= set(range(1, 14)) and "realloc" not in set(r["kind"])
+    assert alloc_reuse(c).mean() > 0.5
+    with pytest.raises(ValueError, match="runs"):
+        calibration.alloc_costs(40, runs=0)
 
 
 def test_alloc_charge_sets_each_kinds_charge_beside_its_measured_time() -> None:

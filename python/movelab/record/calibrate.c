@@ -16,7 +16,7 @@
  * filled with something else, as a program's own work does): the same calls in the state the
  * tracked replay calls "llc".
  *
- * Usage: calibrate alloc REPS [cold]: the allocator's own path in calloc and a moving realloc, in a
+ * Usage: calibrate alloc REPS [cold] [reuse]: the allocator's own path in calloc and a moving realloc, in a
  * heap that has been used (a bench of its own, for the replay's allocator cost; calibration.py,
  * alloc_costs). A pool of 8,192 live blocks of sizes spread log-uniformly over 16 bytes - 4 KiB,
  * every other one then freed (holes of every size in the bins, as a program's heap has after its
@@ -28,7 +28,11 @@
  * memcpy calls of each class's sizes on hot buffers, so that the same run gives the bytes' own
  * cost to subtract. With "cold", 64 KiB of other data (cycling through 1 MiB) is read before each
  * timed call: the level-1 caches emptied of the allocator's bins and code, as a few microseconds of
- * a program's own work do.
+ * a program's own work do. With "reuse", each class's calloc calls instead ask for the size of a block
+ * of the class freed just before (64 live blocks of the class, each freed and called for again in
+ * random order; no realloc pass): the path of a program that frees and allocates blocks of the
+ * same sizes, whose allocator hands the freed block back (glibc: from its exact-size bin, as the
+ * recording shows by the same address returned again for the same size).
  *
  * Usage: calibrate latency KIB HOPS: the load-to-use latency of a buffer of KIB KiB, by a pointer
  * chase through its lines in a random cyclic order (each load's address comes from the previous
@@ -281,7 +285,11 @@ static size_t class_size(unsigned k) {
     return ((size_t)1 << k) + (size_t)(next_rand() % ((size_t)1 << k));
 }
 
-static int alloc_run(long reps, int cold) {
+/* The reuse pass's live blocks of one size class: a calloc of a block's own size right after its
+ * free (usage above). */
+#define REUSE_SLOTS 64
+
+static int alloc_run(long reps, int cold, int reuse) {
     char *other = cold ? malloc(1L << 20) : NULL;
     if (cold && !other) return 1;
     if (other)
@@ -296,6 +304,27 @@ static int alloc_run(long reps, int cold) {
         pool[i] = NULL;
     }
     for (unsigned k = 0; k <= 12; k++) {
+        if (reuse) {
+            /* REUSE_SLOTS pool slots hold blocks of the class (malloc and free are not recorded);
+             * each timed calloc asks for the size of the block just freed */
+            int slot[REUSE_SLOTS];
+            size_t size[REUSE_SLOTS];
+            for (int q = 0; q < REUSE_SLOTS; q++) {
+                slot[q] = (int)(next_rand() % POOL);
+                free(pool[slot[q]]);
+                size[q] = class_size(k);
+                pool[slot[q]] = malloc(size[q]);
+                if (!pool[slot[q]]) return 1;
+            }
+            for (long i = 0; i < reps; i++) {
+                int q = (int)(next_rand() % REUSE_SLOTS);
+                free(pool[slot[q]]);
+                if (other) disturb(other, i % 16);
+                pool[slot[q]] = cl(1, size[q]);
+                if (!pool[slot[q]]) return 1;
+            }
+            continue;
+        }
         for (long i = 0; i < reps; i++) {
             int j = (int)(next_rand() % POOL);
             free(pool[j]);
@@ -598,7 +627,16 @@ int main(int argc, char **argv) {
             fprintf(stderr, "calibrate: alloc REPS must be between 1 and 1000000\n");
             return 2;
         }
-        return alloc_run(reps, argc > 3 && strcmp(argv[3], "cold") == 0);
+        int cold = 0, reuse = 0;
+        for (int i = 3; i < argc; i++) {
+            if (strcmp(argv[i], "cold") == 0) cold = 1;
+            else if (strcmp(argv[i], "reuse") == 0) reuse = 1;
+            else {
+                fprintf(stderr, "calibrate: alloc takes REPS [cold] [reuse], got %s\n", argv[i]);
+                return 2;
+            }
+        }
+        return alloc_run(reps, cold, reuse);
     }
     if (argc > 3 && strcmp(argv[1], "latency") == 0)
         return latency(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10), argc > 4 && strcmp(argv[4], "huge") == 0);

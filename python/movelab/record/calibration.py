@@ -678,12 +678,18 @@ ALLOC_EDGE_NS = 562.0
 #: The kind whose call on hot buffers holds the bytes' own cost (and the call itself) of each
 #: allocating kind: what is left of the allocating call is the allocator's own path.
 ALLOC_BASE = {"calloc": "memset", "realloc": "memcpy"}
+#: The allocating kinds whose path is also measured for a block handed back (``calibrate alloc
+#: ... reuse``): a call that returns an address an earlier allocating call of the process returned
+#: for the same rounded size (:func:`movelab.record.replay.alloc_reuse`). A moving ``realloc``'s
+#: new block is not a freed block of its own size handed back, so it has no such figures.
+ALLOC_REUSE = ("calloc",)
 
 
-def alloc_measure(reps: int = 2000, cold: bool = False) -> pd.DataFrame:
-    """Records ``calibrate alloc REPS [cold]`` (the allocator in a used heap; see calibrate.c) and
-    returns its timed calls with no fault and no switch inside (``net_ns``: time inside, the clock
-    reads' cost removed)."""
+def alloc_measure(reps: int = 2000, cold: bool = False, reuse: bool = False) -> pd.DataFrame:
+    """Records ``calibrate alloc REPS [cold] [reuse]`` (the allocator in a used heap; with ``reuse``,
+    each ``calloc`` asks for the size of a block of its class freed just before; see calibrate.c)
+    and returns its timed calls with no fault and no switch inside (``net_ns``: time inside, the
+    clock reads' cost removed)."""
     from movelab.record import recorder
     from movelab.record.replay import movement_events
     from movelab.record.trace import corrected_dur, disturbed
@@ -691,7 +697,7 @@ def alloc_measure(reps: int = 2000, cold: bool = False) -> pd.DataFrame:
     if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 1_000_000:
         raise ValueError(f"reps must be an integer in 1..1000000, got {reps!r}")
     prog = _build.calibration_program()
-    df = recorder.run([str(prog), "alloc", str(reps), *(["cold"] if cold else [])])
+    df = recorder.run([str(prog), "alloc", str(reps), *(["cold"] if cold else []), *(["reuse"] if reuse else [])])
     meta = df.attrs["movelab"]
     u = df[(df["source"] == "interposer") & df["kind"].isin(KINDS) & df["t_ns"].notna()]
     u = movement_events(u[~disturbed(u)])  # with gap_ns, the time since the thread's previous call
@@ -723,56 +729,96 @@ def alloc_path(calls: pd.DataFrame) -> dict[str, dict[str, float]]:
     return out
 
 
-def alloc_costs(reps: int = 2000, *, refresh: bool = False) -> dict[str, Any]:
+#: Runs of each way of the allocator probe; :func:`alloc_costs` keeps each class's median over them.
+#: One run's mean of a class moves by up to 2-4x between runs on one quiet machine (the pool's
+#: random frees leave the bins in a different state each time: a class's calls then take the
+#: exact-size bin or the unsorted and sorted bins' search), 27-28 Nov 2026: e.g. a 64-127 byte
+#: ``calloc`` 17-73 ns over ``memset`` in six runs within 15 minutes (docs/record-replay.md, "The
+#: allocator's path: blocks handed back, and the probe's spread").
+ALLOC_RUNS = 3
+
+
+def alloc_costs(reps: int = 2000, *, runs: int = ALLOC_RUNS, refresh: bool = False) -> dict[str, Any]:
     """The allocator's own path in ``calloc`` and a moving ``realloc`` on this machine, per size
     class, measured (not fitted) by ``calibrate alloc`` under the interposer, back to back and with
-    the caches cold (:func:`alloc_path` of each run): ``{"ns": {kind: {"hot": {class: ns}, "cold":
-    {...}}}, "edge_ns": the geometric mean of the runs' median gaps, "base": ALLOC_BASE, "gap_ns":
-    {run: median gap}, "calls":
-    ..., "command": ...}``; the replay charges a call the path of its size class and gap
-    (``replay(..., alloc_cost=...)``) on top of its base kind's call cost. Cached per machine and
-    calibration source unless ``refresh``."""
+    the caches cold, and for ``calloc`` also with each call asking for the size of a block freed
+    just before (``reuse_hot``, ``reuse_cold``); each class's median over ``runs`` runs of
+    :func:`alloc_path`: ``{"ns": {kind: {"hot": {class: ns}, "cold": {...}, "reuse_hot": ...,
+    "reuse_cold": ...}}, "edge_ns": the geometric mean of the hot and cold runs' median gaps,
+    "base": ALLOC_BASE, "gap_ns": {way: median gap}, "calls": ..., "command": ...}``; the replay
+    charges a call the path of its size class, gap and reuse (``replay(..., alloc_cost=...)``) on
+    top of its base kind's call cost. Cached per machine and calibration source unless
+    ``refresh``."""
     from movelab.record import machine
 
+    if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= 20:
+        raise ValueError(f"runs must be an integer in 1..20, got {runs!r}")
     desc = machine.describe()
-    path, cached = _cached("alloc", ["alloc"], desc, reps, refresh)
+    path, cached = _cached("alloc", ["alloc", runs], desc, reps, refresh)
     if cached is not None:
         return cached
     ns: dict[str, dict[str, dict[str, float]]] = {}
     gaps: dict[str, float] = {}
     calls: dict[str, dict[str, int]] = {}
-    for run, cold in (("hot", False), ("cold", True)):
-        u = alloc_measure(reps, cold)
-        for kind, per in alloc_path(u).items():
-            ns.setdefault(kind, {})[run] = per
-        a = u[u["kind"].isin(list(ALLOC_BASE))]
-        gaps[run] = float(a["gap_ns"].median()) if "gap_ns" in a and a["gap_ns"].notna().any() else float("nan")
-        calls[run] = {str(k): int(v) for k, v in a.groupby("kind").size().items()}
-    edge = math.sqrt(gaps["hot"] * gaps["cold"]) if all(math.isfinite(g) and g > 0 for g in gaps.values()) \
-        else ALLOC_EDGE_NS
+    for run, cold, reuse in (("hot", False, False), ("cold", True, False),
+                             ("reuse_hot", False, True), ("reuse_cold", True, True)):
+        per_run: dict[str, list[dict[str, float]]] = {}
+        run_gaps: list[float] = []
+        n_calls: dict[str, int] = {}
+        for _ in range(runs):
+            u = alloc_measure(reps, cold, reuse)
+            for kind, per in alloc_path(u).items():
+                if not reuse or kind in ALLOC_REUSE:
+                    per_run.setdefault(kind, []).append(per)
+            a = u[u["kind"].isin(list(ALLOC_BASE))]
+            if "gap_ns" in a and a["gap_ns"].notna().any():
+                run_gaps.append(float(a["gap_ns"].median()))
+            for k, v in a.groupby("kind").size().items():
+                n_calls[str(k)] = n_calls.get(str(k), 0) + int(v)
+        for kind, tables in per_run.items():
+            classes = sorted({c for t in tables for c in t}, key=int)
+            ns.setdefault(kind, {})[run] = {c: float(np.median([t[c] for t in tables if c in t])) for c in classes}
+        gaps[run] = float(np.median(run_gaps)) if run_gaps else float("nan")
+        calls[run] = n_calls
+    edge = math.sqrt(gaps["hot"] * gaps["cold"]) \
+        if all(math.isfinite(gaps[r]) and gaps[r] > 0 for r in ("hot", "cold")) else ALLOC_EDGE_NS
     out = {"ns": ns, "edge_ns": edge, "base": dict(ALLOC_BASE), "gap_ns": gaps, "calls": calls,
-           "reps": reps, "machine": desc["model"],
-           "command": f"python -m movelab.record.calibration alloc --reps {reps} (calibrate.c 'alloc {reps}' "
-                      f"and 'alloc {reps} cold' under the interposer)",
+           "reps": reps, "runs": runs, "machine": desc["model"],
+           "command": f"python -m movelab.record.calibration alloc --reps {reps} --runs {runs} (calibrate.c "
+                      f"'alloc {reps}', 'alloc {reps} cold', 'alloc {reps} reuse' and 'alloc {reps} cold reuse' "
+                      f"under the interposer, {runs} runs each, each class's median)",
            "source": "the allocator's path: mean time inside calloc (realloc) calls of each size class in a used "
-                     "heap, less the same run's median memset (memcpy) of the class on hot buffers"}
+                     "heap, less the same run's median memset (memcpy) of the class on hot buffers; reuse_hot and "
+                     "reuse_cold: calloc calls asking for the size of a block of their class freed just before"}
     _store(path, out)
     return out
 
 
-def alloc_cost_ns(cost: Mapping[str, Any], kind: str, size_class: np.ndarray, gap_ns: np.ndarray) -> np.ndarray | None:
+def alloc_cost_ns(cost: Mapping[str, Any], kind: str, size_class: np.ndarray, gap_ns: np.ndarray,
+                  reuse: np.ndarray | None = None) -> np.ndarray | None:
     """Per call of ``kind``: the allocator path of :func:`alloc_costs` for its size class (the
     closest class measured) and gap (``hot`` below ``edge_ns``; ``cold`` from it on and for a
-    missing gap, a thread's first call); None when ``cost`` has no figures for ``kind``."""
+    missing gap, a thread's first call); for a call marked in ``reuse`` (a block handed back,
+    :func:`movelab.record.replay.alloc_reuse`), the ``reuse_hot`` / ``reuse_cold`` figures where
+    ``cost`` has them (an older calibration has not: every call then takes the others). None when
+    ``cost`` has no figures for ``kind``."""
     per = cost.get("ns", {}).get(kind)
     if not per:
         return None
     edge = float(cost.get("edge_ns", ALLOC_EDGE_NS))
     sc = np.asarray(size_class, dtype=np.int64)
     g = np.asarray(gap_ns, dtype=np.float64)
+    back = np.zeros(len(sc), dtype=bool) if reuse is None else np.asarray(reuse, dtype=bool)
+    if not (per.get("reuse_hot") or per.get("reuse_cold")):
+        back = np.zeros(len(sc), dtype=bool)
+    hot = ~np.isnan(g) & (g < edge)
     out = np.zeros(len(sc))
-    for run, use in (("hot", ~np.isnan(g) & (g < edge)), ("cold", np.isnan(g) | (g >= edge))):
-        table = per.get(run) or per.get("hot") or per.get("cold")
+    for run, use in (("hot", hot & ~back), ("cold", ~hot & ~back),
+                     ("reuse_hot", hot & back), ("reuse_cold", ~hot & back)):
+        if not use.any():
+            continue
+        pre = "reuse_" if run.startswith("reuse_") else ""
+        table = per.get(run) or per.get(pre + "hot") or per.get(pre + "cold")
         ks = np.asarray(sorted(int(k) for k in table), dtype=np.int64)
         vals = np.asarray([float(table[str(k)]) for k in ks])
         near = np.abs(sc[:, None] - ks[None, :]).argmin(axis=1)
@@ -845,6 +891,8 @@ def _main(argv: Sequence[str]) -> int:
                                              "copies (stream) or tiny copies after other work (tiny).")
     ap.add_argument("what", choices=["alloc", "cold", "stream", "tiny"])
     ap.add_argument("--reps", type=int, default=2000, help="calls per size class and kind (default 2000)")
+    ap.add_argument("--runs", type=int, default=ALLOC_RUNS, help=f"alloc: runs of each way, each class's median kept "
+                    f"(default {ALLOC_RUNS})")
     ap.add_argument("--out", type=Path, default=None, help="cold, stream, tiny: write the probe's figures to this JSON "
                     "file")
     a = ap.parse_args(list(argv))
@@ -886,7 +934,7 @@ def _main(argv: Sequence[str]) -> int:
             a.out.write_text(json.dumps(r, indent=1))
         return 0
     try:
-        r = alloc_costs(a.reps, refresh=True)
+        r = alloc_costs(a.reps, runs=a.runs, refresh=True)
     except (RuntimeError, OSError, ValueError) as e:
         print(f"error: {e}")
         return 1

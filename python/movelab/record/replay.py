@@ -83,7 +83,37 @@ def movement_events(df: pd.DataFrame) -> pd.DataFrame:
     gap = (s["t_ns"] - prev_end).clip(lower=0)
     ev["gap_ns"] = pd.Series(dtype="float64")
     ev.loc[s.index, "gap_ns"] = gap.astype("float64")
+    ev["reuse"] = alloc_reuse(ev)
     return ev
+
+
+def alloc_reuse(ev: pd.DataFrame) -> np.ndarray:
+    """Per row: whether it is an allocating call (``calloc``, ``realloc``) that returned an address
+    an earlier allocating call of the same process returned for a request of the same size rounded
+    up to 16 bytes (the allocators' granule): a freed block of its own size handed back, the
+    allocator's short path (glibc: the exact-size bin). Only the rows given count as earlier calls
+    (a recording's ``malloc`` and ``free`` are not recorded, nor, where the caller left them out,
+    its disturbed calls); aggregated rows (no time) are never a reuse."""
+    out = np.zeros(len(ev), dtype=bool)
+    if "dst" not in ev or "size" not in ev:
+        return out
+    alloc = ev["kind"].isin(["calloc", "realloc"]).to_numpy() & ev["t_ns"].notna().to_numpy()
+    if not alloc.any():
+        return out
+    a = ev[alloc]
+    order = np.argsort(a["t_ns"].to_numpy(np.float64), kind="stable")
+    pos = np.flatnonzero(alloc)[order]
+    pid = a["pid"].to_numpy()[order]
+    dst = a["dst"].fillna(0).to_numpy(np.uint64)[order]  # 0: no address (a failed call)
+    gran = ((a["size"].astype("float64").to_numpy()[order] + 15) // 16).astype(np.int64)
+    last: dict[tuple, int] = {}
+    for i, key in enumerate(zip(pid.tolist(), dst.tolist())):
+        if key[1] == 0:
+            continue
+        if last.get(key) == gran[i]:
+            out[pos[i]] = True
+        last[key] = int(gran[i])
+    return out
 
 
 def _compute_rate(platform: Any, base: Mapping[str, Any]) -> float:
@@ -629,16 +659,19 @@ def _check_alloc_cost(cost: Mapping[str, Any]) -> None:
 
     ns = cost.get("ns") if isinstance(cost, Mapping) else None
     if not isinstance(ns, Mapping):
-        raise ValueError("alloc_cost needs an 'ns' table ({kind: {'hot' or 'cold': {size class: ns}}}), "
-                         "as movelab.record.calibration.alloc_costs() returns")
+        raise ValueError("alloc_cost needs an 'ns' table ({kind: {'hot' or 'cold': {size class: ns}}}, "
+                         "optionally 'reuse_hot' and 'reuse_cold'), as "
+                         "movelab.record.calibration.alloc_costs() returns")
     edge = cost.get("edge_ns", 1.0)
     if isinstance(edge, bool) or not isinstance(edge, (int, float)) or not math.isfinite(edge) or edge <= 0:
         raise ValueError(f"alloc_cost['edge_ns'] must be a positive number of ns, got {edge!r}")
     for kind, per in ns.items():
         if kind not in ALLOC_BASE:
             raise ValueError(f"alloc_cost['ns'] has {kind!r}: only {', '.join(ALLOC_BASE)} run the allocator")
-        if not isinstance(per, Mapping) or not per or set(per) - {"hot", "cold"}:
-            raise ValueError(f"alloc_cost['ns'][{kind!r}] must map 'hot' and/or 'cold' to per-class figures")
+        if not isinstance(per, Mapping) or not ({"hot", "cold"} & set(per)) \
+                or set(per) - {"hot", "cold", "reuse_hot", "reuse_cold"}:
+            raise ValueError(f"alloc_cost['ns'][{kind!r}] must map 'hot' and/or 'cold' (and optionally "
+                             f"'reuse_hot', 'reuse_cold') to per-class figures")
         for run, table in per.items():
             if not isinstance(table, Mapping) or not table:
                 raise ValueError(f"alloc_cost['ns'][{kind!r}][{run!r}] must map size classes to ns, got {table!r}")
@@ -665,7 +698,8 @@ def _fixed_cost(cls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[flo
             gap = g["gap_ns"].astype("float64").to_numpy()
             # an aggregated row (no time): back to back, as the call cost's first gap class
             gap = np.where(g["t_ns"].isna().to_numpy(), 0.0, gap)
-            path = alloc_cost_ns(alloc, str(kind), g["size_class"].to_numpy(np.int64), gap)
+            reuse = g["reuse"].to_numpy(bool) if "reuse" in g else None
+            path = alloc_cost_ns(alloc, str(kind), g["size_class"].to_numpy(np.int64), gap, reuse)
         v = costs.get(ALLOC_BASE[str(kind)] if path is not None else str(kind))
         if path is not None:
             total += float((path * n).sum())
