@@ -77,24 +77,39 @@ def test_a_block_handed_back_is_the_same_address_for_the_same_rounded_size() -> 
     assert not alloc_reuse(ev.drop(columns="dst")).any()
 
 
-def test_a_block_handed_back_takes_the_reuse_figures_where_measured() -> None:
-    cost = {"edge_ns": 1000.0, "ns": {"calloc": {"hot": {"4": 10.0}, "cold": {"4": 30.0},
-                                                 "reuse_hot": {"4": 2.0}, "reuse_cold": {"4": 6.0}}}}
-    sc = np.array([4, 4, 4, 4])
-    gap = np.array([50.0, 50.0, 5000.0, 5000.0])
-    reuse = np.array([False, True, False, True])
-    assert calibration.alloc_cost_ns(cost, "calloc", sc, gap, reuse).tolist() == [10.0, 2.0, 30.0, 6.0]
-    # without the flags, or a calibration without reuse figures: every call the others
-    assert calibration.alloc_cost_ns(cost, "calloc", sc, gap).tolist() == [10.0, 10.0, 30.0, 30.0]
-    old = {"edge_ns": 1000.0, "ns": {"calloc": {"hot": {"4": 10.0}, "cold": {"4": 30.0}}}}
-    assert calibration.alloc_cost_ns(old, "calloc", sc, gap, reuse).tolist() == [10.0, 10.0, 30.0, 30.0]
+def test_a_block_handed_back_takes_the_reuse_figure_of_its_size_bucket() -> None:
+    # reuse figures keyed by each bucket's largest size: 97-112 bytes 2 ns, 113-128 bytes 50 ns
+    cost = {"edge_ns": 1000.0, "ns": {"calloc": {"hot": {"7": 10.0}, "cold": {"7": 30.0},
+                                                 "reuse_hot": {"112": 2.0, "128": 50.0},
+                                                 "reuse_cold": {"112": 6.0, "128": 70.0}}}}
+    sc = np.array([7, 7, 7, 7, 7, 7])
+    gap = np.array([50.0, 50.0, 50.0, 5000.0, 5000.0, 50.0])
+    reuse = np.array([False, True, True, False, True, True])
+    size = np.array([100.0, 100.0, 120.0, 100.0, 112.0, 9000.0])
+    got = calibration.alloc_cost_ns(cost, "calloc", sc, gap, reuse, size)
+    # beyond the last bound: the last bucket's
+    assert got.tolist() == [10.0, 2.0, 50.0, 30.0, 6.0, 50.0]
+    # without the flags or the sizes, or a calibration without reuse figures: every call the others
+    assert calibration.alloc_cost_ns(cost, "calloc", sc, gap).tolist() == [10.0, 10.0, 10.0, 30.0, 30.0, 10.0]
+    assert calibration.alloc_cost_ns(cost, "calloc", sc, gap, reuse).tolist() == [10.0, 10.0, 10.0, 30.0, 30.0, 10.0]
+    old = {"edge_ns": 1000.0, "ns": {"calloc": {"hot": {"7": 10.0}, "cold": {"7": 30.0}}}}
+    assert calibration.alloc_cost_ns(old, "calloc", sc, gap, reuse, size).tolist() == \
+        [10.0, 10.0, 10.0, 30.0, 30.0, 10.0]
     # one reuse way measured: it stands for the other
-    one = {"edge_ns": 1000.0, "ns": {"calloc": {"hot": {"4": 10.0}, "cold": {"4": 30.0}, "reuse_hot": {"4": 2.0}}}}
-    assert calibration.alloc_cost_ns(one, "calloc", sc, gap, reuse).tolist() == [10.0, 2.0, 30.0, 2.0]
-    # the replay's per-class charge follows the events' flag
-    cls = pd.DataFrame({"kind": ["calloc", "calloc"], "size_class": [4, 4], "count": [1, 1],
+    one = {"edge_ns": 1000.0, "ns": {"calloc": {"hot": {"7": 10.0}, "cold": {"7": 30.0}, "reuse_hot": {"128": 2.0}}}}
+    assert calibration.alloc_cost_ns(one, "calloc", sc, gap, reuse, size).tolist() == [10.0, 2.0, 2.0, 30.0, 2.0, 2.0]
+    # the replay's per-class charge follows the events' flag and size
+    cls = pd.DataFrame({"kind": ["calloc", "calloc"], "size_class": [7, 7], "count": [1, 1], "size": [100, 100],
                         "gap_ns": [50.0, 50.0], "t_ns": [1.0, 2.0], "reuse": [False, True]})
     assert _fixed_cost(cls, {"memset": 3.0}, None, cost) == pytest.approx((3 + 10) + (3 + 2))
+
+
+def test_reuse_path_is_per_size_bucket_less_the_memset_of_the_class() -> None:
+    calls = pd.DataFrame({"kind": ["calloc", "calloc", "calloc", "memset", "memset"],
+                          "size": [100, 104, 120, 100, 120], "size_class": [7, 7, 7, 7, 7],
+                          "net_ns": [12.0, 16.0, 80.0, 4.0, 4.0]})
+    assert calibration.alloc_reuse_path(calls) == {"112": pytest.approx(10.0), "128": pytest.approx(76.0)}
+    assert calibration.ALLOC_REUSE_BOUNDS[:2] == (16, 32) and calibration.ALLOC_REUSE_BOUNDS[-1] == 8192
 
 
 @pytest.mark.parametrize("bad, match", [({}, "'ns' table"), ({"ns": {"malloc": {"hot": {"1": 1.0}}}}, "malloc"),
@@ -158,6 +173,8 @@ def test_alloc_measure_records_each_size_class(tmp_path, monkeypatch: pytest.Mon
     c = r[r["kind"] == "calloc"]
     assert set(c["size_class"]) >= set(range(1, 14)) and "realloc" not in set(r["kind"])
     assert alloc_reuse(c).mean() > 0.5
+    # every size bucket measured, keyed by its bound
+    assert set(calibration.alloc_reuse_path(r)) == {str(b) for b in calibration.ALLOC_REUSE_BOUNDS}
     with pytest.raises(ValueError, match="runs"):
         calibration.alloc_costs(40, runs=0)
 

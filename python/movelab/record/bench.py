@@ -415,6 +415,12 @@ def bench_record(
                            f"{alloc['ns'][k].get('cold', {}).get(c, float('nan')):.0f}"
                            for c in sorted(alloc["ns"][k].get("hot", {}), key=int))
         for k in sorted(alloc["ns"])), highlight=False)
+    for k in sorted(alloc["ns"]):
+        if "reuse_hot" in alloc["ns"][k]:
+            console.print(f"allocator path of a {k} handed back a freed block of its size (back to back / cold): "
+                          + " ".join(f"{c}:{alloc['ns'][k]['reuse_hot'].get(c, float('nan')):.0f}/"
+                                     f"{alloc['ns'][k].get('reuse_cold', {}).get(c, float('nan')):.0f}"
+                                     for c in sorted(alloc["ns"][k]["reuse_hot"], key=int)), highlight=False)
     # The fill probe: a destination written in the private caches, the last level and memory
     # (measured at recording time, stored in platform.json; the replay's destination write cost).
     from movelab.record.calibration import dst_write_costs, fill_costs, llc_boundary

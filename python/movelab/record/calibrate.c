@@ -28,11 +28,12 @@
  * memcpy calls of each class's sizes on hot buffers, so that the same run gives the bytes' own
  * cost to subtract. With "cold", 64 KiB of other data (cycling through 1 MiB) is read before each
  * timed call: the level-1 caches emptied of the allocator's bins and code, as a few microseconds of
- * a program's own work do. With "reuse", each class's calloc calls instead ask for the size of a block
- * of the class freed just before (64 live blocks of the class, each freed and called for again in
- * random order; no realloc pass): the path of a program that frees and allocates blocks of the
- * same sizes, whose allocator hands the freed block back (glibc: from its exact-size bin, as the
- * recording shows by the same address returned again for the same size).
+ * a program's own work do. With "reuse", the calloc calls instead ask for the size of a block freed
+ * just before, per size bucket (1-16, 17-32, ... 1009-1024 bytes, then 1-2, 2-4 and 4-8 KiB: 64
+ * live blocks of the bucket, each freed and called for again in random order; no realloc pass):
+ * the path of a program that frees and allocates blocks of the same sizes, whose allocator hands
+ * the freed block back (glibc: from its exact-size bin, as the recording shows by the same address
+ * returned again for the same size). The buckets are calibration.ALLOC_REUSE_BOUNDS.
  *
  * Usage: calibrate latency KIB HOPS: the load-to-use latency of a buffer of KIB KiB, by a pointer
  * chase through its lines in a random cyclic order (each load's address comes from the previous
@@ -303,16 +304,18 @@ static int alloc_run(long reps, int cold, int reuse) {
         free(pool[i]);
         pool[i] = NULL;
     }
-    for (unsigned k = 0; k <= 12; k++) {
-        if (reuse) {
-            /* REUSE_SLOTS pool slots hold blocks of the class (malloc and free are not recorded);
-             * each timed calloc asks for the size of the block just freed */
+    if (reuse) {
+        /* Per size bucket (16-byte steps up to 1 KiB, then 1-2, 2-4 and 4-8 KiB: the allocators'
+         * bins are by size, and a program's sizes within a power-of-two class are its own), REUSE_SLOTS
+         * pool slots hold blocks of the bucket (malloc and free are not recorded); each timed calloc
+         * asks for the size of the block just freed. */
+        for (size_t lo = 1, hi = 16; hi <= 8192; lo = hi + 1, hi = hi < 1024 ? hi + 16 : 2 * hi) {
             int slot[REUSE_SLOTS];
             size_t size[REUSE_SLOTS];
             for (int q = 0; q < REUSE_SLOTS; q++) {
                 slot[q] = (int)(next_rand() % POOL);
                 free(pool[slot[q]]);
-                size[q] = class_size(k);
+                size[q] = lo + (size_t)(next_rand() % (hi - lo + 1));
                 pool[slot[q]] = malloc(size[q]);
                 if (!pool[slot[q]]) return 1;
             }
@@ -323,8 +326,9 @@ static int alloc_run(long reps, int cold, int reuse) {
                 pool[slot[q]] = cl(1, size[q]);
                 if (!pool[slot[q]]) return 1;
             }
-            continue;
         }
+    }
+    for (unsigned k = 0; k <= 12 && !reuse; k++) {
         for (long i = 0; i < reps; i++) {
             int j = (int)(next_rand() % POOL);
             free(pool[j]);

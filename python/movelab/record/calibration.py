@@ -678,11 +678,15 @@ ALLOC_EDGE_NS = 562.0
 #: The kind whose call on hot buffers holds the bytes' own cost (and the call itself) of each
 #: allocating kind: what is left of the allocating call is the allocator's own path.
 ALLOC_BASE = {"calloc": "memset", "realloc": "memcpy"}
-#: The allocating kinds whose path is also measured for a block handed back (``calibrate alloc
-#: ... reuse``): a call that returns an address an earlier allocating call of the process returned
-#: for the same rounded size (:func:`movelab.record.replay.alloc_reuse`). A moving ``realloc``'s
-#: new block is not a freed block of its own size handed back, so it has no such figures.
-ALLOC_REUSE = ("calloc",)
+#: The size buckets of ``calloc``'s path when the allocator hands back a block of the size asked
+#: for (a call that returns an address an earlier allocating call of the process returned for the
+#: same rounded size, :func:`movelab.record.replay.alloc_reuse`; a moving ``realloc``'s new block
+#: is not such a block, so it has no such figures), measured by the probe's reuse way
+#: (calibrate.c, ``alloc ... reuse``), each bucket by its largest size in bytes: 16-byte steps up
+#: to 1 KiB (the allocators' bins are by size, and the sizes a program asks for within a
+#: power-of-two class are its own: gcc's 64-127 byte callocs are almost all of 97-112 bytes), then
+#: 1-2, 2-4 and 4-8 KiB. Its figures are keyed by these bounds.
+ALLOC_REUSE_BOUNDS = (*range(16, 1025, 16), 2048, 4096, 8192)
 
 
 def alloc_measure(reps: int = 2000, cold: bool = False, reuse: bool = False) -> pd.DataFrame:
@@ -738,13 +742,36 @@ def alloc_path(calls: pd.DataFrame) -> dict[str, dict[str, float]]:
 ALLOC_RUNS = 3
 
 
+def alloc_reuse_path(calls: pd.DataFrame) -> dict[str, float]:
+    """From one run of :func:`alloc_measure` with ``reuse``: per size bucket of
+    :data:`ALLOC_REUSE_BOUNDS` (keyed by its largest size), the mean over the bucket's ``calloc``
+    calls of the time inside each less the same run's median ``memset`` of the call's size class on
+    hot buffers (the closest class measured), at least 0: the allocator's path when it hands back
+    a block of the size asked for."""
+    c = calls[calls["kind"] == "calloc"]
+    base = calls[calls["kind"] == ALLOC_BASE["calloc"]].groupby("size_class")["net_ns"].median()
+    if c.empty or base.empty:
+        return {}
+    bk = np.asarray(base.index, dtype=np.int64)
+    sc = c["size_class"].to_numpy(np.int64)
+    b = base.to_numpy(np.float64)[np.abs(sc[:, None] - bk[None, :]).argmin(axis=1)]
+    bounds = np.asarray(ALLOC_REUSE_BOUNDS, dtype=np.int64)
+    sizes = c["size"].astype("int64").to_numpy()
+    keep = sizes <= bounds[-1]
+    bucket = bounds[np.searchsorted(bounds, sizes[keep])]
+    net = pd.Series(c["net_ns"].to_numpy(np.float64)[keep] - b[keep]).groupby(bucket).mean()
+    return {str(int(k)): max(0.0, float(v)) for k, v in net.items()}
+
+
 def alloc_costs(reps: int = 2000, *, runs: int = ALLOC_RUNS, refresh: bool = False) -> dict[str, Any]:
     """The allocator's own path in ``calloc`` and a moving ``realloc`` on this machine, per size
     class, measured (not fitted) by ``calibrate alloc`` under the interposer, back to back and with
     the caches cold, and for ``calloc`` also with each call asking for the size of a block freed
-    just before (``reuse_hot``, ``reuse_cold``); each class's median over ``runs`` runs of
-    :func:`alloc_path`: ``{"ns": {kind: {"hot": {class: ns}, "cold": {...}, "reuse_hot": ...,
-    "reuse_cold": ...}}, "edge_ns": the geometric mean of the hot and cold runs' median gaps,
+    just before (``reuse_hot``, ``reuse_cold``: :func:`alloc_reuse_path`, keyed by the size
+    buckets' bounds in bytes, :data:`ALLOC_REUSE_BOUNDS`); each class's (bucket's) median over
+    ``runs`` runs of :func:`alloc_path`: ``{"ns": {kind: {"hot": {class: ns}, "cold": {...},
+    "reuse_hot": {bytes: ns}, "reuse_cold": ...}}, "edge_ns": the geometric mean of the hot and
+    cold runs' median gaps,
     "base": ALLOC_BASE, "gap_ns": {way: median gap}, "calls": ..., "command": ...}``; the replay
     charges a call the path of its size class, gap and reuse (``replay(..., alloc_cost=...)``) on
     top of its base kind's call cost. Cached per machine and calibration source unless
@@ -767,8 +794,9 @@ def alloc_costs(reps: int = 2000, *, runs: int = ALLOC_RUNS, refresh: bool = Fal
         n_calls: dict[str, int] = {}
         for _ in range(runs):
             u = alloc_measure(reps, cold, reuse)
-            for kind, per in alloc_path(u).items():
-                if not reuse or kind in ALLOC_REUSE:
+            paths = {"calloc": alloc_reuse_path(u)} if reuse else alloc_path(u)
+            for kind, per in paths.items():
+                if per:
                     per_run.setdefault(kind, []).append(per)
             a = u[u["kind"].isin(list(ALLOC_BASE))]
             if "gap_ns" in a and a["gap_ns"].notna().any():
@@ -789,26 +817,28 @@ def alloc_costs(reps: int = 2000, *, runs: int = ALLOC_RUNS, refresh: bool = Fal
                       f"under the interposer, {runs} runs each, each class's median)",
            "source": "the allocator's path: mean time inside calloc (realloc) calls of each size class in a used "
                      "heap, less the same run's median memset (memcpy) of the class on hot buffers; reuse_hot and "
-                     "reuse_cold: calloc calls asking for the size of a block of their class freed just before"}
+                     "reuse_cold: calloc calls asking for the size of a block freed just before, per size bucket "
+                     "(keyed by its largest size in bytes)"}
     _store(path, out)
     return out
 
 
 def alloc_cost_ns(cost: Mapping[str, Any], kind: str, size_class: np.ndarray, gap_ns: np.ndarray,
-                  reuse: np.ndarray | None = None) -> np.ndarray | None:
+                  reuse: np.ndarray | None = None, size: np.ndarray | None = None) -> np.ndarray | None:
     """Per call of ``kind``: the allocator path of :func:`alloc_costs` for its size class (the
     closest class measured) and gap (``hot`` below ``edge_ns``; ``cold`` from it on and for a
     missing gap, a thread's first call); for a call marked in ``reuse`` (a block handed back,
-    :func:`movelab.record.replay.alloc_reuse`), the ``reuse_hot`` / ``reuse_cold`` figures where
-    ``cost`` has them (an older calibration has not: every call then takes the others). None when
-    ``cost`` has no figures for ``kind``."""
+    :func:`movelab.record.replay.alloc_reuse`) whose ``size`` is given, the ``reuse_hot`` /
+    ``reuse_cold`` figure of its size bucket (the smallest bound at or above its size; the largest
+    beyond them) where ``cost`` has them (an older calibration has not: every call then takes the
+    others). None when ``cost`` has no figures for ``kind``."""
     per = cost.get("ns", {}).get(kind)
     if not per:
         return None
     edge = float(cost.get("edge_ns", ALLOC_EDGE_NS))
     sc = np.asarray(size_class, dtype=np.int64)
     g = np.asarray(gap_ns, dtype=np.float64)
-    back = np.zeros(len(sc), dtype=bool) if reuse is None else np.asarray(reuse, dtype=bool)
+    back = np.zeros(len(sc), dtype=bool) if reuse is None or size is None else np.asarray(reuse, dtype=bool)
     if not (per.get("reuse_hot") or per.get("reuse_cold")):
         back = np.zeros(len(sc), dtype=bool)
     hot = ~np.isnan(g) & (g < edge)
@@ -817,11 +847,17 @@ def alloc_cost_ns(cost: Mapping[str, Any], kind: str, size_class: np.ndarray, ga
                      ("reuse_hot", hot & back), ("reuse_cold", ~hot & back)):
         if not use.any():
             continue
-        pre = "reuse_" if run.startswith("reuse_") else ""
-        table = per.get(run) or per.get(pre + "hot") or per.get(pre + "cold")
-        ks = np.asarray(sorted(int(k) for k in table), dtype=np.int64)
-        vals = np.asarray([float(table[str(k)]) for k in ks])
-        near = np.abs(sc[:, None] - ks[None, :]).argmin(axis=1)
+        if run.startswith("reuse_"):
+            table = per.get(run) or per.get("reuse_hot") or per.get("reuse_cold")
+            ks = np.asarray(sorted(int(k) for k in table), dtype=np.int64)
+            vals = np.asarray([float(table[str(k)]) for k in ks])
+            n = np.asarray(size, dtype=np.float64)
+            near = np.minimum(np.searchsorted(ks, np.nan_to_num(n, nan=0.0)), len(ks) - 1)
+        else:
+            table = per.get(run) or per.get("hot") or per.get("cold")
+            ks = np.asarray(sorted(int(k) for k in table), dtype=np.int64)
+            vals = np.asarray([float(table[str(k)]) for k in ks])
+            near = np.abs(sc[:, None] - ks[None, :]).argmin(axis=1)
         out = np.where(use, vals[near], out)
     return out
 

@@ -107,7 +107,7 @@ def alloc_reuse(ev: pd.DataFrame) -> np.ndarray:
     dst = a["dst"].fillna(0).to_numpy(np.uint64)[order]  # 0: no address (a failed call)
     gran = ((a["size"].astype("float64").to_numpy()[order] + 15) // 16).astype(np.int64)
     last: dict[tuple, int] = {}
-    for i, key in enumerate(zip(pid.tolist(), dst.tolist())):
+    for i, key in enumerate(zip(pid.tolist(), dst.tolist(), strict=True)):
         if key[1] == 0:
             continue
         if last.get(key) == gran[i]:
@@ -699,7 +699,8 @@ def _fixed_cost(cls: pd.DataFrame, costs: Mapping[str, Any], edges: Sequence[flo
             # an aggregated row (no time): back to back, as the call cost's first gap class
             gap = np.where(g["t_ns"].isna().to_numpy(), 0.0, gap)
             reuse = g["reuse"].to_numpy(bool) if "reuse" in g else None
-            path = alloc_cost_ns(alloc, str(kind), g["size_class"].to_numpy(np.int64), gap, reuse)
+            size = g["size"].astype("float64").to_numpy() if "size" in g else None
+            path = alloc_cost_ns(alloc, str(kind), g["size_class"].to_numpy(np.int64), gap, reuse, size)
         v = costs.get(ALLOC_BASE[str(kind)] if path is not None else str(kind))
         if path is not None:
             total += float((path * n).sum())
