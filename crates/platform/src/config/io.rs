@@ -69,7 +69,9 @@ pub struct LinkConfig {
     pub rcb: u32,
     /// "rcb": one completion per RCB piece; "coalesced": completions up to MPS.
     pub completions: CompletionMode,
-    /// Host memory above 4 GB: 4 DW headers on the device's memory requests.
+    /// Where the host buffers the device reads and writes lie: above 4 GB (true), where its
+    /// memory requests carry the 4 DW header, or below (false), where the PCIe base specification
+    /// requires the 3 DW form (4 B less a request). The simulated addresses stand for either.
     pub addr64: bool,
     /// End-to-end CRC on every TLP.
     pub ecrc: bool,
