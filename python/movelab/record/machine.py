@@ -151,9 +151,10 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
         notes.append(f"core clock {core['clock_mhz']} MHz: /proc/cpuinfo 'cpu MHz' (the nominal clock; turbo "
                      f"is not visible here)")
     # Not visible to Linux: the microarchitecture's widths and queues (the host file, each value
-    # with its source there); 64-byte registers where AVX-512 is present (glibc's memcpy uses them).
+    # with its source there); 64-byte registers where AVX-512 is present (glibc's memcpy uses them),
+    # unless the host file gives the core's data path per operation (Zen 4: 32 bytes).
     core.update(host.get("core", {}))
-    if d.get("flags_avx512"):
+    if d.get("flags_avx512") and "register_bytes" not in host.get("core", {}):
         core["register_bytes"] = 64
     core.setdefault("register_bytes", 32)
     notes.append(", ".join(f"{k} {v}" for k, v in sorted(core.items()) if k != "clock_mhz")
