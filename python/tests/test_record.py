@@ -470,11 +470,11 @@ def test_host_file_chosen_by_vendor_family_and_model() -> None:
     assert matched4 and zen4["name"] == "zen4"
     c4 = machine.host_platform({**_zen3_desc(0x11), "flags_avx512": True})["platform"]["core"]
     assert (c4["window"], c4["mem_ports"], c4["register_bytes"]) == (320, 3, 32)
-    # A model no file names (family 25 model 0x90) gets the fallback, and the notes say so.
-    other, matched_o = machine.host_preset(_zen3_desc(0x90))
+    # A model no file names (family 25 model 0xc0) gets the fallback, and the notes say so.
+    other, matched_o = machine.host_preset(_zen3_desc(0xc0))
     assert not matched_o and other["name"] not in ("zen3", "zen4")
-    n4 = machine.host_platform(_zen3_desc(0x90))["notes"]
-    assert any("no host file matches AuthenticAMD family 25 model 144" in n and "not this processor's" in n
+    n4 = machine.host_platform(_zen3_desc(0xc0))["notes"]
+    assert any("no host file matches AuthenticAMD family 25 model 192" in n and "not this processor's" in n
                for n in n4)
     # Linux's sizes win over the file's, and the difference is said.
     d = _zen3_desc(1)
