@@ -174,6 +174,8 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
         cfg["hit_cycles"] = hit.get(key, pub.get("hit_cycles"))
         if cfg["hit_cycles"] is None:
             raise ValueError(f"{host['file']}: [{key}] hit_cycles missing (needed when latencies are not measured)")
+        if pub.get("fill_bytes_per_cycle"):
+            cfg["fill_bytes_per_cycle"] = pub["fill_bytes_per_cycle"]
         ov[key] = cfg
         note = f"{key}: {c['size_kib']} KiB {c['ways']}-way from /sys/devices/system/cpu/cpu0/cache"
         if size != c["size_kib"]:
@@ -182,7 +184,9 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
         if differs:
             note += f" (the host file says {', '.join(differs)}: Linux's figures are used)"
         notes.append(note + (f"; hit latency {cfg['hit_cycles']} cycles, measured" if key in hit else
-                             f"; hit latency {cfg['hit_cycles']} cycles: {host['file']}, not measured"))
+                             f"; hit latency {cfg['hit_cycles']} cycles: {host['file']}, not measured")
+                     + (f"; fills the level above at {cfg['fill_bytes_per_cycle']} bytes a cycle: {host['file']}"
+                        if "fill_bytes_per_cycle" in cfg else ""))
     documented = host.get("memory", {}).get("documented")
     ov["memory"] = {"preset": memory}
     notes.append(f"memory: the {memory} DRAM config, given (Linux in a virtual machine does not expose the "
