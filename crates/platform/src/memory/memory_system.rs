@@ -1721,3 +1721,24 @@ impl MemorySystem {
             .map(|(k, _)| (owner, k))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::reserve_fill;
+
+    #[test]
+    fn a_fill_path_spaces_lines_by_its_width_and_none_is_free() {
+        // 32 bytes a cycle at 1,000 ps a cycle: a 64-byte line holds the path 2,000 ps.
+        let mut free = 0;
+        assert_eq!(reserve_fill(&mut free, 100, 32, 1000), 0);
+        assert_eq!(free, 2100);
+        // The next line, asked for at once, waits for the first; one asked for later does not.
+        assert_eq!(reserve_fill(&mut free, 100, 32, 1000), 2000);
+        assert_eq!(free, 4100);
+        assert_eq!(reserve_fill(&mut free, 9000, 32, 1000), 0);
+        assert_eq!(free, 11000);
+        // 0: the path is not modelled, and its state does not move.
+        assert_eq!(reserve_fill(&mut free, 0, 0, 1000), 0);
+        assert_eq!(free, 11000);
+    }
+}
