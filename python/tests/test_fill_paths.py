@@ -5,7 +5,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from movelab import platform as plat
 from movelab.record import machine
 
@@ -55,7 +54,7 @@ def copy_bytes_per_cycle(state: str, fill: bool, n: int = 128 * 1024, register_b
     them from the private caches): the time of the run with it less the run without it."""
     ov = _overrides(fill, register_bytes)
     pre = [(0, 64 << 20, n)] + ([(256 << 20, 384 << 20, 2 << 20)] if state == "llc" else [])
-    ns = _run(pre + [(0, 64 << 20, n)], ov) - _run(pre, ov)
+    ns = _run([*pre, (0, 64 << 20, n)], ov) - _run(pre, ov)
     return n / ns / (CLOCK_MHZ / 1000)
 
 
