@@ -460,6 +460,10 @@ def test_host_file_chosen_by_vendor_family_and_model() -> None:
     assert p["core"]["clock_mhz"] == 2445
     assert (p["l1"]["hit_cycles"], p["l2"]["hit_cycles"], p["llc"]["hit_cycles"]) == (4, 12, 46)
     assert (p["l2"]["size_kib"], p["llc"]["size_kib"], p["llc"]["ways"]) == (512, 32768, 16)
+    # The fill paths the file gives reach the platform (level 1 has none), and the notes say so.
+    assert (p["l2"]["fill_bytes_per_cycle"], p["llc"]["fill_bytes_per_cycle"]) == (32, 32)
+    assert "fill_bytes_per_cycle" not in p["l1"]
+    assert any(n.startswith("l2:") and "fills the level above at 32 bytes a cycle" in n for n in h["notes"])
     assert any("presets/hosts/zen3.toml" in n and "chosen for AuthenticAMD family 25 model 1" in n
                for n in h["notes"])
     assert any("DDR4-3200" in n for n in h["notes"])
