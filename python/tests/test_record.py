@@ -447,8 +447,8 @@ def _zen3_desc(model: int) -> dict:
 
 def test_host_file_chosen_by_vendor_family_and_model() -> None:
     """An AMD family 25 model 1 (EPYC 7003) gets the Zen 3 host file: its published core figures
-    and hit latencies, Linux's cache sizes; a Zen 4 model of the same family and an unknown
-    processor get the fallback file, and the notes say its figures are not that processor's."""
+    and hit latencies, Linux's cache sizes; a Zen 4 its own; a model no file names gets the
+    fallback file, and the notes say its figures are not that processor's."""
     from movelab.record import machine
 
     host, matched = machine.host_preset(_zen3_desc(1))
@@ -460,14 +460,25 @@ def test_host_file_chosen_by_vendor_family_and_model() -> None:
     assert p["core"]["clock_mhz"] == 2445
     assert (p["l1"]["hit_cycles"], p["l2"]["hit_cycles"], p["llc"]["hit_cycles"]) == (4, 12, 46)
     assert (p["l2"]["size_kib"], p["llc"]["size_kib"], p["llc"]["ways"]) == (512, 32768, 16)
+    # The fill paths the file gives reach the platform (level 1 has none), and the notes say so.
+    assert (p["l2"]["fill_bytes_per_cycle"], p["llc"]["fill_bytes_per_cycle"]) == (32, 32)
+    assert "fill_bytes_per_cycle" not in p["l1"]
+    assert any(n.startswith("l2:") and "fills the level above at 32 bytes a cycle" in n for n in h["notes"])
     assert any("presets/hosts/zen3.toml" in n and "chosen for AuthenticAMD family 25 model 1" in n
                for n in h["notes"])
     assert any("DDR4-3200" in n for n in h["notes"])
     assert machine.host_preset(_zen3_desc(0x21))[0]["name"] == "zen3"  # Ryzen 5000 (Vermeer)
+    # A Zen 4 (EPYC 9004, model 11h) gets its own file: 256-bit memory operations even with
+    # AVX-512 present (the flag does not widen the data path the file gives).
     zen4, matched4 = machine.host_preset(_zen3_desc(0x11))
-    assert not matched4 and zen4["name"] != "zen3"
-    n4 = machine.host_platform(_zen3_desc(0x11))["notes"]
-    assert any("no host file matches AuthenticAMD family 25 model 17" in n and "not this processor's" in n
+    assert matched4 and zen4["name"] == "zen4"
+    c4 = machine.host_platform({**_zen3_desc(0x11), "flags_avx512": True})["platform"]["core"]
+    assert (c4["window"], c4["mem_ports"], c4["register_bytes"]) == (320, 3, 32)
+    # A model no file names (family 25 model 0xc0) gets the fallback, and the notes say so.
+    other, matched_o = machine.host_preset(_zen3_desc(0xc0))
+    assert not matched_o and other["name"] not in ("zen3", "zen4")
+    n4 = machine.host_platform(_zen3_desc(0xc0))["notes"]
+    assert any("no host file matches AuthenticAMD family 25 model 192" in n and "not this processor's" in n
                for n in n4)
     # Linux's sizes win over the file's, and the difference is said.
     d = _zen3_desc(1)

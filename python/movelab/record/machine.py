@@ -151,9 +151,10 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
         notes.append(f"core clock {core['clock_mhz']} MHz: /proc/cpuinfo 'cpu MHz' (the nominal clock; turbo "
                      f"is not visible here)")
     # Not visible to Linux: the microarchitecture's widths and queues (the host file, each value
-    # with its source there); 64-byte registers where AVX-512 is present (glibc's memcpy uses them).
+    # with its source there); 64-byte registers where AVX-512 is present (glibc's memcpy uses them),
+    # unless the host file gives the core's data path per operation (Zen 4: 32 bytes).
     core.update(host.get("core", {}))
-    if d.get("flags_avx512"):
+    if d.get("flags_avx512") and "register_bytes" not in host.get("core", {}):
         core["register_bytes"] = 64
     core.setdefault("register_bytes", 32)
     notes.append(", ".join(f"{k} {v}" for k, v in sorted(core.items()) if k != "clock_mhz")
@@ -173,6 +174,8 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
         cfg["hit_cycles"] = hit.get(key, pub.get("hit_cycles"))
         if cfg["hit_cycles"] is None:
             raise ValueError(f"{host['file']}: [{key}] hit_cycles missing (needed when latencies are not measured)")
+        if pub.get("fill_bytes_per_cycle"):
+            cfg["fill_bytes_per_cycle"] = pub["fill_bytes_per_cycle"]
         ov[key] = cfg
         note = f"{key}: {c['size_kib']} KiB {c['ways']}-way from /sys/devices/system/cpu/cpu0/cache"
         if size != c["size_kib"]:
@@ -181,7 +184,9 @@ def host_platform(desc: dict[str, Any] | None = None, memory: str = "rowclone-dd
         if differs:
             note += f" (the host file says {', '.join(differs)}: Linux's figures are used)"
         notes.append(note + (f"; hit latency {cfg['hit_cycles']} cycles, measured" if key in hit else
-                             f"; hit latency {cfg['hit_cycles']} cycles: {host['file']}, not measured"))
+                             f"; hit latency {cfg['hit_cycles']} cycles: {host['file']}, not measured")
+                     + (f"; fills the level above at {cfg['fill_bytes_per_cycle']} bytes a cycle: {host['file']}"
+                        if "fill_bytes_per_cycle" in cfg else ""))
     documented = host.get("memory", {}).get("documented")
     ov["memory"] = {"preset": memory}
     notes.append(f"memory: the {memory} DRAM config, given (Linux in a virtual machine does not expose the "

@@ -135,6 +135,12 @@ pub struct CacheConfig {
     pub line_bytes: u64,
     /// Hit latency in core cycles (from the start of the access).
     pub hit_cycles: u64,
+    /// Bytes a cycle (core cycles) this level delivers to the level above it, per core: the
+    /// level-2 cache's fill path into the level-1 data cache, the last level's into a core's
+    /// level 2. A line filled from this level holds the path for `line_bytes / this` cycles, so
+    /// hits stream at most this fast however many are in flight. 0: no limit (the path is not
+    /// modelled: the papers' platforms, which describe latencies only).
+    pub fill_bytes_per_cycle: u64,
 }
 
 impl Default for CacheConfig {
@@ -144,6 +150,7 @@ impl Default for CacheConfig {
             ways: 4,
             line_bytes: 64,
             hit_cycles: 2,
+            fill_bytes_per_cycle: 0,
         }
     }
 }
@@ -599,6 +606,7 @@ fn default_l2() -> CacheConfig {
         ways: 8,
         line_bytes: 64,
         hit_cycles: 15,
+        fill_bytes_per_cycle: 0,
     }
 }
 
@@ -928,6 +936,13 @@ impl PlatformConfig {
             }
             positive(&format!("{name}.ways"), l.ways.into(), 64)?;
             positive(&format!("{name}.hit_cycles"), l.hit_cycles, 10_000)?;
+            if l.fill_bytes_per_cycle > 4096 {
+                return Err(PlatformError::config(
+                    src,
+                    format!("{name}.fill_bytes_per_cycle"),
+                    format!("{}: at most 4096 (0: no limit)", l.fill_bytes_per_cycle),
+                ));
+            }
             let lines = l.size_kib * 1024 / l.line_bytes;
             if l.size_kib == 0
                 || l.size_kib > 1 << 20

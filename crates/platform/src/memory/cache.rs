@@ -41,6 +41,8 @@ pub struct Cache {
     set_mask: u64,
     clock: u64,
     pub hit_cycles: u64,
+    /// Bytes a cycle this level fills into the level above ([`crate::config::platform::CacheConfig::fill_bytes_per_cycle`]; 0: no limit).
+    pub fill_bytes_per_cycle: u64,
     pub hits: u64,
     pub misses: u64,
     /// The lowest and highest line ever inserted: a snoop ([`Cache::find_filtered`]) outside
@@ -81,6 +83,7 @@ impl Cache {
             set_mask: sets as u64 - 1,
             clock: 0,
             hit_cycles: c.hit_cycles,
+            fill_bytes_per_cycle: c.fill_bytes_per_cycle,
             hits: 0,
             misses: 0,
             lo: u64::MAX,
@@ -247,6 +250,7 @@ mod tests {
             ways: 2,
             line_bytes: 64,
             hit_cycles: 1,
+            fill_bytes_per_cycle: 0,
         })
     }
 

@@ -116,6 +116,10 @@ pub struct Private {
     skips_destination_fetch: bool,
     /// Outstanding misses by line (a handful: a linear scan beats hashing).
     mshrs: Vec<(u64, Mshr)>,
+    /// When the level-2-to-level-1 fill path and the last-level-to-level-2 fill path are next
+    /// free ([`crate::config::platform::CacheConfig::fill_bytes_per_cycle`]; unused where it is 0).
+    l2_fill_free: Ps,
+    llc_fill_free: Ps,
     /// Emptied waiter lists of freed MSHRs, reused so that a miss allocates nothing.
     spare_waiters: Vec<Vec<Token>>,
     /// Answers for the core: (token, time).
@@ -362,6 +366,18 @@ fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
 }
 
+/// Reserves a fill path that moves `bytes_per_cycle` for one 64-byte line from `now`: returns
+/// how long the line waits for the path (0 where the path is free or not modelled) and moves
+/// `free`, the time the path is next free, one line's occupancy on.
+fn reserve_fill(free: &mut Ps, now: Ps, bytes_per_cycle: u64, cycle_ps: Ps) -> Ps {
+    if bytes_per_cycle == 0 {
+        return 0;
+    }
+    let start = now.max(*free);
+    *free = start + ceil_div(64 * cycle_ps, bytes_per_cycle);
+    start - now
+}
+
 fn cycle_ps_of(clock_mhz: u64) -> Ps {
     (1_000_000.0 / clock_mhz as f64).round() as Ps
 }
@@ -384,6 +400,8 @@ impl MemorySystem {
                 mshr_limit: c.mshrs as usize,
                 skips_destination_fetch: c.copy_skips_destination_fetch,
                 mshrs: Vec::new(),
+                l2_fill_free: 0,
+                llc_fill_free: 0,
                 spare_waiters: Vec::new(),
                 wakeups: Vec::new(),
                 poke: false,
@@ -1277,7 +1295,8 @@ impl MemorySystem {
             return Access::At(now + upgrade.max(p.l1.hit_cycles * cyc));
         }
         if p.l2.access(line, false, copy) {
-            let lat = p.l2.hit_cycles * cyc;
+            let wait = reserve_fill(&mut p.l2_fill_free, now, p.l2.fill_bytes_per_cycle, cyc);
+            let lat = p.l2.hit_cycles * cyc + wait;
             self.fill_l1(now, c, line, write, copy);
             self.checked(c, line, write);
             return Access::At(now + upgrade.max(lat));
@@ -1296,13 +1315,24 @@ impl MemorySystem {
         if let Some(llc) = self.llc.as_mut() {
             lat += llc.hit_cycles;
             if llc.access(line, false, copy) {
+                // The line crosses the last level's path into level 2, then level 2's into
+                // level 1, each as soon as it is free.
+                let p = &mut self.privs[c];
+                let w1 = reserve_fill(&mut p.llc_fill_free, now, llc.fill_bytes_per_cycle, cyc);
+                let w2 = reserve_fill(
+                    &mut p.l2_fill_free,
+                    now + w1,
+                    p.l2.fill_bytes_per_cycle,
+                    cyc,
+                );
+                let wait = w1 + w2;
                 self.insert_l2(now, c, line, false, copy);
                 if let Some(sh) = self.shadow.as_mut() {
                     sh.copy(Some(Holder::Llc), Holder::L2(c as u16), line);
                 }
                 self.fill_l1(now, c, line, write, copy);
                 self.checked(c, line, write);
-                return Access::At(now + lat * cyc);
+                return Access::At(now + lat * cyc + wait);
             }
         }
         let p = &mut self.privs[c];
@@ -1689,5 +1719,26 @@ impl MemorySystem {
             .enumerate()
             .find(|(k, p)| *k != owner && (p.l1.contains(line) || p.l2.contains(line)))
             .map(|(k, _)| (owner, k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reserve_fill;
+
+    #[test]
+    fn a_fill_path_spaces_lines_by_its_width_and_none_is_free() {
+        // 32 bytes a cycle at 1,000 ps a cycle: a 64-byte line holds the path 2,000 ps.
+        let mut free = 0;
+        assert_eq!(reserve_fill(&mut free, 100, 32, 1000), 0);
+        assert_eq!(free, 2100);
+        // The next line, asked for at once, waits for the first; one asked for later does not.
+        assert_eq!(reserve_fill(&mut free, 100, 32, 1000), 2000);
+        assert_eq!(free, 4100);
+        assert_eq!(reserve_fill(&mut free, 9000, 32, 1000), 0);
+        assert_eq!(free, 11000);
+        // 0: the path is not modelled, and its state does not move.
+        assert_eq!(reserve_fill(&mut free, 0, 0, 1000), 0);
+        assert_eq!(free, 11000);
     }
 }
