@@ -286,7 +286,7 @@ static size_t class_size(unsigned k) {
     return ((size_t)1 << k) + (size_t)(next_rand() % ((size_t)1 << k));
 }
 
-/* The reuse pass's live blocks of one size class: a calloc of a block's own size right after its
+/* The reuse pass's live blocks of one size bucket: a calloc of a block's own size right after its
  * free (usage above). */
 #define REUSE_SLOTS 64
 

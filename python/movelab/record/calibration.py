@@ -691,7 +691,7 @@ ALLOC_REUSE_BOUNDS = (*range(16, 1025, 16), 2048, 4096, 8192)
 
 def alloc_measure(reps: int = 2000, cold: bool = False, reuse: bool = False) -> pd.DataFrame:
     """Records ``calibrate alloc REPS [cold] [reuse]`` (the allocator in a used heap; with ``reuse``,
-    each ``calloc`` asks for the size of a block of its class freed just before; see calibrate.c)
+    each ``calloc`` asks for the size of a block of its size bucket freed just before; see calibrate.c)
     and returns its timed calls with no fault and no switch inside (``net_ns``: time inside, the
     clock reads' cost removed)."""
     from movelab.record import recorder
@@ -847,16 +847,14 @@ def alloc_cost_ns(cost: Mapping[str, Any], kind: str, size_class: np.ndarray, ga
                      ("reuse_hot", hot & back), ("reuse_cold", ~hot & back)):
         if not use.any():
             continue
-        if run.startswith("reuse_"):
-            table = per.get(run) or per.get("reuse_hot") or per.get("reuse_cold")
-            ks = np.asarray(sorted(int(k) for k in table), dtype=np.int64)
-            vals = np.asarray([float(table[str(k)]) for k in ks])
-            n = np.asarray(size, dtype=np.float64)
-            near = np.minimum(np.searchsorted(ks, np.nan_to_num(n, nan=0.0)), len(ks) - 1)
-        else:
-            table = per.get(run) or per.get("hot") or per.get("cold")
-            ks = np.asarray(sorted(int(k) for k in table), dtype=np.int64)
-            vals = np.asarray([float(table[str(k)]) for k in ks])
+        pre = "reuse_" if run.startswith("reuse_") else ""
+        table = per.get(run) or per.get(pre + "hot") or per.get(pre + "cold")
+        ks = np.asarray(sorted(int(k) for k in table), dtype=np.int64)
+        vals = np.asarray([float(table[str(k)]) for k in ks])
+        if pre:  # keyed by the buckets' largest sizes: the smallest at or above the call's
+            n = np.nan_to_num(np.asarray(size, dtype=np.float64), nan=0.0)
+            near = np.minimum(np.searchsorted(ks, n), len(ks) - 1)
+        else:  # keyed by size class: the closest measured
             near = np.abs(sc[:, None] - ks[None, :]).argmin(axis=1)
         out = np.where(use, vals[near], out)
     return out
