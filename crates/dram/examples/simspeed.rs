@@ -2,7 +2,10 @@
 //! `cargo run --release --example simspeed -- random 5000000 [CONFIG]` (line requests on
 //! ddr3-1600k-bench or the config preset named),
 //! or `-- copy 67108864` / `-- zero 67108864` (one RowClone bulk operation of that many bytes on
-//! rowclone-ddr3-1066, to show that bulk work costs time linear in its size).
+//! rowclone-ddr3-1066, to show that bulk work costs time linear in its size),
+//! or `-- trace FILE CONFIG [TOML]` (a trace file in any format, on a config preset with
+//! overrides written as TOML, e.g. `'controller.read_queue = 33'`: the bench's runs without the
+//! Python front, for profilers).
 use movelab_dram::config::Config;
 use movelab_dram::generator::GeneratorSpec;
 use movelab_dram::request::{BulkKind, BulkOp, TraceItem};
@@ -15,6 +18,36 @@ fn main() {
         .get(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
+    if pattern == "trace" {
+        let path = args.get(2).expect("trace FILE CONFIG [TOML]");
+        let preset = args
+            .get(3)
+            .map(String::as_str)
+            .unwrap_or("ddr3-1600k-bench");
+        let mut cfg = Config::preset(preset).expect("preset");
+        if let Some(t) = args.get(4) {
+            cfg = cfg
+                .with_overrides(toml::from_str(t).expect("toml"), "args")
+                .expect("overrides");
+        }
+        let t = std::time::Instant::now();
+        let stream = movelab_dram::trace::open_trace(
+            std::path::Path::new(path),
+            movelab_dram::trace::TraceFormat::Auto,
+        )
+        .expect("trace");
+        let s = simulate(&cfg, stream, RunOptions::default()).expect("simulate");
+        let el = t.elapsed().as_secs_f64();
+        println!(
+            "{path}: {} requests in {el:.3} s; {} cycles; hits/misses/conflicts {}/{}/{}",
+            s.reads + s.writes,
+            s.cycles,
+            s.row.hits,
+            s.row.misses,
+            s.row.conflicts
+        );
+        return;
+    }
     if pattern == "copy" || pattern == "zero" {
         let cfg = Config::preset("rowclone-ddr3-1066").expect("preset");
         let cfg = cfg

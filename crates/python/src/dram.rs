@@ -146,10 +146,14 @@ fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<
         }
     };
     match kind {
-        "file" => trace::open_trace(Path::new(value), fmt).map_err(|e| match e {
-            TraceError::Io { .. } => PyOSError::new_err(e.to_string()),
-            _ => verr(e),
-        }),
+        // A file is parsed ahead on a second thread, beside the simulation (same items, same
+        // order; see `trace::read_ahead`).
+        "file" => trace::open_trace(Path::new(value), fmt)
+            .map(|s| Box::new(trace::read_ahead(s)) as Stream)
+            .map_err(|e| match e {
+                TraceError::Io { .. } => PyOSError::new_err(e.to_string()),
+                _ => verr(e),
+            }),
         "text" => {
             let r = trace::from_reader(
                 std::io::Cursor::new(value.as_bytes().to_vec()),

@@ -67,10 +67,12 @@ use std::str::FromStr;
 pub mod dramsim3;
 pub mod native;
 pub mod ramulator;
+pub mod read_ahead;
 
 pub use dramsim3::write_dramsim3;
 pub use native::{native_line, write_native};
 pub use ramulator::write_ramulator;
+pub use read_ahead::{read_ahead, ReadAhead};
 
 /// The longest line a reader accepts, in bytes (without the line ending). Real trace lines are
 /// well under 100 bytes; the cap keeps a reader's memory bounded on garbage input.

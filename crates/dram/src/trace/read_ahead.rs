@@ -1,0 +1,249 @@
+//! Reading a trace ahead on a second thread, so that parsing overlaps simulation.
+//!
+//! [`read_ahead`] moves a stream's reader to its own thread, which parses items in chunks of
+//! [`CHUNK_ITEMS`] and hands them over a channel that holds at most [`CHUNKS_IN_FLIGHT`] chunks:
+//! the items come out in the same order, errors included, so a run sees exactly the trace it
+//! would have read itself. What it changes is when the parsing happens: on a machine with a
+//! spare core, beside the simulation rather than inside it. Wall time falls by the parsing's
+//! share; CPU time does not (the same work is done, plus the hand-over), which is why the
+//! speed figures report both.
+//!
+//! Memory stays bounded whatever the trace's length: at most `CHUNKS_IN_FLIGHT + 2` chunks exist
+//! at once (those in the channel, the one being filled, the one being read), about
+//! `(CHUNKS_IN_FLIGHT + 2) * CHUNK_ITEMS * size_of::<TraceItem>()` bytes.
+//!
+//! The consumer may stop early (an error in the run, Ctrl-C): dropping the [`ReadAhead`]
+//! disconnects the channel, the reader thread's next hand-over fails, and the drop waits for the
+//! thread to end, so no thread outlives the run. A reader thread that ends without saying it
+//! finished (a panic in a reader) is reported as an error item, never as a short trace.
+use crate::error::TraceError;
+use crate::request::TraceItem;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+/// Items per chunk: large enough that the hand-over costs little per item (one channel
+/// operation per 1,024 items), small enough that the first chunk arrives at once.
+pub const CHUNK_ITEMS: usize = 1024;
+
+/// Chunks the channel holds before the reader thread waits for the consumer.
+pub const CHUNKS_IN_FLIGHT: usize = 2;
+
+/// What the reader thread hands over.
+enum Msg {
+    /// The next items, in trace order.
+    Items(Vec<TraceItem>),
+    /// The stream yielded this error; nothing follows it.
+    Error(TraceError),
+    /// The stream ended.
+    End,
+}
+
+/// A trace stream read ahead by a second thread (see the module documentation). Yields what
+/// the wrapped stream would have, in the same order.
+pub struct ReadAhead {
+    /// The stream itself, read in the caller's thread, when no thread could be started.
+    inline: Option<Box<dyn Iterator<Item = Result<TraceItem, TraceError>> + Send>>,
+    rx: Option<Receiver<Msg>>,
+    chunk: std::vec::IntoIter<TraceItem>,
+    /// An error (or the end) already received, handed out after the chunk before it.
+    tail: Option<Option<TraceError>>,
+    done: bool,
+    worker: Option<JoinHandle<()>>,
+}
+
+/// Reads `stream` ahead on a new thread. Falls back to reading it in the caller's thread (the
+/// same items, no thread) when the system cannot start one.
+pub fn read_ahead<I>(stream: I) -> ReadAhead
+where
+    I: Iterator<Item = Result<TraceItem, TraceError>> + Send + 'static,
+{
+    let (tx, rx) = sync_channel(CHUNKS_IN_FLIGHT);
+    // The stream moves into the thread; if the thread cannot start, it is not lost: the
+    // builder hands the closure back only through the error, so the stream is kept in a slot.
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(stream)));
+    let theirs = slot.clone();
+    let spawned = std::thread::Builder::new()
+        .name("movelab-trace-reader".into())
+        .spawn(move || {
+            let stream = theirs.lock().ok().and_then(|mut s| s.take());
+            if let Some(stream) = stream {
+                produce(stream, &tx);
+            }
+        });
+    match spawned {
+        Ok(worker) => ReadAhead {
+            inline: None,
+            rx: Some(rx),
+            chunk: Vec::new().into_iter(),
+            tail: None,
+            done: false,
+            worker: Some(worker),
+        },
+        Err(_) => {
+            // No thread: the stream is read in the caller's thread, item by item.
+            let stream = slot.lock().ok().and_then(|mut s| s.take());
+            ReadAhead {
+                inline: stream.map(|s| Box::new(s) as Box<dyn Iterator<Item = _> + Send>),
+                rx: None,
+                chunk: Vec::new().into_iter(),
+                tail: None,
+                done: false,
+                worker: None,
+            }
+        }
+    }
+}
+
+/// The reader thread's loop: chunks until the stream ends, errs or the consumer goes away.
+fn produce<I>(mut stream: I, tx: &SyncSender<Msg>)
+where
+    I: Iterator<Item = Result<TraceItem, TraceError>>,
+{
+    loop {
+        let mut items = Vec::with_capacity(CHUNK_ITEMS);
+        let mut last = None;
+        while items.len() < CHUNK_ITEMS {
+            match stream.next() {
+                Some(Ok(item)) => items.push(item),
+                Some(Err(e)) => {
+                    last = Some(Msg::Error(e));
+                    break;
+                }
+                None => {
+                    last = Some(Msg::End);
+                    break;
+                }
+            }
+        }
+        if !items.is_empty() && tx.send(Msg::Items(items)).is_err() {
+            return;
+        }
+        if let Some(m) = last {
+            let _ = tx.send(m);
+            return;
+        }
+    }
+}
+
+impl Iterator for ReadAhead {
+    type Item = Result<TraceItem, TraceError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(item) = self.chunk.next() {
+            return Some(Ok(item));
+        }
+        self.refill()
+    }
+}
+
+impl ReadAhead {
+    /// The current chunk is used up: the next one, or the error or end after it.
+    #[cold]
+    fn refill(&mut self) -> Option<Result<TraceItem, TraceError>> {
+        if let Some(s) = self.inline.as_mut() {
+            return s.next();
+        }
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(tail) = self.tail.take() {
+                self.done = true;
+                return tail.map(Err);
+            }
+            let msg = match self.rx.as_ref().map(|rx| rx.recv()) {
+                Some(Ok(m)) => m,
+                // The thread ended without an end or an error: never a silently short trace.
+                _ => Msg::Error(TraceError::Invalid(
+                    "the trace reader thread stopped before the end of the trace".into(),
+                )),
+            };
+            match msg {
+                Msg::Items(items) => {
+                    self.chunk = items.into_iter();
+                    if let Some(item) = self.chunk.next() {
+                        return Some(Ok(item));
+                    }
+                }
+                Msg::Error(e) => self.tail = Some(Some(e)),
+                Msg::End => self.tail = Some(None),
+            }
+        }
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        // Disconnect first, so that a reader thread waiting to hand over a chunk gives up.
+        self.rx = None;
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::{Op, Request};
+
+    fn req(i: u64) -> TraceItem {
+        TraceItem::Req(Request {
+            addr: i * 64,
+            op: if i % 5 == 0 { Op::Write } else { Op::Read },
+            arrival: None,
+        })
+    }
+
+    fn items(n: u64, err_at: Option<u64>) -> Vec<Result<TraceItem, TraceError>> {
+        let mut v: Vec<_> = (0..n).map(|i| Ok(req(i))).collect();
+        if let Some(e) = err_at {
+            v.truncate(e as usize);
+            v.push(Err(TraceError::Line {
+                source_name: "t".into(),
+                line: e as usize + 1,
+                what: "bad".into(),
+            }));
+        }
+        v
+    }
+
+    /// The same items in the same order, an error included and nothing after it, for lengths
+    /// around the chunk boundaries.
+    #[test]
+    fn yields_what_the_stream_yields() {
+        let c = CHUNK_ITEMS as u64;
+        for n in [0, 1, c - 1, c, c + 1, 3 * c + 17] {
+            for err_at in [None, Some(0), Some(n / 2), Some(n)] {
+                let want = items(n, err_at);
+                let got: Vec<_> = read_ahead(want.clone().into_iter()).collect();
+                assert_eq!(got, want, "n {n}, error at {err_at:?}");
+            }
+        }
+    }
+
+    /// Stopping early neither hangs nor leaves the reader thread running on an endless stream.
+    #[test]
+    fn dropping_early_stops_the_reader() {
+        let endless = (0u64..).map(|i| Ok(req(i)));
+        let mut r = read_ahead(endless);
+        assert_eq!(r.next(), Some(Ok(req(0))));
+        let t = r.nth(3 * CHUNK_ITEMS);
+        assert_eq!(t, Some(Ok(req(3 * CHUNK_ITEMS as u64 + 1))));
+        drop(r); // joins the thread: the test would hang if it did not stop
+    }
+
+    /// A reader that panics ends the trace with an error, never a short trace.
+    #[test]
+    fn a_panicking_reader_is_an_error() {
+        let n = CHUNK_ITEMS as u64 + 3;
+        let stream = (0u64..).map(move |i| {
+            assert!(i < n, "reader broke");
+            Ok(req(i))
+        });
+        let got: Vec<_> = read_ahead(stream).collect();
+        assert_eq!(got.len(), CHUNK_ITEMS + 1, "the full chunk, then the error");
+        assert!(matches!(got.last(), Some(Err(TraceError::Invalid(m))) if m.contains("stopped")));
+    }
+}
