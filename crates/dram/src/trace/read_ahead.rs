@@ -191,7 +191,7 @@ mod tests {
     fn req(i: u64) -> TraceItem {
         TraceItem::Req(Request {
             addr: i * 64,
-            op: if i % 5 == 0 { Op::Write } else { Op::Read },
+            op: if i.is_multiple_of(5) { Op::Write } else { Op::Read },
             arrival: None,
         })
     }
