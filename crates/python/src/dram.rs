@@ -133,6 +133,12 @@ fn is_bulk_generator(value: &str) -> bool {
 
 type Stream = Box<dyn Iterator<Item = Result<TraceItem, TraceError>> + Send>;
 
+/// A run's trace: a file read ahead, or any other stream.
+enum Source {
+    File(trace::ReadAhead),
+    Other(Stream),
+}
+
 fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<Stream> {
     let fmt = match format {
         "auto" => TraceFormat::Auto,
@@ -146,14 +152,10 @@ fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<
         }
     };
     match kind {
-        // A file is parsed ahead on a second thread, beside the simulation (same items, same
-        // order; see `trace::read_ahead`).
-        "file" => trace::open_trace(Path::new(value), fmt)
-            .map(|s| Box::new(trace::read_ahead(s)) as Stream)
-            .map_err(|e| match e {
-                TraceError::Io { .. } => PyOSError::new_err(e.to_string()),
-                _ => verr(e),
-            }),
+        "file" => trace::open_trace(Path::new(value), fmt).map_err(|e| match e {
+            TraceError::Io { .. } => PyOSError::new_err(e.to_string()),
+            _ => verr(e),
+        }),
         "text" => {
             let r = trace::from_reader(
                 std::io::Cursor::new(value.as_bytes().to_vec()),
@@ -246,9 +248,18 @@ fn dram_simulate(
             if let Some(e) = iter_err.lock().ok().and_then(|mut s| s.take()) {
                 return Err(e);
             }
-            Box::new(r.map_err(verr)?) as Stream
+            Source::Other(Box::new(r.map_err(verr)?) as Stream)
         }
-        _ => open_stream(trace_kind, trace_value, trace_format, &cfg)?,
+        // A file is parsed ahead on a second thread, beside the simulation (same items, same
+        // order; see `trace::read_ahead`), and read through its own type rather than a boxed
+        // stream, so that taking an item is inlined into the run loop.
+        ("file", _) => Source::File(trace::read_ahead(open_stream(
+            trace_kind,
+            trace_value,
+            trace_format,
+            &cfg,
+        )?)),
+        _ => Source::Other(open_stream(trace_kind, trace_value, trace_format, &cfg)?),
     };
     let spec = cfg.resolve("config").map_err(verr)?;
     // The log is written beside its destination and renamed onto it only when the run
@@ -279,7 +290,10 @@ fn dram_simulate(
             progress_every,
             reference_schedule: false,
         };
-        simulate(&cfg, stream, opts)
+        match stream {
+            Source::File(r) => simulate(&cfg, r, opts),
+            Source::Other(s) => simulate(&cfg, s, opts),
+        }
     });
     let discard = |tmp: &Option<String>| {
         if let Some(t) = tmp {

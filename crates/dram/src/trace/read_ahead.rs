@@ -8,9 +8,10 @@
 //! share; CPU time does not (the same work is done, plus the hand-over), which is why the
 //! speed figures report both.
 //!
-//! Memory stays bounded whatever the trace's length: at most `CHUNKS_IN_FLIGHT + 2` chunks exist
-//! at once (those in the channel, the one being filled, the one being read), about
-//! `(CHUNKS_IN_FLIGHT + 2) * CHUNK_ITEMS * size_of::<TraceItem>()` bytes.
+//! Memory stays bounded whatever the trace's length: at most `CHUNKS_IN_FLIGHT + 2` chunks are in
+//! use at once (those in the channel, the one being filled, the one being read), about
+//! `(CHUNKS_IN_FLIGHT + 2) * CHUNK_ITEMS * size_of::<TraceItem>()` bytes, and used chunks go back
+//! to the reader thread to be filled again rather than being freed and allocated anew.
 //!
 //! The consumer may stop early (an error in the run, Ctrl-C): dropping the [`ReadAhead`]
 //! disconnects the channel, the reader thread's next hand-over fails, and the drop waits for the
@@ -44,7 +45,12 @@ pub struct ReadAhead {
     /// The stream itself, read in the caller's thread, when no thread could be started.
     inline: Option<Box<dyn Iterator<Item = Result<TraceItem, TraceError>> + Send>>,
     rx: Option<Receiver<Msg>>,
-    chunk: std::vec::IntoIter<TraceItem>,
+    /// Used chunks going back to the reader thread to be filled again (no allocation, and no
+    /// page faults, per chunk).
+    back: Option<SyncSender<Vec<TraceItem>>>,
+    chunk: Vec<TraceItem>,
+    /// The next item of `chunk` to hand out.
+    pos: usize,
     /// An error (or the end) already received, handed out after the chunk before it.
     tail: Option<Option<TraceError>>,
     done: bool,
@@ -58,6 +64,7 @@ where
     I: Iterator<Item = Result<TraceItem, TraceError>> + Send + 'static,
 {
     let (tx, rx) = sync_channel(CHUNKS_IN_FLIGHT);
+    let (back_tx, back_rx) = sync_channel(CHUNKS_IN_FLIGHT + 2);
     // The stream moves into the thread; if the thread cannot start, it is not lost: the
     // builder hands the closure back only through the error, so the stream is kept in a slot.
     let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(stream)));
@@ -67,14 +74,16 @@ where
         .spawn(move || {
             let stream = theirs.lock().ok().and_then(|mut s| s.take());
             if let Some(stream) = stream {
-                produce(stream, &tx);
+                produce(stream, &tx, &back_rx);
             }
         });
     match spawned {
         Ok(worker) => ReadAhead {
             inline: None,
             rx: Some(rx),
-            chunk: Vec::new().into_iter(),
+            back: Some(back_tx),
+            chunk: Vec::new(),
+            pos: 0,
             tail: None,
             done: false,
             worker: Some(worker),
@@ -85,7 +94,9 @@ where
             ReadAhead {
                 inline: stream.map(|s| Box::new(s) as Box<dyn Iterator<Item = _> + Send>),
                 rx: None,
-                chunk: Vec::new().into_iter(),
+                back: None,
+                chunk: Vec::new(),
+                pos: 0,
                 tail: None,
                 done: false,
                 worker: None,
@@ -95,12 +106,18 @@ where
 }
 
 /// The reader thread's loop: chunks until the stream ends, errs or the consumer goes away.
-fn produce<I>(mut stream: I, tx: &SyncSender<Msg>)
+fn produce<I>(mut stream: I, tx: &SyncSender<Msg>, back: &Receiver<Vec<TraceItem>>)
 where
     I: Iterator<Item = Result<TraceItem, TraceError>>,
 {
     loop {
-        let mut items = Vec::with_capacity(CHUNK_ITEMS);
+        let mut items = match back.try_recv() {
+            Ok(mut v) => {
+                v.clear();
+                v
+            }
+            Err(_) => Vec::with_capacity(CHUNK_ITEMS),
+        };
         let mut last = None;
         while items.len() < CHUNK_ITEMS {
             match stream.next() {
@@ -130,7 +147,8 @@ impl Iterator for ReadAhead {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(item) = self.chunk.next() {
+        if let Some(&item) = self.chunk.get(self.pos) {
+            self.pos += 1;
             return Some(Ok(item));
         }
         self.refill()
@@ -161,8 +179,14 @@ impl ReadAhead {
             };
             match msg {
                 Msg::Items(items) => {
-                    self.chunk = items.into_iter();
-                    if let Some(item) = self.chunk.next() {
+                    let used = std::mem::replace(&mut self.chunk, items);
+                    self.pos = 0;
+                    if let Some(back) = &self.back {
+                        // Full or gone: the chunk is simply freed.
+                        let _ = back.try_send(used);
+                    }
+                    if let Some(&item) = self.chunk.get(self.pos) {
+                        self.pos += 1;
                         return Some(Ok(item));
                     }
                 }
@@ -177,6 +201,7 @@ impl Drop for ReadAhead {
     fn drop(&mut self) {
         // Disconnect first, so that a reader thread waiting to hand over a chunk gives up.
         self.rx = None;
+        self.back = None;
         if let Some(w) = self.worker.take() {
             let _ = w.join();
         }
@@ -191,7 +216,11 @@ mod tests {
     fn req(i: u64) -> TraceItem {
         TraceItem::Req(Request {
             addr: i * 64,
-            op: if i.is_multiple_of(5) { Op::Write } else { Op::Read },
+            op: if i.is_multiple_of(5) {
+                Op::Write
+            } else {
+                Op::Read
+            },
             arrival: None,
         })
     }
