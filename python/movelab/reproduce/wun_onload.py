@@ -51,7 +51,8 @@ EXPERIMENTS = ["rx", "tx", "rx-components", "mapping-cache", "l2-push", "me-boun
 #: push, the mapping cache, the wire's rate); any other override is refused.
 ON_PLATFORM = list(EXPERIMENTS)
 PLATFORM_KEYS = {"small_cores": {"clock_mhz", "threads", "rx_cores", "tx_cores"},
-                 "host": {"clock_mhz", "cpi", "l2_push", "mapping_cache"}, "wire": {"gbps"}}
+                 "host": {"clock_mhz", "cpi", "app_per_datagram", "onload_send", "l2_push", "mapping_cache"},
+                 "wire": {"gbps"}}
 #: ``me-bound``'s small cores (``me{cores}-{MHz}mhz-t{threads}``) and ``me-ceiling``'s wires, as the
 #: Rust points name them; ``dram-copy``'s copiers.
 ME_BOUND = ["me1-50mhz-t8", "me2-50mhz-t8", "me1-100mhz-t8", "me1-100mhz-t1", "me2-900mhz-t8"]

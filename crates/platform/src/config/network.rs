@@ -34,6 +34,13 @@ pub struct HostConfig {
     /// Cycles per counted instruction of kernel and application code in the host programs
     /// (`param cpi`, rounded to whole cycles).
     pub cpi: f64,
+    /// iperf's own work per datagram (sequence, loss and jitter accounting, gettimeofday), in
+    /// counted instructions: every host program's `param app_per_datagram`.
+    pub app_per_datagram: u64,
+    /// The onloader's sendmsg on the host (socket layer, route and neighbour lookups, the post to
+    /// the microengines), in counted instructions: the onloader's transmit program's
+    /// `param onload_send`.
+    pub onload_send: u64,
     /// Small-core writes into host memory are pushed into the host's L2 (the microengines'
     /// `l2_push` and the receiving host program's).
     pub l2_push: bool,
@@ -160,6 +167,14 @@ impl NetworkIoConfig {
         let h = &self.host;
         range(src, "host.clock_mhz", h.clock_mhz, 1.0, 10_000.0)?;
         range(src, "host.cpi", h.cpi, 0.1, 100.0)?;
+        range(
+            src,
+            "host.app_per_datagram",
+            h.app_per_datagram as f64,
+            0.0,
+            1e6,
+        )?;
+        range(src, "host.onload_send", h.onload_send as f64, 0.0, 1e6)?;
         let m = &self.small_cores;
         range(src, "small_cores.clock_mhz", m.clock_mhz, 1.0, 10_000.0)?;
         range(src, "small_cores.rx_cores", m.rx_cores as f64, 1.0, 64.0)?;
@@ -183,7 +198,7 @@ mod tests {
         let c = NetworkIoConfig::preset("ixp2350").unwrap();
         let mut keys = Vec::new();
         leaves(&toml::Value::try_from(&c).unwrap(), "", &mut keys);
-        assert_eq!(keys.len(), 11, "{keys:?}");
+        assert_eq!(keys.len(), 13, "{keys:?}");
         for (over, key) in [
             ("host = { costs = { ip_rx = 5 } }", "host.costs.ip_rx"),
             ("queues = { socket = 3 }", "queues.socket"),

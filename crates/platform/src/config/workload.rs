@@ -377,15 +377,19 @@ impl Workload {
         src: &str,
         params: &BTreeMap<String, u64>,
     ) -> Result<Workload, PlatformError> {
+        Workload::new(Workload::spec_from_toml_str(text, src)?, src, params)
+    }
+
+    /// A workload file's text as read, before its parameters are set (what it declares).
+    pub fn spec_from_toml_str(text: &str, src: &str) -> Result<WorkloadSpec, PlatformError> {
         let v: toml::Value = text
             .parse::<toml::Table>()
             .map(toml::Value::Table)
             .map_err(|e| PlatformError::workload(src, "(syntax)", e.to_string()))?;
-        let spec: WorkloadSpec = serde_path_to_error::deserialize(v).map_err(|e| {
+        serde_path_to_error::deserialize(v).map_err(|e| {
             let key = e.path().to_string();
             PlatformError::workload(src, key, e.into_inner().message().to_string())
-        })?;
-        Workload::new(spec, src, params)
+        })
     }
 
     pub fn new(

@@ -187,9 +187,10 @@ pub fn load(platform: &str, overrides: &toml::Value) -> Result<NetworkIoConfig, 
     Ok(cfg)
 }
 
-/// A host program of the three configurations with `params` over its own, and its `cpi` the
-/// network platform's calibrated `host.cpi` (rounded to whole cycles; the one fitted value, in
-/// `presets/network/ixp2350.toml` and `presets/ledger.toml`).
+/// A host program of the three configurations with `params` over its own, its `cpi` the
+/// network platform's calibrated `host.cpi` (rounded to whole cycles) and its `app_per_datagram`
+/// and `onload_send` the network platform's (calibrated with it: `presets/network/ixp2350.toml`
+/// and `presets/ledger.toml`).
 pub fn program(
     net: &NetworkIoConfig,
     name: &str,
@@ -208,9 +209,22 @@ pub fn program(
                 .collect::<Vec<_>>()
                 .join(", "),
         })?;
+    let src = format!("wun-programs/{name}.toml");
     let mut p: BTreeMap<String, u64> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     p.insert("cpi".into(), net.host.cpi.round().max(1.0) as u64);
-    Workload::from_toml_str(text, &format!("wun-programs/{name}.toml"), &p)
+    // The network platform's host costs reach the programs that name them (iperf's loop is in
+    // all six; the onloader's sendmsg only in its transmit program).
+    let spec = Workload::spec_from_toml_str(text, &src)?;
+    let h = &net.host;
+    for (k, v) in [
+        ("app_per_datagram", h.app_per_datagram),
+        ("onload_send", h.onload_send),
+    ] {
+        if spec.params.contains_key(k) {
+            p.insert(k.into(), v);
+        }
+    }
+    Workload::new(spec, &src, &p)
 }
 
 /// `ixp-host` with `engines` microengines and their parameters `me` over the preset's (and the
