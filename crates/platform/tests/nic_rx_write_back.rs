@@ -32,7 +32,10 @@ fn nic(wthresh: u32, posted: u32) -> Nic {
             }
         }
     }
-    assert!(!reads.is_empty(), "the tail write starts a descriptor fetch");
+    assert!(
+        !reads.is_empty(),
+        "the tail write starts a descriptor fetch"
+    );
     for (tag, addr, len) in reads {
         let first = (addr - RX_BASE) / 16;
         let data: Vec<u8> = (0..u64::from(len) / 16)
@@ -111,7 +114,10 @@ fn above_one_write_backs_wait_for_wthresh_and_the_timer_flushes_the_rest_first()
     // flushes its descriptor and interrupts.
     let mut out = Vec::new();
     n.frame_in(ns(2000.0), frame(0), &mut out);
-    assert!(write_backs(&out).is_empty(), "one used descriptor waits below WTHRESH 4");
+    assert!(
+        write_backs(&out).is_empty(),
+        "one used descriptor waits below WTHRESH 4"
+    );
     let first = timers(&out)[0];
     let mut fired = Vec::new();
     n.timer(first, &mut fired);
@@ -126,10 +132,17 @@ fn above_one_write_backs_wait_for_wthresh_and_the_timer_flushes_the_rest_first()
     for i in 1..4u8 {
         n.frame_in(ns(3000.0 + 100.0 * f64::from(i)), frame(i), &mut out);
     }
-    assert!(write_backs(&out).is_empty(), "three used descriptors wait below WTHRESH 4");
+    assert!(
+        write_backs(&out).is_empty(),
+        "three used descriptors wait below WTHRESH 4"
+    );
     n.frame_in(ns(3400.0), frame(4), &mut out);
     assert_eq!(write_backs(&out), vec![(ns(3400.0), 1, 4)]);
-    assert_eq!(msix_at(&out), None, "the interrupt waits for the moderation timer");
+    assert_eq!(
+        msix_at(&out),
+        None,
+        "the interrupt waits for the moderation timer"
+    );
     out.clear();
     n.frame_in(ns(3500.0), frame(5), &mut out);
     n.frame_in(ns(3600.0), frame(6), &mut out);
@@ -142,11 +155,17 @@ fn above_one_write_backs_wait_for_wthresh_and_the_timer_flushes_the_rest_first()
     let wb = fired
         .iter()
         .position(|o| matches!(o, NicOut::Tlp(_, t) if t.purpose == Purpose::WriteBack));
-    assert!(wb.is_some() && msix_at(&fired).is_some() && wb < msix_at(&fired), "{fired:?}");
+    assert!(
+        wb.is_some() && msix_at(&fired).is_some() && wb < msix_at(&fired),
+        "{fired:?}"
+    );
     assert_eq!(n.stats.rx_desc_written_back, 7);
 }
 
 /// The preset's EITR interval (us): the timer expires that long after the last interrupt.
 fn itr_us() -> f64 {
-    IoConfig::preset("larsen-82599-gen2").expect("preset").nic.itr_us
+    IoConfig::preset("larsen-82599-gen2")
+        .expect("preset")
+        .nic
+        .itr_us
 }
