@@ -107,6 +107,15 @@ fn msix_at(out: &[NicOut]) -> Option<usize> {
         .position(|o| matches!(o, NicOut::Tlp(_, t) if t.addr == MSIX_ADDR))
 }
 
+/// The timer's outputs hold a write-back and then the MSI-X.
+fn assert_written_back_before_the_interrupt(fired: &[NicOut]) {
+    let wb = fired
+        .iter()
+        .position(|o| matches!(o, NicOut::Tlp(_, t) if t.purpose == Purpose::WriteBack));
+    let irq = msix_at(fired);
+    assert!(wb.is_some() && irq.is_some() && wb < irq, "{fired:?}");
+}
+
 #[test]
 fn above_one_write_backs_wait_for_wthresh_and_the_timer_flushes_the_rest_first() {
     let mut n = nic(4, 12);
@@ -122,10 +131,7 @@ fn above_one_write_backs_wait_for_wthresh_and_the_timer_flushes_the_rest_first()
     let mut fired = Vec::new();
     n.timer(first, &mut fired);
     assert_eq!(write_backs(&fired), vec![(first, 0, 1)]);
-    let wb = fired
-        .iter()
-        .position(|o| matches!(o, NicOut::Tlp(_, t) if t.purpose == Purpose::WriteBack));
-    assert!(wb.is_some() && msix_at(&fired).is_some() && wb < msix_at(&fired));
+    assert_written_back_before_the_interrupt(&fired);
     // Within the next interval (50 us) write-backs wait for WTHRESH: four go out together,
     // whatever their alignment, and the interrupt waits for the timer.
     out.clear();
@@ -152,13 +158,7 @@ fn above_one_write_backs_wait_for_wthresh_and_the_timer_flushes_the_rest_first()
     let mut fired = Vec::new();
     n.timer(at, &mut fired);
     assert_eq!(write_backs(&fired), vec![(at, 5, 2)]);
-    let wb = fired
-        .iter()
-        .position(|o| matches!(o, NicOut::Tlp(_, t) if t.purpose == Purpose::WriteBack));
-    assert!(
-        wb.is_some() && msix_at(&fired).is_some() && wb < msix_at(&fired),
-        "{fired:?}"
-    );
+    assert_written_back_before_the_interrupt(&fired);
     assert_eq!(n.stats.rx_desc_written_back, 7);
 }
 
