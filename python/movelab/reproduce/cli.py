@@ -370,7 +370,7 @@ def larsen_idma(
                                                               "Fig. 9 platforms (larsen-io, larsen-io-idma), e.g. "
                                                               "memory.dram.timing.nCL=16. A key must exist on "
                                                               "both: core, l1, l2, llc, interconnect, memory, "
-                                                              "interrupts (the descriptor NIC's [io] section is "
+                                                              "interrupts (the descriptor NIC's io section is "
                                                               "on larsen-io only; the iDMA is an agent).",
                                                               show_default=False),
     out: Path | None = typer.Option(None, "--out", help=OUT_HELP, show_default=False),
