@@ -38,6 +38,8 @@ ONLOAD_SEND_MAX, STEP = 6000, 10
 
 @dataclass(frozen=True)
 class Point:
+    """One setting of the three host values and the calibrated results it gives."""
+
     cpi: int
     app_per_datagram: int
     onload_send: int
