@@ -5,7 +5,6 @@ of its settings moves what it should."""
 from __future__ import annotations
 
 import pytest
-
 from movelab.network import config as network_config
 from movelab.reproduce import wun_onload as wo
 from movelab.reproduce import wun_refit
@@ -13,7 +12,7 @@ from movelab.reproduce import wun_refit
 
 def _preset() -> tuple[int, int, int]:
     h = network_config("ixp2350")["host"]
-    return int(round(h["cpi"])), int(h["app_per_datagram"]), int(h["onload_send"])
+    return round(h["cpi"]), int(h["app_per_datagram"]), int(h["onload_send"])
 
 
 def test_the_step_computes_the_reproductions_results_and_the_preset_is_its_fit() -> None:
