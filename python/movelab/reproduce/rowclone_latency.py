@@ -159,8 +159,8 @@ def table3_pricing(config: Any = PRESET) -> dict[str, Any]:
     PSM, twice the inter-bank sequence, then costs 2.25 uJ (Table 3: 2.5; from its reduction 2.4).
     Reading a TRANSFER as a read plus a write puts 69% of the baseline copy on the channel; the
     paper's introduction says 40%, which a TRANSFER priced as one column access gives (39%): the
-    reading changes which part of a line is the channel's, never a total (docs/dram.md, "What
-    Table 3 counts, read from the paper")."""
+    reading moves energy between a line's channel and DRAM parts, not Table 3's prices
+    (docs/dram.md, "What Table 3 counts, read from the paper")."""
     cfg = load_config(config)
     s = cfg.spec
     if not s.get("energy_available", True):
