@@ -74,3 +74,21 @@ def test_table3_pricing_gives_table3_back() -> None:
 def test_table3_pricing_refuses_a_part_without_currents() -> None:
     with pytest.raises(ValueError, match="no currents"):
         rl.table3_pricing("rowclone-lpddr5-6400")
+
+
+def test_table3_channel_share_tells_the_transfer_readings_apart() -> None:
+    # docs/dram.md, "What Table 3 counts": Table 3 fixes a read line, a written line and a TRANSFER;
+    # how much of a line is the channel's depends on what a TRANSFER is. table3_pricing reads it as
+    # a read plus a write burst, which puts 69% of the baseline copy on the channel; read as one
+    # column access (the mean of the two), the same prices put 39% there, the paper's stated 40%.
+    prices = rl.table3_pricing()
+    c = prices["dram"]["currents"]
+    rank_nj = CHIPS * VDD * BURST_NS / 1000  # nJ per mA of one burst, a rank
+    read_burst, write_burst = (c["idd4r"] - 35) * rank_nj, (c["idd4w"] - 35) * rank_nj
+    channel = prices["energy"]["io_pj_per_bit"] * LINE_BITS / 1000
+    read_line, written_line, transfer = read_burst + channel, write_burst + channel, read_burst + write_burst
+    copy_nj, lines = 3600.0, 128
+    assert lines * channel / copy_nj == pytest.approx(0.69, abs=0.01)
+    # One column access: the read and the written line's DRAM parts add up to two TRANSFERs.
+    one_access = (read_line + written_line - 2 * transfer) / 2
+    assert lines * one_access / copy_nj == pytest.approx(0.39, abs=0.01)

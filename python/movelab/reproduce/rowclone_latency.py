@@ -156,7 +156,11 @@ def table3_pricing(config: Any = PRESET) -> dict[str, Any]:
     read line, inter-bank PSM (2 ACT, 2 PRE, 64 TRANSFERs; 3.6 uJ / 3.2) a TRANSFER. A TRANSFER is a
     read and a write burst inside the DRAM and a line on the channel is one burst plus the
     channel's share, so the channel's share is (read line + written line - TRANSFER) / 2. Intra-bank
-    PSM, twice the inter-bank sequence, then costs 2.25 uJ (Table 3: 2.5; from its reduction 2.4)."""
+    PSM, twice the inter-bank sequence, then costs 2.25 uJ (Table 3: 2.5; from its reduction 2.4).
+    Reading a TRANSFER as a read plus a write puts 69% of the baseline copy on the channel; the
+    paper's introduction says 40%, which a TRANSFER priced as one column access gives (39%): the
+    reading moves energy between a line's channel and DRAM parts, not Table 3's prices
+    (docs/dram.md, "What Table 3 counts, read from the paper")."""
     cfg = load_config(config)
     s = cfg.spec
     if not s.get("energy_available", True):
