@@ -399,10 +399,31 @@ def test_calibration_measures_each_kind(tmp_path: Path, monkeypatch: pytest.Monk
     c = calibration.call_costs("rowclone-system", 100)
     assert set(c["call_ns"]) == {"memcpy", "memmove", "memset", "calloc", "realloc"}
     assert all(v >= 0 for v in c["call_ns"].values())
+    # A hot tiny call takes a few ns on any machine: a measured 0 is the clock's step, not the call.
+    assert all(v > 0.5 for v in c["measured_ns"].values()), c["measured_ns"]
     assert list(tmp_path.glob("calibration-*.json"))
     assert calibration.call_costs("rowclone-system", 100) == c  # from the cache
     with pytest.raises(ValueError, match="reps"):
         calibration.measure(0)
+
+
+def test_hot_call_cost_is_a_mean_that_survives_a_coarse_clock() -> None:
+    """A clock that steps in 10 ns turns a 4 ns call into 0 or 10 ns readings: the median is 0
+    (or 10) whatever the call's time, the mean of thousands of readings is the call's time. Large
+    calls and stops over the trim are not counted."""
+    from movelab.record import calibration
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    true_ns = 4.0
+    phase = rng.uniform(0, 10, n)  # where in the clock's 10 ns step the call starts
+    reads = np.floor((phase + true_ns) / 10) * 10 - np.floor(phase / 10) * 10
+    calls = pd.DataFrame({"kind": "memcpy", "size": 8, "net_ns": reads})
+    stops = pd.DataFrame({"kind": "memcpy", "size": [8, 8], "net_ns": [calibration.GAP_TRIM_NS + 1, 1e6]})
+    big = pd.DataFrame({"kind": "memcpy", "size": [4096] * 50, "net_ns": [500.0] * 50})
+    got = calibration.hot_call_ns(pd.concat([calls, stops, big], ignore_index=True))
+    assert calls["net_ns"].median() in (0.0, 10.0)
+    assert got["memcpy"] == pytest.approx(true_ns, abs=0.2)
 
 
 def test_copy_use_window_reason_names_the_machine(tmp_path: Path) -> None:
