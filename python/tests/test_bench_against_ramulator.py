@@ -56,6 +56,31 @@ def test_both_simulators_run_the_same_trace_in_alternating_rounds(tmp_path: Path
     json.dumps(v)  # what bench-dram.json holds
 
 
+def test_each_simulators_memory_is_its_own_not_the_benchmarks(tmp_path: Path, monkeypatch) -> None:
+    """A child's peak memory counts from its exec: the benchmark's own memory at the fork (Linux
+    carries it across the exec into getrusage's maxrss) is not the child's."""
+    from movelab import _peak
+
+    pkg = tmp_path / "python" / "ramulator"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(FAKE)
+    monkeypatch.setattr(ar, "check_ramulator", lambda root, python: None)
+    ballast = b"\x01" * (256 << 20)  # this process: 256 MiB more, resident
+    v = ar.run_against_ramulator("ddr3-1600k-bench", 2000, 1, tmp_path, sys.executable)
+    parent_mib = _peak.own_peak_rss_kib() / 1024
+    assert parent_mib > 256 and len(ballast) == 256 << 20
+    for who in ("ramulator", "movelab"):
+        assert 1 < v[who]["peak_rss_mib"] < parent_mib - 200, (who, v[who]["peak_rss_mib"], parent_mib)
+
+
+def test_a_childs_peak_report_is_read_back() -> None:
+    from movelab import _peak
+
+    assert _peak.parse_report(f"noise\n{_peak.MARKER} 1234\nmore") == 1234
+    assert _peak.parse_report("nothing here") is None and _peak.parse_report(f"{_peak.MARKER} x") is None
+    assert _peak.own_peak_rss_kib() > 1000
+
+
 def test_the_ddr5_run_takes_ramulators_refresh_clocks() -> None:
     sets = ar.movelab_sets("ddr5-3200an")
     assert "dram.timing.nRFC=472" in sets and "dram.timing.nREFI=6240" in sets

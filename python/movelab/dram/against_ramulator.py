@@ -83,6 +83,28 @@ print(json.dumps({"cycles": c["cycles"], "row": {"hits": c["row_hits"], "misses"
                   "conflicts": c["row_conflicts"]}, "reads": c["num_read_reqs"], "writes": c["num_write_reqs"]}))
 """
 
+#: movelab's command line, started so that it reports its own peak memory at exit (the same
+#: process as ``python -m movelab``: the same interpreter start and the same entry point).
+MOVELAB_SCRIPT = r"""
+import sys
+from movelab._peak import report_at_exit
+report_at_exit()
+sys.argv = ["movelab", *sys.argv[1:]]
+from movelab.__main__ import main
+main()
+"""
+
+
+def _peak_reporting(script: str) -> str:
+    """``script`` with the lines that report the process's own peak memory at exit
+    (:mod:`movelab._peak`, whose functions are copied in: Ramulator's interpreter has no movelab)."""
+    import inspect
+
+    from movelab import _peak
+
+    return "\n".join(["import sys", f"MARKER = {_peak.MARKER!r}", inspect.getsource(_peak.own_peak_rss_kib),
+                      inspect.getsource(_peak.report_at_exit), "report_at_exit()", script])
+
 
 def movelab_sets(config: str) -> list[str]:
     """The `--set` arguments that match movelab's queues (and refresh clocks) to Ramulator 2.1's."""
@@ -119,15 +141,22 @@ def _timed(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]
         out.seek(0)
         err.seek(0)
         text = out.read().decode(errors="replace")
+        errors = err.read().decode(errors="replace")
         if p.returncode != 0:
-            last = (err.read().decode(errors="replace").strip().splitlines() or ["(no output)"])[-1]
+            last = (errors.strip().splitlines() or ["(no output)"])[-1]
             raise RuntimeError(f"{Path(argv[0]).name} {' '.join(argv[1:2])} ... failed (exit {p.returncode}): {last}")
     lines = text.splitlines()
     starts = [i for i, ln in enumerate(lines) if ln.startswith("{")]
     if not starts:
         raise RuntimeError(f"{Path(argv[0]).name}: no JSON result in its output")
     res = json.loads("\n".join(lines[starts[-1]:]))
-    return {"result": res, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mib": ru.ru_maxrss / 1024.0}
+    # The process's own peak since its exec, as it reported it; wait4's would hold this process's
+    # memory at the fork (movelab._peak).
+    from movelab._peak import parse_report
+
+    peak = parse_report(errors)
+    return {"result": res, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
+            "peak_rss_mib": (peak if peak is not None else ru.ru_maxrss) / 1024.0}
 
 
 def run_against_ramulator(config: str, requests: int, repeats: int, root: Path, python: str,
@@ -150,9 +179,10 @@ def run_against_ramulator(config: str, requests: int, repeats: int, root: Path, 
                           style="dim")
         dram.write_trace({"kind": "random", "count": requests, "read_fraction": 0.8, "seed": 0,
                           "footprint_bytes": 1 << 30}, trace, "ramulator")
-        ours = [sys.executable, "-m", "movelab", "dram", "run", config, trace,
+        ours = [sys.executable, "-c", MOVELAB_SCRIPT, "dram", "run", config, trace,
                 "--trace-format", "ramulator", "--format", "json", *movelab_sets(config)]
-        theirs = [python, "-c", RAMULATOR_SCRIPT, c.standard, c.org_preset, c.timing_preset, trace]
+        theirs = [python, "-c", _peak_reporting(RAMULATOR_SCRIPT), c.standard, c.org_preset, c.timing_preset,
+                  trace]
         env = {**os.environ, "PYTHONPATH": str(root / "python")}
         runs: dict[str, list[dict[str, Any]]] = {"movelab": [], "ramulator": []}
         for i in range(repeats):

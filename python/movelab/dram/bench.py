@@ -1,7 +1,8 @@
 """The DRAM simulator's speed benchmark. Each run is a fresh child process so that its peak
-resident memory (ru_maxrss) is its own; runs at two trace lengths show that memory does not grow
-with the trace. Line requests are measured in requests per second; bulk operations (one RowClone
-COPY of a large region, the lab's headline operation) in bytes of copy simulated per second."""
+resident memory (``VmHWM`` since its exec, :mod:`movelab._peak`) is its own; runs at two trace
+lengths show that memory does not grow with the trace. Line requests are measured in requests per
+second; bulk operations (one RowClone COPY of a large region, the lab's headline operation) in bytes
+of copy simulated per second."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import sys
 from typing import Any
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 from movelab import dram
+from movelab._peak import own_peak_rss_kib
 pattern, n, config = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 gen = {"kind": pattern, "count": n, "read_fraction": 0.8, "seed": 42, "footprint_bytes": "4G"}
 cfg = dram.load_config(config)
@@ -22,15 +24,16 @@ res = dram.simulate(cfg, gen)
 el = time.perf_counter() - t
 s = res.stats
 print(json.dumps({"seconds": el, "cycles": s["cycles"], "mean_read_latency_cycles": s["read_latency"]["mean_cycles"],
-                  "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "peak_rss_kib": own_peak_rss_kib()}))
 """
 
 
 #: One COPY of ``n`` bytes from address 0 to 1 GiB on the RowClone paper's system (row-interleaved
 #: mapping: every 4 KB page is a row; source and destination rows fall in the same banks).
 BULK_CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 from movelab import dram
+from movelab._peak import own_peak_rss_kib
 n = int(sys.argv[1])
 cfg = dram.load_config("rowclone-ddr3-1066")
 t = time.perf_counter()
@@ -38,7 +41,7 @@ res = dram.simulate(cfg, [("COPY", 0, 1 << 30, n)])
 el = time.perf_counter() - t
 s = res.stats
 print(json.dumps({"seconds": el, "cycles": s["cycles"], "bytes": s["bulk"]["bytes"],
-                  "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "peak_rss_kib": own_peak_rss_kib()}))
 """
 
 BULK_SIZES = (64 << 20, 256 << 20)

@@ -14,8 +14,9 @@ import sys
 from typing import Any
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 from movelab import platform
+from movelab._peak import own_peak_rss_kib
 plat, work, overrides, params = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
 t = time.perf_counter()
 c = time.process_time()
@@ -23,13 +24,7 @@ res = platform.run(plat, work, overrides=overrides, params=params)
 el = time.perf_counter() - t
 cpu = time.process_time() - c
 s = res.stats
-# This process's own peak (VmHWM: since exec); getrusage's maxrss would also count the parent's
-# memory at the fork, which Linux carries across exec.
-try:
-    with open("/proc/self/status") as f:
-        peak = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
-except (OSError, StopIteration, ValueError):
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = own_peak_rss_kib()  # since exec (getrusage would count the parent's memory at the fork)
 print(json.dumps({"seconds": el, "cpu_seconds": cpu, "instructions": s["instructions"], "simulated_ns": s["time_ns"],
                   "peak_rss_kib": peak}))
 """
