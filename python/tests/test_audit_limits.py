@@ -83,8 +83,10 @@ def _has_thread(pid: int, name: str) -> bool:
 
 
 def test_sigterm_stops_the_onload_bench_as_ctrl_c_does(tmp_path: Path) -> None:
+    # The onload configuration only: its engine thread starts with the first point (with every
+    # configuration it started after the kernel's and softnic's points, 7 s in).
     p = subprocess.Popen([sys.executable, "-m", "movelab.cli", "bench", "host", "onload", "--source", "replay",
-                          "--seconds", "1", "--out", str(tmp_path)],
+                          "--config", "onload", "--seconds", "1", "--out", str(tmp_path)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Inside the measurement loop: once the onload engine's thread runs (a fixed sleep raced a slow
     # start on a loaded machine, where the signal came before the handler was installed).

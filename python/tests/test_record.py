@@ -215,16 +215,27 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "movelab.cli", *args], capture_output=True, text=True, timeout=600)
 
 
+def _refused(*args: str) -> subprocess.CompletedProcess:
+    """A command line the CLI refuses before running anything, run in this process (the same
+    root group and commands as ``python -m movelab.cli``, without a second interpreter's start and
+    imports; :func:`_cli` runs each command end to end once)."""
+    from movelab.cli import app
+    from typer.testing import CliRunner
+
+    r = CliRunner().invoke(app, list(args))
+    return subprocess.CompletedProcess(list(args), r.exit_code, r.stdout, r.stderr)
+
+
 def test_cli_bad_input(tmp_path: Path) -> None:
-    r = _cli("replay", str(tmp_path / "missing.parquet"))
+    r = _refused("replay", str(tmp_path / "missing.parquet"))
     assert r.returncode == 2 and "does not exist" in r.stderr
     junk = tmp_path / "junk.parquet"
     junk.write_text("x")
-    r = _cli("what-if", str(junk))
+    r = _refused("what-if", str(junk))
     assert r.returncode == 2 and "not a Parquet file" in r.stderr
-    r = _cli("replay", str(junk), "--mechanism", "nope")
+    r = _refused("replay", str(junk), "--mechanism", "nope")
     assert r.returncode == 2 and "unknown mechanism" in r.stderr
-    r = _cli("record", "--out", str(tmp_path / "t.parquet"), "--", "/no/such/program")
+    r = _refused("record", "--out", str(tmp_path / "t.parquet"), "--", "/no/such/program")
     assert r.returncode == 2 and "no such program" in r.stderr
 
 
@@ -253,7 +264,7 @@ def test_replay_and_what_if(recording: tuple[pd.DataFrame, Path], tmp_path: Path
     res = _cli("what-if", str(path), "--samples", "1", "--out", str(out))
     assert res.returncode == 0, res.stderr
     assert (out / "what-if.png").stat().st_size > 0 and (out / "what-if.csv").is_file()
-    res = _cli("what-if", str(path), "--samples", "1", "--out", str(out))
+    res = _refused("what-if", str(path), "--samples", "1", "--out", str(out))
     assert res.returncode == 2 and "--force" in res.stderr
 
 
@@ -668,13 +679,13 @@ def test_replay_distance_option_is_checked(recording: tuple[pd.DataFrame, Path])
         movelab.replay(path, "rowclone-system", "cpu", fresh="tepid")
     with pytest.raises(ValueError, match=r"apply to cache=.tracked. only"):
         movelab.replay(path, "rowclone-system", "cpu", cache="cold", distance="lines")
-    r = _cli("replay", str(path), "--distance", "pages")
+    r = _refused("replay", str(path), "--distance", "pages")
     assert r.returncode == 2 and "--distance" in r.stderr and "bytes, lines" in r.stderr
-    r = _cli("replay", str(path), "--cache", "cold", "--distance", "lines")
+    r = _refused("replay", str(path), "--cache", "cold", "--distance", "lines")
     assert r.returncode == 2 and "tracked only" in r.stderr
-    r = _cli("replay", str(path), "--region", "100")
+    r = _refused("replay", str(path), "--region", "100")
     assert r.returncode == 2 and "--region" in r.stderr and "power of two" in r.stderr
-    r = _cli("what-if", str(path), "--distance", "lines", "--region", "1024")
+    r = _refused("what-if", str(path), "--distance", "lines", "--region", "1024")
     assert r.returncode == 2 and "--region" in r.stderr and "bytes only" in r.stderr
 
 

@@ -184,7 +184,8 @@ def _ops(sample: pd.DataFrame, rate: float, max_gap: int, aligned: bool, synth: 
             if with_moves:
                 out.append((op, s & ~63, d & ~63, sz, v, ""))
         return out
-    for r in sample.itertuples():
+    # Only the columns read below: itertuples builds a column per column of the frame.
+    for r in sample[["gap_ns", "op", "src", "dst", "size", "value"]].itertuples(index=False):
         gap = r.gap_ns if isinstance(r.gap_ns, float) and not math.isnan(r.gap_ns) else 0.0
         n = int(min(max_gap, max(1, round(gap * rate))))
         ops.append(("compute", n, 0, 0, 0, 0))
@@ -455,6 +456,10 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         df, meta = trace, dict(trace.attrs.get("movelab", {}))
     else:
         df, meta = read(trace)
+    # The recording's metadata is in ``meta`` from here on; pandas deep-copies a frame's attrs
+    # into every frame, column and row derived from it, which was half of a replay's time.
+    df = df.copy(deep=False)
+    df.attrs = {}
     ev = movement_events(df)
     if ev.empty:
         raise ValueError("the trace holds no copies or initialisations to replay")
