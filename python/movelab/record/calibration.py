@@ -740,12 +740,12 @@ def alloc_path(calls: pd.DataFrame) -> dict[str, dict[str, float]]:
     the validation compares sums of time, and the allocator's time has a long tail (a bin search,
     a consolidation); the base kind's as :func:`_base_ns` takes it."""
     mean = calls.groupby(["kind", "size_class"])["net_ns"].mean()
-    med = _base_ns(calls)
+    base_ns = _base_ns(calls)
     out: dict[str, dict[str, float]] = {}
     for kind, base in ALLOC_BASE.items():
-        if kind not in mean.index.get_level_values(0) or base not in med.index.get_level_values(0):
+        if kind not in mean.index.get_level_values(0) or base not in base_ns.index.get_level_values(0):
             continue
-        b = med.loc[base]
+        b = base_ns.loc[base]
         bk = np.asarray(b.index, dtype=np.int64)
         out[kind] = {}
         for sc, v in mean.loc[kind].items():
