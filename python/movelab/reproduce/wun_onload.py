@@ -47,8 +47,8 @@ KEYS = ["experiment", "config", "payload_bytes", "variant", "throughput_mbps", "
         "mapping_misses", "sim_time_us", "sim_packets", "wall_s"]
 EXPERIMENTS = ["rx", "tx", "rx-components", "mapping-cache", "l2-push", "me-bound", "me-ceiling", "dram-copy"]
 #: The experiments on the one platform (all of them), and the network platform's keys that reach
-#: them (the microengines' count, clock and contexts, the host's clock, the calibrated CPI, the L2
-#: push, the mapping cache, the wire's rate); any other override is refused.
+#: them (the microengines' count, clock and contexts, the host's clock, the calibrated CPI and host
+#: costs, the L2 push, the mapping cache, the wire's rate); any other override is refused.
 ON_PLATFORM = list(EXPERIMENTS)
 PLATFORM_KEYS = {"small_cores": {"clock_mhz", "threads", "rx_cores", "tx_cores"},
                  "host": {"clock_mhz", "cpi", "app_per_datagram", "onload_send", "l2_push", "mapping_cache"},
