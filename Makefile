@@ -86,8 +86,6 @@ bench: install bench-record-deps
 	$(CLI) bench host onload --out $(REPORTS)/bench-host --force
 	$(CLI) bench sweep --out $(REPORTS)/bench --force
 	$(CLI) bench record --out $(REPORTS)/record-replay --force
-	# RowClone section 7.4 at the paper's mix counts (138, 50, 40): too long for `make reproduce`.
-	$(CLI) reproduce rowclone-multicore --full --out $(REPORTS)/bench/rowclone-multicore-full --force
 
 clean:
 	rm -rf target dist $(VENV) $(REPORTS)

@@ -1,6 +1,6 @@
-"""RowClone section 7.4's mix counts and confidence intervals: the default is a sample in the paper's
-proportions, ``--full`` the paper's counts (138, 50, 40), and every Table 7 cell carries the 95%
-confidence interval of its mean over the mixes, checked here against the per-mix values."""
+"""RowClone section 7.4's mix counts and confidence intervals: the default (``--full``) is the paper's
+counts (138, 50, 40), ``--sample`` a sample in their proportions, and every Table 7 cell carries the
+95% confidence interval of its mean over the mixes, checked here against the per-mix values."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from typer.testing import CliRunner
 
 def test_counts_are_the_papers_or_a_sample_in_their_proportions() -> None:
     assert rm.PAPER_MIXES == {2: 138, 4: 50, 8: 40}
+    assert _mix_counts(None, None) == rm.PAPER_MIXES
     assert _mix_counts(None, True) == rm.PAPER_MIXES
     assert _mix_counts(None, False) == rm.SAMPLE_MIXES
-    assert _mix_counts(5, False) == 5
+    assert _mix_counts(5, None) == 5
     # The sample is whole rounds of the six copy/initialisation-intensive applications (each dealt
     # to every copy slot once a round), within a round of the paper's proportions, at no more
     # simulated cost (a mix: about its cores squared) than the earlier 24, 9, 7.
@@ -30,7 +31,7 @@ def test_counts_are_the_papers_or_a_sample_in_their_proportions() -> None:
     assert cost <= 4 * 24 + 16 * 9 + 64 * 7
 
 
-def test_the_default_sample_holds_the_applications_in_the_populations_proportions() -> None:
+def test_the_sample_holds_the_applications_in_the_populations_proportions() -> None:
     # Four and eight cores: every copy/initialisation-intensive application fills every copy slot
     # equally often, so half the copy slots are highly copy-intensive (three of Table 6's six).
     for c in (4, 8):
@@ -53,9 +54,23 @@ def test_a_mapping_draws_that_many_mixes_per_size_and_the_same_mixes() -> None:
         rm.run_mixes(cores=[2], n_mixes={2: 0})
 
 
-def test_full_and_mixes_together_are_refused() -> None:
-    r = CliRunner().invoke(app, ["reproduce", "rowclone-multicore", "--full", "--mixes", "3"])
-    assert r.exit_code == 2 and "--full" in r.output
+def test_full_or_sample_and_mixes_together_are_refused() -> None:
+    for flag in ("--full", "--sample"):
+        r = CliRunner().invoke(app, ["reproduce", "rowclone-multicore", flag, "--mixes", "3"])
+        assert r.exit_code == 2 and flag in r.output, flag
+
+
+@pytest.mark.parametrize(("args", "want"), [([], rm.PAPER_MIXES), (["--full"], rm.PAPER_MIXES),
+                                            (["--sample"], rm.SAMPLE_MIXES), (["--mixes", "3"], 3)])
+def test_the_command_runs_the_papers_counts_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch,
+                                                                  args: list[str], want: object) -> None:
+    from movelab.reproduce import cli as rcli
+
+    seen = []
+    monkeypatch.setattr(rcli, "_rowclone_multicore", lambda *a, **k: seen.append(a[3]))
+    r = CliRunner().invoke(app, ["reproduce", "rowclone-multicore", *args])
+    assert r.exit_code == 0, r.output
+    assert seen == [want]
 
 
 # Student's t, two-sided 95%, from a statistics table.
@@ -91,7 +106,7 @@ def test_two_core_mixes_are_the_papers_pairs() -> None:
     pairs = {tuple(m["apps"]) for m in ms}
     assert len(pairs) == 138
     assert len({a for a, _ in pairs}) == 6 and len({b for _, b in pairs}) == 23
-    # The default sample is balanced: each copy-intensive application equally often, half the
+    # The sample (--sample) is balanced: each copy-intensive application equally often, half the
     # mixes with a highly copy-intensive one (Fig. 13's two groups).
     sample = ms[: rm.SAMPLE_MIXES[2]]
     counts = {a: sum(m["apps"][0] == a for m in sample) for a, _ in pairs}

@@ -515,11 +515,13 @@ def rowclone_multicore(
     mixes: int | None = typer.Option(None, "--mixes", min=1, max=10_000,
                                      help="Mixes per core count; on 2 cores at most 138 (each pair of a "
                                           "copy-intensive and a memory-intensive application once) "
-                                          "\\[default: a sample of the paper's counts: "
-                                          "24, 12, 6 on 2, 4, 8 cores].", show_default=False),
-    full: bool = typer.Option(False, "--full", help="The paper's mix counts: 138 (every two-core pair), 50, 40 "
-                                                    "on 2, 4, 8 cores (several times the default's run time) "
-                                                    "\\[default: off]."),
+                                          "\\[default: the paper's counts, 138, 50, 40 on 2, 4, 8 "
+                                          "cores].", show_default=False),
+    full: bool | None = typer.Option(None, "--full/--sample",
+                                     help="--full: the paper's mix counts, 138 (every two-core pair), 50, 40 on "
+                                          "2, 4, 8 cores (the default); --sample: a sample of them in the same "
+                                          "proportions, 24, 12, 6 (about a sixth of the run time).",
+                                     show_default=False),
     seed: int = typer.Option(7, "--seed", min=0, max=(1 << 63) - 1, help="Seed of the mixes' draw."),
     cores: str | None = typer.Option(None, "--cores", help="Core counts, even, 2 to 8 \\[default: 2,4,8].",
                                      show_default=False),
@@ -529,20 +531,22 @@ def rowclone_multicore(
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """RowClone (MICRO 2013) section 7.4: multi-programmed mixes on 2, 4 and 8 cores (Table 7, Fig. 13)."""
-    if full and mixes is not None:
-        raise typer.BadParameter("give --mixes or --full, not both", param_hint="--full")
+    if full is not None and mixes is not None:
+        raise typer.BadParameter(f"give --mixes or {'--full' if full else '--sample'}, not both",
+                                 param_hint="--full/--sample")
     check_output_dir(out, FILES["rowclone-multicore"], force)
     _rowclone_multicore(fmt, parse_set(set_), _app_params(app_param), _mix_counts(mixes, full), seed,
                         _int_list(cores, "--cores", 8), instructions, warmup, out, force)
 
 
-def _mix_counts(mixes: int | None, full: bool) -> int | dict[int, int]:
-    """Mixes per core count: ``--mixes N``, the paper's (``--full``) or the default sample."""
+def _mix_counts(mixes: int | None, full: bool | None) -> int | dict[int, int]:
+    """Mixes per core count: ``--mixes N``, the sample (``--sample``: ``full`` false) or the
+    paper's (``--full`` or neither)."""
     from movelab.reproduce import rowclone_multicore as rm
 
     if mixes is not None:
         return mixes
-    return dict(rm.PAPER_MIXES if full else rm.SAMPLE_MIXES)
+    return dict(rm.SAMPLE_MIXES if full is False else rm.PAPER_MIXES)
 
 
 def _rowclone_multicore(fmt: str, overrides: dict[str, Any], app_params: dict[str, int] | None,
@@ -621,7 +625,7 @@ def all_cmd(
     sizes, pages, zero_pages = ([8], [2, 64], 64) if quick else (None, None, 1024)
     payloads = [64, 1472] if quick else None
     instructions, warmup = (10_000, 5_000) if quick else (100_000, 50_000)
-    mixes = 2 if quick else _mix_counts(None, False)
+    mixes = 2 if quick else _mix_counts(None, None)
     jobs = [
         ("rowclone-latency", lambda d: _rowclone_latency("table", "rowclone-ddr3-1066", {}, d, force)),
         ("zhao-copy-engine", lambda d: _zhao_copy_engine("table", {}, packets, d, force)),

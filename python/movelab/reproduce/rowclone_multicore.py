@@ -56,16 +56,17 @@ LABELS = {"weighted_speedup_improvement": "weighted speedup", "instruction_throu
           "bandwidth_per_instruction_reduction": "bandwidth / instruction (reduction)",
           "energy_per_instruction_reduction": "energy / instruction (reduction)"}
 CORES = [2, 4, 8]
-#: The paper's workload counts per core count (section 7.4: 138, 50 and 40), run by ``--full`` and
-#: ``make bench`` (about six times the default's simulation; over five minutes on two cores).
+#: The paper's workload counts per core count (section 7.4: 138, 50 and 40): the default of
+#: ``movelab reproduce rowclone-multicore`` and ``make reproduce`` (``--full``; 37 s of wall time on
+#: this project's 2-core machine, quiet), each cell reported with its 95% confidence interval.
 PAPER_MIXES = {2: 138, 4: 50, 8: 40}
-#: The default: a sample of the paper's counts (so that ``make reproduce`` stays under five minutes
-#: on two cores), each cell reported with its 95% confidence interval. Each size's count is a whole
-#: number of rounds of the six copy/initialisation-intensive applications (the draw deals each of
-#: them to every copy slot once a round, :func:`mixes`), so the sample holds them, and the highly
-#: copy-intensive ones, in the population's proportions: within a round (six mixes) of the paper's
-#: proportions (17%: 24, 8.7, 7.0 for 138, 50, 40) at the simulated cost of the earlier 24, 9, 7
-#: (a mix costs about its cores squared: 672 against 688).
+#: ``--sample``: a sample of the paper's counts at about a sixth of the simulation. Each size's
+#: count is a whole number of rounds of the six copy/initialisation-intensive applications (the
+#: draw deals each of them to every copy slot once a round, :func:`mixes`), so the sample holds
+#: them, and the highly copy-intensive ones, in the population's proportions: within a round (six
+#: mixes) of the paper's proportions (17%: 24, 8.7, 7.0 for 138, 50, 40) at the simulated cost of
+#: the earlier 24, 9, 7 (a mix costs about its cores squared: 672 against 688). It was the default
+#: while the paper's counts took more than ``make reproduce``'s five minutes.
 SAMPLE_MIXES = {2: 24, 4: 12, 6: 12, 8: 6}
 MIXES = 10
 SEED = 7
