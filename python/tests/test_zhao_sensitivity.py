@@ -84,3 +84,44 @@ def test_sensitivity_overrides_are_refused() -> None:
         cur[key.split(".")[-1]] = 1
         with pytest.raises(ValueError):
             zc.run(ov, packets=2)
+
+
+def _with_gains(rows: list[dict], fig: str, gains: dict[str, float]) -> list[dict]:
+    """``rows`` with ``fig``'s last setting's changes replaced by ``gains`` (mode -> points)."""
+    last = zc.SENSITIVITY[fig][-1][0]
+    return [{**r, "change": gains[r["mode"]]} if r["figure"] == fig and r["variant"] == last else r for r in rows]
+
+
+def test_the_texts_statements_are_judged_from_the_figures_rows(rows: list[dict]) -> None:
+    got = {r.id: r for r in zc.sensitivity_statements(rows)}
+    assert set(got) == {"fig12/every-mode-faster", "fig13/engines-gain-less-than-base",
+                        "fig14/engines-gain-less-than-base", "fig14/async-almost-no-gain"}
+    # Each verdict follows the rows it names, both ways.
+    engines_below = {"BASE": 0.05, "SYNC_NLB": 0.02, "SYNC_WLB": 0.01, "ASYNC": 0.004}
+    one_above = {**engines_below, "SYNC_WLB": 0.06}
+    for fig in ("fig13", "fig14"):
+        judged = {r.id: r.holds for r in zc.sensitivity_statements(_with_gains(rows, fig, engines_below))}
+        assert judged[f"{fig}/engines-gain-less-than-base"] is True
+        judged = {r.id: r.holds for r in zc.sensitivity_statements(_with_gains(rows, fig, one_above))}
+        assert judged[f"{fig}/engines-gain-less-than-base"] is False
+    # "Almost no effect" on ASYNC: a gain under a point, not merely the least of the four.
+    judged = {r.id: r.holds for r in zc.sensitivity_statements(_with_gains(rows, "fig14", engines_below))}
+    assert judged["fig14/async-almost-no-gain"] is True
+    judged = {r.id: r.holds for r in zc.sensitivity_statements(
+        _with_gains(rows, "fig14", {**engines_below, "ASYNC": 0.015}))}
+    assert judged["fig14/async-almost-no-gain"] is False
+    # Twice the bandwidth: every mode must gain, BASE included.
+    judged = {r.id: r.holds for r in zc.sensitivity_statements(
+        _with_gains(rows, "fig12", {**engines_below, "BASE": -0.001}))}
+    assert judged["fig12/every-mode-faster"] is False
+    # They are judged as statements, and counted with the reproduction's predictions.
+    from movelab.reproduce import ledger
+
+    judged_all = {r.id: r for r in ledger.judge(zc.NAME, zc.results(rows))}
+    for rid in got:
+        assert judged_all[rid].basis == ledger.PREDICTED and judged_all[rid].rule == "the statement holds"
+
+
+def test_no_statement_without_the_figures_rows(rows: list[dict]) -> None:
+    assert zc.sensitivity_statements([r for r in rows if r["figure"] != "fig13"]) and not [
+        r for r in zc.sensitivity_statements([r for r in rows if r["figure"] != "fig13"]) if r.id.startswith("fig13")]

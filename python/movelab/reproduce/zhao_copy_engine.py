@@ -464,8 +464,38 @@ def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
 
 def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
-    """Every paper value beside movelab's (the ledger says which are calibrated, and the tolerance)."""
-    return ledger.percent_results(NAME, rows, ROW_KEY, ledger.paper_metrics(KEYS))
+    """Every paper value beside movelab's, and the statements the text makes about Figs. 12-14
+    (the ledger says which are calibrated, and the tolerance)."""
+    return [*ledger.percent_results(NAME, rows, ROW_KEY, ledger.paper_metrics(KEYS)), *sensitivity_statements(rows)]
+
+
+def sensitivity_statements(rows: list[dict[str, Any]]) -> list[ledger.Result]:
+    """Sections 6.5 and 6.6's statements about Figs. 12-14, judged on the figures' rows: each mode's
+    ``change`` from the figure's first setting to its last (twice the memory bandwidth, 80 ns, 4
+    GHz). A figure whose rows are missing (runs without the 1 KB cell) gives no statement."""
+    paper = paper_data(NAME)
+    out = []
+    for fig, settings in SENSITIVITY.items():
+        last = settings[-1][0]
+        gain = {r["mode"]: r["change"] for r in rows
+                if r["figure"] == fig and r["variant"] == last and r["change"] is not None}
+        if set(gain) != set(FIGURE_MODES):
+            continue
+        shown = ", ".join(f"{m} {gain[m] * 100:.1f}" for m in FIGURE_MODES)
+        if fig == "fig12":
+            out.append(ledger.Result("fig12/every-mode-faster", f"Fig. 12: {paper['fig12']['statement']} (points "
+                                     f"gained: {shown})", None, None, holds=min(gain.values()) > 0))
+            continue
+        st = paper[f"{fig}_statement"]
+        out.append(ledger.Result(f"{fig}/engines-gain-less-than-base",
+                                 f"{'Fig. 13' if fig == 'fig13' else 'Fig. 14'}: {st['statement']} (points gained: "
+                                 f"{shown})", None, None, holds=max(gain[m] for m in MODES) < gain["BASE"]))
+        if fig == "fig14":
+            below = st["async_gain_below"]
+            out.append(ledger.Result("fig14/async-almost-no-gain", f"Fig. 14: {st['async_statement']} (ASYNC gains "
+                                     f"{gain['ASYNC'] * 100:.1f} points; read as under {below * 100:g})", None, None,
+                                     holds=gain["ASYNC"] < below))
+    return out
 
 
 def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
