@@ -114,3 +114,26 @@ def test_two_core_mixes_are_the_papers_pairs() -> None:
     assert sum(m["highly_intensive"] for m in sample) == 12
     with pytest.raises(ValueError, match="139 two-core mixes"):
         rm.run_mixes(cores=[2], n_mixes=139)
+
+
+def _row(cores: int, mech: str, groups: list[tuple[int, int, float]]) -> dict:
+    return {"cores": cores, "mechanism": mech, "by_highly_intensive": [list(g) for g in groups]}
+
+
+def test_fig13s_trend_is_judged_per_core_count_on_rowclone_zi() -> None:
+    from movelab.reproduce import ledger
+
+    rows = [
+        _row(2, "rowclone", [(0, 3, 0.5), (1, 3, 0.1)]),  # not RowClone-ZI: not judged
+        _row(2, "rowclone-zi", [(0, 3, 0.08), (1, 3, 0.24)]),
+        _row(4, "rowclone-zi", [(0, 2, 0.12), (1, 4, 0.30), (2, 2, 0.29)]),  # falls at the last group
+        _row(8, "rowclone-zi", [(2, 3, 0.35)]),  # one group drawn: nothing to judge
+        _row(6, "rowclone-zi", [(0, 0, 0.9), (1, 2, 0.1), (2, 2, 0.2)]),  # an empty group is not a group
+    ]
+    got = {r.id: r.holds for r in rm.fig13_trend(rows)}
+    assert got == {"fig13/2/improvement-grows-with-intensity": True,
+                   "fig13/4/improvement-grows-with-intensity": False,
+                   "fig13/6/improvement-grows-with-intensity": True}
+    judged = ledger.judge(rm.NAME, rm.fig13_trend(rows))
+    assert {(r.basis, r.rule) for r in judged} == {(ledger.PREDICTED, "the statement holds")}
+    assert [r.within for r in judged] == [True, False, True]

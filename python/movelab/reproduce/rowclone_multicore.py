@@ -21,6 +21,7 @@ The runs are the platform model's (Rust: ``experiments::rowclone_multicore``).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -380,8 +381,30 @@ def write(rows: list[dict[str, Any]], out: Path, results: list[dict[str, Any]] |
 
 
 def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
-    """Table 7's and Fig. 12's values beside movelab's (the ledger gives the tolerance)."""
-    return ledger.percent_results(NAME, rows, ROW_KEY, METRICS)
+    """Table 7's and Fig. 12's values beside movelab's, and Fig. 13's stated trend (the ledger gives
+    the tolerance)."""
+    return [*ledger.percent_results(NAME, rows, ROW_KEY, METRICS), *fig13_trend(rows)]
+
+
+def fig13_trend(rows: list[dict[str, Any]]) -> list[ledger.Result]:
+    """Section 7.4 on Fig. 13: "the performance improvement increases with increasing number of
+    [highly copy/initialisation-intensive] benchmarks for all three multi-core systems". One
+    statement per core count, on the mechanism Table 7 is compared with (RowClone-ZI): its mean
+    weighted speedup improvement rises strictly from each group of mixes (by how many highly
+    intensive applications they hold) to the next. A core count with fewer than two groups drawn
+    gives none."""
+    out = []
+    for r in rows:
+        groups = sorted((g[0], g[2]) for g in r.get("by_highly_intensive") or [] if g[1] > 0)
+        if r["mechanism"] != "rowclone-zi" or len(groups) < 2:
+            continue
+        shown = " < ".join(f"{v * 100:.1f}" for _, v in groups)
+        out.append(ledger.Result(f"fig13/{r['cores']}/improvement-grows-with-intensity",
+                                 f"Fig. 13, {r['cores']} cores: weighted speedup improvement grows with the highly "
+                                 f"copy-intensive applications in a mix ({shown}% for "
+                                 f"{', '.join(str(n) for n, _ in groups)} of them)", None, None,
+                                 holds=all(a[1] < b[1] for a, b in itertools.pairwise(groups))))
+    return out
 
 
 def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
