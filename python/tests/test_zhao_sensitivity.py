@@ -125,3 +125,25 @@ def test_the_texts_statements_are_judged_from_the_figures_rows(rows: list[dict])
 def test_no_statement_without_the_figures_rows(rows: list[dict]) -> None:
     assert zc.sensitivity_statements([r for r in rows if r["figure"] != "fig13"]) and not [
         r for r in zc.sensitivity_statements([r for r in rows if r["figure"] != "fig13"]) if r.id.startswith("fig13")]
+
+
+def _with_fig11(rows: list[dict], red: dict[tuple[str, str], float]) -> list[dict]:
+    """``rows`` with Fig. 11's reductions replaced by ``red`` ((placement, mode) -> fraction)."""
+    return [{**r, "reduction": red[(r["placement"], r["mode"])]} if r["figure"] == "fig11" else r for r in rows]
+
+
+def test_fig11s_stated_facts_are_judged_from_its_rows(rows: list[dict]) -> None:
+    got = {r.id: r for r in zc.fig11_results(rows)}
+    assert set(got) == {"fig11/numa-base-faster", "fig11/sync-same-on-and-off-die", "fig11/async-on-die-less"}
+    on_base = next(r["reduction"] for r in rows if r["figure"] == "fig11" and r["placement"] == "on-die"
+                   and r["mode"] == "BASE")
+    assert got["fig11/numa-base-faster"].value == on_base and got["fig11/numa-base-faster"].paper == 0.10
+    like_paper = {("on-die", "BASE"): 0.1, ("on-die", "SYNC_NLB"): 0.30, ("off-die", "SYNC_NLB"): 0.27,
+                  ("on-die", "SYNC_WLB"): 0.33, ("off-die", "SYNC_WLB"): 0.30, ("on-die", "ASYNC"): 0.43,
+                  ("off-die", "ASYNC"): 0.55}
+    judged = {r.id: r.holds for r in zc.fig11_results(_with_fig11(rows, like_paper))}
+    assert judged["fig11/sync-same-on-and-off-die"] and judged["fig11/async-on-die-less"]
+    apart = {**like_paper, ("on-die", "SYNC_WLB"): 0.36, ("on-die", "ASYNC"): 0.56}
+    judged = {r.id: r.holds for r in zc.fig11_results(_with_fig11(rows, apart))}
+    assert judged["fig11/sync-same-on-and-off-die"] is False and judged["fig11/async-on-die-less"] is False
+    assert zc.fig11_results([r for r in rows if r["figure"] != "fig11"]) == []

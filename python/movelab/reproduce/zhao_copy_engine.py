@@ -466,7 +466,36 @@ def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
     """Every paper value beside movelab's, and the statements the text makes about Figs. 12-14
     (the ledger says which are calibrated, and the tolerance)."""
-    return [*ledger.percent_results(NAME, rows, ROW_KEY, ledger.paper_metrics(KEYS)), *sensitivity_statements(rows)]
+    return [*ledger.percent_results(NAME, rows, ROW_KEY, ledger.paper_metrics(KEYS)), *fig11_results(rows),
+            *sensitivity_statements(rows)]
+
+
+def fig11_results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
+    """Section 6.4 on Fig. 11 (1 KB, out-of-order core, reductions of UMA/EMC BASE time): the NUMA/IMC
+    system is "better than the UMA/EMC system by about 10 percent" (the on-die BASE row's reduction);
+    "the benefits of synchronous copy engines are about the same for both architectures" (each
+    synchronous mode's on-die and off-die reductions within the reproduction's 5 points); "the
+    performance of the asynchronous on-die copy engine is lower than that of the off-die copy
+    engine". None without the figure's rows."""
+    f11 = {(r["placement"], r["mode"]): r["reduction"] for r in rows if r["figure"] == "fig11"}
+    if not all((p, m) in f11 for p in ("on-die", "off-die") for m in MODES) or ("on-die", "BASE") not in f11:
+        return []
+    numa = paper_data(NAME)["fig11"]["numa_base_reduction"]
+    same = max(abs(f11[("on-die", m)] - f11[("off-die", m)]) for m in ("SYNC_NLB", "SYNC_WLB"))
+    on, off = f11[("on-die", "ASYNC")], f11[("off-die", "ASYNC")]
+    return [
+        ledger.Result("fig11/numa-base-faster", "Fig. 11: NUMA/IMC BASE faster than UMA/EMC BASE",
+                      f11[("on-die", "BASE")], numa, "%"),
+        ledger.Result("fig11/sync-same-on-and-off-die", f"Fig. 11: synchronous engines gain about the same on- and "
+                      f"off-die (largest difference {same * 100:.1f} points)", None, None,
+                      holds=same <= _SAME_POINTS),
+        ledger.Result("fig11/async-on-die-less", f"Fig. 11: the asynchronous engine gains less on-die than off-die "
+                      f"({on * 100:.1f}% against {off * 100:.1f}%)", None, None, holds=on < off),
+    ]
+
+
+#: "About the same" in Fig. 11: within the reproduction's tolerance (``presets/ledger.toml``).
+_SAME_POINTS = 0.05
 
 
 def sensitivity_statements(rows: list[dict[str, Any]]) -> list[ledger.Result]:
