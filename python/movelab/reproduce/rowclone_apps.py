@@ -1,8 +1,11 @@
-"""RowClone (MICRO 2013) section 7.3: the copy/initialisation-intensive applications alone:
+"""RowClone (MICRO 2013) sections 7.3 and 7.5: the copy/initialisation-intensive applications alone:
 
 * IPC of the baseline, RowClone and RowClone-ZI per application (Fig. 11);
 * the reduction of DRAM energy and of memory bandwidth (Table 5), beside the paper's values;
-* the fraction of the baseline's memory traffic due to copies and initialisation (Fig. 10).
+* the fraction of the baseline's memory traffic due to copies and initialisation (Fig. 10);
+* the same under section 7.5's memory-controller-based DMA (MC-DMA: the controller does the bulk
+  operations RowClone does, moving every line over the channel), judged by the section's means
+  and its statement about energy.
 
 The applications (bootup, compile, forkbench, mcached, mysql, shell) are parameter sets of one
 program (``presets/workloads/rowclone-apps/``; docs/rowclone-system.md says what each stands for and
@@ -31,11 +34,12 @@ KEYS = ["app", "mechanism", "ipc", "speedup", "paper_speedup", "energy_reduction
         "bandwidth_reduction", "paper_bandwidth_reduction", "copy_init_fraction", "bytes_per_instruction",
         "energy_nj_per_instruction"]
 APPS = ["bootup", "compile", "forkbench", "mcached", "mysql", "shell"]
-MECHS = ["baseline", "rowclone", "rowclone-zi"]
+MECHS = ["baseline", "rowclone", "rowclone-zi", "mc-dma"]
 #: The mechanisms' names in the 80-column table.
-SHORT = {"baseline": "base", "rowclone": "RC", "rowclone-zi": "RC-ZI"}
-#: Platform keys the experiment sets itself for each run (an override of them would be dropped).
-SETS = ["copy.mechanism"]
+SHORT = {"baseline": "base", "rowclone": "RC", "rowclone-zi": "RC-ZI", "mc-dma": "MC-DMA"}
+#: Platform keys the experiment sets itself for each run (an override of them would be dropped;
+#: MC-DMA is an agent the experiment lists).
+SETS = ["copy.mechanism", "agents"]
 #: Default run lengths (program instructions per application; docs/rowclone-system.md).
 INSTRUCTIONS = 100_000
 WARMUP = 50_000
@@ -66,10 +70,11 @@ def check_app_params(app_params: Mapping[str, Any] | None) -> dict[str, int] | N
 
 
 def paper() -> dict[str, Any]:
-    """The paper's statements: ``table5`` (by application), ``fig10``, ``fig11``."""
+    """The paper's statements: ``table5`` (by application), ``fig10``, ``fig11``, ``mc_dma``
+    (section 7.5)."""
     d = paper_data("rowclone")
     return {"table5": {r["app"]: r for r in d.get("table5", [])}, "fig10": d.get("fig10", {}),
-            "fig11": d.get("fig11", {})}
+            "fig11": d.get("fig11", {}), "mc_dma": d.get("mc_dma", {})}
 
 
 def _paper_cells(app: str, mech: str, p: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -117,7 +122,7 @@ def run(
 
 def points(overrides: Mapping[str, Any] | None, apps: list[str], instructions: int, warmup: int,
            app_params: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
-    """The independent runs: one application (under the three mechanisms) each."""
+    """The independent runs: one application (under the four mechanisms) each."""
     return [{"overrides": dict(overrides) if overrides else None, "app": a, "instructions": instructions,
              "warmup": warmup, "app_params": dict(app_params) if app_params else None} for a in apps]
 
@@ -134,8 +139,8 @@ def run_cost(p: dict[str, Any]) -> float:
 
 
 def cost(p: dict[str, Any]) -> float:
-    """A point's CPU seconds, estimated: three alone runs (one per mechanism)."""
-    return 3 * run_cost(p)
+    """A point's CPU seconds, estimated: four alone runs (one per mechanism)."""
+    return len(MECHS) * run_cost(p)
 
 
 @costs(cost)
@@ -146,8 +151,25 @@ def point(p: dict[str, Any]) -> list[dict[str, Any]]:
     return json.loads(_core.reproduce_rowclone_apps([p["app"]], p["instructions"], p["warmup"], ov, ap, None))
 
 
+def mc_dma(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Section 7.5's figures from the rows: ``speedup`` (the mean over the paper's six applications
+    of MC-DMA's IPC over the baseline's) and ``over_rowclone`` (of MC-DMA's IPC over RowClone's),
+    each None unless all six ran; ``energy`` (application -> MC-DMA's DRAM energy reduction, every
+    application that ran under MC-DMA)."""
+    by = {(r["app"], r["mechanism"]): r for r in rows}
+    ran = [a for a in dict.fromkeys(r["app"] for r in rows)
+           if all((a, m) in by for m in ("baseline", "rowclone", "mc-dma"))]
+    six = all(a in ran for a in APPS)
+    sp = [by[(a, "mc-dma")]["speedup"] for a in APPS] if six else []
+    rc = [by[(a, "mc-dma")]["ipc"] / by[(a, "rowclone")]["ipc"] for a in APPS
+          if six and by[(a, "rowclone")]["ipc"] > 0]
+    return {"speedup": sum(sp) / len(sp) if sp else None,
+            "over_rowclone": sum(rc) / len(rc) if six and len(rc) == len(APPS) else None,
+            "energy": {a: by[(a, "mc-dma")]["energy_reduction"] for a in ran}}
+
+
 def summary(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """(statement, movelab, paper) for the paper's statements of section 7.3."""
+    """(statement, movelab, paper) for the paper's statements of sections 7.3 and 7.5."""
     by = {(r["app"], r["mechanism"]): r for r in rows}
     p = paper()
     out = []
@@ -170,14 +192,26 @@ def summary(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     if zi:
         out.append(("RowClone-ZI never slower than the baseline (section 7.3)",
                     f"lowest {min(r['speedup'] for r in zi):.2f}x", "improves every application"))
+    mc, pm = mc_dma(rows), p["mc_dma"]
+    if mc["speedup"] is not None:
+        out.append(("MC-DMA over the baseline, mean of six (section 7.5)", f"{mc['speedup']:.2f}x",
+                    f"{pm.get('speedup_vs_baseline', 0):.2f}x"))
+    if mc["over_rowclone"] is not None:
+        out.append(("MC-DMA over RowClone, mean of six (section 7.5)", f"{mc['over_rowclone']:.2f}x",
+                    f"{pm.get('speedup_vs_rowclone', 0):.2f}x"))
+    if mc["energy"]:
+        best = max(mc["energy"], key=mc["energy"].get)
+        out.append(("MC-DMA saves no DRAM energy (section 7.5)",
+                    f"most saved {mc['energy'][best] * 100:.1f}% ({best})", "none saved"))
     return out
 
 
 def tables(rows: list[dict[str, Any]]) -> list[Group]:
-    t = table("RowClone section 7.3: applications alone (Fig. 11 IPC, Table 5 reductions over the baseline, "
-              "Fig. 10 copy + init share)",
-              "paper: Table 5; Fig. 11's speedups where the text gives them (forkbench, shell). Energy and "
-              "bandwidth are per program instruction over the measured window.", tight=True)
+    t = table("RowClone sections 7.3 and 7.5: applications alone (Fig. 11 IPC, Table 5 reductions over the "
+              "baseline, Fig. 10 copy + init share; MC-DMA)",
+              "paper: Table 5; Fig. 11's speedups where the text gives them (forkbench, shell); section 7.5 gives "
+              "MC-DMA's means only (below). Energy and bandwidth are per program instruction over the measured "
+              "window.", tight=True)
     for col in ["app", "mech", "IPC", "speedup", "paper", "energy %", "paper", "bandwidth %", "paper",
                 "copy+init %"]:
         t.add_column(col, justify="left" if col in ("app", "mech") else "right", no_wrap=True)
@@ -195,7 +229,7 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
     out = [group(t)]
     s = summary(rows)
     if s:
-        t = table("Beside the paper's statements (section 7.3)")
+        t = table("Beside the paper's statements (sections 7.3 and 7.5)")
         for col in ["statement", "movelab", "paper"]:
             t.add_column(col, no_wrap=col != "statement", justify="left" if col == "statement" else "right")
         for row in s:
@@ -215,9 +249,10 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     paths = []
 
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    w = 0.8 / len(MECHS)
     for k, m in enumerate(MECHS):
         vals = [by[(a, m)]["ipc"] if (a, m) in by else 0 for a in apps]
-        bars = ax.bar([i + (k - 1) * w for i in x], vals, w, label=m)
+        bars = ax.bar([i + (k - (len(MECHS) - 1) / 2) * w for i in x], vals, w, label=m)
         if m == "rowclone-zi":
             for b, a in zip(bars, apps, strict=True):
                 if (a, m) in by:
@@ -225,7 +260,8 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
                                 ha="center", va="bottom", fontsize=7)
     ax.set_xticks(list(x), apps)
     ax.set_ylabel("IPC (program instructions per cycle)")
-    ax.set_title("Applications alone: IPC (RowClone Fig. 11; label: RowClone-ZI over baseline)", fontsize=10)
+    ax.set_title("Applications alone: IPC (RowClone Fig. 11 and section 7.5's MC-DMA; label: RowClone-ZI over "
+                 "baseline)", fontsize=9)
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
     paths.append(out / f"{NAME}-ipc.png")
@@ -236,10 +272,11 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     for ax, key, label in [(axes[0], "energy_reduction", "DRAM energy reduction, %"),
                            (axes[1], "bandwidth_reduction", "memory bandwidth reduction, %")]:
         for k, m in enumerate(MECHS[1:]):
+            off = (k - (len(MECHS) - 2) / 2) * w
             vals = [by[(a, m)][key] * 100 if (a, m) in by else 0 for a in apps]
-            ax.bar([i + (k - 0.5) * w for i in x], vals, w, label=f"{m}")
+            ax.bar([i + off for i in x], vals, w, label=f"{m}", color=f"C{MECHS.index(m)}")
             ref = [by[(a, m)].get(f"paper_{key}") if (a, m) in by else None for a in apps]
-            px = [i + (k - 0.5) * w for i, v in zip(x, ref, strict=True) if v is not None]
+            px = [i + off for i, v in zip(x, ref, strict=True) if v is not None]
             ax.plot(px, [v * 100 for v in ref if v is not None], "k_", markersize=12,
                     label="paper (Table 5)" if k == 0 else None)
         ax.axhline(0, color="black", linewidth=0.6)
@@ -293,6 +330,19 @@ def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
         low = min(r["speedup"] for r in zi)
         out.append(ledger.Result("fig11/rowclone-zi-never-slower", f"RowClone-ZI improves every application "
                                  f"(movelab lowest {low:.2f}x)", None, None, holds=low > 1.0))
+    mc, pm = mc_dma(rows), p["mc_dma"]
+    if mc["speedup"] is not None:
+        out.append(ledger.Result("sec7.5/mc-dma-speedup", "Section 7.5: MC-DMA's speedup over the baseline, mean "
+                                 "of the six applications", mc["speedup"], pm.get("speedup_vs_baseline"), "x"))
+    if mc["over_rowclone"] is not None:
+        out.append(ledger.Result("sec7.5/mc-dma-over-rowclone", "Section 7.5: MC-DMA's IPC over RowClone's, mean "
+                                 "of the six applications", mc["over_rowclone"], pm.get("speedup_vs_rowclone"),
+                                 "x"))
+    if mc["energy"] and pm.get("saves_no_energy"):
+        saved = [f"{a} {e * 100:.1f}%" for a, e in mc["energy"].items() if e > 0]
+        out.append(ledger.Result("sec7.5/mc-dma-saves-no-energy", "Section 7.5: MC-DMA does not conserve any DRAM "
+                                 "energy (movelab: " + (", ".join(saved) + " saved" if saved else "none saved") + ")",
+                                 None, None, holds=not saved))
     return out
 
 

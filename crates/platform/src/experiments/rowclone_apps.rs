@@ -1,7 +1,8 @@
 //! RowClone's copy/initialisation-intensive applications (Seshadri et al., MICRO 2013, section
 //! 7.3): each of the six applications of Table 4 alone on the paper's system, under the baseline,
 //! RowClone and RowClone-ZI: its IPC (Fig. 11) and the reduction of DRAM energy and memory
-//! bandwidth (Table 5), beside the paper's values. Also the applications themselves (the six and
+//! bandwidth (Table 5), beside the paper's values; and under section 7.5's memory-controller-based
+//! DMA (MC-DMA), the alternative that does the same bulk operations over the channel. Also the applications themselves (the six and
 //! the memory-intensive programs standing for Table 6's SPEC CPU2006 applications), which
 //! `rowclone_multicore` mixes, and the alone runs it measures weighted speedup against.
 //!
@@ -33,6 +34,18 @@ pub const MECHANISMS: [(&str, &str); 3] = [
     ("rowclone", "rowclone"),
     ("rowclone-zi", "rowclone-zi"),
 ];
+
+/// The mechanisms each application runs under alone (section 7.3, and section 7.5's MC-DMA):
+/// row labels, each a platform of [`label_platform`].
+pub const APP_MECHANISMS: [&str; 4] = ["baseline", "rowclone", "rowclone-zi", "mc-dma"];
+
+/// Section 7.5's MC-DMA as the applications run it: the memory controller takes the bulk
+/// operations RowClone takes (page copies and zeroing) and moves every line over the channel,
+/// with RowClone's coherence actions. The applications' non-zero line fills (forkbench's parent
+/// writing its array) are ordinary writes the core makes under every mechanism, not bulk
+/// operations: `copy.mechanism = "mc-dma"` alone would take them too (it can fill with any value).
+pub const MC_DMA_BULK: &str = "copy = { mechanism = \"base\" }\n\
+    agents = [{ kind = \"in-memory\", takes = [\"copy\", \"zero\"], params = { mechanism = \"mc-dma\" } }]";
 
 /// Most program instructions a run may measure (or warm up) per core.
 pub const MAX_INSTRUCTIONS: u64 = 1 << 32;
@@ -304,16 +317,44 @@ pub fn mechanism_platform(
     )
 }
 
+/// The platform of a row label of [`APP_MECHANISMS`] on `preset`: "baseline" the core's copies,
+/// "mc-dma" [`MC_DMA_BULK`], the others their `copy.mechanism`.
+pub fn label_platform(
+    preset: &str,
+    o: &toml::Value,
+    label: &str,
+) -> Result<crate::config::platform::PlatformConfig, PlatformError> {
+    match label {
+        "baseline" => mechanism_platform(preset, o, "base"),
+        "mc-dma" => platform(preset, o, MC_DMA_BULK),
+        other => mechanism_platform(preset, o, other),
+    }
+}
+
 /// One application alone on the single-core system under `mechanism` (a `copy.mechanism`).
 pub fn alone(app: &App, mechanism: &str, o: &Options) -> Result<Measure, PlatformError> {
     let cfg = mechanism_platform("rowclone-system", &o.overrides, mechanism)?;
+    alone_on(app, &cfg, o)
+}
+
+/// One application alone under a row label of [`APP_MECHANISMS`].
+pub fn alone_as(app: &App, label: &str, o: &Options) -> Result<Measure, PlatformError> {
+    let cfg = label_platform("rowclone-system", &o.overrides, label)?;
+    alone_on(app, &cfg, o)
+}
+
+fn alone_on(
+    app: &App,
+    cfg: &crate::config::platform::PlatformConfig,
+    o: &Options,
+) -> Result<Measure, PlatformError> {
     let params = if app.copy_intensive() {
         o.app_params.clone()
     } else {
         BTreeMap::new()
     };
     let w = app.workload(ENDLESS, &params)?;
-    let mut p = Platform::new(&cfg)?;
+    let mut p = Platform::new(cfg)?;
     p.set_work_targets(o.warmup, vec![o.instructions])?;
     let s = p.run(&w)?;
     Ok(window_measure(&s))
@@ -322,7 +363,7 @@ pub fn alone(app: &App, mechanism: &str, o: &Options) -> Result<Measure, Platfor
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Row {
     pub app: String,
-    /// "baseline", "rowclone" or "rowclone-zi".
+    /// "baseline", "rowclone", "rowclone-zi" or "mc-dma".
     pub mechanism: String,
     /// Program instructions per cycle (Fig. 11).
     pub ipc: f64,
@@ -338,16 +379,16 @@ pub struct Row {
     pub energy_nj_per_instruction: f64,
 }
 
-/// The rows of one application's runs, given its measures under the three mechanisms in the
-/// order of [`MECHANISMS`]. (The paper's values are added by the Python layer, from
+/// The rows of one application's runs, given its measures under the mechanisms in the order of
+/// [`APP_MECHANISMS`]. (The paper's values are added by the Python layer, from
 /// `presets/papers/rowclone.toml`.)
-pub fn rows_of(app: &str, m: &[Measure; 3]) -> Vec<Row> {
+pub fn rows_of(app: &str, m: &[Measure; 4]) -> Vec<Row> {
     let b = m[0];
     let red = |v: f64, base: f64| if base > 0.0 { 1.0 - v / base } else { 0.0 };
-    MECHANISMS
+    APP_MECHANISMS
         .iter()
         .zip(m)
-        .map(|((name, _), x)| Row {
+        .map(|(name, x)| Row {
             app: app.into(),
             mechanism: (*name).into(),
             ipc: x.ipc,
@@ -374,13 +415,13 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Ro
     } else {
         o.apps.iter().map(|n| app(n)).collect::<Result<_, _>>()?
     };
-    let total = chosen.len() * MECHANISMS.len();
+    let total = chosen.len() * APP_MECHANISMS.len();
     let mut done = 0;
     let mut rows = Vec::new();
     for a in &chosen {
-        let mut m = [Measure::default(); 3];
-        for (k, (_, mech)) in MECHANISMS.iter().enumerate() {
-            m[k] = alone(a, mech, o)?;
+        let mut m = [Measure::default(); 4];
+        for (k, label) in APP_MECHANISMS.iter().enumerate() {
+            m[k] = alone_as(a, label, o)?;
             done += 1;
             progress(done, total);
         }
