@@ -202,6 +202,12 @@ pub struct ControllerConfig {
     /// Lines the controller's baseline copy engine reads before it writes them out (its stream
     /// buffer); 64 lines = one 4 KB page.
     pub bulk_buffer_lines: usize,
+    /// When the part of a bulk operation that crosses the channel counts as done: "written" (its
+    /// last write was performed in the DRAM) or "accepted" (its last read returned and its last
+    /// write entered the controller's write queue: the controller holds the data from then on).
+    /// Left out of the serialised config when it is the default, so existing digests hold.
+    #[serde(skip_serializing_if = "is_written")]
+    pub bulk_write_done: String,
     /// CPU request bypass (Zhao et al., IEEE TC 2007, section 5.4): requests from cores are
     /// scheduled ahead of copy-engine requests, except while the engine is below its guaranteed
     /// share. Off: every request is ranked by the scheduler alone.
@@ -248,6 +254,20 @@ pub struct ControllerConfig {
 pub const WCK_ALWAYS_ON: &str = "always-on";
 /// `controller.wck` for JESD209-5's auto sync-off mode.
 pub const WCK_AUTO_SYNC_OFF: &str = "auto-sync-off";
+
+/// The values of `controller.bulk_write_done`; the first is the default.
+pub const BULK_WRITE_DONE: [&str; 2] = ["written", "accepted"];
+
+fn is_written(v: &str) -> bool {
+    v == BULK_WRITE_DONE[0]
+}
+
+impl ControllerConfig {
+    /// A bulk operation's channel part is done when its last write is accepted (not performed).
+    pub fn bulk_done_at_acceptance(&self) -> bool {
+        self.bulk_write_done == BULK_WRITE_DONE[1]
+    }
+}
 
 /// `controller.rfm_scope`'s default: all-bank RFM.
 pub const RFM_ALL_BANK: &str = "all-bank";
@@ -321,6 +341,7 @@ impl Default for ControllerConfig {
             bank_xor: false,
             bulk: "baseline".into(),
             bulk_buffer_lines: 64,
+            bulk_write_done: BULK_WRITE_DONE[0].into(),
             cpu_bypass: false,
             engine_share: 0.25,
             keep_activated_rows: false,
@@ -1102,6 +1123,17 @@ impl Config {
                 format!(
                     "part '{}' does not perform in-DRAM copy ({}), so controller.bulk = '{}' is refused; use controller.bulk = \"baseline\" or controller.copy.on_unsupported = \"baseline\"",
                     chip.name, chip.source, c.bulk
+                ),
+            ));
+        }
+        if !BULK_WRITE_DONE.contains(&c.bulk_write_done.as_str()) {
+            return Err(ConfigError::invalid(
+                src,
+                "controller.bulk_write_done",
+                format!(
+                    "'{}' is not one of: {}",
+                    c.bulk_write_done,
+                    BULK_WRITE_DONE.join(", ")
                 ),
             ));
         }

@@ -166,6 +166,7 @@ impl MemoryPort {
         self.bulk.pump(
             now,
             self.config.controller.bulk_buffer_lines,
+            self.config.controller.bulk_done_at_acceptance(),
             self.mapper.as_ref(),
             &mut self.chans,
             &mut self.seq,

@@ -197,6 +197,7 @@ where
             bulk.pump(
                 now,
                 config.controller.bulk_buffer_lines,
+                config.controller.bulk_done_at_acceptance(),
                 mapper.as_ref(),
                 &mut chans,
                 &mut seq,
@@ -240,6 +241,7 @@ where
             if bulk.pump(
                 now,
                 config.controller.bulk_buffer_lines,
+                config.controller.bulk_done_at_acceptance(),
                 mapper.as_ref(),
                 &mut chans,
                 &mut seq,

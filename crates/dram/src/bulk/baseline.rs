@@ -1,7 +1,9 @@
 //! The baseline bulk mechanism: the memory controller's copy engine moves every line over the
 //! channel, reading source lines into a stream buffer of `bulk_buffer_lines` lines and then writing
 //! them out (initialisation only writes). With a one-page buffer a 4 KB copy is the serial
-//! read-then-write sequence of the RowClone paper's baseline (Figure 6).
+//! read-then-write sequence of the RowClone paper's baseline (Figure 6). The operation is done when
+//! its last write is performed, or (`controller.bulk_write_done = "accepted"`) when its last read
+//! has returned and its last write is in the controller's write queue.
 use crate::controller::{Controller, Tag};
 use crate::mapper::AddressMapper;
 use crate::request::Op;
@@ -25,6 +27,8 @@ pub struct BaselineOp {
     phase: Phase,
     /// Completion time of its last write so far.
     pub last_done: u64,
+    /// Its completion on acceptance was reported (see [`BaselineOp::all_accepted`]).
+    pub reported: bool,
 }
 
 impl BaselineOp {
@@ -38,15 +42,19 @@ impl BaselineOp {
             writes_in_flight: 0,
             phase: Phase::Fill,
             last_done: 0,
+            reported: false,
         }
+    }
+
+    /// Every source line read and every destination line handed to the controllers' write
+    /// queues (some writes may still be waiting there).
+    pub fn all_accepted(&self) -> bool {
+        self.next >= self.lines.len() && self.batch.is_empty() && self.reads_in_flight == 0
     }
 
     /// All lines written.
     pub fn finished(&self) -> bool {
-        self.next >= self.lines.len()
-            && self.batch.is_empty()
-            && self.reads_in_flight == 0
-            && self.writes_in_flight == 0
+        self.all_accepted() && self.writes_in_flight == 0
     }
 
     pub fn on_done(&mut self, op: Op, time: u64) {

@@ -38,7 +38,8 @@ struct OpState {
 pub struct BulkOps {
     ops: BTreeMap<u32, OpState>,
     baseline: Vec<BaselineOp>,
-    /// Work of bulk operations finishing in the future: (cycle, op, 0 read / 1 write / 2 job).
+    /// Work of bulk operations finishing in the future: (cycle, op, 0 read / 1 write / 2 job /
+    /// 3 channel part accepted).
     events: BinaryHeap<Reverse<(u64, u32, u8)>>,
     next_op: u32,
     pub totals: BulkTotals,
@@ -108,11 +109,15 @@ impl BulkOps {
         None
     }
 
-    /// Lets the baseline engine offer lines at `now`; true if it queued any.
+    /// Lets the baseline engine offer lines at `now`; true if it queued any. With
+    /// `done_at_acceptance` (`controller.bulk_write_done = "accepted"`), a channel part whose
+    /// last write is now queued is done at `now` (reported by the next [`BulkOps::settle`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn pump(
         &mut self,
         now: u64,
         buffer_lines: usize,
+        done_at_acceptance: bool,
         mapper: &dyn AddressMapper,
         chans: &mut [Controller],
         seq: &mut u64,
@@ -120,6 +125,10 @@ impl BulkOps {
         let mut queued = false;
         for b in self.baseline.iter_mut() {
             queued |= b.pump(now, buffer_lines, mapper, chans, seq);
+            if done_at_acceptance && !b.reported && b.all_accepted() {
+                b.reported = true;
+                self.events.push(Reverse((now, b.op, 3)));
+            }
         }
         queued
     }
@@ -148,11 +157,17 @@ impl BulkOps {
             if code == 2 {
                 part_done = Some(t);
             } else if let Some(pos) = self.baseline.iter().position(|b| b.op == opi) {
-                let b = &mut self.baseline[pos];
-                b.on_done(if code == 0 { Op::Read } else { Op::Write }, t);
-                if b.finished() {
-                    part_done = Some(b.last_done.max(t));
+                if code == 3 {
+                    // Accepted: the writes still queued no longer belong to the operation.
+                    part_done = Some(t);
                     self.baseline.remove(pos);
+                } else {
+                    let b = &mut self.baseline[pos];
+                    b.on_done(if code == 0 { Op::Read } else { Op::Write }, t);
+                    if b.finished() && !b.reported {
+                        part_done = Some(b.last_done.max(t));
+                        self.baseline.remove(pos);
+                    }
                 }
             }
             let Some(t) = part_done else { continue };
