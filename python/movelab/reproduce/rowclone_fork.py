@@ -11,6 +11,7 @@ results in the text, as ranges and peaks (``presets/papers/rowclone.toml``: ``[f
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -107,8 +108,10 @@ def run(
     for r in json.loads(_core.rowclone_fork_rows(json.dumps(runs))):
         _check_mechanism(r)
         row = {k: r.get(k) for k in KEYS}
-        for k in ["fmtc", "speedup", "energy_reduction", "bandwidth_reduction", "ipc"]:
+        for k in ["speedup", "energy_reduction", "bandwidth_reduction", "ipc"]:
             row[k] = round(row[k], 4)
+        # Six places: at N = 2 FMTC is about 1e-4, and Fig. 7's statements compare such values.
+        row["fmtc"] = round(row["fmtc"], 6)
         for k in ["time_ns", "dram_energy_uj", "channel_mb"]:
             row[k] = round(row[k], 3)
         if row["workload"] == "forkbench" and float(row["s_mb"]).is_integer():
@@ -220,7 +223,7 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
                       fraction(fpm and fpm["energy_reduction"]), fraction(psm and psm["energy_reduction"]))
         out.append(group(t))
         t = table("forkbench beside the paper's statements (section 7.2)")
-        t.add_column("statement", no_wrap=True)
+        t.add_column("statement")
         t.add_column("movelab", justify="right", no_wrap=True)
         t.add_column("paper", justify="right", no_wrap=True)
         for row in summary(rows):
@@ -391,7 +394,7 @@ def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
     def mean(v: list[float]) -> float | None:
         return sum(v) / len(v) if v else None
 
-    return [
+    return [*[
         R("fig7/fmtc-min", "FMTC, smallest (Fig. 7)", min(fmtc), p.get("fmtc_min"), "%"),
         R("fig7/fmtc-max", "FMTC, largest (Fig. 7)", max(fmtc), p.get("fmtc_max"), "%"),
         R("fig8/fpm-peak-speedup", "FPM peak speedup (Fig. 8)", max(fpm, default=None), p.get("fpm_peak_speedup"), "x"),
@@ -403,7 +406,52 @@ def results(rows: list[dict[str, Any]]) -> list[ledger.Result]:
           p.get("fpm_mean_energy_reduction"), "%"),
         R("fig9/psm-max-energy-reduction", "PSM largest energy reduction (Fig. 9)", max(psm_e, default=None),
           p.get("psm_max_energy_reduction"), "%"),
-    ]
+    ], *trends(fork)]
+
+
+def _first_drop(series: dict[Any, list[tuple[int, float]]]) -> str:
+    """Where a series of (N, value) per size first fails to rise ('' if every one rises)."""
+    for s, v in series.items():
+        for (n0, a), (n1, b) in itertools.pairwise(v):
+            if not a < b:
+                return f"not from N = {n0:,} to {n1:,} at S = {s} MB ({a:.6g}, {b:.6g})"
+    return ""
+
+
+def trends(fork: dict[tuple[Any, int], dict[str, dict[str, Any]]]) -> list[ledger.Result]:
+    """Section 7.2's stated trends over the points run, each strictly at every step: FMTC increases
+    with N for each S, and for a given N is larger for S = 64 MB than for 128 MB (read: the smaller
+    of any two sizes run) (Fig. 7); FPM's improvement increases with N (Fig. 8: read for each S);
+    PSM's energy reduction increases with N (Fig. 9, S = 64 MB). A trend needs two N at a size (two
+    sizes at an N); with fewer points run it is not judged."""
+    R = ledger.Result
+    sizes = sorted({s for s, _ in fork})
+    by_s = {s: [(n, fork[(s, n)]) for n in sorted(n for t, n in fork if t == s)] for s in sizes}
+
+    def series(mech: str, key: str, only: Any = None) -> dict[Any, list[tuple[int, float]]]:
+        return {s: [(n, m[mech][key]) for n, m in v if mech in m] for s, v in by_s.items()
+                if (only is None or s == only) and sum(mech in m for _, m in v) >= 2}
+
+    out = []
+    for rid, what, ser in [
+        ("fig7/fmtc-grows-with-n", "Fig. 7: FMTC increases with N, for each S", series("baseline", "fmtc")),
+        ("fig8/fpm-gain-grows-with-n", "Fig. 8: FPM's improvement increases with N, for each S",
+         series("fpm", "speedup")),
+        ("fig9/psm-energy-grows-with-n", f"Fig. 9: PSM's energy reduction increases with N (S = {FIG9_S_MB} MB)",
+         series("psm", "energy_reduction", FIG9_S_MB)),
+    ]:
+        if ser:
+            drop = _first_drop(ser)
+            out.append(R(rid, f"{what} (movelab: {drop or 'at every step'})", None, None, holds=not drop))
+    both = {n: [(s, fork[(s, n)]["baseline"]["fmtc"]) for s in sizes if (s, n) in fork]
+            for n in sorted({n for _, n in fork})}
+    both = {n: v for n, v in both.items() if len(v) >= 2}
+    if both:
+        bad = [f"N = {n:,}" for n, v in both.items() if not all(a[1] > b[1] for a, b in itertools.pairwise(v))]
+        out.append(R("fig7/fmtc-larger-for-smaller-s", "Fig. 7: for a given N, FMTC is larger for the smaller S "
+                     f"(movelab: {'not at ' + ', '.join(bad) if bad else 'at every N'})", None, None,
+                     holds=not bad))
+    return out
 
 
 def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
