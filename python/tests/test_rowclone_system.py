@@ -137,7 +137,16 @@ def test_rowclone_multicore_writes_files(tmp_path: Path) -> None:
     (["rowclone-apps", "--instructions", "0"], ["--instructions"]),
     (["rowclone-apps", "--app-param", "nosuch=1"], ["nosuch"]),
     (["rowclone-apps", "--app-param", "work=99999999"], ["work", "1,000,000"]),
+    (["rowclone-apps", "--set", "agents=[]"], ["agents", "sets agents itself"]),
 ])
 def test_bad_input_is_refused(args: list[str], words: list[str]) -> None:
     out = cli("reproduce", *args, *SHORT[2:], code=2)
     assert all(w in out for w in words), out
+
+
+@pytest.mark.parametrize("args", [["rowclone-apps"], ["rowclone-apps-recorded"], ["rowclone-multicore", "--sample"],
+                                  ["rowclone-fork"], ["zhao-copy-engine"]])
+def test_a_bad_platform_override_is_refused_before_any_point_runs(args: list[str]) -> None:
+    out = cli("reproduce", *args, "--set", "memory.controller.bulk_write_done=soon", code=2)
+    assert "controller.bulk_write_done" in out and "'soon' is not one of" in out, out
+    assert "points failed" not in out, out

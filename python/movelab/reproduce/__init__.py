@@ -19,6 +19,17 @@ def paper_data(name: str) -> dict[str, Any]:
     return data.paper(name)
 
 
+def check_overrides(overrides: Any, platforms: list[str]) -> None:
+    """Refuses ``overrides`` that any of ``platforms`` (the built-in platforms a reproduction runs
+    on) would refuse, before its points start: the error names the key, once, instead of every
+    point failing with it."""
+    if overrides:
+        from movelab.platform import load_config
+
+        for p in platforms:
+            load_config(p, overrides)
+
+
 def fraction(v: Any, digits: int = 1) -> str:
     """0.146 -> '14.6'; None -> '-'."""
     return "-" if v is None else f"{v * 100:.{digits}f}"

@@ -26,7 +26,7 @@ from rich.console import Group
 from movelab import _core
 from movelab._util import refuse_keys
 from movelab.executor import costs, run_points
-from movelab.reproduce import fraction, group, ledger, paper_data, pyplot, table, write_rows
+from movelab.reproduce import check_overrides, fraction, group, ledger, paper_data, pyplot, table, write_rows
 
 NAME = "rowclone-apps"
 ROW_KEY = ["app", "mechanism"]
@@ -37,6 +37,8 @@ APPS = ["bootup", "compile", "forkbench", "mcached", "mysql", "shell"]
 MECHS = ["baseline", "rowclone", "rowclone-zi", "mc-dma"]
 #: The mechanisms' names in the 80-column table.
 SHORT = {"baseline": "base", "rowclone": "RC", "rowclone-zi": "RC-ZI", "mc-dma": "MC-DMA"}
+#: The platform every run starts from (Rust: ``rowclone_apps::alone``).
+PLATFORM = "rowclone-system"
 #: Platform keys the experiment sets itself for each run (an override of them would be dropped;
 #: MC-DMA is an agent the experiment lists).
 SETS = ["copy.mechanism", "agents"]
@@ -101,6 +103,7 @@ def run(
         raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
     if overrides:
         refuse_keys(dict(overrides), SETS, NAME)
+        check_overrides(overrides, [PLATFORM])
     check_lengths(instructions, warmup)
     ap = check_app_params(app_params)
     names = list(apps) if apps is not None else APPS

@@ -25,7 +25,7 @@ from rich.console import Group
 from movelab import data
 from movelab._util import refuse_keys
 from movelab.executor import run_points
-from movelab.reproduce import group, ledger, table, write_rows
+from movelab.reproduce import check_overrides, group, ledger, table, write_rows
 from movelab.reproduce import rowclone_apps as ra
 
 NAME = "rowclone-apps-recorded"
@@ -94,6 +94,7 @@ def run(
         raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
     if overrides:
         refuse_keys(dict(overrides), ra.SETS, NAME)
+        check_overrides(overrides, [ra.PLATFORM])
     ra.check_lengths(instructions, warmup)
     names = list(apps) if apps is not None else ra.APPS
     if not names or len(names) > 64 or not all(isinstance(a, str) for a in names):

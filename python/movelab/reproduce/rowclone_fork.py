@@ -22,7 +22,7 @@ from rich.console import Group
 from movelab import _core
 from movelab._util import refuse_keys
 from movelab.executor import costs, run_points
-from movelab.reproduce import fraction, group, ledger, paper_data, table, write_rows
+from movelab.reproduce import check_overrides, fraction, group, ledger, paper_data, table, write_rows
 
 NAME = "rowclone-fork"
 # The columns that name a row (a sweep of this reproduction's points labels statistics with them).
@@ -101,6 +101,7 @@ def run(
         raise ValueError(f"zero_pages: {zero_pages!r} must be an integer from 1 to {MAX_PAGES:,}")
     if overrides:
         refuse_keys(dict(overrides), SETS, "rowclone-fork")
+        check_overrides(overrides, ["rowclone-system"])
     check_pages_fit(sizes, pages)
     pts = points(overrides, sizes, pages, zero_pages)
     runs = [r for rs in run_points(point, pts, progress) for r in rs]

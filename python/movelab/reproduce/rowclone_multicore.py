@@ -32,7 +32,17 @@ from rich.console import Group
 from movelab import _core
 from movelab._util import refuse_keys
 from movelab.executor import costs, run_points
-from movelab.reproduce import fraction, group, ledger, paper_data, pyplot, table, write_csv, write_rows
+from movelab.reproduce import (
+    check_overrides,
+    fraction,
+    group,
+    ledger,
+    paper_data,
+    pyplot,
+    table,
+    write_csv,
+    write_rows,
+)
 from movelab.reproduce.rowclone_apps import INSTRUCTIONS, RUN_S, WARMUP, check_app_params, check_lengths, run_cost
 
 NAME = "rowclone-multicore"
@@ -152,6 +162,7 @@ def run_mixes(
         raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
     if overrides:
         refuse_keys(dict(overrides), SETS, NAME)
+        check_overrides(overrides, [NAME])
     cs = _check(cores, n_mixes, seed)
     check_lengths(instructions, warmup)
     if isinstance(functional_warming, bool) or not isinstance(functional_warming, int) \

@@ -27,7 +27,7 @@ from rich.console import Group
 from movelab import _core
 from movelab._util import layered, refuse_keys
 from movelab.executor import costs, run_points
-from movelab.reproduce import fraction, group, ledger, paper_data, table, write_rows
+from movelab.reproduce import check_overrides, fraction, group, ledger, paper_data, table, write_rows
 
 NAME = "zhao-copy-engine"
 # The columns that name a row (a sweep of this reproduction's points labels statistics with them).
@@ -99,6 +99,7 @@ def run(
         raise ValueError(f"payloads: {payloads!r} must be byte counts from 1 to {MAX_PAYLOAD:,}")
     if overrides:
         refuse_keys(dict(overrides), SETS + SENSITIVITY_SETS, "zhao-copy-engine")
+        check_overrides(overrides, ["zhao-uma-emc", "zhao-numa-imc"])
     pts = points(overrides, packets, payloads)
     rows = []
     for r in assemble(run_points(point, pts, progress)):
