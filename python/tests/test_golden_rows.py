@@ -21,7 +21,7 @@ runner = CliRunner()
 CASES: dict[str, list[str]] = {
     "rowclone-latency": [],
     "zhao-copy-engine": ["--packets", "20"],
-    "rowclone-fork": ["--sizes", "4", "--pages", "2,32", "--zero-pages", "64"],
+    "rowclone-fork": ["--sizes", "4,64", "--pages", "2,32", "--zero-pages", "64"],
     "larsen-idma": ["--small-count", "40", "--large-count", "4"],
     "wun-onload": ["--payloads", "64,1472"],
     "rowclone-apps": ["--instructions", "4000", "--warmup", "2000"],
