@@ -49,6 +49,10 @@ pub struct CopyLines {
     pub flushed: u64,
     pub invalidated: u64,
     pub inserted: u64,
+    /// In-memory mechanisms: dirty source lines copied inside their cache to the destination
+    /// (`copy.dirty_source = "copy-in-cache"`; left out when none, so existing digests hold).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub copied_in_cache: u64,
 }
 
 /// One core's share of a multi-core run.

@@ -290,7 +290,8 @@ ops = [{ kind = "load", at = { region = "dst", random = true } }]
 
 /// Every agent's copy is checked line by line against an oracle recorded when the core hands it
 /// over (the source's last value): copy engines on and off the die, into memory or the cache,
-/// and RowClone. Copying sources from memory while a cache holds newer data is caught.
+/// RowClone and MC-DMA, with dirty source lines copied in the cache (the default) or flushed
+/// first. Copying sources from memory while a cache holds newer data is caught.
 #[test]
 fn agent_copies_deliver_their_sources_values() {
     for (plat, mech) in [
@@ -298,12 +299,29 @@ fn agent_copies_deliver_their_sources_values() {
         ("zhao-uma-emc", MECHS[2]),
         ("zhao-uma-emc", MECHS[3]),
         ("rowclone-system", MECHS[4]),
+        (
+            "rowclone-system",
+            "copy = { mechanism = \"rowclone\", dirty_source = \"flush\" }",
+        ),
+        ("rowclone-system", "copy = { mechanism = \"mc-dma\" }"),
     ] {
         for fault in [false, true] {
             let mut p = Platform::new(&cfg(plat, mech)).unwrap();
             p.sys.track_values();
             p.sys.stale_copy_sources = fault;
-            p.run(&dirty_copies()).unwrap();
+            let s = p.run(&dirty_copies()).unwrap();
+            if !fault && plat == "rowclone-system" {
+                // The 48 stores leave dirty source lines at every copy: each is copied in the
+                // cache or flushed, never both.
+                let l = &s.copy_lines;
+                assert!(l.flushed + l.copied_in_cache > 0, "{mech}: {l:?}");
+                assert_eq!(l.flushed == 0, !mech.contains("flush"), "{mech}: {l:?}");
+                assert_eq!(
+                    l.copied_in_cache == 0,
+                    mech.contains("flush"),
+                    "{mech}: {l:?}"
+                );
+            }
             let sh = p.sys.shadow.as_ref().unwrap();
             assert_eq!(sh.copy_lines_checked, 12 * 64, "{mech}");
             if fault {

@@ -3,12 +3,16 @@
 //! whose zeroing also inserts the zeroed lines into the cache, RowClone section 7.3) and `mc-dma`
 //! (the controller moves every line over the channel, without caching, section 7.5).
 //!
-//! The coherence actions are those of RowClone section 4.2.2: before the operation, dirty source
-//! lines are written back and destination lines are invalidated in every cache; the destination
-//! is blocked (loads and stores to it wait) until the controller acknowledges the operation; the
-//! `memcpy`/`meminit` instruction retires on that acknowledgment. (The paper's refinement that
-//! copies a dirty source line inside the cache instead of flushing it is not modelled: every
-//! dirty source line is flushed first.)
+//! The coherence actions are those of RowClone section 4.2.2: destination lines are invalidated in
+//! every cache; a source line dirty in a core's private caches is copied inside them to its
+//! destination line (the paper's proposal, `copy.dirty_source = "copy-in-cache"`, for whole lines
+//! whose source and destination share their offset), or written back first with the operation
+//! waiting for the write-backs (`"flush"`, and always for a dirty line only the last level holds
+//! or a partial or misaligned line); the source and destination are blocked (loads and stores to
+//! them wait) until the controller acknowledges the operation; the `memcpy`/`meminit`
+//! instruction retires on that acknowledgment. A destination line copied in the cache keeps its
+//! value when the in-memory operation ends: the controller holds requests to the destination
+//! (its write-back included) until then, so memory's stale copy of it is overwritten later.
 use crate::agents::{Agent, AgentReport};
 use crate::config::platform::PlatformConfig;
 use crate::iface::{Access, OffloadOp, Token};
@@ -33,6 +37,8 @@ struct OpState {
     flushes_left: u32,
     at_mc: bool,
     started: bool,
+    /// Destination lines that received their value by an in-cache copy.
+    in_cache: Vec<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -40,6 +46,8 @@ pub struct InMemory {
     id: AgentId,
     /// RowClone-ZI: zeroed lines go into the cache.
     zero_insert: bool,
+    /// A dirty source line is copied inside its cache (`copy.dirty_source`).
+    copy_in_cache: bool,
     response: Ps,
     /// Operations not yet acknowledged, by offload id.
     states: BTreeMap<u32, OpState>,
@@ -51,6 +59,7 @@ pub struct InMemory {
     flushed_lines: u64,
     invalidated_lines: u64,
     inserted_lines: u64,
+    copied_in_cache: u64,
 }
 
 impl InMemory {
@@ -58,6 +67,7 @@ impl InMemory {
         InMemory {
             id,
             zero_insert: cfg.copy.mechanism == "rowclone-zi",
+            copy_in_cache: cfg.copy.dirty_source == "copy-in-cache",
             response: ns(cfg.interconnect.response_ns),
             states: BTreeMap::new(),
             blocked: sys.add_guard(1 << 20),
@@ -67,6 +77,7 @@ impl InMemory {
             flushed_lines: 0,
             invalidated_lines: 0,
             inserted_lines: 0,
+            copied_in_cache: 0,
         }
     }
 
@@ -122,6 +133,11 @@ impl InMemory {
                 .src
                 .filter(|_| aligned)
                 .map(|src| (src + line * 64).saturating_sub(o.dst) / 64);
+            if let Some(src) = src.filter(|_| s.in_cache.contains(&line)) {
+                // Its cached copy holds the value; memory's is overwritten by its write-back.
+                sys.in_cache_copy_done(line, src);
+                continue;
+            }
             sys.in_memory_done(line, src, o.value);
         }
         if self.zero_insert && o.src.is_none() && o.value == 0 {
@@ -163,8 +179,25 @@ impl Agent for InMemory {
         seq: u64,
     ) -> Access {
         let mut flushes = 0;
+        // Dirty source lines copied in their cache: (core, source line, destination line).
+        let mut in_cache = Vec::new();
         if let Some(src) = o.src {
+            // Whole lines whose source and destination share their offset can be copied in a
+            // cache line for line.
+            let whole = src % 64 == o.dst % 64;
+            let (first, end) = (o.dst.div_ceil(64), (o.dst + o.bytes) / 64);
             for line in src / 64..=(src + o.bytes - 1) / 64 {
+                let dst = (line * 64 + o.dst).wrapping_sub(src) / 64;
+                if self.copy_in_cache
+                    && whole
+                    && (first..end).contains(&dst)
+                    && !sys.stale_copy_sources
+                {
+                    if let Some(c) = sys.dirty_private_holder(line) {
+                        in_cache.push((c, line, dst));
+                        continue;
+                    }
+                }
                 if !sys.stale_copy_sources && sys.flush_all(line) {
                     flushes += 1;
                     self.flushed_lines += 1;
@@ -184,6 +217,10 @@ impl Agent for InMemory {
             // Dirty or not, the operation overwrites it: nothing to write back.
             sys.agent_write_line(line);
         }
+        for &(c, src, dst) in &in_cache {
+            sys.copy_in_cache(now, c, src, dst);
+        }
+        self.copied_in_cache += in_cache.len() as u64;
         sys.guards[self.blocked].insert(
             opi,
             o.src.map(|s| (s, s + o.bytes)),
@@ -199,6 +236,7 @@ impl Agent for InMemory {
                 flushes_left: flushes,
                 at_mc: false,
                 started: false,
+                in_cache: in_cache.iter().map(|&(_, _, d)| d).collect(),
             },
         );
         let ch = sys.channel_of(o.dst);
@@ -235,6 +273,7 @@ impl Agent for InMemory {
                 flushed: self.flushed_lines,
                 invalidated: self.invalidated_lines,
                 inserted: self.inserted_lines,
+                copied_in_cache: self.copied_in_cache,
                 ..Default::default()
             },
             device: None,

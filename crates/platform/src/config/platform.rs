@@ -241,6 +241,11 @@ pub struct CopyConfig {
     /// address-phase turn) or "parallel" (the snoop and the speculative memory access go out
     /// together and the line is done when both are, Zhao et al. section 5.3.1).
     pub snoop_order: String,
+    /// In-memory mechanisms (RowClone, MC-DMA), a source line dirty in a core's private caches:
+    /// "copy-in-cache" (RowClone section 4.2.2's proposal: the controller copies it inside that
+    /// cache to the destination line, dirty, and does not wait for a flush) or "flush" (written
+    /// back first, and the operation waits for the write-backs).
+    pub dirty_source: String,
 }
 
 /// The values of `copy.write_done`.
@@ -248,6 +253,9 @@ pub const WRITE_DONE: [&str; 2] = ["accepted", "written"];
 
 /// The values of `copy.snoop_order`.
 pub const SNOOP_ORDERS: [&str; 2] = ["serial", "parallel"];
+
+/// The values of `copy.dirty_source`; the first is the default.
+pub const DIRTY_SOURCES: [&str; 2] = ["copy-in-cache", "flush"];
 
 impl CopyConfig {
     /// Checks every value, naming the key as `prefix` + its name (`copy.` for `[copy]`).
@@ -260,6 +268,7 @@ impl CopyConfig {
             ("snoop_ack", &self.snoop_ack, &["before", "after"][..]),
             ("write_done", &self.write_done, &WRITE_DONE[..]),
             ("snoop_order", &self.snoop_order, &SNOOP_ORDERS[..]),
+            ("dirty_source", &self.dirty_source, &DIRTY_SOURCES[..]),
         ] {
             if !allowed.contains(&v.as_str()) {
                 return err(k, format!("'{v}' is not one of: {}", allowed.join(", ")));
@@ -328,6 +337,7 @@ impl Default for CopyConfig {
             engine_share: 0.25,
             write_done: "accepted".into(),
             snoop_order: "serial".into(),
+            dirty_source: DIRTY_SOURCES[0].into(),
         }
     }
 }

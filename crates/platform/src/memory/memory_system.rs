@@ -210,6 +210,13 @@ impl ValueShadow {
             ));
         }
     }
+    /// The newest value of `line` in core `c`'s private caches (its L1's when there), else memory's.
+    fn newest_private(&self, c: u16, line: u64) -> u64 {
+        [Holder::L1(c), Holder::L2(c)]
+            .iter()
+            .find_map(|h| self.at.get(&(*h, line)).copied())
+            .unwrap_or_else(|| self.memory.get(&line).copied().unwrap_or(0))
+    }
     fn write_memory(&mut self, from: Holder, line: u64) {
         let v = self.get(from, line);
         self.memory.insert(line, v);
@@ -222,6 +229,13 @@ impl ValueShadow {
     /// value. A line no operation expects (a partial line, a source and destination aligned
     /// differently) gets a new version, as any write. Returns the value now in memory.
     fn delivered(&mut self, line: u64, v: Option<u64>) -> u64 {
+        let v = self.checked_delivery(line, v);
+        self.memory.insert(line, v);
+        v
+    }
+    /// [`ValueShadow::delivered`]'s check, for a value delivered to a cache (not memory): the
+    /// line's last value becomes `v` (or a new version when no operation expects it).
+    fn checked_delivery(&mut self, line: u64, v: Option<u64>) -> u64 {
         let want = match self.expected.get_mut(&line) {
             Some(q) => {
                 let w = q.pop_front();
@@ -232,7 +246,7 @@ impl ValueShadow {
             }
             None => None,
         };
-        let v = match (want, v) {
+        match (want, v) {
             (Some(want), Some(v)) => {
                 self.copy_lines_checked += 1;
                 if want != v {
@@ -247,9 +261,7 @@ impl ValueShadow {
                 v
             }
             _ => self.written(line),
-        };
-        self.memory.insert(line, v);
-        v
+        }
     }
 }
 
@@ -1199,6 +1211,48 @@ impl MemorySystem {
             }
         }
         any || c
+    }
+
+    /// The core whose private caches hold `line` dirty, if any (at most one: single writer).
+    pub fn dirty_private_holder(&self, line: u64) -> Option<usize> {
+        self.privs
+            .iter()
+            .position(|p| p.l1.is_dirty(line) || p.l2.is_dirty(line))
+    }
+
+    /// RowClone section 4.2.2's in-cache copy: source line `src`, dirty in core `c`'s private
+    /// caches, is copied inside them to destination line `dst` (put into its L2, dirty, every
+    /// other copy of `dst` invalidated), which then holds the operation's value for that line
+    /// whatever the in-memory copy writes to memory; `src` stays as it was. The value shadow
+    /// checks the destination's value here, as an agent's delivery; memory's copy of `dst` is set
+    /// when the in-memory operation ends ([`MemorySystem::in_cache_copy_done`]).
+    pub fn copy_in_cache(&mut self, now: Ps, c: usize, src: u64, dst: u64) {
+        let _ = self.invalidate_all(dst);
+        self.insert_l2(now, c, dst, true, true);
+        if let Some(sh) = self.shadow.as_mut() {
+            let v = sh.newest_private(c as u16, src);
+            sh.at.insert((Holder::L2(c as u16), dst), v);
+            sh.checked_delivery(dst, Some(v));
+        }
+    }
+
+    /// The in-memory operation that copied `src` to `dst` in a cache ([`MemorySystem::copy_in_cache`])
+    /// ended (value shadow): memory's copy of `dst` is the source's stale one the operation wrote,
+    /// while a cache still holds `dst` dirty (its write-back will overwrite it); a `dst` already
+    /// written back keeps that value (the controller held the write-back until the operation
+    /// ended). No cached copy is touched.
+    pub fn in_cache_copy_done(&mut self, dst: u64, src: u64) {
+        let cached = self
+            .privs
+            .iter()
+            .any(|p| p.l1.is_dirty(dst) || p.l2.is_dirty(dst))
+            || self.llc.as_ref().is_some_and(|l| l.is_dirty(dst));
+        if let Some(sh) = self.shadow.as_mut() {
+            if cached {
+                let stale = sh.memory.get(&src).copied().unwrap_or(0);
+                sh.memory.insert(dst, stale);
+            }
+        }
     }
 
     /// The other core holding `line` dirty, if any (at most one: single writer).

@@ -580,9 +580,22 @@ impl Platform {
                     let d = self.place(src, dst, policy);
                     stream.last_dst = d.wrapping_sub(off);
                     let by = self.copy_by(i, &op);
+                    // Dirty source lines the in-memory mechanism copies inside the cache
+                    // (`copy.dirty_source`, whole lines sharing their offset): their
+                    // destination lines, put in dirty after the destination's invalidation.
+                    let in_cache = by != CopyBy::Cpu
+                        && self.cfg.copy.dirty_source == "copy-in-cache"
+                        && src % 64 == d % 64;
+                    let whole_dst = d.div_ceil(64)..(d + bytes) / 64;
+                    let mut copied = Vec::new();
                     for l in lines(src, bytes) {
                         if by == CopyBy::Cpu {
                             self.warm_line(e, l, false, false);
+                            continue;
+                        }
+                        let dl = (l * 64 + d).wrapping_sub(src) / 64;
+                        if in_cache && whole_dst.contains(&dl) && self.sys.privs[e].l2.is_dirty(l) {
+                            copied.push(dl);
                         } else if let Some(w) = self.sys.privs[e].l2.invalidate(l) {
                             // Written back by the coherence flush, still cached clean.
                             let _ = self.sys.privs[e].l2.insert(w.line, false, false);
@@ -594,6 +607,9 @@ impl Platform {
                         } else {
                             let _ = self.sys.privs[e].l2.invalidate(l);
                         }
+                    }
+                    for dl in copied {
+                        self.warm_line(e, dl, true, true);
                     }
                 }
                 Op::Init { dst, bytes, value } => {
@@ -1305,6 +1321,7 @@ impl Platform {
             lines.flushed += r.lines.flushed;
             lines.invalidated += r.lines.invalidated;
             lines.inserted += r.lines.inserted;
+            lines.copied_in_cache += r.lines.copied_in_cache;
         }
         let mut instructions = 0;
         let mut stall_cycles = 0;
