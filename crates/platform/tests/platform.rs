@@ -174,9 +174,8 @@ n = 10
     );
 }
 
-#[test]
-fn rowclone_copies_dirty_source_lines_in_the_cache_or_writes_them_back_first() {
-    let text = r#"
+/// Eight stores to a source page (its first eight lines dirty in the cache), then a 4 KB copy of it.
+const DIRTY_THEN_COPY: &str = r#"
 name = "dirty-then-copy"
 iterations = 1
 [[regions]]
@@ -197,7 +196,10 @@ src = { region = "src" }
 dst = { region = "dst" }
 bytes = 4096
 "#;
-    let mut w = workload(text);
+
+#[test]
+fn rowclone_copies_dirty_source_lines_in_the_cache_or_writes_them_back_first() {
+    let mut w = workload(DIRTY_THEN_COPY);
     w.set_dst_policy(DstPolicy::SameSubarray);
     let s = run(
         &cfg(
@@ -238,27 +240,6 @@ fn a_copy_in_the_cache_leaves_the_destination_with_the_sources_values() {
     // The same dirty-then-copy, destination as given: after the run every destination line holds
     // its source line's last value (dirty in the cache or in memory), whichever way the dirty
     // lines were handled, though the in-DRAM copy wrote the stale ones to memory.
-    let text = r#"
-name = "dirty-then-copy"
-iterations = 1
-[[regions]]
-name = "src"
-base = 0x100000
-size = 4096
-[[regions]]
-name = "dst"
-base = 0x900000
-size = 4096
-[[ops]]
-kind = "repeat"
-count = 8
-ops = [{ kind = "store", at = { region = "src", per_rep = 64 } }]
-[[ops]]
-kind = "copy"
-src = { region = "src" }
-dst = { region = "dst" }
-bytes = 4096
-"#;
     for dirty in ["copy-in-cache", "flush"] {
         let c = cfg(
             "rowclone-system",
@@ -266,7 +247,7 @@ bytes = 4096
         );
         let mut p = Platform::new(&c).unwrap();
         p.sys.track_values();
-        let s = p.run(&workload(text)).unwrap();
+        let s = p.run(&workload(DIRTY_THEN_COPY)).unwrap();
         let in_cache = if dirty == "flush" { 0 } else { 8 };
         assert_eq!(s.copy_lines.copied_in_cache, in_cache, "{dirty}");
         let sh = p.sys.shadow.as_ref().unwrap();
