@@ -67,7 +67,7 @@ impl InMemory {
         InMemory {
             id,
             zero_insert: cfg.copy.mechanism == "rowclone-zi",
-            copy_in_cache: cfg.copy.dirty_source == "copy-in-cache",
+            copy_in_cache: cfg.copy.copies_dirty_source_in_cache(),
             response: ns(cfg.interconnect.response_ns),
             states: BTreeMap::new(),
             blocked: sys.add_guard(1 << 20),

@@ -258,6 +258,11 @@ pub const SNOOP_ORDERS: [&str; 2] = ["serial", "parallel"];
 pub const DIRTY_SOURCES: [&str; 2] = ["copy-in-cache", "flush"];
 
 impl CopyConfig {
+    /// An in-memory mechanism copies a dirty source line inside its cache (`dirty_source`).
+    pub fn copies_dirty_source_in_cache(&self) -> bool {
+        self.dirty_source == DIRTY_SOURCES[0]
+    }
+
     /// Checks every value, naming the key as `prefix` + its name (`copy.` for `[copy]`).
     pub fn validate(&self, src: &str, prefix: &str) -> Result<(), PlatformError> {
         let err = |k: &str, w: String| Err(PlatformError::config(src, format!("{prefix}{k}"), w));

@@ -2,9 +2,10 @@
 //! 7.3): each of the six applications of Table 4 alone on the paper's system, under the baseline,
 //! RowClone and RowClone-ZI: its IPC (Fig. 11) and the reduction of DRAM energy and memory
 //! bandwidth (Table 5), beside the paper's values; and under section 7.5's memory-controller-based
-//! DMA (MC-DMA), the alternative that does the same bulk operations over the channel. Also the applications themselves (the six and
-//! the memory-intensive programs standing for Table 6's SPEC CPU2006 applications), which
-//! `rowclone_multicore` mixes, and the alone runs it measures weighted speedup against.
+//! DMA (MC-DMA), the alternative that does the same bulk operations over the channel. Also the
+//! applications themselves (the six and the memory-intensive programs standing for Table 6's SPEC
+//! CPU2006 applications), which `rowclone_multicore` mixes, and the alone runs it measures weighted
+//! speedup against.
 //!
 //! Method: each application runs a warm-up of `warmup` program instructions, then `instructions`
 //! more, measured (`Platform::set_work_targets`). A program instruction counts a copy or a

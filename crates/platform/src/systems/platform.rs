@@ -584,7 +584,7 @@ impl Platform {
                     // (`copy.dirty_source`, whole lines sharing their offset): their
                     // destination lines, put in dirty after the destination's invalidation.
                     let in_cache = by != CopyBy::Cpu
-                        && self.cfg.copy.dirty_source == "copy-in-cache"
+                        && self.cfg.copy.copies_dirty_source_in_cache()
                         && src % 64 == d % 64;
                     let whole_dst = d.div_ceil(64)..(d + bytes) / 64;
                     let mut copied = Vec::new();
