@@ -78,7 +78,7 @@ def test_memspec_round_trip_and_run(tmp_path: Path) -> None:
 
 
 def test_refusals_name_the_problem(tmp_path: Path) -> None:
-    assert "DDR4 and DDR5" in cli("dram", "memspec", "--write", "hbm3-6400", code=2)
+    assert "DDR4, DDR5 and LPDDR5" in cli("dram", "memspec", "--write", "hbm3-6400", code=2)
     bad = tmp_path / "bad.json"
     bad.write_text('{"memspec": {"memoryType": "GDDR9"}}')
     assert "GDDR9" in cli("dram", "memspec", bad, code=2)
@@ -86,3 +86,30 @@ def test_refusals_name_the_problem(tmp_path: Path) -> None:
     assert "give a memspec" in cli("dram", "memspec", code=2)
     with pytest.raises(ValueError, match="channel"):
         dram.drampower_trace(bad, tmp_path / "t.csv", channel=-1)
+
+
+LPDDR5_CURRENTS = [
+    "dram.currents.idd5pb=40", "dram.currents.vdd=1.05", "dram.currents.idd0=60", "dram.currents.idd2n=30",
+    "dram.currents.idd3n=38", "dram.currents.idd4r=180", "dram.currents.idd4w=160", "dram.currents.idd5=110",
+    "dram.currents.vpp=1.8", "dram.currents.ipp0=8", "dram.currents.ipp2n=2", "dram.currents.ipp3n=2.5",
+    "dram.currents.vdd2l=0.9", "dram.currents.idd02l=10", "dram.currents.idd2n2l=5", "dram.currents.idd3n2l=6",
+]
+
+
+def test_lpddr5_currents_travel_through_a_memspec(tmp_path: Path) -> None:
+    """An LPDDR5 device given currents on its three supplies (made up: none are public) is written as a
+    DRAMPower memspec and read back by another run, which then reports the same energy."""
+    ms = tmp_path / "lp5.json"
+    args = [a for kv in LPDDR5_CURRENTS for a in ("--set", kv)]
+    cli("dram", "memspec", "--write", "lpddr5-6400", *args, "-o", ms)
+    power = json.loads(ms.read_text())["memspec"]["mempowerspec"]
+    assert (power["vdd1"], power["vdd2h"], power["vdd2l"]) == (1.8, 1.05, 0.9)
+    assert power["idd02l"] == pytest.approx(0.010)
+    base = ["dram", "run", "lpddr5-6400", "--generate", "random", "--count", "2000", "--format", "json"]
+    given = json.loads(cli(*base, *args))
+    read = json.loads(cli(*base, "--memspec", ms))
+    assert given["energy_available"] and read["energy_available"]
+    assert read["energy"]["total_nj"] == pytest.approx(given["energy"]["total_nj"], rel=1e-12)
+    assert given["energy"]["total_nj"] > 0
+    # Without currents the preset still has no energy.
+    assert not json.loads(cli(*base))["energy_available"]

@@ -852,11 +852,17 @@ impl Config {
                 .as_table_mut()
                 .ok_or_else(|| ConfigError::invalid(src, "dram.currents", "not a table"))?;
             for (k, v) in &d.currents {
-                if !tbl.contains_key(k) {
+                if !tbl.contains_key(k) && !crate::spec::OPTIONAL_CURRENTS.contains(&k.as_str()) {
+                    let names = tbl.keys().cloned().chain(
+                        crate::spec::OPTIONAL_CURRENTS
+                            .iter()
+                            .filter(|o| !tbl.contains_key(**o))
+                            .map(|o| o.to_string()),
+                    );
                     return Err(ConfigError::invalid(
                         src,
                         format!("dram.currents.{k}"),
-                        format!("unknown current (known: {})", known(tbl.keys().cloned())),
+                        format!("unknown current (known: {})", known(names)),
                     ));
                 }
                 if !v.is_finite() || *v < 0.0 {
@@ -941,7 +947,12 @@ impl Config {
                 ),
             ));
         }
-        if self.controller.refresh == "per-bank" && energy_available && currents.idd5pb <= 0.0 {
+        if self.controller.refresh == "per-bank"
+            && energy_available
+            && currents.idd5pb <= 0.0
+            && currents.ipp5pb <= 0.0
+            && currents.idd5pb2l <= 0.0
+        {
             return Err(ConfigError::invalid(
                 src,
                 "dram.currents.idd5pb",
@@ -1030,6 +1041,11 @@ impl Config {
             currents,
             energy_available,
             refpb_pair_offset,
+            idd_conditions: crate::spec::IddConditions {
+                idd3n_open_banks: h.idd3n_open_banks,
+                idd4_open_banks: h.idd4_open_banks,
+                idd5pb_averaged: h.idd5pb_averaged,
+            },
             command_buses,
         })
     }

@@ -7,13 +7,20 @@
 //! Per device and supply V, with B banks, BG bank groups, bank-wise factor rho (1 by default:
 //! then every formula is the classic IDD one):
 //!
-//! - I_rho = rho (I3N - I2N) + I2N; I_1 = (I3N + (B - 1) I_rho) / B (one bank open);
+//! - I_n = I_rho + n (I_1 - I_rho) with n banks open, rho the shared part of the all-banks-open
+//!   increment over I2N. On DDR IDD3N has all banks open: I_rho = rho (I3N - I2N) + I2N, I_1 =
+//!   (I3N + (B - 1) I_rho) / B. On LPDDR it has one ([`IddConditions`], JESD209's test
+//!   conditions): I_1 = I3N, I_rho = (rho B I3N + (1 - rho) I2N) / (rho B + 1 - rho) (DRAMPower
+//!   6.2's LPDDR5 form);
 //!   I_theta = (I0 (tRP + tRAS) - Ibeta tRP) / tRAS with Ibeta = I0; I_BG = I_rho + (I_1 - I_rho) BG
 //! - ACT (and RowClone's ACTC): V (I_theta - I_1) tRAS; PRE per closed bank (PRE, PREA, RDA, WRA):
-//!   V (Ibeta - I2N) tRP; RD / WR burst: V (I4R / I4W - I3N) nBL tCK; a TR: one of each
-//! - REF: V (I5B - I3N) tRFC; REFSB: V (I5C - I_BG) tRFCsb; REFPB: V (I5PB - I_1) tRFCpb (one bank
-//!   refreshing while the bank counts as active in the background, as REFSB's banks do); RFM
-//!   (all banks): V (I5B - I3N) tRFM, an all-bank refresh of tRFM; RFMSB and RFMPB as REFSB and
+//!   V (Ibeta - I2N) tRP; RD / WR burst: V (I4R / I4W - I_k) nBL tCK with the k banks IDD4R's test
+//!   opens (all on DDR, two in LPDDR5's bank-group mode, one in its 8-bank mode); a TR: one of each
+//! - REF: V (I5B - I_B) tRFC; REFSB: V (I5C - I_BG) tRFCsb; REFPB: V (I5PB - I_p) tRFCpb with the p
+//!   banks it refreshes (one, or LPDDR5's pair) counted as active in the background, as REFSB's
+//!   banks are; where IDD5PB is averaged over tREFIpb (LPDDR), the current during the refresh is
+//!   (IDD5PB tREFIpb - I2N (tREFIpb - tRFCpb)) / tRFCpb; RFM
+//!   (all banks): V (I5B - I_B) tRFM, an all-bank refresh of tRFM; RFMSB and RFMPB as REFSB and
 //!   REFPB with tRFMsb and tRFMpb
 //! - background: V (I_rho x cycles any bank is active + (I_1 - I_rho) x the banks' active cycles
 //!   + I2N x cycles all are precharged) tCK, a bank being active while open or refreshing.
@@ -28,7 +35,7 @@
 use crate::command::CommandKind;
 use crate::controller::ChannelCounters;
 use crate::device::RankActivity;
-use crate::spec::{Currents, DramSpec};
+use crate::spec::{Currents, DramSpec, IddConditions};
 use crate::stats::EnergyBreakdown;
 
 /// The currents of one supply domain, mA, and its voltage, V.
@@ -47,8 +54,9 @@ pub struct Domain {
 }
 
 impl Domain {
-    /// VDD and VPP of a part (VPP's currents are zero on parts without one).
-    pub fn of(c: &Currents) -> [Domain; 2] {
+    /// VDD, VPP and LPDDR5's VDD2L of a part (a domain the part lacks has zero currents and
+    /// voltage, and adds nothing). On LPDDR5 VDD is VDD2H and VPP is VDD1.
+    pub fn of(c: &Currents) -> [Domain; 3] {
         [
             Domain {
                 v: c.vdd,
@@ -72,6 +80,17 @@ impl Domain {
                 i5c: c.ipp5c,
                 i5pb: c.ipp5pb,
             },
+            Domain {
+                v: c.vdd2l,
+                i0: c.idd02l,
+                i2n: c.idd2n2l,
+                i3n: c.idd3n2l,
+                i4r: c.idd4r2l,
+                i4w: c.idd4w2l,
+                i5b: c.idd52l,
+                i5c: 0.0,
+                i5pb: c.idd5pb2l,
+            },
         ]
     }
 }
@@ -94,6 +113,12 @@ pub struct CoreTiming {
     pub banks: u32,
     pub bank_groups: u32,
     pub rho: f64,
+    /// The datasheets' IDD test conditions (DDR's by default).
+    pub idd: IddConditions,
+    /// Banks one REFPB refreshes (2 where they pair) and the per-bank refresh interval tREFIpb
+    /// (tREFI over the REFPBs that cover a rank), in ns: for an IDD5PB averaged over it.
+    pub refpb_banks: u32,
+    pub t_refipb: f64,
 }
 
 impl CoreTiming {
@@ -104,7 +129,11 @@ impl CoreTiming {
             tck,
             t_ras: ns("nRAS"),
             t_rp: ns("nRP"),
-            t_bl: ns("nBL"),
+            // The clocks a burst carries data (`nBL_data` where the burst's window has a gap in
+            // it, as LPDDR5's BL32 in bank-group mode), what IDD4R / IDD4W are drawn for.
+            t_bl: spec
+                .param("nBL_data")
+                .map_or_else(|| ns("nBL"), |n| n as f64 * tck),
             t_rfc: ns("nRFC"),
             t_rfcsb: ns("nRFCsb"),
             t_rfcpb: ns("nRFCpb"),
@@ -114,6 +143,13 @@ impl CoreTiming {
             banks: spec.org.banks_per_rank(),
             bank_groups: spec.org.bank_groups,
             rho,
+            idd: spec.idd_conditions,
+            refpb_banks: if spec.refpb_pair_offset > 0 { 2 } else { 1 },
+            t_refipb: {
+                let per_interval =
+                    spec.org.banks_per_rank() / if spec.refpb_pair_offset > 0 { 2 } else { 1 };
+                ns("nREFI") / f64::from(per_interval.max(1))
+            },
         }
     }
 }
@@ -151,10 +187,40 @@ impl CommandEnergy {
         let mut e = CommandEnergy::default();
         let b = f64::from(t.banks.max(1));
         let bg = f64::from(t.bank_groups.max(1));
+        // The background of n open banks: I_rho plus n times one bank's share, which IDD3N gives
+        // with `idd3n_open_banks` banks open (all of them on DDR).
+        let open_banks = |n: u32| if n == 0 { b } else { f64::from(n) };
+        let k3 = open_banks(t.idd.idd3n_open_banks);
+        let k4 = open_banks(t.idd.idd4_open_banks);
+        let kpb = f64::from(t.refpb_banks.max(1));
         for d in domains {
             let v = d.v;
-            let i_rho = t.rho * (d.i3n - d.i2n) + d.i2n;
-            let i_1 = (d.i3n + (b - 1.0) * i_rho) / b;
+            // DDR (IDD3N with every bank open) in the classic expressions, so that its figures
+            // stay bit for bit what they were.
+            let (i_rho, i_1, i_all) = if k3 == b {
+                let i_rho = t.rho * (d.i3n - d.i2n) + d.i2n;
+                (i_rho, (d.i3n + (b - 1.0) * i_rho) / b, d.i3n)
+            } else {
+                // rho keeps its meaning, the shared part of the all-banks-open increment X over
+                // IDD2N: IDD3N - IDD2N = rho X + k3 (1 - rho) X / B with k3 banks open.
+                let x = b * (d.i3n - d.i2n) / (t.rho * b + k3 * (1.0 - t.rho));
+                let i_rho = d.i2n + t.rho * x;
+                let one = if k3 == 1.0 {
+                    d.i3n
+                } else {
+                    i_rho + (1.0 - t.rho) * x / b
+                };
+                (i_rho, one, i_rho + b * (one - i_rho))
+            };
+            let i_open = |n: f64| {
+                if n == b {
+                    i_all
+                } else if n == 1.0 {
+                    i_1
+                } else {
+                    i_rho + n * (i_1 - i_rho)
+                }
+            };
             let i_beta = d.i0;
             let i_theta = if t.t_ras > 0.0 {
                 (d.i0 * (t.t_rp + t.t_ras) - i_beta * t.t_rp) / t.t_ras
@@ -172,20 +238,28 @@ impl CommandEnergy {
                     (i - d.i2n).max(0.0)
                 }
             };
+            // A per-bank refresh's current during tRFCpb: IDD5PB itself, or, where IDD5PB is the
+            // average over tREFIpb, what leaves IDD2N for the rest of that interval.
+            let i5pb = if t.idd.idd5pb_averaged && t.t_rfcpb > 0.0 {
+                (d.i5pb * t.t_refipb - d.i2n * (t.t_refipb - t.t_rfcpb)) / t.t_rfcpb
+            } else {
+                d.i5pb
+            };
             e.act += v * above(i_theta, i_1) * t.t_ras;
             e.pre += v * (i_beta - d.i2n).max(0.0) * t.t_rp;
-            e.read += v * above(d.i4r, d.i3n) * t.t_bl;
-            e.write += v * above(d.i4w, d.i3n) * t.t_bl;
-            e.refresh += v * above(d.i5b, d.i3n) * t.t_rfc;
+            e.read += v * above(d.i4r, i_open(k4)) * t.t_bl;
+            e.write += v * above(d.i4w, i_open(k4)) * t.t_bl;
+            e.refresh += v * above(d.i5b, i_all) * t.t_rfc;
             // RFMab refreshes every bank like REFab, for tRFM (JESD79-5 gives no separate current).
-            e.refresh_mgmt += v * above(d.i5b, d.i3n) * t.t_rfm;
+            e.refresh_mgmt += v * above(d.i5b, i_all) * t.t_rfm;
             e.refresh_sb += v * above(d.i5c, i_bg) * t.t_rfcsb;
             // RFMsb / RFMpb refresh the banks a REFsb / REFpb does, for tRFMsb / tRFMpb (no
             // separate current is defined).
             e.refresh_mgmt_sb += v * above(d.i5c, i_bg) * t.t_rfmsb;
-            // One bank refreshes while the others keep their state: above one bank active.
-            e.refresh_pb += v * above(d.i5pb, i_1) * t.t_rfcpb;
-            e.refresh_mgmt_pb += v * above(d.i5pb, i_1) * t.t_rfmpb;
+            // One bank (or a pair) refreshes while the others keep their state: above that many
+            // banks active.
+            e.refresh_pb += v * above(i5pb, i_open(kpb)) * t.t_rfcpb;
+            e.refresh_mgmt_pb += v * above(i5pb, i_open(kpb)) * t.t_rfmpb;
             e.active_bg_per_cycle += v * i_rho * t.tck;
             e.bank_bg_per_cycle += v * (i_1 - i_rho) * t.tck;
             e.precharged_bg_per_cycle += v * d.i2n * t.tck;

@@ -177,6 +177,52 @@ pub struct Currents {
     pub idd5f: f64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ipp5f: f64,
+    /// LPDDR5's third supply, VDD2L, and its currents (JESD209-5 names: IDD02L, IDD2N2L, ...). On
+    /// LPDDR5 `vdd` / `idd*` are VDD2H's and `vpp` / `ipp*` VDD1's. Left out of the serialised
+    /// spec when zero, as on every other standard.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub vdd2l: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idd02l: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idd2n2l: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idd3n2l: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idd4r2l: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idd4w2l: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idd52l: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idd5pb2l: f64,
+}
+
+/// The currents a config may set that the serialised spec leaves out when zero (the others are
+/// always there), for the check of `dram.currents.*` keys.
+pub const OPTIONAL_CURRENTS: &[&str] = &[
+    "idd5f", "ipp5f", "vdd2l", "idd02l", "idd2n2l", "idd3n2l", "idd4r2l", "idd4w2l", "idd52l",
+    "idd5pb2l",
+];
+
+/// Under which conditions a standard's datasheets measure the currents the energy model reads
+/// (the IDD test conditions differ between DDR and LPDDR), from `[standard]`.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+pub struct IddConditions {
+    /// Banks open while IDD3N is measured; 0: all banks of the device (JESD79 DDR), 1: one bank
+    /// (JESD209 LPDDR).
+    pub idd3n_open_banks: u32,
+    /// Banks open while IDD4R / IDD4W are measured; 0: all banks.
+    pub idd4_open_banks: u32,
+    /// IDD5PB is the average current while per-bank refreshes repeat every tREFIpb (LPDDR), not
+    /// the current during one (tRFCpb).
+    pub idd5pb_averaged: bool,
+}
+
+impl IddConditions {
+    pub fn is_default(&self) -> bool {
+        *self == IddConditions::default()
+    }
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -251,6 +297,10 @@ pub struct DramSpec {
     /// The bank a REFPB refreshes besides the one it names is this many banks further on
     /// (modulo the rank); 0: a REFPB refreshes one bank.
     pub refpb_pair_offset: u32,
+    /// The IDD measurement conditions the energy model reads the currents under (DDR's unless
+    /// the standard says otherwise; left out of the serialised spec then).
+    #[serde(skip_serializing_if = "IddConditions::is_default")]
+    pub idd_conditions: IddConditions,
     /// HBM's separate row and column command buses (one command per bus per clock), when the
     /// standard declares them; `None`: one command bus, one command per clock.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -286,6 +336,14 @@ pub struct StandardHeader {
     /// the rank's banks further on (LPDDR5 in bank-group and 16-bank mode).
     #[serde(default)]
     pub refpb_pairs: bool,
+    /// The IDD test conditions of the standard's datasheets (see [`IddConditions`]); absent: DDR's
+    /// (IDD3N and IDD4 with all banks open, IDD5PB during the refresh).
+    #[serde(default)]
+    pub idd3n_open_banks: u32,
+    #[serde(default)]
+    pub idd4_open_banks: u32,
+    #[serde(default)]
+    pub idd5pb_averaged: bool,
     /// Separate row and column command buses (HBM): the commands each carries.
     #[serde(default)]
     pub command_buses: Option<crate::command_bus::CommandBusesRow>,

@@ -249,7 +249,59 @@ fn a_device_reads_back_from_its_memspec() {
     let hbm = Config::preset("hbm3-6400").unwrap().resolve("t").unwrap();
     assert!(memspec_json(&hbm, 0.5)
         .unwrap_err()
-        .contains("DDR4 and DDR5"));
+        .contains("DDR4, DDR5 and LPDDR5"));
+    let lp = Config::preset("lpddr5-6400").unwrap().resolve("t").unwrap();
+    assert!(memspec_json(&lp, 0.5).unwrap_err().contains("no currents"));
+}
+
+/// An LPDDR5 device with currents on all three supplies, written as a memspec and read back onto
+/// another part: VDD1, VDD2H and VDD2L come back as movelab's VPP, VDD and VDD2L, with the
+/// organisation and the timings; WCK:CK is 4:1 for BL16 and for BL32 (whose `nBL` has a gap).
+#[test]
+fn an_lpddr5_device_reads_back_from_its_memspec() {
+    let currents: toml::Value = toml::from_str(
+        "[dram.currents]\nidd5pb = 40.0\nvdd = 1.05\nidd0 = 60.0\nidd2n = 30.0\nidd3n = 38.0\n\
+         idd4r = 180.0\nidd4w = 160.0\nidd5 = 110.0\nvpp = 1.8\nipp0 = 8.0\nipp2n = 2.0\n\
+         ipp3n = 2.5\nipp4r = 3.0\nipp4w = 3.0\nipp5 = 20.0\nipp5pb = 4.0\nvdd2l = 0.9\n\
+         idd02l = 10.0\nidd2n2l = 5.0\nidd3n2l = 6.0\nidd4r2l = 25.0\nidd4w2l = 20.0\n\
+         idd52l = 20.0\nidd5pb2l = 6.0\n",
+    )
+    .unwrap();
+    for preset in ["lpddr5-6400", "lpddr5-6400-bl32"] {
+        let from = Config::preset(preset)
+            .unwrap()
+            .with_overrides(currents.clone(), "test")
+            .unwrap();
+        let spec = from.resolve("from").unwrap();
+        let json = memspec_json(&spec, 0.5).unwrap();
+        let ms = &json["memspec"];
+        assert_eq!(ms["memtimingspec"]["WCK2CK"], 4, "{preset}");
+        assert_eq!(ms["memarchitecturespec"]["per2BankOffset"], 8, "{preset}");
+        assert_eq!(ms["mempowerspec"]["vdd1"], 1.8);
+        assert_eq!(ms["mempowerspec"]["idd02l"], 0.01);
+        let m = read_memspec(&serde_json::to_string(&json).unwrap(), "mem.json").unwrap();
+        let o = m.overrides();
+        assert!(o.notes.is_empty(), "{:?}", o.notes);
+        let mut onto = Config::preset(preset).unwrap();
+        onto.dram.part = "LPDDR5-16Gb-x16".into();
+        let got = onto
+            .with_overrides(o.value, "memspec")
+            .unwrap()
+            .resolve("onto")
+            .unwrap();
+        assert!(got.energy_available);
+        assert_eq!(got.org.rows, spec.org.rows);
+        for k in [
+            "nRFC", "nRFCpb", "nRAS", "nRCD", "nRP", "nRPab", "nCL", "nCWL", "nWR",
+        ] {
+            assert_eq!(got.t(k), spec.t(k), "{preset} {k}");
+        }
+        let (g, s) = (
+            serde_json::to_value(&got.currents).unwrap(),
+            serde_json::to_value(&spec.currents).unwrap(),
+        );
+        assert_eq!(g, s, "{preset}");
+    }
 }
 
 /// A DDR5 memspec in DRAMPower's layout, written here (values made up for the test).
@@ -310,25 +362,50 @@ fn a_drampower_layout_memspec_gives_these_overrides() {
         (708, 2, 330.0)
     );
 
-    // LPDDR5: organisation and timings, and a note that its currents are not carried over.
+    // LPDDR5: organisation, timings and each supply's currents (VDD1 as VPP, VDD2H as VDD; the
+    // VDD2L supply without currents is left out).
     let lp = r#"{"memspec": {"memoryId": "lp", "memoryType": "LPDDR5",
       "memarchitecturespec": {"nbrOfColumns": 1024, "nbrOfRows": 32768, "width": 16,
         "nbrOfBankGroups": 4, "nbrOfBanks": 16, "nbrOfRanks": 1, "burstLength": 16},
-      "mempowerspec": {"vdd1": 1.8, "idd01": 0.005, "vdd2h": 1.05, "idd02h": 0.05},
+      "mempowerspec": {"vdd1": 1.8, "idd01": 0.005, "idd5pb1": 0.001, "vdd2h": 1.05,
+        "idd02h": 0.05, "idd5pb2h": 0.03, "vdd2l": 0.9, "idd02l": 0, "iBeta_vdd2h": 0.04},
       "memtimingspec": {"tCK": 1.25e-9, "RCD": 15, "RPpb": 15, "RPab": 17, "RFCab": 168,
         "RFCpb": 96, "RAS": 34}}}"#;
     let o = read_memspec(lp, "lp.json").unwrap().overrides();
-    assert!(o.notes.iter().any(|n| n.contains("VDD2H")), "{:?}", o.notes);
-    assert!(o
-        .settings
-        .iter()
-        .all(|(k, _)| !k.starts_with("dram.currents")));
+    let get = |k: &str| {
+        o.settings
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(get("dram.currents.vpp").as_deref(), Some("1.8"));
+    assert_eq!(get("dram.currents.ipp0").as_deref(), Some("5.0"));
+    assert_eq!(get("dram.currents.vdd").as_deref(), Some("1.05"));
+    assert_eq!(get("dram.currents.idd0").as_deref(), Some("50.0"));
+    assert_eq!(get("dram.currents.idd5pb").as_deref(), Some("30.0"));
+    assert_eq!(get("dram.currents.vdd2l"), None);
+    assert_eq!(o.notes.len(), 1, "{:?}", o.notes);
+    assert!(o.notes[0].contains("iBeta_vdd2h"), "{:?}", o.notes);
     let c = Config::preset("lpddr5-6400")
         .unwrap()
         .with_overrides(o.value, "lp.json")
         .unwrap();
     let s = c.resolve("t").unwrap();
     assert_eq!((s.t("nRPab"), s.t("nRFC"), s.t("nRFCpb")), (17, 168, 96));
+    assert!(s.energy_available);
+    assert_eq!((s.currents.idd0, s.currents.ipp0), (50.0, 5.0));
+    // LPDDR4: movelab has no LPDDR4 energy model; its currents are named as not carried over.
+    let lp4 = lp.replace("LPDDR5", "LPDDR4");
+    let o = read_memspec(&lp4, "lp4.json").unwrap().overrides();
+    assert!(
+        o.notes.iter().any(|n| n.contains("LPDDR4")),
+        "{:?}",
+        o.notes
+    );
+    assert!(o
+        .settings
+        .iter()
+        .all(|(k, _)| !k.starts_with("dram.currents")));
 }
 
 #[test]

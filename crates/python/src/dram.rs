@@ -459,7 +459,7 @@ fn dram_read_memspec(path: &str) -> PyResult<String> {
     }))
 }
 
-/// A config's device as a DRAMPower JSON memspec (DDR4 / DDR5 with currents).
+/// A config's device as a DRAMPower JSON memspec (DDR4 / DDR5 / LPDDR5 with currents).
 #[pyfunction]
 fn dram_write_memspec(config_json: &str) -> PyResult<String> {
     let cfg = load_config("json", config_json, None)?;

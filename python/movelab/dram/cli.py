@@ -190,7 +190,7 @@ def memspec_cmd(
     memspec: Path | None = typer.Argument(None, help="A DRAMPower JSON memspec to read (DDR4, DDR5, LPDDR4, "
                                           "LPDDR5).", show_default=False),
     write: str | None = typer.Option(None, "--write", help="Instead: write this config's device (preset "
-                                     "name, SPEED/PART or TOML file; DDR4 / DDR5 with currents) as a memspec.",
+                                     "name, SPEED/PART or TOML file; DDR4 / DDR5 / LPDDR5 with currents) as a memspec.",
                                      show_default=False),
     set_: list[str] | None = typer.Option(None, "--set", help="Override a config KEY=VALUE for --write.",
                                           show_default=False),

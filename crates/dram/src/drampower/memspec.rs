@@ -8,12 +8,12 @@
 //!
 //! Read ([`read_memspec`], [`MemSpec::overrides`]): DDR4, DDR5, LPDDR4 and LPDDR5 memspecs; the
 //! organisation and timings become `dram.org.*`, `dram.ranks` and `dram.timing.*` overrides, DDR4 /
-//! DDR5 currents `dram.currents.*` (mA), `factRho` `energy.bank_rho`. What movelab cannot take is
-//! listed in the notes, not dropped silently: LPDDR memspecs' currents (DRAMPower splits them over
-//! the VDD1 / VDD2H / VDD2L domains; movelab's energy model has VDD and VPP), an `iBeta` other than
-//! IDD0 (movelab's I_theta takes IBeta = IDD0).
+//! DDR5 / LPDDR5 currents `dram.currents.*` (mA), `factRho` `energy.bank_rho`. What movelab cannot take is
+//! listed in the notes, not dropped silently: LPDDR4 currents (movelab has no LPDDR4), an `iBeta`
+//! other than IDD0 (movelab's I_theta takes IBeta = IDD0). LPDDR5's currents come per supply
+//! (VDD1, VDD2H, VDD2L) and are kept as movelab's VPP, VDD and VDD2L ([`LPDDR5_DOMAINS`]).
 //!
-//! Written ([`memspec_json`]): DDR4 and DDR5 devices with currents, with the fields of both the
+//! Written ([`memspec_json`]): DDR4, DDR5 and LPDDR5 devices with currents, with the fields of both the
 //! DRAMUtils 1.1 reader (DRAMPower before 6.0) and DRAMPower 6's (the readers ignore keys they do
 //! not know; every key either needs is there). Interface (I/O) parameters are written as zeros:
 //! the comparison is of core energy.
@@ -240,6 +240,53 @@ fn current_map(memory_type: &str) -> Vec<(&'static str, &'static str)> {
     v
 }
 
+/// LPDDR5's supply domains in a DRAMPower memspec (the suffix of their names: `vdd1`, `idd01`,
+/// ...) and where movelab keeps each: VDD1 as VPP (`vpp`, `ipp*`), VDD2H as VDD (`vdd`, `idd*`),
+/// VDD2L as `vdd2l` (`idd*2l`); per domain, DRAMPower's current names (before the suffix) and
+/// movelab's.
+#[allow(clippy::type_complexity)]
+const LPDDR5_DOMAINS: [(&str, &str, [(&str, &str); 7]); 3] = [
+    (
+        "1",
+        "vpp",
+        [
+            ("idd0", "ipp0"),
+            ("idd2n", "ipp2n"),
+            ("idd3n", "ipp3n"),
+            ("idd4r", "ipp4r"),
+            ("idd4w", "ipp4w"),
+            ("idd5", "ipp5"),
+            ("idd5pb", "ipp5pb"),
+        ],
+    ),
+    (
+        "2h",
+        "vdd",
+        [
+            ("idd0", "idd0"),
+            ("idd2n", "idd2n"),
+            ("idd3n", "idd3n"),
+            ("idd4r", "idd4r"),
+            ("idd4w", "idd4w"),
+            ("idd5", "idd5"),
+            ("idd5pb", "idd5pb"),
+        ],
+    ),
+    (
+        "2l",
+        "vdd2l",
+        [
+            ("idd0", "idd02l"),
+            ("idd2n", "idd2n2l"),
+            ("idd3n", "idd3n2l"),
+            ("idd4r", "idd4r2l"),
+            ("idd4w", "idd4w2l"),
+            ("idd5", "idd52l"),
+            ("idd5pb", "idd5pb2l"),
+        ],
+    ),
+];
+
 impl MemSpec {
     /// The movelab overrides this memspec gives (see the module docs).
     pub fn overrides(&self) -> Overrides {
@@ -300,10 +347,48 @@ impl MemSpec {
                 }
                 _ => notes.push("no vdd in mempowerspec: currents not carried over".into()),
             }
+        } else if self.memory_type == "LPDDR5" {
+            let p = |k: &str| self.power.get(k).copied();
+            let mut any = false;
+            for (domain, v_ours, names) in LPDDR5_DOMAINS {
+                let Some(v) = p(&format!("vdd{domain}")).filter(|v| *v > 0.0) else {
+                    continue;
+                };
+                let currents: Vec<(String, f64)> = names
+                    .iter()
+                    .filter_map(|(theirs, ours)| {
+                        p(&format!("{theirs}{domain}")).map(|x| (ours.to_string(), x))
+                    })
+                    .collect();
+                if currents.iter().all(|(_, x)| *x == 0.0) {
+                    continue;
+                }
+                any = true;
+                settings.push((format!("dram.currents.{v_ours}"), fmt_f(v)));
+                for (ours, x) in currents {
+                    settings.push((format!("dram.currents.{ours}"), fmt_f(x * 1000.0)));
+                }
+                let idd0 = p(&format!("idd0{domain}")).unwrap_or(0.0);
+                if let Some(b) = p(&format!("iBeta_vdd{domain}")) {
+                    if (b - idd0).abs() > 1e-12 {
+                        notes.push(format!(
+                            "iBeta_vdd{domain} = {} mA differs from idd0{domain} = {} mA: movelab takes IBeta = IDD0",
+                            fmt_f(b * 1000.0),
+                            fmt_f(idd0 * 1000.0)
+                        ));
+                    }
+                }
+            }
+            if !any {
+                notes.push(
+                    "no LPDDR5 supply with currents in mempowerspec: currents not carried over"
+                        .into(),
+                );
+            }
         } else {
             notes.push(format!(
-                "{} currents are per VDD1 / VDD2H / VDD2L domain in DRAMPower; movelab's energy model has VDD and VPP: not carried over",
-                self.memory_type
+                "{} currents: movelab does not model {} (no energy model for it): not carried over",
+                self.memory_type, self.memory_type
             ));
         }
         if let Some(r) = self.fact_rho {
@@ -350,9 +435,9 @@ fn fmt_f(x: f64) -> String {
 /// currents.
 pub fn memspec_json(spec: &DramSpec, rho: f64) -> Result<Value, String> {
     let std = spec.standard.as_str();
-    if std != "DDR4" && std != "DDR5" {
+    if std != "DDR4" && std != "DDR5" && std != "LPDDR5" {
         return Err(format!(
-            "DRAMPower memspecs are written for DDR4 and DDR5 devices (this one is {std})"
+            "DRAMPower memspecs are written for DDR4, DDR5 and LPDDR5 devices (this one is {std})"
         ));
     }
     if !spec.energy_available {
@@ -360,6 +445,9 @@ pub fn memspec_json(spec: &DramSpec, rho: f64) -> Result<Value, String> {
             "part {} has no currents: a memspec without them computes no energy",
             spec.part
         ));
+    }
+    if std == "LPDDR5" {
+        return Ok(lpddr5_memspec_json(spec, rho));
     }
     let o = &spec.org;
     let t = |k: &str| spec.param(k).unwrap_or(0);
@@ -541,10 +629,23 @@ pub fn memspec_json(spec: &DramSpec, rho: f64) -> Result<Value, String> {
     ] {
         put(&mut power, k, json!(v));
     }
-    // Interface parameters: zeros (core energy is compared), under both readers' names.
+    Ok(memspec_document(spec, arch, power, timing, rho))
+}
+
+/// The whole memspec around its architecture, power and timing sections, with zero interface
+/// parameters (core energy is compared) under every reader's names.
+fn memspec_document(
+    spec: &DramSpec,
+    arch: Value,
+    power: Map<String, Value>,
+    timing: Map<String, Value>,
+    rho: f64,
+) -> Value {
     let mut imp = Map::new();
     for k in [
         "C_total_ck",
+        "C_total_wck",
+        "R_eq_wck",
         "C_total_cb",
         "C_total_rb",
         "C_total_wb",
@@ -577,10 +678,10 @@ pub fn memspec_json(spec: &DramSpec, rho: f64) -> Result<Value, String> {
     ] {
         pre.insert(k.into(), json!(0));
     }
-    Ok(json!({
+    json!({
         "memspec": {
             "memoryId": format!("movelab {} {}", spec.speed, spec.part),
-            "memoryType": std,
+            "memoryType": spec.standard,
             "memarchitecturespec": arch,
             "mempowerspec": power,
             "memtimingspec": timing,
@@ -589,5 +690,118 @@ pub fn memspec_json(spec: &DramSpec, rho: f64) -> Result<Value, String> {
             "prepostamble": pre,
             "dataratespec": { "ca_bus_rate": 2, "dq_bus_rate": 2, "dqs_bus_rate": 2 },
         }
-    }))
+    })
+}
+
+/// An LPDDR5 device as a memspec of DRAMUtils 1.1's LPDDR5 layout: VDD1 from movelab's VPP
+/// currents, VDD2H from VDD's, VDD2L from `vdd2l`'s (see [`LPDDR5_DOMAINS`]); WCK:CK from the
+/// burst (BL16 in `nBL` clocks of CK at double data rate); power-down and self-refresh currents
+/// zero (not modelled).
+fn lpddr5_memspec_json(spec: &DramSpec, rho: f64) -> Value {
+    let o = &spec.org;
+    let t = |k: &str| spec.param(k).unwrap_or(0);
+    let c = &spec.currents;
+    let tck_s = spec.t("tCK_ps") as f64 * 1e-12;
+    // A burst of BL beats at double data rate lasts BL / (2 WCK:CK) clocks of CK.
+    let burst = spec.param("nBL_data").unwrap_or(t("nBL")).max(1);
+    let wck2ck = (u64::from(o.burst_length) / (2 * burst)).max(1);
+    let per2bank = spec.refpb_pair_offset;
+    let refipb =
+        t("nREFI") / u64::from(o.banks_per_rank() / if per2bank > 0 { 2 } else { 1 }).max(1);
+    let arch = json!({
+        "nbrOfChannels": 1,
+        "nbrOfDevices": o.chips_per_rank(),
+        "nbrOfRanks": o.ranks,
+        "nbrOfBanks": o.banks_per_rank(),
+        "nbrOfBankGroups": o.bank_groups,
+        "nbrOfRows": o.rows,
+        "nbrOfColumns": o.columns,
+        "burstLength": o.burst_length,
+        "maxBurstLength": o.burst_length,
+        "dataRate": 2,
+        "width": o.device_width,
+        "per2BankOffset": per2bank,
+        "WCKalwaysOn": true,
+    });
+    let mut timing = Map::new();
+    timing.insert("tCK".into(), json!(tck_s));
+    for (k, v) in [
+        ("REFI", t("nREFI")),
+        ("REFIpb", refipb),
+        ("RFCab", t("nRFC")),
+        ("RFCpb", t("nRFCpb")),
+        ("RAS", t("nRAS")),
+        ("RPab", t("nRPab").max(t("nRP"))),
+        ("RPpb", t("nRP")),
+        ("RCpb", t("nRAS") + t("nRP")),
+        ("RCab", t("nRAS") + t("nRPab").max(t("nRP"))),
+        ("PPD", t("nPPD")),
+        ("RCD", t("nRCD")),
+        ("RCD_L", t("nRCD")),
+        ("RCD_S", t("nRCD")),
+        ("FAW", t("nFAW")),
+        ("RRD", t("nRRD")),
+        ("RL", t("nCL")),
+        ("RBTP", t("nRTP")),
+        ("WL", t("nCWL")),
+        ("WR", t("nWR")),
+        ("RTRS", t("nRTRS")),
+        ("WTR_L", t("nWTR_L")),
+        ("WTR_S", t("nWTR_S")),
+        ("WCK2DQO", 0),
+        ("WCK2CK", wck2ck),
+        ("pbR2act", t("nPBR2ACT")),
+        ("pbR2pbR", t("nPBR2PBR")),
+    ] {
+        timing.insert(k.into(), json!(v));
+    }
+    for k in [
+        "BL_n_min_16",
+        "BL_n_max_16",
+        "BL_n_L_16",
+        "BL_n_S_16",
+        "BL_n_min_32",
+        "BL_n_max_32",
+        "BL_n_L_32",
+        "BL_n_S_32",
+    ] {
+        timing.insert(k.into(), json!(0));
+    }
+    let a = |ma: f64| ma / 1000.0;
+    let mut power = Map::new();
+    let domains: [(&str, f64, [f64; 7]); 3] = [
+        (
+            "1",
+            c.vpp,
+            [c.ipp0, c.ipp2n, c.ipp3n, c.ipp4r, c.ipp4w, c.ipp5, c.ipp5pb],
+        ),
+        (
+            "2h",
+            c.vdd,
+            [c.idd0, c.idd2n, c.idd3n, c.idd4r, c.idd4w, c.idd5, c.idd5pb],
+        ),
+        (
+            "2l",
+            c.vdd2l,
+            [
+                c.idd02l, c.idd2n2l, c.idd3n2l, c.idd4r2l, c.idd4w2l, c.idd52l, c.idd5pb2l,
+            ],
+        ),
+    ];
+    for (suffix, v, currents) in domains {
+        power.insert(format!("vdd{suffix}"), json!(v));
+        for (name, ma) in ["idd0", "idd2n", "idd3n", "idd4r", "idd4w", "idd5", "idd5pb"]
+            .iter()
+            .zip(currents)
+        {
+            power.insert(format!("{name}{suffix}"), json!(a(ma)));
+        }
+        for name in ["idd6", "idd6ds", "idd2p", "idd3p"] {
+            power.insert(format!("{name}{suffix}"), json!(0.0));
+        }
+        // movelab's I_theta takes IBeta = IDD0 (docs/dram.md, "Energy").
+        power.insert(format!("iBeta_vdd{suffix}"), json!(a(currents[0])));
+    }
+    power.insert("vddq".into(), json!(0.5));
+    memspec_document(spec, arch, power, timing, rho)
 }

@@ -47,6 +47,9 @@ fn memspec() -> (Vec<Domain>, CoreTiming, Config) {
         banks: 16,
         bank_groups: 2,
         rho: 0.5,
+        idd: IddConditions::default(),
+        refpb_banks: 1,
+        t_refipb: 0.0,
     };
     // The device model only counts cycles: a DDR5 spec reshaped to the memspec's banks and times.
     let mut cfg = Config::preset("DDR5-3200AN/DDR5-16Gb-x8").unwrap();
@@ -284,4 +287,106 @@ fn ddr5_activate_never_negative() {
     let t3 = CoreTiming::of(&ddr3, 1.0);
     let e3 = CommandEnergy::device(&Domain::of(c3), &t3);
     assert!((e3.act - c3.vdd * (c3.idd0 - c3.idd3n) * t3.t_ras).abs() < 1e-9);
+}
+
+/// LPDDR5's IDD test conditions (JESD209-5 as DRAMPower's LPDDR5 model reads them): IDD3N with
+/// one bank open, IDD4R / IDD4W with two (bank-group mode), IDD5PB averaged over tREFIpb, a REFPB
+/// refreshing a pair. Each energy against its formula written out by hand, on the LPDDR5-6400
+/// preset with three made-up supplies (no public LPDDR5 currents exist).
+#[test]
+fn lpddr5_currents_are_read_under_its_idd_conditions() {
+    let mut cfg = Config::preset("lpddr5-6400").unwrap();
+    let currents: toml::Value = toml::from_str(
+        "[dram.currents]\nidd5pb = 40.0\nvdd = 1.05\nidd0 = 60.0\nidd2n = 30.0\nidd3n = 38.0\n\
+         idd4r = 180.0\nidd4w = 160.0\nidd5 = 110.0\nvpp = 1.8\nipp0 = 8.0\nipp2n = 2.0\n\
+         ipp3n = 2.5\nipp4r = 3.0\nipp4w = 3.0\nipp5 = 20.0\nipp5pb = 4.0\nvdd2l = 0.9\n\
+         idd02l = 10.0\nidd2n2l = 5.0\nidd3n2l = 6.0\nidd4r2l = 25.0\nidd4w2l = 20.0\n\
+         idd52l = 20.0\nidd5pb2l = 6.0\n",
+    )
+    .unwrap();
+    cfg = cfg.with_overrides(currents, "test").unwrap();
+    let spec = cfg.resolve("t").unwrap();
+    assert!(spec.energy_available);
+    assert_eq!(spec.idd_conditions.idd3n_open_banks, 1);
+    assert_eq!(spec.idd_conditions.idd4_open_banks, 2);
+    assert!(spec.idd_conditions.idd5pb_averaged);
+    let t = CoreTiming::of(&spec, 0.5);
+    assert_eq!((t.banks, t.refpb_banks), (16, 2));
+    // tREFIpb: the 8 REFPBs that cover 16 banks in pairs share tREFI.
+    assert!((t.t_refipb - spec.t("nREFI") as f64 * t.tck / 8.0).abs() < 1e-9);
+    let domains = Domain::of(&spec.currents);
+    let e = CommandEnergy::device(&domains, &t);
+    let (mut act, mut rd, mut wr, mut rf, mut rfpb, mut bank_bg) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    for d in &domains {
+        // IDD3N has one bank open; rho 0.5 is the shared half of the all-banks-open increment.
+        let i_rho = (0.5 * 16.0 * d.i3n + 0.5 * d.i2n) / (0.5 * 16.0 + 0.5);
+        let one = d.i3n - i_rho;
+        let i5pb = (d.i5pb * t.t_refipb - d.i2n * (t.t_refipb - t.t_rfcpb)) / t.t_rfcpb;
+        act += d.v * (d.i0 - d.i3n) * t.t_ras;
+        rd += d.v * (d.i4r - (i_rho + 2.0 * one)) * t.t_bl;
+        wr += d.v * (d.i4w - (i_rho + 2.0 * one)) * t.t_bl;
+        rf += d.v * (d.i5b - (i_rho + 16.0 * one)) * t.t_rfc;
+        rfpb += d.v * (i5pb - (i_rho + 2.0 * one)) * t.t_rfcpb;
+        bank_bg += d.v * one * t.tck;
+    }
+    for (got, want, name) in [
+        (e.act, act, "activate"),
+        (e.read, rd, "read"),
+        (e.write, wr, "write"),
+        (e.refresh, rf, "refresh"),
+        (e.refresh_pb, rfpb, "per-bank refresh"),
+        (e.bank_bg_per_cycle, bank_bg, "per-bank background"),
+    ] {
+        assert!(
+            want > 0.0,
+            "{name}: the test's currents must keep it positive"
+        );
+        assert!((got - want).abs() < 1e-9 * want, "{name}: {got} vs {want}");
+    }
+    // The same currents read under DDR's conditions give other energies: the conditions matter.
+    let ddr = CoreTiming {
+        idd: IddConditions::default(),
+        refpb_banks: 1,
+        ..t
+    };
+    let e_ddr = CommandEnergy::device(&domains, &ddr);
+    assert!(e_ddr.act > e.act && e_ddr.refresh > e.refresh && e_ddr.read > e.read);
+    // 8-bank mode: IDD4 with one bank open, a REFPB refreshes one bank.
+    let mut cfg8 = Config::preset("lpddr5-6400-8b").unwrap();
+    let c8: toml::Value = toml::from_str(
+        "[dram.currents]\nidd5pb = 40.0\nvdd = 1.05\nidd0 = 60.0\nidd2n = 30.0\nidd3n = 38.0\n\
+         idd4r = 180.0\nidd4w = 160.0\nidd5 = 110.0\n",
+    )
+    .unwrap();
+    cfg8 = cfg8.with_overrides(c8, "test").unwrap();
+    let s8 = cfg8.resolve("t").unwrap();
+    let t8 = CoreTiming::of(&s8, 0.5);
+    assert_eq!(
+        (t8.banks, t8.refpb_banks, t8.idd.idd4_open_banks),
+        (8, 1, 1)
+    );
+    let d = &Domain::of(&s8.currents)[0];
+    let e8 = CommandEnergy::device(&Domain::of(&s8.currents), &t8);
+    let want = d.v * (d.i4r - d.i3n) * t8.t_bl;
+    assert!(
+        (e8.read - want).abs() < 1e-9 * want,
+        "{} vs {want}",
+        e8.read
+    );
+}
+
+/// LPDDR5's BL32 in bank-group mode charges a burst for the 4 clocks it carries data
+/// (`nBL_data`), not for its 6-clock window with the gap (`nBL`).
+#[test]
+fn a_burst_is_charged_for_its_data_clocks() {
+    let spec = Config::preset("lpddr5-6400-bl32")
+        .unwrap()
+        .resolve("t")
+        .unwrap();
+    assert_eq!((spec.t("nBL"), spec.t("nBL_data")), (6, 4));
+    let t = CoreTiming::of(&spec, 1.0);
+    assert!((t.t_bl - 4.0 * t.tck).abs() < 1e-12);
+    let ddr4 = Config::preset("ddr4-2400r").unwrap().resolve("t").unwrap();
+    let t4 = CoreTiming::of(&ddr4, 1.0);
+    assert!((t4.t_bl - ddr4.t("nBL") as f64 * t4.tck).abs() < 1e-12);
 }
