@@ -259,14 +259,8 @@ fn a_device_reads_back_from_its_memspec() {
 /// organisation and the timings; WCK:CK is 4:1 for BL16 and for BL32 (whose `nBL` has a gap).
 #[test]
 fn an_lpddr5_device_reads_back_from_its_memspec() {
-    let currents: toml::Value = toml::from_str(
-        "[dram.currents]\nidd5pb = 40.0\nvdd = 1.05\nidd0 = 60.0\nidd2n = 30.0\nidd3n = 38.0\n\
-         idd4r = 180.0\nidd4w = 160.0\nidd5 = 110.0\nvpp = 1.8\nipp0 = 8.0\nipp2n = 2.0\n\
-         ipp3n = 2.5\nipp4r = 3.0\nipp4w = 3.0\nipp5 = 20.0\nipp5pb = 4.0\nvdd2l = 0.9\n\
-         idd02l = 10.0\nidd2n2l = 5.0\nidd3n2l = 6.0\nidd4r2l = 25.0\nidd4w2l = 20.0\n\
-         idd52l = 20.0\nidd5pb2l = 6.0\n",
-    )
-    .unwrap();
+    let currents: toml::Value =
+        toml::from_str(include_str!("data/lpddr5-hypothetical-currents.toml")).unwrap();
     for preset in ["lpddr5-6400", "lpddr5-6400-bl32"] {
         let from = Config::preset(preset)
             .unwrap()

@@ -454,20 +454,8 @@ pub fn memspec_json(spec: &DramSpec, rho: f64) -> Result<Value, String> {
     let c = &spec.currents;
     let a = |ma: f64| ma / 1000.0;
     let tck_s = spec.t("tCK_ps") as f64 * 1e-12;
-    let mut arch = json!({
-        "nbrOfChannels": 1,
-        "nbrOfDevices": o.chips_per_rank(),
-        "nbrOfRanks": o.ranks,
-        "nbrOfBanks": o.banks_per_rank(),
-        "nbrOfBankGroups": o.bank_groups,
-        "nbrOfRows": o.rows,
-        "nbrOfColumns": o.columns,
-        "burstLength": o.burst_length,
-        "maxBurstLength": o.burst_length,
-        "dataRate": 2,
-        "width": o.device_width,
-        "RefMode": 1,
-    });
+    let mut arch = architecture_json(spec);
+    arch["RefMode"] = json!(1);
     let mut timing = Map::new();
     let mut power = Map::new();
     let put = |m: &mut Map<String, Value>, k: &str, v: Value| {
@@ -632,6 +620,25 @@ pub fn memspec_json(spec: &DramSpec, rho: f64) -> Result<Value, String> {
     Ok(memspec_document(spec, arch, power, timing, rho))
 }
 
+/// The organisation of one device of `spec` in a memspec's `memarchitecturespec` (the keys every
+/// standard's layout has).
+fn architecture_json(spec: &DramSpec) -> Value {
+    let o = &spec.org;
+    json!({
+        "nbrOfChannels": 1,
+        "nbrOfDevices": o.chips_per_rank(),
+        "nbrOfRanks": o.ranks,
+        "nbrOfBanks": o.banks_per_rank(),
+        "nbrOfBankGroups": o.bank_groups,
+        "nbrOfRows": o.rows,
+        "nbrOfColumns": o.columns,
+        "burstLength": o.burst_length,
+        "maxBurstLength": o.burst_length,
+        "dataRate": 2,
+        "width": o.device_width,
+    })
+}
+
 /// The whole memspec around its architecture, power and timing sections, with zero interface
 /// parameters (core energy is compared) under every reader's names.
 fn memspec_document(
@@ -708,21 +715,9 @@ fn lpddr5_memspec_json(spec: &DramSpec, rho: f64) -> Value {
     let per2bank = spec.refpb_pair_offset;
     let refipb =
         t("nREFI") / u64::from(o.banks_per_rank() / if per2bank > 0 { 2 } else { 1 }).max(1);
-    let arch = json!({
-        "nbrOfChannels": 1,
-        "nbrOfDevices": o.chips_per_rank(),
-        "nbrOfRanks": o.ranks,
-        "nbrOfBanks": o.banks_per_rank(),
-        "nbrOfBankGroups": o.bank_groups,
-        "nbrOfRows": o.rows,
-        "nbrOfColumns": o.columns,
-        "burstLength": o.burst_length,
-        "maxBurstLength": o.burst_length,
-        "dataRate": 2,
-        "width": o.device_width,
-        "per2BankOffset": per2bank,
-        "WCKalwaysOn": true,
-    });
+    let mut arch = architecture_json(spec);
+    arch["per2BankOffset"] = json!(per2bank);
+    arch["WCKalwaysOn"] = json!(true);
     let mut timing = Map::new();
     timing.insert("tCK".into(), json!(tck_s));
     for (k, v) in [

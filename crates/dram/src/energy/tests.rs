@@ -296,13 +296,9 @@ fn ddr5_activate_never_negative() {
 #[test]
 fn lpddr5_currents_are_read_under_its_idd_conditions() {
     let mut cfg = Config::preset("lpddr5-6400").unwrap();
-    let currents: toml::Value = toml::from_str(
-        "[dram.currents]\nidd5pb = 40.0\nvdd = 1.05\nidd0 = 60.0\nidd2n = 30.0\nidd3n = 38.0\n\
-         idd4r = 180.0\nidd4w = 160.0\nidd5 = 110.0\nvpp = 1.8\nipp0 = 8.0\nipp2n = 2.0\n\
-         ipp3n = 2.5\nipp4r = 3.0\nipp4w = 3.0\nipp5 = 20.0\nipp5pb = 4.0\nvdd2l = 0.9\n\
-         idd02l = 10.0\nidd2n2l = 5.0\nidd3n2l = 6.0\nidd4r2l = 25.0\nidd4w2l = 20.0\n\
-         idd52l = 20.0\nidd5pb2l = 6.0\n",
-    )
+    let currents: toml::Value = toml::from_str(include_str!(
+        "../../tests/data/lpddr5-hypothetical-currents.toml"
+    ))
     .unwrap();
     cfg = cfg.with_overrides(currents, "test").unwrap();
     let spec = cfg.resolve("t").unwrap();
