@@ -1,7 +1,9 @@
-//! Golden tests: DRAMPower 6's published DDR5 core test cases (tukl-msd/DRAMPower @ d8b980a,
-//! `tests/tests_drampower/core/DDR5/ddr5_test_pattern_{0..6,10}.cpp` with the synthetic memspec
-//! `tests/tests_drampower/resources/ddr5.json`), their command patterns replayed through movelab's
-//! device model and energy formulas, and their expected energies in pJ (rounded, as there).
+//! Golden tests: DRAMPower 6's published DDR5 and LPDDR5 core test cases (tukl-msd/DRAMPower @
+//! d8b980a, `tests/tests_drampower/core/DDR5/ddr5_test_pattern_{0..6,10}.cpp` and
+//! `core/LPDDR5/lpddr5_test_pattern_{0..6}.cpp` with the synthetic memspecs
+//! `tests/tests_drampower/resources/ddr5.json` and `lpddr5.json`), their command patterns replayed
+//! through movelab's device model and energy formulas, and their expected energies in pJ (rounded,
+//! as there).
 use super::*;
 use crate::config::Config;
 use crate::device::ChannelDevices;
@@ -72,9 +74,18 @@ fn memspec() -> (Vec<Domain>, CoreTiming, Config) {
     (vec![vdd, vpp], t, cfg)
 }
 
-/// Replays `(cycle, command, flat bank)` up to `end` and returns the energy breakdown in pJ.
+/// Replays `(cycle, command, flat bank)` up to `end` on DRAMPower's DDR5 test memspec and returns
+/// the energy breakdown in pJ.
 fn replay(pattern: &[(u64, CommandKind, u32)], end: u64) -> EnergyBreakdown {
-    let (domains, t, cfg) = memspec();
+    replay_on(memspec(), pattern, end)
+}
+
+/// [`replay`] on a given memspec (supplies, timing, and the config the device model runs).
+fn replay_on(
+    (domains, t, cfg): (Vec<Domain>, CoreTiming, Config),
+    pattern: &[(u64, CommandKind, u32)],
+    end: u64,
+) -> EnergyBreakdown {
     let spec = cfg.resolve("test").unwrap();
     let mut dev = ChannelDevices::new(&spec);
     let mut counters = ChannelCounters::default();
@@ -385,4 +396,168 @@ fn a_burst_is_charged_for_its_data_clocks() {
     let ddr4 = Config::preset("ddr4-2400r").unwrap().resolve("t").unwrap();
     let t4 = CoreTiming::of(&ddr4, 1.0);
     assert!((t4.t_bl - ddr4.t("nBL") as f64 * t4.tck).abs() < 1e-12);
+}
+
+/// DRAMPower 6.2's LPDDR5 test memspec: one x8 device, 16 banks in one group (16-bank mode: IDD4
+/// with one bank open), BL8 at double data rate with WCK:CK 2:1 (2 clocks), tCK = 1/1.3 ns, tRAS =
+/// tRP = 10, tRFCab = 25, tRFCpb = 20, tREFI = 20 (tREFIpb 2.5), read-to-precharge tBurst + tRBTP =
+/// 5, rho = 1/17; every current on VDD1 (1.2 V), VDD2H and VDD2L without.
+fn lpddr5_memspec() -> (Vec<Domain>, CoreTiming, Config) {
+    let vdd1 = Domain {
+        v: 1.2,
+        i0: 56.25,
+        i2n: 33.75,
+        i3n: 35.0,
+        i4r: 157.5,
+        i4w: 135.0,
+        i5b: 118.0,
+        i5c: 0.0,
+        i5pb: 74.0,
+    };
+    let tck = 1.0 / 1.3;
+    let t = CoreTiming {
+        tck,
+        t_ras: 10.0 * tck,
+        t_rp: 10.0 * tck,
+        t_bl: 2.0 * tck,
+        t_rfc: 25.0 * tck,
+        t_rfcsb: 0.0,
+        t_rfcpb: 20.0 * tck,
+        t_rfm: 0.0,
+        t_rfmsb: 0.0,
+        t_rfmpb: 0.0,
+        banks: 16,
+        bank_groups: 1,
+        rho: 0.058823529412,
+        idd: IddConditions {
+            idd3n_open_banks: 1,
+            idd4_open_banks: 1,
+            idd5pb_averaged: true,
+        },
+        refpb_banks: 1,
+        t_refipb: 20.0 / 8.0 * tck,
+    };
+    // The device model only counts cycles: the 8-bank LPDDR5 standard reshaped to the memspec's
+    // 16 banks and times.
+    let mut cfg = Config::preset("lpddr5-6400-8b").unwrap();
+    cfg.controller.refresh = "none".into();
+    cfg.dram.org.banks = Some(16);
+    for (k, v) in [
+        ("nRAS", 10),
+        ("nRP", 10),
+        ("nRC", 20),
+        ("nBL", 2),
+        ("nRFC", 25),
+        ("nRFCpb", 20),
+        ("nRTP", 5),
+        ("nCWL", 5),
+        ("nWR", 5),
+    ] {
+        cfg.dram.timing.insert(k.into(), v);
+    }
+    (vec![vdd1], t, cfg)
+}
+
+fn lp5(pattern: &[(u64, CommandKind, u32)], end: u64) -> EnergyBreakdown {
+    replay_on(lpddr5_memspec(), pattern, end)
+}
+
+#[test]
+fn drampower_lpddr5_patterns_0_to_2_act_read_pre() {
+    golden(
+        &lp5(&[(0, Act, 0), (15, Pre, 0)], 15),
+        196.0,
+        208.0,
+        0.0,
+        0.0,
+        485.0,
+        888.0,
+    );
+    let p = [(0, Act, 0), (15, Rd, 0), (35, Pre, 0)];
+    golden(&lp5(&p, 35), 196.0, 208.0, 226.0, 0.0, 1131.0, 1761.0);
+    golden(
+        &lp5(&p, 50),
+        196.0,
+        208.0,
+        226.0,
+        0.0,
+        1131.0 + 467.0,
+        2228.0,
+    );
+}
+
+#[test]
+fn drampower_lpddr5_patterns_3_4_two_banks_and_prea() {
+    let p = [
+        (0, Act, 0),
+        (15, Rd, 0),
+        (20, Act, 3),
+        (35, Pre, 0),
+        (45, Pre, 3),
+    ];
+    golden(
+        &lp5(&p, 50),
+        392.0,
+        415.0,
+        226.0,
+        0.0,
+        1462.0 + 156.0,
+        2652.0,
+    );
+    let p = [
+        (0, Act, 0),
+        (15, Rd, 0),
+        (20, Act, 3),
+        (35, Rd, 3),
+        (40, Rd, 0),
+        (50, Prea, 0),
+    ];
+    golden(
+        &lp5(&p, 70),
+        392.0,
+        415.0,
+        678.0,
+        0.0,
+        1633.0 + 623.0,
+        3742.0,
+    );
+}
+
+#[test]
+fn drampower_lpddr5_patterns_5_6_all_bank_refresh_and_rda() {
+    let p = [
+        (0, Act, 0),
+        (15, Rd, 0),
+        (20, Act, 3),
+        (35, Rd, 3),
+        (40, Rd, 0),
+        (50, Prea, 0),
+        (65, Ref, 0),
+    ];
+    golden(
+        &lp5(&p, 100),
+        392.0,
+        415.0,
+        678.0,
+        1699.0,
+        2657.0 + 779.0,
+        6621.0,
+    );
+    let p = [
+        (0, Act, 0),
+        (15, Rda, 0),
+        (20, Act, 3),
+        (35, Rd, 3),
+        (50, Prea, 0),
+        (65, Ref, 0),
+    ];
+    golden(
+        &lp5(&p, 100),
+        392.0,
+        415.0,
+        226.0 + 226.0,
+        1699.0,
+        2639.0 + 779.0,
+        6377.0,
+    );
 }
