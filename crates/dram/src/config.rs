@@ -740,6 +740,18 @@ impl Config {
                 ));
             }
         }
+        if let Some(&data) = timing.get("nBL_data") {
+            let window = timing.get("nBL").copied().unwrap_or(0);
+            if data == 0 || data > window {
+                return Err(ConfigError::invalid(
+                    src,
+                    "dram.timing.nBL_data",
+                    format!(
+                        "{data}: the clocks a burst carries data must be from 1 to its window nBL ({window})"
+                    ),
+                ));
+            }
+        }
         let h = &std_file.standard;
         let o = &d.org;
         let bank_groups = o
@@ -818,6 +830,21 @@ impl Config {
                 "dram.org.columns",
                 "fewer columns than one burst",
             ));
+        }
+        for (key, n) in [
+            ("standard.idd3n_open_banks", h.idd3n_open_banks),
+            ("standard.idd4_open_banks", h.idd4_open_banks),
+        ] {
+            if n > org.banks_per_rank() {
+                return Err(ConfigError::invalid(
+                    format!("standard {}", h.name),
+                    key,
+                    format!(
+                        "{n} open banks, but a rank has {} (0: all of them)",
+                        org.banks_per_rank()
+                    ),
+                ));
+            }
         }
         if h.refpb_pairs && !org.banks_per_rank().is_multiple_of(2) {
             return Err(ConfigError::invalid(

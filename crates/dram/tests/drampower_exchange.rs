@@ -388,6 +388,17 @@ fn a_drampower_layout_memspec_gives_these_overrides() {
     assert_eq!((s.t("nRPab"), s.t("nRFC"), s.t("nRFCpb")), (17, 168, 96));
     assert!(s.energy_available);
     assert_eq!((s.currents.idd0, s.currents.ipp0), (50.0, 5.0));
+    // A supply with currents but no voltage is named, not dropped silently.
+    let novolt = lp.replace("\"vdd2h\": 1.05,", "");
+    let o = read_memspec(&novolt, "nv.json").unwrap().overrides();
+    assert!(
+        o.notes
+            .iter()
+            .any(|n| n.contains("VDD2H") && n.contains("no supply voltage")),
+        "{:?}",
+        o.notes
+    );
+    assert!(o.settings.iter().all(|(k, _)| k != "dram.currents.idd0"));
     // LPDDR4: movelab has no LPDDR4 energy model; its currents are named as not carried over.
     let lp4 = lp.replace("LPDDR5", "LPDDR4");
     let o = read_memspec(&lp4, "lp4.json").unwrap().overrides();

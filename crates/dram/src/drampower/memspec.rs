@@ -351,9 +351,6 @@ impl MemSpec {
             let p = |k: &str| self.power.get(k).copied();
             let mut any = false;
             for (domain, v_ours, names) in LPDDR5_DOMAINS {
-                let Some(v) = p(&format!("vdd{domain}")).filter(|v| *v > 0.0) else {
-                    continue;
-                };
                 let currents: Vec<(String, f64)> = names
                     .iter()
                     .filter_map(|(theirs, ours)| {
@@ -363,6 +360,13 @@ impl MemSpec {
                 if currents.iter().all(|(_, x)| *x == 0.0) {
                     continue;
                 }
+                let Some(v) = p(&format!("vdd{domain}")).filter(|v| *v > 0.0) else {
+                    notes.push(format!(
+                        "VDD{} has currents but no supply voltage (vdd{domain}): its currents not carried over",
+                        domain.to_uppercase()
+                    ));
+                    continue;
+                };
                 any = true;
                 settings.push((format!("dram.currents.{v_ours}"), fmt_f(v)));
                 for (ours, x) in currents {

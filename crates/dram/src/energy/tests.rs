@@ -396,6 +396,13 @@ fn a_burst_is_charged_for_its_data_clocks() {
     let ddr4 = Config::preset("ddr4-2400r").unwrap().resolve("t").unwrap();
     let t4 = CoreTiming::of(&ddr4, 1.0);
     assert!((t4.t_bl - ddr4.t("nBL") as f64 * t4.tck).abs() < 1e-12);
+    // A data time outside 1..=nBL is refused, naming the key.
+    for bad in [0u64, 7] {
+        let mut c = Config::preset("lpddr5-6400-bl32").unwrap();
+        c.dram.timing.insert("nBL_data".into(), bad);
+        let e = c.resolve("t").unwrap_err().to_string();
+        assert!(e.contains("dram.timing.nBL_data"), "{e}");
+    }
 }
 
 /// DRAMPower 6.2's LPDDR5 test memspec: one x8 device, 16 banks in one group (16-bank mode: IDD4
