@@ -138,18 +138,50 @@ fn golden(b: &EnergyBreakdown, act: f64, pre: f64, rd: f64, refresh: f64, bg: f6
 
 use CommandKind::*;
 
+/// DRAMPower's core test patterns, the same for DDR5 and LPDDR5: `(cycle, command, bank)`.
+const PATTERN_0: &[(u64, CommandKind, u32)] = &[(0, Act, 0), (15, Pre, 0)];
+/// Patterns 1 and 2 (the same commands, ending at 35 and 50).
+const PATTERN_1: &[(u64, CommandKind, u32)] = &[(0, Act, 0), (15, Rd, 0), (35, Pre, 0)];
+const PATTERN_3: &[(u64, CommandKind, u32)] = &[
+    (0, Act, 0),
+    (15, Rd, 0),
+    (20, Act, 3),
+    (35, Pre, 0),
+    (45, Pre, 3),
+];
+const PATTERN_4: &[(u64, CommandKind, u32)] = &[
+    (0, Act, 0),
+    (15, Rd, 0),
+    (20, Act, 3),
+    (35, Rd, 3),
+    (40, Rd, 0),
+    (50, Prea, 0),
+];
+/// Pattern 4 and an all-bank refresh.
+fn pattern_5() -> Vec<(u64, CommandKind, u32)> {
+    [PATTERN_4, &[(65, Ref, 0)]].concat()
+}
+const PATTERN_6: &[(u64, CommandKind, u32)] = &[
+    (0, Act, 0),
+    (15, Rda, 0),
+    (20, Act, 3),
+    (35, Rd, 3),
+    (50, Prea, 0),
+    (65, Ref, 0),
+];
+
 #[test]
 fn drampower_ddr5_pattern_0_act_pre() {
-    let b = replay(&[(0, Act, 0), (15, Pre, 0)], 15);
+    let b = replay(PATTERN_0, 15);
     golden(&b, 179.0, 208.0, 0.0, 0.0, 510.0, 897.0);
 }
 
 #[test]
 fn drampower_ddr5_patterns_1_2_read() {
-    let p = [(0, Act, 0), (15, Rd, 0), (35, Pre, 0)];
-    golden(&replay(&p, 35), 179.0, 208.0, 436.0, 0.0, 1189.0, 2012.0);
+    let p = PATTERN_1;
+    golden(&replay(p, 35), 179.0, 208.0, 436.0, 0.0, 1189.0, 2012.0);
     golden(
-        &replay(&p, 50),
+        &replay(p, 50),
         179.0,
         208.0,
         436.0,
@@ -161,15 +193,9 @@ fn drampower_ddr5_patterns_1_2_read() {
 
 #[test]
 fn drampower_ddr5_patterns_3_4_two_banks_and_prea() {
-    let p = [
-        (0, Act, 0),
-        (15, Rd, 0),
-        (20, Act, 3),
-        (35, Pre, 0),
-        (45, Pre, 3),
-    ];
+    let p = PATTERN_3;
     golden(
-        &replay(&p, 50),
+        &replay(p, 50),
         359.0,
         415.0,
         436.0,
@@ -177,16 +203,9 @@ fn drampower_ddr5_patterns_3_4_two_banks_and_prea() {
         1531.0 + 156.0,
         2897.0,
     );
-    let p = [
-        (0, Act, 0),
-        (15, Rd, 0),
-        (20, Act, 3),
-        (35, Rd, 3),
-        (40, Rd, 0),
-        (50, Prea, 0),
-    ];
+    let p = PATTERN_4;
     golden(
-        &replay(&p, 70),
+        &replay(p, 70),
         359.0,
         415.0,
         1307.0,
@@ -198,17 +217,9 @@ fn drampower_ddr5_patterns_3_4_two_banks_and_prea() {
 
 #[test]
 fn drampower_ddr5_patterns_5_6_all_bank_refresh_and_rda() {
-    let p = [
-        (0, Act, 0),
-        (15, Rd, 0),
-        (20, Act, 3),
-        (35, Rd, 3),
-        (40, Rd, 0),
-        (50, Prea, 0),
-        (65, Ref, 0),
-    ];
+    let p = &pattern_5();
     golden(
-        &replay(&p, 100),
+        &replay(p, 100),
         359.0,
         415.0,
         1307.0,
@@ -216,16 +227,9 @@ fn drampower_ddr5_patterns_5_6_all_bank_refresh_and_rda() {
         2615.0 + 779.0,
         7287.0,
     );
-    let p = [
-        (0, Act, 0),
-        (15, Rda, 0),
-        (20, Act, 3),
-        (35, Rd, 3),
-        (50, Prea, 0),
-        (65, Ref, 0),
-    ];
+    let p = PATTERN_6;
     golden(
-        &replay(&p, 100),
+        &replay(p, 100),
         359.0,
         415.0,
         872.0,
@@ -471,19 +475,11 @@ fn lp5(pattern: &[(u64, CommandKind, u32)], end: u64) -> EnergyBreakdown {
 
 #[test]
 fn drampower_lpddr5_patterns_0_to_2_act_read_pre() {
+    golden(&lp5(PATTERN_0, 15), 196.0, 208.0, 0.0, 0.0, 485.0, 888.0);
+    let p = PATTERN_1;
+    golden(&lp5(p, 35), 196.0, 208.0, 226.0, 0.0, 1131.0, 1761.0);
     golden(
-        &lp5(&[(0, Act, 0), (15, Pre, 0)], 15),
-        196.0,
-        208.0,
-        0.0,
-        0.0,
-        485.0,
-        888.0,
-    );
-    let p = [(0, Act, 0), (15, Rd, 0), (35, Pre, 0)];
-    golden(&lp5(&p, 35), 196.0, 208.0, 226.0, 0.0, 1131.0, 1761.0);
-    golden(
-        &lp5(&p, 50),
+        &lp5(p, 50),
         196.0,
         208.0,
         226.0,
@@ -495,15 +491,9 @@ fn drampower_lpddr5_patterns_0_to_2_act_read_pre() {
 
 #[test]
 fn drampower_lpddr5_patterns_3_4_two_banks_and_prea() {
-    let p = [
-        (0, Act, 0),
-        (15, Rd, 0),
-        (20, Act, 3),
-        (35, Pre, 0),
-        (45, Pre, 3),
-    ];
+    let p = PATTERN_3;
     golden(
-        &lp5(&p, 50),
+        &lp5(p, 50),
         392.0,
         415.0,
         226.0,
@@ -511,16 +501,9 @@ fn drampower_lpddr5_patterns_3_4_two_banks_and_prea() {
         1462.0 + 156.0,
         2652.0,
     );
-    let p = [
-        (0, Act, 0),
-        (15, Rd, 0),
-        (20, Act, 3),
-        (35, Rd, 3),
-        (40, Rd, 0),
-        (50, Prea, 0),
-    ];
+    let p = PATTERN_4;
     golden(
-        &lp5(&p, 70),
+        &lp5(p, 70),
         392.0,
         415.0,
         678.0,
@@ -532,17 +515,9 @@ fn drampower_lpddr5_patterns_3_4_two_banks_and_prea() {
 
 #[test]
 fn drampower_lpddr5_patterns_5_6_all_bank_refresh_and_rda() {
-    let p = [
-        (0, Act, 0),
-        (15, Rd, 0),
-        (20, Act, 3),
-        (35, Rd, 3),
-        (40, Rd, 0),
-        (50, Prea, 0),
-        (65, Ref, 0),
-    ];
+    let p = &pattern_5();
     golden(
-        &lp5(&p, 100),
+        &lp5(p, 100),
         392.0,
         415.0,
         678.0,
@@ -550,16 +525,9 @@ fn drampower_lpddr5_patterns_5_6_all_bank_refresh_and_rda() {
         2657.0 + 779.0,
         6621.0,
     );
-    let p = [
-        (0, Act, 0),
-        (15, Rda, 0),
-        (20, Act, 3),
-        (35, Rd, 3),
-        (50, Prea, 0),
-        (65, Ref, 0),
-    ];
+    let p = PATTERN_6;
     golden(
-        &lp5(&p, 100),
+        &lp5(p, 100),
         392.0,
         415.0,
         226.0 + 226.0,
