@@ -983,7 +983,7 @@ impl Config {
             return Err(ConfigError::invalid(
                 src,
                 "dram.currents.idd5pb",
-                "\"per-bank\" refresh with currents needs the per-bank refresh current idd5pb (mA), or REFPB energy would be left out",
+                "\"per-bank\" refresh with currents needs a per-bank refresh current (idd5pb, or on LPDDR5 also ipp5pb or idd5pb2l; mA), or REFPB energy would be left out",
             ));
         }
         if self.controller.refresh != "none" {

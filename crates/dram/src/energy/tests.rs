@@ -536,3 +536,19 @@ fn drampower_lpddr5_patterns_5_6_all_bank_refresh_and_rda() {
         6377.0,
     );
 }
+
+/// Per-bank refresh with currents needs a per-bank refresh current on some supply (LPDDR5's may
+/// sit on any of its three), or REFPB energy would silently be zero.
+#[test]
+fn per_bank_refresh_with_currents_needs_a_per_bank_current() {
+    let with = |text: &str| {
+        Config::preset("lpddr5-6400")
+            .unwrap()
+            .with_overrides(toml::from_str(text).unwrap(), "test")
+            .and_then(|c| c.resolve("t").map(|_| ()))
+    };
+    let vdd2l = "[dram.currents]\nvdd2l = 0.9\nidd02l = 10.0\nidd2n2l = 5.0\nidd3n2l = 6.0\n";
+    let e = with(vdd2l).unwrap_err().to_string();
+    assert!(e.contains("dram.currents.idd5pb"), "{e}");
+    with(&format!("{vdd2l}idd5pb2l = 6.0\n")).unwrap();
+}
