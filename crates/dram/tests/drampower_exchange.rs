@@ -270,6 +270,13 @@ fn an_lpddr5_device_reads_back_from_its_memspec() {
         let json = memspec_json(&spec, 0.5).unwrap();
         let ms = &json["memspec"];
         assert_eq!(ms["memtimingspec"]["WCK2CK"], 4, "{preset}");
+        // tRBTP counts after the burst; movelab's nRTP is the whole read-to-precharge distance.
+        let burst = spec.param("nBL_data").unwrap_or(spec.t("nBL"));
+        assert_eq!(
+            ms["memtimingspec"]["RBTP"],
+            spec.t("nRTP") - burst,
+            "{preset}"
+        );
         assert_eq!(ms["memarchitecturespec"]["per2BankOffset"], 8, "{preset}");
         assert_eq!(ms["mempowerspec"]["vdd1"], 1.8);
         assert_eq!(ms["mempowerspec"]["idd02l"], 0.01);

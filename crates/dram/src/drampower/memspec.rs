@@ -711,7 +711,6 @@ fn memspec_document(
 fn lpddr5_memspec_json(spec: &DramSpec, rho: f64) -> Value {
     let o = &spec.org;
     let t = |k: &str| spec.param(k).unwrap_or(0);
-    let c = &spec.currents;
     let tck_s = spec.t("tCK_ps") as f64 * 1e-12;
     // A burst of BL beats at double data rate lasts BL / (2 WCK:CK) clocks of CK.
     let burst = spec.param("nBL_data").unwrap_or(t("nBL")).max(1);
@@ -741,7 +740,9 @@ fn lpddr5_memspec_json(spec: &DramSpec, rho: f64) -> Value {
         ("FAW", t("nFAW")),
         ("RRD", t("nRRD")),
         ("RL", t("nCL")),
-        ("RBTP", t("nRTP")),
+        // movelab's nRTP is a read's whole distance to a precharge; LPDDR5 (and DRAMPower, which
+        // closes an RDA's bank BL/n + tRBTP after it) counts tRBTP after the burst.
+        ("RBTP", t("nRTP").saturating_sub(burst)),
         ("WL", t("nCWL")),
         ("WR", t("nWR")),
         ("RTRS", t("nRTRS")),
@@ -766,40 +767,21 @@ fn lpddr5_memspec_json(spec: &DramSpec, rho: f64) -> Value {
     ] {
         timing.insert(k.into(), json!(0));
     }
-    let a = |ma: f64| ma / 1000.0;
+    // Each supply's currents by the names `LPDDR5_DOMAINS` gives them here and there (the zero
+    // ones are left out of the serialised currents).
+    let ours = serde_json::to_value(&spec.currents).unwrap_or_default();
+    let ma = |name: &str| ours.get(name).and_then(Value::as_f64).unwrap_or(0.0);
     let mut power = Map::new();
-    let domains: [(&str, f64, [f64; 7]); 3] = [
-        (
-            "1",
-            c.vpp,
-            [c.ipp0, c.ipp2n, c.ipp3n, c.ipp4r, c.ipp4w, c.ipp5, c.ipp5pb],
-        ),
-        (
-            "2h",
-            c.vdd,
-            [c.idd0, c.idd2n, c.idd3n, c.idd4r, c.idd4w, c.idd5, c.idd5pb],
-        ),
-        (
-            "2l",
-            c.vdd2l,
-            [
-                c.idd02l, c.idd2n2l, c.idd3n2l, c.idd4r2l, c.idd4w2l, c.idd52l, c.idd5pb2l,
-            ],
-        ),
-    ];
-    for (suffix, v, currents) in domains {
-        power.insert(format!("vdd{suffix}"), json!(v));
-        for (name, ma) in ["idd0", "idd2n", "idd3n", "idd4r", "idd4w", "idd5", "idd5pb"]
-            .iter()
-            .zip(currents)
-        {
-            power.insert(format!("{name}{suffix}"), json!(a(ma)));
+    for (suffix, v_ours, names) in LPDDR5_DOMAINS {
+        power.insert(format!("vdd{suffix}"), json!(ma(v_ours)));
+        for (theirs, ours) in names {
+            power.insert(format!("{theirs}{suffix}"), json!(ma(ours) / 1000.0));
         }
         for name in ["idd6", "idd6ds", "idd2p", "idd3p"] {
             power.insert(format!("{name}{suffix}"), json!(0.0));
         }
         // movelab's I_theta takes IBeta = IDD0 (docs/dram.md, "Energy").
-        power.insert(format!("iBeta_vdd{suffix}"), json!(a(currents[0])));
+        power.insert(format!("iBeta_vdd{suffix}"), json!(ma(names[0].1) / 1000.0));
     }
     power.insert("vddq".into(), json!(0.5));
     memspec_document(spec, arch, power, timing, rho)
