@@ -1,5 +1,5 @@
 /* A program whose large copies are preempted on purpose, for movelab's recording tests: it pins
- * itself and a spinning child to one CPU, makes COPIES copies of 32 MiB each, and writes, per copy,
+ * itself and a spinning child to one CPU, makes COPIES copies of 128 MiB each, and writes, per copy,
  * the thread's CPU time inside it (CLOCK_THREAD_CPUTIME_ID around the call) to the file named by
  * argv[1], one number of ns a line: the oracle for the interposer's off-CPU time. */
 #define _GNU_SOURCE
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define COPIES 24
-#define BYTES (32u << 20)
+#define BYTES (128u << 20)
 
 static long long cpu_ns(void) {
     struct timespec t;
