@@ -846,6 +846,9 @@ impl Config {
                 ));
             }
         }
+        let supplies = h.supply_names().map_err(|why| {
+            ConfigError::invalid(format!("standard {}", h.name), "standard.supplies", why)
+        })?;
         if h.refpb_pairs && !org.banks_per_rank().is_multiple_of(2) {
             return Err(ConfigError::invalid(
                 src,
@@ -900,6 +903,30 @@ impl Config {
                     ));
                 }
                 tbl.insert(k.clone(), toml::Value::Float(*v));
+            }
+            // A current on a supply the standard does not have would be charged all the same:
+            // refused, naming the key (the config's own first, then the part's).
+            let stray = d
+                .currents
+                .iter()
+                .map(|(k, v)| (k, *v))
+                .chain(tbl.iter().map(|(k, v)| (k, v.as_float().unwrap_or(0.0))))
+                .find(|(k, v)| *v != 0.0 && crate::spec::supply_of(k) >= supplies.len());
+            if let Some((k, _)) = stray {
+                let have: Vec<String> = supplies
+                    .iter()
+                    .zip(crate::spec::SUPPLY_KEYS)
+                    .map(|(name, keys)| format!("{name} ({keys})"))
+                    .collect();
+                return Err(ConfigError::invalid(
+                    src,
+                    format!("dram.currents.{k}"),
+                    format!(
+                        "{} has no such supply: its currents are on {}",
+                        h.name,
+                        have.join(", ")
+                    ),
+                ));
             }
             currents = cv.try_into().map_err(|e: toml::de::Error| {
                 ConfigError::invalid(src, "dram.currents", e.to_string())

@@ -205,6 +205,25 @@ pub const OPTIONAL_CURRENTS: &[&str] = &[
     "idd5pb2l",
 ];
 
+/// The keys of `dram.currents` of each of the energy model's supply domains, in order: the first
+/// supply a standard names (`[standard] supplies`) draws the `vdd` / `idd*` currents, the second
+/// the `vpp` / `ipp*`, the third the `vdd2l` / `idd*2l` (LPDDR5: VDD2H, VDD1, VDD2L).
+pub const SUPPLY_KEYS: [&str; 3] = ["vdd, idd*", "vpp, ipp*", "vdd2l, idd*2l"];
+
+/// The supplies of a standard that does not name its own (`[standard] supplies` absent).
+pub const DEFAULT_SUPPLIES: [&str; 2] = ["VDD", "VPP"];
+
+/// The supply domain (index into [`SUPPLY_KEYS`]) a `dram.currents` key belongs to.
+pub fn supply_of(key: &str) -> usize {
+    if key.starts_with("vpp") || key.starts_with("ipp") {
+        1
+    } else if key.ends_with("2l") {
+        2
+    } else {
+        0
+    }
+}
+
 /// Under which conditions a standard's datasheets measure the currents the energy model reads
 /// (the IDD test conditions differ between DDR and LPDDR), from `[standard]`.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
@@ -344,11 +363,40 @@ pub struct StandardHeader {
     pub idd4_open_banks: u32,
     #[serde(default)]
     pub idd5pb_averaged: bool,
+    /// The supplies the standard's devices draw current from, by name, in the order of the
+    /// energy model's domains (see [`SUPPLY_KEYS`]); absent: VDD and VPP (DDR4, DDR5). A config
+    /// may give currents only on these.
+    #[serde(default)]
+    pub supplies: Option<Vec<String>>,
     /// Separate row and column command buses (HBM): the commands each carries.
     #[serde(default)]
     pub command_buses: Option<crate::command_bus::CommandBusesRow>,
     pub rules: Vec<RuleRow>,
     pub windows: Vec<WindowRow>,
+}
+
+impl StandardHeader {
+    /// The standard's supplies in the order of [`SUPPLY_KEYS`] ([`DEFAULT_SUPPLIES`] when it
+    /// names none), or why its `supplies` cannot be read that way.
+    pub fn supply_names(&self) -> Result<Vec<&str>, String> {
+        let names: Vec<&str> = match &self.supplies {
+            Some(names) => names.iter().map(String::as_str).collect(),
+            None => DEFAULT_SUPPLIES.to_vec(),
+        };
+        let distinct = names.iter().collect::<std::collections::BTreeSet<_>>().len();
+        if names.is_empty()
+            || names.len() > SUPPLY_KEYS.len()
+            || names.iter().any(|n| n.trim().is_empty())
+            || distinct != names.len()
+        {
+            return Err(format!(
+                "{names:?}: give 1 to {} distinct supply names, in the order of the currents' keys ({})",
+                SUPPLY_KEYS.len(),
+                SUPPLY_KEYS.join("; ")
+            ));
+        }
+        Ok(names)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

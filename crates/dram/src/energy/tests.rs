@@ -552,3 +552,74 @@ fn per_bank_refresh_with_currents_needs_a_per_bank_current() {
     assert!(e.contains("dram.currents.idd5pb"), "{e}");
     with(&format!("{vdd2l}idd5pb2l = 6.0\n")).unwrap();
 }
+
+/// A current on a supply the standard does not have would be charged all the same: it is refused,
+/// naming the key and the standard's supplies (DDR3 has VDD only, DDR4 no VDD2L); on the supplies
+/// a standard has, currents are taken.
+#[test]
+fn currents_are_taken_only_on_the_standards_supplies() {
+    let with = |preset: &str, text: &str| {
+        Config::preset(preset)
+            .unwrap()
+            .with_overrides(toml::from_str(text).unwrap(), "test")
+            .and_then(|c| c.resolve("t"))
+    };
+    for (preset, text, key, have) in [
+        (
+            "ddr3-1600k-bench",
+            "[dram.currents]\nipp0 = 3.0\n",
+            "dram.currents.ipp0",
+            "DDR3 has no such supply: its currents are on VDD (vdd, idd*)",
+        ),
+        (
+            "ddr3-1600k-bench",
+            "[dram.currents]\nvpp = 2.5\n",
+            "dram.currents.vpp",
+            "on VDD (vdd, idd*)",
+        ),
+        (
+            "ddr4-2400r",
+            "[dram.currents]\nvdd2l = 1.05\nidd02l = 60.0\n",
+            "dram.currents.idd02l",
+            "DDR4 has no such supply: its currents are on VDD (vdd, idd*), VPP (vpp, ipp*)",
+        ),
+    ] {
+        let e = with(preset, text).unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains(have), "{preset}: {e}");
+    }
+    // The supplies they have: DDR4's VPP, LPDDR5's VDD2L (with a per-bank refresh current, which
+    // its per-bank refresh needs).
+    let ddr4 = with("ddr4-2400r", "[dram.currents]\nipp0 = 4.0\n").unwrap();
+    assert_eq!(ddr4.currents.ipp0, 4.0);
+    let lp = with(
+        "lpddr5-6400",
+        "[dram.currents]\nvdd2l = 0.9\nidd02l = 10.0\nidd5pb2l = 6.0\n",
+    )
+    .unwrap();
+    assert_eq!((lp.currents.vdd2l, lp.currents.idd02l), (0.9, 10.0));
+}
+
+/// A standard's `supplies` names 1 to 3 distinct supplies; absent, its devices have VDD and VPP.
+#[test]
+fn a_standard_names_one_to_three_distinct_supplies() {
+    let header = |supplies: &str| -> crate::spec::StandardHeader {
+        toml::from_str(&format!(
+            "name = \"X\"\nbank_groups = 1\nbus_width = 64\nburst_length = 8\nsubarray_rows = 512\n{supplies}\nrules = []\nwindows = []\n"
+        ))
+        .unwrap()
+    };
+    assert_eq!(header("").supply_names().unwrap(), ["VDD", "VPP"]);
+    assert_eq!(
+        header("supplies = [\"VDD\"]").supply_names().unwrap(),
+        ["VDD"]
+    );
+    for bad in [
+        "supplies = []",
+        "supplies = [\"VDD\", \"VDD\"]",
+        "supplies = [\" \"]",
+        "supplies = [\"A\", \"B\", \"C\", \"D\"]",
+    ] {
+        let e = header(bad).supply_names().unwrap_err();
+        assert!(e.contains("1 to 3 distinct supply names"), "{bad}: {e}");
+    }
+}
