@@ -4,9 +4,10 @@
 //! Completion Boundary (RCB), and how long a number of bytes takes to serialize at a generation
 //! and width. The timed link (`pcie_link`) and every byte count of the I/O model come from here.
 //!
-//! Sources (see `../shared/reference/pcie-facts.md` in the project notes): PCIe Base
-//! Specification 2.1/3.0 (framing, headers, DLLPs), Intel AN708 "Understanding PCI Express
-//! Throughput", pcie-bench/pcie-model `model/pcie.py` (the same constants, its own code).
+//! Sources: PCIe Base Specification 2.1/3.0 (framing, headers, DLLPs), Intel AN708
+//! "Understanding PCI Express Throughput", pcie-bench/pcie-model `model/pcie.py` (Neugebauer et
+//! al., "Understanding PCIe performance for end host networking", SIGCOMM 2018: the same
+//! constants, its own code).
 use crate::config::io::IoConfig;
 pub use crate::config::io::{gen_rate, CompletionMode};
 use serde::{Deserialize, Serialize};
