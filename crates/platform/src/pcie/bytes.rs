@@ -343,7 +343,7 @@ mod tests {
 
     #[test]
     fn wire_times_match_the_fig8_check() {
-        // Gen1 x8 = 16 Gb/s = 2 B/ns: 36 B in 18 ns, 84 B in 42 ns (facts page, section 4).
+        // Gen1 x8 = 16 Gb/s = 2 B/ns: 36 B in 18 ns, 84 B in 42 ns (Larsen & Lee's Fig. 8 check).
         let l = g(1);
         assert_eq!(l.wire_ps(36), 18_000);
         assert_eq!(l.wire_ps(84), 42_000);
@@ -359,7 +359,8 @@ mod tests {
 
     #[test]
     fn the_fig8_transactions_total_192_bytes() {
-        // Facts section 6: doorbell 24 + descriptor MRd 24 + CplD 36 + payload MRd 24 + CplD 84.
+        // One 64 B TX by byte count: doorbell 24 + descriptor MRd 24 + CplD 36 + payload MRd 24
+        // + CplD 84.
         let l = g(1);
         let (du, dd) = l.read_cost(0x1000, 16);
         let (pu, pd) = l.read_cost(0x2000, 64);
