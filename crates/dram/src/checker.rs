@@ -1,12 +1,12 @@
 //! The independent timing checker: the DRAM model's oracle.
 //!
 //! The checker replays an issued-command log (or a stream of [`CommandRecord`]s) and verifies every
-//! command against the DRAM standard's rules as listed in `shared/reference/dram-facts.md`
-//! ("Command-to-command rules"), RowClone's in-DRAM copy commands (Seshadri et al., MICRO 2013,
+//! command against the DRAM standard's command-to-command timing rules (JEDEC JESD79-3 section 13,
+//! JESD79-4), RowClone's in-DRAM copy commands (Seshadri et al., MICRO 2013,
 //! sections 3.1-3.4), the protocol state of every bank, and the refresh interval.
 //!
 //! It is deliberately *not* built on the rule table in `presets/dram/*.toml` that the controller
-//! schedules by: its rules are written out here in code, from the fact sheet, so that a rule
+//! schedules by: its rules are written out here in code, from the standards' rules, so that a rule
 //! missing from (or wrong in) that table shows up as a violation. Its algorithm differs from the
 //! controller's too: instead of keeping "next allowed" times, it keeps a short history of recent
 //! commands per rank (and of data bursts per channel) and checks each new command against every

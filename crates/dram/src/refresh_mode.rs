@@ -5,7 +5,7 @@
 //!
 //! The mode acts when the config is resolved, not in the controller: in FGR mode the resolved
 //! timing's `nREFI` is tREFI2, `nRFC` is tRFC2 and an all-bank RFM's `nRFM` is tRFM2 = tRFC2
-//! (Ramulator 2.0's DDR5 model, as the reference facts give it), and refresh management's RAAIMT
+//! (Ramulator 2.0's DDR5 model: ramulator2 @ 5e58d25, DDR5.cpp), and refresh management's RAAIMT
 //! and RAAMMT are halved (JESD79-5C's MR58 as public summaries give it), so the controller's refresh timer
 //! and the standard's rule rows need nothing new. The timing also carries the mode's flag
 //! ([`REFRESH_FGR_KEY`]) and its inputs `nRFC2` and `nREFI1` (the normal-mode tREFI), from which
@@ -13,7 +13,7 @@
 //! than trusting `nRFC` / `nREFI`. The REF current in FGR mode is IDD5F / IPP5F ([`fgr_currents`]).
 //!
 //! Refused: FGR on a part without tRFC2 (every standard but DDR5), FGR with any refresh other
-//! than all-bank REF (same-bank refresh's interplay with FGR is not in the facts in reach), and
+//! than all-bank REF (same-bank refresh's interplay with FGR is in no public source in reach), and
 //! overriding `nRFC` / `nREFI` / `nRFM` in FGR mode (the mode sets them).
 use crate::spec::{Currents, PartRow};
 use std::collections::BTreeMap;
@@ -84,7 +84,7 @@ pub fn apply_timing(
     // floor(floor(tREFI / tCK) / 2) = floor(tREFI2 / tCK).
     timing.insert("nREFI".into(), nrefi1 / 2);
     if timing.contains_key("nRFM") {
-        // tRFM2 = tRFC2 (Ramulator 2.0 DDR5.cpp before 2.1, as the reference facts give it).
+        // tRFM2 = tRFC2 (Ramulator 2.0 DDR5.cpp before 2.1, ramulator2 @ 5e58d25).
         timing.insert("nRFM".into(), nrfc2);
     }
     // Refresh management's thresholds are halved with fine-granularity refresh (JESD79-5C MR58

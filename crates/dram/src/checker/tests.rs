@@ -1246,7 +1246,8 @@ fn log_files() {
 // Its model is its own: the last event of each kind per bank and rank, not a history scan. It
 // knows every standard the presets have (DDR2 to DDR5, LPDDR5, HBM2, HBM3) and their refresh
 // modes (all-bank REF, DDR5's same-bank REFSB, LPDDR5 / HBM3's per-bank REFPB), written from the
-// standards' rule lists (dram-facts.md, dram-facts-modern.md), not from the checker's code.
+// standards' rule lists (JEDEC JESD79-3 / JESD79-4; JESD79-5, JESD209-5B, JESD235 and JESD238 as
+// Ramulator 2 (CMU-SAFARI/ramulator2), DRAMSys and gem5 list them), not from the checker's code.
 
 #[derive(Debug, Clone, Default)]
 struct GBank {

@@ -4,7 +4,7 @@
 //! Crowley, ANCS 2006; the IXP2350). Pure data: the agent is `agents/microengines.rs`.
 //!
 //! Defaults are the IXP2350 values of `presets/platforms/ixp-host.toml`, each with its source there
-//! (the paper, the IXP2800 Hardware Reference Manual via the onload facts, the Linux IXP2000
+//! (the paper, the Intel IXP2800 Hardware Reference Manual, the Linux IXP2000
 //! driver's microcode); values marked `[U]` there are modelling choices, not fits.
 use crate::sim::error::PlatformError;
 use serde::{Deserialize, Serialize};

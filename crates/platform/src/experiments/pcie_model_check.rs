@@ -369,8 +369,8 @@ mod tests {
 
     #[test]
     fn pcie_model_tlp_bandwidth_as_published() {
-        // pcie-model prints 57.88 Gb/s for Gen3 x8 MPS 256 (facts page section 7)... with its
-        // DLLP term; our restatement gives the same.
+        // pcie-model prints 57.88 Gb/s for Gen3 x8 MPS 256 (Neugebauer et al., SIGCOMM 2018)...
+        // with its DLLP term; our restatement gives the same.
         let g3 = pm_tlp_gbps(3);
         assert!((g3 - 57.88).abs() < 0.05, "{g3}");
     }

@@ -4,9 +4,10 @@
 //! Completion Boundary (RCB), and how long a number of bytes takes to serialize at a generation
 //! and width. The timed link (`pcie_link`) and every byte count of the I/O model come from here.
 //!
-//! Sources (see `../shared/reference/pcie-facts.md` in the project notes): PCIe Base
-//! Specification 2.1/3.0 (framing, headers, DLLPs), Intel AN708 "Understanding PCI Express
-//! Throughput", pcie-bench/pcie-model `model/pcie.py` (the same constants, its own code).
+//! Sources: PCIe Base Specification 2.1/3.0 (framing, headers, DLLPs), Intel AN708
+//! "Understanding PCI Express Throughput", pcie-bench/pcie-model `model/pcie.py` (Neugebauer et
+//! al., "Understanding PCIe performance for end host networking", SIGCOMM 2018: the same
+//! constants, its own code).
 use crate::config::io::IoConfig;
 pub use crate::config::io::{gen_rate, CompletionMode};
 use serde::{Deserialize, Serialize};
@@ -342,7 +343,7 @@ mod tests {
 
     #[test]
     fn wire_times_match_the_fig8_check() {
-        // Gen1 x8 = 16 Gb/s = 2 B/ns: 36 B in 18 ns, 84 B in 42 ns (facts page, section 4).
+        // Gen1 x8 = 16 Gb/s = 2 B/ns: 36 B in 18 ns, 84 B in 42 ns (Larsen & Lee's Fig. 8 check).
         let l = g(1);
         assert_eq!(l.wire_ps(36), 18_000);
         assert_eq!(l.wire_ps(84), 42_000);
@@ -358,7 +359,8 @@ mod tests {
 
     #[test]
     fn the_fig8_transactions_total_192_bytes() {
-        // Facts section 6: doorbell 24 + descriptor MRd 24 + CplD 36 + payload MRd 24 + CplD 84.
+        // One 64 B TX by byte count: doorbell 24 + descriptor MRd 24 + CplD 36 + payload MRd 24
+        // + CplD 84.
         let l = g(1);
         let (du, dd) = l.read_cost(0x1000, 16);
         let (pu, pd) = l.read_cost(0x2000, 64);

@@ -28,8 +28,8 @@ use std::collections::BTreeMap;
 
 /// The platform at both ends of the wire.
 pub const PLATFORM: &str = "ixp-host";
-/// The XScale's cache line (32 B, L1 and L2: the onload facts), in which the host programs count
-/// their cache maintenance (the platform's caches have one line size, 64 B).
+/// The XScale's cache line (32 B, L1 and L2: Linux arch/arm/mach-ixp23xx), in which the host
+/// programs count their cache maintenance (the platform's caches have one line size, 64 B).
 pub const XSCALE_LINE_BYTES: usize = 32;
 /// Datagrams a transmit run's host sends.
 pub const TX_MESSAGES: u64 = 100;
