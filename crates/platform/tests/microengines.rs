@@ -306,7 +306,7 @@ fn microengines_copy_faster_than_the_host_core() {
         .any(|a| a.kind == "microengines" && a.ops == 4));
 }
 
-/// `ixp-host`'s unloaded DRAM read from the host core is the onload facts' DRAM latency (~120 ME
+/// `ixp-host`'s unloaded DRAM read from the host core is the ME DRAM latency quoted for the IXP2400 (~120 ME
 /// cycles at 600 MHz = 200 ns, the same as its uncached read of the microengines' DRAM): a chain of
 /// dependent loads over cold lines costs that plus the L1 and L2 lookups (13 cycles at 900 MHz)
 /// per load. The chip bus's paths carry what the DRAM model does not; shortening them speeds the

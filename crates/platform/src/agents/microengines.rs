@@ -1,4 +1,4 @@
-//! IXP-style microengines as an agent of the platform (Wun & Crowley, ANCS 2006: the IXP2350's
+//! IXP-style microengines as an agent of the platform (Wun & Crowley, Hot Interconnects 2006: the IXP2350's
 //! small multithreaded cores beside its XScale host core): the receive and transmit microcode of
 //! the paper's emu nic, softnic and onloader, with its own MAC and receive and transmit buffers
 //! (the MSF's RBUF and TBUF), on the platform's one memory system: the microengines' memory

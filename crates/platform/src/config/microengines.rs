@@ -1,7 +1,7 @@
 //! The parameters of a platform's microengines (`[[agents]] kind = "microengines"`): IXP-style
 //! small multithreaded cores with their own Ethernet MAC and receive buffer (the MSF's RBUF),
 //! moving received frames into the host's RX buffers with asynchronous memory commands (Wun &
-//! Crowley, ANCS 2006; the IXP2350). Pure data: the agent is `agents/microengines.rs`.
+//! Crowley, Hot Interconnects 2006; the IXP2350). Pure data: the agent is `agents/microengines.rs`.
 //!
 //! Defaults are the IXP2350 values of `presets/platforms/ixp-host.toml`, each with its source there
 //! (the paper, the Intel IXP2800 Hardware Reference Manual, the Linux IXP2000
