@@ -4,6 +4,8 @@ as a DRAMPower memspec and read back, a run on a memspec's values, and the refus
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,29 @@ def test_memspec_round_trip_and_run(tmp_path: Path) -> None:
     assert c["tck_ps"] == 400
     text = cli("dram", "memspec", ms)
     assert "dram.timing.nRFC=" in text
+
+
+def test_a_run_on_a_memspec_says_what_it_did_not_carry(tmp_path: Path) -> None:
+    """A timing the memspec leaves at 0 (DRAMPower's "not given") keeps the config's value: `dram run
+    --memspec` says so on stderr, and its JSON on stdout is whole."""
+    ms = tmp_path / "ddr4.json"
+    cli("dram", "memspec", "--write", "ddr4-2400r", "--out", ms)
+    doc = json.loads(ms.read_text())
+    doc["memspec"]["memtimingspec"]["RCD"] = 0
+    zero = tmp_path / "rcd0.json"
+    zero.write_text(json.dumps(doc))
+    assert "nRCD (RCD)" in " ".join(dram.read_memspec(zero)["notes"])
+    r = subprocess.run([sys.executable, "-m", "movelab", "dram", "run", "ddr4-2400r", "--generate", "random",
+                        "--count", "300", "--format", "json", "--memspec", str(zero)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["reads"] > 0
+    assert "not carried over" in r.stderr and "nRCD (RCD)" in r.stderr
+    # The memspec as written gives every timing: nothing to say.
+    r = subprocess.run([sys.executable, "-m", "movelab", "dram", "run", "ddr4-2400r", "--generate", "random",
+                        "--count", "300", "--format", "json", "--memspec", str(ms)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "not carried over" not in r.stderr, r.stderr
 
 
 def test_refusals_name_the_problem(tmp_path: Path) -> None:

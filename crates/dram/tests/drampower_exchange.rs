@@ -283,6 +283,14 @@ fn an_lpddr5_device_reads_back_from_its_memspec() {
         let m = read_memspec(&serde_json::to_string(&json).unwrap(), "mem.json").unwrap();
         let o = m.overrides();
         assert!(o.notes.is_empty(), "{:?}", o.notes);
+        // nRTP comes back from tRBTP and the burst (the memspec has no RTP).
+        assert!(
+            o.settings
+                .iter()
+                .any(|(k, v)| k == "dram.timing.nRTP" && *v == spec.t("nRTP").to_string()),
+            "{preset}: {:?}",
+            o.settings
+        );
         let mut onto = Config::preset(preset).unwrap();
         onto.dram.part = "LPDDR5-16Gb-x16".into();
         let got = onto
@@ -349,9 +357,17 @@ fn a_drampower_layout_memspec_gives_these_overrides() {
     assert_eq!(get("dram.currents.idd5").as_deref(), Some("270.0"));
     assert_eq!(get("dram.currents.idd5c").as_deref(), Some("130.0"));
     assert_eq!(get("energy.bank_rho").as_deref(), Some("0.3"));
-    // iBeta_vdd differs from idd0: said, not dropped silently.
-    assert_eq!(o.notes.len(), 1, "{:?}", o.notes);
-    assert!(o.notes[0].contains("iBeta_vdd"));
+    // iBeta_vdd differs from idd0, and the timings the memspec leaves at 0 keep the config's
+    // values: both said, not dropped silently.
+    assert_eq!(o.notes.len(), 2, "{:?}", o.notes);
+    assert!(o.notes.iter().any(|n| n.contains("iBeta_vdd")));
+    assert!(
+        o.notes
+            .iter()
+            .any(|n| n.contains("the config's stay") && n.contains("nPPD (PPD)")),
+        "{:?}",
+        o.notes
+    );
     // Applied to the DDR5-4800B preset: a config movelab runs.
     let c = Config::preset("ddr5-4800b-sb")
         .unwrap()
@@ -385,8 +401,17 @@ fn a_drampower_layout_memspec_gives_these_overrides() {
     assert_eq!(get("dram.currents.idd0").as_deref(), Some("50.0"));
     assert_eq!(get("dram.currents.idd5pb").as_deref(), Some("30.0"));
     assert_eq!(get("dram.currents.vdd2l"), None);
-    assert_eq!(o.notes.len(), 1, "{:?}", o.notes);
-    assert!(o.notes[0].contains("iBeta_vdd2h"), "{:?}", o.notes);
+    assert_eq!(o.notes.len(), 2, "{:?}", o.notes);
+    assert!(o.notes.iter().any(|n| n.contains("iBeta_vdd2h")), "{:?}", o.notes);
+    // Neither RBTP nor RTP: nRTP stays the config's, and the notes say so.
+    assert_eq!(get("dram.timing.nRTP"), None);
+    assert!(
+        o.notes
+            .iter()
+            .any(|n| n.contains("the config's stay") && n.contains("nRTP (RBTP")),
+        "{:?}",
+        o.notes
+    );
     let c = Config::preset("lpddr5-6400")
         .unwrap()
         .with_overrides(o.value, "lp.json")
@@ -395,6 +420,16 @@ fn a_drampower_layout_memspec_gives_these_overrides() {
     assert_eq!((s.t("nRPab"), s.t("nRFC"), s.t("nRFCpb")), (17, 168, 96));
     assert!(s.energy_available);
     assert_eq!((s.currents.idd0, s.currents.ipp0), (50.0, 5.0));
+    // With RBTP, WCK:CK 4 and BL16 (a 2-clock burst), nRTP is RBTP + 2.
+    let rbtp = lp.replace("\"RAS\": 34", "\"RAS\": 34, \"RBTP\": 10, \"WCK2CK\": 4");
+    let o = read_memspec(&rbtp, "rbtp.json").unwrap().overrides();
+    assert!(
+        o.settings
+            .iter()
+            .any(|(k, v)| k == "dram.timing.nRTP" && v == "12"),
+        "{:?}",
+        o.settings
+    );
     // A supply with currents but no voltage is named, not dropped silently.
     let novolt = lp.replace("\"vdd2h\": 1.05,", "");
     let o = read_memspec(&novolt, "nv.json").unwrap().overrides();

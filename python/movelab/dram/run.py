@@ -110,9 +110,13 @@ def run_trace(config: str, trace: Path | None, generate: str | None, count: int,
     overrides = parse_set(set_)
     if memspec is not None:
         try:
-            overrides = layered(dram.read_memspec(memspec)["overrides"], overrides)
+            ms = dram.read_memspec(memspec)
         except (ValueError, TypeError, OSError) as e:
             _fail(e)
+        overrides = layered(ms["overrides"], overrides)
+        # What the memspec could not give is said on stderr (stdout may be JSON), as `dram memspec` says it.
+        for n in ms["notes"]:
+            sys.stderr.write(f"{memspec}: not carried over: {n}\n")
     log = output_path(command_log, force, "--command-log")
 
     def sim(progress: Any) -> dram.SimResult:

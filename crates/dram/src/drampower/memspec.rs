@@ -10,7 +10,8 @@
 //! organisation and timings become `dram.org.*`, `dram.ranks` and `dram.timing.*` overrides, DDR4 /
 //! DDR5 / LPDDR5 currents `dram.currents.*` (mA), `factRho` `energy.bank_rho`. What movelab cannot take is
 //! listed in the notes, not dropped silently: LPDDR4 currents (movelab has no LPDDR4), an `iBeta`
-//! other than IDD0 (movelab's I_theta takes IBeta = IDD0). LPDDR5's currents come per supply
+//! other than IDD0 (movelab's I_theta takes IBeta = IDD0), and the timings it does not give
+//! (absent or 0), for which the config's values stay. LPDDR5's currents come per supply
 //! (VDD1, VDD2H, VDD2L) and are kept as movelab's VPP, VDD and VDD2L ([`LPDDR5_DOMAINS`]).
 //!
 //! Written ([`memspec_json`]): DDR4, DDR5 and LPDDR5 devices with currents, with the fields of both the
@@ -307,8 +308,34 @@ impl MemSpec {
         settings.push(("dram.ranks".into(), (a("nbrOfRanks") as u64).to_string()));
         let tck_ps = (self.timing["tCK"] * 1e12).round() as u64;
         settings.push(("dram.timing.tCK_ps".into(), tck_ps.to_string()));
+        // A 0 in a memspec means "not given" (DRAMPower's own test memspecs are full of them): the
+        // config's value stays, and the notes say which.
+        let mut kept = Vec::new();
+        let lpddr5 = self.memory_type == "LPDDR5";
+        if lpddr5 {
+            // LPDDR5 counts tRBTP after the read's burst (BL / (2 WCK:CK) clocks); movelab's nRTP
+            // is the read's whole distance to a precharge (the writer's inverse).
+            let t = |k: &str| self.timing.get(k).copied().unwrap_or(0.0);
+            let (rbtp, wck2ck, bl) = (t("RBTP"), t("WCK2CK"), a("burstLength"));
+            if rbtp > 0.0 && wck2ck >= 1.0 && bl >= 1.0 {
+                let burst = (bl / (2.0 * wck2ck)).round().max(1.0);
+                settings.push((
+                    "dram.timing.nRTP".into(),
+                    ((rbtp + burst).round() as u64).to_string(),
+                ));
+            } else if t("RTP") > 0.0 {
+                settings.push((
+                    "dram.timing.nRTP".into(),
+                    (t("RTP").round() as u64).to_string(),
+                ));
+            } else {
+                kept.push("nRTP (RBTP with WCK2CK and burstLength, or RTP)".to_string());
+            }
+        }
         for (names, ours) in timing_map(&self.memory_type) {
-            // A 0 in a memspec means "not given" (DRAMPower's own test memspecs are full of them).
+            if lpddr5 && ours == "nRTP" {
+                continue;
+            }
             if let Some(x) = names
                 .iter()
                 .filter_map(|n| self.timing.get(*n))
@@ -318,7 +345,15 @@ impl MemSpec {
                     format!("dram.timing.{ours}"),
                     (x.round() as u64).to_string(),
                 ));
+            } else {
+                kept.push(format!("{ours} ({})", names.join(" / ")));
             }
+        }
+        if !kept.is_empty() {
+            notes.push(format!(
+                "timings the memspec does not give (absent, or 0 as DRAMPower writes one it does not use), so the config's stay: {}",
+                kept.join(", ")
+            ));
         }
         if self.memory_type.starts_with("DDR") {
             let p = |k: &str| self.power.get(k).copied();
