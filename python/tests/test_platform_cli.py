@@ -241,3 +241,15 @@ def test_reproduce_all_runs_every_reproduction_into_its_folder(monkeypatch, tmp_
     cli("reproduce", "--workers", "1", "all", "--out", tmp_path, "--force")
     assert calls == [(name, tmp_path / name, True) for name in names]
     assert planned == []  # one worker: nothing to start ahead
+
+
+def test_a_memory_without_currents_has_no_energy_not_zero() -> None:
+    """LPDDR5 parts carry no public currents: the platform's DRAM energy is reported not available (the
+    JSON says why, in dram.energy_available), where a memory with currents gives its energy."""
+    args = ["platform", "run", "rowclone-system", "bulk-copy", "--param", "pages=4"]
+    text = cli(*args, "--set", "memory.preset=lpddr5-6400-bl32")
+    assert "not available: no public currents for" in " ".join(text.split())
+    s = json.loads(cli(*args, "--set", "memory.preset=lpddr5-6400-bl32", "--format", "json"))
+    assert s["dram"]["energy_available"] is False
+    text = cli(*args)
+    assert "not available" not in text and json.loads(cli(*args, "--format", "json"))["dram_energy_nj"] > 0

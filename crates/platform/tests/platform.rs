@@ -517,4 +517,65 @@ fn config_and_workload_errors_name_what_is_wrong() {
         e.as_ref().is_ok() || !e.as_ref().unwrap_err().to_string().contains("no [io]"),
         "{e:?}"
     );
+    // An LLC is not made up: an override on a platform without one, or an [llc] in a file, must
+    // give its size and ways (before, `llc.hit_cycles = 5` added a 32 KiB, 4-way cache).
+    let e = PlatformConfig::preset("rowclone-system")
+        .unwrap()
+        .with_overrides(toml::from_str("llc = { hit_cycles = 5 }").unwrap(), "cli")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no [llc] section") && e.contains("`llc.size_kib`"),
+        "{e}"
+    );
+    let file = "preset = \"rowclone-system\"\n[llc]\nsize_kib = 1024\nhit_cycles = 30\n";
+    let e = PlatformConfig::from_value(toml::from_str(file).unwrap(), "f.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("llc") && e.contains("`ways`"), "{e}");
+    let with = PlatformConfig::preset("rowclone-system")
+        .unwrap()
+        .with_overrides(
+            toml::from_str("llc = { size_kib = 1024, ways = 16, hit_cycles = 30 }").unwrap(),
+            "cli",
+        )
+        .unwrap();
+    assert_eq!(with.llc.map(|c| (c.size_kib, c.ways)), Some((1024, 16)));
+    // On a platform that has one, one key changes just that key.
+    let l = PlatformConfig::preset("larsen-io")
+        .unwrap()
+        .with_overrides(toml::from_str("llc = { hit_cycles = 5 }").unwrap(), "cli")
+        .unwrap();
+    assert_eq!(
+        l.llc.map(|c| c.hit_cycles),
+        Some(5),
+        "the preset's size and ways stay"
+    );
+    // The memory controller's keys the platform sets from its copy settings are refused from a
+    // file as from an override (before, a file's were shown by `platform show` and replaced).
+    let file = "preset = \"zhao-uma-emc\"\nmemory = { preset = \"zhao-ddr2-400\", controller = { bulk = \"rowclone\" } }\n";
+    let e = PlatformConfig::from_value(toml::from_str(file).unwrap(), "f.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("memory.controller.bulk") && e.contains("copy.mechanism"),
+        "{e}"
+    );
+    for (key, instead) in [
+        ("cpu_bypass", "copy.mode"),
+        ("engine_share", "copy.engine_share"),
+    ] {
+        let e = PlatformConfig::preset("zhao-uma-emc")
+            .unwrap()
+            .with_overrides(
+                toml::from_str(&format!("memory = {{ controller = {{ {key} = 0.5 }} }}")).unwrap(),
+                "cli",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("memory.controller.{key}")) && e.contains(instead),
+            "{e}"
+        );
+    }
 }

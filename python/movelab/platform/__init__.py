@@ -48,23 +48,9 @@ def _check_overrides(overrides: Any, what: str = "overrides") -> dict[str, Any]:
         if not isinstance(k, str):
             raise TypeError(f"{what}: keys must be strings, got {k!r}")
     check_value(dict(overrides), what)
-    for key, why in _DERIVED.items():
-        node: Any = overrides
-        for part in key.split("."):
-            node = node.get(part) if isinstance(node, Mapping) else None
-        if node is not None:
-            raise ValueError(f"{what}: {key} cannot be set: {why}")
+    # The memory controller's keys the platform derives from its copy settings are refused by the
+    # platform's own checks, whether a file or an override gives them.
     return dict(overrides)
-
-
-#: Keys of a platform's memory config that the platform sets itself; an override of them would be
-#: dropped without a word, so it is refused.
-_DERIVED = {
-    "memory.controller.bulk": "the platform sets it from copy.mechanism (RowClone for rowclone and "
-                              "rowclone-zi, the baseline otherwise); set copy.mechanism instead",
-    "memory.controller.cpu_bypass": "the platform sets it from copy.mechanism and copy.mode",
-    "memory.controller.engine_share": "the platform sets it from copy.engine_share; set that instead",
-}
 
 
 def _source(platform: Any, overrides: Any) -> tuple[str, str | None]:

@@ -150,9 +150,11 @@ def stats_table(s: dict[str, Any]) -> Table:
         ("  copies / controller bulk", f"{_fmt_bytes(m['copy_bytes'])} / {_fmt_bytes(m['bulk_bytes'])}"),
         ("  FMTC (copies' share)", f"{m['fmtc'] * 100:.1f} %"),
         ("  bandwidth", f"{m['bandwidth_gbs']:.3f} GB/s"),
-        ("DRAM energy (incl. channel I/O)", f"{s['dram_energy_nj'] / 1000:,.3f} uJ"),
     ]
     d = s.get("dram") or {}
+    # A memory without public currents has no energy model: not a zero.
+    rows.append(("DRAM energy (incl. channel I/O)", f"{s['dram_energy_nj'] / 1000:,.3f} uJ"
+                 if d.get("energy_available", True) else f"not available: no public currents for {d.get('part')}"))
     if d:
         rows.append(("memory", f"{d.get('speed')} / {d.get('part')}, {d.get('channels')} ch x {d.get('ranks')} rank"))
     for dev in s.get("devices") or []:

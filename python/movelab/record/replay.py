@@ -156,8 +156,10 @@ def _toml(ops: list[tuple], name: str = "replay") -> str:
 
 
 def _stats(st: dict[str, Any]) -> tuple[float, float, float]:
-    """(time ns, DRAM energy nJ, channel bytes) of a platform run."""
-    return float(st["time_ns"]), float(st["dram_energy_nj"]), float(st["memory"]["channel_bytes"])
+    """(time ns, DRAM energy nJ, channel bytes) of a platform run; the energy is NaN on a memory without
+    public currents (no energy model), not a zero."""
+    energy = float(st["dram_energy_nj"]) if (st.get("dram") or {}).get("energy_available", True) else float("nan")
+    return float(st["time_ns"]), energy, float(st["memory"]["channel_bytes"])
 
 
 def _sample(cls: pd.DataFrame, samples: int, budget: int) -> pd.DataFrame:

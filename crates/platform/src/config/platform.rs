@@ -508,8 +508,10 @@ pub struct PlatformConfig {
     pub l1: CacheConfig,
     #[serde(default = "default_l2")]
     pub l2: CacheConfig,
-    /// An optional shared last-level cache below L2.
-    #[serde(default)]
+    /// An optional shared last-level cache below L2. Its size and ways must be given: an
+    /// `[llc]` with only a latency (or an override on a platform without one) would otherwise be
+    /// a made-up 32 KiB, 4-way cache.
+    #[serde(default, deserialize_with = "sized_cache")]
     pub llc: Option<CacheConfig>,
     #[serde(default)]
     pub interconnect: InterconnectConfig,
@@ -615,6 +617,37 @@ fn default_takes(copy: &CopyConfig) -> [bool; 3] {
     }
 }
 
+/// An optional cache level, which must give `size_kib` and `ways` (the other keys default).
+fn sized_cache<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<CacheConfig>, D::Error> {
+    use serde::de::Error;
+    let Some(t) = Option::<toml::Table>::deserialize(d)? else {
+        return Ok(None);
+    };
+    if let Some(k) = ["size_kib", "ways"].into_iter().find(|k| !t.contains_key(*k)) {
+        return Err(D::Error::custom(format!("missing field `{k}`")));
+    }
+    CacheConfig::deserialize(toml::Value::Table(t))
+        .map(Some)
+        .map_err(D::Error::custom)
+}
+
+/// The memory controller's keys the platform sets from its copy settings
+/// ([`PlatformConfig::dram_config`]), and what to set instead.
+const DERIVED_CONTROLLER_KEYS: [(&str, &str); 3] = [
+    (
+        "bulk",
+        "the platform sets it from copy.mechanism (RowClone for rowclone and rowclone-zi, the baseline otherwise); set copy.mechanism instead",
+    ),
+    (
+        "cpu_bypass",
+        "the platform sets it from copy.mechanism and copy.mode",
+    ),
+    (
+        "engine_share",
+        "the platform sets it from copy.engine_share; set that instead",
+    ),
+];
+
 fn default_l2() -> CacheConfig {
     CacheConfig {
         size_kib: 1024,
@@ -684,6 +717,19 @@ impl PlatformConfig {
     /// when an in-memory agent is RowClone. The controllers have one bulk mode, so RowClone and
     /// MC-DMA cannot share a platform, and bypassing engines must agree on their share.
     pub fn dram_config(&self, source_name: &str) -> Result<DramConfig, PlatformError> {
+        // The controller keys set here from the copy settings: given in `[memory]` (a file or an
+        // override), they would be replaced without a word.
+        if let Some(ctl) = self.memory.get("controller").and_then(toml::Value::as_table) {
+            for (key, why) in DERIVED_CONTROLLER_KEYS {
+                if ctl.contains_key(key) {
+                    return Err(PlatformError::config(
+                        source_name,
+                        format!("memory.controller.{key}"),
+                        format!("cannot be set: {why}"),
+                    ));
+                }
+            }
+        }
         let mut dc =
             DramConfig::from_value(self.memory.clone(), &format!("{source_name} [memory]"))?;
         let mut copies = vec![("copy".to_string(), self.copy.clone())];
