@@ -206,6 +206,12 @@ CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
     ("trace is a directory", [*RUN, "{dir}"], 2, ("a-dir", "directory")),
     ("trace is a FIFO", [*RUN, "{fifo}"], 2, ("a-fifo", "not a regular file")),
     ("trace garbage", [*RUN, "{garbage}"], 2, ("garbage.trace:2",)),
+    # the generator's options with a trace file, and a trace format with --generate, would be ignored
+    ("trace with --count", [*RUN, "{empty}", "--count", "10"], 2, ("--count", "only --generate")),
+    ("trace with --seed --footprint", [*RUN, "{empty}", "--seed", "2", "--footprint", "1M"], 2,
+     ("--footprint, --seed", "only --generate takes them")),
+    ("generate with --trace-format", [*RUN, *G, "--trace-format", "dramsim3"], 2,
+     ("--trace-format", "only a TRACE file has a format")),
     ("trace binary", [*RUN, "{binary}"], 2, ("binary.trace",)),
     ("trace huge line", [*RUN, "{long_line}", "--trace-format", "native"], 2, ("long.trace:2",)),
     ("trace and --generate", [*RUN, "{bom_trace}", *G], 2, ("TRACE", "--generate")),

@@ -107,6 +107,7 @@ FOOTPRINT = typer.Option("1G", help="Generated addresses fall within this many b
 
 @app.command("run")
 def run_cmd(
+    ctx: typer.Context,
     config: str = typer.Argument(..., help="Preset name, SPEED/PART, or a TOML file."),
     trace: Path | None = typer.Argument(None, help="Trace file (native, Ramulator 2 LD/ST, or DRAMsim3); "
                                                    "- reads a native trace from stdin; make one with "
@@ -128,6 +129,18 @@ def run_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --command-log file."),
 ) -> None:
     """Simulate a trace and print its statistics."""
+    # Options that the other source of requests would ignore are refused, not dropped.
+    # (typer carries its own click, so the source is compared by name)
+    given = {p for p in ("count", "read_fraction", "seed", "footprint", "trace_format")
+             if getattr(ctx.get_parameter_source(p), "name", None) == "COMMANDLINE"}
+    if trace is not None and given - {"trace_format"}:
+        extra = sorted(given - {"trace_format"})
+        opts = ", ".join("--" + p.replace("_", "-") for p in extra)
+        raise typer.BadParameter(f"only --generate takes {'it' if len(extra) == 1 else 'them'}; a TRACE file's "
+                                 "requests are all run as the file gives them", param_hint=opts)
+    if generate is not None and "trace_format" in given:
+        raise typer.BadParameter("only a TRACE file has a format; --generate makes requests in movelab's own",
+                                 param_hint="--trace-format")
     run_trace(config, trace, generate.value if generate else None, count, read_fraction, seed, footprint,
               trace_format.value, set_, command_log, memspec, fmt.value, force)
 
@@ -231,6 +244,13 @@ def memspec_cmd(
     console.print(t)
     for n in r["notes"]:
         console.print(f"[yellow]not carried over[/yellow]: {lit(n)}")
+    dev = {k: int(v) for k, v in (r.get("device") or {}).items() if v}
+    if dev:
+        shape = ", ".join(x for x in (f"x{dev['width']}" if "width" in dev else "",
+                                      f"{dev['devices']} devices a rank" if "devices" in dev else "",
+                                      f"BL{dev['burst_length']}" if "burst_length" in dev else "") if x)
+        console.print(f"device: {shape} (from the config's part, not carried over; `dram run --memspec` says where "
+                      "they differ)")
 
 
 @app.command("generate")
