@@ -22,6 +22,13 @@ def cli(*args: object, code: int = 0) -> str:
     return r.output
 
 
+def cli_json(*args: object) -> dict:
+    """A command's JSON on stdout (its notes go to stderr)."""
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0, f"exit {r.exit_code} for {args}:\n{r.output}\n{r.exception!r}"
+    return json.loads(r.stdout)
+
+
 RUN = ["dram", "run", "ddr4-2400r", "--generate", "random", "--count", "2000", "--seed", "3", "--format", "json"]
 
 
@@ -71,10 +78,12 @@ def test_memspec_round_trip_and_run(tmp_path: Path) -> None:
     assert mine["org"]["rows"] == dev["org"]["rows"] and mine["currents"] == dev["currents"]
     # The CLI runs on it; --set wins over the memspec.
     base = ["dram", "run", "ddr5-3200an", "--generate", "random", "--count", "500", "--format", "json"]
-    a = json.loads(cli(*base, "--memspec", ms))
+    a = cli_json(*base, "--memspec", ms)
     assert a["tck_ps"] == 312 and a["speed"] == "DDR5-3200AN"
-    c = json.loads(cli(*base, "--memspec", ms, "--set", "dram.timing.tCK_ps=400"))
+    c = cli_json(*base, "--memspec", ms, "--set", "dram.timing.tCK_ps=400")
     assert c["tck_ps"] == 400
+    # The memspec's device is x16; ddr5-3200an's part is x8, whose devices the run's energy is for: said.
+    assert "memarchitecturespec.width 16" in cli(*base, "--memspec", ms)
     text = cli("dram", "memspec", ms)
     assert "dram.timing.nRFC=" in text
 
@@ -95,6 +104,19 @@ def test_a_run_on_a_memspec_says_what_it_did_not_carry(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["reads"] > 0
     assert "not carried over" in r.stderr and "nRCD (RCD)" in r.stderr
+    # A device of another shape (x16, four a rank): its width and count are the config's part's, which the
+    # run's energy is for; said, where before the run went on silently with x8 devices.
+    doc = json.loads(ms.read_text())
+    doc["memspec"]["memarchitecturespec"].update(width=16, nbrOfDevices=4)
+    x16 = tmp_path / "x16.json"
+    x16.write_text(json.dumps(doc))
+    diff = dram.memspec_device_differences(dram.read_memspec(x16), dram.load_config("ddr4-2400r").spec)
+    assert len(diff) == 2 and "width 16" in diff[0] and "x8" in diff[0] and "nbrOfDevices 4" in diff[1], diff
+    r = subprocess.run([sys.executable, "-m", "movelab", "dram", "run", "ddr4-2400r", "--generate", "random",
+                        "--count", "300", "--format", "json", "--memspec", str(x16)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "memarchitecturespec.width 16" in r.stderr, r.stderr
+    assert dram.memspec_device_differences(dram.read_memspec(ms), dram.load_config("ddr4-2400r").spec) == []
     # The memspec as written gives every timing: nothing to say.
     r = subprocess.run([sys.executable, "-m", "movelab", "dram", "run", "ddr4-2400r", "--generate", "random",
                         "--count", "300", "--format", "json", "--memspec", str(ms)],

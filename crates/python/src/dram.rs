@@ -453,9 +453,13 @@ fn dram_read_memspec(path: &str) -> PyResult<String> {
         .map_err(|e| PyOSError::new_err(format!("cannot read {path}: {e}")))?;
     let m = drampower::memspec::read_memspec(&text, path).map_err(verr)?;
     let o = m.overrides();
+    // The device's shape, which movelab takes from the config's part, not from overrides: the
+    // caller compares it with the config it runs.
+    let a = |k: &str| m.architecture.get(k).copied();
     json(&serde_json::json!({
         "memory_type": m.memory_type, "memory_id": m.memory_id,
         "overrides": o.value, "settings": o.settings, "notes": o.notes,
+        "device": {"width": a("width"), "devices": a("nbrOfDevices"), "burst_length": a("burstLength")},
     }))
 }
 

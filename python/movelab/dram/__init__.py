@@ -33,6 +33,7 @@ __all__ = [
     "drampower_trace",
     "flatten",
     "load_config",
+    "memspec_device_differences",
     "presets",
     "read_memspec",
     "simulate",
@@ -301,6 +302,27 @@ def read_memspec(path: str | Path) -> dict[str, Any]:
     (``[key, value]`` pairs for ``--set``) and ``notes`` (what was not carried over, and why)."""
     p = _input_path(path, "memspec")
     return json.loads(_native_call(_core.dram_read_memspec, str(p)))
+
+
+def memspec_device_differences(memspec: dict[str, Any], spec: dict[str, Any]) -> list[str]:
+    """Where a memspec's device (``read_memspec(...)["device"]``) differs from the one a resolved config
+    (``load_config(...).spec``) simulates: device width, devices per rank and burst length come from the
+    config's part and organisation, not from a memspec, and energy is per device (a memspec describes one
+    channel, so its channel count is not compared)."""
+    dev, org = memspec.get("device") or {}, spec["org"]
+    chips = org["bus_width"] // max(org["device_width"], 1)
+    out = []
+    for key, field, ours, what in [
+        ("width", "width", org["device_width"], f"the config's part {spec['part']} is x{org['device_width']}"),
+        ("devices", "nbrOfDevices", chips,
+         f"its rank has {chips} devices ({org['bus_width']} bits of x{org['device_width']})"),
+        ("burst_length", "burstLength", org["burst_length"], f"its burst is BL{org['burst_length']}"),
+    ]:
+        v = dev.get(key)
+        if v is not None and v > 0 and int(v) != ours:
+            out.append(f"memarchitecturespec.{field} {int(v)}: {what}, which this run simulates (movelab takes it "
+                       f"from the config's part and organisation, and energy is per device)")
+    return out
 
 
 def write_memspec(config: str | Path | dict[str, Any] | Config) -> dict[str, Any]:

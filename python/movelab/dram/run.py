@@ -115,7 +115,12 @@ def run_trace(config: str, trace: Path | None, generate: str | None, count: int,
             _fail(e)
         overrides = layered(ms["overrides"], overrides)
         # What the memspec could not give is said on stderr (stdout may be JSON), as `dram memspec` says it.
-        for n in ms["notes"]:
+        notes = list(ms["notes"])
+        try:
+            notes += dram.memspec_device_differences(ms, dram.load_config(config, overrides).spec)
+        except (ValueError, TypeError, OSError) as e:
+            _fail(e)
+        for n in notes:
             sys.stderr.write(f"{memspec}: not carried over: {n}\n")
     log = output_path(command_log, force, "--command-log")
 
