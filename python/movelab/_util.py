@@ -156,6 +156,13 @@ def refuse_keys(overrides: dict[str, Any], keys: Iterable[str], what: str) -> No
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
+def given_on_command_line(ctx: Any, *names: str) -> set[str]:
+    """The parameters among ``names`` (their Python names) that the command line gave, not their defaults:
+    for refusing an option the rest of the command line would make it ignore. (typer carries its own click,
+    so the source is compared by name.)"""
+    return {n for n in names if getattr(ctx.get_parameter_source(n), "name", None) == "COMMANDLINE"}
+
+
 def parse_size(text: str, option: str) -> int:
     """``"64M"`` -> 67108864: a whole number of bytes, optionally with K, M, G or T (binary units,
     ``KiB``/``KB`` spellings too). Raises ``typer.BadParameter`` naming ``option``."""

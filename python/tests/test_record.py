@@ -235,6 +235,13 @@ def test_cli_bad_input(tmp_path: Path) -> None:
     assert r.returncode == 2 and "not a Parquet file" in r.stderr
     r = _refused("replay", str(junk), "--mechanism", "nope")
     assert r.returncode == 2 and "unknown mechanism" in r.stderr
+    # options the rest of the command line would make it ignore
+    r = _refused("replay", str(junk), "--memory", "ddr4-2400r")
+    assert r.returncode == 2 and "--platform host only" in r.stderr
+    r = _refused("what-if", str(junk), "--platform", "rowclone-system", "--memory", "ddr4-2400r")
+    assert r.returncode == 2 and "--platform host only" in r.stderr
+    r = _refused("replay", str(junk), "--warm", "--cache", "cold")
+    assert r.returncode == 2 and "--warm is --cache warm" in r.stderr
     r = _refused("record", "--out", str(tmp_path / "t.parquet"), "--", "/no/such/program")
     assert r.returncode == 2 and "no such program" in r.stderr
 

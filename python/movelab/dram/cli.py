@@ -18,6 +18,7 @@ from movelab._util import (
     check_output_dir,
     echo_json,
     finite,
+    given_on_command_line,
     lit,
     output_path,
     parse_set,
@@ -130,9 +131,7 @@ def run_cmd(
 ) -> None:
     """Simulate a trace and print its statistics."""
     # Options that the other source of requests would ignore are refused, not dropped.
-    # (typer carries its own click, so the source is compared by name)
-    given = {p for p in ("count", "read_fraction", "seed", "footprint", "trace_format")
-             if getattr(ctx.get_parameter_source(p), "name", None) == "COMMANDLINE"}
+    given = given_on_command_line(ctx, "count", "read_fraction", "seed", "footprint", "trace_format")
     if trace is not None and given - {"trace_format"}:
         extra = sorted(given - {"trace_format"})
         opts = ", ".join("--" + p.replace("_", "-") for p in extra)

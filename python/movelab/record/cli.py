@@ -13,11 +13,28 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from movelab._util import TableJson, atomic_path, check_output_dir, echo_json, lit, output_path, parse_set, staged_dir
+from movelab._util import (
+    TableJson,
+    atomic_path,
+    check_output_dir,
+    echo_json,
+    given_on_command_line,
+    lit,
+    output_path,
+    parse_set,
+    staged_dir,
+)
 from movelab._util import fail as _fail
 
 console = Console()
 err = Console(stderr=True)
+
+
+def _memory_for_host_only(ctx: Any, name: str, memory: str) -> None:
+    """``--memory`` applies to ``--platform host`` only: given with another platform, it would be ignored."""
+    if name != "host" and given_on_command_line(ctx, "memory"):
+        raise typer.BadParameter(f"{memory!r}: applies to --platform host only; on a platform preset or file, "
+                                 "set its memory with --set memory.preset=NAME", param_hint="--memory")
 
 
 def _platform(name: str, memory: str) -> tuple[Any, list[str]]:
@@ -228,6 +245,7 @@ def _print_recording(df: Any, meta: dict[str, Any]) -> None:
 
 
 def replay_cmd(
+    ctx: typer.Context,
     trace: Path = typer.Argument(..., help="A recording from movelab record."),
     platform: str = typer.Option("rowclone-system", "--platform", "-p",
                                  help="A platform preset, a TOML file, or 'host' (this machine)."),
@@ -269,6 +287,10 @@ def replay_cmd(
                                      param_hint="--mechanism")
     if sources not in ("all", "interposer", "kernel"):
         raise typer.BadParameter(f"{sources!r}: one of all, interposer, kernel", param_hint="--sources")
+    _memory_for_host_only(ctx, platform, memory)
+    if warm and given_on_command_line(ctx, "cache") and cache != "warm":
+        raise typer.BadParameter(f"--warm is --cache warm, and --cache says {cache!r}: give one",
+                                 param_hint="--warm")
     mode = "warm" if warm else _cache_mode(cache)
     dist = _distance(distance, mode)
     reg = _region(region, mode, dist)
@@ -331,6 +353,7 @@ def replay_cmd(
 
 
 def what_if_cmd(
+    ctx: typer.Context,
     trace: Path = typer.Argument(..., help="A recording from movelab record."),
     platform: str = typer.Option("rowclone-system", "--platform", "-p",
                                  help="A platform preset, a TOML file, or 'host' (this machine)."),
@@ -358,6 +381,7 @@ def what_if_cmd(
 
     names = ["what-if.csv", "what-if-classes.csv", "what-if.json", "what-if.png"]
     check_output_dir(out, names, force)
+    _memory_for_host_only(ctx, platform, memory)
     mode = _cache_mode(cache)
     dist = _distance(distance, mode)
     reg = _region(region, mode, dist)
