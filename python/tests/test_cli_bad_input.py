@@ -192,6 +192,9 @@ CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
     # --- reproductions: overrides they would ignore, configs on which a case is not what it names
     ("rowclone-latency ignored override", ["reproduce", "rowclone-latency", "--set", "controller.bulk=baseline"], 2,
      ("controller.bulk", "rowclone-latency")),
+    ("rowclone-latency config of another standard", ["reproduce", "rowclone-latency", "--standard", "ddr5",
+                                                     "--config", "rowclone-ddr3-1066"], 2,
+     ("--config rowclone-ddr3-1066 is DDR3", "--standard ddr5")),
     ("rowclone-latency 8 KB rows", ["reproduce", "rowclone-latency", "--config", "ddr3-1600k-bench"], 2,
      ("fpm", "8192", "--bytes 8192")),
     ("rowclone-latency missing config", ["reproduce", "rowclone-latency", "--config", "{dir}/nope.toml"], 2,

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from movelab._util import TableJson, check_output_dir, lit, parse_set, staged_dir
+from movelab._util import TableJson, check_output_dir, given_on_command_line, lit, parse_set, staged_dir
 from movelab._util import fail as _fail
 from movelab.reproduce import write_rows
 
@@ -158,6 +158,7 @@ def _print_results(mod: Any, rows: Any) -> None:
 
 @app.command("rowclone-latency")
 def rowclone_latency(
+    ctx: typer.Context,
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
     config: str | None = typer.Option(None, help="Config preset or TOML file (default: the standard's, "
                                                  "rowclone-ddr3-1066 for DDR3).", show_default=False),
@@ -181,6 +182,18 @@ def rowclone_latency(
     if standard not in rl.STANDARDS:
         _fail(ValueError(f"--standard: '{standard}' is not one of {', '.join(rl.STANDARDS)}"))
     cfg = config or rl.STANDARDS[standard]
+    if config is not None and given_on_command_line(ctx, "standard"):
+        # Both given: the config runs, so it must be of the standard asked for (or the rows would be labelled
+        # with one standard and run on another).
+        from movelab import dram
+
+        try:
+            have, want = (dram.load_config(c).spec["standard"] for c in (config, rl.STANDARDS[standard]))
+        except (ValueError, FileNotFoundError) as e:
+            _fail(e)
+        if have != want:
+            _fail(ValueError(f"--config {config} is {have}, and --standard {standard} asks for {want}: give one, "
+                             "or a config of that standard"))
     if replicate:
         _replication(fmt, cfg, parse_set(set_), out, force, nbytes)
     elif standard == "ddr3":
