@@ -103,3 +103,14 @@ def test_cli_microengines_and_gbps() -> None:
     assert "4 / 4 / 0" in r.output and "microengines busy" in r.output
     r = runner.invoke(app, ["platform", "pair", "--receiver", "ixp-host", "--gbps", "0"])
     assert r.exit_code == 2
+
+
+def test_a_setting_given_two_ways_is_refused() -> None:
+    """The frame count and size each have one place: given again in the nic-tx parameters or the overrides,
+    one of the two was dropped without a word (the parameter won over messages; frame_bytes over io.frame_bytes)."""
+    with pytest.raises(ValueError, match="'messages' is the messages argument"):
+        platform.pair(messages=4, tx_params={"messages": 10})
+    with pytest.raises(ValueError, match=r"sender_overrides: io\.frame_bytes and frame_bytes"):
+        platform.pair(messages=1, frame_bytes=100, sender_overrides={"io": {"frame_bytes": 1514}})
+    with pytest.raises(ValueError, match=r"receiver_overrides: io\.frame_bytes and frame_bytes"):
+        platform.pair(messages=1, frame_bytes=100, receiver_overrides={"io": {"frame_bytes": 1514}})

@@ -274,8 +274,16 @@ def pair(
     _in_range("ns_per_meter", ns_per_meter, 0.0, 100.0)
     so = dict(_check_overrides(sender_overrides, "sender_overrides"))
     ro = dict(_check_overrides(receiver_overrides, "receiver_overrides"))
+    # One setting given two ways would have one of them dropped without a word: refused.
+    if "messages" in (tx_params or {}):
+        raise ValueError("tx_params: 'messages' is the messages argument (--messages on the command line); "
+                         "give the frame count there")
     if frame_bytes is not None:
         _in_range("frame_bytes", frame_bytes, 14, 9018, integer=True)
+        for name, ov in (("sender_overrides", so), ("receiver_overrides", ro)):
+            if isinstance(ov.get("io"), Mapping) and "frame_bytes" in ov["io"]:
+                raise ValueError(f"{name}: io.frame_bytes and frame_bytes (--frame-bytes) both give the frame size; "
+                                 "give one")
         so = _frame_size(sender, so, frame_bytes)
         # A receiver with microengines has no [io]: its RX buffers take any frame up to their stride.
         ro = _frame_size(receiver, ro, frame_bytes)
