@@ -551,6 +551,21 @@ fn config_and_workload_errors_name_what_is_wrong() {
         Some(5),
         "the preset's size and ways stay"
     );
+    // A front-side bus is UMA: a remote node's channels there are refused (before, the NUMA hop
+    // applied on the FSB platform).
+    let e = PlatformConfig::preset("zhao-uma-emc")
+        .unwrap()
+        .with_overrides(
+            toml::from_str("interconnect = { remote_from_channel = 0, remote_hop_ns = 100.0 }")
+                .unwrap(),
+            "cli",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("interconnect.remote_from_channel") && e.contains("UMA"),
+        "{e}"
+    );
     // The memory controller's keys the platform sets from its copy settings are refused from a
     // file as from an override (before, a file's were shown by `platform show` and replaced).
     let file = "preset = \"zhao-uma-emc\"\nmemory = { preset = \"zhao-ddr2-400\", controller = { bulk = \"rowclone\" } }\n";

@@ -161,6 +161,9 @@ impl Default for CacheConfig {
 pub struct InterconnectConfig {
     /// "fsb": a pipelined shared front-side bus to an off-die memory controller (UMA/EMC);
     /// "on-die": an integrated memory controller, with a link hop to the other node (NUMA/IMC).
+    /// Both run one path model timed by the numbers below (the address phase, the data path);
+    /// the kind decides whether another node's memory may exist (`remote_from_channel`: on-die
+    /// only) and names the path in the tables.
     pub kind: String,
     /// Latency from a cache miss to the request reaching the memory controller, ns (arbitration,
     /// request and snoop phases on a bus; the on-die path otherwise).
@@ -969,6 +972,19 @@ impl PlatformConfig {
             check_core(src, &format!("cores: core {i}: "), c)?;
         }
         one_of("interconnect.kind", &self.interconnect.kind, INTERCONNECTS)?;
+        // Both kinds run the same path model, timed by the numbers of `[interconnect]` (an address
+        // phase and a shared data path); what the kind decides is whether another node exists: a
+        // front-side bus to one memory controller hub is UMA.
+        if self.interconnect.kind == "fsb" && self.interconnect.remote_from_channel != u32::MAX {
+            return Err(PlatformError::config(
+                src,
+                "interconnect.remote_from_channel",
+                format!(
+                    "{}: a front-side bus platform (interconnect.kind = \"fsb\") is UMA and has no other node's channels; NUMA needs kind = \"on-die\"",
+                    self.interconnect.remote_from_channel
+                ),
+            ));
+        }
         let positive = |key: &str, v: u64, max: u64| {
             if v == 0 || v > max {
                 Err(PlatformError::config(
