@@ -821,7 +821,20 @@ impl Config {
         pow2(org.channels, "dram.channels")?;
         pow2(org.ranks, "dram.ranks")?;
         pow2(org.bank_groups, "dram.org.bank_groups")?;
-        pow2(org.banks_per_group, "dram.org.banks")?;
+        if org.banks_per_group == 0 || !org.banks_per_group.is_power_of_two() {
+            // `dram.org.banks` counts the rank's banks; what must be a power of two is its share per
+            // bank group.
+            return Err(ConfigError::invalid(
+                src,
+                "dram.org.banks",
+                format!(
+                    "{} banks in {} bank groups make {} a group, which must be a power of two (the address mappers slice bits)",
+                    org.banks_per_rank(),
+                    org.bank_groups,
+                    org.banks_per_group
+                ),
+            ));
+        }
         pow2(org.rows, "dram.org.rows")?;
         pow2(org.columns, "dram.org.columns")?;
         if org.columns < org.burst_length {

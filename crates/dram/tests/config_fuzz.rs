@@ -676,6 +676,15 @@ fn sample_errors_name_source_and_key() {
         let e = Config::from_toml_str(&text, SRC).unwrap_err();
         assert_names(&e, key, &text);
     }
+    // The rank's bank count is what `dram.org.banks` gives; the error says that its share per bank
+    // group is what must be a power of two (before, it named the 3 of 12 / 4 alone).
+    let e = Config::from_toml_str("preset = \"ddr4-2400r\"\n[dram.org]\nbanks = 12\n", SRC)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("dram.org.banks") && e.contains("12 banks in 4 bank groups make 3 a group"),
+        "{e}"
+    );
     // TOML syntax errors name the line.
     let e = Config::from_toml_str("[dram]\nspeed = \"DDR3-1600K\nx = 1\n", SRC).unwrap_err();
     assert!(matches!(e, ConfigError::Syntax { .. }), "{e:?}");
