@@ -192,6 +192,8 @@ CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
     # --- reproductions: overrides they would ignore, configs on which a case is not what it names
     ("rowclone-latency ignored override", ["reproduce", "rowclone-latency", "--set", "controller.bulk=baseline"], 2,
      ("controller.bulk", "rowclone-latency")),
+    ("network --no-app off the onloader's receive", ["network", "run", "softnic", "rx", "--no-app"], 2,
+     ("--no-app", "only the onloader's receive")),
     ("rowclone-latency config of another standard", ["reproduce", "rowclone-latency", "--standard", "ddr5",
                                                      "--config", "rowclone-ddr3-1066"], 2,
      ("--config rowclone-ddr3-1066 is DDR3", "--standard ddr5")),

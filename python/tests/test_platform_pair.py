@@ -114,3 +114,10 @@ def test_a_setting_given_two_ways_is_refused() -> None:
         platform.pair(messages=1, frame_bytes=100, sender_overrides={"io": {"frame_bytes": 1514}})
     with pytest.raises(ValueError, match=r"receiver_overrides: io\.frame_bytes and frame_bytes"):
         platform.pair(messages=1, frame_bytes=100, receiver_overrides={"io": {"frame_bytes": 1514}})
+
+
+def test_a_frame_too_big_for_the_buffers_names_the_option() -> None:
+    """--frame-bytes allows up to 9018 (a jumbo frame); a platform whose TX buffers are 2 KiB apart refuses it,
+    naming the argument the user gave, not only the key it became."""
+    with pytest.raises(ValueError, match=r"frame_bytes 9018 \(--frame-bytes\): .*tx_buffer_stride"):
+        platform.pair(messages=1, frame_bytes=9018)

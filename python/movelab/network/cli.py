@@ -31,6 +31,10 @@ def run_cmd(
     """One run on two ixp-host platforms on one wire: throughput and where the packets went."""
     from movelab import network
 
+    if no_app and (config, direction) != ("onloader", "rx"):
+        # Named here by the option the user gave (the API's argument is with_app).
+        raise typer.BadParameter(f"{config} {direction}: only the onloader's receive can run without the "
+                                 "application (elsewhere the host's stack is on the path)", param_hint="--no-app")
     try:
         s = network.run(config, direction, payload, not no_app, platform, parse_set(set_) or None)
     except (ValueError, TypeError, OSError) as e:

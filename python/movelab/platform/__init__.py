@@ -295,9 +295,15 @@ def pair(
     rname, rov = _source(receiver, ro)
     tp = dict(tx_params or {})
     tp.setdefault("messages", messages)
-    stats = json.loads(_native_call(_core.platform_pair, sname, rname, "nic-tx", "nic-rx", _check_params(tp),
-                                    _check_params(rx_params), sov, rov, float(meters), float(ns_per_meter),
-                                    "", progress))
+    try:
+        stats = json.loads(_native_call(_core.platform_pair, sname, rname, "nic-tx", "nic-rx", _check_params(tp),
+                                        _check_params(rx_params), sov, rov, float(meters), float(ns_per_meter),
+                                        "", progress))
+    except ValueError as e:
+        # A frame size the platform's buffers cannot take comes back as its io.frame_bytes: say which argument.
+        if frame_bytes is not None and "io.frame_bytes" in str(e):
+            raise ValueError(f"frame_bytes {frame_bytes} (--frame-bytes): {e}") from e
+        raise
     return PairResult(stats=stats)
 
 
