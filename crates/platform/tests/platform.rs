@@ -551,6 +551,16 @@ fn config_and_workload_errors_name_what_is_wrong() {
         Some(5),
         "the preset's size and ways stay"
     );
+    // Hardware threads on a core that runs none were accepted and ignored.
+    let e = PlatformConfig::preset("zhao-uma-emc")
+        .unwrap()
+        .with_overrides(toml::from_str("core = { threads = 8 }").unwrap(), "cli")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("core.threads") && e.contains("multithreaded"),
+        "{e}"
+    );
     // A front-side bus is UMA: a remote node's channels there are refused (before, the NUMA hop
     // applied on the FSB platform).
     let e = PlatformConfig::preset("zhao-uma-emc")

@@ -476,6 +476,16 @@ fn check_core(src: &str, prefix: &str, c: &CoreConfig) -> Result<(), PlatformErr
             return Err(err(key, format!("{v}: must be between 1 and {max}")));
         }
     }
+    if c.threads != 1 && c.kind != "multithreaded" {
+        // Only a multithreaded core runs hardware threads; another would ignore the count.
+        return Err(err(
+            "threads",
+            format!(
+                "{}: hardware threads need kind = \"multithreaded\" (this core is {})",
+                c.threads, c.kind
+            ),
+        ));
+    }
     if !matches!(c.register_bytes, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
         return Err(err(
             "register_bytes",
