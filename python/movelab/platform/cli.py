@@ -200,6 +200,8 @@ def run_cmd(
         _fail(e)
     if (note := no_device_note(res.stats)) is not None:
         typer.echo(f"warning: {note}", err=True)
+    if (note := shared_stride_note(plat.load_config(platform, overrides), res.stats)) is not None:
+        typer.echo(f"warning: {note}", err=True)
     if fmt == "json":
         typer.echo(json.dumps(res.stats, indent=2))
     else:
@@ -215,6 +217,22 @@ def no_device_note(stats: dict[str, Any]) -> str | None:
     return (f"platform '{stats.get('platform')}' has no [io] devices: the workload's {n:,} uncached accesses "
             "(doorbells, device registers) reached no NIC, so no NIC was simulated and no NIC statistics are "
             "given (an I/O platform such as larsen-io has one)")
+
+
+def shared_stride_note(cfg: dict[str, Any], stats: dict[str, Any]) -> str | None:
+    """A note when the cores of a group whose ``stride`` gives each program its own memory shared lines
+    anyway: the workload's addresses span more than the stride (a built-in workload on rowclone-multicore,
+    whose 512 MiB stride fits the paper's mixes), so the cores' programs overlap."""
+    c = stats.get("coherence") or {}
+    shared = (c.get("invalidations") or 0) + (c.get("cache_to_cache") or 0)
+    groups = [(i, g) for i, g in enumerate(cfg.get("cores") or []) if g.get("count", 1) > 1 and g.get("stride")]
+    if not shared or not groups:
+        return None
+    i, g = groups[0]
+    return (f"the {g['count']} cores of cores[{i}] have a stride ({g['stride']:#x}) to give each program its own "
+            f"memory, yet shared lines ({c.get('invalidations', 0):,} invalidations, {c.get('cache_to_cache', 0):,} "
+            f"transfers between caches): the workload's addresses span more than the stride, so the programs "
+            f"overlap; give cores[{i}].stride a larger value, or 0 to share on purpose")
 
 
 @app.command("compose")
