@@ -352,3 +352,18 @@ def test_a_platform_sweep_matches_direct_runs() -> None:
     row = df[(df["copy.mechanism"] == "ce") & (df["workload.payload"] == 512)].iloc[0]
     assert row["time_ns"] == direct["time_ns"] and row["ipc"] == direct["ipc"]
     assert df["time_ns"].nunique() == 4
+
+
+def test_show_refuses_a_table_that_is_not_a_sweeps(tmp_path: Path) -> None:
+    """Any Parquet file reads as a table; `sweep show` summarised a recording (or any table) as a sweep of
+    unknown simulator. Now only a table with a sweep's description is shown, and a recording is named."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from movelab.record.trace import META_KEY
+
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"a": [1, 2]}), plain)
+    assert "no sweep's description" in cli("sweep", "show", plain, code=2)
+    rec = tmp_path / "rec.parquet"
+    pq.write_table(pa.table({"t_ns": [1]}).replace_schema_metadata({META_KEY: b"{}"}), rec)
+    assert "a recording" in cli("sweep", "show", rec, code=2)

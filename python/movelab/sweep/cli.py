@@ -180,10 +180,22 @@ def show_cmd(
                   f"movelab sweep SPEC --out {results} --resume")
         _fail(f"{results}: no such file")
     try:
-        meta = sweep.read_meta(results) or {}
-        df = sweep.read(results)
+        meta = sweep.read_meta(results)
+        if meta is not None:
+            df = sweep.read(results)
+        else:
+            # Any Parquet file reads as a table; only a sweep's carries its description.
+            import pyarrow.parquet as pq
+
+            from movelab.record.trace import META_KEY as RECORDING
+
+            recording = RECORDING in (pq.read_schema(results).metadata or {})
     except Exception as e:
         _fail(f"{results}: not a result table ({e})")
+    if meta is None:
+        _fail(f"{results}: not a result table of movelab sweep: " + (
+            "a recording (show it with movelab replay or movelab what-if)" if recording
+            else "no sweep's description in it"))
     summ = sweep.summary(df, meta.get("axes"))
     if fmt == "json":
         typer.echo(json.dumps({"meta": meta, **summ}, indent=2, default=str))
