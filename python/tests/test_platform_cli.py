@@ -270,3 +270,15 @@ def test_cores_that_should_not_share_but_do_are_warned_about() -> None:
     r = subprocess.run([*base, "--set", "cores=[{count = 2, stride = 0x40000000}]"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and "overlap" not in r.stderr, r.stderr
+
+
+def test_a_replay_on_a_memory_without_currents_gives_no_energy_not_zero() -> None:
+    """The replay's per-run figures: a memory whose part has no public currents gives NaN energy (no model),
+    not the 0 nJ the platform's stats carry; a memory with currents gives its figure."""
+    import math
+
+    from movelab.record.replay import _stats
+
+    st = {"time_ns": 5.0, "dram_energy_nj": 0.0, "memory": {"channel_bytes": 64}}
+    assert math.isnan(_stats({**st, "dram": {"energy_available": False}})[1])
+    assert _stats({**st, "dram_energy_nj": 3.0, "dram": {"energy_available": True}}) == (5.0, 3.0, 64.0)

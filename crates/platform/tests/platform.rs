@@ -541,6 +541,13 @@ fn config_and_workload_errors_name_what_is_wrong() {
         )
         .unwrap();
     assert_eq!(with.llc.map(|c| (c.size_kib, c.ways)), Some((1024, 16)));
+    // A bad value inside it is named by its key, on one line.
+    let e = PlatformConfig::preset("larsen-io")
+        .unwrap()
+        .with_overrides(toml::from_str("llc = { ways = -3 }").unwrap(), "cli")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("llc: ways: invalid value") && !e.contains('\n'), "{e}");
     // On a platform that has one, one key changes just that key.
     let l = PlatformConfig::preset("larsen-io")
         .unwrap()

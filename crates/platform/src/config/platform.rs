@@ -639,9 +639,18 @@ fn sized_cache<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<CacheCon
     if let Some(k) = ["size_kib", "ways"].into_iter().find(|k| !t.contains_key(*k)) {
         return Err(D::Error::custom(format!("missing field `{k}`")));
     }
-    CacheConfig::deserialize(toml::Value::Table(t))
+    // The key inside the table goes into the message, on one line ("ways: invalid value ...").
+    serde_path_to_error::deserialize(toml::Value::Table(t))
         .map(Some)
-        .map_err(D::Error::custom)
+        .map_err(|e| {
+            let key = e.path().to_string();
+            let what = e.into_inner().message().to_string();
+            if what.contains(&format!("`{key}`")) {
+                D::Error::custom(what)
+            } else {
+                D::Error::custom(format!("{key}: {what}"))
+            }
+        })
 }
 
 /// The memory controller's keys the platform sets from its copy settings
