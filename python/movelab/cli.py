@@ -7,6 +7,7 @@ exits with 130 and one line, leaving no partial output file."""
 from __future__ import annotations
 
 import errno
+import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +44,10 @@ class MovelabGroup(TyperGroup):
     input (``ValueError``, ``TypeError``, ``OSError``) that a command did not catch into a one-line
     message and exit status 2, so that no input gives a traceback."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _one_line_summaries(self)
+
     def invoke(self, ctx: Any) -> Any:
         argv = [*getattr(ctx, "_protected_args", []), *ctx.args]
         try:
@@ -61,6 +66,18 @@ class MovelabGroup(TyperGroup):
             fail(e)
         except (ValueError, TypeError) as e:
             fail(e)
+
+
+def _one_line_summaries(group: Any) -> None:
+    """A command's summary in its group's list is its help's first paragraph; the list keeps the
+    docstring's line breaks, which wrap again at the panel's width and leave lines cut mid-phrase.
+    Each command (at any depth) whose first paragraph spans lines gets it as one line."""
+    for cmd in group.commands.values():
+        first = inspect.cleandoc(cmd.help or "").split("\n\n")[0]
+        if cmd.short_help is None and "\n" in first:
+            cmd.short_help = " ".join(first.split())
+        if hasattr(cmd, "commands"):
+            _one_line_summaries(cmd)
 
 
 def report(

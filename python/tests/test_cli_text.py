@@ -89,3 +89,16 @@ def test_no_user_facing_text_points_outside_the_repository(source: str) -> None:
         texts += [(f"docs/{p.name}", p.read_text()) for p in sorted((README.parent / "docs").glob("*.md"))]
     bad = [(where, m.group(0)) for where, text in texts for m in OUTSIDE.finditer(text)]
     assert not bad, bad
+
+
+def test_a_commands_summary_in_its_groups_list_is_not_cut_mid_phrase() -> None:
+    # The summaries keep no line break of their docstrings: each wraps as one paragraph at the
+    # panel's width (a docstring's break used to start a new line after "simulated cycles and").
+    runner = CliRunner(env={"COLUMNS": "100"})
+    out = runner.invoke(app, ["bench", "-h"]).output
+    text = " ".join(ln.strip("│ ").strip() for ln in out.splitlines())
+    assert "simulated cycles and peak memory; with --ramulator" in " ".join(text.split()), out
+    lines = [ln for ln in out.splitlines() if "simulated cycles and" in ln]
+    assert lines and not lines[0].rstrip(" │").endswith("simulated cycles and"), out
+    out = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["reproduce", "-h"]).output
+    assert "section 6 and the small cores' own limits (section 7)." in out, out
