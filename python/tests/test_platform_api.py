@@ -133,3 +133,41 @@ def test_several_cores_from_overrides() -> None:
     assert "upgrades" in s["coherence"]
     with pytest.raises(ValueError, match="vliw"):
         platform.run("zhao-uma-emc", "tcp-rx", {"cores": [{"core": {"kind": "vliw"}}]}, {"packets": 2})
+
+
+def test_an_engine_key_without_an_engine_is_refused_naming_it() -> None:
+    # zhao-uma-emc describes its engine but runs the base system: copy.mode alone changed nothing
+    # and the run printed as if it had been taken.
+    params = {"packets": 5, "payload": 1024}
+    with pytest.raises(ValueError, match=r"copy\.mode: not read on this platform: only a copy engine reads it.*'base'"):
+        platform.run("zhao-uma-emc", "tcp-rx", {"copy": {"mode": "ASYNC"}}, params)
+    with pytest.raises(ValueError, match=r"copy\.stream_buffer_lines"):
+        platform.run({"preset": "zhao-uma-emc", "copy": {"stream_buffer_lines": 16}}, "tcp-rx", params=params)
+    # What the refusal protects: let through, the key moves nothing.
+    base = platform.run("zhao-uma-emc", "tcp-rx", params=params).stats
+    let = platform._run("zhao-uma-emc", "tcp-rx", {"copy": {"mode": "ASYNC"}}, params, unread_ok=True).stats
+    assert let["time_ns"] == base["time_ns"] and let["offloads"] == 0
+    # With the engine on, the same keys are taken.
+    ce = platform.run("zhao-uma-emc", "tcp-rx", {"copy": {"mechanism": "ce", "mode": "ASYNC",
+                                                          "stream_buffer_lines": 16}}, params).stats
+    assert ce["mode"] == "ASYNC" and ce["offloads"] > 0
+
+
+def test_the_engine_share_is_refused_where_no_engine_bypasses() -> None:
+    params = {"packets": 5, "payload": 1024}
+    with pytest.raises(ValueError, match=r"copy\.engine_share: .*SYNC_NLB"):
+        platform.run("zhao-uma-emc", "tcp-rx", {"copy": {"mechanism": "ce", "engine_share": 0.5}}, params)
+    s = platform.run("zhao-uma-emc", "tcp-rx", {"copy": {"mechanism": "ce", "mode": "SYNC_WLB",
+                                                         "engine_share": 0.5}}, params).stats
+    assert s["mode"] == "SYNC_WLB"
+
+
+def test_an_engine_agent_reads_the_copy_keys_it_does_not_set_itself() -> None:
+    # server-composed's engine is an agent with its own placement, mode and snoop_ack: [copy]'s
+    # mode reaches nothing, its stream buffer does.
+    over = {"copy": {"mode": "SYNC_WLB"}}
+    assert platform.load_config("server-composed", over)["copy"]["mode"] == "SYNC_WLB"  # only a run judges
+    with pytest.raises(ValueError, match=r"copy\.mode: .*every copy-engine agent sets its own"):
+        platform.run("server-composed", "server-rx", over, {"chunks": 5})
+    few = platform.run("server-composed", "server-rx", {"copy": {"stream_buffer_lines": 1}}, {"chunks": 5}).stats
+    assert few["time_ns"] != platform.run("server-composed", "server-rx", params={"chunks": 5}).stats["time_ns"]

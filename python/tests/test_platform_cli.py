@@ -282,3 +282,14 @@ def test_a_replay_on_a_memory_without_currents_gives_no_energy_not_zero() -> Non
     st = {"time_ns": 5.0, "dram_energy_nj": 0.0, "memory": {"channel_bytes": 64}}
     assert math.isnan(_stats({**st, "dram": {"energy_available": False}})[1])
     assert _stats({**st, "dram_energy_nj": 3.0, "dram": {"energy_available": True}}) == (5.0, 3.0, 64.0)
+
+
+def test_run_refuses_an_engine_key_on_a_platform_without_an_engine() -> None:
+    args = ["zhao-uma-emc", "tcp-rx", "--param", "packets=3", "--set", "copy.mode=ASYNC"]
+    for cmd in (["platform", "run"], ["run"]):
+        r = runner.invoke(app, [*cmd, *args])
+        assert r.exit_code == 2, r.output
+        assert "copy.mode: not read on this platform" in " ".join(r.output.split()), r.output
+    r = runner.invoke(app, ["platform", "run", *args, "--set", "copy.mechanism=ce", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["mode"] == "ASYNC"

@@ -383,7 +383,10 @@ impl StandardHeader {
             Some(names) => names.iter().map(String::as_str).collect(),
             None => DEFAULT_SUPPLIES.to_vec(),
         };
-        let distinct = names.iter().collect::<std::collections::BTreeSet<_>>().len();
+        let distinct = names
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
         if names.is_empty()
             || names.len() > SUPPLY_KEYS.len()
             || names.iter().any(|n| n.trim().is_empty())

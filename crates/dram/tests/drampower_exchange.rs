@@ -402,7 +402,11 @@ fn a_drampower_layout_memspec_gives_these_overrides() {
     assert_eq!(get("dram.currents.idd5pb").as_deref(), Some("30.0"));
     assert_eq!(get("dram.currents.vdd2l"), None);
     assert_eq!(o.notes.len(), 2, "{:?}", o.notes);
-    assert!(o.notes.iter().any(|n| n.contains("iBeta_vdd2h")), "{:?}", o.notes);
+    assert!(
+        o.notes.iter().any(|n| n.contains("iBeta_vdd2h")),
+        "{:?}",
+        o.notes
+    );
     // Neither RBTP nor RTP: nRTP stays the config's, and the notes say so.
     assert_eq!(get("dram.timing.nRTP"), None);
     assert!(

@@ -547,7 +547,10 @@ fn config_and_workload_errors_name_what_is_wrong() {
         .with_overrides(toml::from_str("llc = { ways = -3 }").unwrap(), "cli")
         .unwrap_err()
         .to_string();
-    assert!(e.contains("llc: ways: invalid value") && !e.contains('\n'), "{e}");
+    assert!(
+        e.contains("llc: ways: invalid value") && !e.contains('\n'),
+        "{e}"
+    );
     // On a platform that has one, one key changes just that key.
     let l = PlatformConfig::preset("larsen-io")
         .unwrap()
@@ -610,4 +613,70 @@ fn config_and_workload_errors_name_what_is_wrong() {
             "{e}"
         );
     }
+}
+
+/// An override of a key only a copy engine reads is judged against the platform after the
+/// overrides: unread without an engine (named, with the mechanism), read by the top-level engine
+/// and by an engine agent that leaves the key to `[copy]`, unread where every agent sets its own;
+/// the engine's share only where an engine bypasses.
+#[test]
+fn engine_keys_are_judged_against_the_engines_that_read_them() {
+    let unread = |name: &str, over: &str| -> Vec<String> {
+        let ov: toml::Value = toml::from_str(over).unwrap();
+        let c = PlatformConfig::preset(name)
+            .unwrap()
+            .with_overrides(ov.clone(), "o")
+            .unwrap();
+        c.unread_copy_overrides(&ov, "o")
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
+    };
+    assert_eq!(
+        unread(
+            "zhao-uma-emc",
+            "copy = { mode = \"ASYNC\", page_bytes = 8192 }"
+        ),
+        ["copy.mode"]
+    );
+    assert!(unread(
+        "zhao-uma-emc",
+        "copy = { mechanism = \"ce\", mode = \"ASYNC\" }"
+    )
+    .is_empty());
+    assert_eq!(
+        unread(
+            "zhao-uma-emc",
+            "copy = { mechanism = \"ce\", engine_share = 0.5 }"
+        ),
+        ["copy.engine_share"]
+    );
+    assert!(unread(
+        "zhao-uma-emc",
+        "copy = { mechanism = \"ce\", mode = \"ASYNC\", engine_share = 0.5 }"
+    )
+    .is_empty());
+    // server-composed: an ASYNC engine agent with its own placement, mode and snoop_ack.
+    assert_eq!(
+        unread(
+            "server-composed",
+            "copy = { mode = \"SYNC_WLB\", stream_buffer_lines = 16, snoop_ack = \"before\" }"
+        ),
+        ["copy.mode", "copy.snoop_ack"]
+    );
+    let e = PlatformConfig::preset("zhao-uma-emc")
+        .unwrap()
+        .refuse_unread_overrides(
+            &toml::from_str("copy = { write_done = \"accepted\" }").unwrap(),
+            "cli",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("copy.write_done")
+            && e.contains("'base'")
+            && e.contains("copy.mechanism = \"ce\""),
+        "{e}"
+    );
 }

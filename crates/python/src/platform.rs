@@ -29,6 +29,15 @@ fn load(platform: &str, o: Option<&str>) -> PyResult<PlatformConfig> {
     cfg.with_overrides(ov, "overrides").map_err(verr)
 }
 
+/// [`load`] for a run that takes the config as it is: an override nothing on the platform reads
+/// is refused, naming its key.
+fn load_for_run(platform: &str, o: Option<&str>) -> PyResult<PlatformConfig> {
+    let cfg = load(platform, o)?;
+    cfg.refuse_unread_overrides(&overrides(o)?, "overrides")
+        .map_err(verr)?;
+    Ok(cfg)
+}
+
 pub(crate) fn params(p: Option<&str>) -> PyResult<BTreeMap<String, u64>> {
     match p {
         None => Ok(BTreeMap::new()),
@@ -69,16 +78,24 @@ fn platform_presets() -> PyResult<String> {
 
 /// Runs `workload` (a built-in name or a TOML path) with `params` (JSON object of integers) on
 /// `platform` (a built-in name or a TOML path) with `overrides` (JSON object); stats as JSON.
+/// An override of a `[copy]` key nothing on the platform reads (a copy engine's keys without a
+/// copy engine) is refused, naming the key, unless `unread_ok` (callers that lay their own
+/// mechanism settings over a user's, which may leave some unread on purpose).
 #[pyfunction]
-#[pyo3(signature = (platform, workload, overrides=None, params_json=None))]
+#[pyo3(signature = (platform, workload, overrides=None, params_json=None, unread_ok=false))]
 fn platform_run(
     py: Python<'_>,
     platform: &str,
     workload: &str,
     overrides: Option<&str>,
     params_json: Option<&str>,
+    unread_ok: bool,
 ) -> PyResult<String> {
-    let cfg = load(platform, overrides)?;
+    let cfg = if unread_ok {
+        load(platform, overrides)?
+    } else {
+        load_for_run(platform, overrides)?
+    };
     let w = Workload::load(workload, &self::params(params_json)?).map_err(verr)?;
     let s = detach_interruptible(py, || movelab_platform::run(&cfg, &w))?.map_err(verr)?;
     json(&s)
@@ -397,8 +414,8 @@ fn platform_pair(
 ) -> PyResult<String> {
     use movelab_platform::systems::cluster::{self, End, LinkSpec};
     let cfgs = [
-        load(sender, sender_overrides)?,
-        load(receiver, receiver_overrides)?,
+        load_for_run(sender, sender_overrides)?,
+        load_for_run(receiver, receiver_overrides)?,
     ];
     let progs = vec![
         vec![Workload::load(tx_workload, &self::params(tx_params)?).map_err(verr)?],

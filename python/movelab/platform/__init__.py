@@ -137,11 +137,21 @@ def run(
     overrides: Mapping[str, Any] | None = None,
     params: Mapping[str, int] | None = None,
 ) -> PlatformResult:
-    """Runs ``workload`` with ``params`` on ``platform`` with ``overrides``."""
+    """Runs ``workload`` with ``params`` on ``platform`` with ``overrides``. An override that
+    nothing on the platform reads (a copy engine's ``copy.mode`` on a platform without a copy
+    engine) raises ``ValueError`` naming the key: the run would otherwise look as if it took it."""
+    return _run(platform, workload, overrides, params)
+
+
+def _run(platform: PlatformLike, workload: str | Path, overrides: Mapping[str, Any] | None = None,
+         params: Mapping[str, int] | None = None, unread_ok: bool = False) -> PlatformResult:
+    """:func:`run`; with ``unread_ok``, overrides nothing reads are let through, for callers that
+    lay their own mechanism settings over a user's (a sweep's cross product, a replay under every
+    mechanism), where a copy engine's keys stay unread in the runs without one on purpose."""
     name, ov = _source(platform, overrides)
     w = _workload(workload)
     p = _check_params(params)
-    return PlatformResult(stats=json.loads(_native_call(_core.platform_run, name, w, ov, p)))
+    return PlatformResult(stats=json.loads(_native_call(_core.platform_run, name, w, ov, p, unread_ok)))
 
 
 def _in_range(name: str, v: Any, lo: float, hi: float, integer: bool = False) -> None:

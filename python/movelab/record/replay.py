@@ -126,7 +126,7 @@ def _compute_rate(platform: Any, base: Mapping[str, Any]) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         p = Path(tmp) / "calib.toml"
         p.write_text(text)
-        r = plat.run(platform, p, overrides=dict(base))
+        r = plat._run(platform, p, dict(base), unread_ok=True)
     return n / max(r.stats["time_ns"], 1e-9)
 
 
@@ -562,7 +562,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                     path = Path(tmp) / f"{op}-{sc}-{int(moves)}-{state}-{int(apart)}.toml"
                     path.write_text(_toml(ops))
                     ov = mech_ov if moves or state != "cold" or apart else cpu_ov
-                    cache_d[ck] = _stats(plat.run(platform, path, overrides=ov).stats)
+                    cache_d[ck] = _stats(plat._run(platform, path, ov, unread_ok=True).stats)
                 return cache_d[ck]
 
             per_call = energy = traffic = raw_call = 0.0
@@ -822,7 +822,7 @@ def replay_windows(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-s
                 path = Path(tmp) / f"w{i}-{int(moves)}.toml"
                 path.write_text(_toml(_ops(w, rate, max_gap_instructions, mechanism in ALIGNED, None, moves)))
                 ov = layered(base, MECHANISMS[mechanism if moves else "cpu"])
-                t.append(_stats(plat.run(platform, path, overrides=ov).stats)[0])
+                t.append(_stats(plat._run(platform, path, ov, unread_ok=True).stats)[0])
             cost += t[1] - t[0]
             calls += float(w["count"].sum())
     total_calls = float(ev["count"].sum())

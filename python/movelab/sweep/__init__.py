@@ -589,7 +589,8 @@ def _run_platform(config: Any, overrides: dict[str, Any], workload: dict[str, An
     name = w.pop("name", None)
     if not isinstance(name, str):
         raise ValueError("workload: a platform workload needs name = \"WORKLOAD\" (movelab platform presets)")
-    return platform.run(config, name, overrides=overrides, params=w).flat()
+    # A sweep's cross product runs a copy engine's keys on its points without one too.
+    return platform._run(config, name, overrides, w, unread_ok=True).flat()
 
 
 def run_point(task: Task) -> dict[str, Any]:

@@ -257,6 +257,23 @@ pub const WRITE_DONE: [&str; 2] = ["accepted", "written"];
 /// The values of `copy.snoop_order`.
 pub const SNOOP_ORDERS: [&str; 2] = ["serial", "parallel"];
 
+/// The `[copy]` keys only a copy engine reads (the others: the mechanism itself, `page_bytes`,
+/// which also aligns the allocator's destinations, and `dirty_source`, which every offload's
+/// cache warming follows).
+pub const ENGINE_KEYS: [&str; 11] = [
+    "placement",
+    "mode",
+    "stream_buffer_lines",
+    "engine_memory_ns",
+    "translate_cycles",
+    "pending_copy_entries",
+    "snoop_ack",
+    "dest_to_cache",
+    "engine_share",
+    "write_done",
+    "snoop_order",
+];
+
 /// The values of `copy.dirty_source`; the first is the default.
 pub const DIRTY_SOURCES: [&str; 2] = ["copy-in-cache", "flush"];
 
@@ -636,7 +653,10 @@ fn sized_cache<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<CacheCon
     let Some(t) = Option::<toml::Table>::deserialize(d)? else {
         return Ok(None);
     };
-    if let Some(k) = ["size_kib", "ways"].into_iter().find(|k| !t.contains_key(*k)) {
+    if let Some(k) = ["size_kib", "ways"]
+        .into_iter()
+        .find(|k| !t.contains_key(*k))
+    {
         return Err(D::Error::custom(format!("missing field `{k}`")));
     }
     // The key inside the table goes into the message, on one line ("ways: invalid value ...").
@@ -741,7 +761,11 @@ impl PlatformConfig {
     pub fn dram_config(&self, source_name: &str) -> Result<DramConfig, PlatformError> {
         // The controller keys set here from the copy settings: given in `[memory]` (a file or an
         // override), they would be replaced without a word.
-        if let Some(ctl) = self.memory.get("controller").and_then(toml::Value::as_table) {
+        if let Some(ctl) = self
+            .memory
+            .get("controller")
+            .and_then(toml::Value::as_table)
+        {
             for (key, why) in DERIVED_CONTROLLER_KEYS {
                 if ctl.contains_key(key) {
                     return Err(PlatformError::config(
@@ -801,6 +825,80 @@ impl PlatformConfig {
         }
         .into();
         Ok(dc)
+    }
+    /// The `[copy]` keys in `overrides` (a table shaped like this config) that no part of this
+    /// platform reads, each with why. A copy engine alone reads the engine's keys
+    /// ([`ENGINE_KEYS`]): with `copy.mechanism` other than "ce" and no copy-engine agent that
+    /// takes the key from `[copy]`, an override of one would change nothing and the run would
+    /// look as if it had. `engine_share` is read only where an engine runs with CPU request
+    /// bypass (SYNC_WLB or ASYNC). A preset or file may still describe an engine it does not
+    /// use (the Zhao platforms do, for the runs that switch it on): only what an override gives
+    /// is judged, and only a run that takes the config as it is should refuse it.
+    pub fn unread_copy_overrides(
+        &self,
+        overrides: &toml::Value,
+        src: &str,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        let Some(given) = overrides.get("copy").and_then(toml::Value::as_table) else {
+            return Ok(Vec::new());
+        };
+        // Every copy engine with the keys it takes from `[copy]` (the top-level engine all of them).
+        let mut engines: Vec<(CopyConfig, Option<&toml::Table>)> = Vec::new();
+        if self.copy.mechanism == "ce" {
+            engines.push((self.copy.clone(), None));
+        }
+        for (i, a) in self.agents.iter().enumerate() {
+            if a.kind == "copy-engine" {
+                engines.push((self.agent_copy(i, src)?, Some(&a.params)));
+            }
+        }
+        let reads = |key: &str, c: &CopyConfig, own: Option<&toml::Table>| {
+            own.is_none_or(|t| !t.contains_key(key))
+                && (key != "engine_share" || c.mode != MODES[0])
+        };
+        let mut out = Vec::new();
+        for key in given.keys().filter(|k| ENGINE_KEYS.contains(&k.as_str())) {
+            if engines.iter().any(|(c, own)| reads(key, c, *own)) {
+                continue;
+            }
+            let why = if engines.is_empty() {
+                format!(
+                    "only a copy engine reads it, and this platform has none (copy.mechanism = \
+                     '{}', no copy-engine agent); set copy.mechanism = \"ce\" to run one",
+                    self.copy.mechanism
+                )
+            } else if key == "engine_share" {
+                "the memory controller gives an engine a share only under CPU request bypass \
+                 (copy.mode SYNC_WLB or ASYNC), and this platform's engines run SYNC_NLB"
+                    .to_string()
+            } else {
+                "every copy-engine agent sets its own (agents[].params), so [copy]'s is not read"
+                    .to_string()
+            };
+            out.push((format!("copy.{key}"), why));
+        }
+        Ok(out)
+    }
+
+    /// Refuses the first override [`PlatformConfig::unread_copy_overrides`] finds, naming its key.
+    /// For runs that take this config as it is (`platform run`, `movelab run`, `platform pair`).
+    pub fn refuse_unread_overrides(
+        &self,
+        overrides: &toml::Value,
+        src: &str,
+    ) -> Result<(), PlatformError> {
+        match self
+            .unread_copy_overrides(overrides, src)?
+            .into_iter()
+            .next()
+        {
+            Some((key, why)) => Err(PlatformError::config(
+                src,
+                key,
+                format!("not read on this platform: {why}"),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The `[copy]` settings agent `i` of `[[agents]]` runs with: the platform's `[copy]` with

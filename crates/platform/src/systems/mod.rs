@@ -216,6 +216,7 @@ fn run_platform(
     let mut cfg = PlatformConfig::load(config)?;
     if has_overrides(overrides) {
         cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
+        cfg.refuse_unread_overrides(overrides, "overrides")?;
     }
     let ints = params
         .iter()
@@ -245,6 +246,7 @@ fn run_cluster_pair(
     let mut cfg = PlatformConfig::load(config)?;
     if has_overrides(overrides) {
         cfg = cfg.with_overrides(overrides.clone(), "overrides")?;
+        cfg.refuse_unread_overrides(overrides, "overrides")?;
     }
     let mut tx = BTreeMap::new();
     for k in ["messages", "gap"] {
