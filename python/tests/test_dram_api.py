@@ -215,3 +215,19 @@ def test_bad_trace_arguments_are_clear_errors() -> None:
         dram.simulate(BENCH, 123)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"trace item 1: arguments must be integers"):
         dram.simulate(BENCH, [("R", 0x40), ("R", "abc")])
+
+
+def test_the_in_dram_copys_settings_are_refused_where_the_controller_does_not_copy_in_dram() -> None:
+    # On the baseline's bulk mode, controller.copy.* reaches nothing: the copy is reads and writes.
+    ops = [("COPY", 0, 1 << 20, 8192)]
+    baseline = {"controller": {"bulk": "baseline"}}
+    base = dram.simulate("rowclone-ddr3-1066", ops, overrides=baseline)
+    given = {"controller": {"bulk": "baseline", "copy": {"success": 0.5}}}
+    with pytest.raises(ValueError, match=r"controller\.copy\.success: not read.*controller\.bulk = 'baseline'"):
+        dram.simulate("rowclone-ddr3-1066", ops, overrides=given)
+    # What the refusal protects: the key moves nothing there.
+    assert dram.simulate(dram.load_config("rowclone-ddr3-1066", given), ops).stats["cycles"] == base.stats["cycles"]
+    # Under RowClone the same key is read: failed attempts are retried, and the copy takes longer.
+    s = dram.simulate("rowclone-ddr3-1066", ops, overrides={"controller": {"copy": {"success": 0.5, "seed": 3}}})
+    one = dram.simulate("rowclone-ddr3-1066", ops)
+    assert s.stats["bulk"]["in_dram_copy"]["retries"] > 0 and s.stats["cycles"] > one.stats["cycles"]

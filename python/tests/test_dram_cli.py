@@ -337,3 +337,11 @@ def test_gddr7_and_hbm4_are_listed_run_and_report_energy_unavailable(config: str
     assert s["reads"] + s["writes"] == 2000 and s["energy_available"] is False
     out = cli("dram", "run", config, "--generate", "random", "--count", "1000")
     assert "not available" in out and part in out
+
+
+def test_run_refuses_the_in_dram_copys_settings_on_the_baseline() -> None:
+    args = ["dram", "run", "ddr3-1600k-bench", "--generate", "random", "--count", "200",
+            "--set", "controller.copy.success=0.5"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert "controller.copy.success: not read" in " ".join(r.output.split()), r.output

@@ -114,6 +114,20 @@ def load_config(config: str | Path | dict[str, Any] | Config, overrides: dict[st
     return Config(data=d["config"], spec=d["spec"])
 
 
+def _refuse_unread(cfg: Config, overrides: Mapping[str, Any] | None) -> None:
+    """An override of the in-DRAM copy's settings (``controller.copy.*``: which part, how reliably it
+    copies) on a memory whose controller runs bulk operations as the baseline's reads and writes
+    reads nothing: refused, naming the key, rather than run as if it had been taken. (A sweep lays
+    its axes into the config first: its cross product may pair them on purpose.)"""
+    if not overrides or cfg.data["controller"]["bulk"] != "baseline":
+        return
+    for key in flatten(dict(overrides)):
+        if key.startswith("controller.copy.") or key == "controller.copy":
+            raise ValueError(f"overrides: {key}: not read: this memory runs bulk operations as the baseline's "
+                             f"reads and writes (controller.bulk = 'baseline'); in-DRAM copy reads it under "
+                             f"controller.bulk = \"rowclone\" or \"multi-row-copy\"")
+
+
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Flattens nested dicts into ``a.b.c`` keys (for one-row DataFrames and CSV)."""
     out: dict[str, Any] = {}
@@ -238,6 +252,7 @@ def simulate(
     if command_log is not None and Path(command_log).is_dir():
         raise ValueError(f"command_log: {command_log} is a directory; give a file name")
     cfg = load_config(config, overrides)
+    _refuse_unread(cfg, overrides)
     it = None
     if isinstance(trace, Mapping):
         kind, value = "generator", _dict_json(trace, "trace", unsigned=True)

@@ -570,15 +570,18 @@ def _layered(task: Task, source: str = "spec") -> tuple[Any, dict[str, Any], dic
 def _run_dram(config: Any, overrides: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
     from movelab import dram
 
+    # The axes go into the config first: a cross product may pair the in-DRAM copy's settings with
+    # the baseline's bulk mode on purpose (dram.simulate refuses that for an override).
+    cfg = dram.load_config(config, overrides or None)
     w = dict(workload)
     if "trace" in w:
         trace = w.pop("trace")
         fmt = w.pop("format", "auto")
         if w:
             raise ValueError(f"workload: a trace workload takes only 'trace' and 'format', not '{next(iter(w))}'")
-        res = dram.simulate(config, trace, overrides=overrides, trace_format=fmt)
+        res = dram.simulate(cfg, trace, trace_format=fmt)
     else:
-        res = dram.simulate(config, w, overrides=overrides)
+        res = dram.simulate(cfg, w)
     return flatten(res.stats)
 
 
