@@ -17,6 +17,7 @@ import pytest
 from movelab import network
 from movelab.cli import app
 from movelab.platform import io
+from movelab.reproduce import larsen_idma as li
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -37,7 +38,7 @@ def test_the_io_stream_limits_are_the_options_ranges() -> None:
     for count, nbytes, named in [(1, io.MAX_BYTES + 1, "nbytes"), (io.MAX_COUNT + 1, 64, "count")]:
         with pytest.raises(ValueError, match=named):
             io.run("larsen-82598-gen1", count=count, nbytes=nbytes)
-    for opt, value in [("--small-count", "100001"), ("--large-count", "10001")]:
+    for opt, value in [("--small-count", str(li.MAX_SMALL + 1)), ("--large-count", str(li.MAX_LARGE + 1))]:
         assert opt in cli("reproduce", "larsen-idma", opt, value, code=2)
 
 

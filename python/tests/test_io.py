@@ -102,8 +102,7 @@ def test_cli_platform_run_nic_tx_on_the_platform() -> None:
 
 
 def test_reproduction_rows_and_bars(tmp_path: Path) -> None:
-    rows = json.loads(cli("reproduce", "larsen-idma", "--format", "json", "--small-count", "400",
-                          "--large-count", "16", "--out", tmp_path))
+    rows = json.loads(cli("reproduce", "larsen-idma", "--format", "json", "--out", tmp_path))
     assert all(set(li.KEYS) <= set(r) for r in rows)
     get = {(r["figure"], r["case"], r["metric"]): r for r in rows}
     for key in [("fig8", "descriptor-dma", "nic_tx_latency_ns"), ("fig9", "idma", "nic_tx_latency_ns"),
@@ -162,5 +161,38 @@ def test_reproduction_bad_input() -> None:
     with pytest.raises(ValueError, match="parts"):
         li.run(parts=["fig99"])
     cli("reproduce", "larsen-idma", "--small-count", "0", code=2)
+    # A stream holds 250 frames: a longer count used to be cut to it without a word (the default of
+    # 2,000 small messages ran 250). Beyond the limits, the API and the Rust run refuse by name.
+    assert (li.MAX_SMALL, li.MAX_LARGE) == (250, 6)
+    for kw in ({"small_count": li.MAX_SMALL + 1}, {"large_count": li.MAX_LARGE + 1}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            li.run(parts=["fig10"], **kw)
+    import movelab._core as core
+
+    with pytest.raises(ValueError, match=r"small_count: 251: must be from 1 to 250"):
+        core.reproduce_larsen_idma(["fig10"], 251, 6)
     out = cli("reproduce", "larsen-idma", "--set", "memory.dram.nope=1", code=2)
     assert "nope" in out
+
+
+def test_a_descriptor_nics_key_is_refused_when_both_devices_are_idma() -> None:
+    # The iDMA's adapter has no descriptor cache, thresholds or interrupt moderation: itr_us on two
+    # iDMA hosts changed nothing. With one descriptor NIC in the run, the key is read.
+    with pytest.raises(ValueError, match=r"overrides\.nic\.itr_us: not read: both devices are iDMA"):
+        io.run("larsen-82598-gen1", 2, 64, devices=["idma", "idma"], overrides={"nic": {"itr_us": 8.0}})
+    mixed = io.run("larsen-82598-gen1", 2, 64, devices=["descriptor", "idma"], overrides={"nic": {"itr_us": 8.0}})
+    assert mixed.stats["bytes_checked"] > 0
+    # A key the adapter reads moves its run.
+    a = io.run("larsen-82598-gen1", 2, 64, devices=["idma", "idma"]).stats["time_ns"]
+    b = io.run("larsen-82598-gen1", 2, 64, devices=["idma", "idma"], overrides={"nic": {"mac_tx_ns": 800.0}})
+    assert b.stats["time_ns"] > a
+
+
+def test_the_docs_python_example_runs_as_written() -> None:
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "io.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", doc, re.S)
+    ns: dict = {}
+    exec(code, ns)  # the page's own lines (it once passed a section the stream refuses)
+    assert ns["res"].stats["bytes_checked"] >= 4 * 65536 and ns["res"].stats["frames"] == 184

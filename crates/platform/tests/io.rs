@@ -173,3 +173,31 @@ fn pcie_model_nic_rows_agree_in_shape() {
         assert!(e.contains("frame"), "{e}");
     }
 }
+
+/// A Fig. 10 stream holds `MAX_STREAM_FRAMES` frames: the counts that fill it are the limits (250
+/// small messages; 64 KB messages of 46 TSO segments fill it at 5, of 45 iDMA frames at 6), and
+/// a count beyond them, which would run the same frames, is refused naming the option.
+#[test]
+fn larsen_stream_counts_are_bounded_by_what_a_stream_holds() {
+    use movelab_platform::experiments::larsen_idma::{self, Options, MAX_STREAM_FRAMES};
+    let o = Options::paper().unwrap();
+    assert_eq!(
+        larsen_idma::stream_limits(&o.bandwidth),
+        (MAX_STREAM_FRAMES, 6)
+    );
+    assert_eq!((o.small_count, o.large_count), (250, 6));
+    for (small, large, key) in [
+        (251, 6, "small_count"),
+        (250, 7, "large_count"),
+        (0, 6, "small_count"),
+    ] {
+        let mut bad = o.clone();
+        bad.parts = vec!["fig10".into()];
+        bad.small_count = small;
+        bad.large_count = large;
+        let e = larsen_idma::run(&bad, &mut |_, _| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(key) && e.contains("must be from 1 to"), "{e}");
+    }
+}

@@ -2,6 +2,7 @@
 //! reproductions. Values cross as JSON strings; errors become `ValueError`.
 use crate::dram::{json, strip_nulls, verr};
 use crate::interrupt::{call_progress, detach_interruptible};
+use movelab_platform::config::io::IDMA_NIC_KEYS;
 use movelab_platform::config::platform::{
     builtin_platform_names, PlatformConfig, BUILTIN_PLATFORMS,
 };
@@ -286,6 +287,16 @@ fn io_run(
     }
     // The device kind picks the platform; the platform's device has no `kind` key to set.
     nic.remove("kind");
+    // A descriptor NIC's key with no descriptor NIC in the run would change nothing.
+    if kinds.iter().all(|k| k == "idma") {
+        if let Some(k) = nic.keys().find(|k| !IDMA_NIC_KEYS.contains(&k.as_str())) {
+            return Err(verr(format!(
+                "overrides.nic.{k}: not read: both devices are iDMA adapters, which take only \
+                 {} of [nic] (the rest are a descriptor NIC's)",
+                IDMA_NIC_KEYS[1..].join(", ")
+            )));
+        }
+    }
     let send = u32::try_from(nbytes + u64::from(cfg.driver.header_bytes))
         .map_err(|_| verr(format!("nbytes: {nbytes} is too large")))?;
     let acks = kinds.iter().all(|k| k == "descriptor");
@@ -336,12 +347,12 @@ fn io_run(
 
 /// Larsen & Lee (CACHES 2011): Fig. 8, 9, Table 1, Fig. 10 and the sensitivity runs; rows as JSON.
 #[pyfunction]
-#[pyo3(signature = (parts=None, small_count=2000, large_count=64, progress=None, overrides=None))]
+#[pyo3(signature = (parts=None, small_count=None, large_count=None, progress=None, overrides=None))]
 fn reproduce_larsen_idma(
     py: Python<'_>,
     parts: Option<Vec<String>>,
-    small_count: u64,
-    large_count: u64,
+    small_count: Option<u64>,
+    large_count: Option<u64>,
     progress: Option<Py<PyAny>>,
     overrides: Option<&str>,
 ) -> PyResult<String> {
@@ -358,18 +369,22 @@ fn reproduce_larsen_idma(
         }
         o.parts = p;
     }
-    if !(1..=100_000).contains(&small_count) || !(1..=10_000).contains(&large_count) {
-        return Err(verr(
-            "small_count must be from 1 to 100,000 and large_count from 1 to 10,000",
-        ));
-    }
-    o.small_count = small_count;
-    o.large_count = large_count;
+    // Bounds are checked by the run (`larsen_idma::stream_limits`).
+    o.small_count = small_count.unwrap_or(o.small_count);
+    o.large_count = large_count.unwrap_or(o.large_count);
     let rows = detach_interruptible(py, || {
         larsen_idma::run(&o, &mut |d, t| call_progress(&progress, (d, t)))
     })?
     .map_err(verr)?;
     json(&rows)
+}
+
+/// The most messages a Larsen & Lee Fig. 10 stream takes, 64 B and 64 KB (the defaults), as JSON.
+#[pyfunction]
+fn larsen_idma_stream_limits() -> PyResult<String> {
+    let o = larsen_idma::Options::paper().map_err(verr)?;
+    let (small, large) = larsen_idma::stream_limits(&o.bandwidth);
+    json(&serde_json::json!({"small_count": small, "large_count": large}))
 }
 
 /// The composed receive server (`experiments::composition`): each mechanism alone and all
@@ -456,6 +471,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(io_presets, m)?)?;
     m.add_function(wrap_pyfunction!(io_run, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_larsen_idma, m)?)?;
+    m.add_function(wrap_pyfunction!(larsen_idma_stream_limits, m)?)?;
     m.add_function(wrap_pyfunction!(platform_config, m)?)?;
     m.add_function(wrap_pyfunction!(platform_presets, m)?)?;
     m.add_function(wrap_pyfunction!(platform_run, m)?)?;

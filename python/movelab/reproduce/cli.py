@@ -79,6 +79,8 @@ FILES = {
                            "rowclone-multicore-table7.png", "rowclone-multicore-fig13.png"],
 }
 FORCE_HELP = "Overwrite files that exist in --out."
+#: The longest Fig. 10 streams of larsen-idma (the options' bounds and defaults).
+_LARSEN_LIMITS = json.loads(importlib.import_module("movelab._core").larsen_idma_stream_limits())
 OUT_HELP = ("Directory for CSV, JSON and PNG (an existing file there is kept unless --force) "
             "\\[default: none, nothing is written].")
 
@@ -375,10 +377,14 @@ def _rowclone_fork(fmt: str, overrides: dict[str, Any], sizes: list[int] | None,
 @app.command("larsen-idma")
 def larsen_idma(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
-    small: int = typer.Option(2000, "--small-count", min=1, max=100_000, help="64 B messages per Fig. 10 stream "
-                                                                              "(at most 100,000)."),
-    large: int = typer.Option(64, "--large-count", min=1, max=10_000, help="64 KB messages per Fig. 10 stream "
-                                                                          "(at most 10,000)."),
+    small: int = typer.Option(_LARSEN_LIMITS["small_count"], "--small-count", min=1,
+                              max=_LARSEN_LIMITS["small_count"],
+                              help="64 B messages per Fig. 10 stream (a stream holds "
+                                   f"{_LARSEN_LIMITS['small_count']} frames)."),
+    large: int = typer.Option(_LARSEN_LIMITS["large_count"], "--large-count", min=1,
+                              max=_LARSEN_LIMITS["large_count"],
+                              help="64 KB messages per Fig. 10 stream (as many as fill its "
+                                   f"{_LARSEN_LIMITS['small_count']} frames on either device)."),
     set_: list[str] | None = typer.Option(None, "--set", help="Override a platform KEY=VALUE on the Fig. 8 and "
                                                               "Fig. 9 platforms (larsen-io, larsen-io-idma), e.g. "
                                                               "memory.dram.timing.nCL=16. A key must exist on "

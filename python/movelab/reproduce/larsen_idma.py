@@ -46,13 +46,15 @@ NAME = "larsen-idma"
 ROW_KEY = ["figure", "case", "metric"]
 KEYS = ["figure", "case", "metric", "value", "paper_value", "unit", "note"]
 PARTS = ["latency", "fig10", "sensitivity", "pcie-model"]
-#: Bounds of the stream lengths: every length up to them runs (measured: 100,000 small messages in
-#: about 3 s, 10,000 large ones in about 30 s of this machine's time per stream).
-MAX_SMALL = 100_000
-MAX_LARGE = 10_000
+#: Bounds of the stream lengths, and the defaults: every stream is cut to 250 frames, so a 64 B
+#: stream holds 250 messages and a 64 KB one as many as fill it on either device (the NIC's TSO
+#: sends of 46 frames, the iDMA's messages of 45); a longer stream would run the same frames.
+_LIMITS = json.loads(_core.larsen_idma_stream_limits())
+MAX_SMALL: int = _LIMITS["small_count"]
+MAX_LARGE: int = _LIMITS["large_count"]
 
 
-def run(small_count: int = 2000, large_count: int = 64, parts: list[str] | None = None,
+def run(small_count: int = MAX_SMALL, large_count: int = MAX_LARGE, parts: list[str] | None = None,
         progress: Callable[[int, int], None] | None = None,
         overrides: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Rows with :data:`KEYS` and ``basis`` (calibrated, predicted or not reproduced, from the
@@ -74,7 +76,7 @@ def run(small_count: int = 2000, large_count: int = 64, parts: list[str] | None 
     return ledger.label_rows(NAME, rows, ROW_KEY)
 
 
-def points(small_count: int = 2000, large_count: int = 64, parts: list[str] | None = None,
+def points(small_count: int = MAX_SMALL, large_count: int = MAX_LARGE, parts: list[str] | None = None,
            overrides: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The independent runs: one per part."""
     ov = dict(overrides) if overrides else None
@@ -92,7 +94,7 @@ OTHER_PART_CPU_S = 0.15
 def cost(p: dict[str, Any]) -> float:
     """A part's CPU seconds, estimated (scaled by its message counts against the defaults)."""
     base = PART_CPU_S.get(p["part"], OTHER_PART_CPU_S)
-    scale = 0.5 * (p["small_count"] / 2000 + p["large_count"] / 64)
+    scale = 0.5 * (p["small_count"] / MAX_SMALL + p["large_count"] / MAX_LARGE)
     return base * max(scale, 0.05)
 
 

@@ -185,6 +185,20 @@ pub struct NicConfig {
     pub rx_fifo_frames: u32,
 }
 
+/// The `[nic]` keys the iDMA's FIFO+PHY adapter reads (`agents/idma.rs`, `devices/idma.rs`): its
+/// rings, its MAC and its receive FIFO. The others (on-chip descriptors, thresholds, fetch,
+/// context descriptors, interrupt moderation, RX buffer size, processing time) are a descriptor
+/// NIC's, which the adapter does not have.
+pub const IDMA_NIC_KEYS: [&str; 7] = [
+    "kind",
+    "tx_ring",
+    "rx_ring",
+    "mac_gbps",
+    "mac_tx_ns",
+    "mac_rx_ns",
+    "rx_fifo_frames",
+];
+
 impl Default for NicConfig {
     fn default() -> Self {
         NicConfig {

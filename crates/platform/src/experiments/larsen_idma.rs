@@ -111,11 +111,14 @@ pub struct Options {
 
 impl Options {
     pub fn paper() -> Result<Options, PlatformError> {
+        let bandwidth = IoConfig::preset("larsen-82599-gen2")?;
+        let large_count = stream_limits(&bandwidth).1;
         Ok(Options {
             latency: IoConfig::preset("larsen-82598-gen1")?,
-            bandwidth: IoConfig::preset("larsen-82599-gen2")?,
-            small_count: 2000,
-            large_count: 64,
+            bandwidth,
+            // The longest streams a run holds (more would change nothing: see `stream_limits`).
+            small_count: MAX_STREAM_FRAMES,
+            large_count,
             parts: vec![
                 "latency".into(),
                 "fig10".into(),
@@ -802,6 +805,17 @@ pub fn nic_key(key: &str, v: i64) -> toml::Table {
 /// posts a buffer per frame up front.
 pub const MAX_STREAM_FRAMES: u64 = 250;
 
+/// The most messages a Fig. 10 stream takes on the bandwidth platform `io`, (64 B, 64 KB): every
+/// stream is cut to [`MAX_STREAM_FRAMES`] frames, so a 64 B stream holds that many messages, and a
+/// 64 KB one as many as fill it on either device (the NIC's TSO sends of `segments` frames each,
+/// the iDMA's messages of [`LARGE_FRAMES_PER_MESSAGE`] full-size frames). A count beyond them
+/// would run the same streams: [`run`] refuses it.
+pub fn stream_limits(io: &IoConfig) -> (u64, u64) {
+    let nic = MAX_STREAM_FRAMES / segments(io, large_send(io));
+    let idma = MAX_STREAM_FRAMES.div_ceil(LARGE_FRAMES_PER_MESSAGE);
+    (MAX_STREAM_FRAMES, nic.max(idma).max(1))
+}
+
 /// Shares of TLP bytes on one device's link (both directions): all four terms (descriptor
 /// fetches with their completions, doorbells, write-backs, MSI-X), fetches and doorbells only,
 /// and DLLPs of all bytes.
@@ -948,6 +962,29 @@ fn mean_bar(rows: &[Row], metric: &str) -> Option<f64> {
 
 /// Runs the reproduction.
 pub fn run(o: &Options, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Row>, PlatformError> {
+    let (most_small, most_large) = stream_limits(&o.bandwidth);
+    for (key, v, most, what) in [
+        (
+            "small_count",
+            o.small_count,
+            most_small,
+            "frames a stream holds",
+        ),
+        (
+            "large_count",
+            o.large_count,
+            most_large,
+            "64 KB messages that fill a stream on either device",
+        ),
+    ] {
+        if !(1..=most).contains(&v) {
+            return Err(PlatformError::config(
+                "larsen-idma",
+                key,
+                format!("{v}: must be from 1 to {most} (the {what}; a longer stream would run the same {most})"),
+            ));
+        }
+    }
     let mut out = Vec::new();
     let want = |p: &str| o.parts.iter().any(|x| x == p);
     let total = want("latency") as usize * 3
