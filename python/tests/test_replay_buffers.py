@@ -265,3 +265,22 @@ def test_cold_copy_boundary_is_where_the_probes_sweep_costs_half_way_to_memory()
     assert calibration.cold_copy_boundary(cold) == pytest.approx(12 * 2**20)
     assert calibration.cold_copy_boundary({**cold, "sweep": {}}) is None
     assert calibration.cold_copy_boundary({**cold, "sweep": {"1": 50.0, "2": 60.0}}) is None
+
+
+def test_the_mechanisms_own_keys_are_refused_as_overrides_and_the_engines_others_taken() -> None:
+    # Each mechanism lays its copy.mechanism, placement and mode over the overrides: --mechanism
+    # ce-on-die-async with copy.mode=SYNC_NLB ran ASYNC without a word.
+    import movelab
+    from movelab.record.replay import replay_windows
+
+    df = _events(n=4)
+    for key, value in (("mode", "SYNC_NLB"), ("placement", "off-die"), ("mechanism", "base")):
+        with pytest.raises(ValueError, match=rf"copy\.{key}: the replayed mechanism \(--mechanism\) sets"):
+            movelab.replay(df, "rowclone-system", "ce-on-die-async", samples=2, overrides={"copy": {key: value}})
+    with pytest.raises(ValueError, match=r"copy\.mode"):
+        replay_windows(df, "rowclone-system", "ce-on-die-async", overrides={"copy": {"mode": "SYNC_NLB"}})
+    # An engine key the mechanisms leave alone reaches the engine.
+    kw = {"samples": 2, "touch_rate": 0.0}
+    one = movelab.replay(df, "rowclone-system", "ce-on-die-async", overrides={"copy": {"stream_buffer_lines": 1}}, **kw)
+    many = movelab.replay(df, "rowclone-system", "ce-on-die-async", **kw)
+    assert one.summary["movement_ns"] != many.summary["movement_ns"]

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from movelab._util import layered
+from movelab._util import layered, refuse_keys
 from movelab.record import cachestate
 from movelab.record.kernel import TOUCH_KINDS
 from movelab.record.trace import COPY_KINDS, INIT_KINDS, corrected_dur, read
@@ -57,6 +57,16 @@ MECHANISMS: dict[str, dict[str, Any]] = {
     "rowclone-zi-aligned": {"copy": {"mechanism": "rowclone-zi"}},
 }
 ALIGNED = {"rowclone-aligned", "rowclone-zi-aligned"}
+#: The keys each mechanism sets (laid over the overrides, so an override of one would be dropped).
+MECHANISM_KEYS = sorted({f"copy.{k}" for ov in MECHANISMS.values() for k in ov["copy"]})
+
+
+def _refuse_mechanism_keys(overrides: Mapping[str, Any] | None) -> None:
+    """``copy.mechanism``, ``placement`` and ``mode`` are the mechanism's: given as overrides, they
+    were replaced by the mechanism's own without a word (``--mechanism ce-on-die-async --set
+    copy.mode=SYNC_NLB`` ran ASYNC). The engine's other keys (its buffer, its latencies) are taken."""
+    if overrides:
+        refuse_keys(dict(overrides), MECHANISM_KEYS, "the replayed mechanism (--mechanism)")
 
 
 @dataclass
@@ -388,6 +398,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     call itself) plus the measured path of its size class, instead of its own ``call_cost``."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r} (known: {', '.join(MECHANISMS)})")
+    _refuse_mechanism_keys(overrides)
     for name, v in (("samples", samples), ("budget_bytes", budget_bytes),
                     ("max_gap_instructions", max_gap_instructions)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -800,6 +811,7 @@ def replay_windows(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-s
 
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r} (known: {', '.join(MECHANISMS)})")
+    _refuse_mechanism_keys(overrides)
     if isinstance(trace, pd.DataFrame):
         df = trace
     else:
