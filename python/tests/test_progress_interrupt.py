@@ -40,5 +40,5 @@ def test_an_exception_in_the_dram_progress_callback_stops_the_run(exc: type[Base
 def test_an_interrupt_in_a_reproduction_progress_callback_stops_it() -> None:
     progress, calls = _raising_after(1, KeyboardInterrupt)
     with pytest.raises(KeyboardInterrupt):
-        _core.reproduce_larsen_idma(["fig10"], 2000, 64, progress)
+        _core.reproduce_larsen_idma(["fig10"], progress=progress)
     assert len(calls) == 1

@@ -1130,13 +1130,14 @@ def test_a_replayed_call_never_costs_less_than_nothing(recording: tuple[pd.DataF
     from movelab import platform as plat
     from movelab.record import replay as rp
 
-    def fake_run(platform: object, path: Path, overrides: object = None) -> SimpleNamespace:
+    def fake_run(platform: object, path: Path, overrides: object = None, params: object = None,
+                 unread_ok: bool = False) -> SimpleNamespace:
         text = Path(path).read_text()
         moves = text.count('kind = "copy"') + text.count('kind = "init"')
         return SimpleNamespace(stats={"time_ns": 1e6 - 100.0 * moves, "dram_energy_nj": 5.0 - moves,
                                       "memory": {"channel_bytes": 64.0}})
 
-    monkeypatch.setattr(plat, "run", fake_run)
+    monkeypatch.setattr(plat, "_run", fake_run)
     monkeypatch.setattr(rp, "_compute_rate", lambda platform, base: 1.0)
     _, path = recording
     r = rp.replay(path, "rowclone-system", "cpu", samples=2, cache="cold", call_cost={"memcpy": 7.0})
