@@ -293,3 +293,17 @@ def test_run_refuses_an_engine_key_on_a_platform_without_an_engine() -> None:
     r = runner.invoke(app, ["platform", "run", *args, "--set", "copy.mechanism=ce", "--format", "json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["mode"] == "ASYNC"
+
+
+def test_a_platform_whose_groups_run_their_own_programs_names_them_all() -> None:
+    # server-composed's first core runs its own nic-tx and the others the run's server-rx: the run
+    # was labelled "nic-tx" on an "out-of-order" core with the "base" mechanism, though the copies
+    # went to its agents.
+    s = platform.run("server-composed", "server-rx", params={"chunks": 5}).stats
+    assert (s["workload"], s["core"]) == ("nic-tx + server-rx", "out-of-order + multithreaded")
+    assert {c["workload"] for c in s["per_core"]} == {"nic-tx", "server-rx"}
+    out = " ".join(runner.invoke(app, ["platform", "run", "server-composed", "server-rx", "--param",
+                                       "chunks=5"], env={"COLUMNS": "100"}).output.split())
+    assert "server-composed / nic-tx + server-rx" in out and "copy agents rowclone-zi, copy-engine" in out, out
+    one = platform.run("zhao-uma-emc", "tcp-rx", params={"packets": 2}).stats
+    assert (one["workload"], one["core"]) == ("tcp-rx", "out-of-order")

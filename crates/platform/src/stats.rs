@@ -146,8 +146,12 @@ pub struct WindowStats {
 #[derive(Debug, Clone, Serialize)]
 pub struct PlatformStats {
     pub platform: String,
+    /// The programs the cores ran, in core-group order, each once (`"nic-tx + server-rx"` where
+    /// a group runs its own); `per_core` says which core ran which.
     pub workload: String,
+    /// The cores' kinds, each once, in core order (`"out-of-order + multithreaded"`).
     pub core: String,
+    /// The platform's `[copy]` settings; further copy agents (`[[agents]]`) are in `agents`.
     pub mechanism: String,
     pub placement: String,
     pub mode: String,

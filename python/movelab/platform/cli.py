@@ -120,12 +120,20 @@ def _device_rows(dev: dict[str, Any]) -> list[tuple[str, str]]:
 
 def stats_table(s: dict[str, Any]) -> Table:
     copy = s["mechanism"] if s["mechanism"] != "ce" else f"ce ({s['placement']}, {s['mode']})"
+    # Copy agents listed in [[agents]] besides the one [copy] makes (its kind's first).
+    copy_kinds = ("copy-engine", "in-memory")
+    agents = [a for a in s.get("agents", []) if a.get("kind") in copy_kinds]
+    own = "copy-engine" if s["mechanism"] == "ce" else None if s["mechanism"] == "base" else "in-memory"
+    if own is not None:
+        first = next((i for i, a in enumerate(agents) if a["kind"] == own), None)
+        agents = [a for i, a in enumerate(agents) if i != first]
     t = Table(title=f"{lit(s['platform'])} / {lit(s['workload'])}", box=box.SIMPLE_HEAD)
     t.add_column("metric", no_wrap=True)
     t.add_column("value", justify="right", no_wrap=True)
     c, m = s["caches"], s["memory"]
     rows = [
         ("core / copy mechanism", f"{s['core']} / {copy}"),
+        *([("copy agents", ", ".join(a["name"] for a in agents))] if agents else []),
         ("simulated time", f"{s['time_ns'] / 1000:,.3f} us"),
         ("core cycles / instructions", f"{s['core_cycles']:,} / {s['instructions']:,}"),
         ("IPC", f"{s['ipc']:.3f}"),

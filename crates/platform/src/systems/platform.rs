@@ -1424,10 +1424,32 @@ impl Platform {
                 dram_energy_nj: (en.total_nj - m.energy_nj + owed * per_line).max(0.0),
             }
         });
+        // Each distinct name once, in order (one program and one kind on most platforms).
+        let distinct = |names: &mut dyn Iterator<Item = String>| {
+            let mut seen: Vec<String> = Vec::new();
+            for n in names {
+                if !seen.contains(&n) {
+                    seen.push(n);
+                }
+            }
+            seen.join(" + ")
+        };
+        let groups_run: Vec<usize> = self
+            .cores
+            .iter()
+            .map(|c| c.group.min(programs.len() - 1))
+            .collect();
+        let workload_label =
+            distinct(&mut groups_run.iter().map(|&g| programs[g].spec.name.clone()));
+        let core_label = if self.cfg.cores.is_empty() {
+            self.cfg.core.kind.clone()
+        } else {
+            distinct(&mut self.cores.iter().map(|c| c.core.kind().to_string()))
+        };
         PlatformStats {
             platform: self.cfg.name.clone(),
-            workload: programs[0].spec.name.clone(),
-            core: self.cfg.core.kind.clone(),
+            workload: workload_label,
+            core: core_label,
             mechanism: self.cfg.copy.mechanism.clone(),
             placement: self.cfg.copy.placement.clone(),
             mode: self.cfg.copy.mode.clone(),
