@@ -641,7 +641,8 @@ def all_cmd(
     if cluster is not None or workers is not None:
         _executor(ctx, cluster, workers)
     # The papers' run lengths, or (--quick) short ones that still give every row, table and plot.
-    packets, small, large = (50, 200, 6) if quick else (200, _LARSEN_LIMITS["small_count"], _LARSEN_LIMITS["large_count"])
+    most_small, most_large = _LARSEN_LIMITS["small_count"], _LARSEN_LIMITS["large_count"]
+    packets, small, large = (50, 200, most_large) if quick else (200, most_small, most_large)
     sizes, pages, zero_pages = ([8], [2, 64], 64) if quick else (None, None, 1024)
     payloads = [64, 1472] if quick else None
     instructions, warmup = (10_000, 5_000) if quick else (100_000, 50_000)
