@@ -771,15 +771,7 @@ impl Controller {
         };
         let e = &self.slab[oldest as usize];
         match self.dev.open_row(self.slots[flat].id) {
-            None => Some(BankCand {
-                kind: CommandKind::Act,
-                row: e.row,
-                col: 0,
-                entry: oldest,
-                seq: e.seq,
-                is_hit: false,
-                engine: e.engine,
-            }),
+            None => Some(self.activate_candidate(oldest)),
             Some(r) => {
                 let hit = if self.row_hits && !prefer_cpu {
                     first_on_row(q, r)
@@ -801,6 +793,47 @@ impl Controller {
                     }),
                 }
             }
+        }
+    }
+
+    /// The ACT of queued request `i`, whose bank is closed.
+    #[inline(always)]
+    fn activate_candidate(&self, i: u32) -> BankCand {
+        let e = &self.slab[i as usize];
+        BankCand {
+            kind: CommandKind::Act,
+            row: e.row,
+            col: 0,
+            entry: i,
+            seq: e.seq,
+            is_hit: false,
+            engine: e.engine,
+        }
+    }
+
+    /// Bank `flat`'s candidate right after a request's PRE or ACT issued to it, when it is known
+    /// without [`Controller::bank_candidate`]'s look at the queue (`None`: not known here).
+    /// Without CPU bypass and with the bank not owned by a job, a PRE leaves the bank closed with
+    /// nothing activated, so the candidate is the ACT of the queue's oldest request; an ACT under
+    /// `keep_activated_rows` leaves the request it opened the row for activated, so the candidate
+    /// is that request's column command. These are the branches `bank_candidate` takes in those
+    /// states.
+    #[inline(always)]
+    fn known_candidate(&self, flat: usize, kind: CommandKind) -> Option<Option<BankCand>> {
+        if self.bypass || self.slots[flat].owned {
+            return None;
+        }
+        match (kind, self.slots[flat].activated) {
+            (CommandKind::Pre, None) => {
+                let q = if self.write_mode {
+                    &self.wq[flat]
+                } else {
+                    &self.rq[flat]
+                };
+                Some(q.front().map(|&(_, i)| self.activate_candidate(i)))
+            }
+            (CommandKind::Act, Some(i)) => Some(Some(self.column_candidate(flat, i))),
+            _ => None,
         }
     }
 
@@ -879,16 +912,23 @@ impl Controller {
     /// which nearly always recomputes one bank (4% of the instructions of a random run).
     #[inline(never)]
     fn clean(&mut self, flat: usize) {
-        self.slots[flat].dirty = false;
         let cand = if self.slots[flat].owned {
             None
         } else {
             self.bank_candidate(flat)
         };
-        self.slots[flat].cand = cand;
+        self.set_candidate(flat, cand);
+    }
+
+    /// Stores `cand` as bank `flat`'s candidate (now clean), with the arrays a pass reads for it.
+    #[inline(always)]
+    fn set_candidate(&mut self, flat: usize, cand: Option<BankCand>) {
+        let slot = &mut self.slots[flat];
+        slot.dirty = false;
+        slot.cand = cand;
+        let id = slot.id;
         match cand {
             Some(c) => {
-                let id = self.slots[flat].id;
                 self.hidx[flat] = id.rank * NK as u32 + c.kind.index() as u32;
                 if c.seq >= 1 << KEY_SEQ_BITS {
                     // Beyond what a packed key holds: rank candidates the general way.
@@ -1590,7 +1630,17 @@ impl Controller {
                 .issue(kind, p.bank, p.row, p.dst.map(|(b, r, _)| (b, r)), now);
         }
         self.pick = None;
-        self.mark_dirty(p.bank.flat as usize);
+        // A request's own command to one bank (nearly every command): its bank's next candidate
+        // is computed at the end, once the command's state changes are in, instead of marking the
+        // bank for the pass to recompute (a candidate depends only on the bank's queue, open row,
+        // activated request and the queue mode, none of which moves between here and the pass;
+        // a queue-mode switch marks every bank anyway). After a PRE or an ACT it is known without
+        // looking at the queue (`known_candidate`). Any other command's bank is marked.
+        let flat = p.bank.flat as usize;
+        let known = one_bank && matches!(p.source, Source::Entry(_));
+        if !known {
+            self.mark_dirty(flat);
+        }
         self.refresh_locals(kind, p.bank);
         if matches!(kind, CommandKind::Pre | CommandKind::Rda | CommandKind::Wra) {
             // The row closed: nothing activated waits on it any more.
@@ -1670,6 +1720,12 @@ impl Controller {
             },
             Source::Job(ji) => self.advance_job(ji, kind, now),
             Source::Refresh => {}
+        }
+        if known {
+            match self.known_candidate(flat, kind) {
+                Some(cand) => self.set_candidate(flat, cand),
+                None => self.clean(flat),
+            }
         }
     }
 
