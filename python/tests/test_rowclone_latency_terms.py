@@ -92,3 +92,14 @@ def test_table3_channel_share_tells_the_transfer_readings_apart() -> None:
     # One column access: the read and the written line's DRAM parts add up to two TRANSFERs.
     one_access = (read_line + written_line - 2 * transfer) / 2
     assert lines * one_access / copy_nj == pytest.approx(0.39, abs=0.01)
+
+
+def test_an_acknowledgement_at_acceptance_is_refused_as_table3s_latency(tmp_path) -> None:
+    # A 4 KB zeroing fits the write queue: acknowledged at acceptance it takes 0 ns, and the table
+    # divided by it (ZeroDivisionError). From an override or a file, the key is named.
+    with pytest.raises(ValueError, match=r"controller\.bulk_write_done: 'accepted'"):
+        rl.run(overrides={"controller": {"bulk_write_done": "accepted"}})
+    f = tmp_path / "accepted.toml"
+    f.write_text('preset = "rowclone-ddr3-1066"\n[controller]\nbulk_write_done = "accepted"\n')
+    with pytest.raises(ValueError, match=r"controller\.bulk_write_done"):
+        rl.replication(str(f))

@@ -55,6 +55,17 @@ def paper_table3() -> dict[tuple[str, str], dict[str, float]]:
     return {(r["operation"], r["mechanism"]): r for r in data.paper("rowclone")["table3"]}
 
 
+def _refuse_done_at_acceptance(cfg: Config) -> None:
+    """Table 3's latencies count a baseline operation's writes: it is done when its last write is
+    performed. Acknowledged when its writes enter the write queue (``controller.bulk_write_done =
+    "accepted"``), a zeroing that fits the queue takes no time, and every ratio over the baseline is
+    a division by zero."""
+    done = cfg.data["controller"].get("bulk_write_done", "written")
+    if done != "written":
+        raise ValueError(f"controller.bulk_write_done: '{done}': rowclone-latency's latencies count a baseline "
+                         f"operation's writes, as Table 3 does (done when written); leave the key at 'written'")
+
+
 def run(config: Any = PRESET, overrides: dict[str, Any] | None = None, nbytes: int = PAPER_BYTES
         ) -> list[dict[str, Any]]:
     """Rows with exactly :data:`KEYS`; paper values are None where the paper gives none, and when
@@ -69,6 +80,7 @@ def run(config: Any = PRESET, overrides: dict[str, Any] | None = None, nbytes: i
     if overrides:
         refuse_keys(dict(overrides), SETS, "rowclone-latency")
     cfg = load_config(config, overrides)
+    _refuse_done_at_acceptance(cfg)
     org = cfg.spec["org"]
     line = org["bus_width"] // 8 * org["burst_length"]
     if nbytes % line:
@@ -137,6 +149,7 @@ def replication(config: Any = PRESET, overrides: dict[str, Any] | None = None,
     if overrides:
         refuse_keys(dict(overrides), SETS, "rowclone-latency")
     cfg = load_config(config, overrides)
+    _refuse_done_at_acceptance(cfg)
     sim = json.loads(_native_call(_core.dram_replication_latency, cfg.to_json(), nbytes))
     return [{"copies": r["copies"], "mechanism": r["mechanism"], "standard": cfg.spec["standard"],
              "speed": cfg.spec["speed"], "latency_ns": round(r["latency_ns"], 3),
