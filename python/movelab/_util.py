@@ -139,18 +139,35 @@ def layered(base: Mapping[str, Any] | None, top: Mapping[str, Any]) -> dict[str,
     return out
 
 
-def refuse_keys(overrides: dict[str, Any], keys: Iterable[str], what: str) -> None:
-    """Raises ``ValueError`` if ``overrides`` sets any of the dotted ``keys``: ``what`` (a
-    reproduction) sets them itself, so an override would be silently dropped."""
+def _first_given(overrides: Mapping[str, Any], keys: Iterable[str]) -> str | None:
+    """The first of the dotted ``keys`` that ``overrides`` (nested tables) sets."""
     for key in keys:
         node: Any = overrides
         for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
+            if not isinstance(node, Mapping) or part not in node:
                 break
             node = node[part]
         else:
-            raise ValueError(f"{key}: {what} sets {key} itself for each of its runs, so an override of it "
-                             f"would be ignored; leave it out")
+            return key
+    return None
+
+
+def refuse_keys(overrides: dict[str, Any], keys: Iterable[str], what: str) -> None:
+    """Raises ``ValueError`` if ``overrides`` sets any of the dotted ``keys``: ``what`` (a
+    reproduction) sets them itself, so an override would be silently dropped."""
+    key = _first_given(overrides, keys)
+    if key is not None:
+        raise ValueError(f"{key}: {what} sets {key} itself for each of its runs, so an override of it "
+                         f"would be ignored; leave it out")
+
+
+def refuse_unread(overrides: Mapping[str, Any], keys: Iterable[str], what: str) -> None:
+    """Raises ``ValueError`` if ``overrides`` sets any of the dotted ``keys``, which nothing in ``what``
+    reads (a copy engine's keys in a reproduction that runs no copy engine): an override would
+    change nothing, and the results would look as if it had been taken."""
+    key = _first_given(overrides, keys)
+    if key is not None:
+        raise ValueError(f"{key}: {what}, so an override of it would change nothing; leave it out")
 
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}

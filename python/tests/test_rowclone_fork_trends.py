@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from movelab.reproduce import ledger
 from movelab.reproduce import rowclone_fork as rf
 
@@ -59,3 +60,12 @@ def test_too_few_points_judge_nothing() -> None:
     assert rf.trends({(64, 2): point(0.1, 1.0, 0.0)}) == []
     one_size = {k: v for k, v in PICTURE.items() if k[0] == 64}
     assert {r.id for r in rf.trends(one_size)} == IDS - {"fig7/fmtc-larger-for-smaller-s"}
+
+
+def test_rowclones_reproductions_refuse_a_copy_engines_keys() -> None:
+    # None runs a copy engine: copy.mode and the engine's buffer changed no row.
+    from movelab.reproduce import rowclone_apps, rowclone_apps_recorded, rowclone_fork, rowclone_multicore
+
+    for mod in (rowclone_fork, rowclone_apps, rowclone_apps_recorded, rowclone_multicore):
+        with pytest.raises(ValueError, match=r"copy\.(mode|stream_buffer_lines): .* runs no copy engine"):
+            mod.run(overrides={"copy": {"mode": "ASYNC", "stream_buffer_lines": 1}})

@@ -367,3 +367,23 @@ def test_show_refuses_a_table_that_is_not_a_sweeps(tmp_path: Path) -> None:
     rec = tmp_path / "rec.parquet"
     pq.write_table(pa.table({"t_ns": [1]}).replace_schema_metadata({META_KEY: b"{}"}), rec)
     assert "a recording" in cli("sweep", "show", rec, code=2)
+
+
+def test_a_sweep_refuses_overrides_that_every_point_would_drop() -> None:
+    # A reproduction's point sets copy.mode itself (zhao-copy-engine), or runs no copy engine
+    # (rowclone-fork): an axis of it ran the same point at every value, as 'reproduce --set' refuses.
+    zhao = {"simulator": "zhao-copy-engine", "point": {"core": "out-of-order", "payload": 1024, "packets": 5}}
+    with pytest.raises(sweep.SpecError, match=r"'axes\.overrides\.copy\.mode': zhao-copy-engine sets copy\.mode"):
+        sweep.load_spec({**zhao, "axes": {"overrides.copy.mode": ["SYNC_NLB", "ASYNC"]}})
+    sweep.load_spec({**zhao, "axes": {"overrides.copy.stream_buffer_lines": [8, 64]}})  # the engine reads it
+    with pytest.raises(sweep.SpecError, match=r"rowclone-fork runs no copy engine"):
+        sweep.load_spec({"simulator": "rowclone-fork", "axes": {"overrides.copy.stream_buffer_lines": [1, 64]}})
+    # A platform sweep: no point has an engine to read copy.mode, unless an axis gives some points one.
+    plat = {"simulator": "platform", "config": "zhao-numa-imc", "workload": {"name": "tcp-rx", "packets": 5}}
+    with pytest.raises(sweep.SpecError, match=r"'axes\.copy\.mode': no point of this sweep has a copy engine"):
+        sweep.load_spec({**plat, "axes": {"copy.mode": ["SYNC_NLB", "ASYNC"]}})
+    with pytest.raises(sweep.SpecError, match=r"'set\.copy\.stream_buffer_lines'"):
+        sweep.load_spec({**plat, "set": {"copy": {"stream_buffer_lines": 16}},
+                         "axes": {"core.clock_mhz": [2000, 3000]}})
+    s = sweep.load_spec({**plat, "axes": {"copy.mode": ["SYNC_NLB", "ASYNC"], "copy.mechanism": ["base", "ce"]}})
+    assert len(list(s.points())) == 4

@@ -57,6 +57,35 @@ fn platform_config(platform: &str, overrides: Option<&str>) -> PyResult<String> 
     json(&load(platform, overrides)?)
 }
 
+/// Which of the dotted `[copy]` keys in `keys` (a JSON list) nothing on `platform` with `overrides`
+/// would read (`PlatformConfig::unread_copy_overrides`), as a JSON list.
+#[pyfunction]
+#[pyo3(signature = (platform, keys, overrides=None))]
+fn platform_unread_keys(platform: &str, keys: &str, overrides: Option<&str>) -> PyResult<String> {
+    let cfg = load(platform, overrides)?;
+    let keys: Vec<String> = serde_json::from_str(keys).map_err(verr)?;
+    let mut copy = toml::Table::new();
+    for k in &keys {
+        if let Some(name) = k.strip_prefix("copy.") {
+            copy.insert(name.to_string(), toml::Value::Boolean(true));
+        }
+    }
+    let given = toml::Value::Table(toml::Table::from_iter([(
+        "copy".to_string(),
+        toml::Value::Table(copy),
+    )]));
+    let unread = cfg
+        .unread_copy_overrides(&given, "overrides")
+        .map_err(verr)?;
+    json(&unread.into_iter().map(|(k, _)| k).collect::<Vec<_>>())
+}
+
+/// The `[copy]` keys only a copy engine reads (`config::platform::ENGINE_KEYS`), as JSON.
+#[pyfunction]
+fn platform_engine_keys() -> PyResult<String> {
+    json(&movelab_platform::config::platform::ENGINE_KEYS)
+}
+
 /// Built-in platforms and workloads: names, descriptions, sources.
 #[pyfunction]
 fn platform_presets() -> PyResult<String> {
@@ -474,6 +503,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(larsen_idma_stream_limits, m)?)?;
     m.add_function(wrap_pyfunction!(platform_config, m)?)?;
     m.add_function(wrap_pyfunction!(platform_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(platform_engine_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(platform_unread_keys, m)?)?;
     m.add_function(wrap_pyfunction!(platform_run, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_zhao, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_rowclone_fork, m)?)?;

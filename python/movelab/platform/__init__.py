@@ -27,7 +27,10 @@ from movelab import _core
 from movelab._util import check_value, layered
 from movelab.dram import _native_call, flatten
 
-__all__ = ["PairResult", "PlatformResult", "load_config", "pair", "presets", "run", "to_toml"]
+__all__ = ["ENGINE_KEYS", "PairResult", "PlatformResult", "load_config", "pair", "presets", "run", "to_toml"]
+
+#: The ``[copy]`` keys only a copy engine reads (placement, mode, its buffer, latencies, ...).
+ENGINE_KEYS: tuple[str, ...] = tuple(json.loads(_core.platform_engine_keys()))
 
 PlatformLike = str | Path | Mapping[str, Any]
 

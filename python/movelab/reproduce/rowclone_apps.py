@@ -24,8 +24,9 @@ from typing import Any
 from rich.console import Group
 
 from movelab import _core
-from movelab._util import refuse_keys
+from movelab._util import refuse_keys, refuse_unread
 from movelab.executor import costs, run_points
+from movelab.platform import ENGINE_KEYS
 from movelab.reproduce import check_overrides, fraction, group, ledger, paper_data, pyplot, table, write_rows
 
 NAME = "rowclone-apps"
@@ -42,6 +43,10 @@ PLATFORM = "rowclone-system"
 #: Platform keys the experiment sets itself for each run (an override of them would be dropped;
 #: MC-DMA is an agent the experiment lists).
 SETS = ["copy.mechanism", "agents"]
+#: Keys none of RowClone's reproductions reads: they run the base system, RowClone, RowClone-ZI and
+#: MC-DMA, never a copy engine (an override of one changed no row).
+UNREAD = [f"copy.{k}" for k in ENGINE_KEYS]
+UNREAD_WHY = "runs no copy engine (its mechanisms are the base system, RowClone, RowClone-ZI and MC-DMA)"
 #: Default run lengths (program instructions per application; docs/rowclone-system.md).
 INSTRUCTIONS = 100_000
 WARMUP = 50_000
@@ -103,6 +108,7 @@ def run(
         raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
     if overrides:
         refuse_keys(dict(overrides), SETS, NAME)
+        refuse_unread(overrides, UNREAD, f"{NAME} {UNREAD_WHY}")
         check_overrides(overrides, [PLATFORM])
     check_lengths(instructions, warmup)
     ap = check_app_params(app_params)

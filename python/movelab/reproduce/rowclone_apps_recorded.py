@@ -23,12 +23,14 @@ from typing import Any
 from rich.console import Group
 
 from movelab import data
-from movelab._util import refuse_keys
+from movelab._util import refuse_keys, refuse_unread
 from movelab.executor import run_points
 from movelab.reproduce import check_overrides, group, ledger, table, write_rows
 from movelab.reproduce import rowclone_apps as ra
 
 NAME = "rowclone-apps-recorded"
+#: Keys nothing here reads (see ``rowclone_apps.UNREAD``).
+UNREAD, UNREAD_WHY = ra.UNREAD, ra.UNREAD_WHY
 ROW_KEY = ra.ROW_KEY
 #: ``apps_from``: "recorded" (recorded.toml) or "fitted" (apps.toml's calibrated set).
 KEYS = [*ra.KEYS, "apps_from"]
@@ -94,6 +96,7 @@ def run(
         raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
     if overrides:
         refuse_keys(dict(overrides), ra.SETS, NAME)
+        refuse_unread(overrides, UNREAD, f"{NAME} {UNREAD_WHY}")
         check_overrides(overrides, [ra.PLATFORM])
     ra.check_lengths(instructions, warmup)
     names = list(apps) if apps is not None else ra.APPS

@@ -20,9 +20,10 @@ from typing import Any
 from rich.console import Group
 
 from movelab import _core
-from movelab._util import refuse_keys
+from movelab._util import refuse_keys, refuse_unread
 from movelab.executor import costs, run_points
 from movelab.reproduce import check_overrides, fraction, group, ledger, paper_data, table, write_rows
+from movelab.reproduce import rowclone_apps as ra
 
 NAME = "rowclone-fork"
 # The columns that name a row (a sweep of this reproduction's points labels statistics with them).
@@ -33,6 +34,8 @@ FORK_MECHS = ["baseline", "fpm", "psm"]
 ZERO_MECHS = ["baseline", "rowclone", "rowclone-zi", "mc-dma"]
 #: Platform keys the experiment sets itself for each run (an override of them would be dropped).
 SETS = ["copy.mechanism"]
+#: Keys nothing here reads (see ``rowclone_apps.UNREAD``).
+UNREAD, UNREAD_WHY = ra.UNREAD, ra.UNREAD_WHY
 #: Bounds of the run's sizes: S up to 4 GB, N and the zeroed pages up to 4M pages (16 GB).
 MAX_S_MB = 4096
 MAX_PAGES = 1 << 22
@@ -101,6 +104,7 @@ def run(
         raise ValueError(f"zero_pages: {zero_pages!r} must be an integer from 1 to {MAX_PAGES:,}")
     if overrides:
         refuse_keys(dict(overrides), SETS, "rowclone-fork")
+        refuse_unread(overrides, UNREAD, f"rowclone-fork {UNREAD_WHY}")
         check_overrides(overrides, ["rowclone-system"])
     check_pages_fit(sizes, pages)
     pts = points(overrides, sizes, pages, zero_pages)

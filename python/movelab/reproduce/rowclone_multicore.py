@@ -30,7 +30,7 @@ from typing import Any
 from rich.console import Group
 
 from movelab import _core
-from movelab._util import refuse_keys
+from movelab._util import refuse_keys, refuse_unread
 from movelab.executor import costs, run_points
 from movelab.reproduce import (
     check_overrides,
@@ -43,6 +43,7 @@ from movelab.reproduce import (
     write_csv,
     write_rows,
 )
+from movelab.reproduce import rowclone_apps as ra
 from movelab.reproduce.rowclone_apps import INSTRUCTIONS, RUN_S, WARMUP, check_app_params, check_lengths, run_cost
 
 NAME = "rowclone-multicore"
@@ -95,6 +96,8 @@ MAX_MIXES = 10_000
 STEADY_STATE_WARMING = 20_000_000
 MAX_WARMING = 1 << 32
 SETS = ["copy.mechanism", "cores"]
+#: Keys nothing here reads (see ``rowclone_apps.UNREAD``).
+UNREAD, UNREAD_WHY = ra.UNREAD, ra.UNREAD_WHY
 
 
 def paper() -> dict[str, Any]:
@@ -162,6 +165,7 @@ def run_mixes(
         raise TypeError(f"overrides must be a dict shaped like a platform config, not {type(overrides).__name__}")
     if overrides:
         refuse_keys(dict(overrides), SETS, NAME)
+        refuse_unread(overrides, UNREAD, f"{NAME} {UNREAD_WHY}")
         check_overrides(overrides, [NAME])
     cs = _check(cores, n_mixes, seed)
     check_lengths(instructions, warmup)

@@ -497,9 +497,30 @@ def _load_reproduction_spec(raw: Mapping[str, Any], source: str, sim: str) -> Sp
             if key.split(".")[0] not in base:
                 raise _err(source, f"axes.{key}", f"a point of {sim} has no '{key.split('.')[0]}' "
                                                   f"(it has: {', '.join(base)})")
+    _refuse_dropped_overrides(mod, sim, base, axes, source)
     return Spec(source=source, simulator=sim, config=None, set={}, workload=dict(base), axes=tuple(axes),
                 keep=_keep(raw, source), name=raw.get("name") or (Path(source).stem if source != "spec" else sim),
                 description=raw.get("description", ""), raw=dict(raw))
+
+
+def _refuse_dropped_overrides(mod: Any, sim: str, base: Mapping[str, Any], axes: Sequence[Axis], source: str) -> None:
+    """An override a reproduction's point would drop is refused where the spec gives it, as the
+    reproduction's own command refuses it: a key the point sets itself (``SETS``; a sensitivity
+    point's ``SENSITIVITY_SETS``), or one nothing in it reads (``UNREAD``: a copy engine's keys where
+    no engine runs). An axis of such a key ran the same point at every value."""
+    sets = [*getattr(mod, "SETS", []), *(getattr(mod, "SENSITIVITY_SETS", []) if base.get("sensitivity") else [])]
+    unread = list(getattr(mod, "UNREAD", []))
+    given = [(f"point.overrides.{k}", k) for k in flatten(dict(base.get("overrides") or {}))]
+    given += [(f"axes.{k}", k.removeprefix("overrides.")) for a in axes for k in a.keys if k.startswith("overrides.")]
+    for where, key in given:
+        for k in sets:
+            if key == k or key.startswith(k + "."):
+                raise _err(source, where, f"{sim} sets {k} itself for each of its runs, so every value would run "
+                                          "the same point; leave it out")
+        for k in unread:
+            if key == k or key.startswith(k + "."):
+                raise _err(source, where, f"{sim} {getattr(mod, 'UNREAD_WHY', 'does not read it')}, so every value "
+                                          "would run the same point; leave it out")
 
 
 def _rows_stats(out: Any, row_key: list[str] | None) -> dict[str, Any]:
@@ -672,6 +693,35 @@ def _validate(spec: Spec) -> None:
                     _probe_platform_workload(workload)
             except (ValueError, TypeError, FileNotFoundError) as e:
                 raise SpecError(_cap(f"{spec.source}: '{label}': {e}")) from None
+    if spec.simulator == "platform":
+        _refuse_engine_keys_no_point_reads(spec, probes)
+
+
+def _refuse_engine_keys_no_point_reads(spec: Spec, probes: list[tuple[str, tuple[tuple[str, Any], ...]]]) -> None:
+    """A copy engine's key (``copy.mode``, its buffer, ...) in ``set`` or on an axis that no probed
+    point has an engine to read is refused: every value would run the same (the table would still
+    show the value). A cross product that gives some points an engine (an axis of
+    ``copy.mechanism``) keeps it: those points read it."""
+    from movelab import _core
+    from movelab.platform import ENGINE_KEYS, _source
+
+    engine = {f"copy.{k}" for k in ENGINE_KEYS}
+    given = {k: f"set.{k}" for k in flatten(dict(spec.set)) if k in engine}
+    given.update({k: f"axes.{k}" for a in spec.axes for k in a.keys if k in engine})
+    if not given:
+        return
+    unread = set(given)
+    for _, point in probes:
+        task = Task(spec.simulator, spec.config, spec.set, spec.workload, spec.keep, point)
+        config, overrides, _ = _layered(task, spec.source)
+        name, ov = _source(config, overrides)
+        unread &= set(json.loads(_core.platform_unread_keys(name, json.dumps(sorted(unread)), ov)))
+        if not unread:
+            return
+    key = sorted(unread)[0]
+    raise SpecError(_cap(f"{spec.source}: '{given[key]}': no point of this sweep has a copy engine to read {key} "
+                         "(copy.mechanism is not \"ce\" and no copy-engine agent takes it), so every value would "
+                         "run the same; set copy.mechanism = \"ce\" or sweep it too"))
 
 
 def _probe_dram_workload(config: Any, overrides: dict[str, Any], workload: dict[str, Any]) -> None:
