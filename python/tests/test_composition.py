@@ -49,6 +49,9 @@ def test_bad_arguments_are_refused() -> None:
         composition.run(frames=5000)
     out = cli("platform", "compose", "--frames", "2", "--set", "agents.0.params.bogus=1", code=2)
     assert "agents" in out
+    # The composed engine sets its own placement, mode and snoop_ack: [copy]'s changed no variant.
+    out = cli("platform", "compose", "--frames", "2", "--set", "copy.mode=SYNC_NLB", code=2)
+    assert "copy.mode: not read on this platform" in " ".join(out.split())
 
 
 def test_an_agent_list_through_the_python_api() -> None:

@@ -136,6 +136,9 @@ pub fn run(
         .map(|(k, v)| (k.to_string(), *v))
         .collect();
     let w = Workload::load("server-rx", &app)?;
+    // A `[copy]` key the composed engine does not read (it sets its own placement, mode and
+    // snoop_ack) would change no variant: refused by name, as `platform run` refuses it.
+    platform(PRESET, overrides, "")?.refuse_unread_overrides(overrides, "overrides")?;
     let mut rows: Vec<Row> = Vec::new();
     for (i, &(name, ddio, zi, ce, idma)) in VARIANTS.iter().enumerate() {
         progress(i, VARIANTS.len());
