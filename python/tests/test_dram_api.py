@@ -231,3 +231,12 @@ def test_the_in_dram_copys_settings_are_refused_where_the_controller_does_not_co
     s = dram.simulate("rowclone-ddr3-1066", ops, overrides={"controller": {"copy": {"success": 0.5, "seed": 3}}})
     one = dram.simulate("rowclone-ddr3-1066", ops)
     assert s.stats["bulk"]["in_dram_copy"]["retries"] > 0 and s.stats["cycles"] > one.stats["cycles"]
+
+
+def test_cpu_request_bypass_is_refused_in_a_dram_run() -> None:
+    # Only a platform's copy engine makes engine requests: in a DRAM run bypass never applies
+    # (cpu_bypass and engine_share gave the same cycles at every value).
+    gen = {"kind": "random", "count": 200, "seed": 1}
+    for key, v in (("cpu_bypass", True), ("engine_share", 0.9)):
+        with pytest.raises(ValueError, match=rf"controller\.{key}: not read"):
+            dram.simulate("ddr3-1600k-bench", gen, overrides={"controller": {key: v}})

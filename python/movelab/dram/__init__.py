@@ -115,11 +115,20 @@ def load_config(config: str | Path | dict[str, Any] | Config, overrides: dict[st
 
 
 def _refuse_unread(cfg: Config, overrides: Mapping[str, Any] | None) -> None:
-    """An override of the in-DRAM copy's settings (``controller.copy.*``: which part, how reliably it
-    copies) on a memory whose controller runs bulk operations as the baseline's reads and writes
-    reads nothing: refused, naming the key, rather than run as if it had been taken. (A sweep lays
-    its axes into the config first: its cross product may pair them on purpose.)"""
-    if not overrides or cfg.data["controller"]["bulk"] != "baseline":
+    """An override nothing in a DRAM run reads is refused, naming the key, rather than run as if it
+    had been taken: the in-DRAM copy's settings (``controller.copy.*``: which part, how reliably it
+    copies) where the controller runs bulk operations as the baseline's reads and writes, and CPU
+    request bypass (``cpu_bypass``, ``engine_share``), which only a platform's copy engine's
+    requests meet. (A sweep lays its axes into the config first: its cross product may pair them on
+    purpose.)"""
+    if not overrides:
+        return
+    for key in flatten(dict(overrides)):
+        if key in ("controller.cpu_bypass", "controller.engine_share"):
+            raise ValueError(f"overrides: {key}: not read: CPU request bypass ranks a copy engine's requests below "
+                             f"the cores', and every request of a DRAM run (trace, generator, bulk operation) is a "
+                             f"core's; a platform sets both from its [copy] engine")
+    if cfg.data["controller"]["bulk"] != "baseline":
         return
     for key in flatten(dict(overrides)):
         if key.startswith("controller.copy.") or key == "controller.copy":
