@@ -175,3 +175,13 @@ def test_cli_json_files_and_no_overwrite(tmp_path: Path) -> None:
                        "--format", "json"))
     assert s["direction"] == "tx" and s["delivered"] > 0
     assert "direction" in cli("network", "run", "emu", "sideways", code=2)
+
+
+def test_the_senders_duration_reaches_the_reproduction() -> None:
+    # wire.duration_us reaches the one platform (network run takes it) and was refused here as if
+    # it did not: it sets how long the peer sends, so the run's simulated time follows it.
+    a = wo.run(None, [64], ["rx"])
+    b = wo.run({"wire": {"duration_us": 1000.0}}, [64], ["rx"])
+    assert all(x["sim_time_us"] > y["sim_time_us"] for x, y in zip(a, b, strict=True))
+    with pytest.raises(ValueError, match=r"host\.nosuch: not read by the one platform"):
+        wo.run({"host": {"nosuch": 5}}, [64], ["rx"])

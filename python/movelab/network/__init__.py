@@ -27,7 +27,8 @@ CONFIGS = ["emu", "softnic", "onloader"]
 DIRECTIONS = ["rx", "tx"]
 #: The network platform's keys that reach the one platform.
 PLATFORM_KEYS = {"small_cores": {"clock_mhz", "threads", "rx_cores", "tx_cores"},
-                 "host": {"clock_mhz", "cpi", "l2_push", "mapping_cache"}, "wire": {"gbps", "duration_us"}}
+                 "host": {"clock_mhz", "cpi", "app_per_datagram", "onload_send", "l2_push", "mapping_cache"},
+                 "wire": {"gbps", "duration_us"}}
 #: UDP payload bytes: iperf's header needs 16; one 1500-byte Ethernet frame holds 1472.
 MIN_PAYLOAD, MAX_PAYLOAD = 16, 1472
 
