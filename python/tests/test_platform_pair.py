@@ -119,5 +119,11 @@ def test_a_setting_given_two_ways_is_refused() -> None:
 def test_a_frame_too_big_for_the_buffers_names_the_option() -> None:
     """--frame-bytes allows up to 9018 (a jumbo frame); a platform whose TX buffers are 2 KiB apart refuses it,
     naming the argument the user gave, not only the key it became."""
-    with pytest.raises(ValueError, match=r"frame_bytes 9018 \(--frame-bytes\): .*tx_buffer_stride"):
+    with pytest.raises(ValueError, match=r"frame_bytes 9018 \(--frame-bytes\) on the sender: .*tx_buffer_stride"):
         platform.pair(messages=1, frame_bytes=9018)
+    # With the sender's stride raised, the receiver's buffers are the ones named.
+    with pytest.raises(ValueError, match=r"frame_bytes 3000 \(--frame-bytes\) on the receiver: .*\(2048\)"):
+        platform.pair(messages=1, frame_bytes=3000, sender_overrides={"io": {"tx_buffer_stride": 4096}})
+    s = platform.pair(messages=2, frame_bytes=3000, sender_overrides={"io": {"tx_buffer_stride": 4096}},
+                      receiver_overrides={"io": {"tx_buffer_stride": 4096}}).summary()
+    assert s["bytes_wrong"] == 0 and s["frames_landed"] == s["frames_sent"] > 2  # a message is several frames

@@ -304,6 +304,14 @@ def pair(
         _in_range("gbps", gbps, 0.001, 1000.0)
         so = _port_rate(sender, so, float(gbps))
         ro = _port_rate(receiver, ro, float(gbps))
+    for side, plat, ov in (("sender", sender, so), ("receiver", receiver, ro)):
+        # Each side's config is checked first, so that an error says which side it is.
+        try:
+            load_config(plat, ov)
+        except ValueError as e:
+            if frame_bytes is not None and "io.frame_bytes" in str(e):
+                raise ValueError(f"frame_bytes {frame_bytes} (--frame-bytes) on the {side}: {e}") from None
+            raise ValueError(f"{side}: {e}") from None
     sname, sov = _source(sender, so)
     rname, rov = _source(receiver, ro)
     tp = dict(tx_params or {})

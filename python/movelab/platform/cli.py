@@ -298,9 +298,12 @@ def pair_cmd(
                                help="The sending platform (a preset with a NIC, or a TOML file)."),
     receiver: str = typer.Option("larsen-io", "--receiver", help="The receiving platform (its NIC needs rx_ring and "
                                  "rx_buffers; or microengines with their MAC, e.g. ixp-host)."),
-    messages: int = typer.Option(8, min=0, max=1_000_000, help="Frames the sender's driver sends (nic-tx)."),
+    messages: int = typer.Option(8, min=0, max=1_000_000, help="Messages the sender's driver sends (nic-tx); one "
+                                 "longer than the link's MSS leaves as several frames."),
     frame_bytes: int | None = typer.Option(None, "--frame-bytes", min=14, max=9018,
-                                           help="Bytes per frame the sender sends (default: its own)."),
+                                           help="Bytes of each message the sender sends (default: its own); at "
+                                                "most each side's buffer stride (2 KiB on larsen-io: raise "
+                                                "io.tx_buffer_stride on both sides)."),
     meters: float = typer.Option(3.0, min=0.0, max=100_000.0, help="Cable length."),
     ns_per_meter: float = typer.Option(5.0, "--ns-per-meter", min=0.0, max=100.0, help="Propagation per meter."),
     gbps: float | None = typer.Option(None, "--gbps", min=0.001, max=1000.0,
@@ -331,7 +334,7 @@ def pair_cmd(
         typer.echo(res.to_json())
         return
     s = res.summary()
-    t = Table(title=f"{lit(sender)} -> {lit(receiver)}: {messages} frames over {meters:g} m", box=box.SIMPLE_HEAD,
+    t = Table(title=f"{lit(sender)} -> {lit(receiver)}: {messages} messages over {meters:g} m", box=box.SIMPLE_HEAD,
               padding=(0, 1), show_edge=False)
     t.add_column("quantity", no_wrap=True)
     t.add_column("value", justify="right", no_wrap=True)
