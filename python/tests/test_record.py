@@ -271,6 +271,8 @@ def test_replay_and_what_if(recording: tuple[pd.DataFrame, Path], tmp_path: Path
     res = _cli("what-if", str(path), "--samples", "1", "--out", str(out))
     assert res.returncode == 0, res.stderr
     assert (out / "what-if.png").stat().st_size > 0 and (out / "what-if.csv").is_file()
+    # Every mechanism's name and figure whole at 80 columns (they were cut to 'ce-off…', '4,194,…').
+    assert "…" not in res.stdout and "rowclone-zi-aligned" in res.stdout, res.stdout
     res = _refused("what-if", str(path), "--samples", "1", "--out", str(out))
     assert res.returncode == 2 and "--force" in res.stderr
 

@@ -284,3 +284,21 @@ def test_the_mechanisms_own_keys_are_refused_as_overrides_and_the_engines_others
     one = movelab.replay(df, "rowclone-system", "ce-on-die-async", overrides={"copy": {"stream_buffer_lines": 1}}, **kw)
     many = movelab.replay(df, "rowclone-system", "ce-on-die-async", **kw)
     assert one.summary["movement_ns"] != many.summary["movement_ns"]
+
+
+def test_a_recording_without_call_times_gives_no_total() -> None:
+    # record --no-time: the calls' time is inside the program's and cannot be taken out, so the
+    # total (program less measured plus predicted) counted the calls twice.
+    import math
+
+    import movelab
+
+    df = _events(n=4)
+    df.attrs["movelab"] = {**df.attrs["movelab"], "timed": False, "program_ns": 1e7}
+    r = movelab.replay(df, "rowclone-system", "cpu", samples=2, touch_rate=0.0)
+    assert math.isnan(r.summary["total_ns"]) and math.isnan(r.summary["measured_net_ns"])
+    assert r.summary["movement_ns"] > 0 and any("not timed" in n for n in r.notes)
+    df.attrs["movelab"]["timed"] = True
+    timed = movelab.replay(df, "rowclone-system", "cpu", samples=2, touch_rate=0.0)
+    assert timed.summary["total_ns"] == pytest.approx(1e7 - timed.summary["measured_in_calls_ns"]
+                                                      + timed.summary["movement_ns"])

@@ -336,10 +336,14 @@ def replay_cmd(
     for r in results:
         s = r.summary
         e = (s["movement_ns"] / s["measured_net_ns"] - 1) * 100 if r.mechanism == "cpu" and \
-            s["measured_net_ns"] else None
-        t.add_row(r.mechanism, f"{s['movement_ns'] / 1e6:.3f}", f"{s['total_ns'] / 1e6:.1f}",
+            s["measured_net_ns"] and not math.isnan(s["measured_net_ns"]) else None
+
+        def ms(v: float, digits: int) -> str:
+            return "-" if math.isnan(v) else f"{v / 1e6:.{digits}f}"
+
+        t.add_row(r.mechanism, f"{s['movement_ns'] / 1e6:.3f}", ms(s["total_ns"], 1),
                   f"{s['energy_nj'] / 1e6:.4f}", f"{s['channel_bytes'] / 1e6:.2f}",
-                  f"{s['measured_net_ns'] / 1e6:.3f}", f"{e:+.1f}%" if e is not None else "-")
+                  ms(s["measured_net_ns"], 3), f"{e:+.1f}%" if e is not None else "-")
     console.print(t)
     s = results[0].summary
     console.print(f"{s['calls']:,} calls ({s['bytes']:,} bytes) in {s['classes']} size classes, replayed from "
@@ -414,27 +418,38 @@ def what_if_cmd(
     for n in notes:
         console.print(f"[dim]{lit(n)}[/dim]", highlight=False)
     t = Table(title=lit(f"What if: {trace.name} on {platform}"), box=box.SIMPLE_HEAD)
-    for c in ["mechanism", "movement (ms)", "saving", "total (ms)", "DRAM energy (mJ)", "traffic (MB)",
-              "copy from (B)", "init from (B)"]:
-        t.add_column(c, justify="left" if c == "mechanism" else "right")
-    for r in summary.to_dict("records"):
+    # Headers on two lines and short figures, none cut: the mechanisms' names and seven figures fit
+    # 80 columns.
+    t.show_edge, t.padding = False, (0, 1)
+    recs = summary.to_dict("records")
+    width = max([9, *(len(str(r["mechanism"])) for r in recs)])
+    for c in ["mechanism", "move\nms", "saving", "total\nms", "DRAM\nmJ", "DRAM\nMB", "copy\nfrom", "init\nfrom"]:
+        t.add_column(c, justify="left" if c == "mechanism" else "right", no_wrap=True,
+                     width=width if c == "mechanism" else None)
+    for r in recs:
         if r.get("error"):
             t.add_row(r["mechanism"], f"[red]cannot run: {lit(r['error'])}[/red]", *[""] * 6)
             continue
-        t.add_row(r["mechanism"], f"{r['movement_ns'] / 1e6:.3f}", f"{r['saving_pct']:+.1f}%",
-                  f"{r['total_ns'] / 1e6:.1f}", f"{r['energy_nj'] / 1e6:.4f}", f"{r['channel_bytes'] / 1e6:.2f}",
-                  _thr(r["copy_threshold_bytes"]), _thr(r["init_threshold_bytes"]))
+        t.add_row(r["mechanism"], f"{r['movement_ns'] / 1e6:.2f}", f"{r['saving_pct']:+.0f}%",
+                  "-" if math.isnan(r["total_ns"]) else f"{r['total_ns'] / 1e6:.1f}", f"{r['energy_nj'] / 1e6:.1f}",
+                  f"{r['channel_bytes'] / 1e6:.1f}", _thr(r["copy_threshold_bytes"]), _thr(r["init_threshold_bytes"]))
     console.print(t)
-    console.print("'copy from' / 'init from': the size from which the mechanism beats the CPU copy for every "
-                  "larger size class ('never': in no class; '-': no such calls).", highlight=False)
+    console.print("'move': the predicted time in data movement; 'saving': against the CPU copy; 'copy from' / "
+                  "'init from': the size from which the mechanism beats the CPU copy for every larger size class "
+                  "('never': in no class; '-': no such calls).", highlight=False)
     if out is not None:
         console.print(f"written: {lit(out)}")
 
 
 def _thr(v: Any) -> str:
+    """A size threshold, short: a size class's lower bound is a power of two (``4 MiB``)."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "never"
-    return f"{int(v):,}"
+    n = int(v)
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift:,} {unit}"
+    return f"{n:,} B"
 
 
 def _records(df: Any) -> list[dict[str, Any]]:

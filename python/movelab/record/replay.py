@@ -635,12 +635,19 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     measured_net = float(net_all[moving].sum())
     measured_zero = float(net_all[~moving].sum())
     wall = float(meta.get("program_ns", meta.get("wall_ns", float("nan"))))
+    if meta.get("timed") is False:
+        # Recorded without timing the calls (record --no-time): the time inside them is part of the
+        # program's and cannot be taken out, so a total (program less measured plus predicted) would
+        # count the calls twice, and there is nothing measured to compare with.
+        measured_in_calls = measured_net = measured_zero = float("nan")
+        notes.append("the recording's calls were not timed (record --no-time): no total time and no measured "
+                     "time are given (the program's time includes the calls, which cannot be taken out)")
     moved = float(classes["predicted_ns"].sum())
     summary = {
         "mechanism": mechanism, "movement_ns": moved,
         "movement_unclamped_ns": float(classes["predicted_unclamped_ns"].sum()),
         "clamped_classes": int((classes["clamped_states"] != "").sum()),
-        "total_ns": wall - measured_in_calls + moved if not math.isnan(wall) else float("nan"),
+        "total_ns": wall - measured_in_calls + moved if not math.isnan(wall - measured_in_calls) else float("nan"),
         "energy_nj": float(classes["energy_nj"].sum()), "channel_bytes": float(classes["channel_bytes"].sum()),
         "measured_in_calls_ns": measured_in_calls, "measured_net_ns": measured_net, "program_ns": wall,
         "measured_net_unreplayed_ns": measured_zero,
