@@ -3,6 +3,7 @@ and errors that name the argument or the key."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -171,3 +172,20 @@ def test_an_engine_agent_reads_the_copy_keys_it_does_not_set_itself() -> None:
         platform.run("server-composed", "server-rx", over, {"chunks": 5})
     few = platform.run("server-composed", "server-rx", {"copy": {"stream_buffer_lines": 1}}, {"chunks": 5}).stats
     assert few["time_ns"] != platform.run("server-composed", "server-rx", params={"chunks": 5}).stats["time_ns"]
+
+
+def test_core_and_level1_keys_no_core_reads_are_refused() -> None:
+    # zhao-numa-imc's core is out-of-order: in_order_ilp, switch_cycles and l1's fill path moved
+    # nothing (13,735.917 ns every time); an on-die engine does not take the off-die path's latency.
+    params = {"packets": 3}
+    for over, key in (({"core": {"in_order_ilp": 3}}, "core.in_order_ilp"),
+                      ({"core": {"switch_cycles": 500}}, "core.switch_cycles"),
+                      ({"l1": {"fill_bytes_per_cycle": 1}}, "l1.fill_bytes_per_cycle"),
+                      ({"copy": {"mechanism": "ce", "placement": "on-die", "engine_memory_ns": 500.0}},
+                       "copy.engine_memory_ns")):
+        with pytest.raises(ValueError, match=rf"{re.escape(key)}: not read on this platform"):
+            platform.run("zhao-numa-imc", "tcp-rx", over, params)
+    # Read where a core takes it: the in-order core's ILP moves its time.
+    a = platform.run("zhao-numa-imc", "tcp-rx", {"core": {"kind": "in-order", "in_order_ilp": 1}}, params).stats
+    b = platform.run("zhao-numa-imc", "tcp-rx", {"core": {"kind": "in-order", "in_order_ilp": 4}}, params).stats
+    assert a["time_ns"] != b["time_ns"]

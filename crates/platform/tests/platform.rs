@@ -680,3 +680,67 @@ fn engine_keys_are_judged_against_the_engines_that_read_them() {
         "{e}"
     );
 }
+
+/// Core and level-1 keys no core of the platform reads are named, and only those.
+#[test]
+fn core_keys_are_judged_against_the_cores_that_read_them() {
+    let unread = |name: &str, over: &str| -> Vec<String> {
+        let ov: toml::Value = toml::from_str(over).unwrap();
+        let c = PlatformConfig::preset(name)
+            .unwrap()
+            .with_overrides(ov.clone(), "o")
+            .unwrap();
+        let mut keys: Vec<String> = c
+            .unread_core_overrides(&ov, "o")
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        keys.extend(
+            c.unread_copy_overrides(&ov, "o")
+                .unwrap()
+                .into_iter()
+                .map(|(k, _)| k),
+        );
+        keys
+    };
+    // zhao-numa-imc: one out-of-order core.
+    assert_eq!(
+        unread(
+            "zhao-numa-imc",
+            "core = { in_order_ilp = 2, compute_ilp = 2, switch_cycles = 9 }"
+        ),
+        ["core.in_order_ilp", "core.switch_cycles"]
+    );
+    assert_eq!(
+        unread(
+            "zhao-numa-imc",
+            "core = { kind = \"in-order\", compute_ilp = 4, in_order_ilp = 2 }"
+        ),
+        ["core.compute_ilp"]
+    );
+    assert_eq!(
+        unread("zhao-numa-imc", "l1 = { fill_bytes_per_cycle = 1 }"),
+        ["l1.fill_bytes_per_cycle"]
+    );
+    assert!(unread("zhao-numa-imc", "l2 = { fill_bytes_per_cycle = 16 }").is_empty());
+    // server-composed: out-of-order and multithreaded cores; every key is someone's.
+    assert!(unread(
+        "server-composed",
+        "core = { in_order_ilp = 2, compute_ilp = 2, switch_cycles = 9 }"
+    )
+    .is_empty());
+    // engine_memory_ns is the off-die engine's path: an on-die engine does not read it.
+    assert_eq!(
+        unread(
+            "zhao-numa-imc",
+            "copy = { mechanism = \"ce\", placement = \"on-die\", engine_memory_ns = 50.0 }"
+        ),
+        ["copy.engine_memory_ns"]
+    );
+    assert!(unread(
+        "zhao-numa-imc",
+        "copy = { mechanism = \"ce\", placement = \"off-die\", engine_memory_ns = 50.0 }"
+    )
+    .is_empty());
+}

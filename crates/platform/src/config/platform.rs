@@ -855,6 +855,7 @@ impl PlatformConfig {
         let reads = |key: &str, c: &CopyConfig, own: Option<&toml::Table>| {
             own.is_none_or(|t| !t.contains_key(key))
                 && (key != "engine_share" || c.mode != MODES[0])
+                && (key != "engine_memory_ns" || c.placement != "on-die")
         };
         let mut out = Vec::new();
         for key in given.keys().filter(|k| ENGINE_KEYS.contains(&k.as_str())) {
@@ -867,6 +868,10 @@ impl PlatformConfig {
                      '{}', no copy-engine agent); set copy.mechanism = \"ce\" to run one",
                     self.copy.mechanism
                 )
+            } else if key == "engine_memory_ns" {
+                "it is an off-die engine's path to the memory controller, and this platform's \
+                 engines are on-die (beside the core)"
+                    .to_string()
             } else if key == "engine_share" {
                 "the memory controller gives an engine a share only under CPU request bypass \
                  (copy.mode SYNC_WLB or ASYNC), and this platform's engines run SYNC_NLB"
@@ -880,18 +885,73 @@ impl PlatformConfig {
         Ok(out)
     }
 
-    /// Refuses the first override [`PlatformConfig::unread_copy_overrides`] finds, naming its key.
+    /// The core and level-1 keys in `overrides` that no core of this platform reads, each with why:
+    /// `core.in_order_ilp` where every core is out-of-order, `core.compute_ilp` where none is,
+    /// `core.switch_cycles` where none is multithreaded, and `l1.fill_bytes_per_cycle`, which no
+    /// level above the first fills from.
+    pub fn unread_core_overrides(
+        &self,
+        overrides: &toml::Value,
+        src: &str,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        let mut out = Vec::new();
+        if overrides
+            .get("l1")
+            .and_then(toml::Value::as_table)
+            .is_some_and(|t| t.contains_key("fill_bytes_per_cycle"))
+        {
+            out.push((
+                "l1.fill_bytes_per_cycle".to_string(),
+                "a level fills the level above it, and no cache is above the first (the key is \
+                 l2's and llc's)"
+                    .to_string(),
+            ));
+        }
+        let Some(core) = overrides.get("core").and_then(toml::Value::as_table) else {
+            return Ok(out);
+        };
+        let kinds: Vec<String> = self
+            .core_list(src)?
+            .into_iter()
+            .map(|(c, _)| c.kind)
+            .collect();
+        let any = |f: &dyn Fn(&str) -> bool| kinds.iter().any(|k| f(k));
+        for (key, read, why) in [
+            (
+                "in_order_ilp",
+                any(&|k| k != "out-of-order"),
+                "only an in-order or multithreaded core reads it, and every core here is \
+                 out-of-order (compute_ilp is theirs)",
+            ),
+            (
+                "compute_ilp",
+                any(&|k| k == "out-of-order"),
+                "only an out-of-order core reads it, and no core here is (in_order_ilp is theirs)",
+            ),
+            (
+                "switch_cycles",
+                any(&|k| k == "multithreaded"),
+                "only a multithreaded core swaps contexts, and no core here is",
+            ),
+        ] {
+            if core.contains_key(key) && !read {
+                out.push((format!("core.{key}"), why.to_string()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Refuses the first override [`PlatformConfig::unread_copy_overrides`] or
+    /// [`PlatformConfig::unread_core_overrides`] finds, naming its key.
     /// For runs that take this config as it is (`platform run`, `movelab run`, `platform pair`).
     pub fn refuse_unread_overrides(
         &self,
         overrides: &toml::Value,
         src: &str,
     ) -> Result<(), PlatformError> {
-        match self
-            .unread_copy_overrides(overrides, src)?
-            .into_iter()
-            .next()
-        {
+        let mut unread = self.unread_copy_overrides(overrides, src)?;
+        unread.extend(self.unread_core_overrides(overrides, src)?);
+        match unread.into_iter().next() {
             Some((key, why)) => Err(PlatformError::config(
                 src,
                 key,
