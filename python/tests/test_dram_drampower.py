@@ -160,3 +160,14 @@ def test_lpddr5_currents_travel_through_a_memspec(tmp_path: Path) -> None:
     assert given["energy"]["total_nj"] > 0
     # Without currents the preset still has no energy.
     assert not json.loads(cli(*base))["energy_available"]
+
+
+def test_memspec_refuses_the_other_directions_options(tmp_path: Path) -> None:
+    # Reading took --set and --out and wrote nothing (exit 0); --write printed JSON for --format table.
+    ms = tmp_path / "ms.json"
+    assert runner.invoke(app, ["dram", "memspec", "--write", "ddr4-2400r", "-o", str(ms)]).exit_code == 0
+    r = runner.invoke(app, ["dram", "memspec", str(ms), "--set", "dram.timing.nRAS=99", "-o", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "only --write takes them" in " ".join(r.output.split()), r.output
+    assert not (tmp_path / "x").exists()
+    r = runner.invoke(app, ["dram", "memspec", "--write", "ddr4-2400r", "--format", "table"])
+    assert r.exit_code == 2 and "--format" in r.output, r.output

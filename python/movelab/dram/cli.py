@@ -199,6 +199,7 @@ def drampower_trace_cmd(
 
 @app.command("memspec")
 def memspec_cmd(
+    ctx: typer.Context,
     memspec: Path | None = typer.Argument(None, help="A DRAMPower JSON memspec to read (DDR4, DDR5, LPDDR4, "
                                           "LPDDR5).", show_default=False),
     write: str | None = typer.Option(None, "--write", help="Instead: write this config's device (preset "
@@ -214,6 +215,17 @@ def memspec_cmd(
     """Read a DRAMPower memspec as movelab overrides (--set lines), or write a device as one."""
     if (memspec is None) == (write is None):
         _fail(ValueError("give a memspec file to read, or --write CONFIG"))
+    # Options of the other direction are refused, not dropped (reading took --set and --out and wrote
+    # nothing; --write's output is JSON whatever --format says).
+    given = given_on_command_line(ctx, "set_", "out", "force", "fmt")
+    if write is None and given & {"set_", "out", "force"}:
+        extra = sorted(given & {"set_", "out", "force"})
+        opts = ", ".join("--" + p.rstrip("_") for p in extra)
+        raise typer.BadParameter(f"only --write takes {'it' if len(extra) == 1 else 'them'}: reading a memspec "
+                                 "prints its overrides", param_hint=opts)
+    if write is not None and "fmt" in given:
+        raise typer.BadParameter("--write writes the memspec as JSON; --format is for reading one",
+                                 param_hint="--format")
     try:
         if write is not None:
             cfg = dram.load_config(write, parse_set(set_) or None)
