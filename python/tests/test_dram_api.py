@@ -240,3 +240,10 @@ def test_cpu_request_bypass_is_refused_in_a_dram_run() -> None:
     for key, v in (("cpu_bypass", True), ("engine_share", 0.9)):
         with pytest.raises(ValueError, match=rf"controller\.{key}: not read"):
             dram.simulate("ddr3-1600k-bench", gen, overrides={"controller": {key: v}})
+
+
+def test_an_rfm_scope_with_refresh_management_off_is_refused() -> None:
+    gen = {"kind": "random", "count": 50, "seed": 1}
+    with pytest.raises(ValueError, match=r"controller\.rfm_scope: not read: refresh management is off"):
+        dram.simulate("ddr5-3200an", gen, overrides={"controller": {"rfm": False, "rfm_scope": "same-bank"}})
+    assert dram.simulate("ddr5-3200an", gen, overrides={"controller": {"rfm_scope": "same-bank"}}).stats["cycles"] > 0

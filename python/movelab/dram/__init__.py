@@ -119,11 +119,14 @@ def _refuse_unread(cfg: Config, overrides: Mapping[str, Any] | None) -> None:
     had been taken: the in-DRAM copy's settings (``controller.copy.*``: which part, how reliably it
     copies) where the controller runs bulk operations as the baseline's reads and writes, and CPU
     request bypass (``cpu_bypass``, ``engine_share``), which only a platform's copy engine's
-    requests meet. (A sweep lays its axes into the config first: its cross product may pair them on
+    requests meet, and an RFM scope with refresh management off. (A sweep lays its axes into the config first: its cross product may pair them on
     purpose.)"""
     if not overrides:
         return
     for key in flatten(dict(overrides)):
+        if key == "controller.rfm_scope" and not cfg.data["controller"].get("rfm", False):
+            raise ValueError(f"overrides: {key}: not read: refresh management is off (controller.rfm = false), "
+                             f"so no RFM of any scope issues; set controller.rfm = true too")
         if key in ("controller.cpu_bypass", "controller.engine_share"):
             raise ValueError(f"overrides: {key}: not read: CPU request bypass ranks a copy engine's requests below "
                              f"the cores', and every request of a DRAM run (trace, generator, bulk operation) is a "
