@@ -189,3 +189,16 @@ def test_core_and_level1_keys_no_core_reads_are_refused() -> None:
     a = platform.run("zhao-numa-imc", "tcp-rx", {"core": {"kind": "in-order", "in_order_ilp": 1}}, params).stats
     b = platform.run("zhao-numa-imc", "tcp-rx", {"core": {"kind": "in-order", "in_order_ilp": 4}}, params).stats
     assert a["time_ns"] != b["time_ns"]
+
+
+def test_the_in_dram_copys_keys_are_refused_where_nothing_copies_in_dram() -> None:
+    # rowclone-system on the base mechanism: memory.controller.copy.success changed nothing; under
+    # RowClone the same key makes copies retry (mean operation time 118 -> 212 ns).
+    params = {"s_mb": 1, "n_pages": 16}
+    over = {"memory": {"controller": {"copy": {"success": 0.5}}}}
+    with pytest.raises(ValueError, match=r"memory\.controller\.copy\.success: not read on this platform"):
+        platform.run("rowclone-system", "forkbench", over, params)
+    rc = {"copy": {"mechanism": "rowclone"}}
+    a = platform.run("rowclone-system", "forkbench", rc, params).stats
+    b = platform.run("rowclone-system", "forkbench", {**rc, **over}, params).stats
+    assert b["time_ns"] > a["time_ns"]

@@ -941,8 +941,41 @@ impl PlatformConfig {
         Ok(out)
     }
 
-    /// Refuses the first override [`PlatformConfig::unread_copy_overrides`] or
-    /// [`PlatformConfig::unread_core_overrides`] finds, naming its key.
+    /// The in-DRAM copy's keys in `overrides` (`memory.controller.copy.*`: the part and how
+    /// reliably it copies) where no mechanism of the platform copies in DRAM (the controller's
+    /// bulk mode, set from `[copy]` and the agents, is the baseline's), each with why.
+    pub fn unread_memory_overrides(
+        &self,
+        overrides: &toml::Value,
+        src: &str,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        let given = overrides
+            .get("memory")
+            .and_then(|m| m.get("controller"))
+            .and_then(|c| c.get("copy"))
+            .and_then(toml::Value::as_table);
+        let Some(given) = given else {
+            return Ok(Vec::new());
+        };
+        if self.dram_config(src)?.controller.bulk != "baseline" {
+            return Ok(Vec::new());
+        }
+        Ok(given
+            .keys()
+            .map(|k| {
+                (
+                    format!("memory.controller.copy.{k}"),
+                    "only in-DRAM copy reads it, and no mechanism here copies in DRAM (set \
+                     copy.mechanism = \"rowclone\" or \"rowclone-zi\")"
+                        .to_string(),
+                )
+            })
+            .collect())
+    }
+
+    /// Refuses the first override [`PlatformConfig::unread_copy_overrides`],
+    /// [`PlatformConfig::unread_core_overrides`] or [`PlatformConfig::unread_memory_overrides`]
+    /// finds, naming its key.
     /// For runs that take this config as it is (`platform run`, `movelab run`, `platform pair`).
     pub fn refuse_unread_overrides(
         &self,
@@ -951,6 +984,7 @@ impl PlatformConfig {
     ) -> Result<(), PlatformError> {
         let mut unread = self.unread_copy_overrides(overrides, src)?;
         unread.extend(self.unread_core_overrides(overrides, src)?);
+        unread.extend(self.unread_memory_overrides(overrides, src)?);
         match unread.into_iter().next() {
             Some((key, why)) => Err(PlatformError::config(
                 src,
