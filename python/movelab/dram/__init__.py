@@ -119,8 +119,8 @@ def _refuse_unread(cfg: Config, overrides: Mapping[str, Any] | None) -> None:
     had been taken: the in-DRAM copy's settings (``controller.copy.*``: which part, how reliably it
     copies) where the controller runs bulk operations as the baseline's reads and writes, and CPU
     request bypass (``cpu_bypass``, ``engine_share``), which only a platform's copy engine's
-    requests meet, and an RFM scope with refresh management off. (A sweep lays its axes into the config first: its cross product may pair them on
-    purpose.)"""
+    requests meet, and an RFM scope with refresh management off. (A sweep lays its axes into the
+    config first: its cross product may pair them on purpose.)"""
     if not overrides:
         return
     for key in flatten(dict(overrides)):
