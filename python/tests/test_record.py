@@ -242,6 +242,8 @@ def test_cli_bad_input(tmp_path: Path) -> None:
     assert r.returncode == 2 and "--platform host only" in r.stderr
     r = _refused("replay", str(junk), "--warm", "--cache", "cold")
     assert r.returncode == 2 and "--warm is --cache warm" in r.stderr
+    r = _refused("replay", str(junk), "-m", "cpu", "-m", "rowclone", "--set", "copy.stream_buffer_lines=1")
+    assert r.returncode == 2 and "no --mechanism here is one" in " ".join(r.stderr.split())
     r = _refused("record", "--out", str(tmp_path / "t.parquet"), "--", "/no/such/program")
     assert r.returncode == 2 and "no such program" in r.stderr
 

@@ -287,6 +287,15 @@ def replay_cmd(
                                      param_hint="--mechanism")
     if sources not in ("all", "interposer", "kernel"):
         raise typer.BadParameter(f"{sources!r}: one of all, interposer, kernel", param_hint="--sources")
+    # A copy engine's key with no engine among the mechanisms would change no replay.
+    from movelab.dram import flatten as _flatten
+    from movelab.platform import ENGINE_KEYS
+
+    engine_keys = [f"copy.{k}" for k in ENGINE_KEYS]
+    given = [k for k in _flatten(parse_set(set_)) if k in engine_keys]
+    if given and not any(MECHANISMS[m]["copy"].get("mechanism") == "ce" for m in mechanism):
+        raise typer.BadParameter(f"{given[0]}: only a copy engine reads it, and no --mechanism here is one "
+                                 "(add a ce-* mechanism)", param_hint="--set")
     _memory_for_host_only(ctx, platform, memory)
     if warm and given_on_command_line(ctx, "cache") and cache != "warm":
         raise typer.BadParameter(f"--warm is --cache warm, and --cache says {cache!r}: give one",
