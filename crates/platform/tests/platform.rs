@@ -615,24 +615,27 @@ fn config_and_workload_errors_name_what_is_wrong() {
     }
 }
 
+/// The keys of overrides `over` (TOML) that nothing on preset `name` with them reads: the copy
+/// engine's, the cores' and level 1's, the in-DRAM copy's, in that order.
+fn unread_keys(name: &str, over: &str) -> Vec<String> {
+    let ov: toml::Value = toml::from_str(over).unwrap();
+    let c = PlatformConfig::preset(name)
+        .unwrap()
+        .with_overrides(ov.clone(), "o")
+        .unwrap();
+    let mut out = c.unread_copy_overrides(&ov, "o").unwrap();
+    out.extend(c.unread_core_overrides(&ov, "o").unwrap());
+    out.extend(c.unread_memory_overrides(&ov, "o").unwrap());
+    out.into_iter().map(|(k, _)| k).collect()
+}
+
 /// An override of a key only a copy engine reads is judged against the platform after the
 /// overrides: unread without an engine (named, with the mechanism), read by the top-level engine
 /// and by an engine agent that leaves the key to `[copy]`, unread where every agent sets its own;
 /// the engine's share only where an engine bypasses.
 #[test]
 fn engine_keys_are_judged_against_the_engines_that_read_them() {
-    let unread = |name: &str, over: &str| -> Vec<String> {
-        let ov: toml::Value = toml::from_str(over).unwrap();
-        let c = PlatformConfig::preset(name)
-            .unwrap()
-            .with_overrides(ov.clone(), "o")
-            .unwrap();
-        c.unread_copy_overrides(&ov, "o")
-            .unwrap()
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect()
-    };
+    let unread = unread_keys;
     assert_eq!(
         unread(
             "zhao-uma-emc",
@@ -684,26 +687,7 @@ fn engine_keys_are_judged_against_the_engines_that_read_them() {
 /// Core and level-1 keys no core of the platform reads are named, and only those.
 #[test]
 fn core_keys_are_judged_against_the_cores_that_read_them() {
-    let unread = |name: &str, over: &str| -> Vec<String> {
-        let ov: toml::Value = toml::from_str(over).unwrap();
-        let c = PlatformConfig::preset(name)
-            .unwrap()
-            .with_overrides(ov.clone(), "o")
-            .unwrap();
-        let mut keys: Vec<String> = c
-            .unread_core_overrides(&ov, "o")
-            .unwrap()
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect();
-        keys.extend(
-            c.unread_copy_overrides(&ov, "o")
-                .unwrap()
-                .into_iter()
-                .map(|(k, _)| k),
-        );
-        keys
-    };
+    let unread = unread_keys;
     // zhao-numa-imc: one out-of-order core.
     assert_eq!(
         unread(
