@@ -127,3 +127,8 @@ def test_a_frame_too_big_for_the_buffers_names_the_option() -> None:
     s = platform.pair(messages=2, frame_bytes=3000, sender_overrides={"io": {"tx_buffer_stride": 4096}},
                       receiver_overrides={"io": {"tx_buffer_stride": 4096}}).summary()
     assert s["bytes_wrong"] == 0 and s["frames_landed"] == s["frames_sent"] > 2  # a message is several frames
+
+
+def test_a_key_one_side_does_not_read_is_refused_naming_the_side() -> None:
+    with pytest.raises(ValueError, match=r"^receiver: overrides: copy\.mode: not read on this platform"):
+        platform.pair(messages=1, receiver_overrides={"copy": {"mode": "ASYNC"}})

@@ -32,10 +32,14 @@ fn load(platform: &str, o: Option<&str>) -> PyResult<PlatformConfig> {
 
 /// [`load`] for a run that takes the config as it is: an override nothing on the platform reads
 /// is refused, naming its key.
-fn load_for_run(platform: &str, o: Option<&str>) -> PyResult<PlatformConfig> {
+/// `side` ("sender", "receiver"; empty for a single platform) goes in front of that refusal.
+fn load_for_run(platform: &str, o: Option<&str>, side: &str) -> PyResult<PlatformConfig> {
     let cfg = load(platform, o)?;
     cfg.refuse_unread_overrides(&overrides(o)?, "overrides")
-        .map_err(verr)?;
+        .map_err(|e| match side {
+            "" => verr(e),
+            _ => verr(format!("{side}: {e}")),
+        })?;
     Ok(cfg)
 }
 
@@ -124,7 +128,7 @@ fn platform_run(
     let cfg = if unread_ok {
         load(platform, overrides)?
     } else {
-        load_for_run(platform, overrides)?
+        load_for_run(platform, overrides, "")?
     };
     let w = Workload::load(workload, &self::params(params_json)?).map_err(verr)?;
     let s = detach_interruptible(py, || movelab_platform::run(&cfg, &w))?.map_err(verr)?;
@@ -458,8 +462,8 @@ fn platform_pair(
 ) -> PyResult<String> {
     use movelab_platform::systems::cluster::{self, End, LinkSpec};
     let cfgs = [
-        load_for_run(sender, sender_overrides)?,
-        load_for_run(receiver, receiver_overrides)?,
+        load_for_run(sender, sender_overrides, "sender")?,
+        load_for_run(receiver, receiver_overrides, "receiver")?,
     ];
     let progs = vec![
         vec![Workload::load(tx_workload, &self::params(tx_params)?).map_err(verr)?],
