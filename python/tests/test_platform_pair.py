@@ -127,6 +127,9 @@ def test_a_frame_too_big_for_the_buffers_names_the_option() -> None:
     s = platform.pair(messages=2, frame_bytes=3000, sender_overrides={"io": {"tx_buffer_stride": 4096}},
                       receiver_overrides={"io": {"tx_buffer_stride": 4096}}).summary()
     assert s["bytes_wrong"] == 0 and s["frames_landed"] == s["frames_sent"] > 2  # a message is several frames
+    # An iDMA sender's frame size is its agent's key, named by the argument too.
+    with pytest.raises(ValueError, match=r"frame_bytes 9000 \(--frame-bytes\) on the sender: .*agents\[0\]"):
+        platform.pair("larsen-io-idma", "larsen-io", messages=1, frame_bytes=9000)
 
 
 def test_a_key_one_side_does_not_read_is_refused_naming_the_side() -> None:

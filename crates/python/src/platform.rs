@@ -112,9 +112,10 @@ fn platform_presets() -> PyResult<String> {
 
 /// Runs `workload` (a built-in name or a TOML path) with `params` (JSON object of integers) on
 /// `platform` (a built-in name or a TOML path) with `overrides` (JSON object); stats as JSON.
-/// An override of a `[copy]` key nothing on the platform reads (a copy engine's keys without a
-/// copy engine) is refused, naming the key, unless `unread_ok` (callers that lay their own
-/// mechanism settings over a user's, which may leave some unread on purpose).
+/// An override nothing on the platform reads (`PlatformConfig::refuse_unread_overrides`: a copy
+/// engine's keys without an engine, a core key no core reads, ...) is refused, naming the key,
+/// unless `unread_ok` (callers that lay their own mechanism settings over a user's, which may
+/// leave some unread on purpose).
 #[pyfunction]
 #[pyo3(signature = (platform, workload, overrides=None, params_json=None, unread_ok=false))]
 fn platform_run(

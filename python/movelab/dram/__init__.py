@@ -123,18 +123,16 @@ def _refuse_unread(cfg: Config, overrides: Mapping[str, Any] | None) -> None:
     config first: its cross product may pair them on purpose.)"""
     if not overrides:
         return
+    ctl = cfg.data["controller"]
     for key in flatten(dict(overrides)):
-        if key == "controller.rfm_scope" and not cfg.data["controller"].get("rfm", False):
+        if key == "controller.rfm_scope" and not ctl.get("rfm", False):
             raise ValueError(f"overrides: {key}: not read: refresh management is off (controller.rfm = false), "
                              f"so no RFM of any scope issues; set controller.rfm = true too")
         if key in ("controller.cpu_bypass", "controller.engine_share"):
             raise ValueError(f"overrides: {key}: not read: CPU request bypass ranks a copy engine's requests below "
                              f"the cores', and every request of a DRAM run (trace, generator, bulk operation) is a "
                              f"core's; a platform sets both from its [copy] engine")
-    if cfg.data["controller"]["bulk"] != "baseline":
-        return
-    for key in flatten(dict(overrides)):
-        if key.startswith("controller.copy.") or key == "controller.copy":
+        if key.startswith("controller.copy.") and ctl["bulk"] == "baseline":
             raise ValueError(f"overrides: {key}: not read: this memory runs bulk operations as the baseline's "
                              f"reads and writes (controller.bulk = 'baseline'); in-DRAM copy reads it under "
                              f"controller.bulk = \"rowclone\" or \"multi-row-copy\"")

@@ -309,22 +309,18 @@ def pair(
         try:
             load_config(plat, ov)
         except ValueError as e:
-            if frame_bytes is not None and "io.frame_bytes" in str(e):
+            # The frame size comes back as the device's own key (io.frame_bytes, or an iDMA agent's
+            # agents[i].params.frame_bytes): say which argument set it.
+            if frame_bytes is not None and "frame_bytes" in str(e):
                 raise ValueError(f"frame_bytes {frame_bytes} (--frame-bytes) on the {side}: {e}") from None
             raise ValueError(f"{side}: {e}") from None
     sname, sov = _source(sender, so)
     rname, rov = _source(receiver, ro)
     tp = dict(tx_params or {})
     tp.setdefault("messages", messages)
-    try:
-        stats = json.loads(_native_call(_core.platform_pair, sname, rname, "nic-tx", "nic-rx", _check_params(tp),
-                                        _check_params(rx_params), sov, rov, float(meters), float(ns_per_meter),
-                                        "", progress))
-    except ValueError as e:
-        # A frame size the platform's buffers cannot take comes back as its io.frame_bytes: say which argument.
-        if frame_bytes is not None and "io.frame_bytes" in str(e):
-            raise ValueError(f"frame_bytes {frame_bytes} (--frame-bytes): {e}") from e
-        raise
+    stats = json.loads(_native_call(_core.platform_pair, sname, rname, "nic-tx", "nic-rx", _check_params(tp),
+                                    _check_params(rx_params), sov, rov, float(meters), float(ns_per_meter),
+                                    "", progress))
     return PairResult(stats=stats)
 
 

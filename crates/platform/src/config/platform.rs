@@ -826,6 +826,7 @@ impl PlatformConfig {
         .into();
         Ok(dc)
     }
+
     /// The `[copy]` keys in `overrides` (a table shaped like this config) that no part of this
     /// platform reads, each with why. A copy engine alone reads the engine's keys
     /// ([`ENGINE_KEYS`]): with `copy.mechanism` other than "ce" and no copy-engine agent that
@@ -975,8 +976,8 @@ impl PlatformConfig {
 
     /// Refuses the first override [`PlatformConfig::unread_copy_overrides`],
     /// [`PlatformConfig::unread_core_overrides`] or [`PlatformConfig::unread_memory_overrides`]
-    /// finds, naming its key.
-    /// For runs that take this config as it is (`platform run`, `movelab run`, `platform pair`).
+    /// finds, naming its key. For runs that take this config as it is (`platform run`, `movelab
+    /// run`, `platform pair`, `platform compose`).
     pub fn refuse_unread_overrides(
         &self,
         overrides: &toml::Value,

@@ -1434,18 +1434,13 @@ impl Platform {
             }
             seen.join(" + ")
         };
-        let groups_run: Vec<usize> = self
-            .cores
-            .iter()
-            .map(|c| c.group.min(programs.len() - 1))
-            .collect();
-        let workload_label =
-            distinct(&mut groups_run.iter().map(|&g| programs[g].spec.name.clone()));
-        let core_label = if self.cfg.cores.is_empty() {
-            self.cfg.core.kind.clone()
-        } else {
-            distinct(&mut self.cores.iter().map(|c| c.core.kind().to_string()))
-        };
+        let workload_label = distinct(
+            &mut self
+                .cores
+                .iter()
+                .map(|c| programs[c.group.min(programs.len() - 1)].spec.name.clone()),
+        );
+        let core_label = distinct(&mut self.cores.iter().map(|c| c.core.kind().to_string()));
         PlatformStats {
             platform: self.cfg.name.clone(),
             workload: workload_label,
