@@ -60,9 +60,14 @@ def test_the_cli_runs_any_system() -> None:
     rep = json.loads(r.stdout)
     assert rep["system"] == "cluster" and rep["time_ns"] > 0
     r = runner.invoke(app, ["run", "ixp2350", "udp-tx", "--param", "config=emu", "--param", "payload=64",
-                            "--set", "wire.duration_us=2000"])
+                            "--set", "small_cores.threads=4"])
     assert r.exit_code == 0, r.output
     assert "network-io: ixp2350 / udp-tx" in r.stdout and "throughput_mbps" in r.stdout
+    # How long the peer sends is a receive run's setting: a transmit run refuses it by name.
+    r = runner.invoke(app, ["run", "ixp2350", "udp-tx", "--param", "config=emu", "--set", "wire.duration_us=2000"])
+    assert r.exit_code != 0 and "wire.duration_us: not read by this run" in r.output, r.output
+    r = runner.invoke(app, ["run", "ixp2350", "udp-rx", "--param", "app=2"])
+    assert r.exit_code != 0 and "params.app" in r.output, r.output
     r = runner.invoke(app, ["run", "ixp2350", "udp-rx", "--param", "payload"])
     assert r.exit_code == 2 and "NAME=VALUE" in r.output
     r = runner.invoke(app, ["systems"])

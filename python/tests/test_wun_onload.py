@@ -171,9 +171,12 @@ def test_cli_json_files_and_no_overwrite(tmp_path: Path) -> None:
     assert "error" in cli("reproduce", "wun-onload", "--payloads", "2000", code=2).lower()
     assert "host.nope" in cli("reproduce", "--workers", "1", "wun-onload", "--payloads", "64", "--experiments", "rx",
                               "--set", "host.nope=1", code=2)
-    s = json.loads(cli("network", "run", "emu", "tx", "--payload", "256", "--set", "wire.duration_us=2000.0",
+    s = json.loads(cli("network", "run", "emu", "tx", "--payload", "256", "--set", "host.cpi=8.0",
                        "--format", "json"))
     assert s["direction"] == "tx" and s["delivered"] > 0
+    # A transmit run sends its host's datagrams: how long the peer sends to a receiver is refused.
+    assert "wire.duration_us: not read by this run" in cli("network", "run", "emu", "tx", "--set",
+                                                            "wire.duration_us=2000.0", code=2)
     assert "direction" in cli("network", "run", "emu", "sideways", code=2)
 
 

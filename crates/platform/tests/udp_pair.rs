@@ -5,7 +5,8 @@
 //! does not read and a bad run are refused by name.
 use movelab_platform::config::network::NetworkIoConfig;
 use movelab_platform::systems::udp_pair::{
-    load, run, run_variant, Direction, NetStats, RunSpec, Variant,
+    load, refuse_unread_overrides, run, run_variant, unread_overrides, Direction, NetStats,
+    RunSpec, Variant,
 };
 
 /// The preset with `over` (TOML) merged in.
@@ -143,6 +144,125 @@ fn unread_overrides_and_bad_runs_are_refused_by_name() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("wire.duration_us"), "{e}");
+}
+
+/// Every override a run would not read is named (one per run kind below), and each one named
+/// leaves the run exactly as it was: the refusal never turns away a setting that mattered.
+#[test]
+fn overrides_a_run_does_not_read_are_refused_and_change_nothing() {
+    let base = "wire = { duration_us = 200.0 }";
+    // (run, the keys it does not read, keys it does read)
+    let cases: &[(RunSpec, &[&str], &[&str])] = &[
+        (
+            spec("emu", Direction::Rx, 512, true),
+            &[
+                "host.l2_push",
+                "host.mapping_cache",
+                "host.onload_send",
+                "small_cores.tx_cores",
+            ],
+            &[
+                "host.cpi",
+                "host.app_per_datagram",
+                "small_cores.rx_cores",
+                "wire.duration_us",
+            ],
+        ),
+        (
+            spec("softnic", Direction::Rx, 512, true),
+            &["host.mapping_cache", "host.onload_send"],
+            &["host.l2_push", "host.cpi"],
+        ),
+        (
+            spec("onloader", Direction::Rx, 512, true),
+            &["host.onload_send", "small_cores.tx_cores"],
+            &[
+                "host.l2_push",
+                "host.mapping_cache",
+                "host.app_per_datagram",
+            ],
+        ),
+        (
+            spec("onloader", Direction::Rx, 512, false),
+            &["host.cpi", "host.app_per_datagram", "host.mapping_cache"],
+            // The host's clock still counts its cycles (`host_cycles`), idle as they are.
+            &["host.l2_push", "small_cores.clock_mhz", "host.clock_mhz"],
+        ),
+        (
+            spec("emu", Direction::Tx, 512, true),
+            &[
+                "host.l2_push",
+                "host.mapping_cache",
+                "host.onload_send",
+                "wire.duration_us",
+                "small_cores.rx_cores",
+            ],
+            &["host.app_per_datagram", "small_cores.tx_cores"],
+        ),
+        (
+            spec("onloader", Direction::Tx, 512, true),
+            &["host.l2_push", "host.mapping_cache", "wire.duration_us"],
+            &["host.onload_send", "host.cpi"],
+        ),
+    ];
+    // A value unlike the preset's for each key.
+    let value = |key: &str| match key {
+        "host.l2_push" | "host.mapping_cache" => "false",
+        "host.clock_mhz" => "300.0",
+        "host.cpi" => "20.0",
+        "host.app_per_datagram" | "host.onload_send" => "4000",
+        "small_cores.tx_cores" | "small_cores.rx_cores" => "1",
+        "small_cores.clock_mhz" => "300.0",
+        "wire.duration_us" => "150.0",
+        k => panic!("no value for {k}"),
+    };
+    // `key` set, and a receive run's sending time kept short (a transmit run does not read it).
+    let over = |key: &str, s: &RunSpec| -> toml::Value {
+        let (section, k) = key.split_once('.').unwrap();
+        let mut text = format!("[{section}]\n{k} = {}\n", value(key));
+        if section != "wire" && s.direction == Direction::Rx {
+            text.push_str("[wire]\nduration_us = 200.0\n");
+        }
+        toml::from_str(&text).unwrap()
+    };
+    let c = cfg(base);
+    for (s, unread, read) in cases {
+        let plain = go(&c, s);
+        let mut all = toml::Table::new();
+        for key in unread.iter() {
+            let ov = over(key, s);
+            let named: Vec<String> = unread_overrides(&ov, s)
+                .unwrap()
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect();
+            assert_eq!(named, vec![key.to_string()], "{s:?} with {key}");
+            let e = refuse_unread_overrides(&ov, s).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains("not read by this run"), "{e}");
+            let with = go(&load("ixp2350", &ov).unwrap(), s);
+            assert_eq!(
+                format!("{with:?}"),
+                format!("{plain:?}"),
+                "{s:?}: {key} was refused as unread, but it changed the run"
+            );
+            let (section, k) = key.split_once('.').unwrap();
+            all.entry(section)
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                .as_table_mut()
+                .unwrap()
+                .insert(k.into(), ov[section][k].clone());
+        }
+        assert_eq!(
+            unread_overrides(&toml::Value::Table(all), s).unwrap().len(),
+            unread.len()
+        );
+        for key in read.iter() {
+            assert!(
+                unread_overrides(&over(key, s), s).unwrap().is_empty(),
+                "{s:?}: {key} is read"
+            );
+        }
+    }
 }
 
 /// The receive rate with the application is what the host consumed: every delivered datagram is

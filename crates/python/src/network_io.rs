@@ -56,13 +56,15 @@ fn network_run(
         "tx" => Direction::Tx,
         d => return Err(verr(format!("direction '{d}' is not one of: rx, tx"))),
     };
-    let cfg = udp_pair::load(platform, &self::overrides(overrides)?).map_err(verr)?;
+    let ov = self::overrides(overrides)?;
+    let cfg = udp_pair::load(platform, &ov).map_err(verr)?;
     let spec = RunSpec {
         config: config.into(),
         direction,
         payload,
         with_app,
     };
+    udp_pair::refuse_unread_overrides(&ov, &spec).map_err(verr)?;
     let s = detach_interruptible(py, || udp_pair::run(&cfg, &spec))?.map_err(verr)?;
     json(&s)
 }

@@ -334,12 +334,22 @@ fn run_network_io(
     let app = params
         .get("app")
         .map_or(Ok(1), |v| uint(workload, "app", v))?;
+    if app > 1 {
+        return Err(PlatformError::config(
+            workload,
+            "params.app",
+            format!(
+                "{app} must be 1 (with the application) or 0 (the onloader's receive blocks alone)"
+            ),
+        ));
+    }
     let spec = udp_pair::RunSpec {
         config: conf,
         direction,
         payload: usize::try_from(payload).unwrap_or(usize::MAX),
         with_app: app != 0,
     };
+    udp_pair::refuse_unread_overrides(overrides, &spec)?;
     let s = udp_pair::run(&cfg, &spec)?;
     report(
         "network-io",

@@ -328,6 +328,110 @@ fn check(spec: &RunSpec) -> Result<(), PlatformError> {
     Ok(())
 }
 
+/// The host program a run of `spec` runs its datagrams through: `tx-CONFIG` or `rx-CONFIG`, none
+/// for the onloader's receive blocks alone (its buffers are posted up front, no host on the path).
+fn host_program(spec: &RunSpec) -> Option<String> {
+    match (spec.direction, spec.with_app) {
+        (Direction::Tx, _) => Some(format!("tx-{}", spec.config)),
+        (Direction::Rx, true) => Some(format!("rx-{}", spec.config)),
+        (Direction::Rx, false) => None,
+    }
+}
+
+/// The overrides of the network platform's settings (`overrides`, shaped like it) that a run of
+/// `spec` does not read, each with why: one side's microengine count in the other direction, how
+/// long the peer sends in a transmit run, the L2 push where no frame is pushed, the mapping cache
+/// where nothing maps a user buffer, the host's clock and CPI where no host program is on the
+/// path, and a host cost whose program does not name it. Each would run the same as without it.
+pub fn unread_overrides(
+    overrides: &toml::Value,
+    spec: &RunSpec,
+) -> Result<Vec<(String, String)>, PlatformError> {
+    check(spec)?;
+    let rx = spec.direction == Direction::Rx;
+    let prog = host_program(spec);
+    let prog_params: Vec<String> = match &prog {
+        Some(name) => {
+            let (_, text) = PROGRAMS
+                .iter()
+                .find(|(n, _)| n == name)
+                .ok_or_else(|| unknown_config(&spec.config))?;
+            Workload::spec_from_toml_str(text, &format!("wun-programs/{name}.toml"))?
+                .params
+                .into_keys()
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let run = format!(
+        "the {} {} run",
+        spec.config,
+        if rx { "receive" } else { "transmit" }
+    );
+    let mut out = Vec::new();
+    let Some(t) = overrides.as_table() else {
+        return Ok(out);
+    };
+    for (section, v) in t {
+        let Some(keys) = v.as_table() else { continue };
+        for key in keys.keys() {
+            let why = match (section.as_str(), key.as_str()) {
+                ("small_cores", "rx_cores") if !rx => Some(format!(
+                    "{run} sends through its tx_cores, and the peer receives on its own microengines"
+                )),
+                ("small_cores", "tx_cores") if rx => Some(format!(
+                    "{run} receives on its rx_cores, and the peer sends from its own microengines"
+                )),
+                ("wire", "duration_us") if !rx => Some(format!(
+                    "{run} sends its host's {TX_MESSAGES} datagrams; duration_us is how long the peer sends to a receive run"
+                )),
+                ("host", "l2_push") if !rx || spec.config == "emu" => Some(format!(
+                    "{run} pushes no frame into the L2 (only the softnic's and the onloader's receive do)"
+                )),
+                ("host", "mapping_cache") if !(rx && spec.config == "onloader" && spec.with_app) => {
+                    Some(format!(
+                        "{run}{} maps no user buffer (only the onloader's receive with its application does)",
+                        if spec.with_app { "" } else { " without the application" }
+                    ))
+                }
+                ("host", "cpi") if prog.is_none() => Some(format!(
+                    "{run} without the application runs no host program on the path"
+                )),
+                ("host", k @ ("app_per_datagram" | "onload_send"))
+                    if !prog_params.iter().any(|p| p == k) =>
+                {
+                    Some(match &prog {
+                        Some(name) => format!("the host program of {run} ({name}) has no {k}"),
+                        None => format!(
+                            "{run} without the application runs no host program on the path"
+                        ),
+                    })
+                }
+                _ => None,
+            };
+            if let Some(why) = why {
+                out.push((format!("{section}.{key}"), why));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses the first override [`unread_overrides`] finds, naming its key.
+pub fn refuse_unread_overrides(
+    overrides: &toml::Value,
+    spec: &RunSpec,
+) -> Result<(), PlatformError> {
+    match unread_overrides(overrides, spec)?.into_iter().next() {
+        Some((key, why)) => Err(PlatformError::config(
+            "overrides",
+            key,
+            format!("not read by this run: {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Runs one configuration at one payload on the network platform's settings.
 pub fn run(net: &NetworkIoConfig, spec: &RunSpec) -> Result<UdpRun, PlatformError> {
     run_variant(net, spec, &Variant::default())
