@@ -184,6 +184,7 @@ fn memspec_round_trip(from: &Config, onto: &Config) {
     assert_eq!(got.org.banks_per_rank(), spec.org.banks_per_rank());
     assert_eq!(got.org.bank_groups, spec.org.bank_groups);
     assert_eq!(got.org.ranks, spec.org.ranks);
+    assert_eq!(got.org.channels, spec.org.channels);
     let mut moved = 0;
     for (k, _) in o
         .settings
@@ -353,6 +354,7 @@ fn a_drampower_layout_memspec_gives_these_overrides() {
     assert_eq!(get("dram.org.banks").as_deref(), Some("32"));
     assert_eq!(get("dram.org.bank_groups").as_deref(), Some("8"));
     assert_eq!(get("dram.ranks").as_deref(), Some("2"));
+    assert_eq!(get("dram.channels").as_deref(), Some("1"));
     assert_eq!(get("dram.currents.idd0").as_deref(), Some("100.0"));
     assert_eq!(get("dram.currents.idd5").as_deref(), Some("270.0"));
     assert_eq!(get("dram.currents.idd5c").as_deref(), Some("130.0"));
@@ -498,5 +500,42 @@ fn bad_memspecs_are_refused_with_the_field() {
     for (text, what) in cases {
         let e = read_memspec(&text, "bad.json").unwrap_err();
         assert!(e.contains(what) && e.starts_with("bad.json"), "{what}: {e}");
+    }
+}
+
+/// A memspec's channel count is carried over (it was dropped without a note), and a bad one is
+/// refused by name.
+#[test]
+fn a_memspec_s_channel_count_is_carried_over_and_checked() {
+    let two = DDR5_MEMSPEC.replace("\"nbrOfChannels\": 1", "\"nbrOfChannels\": 2");
+    let o = read_memspec(&two, "t.json").unwrap().overrides();
+    assert!(
+        o.settings
+            .contains(&("dram.channels".to_string(), "2".to_string())),
+        "{:?}",
+        o.settings
+    );
+    let c = Config::preset("ddr5-4800b-sb")
+        .unwrap()
+        .with_overrides(o.value, "t.json")
+        .unwrap();
+    assert_eq!(c.dram.channels, 2);
+    let none = DDR5_MEMSPEC.replace("\"nbrOfChannels\": 1, ", "");
+    let o = read_memspec(&none, "t.json").unwrap().overrides();
+    assert!(
+        !o.settings.iter().any(|(k, _)| k == "dram.channels"),
+        "{:?}",
+        o.settings
+    );
+    for bad in ["0", "1.5", "-2"] {
+        let e = read_memspec(
+            &DDR5_MEMSPEC.replace("\"nbrOfChannels\": 1", &format!("\"nbrOfChannels\": {bad}")),
+            "t.json",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("memarchitecturespec.nbrOfChannels"),
+            "{bad}: {e}"
+        );
     }
 }

@@ -7,7 +7,7 @@
 //! timings in clocks of `tCK` (given in seconds), and the bank-wise factor `factRho`.
 //!
 //! Read ([`read_memspec`], [`MemSpec::overrides`]): DDR4, DDR5, LPDDR4 and LPDDR5 memspecs; the
-//! organisation and timings become `dram.org.*`, `dram.ranks` and `dram.timing.*` overrides, DDR4 /
+//! organisation and timings become `dram.org.*`, `dram.ranks`, `dram.channels` (`nbrOfChannels`, where given) and `dram.timing.*` overrides, DDR4 /
 //! DDR5 / LPDDR5 currents `dram.currents.*` (mA), `factRho` `energy.bank_rho`. What movelab cannot take is
 //! listed in the notes, not dropped silently: LPDDR4 currents (movelab has no LPDDR4), an `iBeta`
 //! other than IDD0 (movelab's I_theta takes IBeta = IDD0), and the timings it does not give
@@ -112,6 +112,14 @@ pub fn read_memspec(text: &str, source: &str) -> Result<MemSpec, String> {
                     "{source}: memspec.memarchitecturespec.{k}: missing or not a positive integer"
                 ))
             }
+        }
+    }
+    // Optional (DRAMPower's own memspecs give it; a device alone need not).
+    if let Some(x) = architecture.get("nbrOfChannels") {
+        if !(*x >= 1.0 && x.fract() == 0.0) {
+            return Err(format!(
+                "{source}: memspec.memarchitecturespec.nbrOfChannels: not a positive integer"
+            ));
         }
     }
     match timing.get("tCK") {
@@ -306,6 +314,9 @@ impl MemSpec {
             settings.push(("dram.org.bank_groups".into(), groups.to_string()));
         }
         settings.push(("dram.ranks".into(), (a("nbrOfRanks") as u64).to_string()));
+        if let Some(c) = self.architecture.get("nbrOfChannels") {
+            settings.push(("dram.channels".into(), (*c as u64).to_string()));
+        }
         let tck_ps = (self.timing["tCK"] * 1e12).round() as u64;
         settings.push(("dram.timing.tCK_ps".into(), tck_ps.to_string()));
         // A 0 in a memspec means "not given" (DRAMPower's own test memspecs are full of them): the
@@ -664,7 +675,7 @@ pub fn memspec_json(spec: &DramSpec, rho: f64) -> Result<Value, String> {
 fn architecture_json(spec: &DramSpec) -> Value {
     let o = &spec.org;
     json!({
-        "nbrOfChannels": 1,
+        "nbrOfChannels": o.channels,
         "nbrOfDevices": o.chips_per_rank(),
         "nbrOfRanks": o.ranks,
         "nbrOfBanks": o.banks_per_rank(),
