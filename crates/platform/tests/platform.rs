@@ -684,6 +684,40 @@ fn engine_keys_are_judged_against_the_engines_that_read_them() {
     );
 }
 
+/// `copy.dirty_source` is read only where an agent takes the cores' copies, zeroings or fills:
+/// refused on a base platform, where it changes nothing (the whole run's statistics compared),
+/// and judged read with an engine or an in-memory mechanism.
+#[test]
+fn the_dirty_source_setting_is_judged_against_the_offloads() {
+    let unread = unread_keys;
+    assert_eq!(
+        unread("zhao-uma-emc", "copy = { dirty_source = \"flush\" }"),
+        ["copy.dirty_source"]
+    );
+    let run = |over: &str| {
+        format!(
+            "{:?}",
+            run(&cfg("zhao-uma-emc", over), &tcp(1024, 20)).unwrap()
+        )
+    };
+    assert_eq!(
+        run("copy = { dirty_source = \"flush\" }"),
+        run("copy = { dirty_source = \"copy-in-cache\" }"),
+        "refused as unread, yet it moved the base platform's run"
+    );
+    for mech in ["ce", "rowclone", "mc-dma"] {
+        assert!(
+            unread(
+                "zhao-uma-emc",
+                &format!("copy = {{ mechanism = \"{mech}\", dirty_source = \"flush\" }}")
+            )
+            .is_empty(),
+            "{mech}"
+        );
+    }
+    assert!(unread("server-composed", "copy = { dirty_source = \"flush\" }").is_empty());
+}
+
 /// Core and level-1 keys no core of the platform reads are named, and only those.
 #[test]
 fn core_keys_are_judged_against_the_cores_that_read_them() {

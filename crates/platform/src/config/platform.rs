@@ -832,7 +832,8 @@ impl PlatformConfig {
     /// ([`ENGINE_KEYS`]): with `copy.mechanism` other than "ce" and no copy-engine agent that
     /// takes the key from `[copy]`, an override of one would change nothing and the run would
     /// look as if it had. `engine_share` is read only where an engine runs with CPU request
-    /// bypass (SYNC_WLB or ASYNC). A preset or file may still describe an engine it does not
+    /// bypass (SYNC_WLB or ASYNC). `dirty_source` is read only where some agent takes a copy,
+    /// zeroing or fill from the cores. A preset or file may still describe an engine it does not
     /// use (the Zhao platforms do, for the runs that switch it on): only what an override gives
     /// is judged, and only a run that takes the config as it is should refuse it.
     pub fn unread_copy_overrides(
@@ -882,6 +883,20 @@ impl PlatformConfig {
                     .to_string()
             };
             out.push((format!("copy.{key}"), why));
+        }
+        if given.contains_key("dirty_source")
+            && self
+                .agent_plan(src)?
+                .iter()
+                .all(|a| !a.takes.iter().any(|&t| t))
+        {
+            out.push((
+                "copy.dirty_source".to_string(),
+                "only an offload reads it (an in-memory mechanism copies a dirty source line \
+                 inside its cache, and each offload's cache warming follows it), and every copy, \
+                 zeroing and fill of this platform runs on its cores"
+                    .to_string(),
+            ));
         }
         Ok(out)
     }
