@@ -135,6 +135,25 @@ def test_refusals_name_the_problem(tmp_path: Path) -> None:
         dram.drampower_trace(bad, tmp_path / "t.csv", channel=-1)
 
 
+def test_a_failed_conversion_leaves_every_file_as_it_was(tmp_path: Path) -> None:
+    """The command log given as the output is refused (it was emptied before being read), and a
+    conversion that fails (an END before the last command) leaves a trace already there whole."""
+    log = tmp_path / "log.txt"
+    st = dram.simulate("ddr3-1600k-bench", {"kind": "random", "count": 50}, command_log=str(log))
+    before = log.read_bytes()
+    with pytest.raises(ValueError, match="is the command log itself"):
+        dram.drampower_trace(log, log)
+    assert log.read_bytes() == before
+    good = tmp_path / "good.csv"
+    dram.drampower_trace(log, good)
+    kept = good.read_bytes()
+    assert b",END," in kept.rstrip().splitlines()[-1]
+    with pytest.raises(ValueError, match="before the last command"):
+        dram.drampower_trace(log, good, end=1)
+    assert good.read_bytes() == kept and st.stats["cycles"] > 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.csv", "log.txt"]
+
+
 LPDDR5_CURRENTS = [
     "dram.currents.idd5pb=40", "dram.currents.vdd=1.05", "dram.currents.idd0=60", "dram.currents.idd2n=30",
     "dram.currents.idd3n=38", "dram.currents.idd4r=180", "dram.currents.idd4w=160", "dram.currents.idd5=110",

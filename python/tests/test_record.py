@@ -155,6 +155,20 @@ def test_kernel_events_or_a_reason(recording: tuple[pd.DataFrame, Path]) -> None
     assert ev["switches"].notna().all() and (ev["switches"] >= 0).all()
 
 
+@pytest.mark.parametrize(("script", "written"), [("head -c 1000 /dev/zero > /dev/null", 1000),
+                                                  ("head -c 1000 /dev/zero > /dev/null; "
+                                                   "head -c 500 /dev/zero > /dev/null", 1500)])
+def test_kernel_write_bytes_leave_out_the_interposers_own(script: str, written: int, tmp_path: Path) -> None:
+    """The programs' writes alone: the interposer's header, records and footer (a shell's vfork
+    children flushing into their parent's file too) are subtracted."""
+    ok, _why = kernel.status()
+    if not ok:
+        pytest.skip("kernel-side movement is not recorded on this machine")
+    df = record.run(["sh", "-c", script], tmp_path / "w.parquet", kernel_events=True, timeout_s=60)
+    k = df[(df["source"] == "kernel") & (df["kind"] == "write")]
+    assert int(k["bytes"].sum()) == written
+
+
 def test_parquet_round_trip(recording: tuple[pd.DataFrame, Path]) -> None:
     df, path = recording
     back, meta = read(path)
@@ -298,7 +312,17 @@ def test_cli_record_and_replay(known: Path, tmp_path: Path) -> None:
     out = tmp_path / "t.parquet"
     r = _cli("record", "--no-kernel", "-o", str(out), "--", str(known))
     assert r.returncode == 0, r.stderr
-    assert out.is_file() and "Not recorded" in r.stdout and "kernel-side movement: not asked for" in r.stdout
+    # The summary is on stderr: stdout is the program's alone.
+    assert out.is_file() and "Not recorded" in r.stderr and "kernel-side movement: not asked for" in r.stderr
+    assert "Not recorded" not in r.stdout
+    prog = _cli("record", "--no-kernel", "-o", str(tmp_path / "e.parquet"), "--", "sh", "-c", "printf abc; exit 3")
+    assert prog.returncode == 3 and prog.stdout == "abc" and "exited with status 3" in prog.stderr
+    assert (tmp_path / "e.parquet").is_file()
+    killed = _cli("record", "--no-kernel", "-o", str(tmp_path / "k.parquet"), "--", "sh", "-c", "kill -9 $$")
+    assert killed.returncode == 137 and "ended by signal 9" in killed.stderr
+    untimed = _cli("record", "--no-kernel", "--no-time", "-o", str(tmp_path / "n.parquet"), "--", str(known))
+    assert untimed.returncode == 0 and "not timed (--no-time)" in " ".join(untimed.stderr.split())
+    assert not any(ln.split()[-1] == "0.000" for ln in untimed.stderr.splitlines() if "interposer" in ln)
     r = _cli("record", "--no-kernel", "-o", str(out), "--", str(known))
     assert r.returncode == 2 and "--force" in r.stderr
     r = _cli("replay", str(out), "--samples", "1", "--mechanism", "cpu", "--mechanism", "rowclone")
@@ -1249,3 +1273,43 @@ def test_cold_copy_probe_is_parsed_and_stored_for_the_replay() -> None:
         calibration.cold_copy_extra({"sizes": {"1024": {"extra_ns": -1.0}}})
     with pytest.raises(ValueError, match="cold-copy sizes"):
         calibration.cold_copy_costs((0,))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st_h.sampled_from(["copy", "init"]), st_h.integers(0, (1 << 48) - 1), st_h.integers(0, (1 << 48) - 1),
+       st_h.integers(0, 1 << 36), st_h.booleans())
+def test_a_call_of_any_size_replays_as_pieces_inside_the_folded_space(op: str, src: int, dst: int, size: int,
+                                                                       aligned: bool) -> None:
+    """A recorded call of any size (a 2 GiB memcpy broke the replay's workload with a negative
+    offset) becomes operations that move its bytes, each inside the folded GiB."""
+    import tomllib
+
+    from movelab.record.replay import FOLD, PIECE, _pieces, _toml
+
+    pieces = _pieces(op, src & FOLD, dst & FOLD, size, 0, aligned)
+    assert sum(p[3] for p in pieces) == size
+    assert len(pieces) == max(1, -(-size // PIECE))
+    for _kind, s, d, n, _v, _policy in pieces:
+        assert 0 <= n <= PIECE and 0 <= s and 0 <= d and s + n <= FOLD + 1 and d + n <= FOLD + 1
+    # The workload written for them reads back with every offset inside its region.
+    doc = tomllib.loads(_toml([("compute", 1, 0, 0, 0, 0), *pieces]))
+    regions = {r["name"]: r["size"] for r in doc["regions"]}
+    for o in doc["ops"][1:]:
+        for end in ("src", "dst"):
+            if end in o:
+                assert 0 <= o[end]["offset"] and o[end]["offset"] + o["bytes"] <= regions[o[end]["region"]]
+
+
+def test_negative_sizes_in_a_recording_are_refused_by_row(recording: tuple[pd.DataFrame, Path],
+                                                          tmp_path: Path) -> None:
+    from movelab.record.trace import write_parquet
+
+    df, meta = read(recording[1])
+    for col in ("size", "bytes", "count"):
+        bad = df.copy()
+        row = int(np.flatnonzero(bad[col].notna().to_numpy())[3])
+        bad.loc[bad.index[row], col] = -4096
+        path = tmp_path / f"neg-{col}.parquet"
+        write_parquet(bad, meta, path)
+        with pytest.raises(TraceError, match=rf"row {row}: {col} -4096 is negative"):
+            read(path)

@@ -319,7 +319,16 @@ def drampower_trace(log: str | Path, out: str | Path, channel: int = 0, end: int
             raise ValueError(f"{name}: {v!r} is not a non-negative 64-bit integer")
     if channel >= 1 << 32:
         raise ValueError(f"channel: {channel} is too large")
-    return json.loads(_native_call(_core.dram_drampower_trace, str(p), str(out), channel, end))
+    from movelab._util import atomic_path
+
+    o = Path(out)
+    if o.exists() and o.resolve() == p.resolve():
+        raise ValueError(f"out: {o} is the command log itself; write the trace to another file")
+    if o.is_dir():
+        raise ValueError(f"out: {o} is a directory; give the trace's file name")
+    # Written beside `out` and renamed onto it when whole: a failed conversion leaves `out` as it was.
+    with atomic_path(o) as tmp:
+        return json.loads(_native_call(_core.dram_drampower_trace, str(p), str(tmp), channel, end))
 
 
 def read_memspec(path: str | Path) -> dict[str, Any]:
@@ -332,8 +341,8 @@ def read_memspec(path: str | Path) -> dict[str, Any]:
 def memspec_device_differences(memspec: dict[str, Any], spec: dict[str, Any]) -> list[str]:
     """Where a memspec's device (``read_memspec(...)["device"]``) differs from the one a resolved config
     (``load_config(...).spec``) simulates: device width, devices per rank and burst length come from the
-    config's part and organisation, not from a memspec, and energy is per device (a memspec describes one
-    channel, so its channel count is not compared)."""
+    config's part and organisation, not from a memspec, and energy is per device (its channel count is
+    carried over as ``dram.channels``, so it is not compared)."""
     dev, org = memspec.get("device") or {}, spec["org"]
     chips = org["bus_width"] // max(org["device_width"], 1)
     out = []

@@ -218,30 +218,37 @@ def record_cmd(
     except (RuntimeError, FileNotFoundError, TypeError, ValueError) as e:
         _fail(e)
     meta = df.attrs["movelab"]
-    _print_recording(df, meta)
-    console.print(f"recording: {lit(out)}")
-    if meta["exit_status"] != 0:
-        err.print(f"note: {lit(cmd[0])} exited with status {meta['exit_status']}; its recording was written")
+    # The summary goes to stderr: stdout is the recorded program's (`record -- CMD > out` keeps it whole).
+    _print_recording(df, meta, err)
+    err.print(f"recording: {lit(out)}")
+    status = int(meta["exit_status"])
+    if status != 0:
+        # As `time` does: the program's own exit status (128 + N when signal N ended it).
+        how = f"was ended by signal {-status}" if status < 0 else f"exited with status {status}"
+        err.print(f"note: {lit(cmd[0])} {how}; its recording was written")
+        raise typer.Exit(128 - status if status < 0 else min(status, 255))
 
 
-def _print_recording(df: Any, meta: dict[str, Any]) -> None:
+def _print_recording(df: Any, meta: dict[str, Any], out: Console) -> None:
     g = df.groupby(["source", "kind"], sort=True).agg(calls=("count", "sum"), bytes=("bytes", "sum"),
                                                       ns=("dur_ns", "sum"))
+    timed = meta.get("timed", True)
     t = Table(title=lit(f"Recorded data movement of {' '.join(meta['command'])}"), box=box.SIMPLE_HEAD)
     for c in ["source", "kind", "calls", "bytes", "time inside (ms)"]:
         t.add_column(c, justify="right" if c not in ("source", "kind") else "left")
     for (src, kind), r in g.iterrows():
         t.add_row(src, kind, f"{int(r['calls']):,}", f"{int(r['bytes']):,}",
-                  f"{r['ns'] / 1e6:.3f}" if src == "interposer" else "-")
-    console.print(t)
+                  f"{r['ns'] / 1e6:.3f}" if src == "interposer" and timed else "-")
+    out.print(t)
     inside = float(df.loc[df["source"] == "interposer", "dur_ns"].sum())
     prog = meta.get("program_ns") or meta["wall_ns"]
-    console.print(f"program time {prog / 1e6:.1f} ms (wall {meta['wall_ns'] / 1e6:.1f} ms with start-up); inside "
-                  f"recorded calls {inside / 1e6:.2f} ms ({100 * inside / max(prog, 1):.1f}%); "
-                  f"processes {len(meta['processes'])}")
-    console.print("[bold]Not recorded[/bold]:")
+    within = (f"inside recorded calls {inside / 1e6:.2f} ms ({100 * inside / max(prog, 1):.1f}%)" if timed
+              else "the calls were not timed (--no-time)")
+    out.print(f"program time {prog / 1e6:.1f} ms (wall {meta['wall_ns'] / 1e6:.1f} ms with start-up); {within}; "
+              f"processes {len(meta['processes'])}")
+    out.print("[bold]Not recorded[/bold]:")
     for n in meta["not_recorded"]:
-        console.print(f"  - {lit(n)}", highlight=False)
+        out.print(f"  - {lit(n)}", highlight=False)
 
 
 def replay_cmd(

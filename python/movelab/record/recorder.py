@@ -32,8 +32,8 @@ ALWAYS_UNRECORDED = [
     "copies the compiler inlined (fixed-size memcpy/memset become moves; calls inside the C library, "
     "e.g. in stdio or in realloc, do not pass through the dynamic linker): only calls to the exported "
     "functions are seen",
-    "statically linked programs and calls made before the interposer's constructor in other libraries' "
-    "constructors are seen; programs that clear LD_PRELOAD for their children lose those children",
+    "statically linked programs, and calls made in other libraries' constructors before the interposer's "
+    "constructor, are not seen; programs that clear LD_PRELOAD for their children lose those children",
     "processes ended by a signal or _exit() lose their last unflushed records (up to 4096 per thread) "
     "and their footer",
 ]
@@ -141,7 +141,8 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
         program_ns = max(ends) - min(h["t0_ns"] for h in heads) if ends else t1 - t0
     df = conform(df)
     df = df.sort_values(["t_ns"], kind="stable", na_position="last").reset_index(drop=True)
-    single = df[(df["source"] == "interposer") & (df["count"] == 1) & df["dur_ns"].notna()]
+    # Calls recorded one by one (an aggregate row of one call, below --min-bytes, is never watched).
+    single = df[(df["source"] == "interposer") & (df["count"] == 1) & df["size"].notna() & df["dur_ns"].notna()]
     watched = int(single["preempted"].notna().sum())
     if timed and len(single) and not watched:
         not_recorded.append("the threads' scheduling inside the calls (preempted, offcpu_ns, since_sched_ns): "
@@ -236,16 +237,31 @@ def _kernel_rows(faults: pd.DataFrame, sums: pd.DataFrame, procs: list[dict[str,
         cow = rows[-1]["kind"] != "page_cow"
         rows[-1].loc[cow, "src"] = None
     if len(sums):
-        own = {}
+        own: dict[int, list[int]] = {}
+        parent: dict[int, int] = {}
         for p in procs:
             o = own.setdefault(p["pid"], [0, 0])
             o[0] += p.get("own_writes") or 0
             o[1] += p.get("own_write_bytes") or 0
+            parent.setdefault(p["pid"], p.get("ppid"))
         s = sums.copy()
+
+        def take(pid: int, n: int, b: int) -> tuple[int, int]:
+            """Subtracts up to n writes and b bytes from pid's write rows; what was left over."""
+            for i in s.index[(s["pid"] == pid) & (s["kind"] == "write")]:
+                dn, db = min(n, int(s.at[i, "count"])), min(b, int(s.at[i, "bytes"]))
+                s.at[i, "count"] -= dn
+                s.at[i, "bytes"] -= db
+                n, b = n - dn, b - db
+            return n, b
+
         for pid, (n, b) in own.items():
-            sel = (s["pid"] == pid) & (s["kind"] == "write")
-            s.loc[sel, "count"] = (s.loc[sel, "count"] - n).clip(lower=0)
-            s.loc[sel, "bytes"] = (s.loc[sel, "bytes"] - b).clip(lower=0)
+            n, b = take(pid, n, b)
+            # A child started with vfork() writes its parent's buffered records to the parent's
+            # file before it execs: those writes are the child's to perf, their bytes the parent's.
+            for child in (c for c, pp in parent.items() if pp == pid):
+                if n > 0 or b > 0:
+                    n, b = take(child, n, b)
         s = s[s["count"] > 0]
         rows.append(pd.DataFrame({"source": "kernel", "kind": s["kind"], "pid": s["pid"], "count": s["count"],
                                   "bytes": s["bytes"]}))

@@ -35,6 +35,10 @@ from movelab.record.kernel import TOUCH_KINDS
 from movelab.record.trace import COPY_KINDS, INIT_KINDS, corrected_dur, read
 
 FOLD = (1 << 30) - 1
+#: The largest single operation a replayed call becomes: a call of more bytes (a 2 GiB memcpy, say)
+#: is replayed as back-to-back operations of at most this many, at consecutive addresses folded
+#: into the GiB, so that each fits it and a piece's source and destination need not overlap.
+PIECE = (FOLD + 1) // 4
 HOT_BASE = 0x7000_0000  # the compute's hot region (16 KiB), outside the folded GiB
 EVICT_BASE = 0x5000_0000  # the ``llc`` state's eviction buffers, outside the folded GiB
 ROW = 4096  # the aligned allocator's alignment: a page, one DRAM row in the RowClone configs
@@ -194,7 +198,7 @@ def _ops(sample: pd.DataFrame, rate: float, max_gap: int, aligned: bool, synth: 
         for op, s, d, sz, v, g in rows:
             out.append(("compute", g, 0, 0, 0, 0))
             if with_moves:
-                out.append((op, s & ~63, d & ~63, sz, v, ""))
+                out += [(op, s & ~63, d & ~63, sz, v, "")] if sz <= PIECE else _pieces(op, 0, 0, sz, v, False)
         return out
     # Only the columns read below: itertuples builds a column per column of the frame.
     for r in sample[["gap_ns", "op", "src", "dst", "size", "value"]].itertuples(index=False):
@@ -205,17 +209,31 @@ def _ops(sample: pd.DataFrame, rate: float, max_gap: int, aligned: bool, synth: 
             continue
         src = int(r.src) & FOLD if r.op == "copy" and not pd.isna(r.src) else 0
         dst = int(r.dst) & FOLD if not pd.isna(r.dst) else 0
-        size = int(r.size)
-        if dst + size > FOLD + 1:
-            dst = (FOLD + 1 - size) & ~63
-        if src + size > FOLD + 1:
-            src = (FOLD + 1 - size) & ~63
+        ops += _pieces(r.op, src, dst, int(r.size), int(r.value) if r.op == "init" else 0, aligned)
+    return ops
+
+
+def _pieces(op: str, src: int, dst: int, size: int, value: int, aligned: bool) -> list[tuple]:
+    """One recorded call as the operations replayed for it: itself, its addresses folded into the
+    GiB and moved down where the call would run past it; a call of more than ``PIECE`` bytes as
+    back-to-back pieces of at most that many (the same bytes in all) from consecutive addresses."""
+    out = []
+    done = 0
+    while True:
+        n = min(size - done, PIECE)
+        s, d = (src + done) & FOLD, (dst + done) & FOLD
+        if d + n > FOLD + 1:
+            d = (FOLD + 1 - n) & ~63
+        if s + n > FOLD + 1:
+            s = (FOLD + 1 - n) & ~63
         policy = ""
         if aligned:
-            src, dst = src & ~(ROW - 1), dst & ~(ROW - 1)
-            policy = "same-subarray" if r.op == "copy" else ""
-        ops.append((r.op, src, dst, size, int(r.value) if r.op == "init" else 0, policy))
-    return ops
+            s, d = s & ~(ROW - 1), d & ~(ROW - 1)
+            policy = "same-subarray" if op == "copy" else ""
+        out.append((op, s, d, n, value, policy))
+        done += n
+        if done >= size:
+            return out
 
 
 #: The cache states a replayed call can start in (docs/record-replay.md, "Cache state").

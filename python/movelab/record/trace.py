@@ -23,6 +23,8 @@ META_KEY = b"movelab.record"
 KINDS = {1: "memcpy", 2: "memmove", 3: "memset", 4: "calloc", 5: "realloc"}
 AGG = 64
 FOOTER = 255
+#: Records a thread's buffer holds before the interposer writes them out (its RING).
+THREAD_RECORDS = 4096
 #: The interposer's record flags (interposer.c, ``enum flag``) and where ``extra`` keeps the
 #: scheduling fields: ns off the CPU in bits 32-63, run time since scheduled in (256 ns units) in
 #: bits 9-31.
@@ -106,13 +108,17 @@ def read_process_file(path: Path) -> tuple[dict[str, Any], pd.DataFrame]:
     n = len(body) // 64  # a torn last record (a process killed mid-write) is dropped
     recs = np.frombuffer(body[: n * 64], dtype=REC)
     image = int(path.name.split(".")[1])
+    # The process's own writes to this file are the file itself (its footer's byte count leaves the
+    # footer out); without a footer (a process ended by a signal or _exit()), the header's write and
+    # one per full thread buffer flushed.
     head: dict[str, Any] = {"pid": int(pid), "ppid": int(ppid), "t0_ns": int(t0), "min_bytes": int(min_bytes),
-                            "exe": exe, "image": image, "file": path.name, "complete": False, "clock_ns": clock_ns}
+                            "exe": exe, "image": image, "file": path.name, "complete": False, "clock_ns": clock_ns,
+                            "own_write_bytes": len(raw), "own_writes": 1 + -(-n // THREAD_RECORDS)}
     foot = recs[recs["kind"] == FOOTER]
     if len(foot):
         f = foot[-1]
         head.update(complete=True, minor_faults=int(f["dst"]), major_faults=int(f["src"]),
-                    own_write_bytes=int(f["size"]), own_writes=int(f["callsite"]), end_ns=int(f["t_ns"]))
+                    own_writes=int(f["callsite"]), end_ns=int(f["t_ns"]))
     ev = recs[recs["kind"] < AGG]
     ag = recs[(recs["kind"] >= AGG) & (recs["kind"] < FOOTER)]
     frames = []
@@ -259,6 +265,11 @@ def read(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         df = conform(table.to_pandas())
     except (TypeError, ValueError) as e:
         raise TraceError(f"trace {p}: a column has the wrong type: {e}") from None
+    for col in ("size", "bytes", "count"):
+        neg = (df[col] < 0).fillna(False).to_numpy(dtype=bool)
+        if neg.any():
+            i = int(np.flatnonzero(neg)[0])
+            raise TraceError(f"trace {p}: row {i}: {col} {df[col].iloc[i]} is negative")
     return df, add_clock_floors(df, meta)
 
 
