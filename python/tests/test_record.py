@@ -253,7 +253,9 @@ def test_cli_bad_input(tmp_path: Path) -> None:
     r = _refused("replay", str(junk), "--memory", "ddr4-2400r")
     assert r.returncode == 2 and "--platform host only" in r.stderr
     r = _refused("what-if", str(junk), "--platform", "rowclone-system", "--memory", "ddr4-2400r")
-    assert r.returncode == 2 and "--platform host only" in r.stderr
+    # what-if has no --set: it is not offered one
+    assert r.returncode == 2 and "--platform host only" in r.stderr and "use replay with --set" in " ".join(
+        r.stderr.split())
     r = _refused("replay", str(junk), "--warm", "--cache", "cold")
     assert r.returncode == 2 and "--warm is --cache warm" in r.stderr
     r = _refused("replay", str(junk), "-m", "cpu", "-m", "rowclone", "--set", "copy.stream_buffer_lines=1")
@@ -275,7 +277,19 @@ def test_replay_and_what_if(recording: tuple[pd.DataFrame, Path], tmp_path: Path
     s = r.summary
     assert s["movement_ns"] > 0 and s["energy_nj"] > 0 and s["channel_bytes"] >= 0
     assert s["calls"] == int(r.classes["calls"].sum()) and s["sampled_calls"] <= 2 * len(r.classes)
-    assert s["total_ns"] == pytest.approx(s["program_ns"] - s["measured_in_calls_ns"] + s["movement_ns"])
+    # The total replaces the measured calls by their prediction; the kernel's movement, in the
+    # program's time already, is replaced by itself under the cpu mechanism (its own prediction).
+    assert s["movement_user_ns"] + s["movement_kernel_ns"] == pytest.approx(s["movement_ns"])
+    assert s["kernel_cpu_ns"] == pytest.approx(s["movement_kernel_ns"])
+    assert s["total_ns"] == pytest.approx(s["program_ns"] - s["measured_in_calls_ns"] + s["movement_user_ns"])
+    if kernel.status()[0]:
+        assert s["movement_kernel_ns"] > 0  # the program's page faults are replayed
+    # Under another mechanism the kernel's time comes out as the cpu replay predicts it (the same
+    # runs, cached or not), and the mechanism's own goes in.
+    rz = movelab.replay(path, "rowclone-system", "rowclone-zi", samples=2).summary
+    assert rz["kernel_cpu_ns"] == pytest.approx(s["movement_kernel_ns"])
+    assert rz["total_ns"] == pytest.approx(rz["program_ns"] - rz["measured_in_calls_ns"] - s["movement_kernel_ns"]
+                                           + rz["movement_ns"])
     w = movelab.replay(path, "rowclone-system", "cpu", samples=2, warm=True)
     assert w.summary["warm"] and w.summary["movement_ns"] > 0 and w.summary["calls"] == s["calls"]
     summary, classes = what_if(path, "rowclone-system", ["cpu", "ce-on-die-async", "rowclone-zi-aligned"], samples=2)
@@ -323,6 +337,12 @@ def test_cli_record_and_replay(known: Path, tmp_path: Path) -> None:
     untimed = _cli("record", "--no-kernel", "--no-time", "-o", str(tmp_path / "n.parquet"), "--", str(known))
     assert untimed.returncode == 0 and "not timed (--no-time)" in " ".join(untimed.stderr.split())
     assert not any(ln.split()[-1] == "0.000" for ln in untimed.stderr.splitlines() if "interposer" in ln)
+    # No call of an untimed recording can be judged disturbed; a bad platform is the platform's error.
+    r = _refused("replay", str(tmp_path / "n.parquet"), "--undisturbed")
+    assert r.returncode == 2 and "were not timed" in " ".join(r.stderr.split())
+    r = _refused("replay", str(out), "-p", "no-such-platform")
+    flat = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "--platform" in flat and "no-such-platform" in flat and "calibration" not in flat
     r = _cli("record", "--no-kernel", "-o", str(out), "--", str(known))
     assert r.returncode == 2 and "--force" in r.stderr
     r = _cli("replay", str(out), "--samples", "1", "--mechanism", "cpu", "--mechanism", "rowclone")

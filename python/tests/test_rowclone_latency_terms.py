@@ -103,3 +103,17 @@ def test_an_acknowledgement_at_acceptance_is_refused_as_table3s_latency(tmp_path
     f.write_text('preset = "rowclone-ddr3-1066"\n[controller]\nbulk_write_done = "accepted"\n')
     with pytest.raises(ValueError, match=r"controller\.bulk_write_done"):
         rl.replication(str(f))
+
+
+def test_a_part_without_currents_has_no_energy_rather_than_none_spent() -> None:
+    """On a part without public currents (HBM2) every energy is not available (None), never 0 uJ
+    judged against the paper's; the latencies are still judged."""
+    from movelab.reproduce import ledger
+    from movelab.reproduce import rowclone_latency as rl
+
+    rows = rl.run(config="hbm2-2000")
+    assert rows and all(r["energy_uj"] is None for r in rows)
+    assert all(r["latency_ns"] > 0 for r in rows)
+    judged = ledger.judge(rl.NAME, rl.results(rows))
+    assert all(r.within is None for r in judged if r.id.endswith("energy_uj"))
+    assert any(r.within is not None for r in judged if r.id.endswith("latency_ns"))

@@ -30,20 +30,29 @@ console = Console()
 err = Console(stderr=True)
 
 
-def _memory_for_host_only(ctx: Any, name: str, memory: str) -> None:
+def _memory_for_host_only(ctx: Any, name: str, memory: str, has_set: bool = True) -> None:
     """``--memory`` applies to ``--platform host`` only: given with another platform, it would be ignored."""
     if name != "host" and given_on_command_line(ctx, "memory"):
+        how = ("set its memory with --set memory.preset=NAME" if has_set
+               else "name its memory in the file's [memory] preset, or use replay with --set memory.preset=NAME")
         raise typer.BadParameter(f"{memory!r}: applies to --platform host only; on a platform preset or file, "
-                                 "set its memory with --set memory.preset=NAME", param_hint="--memory")
+                                 f"{how}", param_hint="--memory")
 
 
 def _platform(name: str, memory: str) -> tuple[Any, list[str]]:
-    """``host`` is this machine (read from Linux); anything else goes to the platform loader."""
+    """``host`` is this machine (read from Linux); anything else goes to the platform loader, whose
+    error for a bad name or file is given as --platform's (not as the first run's, the calibration)."""
     if name == "host":
         from movelab.record.machine import host_platform
 
         h = host_platform(memory=memory, measure=True)
         return h["platform"], h["notes"]
+    from movelab.platform import load_config
+
+    try:
+        load_config(name)
+    except (ValueError, OSError) as e:
+        raise typer.BadParameter(str(e).splitlines()[0], param_hint="--platform") from None
     return name, []
 
 
@@ -316,6 +325,9 @@ def replay_cmd(
     except (ValueError, OSError) as e:
         _fail(e)
     df.attrs["movelab"] = meta
+    if undisturbed and meta.get("timed") is False:
+        raise typer.BadParameter("the recording's calls were not timed (record --no-time), so none can be told "
+                                 "disturbed or not", param_hint="--undisturbed")
     if sources != "all":
         df = df[df["source"] == sources]
     if undisturbed:
@@ -326,6 +338,9 @@ def replay_cmd(
         df = df[((df["source"] == "interposer") & ~disturbed(df)) | df["kind"].isin(TOUCH_KINDS)]
     df.attrs["movelab"] = meta
     plat, notes = _platform(platform, memory)
+    if undisturbed and not meta.get("kernel_events"):
+        notes.append("--undisturbed: page faults inside the calls were not recorded (the recording has no "
+                     "kernel events), so only switches, preemption and stops left calls out")
     costs = _call_costs(plat, notes) if call_cost else None
     alloc = _alloc_costs(notes) if call_cost else None
     _probe_notes(rules, notes)
@@ -351,7 +366,8 @@ def replay_cmd(
         t.add_column(c, justify="left" if c == "mechanism" else "right")
     for r in results:
         s = r.summary
-        e = (s["movement_ns"] / s["measured_net_ns"] - 1) * 100 if r.mechanism == "cpu" and \
+        # Like with like: the measured time is the user-space calls', so is the prediction it meets.
+        e = (s["movement_user_ns"] / s["measured_net_ns"] - 1) * 100 if r.mechanism == "cpu" and \
             s["measured_net_ns"] and not math.isnan(s["measured_net_ns"]) else None
 
         def ms(v: float, digits: int) -> str:
@@ -365,7 +381,7 @@ def replay_cmd(
     console.print(f"{s['calls']:,} calls ({s['bytes']:,} bytes) in {s['classes']} size classes, replayed from "
                   f"{s['sampled_calls']:,} sampled calls (at most {samples} per class) and scaled by each class's "
                   f"call count; 'measured' is the time inside the recorded calls (user space only) less the "
-                  f"clock reads' own cost; 'error' compares the cpu replay with it.",
+                  f"clock reads' own cost; 'error' compares the cpu replay of those calls with it.",
                   highlight=False)
     for r in results:
         for n in r.notes:
@@ -401,7 +417,7 @@ def what_if_cmd(
 
     names = ["what-if.csv", "what-if-classes.csv", "what-if.json", "what-if.png"]
     check_output_dir(out, names, force)
-    _memory_for_host_only(ctx, platform, memory)
+    _memory_for_host_only(ctx, platform, memory, has_set=False)
     mode = _cache_mode(cache)
     dist = _distance(distance, mode)
     reg = _region(region, mode, dist)

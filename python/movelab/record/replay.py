@@ -14,7 +14,10 @@ Method (docs/record-replay.md):
 3. A class's movement cost is the run's time minus the same workload's time with the copies and
    initialisations removed, per call; likewise its DRAM energy and channel traffic. Summed over the
    classes: the predicted time in data movement. The predicted total time is the recording's wall
-   time minus the time measured inside the recorded calls plus the predicted movement time.
+   time minus the time measured inside the recorded calls plus the predicted movement time; where
+   the kernel's movement (its zeroing and copy-on-write faults) is replayed too, its time, which is
+   part of the program's and not measured, is taken out as the cpu mechanism predicts it before the
+   mechanism's is added.
 """
 
 from __future__ import annotations
@@ -565,7 +568,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                 share = {mode: 1.0}
 
             def sim(moves: bool, state: str, key: tuple = key, sample: pd.DataFrame = sample,
-                    synth: tuple | None = synth, op: str = str(op), sc: int = int(sc)) -> tuple[float, float, float]:
+                    synth: tuple | None = synth, op: str = str(op), sc: int = int(sc), mname: str = mechanism,
+                    m_ov: Mapping[str, Any] = mech_ov, m_aligned: bool = aligned) -> tuple[float, float, float]:
                 """(time, energy, traffic) of the class's sample with or without its copies and
                 initialisations, its buffers starting in ``state``: ``cold``, wherever the previous
                 replayed calls left them; ``warm``, after a first pass with them (the same first
@@ -575,22 +579,22 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                 apart (``split`` with ``dst_write``), a copy's destinations are then written once
                 more (the same in both runs): the state is its source's, the destination cached."""
                 apart = costed_apart and op == "copy"
-                ck = ("run", moves, state, mechanism if (moves or state != "cold" or apart) else "", key, apart)
+                ck = ("run", moves, state, mname if (moves or state != "cold" or apart) else "", key, apart)
                 if ck not in cache_d:
-                    ops = _ops(sample, rate, max_gap_instructions, aligned, synth, moves)
+                    ops = _ops(sample, rate, max_gap_instructions, m_aligned, synth, moves)
                     if state != "cold":
-                        pre = _ops(sample, rate, max_gap_instructions, aligned, synth, True)
+                        pre = _ops(sample, rate, max_gap_instructions, m_aligned, synth, True)
                         if state == "llc":
                             pre.append(("evict", l2_bytes // 2, 0, 0, 0, ""))
                         ops = pre + ops
                     if apart:  # the destinations written (a non-zero fill: on the core whatever the mechanism)
                         touch = [("init", 0, o[2], o[3], 1, "") for o in
-                                 _ops(sample, rate, max_gap_instructions, aligned, synth, True) if o[0] == "copy"]
-                        main = _ops(sample, rate, max_gap_instructions, aligned, synth, moves)
+                                 _ops(sample, rate, max_gap_instructions, m_aligned, synth, True) if o[0] == "copy"]
+                        main = _ops(sample, rate, max_gap_instructions, m_aligned, synth, moves)
                         ops = ops[:len(ops) - len(main)] + touch + main
                     path = Path(tmp) / f"{op}-{sc}-{int(moves)}-{state}-{int(apart)}.toml"
                     path.write_text(_toml(ops))
-                    ov = mech_ov if moves or state != "cold" or apart else cpu_ov
+                    ov = m_ov if moves or state != "cold" or apart else cpu_ov
                     cache_d[ck] = _stats(plat._run(platform, path, ov, unread_ok=True).stats)
                 return cache_d[ck]
 
@@ -618,6 +622,23 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             if costed_apart:
                 per_call += dst_extra
                 raw_call += dst_extra
+            # The kernel's calls of the class (its zeroing and copy-on-write faults): their time is
+            # in the program's own, not in the measured calls', so the total takes out what the
+            # cpu mechanism predicts for them before it adds this mechanism's (the kernel's real
+            # time is not measured; the cpu replay stands for it).
+            user_calls = int(cls.loc[cls["source"] == "interposer", "count"].sum())
+            kernel_cpu = 0.0
+            if calls > user_calls:
+                if mechanism == "cpu":
+                    kernel_cpu = per_call
+                else:
+                    for s in (cachestate.STATES if mode == "tracked" else (mode,)):
+                        f = share[s] if not costed_apart else src_share[s]
+                        t0 = sim(False, s, mname="cpu", m_ov=cpu_ov, m_aligned=False)[0]
+                        t1 = sim(True, s, mname="cpu", m_ov=cpu_ov, m_aligned=False)[0]
+                        kernel_cpu += f * max((t1 - t0) / k, MIN_MOVE_NS)
+                    if costed_apart:
+                        kernel_cpu += dst_extra
             fixed = _fixed_cost(cls, costs, edges, alloc_cost) if costs or alloc_cost else 0.0
             measured = cls["dur_ns"].sum(min_count=1)
             net = corrected_dur(cls[cls["source"] == "interposer"], meta).sum()
@@ -625,6 +646,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
                    "size_range": f"{1 << (int(sc) - 1) if sc else 0}-{(1 << int(sc)) - 1}",
                    "calls": calls, "bytes": nbytes, "sampled": k, "sim_ns_per_call": per_call,
                    "call_cost_ns": fixed, "predicted_ns": per_call * calls + fixed,
+                   "predicted_user_ns": per_call * user_calls + fixed,
+                   "kernel_cpu_ns": kernel_cpu * (calls - user_calls),
                    "predicted_unclamped_ns": raw_call * calls + fixed, "clamped_states": ",".join(clamped),
                    "measured_ns": float(measured) if not pd.isna(measured) else float("nan"),
                    "measured_net_ns": float(net) if not pd.isna(measured) else float("nan"),
@@ -661,11 +684,18 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         notes.append("the recording's calls were not timed (record --no-time): no total time and no measured "
                      "time are given (the program's time includes the calls, which cannot be taken out)")
     moved = float(classes["predicted_ns"].sum())
+    moved_user = float(classes["predicted_user_ns"].sum())
+    # The program's time holds its calls' measured time and the kernel's own movement: the total
+    # replaces the first with the predicted calls and the second (as the cpu replay predicts it)
+    # with this mechanism's prediction of the kernel's.
+    kernel_cpu = float(classes["kernel_cpu_ns"].sum())
     summary = {
-        "mechanism": mechanism, "movement_ns": moved,
+        "mechanism": mechanism, "movement_ns": moved, "movement_user_ns": moved_user,
+        "movement_kernel_ns": moved - moved_user, "kernel_cpu_ns": kernel_cpu,
         "movement_unclamped_ns": float(classes["predicted_unclamped_ns"].sum()),
         "clamped_classes": int((classes["clamped_states"] != "").sum()),
-        "total_ns": wall - measured_in_calls + moved if not math.isnan(wall - measured_in_calls) else float("nan"),
+        "total_ns": wall - measured_in_calls - kernel_cpu + moved if not math.isnan(wall - measured_in_calls)
+        else float("nan"),
         "energy_nj": float(classes["energy_nj"].sum()), "channel_bytes": float(classes["channel_bytes"].sum()),
         "measured_in_calls_ns": measured_in_calls, "measured_net_ns": measured_net, "program_ns": wall,
         "measured_net_unreplayed_ns": measured_zero,
@@ -816,7 +846,8 @@ def what_if(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system",
                      "energy_nj": s["energy_nj"], "channel_bytes": s["channel_bytes"],
                      "copy_threshold_bytes": thresholds.get("copy"), "init_threshold_bytes": thresholds.get("init"),
                      "best_movement_ns": best_ns,
-                     "best_total_ns": wall - s["measured_in_calls_ns"] + best_ns if not math.isnan(wall) else None,
+                     "best_total_ns": wall - s["measured_in_calls_ns"] - s["kernel_cpu_ns"] + best_ns
+                     if not math.isnan(wall) else None,
                      "error": None})
         cc = r.classes.copy()
         cc.insert(0, "mechanism", m)

@@ -311,7 +311,8 @@ def _rowclone_latency(fmt: str, config: str, overrides: dict[str, Any], out: Pat
         lr, er = red[(r["operation"], r["mechanism"])]
         p = paper.get((r["operation"], r["mechanism"]), {})
         t.add_row(r["operation"], r["mechanism"], f"{r['latency_ns']:.0f}", _num(r["paper_latency_ns"]),
-                  f"{r['energy_uj']:.3f}", _num(r["paper_energy_uj"]), f"{lr:.2f}", _x(p.get("latency_reduction")),
+                  "n/a" if r["energy_uj"] is None else f"{r['energy_uj']:.3f}", _num(r["paper_energy_uj"]),
+                  f"{lr:.2f}", _x(p.get("latency_reduction")),
                   "n/a" if er is None else f"{er:.1f}", _x(p.get("energy_reduction")))
     console.print(t)
     if paper:

@@ -94,6 +94,8 @@ def run(config: Any = PRESET, overrides: dict[str, Any] | None = None, nbytes: i
             raise ValueError(f"rowclone-latency: on this config the '{r['operation']} {r['mechanism']}' case of "
                              f"{nbytes} bytes was carried out by {_ran(r)}, not by {r['mechanism']}{why}")
     paper = paper_table3() if nbytes == PAPER_BYTES else {}
+    # A part without public currents has no energy model: its energy is not available (None), not 0.
+    energy = cfg.spec.get("energy_available", True)
     rows = []
     for r in sim:
         p = paper.get((r["operation"], r["mechanism"]), {})
@@ -101,7 +103,7 @@ def run(config: Any = PRESET, overrides: dict[str, Any] | None = None, nbytes: i
             "operation": r["operation"],
             "mechanism": r["mechanism"],
             "latency_ns": round(r["latency_ns"], 3),
-            "energy_uj": round(r["energy_uj"], 4),
+            "energy_uj": round(r["energy_uj"], 4) if energy else None,
             "paper_latency_ns": p.get("latency_ns"),
             "paper_energy_uj": p.get("energy_uj"),
         })
