@@ -360,6 +360,10 @@ pub struct NicStats {
     pub rx_desc_fetched: u64,
     pub rx_desc_written_back: u64,
     pub rx_drops: u64,
+    /// Frames still in the receive FIFO when the run ended, waiting for a receive descriptor the
+    /// host never posted (so `rx_frames + rx_drops + rx_fifo_held` is every frame that arrived).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rx_fifo_held: u64,
     pub interrupts: u64,
     pub doorbells: u64,
     pub reads_waiting_for_tags: u64,

@@ -74,6 +74,29 @@ fn the_cluster_system_runs_two_platforms_on_one_wire() {
     assert!(e.contains("params.meters"), "{e}");
 }
 
+/// Every frame that reaches the receiving NIC is received, dropped or still held in its receive
+/// FIFO at the end: with no receive buffers posted, the frames wait there and are counted (they
+/// were in none of the NIC's counters).
+#[test]
+fn every_frame_the_receiver_takes_in_is_accounted_for() {
+    for buffers in [0i64, 2, 64] {
+        let p = params(&[("messages", 4.into()), ("buffers", buffers.into())]);
+        let r = simulate(Some("cluster"), "larsen-io", &none(), "pair", &p).unwrap();
+        let d = &r.stats["hosts"][1]["devices"][0];
+        let n = |k: &str| d["nic"][k].as_u64().unwrap_or(0);
+        let arrived = d["rx_frames_in"].as_u64().unwrap();
+        assert_eq!(arrived, 4, "buffers {buffers}: {d}");
+        assert_eq!(
+            n("rx_frames") + n("rx_drops") + n("rx_fifo_held"),
+            arrived,
+            "buffers {buffers}: {d}"
+        );
+        if buffers == 0 {
+            assert_eq!(n("rx_frames"), 0, "{d}");
+        }
+    }
+}
+
 #[test]
 fn presets_name_their_system_and_bad_requests_are_refused_by_name() {
     for s in SYSTEMS {

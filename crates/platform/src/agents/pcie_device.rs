@@ -809,6 +809,7 @@ impl Agent for PcieDeviceAgent {
         s.tx_stack = first;
         s.tx_stack_mean = mean;
         s.nic = self.nic.stats.clone();
+        s.nic.rx_fifo_held = self.nic.rx_fifo_held();
         AgentReport {
             last_done: self.last_done,
             device: Some(s),

@@ -738,6 +738,11 @@ impl Nic {
         }
     }
 
+    /// Frames in the receive FIFO, waiting for a receive descriptor.
+    pub fn rx_fifo_held(&self) -> u64 {
+        self.rx_fifo.len() as u64
+    }
+
     /// A frame arrives from the MAC.
     pub fn frame_in(&mut self, now: Ps, frame: Vec<u8>, out: &mut Vec<NicOut>) {
         if self.rx_fifo.len() >= self.rx_fifo_cap || frame.len() as u32 > self.rx_buffer_bytes {
