@@ -16,6 +16,7 @@ beside movelab's) and plots.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import importlib
 import json
@@ -527,6 +528,10 @@ def write_report(root: str | Path, force: bool = False) -> Path:
         except Exception as e:
             sweep_items.append(f'<li class="off">{_e(p.relative_to(root))}: unreadable ({_e(e)})</li>')
             continue
+        if any(q == root / fname for q, _ in pages):
+            # Two paths with the same slug (a/b-s.parquet and a-b/s.parquet): each keeps a page of its own.
+            digest = hashlib.sha1(p.relative_to(root).as_posix().encode()).hexdigest()[:8]
+            fname = f"{fname.removesuffix('.html')}-{digest}.html"
         pages.append((root / fname, page))
         sweep_items.append(f'<li><a class="sweep-link" href="{_e(fname)}">{_e(info["name"])}</a>: {info["points"]} '
                            f'points, {info["failed"]} failed, axes {_e(", ".join(info["axes"]))} '

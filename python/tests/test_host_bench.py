@@ -18,7 +18,7 @@ REQUIRED = {
     "bandwidth": {"bandwidth_mb_s"},
     "overlap": {"overlap", "overlap_lo", "overlap_hi", "unstable", "repeats"},
     "pollution": {"access_ns", "case", "vs_none_lo", "vs_none_hi", "unstable", "repeats"},
-    "breakdown": {"submit_ns", "queue_ns", "copy_ns", "complete_ns"},
+    "breakdown": {"submit_ns", "queue_ns", "copy_ns", "complete_ns", "other_ns"},
 }
 
 
@@ -50,6 +50,20 @@ def test_table_output_and_options(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     assert "movelab bench host latency" in res.stdout and "4 KiB" in res.stdout
+
+
+def test_options_that_would_change_nothing_or_read_wrong_are_refused(tmp_path: Path) -> None:
+    """--channels with only the cpu engine, a negative offered rate, no seconds, onload in --skip:
+    each was taken (ignored, or printed as if measured); a size in GiB is read as one."""
+    for args, what in [(["latency", "--quick", "--engine", "cpu", "--channels", "4"], "thread engine"),
+                       (["onload", "--quick", "--rate", "-5"], "--rate"),
+                       (["onload", "--quick", "--seconds", "0"], "--seconds"),
+                       (["all", "--quick", "--skip", "onload"], "not part of all")]:
+        res = RUNNER.invoke(bench_host_app, [*args, "--out", str(tmp_path)])
+        assert res.exit_code == 2 and what in " ".join(res.output.replace("│", " ").split()), (args, res.output)
+    from movelab.host.cli import _parse_sizes
+
+    assert _parse_sizes("1g,2gib,4k") == [1 << 30, 2 << 30, 4 << 10]
 
 
 def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:

@@ -113,3 +113,11 @@ def test_table1_by_share_is_section_4_2s_arithmetic_on_the_bars(rows: list[dict]
         assert abs(r["value"] - 2.5 * (1 - sum(bars) / 4)) < 1e-9
     assert (_row(rows, "table1", "descriptor-dma", "gbps_per_lane_by_share")["value"]
             < _row(rows, "table1", "idma", "gbps_per_lane_by_share")["value"] <= 2.5)
+
+
+def test_parts_given_as_one_string_are_refused() -> None:
+    """A string is not split into its letters ("parts: ['l', 'a', ...]")."""
+    from movelab.reproduce import larsen_idma
+
+    with pytest.raises(ValueError, match="is one name; give a list"):
+        larsen_idma.run(parts="latency")

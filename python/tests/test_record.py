@@ -223,6 +223,41 @@ def test_bad_api_arguments(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="unknown mechanism"):
         replay(tmp_path / "x.parquet", mechanism="warp-drive")
+    for bad in (float("nan"), 0, -1, "1", True):
+        with pytest.raises(ValueError, match="timeout_s"):
+            record.run(["true"], timeout_s=bad)
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        record.run(["true"], tmp_path, force=False)
+
+
+def test_replay_arguments_that_would_change_nothing_are_refused(recording: tuple[pd.DataFrame, Path]) -> None:
+    """Each of these was accepted and ignored (or split into letters): a typo in a call kind, an
+    engine's key with no engine, a non-boolean flag, the stream probe's size without its probe, a
+    string for a list, bad window counts."""
+    from movelab.record.replay import replay, replay_windows, what_if
+
+    _, path = recording
+    cases = [
+        (dict(call_cost={"memcopy": 1000.0}), "unknown call kind 'memcopy'"),
+        (dict(overrides={"copy": {"translate_cycles": 1000}}), "copy.translate_cycles: only a copy engine"),
+        (dict(warm="yes"), "warm must be True or False"),
+        (dict(split="x"), "split must be"),
+        (dict(stream_copy_size=1), "applies with stream_copy only"),
+    ]
+    for kw, msg in cases:
+        with pytest.raises(ValueError, match=msg):
+            replay(path, "rowclone-system", "cpu", **kw)
+    with pytest.raises(ValueError, match="non-empty list"):
+        what_if(path, mechanisms="cpu")
+    with pytest.raises(ValueError, match="non-empty list"):
+        what_if(path, mechanisms=[])
+    with pytest.raises(ValueError, match="only a copy engine"):
+        what_if(path, mechanisms=["cpu", "rowclone"], overrides={"copy": {"stream_buffer_lines": 4}})
+    for kw, msg in [(dict(windows=0), "windows must be a positive"), (dict(windows=-1), "windows must be"),
+                    (dict(length=0), "length must be"), (dict(windows=1.5), "windows must be"),
+                    (dict(windows=10**9, length=8), "do not fit")]:
+        with pytest.raises(ValueError, match=msg):
+            replay_windows(path, "rowclone-system", "cpu", **kw)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -1333,3 +1368,13 @@ def test_negative_sizes_in_a_recording_are_refused_by_row(recording: tuple[pd.Da
         write_parquet(bad, meta, path)
         with pytest.raises(TraceError, match=rf"row {row}: {col} -4096 is negative"):
             read(path)
+
+
+def test_a_cache_dir_that_is_a_file_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from movelab.record import _build
+
+    f = tmp_path / "cachefile"
+    f.write_text("")
+    monkeypatch.setenv("MOVELAB_CACHE_DIR", str(f))
+    with pytest.raises(RuntimeError, match="from MOVELAB_CACHE_DIR.*Not a directory"):
+        _build.library()

@@ -128,3 +128,20 @@ def test_two_reports_never_write_one_directory_at_once(tmp_path: Path) -> None:
     finally:
         holder.communicate("", timeout=30)
     assert "index.html" in cli("report", tmp_path)
+
+
+def test_two_sweeps_whose_paths_share_a_slug_keep_a_page_each(reports: Path, tmp_path: Path) -> None:
+    """sweeps/a/b-s.parquet and sweeps/a-b/s.parquet both slug to sweep-sweeps-a-b-s: one page
+    used to overwrite the other, and both links led to it."""
+    src = reports / "sweeps" / "sched.parquet"
+    for rel in ("a/b-s.parquet", "a-b/s.parquet"):
+        (tmp_path / Path(rel).parent).mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, tmp_path / rel)
+    write_report(tmp_path)
+    page = (tmp_path / "index.html").read_text()
+    links = re.findall(r'class="sweep-link" href="([^"]+)"', page)
+    assert len(links) == 2 and len(set(links)) == 2, links
+    for link in links:
+        assert (tmp_path / link).is_file()
+    texts = {(tmp_path / link).read_text().split("Data: ")[1][:60] for link in links}
+    assert len(texts) == 2  # each page shows its own file

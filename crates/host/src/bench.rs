@@ -834,6 +834,10 @@ struct BreakdownRow {
     queue_ns: f64,
     copy_ns: f64,
     complete_ns: f64,
+    /// A copy's total less its four traced parts (the call into `icopy` before its first stamp
+    /// and the return from `wait` after its last): each column is its own median, so the parts
+    /// of one copy add up to its total but the medians need not.
+    other_ns: f64,
     total_ns: f64,
     iters: usize,
 }
@@ -867,7 +871,7 @@ fn breakdown(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
                     "napping" => spec.iters(size).min(300),
                     _ => spec.iters(size).min(5000),
                 };
-                let mut parts: [Vec<f64>; 5] = Default::default();
+                let mut parts: [Vec<f64>; 6] = Default::default();
                 let warm = if gap_us > 0 { 1 } else { 10 };
                 for i in 0..iters + warm {
                     stop.check()?;
@@ -885,10 +889,12 @@ fn breakdown(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
                         for (p, v) in parts.iter_mut().zip(vals) {
                             p.push(v as f64);
                         }
-                        parts[4].push(total);
+                        let traced: f64 = vals.iter().map(|&v| v as f64).sum();
+                        parts[4].push((total - traced).max(0.0));
+                        parts[5].push(total);
                     }
                 }
-                let [a, b, c, d, e] = parts.map(|v| stats(v).0);
+                let [a, b, c, d, o, e] = parts.map(|v| stats(v).0);
                 rows.push(BreakdownRow {
                     engine: engine.clone(),
                     size_bytes: size,
@@ -897,6 +903,7 @@ fn breakdown(spec: &Spec, stop: &Stop) -> Result<Vec<Value>> {
                     queue_ns: b,
                     copy_ns: c,
                     complete_ns: d,
+                    other_ns: o,
                     total_ns: e,
                     iters,
                 });

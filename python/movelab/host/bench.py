@@ -237,7 +237,7 @@ def plot(name: str, rows: list[dict[str, Any]], path: Path) -> None:
         fig, ax = plt.subplots(figsize=(9, 4))
         labels = [f"{r['engine']}/{r['worker']}\n{human_bytes(r['size_bytes'])}" for r in rows]
         bottom = [0.0] * len(rows)
-        for part in ("submit_ns", "queue_ns", "copy_ns", "complete_ns"):
+        for part in ("submit_ns", "queue_ns", "copy_ns", "complete_ns", "other_ns"):
             vals = [r[part] for r in rows]
             ax.bar(range(len(rows)), vals, bottom=bottom, label=part.removesuffix("_ns"))
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]

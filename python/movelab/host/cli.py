@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import os
 import sys
 import time
@@ -47,7 +48,8 @@ _COLUMNS = {
     "overlap": ["engine", "channels", "cache", "size_bytes", "t_copy_ns", "t_compute_ns", "t_total_ns", "overlap",
                 "overlap_lo", "overlap_hi", "unstable"],
     "pollution": ["case", "ws_bytes", "size_bytes", "access_ns", "vs_none", "vs_none_lo", "vs_none_hi", "unstable"],
-    "breakdown": ["engine", "worker", "size_bytes", "submit_ns", "queue_ns", "copy_ns", "complete_ns", "total_ns"],
+    "breakdown": ["engine", "worker", "size_bytes", "submit_ns", "queue_ns", "copy_ns", "complete_ns", "other_ns",
+                  "total_ns"],
     "ipc": ["path", "requested_path", "size_bytes", "latency_ns", "bandwidth_mb_s", "note"],
     # A table that fits 80 columns; the CSV holds every column (packets/s, wake-ups, p50, ...).
     "onload": ["direction", "config", "source", "payload_bytes", "throughput_mbps", "loss",
@@ -93,14 +95,15 @@ def _parse_sizes(sizes: str | None, option: str = "--sizes") -> list[int] | None
     for part in sizes.split(","):
         p = part.strip().lower()
         mult = 1
-        for suf, m in (("kib", 1 << 10), ("mib", 1 << 20), ("gib", 1 << 30), ("k", 1 << 10), ("m", 1 << 20)):
+        for suf, m in (("kib", 1 << 10), ("mib", 1 << 20), ("gib", 1 << 30), ("k", 1 << 10), ("m", 1 << 20),
+                       ("g", 1 << 30)):
             if p.endswith(suf):
                 p, mult = p[: -len(suf)], m
                 break
         try:
             n = int(p) * mult
         except ValueError:
-            raise typer.BadParameter(f"not a size: {part!r} (use bytes, or e.g. 64k, 4m)",
+            raise typer.BadParameter(f"not a size: {part!r} (use bytes, or e.g. 64k, 4m, 1g)",
                                      param_hint=option) from None
         if n <= 0:
             raise typer.BadParameter(f"sizes must be positive, got {part!r}", param_hint=option)
@@ -202,6 +205,13 @@ _REALTIME = typer.Option(False, "--realtime", help="Run the caller and engine wo
                          "(needs CAP_SYS_NICE) so that other tasks on a busy machine do not preempt them.")
 
 
+def _channels_for_thread(channels: list[int] | None, engine: list[str] | None) -> None:
+    """``--channels`` sizes the thread engine: with only the cpu engine measured it would change nothing."""
+    if channels and engine and "thread" not in engine:
+        raise typer.BadParameter("the channel counts are the thread engine's, and --engine leaves it out",
+                                 param_hint="--channels")
+
+
 @bench_host_app.command()
 @_holds_out
 def latency(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bool = _FORCE,
@@ -209,6 +219,7 @@ def latency(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force
             channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
             cache: list[str] | None = _CACHE, realtime: bool = _REALTIME) -> None:
     """Copy latency vs size, hot and cold caches (cpu = memcpy, thread = icopy + wait)."""
+    _channels_for_thread(channels, engine)
     _one("latency", quick, fmt, out, force, sizes=_parse_sizes(sizes), channels=channels or None,
          engines=engine or None, cache=cache or None, realtime=realtime or None)
 
@@ -220,6 +231,7 @@ def bandwidth(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, for
               channels: list[int] | None = _CHANNELS, engine: list[str] | None = _ENGINES,
               window: int | None = _WINDOW, realtime: bool = _REALTIME) -> None:
     """Copy bandwidth vs size with a window of outstanding icopy operations (cold buffers)."""
+    _channels_for_thread(channels, engine)
     _one("bandwidth", quick, fmt, out, force, sizes=_parse_sizes(sizes), channels=channels or None,
          engines=engine or None, window=window, realtime=realtime or None)
 
@@ -232,6 +244,7 @@ def overlap(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force
             cache: list[str] | None = _CACHE, repeats: int | None = _REPEATS, realtime: bool = _REALTIME) -> None:
     """Compute-copy overlap: (Tcopy + Tcompute - Ttotal) / Tcopy with Tcompute > Tcopy (median of
     repeated measurements, with their range)."""
+    _channels_for_thread(channels, engine)
     _one("overlap", quick, fmt, out, force, sizes=_parse_sizes(sizes), channels=channels or None,
          engines=engine or None, cache=cache or None, repeats=repeats, realtime=realtime or None)
 
@@ -288,6 +301,12 @@ def onload_cmd(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, si
     from movelab.host import bench_onload
 
     err = Console(stderr=True)
+    if seconds is not None and not (math.isfinite(seconds) and 0 < seconds <= 3600):
+        raise typer.BadParameter(f"{seconds}: measured seconds per point, more than 0 and at most 3600",
+                                 param_hint="--seconds")
+    if rate is not None and not (math.isfinite(rate) and 0 <= rate <= 1_000_000):
+        raise typer.BadParameter(f"{rate}: an offered rate in Mb/s from 0 (as fast as the sender can) to 1000000",
+                                 param_hint="--rate")
     try:
         kw: dict[str, Any] = {"quick": quick, "sizes": _parse_sizes(sizes), "configs": config or None,
                               "sources": source or None, "directions": direction or None}
@@ -324,13 +343,15 @@ def onload_cmd(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, si
 @_holds_out
 def run_all(quick: bool = _QUICK, fmt: Format = _FORMAT, out: Path = _OUT, force: bool = _FORCE,
             skip: list[str] | None = _SKIP, repeats: int | None = _REPEATS, realtime: bool = _REALTIME) -> None:
-    """Run every host benchmark with a progress bar; write a report folder (CSV + PNG per
-    benchmark, results.json with every row, the machine and the targets each benchmark is held to)."""
+    """Run every host copy and IPC benchmark (all but onload, which has its own command) with a
+    progress bar; write a report folder (CSV + PNG per benchmark, results.json with every row, the
+    machine and the targets each benchmark is held to)."""
     names = [n for n in bench.BENCHMARKS if n not in (skip or [])]
     unknown = set(skip or []) - set(bench.BENCHMARKS)
     if unknown:
-        raise typer.BadParameter(f"unknown benchmark(s) to skip: {', '.join(sorted(unknown))}",
-                                 param_hint="--skip")
+        why = "; onload is not part of all (run it with its own command)" if "onload" in unknown else ""
+        raise typer.BadParameter(f"unknown benchmark(s) to skip: {', '.join(sorted(unknown))} (known: "
+                                 f"{', '.join(bench.BENCHMARKS)}){why}", param_hint="--skip")
     _check_out(out, [f for n in names for f in bench.output_names(n)] + ["results.json"], force)
     err = Console(stderr=True)
     results: dict[str, list[dict[str, Any]]] = {}

@@ -69,7 +69,13 @@ def _built(source: str, target: str, cflags: list[str], libs: list[str], tag: st
     lib = out_dir / target
     if lib.is_file():
         return lib
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        which = ("MOVELAB_CACHE_DIR" if os.environ.get("MOVELAB_CACHE_DIR")
+                 else "XDG_CACHE_HOME" if os.environ.get("XDG_CACHE_HOME") else "the home directory's .cache")
+        raise RuntimeError(f"cannot make movelab's build cache {cache_dir()} (from {which}): "
+                           f"{e.strerror or e}") from None
     with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
         c = Path(tmp) / source
         c.write_bytes(src)

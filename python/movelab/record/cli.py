@@ -348,7 +348,9 @@ def replay_cmd(
     results = []
     for m in mechanism:
         try:
+            # the engine's keys were checked above against all the mechanisms together
             r = replay(df, plat, m, samples=samples, overrides=parse_set(set_), cache=mode, call_cost=costs,
+                       _engine_keys_ok=True,
                        distance=dist, region=reg, alloc_cost=alloc, _cache=memo, **rules)
         except (ValueError, OSError) as e:
             _fail(e)

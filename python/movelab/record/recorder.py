@@ -9,6 +9,7 @@ recording's metadata (command, exit status, wall time, processes, what could not
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -64,12 +65,15 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
     argv = _check_cmd(cmd)
     if isinstance(min_bytes, bool) or not isinstance(min_bytes, int) or min_bytes < 0:
         raise ValueError(f"min_bytes must be a non-negative integer, got {min_bytes!r}")
+    if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+                                  or not math.isfinite(timeout_s) or timeout_s <= 0):
+        raise ValueError(f"timeout_s must be a positive number of seconds (None: no limit), got {timeout_s!r}")
     if out is not None:
         out = Path(out)
-        if out.exists() and not force:
-            raise FileExistsError(f"{out} exists; pass force=True (--force) to overwrite it")
         if out.is_dir():
             raise IsADirectoryError(f"{out} is a directory; give a file name")
+        if out.exists() and not force:
+            raise FileExistsError(f"{out} exists; pass force=True (--force) to overwrite it")
     lib = _build.library()
     not_recorded = [*ALWAYS_UNRECORDED, kernel.use_window_status()]
     use_perf = False

@@ -68,6 +68,16 @@ ALIGNED = {"rowclone-aligned", "rowclone-zi-aligned"}
 MECHANISM_KEYS = sorted({f"copy.{k}" for ov in MECHANISMS.values() for k in ov["copy"]})
 
 
+def _engine_keys(overrides: Mapping[str, Any] | None) -> list[str]:
+    """The copy engine's keys (``copy.stream_buffer_lines`` and the like) that ``overrides`` sets."""
+    from movelab.platform import ENGINE_KEYS
+
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise ValueError(f"overrides must be a dict shaped like the platform, got {type(overrides).__name__}")
+    copy = (overrides or {}).get("copy")
+    return [f"copy.{k}" for k in ENGINE_KEYS if isinstance(copy, Mapping) and k in copy]
+
+
 def _refuse_mechanism_keys(overrides: Mapping[str, Any] | None) -> None:
     """``copy.mechanism``, ``placement`` and ``mode`` are the mechanism's: given as overrides, they
     were replaced by the mechanism's own without a word (``--mechanism ce-on-die-async --set
@@ -341,8 +351,8 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
            alloc_cost: Mapping[str, Any] | None = None, split: bool | None = None,
            dst_write: Mapping[str, float] | None = None, llc_boundary: float | None = None,
            cold_copy: Mapping[int, float] | None = None, cold_copy_boundary: float | None = None,
-           streams: bool = False, stream_copy: Mapping[int, float] | None = None, stream_copy_size: int = 1024,
-           _cache: dict | None = None) -> Replay:
+           streams: bool = False, stream_copy: Mapping[int, float] | None = None, stream_copy_size: int | None = None,
+           _cache: dict | None = None, _engine_keys_ok: bool = False) -> Replay:
     """Replays ``trace`` (a Parquet path from ``movelab record`` or its DataFrame) on ``platform``
     (a preset name, TOML path or dict as :func:`movelab.platform.run` takes) under ``mechanism``
     (one of :data:`MECHANISMS`).
@@ -420,6 +430,16 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r} (known: {', '.join(MECHANISMS)})")
     _refuse_mechanism_keys(overrides)
+    if not _engine_keys_ok and MECHANISMS[mechanism]["copy"].get("mechanism") != "ce":
+        given = _engine_keys(overrides)
+        if given:
+            raise ValueError(f"overrides: {given[0]}: only a copy engine reads it, and mechanism {mechanism!r} is "
+                             "not one (a ce-* mechanism is)")
+    for name, v in (("warm", warm), ("kernel_touches", kernel_touches)):
+        if not isinstance(v, bool):
+            raise ValueError(f"{name} must be True or False, got {v!r}")
+    if split is not None and not isinstance(split, bool):
+        raise ValueError(f"split must be True, False or None, got {split!r}")
     for name, v in (("samples", samples), ("budget_bytes", budget_bytes),
                     ("max_gap_instructions", max_gap_instructions)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -440,7 +460,14 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
         raise ValueError(f"region must be a power of two of at least {cachestate.LINE} bytes, got {region!r}")
     if dist == "lines" and reg != cachestate.LINE:
         raise ValueError(f"region recency ({reg} bytes) applies to distance='bytes' only")
+    if call_cost is not None and not isinstance(call_cost, Mapping):
+        raise ValueError(f"call_cost must map call kinds to ns, got {type(call_cost).__name__}")
     costs = dict(call_cost or {})
+    from movelab.record.calibration import KINDS as CALL_KINDS  # the interposer's calls (faults have none)
+
+    unknown = sorted(set(costs) - set(CALL_KINDS))
+    if unknown:
+        raise ValueError(f"call_cost: unknown call kind {unknown[0]!r} (known: {', '.join(CALL_KINDS)})")
     edges = None if gap_edges_ns is None else [float(e) for e in gap_edges_ns]
     if edges is not None and (any(not math.isfinite(e) or e <= 0 for e in edges) or edges != sorted(set(edges))):
         raise ValueError(f"gap_edges_ns must be increasing positive numbers of ns, got {gap_edges_ns!r}")
@@ -480,6 +507,9 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
             raise ValueError(f"{name} {needs}")
     if cold_copy_boundary is not None and cold_copy is None:
         raise ValueError("cold_copy_boundary applies with cold_copy only")
+    if stream_copy_size is not None and stream_copy is None:
+        raise ValueError("stream_copy_size is the stream-copy probe's copy size: it applies with stream_copy only")
+    stream_copy_size = 1024 if stream_copy_size is None else stream_copy_size
     if isinstance(stream_copy_size, bool) or not isinstance(stream_copy_size, int) or stream_copy_size < 1:
         raise ValueError(f"stream_copy_size must be the probe's copy size in bytes (a positive integer), "
                          f"got {stream_copy_size!r}")
@@ -801,15 +831,25 @@ def what_if(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system",
     else:
         df, meta = read(trace)
         df.attrs["movelab"] = meta
+    if mechanisms is not None and (isinstance(mechanisms, str) or not isinstance(mechanisms, Sequence)
+                                   or not mechanisms):
+        raise ValueError(f"mechanisms must be a non-empty list of mechanism names (None: all), got {mechanisms!r}")
     names = list(mechanisms or MECHANISMS)
+    unknown = [m for m in names if m not in MECHANISMS]
+    if unknown:
+        raise ValueError(f"unknown mechanism {unknown[0]!r} (known: {', '.join(MECHANISMS)})")
     if "cpu" not in names:
         names.insert(0, "cpu")
+    # A copy engine's key reaches the ce-* mechanisms among them; with none, it would change nothing.
+    given = _engine_keys(kw.get("overrides"))
+    if given and not any(MECHANISMS[m]["copy"].get("mechanism") == "ce" for m in names):
+        raise ValueError(f"overrides: {given[0]}: only a copy engine reads it, and no mechanism here is one")
     cache: dict = _cache if _cache is not None else {}
     reps: dict[str, Replay] = {}
     errors: dict[str, str] = {}
     for m in names:
         try:
-            reps[m] = replay(df, platform, m, _cache=cache, **kw)
+            reps[m] = replay(df, platform, m, _cache=cache, _engine_keys_ok=True, **kw)
         except ValueError as e:
             if m == "cpu":
                 raise
@@ -868,6 +908,9 @@ def replay_windows(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-s
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r} (known: {', '.join(MECHANISMS)})")
     _refuse_mechanism_keys(overrides)
+    for name, v in (("windows", windows), ("length", length), ("max_gap_instructions", max_gap_instructions)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if isinstance(trace, pd.DataFrame):
         df = trace
     else:
@@ -880,7 +923,12 @@ def replay_windows(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-s
     base = dict(overrides or {})
     rate = _compute_rate(platform, base)
     length = min(length, len(ev))
-    starts = sorted({int(s) for s in np.linspace(0, len(ev) - length, max(1, windows)).round()})
+    # At most as many windows as fit side by side: more would overlap and count calls twice.
+    fit = len(ev) // length
+    if windows > fit:
+        raise ValueError(f"windows: {windows} windows of {length} calls do not fit in the recording's {len(ev)} "
+                         f"timed calls without overlapping (at most {fit})")
+    starts = sorted({int(s) for s in np.linspace(0, len(ev) - length, windows).round()})
     cost = calls = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for i, s in enumerate(starts):

@@ -67,6 +67,8 @@ def run(small_count: int = MAX_SMALL, large_count: int = MAX_LARGE, parts: list[
     for name, v, most in [("small_count", small_count, MAX_SMALL), ("large_count", large_count, MAX_LARGE)]:
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= most:
             raise ValueError(f"{name}: {v!r} must be an integer from 1 to {most:,}")
+    if isinstance(parts, str):
+        raise ValueError(f"parts: {parts!r} is one name; give a list of them (some of {', '.join(PARTS)})")
     parts = list(parts) if parts is not None else PARTS
     bad = [p for p in parts if p not in PARTS]
     if bad or not parts:
