@@ -1376,5 +1376,5 @@ def test_a_cache_dir_that_is_a_file_is_named(tmp_path: Path, monkeypatch: pytest
     f = tmp_path / "cachefile"
     f.write_text("")
     monkeypatch.setenv("MOVELAB_CACHE_DIR", str(f))
-    with pytest.raises(RuntimeError, match="from MOVELAB_CACHE_DIR.*Not a directory"):
+    with pytest.raises(RuntimeError, match=r"from MOVELAB_CACHE_DIR.*Not a directory"):
         _build.library()
