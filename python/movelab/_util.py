@@ -84,6 +84,13 @@ def check_value(value: Any, where: str, unsigned: bool = False) -> None:
             check_value(v, f"{where}[{i}]", unsigned)
 
 
+def check_progress(progress: Any, takes: str) -> None:
+    """Raises ``TypeError`` for a ``progress`` that is given but cannot be called (it failed only
+    after the run had started, as "'int' object is not callable"); ``takes`` says what it is passed."""
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a callable taking {takes}, not {type(progress).__name__}")
+
+
 def finite(option: str):
     """A typer callback refusing NaN and infinities for a float option (typer's ``min``/``max``
     let NaN through)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from movelab import dram, platform
+from movelab import dram, platform, sweep
 from movelab.reproduce import rowclone_fork as rf
 from movelab.reproduce import rowclone_latency as rl
 from movelab.reproduce import zhao_copy_engine as zc
@@ -68,6 +68,19 @@ CASES: list[tuple[str, Call, type[BaseException], str]] = [
      r"trace\.read_fraction: nan"),
     ("generator negative count", lambda p: dram.simulate(CFG, {**GEN, "count": -1}), ValueError, "count|-1"),
     ("generator count beyond 64 bits", lambda p: dram.simulate(CFG, {**GEN, "count": 1 << 64}), ValueError, "count"),
+    # accepted and run without end before; the CLI's --count had the same bound already
+    ("generator count beyond the bound", lambda p: dram.simulate(CFG, {**GEN, "count": 1 << 63}), ValueError,
+     r"generator\.count: 9223372036854775808 requests is more than the 1000000000000"),
+    ("zhao payloads repeated", lambda p: zc.run(payloads=[512, 512]), ValueError, "repeats a size"),
+    ("sweep summary of no table", lambda p: sweep.summary(None), TypeError, "result table"),
+    ("sweep summary unknown axis", lambda p: sweep.summary(__import__("pandas").DataFrame({"a": [1]}), ["nosuch"]),
+     ValueError, "axes: 'nosuch' is not a column"),
+    # a progress that cannot be called failed only once the run had started
+    ("pair progress not callable", lambda p: platform.pair(messages=1, progress=5), TypeError,
+     "progress must be a callable"),
+    ("sweep progress not callable", lambda p: sweep.run({"simulator": "dram", "config": CFG, "workload": GEN,
+                                                         "axes": {"workload.seed": [1]}}, progress=5), TypeError,
+     "progress must be a callable"),
     ("generator read_fraction 2", lambda p: dram.simulate(CFG, {**GEN, "read_fraction": 2.0}), ValueError,
      "read_fraction"),
     ("item empty", lambda p: dram.simulate(CFG, [()]), ValueError, "trace item 0"),

@@ -46,6 +46,8 @@ def test_the_registry_lists_every_system_and_preset() -> None:
     (("rowclone-system", "bulk-zero", None, {"pages": -1}), ("params.pages",)),
     (("ixp2350", "udp-rx", None, None, "nope"), ("nope", "network-io")),
     (("ixp2350", "udp-rx", {"host": {"costs": {"ip_rxx": 5}}}), ("host.costs.ip_rxx",)),
+    # the parameter is `payload` (the run's own check named payload_bytes)
+    (("ixp2350", "udp-rx", None, {"payload": 0}), ("params.payload", "16..=1472")),
 ])
 def test_bad_requests_are_refused_by_name(args: tuple, words: tuple[str, ...]) -> None:
     with pytest.raises(ValueError) as e:

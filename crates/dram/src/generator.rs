@@ -205,6 +205,9 @@ pub const DEFAULT_LINE_BYTES: u64 = 64;
 pub const DEFAULT_HOT_FRACTION: f64 = 0.9;
 /// Default hot set: 1 MiB.
 pub const DEFAULT_HOT_BYTES: u64 = 1 << 20;
+/// The most requests one generator may give (`dram generate --count` has the same bound): at a few
+/// million requests a second, days of simulation.
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
 
 fn default_read_fraction() -> f64 {
     DEFAULT_READ_FRACTION
@@ -332,6 +335,15 @@ impl GeneratorSpec {
                 what,
             ))
         };
+        if self.count > MAX_COUNT {
+            return bad(
+                "count",
+                format!(
+                    "{} requests is more than the {MAX_COUNT} one generator may give",
+                    self.count
+                ),
+            );
+        }
         let rf = self.read_fraction;
         if !rf.is_finite() || !(0.0..=1.0).contains(&rf) {
             return bad("read_fraction", format!("{rf} is not within 0..=1"));
@@ -830,10 +842,13 @@ mod tests {
     #[test]
     fn generators_stream() {
         // A practically endless generator is consumed lazily, with a small fixed-size state.
-        let mut g = build(&GeneratorSpec::random(u64::MAX, 0.8, 5));
+        let mut g = build(&GeneratorSpec::random(MAX_COUNT, 0.8, 5));
         assert_eq!(g.by_ref().take(1_000_000).count(), 1_000_000);
-        assert_eq!(g.remaining(), u64::MAX - 1_000_000);
+        assert_eq!(g.remaining(), MAX_COUNT - 1_000_000);
         assert!(std::mem::size_of::<Generator>() <= 128);
+        // Beyond the bound: refused by name (2^63 requests ran without end).
+        let e = check_err(GeneratorSpec::random(MAX_COUNT + 1, 0.8, 5));
+        assert!(e.contains("count") && e.contains("1000000000000"), "{e}");
     }
 
     fn check_err(spec: GeneratorSpec) -> String {

@@ -539,3 +539,23 @@ fn a_memspec_s_channel_count_is_carried_over_and_checked() {
         );
     }
 }
+
+/// A timing that is not a whole number of clocks below 2^32 is refused by name: 1.5 was rounded to
+/// 2 without a word, and 2^70 became 0 (then refused as "must be positive").
+#[test]
+fn a_memspec_timing_must_be_whole_clocks() {
+    for bad in ["1.5", "1180591620717411303424", "1e19", "4294967296"] {
+        let text = DDR5_MEMSPEC.replace("\"RCD\": 39", &format!("\"RCD\": {bad}"));
+        assert_ne!(text, DDR5_MEMSPEC);
+        let e = read_memspec(&text, "t.json").unwrap_err();
+        assert!(
+            e.contains("memtimingspec.RCD") && e.contains("whole number"),
+            "{bad}: {e}"
+        );
+    }
+    assert!(read_memspec(
+        &DDR5_MEMSPEC.replace("\"RCD\": 39", "\"RCD\": 39.0"),
+        "t.json"
+    )
+    .is_ok());
+}

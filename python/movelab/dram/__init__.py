@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from movelab import _core
-from movelab._util import U64_MAX, check_value
+from movelab._util import U64_MAX, check_progress, check_value
 
 __all__ = [
     "Config",
@@ -255,8 +255,7 @@ def simulate(
         raise ValueError(f"trace_format: {trace_format!r} is not one of: {', '.join(TRACE_FORMATS)}")
     if isinstance(progress_every, bool) or not isinstance(progress_every, int) or not 1 <= progress_every <= U64_MAX:
         raise ValueError(f"progress_every: {progress_every!r} must be a positive integer")
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be a callable taking the items done, not {type(progress).__name__}")
+    check_progress(progress, "the items done")
     if command_log is not None and not isinstance(command_log, (str, Path)):
         raise TypeError(f"command_log must be a path, not {type(command_log).__name__}")
     if command_log is not None and Path(command_log).is_dir():

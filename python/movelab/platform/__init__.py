@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from movelab import _core
-from movelab._util import check_value, layered
+from movelab._util import check_progress, check_value, layered
 from movelab.dram import _native_call, flatten
 
 __all__ = ["ENGINE_KEYS", "PairResult", "PlatformResult", "load_config", "pair", "presets", "run", "to_toml"]
@@ -314,6 +314,7 @@ def pair(
             if frame_bytes is not None and "frame_bytes" in str(e):
                 raise ValueError(f"frame_bytes {frame_bytes} (--frame-bytes) on the {side}: {e}") from None
             raise ValueError(f"{side}: {e}") from None
+    check_progress(progress, "one number (how far the run has got)")
     sname, sov = _source(sender, so)
     rname, rov = _source(receiver, ro)
     tp = dict(tx_params or {})

@@ -97,6 +97,8 @@ def run(
     if payloads is not None and (not payloads or any(isinstance(p, bool) or not isinstance(p, int)
                                                      or not 1 <= p <= MAX_PAYLOAD for p in payloads)):
         raise ValueError(f"payloads: {payloads!r} must be byte counts from 1 to {MAX_PAYLOAD:,}")
+    if payloads is not None and len(set(payloads)) != len(payloads):
+        raise ValueError(f"payloads: {payloads!r} repeats a size (each would run twice, as rows of their own)")
     if overrides:
         refuse_keys(dict(overrides), SETS + SENSITIVITY_SETS, "zhao-copy-engine")
         check_overrides(overrides, ["zhao-uma-emc", "zhao-numa-imc"])

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
+from movelab._util import check_progress
 from movelab.dram import flatten
 from movelab.executor import Executor, make_executor
 
@@ -1087,6 +1088,7 @@ def run(
     "first_error": (point, message) or None}``."""
     if save_every is not None and not 0 <= save_every <= 3600:
         raise ValueError(f"save_every must be between 0 and 3600 seconds, got {save_every!r}")
+    check_progress(progress, "(done, failed, total)")
     s = load_spec(spec)
     if out is None:
         return _run(s, None, cluster, workers, executor, resume, force, progress, save_every)
@@ -1195,7 +1197,14 @@ def _sorted(values: list[Any]) -> list[Any]:
 
 def summary(df: Any, axes: list[str] | None = None) -> dict[str, Any]:
     """What a result table holds: points, failures, each axis's values, each statistic's range."""
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a sweep's result table (a DataFrame, from sweep.read), not {type(df).__name__}")
     axes = axes if axes is not None else []
+    missing = [a for a in axes if a not in df.columns]
+    if missing:
+        raise ValueError(f"axes: {missing[0]!r} is not a column of the table (its columns: {', '.join(df.columns)})")
     stats = [c for c in df.columns if c not in ("point", "error", *axes)]
     failed = df[df["error"].notna()] if "error" in df.columns else df.iloc[0:0]
     out: dict[str, Any] = {

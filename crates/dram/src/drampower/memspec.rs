@@ -35,6 +35,9 @@ pub struct MemSpec {
     pub fact_rho: Option<f64>,
 }
 
+/// A memspec timing (clocks) is below this.
+const MAX_CLOCKS: f64 = 4_294_967_296.0;
+
 /// The memory types [`read_memspec`] accepts.
 pub const MEMORY_TYPES: &[&str] = &["DDR4", "DDR5", "LPDDR4", "LPDDR5"];
 
@@ -83,6 +86,24 @@ pub fn read_memspec(text: &str, source: &str) -> Result<MemSpec, String> {
     let architecture = section("memarchitecturespec")?;
     let power = section("mempowerspec")?;
     let timing = section("memtimingspec")?;
+    // Every timing movelab takes is a whole number of clocks that fits a config's timing (below
+    // 2^32): a fraction was rounded without a word, and 2^64 or more became 0.
+    let lpddr5_extra: &[&str] = &["RBTP", "WCK2CK"];
+    for names in timing_map(&memory_type)
+        .into_iter()
+        .map(|(n, _)| n)
+        .chain(std::iter::once(lpddr5_extra))
+    {
+        for n in names.iter() {
+            if let Some(x) = timing.get(*n) {
+                if x.fract() != 0.0 || *x >= MAX_CLOCKS {
+                    return Err(format!(
+                        "{source}: memspec.memtimingspec.{n} = {x}: not a whole number of clocks below {MAX_CLOCKS}"
+                    ));
+                }
+            }
+        }
+    }
     let fact_rho = match m.get("bankwisespec") {
         None | Some(Value::Null) => None,
         Some(b) => match b.get("factRho") {

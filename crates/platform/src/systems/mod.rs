@@ -331,6 +331,19 @@ fn run_network_io(
     let payload = params
         .get("payload")
         .map_or(Ok(1472), |v| uint(workload, "payload", v))?;
+    if !(crate::net::udp_peer::MIN_PAYLOAD as u64..=crate::net::udp_peer::MAX_PAYLOAD as u64)
+        .contains(&payload)
+    {
+        return Err(PlatformError::config(
+            workload,
+            "params.payload",
+            format!(
+                "{payload} is outside {}..={} (UDP payload bytes in one 1500-byte Ethernet frame)",
+                crate::net::udp_peer::MIN_PAYLOAD,
+                crate::net::udp_peer::MAX_PAYLOAD
+            ),
+        ));
+    }
     let app = params
         .get("app")
         .map_or(Ok(1), |v| uint(workload, "app", v))?;
