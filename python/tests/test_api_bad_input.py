@@ -72,6 +72,8 @@ CASES: list[tuple[str, Call, type[BaseException], str]] = [
     ("generator count beyond the bound", lambda p: dram.simulate(CFG, {**GEN, "count": 1 << 63}), ValueError,
      r"generator\.count: 9223372036854775808 requests is more than the 1000000000000"),
     ("zhao payloads repeated", lambda p: zc.run(payloads=[512, 512]), ValueError, "repeats a size"),
+    ("pair gbps below the NIC's", lambda p: platform.pair(messages=1, gbps=0.001), ValueError,
+     r"gbps 0\.001 \(--gbps\) on the sender: .*mac_gbps"),
     ("sweep summary of no table", lambda p: sweep.summary(None), TypeError, "result table"),
     ("sweep summary unknown axis", lambda p: sweep.summary(__import__("pandas").DataFrame({"a": [1]}), ["nosuch"]),
      ValueError, "axes: 'nosuch' is not a column"),

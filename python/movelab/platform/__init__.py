@@ -313,6 +313,10 @@ def pair(
             # agents[i].params.frame_bytes): say which argument set it.
             if frame_bytes is not None and "frame_bytes" in str(e):
                 raise ValueError(f"frame_bytes {frame_bytes} (--frame-bytes) on the {side}: {e}") from None
+            # Likewise the line rate, which the device takes as its MAC's (a NIC's range is narrower
+            # than microengines').
+            if gbps is not None and "mac_gbps" in str(e):
+                raise ValueError(f"gbps {gbps} (--gbps) on the {side}: {e}") from None
             raise ValueError(f"{side}: {e}") from None
     check_progress(progress, "one number (how far the run has got)")
     sname, sov = _source(sender, so)
