@@ -78,7 +78,7 @@ def test_the_onload_system_completes_checks_bytes_and_slower_engines_never_go_fa
 def test_out_of_range_settings_are_refused_naming_the_key() -> None:
     with pytest.raises(ValueError, match=r"small_cores\.threads: 65 is outside 1..=64"):
         movelab.simulate("ixp2350", "udp-rx", {"small_cores": {"threads": 65}})
-    with pytest.raises(ValueError, match=r"payload_bytes: 15 is outside 16..=1472"):
+    with pytest.raises(ValueError, match=r"params\.payload: 15 is outside 16..=1472"):
         movelab.simulate("ixp2350", "udp-rx", None, {"payload": 15})
     with pytest.raises(ValueError, match=r"link\.lanes"):
         movelab.simulate("larsen-io", "pair", {"io": {"link": {"lanes": 3}}}, system="cluster")
