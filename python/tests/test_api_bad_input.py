@@ -30,6 +30,11 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     p["dir"].mkdir()
     os.mkfifo(p["fifo"])
     p["empty"].write_text("")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p["recording"] = d / "rec.parquet"
+    pq.write_table(pa.table({"a": [1]}).replace_schema_metadata({b"movelab.record": b"{}"}), p["recording"])
     return p
 
 
@@ -72,6 +77,12 @@ CASES: list[tuple[str, Call, type[BaseException], str]] = [
     ("generator count beyond the bound", lambda p: dram.simulate(CFG, {**GEN, "count": 1 << 63}), ValueError,
      r"generator\.count: 9223372036854775808 requests is more than the 1000000000000"),
     ("zhao payloads repeated", lambda p: zc.run(payloads=[512, 512]), ValueError, "repeats a size"),
+    ("sweep.read of a directory", lambda p: sweep.read(p["dir"]), ValueError, "is a directory"),
+    ("sweep.read of a recording", lambda p: sweep.read(p["recording"]), ValueError, "is a recording"),
+    ("trace_format with a generator", lambda p: dram.simulate(CFG, GEN, trace_format="ramulator"), ValueError,
+     "generator dict is not read in any format"),
+    ("mixes negative count", lambda p: __import__("movelab.reproduce.rowclone_multicore").reproduce
+     .rowclone_multicore.mixes(n=-1), ValueError, "mixes: -1 must be"),
     ("pair gbps below the NIC's", lambda p: platform.pair(messages=1, gbps=0.001), ValueError,
      r"gbps 0\.001 \(--gbps\) on the sender: .*mac_gbps"),
     ("sweep summary of no table", lambda p: sweep.summary(None), TypeError, "result table"),

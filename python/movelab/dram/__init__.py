@@ -264,6 +264,9 @@ def simulate(
     _refuse_unread(cfg, overrides)
     it = None
     if isinstance(trace, Mapping):
+        if trace_format != "auto":
+            raise ValueError(f"trace_format: {trace_format!r} applies to a trace file or list of items; a "
+                             "generator dict is not read in any format")
         kind, value = "generator", _dict_json(trace, "trace", unsigned=True)
     elif isinstance(trace, (str, Path)) and _is_stream(trace):
         # stdin: read once, as it comes, chunk by chunk (no format sniffing, which would read

@@ -122,6 +122,7 @@ def mixes(seed: int = SEED, cores: list[int] | None = None, n: int | Mapping[int
     copy/initialisation-intensive and one memory-intensive application, each once, in a seeded
     order (all 138 at the paper's count; more are refused); more cores: drawn at random, every
     application dealt to every slot once a round (``rowclone_multicore::draw_mixes``)."""
+    _check(cores, n, seed)  # as run_mixes does (a negative count or seed was an OverflowError)
     out = []
     for c in cores or CORES:
         k = n[c] if isinstance(n, Mapping) else n

@@ -1037,8 +1037,16 @@ def read_meta(path: str | Path) -> dict[str, Any] | None:
 def read(path: str | Path):
     """A result table as a pandas DataFrame (``error`` as pandas' string dtype, missing: NA)."""
     import pandas as pd
+    import pyarrow.parquet as pq
 
-    df = pd.read_parquet(path)
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{p} is a directory; give a sweep's result table (the .parquet file sweep run wrote)")
+    if not p.is_file():
+        raise FileNotFoundError(f"{p} does not exist")
+    if b"movelab.record" in (pq.read_schema(p).metadata or {}):
+        raise ValueError(f"{p} is a recording, not a sweep's result table: read it with movelab.record.read")
+    df = pd.read_parquet(p)
     if "error" in df.columns:
         df["error"] = df["error"].astype("string")
     return df
