@@ -1044,7 +1044,9 @@ def read(path: str | Path):
         raise ValueError(f"{p} is a directory; give a sweep's result table (the .parquet file sweep run wrote)")
     if not p.is_file():
         raise FileNotFoundError(f"{p} does not exist")
-    if b"movelab.record" in (pq.read_schema(p).metadata or {}):
+    from movelab.record.trace import META_KEY as RECORDING
+
+    if RECORDING in (pq.read_schema(p).metadata or {}):
         raise ValueError(f"{p} is a recording, not a sweep's result table: read it with movelab.record.read")
     df = pd.read_parquet(p)
     if "error" in df.columns:
