@@ -54,6 +54,17 @@ def test_both_simulators_run_the_same_trace_in_alternating_rounds(tmp_path: Path
     assert v["ratio_wall_min"] <= v["ratio_wall_median"] <= v["ratio_wall_max"]
     assert all(x > 0 for x in (r["wall_s_median"], m["wall_s_median"], m["peak_rss_mib"], v["ratio_cpu_median"]))
     json.dumps(v)  # what bench-dram.json holds
+    # The table at 80 columns: both names and every figure whole (it cut them to "simula…", "33,1…").
+    import io
+
+    from movelab.dram.cli import _against_ramulator_table
+    from rich.console import Console
+
+    out = io.StringIO()
+    Console(file=out, width=80).print(_against_ramulator_table(v))
+    text = out.getvalue()
+    assert "…" not in text and "Ramulator 2.1" in text and "movelab" in text
+    assert f"{r['cycles']:,}" in text and f"{m['cycles']:,}" in text and f"{r['row']['conflicts']:,}" in text
 
 
 def test_each_simulators_memory_is_its_own_not_the_benchmarks(tmp_path: Path, monkeypatch) -> None:
