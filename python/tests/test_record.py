@@ -121,6 +121,13 @@ def test_small_calls_aggregate_exactly(known: Path) -> None:
     assert not ((ev["kind"] == "memcpy") & (ev["size"] == 513)).any()
     # calls at or above the threshold are still one row each
     assert _counts(df).get(("memcpy", 4099)) == 10 and _counts(df).get(("memcpy", 8193)) == 2
+    # a class recorded only in aggregate is replayed from synthetic calls, and the summary says how many
+    from movelab.record.replay import replay
+
+    r = replay(df, "rowclone-system", "cpu", samples=2)
+    synth = r.classes[r.classes["synthetic"] > 0]
+    assert len(synth) and (synth["synthetic"] == synth["sampled"]).all()
+    assert r.summary["synthetic_calls"] == int(r.classes["synthetic"].sum()) <= r.summary["sampled_calls"]
 
 
 def test_kernel_events_or_a_reason(recording: tuple[pd.DataFrame, Path]) -> None:

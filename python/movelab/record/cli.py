@@ -380,8 +380,12 @@ def replay_cmd(
                   ms(s["measured_net_ns"], 3), f"{e:+.1f}%" if e is not None else "-")
     console.print(t)
     s = results[0].summary
+    synth = s.get("synthetic_calls", 0)
+    made = (f" ({synth:,} of them synthetic calls of the mean size, for classes recorded only in aggregate "
+            f"below --min-bytes)" if synth else "")
     console.print(f"{s['calls']:,} calls ({s['bytes']:,} bytes) in {s['classes']} size classes, replayed from "
-                  f"{s['sampled_calls']:,} sampled calls (at most {samples} per class) and scaled by each class's "
+                  f"{s['sampled_calls']:,} sampled calls{made} (at most {samples} per class) and scaled by each "
+                  f"class's "
                   f"call count; 'measured' is the time inside the recorded calls (user space only) less the "
                   f"clock reads' own cost; 'error' compares the cpu replay of those calls with it.",
                   highlight=False)
