@@ -77,6 +77,8 @@ CASES: list[tuple[str, Call, type[BaseException], str]] = [
     ("generator count beyond the bound", lambda p: dram.simulate(CFG, {**GEN, "count": 1 << 63}), ValueError,
      r"generator\.count: 9223372036854775808 requests is more than the 1000000000000"),
     ("zhao payloads repeated", lambda p: zc.run(payloads=[512, 512]), ValueError, "repeats a size"),
+    ("platform dict's own unknown key", lambda p: platform.run({"preset": "rowclone-system", "nosuch": 1},
+                                                               "bulk-zero"), ValueError, r"^platform: nosuch"),
     ("sweep.read of a directory", lambda p: sweep.read(p["dir"]), ValueError, "is a directory"),
     ("sweep.read of a recording", lambda p: sweep.read(p["recording"]), ValueError, "is a recording"),
     ("trace_format with a generator", lambda p: dram.simulate(CFG, GEN, trace_format="ramulator"), ValueError,

@@ -65,6 +65,15 @@ def _source(platform: Any, overrides: Any) -> tuple[str, str | None]:
         if not isinstance(name, str) or not name:
             raise ValueError("platform: a dict must say which platform it starts from with 'preset' "
                              "(e.g. {'preset': 'zhao-uma-emc', 'core': {'kind': 'in-order'}})")
+        if d:
+            # The dict's own keys checked alone, so that an error names the platform dict (the
+            # merged overrides would be blamed for a key the overrides never held).
+            try:
+                _native_call(_core.platform_config, name, json.dumps(d, allow_nan=False))
+            except ValueError as e:
+                msg = str(e)
+                raise ValueError("platform: " + msg.removeprefix("overrides: ") if msg.startswith("overrides: ")
+                                 else msg) from None
         ov = layered(d, ov)
         platform = name
     if isinstance(platform, Path) or (isinstance(platform, str) and platform.endswith(".toml")):
