@@ -7,8 +7,9 @@
 //! timings in clocks of `tCK` (given in seconds), and the bank-wise factor `factRho`.
 //!
 //! Read ([`read_memspec`], [`MemSpec::overrides`]): DDR4, DDR5, LPDDR4 and LPDDR5 memspecs; the
-//! organisation and timings become `dram.org.*`, `dram.ranks`, `dram.channels` (`nbrOfChannels`, where given) and `dram.timing.*` overrides, DDR4 /
-//! DDR5 / LPDDR5 currents `dram.currents.*` (mA), `factRho` `energy.bank_rho`. What movelab cannot take is
+//! organisation and timings become `dram.org.*`, `dram.ranks`, `dram.channels` (`nbrOfChannels`,
+//! where given) and `dram.timing.*` overrides (each timing a whole number of clocks), DDR4 / DDR5 /
+//! LPDDR5 currents `dram.currents.*` (mA), `factRho` `energy.bank_rho`. What movelab cannot take is
 //! listed in the notes, not dropped silently: LPDDR4 currents (movelab has no LPDDR4), an `iBeta`
 //! other than IDD0 (movelab's I_theta takes IBeta = IDD0), and the timings it does not give
 //! (absent or 0), for which the config's values stay. LPDDR5's currents come per supply
