@@ -137,10 +137,17 @@ def run_cmd(
     t.add_column("statistic", no_wrap=True)
     t.add_column("value", justify="right")
     t.add_row("simulated time (us)", f"{r['time_ns'] / 1000:,.3f}")
+    listed = []
     for k, v in flatten(r["stats"]).items():
-        if isinstance(v, list | dict) or v is None:
+        if isinstance(v, list | dict):
+            listed.append(k)
+            continue
+        if v is None:
             continue
         t.add_row(escape(k), escape(f"{v:,.4g}" if isinstance(v, float) else str(v)))
+    if listed:
+        # A cluster's statistics are per host and per link: lists the table cannot show.
+        t.caption = escape(f"per-item statistics ({', '.join(listed)}) are in --format json")
     Console().print(t)
 
 

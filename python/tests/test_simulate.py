@@ -59,6 +59,9 @@ def test_the_cli_runs_any_system() -> None:
     r = runner.invoke(app, ["run", "larsen-io-idma", "pair", "--system", "cluster", "--param", "messages=2",
                             "--format", "json"])
     assert r.exit_code == 0, r.output
+    # The table shows the scalars; it says where the per-host and per-link statistics are.
+    t = runner.invoke(app, ["run", "larsen-io-idma", "pair", "--system", "cluster", "--param", "messages=2"])
+    assert t.exit_code == 0 and "hosts, links) are in --format json" in " ".join(t.stdout.split()), t.output
     rep = json.loads(r.stdout)
     assert rep["system"] == "cluster" and rep["time_ns"] > 0
     r = runner.invoke(app, ["run", "ixp2350", "udp-tx", "--param", "config=emu", "--param", "payload=64",
