@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from movelab._util import lit
+from movelab._util import lit, parse_size
 from movelab.host import bench
 
 bench_host_app = typer.Typer(help="Measure this machine: copy latency, bandwidth, overlap, pollution, IPC.",
@@ -89,22 +89,12 @@ def _table(name: str, rows: list[dict[str, Any]]) -> Table:
 
 
 def _parse_sizes(sizes: str | None, option: str = "--sizes") -> list[int] | None:
+    """``"64k,4m,1g"`` -> bytes (the one size parser, :func:`movelab._util.parse_size`), each positive."""
     if sizes is None:
         return None
     out = []
     for part in sizes.split(","):
-        p = part.strip().lower()
-        mult = 1
-        for suf, m in (("kib", 1 << 10), ("mib", 1 << 20), ("gib", 1 << 30), ("k", 1 << 10), ("m", 1 << 20),
-                       ("g", 1 << 30)):
-            if p.endswith(suf):
-                p, mult = p[: -len(suf)], m
-                break
-        try:
-            n = int(p) * mult
-        except ValueError:
-            raise typer.BadParameter(f"not a size: {part!r} (use bytes, or e.g. 64k, 4m, 1g)",
-                                     param_hint=option) from None
+        n = parse_size(part, option)
         if n <= 0:
             raise typer.BadParameter(f"sizes must be positive, got {part!r}", param_hint=option)
         out.append(n)
