@@ -160,11 +160,22 @@ def test_bad_specs_name_the_file_and_the_key(tmp_path: Path, body: str, key: str
     assert not (tmp_path / "o.parquet").exists()
 
 
-def test_a_failed_point_records_its_error_and_the_others_run(tmp_path: Path) -> None:
-    # A statistic the simulator does not have: every point fails with the reason in its row.
-    spec = {**SMALL, "keep": ["cycles", "no_such_stat"]}
-    df = sweep.run(spec, tmp_path / "f.parquet", workers=2)
-    assert len(df) == 6 and df["error"].str.contains("no_such_stat").all()
+def test_a_failed_point_records_its_error_and_the_others_run(tmp_path: Path, monkeypatch) -> None:
+    # One seed's points fail in the simulator (in this process: workers=1); their rows carry the
+    # reason and the other points run and keep their statistics.
+    real = sweep._run_dram
+
+    def failing(config, overrides, workload):
+        if workload.get("seed") == 2:
+            raise ValueError("injected failure for seed 2")
+        return real(config, overrides, workload)
+
+    monkeypatch.setattr(sweep, "_run_dram", failing)
+    df = sweep.run(SMALL, tmp_path / "f.parquet", workers=1)
+    failed = df["workload.seed"] == 2
+    assert len(df) == 6 and failed.sum() == 2
+    assert df.loc[failed, "error"].str.contains("injected failure for seed 2").all()
+    assert df.loc[~failed, "error"].isna().all() and (df.loc[~failed, "cycles"] > 0).all()
     # A point that raises in the worker is recorded; the others still run (executor level).
     with make_executor(workers=2) as ex:
         outs = sorted(ex.imap(math.sqrt, [4.0, -1.0, 9.0]), key=lambda o: o.index)
@@ -172,6 +183,26 @@ def test_a_failed_point_records_its_error_and_the_others_run(tmp_path: Path) -> 
     assert outs[1].error is not None and outs[1].error.startswith("ValueError")
     with pytest.raises(PointError, match="point 1"):
         make_executor(workers=1).map(math.sqrt, [4.0, -1.0])
+
+
+def test_a_keep_pattern_naming_no_statistic_is_refused_before_any_point_runs(tmp_path: Path) -> None:
+    # A typo in keep would fail every point after its whole simulation: refused up front, naming
+    # the key and the pattern, and nothing is written.
+    out = tmp_path / "k.parquet"
+    with pytest.raises(sweep.SpecError, match=r"'keep': 'read_latncy\.\*' names no statistic of the dram"):
+        sweep.run({**SMALL, "keep": ["cycles", "read_latncy.*"]}, out, workers=1)
+    assert not out.exists() and not out.with_name(out.name + ".parts").exists()
+    # Globs that match are accepted, and an axis naming the config is laid in first.
+    spec = {**SMALL, "keep": ["cycles", "read_latency.*"],
+            "axes": {"config": ["ddr3-1600k-bench", "ddr4-2400r"], "workload.seed": [1]}}
+    df = sweep.run(spec, workers=1)
+    assert len(df) == 2 and df["error"].isna().all() and "read_latency.mean_ns" in df.columns
+    spec_file = tmp_path / "typo.toml"
+    spec_file.write_text('simulator = "dram"\nconfig = "ddr3-1600k-bench"\nkeep = ["cylces"]\n'
+                         '[workload]\nkind = "random"\ncount = 10\n')
+    text = " ".join(cli("sweep", spec_file, "--out", out, code=2).replace("│", " ").split())
+    assert "'keep': 'cylces' names no statistic" in text
+    assert not out.exists()
 
 
 class _Interrupting(Executor):

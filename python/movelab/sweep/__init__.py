@@ -696,6 +696,28 @@ def _validate(spec: Spec) -> None:
                 raise SpecError(_cap(f"{spec.source}: '{label}': {e}")) from None
     if spec.simulator == "platform":
         _refuse_engine_keys_no_point_reads(spec, probes)
+    if spec.simulator == "dram" and spec.keep is not None:
+        _check_dram_keep(spec)
+
+
+def _check_dram_keep(spec: Spec) -> None:
+    """Each ``keep`` pattern must name a statistic of the DRAM simulator, checked before any point
+    runs (a typo would otherwise fail every point after its whole simulation). The DRAM simulator
+    reports the same statistics whatever its workload, so a one-request run on the base config
+    names them all."""
+    from movelab import dram
+
+    # The first point's config (an axis may name the config itself), with its settings laid in.
+    first = tuple((a.keys[k], a.values[0][k]) for a in spec.axes for k in range(len(a.keys)))
+    config, overrides, _ = _layered(Task(spec.simulator, spec.config, spec.set, spec.workload, None, first),
+                                    spec.source)
+    cfg = dram.load_config(config, overrides or None)
+    stats = flatten(dram.simulate(cfg, {"kind": "random", "count": 1}).stats)
+    names = [k for k, v in stats.items() if v is None or isinstance(v, (bool, int, float, str))]
+    for pattern in spec.keep:
+        if not any(fnmatch.fnmatchcase(k, pattern) for k in names):
+            raise _err(spec.source, "keep", _cap(f"'{pattern}' names no statistic of the dram simulator "
+                                                 f"(some it has: {', '.join(names[:8])}, ...)"))
 
 
 def _refuse_engine_keys_no_point_reads(spec: Spec, probes: list[tuple[str, tuple[tuple[str, Any], ...]]]) -> None:
