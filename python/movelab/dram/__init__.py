@@ -173,7 +173,8 @@ CHUNK_ITEMS = 4096
 
 
 def _item_line(i: int, it: Any) -> str:
-    """Trace item ``i`` (a tuple such as ``("R", 0x40)`` or a native trace line) as one line."""
+    """Trace item ``i`` (a tuple such as ``("R", 0x40)`` or a native trace line) as one line. Items
+    are numbered from 1 in messages, as the simulator numbers a trace's items and lines."""
     if isinstance(it, str):
         if "\n" in it or "\r" in it:
             raise ValueError(f"trace item {i}: a string item is one trace line, got {it!r}")
@@ -200,7 +201,7 @@ def _item_line(i: int, it: Any) -> str:
 def _chunks(items: Iterable[Any]) -> Callable[[], str]:
     """A callable returning the next :data:`CHUNK_ITEMS` items as native trace text ("" at the
     end): the simulator pulls a Python trace chunk by chunk instead of holding it whole."""
-    lines: Iterator[str] = (_item_line(i, it) for i, it in enumerate(items))
+    lines: Iterator[str] = (_item_line(i, it) for i, it in enumerate(items, 1))
 
     def next_chunk() -> str:
         part = list(itertools.islice(lines, CHUNK_ITEMS))
