@@ -408,6 +408,7 @@ pub const MAX_TOTAL_BANKS: u64 = 1 << 16;
 /// restore, precharge and refresh; a burst takes time); checked when the standard defines them.
 pub const POSITIVE_TIMINGS: &[&str] = &[
     "tCK_ps", "nBL", "nREFI", "nRFC", "nCL", "nCWL", "nRCD", "nRP", "nRAS", "nRC", "nWR", "nRTP",
+    "nRFCsb", "nRFCpb", "nRFM", "nRFMsb", "nRFMpb",
 ];
 
 /// Default channel energy per bit, pJ. calibrated: fitted once to the RowClone paper's Table 3 (Seshadri et al.,
@@ -953,6 +954,19 @@ impl Config {
         )
         .map_err(|(key, why)| ConfigError::invalid(src, key, why))?;
         if let (Some(&imt), Some(&mmt)) = (timing.get("RAAIMT"), timing.get("RAAMMT")) {
+            if imt < 2 && self.controller.rfm {
+                // An RFM owed after every ACT closes the row that ACT opened before its column
+                // command can issue, so no request would ever complete.
+                return Err(ConfigError::invalid(
+                    src,
+                    "dram.timing.RAAIMT",
+                    format!(
+                        "refresh management needs RAAIMT of at least 2 (got {imt}): with an RFM owed \
+                         after every ACT, the RFM's precharge closes each row before its read or write \
+                         issues and no request completes (JEDEC parts use 8 and up)"
+                    ),
+                ));
+            }
             if imt == 0 || mmt < imt {
                 return Err(ConfigError::invalid(
                     src,
@@ -1028,27 +1042,57 @@ impl Config {
         }
         if self.controller.refresh != "none" {
             // One refresh and one complete access must fit in a refresh interval, or the rank
-            // spends all its time refreshing and requests starve.
+            // spends all its time refreshing and requests starve. A bank is refreshed once per
+            // nREFI in every mode (same-bank and per-bank refresh spread their commands over it),
+            // so the same holds for the refresh duration of the mode in use, and for each refresh
+            // management command that may issue (an RFM blocks its banks as long).
             let t = |k: &str| timing.get(k).copied().unwrap_or(0);
-            let need = t("nRFC")
-                + t("nRP")
-                + t("nRAS")
-                + t("nRCD")
-                + t("nCL").max(t("nCWL"))
-                + t("nBL")
-                + t("nWR");
-            if need >= t("nREFI") {
-                return Err(ConfigError::invalid(
-                    src,
-                    "dram.timing.nREFI",
-                    format!(
-                        "a refresh interval of {} clocks cannot hold one refresh (nRFC {}) and one access \
-                         ({} clocks in all); lengthen nREFI, shorten the others, or set controller.refresh = \"none\"",
-                        t("nREFI"),
-                        t("nRFC"),
-                        need
-                    ),
-                ));
+            let access =
+                t("nRP") + t("nRAS") + t("nRCD") + t("nCL").max(t("nCWL")) + t("nBL") + t("nWR");
+            let rfm_on = self.controller.rfm && timing.contains_key("RAAIMT");
+            let scope = self.controller.rfm_scope.as_str();
+            let durations = [
+                ("nRFC", "one refresh", true),
+                (
+                    "nRFCsb",
+                    "one same-bank refresh",
+                    self.controller.refresh == "same-bank",
+                ),
+                (
+                    "nRFCpb",
+                    "one per-bank refresh",
+                    self.controller.refresh == "per-bank",
+                ),
+                ("nRFM", "one refresh management command", rfm_on),
+                (
+                    "nRFMsb",
+                    "one same-bank refresh management command",
+                    rfm_on && scope == "same-bank",
+                ),
+                (
+                    "nRFMpb",
+                    "one per-bank refresh management command",
+                    rfm_on && scope == "per-bank",
+                ),
+            ];
+            for (key, what, used) in durations {
+                if !used || !timing.contains_key(key) {
+                    continue;
+                }
+                let need = t(key) + access;
+                if need >= t("nREFI") {
+                    let field = if key == "nRFC" { "nREFI" } else { key };
+                    return Err(ConfigError::invalid(
+                        src,
+                        format!("dram.timing.{field}"),
+                        format!(
+                            "a refresh interval of {} clocks cannot hold {what} ({key} {}) and one access \
+                             ({need} clocks in all); lengthen nREFI, shorten the others, or set controller.refresh = \"none\"",
+                            t("nREFI"),
+                            t(key),
+                        ),
+                    ));
+                }
             }
         }
         let (rules, windows) = resolve_rules(

@@ -73,6 +73,89 @@ fn zero_timings_no_device_has_are_refused() {
 }
 
 #[test]
+fn refresh_and_refresh_management_that_would_starve_every_request_are_refused() {
+    // Zero durations of the refresh and refresh-management commands.
+    for (preset, t) in [
+        ("ddr5-4800b-sb", "nRFCsb"),
+        ("hbm3-6400", "nRFCpb"),
+        ("ddr5-3200an", "nRFM"),
+        ("ddr5-3200an", "nRFMsb"),
+        ("hbm3-6400", "nRFMpb"),
+    ] {
+        let e = with(preset, &format!("dram.timing.{t}"), toml::Value::Integer(0)).expect_err(t);
+        assert!(
+            e.contains(&format!("dram.timing.{t}")) && e.contains("positive"),
+            "{e}"
+        );
+    }
+    // A duration of the refresh mode (or refresh management scope) in use that leaves no room
+    // for an access in a refresh interval: these hung (every bank refreshing or owed an RFM for
+    // good), now refused naming the key. The same value is harmless where the mode is not used.
+    let e = with(
+        "hbm3-6400",
+        "dram.timing.nRFCpb",
+        toml::Value::Integer(10_000),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("dram.timing.nRFCpb") && e.contains("one per-bank refresh"),
+        "{e}"
+    );
+    let e = with(
+        "ddr5-4800b-sb",
+        "dram.timing.nRFCsb",
+        toml::Value::Integer(100_000),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("dram.timing.nRFCsb") && e.contains("one same-bank refresh"),
+        "{e}"
+    );
+    let e = with(
+        "ddr5-3200an",
+        "dram.timing.nRFM",
+        toml::Value::Integer(100_000),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("dram.timing.nRFM") && e.contains("refresh management"),
+        "{e}"
+    );
+    assert!(with(
+        "ddr5-3200an",
+        "dram.timing.nRFCsb",
+        toml::Value::Integer(100_000)
+    )
+    .is_ok());
+    // An RFM owed after every ACT closes each row before its column command: refused.
+    let e = with("ddr5-3200an", "dram.timing.RAAIMT", toml::Value::Integer(1)).unwrap_err();
+    assert!(
+        e.contains("dram.timing.RAAIMT") && e.contains("at least 2"),
+        "{e}"
+    );
+    // Just inside the bounds, runs end (the hangs were livelocks, not slow runs).
+    let items: Vec<TraceItem> = (0..300u64)
+        .map(|i| {
+            TraceItem::Req(Request {
+                op: if i % 5 == 0 { Op::Write } else { Op::Read },
+                addr: i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 30 << 6,
+                arrival: None,
+            })
+        })
+        .collect();
+    for (preset, key, v) in [
+        ("ddr5-3200an", "dram.timing.RAAIMT", 2),
+        ("hbm3-6400", "dram.timing.nRFCpb", 4_000),
+        ("ddr5-4800b-sb", "dram.timing.nRFCsb", 8_000),
+    ] {
+        let cfg = with(preset, key, toml::Value::Integer(v)).expect(key);
+        let stats = simulate(&cfg, items.iter().map(|&it| Ok(it)), RunOptions::default())
+            .unwrap_or_else(|e| panic!("{preset} {key}={v}: {e}"));
+        assert_eq!(stats.reads + stats.writes, 300, "{preset} {key}={v}");
+    }
+}
+
+#[test]
 fn arrivals_beyond_2_60_cycles_are_refused_with_their_line() {
     let text = "R 0x40\n@18446744073709551615 R 0x80\n";
     let items: Vec<_> = trace::from_reader(text.as_bytes(), "t.trace", TraceFormat::Native)
