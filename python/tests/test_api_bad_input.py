@@ -100,6 +100,9 @@ CASES: list[tuple[str, Call, type[BaseException], str]] = [
      "read_fraction"),
     ("item empty", lambda p: dram.simulate(CFG, [()]), ValueError, "trace item 1:"),
     ("item None", lambda p: dram.simulate(CFG, [("R", 0), None]), ValueError, "trace item 2:"),
+    ("copy landing on its source once addresses wrap",
+     lambda p: dram.simulate("ddr4-2400r", [("R", 0), ("COPY", 0x4_0000_0000, 0, 4096)]), ValueError,
+     "trace item 2: COPY of 4096 bytes from 0x400000000 to 0x0: source and destination overlap once addresses wrap"),
     # The simulator's own checks number the items as the Python side does (from 1).
     ("item zero-byte copy", lambda p: dram.simulate(CFG, [("R", 0), ("COPY", 0, 4096, 0)]), ValueError,
      "trace:2: COPY of zero bytes"),

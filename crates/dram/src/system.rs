@@ -151,6 +151,24 @@ where
                                 capacity
                             )));
                         }
+                        if let (BulkKind::Copy { src }, Some(p)) = (b.kind, mapper.period()) {
+                            // Addresses wrap at the mapper's period: ranges apart as given may
+                            // land on each other (a copy onto itself, or one that overwrites
+                            // its own source), which no mechanism copies as written.
+                            let (s, d) = (src % p, b.dst % p);
+                            let apart = |x: u64, y: u64| (y + p - x) % p;
+                            if apart(s, d) < b.bytes || apart(d, s) < b.bytes {
+                                return Err(Error::Request(format!(
+                                    "trace item {}: COPY of {} bytes from 0x{src:x} to 0x{:x}: source and \
+                                     destination overlap once addresses wrap at this memory's {} bytes \
+                                     (at 0x{s:x} and 0x{d:x})",
+                                    consumed + 1,
+                                    b.bytes,
+                                    b.dst,
+                                    p
+                                )));
+                            }
+                        }
                         bulk.submit(
                             &b,
                             0,

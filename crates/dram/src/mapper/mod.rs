@@ -44,6 +44,9 @@ pub trait AddressMapper: Send + Sync {
     fn map(&self, addr: u64) -> Location;
     /// The line-aligned address of a location (inverse of [`AddressMapper::map`] within capacity).
     fn unmap(&self, loc: &Location) -> u64;
+    /// The period after which addresses wrap (`map(a) == map(a + period)`), or `None` when the
+    /// fields cover all 64 address bits.
+    fn period(&self) -> Option<u64>;
 }
 
 /// A mapper defined by its field order, least significant first.
@@ -133,6 +136,10 @@ impl AddressMapper for BitSlicer {
     fn name(&self) -> &'static str {
         self.name
     }
+    fn period(&self) -> Option<u64> {
+        let bits = self.offset_bits + self.bits.iter().sum::<u32>();
+        (bits < 64).then(|| 1u64 << bits)
+    }
     #[inline]
     fn map(&self, addr: u64) -> Location {
         let field = |i: usize| ((addr >> self.shift[i]) & self.mask[i]) as u32;
@@ -212,6 +219,17 @@ mod tests {
             prop_assert_eq!(m.unmap(&loc), line);
             prop_assert!(loc.channel < o.channels && loc.rank < o.ranks && loc.bank_group < o.bank_groups);
             prop_assert!(loc.bank < o.banks_per_group && loc.row < o.rows && loc.column < o.lines_per_row());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn addresses_wrap_at_the_period(addr in 0u64..(1u64 << 40), which in 0usize..4, xor in any::<bool>()) {
+            let m = build(MAPPERS[which], &org(), xor).unwrap();
+            let p = m.period().unwrap();
+            prop_assert!(p <= org().capacity_bytes());
+            prop_assert_eq!(m.map(addr), m.map(addr + p));
+            prop_assert_eq!(m.map(addr % p), m.map(addr));
         }
     }
 
