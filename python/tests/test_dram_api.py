@@ -165,7 +165,7 @@ def test_bad_trace_line_names_the_line(tmp_path: Path) -> None:
         dram.simulate(BENCH, p)
     with pytest.raises(ValueError, match=r"^trace:2: "):
         dram.simulate(BENCH, [("R", 0x40), "W 0xZZ"])
-    with pytest.raises(ValueError, match=r"trace item 1: unknown operation 'X'"):
+    with pytest.raises(ValueError, match=r"trace item 2: unknown operation 'X'"):
         dram.simulate(BENCH, [("R", 0), ("X", 1)])
     with pytest.raises(ValueError, match=r"generator.*read_fraction"):
         dram.simulate(BENCH, {"kind": "random", "count": 10, "read_fraction": 1.5})
@@ -213,7 +213,7 @@ def test_valid_generators_always_simulate(gen: dict, preset: str) -> None:
 def test_bad_trace_arguments_are_clear_errors() -> None:
     with pytest.raises(TypeError, match="trace must be"):
         dram.simulate(BENCH, 123)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"trace item 1: arguments must be integers"):
+    with pytest.raises(ValueError, match=r"trace item 2: arguments must be integers"):
         dram.simulate(BENCH, [("R", 0x40), ("R", "abc")])
 
 
@@ -247,3 +247,17 @@ def test_an_rfm_scope_with_refresh_management_off_is_refused() -> None:
     with pytest.raises(ValueError, match=r"controller\.rfm_scope: not read: refresh management is off"):
         dram.simulate("ddr5-3200an", gen, overrides={"controller": {"rfm": False, "rfm_scope": "same-bank"}})
     assert dram.simulate("ddr5-3200an", gen, overrides={"controller": {"rfm_scope": "same-bank"}}).stats["cycles"] > 0
+
+
+def test_generated_lines_are_the_devices_bursts_so_every_channel_is_used() -> None:
+    # HBM3's pseudo-channels take 32-byte bursts and the channel bit sits just above them: 64-byte
+    # lines would leave one of the two channels idle. A generator's lines default to the device's.
+    stream = {"kind": "stream", "count": 4000, "read_fraction": 1.0}
+    off = {"controller": {"refresh": "none"}}
+    default = dram.simulate("hbm3-6400", stream, overrides=off).stats
+    burst = dram.simulate("hbm3-6400", {**stream, "line_bytes": 32}, overrides=off).stats
+    line64 = dram.simulate("hbm3-6400", {**stream, "line_bytes": 64}, overrides=off).stats
+    assert default == burst
+    assert default["bandwidth_gb_s"] > 1.8 * line64["bandwidth_gb_s"]
+    # On a device of 64-byte bursts nothing changes.
+    assert dram.simulate(BENCH, stream).stats == dram.simulate(BENCH, {**stream, "line_bytes": 64}).stats

@@ -179,7 +179,8 @@ pub struct GeneratorSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub stride: Option<u64>,
-    /// Cache-line size in bytes, a power of two (default 64).
+    /// Cache-line size in bytes, a power of two (default 64; on a device, the bytes of its burst:
+    /// [`Self::from_json_str_on`]).
     #[serde(default = "default_line_bytes", deserialize_with = "de_size")]
     pub line_bytes: u64,
     /// Hotset only: fraction of requests sent to the hot set, 0..=1 (default 0.9).
@@ -286,6 +287,28 @@ impl GeneratorSpec {
         })?;
         spec.check(source_name, "generator")?;
         Ok(spec)
+    }
+
+    /// As [`Self::from_json_str`], for traffic that runs on a device whose one access (a burst)
+    /// moves `device_line_bytes`: `line_bytes` defaults to that instead of 64. One request is one
+    /// burst, so 64-byte lines on a device of 32-byte bursts (HBM, GDDR, LPDDR5/6) would touch
+    /// every other column and, where the channel bit sits just above the burst, one channel of
+    /// two. A `line_bytes` the spec gives is kept.
+    pub fn from_json_str_on(
+        text: &str,
+        source_name: &str,
+        device_line_bytes: u64,
+    ) -> Result<Self, ConfigError> {
+        if let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(text) {
+            if !map.contains_key("line_bytes") {
+                map.insert("line_bytes".into(), device_line_bytes.into());
+                return Self::from_json_str(
+                    &serde_json::Value::Object(map).to_string(),
+                    source_name,
+                );
+            }
+        }
+        Self::from_json_str(text, source_name)
     }
 
     /// Reads a spec from a JSON object, then checks it (errors as for [`Self::from_toml_str`]).
@@ -560,6 +583,39 @@ impl std::iter::FusedIterator for Generator {}
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn on_a_device_lines_default_to_its_burst_and_a_given_size_is_kept() {
+        let on = |text: &str, line: u64| GeneratorSpec::from_json_str_on(text, "t", line);
+        let s = on(r#"{"kind": "stream", "count": 4}"#, 32).unwrap();
+        assert_eq!(s.line_bytes, 32);
+        let addrs: Vec<u64> = s
+            .build()
+            .unwrap()
+            .map(|it| match it {
+                TraceItem::Req(r) => r.addr,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(addrs, [0, 32, 64, 96]);
+        assert_eq!(
+            on(r#"{"kind": "random", "count": 1, "line_bytes": 64}"#, 32)
+                .unwrap()
+                .line_bytes,
+            64
+        );
+        assert_eq!(
+            on(r#"{"kind": "random", "count": 1}"#, 64).unwrap(),
+            GeneratorSpec::random(1, 0.8, 0)
+        );
+        // Errors are the plain reader's, naming the field.
+        let e = on(r#"{"kind": "random", "count": -1}"#, 32)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("generator.count"), "{e}");
+        let e = on("not json", 32).unwrap_err().to_string();
+        assert!(e.contains("generator"), "{e}");
+    }
 
     #[test]
     fn json_errors_name_the_field_not_a_position() {

@@ -171,7 +171,9 @@ fn open_stream(kind: &str, value: &str, format: &str, cfg: &Config) -> PyResult<
             Ok(Box::new(g.map(Ok)))
         }
         "generator" => {
-            let spec = GeneratorSpec::from_json_str(value, "trace").map_err(verr)?;
+            // One request is one burst of this device: its lines are the device's by default.
+            let line = cfg.resolve("config").map_err(verr)?.org.line_bytes();
+            let spec = GeneratorSpec::from_json_str_on(value, "trace", line).map_err(verr)?;
             let g = spec.build().map_err(verr)?;
             Ok(Box::new(g.map(Ok)))
         }
