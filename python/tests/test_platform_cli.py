@@ -307,3 +307,30 @@ def test_a_platform_whose_groups_run_their_own_programs_names_them_all() -> None
     assert "server-composed / nic-tx + server-rx" in out and "copy agents rowclone-zi, copy-engine" in out, out
     one = platform.run("zhao-uma-emc", "tcp-rx", params={"packets": 2}).stats
     assert (one["workload"], one["core"]) == ("tcp-rx", "out-of-order")
+
+
+# A server receiving a stream from a sender core on the composed platform: with too short a gap the
+# sender's driver overruns its TX ring, and with many messages the receive path's bytes came out
+# wrong; both used to end with status 0.
+_SENDER = ('cores=[{count=1, workload="nic-tx", params={messages=%d, rx_post=1, gap=2000, write_payload=1}}, '
+           '{count=1, core={kind="multithreaded", threads=8, clock_mhz=900, width=1, switch_cycles=1}}]')
+
+
+def test_a_driver_that_overruns_its_tx_ring_is_refused_naming_the_ring() -> None:
+    out = cli("platform", "run", "server-composed", "server-rx", "--param", "chunks=1", "--param", "chunk=100",
+              "--set", _SENDER % 2048, code=2)
+    text = " ".join(out.replace("│", " ").split())
+    assert "ring overrun" in text and "512-descriptor TX ring" in text and "io.nic.tx_ring" in text
+
+
+def test_wrong_bytes_fail_the_run_after_its_statistics() -> None:
+    r = runner.invoke(app, ["platform", "run", "server-composed", "server-rx", "--param", "chunks=1",
+                            "--param", "chunk=100", "--set", _SENDER % 1000, "--format", "json"])
+    assert r.exit_code == 1, r.output
+    stats = json.loads(r.stdout[: r.stdout.rindex("}") + 1])
+    nic = next(d for d in stats["devices"] if d["name"] == "nic")
+    assert nic["rx_bytes_wrong"] > 0
+    assert "the byte checks failed" in r.stderr and f"{nic['rx_bytes_wrong']:,} of" in r.stderr
+    # A run whose bytes are right ends normally.
+    cli("platform", "run", "server-composed", "server-rx", "--param", "chunks=1", "--param", "chunk=100",
+        "--set", _SENDER % 64)

@@ -214,6 +214,22 @@ def run_cmd(
         typer.echo(json.dumps(res.stats, indent=2))
     else:
         console.print(stats_table(res.stats))
+    if (wrong := wrong_bytes_note(res.stats)) is not None:
+        typer.echo(f"error: {wrong}", err=True)
+        raise typer.Exit(1)
+
+
+def wrong_bytes_note(stats: dict[str, Any]) -> str | None:
+    """What the byte checks of the devices found wrong (every frame sent and landed is compared
+    with what the driver wrote and what was sent), or None when every byte checked is right."""
+    bad = [f"{d.get('name', 'device')}: {d.get('tx_bytes_wrong', 0):,} of {d.get('tx_bytes_checked', 0):,} sent "
+           f"and {d.get('rx_bytes_wrong', 0):,} of {d.get('rx_bytes_checked', 0):,} received bytes"
+           for d in stats.get("devices") or [] if d.get("tx_bytes_wrong") or d.get("rx_bytes_wrong")]
+    if not bad:
+        return None
+    return (f"the byte checks failed ({'; '.join(bad)} differ from what was sent): this run's frames are not the "
+            "data its driver wrote, so its figures describe a broken transfer; the statistics above are shown "
+            "for diagnosis")
 
 
 def no_device_note(stats: dict[str, Any]) -> str | None:

@@ -128,6 +128,10 @@ pub struct PcieDeviceAgent {
     landing: HashMap<u64, Vec<u8>>,
     frames: HashMap<u32, Vec<u8>>,
     posted: u64,
+    /// TX descriptors the driver has written (context and data, not wrapped).
+    descs_posted: u64,
+    /// A ring the driver overran (a `PlatformError::Driver`), reported by `mmio`.
+    overrun: Option<String>,
     stores: Vec<Ps>,
     tlps: HashMap<u32, (Dir, Tlp)>,
     next_tlp: u32,
@@ -212,6 +216,8 @@ impl PcieDeviceAgent {
             ddio: rc.ddio,
             tail: 0,
             posted: 0,
+            descs_posted: 0,
+            overrun: None,
             rx_tail: 0,
             rx_posted: 0,
             loop_ps: ns(io.nic.mac_tx_ns + io.nic.mac_rx_ns),
@@ -333,6 +339,21 @@ impl PcieDeviceAgent {
             descs.push(nic::tx_data_desc(a, (next - a) as u16, cmd));
             a = next;
         }
+        // A driver posts into free descriptors only: at most the ring less one may be pending
+        // (a full ring's tail would equal its head, which the NIC reads as empty). Beyond that it
+        // would overwrite descriptors and buffers the NIC has not sent yet, losing frames and
+        // sending wrong bytes.
+        let pending = self.descs_posted - self.nic.tx_desc_done.min(self.descs_posted);
+        if pending + descs.len() as u64 > u64::from(ring) - 1 && self.overrun.is_none() {
+            self.overrun = Some(format!(
+                "the driver's send {} needs {} TX descriptors while {pending} of the {ring}-descriptor \
+                 TX ring are still unsent: a ring overrun (the workload posts faster than the NIC \
+                 sends; give fewer messages, a longer gap between them, or a larger io.nic.tx_ring)",
+                self.posted + 1,
+                descs.len()
+            ));
+        }
+        self.descs_posted += descs.len() as u64;
         for d in descs {
             self.mem
                 .write(self.cfg.tx_ring + self.tail as u64 * nic::DESC, &d);
@@ -647,6 +668,9 @@ impl Agent for PcieDeviceAgent {
         } else {
             0
         };
+        if let Some(e) = self.overrun.take() {
+            sys.driver_error.get_or_insert(e);
+        }
         let tlp = Tlp {
             kind: TlpKind::Write32,
             addr: reg,

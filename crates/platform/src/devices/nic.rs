@@ -192,6 +192,9 @@ pub struct Nic {
     timer_at: Option<Ps>,
     pub traces: Vec<TxTrace>,
     pub stats: NicStats,
+    /// TX descriptors whose packets went to the MAC (the head's progress, not wrapped): a driver
+    /// may have at most the ring less one posted beyond these.
+    pub tx_desc_done: u64,
 }
 
 fn ring_avail(tail: u32, next: u32, ring: u32) -> u32 {
@@ -246,6 +249,7 @@ impl Nic {
             timer_at: None,
             traces: Vec::new(),
             stats: NicStats::default(),
+            tx_desc_done: 0,
         }
     }
 
@@ -615,6 +619,7 @@ impl Nic {
                 }
             }
             self.tx_head = (p.first + p.ndesc) % self.tx_ring;
+            self.tx_desc_done += u64::from(p.ndesc);
             for i in 0..p.ndesc {
                 let idx = (p.first + i) % self.tx_ring;
                 let mut d = [0u8; 16];

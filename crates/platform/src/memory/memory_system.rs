@@ -315,6 +315,9 @@ pub struct MemorySystem {
     pub stale_copy_sources: bool,
     /// An error raised inside an event handler, reported by the run loop.
     pub(crate) fatal: Option<String>,
+    /// A driver's error raised inside an agent (see [`crate::sim::error::PlatformError::Driver`]),
+    /// reported by the run loop.
+    pub(crate) driver_error: Option<String>,
     /// Set with every wake-up or poke left in a core's [`Private`]; the run loop clears it once
     /// it has handed them all on, so that it looks through the cores only when one waits.
     pub(crate) woken: bool,
@@ -448,6 +451,7 @@ impl MemorySystem {
             skip_invalidations: false,
             stale_copy_sources: false,
             fatal: None,
+            driver_error: None,
             woken: false,
             done_buf: Vec::new(),
             attribution: None,

@@ -31,6 +31,10 @@ pub enum PlatformError {
     /// The simulation could not make progress (a model bug, reported instead of hanging).
     #[error("simulation stalled: {0}")]
     Stalled(String),
+    /// The simulated software asked for what the hardware cannot do as asked (a driver that
+    /// overruns its descriptor ring): reported instead of a run whose bytes come out wrong.
+    #[error("{0}")]
+    Driver(String),
     /// Stopped on request (Ctrl-C), see `movelab_dram::interrupt`.
     #[error("interrupted")]
     Interrupted,

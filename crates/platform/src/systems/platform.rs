@@ -1048,6 +1048,9 @@ impl Platform {
             if let Some(e) = self.sys.fatal.take() {
                 return Err(PlatformError::Dram(e));
             }
+            if let Some(e) = self.sys.driver_error.take() {
+                return Err(PlatformError::Driver(e));
+            }
             while let Some((t, ev)) = self.sys.events.pop_due(now) {
                 match ev {
                     Ev::Offer(id) => self.sys.offer(t, id, &mut self.agents),
