@@ -942,6 +942,58 @@ impl Config {
                     ),
                 ));
             }
+            if part.currents.is_none() {
+                // A part without published currents takes them from the config; on each supply
+                // the config draws from, the currents every run uses (activation, the two
+                // standbys, read and write bursts) and the voltage must all be given, or those
+                // left out are charged as zero (energy that looks available and is not).
+                const CORE: [[&str; 6]; 3] = [
+                    ["vdd", "idd0", "idd2n", "idd3n", "idd4r", "idd4w"],
+                    ["vpp", "ipp0", "ipp2n", "ipp3n", "ipp4r", "ipp4w"],
+                    [
+                        "vdd2l", "idd02l", "idd2n2l", "idd3n2l", "idd4r2l", "idd4w2l",
+                    ],
+                ];
+                for (i, keys) in CORE.iter().enumerate() {
+                    if !d.currents.keys().any(|k| crate::spec::supply_of(k) == i) {
+                        continue;
+                    }
+                    let missing: Vec<&str> = keys
+                        .iter()
+                        .copied()
+                        .filter(|k| !d.currents.contains_key(*k))
+                        .collect();
+                    if let Some(first) = missing.first() {
+                        return Err(ConfigError::invalid(
+                            src,
+                            format!("dram.currents.{first}"),
+                            format!(
+                                "part {} publishes no currents, so each supply the config gives currents \
+                                 for needs its voltage, activation, standby and burst currents, or their \
+                                 energy would be charged as zero; missing: {}",
+                                d.part,
+                                missing.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            for supply in ["vdd", "vpp", "vdd2l"] {
+                let v = tbl.get(supply).and_then(|v| v.as_float()).unwrap_or(0.0);
+                let drawn = tbl.iter().any(|(k, c)| {
+                    k != supply
+                        && crate::spec::supply_of(k) == crate::spec::supply_of(supply)
+                        && c.as_float().unwrap_or(0.0) > 0.0
+                });
+                if v <= 0.0 && drawn && d.currents.contains_key(supply) {
+                    return Err(ConfigError::invalid(
+                        src,
+                        format!("dram.currents.{supply}"),
+                        "a supply voltage must be positive where currents are drawn from it (at 0 V \
+                         their energy would silently be 0)",
+                    ));
+                }
+            }
             currents = cv.try_into().map_err(|e: toml::de::Error| {
                 ConfigError::invalid(src, "dram.currents", e.to_string())
             })?;

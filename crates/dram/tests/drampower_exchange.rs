@@ -147,6 +147,24 @@ fn idle_refreshes_expand_and_rowclone_commands_are_refused() {
         e.to_string().contains("line 7") && e.to_string().contains("ACTC"),
         "{e}"
     );
+    // Refresh management's RFM is named as such, with the setting that leaves it out.
+    let mut rfm = CommandRecord::refresh(10, 0, 0);
+    rfm.kind = CommandKind::Rfm;
+    let e = write_trace(
+        &header,
+        vec![Ok((LogLine::Command(rfm), 9))].into_iter(),
+        0,
+        None,
+        &mut Vec::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("line 9")
+            && e.contains("refresh management")
+            && e.contains("controller.rfm=false"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -386,8 +404,10 @@ fn a_drampower_layout_memspec_gives_these_overrides() {
     let lp = r#"{"memspec": {"memoryId": "lp", "memoryType": "LPDDR5",
       "memarchitecturespec": {"nbrOfColumns": 1024, "nbrOfRows": 32768, "width": 16,
         "nbrOfBankGroups": 4, "nbrOfBanks": 16, "nbrOfRanks": 1, "burstLength": 16},
-      "mempowerspec": {"vdd1": 1.8, "idd01": 0.005, "idd5pb1": 0.001, "vdd2h": 1.05,
-        "idd02h": 0.05, "idd5pb2h": 0.03, "vdd2l": 0.9, "idd02l": 0, "iBeta_vdd2h": 0.04},
+      "mempowerspec": {"vdd1": 1.8, "idd01": 0.005, "idd2n1": 0.002, "idd3n1": 0.0025,
+        "idd4r1": 0.003, "idd4w1": 0.003, "idd5pb1": 0.001, "vdd2h": 1.05, "idd02h": 0.05,
+        "idd2n2h": 0.03, "idd3n2h": 0.038, "idd4r2h": 0.18, "idd4w2h": 0.16, "idd5pb2h": 0.03,
+        "vdd2l": 0.9, "idd02l": 0, "iBeta_vdd2h": 0.04},
       "memtimingspec": {"tCK": 1.25e-9, "RCD": 15, "RPpb": 15, "RPab": 17, "RFCab": 168,
         "RFCpb": 96, "RAS": 34}}}"#;
     let o = read_memspec(lp, "lp.json").unwrap().overrides();

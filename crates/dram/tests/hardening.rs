@@ -350,3 +350,25 @@ fn the_checker_flags_idle_refreshes_that_break_the_refresh_rules() {
         assert!(!report.ok, "{bad} passed");
     }
 }
+
+#[test]
+fn currents_for_a_part_without_them_come_whole_and_voltages_are_positive() {
+    // LPDDR5's parts publish no currents: a few given leave the rest charged as zero.
+    let e = with(
+        "lpddr5-6400",
+        "dram.currents.idd0",
+        toml::Value::Float(60.0),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("publishes no currents") && e.contains("missing: vdd, idd2n"),
+        "{e}"
+    );
+    // A voltage of 0 where the part draws currents zeroes their energy silently.
+    let e = with("ddr4-2400r", "dram.currents.vdd", toml::Value::Float(0.0)).unwrap_err();
+    assert!(
+        e.contains("dram.currents.vdd") && e.contains("positive"),
+        "{e}"
+    );
+    assert!(with("ddr4-2400r", "dram.currents.vdd", toml::Value::Float(1.25)).is_ok());
+}

@@ -186,7 +186,7 @@ def drampower_trace_cmd(
                                    "default the last command's cycle.", show_default=False),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
-    """Write a command log as a DRAMPower command trace (runs without in-DRAM copy)."""
+    """Write a command log as a DRAMPower command trace (runs without in-DRAM copy or refresh management)."""
     path = output_path(out, force, "--out")
     try:
         with atomic_path(path) as tmp:

@@ -78,8 +78,8 @@ def stats_table(s: dict[str, Any]) -> Table:
         bb = b["bytes"]
         rows += [
             ("bulk ops (copy / init)", f"{b['copies']} / {b['inits']}"),
-            ("bulk bytes baseline / fpm / psm-inter / psm-intra",
-             f"{bb['baseline']:,} / {bb['fpm']:,} / {bb['psm_inter']:,} / {bb['psm_intra']:,}"),
+            ("bulk bytes baseline / fpm / psm-inter / psm-intra / mrc",
+             f"{bb['baseline']:,} / {bb['fpm']:,} / {bb['psm_inter']:,} / {bb['psm_intra']:,} / {bb.get('mrc', 0):,}"),
             ("bulk latency mean / max", f"{b['latency']['mean_ns']:.1f} / {b['latency']['max_ns']:.1f} ns"),
         ]
         c = b.get("in_dram_copy")

@@ -100,10 +100,22 @@ pub fn write_trace<W: Write>(
         }
         let name = command_name(r.kind, header).ok_or_else(|| LogError::Line {
             line: lineno,
-            what: format!(
-                "{} (in-DRAM copy) has no DRAMPower command; write the log of a run without RowClone or Multi-RowCopy",
-                r.kind
-            ),
+            what: if matches!(
+                r.kind,
+                CommandKind::Rfm | CommandKind::Rfmsb | CommandKind::Rfmpb
+            ) {
+                format!(
+                    "{} (refresh management) has no DRAMPower command; write the log of a run without \
+                     it (--set controller.rfm=false)",
+                    r.kind
+                )
+            } else {
+                format!(
+                    "{} (in-DRAM copy) has no DRAMPower command; write the log of a run without RowClone \
+                     or Multi-RowCopy",
+                    r.kind
+                )
+            },
         })?;
         let bank = match r.kind {
             CommandKind::Refsb => r.bank,

@@ -547,7 +547,7 @@ fn per_bank_refresh_with_currents_needs_a_per_bank_current() {
             .with_overrides(toml::from_str(text).unwrap(), "test")
             .and_then(|c| c.resolve("t").map(|_| ()))
     };
-    let vdd2l = "[dram.currents]\nvdd2l = 0.9\nidd02l = 10.0\nidd2n2l = 5.0\nidd3n2l = 6.0\n";
+    let vdd2l = "[dram.currents]\nvdd2l = 0.9\nidd02l = 10.0\nidd2n2l = 5.0\nidd3n2l = 6.0\nidd4r2l = 25.0\nidd4w2l = 20.0\n";
     let e = with(vdd2l).unwrap_err().to_string();
     assert!(e.contains("dram.currents.idd5pb"), "{e}");
     with(&format!("{vdd2l}idd5pb2l = 6.0\n")).unwrap();
@@ -593,7 +593,7 @@ fn currents_are_taken_only_on_the_standards_supplies() {
     assert_eq!(ddr4.currents.ipp0, 4.0);
     let lp = with(
         "lpddr5-6400",
-        "[dram.currents]\nvdd2l = 0.9\nidd02l = 10.0\nidd5pb2l = 6.0\n",
+        "[dram.currents]\nvdd2l = 0.9\nidd02l = 10.0\nidd2n2l = 5.0\nidd3n2l = 6.0\nidd4r2l = 25.0\nidd4w2l = 20.0\nidd5pb2l = 6.0\n",
     )
     .unwrap();
     assert_eq!((lp.currents.vdd2l, lp.currents.idd02l), (0.9, 10.0));
