@@ -418,3 +418,17 @@ def test_a_sweep_refuses_overrides_that_every_point_would_drop() -> None:
                          "axes": {"core.clock_mhz": [2000, 3000]}})
     s = sweep.load_spec({**plat, "axes": {"copy.mode": ["SYNC_NLB", "ASYNC"], "copy.mechanism": ["base", "ce"]}})
     assert len(list(s.points())) == 4
+
+
+def test_a_shipped_example_spec_is_found_by_name_or_repository_path_anywhere(tmp_path: Path, monkeypatch) -> None:
+    # As from an installed wheel: no presets/ folder where the command runs.
+    monkeypatch.chdir(tmp_path)
+    by_name = sweep.load_spec("dram-240")
+    by_path = sweep.load_spec("presets/sweeps/dram-240.toml")
+    assert len(by_name.points()) == len(by_path.points()) == 240
+    with pytest.raises(sweep.SpecError, match=r"no such spec file \(the example specs .* by name: .*dram-240"):
+        sweep.load_spec("nosuch.toml")
+    # A file of the user's own with that name is read, not the shipped one.
+    mine = tmp_path / "dram-240.toml"
+    mine.write_text('simulator = "dram"\nconfig = "ddr3-1600k-bench"\n[workload]\nkind = "random"\ncount = 10\n')
+    assert len(sweep.load_spec(mine).points()) == 1

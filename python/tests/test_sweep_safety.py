@@ -207,11 +207,16 @@ def test_the_command_line_reports_a_lost_scheduler_in_one_line_with_exit_2(tmp_p
     assert "4 points (0 failed)" in cli("sweep", spec, "--out", out, "--resume", "--workers", "1")
 
 
-def test_a_sweep_with_a_failed_point_exits_1_with_its_table_written(tmp_path: Path) -> None:
+def test_a_sweep_with_a_failed_point_exits_1_with_its_table_written(tmp_path: Path, monkeypatch) -> None:
+    # Points that fail in the simulator (injected; --workers 1 runs them in this process).
+    def failing(config, overrides, workload):
+        raise ValueError("injected point failure")
+
+    monkeypatch.setattr(sweep, "_run_dram", failing)
     spec = tmp_path / "fails.toml"
-    spec.write_text('simulator = "dram"\nconfig = "ddr3-1600k-bench"\nkeep = ["cycles", "no_such_stat"]\n'
+    spec.write_text('simulator = "dram"\nconfig = "ddr3-1600k-bench"\nkeep = ["cycles"]\n'
                     '[workload]\nkind = "random"\ncount = 200\n[axes]\n"workload.seed" = [1, 2]\n')
     out = tmp_path / "f.parquet"
     text = " ".join(cli("sweep", spec, "--out", out, "--workers", "1", code=1).split())
-    assert "2 points (2 failed) written" in text and "no_such_stat" in text
+    assert "2 points (2 failed) written" in text and "injected point failure" in text
     assert len(pd.read_parquet(out)) == 2

@@ -211,15 +211,18 @@ def test_the_merge_refuses_points_saved_twice_or_missing(tmp_path: Path, monkeyp
     assert not (tmp_path / "t.parquet").exists() and not (tmp_path / "m.parquet").exists()
 
 
-def test_without_the_table_the_first_failed_point_is_reported(tmp_path: Path) -> None:
-    # A statistic the simulator does not have: every point fails; the first by position is named.
-    spec = {**SMALL, "keep": ["cycles", "no_such_stat"]}
-    res = sweep.run(spec, tmp_path / "r.parquet", workers=2, table=False)
+def test_without_the_table_the_first_failed_point_is_reported(tmp_path: Path, monkeypatch) -> None:
+    # Every point fails in the simulator (injected, in this process); the first by position is named.
+    def failing(config, overrides, workload):
+        raise ValueError(f"injected failure, seed {workload.get('seed')}")
+
+    monkeypatch.setattr(sweep, "_run_dram", failing)
+    res = sweep.run(SMALL, tmp_path / "r.parquet", workers=1, table=False)
     assert res["points"] == 10 and res["failed"] == 10
     point, error = res["first_error"]
-    assert point == 0 and "no_such_stat" in error
+    assert point == 0 and "injected failure" in error
     df = sweep.read(tmp_path / "r.parquet")
-    assert list(df["point"]) == list(range(10)) and df["error"].str.contains("no_such_stat").all()
+    assert list(df["point"]) == list(range(10)) and df["error"].str.contains("injected failure").all()
 
 
 def test_report_of_a_table_reads_counts_and_ranges_by_batch(tmp_path: Path, monkeypatch) -> None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
+from movelab import data
 from movelab._util import check_progress
 from movelab.dram import flatten
 from movelab.executor import Executor, make_executor
@@ -330,6 +331,15 @@ def _resolve_path(value: Any, base_dir: Path | None) -> Any:
     return value
 
 
+def _shipped_spec_name(given: str) -> str | None:
+    """The name of the shipped example spec ``given`` names (``dram-240``, ``dram-240.toml`` or
+    ``presets/sweeps/dram-240.toml``), or None."""
+    p = Path(given)
+    if p.parent.parts not in ((), ("presets", "sweeps")) or p.suffix not in ("", ".toml"):
+        return None
+    return p.stem if f"sweeps/{p.stem}.toml" in data.files("sweeps") else None
+
+
 def load_spec(spec: str | Path | Mapping[str, Any], *, source: str | None = None) -> Spec:
     """Reads and checks a spec (a TOML file or a dict). Errors name the file and the key; configs and
     workloads are checked against the simulator (every axis value), so a typo fails before any run."""
@@ -338,16 +348,25 @@ def load_spec(spec: str | Path | Mapping[str, Any], *, source: str | None = None
         return spec
     if isinstance(spec, (str, Path)):
         path = Path(spec)
-        source = source or str(path)
-        if not path.is_file():
-            raise SpecError(f"{path}: no such spec file")
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is allowed, as in configs
-        except tomllib.TOMLDecodeError as e:
-            raise SpecError(f"{path}: not valid TOML: {e}") from None
-        except UnicodeDecodeError:
-            raise SpecError(f"{path}: not a text file") from None
-        base_dir = path.resolve().parent
+        shipped = None if path.is_file() else _shipped_spec_name(str(spec))
+        if shipped is not None:
+            # An example spec that ships with movelab, by name or by its repository path (so the
+            # README's commands work from an installed wheel too).
+            raw, source = data.sweep_spec(shipped)
+            source = str(spec) if Path(str(spec)).suffix == ".toml" else source
+        else:
+            source = source or str(path)
+            if not path.is_file():
+                names = ", ".join(sorted(Path(n).stem for n in data.files("sweeps")))
+                raise SpecError(f"{path}: no such spec file (the example specs that ship with movelab can be "
+                                f"given by name: {names})")
+            try:
+                raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is allowed, as in configs
+            except tomllib.TOMLDecodeError as e:
+                raise SpecError(f"{path}: not valid TOML: {e}") from None
+            except UnicodeDecodeError:
+                raise SpecError(f"{path}: not a text file") from None
+            base_dir = path.resolve().parent
     elif isinstance(spec, Mapping):
         raw = dict(spec)
         source = source or "spec"
