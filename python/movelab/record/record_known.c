@@ -1,4 +1,5 @@
-/* A program with known copies and initialisations, for the recording tests. Distinctive sizes
+/* A program with known copies and initialisations, for the recording tests and the recording
+ * benchmark (movelab bench record, program gcc compiles it). Distinctive sizes
  * let the test pick its own calls out of whatever the C library does. Run with no argument:
  *   main:   memcpy 4099 x10, __memcpy_chk 77 x2, memset(0x5a) 1001 x7, memmove 301 x5,
  *           calloc(16, 65) x3, realloc 100 -> 1 MiB x1 (prints the usable size it copies),
