@@ -67,9 +67,17 @@ def check_value(value: Any, where: str, unsigned: bool = False) -> None:
     """Raises ``ValueError`` naming ``where`` (a dotted key) for a number no config can hold: NaN,
     an infinity, or an integer outside TOML's signed 64 bits (every config is TOML). A trace
     generator's spec travels as JSON into unsigned 64-bit fields (``unsigned``): 0 to 2**64 - 1.
-    Walks dicts and lists."""
+    ``None`` (TOML has no null) and values of other types are refused too. Walks dicts and lists."""
     if isinstance(value, bool):
         return
+    if value is None:
+        # TOML has no null: a key given None would be dropped on the way and the config run
+        # without it, a typo in its name passing unnoticed.
+        raise ValueError(f"{where}: None is not a setting's value (configs are TOML, which has no null): "
+                         "give a value, or leave the key out")
+    if not isinstance(value, (int, float, str, dict, list, tuple)):
+        raise TypeError(f"{where}: a {type(value).__name__} is not a setting's value (give a number, a "
+                        "string, a bool, a list or a dict)")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where}: {value} is not a finite number")
     lo, hi, what = (0, U64_MAX, "unsigned") if unsigned else (I64_MIN, I64_MAX, "signed")

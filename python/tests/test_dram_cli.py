@@ -345,3 +345,13 @@ def test_run_refuses_the_in_dram_copys_settings_on_the_baseline() -> None:
     r = runner.invoke(app, args)
     assert r.exit_code == 2, r.output
     assert "controller.copy.success: not read" in " ".join(r.output.split()), r.output
+
+
+def test_generate_writes_lines_of_the_bytes_asked(tmp_path: Path) -> None:
+    out = tmp_path / "g.trace"
+    r = runner.invoke(app, ["dram", "generate", "stream", "--count", "3", "--line-bytes", "32", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.read_text().split() == ["R", "0x0", "R", "0x20", "R", "0x40"]
+    r = runner.invoke(app, ["dram", "generate", "stream", "--count", "3", "--line-bytes", "48", "-o", str(out),
+                            "--force"])
+    assert r.exit_code == 2 and "line_bytes: 48 is not a power of two" in " ".join(r.output.split())

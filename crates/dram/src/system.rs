@@ -154,10 +154,15 @@ where
                         if let (BulkKind::Copy { src }, Some(p)) = (b.kind, mapper.period()) {
                             // Addresses wrap at the mapper's period: ranges apart as given may
                             // land on each other (a copy onto itself, or one that overwrites
-                            // its own source), which no mechanism copies as written.
+                            // its own source), which no mechanism copies as written. (Ranges
+                            // that overlap as given are the trace readers' to refuse.)
                             let (s, d) = (src % p, b.dst % p);
                             let apart = |x: u64, y: u64| (y + p - x) % p;
-                            if apart(s, d) < b.bytes || apart(d, s) < b.bytes {
+                            let given = |x: u64, y: u64| {
+                                u128::from(x) < u128::from(y) + u128::from(b.bytes)
+                            };
+                            let overlap_given = given(src, b.dst) && given(b.dst, src);
+                            if !overlap_given && (apart(s, d) < b.bytes || apart(d, s) < b.bytes) {
                                 return Err(Error::Request(format!(
                                     "trace item {}: COPY of {} bytes from 0x{src:x} to 0x{:x}: source and \
                                      destination overlap once addresses wrap at this memory's {} bytes \

@@ -139,11 +139,23 @@ fn unread_overrides_and_bad_runs_are_refused_by_name() {
     assert!(e.contains("with_app"), "{e}");
     let e = err(spec("onloader", Direction::Tx, 512, false));
     assert!(e.contains("with_app"), "{e}");
-    let long = cfg("wire = { duration_us = 1000000.0 }");
-    let e = run(&long, &spec("emu", Direction::Rx, 512, true))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("wire.duration_us"), "{e}");
+    // A peer sending longer than the run allows is refused where the key is read, with the run's
+    // own bound (the config once allowed 100 times more, which the run then refused).
+    let e = load(
+        "ixp2350",
+        &toml::from_str("wire = { duration_us = 1000000.0 }").unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("wire.duration_us") && e.contains("1..=100000"),
+        "{e}"
+    );
+    assert!(run(
+        &cfg("wire = { duration_us = 100000.0 }"),
+        &spec("emu", Direction::Rx, 512, true)
+    )
+    .is_ok());
 }
 
 /// Every override a run would not read is named (one per run kind below), and each one named

@@ -277,6 +277,8 @@ def generate_cmd(
                                               show_default=False),
     hot_bytes: str | None = typer.Option(None, help="hotset: bytes of the hot set, the footprint's first "
                                          "(default 1M).", show_default=False),
+    line_bytes: str = typer.Option("64", "--line-bytes", help="Bytes per request, a power of two: the burst of "
+                                   "the device the trace is for (32 on HBM, GDDR, LPDDR5/6)."),
     fmt: TraceFileFormat = typer.Option(TraceFileFormat.native, "--format", help="Trace format to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
@@ -287,7 +289,8 @@ def generate_cmd(
     try:
         with atomic_path(path) as tmp:
             spec = {"kind": kind.value, "count": count, "read_fraction": read_fraction, "seed": seed,
-                    "footprint_bytes": parse_size(footprint, "--footprint")}
+                    "footprint_bytes": parse_size(footprint, "--footprint"),
+                    "line_bytes": parse_size(line_bytes, "--line-bytes")}
             if hot_fraction is not None:
                 spec["hot_fraction"] = hot_fraction
             if hot_bytes is not None:

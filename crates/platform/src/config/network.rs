@@ -11,6 +11,9 @@ use crate::sim::error::PlatformError;
 use crate::sim::preset::{merge_known, PresetSet};
 use serde::{Deserialize, Serialize};
 
+/// The longest a network peer may send, simulated microseconds (`wire.duration_us`).
+pub const MAX_WIRE_DURATION_US: f64 = 100_000.0;
+
 /// The built-in network platforms: (name, TOML text).
 pub const BUILTIN_NETWORK_PLATFORMS: &[(&str, &str)] = &[(
     "ixp2350",
@@ -182,7 +185,15 @@ impl NetworkIoConfig {
         range(src, "small_cores.threads", m.threads as f64, 1.0, 64.0)?;
         let w = &self.wire;
         range(src, "wire.gbps", w.gbps, 0.001, 1000.0)?;
-        range(src, "wire.duration_us", w.duration_us, 1.0, 10_000_000.0)?;
+        // The longest a peer may send: the run refuses more (`systems::udp_pair`), so the config
+        // says so where the key is read.
+        range(
+            src,
+            "wire.duration_us",
+            w.duration_us,
+            1.0,
+            MAX_WIRE_DURATION_US,
+        )?;
         Ok(())
     }
 }

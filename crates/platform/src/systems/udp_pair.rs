@@ -43,7 +43,7 @@ const BLOCKS_ALONE_BUFFERS: u64 = 512;
 /// The configurations.
 pub const CONFIGS: &[&str] = &["emu", "softnic", "onloader"];
 /// The peer's sending time, simulated ns, at most (a receive run simulates every frame).
-pub const MAX_SEND_NS: f64 = 100_000_000.0;
+pub const MAX_SEND_NS: f64 = crate::config::network::MAX_WIRE_DURATION_US * 1000.0;
 
 /// The host programs of the three configurations (`presets/network/wun-programs`).
 const PROGRAMS: &[(&str, &str)] = &[
