@@ -81,6 +81,8 @@ def check_value(value: Any, where: str, unsigned: bool = False) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where}: {value} is not a finite number")
     lo, hi, what = (0, U64_MAX, "unsigned") if unsigned else (I64_MIN, I64_MAX, "signed")
+    if unsigned and isinstance(value, int) and value < 0:
+        raise ValueError(f"{where}: {value} is negative; this setting takes 0 or more")
     if isinstance(value, int) and not lo <= value <= hi:
         raise ValueError(f"{where}: {value} does not fit in a setting's {what} 64 bits "
                          f"({lo:,} to {hi:,})")

@@ -105,6 +105,8 @@ CASES: list[tuple[str, Call, type[BaseException], str]] = [
      ValueError, "overrides.core.windo: None is not a setting's value"),
     ("dram override of a set", lambda p: dram.simulate(CFG, GEN, overrides={"controller": {"scheduler": {"fcfs"}}}),
      TypeError, "overrides.controller.scheduler: a set is not a setting's value"),
+    ("generator fraction negative", lambda p: dram.simulate(CFG, {**GEN, "read_fraction": -1}), ValueError,
+     "read_fraction: -1 is negative"),
     ("interconnect far too slow", lambda p: platform.run("zhao-uma-emc", "tcp-rx",
                                                          overrides={"interconnect": {"bandwidth_gbs": 1e-9}},
                                                          params={"packets": 5}),

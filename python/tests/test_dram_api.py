@@ -261,3 +261,10 @@ def test_generated_lines_are_the_devices_bursts_so_every_channel_is_used() -> No
     assert default["bandwidth_gb_s"] > 1.8 * line64["bandwidth_gb_s"]
     # On a device of 64-byte bursts nothing changes.
     assert dram.simulate(BENCH, stream).stats == dram.simulate(BENCH, {**stream, "line_bytes": 64}).stats
+
+
+def test_a_replication_is_an_item_as_in_a_trace_file() -> None:
+    # REPL SRC BYTES COPIES, as a tuple: Multi-RowCopy copies each row of 8 KiB into 3 rows.
+    stats = dram.simulate("rowclone-ddr3-1066", [("REPL", 0, 8192, 3), ("R", 64)],
+                          overrides={"controller": {"bulk": "multi-row-copy"}}).stats
+    assert stats["bulk"]["copies"] == 1 and stats["bulk"]["bytes"]["mrc"] == 3 * 8192

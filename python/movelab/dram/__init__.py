@@ -167,7 +167,7 @@ class SimResult:
         return json.dumps(self.stats, indent=2)
 
 
-_ARITY = {"R": 1, "W": 1, "COPY": 3, "INIT": 3}
+_ARITY = {"R": 1, "W": 1, "COPY": 3, "INIT": 3, "REPL": 3}
 #: Trace items handed to the simulator per call when a Python iterable is streamed.
 CHUNK_ITEMS = 4096
 
@@ -184,7 +184,7 @@ def _item_line(i: int, it: Any) -> str:
     op = str(it[0]).upper()
     arity = _ARITY.get(op)
     if arity is None:
-        raise ValueError(f"trace item {i}: unknown operation {it[0]!r} (R, W, COPY, INIT)")
+        raise ValueError(f"trace item {i}: unknown operation {it[0]!r} (R, W, COPY, INIT, REPL)")
     if len(it) - 1 != arity:
         raise ValueError(f"trace item {i}: {op} takes {arity} arguments, got {len(it) - 1}")
     try:
@@ -363,7 +363,7 @@ def memspec_device_differences(memspec: dict[str, Any], spec: dict[str, Any]) ->
 
 
 def write_memspec(config: str | Path | dict[str, Any] | Config) -> dict[str, Any]:
-    """The config's device (DDR4 or DDR5 with currents) as a DRAMPower JSON memspec."""
+    """The config's device (DDR4, DDR5 or LPDDR5, with currents) as a DRAMPower JSON memspec."""
     cfg = config if isinstance(config, Config) else load_config(config)
     return json.loads(_native_call(_core.dram_write_memspec, cfg.to_json()))
 
