@@ -48,7 +48,7 @@ pub const SYSTEMS: &[System] = &[
     },
     System {
         name: "cluster",
-        about: "two copies of a platform with a NIC (e.g. larsen-io) on one Ethernet link: a sender's driver, the wire, a receiver's",
+        about: "two copies of a platform with a NIC (e.g. larsen-io) on one Ethernet link: a sender's driver and NIC, the wire, a receiver's NIC and driver (its configurations are the platform's)",
         // Its configurations are the platform's (name the system: `--system cluster`).
         presets: Vec::new,
         workloads: || {
