@@ -158,7 +158,9 @@ LPDDR5_CURRENTS = [
     "dram.currents.idd5pb=40", "dram.currents.vdd=1.05", "dram.currents.idd0=60", "dram.currents.idd2n=30",
     "dram.currents.idd3n=38", "dram.currents.idd4r=180", "dram.currents.idd4w=160", "dram.currents.idd5=110",
     "dram.currents.vpp=1.8", "dram.currents.ipp0=8", "dram.currents.ipp2n=2", "dram.currents.ipp3n=2.5",
+    "dram.currents.ipp4r=3", "dram.currents.ipp4w=3",
     "dram.currents.vdd2l=0.9", "dram.currents.idd02l=10", "dram.currents.idd2n2l=5", "dram.currents.idd3n2l=6",
+    "dram.currents.idd4r2l=25", "dram.currents.idd4w2l=20",
 ]
 
 
@@ -177,8 +179,10 @@ def test_lpddr5_currents_travel_through_a_memspec(tmp_path: Path) -> None:
     assert given["energy_available"] and read["energy_available"]
     assert read["energy"]["total_nj"] == pytest.approx(given["energy"]["total_nj"], rel=1e-12)
     assert given["energy"]["total_nj"] > 0
-    # Without currents the preset still has no energy.
+    # Without currents the preset still has no energy; a supply given in part is refused.
     assert not json.loads(cli(*base))["energy_available"]
+    out = cli(*base, "--set", "dram.currents.vdd=1.05", "--set", "dram.currents.idd0=60", code=2)
+    assert "publishes no currents" in " ".join(out.replace("│", " ").split())
 
 
 def test_memspec_refuses_the_other_directions_options(tmp_path: Path) -> None:

@@ -63,16 +63,18 @@ def stats_table(s: dict[str, Any]) -> Table:
         ("bandwidth", f"{s['bandwidth_gb_s']:.3f} GB/s"),
         ("row hits / misses / conflicts", f"{s['row']['hits']:,} / {s['row']['misses']:,} / {s['row']['conflicts']:,}"),
         ("commands", ", ".join(f"{k} {v:,}" for k, v in s["commands"].items() if v)),
-        ("energy total", f"{e['total_nj'] / 1000:,.3f} uJ"),
-        # The parts in the total's unit, with separators (one unit on every energy line).
-        ("  act / pre / rd / wr / transfer", " / ".join(f"{e[k] / 1000:,.3f}" for k in (
-            "activate_nj", "precharge_nj", "read_nj", "write_nj", "transfer_nj")) + " uJ"),
-        ("  refresh / background / channel I/O",
-         " / ".join(f"{e[k] / 1000:,.3f}" for k in ("refresh_nj", "background_nj", "io_nj")) + " uJ"),
     ]
-    if not s.get("energy_available", True):
-        # No public currents for this part: say so instead of printing zeros as energy.
-        rows = [r for r in rows if not r[0].startswith(("energy", "  "))]
+    if s.get("energy_available", True):
+        rows += [
+            ("energy total", f"{e['total_nj'] / 1000:,.3f} uJ"),
+            # The parts in the total's unit, with separators (one unit on every energy line).
+            ("  act / pre / rd / wr / transfer", " / ".join(f"{e[k] / 1000:,.3f}" for k in (
+                "activate_nj", "precharge_nj", "read_nj", "write_nj", "transfer_nj")) + " uJ"),
+            ("  refresh / background / channel I/O",
+             " / ".join(f"{e[k] / 1000:,.3f}" for k in ("refresh_nj", "background_nj", "io_nj")) + " uJ"),
+        ]
+    else:
+        # No public currents for this part: say so (its energies are None), instead of zeros.
         rows.append(("energy", f"not available: no public currents for {s['part']}"))
     if b["ops"]:
         bb = b["bytes"]
