@@ -355,3 +355,25 @@ def test_generate_writes_lines_of_the_bytes_asked(tmp_path: Path) -> None:
     r = runner.invoke(app, ["dram", "generate", "stream", "--count", "3", "--line-bytes", "48", "-o", str(out),
                             "--force"])
     assert r.exit_code == 2 and "line_bytes: 48 is not a power of two" in " ".join(r.output.split())
+
+
+def test_check_says_what_a_violation_without_cycles_is(tmp_path: Path) -> None:
+    # A bounds violation has no required / actual cycles: the table said "0 / 0" and not what was wrong.
+    trace, log = tmp_path / "t.trace", tmp_path / "l.log"
+    trace.write_text("R 0x0\nR 0x40\n")
+    cli("dram", "run", "ddr3-1600k-bench", trace, "--command-log", log, "--format", "json")
+    text = log.read_text()
+    last = [ln for ln in text.splitlines() if ln and not ln.startswith("#")][-1]
+    f = last.split()
+    f[2] = "9"  # the channel field: out of range on a one-channel device
+    log.write_text(text.replace(last, " ".join(f)))
+    out = " ".join(runner.invoke(app, ["dram", "check", str(log)], env={"COLUMNS": "160"}).output.split())
+    assert "1 violation in" in out and "channel 9 is out of range" in out
+
+
+def test_an_empty_trace_runs_with_a_warning(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.trace"
+    empty.write_text("# nothing\n")
+    r = runner.invoke(app, ["dram", "run", "ddr3-1600k-bench", str(empty), "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["reads"] == 0
+    assert "holds no requests or bulk operations" in r.stderr

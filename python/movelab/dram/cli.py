@@ -163,12 +163,16 @@ def check_cmd(
         if r["ok"]:
             console.print(f"[green]OK[/green]: {r['commands_checked']:,} commands, no violations")
         else:
-            t = Table(title=f"{r['violation_count']:,} violations in {r['commands_checked']:,} commands")
-            for col in ["line", "cycle", "command", "rule", "required", "actual"]:
+            n = r["violation_count"]
+            t = Table(title=f"{n:,} violation{'' if n == 1 else 's'} in {r['commands_checked']:,} commands")
+            for col in ["line", "cycle", "command", "rule", "required", "actual", "what"]:
                 t.add_column(col)
             for v in r["violations"][:limit]:
-                t.add_row(str(v.get("line")), str(v["cycle"]), v["command"], v["rule"], str(v["required_cycles"]),
-                          str(v["actual_cycles"]))
+                # Timing rules say it with their cycles; the others (bounds, order, protocol) in words.
+                timed = v.get("required_cycles") or v.get("actual_cycles")
+                t.add_row(str(v.get("line")), str(v["cycle"]), v["command"], v["rule"],
+                          str(v["required_cycles"]) if timed else "-", str(v["actual_cycles"]) if timed else "-",
+                          v.get("message") or "")
             console.print(t)
     if not r["ok"]:
         raise typer.Exit(1)

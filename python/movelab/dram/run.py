@@ -150,6 +150,10 @@ def run_trace(config: str, trace: Path | None, generate: str | None, count: int,
                 res = sim(lambda n: prog.update(task, completed=n))
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
+    st = res.stats
+    if not st.get("reads") and not st.get("writes") and not (st.get("bulk") or {}).get("ops"):
+        sys.stderr.write(f"warning: {trace if trace is not None else 'the trace'} holds no requests or bulk "
+                         "operations: nothing was simulated\n")
     if fmt == "json":
         echo_line(json.dumps(res.stats, indent=2))
     else:
