@@ -165,14 +165,17 @@ def check_cmd(
         else:
             n = r["violation_count"]
             t = Table(title=f"{n:,} violation{'' if n == 1 else 's'} in {r['commands_checked']:,} commands")
-            for col in ["line", "cycle", "command", "rule", "required", "actual", "what"]:
+            shown = r["violations"][:limit]
+            # Timing rules say what is wrong with their cycles; the others (bounds, order, protocol)
+            # have none, and say it in words: a column for those words when any is shown.
+            timed = [bool(v.get("required_cycles") or v.get("actual_cycles")) for v in shown]
+            cols = ["line", "cycle", "command", "rule", "required", "actual"] + ([] if all(timed) else ["what"])
+            for col in cols:
                 t.add_column(col)
-            for v in r["violations"][:limit]:
-                # Timing rules say it with their cycles; the others (bounds, order, protocol) in words.
-                timed = v.get("required_cycles") or v.get("actual_cycles")
-                t.add_row(str(v.get("line")), str(v["cycle"]), v["command"], v["rule"],
-                          str(v["required_cycles"]) if timed else "-", str(v["actual_cycles"]) if timed else "-",
-                          v.get("message") or "")
+            for v, tv in zip(shown, timed, strict=True):
+                row = [str(v.get("line")), str(v["cycle"]), v["command"], v["rule"],
+                       str(v["required_cycles"]) if tv else "-", str(v["actual_cycles"]) if tv else "-"]
+                t.add_row(*row, *([] if all(timed) else ["" if tv else (v.get("message") or "")]))
             console.print(t)
     if not r["ok"]:
         raise typer.Exit(1)
