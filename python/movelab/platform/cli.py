@@ -295,7 +295,7 @@ def compose_cmd(
         return
     t = Table(title=f"server-composed: {frames} frames received (network-core time, every frame byte-checked)",
               box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
-    # The numbers never wrap or get cut; on a narrow terminal the mechanisms' names wrap at '+'.
+    # The numbers never wrap or get cut; on a narrow terminal the mechanisms' names fold.
     t.add_column("mechanisms", justify="left", overflow="fold")
     for c in ["ns/frame", "Gb/s", "saving", "DRAM uJ", "KiB", "offloads"]:
         t.add_column(c, justify="right", no_wrap=True, min_width=len(c))

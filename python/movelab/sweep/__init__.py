@@ -353,7 +353,6 @@ def load_spec(spec: str | Path | Mapping[str, Any], *, source: str | None = None
             # An example spec that ships with movelab, by name or by its repository path (so the
             # README's commands work from an installed wheel too).
             raw, source = data.sweep_spec(shipped)
-            source = str(spec) if Path(str(spec)).suffix == ".toml" else source
         else:
             source = source or str(path)
             if not path.is_file():
