@@ -298,6 +298,40 @@ fn composition_variants_save_alone_and_together() {
     assert!(variants(&none, 0, &mut |_, _| {}).is_err());
 }
 
+/// Longer than the rings: 1,000 frames through 512-descriptor rings, each buffer used twice. Every
+/// variant receives every frame, each compared with the bytes as they left (the loopback check
+/// used to compare a frame with its TX buffer as it was when the frame landed: after the driver
+/// had reused it; and a driver running a ring ahead of the NIC used to overwrite RX descriptors,
+/// so frames landed at address 0, with the run ending normally).
+#[test]
+fn composition_runs_longer_than_its_rings() {
+    use movelab_platform::experiments::composition::run as variants;
+    let none = toml::Value::Table(Default::default());
+    let rows = variants(&none, 1000, &mut |_, _| {}).unwrap();
+    assert_eq!(rows.len(), 10);
+    for r in &rows {
+        assert_eq!((r.frames, r.rx_bytes_wrong), (1000, 0), "{r:?}");
+        // About two interrupts a frame (one vector for TX and RX write-backs, a few coalesced).
+        assert!(r.interrupts > 1900 && r.interrupts <= 2000, "{r:?}");
+    }
+}
+
+/// A driver posting RX buffers faster than frames arrive (three per frame sent) runs the RX ring
+/// over: refused with an error naming the ring and what to change, as a TX ring overrun is.
+#[test]
+fn a_driver_running_over_its_rx_ring_is_refused() {
+    let mut c = cfg("server-composed", "").unwrap();
+    for (k, v) in [("messages", 400), ("rx_post", 3), ("gap", 8000)] {
+        c.cores[0].params.insert(k.into(), v);
+    }
+    let w = Workload::load("server-rx", &params(&[("chunks", 1), ("chunk", 100)])).unwrap();
+    let e = Platform::new(&c).unwrap().run(&w).unwrap_err().to_string();
+    assert!(
+        e.contains("ring overrun") && e.contains("512-descriptor RX ring") && e.contains("io.nic.rx_ring"),
+        "{e}"
+    );
+}
+
 /// The composed server receiving through Larsen & Lee's iDMA (the adapter's frames into the
 /// pinned buffer with DDIO, the engine moving them into the posted buffers) with RowClone-ZI and
 /// the on-die ASYNC copy engine, beside the small multithreaded core: every frame's bytes arrive

@@ -404,6 +404,20 @@ impl PcieDeviceAgent {
             return self.rx_tail;
         };
         let ring = self.nic.rx_ring.max(1);
+        // As on TX: a driver posts into a descriptor the NIC has written back, at most the ring
+        // less one outstanding. Beyond that it overwrites descriptors the NIC has not used (or
+        // has fetched and holds): the ring reads as empty, and frames land in buffers taken from
+        // written-back descriptors.
+        let out = self.rx_posted - self.nic.stats.rx_desc_written_back.min(self.rx_posted);
+        if out + 1 > u64::from(ring) - 1 && self.overrun.is_none() {
+            self.overrun = Some(format!(
+                "the driver's RX buffer {} is posted while {out} of the {ring}-descriptor RX ring \
+                 are still waiting for frames: a ring overrun (the workload posts RX buffers faster \
+                 than frames arrive; give fewer messages, a longer gap between them, or a larger \
+                 io.nic.rx_ring)",
+                self.rx_posted + 1
+            ));
+        }
         let buf = bufs + (self.rx_posted % ring as u64) * self.cfg.tx_buffer_stride;
         self.mem.write(
             ring_base + self.rx_tail as u64 * nic::DESC,
@@ -498,21 +512,15 @@ impl PcieDeviceAgent {
 
     /// A device write reached the root complex: into memory (cached copies invalidated) or DDIO.
     fn device_write(&mut self, sys: &mut MemorySystem, now: Ps, addr: u64, data: &[u8]) {
-        // A received frame in RX buffer k is the frame sent from TX buffer k (loopback, one RX
-        // buffer posted per message): byte check.
-        if let Some(rxb) = self.cfg.rx_buffers.filter(|_| self.cfg.loopback) {
-            let span = self.nic.rx_ring as u64 * self.cfg.tx_buffer_stride;
-            if addr >= rxb && addr - rxb < span {
-                let sent = self
-                    .mem
-                    .read(self.cfg.tx_buffers + (addr - rxb), data.len());
-                self.stats.rx_bytes_checked += data.len() as u64;
-                self.stats.rx_bytes_wrong +=
-                    sent.iter().zip(data).filter(|(a, b)| a != b).count() as u64;
-            }
-        } else if let Some(rxb) = self.cfg.rx_buffers.filter(|_| self.mac.on_link()) {
-            // On a link: the frame landing in a buffer is the next one the NIC accepted from
-            // the wire (frames land in the order they came, each from its buffer's start).
+        // Byte check: the frame landing in a buffer is the next one the NIC accepted, from the
+        // loopback peer or the wire (frames land in the order they came, each from its buffer's
+        // start), compared with the bytes as they left (not with its TX buffer now: the driver
+        // may have reused it).
+        if let Some(rxb) = self
+            .cfg
+            .rx_buffers
+            .filter(|_| self.cfg.loopback || self.mac.on_link())
+        {
             let stride = self.cfg.tx_buffer_stride.max(1);
             let span = self.nic.rx_ring as u64 * stride;
             if addr >= rxb && addr - rxb < span {
@@ -780,8 +788,13 @@ impl Agent for PcieDeviceAgent {
                     return;
                 };
                 self.stats.rx_frames_in += 1;
+                let drops = self.nic.stats.rx_drops;
+                let kept = f.clone();
                 let mut out = Vec::new();
                 self.nic.frame_in(now, f, &mut out);
+                if self.nic.stats.rx_drops == drops && self.cfg.rx_buffers.is_some() {
+                    self.expect.push_back(kept);
+                }
                 self.nic_outs(sys, now, out);
             }
             _ => {}
