@@ -442,6 +442,26 @@ fn a_receiver_with_nothing_to_acknowledge_sends_nothing() {
     );
 }
 
+/// A sender whose program ends with more TX completions held than the guard's bound (1,500
+/// messages back to back: its core takes an interrupt per completion, each after the last
+/// handler) takes them all and the run ends: the guard counts the held ones as owed (it used to
+/// stop the run as a loop that feeds itself). The receiver, out of buffers, drops the rest.
+#[test]
+fn a_host_ending_with_more_held_interrupts_than_the_bound_takes_them_all() {
+    let mut ps = vec![platform(""), platform(RECEIVER)];
+    let progs = vec![
+        vec![Workload::load("nic-tx", &params("messages=1500,gap=0")).expect("nic-tx")],
+        vec![Workload::load("nic-rx", &BTreeMap::new()).expect("nic-rx")],
+    ];
+    let s = cluster::run(&mut ps, &progs, &[link(3.0)], &mut |_| {}).expect("cluster run");
+    let (tx, rx) = (&s.hosts[0], &s.hosts[1].devices[0]);
+    assert_eq!(tx.devices[0].frames, 1500);
+    assert!(tx.interrupts > cluster::MIN_IDLE_INTERRUPTS, "{}", tx.interrupts);
+    assert_eq!(rx.rx_frames_in, 1500);
+    assert_eq!(rx.rx_bytes_wrong, 0);
+    assert_eq!(rx.nic.rx_frames + rx.nic.rx_drops, 1500, "{:?}", rx.nic);
+}
+
 #[test]
 fn the_guard_allows_a_host_an_interrupt_per_frame_its_largest_ring_can_queue() {
     // A host whose program has ended may still take one interrupt per frame queued on its rings:

@@ -23,10 +23,10 @@ pub const MIN_IDLE_INTERRUPTS: u64 = 1024;
 pub struct RunGuard {
     steps: u64,
     what: &'static str,
-    /// Work a watched party may do without progress, and each party's (progress, work at the
-    /// last progress).
+    /// Work a watched party may do without progress, and each party's (progress, work and
+    /// backlog at the last progress).
     max_idle_work: Option<u64>,
-    parties: Vec<(u64, u64)>,
+    parties: Vec<(u64, u64, u64)>,
 }
 
 impl RunGuard {
@@ -47,21 +47,30 @@ impl RunGuard {
         self
     }
 
-    /// Reports party `who`'s counters (both only grow): `progress` (what it was given to do and
-    /// did: program operations fed, frames taken in) and `work` (what it spends: interrupts
-    /// taken). `Stalled` once `work` has grown by more than the bound since `progress` last
-    /// moved; without a bound it only records.
-    pub fn watch(&mut self, who: usize, progress: u64, work: u64) -> Result<(), PlatformError> {
+    /// Reports party `who`'s counters (the first two only grow): `progress` (what it was given
+    /// to do and did: program operations fed, frames taken in), `work` (what it spends:
+    /// interrupts taken) and `backlog` (work already owed: interrupts raised and held, not yet
+    /// taken). `Stalled` once `work` has grown by more than the bound plus the backlog owed
+    /// when `progress` last moved (a host whose program ended with a thousand completions
+    /// queued takes them all; one whose handlers feed themselves owes little when it starts);
+    /// without a bound it only records.
+    pub fn watch(
+        &mut self,
+        who: usize,
+        progress: u64,
+        work: u64,
+        backlog: u64,
+    ) -> Result<(), PlatformError> {
         if self.parties.len() <= who {
-            self.parties.resize(who + 1, (0, 0));
+            self.parties.resize(who + 1, (0, 0, 0));
         }
         let p = &mut self.parties[who];
         if progress != p.0 || work < p.1 {
-            *p = (progress, work);
+            *p = (progress, work, backlog);
             return Ok(());
         }
         match self.max_idle_work {
-            Some(max) if work - p.1 > max => Err(PlatformError::Stalled(format!(
+            Some(max) if work - p.1 > max.saturating_add(p.2) => Err(PlatformError::Stalled(format!(
                 "{}: party {who} did {} units of work (interrupts) with no progress (no program \
                  operation fed, no frame taken in): a loop that feeds itself",
                 self.what,
@@ -118,20 +127,26 @@ mod tests {
         let mut g = RunGuard::new("the test run").with_idle_work(10);
         // Work with progress beside it is never stopped.
         for k in 0..100 {
-            assert!(g.watch(0, k, 3 * k).is_ok());
+            assert!(g.watch(0, k, 3 * k, 0).is_ok());
         }
         // Another party's progress does not count for this one.
         for w in 0..=10 {
-            assert!(g.watch(1, 5, 100 + w).is_ok());
-            assert!(g.watch(0, 100 + w, 0).is_ok());
+            assert!(g.watch(1, 5, 100 + w, 0).is_ok());
+            assert!(g.watch(0, 100 + w, 0, 0).is_ok());
         }
-        let e = g.watch(1, 5, 111).unwrap_err().to_string();
+        let e = g.watch(1, 5, 111, 0).unwrap_err().to_string();
         assert!(
             e.contains("the test run: party 1 did 11 units of work"),
             "{e}"
         );
+        // A backlog owed when progress last moved is taken on top of the bound: 30 held
+        // interrupts and 10 more, then one too many.
+        assert!(g.watch(2, 7, 0, 30).is_ok());
+        assert!((1..=40).all(|w| g.watch(2, 7, w, 30 - (w.min(30))).is_ok()));
+        let e = g.watch(2, 7, 41, 0).unwrap_err().to_string();
+        assert!(e.contains("party 2 did 41 units of work"), "{e}");
         // Without a bound it only records.
         let mut free = RunGuard::new("the test run");
-        assert!((0..1000).all(|w| free.watch(0, 0, w).is_ok()));
+        assert!((0..1000).all(|w| free.watch(0, 0, w, 0).is_ok()));
     }
 }

@@ -11,7 +11,8 @@
 //! every platform is done and nothing is on a wire.
 //!
 //! The guard: besides Ctrl-C ([`RunGuard`]), a host that keeps taking interrupts while its
-//! program feeds nothing and no frame reaches it (more than [`idle_interrupts`]) stops the run
+//! program feeds nothing and no frame reaches it (more than [`idle_interrupts`], beyond those it
+//! held when its program last fed one) stops the run
 //! as `Stalled`: its handlers feed themselves (sends whose completions interrupt it again), a
 //! loop in which time moves and instructions retire, so the platform's own watch never sees it.
 //!
@@ -239,6 +240,7 @@ pub fn run(
             i,
             runs[i].ops() + taken_in[i],
             platforms[i].interrupts_taken(),
+            platforms[i].interrupts_held(),
         )?;
         let done = runs[i].ops() - before;
         if done > 0 {

@@ -475,6 +475,11 @@ impl Platform {
         self.cores.iter().map(|c| c.core.counters.interrupts).sum()
     }
 
+    /// Interrupts its cores hold now: raised while a handler ran, each to be taken after it.
+    pub fn interrupts_held(&self) -> u64 {
+        self.cores.iter().map(|c| u64::from(c.held_irqs)).sum()
+    }
+
     /// The time the platform has run to.
     pub fn now(&self) -> Ps {
         self.now
@@ -932,7 +937,7 @@ impl Platform {
                 // interrupt a core raised.
                 let taken = self.interrupts_taken();
                 run.run_guard
-                    .watch(0, run.n_ops + taken.saturating_sub(run.raised), run.raised)?;
+                    .watch(0, run.n_ops + taken.saturating_sub(run.raised), run.raised, 0)?;
                 let retired: u64 = self
                     .cores
                     .iter()
