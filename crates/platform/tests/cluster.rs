@@ -456,7 +456,11 @@ fn a_host_ending_with_more_held_interrupts_than_the_bound_takes_them_all() {
     let s = cluster::run(&mut ps, &progs, &[link(3.0)], &mut |_| {}).expect("cluster run");
     let (tx, rx) = (&s.hosts[0], &s.hosts[1].devices[0]);
     assert_eq!(tx.devices[0].frames, 1500);
-    assert!(tx.interrupts > cluster::MIN_IDLE_INTERRUPTS, "{}", tx.interrupts);
+    assert!(
+        tx.interrupts > cluster::MIN_IDLE_INTERRUPTS,
+        "{}",
+        tx.interrupts
+    );
     assert_eq!(rx.rx_frames_in, 1500);
     assert_eq!(rx.rx_bytes_wrong, 0);
     assert_eq!(rx.nic.rx_frames + rx.nic.rx_drops, 1500, "{:?}", rx.nic);

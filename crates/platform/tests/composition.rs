@@ -327,7 +327,9 @@ fn a_driver_running_over_its_rx_ring_is_refused() {
     let w = Workload::load("server-rx", &params(&[("chunks", 1), ("chunk", 100)])).unwrap();
     let e = Platform::new(&c).unwrap().run(&w).unwrap_err().to_string();
     assert!(
-        e.contains("ring overrun") && e.contains("512-descriptor RX ring") && e.contains("io.nic.rx_ring"),
+        e.contains("ring overrun")
+            && e.contains("512-descriptor RX ring")
+            && e.contains("io.nic.rx_ring"),
         "{e}"
     );
 }

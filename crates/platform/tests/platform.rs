@@ -616,7 +616,7 @@ fn config_and_workload_errors_name_what_is_wrong() {
 }
 
 /// The keys of overrides `over` (TOML) that nothing on preset `name` with them reads: the copy
-/// engine's, the cores' and level 1's, the in-DRAM copy's, in that order.
+/// engine's, the cores' and level 1's, the in-DRAM copy's, the interconnect's, in that order.
 fn unread_keys(name: &str, over: &str) -> Vec<String> {
     let ov: toml::Value = toml::from_str(over).unwrap();
     let c = PlatformConfig::preset(name)
@@ -626,6 +626,7 @@ fn unread_keys(name: &str, over: &str) -> Vec<String> {
     let mut out = c.unread_copy_overrides(&ov, "o").unwrap();
     out.extend(c.unread_core_overrides(&ov, "o").unwrap());
     out.extend(c.unread_memory_overrides(&ov, "o").unwrap());
+    out.extend(c.unread_interconnect_overrides(&ov, "o").unwrap());
     out.into_iter().map(|(k, _)| k).collect()
 }
 
@@ -761,4 +762,76 @@ fn core_keys_are_judged_against_the_cores_that_read_them() {
         "copy = { mechanism = \"ce\", placement = \"off-die\", engine_memory_ns = 50.0 }"
     )
     .is_empty());
+    // Only an asynchronous engine has a pending copy table, and only an on-die asynchronous one
+    // orders its early notification against its snoops.
+    for (over, want) in [
+        (
+            "mode = \"SYNC_WLB\", pending_copy_entries = 16",
+            Some("copy.pending_copy_entries"),
+        ),
+        ("mode = \"ASYNC\", pending_copy_entries = 16", None),
+        (
+            "mode = \"ASYNC\", snoop_ack = \"after\"",
+            Some("copy.snoop_ack"),
+        ),
+        (
+            "mode = \"ASYNC\", placement = \"on-die\", snoop_ack = \"after\"",
+            None,
+        ),
+        (
+            "mode = \"SYNC_NLB\", placement = \"on-die\", snoop_ack = \"after\"",
+            Some("copy.snoop_ack"),
+        ),
+    ] {
+        // zhao-uma-emc's engine is off-die.
+        let got = unread(
+            "zhao-uma-emc",
+            &format!("copy = {{ mechanism = \"ce\", {over} }}"),
+        );
+        assert_eq!(got.first().map(String::as_str), want, "{over}: {got:?}");
+    }
+}
+
+/// The interconnect's keys are judged too: the NUMA hop only where a channel lies behind the
+/// other node, the engine message only where an engine sends one.
+#[test]
+fn interconnect_keys_are_judged_against_what_reads_them() {
+    let hop = "interconnect = { remote_hop_ns = 40.0 }";
+    assert_eq!(
+        unread_keys("zhao-uma-emc", hop),
+        ["interconnect.remote_hop_ns"]
+    );
+    assert_eq!(
+        unread_keys("larsen-io", hop),
+        ["interconnect.remote_hop_ns"]
+    );
+    // zhao-numa-imc's channel 1 is the other node's.
+    assert!(unread_keys("zhao-numa-imc", hop).is_empty());
+    let msg = "interconnect = { engine_message_ns = 9.0 }";
+    assert_eq!(
+        unread_keys("zhao-uma-emc", msg),
+        ["interconnect.engine_message_ns"]
+    );
+    assert!(unread_keys("server-composed", msg).is_empty());
+    assert!(unread_keys(
+        "zhao-uma-emc",
+        "interconnect = { engine_message_ns = 9.0 }\ncopy = { mechanism = \"ce\" }"
+    )
+    .is_empty());
+    // Refused by name where a run takes the config as it is.
+    let ov: toml::Value = toml::from_str(hop).unwrap();
+    let c = PlatformConfig::preset("zhao-uma-emc")
+        .unwrap()
+        .with_overrides(ov.clone(), "cli")
+        .unwrap();
+    let e = c
+        .refuse_unread_overrides(&ov, "cli")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("interconnect.remote_hop_ns")
+            && e.contains("not read on this platform")
+            && e.contains("UMA"),
+        "{e}"
+    );
 }

@@ -858,6 +858,8 @@ impl PlatformConfig {
             own.is_none_or(|t| !t.contains_key(key))
                 && (key != "engine_share" || c.mode != MODES[0])
                 && (key != "engine_memory_ns" || c.placement != "on-die")
+                && (key != "pending_copy_entries" || c.mode == MODES[2])
+                && (key != "snoop_ack" || (c.mode == MODES[2] && c.placement == "on-die"))
         };
         let mut out = Vec::new();
         for key in given.keys().filter(|k| ENGINE_KEYS.contains(&k.as_str())) {
@@ -877,6 +879,21 @@ impl PlatformConfig {
             } else if key == "engine_share" {
                 "the memory controller gives an engine a share only under CPU request bypass \
                  (copy.mode SYNC_WLB or ASYNC), and this platform's engines run SYNC_NLB"
+                    .to_string()
+            } else if key == "pending_copy_entries"
+                && engines.iter().all(|(c, _)| c.mode != MODES[2])
+            {
+                "only an asynchronous engine (copy.mode ASYNC) records its copies in the pending \
+                 copy table, and this platform's engines are synchronous"
+                    .to_string()
+            } else if key == "snoop_ack"
+                && engines
+                    .iter()
+                    .all(|(c, _)| c.mode != MODES[2] || c.placement != "on-die")
+            {
+                "it orders an on-die asynchronous engine's early notification against its \
+                 snoops (copy.placement on-die, copy.mode ASYNC); this platform's engines are \
+                 off-die or synchronous"
                     .to_string()
             } else {
                 "every copy-engine agent sets its own (agents[].params), so [copy]'s is not read"
@@ -989,9 +1006,60 @@ impl PlatformConfig {
             .collect())
     }
 
+    /// The `[interconnect]` keys in `overrides` that nothing on this platform reads, each with
+    /// why: `remote_hop_ns` where no memory channel lies behind the other node (channels from
+    /// `remote_from_channel` on), `engine_message_ns` where no engine exchanges messages with the
+    /// cores over it (a copy engine, an iDMA or microengines).
+    pub fn unread_interconnect_overrides(
+        &self,
+        overrides: &toml::Value,
+        src: &str,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        let Some(given) = overrides
+            .get("interconnect")
+            .and_then(toml::Value::as_table)
+        else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        let ic = &self.interconnect;
+        if given.contains_key("remote_hop_ns") {
+            let channels = self.dram_config(src)?.dram.channels;
+            if ic.remote_from_channel >= channels {
+                out.push((
+                    "interconnect.remote_hop_ns".to_string(),
+                    format!(
+                        "only memory behind the other node pays the hop (channels from \
+                         interconnect.remote_from_channel on), and every one of this platform's \
+                         {channels} channel(s) is local{}",
+                        if ic.kind == "fsb" {
+                            " (a front-side bus is UMA; NUMA needs interconnect.kind = \"on-die\")"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+        }
+        if given.contains_key("engine_message_ns")
+            && !self
+                .agent_plan(src)?
+                .iter()
+                .any(|a| matches!(a.kind, "copy-engine" | "idma" | "microengines"))
+        {
+            out.push((
+                "interconnect.engine_message_ns".to_string(),
+                "only an engine's commands and notifications cross it (a copy engine, an iDMA or \
+                 microengines), and this platform has none"
+                    .to_string(),
+            ));
+        }
+        Ok(out)
+    }
+
     /// Refuses the first override [`PlatformConfig::unread_copy_overrides`],
-    /// [`PlatformConfig::unread_core_overrides`] or [`PlatformConfig::unread_memory_overrides`]
-    /// finds, naming its key. For runs that take this config as it is (`platform run`, `movelab
+    /// [`PlatformConfig::unread_core_overrides`], [`PlatformConfig::unread_memory_overrides`] or
+    /// [`PlatformConfig::unread_interconnect_overrides`] finds, naming its key. For runs that take this config as it is (`platform run`, `movelab
     /// run`, `platform pair`, `platform compose`).
     pub fn refuse_unread_overrides(
         &self,
@@ -1001,6 +1069,7 @@ impl PlatformConfig {
         let mut unread = self.unread_copy_overrides(overrides, src)?;
         unread.extend(self.unread_core_overrides(overrides, src)?);
         unread.extend(self.unread_memory_overrides(overrides, src)?);
+        unread.extend(self.unread_interconnect_overrides(overrides, src)?);
         match unread.into_iter().next() {
             Some((key, why)) => Err(PlatformError::config(
                 src,

@@ -70,12 +70,14 @@ impl RunGuard {
             return Ok(());
         }
         match self.max_idle_work {
-            Some(max) if work - p.1 > max.saturating_add(p.2) => Err(PlatformError::Stalled(format!(
+            Some(max) if work - p.1 > max.saturating_add(p.2) => {
+                Err(PlatformError::Stalled(format!(
                 "{}: party {who} did {} units of work (interrupts) with no progress (no program \
                  operation fed, no frame taken in): a loop that feeds itself",
                 self.what,
                 work - p.1
-            ))),
+            )))
+            }
             _ => Ok(()),
         }
     }

@@ -936,8 +936,12 @@ impl Platform {
                 // fed or an interrupt from a device (taken less those the cores raised), work an
                 // interrupt a core raised.
                 let taken = self.interrupts_taken();
-                run.run_guard
-                    .watch(0, run.n_ops + taken.saturating_sub(run.raised), run.raised, 0)?;
+                run.run_guard.watch(
+                    0,
+                    run.n_ops + taken.saturating_sub(run.raised),
+                    run.raised,
+                    0,
+                )?;
                 let retired: u64 = self
                     .cores
                     .iter()
