@@ -388,3 +388,18 @@ def echo_json(data: Any) -> None:
     import typer
 
     typer.echo(json.dumps(data, indent=2, sort_keys=False))
+
+
+def input_path(p: str | Path, what: str) -> Path:
+    """An input file that exists and is a regular file (a FIFO would block, a directory fails late)."""
+    if not isinstance(p, (str, Path)):
+        raise TypeError(f"{what} must be a path, not {type(p).__name__}")
+    path = Path(p)
+    if path.is_dir():
+        raise ValueError(f"{what}: {path} is a directory, not a file")
+    if not path.exists():
+        raise FileNotFoundError(f"{what} file {path} does not exist")
+    if not path.is_file():
+        raise ValueError(f"{what}: {path} is not a regular file (a FIFO or a device is not read"
+                         f"{'; pipe a trace to stdin instead: TRACE -' if what == 'trace' else ''})")
+    return path

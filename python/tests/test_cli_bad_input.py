@@ -70,9 +70,19 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "bom_toml": d / "bom.toml",
         "out_dir": d / "out",
         "all_out": d / "reports",
+        "fifo_toml": d / "a-fifo.toml",
+        "float_count": d / "float-count.toml",
+        "bad_unit": d / "bad-unit.toml",
+        "preset_number": d / "preset-number.toml",
     }
     f["dir"].mkdir()
     os.mkfifo(f["fifo"])
+    os.mkfifo(f["fifo_toml"])
+    work = (Path(__file__).parents[2] / "presets" / "workloads" / "bulk-zero.toml").read_text()
+    assert 'size = "' in work and 'n = "work"' in work
+    f["float_count"].write_text(work.replace('n = "work"', 'n = 1.5', 1))
+    f["bad_unit"].write_text(re.sub(r'size = "[0-9]+[KMG]iB"', 'size = "16 Kib"', work, count=1))
+    f["preset_number"].write_text('preset = 5\n')
     f["empty"].write_text("")
     f["bom_trace"].write_bytes(b"\xef\xbb\xbfR 0x0\nW 0x40\n")
     f["garbage"].write_text("R 0x0\nhello world\n")
@@ -234,6 +244,16 @@ CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
     ("platform missing file", ["platform", "run", "{dir}/nope.toml", "bulk-zero"], 2, ("nope.toml",)),
     ("platform unknown workload", ["platform", "run", "rowclone-system", "no-such-work"], 2, ("no-such-work",)),
     ("platform missing workload file", ["platform", "run", "rowclone-system", "{dir}/w.toml"], 2, ("w.toml",)),
+    ("platform file is a FIFO", ["platform", "run", "{fifo_toml}", "bulk-zero"], 2,
+     ("a-fifo.toml", "not a regular file")),
+    ("workload file is a FIFO", ["platform", "run", "rowclone-system", "{fifo_toml}"], 2,
+     ("a-fifo.toml", "not a regular file")),
+    ("workload count not whole", ["platform", "run", "rowclone-system", "{float_count}"], 2,
+     ("float-count.toml", "1.5", "a whole number")),
+    ("workload size unit", ["platform", "run", "rowclone-system", "{bad_unit}"], 2,
+     ("bad-unit.toml", "16 Kib", "KiB, MiB or GiB")),
+    ("platform preset not a name", ["platform", "run", "{preset_number}", "bulk-zero"], 2,
+     ("preset-number.toml", "preset", "5", "in quotes")),
     # --- output files: existing, directories, FIFOs, unwritable places
     ("--command-log exists", [*RUN, *G, "--command-log", "{existing}"], 2, ("existing.txt", "--force")),
     ("--command-log directory", [*RUN, *G, "--command-log", "{dir}", "--force"], 2, ("a-dir", "directory")),

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from movelab import _core
-from movelab._util import U64_MAX, check_progress, check_value
+from movelab._util import U64_MAX, check_progress, check_value, input_path
 
 __all__ = [
     "Config",
@@ -221,21 +221,6 @@ def _pipe_lines(p: str | Path) -> Iterator[str]:
     yield from (line.rstrip("\r\n") for line in sys.stdin)
 
 
-def _input_path(p: str | Path, what: str) -> Path:
-    """An input file that exists and is a regular file (a FIFO would block, a directory fails late)."""
-    if not isinstance(p, (str, Path)):
-        raise TypeError(f"{what} must be a path, not {type(p).__name__}")
-    path = Path(p)
-    if path.is_dir():
-        raise ValueError(f"{what}: {path} is a directory, not a file")
-    if not path.exists():
-        raise FileNotFoundError(f"{what} file {path} does not exist")
-    if not path.is_file():
-        raise ValueError(f"{what}: {path} is not a regular file (a FIFO or a device is not read"
-                         f"{'; pipe a trace to stdin instead: TRACE -' if what == 'trace' else ''})")
-    return path
-
-
 def simulate(
     config: str | Path | dict[str, Any] | Config,
     trace: str | Path | dict[str, Any] | Iterable[Any],
@@ -278,7 +263,7 @@ def simulate(
         trace_format = "native"
         kind, value, it = "iter", "", _chunks(_pipe_lines(trace))
     elif isinstance(trace, (str, Path)):
-        kind, value = "file", str(_input_path(trace, "trace"))
+        kind, value = "file", str(input_path(trace, "trace"))
     elif isinstance(trace, Iterable) and not isinstance(trace, (bytes, bytearray)):
         kind, value, it = "iter", "", _chunks(trace)
         if trace_format == "auto":
@@ -309,7 +294,7 @@ def simulate(
 
 def check_log(path: str | Path) -> dict[str, Any]:
     """Replays a command log through the independent timing checker; returns its report."""
-    p = _input_path(path, "command log")
+    p = input_path(path, "command log")
     try:
         return json.loads(_core.dram_check(str(p)))
     except ValueError as e:
@@ -319,7 +304,7 @@ def check_log(path: str | Path) -> dict[str, Any]:
 def drampower_trace(log: str | Path, out: str | Path, channel: int = 0, end: int | None = None) -> dict[str, Any]:
     """Writes the command log ``log`` as a DRAMPower command trace at ``out`` (one channel; ``END`` at
     ``end``, default the last command's cycle). Returns how many commands it wrote."""
-    p = _input_path(log, "command log")
+    p = input_path(log, "command log")
     if not isinstance(out, (str, Path)):
         raise TypeError(f"out must be a path, not {type(out).__name__}")
     for name, v in (("channel", channel), ("end", end)):
@@ -342,7 +327,7 @@ def drampower_trace(log: str | Path, out: str | Path, channel: int = 0, end: int
 def read_memspec(path: str | Path) -> dict[str, Any]:
     """Reads a DRAMPower JSON memspec: ``overrides`` (a dict for :func:`load_config`), ``settings``
     (``[key, value]`` pairs for ``--set``) and ``notes`` (what was not carried over, and why)."""
-    p = _input_path(path, "memspec")
+    p = input_path(path, "memspec")
     return json.loads(_native_call(_core.dram_read_memspec, str(p)))
 
 

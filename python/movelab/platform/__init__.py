@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from movelab import _core
-from movelab._util import check_progress, check_value, layered
+from movelab._util import check_progress, check_value, input_path, layered
 from movelab.dram import _native_call, flatten
 
 __all__ = ["ENGINE_KEYS", "PairResult", "PlatformResult", "load_config", "pair", "presets", "run", "to_toml"]
@@ -77,10 +77,7 @@ def _source(platform: Any, overrides: Any) -> tuple[str, str | None]:
         ov = layered(d, ov)
         platform = name
     if isinstance(platform, Path) or (isinstance(platform, str) and platform.endswith(".toml")):
-        path = Path(platform)
-        if not path.is_file():
-            raise FileNotFoundError(f"platform file {path} does not exist")
-        platform = str(path)
+        platform = str(input_path(platform, "platform"))
     elif not isinstance(platform, str):
         raise TypeError(f"platform must be a built-in name, a TOML path or a dict with 'preset', "
                         f"not {type(platform).__name__}")
@@ -113,10 +110,7 @@ def _check_params(params: Any) -> str | None:
 
 def _workload(workload: Any) -> str:
     if isinstance(workload, Path) or (isinstance(workload, str) and workload.endswith(".toml")):
-        path = Path(workload)
-        if not path.is_file():
-            raise FileNotFoundError(f"workload file {path} does not exist")
-        return str(path)
+        return str(input_path(workload, "workload"))
     if not isinstance(workload, str):
         raise TypeError(f"workload must be a built-in name or a TOML path, not {type(workload).__name__}")
     return workload

@@ -57,11 +57,41 @@ pub fn builtin_workload_names() -> Vec<&'static str> {
 
 /// A number in a workload: an integer, or a string of terms joined by `+`, `-` and `*`, each an
 /// integer (optionally with a KiB/MiB/GiB suffix) or a parameter name.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Num {
     Int(u64),
     Expr(String),
+}
+
+/// What a workload number may be, for errors.
+const NUM_FORMS: &str = "terms joined by +, - and *, each a whole number (optionally with a \
+                         KiB, MiB or GiB suffix), a hex number (0x...) or a parameter name";
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Num, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(
+                    f,
+                    "a whole number (64) or an expression in a string (\"chunk * 2\", \"16KiB\"): {NUM_FORMS}"
+                )
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Num, E> {
+                Ok(Num::Int(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Num, E> {
+                u64::try_from(v)
+                    .map(Num::Int)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Num, E> {
+                Ok(Num::Expr(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Default for Num {
@@ -125,11 +155,11 @@ impl Num {
                                 .ok_or("overflow")?;
                             expect = false;
                         }
-                        _ => return Err(format!("malformed expression '{s}'")),
+                        _ => return Err(format!("malformed expression '{s}': {NUM_FORMS}")),
                     }
                 }
                 if expect {
-                    return Err(format!("malformed expression '{s}'"));
+                    return Err(format!("malformed expression '{s}': {NUM_FORMS}"));
                 }
                 total += sign * prod;
                 u64::try_from(total)

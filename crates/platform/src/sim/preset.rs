@@ -70,7 +70,23 @@ impl PresetSet {
 
     /// `v` with `preset = "NAME"` (if it has one) resolved: `v` layered over that built-in preset.
     pub fn layered(&self, v: toml::Value, source_name: &str) -> Result<toml::Value, PlatformError> {
-        let mut merged = match v.get("preset").and_then(|p| p.as_str()) {
+        let named = match v.get("preset") {
+            None => None,
+            Some(toml::Value::String(p)) => Some(p.as_str()),
+            Some(other) => {
+                return Err(PlatformError::config(
+                    source_name,
+                    "preset",
+                    format!(
+                        "{other}: the name of a built-in {} preset to start from, in quotes \
+                         (known: {})",
+                        self.kind,
+                        self.names().join(", ")
+                    ),
+                ))
+            }
+        };
+        let mut merged = match named {
             Some(p) => {
                 let mut base = self.value(p).map_err(|e| match e {
                     PlatformError::Unknown { name, known, .. } => PlatformError::config(
