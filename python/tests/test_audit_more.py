@@ -73,6 +73,21 @@ def test_a_doorbell_workload_on_a_platform_without_a_device_warns() -> None:
     assert quiet.exit_code == 0 and "no [io] devices" not in quiet.output, quiet.output
 
 
+def test_a_receive_workload_that_can_never_receive_warns() -> None:
+    # A platform's NIC has no far end: nic-rx posts buffers and waits for frames that never come.
+    r = CliRunner().invoke(app, ["platform", "run", "larsen-io", "nic-rx"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())
+    assert "no frame arrived" in out and "movelab platform pair" in out, out
+    # Frames looped back on the composed server arrive: no warning.
+    ok = CliRunner().invoke(app, ["platform", "run", "server-composed", "server-rx", "--param", "chunks=1",
+                                  "--param", "chunk=100"])
+    assert ok.exit_code == 0 and "no frame arrived" not in ok.output, ok.output
+    # The system is named when another system's workload is run on a preset.
+    e = CliRunner().invoke(app, ["run", "larsen-io", "pair"])
+    assert e.exit_code == 2 and "--system cluster" in " ".join(e.output.replace("│", " ").split()), e.output
+
+
 def test_the_idma_stack_legend_names_every_segment(tmp_path: Path, monkeypatch) -> None:
     import matplotlib.pyplot as plt
     from movelab.reproduce import larsen_idma as li

@@ -132,4 +132,12 @@ fn presets_name_their_system_and_bad_requests_are_refused_by_name() {
     assert!(e.contains("params.pages"), "{e}");
     let e = err(None, "ixp2350", "udp-tx", params(&[("config", 3.into())]));
     assert!(e.contains("params.config"), "{e}");
+    // Another system's workload on a preset found by name: which system to name.
+    let e = err(None, "larsen-io", "pair", Params::new());
+    assert!(
+        e.contains("'pair' is a workload of the cluster system")
+            && e.contains("larsen-io is a platform preset")
+            && e.contains("--system cluster"),
+        "{e}"
+    );
 }

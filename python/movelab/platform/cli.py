@@ -208,6 +208,8 @@ def run_cmd(
         _fail(e)
     if (note := no_device_note(res.stats)) is not None:
         typer.echo(f"warning: {note}", err=True)
+    if (note := no_frames_note(res.stats)) is not None:
+        typer.echo(f"warning: {note}", err=True)
     if (note := shared_stride_note(plat.load_config(platform, overrides), res.stats)) is not None:
         typer.echo(f"warning: {note}", err=True)
     if fmt == "json":
@@ -241,6 +243,21 @@ def no_device_note(stats: dict[str, Any]) -> str | None:
     return (f"platform '{stats.get('platform')}' has no [io] devices: the workload's {n:,} uncached accesses "
             "(doorbells, device registers) reached no NIC, so no NIC was simulated and no NIC statistics are "
             "given (an I/O platform such as larsen-io has one)")
+
+
+def no_frames_note(stats: dict[str, Any]) -> str | None:
+    """A note when a device took receive buffers (fetched RX descriptors) but no frame ever reached
+    it: on its own a platform's NIC has no far end (no link; frames come back only from a loopback
+    peer), so a receive workload's path never ran."""
+    idle = [d for d in stats.get("devices") or []
+            if (d.get("nic") or {}).get("rx_desc_fetched") and not d.get("rx_frames_in")]
+    if not idle:
+        return None
+    names = ", ".join(str(d.get("name", "device")) for d in idle)
+    return (f"{names}: receive buffers were posted but no frame arrived, so no receive path ran; a platform's NIC "
+            "has no far end of its own: run a sender and this receiver on one link (movelab platform pair, or "
+            "movelab run PRESET pair --system cluster), or loop its frames back (io.loopback = true) with a core "
+            "that sends")
 
 
 def shared_stride_note(cfg: dict[str, Any], stats: dict[str, Any]) -> str | None:

@@ -139,6 +139,32 @@ pub fn simulate(
             )
         })?,
     };
+    if system.is_none() && !workload.ends_with(".toml") {
+        // A workload of another system run on this preset without naming that system: say which.
+        let own = (sys.workloads)();
+        if !own.iter().any(|(w, _)| w == workload) {
+            if let Some(other) = SYSTEMS
+                .iter()
+                .find(|s| s.name != sys.name && (s.workloads)().iter().any(|(w, _)| w == workload))
+            {
+                return Err(PlatformError::config(
+                    config,
+                    "(workload)",
+                    format!(
+                        "'{workload}' is a workload of the {} system, and {config} is a {} \
+                         preset, whose workloads are {}; name the system: --system {}",
+                        other.name,
+                        sys.name,
+                        own.iter()
+                            .map(|(w, _)| w.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        other.name
+                    ),
+                ));
+            }
+        }
+    }
     (sys.run)(config, overrides, workload, params)
 }
 
