@@ -8,6 +8,7 @@ The figures come from simulating each command sequence through the controller (R
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -236,8 +237,13 @@ def plot(rows: list[dict[str, Any]], path: Path, what: str = "4 KB operations on
     x = range(len(rows))
     for ax, key, pkey, unit in [(axes[0], "latency_ns", "paper_latency_ns", "ns"),
                                 (axes[1], "energy_uj", "paper_energy_uj", "uJ")]:
-        ax.bar([i - 0.2 for i in x], [r[key] for r in rows], width=0.4, label="movelab")
+        # A memory without public currents has no energies (None): no bar, and the panel says so.
+        ax.bar([i - 0.2 for i in x], [math.nan if r[key] is None else r[key] for r in rows], width=0.4,
+               label="movelab")
         ax.bar([i + 0.2 for i in x], [r[pkey] or 0 for r in rows], width=0.4, label="paper (Table 3)")
+        if all(r[key] is None for r in rows):
+            ax.text(0.5, 0.5, "movelab: not available\n(no public currents for this part)",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=9)
         ax.set_xticks(list(x), labels, fontsize=7)
         ax.set_xlabel("operation and mechanism")
         ax.set_ylabel(f"{key.split('_')[0]} ({unit})")

@@ -33,8 +33,42 @@ pub struct LatencyRow {
     pub bytes_psm_intra: u64,
 }
 
+/// One case: (operation, mechanism, `controller.bulk` it runs under, the operation).
+pub type Case = (&'static str, &'static str, &'static str, BulkOp);
+
 /// Runs the eight cases on `config` (the paper's system is the `rowclone-ddr3-1066` preset).
 pub fn run(config: &Config, bytes: u64) -> Result<Vec<LatencyRow>, Error> {
+    let mut rows = Vec::new();
+    for (operation, mechanism, bulk, op) in cases(config, bytes)? {
+        let mut c = config.clone();
+        c.controller.bulk = bulk.into();
+        let s = simulate(
+            &c,
+            std::iter::once(Ok(TraceItem::Bulk(op))),
+            RunOptions::default(),
+        )?;
+        let e = &s.energy;
+        rows.push(LatencyRow {
+            operation: operation.into(),
+            mechanism: mechanism.into(),
+            latency_ns: s.bulk.latency.max_ns,
+            energy_uj: (e.total_nj - e.background_nj - e.refresh_nj) / 1000.0,
+            background_uj: e.background_nj / 1000.0,
+            cycles: s.bulk.latency.max_cycles,
+            bytes_baseline: s.bulk.bytes.baseline,
+            bytes_fpm: s.bulk.bytes.fpm,
+            bytes_psm_inter: s.bulk.bytes.psm_inter,
+            bytes_psm_intra: s.bulk.bytes.psm_intra,
+        });
+    }
+    Ok(rows)
+}
+
+/// The eight cases on `config` with `bytes` per operation: a copy within a subarray (baseline
+/// and FPM), to another bank (PSM) and to another subarray (PSM through the temporary row), and
+/// zeroing (baseline, FPM from the subarray's zero row, and PSM from another bank's or
+/// subarray's), every copy's source and destination apart.
+pub fn cases(config: &Config, bytes: u64) -> Result<Vec<Case>, Error> {
     let spec = config.resolve("config")?;
     let org = &spec.org;
     if bytes == 0 || !bytes.is_multiple_of(org.line_bytes()) {
@@ -63,10 +97,40 @@ pub fn run(config: &Config, bytes: u64) -> Result<Vec<LatencyRow>, Error> {
     };
     let src_row = 1;
     let src = at(0, src_row);
-    let same_subarray = at(0, src_row + 1);
-    let other_bank = at(1, src_row);
+    // The copy's destination in the source's subarray: the nearest row whose range does not
+    // overlap the source's (an operation larger than a row spans several; with 2 KB rows a
+    // 4 KB copy to the next row would copy onto itself), short of the subarray's zero row.
+    let overlaps = |a: u64, b: u64| a < b.saturating_add(bytes) && b < a.saturating_add(bytes);
+    let next = (1..org.subarray_rows.saturating_sub(src_row + 1))
+        .find(|&k| !overlaps(src, at(0, src_row + k)))
+        .ok_or_else(|| {
+            Error::Request(format!(
+                "{bytes} bytes span more than half a subarray's {} rows of {} bytes: no copy \
+                 within one subarray leaves the source and destination apart",
+                org.subarray_rows,
+                org.row_bytes()
+            ))
+        })?;
+    let same_subarray = at(0, src_row + next);
+    // Another bank: the nearest whose row is outside the source's range (a mapper that
+    // interleaves banks below the operation's size spreads the source over several).
+    let bank = (1..org.banks_per_rank())
+        .find(|&b| !overlaps(src, at(b, src_row)))
+        .ok_or_else(|| {
+            Error::Request(format!(
+                "{bytes} bytes from {src:#x} span every bank's row {src_row}: no copy to \
+                 another bank leaves the source and destination apart; give fewer bytes"
+            ))
+        })?;
+    let other_bank = at(bank, src_row);
     let other_subarray = at(0, src_row + org.subarray_rows);
-    let zero_other_bank = at(1, zero_row(org, src_row));
+    if overlaps(src, other_subarray) {
+        return Err(Error::Request(format!(
+            "{bytes} bytes from {src:#x} reach the copy's destination in another subarray \
+             ({other_subarray:#x}): give fewer bytes"
+        )));
+    }
+    let zero_other_bank = at(bank, zero_row(org, src_row));
     let zero_other_subarray = at(0, zero_row(org, src_row + org.subarray_rows));
 
     let copy = |s: u64, d: u64| BulkOp {
@@ -81,7 +145,7 @@ pub fn run(config: &Config, bytes: u64) -> Result<Vec<LatencyRow>, Error> {
         bytes,
         arrival: Some(0),
     };
-    let cases: [(&str, &str, &str, BulkOp); 8] = [
+    let cases: [Case; 8] = [
         ("copy", "baseline", "baseline", copy(src, same_subarray)),
         ("copy", "fpm", "rowclone", copy(src, same_subarray)),
         ("copy", "psm-inter", "rowclone", copy(src, other_bank)),
@@ -96,30 +160,7 @@ pub fn run(config: &Config, bytes: u64) -> Result<Vec<LatencyRow>, Error> {
             copy(zero_other_subarray, src),
         ),
     ];
-    let mut rows = Vec::new();
-    for (operation, mechanism, bulk, op) in cases {
-        let mut c = config.clone();
-        c.controller.bulk = bulk.into();
-        let s = simulate(
-            &c,
-            std::iter::once(Ok(TraceItem::Bulk(op))),
-            RunOptions::default(),
-        )?;
-        let e = &s.energy;
-        rows.push(LatencyRow {
-            operation: operation.into(),
-            mechanism: mechanism.into(),
-            latency_ns: s.bulk.latency.max_ns,
-            energy_uj: (e.total_nj - e.background_nj - e.refresh_nj) / 1000.0,
-            background_uj: e.background_nj / 1000.0,
-            cycles: s.bulk.latency.max_cycles,
-            bytes_baseline: s.bulk.bytes.baseline,
-            bytes_fpm: s.bulk.bytes.fpm,
-            bytes_psm_inter: s.bulk.bytes.psm_inter,
-            bytes_psm_intra: s.bulk.bytes.psm_intra,
-        });
-    }
-    Ok(rows)
+    Ok(cases.to_vec())
 }
 
 /// One row of the replication table: one 4 KB page (or `bytes`) copied into `copies` rows of its
@@ -278,6 +319,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn copies_larger_than_a_row_keep_source_and_destination_apart() {
+        // HBM2's 2 KB rows (as mapped by default): a 4 KB copy spans two; its destination in the
+        // same subarray used to be the next row, inside the source's own range.
+        for (preset, bytes) in [
+            ("hbm2-2000", 4096),
+            ("rowclone-ddr3-1066", 4096),
+            ("hbm2-2000", 2048),
+        ] {
+            let c = Config::preset(preset).unwrap();
+            for (op, mech, _, b) in cases(&c, bytes).unwrap() {
+                if let BulkKind::Copy { src } = b.kind {
+                    assert!(
+                        src + bytes <= b.dst || b.dst + bytes <= src,
+                        "{preset} {op} {mech}: {src:#x} -> {:#x}, {bytes} bytes",
+                        b.dst
+                    );
+                }
+            }
+            let rows = run(&c, bytes).unwrap();
+            assert_eq!(
+                get(&rows, "copy", "baseline").bytes_baseline,
+                bytes,
+                "{preset}"
+            );
+        }
+        // More than a subarray can hold apart is refused, naming the sizes.
+        let c = Config::preset("hbm2-2000").unwrap();
+        let spec = c.resolve("t").unwrap();
+        let big = spec.org.row_bytes() * u64::from(spec.org.subarray_rows) * 4;
+        let e = cases(&c, big).unwrap_err().to_string();
+        assert!(e.contains(&format!("{big} bytes")), "{e}");
     }
 
     #[test]
