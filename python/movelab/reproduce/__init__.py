@@ -44,7 +44,12 @@ def table(title: str, caption: str | None = None, tight: bool = False) -> Table:
 
 
 def group(t: Table) -> Group:
-    """A table with its title above and its caption below, each as wide as the console allows."""
+    """A table with its title above and its caption below, each as wide as the console allows. A
+    cell too wide for a narrow console folds onto the next line: no case name, label or number is
+    cut short."""
+    for c in t.columns:
+        if c.overflow == "ellipsis":
+            c.overflow = "fold"
     parts = [Text(t.title or "", style="bold"), t]
     t.title = None
     if t.caption:

@@ -229,7 +229,8 @@ def _replication(fmt: str, config: str, overrides: dict[str, Any], out: Path | N
     t = Table(title=f"Multi-RowCopy on {speed}: a {nbytes} B page replicated into N rows of its block; "
                     f"{measured}" + ("" if energy else f"; energy not available for {std}"),
               box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-    for col in ["N", "MRC ns", "N x FPM ns", "channel ns", "MRC vs FPM x", "MRC uJ", "FPM uJ", "channel uJ"]:
+    # Two-line headers: at 80 columns every number stays whole.
+    for col in ["N", "MRC\nns", "N x FPM\nns", "channel\nns", "MRC vs\nFPM x", "MRC\nuJ", "FPM\nuJ", "channel\nuJ"]:
         t.add_column(col, justify="right", no_wrap=True)
 
     def e(r: dict[str, Any]) -> str:
@@ -266,10 +267,12 @@ def _rowclone_beside_ddr3(fmt: str, config: str, overrides: dict[str, Any], out:
     note = "energy = DRAM commands + channel" if energy else f"energy not available for {std} (no public currents)"
     t = Table(title=f"RowClone Table 3 on {speed} beside DDR3-1066 (8-8-8): 4 KB operations, modelled "
                     f"(no {std} chip result is public); {note}",
-              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
     t.add_column("op", no_wrap=True, min_width=4)
     t.add_column("mechanism", no_wrap=True, min_width=9)
-    for col in [f"{std} ns", "DDR3 ns", f"{std} uJ", "DDR3 uJ", f"{std} lat x", "DDR3", f"{std} E x", "DDR3"]:
+    # Two-line headers: at 80 columns every number stays whole.
+    for col in [f"{std}\nns", "DDR3\nns", f"{std}\nuJ", "DDR3\nuJ", f"{std}\nlat x", "DDR3\nlat x", f"{std}\nE x",
+                "DDR3\nE x"]:
         t.add_column(col, justify="right", no_wrap=True)
     for r in rows:
         k = (r["operation"], r["mechanism"])

@@ -162,6 +162,7 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
                           style=ledger.style(r.get("basis")))
     out.append(group(t))
     t = table("Fig. 10: share of PCIe bytes for descriptors and doorbells (%), 82599 on Gen2 x8, on the cluster",
+              tight=True, caption=
               "all terms: what the iDMA takes off the link, descriptor fetch (requests + completions) + doorbell + "
               "write-back + MSI-X, over all TLP bytes of the measured host's link (TX: the sender's, RX: the "
               "receiver's; the descriptor NIC's streams carry the receiver's TCP ACKs, sent as Linux "
@@ -170,8 +171,8 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
               "fetch+doorbell: the first "
               "two only; write-back, MSI-X: those terms alone; iDMA: the same streams with the iDMA on both hosts "
               "(no ACKs); no ACKs: the descriptor NIC's stream with no ACKs going back (sensitivity).")
-    for c in ["bar", "all terms", "paper", "basis", "fetch+doorbell", "write-back", "MSI-X", "DLLP share", "iDMA",
-              "no ACKs"]:
+    for c in ["bar", "all\nterms", "paper", "basis", "fetch+\ndoorbell", "write-\nback", "MSI-X", "DLLP\nshare",
+              "iDMA", "no\nACKs"]:
         t.add_column(c, justify="left" if c in ("bar", "basis") else "right")
     for case in ["rx-64B", "tx-64B", "rx-64KB", "tx-64KB"]:
         a = _get(rows, "fig10", case, "descriptor_doorbell_share")
