@@ -204,3 +204,27 @@ def test_report_shows_calibrated_results_apart(runs: dict[str, list[dict]], tmp_
     assert '<tr class="calibrated" data-basis="calibrated">' in page
     assert 'td class="calibrated"' in page  # the rows' calibrated cells are greyed too
     assert "issue" not in page.lower()
+
+
+def test_the_ledger_is_shown_to_users_of_the_package() -> None:
+    # A wheel has no presets/ folder: the results tables point at the command, which prints the
+    # shipped ledger (tolerance, rules, calibrated results with their preset values, not reproduced).
+    from movelab.cli import app
+    from typer.testing import CliRunner
+
+    r = CliRunner().invoke(app, ["reproduce", "ledger", "larsen-idma"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    led = data.ledger()["larsen-idma"]
+    out = " ".join(r.output.split())
+    assert led["tolerance"] in out and "calibrated" in out
+    # Each calibrated entry, by the first words of what it was fitted to (cells wrap in columns).
+    assert all(" ".join(c["fitted_to"].split()[:3]) in out for c in led["calibrated"])
+    js = CliRunner().invoke(app, ["reproduce", "ledger", "--format", "json"])
+    assert js.exit_code == 0 and json.loads(js.stdout) == data.ledger()
+    bad = CliRunner().invoke(app, ["reproduce", "ledger", "no-such"])
+    assert bad.exit_code == 2 and "rowclone-latency" in bad.output
+    from rich.console import Console
+
+    con = Console(width=200, record=True)
+    con.print(ledger.results_table("rowclone-latency", []))
+    assert "movelab reproduce ledger rowclone-latency" in con.export_text()

@@ -15,6 +15,7 @@ from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from movelab._util import TableJson, check_output_dir, given_on_command_line, lit, parse_set, staged_dir
 from movelab._util import fail as _fail
@@ -625,6 +626,51 @@ def _start_all_first_points(jobs: list[Callable[[Path], Any]], out: Path) -> Non
     # The costliest points first, whichever reproduction they belong to (largest-first scheduling).
     for fn, pt in executor.largest_first(planner.batches):
         ex.prefetch(fn, [pt])
+
+
+@app.command("ledger")
+def ledger_cmd(
+    name: str | None = typer.Argument(None, help="A reproduction (all of them when left out).", show_default=False),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
+) -> None:
+    """The calibration ledger: per reproduction, its tolerance, the results set from the paper (what
+    each was fitted to and the preset values that carry the fit) and those not reproduced, with why."""
+    from movelab import data
+    from movelab.reproduce import ledger
+
+    led = data.ledger()
+    if name is not None and name not in led:
+        _fail(ValueError(f"no reproduction '{name}' in the ledger (known: {', '.join(led)})"))
+    names = [name] if name is not None else list(led)
+    if fmt == "json":
+        typer.echo(json.dumps({n: led[n] for n in names}, indent=2))
+        return
+    from movelab.reproduce import group, table
+
+    for n in names:
+        e = led[n]
+        console.print(Text(f"{n}: {e.get('paper', '')}", style="bold"))
+        console.print(f"tolerance: {e.get('tolerance', '')}")
+        rules = table("rules (the first that names a result judges it)")
+        for c in ["results", "judged"]:
+            rules.add_column(c)
+        for r in e.get("rule", []):
+            rules.add_row(", ".join(r["results"]), ledger.rule_text(r))
+        console.print(group(rules))
+        cal = table("calibrated (set from the paper: never counted as predictions)")
+        for c in ["results", "fitted to", "how", "preset values carrying the fit"]:
+            cal.add_column(c)
+        for c in e.get("calibrated", []):
+            cal.add_row(", ".join(c.get("results", []) + c.get("rows", [])), c.get("fitted_to", ""), c.get("how", ""),
+                        "\n".join(c.get("parameters", [])))
+        console.print(group(cal))
+        if e.get("not_reproduced"):
+            nr = table("not reproduced")
+            for c in ["results", "why"]:
+                nr.add_column(c)
+            for x in e["not_reproduced"]:
+                nr.add_row(", ".join(x.get("results", []) + x.get("rows", [])), x.get("reason", ""))
+            console.print(group(nr))
 
 
 @app.command("all")

@@ -284,7 +284,7 @@ def results_table(name: str, results: Sequence[Result]) -> Any:
     t = table(f"Beside the paper: {c['within']} of {c['predicted']} predictions within tolerance; "
               f"{c['calibrated']} calibrated (dim, not counted); {c['not_reproduced']} not reproduced",
               f"tolerance: {entry(name)['tolerance']}. Calibrated results and what they were fitted to: "
-              f"presets/ledger.toml.")
+              f"movelab reproduce ledger {name}.")
     for col in ["result", "movelab", "paper", "basis", "within"]:
         t.add_column(col, justify="right" if col in ("movelab", "paper") else "left")
     for r in res:
