@@ -298,6 +298,24 @@ fn composition_variants_save_alone_and_together() {
     assert!(variants(&none, 0, &mut |_, _| {}).is_err());
 }
 
+/// A multithreaded core's contexts share its caches: each context's per-core misses are those its
+/// own accesses caused (they used to repeat the physical core's totals in every context), so they
+/// add up to the core's, and contexts that did different work show different counts.
+#[test]
+fn each_hardware_context_counts_its_own_misses() {
+    let c = cfg("server-composed", "").unwrap();
+    let w = Workload::load("server-rx", &params(&[("chunks", 4)])).unwrap();
+    let s = run(&c, &w);
+    let ctx: Vec<_> = s.per_core.iter().filter(|p| p.engine == 1).collect();
+    assert_eq!(ctx.len(), 8);
+    let (l1, l2): (u64, u64) = s
+        .per_core
+        .iter()
+        .fold((0, 0), |a, p| (a.0 + p.l1_misses, a.1 + p.l2_misses));
+    assert_eq!((l1, l2), (s.caches.l1_misses, s.caches.l2_misses), "{:?}", s.per_core);
+    assert!(ctx.iter().any(|p| p.l1_misses != ctx[0].l1_misses), "{ctx:?}");
+}
+
 /// Longer than the rings: 1,000 frames through 512-descriptor rings, each buffer used twice. Every
 /// variant receives every frame, each compared with the bytes as they left (the loopback check
 /// used to compare a frame with its TX buffer as it was when the frame landed: after the driver

@@ -152,6 +152,9 @@ pub struct CoreSlot {
     /// is otherwise as the last look left it: wanting no operation, and `drained` as noted.
     look: bool,
     drained: bool,
+    /// Its own L1 and L2 misses, on a physical core whose caches several hardware contexts share
+    /// (the misses its accesses caused: counted around each of its ticks).
+    own_misses: (u64, u64),
 }
 
 /// A physical core: its hardware contexts (one, or a multithreaded core's) and which runs.
@@ -364,6 +367,7 @@ impl Platform {
                     held_irqs: 0,
                     look: true,
                     drained: false,
+                    own_misses: (0, 0),
                     warm_at: None,
                     target_at: None,
                 });
@@ -1131,9 +1135,21 @@ impl Platform {
                     routes: self.routes[self.cores[i].group.min(self.routes.len() - 1)],
                     raised: &mut run.raised,
                 };
+                let shared = self.engines[e].slots.len() > 1;
+                let before = if shared {
+                    let p = port.sys.private(e);
+                    (p.l1.misses, p.l2.misses)
+                } else {
+                    (0, 0)
+                };
                 let c = &mut self.cores[i];
                 c.next = c.core.tick(now, &mut port);
                 c.look = true;
+                if shared {
+                    let p = self.sys.private(e);
+                    c.own_misses.0 += p.l1.misses - before.0;
+                    c.own_misses.1 += p.l2.misses - before.1;
+                }
                 let cy = c.core.cycle_ps;
                 if c.held_irqs > 0 && !c.core.in_handler() {
                     // The handler returned: the next held interrupt is taken now.
@@ -1396,8 +1412,17 @@ impl Platform {
                 } else {
                     0.0
                 },
-                l1_misses: p.l1.misses,
-                l2_misses: p.l2.misses,
+                // A context of a multithreaded core: the misses its own accesses caused.
+                l1_misses: if self.engines[c.engine].slots.len() > 1 {
+                    c.own_misses.0
+                } else {
+                    p.l1.misses
+                },
+                l2_misses: if self.engines[c.engine].slots.len() > 1 {
+                    c.own_misses.1
+                } else {
+                    p.l2.misses
+                },
                 interrupts: k.interrupts,
                 engine: c.engine as u32,
                 context_switches: self.engines[c.engine].switches,
