@@ -312,8 +312,16 @@ fn each_hardware_context_counts_its_own_misses() {
         .per_core
         .iter()
         .fold((0, 0), |a, p| (a.0 + p.l1_misses, a.1 + p.l2_misses));
-    assert_eq!((l1, l2), (s.caches.l1_misses, s.caches.l2_misses), "{:?}", s.per_core);
-    assert!(ctx.iter().any(|p| p.l1_misses != ctx[0].l1_misses), "{ctx:?}");
+    assert_eq!(
+        (l1, l2),
+        (s.caches.l1_misses, s.caches.l2_misses),
+        "{:?}",
+        s.per_core
+    );
+    assert!(
+        ctx.iter().any(|p| p.l1_misses != ctx[0].l1_misses),
+        "{ctx:?}"
+    );
 }
 
 /// Longer than the rings: 1,000 frames through 512-descriptor rings, each buffer used twice. Every
