@@ -238,3 +238,36 @@ fn bad_device_config_is_refused_naming_the_key() {
         assert!(e.contains("driver.rcv_mss_initial"), "{e}");
     }
 }
+
+/// Sends close together: a later doorbell reaches the NIC while the first descriptor's fetch is
+/// on its way. Each packet's stack starts at the doorbell that published its descriptor (the
+/// latest one used to be taken, moving the fetch's time into the doorbell: descriptor 20 ns). The
+/// first packet finds the NIC idle, so its stack is the one with sends far apart, but for the next
+/// doorbell's write on the link ahead of its descriptor's completion (at most one 12 ns MWr), and
+/// no packet's descriptor stage is shorter than a fetch's round trip.
+#[test]
+fn each_packet_is_timed_from_the_doorbell_that_published_it() {
+    let (_, far) = run("", "messages=8,gap=20000");
+    let (_, close) = run("", "messages=8,gap=1000");
+    for p in PARTS {
+        let (c, f) = (part(&close.tx_stack, p), part(&far.tx_stack, p));
+        let slack = if p == "descriptor" { 13.0 } else { 1.0 };
+        assert!(
+            c >= f - 1.0 && c <= f + slack,
+            "{p}: {:?} against {:?}",
+            close.tx_stack,
+            far.tx_stack
+        );
+    }
+    let fetch = part(&far.tx_stack, "descriptor");
+    assert!(
+        part(&close.tx_stack_mean, "descriptor") >= fetch - 1.0,
+        "{:?}",
+        close.tx_stack_mean
+    );
+    assert!(
+        part(&close.tx_stack_mean, "doorbell") < part(&far.tx_stack, "doorbell") + 1.0,
+        "{:?}",
+        close.tx_stack_mean
+    );
+}

@@ -107,9 +107,20 @@ pub struct TxTrace {
 
 #[derive(Debug, Clone)]
 enum ReadFor {
-    TxDesc { first: u32, count: u32 },
-    RxDesc { first: u32, count: u32 },
-    Payload { pkt: u64, offset: u32 },
+    /// `seq`: the first descriptor's number, counted from the start (which doorbell published it).
+    TxDesc {
+        first: u32,
+        count: u32,
+        seq: u64,
+    },
+    RxDesc {
+        first: u32,
+        count: u32,
+    },
+    Payload {
+        pkt: u64,
+        offset: u32,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -168,7 +179,12 @@ pub struct Nic {
     tx_held: u32,
     tx_fetching: bool,
     tx_fetch_issued: Ps,
-    last_doorbell: Ps,
+    /// Per TX doorbell, in order: the count of descriptors published once it arrived, and when
+    /// it arrived; the doorbell of a descriptor is the first whose count passes it.
+    doorbells: VecDeque<(u64, Ps)>,
+    /// Descriptors published by doorbells so far, and fetched so far (both counted from the start).
+    tx_published: u64,
+    tx_fetched_seq: u64,
     tx_pkts: VecDeque<TxPkt>,
     next_pkt: u64,
     tx_fifo: u64,
@@ -230,7 +246,9 @@ impl Nic {
             tx_held: 0,
             tx_fetching: false,
             tx_fetch_issued: 0,
-            last_doorbell: 0,
+            doorbells: VecDeque::new(),
+            tx_published: 0,
+            tx_fetched_seq: 0,
             tx_pkts: VecDeque::new(),
             next_pkt: 0,
             tx_fifo: 0,
@@ -281,8 +299,13 @@ impl Nic {
         self.stats.doorbells += 1;
         match addr {
             TDT => {
-                self.tdt = v % self.tx_ring;
-                self.last_doorbell = now;
+                let tail = v % self.tx_ring;
+                let new = (tail + self.tx_ring - self.tdt) % self.tx_ring;
+                self.tdt = tail;
+                if new > 0 {
+                    self.tx_published += u64::from(new);
+                    self.doorbells.push_back((self.tx_published, now));
+                }
                 self.fetch_tx(now, out);
             }
             RDT => {
@@ -380,9 +403,14 @@ impl Nic {
             now + self.processing,
             addr,
             n * DESC as u32,
-            ReadFor::TxDesc { first, count: n },
+            ReadFor::TxDesc {
+                first,
+                count: n,
+                seq: self.tx_fetched_seq,
+            },
             out,
         );
+        self.tx_fetched_seq += u64::from(n);
     }
 
     fn fetch_rx(&mut self, now: Ps, out: &mut Vec<NicOut>) {
@@ -460,18 +488,25 @@ impl Nic {
             self.issue(now, w, out);
         }
         match r.for_ {
-            ReadFor::TxDesc { first, count } => {
+            ReadFor::TxDesc { first, count, seq } => {
                 self.tx_fetching = false;
-                let trace = TxTrace {
-                    doorbell: self.last_doorbell,
-                    fetch_issued: self.tx_fetch_issued,
-                    desc_arrived: now,
-                    data_arrived: 0,
-                };
                 for i in 0..count.min(r.data.len() as u32 / 16) {
                     let o = (i as usize) * 16;
                     let mut d = [0u8; 16];
                     d.copy_from_slice(&r.data[o..o + 16]);
+                    // The doorbell that published this descriptor (not the latest one: with sends
+                    // close together a later doorbell arrives while the fetch is on its way).
+                    let n = seq + u64::from(i);
+                    while self.doorbells.front().is_some_and(|&(upto, _)| upto <= n) {
+                        self.doorbells.pop_front();
+                    }
+                    let doorbell = self.doorbells.front().map_or(0, |&(_, t)| t);
+                    let trace = TxTrace {
+                        doorbell,
+                        fetch_issued: self.tx_fetch_issued,
+                        desc_arrived: now,
+                        data_arrived: 0,
+                    };
                     self.tx_chip
                         .push_back(((first + i) % self.tx_ring, d, trace));
                 }
