@@ -275,7 +275,7 @@ def test_rowclone_latency_on_lpddr5_and_hbm3_beside_ddr3(standard: str, speed: s
     assert all(r["energy_uj"] is None and r["ddr3_energy_uj"] > 0 for r in rows)
     assert by[("copy", "fpm")]["latency_ns"] < by[("copy", "psm-inter")]["latency_ns"] \
         < by[("copy", "baseline")]["latency_ns"]
-    table = cli("reproduce", "rowclone-latency", "--standard", standard)
+    table = " ".join(cli("reproduce", "rowclone-latency", "--standard", standard).split())
     assert "energy not available" in table and "n/a" in table
 
 
@@ -292,7 +292,7 @@ def test_multi_row_copy_replication_table() -> None:
         assert by[(n, "mrc")]["bytes"] == 4096 * n
         assert by[(n, "baseline")]["latency_ns"] > by[(n, "fpm")]["latency_ns"] or n == 1
     assert by[(31, "mrc")]["energy_uj"] < by[(31, "fpm")]["energy_uj"]
-    out = cli("reproduce", "rowclone-latency", "--replication", "--standard", "hbm3")
+    out = " ".join(cli("reproduce", "rowclone-latency", "--replication", "--standard", "hbm3").split())
     assert "Multi-RowCopy on HBM3-6400" in out and "energy not available" in out
 
 

@@ -304,6 +304,16 @@ fn microengines_copy_faster_than_the_host_core() {
         .agents
         .iter()
         .any(|a| a.kind == "microengines" && a.ops == 4));
+    // The microengines' reads and writes are copy traffic, as the host core's copy loop is (they
+    // were counted as other traffic, so the copies' share of memory traffic fell when offloaded).
+    let line_bytes = pages * bytes;
+    assert!(
+        me.memory.copy_bytes >= 2 * line_bytes,
+        "{} copy bytes for {line_bytes} copied: {:?}",
+        me.memory.copy_bytes,
+        me.memory
+    );
+    assert!(me.memory.fmtc > 0.5 * host.memory.fmtc, "{:?} against {:?}", me.memory, host.memory);
 }
 
 /// `ixp-host`'s unloaded DRAM read from the host core is the ME DRAM latency quoted for the IXP2400 (~120 ME

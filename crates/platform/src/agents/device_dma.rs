@@ -21,7 +21,8 @@ pub const WRITE_TAG: u32 = u32::MAX;
 /// is supplied by that cache (a snoop turn, then the line on the data path), arriving as the
 /// agent's event `ev_line` with the request's id; any other line is read from the DRAM model and
 /// answered through [`crate::agents::Agent::response`]. With `payload`, the version the path
-/// delivers is checked against the last one written. Counts the path in `stats`.
+/// delivers is checked against the last one written. With `copy`, the read is part of a copy the
+/// agent took from a core (counted as copy traffic). Counts the path in `stats`.
 #[allow(clippy::too_many_arguments)]
 pub fn read_line(
     sys: &mut MemorySystem,
@@ -31,6 +32,7 @@ pub fn read_line(
     line: u64,
     ev_line: u16,
     payload: bool,
+    copy: bool,
     stats: &mut DeviceStats,
 ) -> Option<u64> {
     let a = line * 64;
@@ -56,14 +58,14 @@ pub fn read_line(
             op: MemOp::Read,
             engine: true,
             kind,
-            copy: false,
+            copy,
             channel: 0,
         });
         sys.schedule(at, agent, ev_line, id);
     } else {
         stats.lines_from_memory += 1;
         let at = sys.ic().address_phase(now);
-        sys.send(at, a, MemOp::Read, true, kind, false);
+        sys.send(at, a, MemOp::Read, true, kind, copy);
     }
     seen
 }

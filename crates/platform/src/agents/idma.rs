@@ -287,6 +287,7 @@ impl IdmaAgent {
                 line,
                 EV_LINE,
                 payload,
+                false,
                 &mut self.stats,
             );
         }

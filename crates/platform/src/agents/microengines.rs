@@ -490,6 +490,7 @@ impl Microengines {
                 line,
                 EV_LINE,
                 false,
+                false,
                 &mut self.stats,
             );
         }
@@ -577,6 +578,7 @@ impl Microengines {
                 TX_TAG | c as u32,
                 line,
                 EV_LINE,
+                false,
                 false,
                 &mut self.stats,
             );
@@ -668,6 +670,7 @@ impl Microengines {
                 line,
                 EV_LINE,
                 true,
+                false,
                 &mut self.stats,
             );
             // The bytes: the version the path delivers (value shadow on).
@@ -803,6 +806,7 @@ impl Microengines {
                     line,
                     EV_COPY_LINE,
                     false,
+                    true,
                     &mut scratch,
                 );
             }
@@ -836,13 +840,14 @@ impl Microengines {
                 agent: self.id,
                 tag: device_dma::WRITE_TAG,
             };
+            // Copy traffic, as a copy engine's writes are.
             sys.send(
                 at,
                 line * 64,
                 movelab_dram::request::Op::Write,
                 true,
                 kind,
-                false,
+                true,
             );
         }
         sys.schedule(done, self.id, EV_COPY_DONE, c as u32);

@@ -500,6 +500,7 @@ impl PcieDeviceAgent {
                 line,
                 EV_LINE,
                 purpose == Purpose::Payload,
+                false,
                 &mut self.stats,
             );
             // The payload's bytes: the version the path taken delivers (value shadow on) where
