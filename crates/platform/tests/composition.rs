@@ -194,6 +194,25 @@ fn bad_agent_lists_are_refused_naming_the_key() {
             ),
             &["'x' names two agents"],
         ),
+        // Keys the agent's engine does not read, as it is placed and run.
+        (
+            format!("{ce}\nparams = {{ placement = \"on-die\", engine_memory_ns = 50.0 }}"),
+            &["agents[0].params.engine_memory_ns", "on-die"],
+        ),
+        (
+            format!("{ce}\nparams = {{ mode = \"SYNC_NLB\", engine_share = 0.5 }}"),
+            &["agents[0].params.engine_share", "SYNC_NLB"],
+        ),
+        (
+            format!("{ce}\nparams = {{ mode = \"SYNC_WLB\", pending_copy_entries = 4 }}"),
+            &["agents[0].params.pending_copy_entries", "ASYNC"],
+        ),
+        (
+            format!(
+                "{ce}\nparams = {{ placement = \"off-die\", mode = \"ASYNC\", snoop_ack = \"after\" }}"
+            ),
+            &["agents[0].params.snoop_ack", "on-die"],
+        ),
     ];
     for (over, want) in cases {
         let e = refused(z, over);

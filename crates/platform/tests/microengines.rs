@@ -313,7 +313,12 @@ fn microengines_copy_faster_than_the_host_core() {
         me.memory.copy_bytes,
         me.memory
     );
-    assert!(me.memory.fmtc > 0.5 * host.memory.fmtc, "{:?} against {:?}", me.memory, host.memory);
+    assert!(
+        me.memory.fmtc > 0.5 * host.memory.fmtc,
+        "{:?} against {:?}",
+        me.memory,
+        host.memory
+    );
 }
 
 /// `ixp-host`'s unloaded DRAM read from the host core is the ME DRAM latency quoted for the IXP2400 (~120 ME

@@ -1107,6 +1107,41 @@ impl PlatformConfig {
                         format!("'{}': a copy engine's mechanism is ce", c.mechanism),
                     ));
                 }
+                // A key the agent lists that this engine does not read would change nothing.
+                let (on_die, asynchronous) = (c.placement == "on-die", c.mode == MODES[2]);
+                for (key, read, why) in [
+                    (
+                        "engine_memory_ns",
+                        !on_die,
+                        "it is an off-die engine's path to the memory controller, and this engine \
+                         is on-die",
+                    ),
+                    (
+                        "engine_share",
+                        c.mode != MODES[0],
+                        "the memory controller gives an engine a share only under CPU request \
+                         bypass (mode SYNC_WLB or ASYNC), and this engine runs SYNC_NLB",
+                    ),
+                    (
+                        "pending_copy_entries",
+                        asynchronous,
+                        "only an asynchronous engine (mode ASYNC) has a pending copy table",
+                    ),
+                    (
+                        "snoop_ack",
+                        asynchronous && on_die,
+                        "it orders an on-die asynchronous engine's early notification against \
+                         its snoops (placement on-die, mode ASYNC)",
+                    ),
+                ] {
+                    if !read && a.params.contains_key(key) {
+                        return Err(PlatformError::config(
+                            src,
+                            format!("{prefix}{key}"),
+                            format!("not read by this engine: {why}"),
+                        ));
+                    }
+                }
             }
             _ => {
                 if !matches!(c.mechanism.as_str(), "rowclone" | "rowclone-zi" | "mc-dma")
