@@ -4,6 +4,7 @@ and the errors a user can cause (each must name what was wrong and where)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -268,3 +269,12 @@ def test_a_replication_is_an_item_as_in_a_trace_file() -> None:
     stats = dram.simulate("rowclone-ddr3-1066", [("REPL", 0, 8192, 3), ("R", 64)],
                           overrides={"controller": {"bulk": "multi-row-copy"}}).stats
     assert stats["bulk"]["copies"] == 1 and stats["bulk"]["bytes"]["mrc"] == 3 * 8192
+
+
+def test_a_bulk_operation_refused_while_it_runs_names_its_file_and_line(tmp_path: Path) -> None:
+    # Found once the run reaches it (the memory's capacity is the config's): the file is read
+    # ahead, yet the error names the item's line, not its number among the items.
+    p = tmp_path / "cap.trace"
+    p.write_text("# header\nR 0x0\n\nW 0x40\nINIT 0x0 1099511627776 0\n")
+    with pytest.raises(ValueError, match=re.escape(f"{p}:5: bulk operation of 1099511627776 bytes exceeds")):
+        dram.simulate("rowclone-ddr3-1066", p, overrides={"controller": {"bulk": "rowclone"}})

@@ -236,6 +236,7 @@ fn dram_simulate(
     trace_iter: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let cfg = load_config("json", config_json, None)?;
+    let file_format = trace_format.parse::<TraceFormat>().ok();
     let iter_err = Arc::new(Mutex::new(None));
     let stream = match (trace_kind, trace_iter) {
         ("iter", Some(next_chunk)) => {
@@ -319,6 +320,11 @@ fn dram_simulate(
             }
             return Err(match e {
                 Error::Trace(TraceError::Io { .. }) => PyOSError::new_err(e.to_string()),
+                // An item found bad while it ran, in a file read ahead: its file and line.
+                Error::Request(msg) if trace_kind == "file" => match file_format {
+                    Some(f) => verr(trace::with_item_line(&msg, Path::new(trace_value), f)),
+                    None => verr(msg),
+                },
                 _ => verr(e),
             });
         }

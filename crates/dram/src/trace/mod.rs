@@ -175,6 +175,30 @@ pub fn open_trace(path: &Path, format: TraceFormat) -> Result<TraceStream, Trace
     Ok(Box::new(reader))
 }
 
+/// The line of trace file `path` that holds its `n`-th item (counted from 1, as run errors number
+/// them), read again with the same rules; `None` if the file no longer has that many. For errors
+/// found while the trace ran (where only the item's number is known, the file having been read
+/// ahead), so that they can name the file and line as the reader's own errors do.
+pub fn line_of_item(path: &Path, format: TraceFormat, n: u64) -> Option<usize> {
+    let file = File::open(path).ok()?;
+    let mut r = TraceReader::new(BufReader::new(file), path.display().to_string(), format).ok()?;
+    for _ in 0..n {
+        r.next()?.ok()?;
+    }
+    Some(r.line())
+}
+
+/// `message` of a run error that names a trace item ("trace item N: ...") as `path:LINE: ...`
+/// when the item is found in trace file `path`; any other message unchanged.
+pub fn with_item_line(message: &str, path: &Path, format: TraceFormat) -> String {
+    let located = message.strip_prefix("trace item ").and_then(|rest| {
+        let (n, what) = rest.split_once(": ")?;
+        let line = line_of_item(path, format, n.parse().ok()?)?;
+        Some(format!("{}:{line}: {what}", path.display()))
+    });
+    located.unwrap_or_else(|| message.to_string())
+}
+
 /// Reads a trace from any buffered reader (an in-memory `&[u8]`, a `Cursor`, stdin, ...); `name`
 /// is what errors call the source. Same rules as [`open_trace`].
 pub fn from_reader<R: BufRead>(
