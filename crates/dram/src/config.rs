@@ -431,6 +431,30 @@ fn known(names: impl Iterator<Item = String>) -> String {
     names.collect::<Vec<_>>().join(", ")
 }
 
+/// The most bytes a configuration file may hold (a configuration is a few kilobytes).
+pub const MAX_CONFIG_FILE_BYTES: u64 = 16 << 20;
+
+/// The text of configuration file `path`: a regular file (a FIFO would block, a device such as
+/// /dev/zero never ends) of at most [`MAX_CONFIG_FILE_BYTES`], in UTF-8. The error says what is
+/// wrong, for the caller to name the file.
+pub fn read_config_text(path: &std::path::Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if meta.is_dir() {
+        return Err("a directory, not a file".into());
+    }
+    if !meta.is_file() {
+        return Err("not a regular file (a FIFO or a device is not read)".into());
+    }
+    if meta.len() > MAX_CONFIG_FILE_BYTES {
+        return Err(format!(
+            "{} bytes: more than a configuration file may hold ({} MiB)",
+            meta.len(),
+            MAX_CONFIG_FILE_BYTES >> 20
+        ));
+    }
+    std::fs::read_to_string(path).map_err(|e| e.to_string())
+}
+
 /// Recursively merges `over` into `base` (tables merge key by key; anything else replaces).
 pub fn merge_toml(base: &mut toml::Value, over: toml::Value) {
     match (base, over) {
@@ -498,9 +522,9 @@ impl Config {
 
     /// Reads a TOML file.
     pub fn from_file(path: &std::path::Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
+        let text = read_config_text(path).map_err(|what| ConfigError::Io {
             path: path.display().to_string(),
-            what: e.to_string(),
+            what,
         })?;
         Config::from_toml_str(&text, &path.display().to_string())
     }

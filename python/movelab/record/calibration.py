@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from movelab._util import input_path
 from movelab.record import _build
 
 #: Calls of at most this many bytes are the calibration's (the bytes moved are negligible there; a
@@ -533,7 +534,7 @@ def load_probes(paths: Sequence[str | Path]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for p in paths:
         try:
-            d = json.loads(Path(p).read_text())
+            d = json.loads(input_path(p, "probes").read_text())
         except OSError as e:
             raise ValueError(f"probes file {p}: cannot be read ({e.strerror or e})") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:

@@ -55,10 +55,11 @@ impl PresetSet {
                 known: self.names().join(", "),
             });
         }
-        let text = std::fs::read_to_string(p).map_err(|e| PlatformError::Io {
-            path: name_or_path.into(),
-            what: e.to_string(),
-        })?;
+        let text =
+            movelab_dram::config::read_config_text(p).map_err(|what| PlatformError::Io {
+                path: name_or_path.into(),
+                what,
+            })?;
         Ok((text, name_or_path.to_string()))
     }
 
