@@ -21,6 +21,8 @@ use crate::stats::{Histogram, RowStats};
 use crate::wck::{uses_wck, WckSync};
 use std::collections::VecDeque;
 
+mod request_path;
+
 /// Who a queued request or a finished piece of work belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tag {
@@ -265,6 +267,9 @@ pub struct Controller {
     next_cmd_cycle: u64,
     /// HBM's separate row and column command buses; `None`: one command bus.
     buses: Option<CommandBuses>,
+    /// One command bus and no WCK synchronisation: a picked request command takes the short
+    /// path (`request_path`).
+    plain: bool,
     /// With two buses, per bus searched (row, column) and per rank-and-kind index (`hidx`): 0
     /// where the kind goes on that bus, `u64::MAX` where not (the other bus's fast search,
     /// [`ready_scan::min_key_ready`]).
@@ -397,6 +402,8 @@ impl Controller {
             sched.get().offers_row_hits(),
             sched.get().considers_unready(),
         );
+        let wck = WckSync::from_spec(spec, ranks);
+        let plain = spec.command_buses.is_none() && wck.is_none();
         let slots = (0..banks as u32)
             .map(|f| BankSlot {
                 cand: None,
@@ -457,11 +464,12 @@ impl Controller {
             rfm_pending: vec![false; ranks],
             rfm_scope: RfmScope::from_config(&cfg.rfm_scope),
             rfm_target: vec![0; ranks],
-            wck: WckSync::from_spec(spec, ranks),
+            wck,
             paired: None,
             jobs: Vec::new(),
             waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
+            plain,
             buses: spec.command_buses.clone(),
             bus_skip: match &spec.command_buses {
                 Some(b) => [Bus::Row, Bus::Column].map(|want| {
@@ -1128,7 +1136,12 @@ impl Controller {
             if now == at {
                 debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
                 debug_assert!(self.wanted_write_mode() == self.write_mode);
-                if let Some(p) = self.bank_command(flat as usize) {
+                if self.plain {
+                    if let Some(c) = self.slots[flat as usize].cand {
+                        self.issue_request(flat as usize, c, now, &mut log);
+                        return self.next_after_issue(now);
+                    }
+                } else if let Some(p) = self.bank_command(flat as usize) {
                     let kind = p.kind;
                     if self.issue_synced(p, now, &mut log) {
                         return now + 1;
