@@ -290,6 +290,10 @@ pub struct Controller {
     /// `flat / 64`): the banks a pass over many banks visits ([`ready_scan::min_word_active`]).
     /// Valid, like `loc`, for banks that are not `dirty`.
     active: Vec<u64>,
+    /// Every bank with a candidate is ready less than [`WAIT_CAP`] cycles after the cycle a pass
+    /// starts from (the longest rule is shorter, [`ChannelDevices::reach`]): the scalar passes
+    /// need no cap on a bank's wait (`ready_scan::min_word_few_near`).
+    near: bool,
     /// This CPU runs the vector pass ([`ready_scan::has_vector_scan`]): channels of many banks
     /// scan all banks with it instead of the banks in `active`.
     vector_scan: bool,
@@ -403,6 +407,8 @@ impl Controller {
             sched.get().considers_unready(),
         );
         let wck = WckSync::from_spec(spec, ranks);
+        // A pass starts from the cycle after the last command's, so a wait is below `reach`.
+        let near = dev.reach() < WAIT_CAP;
         let plain = spec.command_buses.is_none() && wck.is_none();
         let slots = (0..banks as u32)
             .map(|f| BankSlot {
@@ -485,6 +491,7 @@ impl Controller {
             key: vec![u64::MAX; banks],
             active: vec![0; banks.div_ceil(64)],
             vector_scan: ready_scan::has_vector_scan(),
+            near,
             dirty_list: (0..banks as u32).collect(),
             fast: false,
             pick: None,
@@ -1063,9 +1070,22 @@ impl Controller {
         // The earliest cycle (no earlier than `soon`) and, among the banks ready then, the best
         // FR-FCFS key: the command the tick at that cycle will issue.
         let word = if self.loc.len() <= ready_scan::FEW_BANKS {
-            ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
+            if self.near {
+                ready_scan::min_word_few_near(&self.loc, &self.hidx, &self.key, horizons, soon)
+            } else {
+                ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
+            }
         } else if self.vector_scan {
             ready_scan::min_word(&self.loc, &self.hidx, &self.key, horizons, soon)
+        } else if self.near {
+            ready_scan::min_word_active_near(
+                &self.active,
+                &self.loc,
+                &self.hidx,
+                &self.key,
+                horizons,
+                soon,
+            )
         } else {
             ready_scan::min_word_active(
                 &self.active,
