@@ -1096,6 +1096,14 @@ impl Controller {
                 soon,
             )
         };
+        debug_assert!(
+            !self.near
+                || horizons
+                    .iter()
+                    .chain(self.loc.iter().filter(|&&l| l != u64::MAX))
+                    .all(|&h| h < soon + WAIT_CAP),
+            "a horizon beyond ChannelDevices::reach: the pass without a cap would be wrong"
+        );
         let (wait, best) = ready_scan::unpack(word);
         if wait == WAIT_CAP {
             // Nothing within reach of the packed word: the exact bound the plain way (rare).
