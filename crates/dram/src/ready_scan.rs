@@ -66,8 +66,11 @@ fn bank_word(l: u64, i: u32, k: u64, horizons: &[u64], from: u64) -> u64 {
 /// as [`bank_word`], three instructions a bank fewer.
 #[inline(always)]
 fn bank_word_near(l: u64, i: u32, k: u64, horizons: &[u64], from: u64) -> u64 {
-    let h = horizons.get(i as usize).copied().unwrap_or(u64::MAX);
-    ((l.max(h).max(from) - from) << KEY_BITS) | k
+    // Indexed, not read as "never" when out of range: a bank's index is always its rank's base
+    // plus a kind (a bank without a candidate keeps the last one it had), and the scalar passes
+    // do not vectorise anyway. Out of range would be a bug, and panics.
+    let h = horizons[i as usize];
+    (l.max(h).saturating_sub(from) << KEY_BITS) | k
 }
 
 /// [`bank_word`], or [`bank_word_near`] when `NEAR`.
