@@ -21,6 +21,8 @@ use crate::stats::{Histogram, RowStats};
 use crate::wck::{uses_wck, WckSync};
 use std::collections::VecDeque;
 
+mod request_path;
+
 /// Who a queued request or a finished piece of work belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tag {
@@ -265,6 +267,9 @@ pub struct Controller {
     next_cmd_cycle: u64,
     /// HBM's separate row and column command buses; `None`: one command bus.
     buses: Option<CommandBuses>,
+    /// One command bus and no WCK synchronisation: a picked request command takes the short
+    /// path (`request_path`).
+    plain: bool,
     /// With two buses, per bus searched (row, column) and per rank-and-kind index (`hidx`): 0
     /// where the kind goes on that bus, `u64::MAX` where not (the other bus's fast search,
     /// [`ready_scan::min_key_ready`]).
@@ -285,6 +290,10 @@ pub struct Controller {
     /// `flat / 64`): the banks a pass over many banks visits ([`ready_scan::min_word_active`]).
     /// Valid, like `loc`, for banks that are not `dirty`.
     active: Vec<u64>,
+    /// Every bank with a candidate is ready less than [`WAIT_CAP`] cycles after the cycle a pass
+    /// starts from (the longest rule is shorter, [`ChannelDevices::reach`]): the scalar passes
+    /// need no cap on a bank's wait (`ready_scan::min_word_few_near`).
+    near: bool,
     /// This CPU runs the vector pass ([`ready_scan::has_vector_scan`]): channels of many banks
     /// scan all banks with it instead of the banks in `active`.
     vector_scan: bool,
@@ -397,6 +406,10 @@ impl Controller {
             sched.get().offers_row_hits(),
             sched.get().considers_unready(),
         );
+        let wck = WckSync::from_spec(spec, ranks);
+        // A pass starts from the cycle after the last command's, so a wait is below `reach`.
+        let near = dev.reach() < WAIT_CAP;
+        let plain = spec.command_buses.is_none() && wck.is_none();
         let slots = (0..banks as u32)
             .map(|f| BankSlot {
                 cand: None,
@@ -457,11 +470,12 @@ impl Controller {
             rfm_pending: vec![false; ranks],
             rfm_scope: RfmScope::from_config(&cfg.rfm_scope),
             rfm_target: vec![0; ranks],
-            wck: WckSync::from_spec(spec, ranks),
+            wck,
             paired: None,
             jobs: Vec::new(),
             waiting_jobs: JobQueue::new(),
             next_cmd_cycle: 0,
+            plain,
             buses: spec.command_buses.clone(),
             bus_skip: match &spec.command_buses {
                 Some(b) => [Bus::Row, Bus::Column].map(|want| {
@@ -477,6 +491,7 @@ impl Controller {
             key: vec![u64::MAX; banks],
             active: vec![0; banks.div_ceil(64)],
             vector_scan: ready_scan::has_vector_scan(),
+            near,
             dirty_list: (0..banks as u32).collect(),
             fast: false,
             pick: None,
@@ -1055,9 +1070,22 @@ impl Controller {
         // The earliest cycle (no earlier than `soon`) and, among the banks ready then, the best
         // FR-FCFS key: the command the tick at that cycle will issue.
         let word = if self.loc.len() <= ready_scan::FEW_BANKS {
-            ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
+            if self.near {
+                ready_scan::min_word_few_near(&self.loc, &self.hidx, &self.key, horizons, soon)
+            } else {
+                ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
+            }
         } else if self.vector_scan {
             ready_scan::min_word(&self.loc, &self.hidx, &self.key, horizons, soon)
+        } else if self.near {
+            ready_scan::min_word_active_near(
+                &self.active,
+                &self.loc,
+                &self.hidx,
+                &self.key,
+                horizons,
+                soon,
+            )
         } else {
             ready_scan::min_word_active(
                 &self.active,
@@ -1068,6 +1096,14 @@ impl Controller {
                 soon,
             )
         };
+        debug_assert!(
+            !self.near
+                || horizons
+                    .iter()
+                    .chain(self.loc.iter().filter(|&&l| l != u64::MAX))
+                    .all(|&h| h < soon + WAIT_CAP),
+            "a horizon beyond ChannelDevices::reach: the pass without a cap would be wrong"
+        );
         let (wait, best) = ready_scan::unpack(word);
         if wait == WAIT_CAP {
             // Nothing within reach of the packed word: the exact bound the plain way (rare).
@@ -1128,7 +1164,12 @@ impl Controller {
             if now == at {
                 debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
                 debug_assert!(self.wanted_write_mode() == self.write_mode);
-                if let Some(p) = self.bank_command(flat as usize) {
+                if self.plain {
+                    if let Some(c) = self.slots[flat as usize].cand {
+                        self.issue_request(flat as usize, c, now, &mut log);
+                        return self.next_after_issue(now);
+                    }
+                } else if let Some(p) = self.bank_command(flat as usize) {
                     let kind = p.kind;
                     if self.issue_synced(p, now, &mut log) {
                         return now + 1;

@@ -144,6 +144,10 @@ pub struct ChannelDevices {
     n_wrec: u64,
     n_ras: u64,
     activated_at: Vec<u64>,
+    /// One more than the longest latency of any timing or window rule: no horizon is ever more
+    /// than this many cycles after the cycle of the command that raised it (see
+    /// [`ChannelDevices::reach`]).
+    reach: u64,
     /// HBM3 / HBM4: the row bus at half-clock resolution (a PRE on the falling edge of a clock
     /// whose rising edge another row command holds starts its rules a clock later).
     half_clock: Option<crate::command_bus::HalfClockBus>,
@@ -285,6 +289,13 @@ impl ChannelDevices {
             n_wrec: spec.t("nCWL") + spec.t("nBL") + spec.t("nWR"),
             n_ras: spec.t("nRAS"),
             activated_at: vec![0; banks],
+            reach: 1 + spec
+                .rules
+                .iter()
+                .map(|r| r.latency)
+                .chain(spec.windows.iter().map(|w| w.latency))
+                .max()
+                .unwrap_or(0),
             half_clock: crate::command_bus::HalfClockBus::new(spec.command_buses.as_ref()),
         }
     }
@@ -424,6 +435,14 @@ impl ChannelDevices {
     #[inline]
     pub fn group_horizons(&self, b: BankId) -> &[u64; NK] {
         &self.group_next[self.group_index(b)]
+    }
+
+    /// How far ahead of the cycle a command issues at its rules can push a horizon: every
+    /// horizon is at most `now + reach` after commands issued up to cycle `now` (a rule starts at
+    /// its command's cycle, or the next one for HBM's falling-edge PRE, and raises a horizon by its
+    /// latency; a window rule from an earlier command). Bank and group parts included.
+    pub fn reach(&self) -> u64 {
+        self.reach
     }
 
     /// Whether a REFPB refreshes a pair of banks.

@@ -1,0 +1,75 @@
+//! The controller's path for its most common command: a request's own command to one bank (ACT,
+//! PRE, RD, WR and the auto-precharge forms) that the pass after the previous command picked
+//! (`Controller::pick`), on a channel with one command bus and no WCK synchronisation (`plain`).
+//!
+//! It does what the general [`Controller::issue`] does for such a command, in the same order, but
+//! without building a `Pending` and without the tests for the other commands (refreshes, PREA,
+//! bulk jobs' commands, transfers with a destination, a CAS before the command, the second command
+//! bus): on random traffic nearly every command takes it. Nothing else differs, so schedules are
+//! the same whichever path a command takes (the golden digests and the lookahead tests hold both).
+use super::{BankCand, Controller};
+use crate::command::{CommandKind, CommandRecord, CommandSink};
+
+impl Controller {
+    /// Issues bank `flat`'s candidate `c` (a request's own command to the bank) at `now`, as
+    /// [`Controller::issue`] would, and sets the bank's next candidate. The caller checked that
+    /// the controller is `plain` and that `c` is the bank's candidate.
+    #[inline(always)]
+    pub(super) fn issue_request<'s>(
+        &mut self,
+        flat: usize,
+        c: BankCand,
+        now: u64,
+        log: &mut Option<&mut (dyn CommandSink + 's)>,
+    ) {
+        let kind = c.kind;
+        debug_assert!(kind.is_bank_access() && self.plain);
+        let bank = self.slots[flat].id;
+        self.dev.issue_access(kind, bank, c.row, now);
+        self.pick = None;
+        self.refresh_locals(kind, bank);
+        if self.raaimt > 0 {
+            self.manage_refresh(kind, bank);
+        }
+        self.counters.commands[kind.index()] += 1;
+        self.last_work = now;
+        self.next_cmd_cycle = now + 1;
+        if let Some(sink) = log.as_deref_mut() {
+            sink.record(&CommandRecord {
+                cycle: now,
+                kind,
+                channel: self.channel,
+                rank: bank.rank,
+                bank_group: bank.bank_group,
+                bank: bank.bank,
+                row: c.row,
+                column: c.col,
+                dst: None,
+            });
+        }
+        let i = c.entry;
+        match kind {
+            CommandKind::Act => {
+                self.slab[i as usize].needed_act = true;
+                if self.keep_activated {
+                    self.slots[flat].activated = Some(i);
+                }
+            }
+            CommandKind::Pre => {
+                // The row closed: nothing activated waits on it any more.
+                self.slots[flat].activated = None;
+                self.slab[i as usize].needed_pre = true;
+            }
+            _ => {
+                if matches!(kind, CommandKind::Rda | CommandKind::Wra) {
+                    self.slots[flat].activated = None;
+                }
+                self.complete_entry(i, now);
+            }
+        }
+        match self.known_candidate(flat, kind) {
+            Some(cand) => self.set_candidate(flat, cand),
+            None => self.clean(flat),
+        }
+    }
+}
