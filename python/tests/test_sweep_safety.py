@@ -51,6 +51,22 @@ def test_resume_of_a_finished_table_refuses_a_changed_workload(tmp_path: Path) -
     assert out.read_bytes() == before
 
 
+def test_resume_with_fewer_axis_values_refuses_rather_than_drop_finished_points(tmp_path: Path) -> None:
+    # Resumed with an axis that lost a value, the finished points of that value were dropped and
+    # the table rewritten without them, status 0.
+    out = tmp_path / "r.parquet"
+    grown = {**SMALL, "axes": {**SMALL["axes"], "workload.seed": [1, 2, 3]}}
+    sweep.run(grown, out, workers=1)
+    before = out.read_bytes()
+    with pytest.raises(sweep.SpecError, match=r"workload\.seed=3.*axes may grow, not shrink"):
+        sweep.run(SMALL, out, workers=1, resume=True)
+    assert out.read_bytes() == before
+    # Growing still resumes: the finished points are kept and only the new ones run.
+    more = {**SMALL, "axes": {**SMALL["axes"], "workload.seed": [1, 2, 3, 4]}}
+    sweep.run(more, out, workers=1, resume=True)
+    assert len(sweep.read(out)) == 8
+
+
 def test_a_huge_seed_count_is_refused_before_anything_is_built(tmp_path: Path) -> None:
     import tracemalloc
 

@@ -837,8 +837,18 @@ class _Store:
                 parts = sorted(self.dir.glob("part-*.parquet"))
                 sources += parts
                 self.nparts = max((int(part.stem.split("-")[1]) for part in parts), default=0)
+            index = _PointIndex(self.spec.axes)
             for src in sources:  # every check before anything is written
-                _check_saved(src, self.spec, "the finished table" if src == self.out else "its saved results")
+                what = "the finished table" if src == self.out else "its saved results"
+                _check_saved(src, self.spec, what)
+                # A finished point the spec no longer has would be dropped with the table rewritten:
+                # the user's results lost without a word.
+                for r in _saved_rows(src, what):
+                    if r.get("error") is None and index.find(r) is None:
+                        at = ", ".join(f"{k}={r.get(k)!r}" for k in self.spec.axis_keys)
+                        raise SpecError(f"{self.spec.source}: {src} holds a finished point this spec does not have "
+                                        f"({at}); resume with the same spec (axes may grow, not shrink) or pass "
+                                        "--force to start over")
         else:
             if (self.out.exists() or self.dir.exists()) and not force:
                 what = self.out if self.out.exists() else self.dir
