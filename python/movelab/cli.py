@@ -111,12 +111,8 @@ def run_cmd(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
     """Run a workload on any simulated system and print its report."""
-    from rich import box
     from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
-    from movelab.dram import flatten
     from movelab.platform.cli import parse_params
     from movelab.systems import simulate
 
@@ -132,7 +128,35 @@ def run_cmd(
         fail(e)
     if fmt == "json":
         echo_json(r)
-        return
+    else:
+        _print_report(r)
+    # The byte checks and the frames' fates, as the systems' own commands report them.
+    from movelab.platform.cli import no_frames_note, wrong_bytes_note
+
+    hosts = (r.get("stats") or {}).get("hosts") or [r.get("stats") or {}]
+    for h in hosts:
+        d = [x for x in h.get("devices") or [] if isinstance(x, dict)]
+        held = sum(int((x.get("nic") or {}).get("rx_fifo_held") or 0) for x in d)
+        if held:
+            typer.echo(f"warning: {held} frames arrived at a receiver with no RX buffer and were held in its NIC "
+                       "(never landed; give the receiver buffers)", err=True)
+        if r["system"] == "platform" and (note := no_frames_note(h)) is not None:
+            typer.echo(f"warning: {note}", err=True)
+    wrong = [n for h in hosts if (n := wrong_bytes_note(h)) is not None]
+    if wrong:
+        typer.echo(f"error: {wrong[0]}", err=True)
+        raise typer.Exit(1)
+
+
+def _print_report(r: dict[str, Any]) -> None:
+    """``movelab run``'s report as a table."""
+    from rich import box
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from movelab.dram import flatten
+
     t = Table(title=escape(f"{r['system']}: {r['config']} / {r['workload']}"), box=box.SIMPLE_HEAD)
     t.add_column("statistic", no_wrap=True)
     t.add_column("value", justify="right")

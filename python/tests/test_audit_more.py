@@ -83,6 +83,12 @@ def test_a_receive_workload_that_can_never_receive_warns() -> None:
     ok = CliRunner().invoke(app, ["platform", "run", "server-composed", "server-rx", "--param", "chunks=1",
                                   "--param", "chunk=100"])
     assert ok.exit_code == 0 and "no frame arrived" not in ok.output, ok.output
+    # movelab run says so too, and of a pair whose receiver had no buffers.
+    r = CliRunner().invoke(app, ["run", "larsen-io", "nic-rx", "--format", "json"])
+    assert r.exit_code == 0 and "no frame arrived" in " ".join(r.output.split()), r.output
+    r = CliRunner().invoke(app, ["run", "larsen-io", "pair", "--system", "cluster", "--param", "messages=4",
+                                 "--param", "buffers=0"])
+    assert r.exit_code == 0 and "4 frames arrived at a receiver with no RX buffer" in " ".join(r.output.split())
     # The system is named when another system's workload is run on a preset.
     e = CliRunner().invoke(app, ["run", "larsen-io", "pair"])
     assert e.exit_code == 2 and "--system cluster" in " ".join(e.output.replace("│", " ").split()), e.output
