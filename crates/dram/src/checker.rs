@@ -839,6 +839,16 @@ impl Checker {
                 "{banks} banks in all is more than the checker supports ({MAX_BANKS})"
             )));
         }
+        // The log's timings are the rules the check holds commands to: ones no simulated device
+        // may have (a zero row-active time, a zero clock) would let any schedule pass.
+        for key in crate::config::POSITIVE_TIMINGS {
+            if header.timing.get(*key) == Some(&0) {
+                return Err(LogError::Header(format!(
+                    "timing {key} is 0: no DRAM device has it at zero, so the log's rules cannot \
+                     be checked (was the header edited?)"
+                )));
+            }
+        }
         let p = Params::from_header(header)?;
         // Refresh is tracked per bank index (REFSB) or, with per-bank refresh, per bank.
         let ref_slots = if p.pb.is_some() {

@@ -2202,3 +2202,18 @@ fn every_case_passes_long_generated_sequences() {
         }
     }
 }
+
+/// A log whose header gives a timing no device has at zero (an edited spec line: nRAS 0, a 0 ps
+/// clock) is refused: with it any schedule would pass the check ("OK: no violations").
+#[test]
+fn a_header_with_a_zero_timing_is_refused() {
+    for key in ["nRAS", "tCK_ps", "nRP"] {
+        let h = with(ddr3(), &[(key, 0)]);
+        match Checker::new(&h) {
+            Err(LogError::Header(m)) => assert!(m.contains(key) && m.contains("is 0"), "{m}"),
+            Err(e) => panic!("{key}: {e}"),
+            Ok(_) => panic!("{key} = 0 accepted"),
+        }
+    }
+    assert!(Checker::new(&ddr3()).is_ok());
+}
