@@ -67,6 +67,11 @@ def test_resume_with_fewer_axis_values_refuses_rather_than_drop_finished_points(
     assert len(sweep.read(out)) == 8
 
 
+def test_a_count_beyond_the_generator_is_refused_before_any_point_runs() -> None:
+    with pytest.raises(sweep.SpecError, match="workload.count 100,000,000,000,000,000 is more than"):
+        sweep.load_spec({**SMALL, "workload": {"kind": "random", "count": 10**17}})
+
+
 def test_a_huge_seed_count_is_refused_before_anything_is_built(tmp_path: Path) -> None:
     import tracemalloc
 

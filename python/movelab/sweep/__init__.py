@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from movelab import data
-from movelab._util import check_progress
+from movelab._util import check_progress, input_path
 from movelab.dram import flatten
 from movelab.executor import Executor, make_executor
 
@@ -771,15 +771,20 @@ def _probe_dram_workload(config: Any, overrides: dict[str, Any], workload: dict[
     w = dict(workload)
     if "trace" in w:
         trace = w["trace"]
-        if not isinstance(trace, str) or not Path(trace).is_file():
-            raise FileNotFoundError(f"workload.trace: trace file {trace!r} does not exist")
+        if not isinstance(trace, str):
+            raise ValueError(f"workload.trace: a trace file's path, not {trace!r}")
+        input_path(trace, "workload.trace")
         extra = set(w) - {"trace", "format"}
         if extra:
             raise ValueError(f"a trace workload takes only 'trace' and 'format', not '{sorted(extra)[0]}'")
         return
+    from movelab.dram.cli import MAX_COUNT
+
     count = w.get("count")
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"workload.count must be a positive integer, got {count!r}")
+    if count > MAX_COUNT:
+        raise ValueError(f"workload.count {count:,} is more than the {MAX_COUNT:,} requests one generator may give")
     dram.simulate(config, {**w, "count": 1}, overrides=overrides)
 
 
