@@ -68,7 +68,7 @@ def test_resume_with_fewer_axis_values_refuses_rather_than_drop_finished_points(
 
 
 def test_a_count_beyond_the_generator_is_refused_before_any_point_runs() -> None:
-    with pytest.raises(sweep.SpecError, match="workload.count 100,000,000,000,000,000 is more than"):
+    with pytest.raises(sweep.SpecError, match=r"workload\.count 100,000,000,000,000,000 is more than"):
         sweep.load_spec({**SMALL, "workload": {"kind": "random", "count": 10**17}})
 
 

@@ -132,6 +132,16 @@ fn presets_name_their_system_and_bad_requests_are_refused_by_name() {
     assert!(e.contains("params.pages"), "{e}");
     let e = err(None, "ixp2350", "udp-tx", params(&[("config", 3.into())]));
     assert!(e.contains("params.config"), "{e}");
+    // A file given without its system that is not TOML, or not a file, says so first.
+    let dir = std::env::temp_dir().join(format!("movelab-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[core\nkind = 1\n").unwrap();
+    let e = err(None, bad.to_str().unwrap(), "tcp-rx", Params::new());
+    assert!(e.contains("bad.toml") && !e.contains("name the system"), "{e}");
+    let e = err(None, dir.to_str().unwrap(), "tcp-rx", Params::new());
+    assert!(e.contains("a directory"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
     // Another system's workload on a preset found by name: which system to name.
     let e = err(None, "larsen-io", "pair", Params::new());
     assert!(

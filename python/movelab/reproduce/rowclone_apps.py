@@ -112,9 +112,14 @@ def run(
         check_overrides(overrides, [PLATFORM])
     check_lengths(instructions, warmup)
     ap = check_app_params(app_params)
+    if isinstance(apps, str):
+        raise TypeError(f"apps: a list of application names (e.g. [{apps!r}]), not a string")
     names = list(apps) if apps is not None else APPS
     if not names or len(names) > 64 or not all(isinstance(a, str) for a in names):
         raise ValueError(f"apps: {names!r} must be a list of 1 to 64 application names")
+    unknown = [a for a in names if a not in APPS]
+    if unknown:
+        raise ValueError(f"apps: unknown application {unknown[0]!r} (known: {', '.join(APPS)})")
     pts = points(overrides, names, instructions, warmup, ap)
     p = paper()
     rows = []

@@ -529,13 +529,20 @@ fn run_errors_name_the_items_file_and_line() {
     let dir = std::env::temp_dir().join(format!("movelab-item-line-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("t.trace");
-    std::fs::write(&p, "# header\nR 0x0\n\n  # note\nW 0x40\nINIT 0x0 4096 0 # third\n").unwrap();
+    std::fs::write(
+        &p,
+        "# header\nR 0x0\n\n  # note\nW 0x40\nINIT 0x0 4096 0 # third\n",
+    )
+    .unwrap();
     assert_eq!(line_of_item(&p, TraceFormat::Auto, 1), Some(2));
     assert_eq!(line_of_item(&p, TraceFormat::Native, 3), Some(6));
     assert_eq!(line_of_item(&p, TraceFormat::Auto, 4), None);
     let m = with_item_line("trace item 3: too big", &p, TraceFormat::Auto);
     assert_eq!(m, format!("{}:6: too big", p.display()));
-    assert_eq!(with_item_line("trace item 9: x", &p, TraceFormat::Auto), "trace item 9: x");
+    assert_eq!(
+        with_item_line("trace item 9: x", &p, TraceFormat::Auto),
+        "trace item 9: x"
+    );
     assert_eq!(with_item_line("other", &p, TraceFormat::Auto), "other");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -55,11 +55,10 @@ impl PresetSet {
                 known: self.names().join(", "),
             });
         }
-        let text =
-            movelab_dram::config::read_config_text(p).map_err(|what| PlatformError::Io {
-                path: name_or_path.into(),
-                what,
-            })?;
+        let text = movelab_dram::config::read_config_text(p).map_err(|what| PlatformError::Io {
+            path: name_or_path.into(),
+            what,
+        })?;
         Ok((text, name_or_path.to_string()))
     }
 
@@ -219,7 +218,7 @@ pub fn explain_new_table(e: PlatformError, before: &toml::Value) -> PlatformErro
     }
 }
 
-fn parse(text: &str, source_name: &str) -> Result<toml::Value, PlatformError> {
+pub(crate) fn parse(text: &str, source_name: &str) -> Result<toml::Value, PlatformError> {
     text.parse::<toml::Table>()
         .map(toml::Value::Table)
         .map_err(|e| PlatformError::config(source_name, "(syntax)", e.to_string()))

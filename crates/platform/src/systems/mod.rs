@@ -125,6 +125,21 @@ pub fn simulate(
             return Err(PlatformError::config(config, "(system)", RETIRED[0].1))
         }
         None => system_of_preset(config).ok_or_else(|| {
+            // A file that cannot be read or is not TOML says so first: naming a system would not
+            // help it.
+            let path = std::path::Path::new(config);
+            if path.exists() {
+                let read = movelab_dram::config::read_config_text(path).map_err(|what| {
+                    PlatformError::Io {
+                        path: config.into(),
+                        what,
+                    }
+                });
+                if let Err(e) = read.and_then(|t| crate::sim::preset::parse(&t, config).map(|_| ()))
+                {
+                    return e;
+                }
+            }
             PlatformError::config(
                 config,
                 "(system)",
