@@ -142,6 +142,8 @@ def parse_set(items: list[str] | None, option: str = "--set") -> dict[str, Any]:
             if not isinstance(child, dict):
                 raise _bad(option, f"'{key}' sets inside a value that is not a table")
             node = child
+        if parts[-1] in node:
+            raise _bad(option, f"'{item}': {key} is given twice (once is enough; which one was meant?)")
         node[parts[-1]] = value
     return out
 

@@ -163,6 +163,10 @@ CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
     ("--param beyond 64 bits", ["platform", "run", "rowclone-system", "bulk-zero", "--param", f"pages={1 << 64}"], 2,
      ("--param", "pages")),
     ("--param no name", ["platform", "run", "rowclone-system", "bulk-zero", "--param", "=3"], 2, ("--param",)),
+    ("--param twice", ["platform", "run", "rowclone-system", "bulk-zero", "--param", "pages=2", "--param", "pages=3"],
+     2, ("pages=3", "given twice")),
+    ("--set twice", [*RUN, *G, "--set", "dram.channels=1", "--set", "dram.channels=2"], 2,
+     ("dram.channels=2", "given twice")),
     ("--param not a pair", ["platform", "run", "rowclone-system", "bulk-zero", "--param", "pages"], 2,
      ("--param", "pages")),
     # --- floats: non-finite and out of range

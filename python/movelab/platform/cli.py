@@ -31,6 +31,9 @@ def parse_params(items: list[str] | None, names: bool = False) -> dict[str, Any]
         key, raw = (s.strip() for s in item.split("=", 1))
         if not key:
             raise typer.BadParameter(f"'{item}': empty name", param_hint="--param")
+        if key in out:
+            raise typer.BadParameter(f"'{item}': {key} is given twice (once is enough; which one was meant?)",
+                                     param_hint="--param")
         try:
             value = int(raw, 0)
         except ValueError:

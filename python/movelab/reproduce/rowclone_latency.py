@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,8 @@ def run(config: Any = PRESET, overrides: dict[str, Any] | None = None, nbytes: i
     the experiment sets itself (``controller.bulk``)."""
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 0 < nbytes <= 1 << 20:
         raise ValueError(f"nbytes: {nbytes!r} must be a positive integer of at most 1 MiB")
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides must be a dict shaped like a DRAM config, not {type(overrides).__name__}")
     if overrides:
         refuse_keys(dict(overrides), SETS, "rowclone-latency")
     cfg = load_config(config, overrides)
