@@ -35,6 +35,8 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     p["recording"] = d / "rec.parquet"
     pq.write_table(pa.table({"a": [1]}).replace_schema_metadata({b"movelab.record": b"{}"}), p["recording"])
+    p["text"] = d / "spec.toml"
+    p["text"].write_text('simulator = "dram"\n')
     return p
 
 
@@ -174,6 +176,14 @@ CASES: list[tuple[str, Call, type[BaseException], str]] = [
     ("fork pages 0", lambda p: rf.run(n_pages=[0]), ValueError, "n_pages"),
     ("fork pages over the array", lambda p: rf.run(sizes_mb=[1], n_pages=[257]), ValueError, "256 pages of 4 KB"),
     ("fork zero_pages", lambda p: rf.run(zero_pages=-1), ValueError, "zero_pages: -1"),
+    ("latency overrides type", lambda p: __import__("movelab.reproduce.rowclone_latency").reproduce
+     .rowclone_latency.run(overrides=[1]), TypeError, "overrides must be a dict"),
+    ("apps as a string", lambda p: __import__("movelab.reproduce.rowclone_apps").reproduce.rowclone_apps
+     .run(apps="shell"), TypeError, "a list of application names"),
+    ("sweep out a directory", lambda p: sweep.run({"simulator": "dram", "config": CFG, "workload": GEN,
+                                                   "axes": {"workload.seed": [1]}}, out=p["dir"]), ValueError,
+     "is a directory; the result table is one Parquet file"),
+    ("sweep read not Parquet", lambda p: sweep.read(p["text"]), ValueError, "is not a sweep's result table"),
 ]
 
 JSON_POSITION = re.compile(r"line \d+ column \d+")

@@ -1101,7 +1101,11 @@ def read(path: str | Path):
         raise FileNotFoundError(f"{p} does not exist")
     from movelab.record.trace import META_KEY as RECORDING
 
-    if RECORDING in (pq.read_schema(p).metadata or {}):
+    try:
+        schema = pq.read_schema(p)
+    except Exception as e:  # pyarrow's errors say nothing of the file
+        raise ValueError(f"{p} is not a sweep's result table (a Parquet file): {e}") from None
+    if RECORDING in (schema.metadata or {}):
         raise ValueError(f"{p} is a recording, not a sweep's result table: read it with movelab.record.read")
     df = pd.read_parquet(p)
     if "error" in df.columns:
@@ -1160,6 +1164,10 @@ def run(
     from movelab._util import output_lock
 
     out = Path(out)
+    if out.is_dir():
+        raise ValueError(f"out {out} is a directory; the result table is one Parquet file: name it FILE.parquet")
+    if out.suffix != ".parquet":
+        raise ValueError(f"out {out}: the result table is Parquet; name it FILE.parquet")
     out.parent.mkdir(parents=True, exist_ok=True)
     # Two sweeps never write one table (and its parts) at once: the second is refused at once.
     with output_lock(out):
