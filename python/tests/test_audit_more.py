@@ -259,3 +259,11 @@ def test_network_run_does_not_show_unmeasured_fields_as_zeros() -> None:
     r = CliRunner().invoke(app, ["network", "run", "softnic", "rx"], env={"COLUMNS": "120"})
     assert r.exit_code == 0, r.output
     assert "host_irq" not in r.output and "host_cycles" in r.output
+
+
+def test_a_rowclone_apps_window_with_no_bulk_work_warns() -> None:
+    # 2,000 instructions hold no copy or initialisation: every mechanism gives the same row.
+    r = CliRunner().invoke(app, ["reproduce", "--workers", "1", "rowclone-apps", "--instructions", "2000",
+                                 "--warmup", "100", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert "holds no copy or initialisation of bootup" in " ".join(r.stderr.split())

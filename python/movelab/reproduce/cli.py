@@ -501,7 +501,18 @@ def _rowclone_apps(fmt: str, overrides: dict[str, Any], app_params: dict[str, in
     from movelab.reproduce import rowclone_apps as ra
 
     rows = _simulate(fmt, lambda progress: ra.run(overrides, None, instructions, warmup, app_params, progress=progress))
+    _warn_no_bulk_work(rows, instructions)
     _emit(fmt, rows, out, force, lambda d: ra.write(rows, d), ra.tables)
+
+
+def _warn_no_bulk_work(rows: list[dict[str, Any]], instructions: int) -> None:
+    """A warning when a window measured no copy or initialisation of an application: its mechanisms
+    cannot differ there, so its speedups and reductions compare nothing."""
+    idle = sorted({r["app"] for r in rows if r.get("mechanism") == "baseline" and not r.get("copy_init_fraction")})
+    if idle:
+        typer.echo(f"warning: the measured window of {instructions:,} instructions holds no copy or initialisation "
+                   f"of {', '.join(idle)}: its rows compare nothing; give more --instructions (the papers' figures "
+                   "are for 100,000)", err=True)
 
 
 @app.command("rowclone-apps-recorded")
@@ -527,6 +538,7 @@ def _rowclone_apps_recorded(fmt: str, overrides: dict[str, Any], instructions: i
 
     rows = _simulate(fmt, lambda progress: rr.run(overrides, None, instructions, warmup, progress=progress,
                                                   whole_units=whole_units))
+    _warn_no_bulk_work(rows, instructions)
     _emit(fmt, rows, out, force, lambda d: rr.write(rows, d), rr.tables)
 
 
