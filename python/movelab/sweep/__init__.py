@@ -355,6 +355,10 @@ def load_spec(spec: str | Path | Mapping[str, Any], *, source: str | None = None
             raw, source = data.sweep_spec(shipped)
         else:
             source = source or str(path)
+            if path.is_dir():
+                raise SpecError(f"{path}: a directory, not a spec file")
+            if path.exists() and not path.is_file():
+                raise SpecError(f"{path}: not a regular file (a FIFO or a device is not read)")
             if not path.is_file():
                 names = ", ".join(sorted(Path(n).stem for n in data.files("sweeps")))
                 raise SpecError(f"{path}: no such spec file (the example specs that ship with movelab can be "

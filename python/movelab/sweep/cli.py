@@ -178,7 +178,8 @@ def show_cmd(
             n = len(list(parts.glob("part-*.parquet")))
             _fail(f"{results} is not finished: {n} parts saved in {parts}; finish it with "
                   f"movelab sweep SPEC --out {results} --resume")
-        _fail(f"{results}: no such file")
+        _fail(f"{results}: " + ("a directory, not a result table" if results.is_dir() else
+                                "not a regular file" if results.exists() else "no such file"))
     try:
         meta = sweep.read_meta(results)
         if meta is not None:
