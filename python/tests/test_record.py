@@ -1367,13 +1367,22 @@ def test_negative_sizes_in_a_recording_are_refused_by_row(recording: tuple[pd.Da
     from movelab.record.trace import write_parquet
 
     df, meta = read(recording[1])
-    for col in ("size", "bytes", "count"):
+    for col in ("size", "bytes", "count", "dur_ns"):
         bad = df.copy()
         row = int(np.flatnonzero(bad[col].notna().to_numpy())[3])
         bad.loc[bad.index[row], col] = -4096
         path = tmp_path / f"neg-{col}.parquet"
         write_parquet(bad, meta, path)
         with pytest.raises(TraceError, match=rf"row {row}: {col} -4096 is negative"):
+            read(path)
+    # Sizes beyond any machine's memory (their totals overflowed: '-9,223,372,036,849,509,192 bytes').
+    for col in ("size", "bytes"):
+        bad = df.copy()
+        row = int(np.flatnonzero(bad[col].notna().to_numpy())[3])
+        bad.loc[bad.index[row], col] = 1 << 62
+        path = tmp_path / f"big-{col}.parquet"
+        write_parquet(bad, meta, path)
+        with pytest.raises(TraceError, match=rf"row {row}: {col} {1 << 62} is more than"):
             read(path)
 
 

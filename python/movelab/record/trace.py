@@ -38,6 +38,9 @@ REC = np.dtype([("t_ns", "<u8"), ("dur_ns", "<u8"), ("dst", "<u8"), ("src", "<u8
                 ("callsite", "<u8"), ("extra", "<u8"), ("tid", "<u4"), ("kind", "<u2"), ("flags", "<u2")])
 assert REC.itemsize == 64
 
+#: The most bytes one recorded row may hold (1 PiB): above it a recording is damaged.
+MAX_RECORDED_BYTES = 1 << 50
+
 #: The columns, in order, with their pandas dtypes (nullable where a value may be absent).
 COLUMNS: dict[str, str] = {
     "source": "string",      # "interposer" or "kernel"
@@ -265,11 +268,18 @@ def read(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         df = conform(table.to_pandas())
     except (TypeError, ValueError) as e:
         raise TraceError(f"trace {p}: a column has the wrong type: {e}") from None
-    for col in ("size", "bytes", "count"):
+    for col in ("size", "bytes", "count", "dur_ns"):
         neg = (df[col] < 0).fillna(False).to_numpy(dtype=bool)
         if neg.any():
             i = int(np.flatnonzero(neg)[0])
             raise TraceError(f"trace {p}: row {i}: {col} {df[col].iloc[i]} is negative")
+    for col in ("size", "bytes"):
+        # More than any machine's memory: a damaged file (totals over it would overflow).
+        big = (df[col] > MAX_RECORDED_BYTES).fillna(False).to_numpy(dtype=bool)
+        if big.any():
+            i = int(np.flatnonzero(big)[0])
+            raise TraceError(f"trace {p}: row {i}: {col} {df[col].iloc[i]} is more than {MAX_RECORDED_BYTES:,} "
+                             "bytes (1 PiB), more than a recorded program can move")
     return df, add_clock_floors(df, meta)
 
 
