@@ -349,7 +349,7 @@ def pair_cmd(
     ns_per_meter: float = typer.Option(5.0, "--ns-per-meter", min=0.0, max=100.0, help="Propagation per meter."),
     gbps: float | None = typer.Option(None, "--gbps", min=0.001, max=1000.0,
                                       help="Both ports' line rate, Gb/s (default: the platforms' own, which must "
-                                      "agree)."),
+                                      "agree); a NIC's port takes 0.1 to 1000, microengines' 0.001 to 1000."),
     set_sender: list[str] | None = typer.Option(None, "--set-sender", help="Override the sender KEY=VALUE.",
                                                 show_default=False),
     set_receiver: list[str] | None = typer.Option(None, "--set-receiver", help="Override the receiver KEY=VALUE.",
