@@ -27,6 +27,7 @@ from movelab import _core
 from movelab._util import U64_MAX, check_progress, check_value, input_path
 
 __all__ = [
+    "MAX_COUNT",
     "Config",
     "SimResult",
     "check_log",
@@ -56,6 +57,9 @@ class Config:
 
 
 TRACE_FORMATS = ("auto", "native", "ramulator", "dramsim3")
+#: The most requests one generator gives (crates/dram/src/generator.rs, MAX_COUNT): a trillion requests is days of
+#: simulation. The command line's --count and sweep specs are bounded by it.
+MAX_COUNT = 10**12
 _POSITION = re.compile(r" at line \d+ column \d+")
 
 

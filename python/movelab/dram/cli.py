@@ -95,11 +95,9 @@ def show_cmd(
     echo_json({"config": c.data, "spec": c.spec})
 
 
-# Bounds of the generator options (the simulator streams generated requests, so these bound time,
-# not memory): a trillion requests is days of simulation.
-MAX_COUNT = 10**12  # the generator's own bound (crates/dram/src/generator.rs, MAX_COUNT): the API refuses beyond it too
-# The generator's options, shared by `run --generate` and `generate`.
-COUNT = typer.Option(100_000, min=0, max=MAX_COUNT, help="Requests to generate.")
+# The generator's options, shared by `run --generate` and `generate` (bounded as the generator is: the
+# simulator streams generated requests, so the count bounds time, not memory).
+COUNT = typer.Option(100_000, min=0, max=dram.MAX_COUNT, help="Requests to generate.")
 READ_FRACTION = typer.Option(0.8, min=0.0, max=1.0, callback=finite("--read-fraction"),
                              help="Fraction of generated requests that are reads.")
 SEED = typer.Option(0, min=0, max=(1 << 64) - 1, help="Generator seed.")

@@ -508,11 +508,13 @@ def _rowclone_apps(fmt: str, overrides: dict[str, Any], app_params: dict[str, in
 def _warn_no_bulk_work(rows: list[dict[str, Any]], instructions: int) -> None:
     """A warning when a window measured no copy or initialisation of an application: its mechanisms
     cannot differ there, so its speedups and reductions compare nothing."""
+    from movelab.reproduce import rowclone_apps as ra
+
     idle = sorted({r["app"] for r in rows if r.get("mechanism") == "baseline" and not r.get("copy_init_fraction")})
     if idle:
         typer.echo(f"warning: the measured window of {instructions:,} instructions holds no copy or initialisation "
-                   f"of {', '.join(idle)}: its rows compare nothing; give more --instructions (the papers' figures "
-                   "are for 100,000)", err=True)
+                   f"of {', '.join(idle)}: its rows compare nothing; give more --instructions (the default is "
+                   f"{ra.INSTRUCTIONS:,})", err=True)
 
 
 @app.command("rowclone-apps-recorded")

@@ -782,13 +782,12 @@ def _probe_dram_workload(config: Any, overrides: dict[str, Any], workload: dict[
         if extra:
             raise ValueError(f"a trace workload takes only 'trace' and 'format', not '{sorted(extra)[0]}'")
         return
-    from movelab.dram.cli import MAX_COUNT
-
     count = w.get("count")
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"workload.count must be a positive integer, got {count!r}")
-    if count > MAX_COUNT:
-        raise ValueError(f"workload.count {count:,} is more than the {MAX_COUNT:,} requests one generator may give")
+    if count > dram.MAX_COUNT:
+        raise ValueError(f"workload.count {count:,} is more than the {dram.MAX_COUNT:,} requests one generator may "
+                         "give")
     dram.simulate(config, {**w, "count": 1}, overrides=overrides)
 
 
