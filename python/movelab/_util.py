@@ -135,31 +135,69 @@ def parse_set(items: list[str] | None, option: str = "--set") -> dict[str, Any]:
             check_value(value, key)
         except ValueError as e:
             raise _bad(option, str(e)) from None
-        node = out
-        parts = [p.strip() for p in key.split(".")]
-        for part in parts[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise _bad(option, f"'{key}' sets inside a value that is not a table")
-            node = child
-        if parts[-1] in node:
-            raise _bad(option, f"'{item}': {key} is given twice (once is enough; which one was meant?)")
-        node[parts[-1]] = value
+        try:
+            _set_path(out, [p.strip() for p in key.split(".")], value, key)
+        except ValueError as e:
+            raise _bad(option, f"'{item}': {e}") from None
+    return out
+
+
+def _set_path(out: dict[str, Any], parts: list[str], value: Any, key: str) -> None:
+    """Sets ``value`` at the path ``parts`` of nested dict ``out`` (``key``: the path as the user wrote
+    it, for the error). A leaf set twice, or a path through a value that is not a table, is refused."""
+    node = out
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ValueError(f"{key} sets inside a value that is not a table")
+        node = child
+    last = parts[-1]
+    if last in node and not (isinstance(node[last], dict) and isinstance(value, dict)):
+        raise ValueError(f"{key} is given twice (once is enough; which one was meant?)")
+    if last in node:
+        for k, v in value.items():
+            _set_path(node[last], [k], v, f"{key}.{k}")
+    else:
+        node[last] = value
+
+
+def nested(overrides: Any, what: str = "overrides") -> Any:
+    """``overrides`` with every dotted key spelled as nested tables, as ``--set`` writes them:
+    ``{"controller.read_queue": 33}`` is ``{"controller": {"read_queue": 33}}``; both spellings mix
+    freely (``{"copy": {"mode": "ASYNC"}, "copy.mechanism": "ce"}``). A setting given twice (in two
+    spellings) or set inside a value that is not a table is refused, naming it. Keys that are not
+    strings, and a value that is not a mapping at all, are left for the caller's own check."""
+    if not isinstance(overrides, Mapping):
+        return overrides
+    out: dict[str, Any] = {}
+    for k, v in overrides.items():
+        value = nested(v, f"{what}.{k}")
+        if not isinstance(k, str):
+            out[k] = value
+            continue
+        parts = k.split(".") if "." in k else [k]
+        if any(not p for p in parts):
+            raise ValueError(f"{what}: {k!r}: empty key")
+        try:
+            _set_path(out, parts, value, k)
+        except ValueError as e:
+            raise ValueError(f"{what}: {e}") from None
     return out
 
 
 def layered(base: Mapping[str, Any] | None, top: Mapping[str, Any]) -> dict[str, Any]:
     """``top`` layered on ``base`` (a new dict; nested tables merged key by key, anything else in
     ``top`` replaces ``base``'s value). The one merge of override tables on the Python side."""
-    out = dict(base or {})
-    for k, v in top.items():
+    out = nested(base or {})
+    for k, v in nested(top).items():
         old = out.get(k)
         out[k] = layered(old, v) if isinstance(v, Mapping) and (old is None or isinstance(old, Mapping)) else v
     return out
 
 
 def _first_given(overrides: Mapping[str, Any], keys: Iterable[str]) -> str | None:
-    """The first of the dotted ``keys`` that ``overrides`` (nested tables) sets."""
+    """The first of the dotted ``keys`` that ``overrides`` (nested tables or dotted keys) sets."""
+    overrides = nested(overrides)
     for key in keys:
         node: Any = overrides
         for part in key.split("."):

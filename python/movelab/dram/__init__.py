@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from movelab import _core
-from movelab._util import U64_MAX, check_progress, check_value, input_path
+from movelab._util import U64_MAX, check_progress, check_value, input_path, nested
 
 __all__ = [
     "MAX_COUNT",
@@ -96,7 +96,7 @@ def _check_keys(d: Mapping[Any, Any], what: str) -> None:
 
 def load_config(config: str | Path | dict[str, Any] | Config, overrides: dict[str, Any] | None = None) -> Config:
     """Builds a :class:`Config`; errors name the file or preset and the key."""
-    ov = _dict_json(overrides, "overrides") if overrides else None
+    ov = _dict_json(nested(overrides), "overrides") if overrides else None
     if isinstance(config, Config):
         raw = _native_call(_core.dram_config, "json", config.to_json(), ov)
     elif isinstance(config, Mapping):

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from movelab import _core
+from movelab._util import nested
 from movelab.dram import _dict_json, _native_call
 
 __all__ = ["CONFIGS", "DIRECTIONS", "PLATFORM_KEYS", "config", "presets", "run"]
@@ -39,7 +40,7 @@ def presets() -> list[str]:
 
 
 def _ov(overrides: Mapping[str, Any] | None) -> str | None:
-    return None if overrides is None else _dict_json(overrides, "overrides")
+    return None if overrides is None else _dict_json(nested(overrides), "overrides")
 
 
 def config(platform: str = "ixp2350", overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:

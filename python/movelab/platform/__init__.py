@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from movelab import _core
-from movelab._util import check_progress, check_value, input_path, layered
+from movelab._util import check_progress, check_value, input_path, layered, nested
 from movelab.dram import _native_call, flatten
 
 __all__ = ["ENGINE_KEYS", "PairResult", "PlatformResult", "load_config", "pair", "presets", "run", "to_toml"]
@@ -50,6 +50,7 @@ def _check_overrides(overrides: Any, what: str = "overrides") -> dict[str, Any]:
     for k in overrides:
         if not isinstance(k, str):
             raise TypeError(f"{what}: keys must be strings, got {k!r}")
+    overrides = nested(overrides, what)
     check_value(dict(overrides), what)
     # The memory controller's keys the platform derives from its copy settings are refused by the
     # platform's own checks, whether a file or an override gives them.

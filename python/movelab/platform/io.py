@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from movelab import _core
-from movelab._util import check_value
+from movelab._util import check_value, nested
 from movelab.dram import _native_call
 from movelab.platform import PlatformResult
 
@@ -50,6 +50,7 @@ def _overrides(overrides: Any) -> str | None:
     if not isinstance(overrides, Mapping):
         raise TypeError(f"overrides must be a dict shaped like an I/O config (e.g. {{'link': {{'gen': 2}}}}), "
                         f"not {type(overrides).__name__}")
+    overrides = nested(overrides)
     check_value(dict(overrides), "overrides")
     return json.dumps(dict(overrides))
 
