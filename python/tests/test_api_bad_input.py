@@ -49,6 +49,9 @@ CASES: list[tuple[str, Call, type[BaseException], str]] = [
     ("config directory", lambda p: dram.load_config(p["dir"]), ValueError, "a-dir.*directory"),
     ("config FIFO", lambda p: dram.load_config(p["fifo"]), ValueError, "a-fifo.*not a regular file"),
     ("config missing", lambda p: dram.load_config("nope.toml"), FileNotFoundError, "nope.toml"),
+    # given as strings without .toml: on disk, so read as files, not looked up as "SPEED/PART" names
+    ("config directory str", lambda p: dram.load_config(str(p["dir"])), ValueError, "a-dir is a directory"),
+    ("config FIFO str", lambda p: dram.load_config(str(p["fifo"])), ValueError, "a-fifo is not a regular file"),
     ("config dict NaN", lambda p: dram.load_config({"preset": CFG, "energy": {"io_pj_per_bit": NAN}}), ValueError,
      r"config\.energy\.io_pj_per_bit: nan"),
     ("config dict non-string key", lambda p: dram.load_config({"preset": CFG, 3: 4}), TypeError,

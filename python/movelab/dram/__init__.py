@@ -101,14 +101,10 @@ def load_config(config: str | Path | dict[str, Any] | Config, overrides: dict[st
         raw = _native_call(_core.dram_config, "json", config.to_json(), ov)
     elif isinstance(config, Mapping):
         raw = _native_call(_core.dram_config, "json", _dict_json(config, "config"), ov)
-    elif isinstance(config, Path) or (isinstance(config, str) and (config.endswith(".toml") or Path(config).is_file())):
-        path = Path(config)
-        if path.is_dir():
-            raise ValueError(f"config: {path} is a directory, not a TOML file")
-        if not path.exists():
-            raise FileNotFoundError(f"config file {path} does not exist")
-        if not path.is_file():
-            raise ValueError(f"config: {path} is not a regular file")
+    elif isinstance(config, Path) or (isinstance(config, str) and (config.endswith(".toml") or Path(config).exists())):
+        # Anything on disk by that name is a file to read (a directory or a device is refused as
+        # such, not looked up as a "SPEED/PART" name).
+        path = input_path(config, "config")
         raw = _native_call(_core.dram_config, "file", str(path), ov)
     elif isinstance(config, str):
         raw = _native_call(_core.dram_config, "preset", config, ov)
