@@ -9,7 +9,8 @@ True
 
 ``platform`` may be a built-in name (``movelab platform presets``), a path to a TOML file, or a dict
 shaped like a platform config with ``preset = NAME`` naming the platform it starts from.
-``overrides`` is a dict shaped like a platform config (``{"copy": {"mechanism": "ce"}}``).
+``overrides`` is a dict shaped like a platform config (``{"copy": {"mechanism": "ce"}}``) or with ``--set``'s
+dotted keys (``{"copy.mechanism": "ce"}``), mixed freely.
 ``workload`` is a built-in name or a TOML path; ``params`` sets its integer parameters.
 """
 
