@@ -52,7 +52,7 @@ impl RankActivity {
     }
 
     /// Ends the refreshes that are over by `now`, then accounts up to `now`.
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self, now: u64) {
         while let Some(&(end, n)) = self.refresh_ends.front() {
             if end > now {
@@ -425,7 +425,7 @@ impl ChannelDevices {
     /// The bank and bank-group part of [`ChannelDevices::earliest_at_bank`]: it moves only when a
     /// command issues to that bank, or to its group with a group-scoped rule
     /// ([`ChannelDevices::has_group_rules`]). The rank part is [`ChannelDevices::rank_horizons`].
-    #[inline]
+    #[inline(always)]
     pub fn local_at_bank(&self, kind: CommandKind, b: BankId) -> u64 {
         let k = kind.index();
         self.group_next[self.group_index(b)][k].max(self.bank_next[b.flat as usize][k])
