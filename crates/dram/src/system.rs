@@ -206,6 +206,13 @@ where
                         cached_loc = Some((r.addr, l));
                         if !chans[l.channel as usize].can_accept(r.op) {
                             blocked = true;
+                            // Without an arrival cycle of its own it would be offered at the
+                            // next turn (past `offer_at`, now + 1) and refused there for the
+                            // same full queue, unless a command freed a slot first: the same
+                            // as refusing it now, which spares that turn the offer.
+                            if r.arrival.is_none() {
+                                refused = Some((l.channel as usize, r.op));
+                            }
                         }
                     }
                 } else {
@@ -246,7 +253,12 @@ where
             next = now + 1;
         }
         if blocked && issued {
-            if let Some(Ok(TraceItem::Req(r))) = trace.peek() {
+            if let Some((c, op)) = refused {
+                // The refused head's queue (what the look below would find).
+                if chans[c].can_accept(op) {
+                    next = now + 1;
+                }
+            } else if let Some(Ok(TraceItem::Req(r))) = trace.peek() {
                 let ch = match cached_loc {
                     Some((a, l)) if a == r.addr => l.channel,
                     _ => mapper.map(r.addr).channel,
