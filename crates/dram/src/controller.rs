@@ -896,7 +896,9 @@ impl Controller {
         }
     }
 
-    /// The queue mode the watermarks call for given the queue lengths now.
+    /// The queue mode the watermarks call for given the queue lengths now (asked after every
+    /// command and arrival: inlined).
+    #[inline(always)]
     fn wanted_write_mode(&self) -> bool {
         // For an integer length n: n > x iff n > floor(x), and n < x iff n < ceil(x).
         if !self.write_mode {
@@ -968,7 +970,17 @@ impl Controller {
         }
     }
 
+    /// Recomputes the candidates of the banks marked dirty. Most passes find none (the issue
+    /// sets its bank's candidate itself): that test inline, the loop out of line.
+    #[inline(always)]
     fn clean_dirty(&mut self) {
+        if !self.dirty_list.is_empty() {
+            self.clean_dirty_list();
+        }
+    }
+
+    #[inline(never)]
+    fn clean_dirty_list(&mut self) {
         while let Some(flat) = self.dirty_list.pop() {
             let flat = flat as usize;
             if self.slots[flat].dirty {
