@@ -18,6 +18,8 @@ pub use crate::bulk::ops::BulkTotals;
 pub use crate::command::log_header;
 pub use crate::stats::collect::collect_stats;
 
+mod blocked;
+
 /// Options of a run besides the config and the trace.
 #[derive(Default)]
 pub struct RunOptions<'a> {
@@ -70,6 +72,12 @@ where
     let mut refused: Option<(usize, crate::request::Op)> = None;
 
     loop {
+        // Turns in which the trace's next request is still refused and no bulk work is in
+        // flight only tick the controllers: run in a loop of their own (`blocked`).
+        if let Some(waiting) = refused {
+            now =
+                blocked::blocked_turns(&mut chans, waiting, &mut bulk, now, &mut steps, &mut opts)?;
+        }
         steps += 1;
         if steps.is_multiple_of(interrupt::CHECK_STEPS) && interrupt::requested() {
             return Err(Error::Interrupted);
