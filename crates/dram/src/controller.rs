@@ -1163,6 +1163,8 @@ impl Controller {
         next
     }
 
+    /// The body of [`Controller::tick_woken`], its only caller.
+    #[inline(always)]
     fn tick_at<'s>(&mut self, now: u64, mut log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
         if now < self.next_cmd_cycle {
             return self.next_cmd_cycle;
