@@ -236,6 +236,10 @@ pub struct Controller {
     write_mode: bool,
     refresh_due: Vec<u64>,
     refresh_pending: Vec<bool>,
+    /// The earliest `refresh_due` of any rank, or 0 while a refresh is pending in one (a due
+    /// cycle is never 0): what the pass after every issue reads instead of visiting the ranks.
+    /// Set by [`Controller::note_refresh_state`] whenever either of the two changes.
+    refresh_next: u64,
     /// Per rank, the cycles of its last two REFs and how late each was after its due cycle; and
     /// the cycle of the last command that was not a refresh's (see
     /// [`Controller::skip_idle_refreshes`]).
@@ -419,7 +423,7 @@ impl Controller {
                 activated: None,
             })
             .collect();
-        Controller {
+        let mut c = Controller {
             channel,
             dev,
             sched,
@@ -460,6 +464,7 @@ impl Controller {
                 ranks
             ],
             refresh_pending: vec![false; ranks],
+            refresh_next: 0,
             last_ref: vec![[0; 2]; ranks],
             ref_late: vec![[0; 2]; ranks],
             last_work: 0,
@@ -506,6 +511,22 @@ impl Controller {
             scan_all,
             done: Vec::new(),
             counters: ChannelCounters::default(),
+        };
+        c.note_refresh_state();
+        c
+    }
+
+    /// Sets `refresh_next` from the ranks' refresh state, after a change to it.
+    fn note_refresh_state(&mut self) {
+        self.refresh_next = self.soonest_refresh();
+    }
+
+    /// What `refresh_next` stands for, from the ranks.
+    fn soonest_refresh(&self) -> u64 {
+        if self.refresh_pending.iter().any(|&p| p) {
+            0
+        } else {
+            self.refresh_due.iter().copied().min().unwrap_or(u64::MAX)
         }
     }
 
@@ -1075,12 +1096,11 @@ impl Controller {
             return soon;
         }
         if self.refresh {
-            for r in 0..self.refresh_pending.len() {
-                if self.refresh_pending[r] {
-                    return soon;
-                }
-                refresh_at = refresh_at.min(self.refresh_due[r]);
+            debug_assert_eq!(self.refresh_next, self.soonest_refresh());
+            if self.refresh_next == 0 {
+                return soon;
             }
+            refresh_at = self.refresh_next;
         }
         self.clean_dirty();
         let horizons = self.dev.rank_horizons();
@@ -1250,6 +1270,7 @@ impl Controller {
                 if !self.refresh_pending[r] {
                     if now >= self.refresh_due[r] {
                         self.refresh_pending[r] = true;
+                        self.note_refresh_state();
                     } else {
                         next = next.min(self.refresh_due[r]);
                         continue;
@@ -1282,6 +1303,7 @@ impl Controller {
                         } else {
                             self.refresh_due[r] += self.n_refi;
                         }
+                        self.note_refresh_state();
                     }
                     if self.buses.is_some() {
                         self.issue_on_other_bus(kind, now, &mut log);
@@ -2017,6 +2039,7 @@ impl Controller {
             self.last_ref[r] = [last - refi, last];
             self.refresh_due[r] += k * refi;
         }
+        self.note_refresh_state();
         let elided = k * self.refresh_due.len() as u64;
         self.counters.commands[CommandKind::Ref.index()] += elided;
         elided
