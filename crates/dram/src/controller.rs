@@ -236,6 +236,10 @@ pub struct Controller {
     write_mode: bool,
     refresh_due: Vec<u64>,
     refresh_pending: Vec<bool>,
+    /// The earliest `refresh_due` of any rank, or 0 while a refresh is pending in one (a due
+    /// cycle is never 0): what the pass after every issue reads instead of visiting the ranks.
+    /// Set by [`Controller::note_refresh_state`] whenever either of the two changes.
+    refresh_next: u64,
     /// Per rank, the cycles of its last two REFs and how late each was after its due cycle; and
     /// the cycle of the last command that was not a refresh's (see
     /// [`Controller::skip_idle_refreshes`]).
@@ -419,7 +423,7 @@ impl Controller {
                 activated: None,
             })
             .collect();
-        Controller {
+        let mut c = Controller {
             channel,
             dev,
             sched,
@@ -460,6 +464,7 @@ impl Controller {
                 ranks
             ],
             refresh_pending: vec![false; ranks],
+            refresh_next: 0,
             last_ref: vec![[0; 2]; ranks],
             ref_late: vec![[0; 2]; ranks],
             last_work: 0,
@@ -506,6 +511,22 @@ impl Controller {
             scan_all,
             done: Vec::new(),
             counters: ChannelCounters::default(),
+        };
+        c.note_refresh_state();
+        c
+    }
+
+    /// Sets `refresh_next` from the ranks' refresh state, after a change to it.
+    fn note_refresh_state(&mut self) {
+        self.refresh_next = self.soonest_refresh();
+    }
+
+    /// What `refresh_next` stands for, from the ranks.
+    fn soonest_refresh(&self) -> u64 {
+        if self.refresh_pending.iter().any(|&p| p) {
+            0
+        } else {
+            self.refresh_due.iter().copied().min().unwrap_or(u64::MAX)
         }
     }
 
@@ -896,7 +917,9 @@ impl Controller {
         }
     }
 
-    /// The queue mode the watermarks call for given the queue lengths now.
+    /// The queue mode the watermarks call for given the queue lengths now (asked after every
+    /// command and arrival: inlined).
+    #[inline(always)]
     fn wanted_write_mode(&self) -> bool {
         // For an integer length n: n > x iff n > floor(x), and n < x iff n < ceil(x).
         if !self.write_mode {
@@ -968,7 +991,17 @@ impl Controller {
         }
     }
 
+    /// Recomputes the candidates of the banks marked dirty. Most passes find none (the issue
+    /// sets its bank's candidate itself): that test inline, the loop out of line.
+    #[inline(always)]
     fn clean_dirty(&mut self) {
+        if !self.dirty_list.is_empty() {
+            self.clean_dirty_list();
+        }
+    }
+
+    #[inline(never)]
+    fn clean_dirty_list(&mut self) {
         while let Some(flat) = self.dirty_list.pop() {
             let flat = flat as usize;
             if self.slots[flat].dirty {
@@ -1040,8 +1073,17 @@ impl Controller {
     /// kind), so this is the cycle the next command issues unless a request arrives first; in
     /// fast mode the same pass also picks that command (see `pick`). Skipping the cycles before
     /// it changes nothing: no command could issue in them, and no other state moves without an
-    /// enqueue (after which the driver ticks anyway).
+    /// enqueue (after which the driver ticks anyway). Out of line, for the paths other than a
+    /// picked request command's ([`Controller::next_after_issue_inline`]).
+    #[inline(never)]
     fn next_after_issue(&mut self, now: u64) -> u64 {
+        self.next_after_issue_inline(now)
+    }
+
+    /// [`Controller::next_after_issue`], inlined into the path of a picked request command (nearly
+    /// every command), which saves a call and its register saves per command.
+    #[inline(always)]
+    fn next_after_issue_inline(&mut self, now: u64) -> u64 {
         let soon = now + 1;
         if !self.jobs.is_empty()
             || !self.waiting_jobs.is_empty()
@@ -1054,12 +1096,11 @@ impl Controller {
             return soon;
         }
         if self.refresh {
-            for r in 0..self.refresh_pending.len() {
-                if self.refresh_pending[r] {
-                    return soon;
-                }
-                refresh_at = refresh_at.min(self.refresh_due[r]);
+            debug_assert_eq!(self.refresh_next, self.soonest_refresh());
+            if self.refresh_next == 0 {
+                return soon;
             }
+            refresh_at = self.refresh_next;
         }
         self.clean_dirty();
         let horizons = self.dev.rank_horizons();
@@ -1142,6 +1183,8 @@ impl Controller {
         next
     }
 
+    /// The body of [`Controller::tick_woken`], its only caller.
+    #[inline(always)]
     fn tick_at<'s>(&mut self, now: u64, mut log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
         if now < self.next_cmd_cycle {
             return self.next_cmd_cycle;
@@ -1167,7 +1210,7 @@ impl Controller {
                 if self.plain {
                     if let Some(c) = self.slots[flat as usize].cand {
                         self.issue_request(flat as usize, c, now, &mut log);
-                        return self.next_after_issue(now);
+                        return self.next_after_issue_inline(now);
                     }
                 } else if let Some(p) = self.bank_command(flat as usize) {
                     let kind = p.kind;
@@ -1227,6 +1270,7 @@ impl Controller {
                 if !self.refresh_pending[r] {
                     if now >= self.refresh_due[r] {
                         self.refresh_pending[r] = true;
+                        self.note_refresh_state();
                     } else {
                         next = next.min(self.refresh_due[r]);
                         continue;
@@ -1259,6 +1303,7 @@ impl Controller {
                         } else {
                             self.refresh_due[r] += self.n_refi;
                         }
+                        self.note_refresh_state();
                     }
                     if self.buses.is_some() {
                         self.issue_on_other_bus(kind, now, &mut log);
@@ -1994,6 +2039,7 @@ impl Controller {
             self.last_ref[r] = [last - refi, last];
             self.refresh_due[r] += k * refi;
         }
+        self.note_refresh_state();
         let elided = k * self.refresh_due.len() as u64;
         self.counters.commands[CommandKind::Ref.index()] += elided;
         elided

@@ -52,7 +52,7 @@ impl RankActivity {
     }
 
     /// Ends the refreshes that are over by `now`, then accounts up to `now`.
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self, now: u64) {
         while let Some(&(end, n)) = self.refresh_ends.front() {
             if end > now {
@@ -196,15 +196,26 @@ impl WindowHistory {
 #[derive(Debug, Clone, Copy)]
 struct Raise {
     lat: u64,
-    level: u8,
+    level: Level,
     to: u8,
+}
+
+/// The horizon row a [`Raise`] moves: the issuing bank's, its group's or its rank's. An enum
+/// rather than a number, so that picking one of the three rows by it needs no bounds check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+enum Level {
+    Bank = 0,
+    Group = 1,
+    Rank = 2,
 }
 
 /// The flat lists of [`Raise`] per starting kind, from the dense rows of the bank, bank-group
 /// and rank scopes (other ranks' rules stay in their dense rows: they visit every other rank).
 fn compile_raises(dense: &[[Vec<(u8, u64)>; NK]; 4]) -> [Vec<Raise>; NK] {
     std::array::from_fn(|from| {
-        (0..3u8)
+        [Level::Bank, Level::Group, Level::Rank]
+            .into_iter()
             .flat_map(|level| {
                 dense[level as usize][from]
                     .iter()
@@ -425,7 +436,7 @@ impl ChannelDevices {
     /// The bank and bank-group part of [`ChannelDevices::earliest_at_bank`]: it moves only when a
     /// command issues to that bank, or to its group with a group-scoped rule
     /// ([`ChannelDevices::has_group_rules`]). The rank part is [`ChannelDevices::rank_horizons`].
-    #[inline]
+    #[inline(always)]
     pub fn local_at_bank(&self, kind: CommandKind, b: BankId) -> u64 {
         let k = kind.index();
         self.group_next[self.group_index(b)][k].max(self.bank_next[b.flat as usize][k])
@@ -771,7 +782,7 @@ mod tests {
                         .collect();
                     let mut got: Vec<(u8, u8, u64)> = dev.raises[from]
                         .iter()
-                        .map(|r| (r.level, r.to, r.lat))
+                        .map(|r| (r.level as u8, r.to, r.lat))
                         .collect();
                     want.sort_unstable();
                     got.sort_unstable();

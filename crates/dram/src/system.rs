@@ -18,6 +18,8 @@ pub use crate::bulk::ops::BulkTotals;
 pub use crate::command::log_header;
 pub use crate::stats::collect::collect_stats;
 
+mod blocked;
+
 /// Options of a run besides the config and the trace.
 #[derive(Default)]
 pub struct RunOptions<'a> {
@@ -70,6 +72,12 @@ where
     let mut refused: Option<(usize, crate::request::Op)> = None;
 
     loop {
+        // Turns in which the trace's next request is still refused and no bulk work is in
+        // flight only tick the controllers: run in a loop of their own (`blocked`).
+        if let Some(waiting) = refused {
+            now =
+                blocked::blocked_turns(&mut chans, waiting, &mut bulk, now, &mut steps, &mut opts)?;
+        }
         steps += 1;
         if steps.is_multiple_of(interrupt::CHECK_STEPS) && interrupt::requested() {
             return Err(Error::Interrupted);
@@ -206,6 +214,13 @@ where
                         cached_loc = Some((r.addr, l));
                         if !chans[l.channel as usize].can_accept(r.op) {
                             blocked = true;
+                            // Without an arrival cycle of its own it would be offered at the
+                            // next turn (past `offer_at`, now + 1) and refused there for the
+                            // same full queue, unless a command freed a slot first: the same
+                            // as refusing it now, which spares that turn the offer.
+                            if r.arrival.is_none() {
+                                refused = Some((l.channel as usize, r.op));
+                            }
                         }
                     }
                 } else {
@@ -246,7 +261,12 @@ where
             next = now + 1;
         }
         if blocked && issued {
-            if let Some(Ok(TraceItem::Req(r))) = trace.peek() {
+            if let Some((c, op)) = refused {
+                // The refused head's queue (what the look below would find).
+                if chans[c].can_accept(op) {
+                    next = now + 1;
+                }
+            } else if let Some(Ok(TraceItem::Req(r))) = trace.peek() {
                 let ch = match cached_loc {
                     Some((a, l)) if a == r.addr => l.channel,
                     _ => mapper.map(r.addr).channel,
