@@ -62,7 +62,7 @@ def test_an_interrupted_reproduction_leaves_no_partial_files(tmp_path: Path, mon
 def test_an_interrupted_generate_leaves_no_file(tmp_path: Path, monkeypatch) -> None:
     target = tmp_path / "t.trace"
 
-    def write_then_interrupt(gen, path, fmt):
+    def write_then_interrupt(gen, path, fmt, force=False):
         Path(path).write_text("R 0x0\n")
         raise KeyboardInterrupt
 
