@@ -294,7 +294,7 @@ def replay_cmd(
     simulated platform under each --mechanism: predicted time in data movement, total time, DRAM
     energy and traffic. With the cpu mechanism, the prediction is compared with the time measured
     inside the recorded calls."""
-    from movelab.record.replay import MECHANISMS, replay
+    from movelab.record.replay import MECHANISMS, check_kinds, replay
     from movelab.record.trace import read
 
     for m in mechanism:
@@ -322,6 +322,7 @@ def replay_cmd(
     rules = _probe_rules(probes, buffer_states, cold_copies, streams, mode, stream_copies)
     try:
         df, meta = read(trace)
+        check_kinds(df, f"trace {trace}")
     except (ValueError, OSError) as e:
         _fail(e)
     df.attrs["movelab"] = meta
@@ -418,7 +419,7 @@ def what_if_cmd(
 ) -> None:
     """Every mechanism side by side on one recording: predicted movement and total time, saving
     against the CPU copy, DRAM energy and traffic, and the size from which each mechanism wins."""
-    from movelab.record.replay import what_if
+    from movelab.record.replay import check_kinds, what_if
     from movelab.record.trace import read
 
     names = ["what-if.csv", "what-if-classes.csv", "what-if.json", "what-if.png"]
@@ -430,6 +431,7 @@ def what_if_cmd(
     rules = _probe_rules(probes, buffer_states, cold_copies, streams, mode, stream_copies)
     try:
         df, meta = read(trace)
+        check_kinds(df, f"trace {trace}")
     except (ValueError, OSError) as e:
         _fail(e)
     df.attrs["movelab"] = meta
