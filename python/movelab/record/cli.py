@@ -96,11 +96,11 @@ def _region(region: int | None, mode: str, distance: str | None) -> int | None:
 
 _REGION_HELP = ("With --cache tracked and the byte distance, the recency granularity in bytes: a line counts as "
                 "touched when any line of its aligned region was (the program's own touches around what it copies). "
-                "Default: the replay's default (docs/record-replay.md); 64 tracks each line alone.")
+                "Default: the replay's, 1024; 64 tracks each line alone.")
 
 _DISTANCE_HELP = ("With --cache tracked, how a line's reuse distance counts the calls between two touches: lines "
                   "(the distinct lines they touched: the LRU stack distance) or bytes (every byte they moved). "
-                  "Default: the replay's default (docs/record-replay.md).")
+                  "Default: the replay's, bytes.")
 
 
 _PROBES_HELP = ("A platform description holding the recording machine's probes: the platform.json movelab bench "
@@ -110,19 +110,19 @@ _PROBES_HELP = ("A platform description holding the recording machine's probes: 
                 "--stream-copies.")
 _BUFFER_STATES_HELP = ("With --cache tracked: each buffer of a copy in its own cache state, a destination's lines in "
                        "the last level or memory costed by the fill probe of --probes, the last level's boundary from "
-                       "its sweep. Off by default (docs/record-replay.md, \"Cache state\").")
+                       "its sweep. Off by default (the record and replay guide, \"Cache state\").")
 _COLD_COPIES_HELP = ("With --buffer-states: a copy of the cold-copy probe's sizes (1-2 KiB) whose destination is in "
                      "memory costs the probe's isolated copy into a cold destination (from --probes) instead of the "
                      "fill probe's per-line figure. Off by default: it brings some programs closer and not others "
-                     "(docs/record-replay.md, \"Isolated copies into cold destinations\").")
+                     "(the record and replay guide, \"Isolated copies into cold destinations\").")
 _STREAMS_HELP = ("With --cold-copies: only isolated copies take the cold-copy probe (with its own last-level "
                  "boundary); a copy that continues its thread's writes to consecutive addresses keeps the fill "
-                 "probe's figure, as the fill probe measures such copies. Off by default (docs/record-replay.md, "
-                 "\"Isolated and streaming copies\").")
+                 "probe's figure, as the fill probe measures such copies. Off by default (the record and replay "
+                 "guide, \"Isolated and streaming copies\").")
 _STREAM_COPIES_HELP = ("With --streams: a 1-2 KiB copy that continues a stream of writes is charged the stream-copy "
                        "probe's extra (from --probes) at its destination's reuse distance, instead of the fill "
-                       "probe's per-line figure. Off by default (docs/record-replay.md, \"Streaming reply "
-                       "copies\").")
+                       "probe's per-line figure. Off by default (the record and replay guide, \"Streaming "
+                       "reply copies\").")
 
 
 def _probe_rules(probes: list[Path] | None, buffer_states: bool, cold_copies: bool, streams: bool,
