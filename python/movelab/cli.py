@@ -101,8 +101,8 @@ def report(
 def run_cmd(
     config: str = typer.Argument(..., help="A built-in preset of any system (movelab systems) or a TOML file."),
     workload: str = typer.Argument(..., help="A workload of that system (movelab systems) or a TOML file."),
-    system: str | None = typer.Option(None, "--system", help="The system: platform, cluster or "
-                                                             "network-io \\[default: the preset's].",
+    system: str | None = typer.Option(None, "--system", help="The system: platform, cluster, "
+                                                             "network-io or nic-stream \\[default: the preset's].",
                                          show_default=False),
     set_: list[str] | None = typer.Option(None, "--set", help="Override a configuration KEY=VALUE.",
                                           show_default=False),
