@@ -8,8 +8,12 @@ import sys
 
 
 def main() -> None:
+    from movelab._util import stop_on_termination
     from movelab.dram.fast_start import run_plain
 
+    # `kill` (SIGTERM) or a closed terminal (SIGHUP) stops a command as Ctrl-C does, removing the
+    # output it was writing, instead of ending the process where it stands.
+    stop_on_termination()
     if run_plain(sys.argv[1:]):
         return
     from movelab.cli import main as typer_main

@@ -58,6 +58,50 @@ class GeneratorKind(str, Enum):
 
 
 # ------------------------------------------------------------------------------------------------
+# Signals
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (``kill``, a closed terminal, a job scheduler's time limit), raised as
+    Ctrl-C's KeyboardInterrupt is: every output being written is removed on the way out (its
+    ``.partial`` file and lock), which the signal's default action (ending the process at once)
+    left behind. ``signum``: the signal; the command line exits with 128 + it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated(signum)
+
+
+def stop_on_termination() -> None:
+    """Makes SIGTERM and SIGHUP raise :class:`Terminated` (in the main thread; a long native call
+    sees it within milliseconds, as it sees Ctrl-C). A signal ignored when the process started
+    (``nohup``) stays ignored."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _raise_terminated)
+
+
+def interrupted_exit(e: KeyboardInterrupt) -> int:
+    """Prints the command line's one line for an interrupt on stderr and returns its exit status:
+    130 for Ctrl-C, 128 + the signal for :class:`Terminated`."""
+    from rich.console import Console
+
+    if isinstance(e, Terminated):
+        import signal
+
+        Console(stderr=True).print(f"movelab: stopped by {signal.Signals(e.signum).name}", highlight=False)
+        return 128 + e.signum
+    Console(stderr=True).print("movelab: interrupted", highlight=False)
+    return 130
+
+
+# ------------------------------------------------------------------------------------------------
 # Values
 
 I64_MIN, I64_MAX, U64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1

@@ -2,7 +2,8 @@
 
 Every command ends in one of three ways: success (0), a finding such as checker violations (1),
 or a user error (2: a bad option, argument, file or config, named in a one-line message). Ctrl-C
-exits with 130 and one line, leaving no partial output file."""
+exits with 130 and one line, leaving no partial output file; so do SIGTERM (``kill``) and SIGHUP
+(a closed terminal), with 128 + the signal."""
 
 from __future__ import annotations
 
@@ -55,11 +56,10 @@ class MovelabGroup(TyperGroup):
         except click.BadParameter as e:
             _add_value(e, argv)
             raise
-        except KeyboardInterrupt:
-            from rich.console import Console
+        except KeyboardInterrupt as e:
+            from movelab._util import interrupted_exit
 
-            Console(stderr=True).print("movelab: interrupted", highlight=False)
-            raise typer.Exit(130) from None
+            raise typer.Exit(interrupted_exit(e)) from None
         except OSError as e:
             if e.errno == errno.EPIPE:
                 raise
@@ -101,8 +101,8 @@ def report(
 def run_cmd(
     config: str = typer.Argument(..., help="A built-in preset of any system (movelab systems) or a TOML file."),
     workload: str = typer.Argument(..., help="A workload of that system (movelab systems) or a TOML file."),
-    system: str | None = typer.Option(None, "--system", help="The system: platform, cluster or "
-                                                             "network-io \\[default: the preset's].",
+    system: str | None = typer.Option(None, "--system", help="The system: platform, cluster, "
+                                                             "network-io or nic-stream \\[default: the preset's].",
                                          show_default=False),
     set_: list[str] | None = typer.Option(None, "--set", help="Override a configuration KEY=VALUE.",
                                           show_default=False),
@@ -322,7 +322,10 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
+    from movelab._util import stop_on_termination
     from movelab.dram.fast_start import run_plain
+
+    stop_on_termination()
 
     # A plain `dram run` command line (see movelab.dram.fast_start) skips typer's parsing; the
     # `movelab` command (movelab.__main__) does the same without importing this module at all.

@@ -47,6 +47,28 @@ def test_every_help_shows_its_defaults_and_no_stray_dot() -> None:
     assert seen >= 6  # reproduce, sweep run and bench sweep at least
 
 
+@pytest.mark.parametrize("columns", ["80", "240"])
+def test_no_help_points_at_the_repositorys_documentation_files(columns: str) -> None:
+    """A wheel's users have no docs folder: no help names a docs/*.md path (at 80 columns a path
+    may wrap, so "docs/" and ".md" are each looked for); it names a guide or states the fact."""
+    wide = CliRunner(env={"COLUMNS": columns})
+    bad = []
+    for path in _commands():
+        r = wide.invoke(app, [*path, "--help"])
+        assert r.exit_code == 0, (path, r.output)
+        text = " ".join(r.output.replace("│", " ").split())
+        bad += [(path, m.group(0)) for m in re.finditer(r"\S*(docs/|\.md\b)\S*", text)]
+    assert not bad, bad
+
+
+def test_the_replays_defaults_in_help_are_its_own() -> None:
+    from movelab.record import cachestate
+
+    text = " ".join(runner.invoke(app, ["replay", "--help"]).output.replace("│", " ").split())
+    assert f"Default: the replay's, {cachestate.REGION};" in text, text
+    assert f"Default: the replay's, {cachestate.DISTANCE}." in text, text
+
+
 def test_help_summaries_do_not_break_inside_a_phrase() -> None:
     out = runner.invoke(app, ["reproduce", "--help"]).output
     assert not re.search(r"\(Fig\. 11,\s*│", out), out

@@ -62,7 +62,7 @@ def test_an_interrupted_reproduction_leaves_no_partial_files(tmp_path: Path, mon
 def test_an_interrupted_generate_leaves_no_file(tmp_path: Path, monkeypatch) -> None:
     target = tmp_path / "t.trace"
 
-    def write_then_interrupt(gen, path, fmt):
+    def write_then_interrupt(gen, path, fmt, force=False):
         Path(path).write_text("R 0x0\n")
         raise KeyboardInterrupt
 
@@ -102,14 +102,14 @@ def test_bench_out_is_checked_before_the_benchmark_runs(tmp_path: Path) -> None:
     assert (tmp_path / "bench-dram.json").read_text() == "keep\n"
 
 
-def _interrupt(args: list[str], tmp_path: Path, after: float = 3.0) -> tuple[int, str]:
-    """Starts the CLI, sends SIGINT ``after`` seconds later, and returns its exit status and
-    stderr; it must exit within a few seconds of the signal."""
+def _interrupt(args: list[str], tmp_path: Path, after: float = 3.0, sig: int = signal.SIGINT) -> tuple[int, str]:
+    """Starts the CLI, sends ``sig`` (SIGINT) ``after`` seconds later, and returns its exit status
+    and stderr; it must exit within a few seconds of the signal."""
     p = subprocess.Popen([str(MOVELAB), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path,
                          text=True, env={**os.environ, "COLUMNS": "200"})
     time.sleep(after)
     assert p.poll() is None, "finished before the signal"
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     try:
         _, err = p.communicate(timeout=10)
     except subprocess.TimeoutExpired:
@@ -138,4 +138,22 @@ def test_ctrl_c_in_generate_exits_130_leaving_no_file(tmp_path: Path) -> None:
     code, err = _interrupt(["dram", "generate", "random", "--count", str(10**11), "-o", "t.trace"], tmp_path)
     assert code == 130, err
     assert err.strip().splitlines()[-1] == "movelab: interrupted" and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_killed_generate_or_run_leaves_no_partial_file(tmp_path: Path, sig: int) -> None:
+    """`kill` (SIGTERM) or a closed terminal (SIGHUP) ended the process where it stood, leaving the
+    hidden .partial file (gigabytes of it for a large --count) and the output's lock: it stops as
+    Ctrl-C does, removing both, with exit status 128 + the signal and one line naming it."""
+    name = signal.Signals(sig).name
+    code, err = _interrupt(["dram", "generate", "random", "--count", str(10**11), "-o", "t.trace"], tmp_path,
+                           after=2.0, sig=sig)
+    assert code == 128 + sig, err
+    assert err.strip().splitlines()[-1] == f"movelab: stopped by {name}" and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+    # `dram run` takes the fast start, without typer: the same.
+    code, err = _interrupt(["dram", "run", "ddr3-1600k-bench", "--generate", "random", "--count", str(10**10),
+                            "--command-log", "c.log"], tmp_path, after=2.0, sig=sig)
+    assert code == 128 + sig and err.strip().splitlines()[-1] == f"movelab: stopped by {name}", err
     assert list(tmp_path.iterdir()) == []

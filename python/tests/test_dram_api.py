@@ -278,3 +278,28 @@ def test_a_bulk_operation_refused_while_it_runs_names_its_file_and_line(tmp_path
     p.write_text("# header\nR 0x0\n\nW 0x40\nINIT 0x0 1099511627776 0\n")
     with pytest.raises(ValueError, match=re.escape(f"{p}:5: bulk operation of 1099511627776 bytes exceeds")):
         dram.simulate("rowclone-ddr3-1066", p, overrides={"controller": {"bulk": "rowclone"}})
+
+
+def test_the_api_writers_refuse_an_existing_file_unless_forced(tmp_path: Path) -> None:
+    """write_trace, simulate's command_log and drampower_trace never overwrite a file that is
+    there (as the command line's --force): FileExistsError names it; force=True overwrites."""
+    gen = {"kind": "random", "count": 20, "seed": 1}
+    trace, log, csv = tmp_path / "t.trace", tmp_path / "c.log", tmp_path / "d.csv"
+    for p in (trace, log, csv):
+        p.write_text("mine\n")
+    with pytest.raises(FileExistsError, match=re.escape(f"path: {trace} exists; pass force=True")):
+        dram.write_trace(gen, trace)
+    with pytest.raises(FileExistsError, match=re.escape(f"command_log: {log} exists; pass force=True")):
+        dram.simulate(BENCH, gen, command_log=log)
+    assert trace.read_text() == log.read_text() == "mine\n"
+    assert dram.write_trace(gen, trace, force=True) == 20
+    dram.simulate("ddr4-2400r", gen, command_log=log, force=True)
+    assert len(trace.read_text().splitlines()) == 20 and log.read_text() != "mine\n"
+    with pytest.raises(FileExistsError, match=re.escape(f"out: {csv} exists; pass force=True")):
+        dram.drampower_trace(log, csv)
+    assert csv.read_text() == "mine\n"
+    assert dram.drampower_trace(log, csv, force=True)["commands"] > 0 and csv.read_text() != "mine\n"
+    # A file that is not there is written without force.
+    assert dram.write_trace(gen, tmp_path / "new.trace") == 20
+    with pytest.raises(TypeError, match="force must be True or False"):
+        dram.write_trace(gen, tmp_path / "x.trace", force="yes")

@@ -112,6 +112,27 @@ def test_check_reports_unreadable_and_malformed_logs(command_log: Path, tmp_path
     assert "line 4" in out and "abc" in out
 
 
+def test_check_refuses_cycles_beyond_the_signed_range_naming_the_line(command_log: Path, tmp_path: Path) -> None:
+    """A cycle past 2^63 - 1 was checked with its separations saturated (actual_cycles printed as
+    9223372036854775807 in the JSON): it is refused, naming the line and the bound."""
+    lines = command_log.read_text().splitlines()
+    last = len(lines) - 2  # the last command, before '# end N'
+    lines[last] = f"{2**64 - 1} " + lines[last].split(" ", 1)[1]
+    big = tmp_path / "big.log"
+    big.write_text("\n".join(lines) + "\n")
+    for fmt in ("json", "table"):
+        out = " ".join(cli("dram", "check", big, "--format", fmt, code=2).split())
+        assert f"big.log: line {last + 1}: cycle 18446744073709551615 is beyond the largest cycle a command log may " \
+               "hold, 9223372036854775807" in out, out
+        assert "9223372036854775807," not in out.split("hold,")[0]
+    with pytest.raises(ValueError, match=f"line {last + 1}: cycle 18446744073709551615 is beyond"):
+        dram.check_log(big)
+    lines[last] = f"{2**63 - 1} " + lines[last].split(" ", 1)[1]  # the largest: checked
+    big.write_text("\n".join(lines) + "\n")
+    r = json.loads(cli("dram", "check", big, "--format", "json", code=1))
+    assert r["violations"][0]["cycle"] == 2**63 - 1  # the refresh it then misses, with its true separation
+
+
 def test_command_log_is_not_overwritten_without_force(command_log: Path, tmp_path: Path) -> None:
     log = tmp_path / "again.log"
     log.write_text("keep me\n")

@@ -149,7 +149,7 @@ def test_a_failed_conversion_leaves_every_file_as_it_was(tmp_path: Path) -> None
     kept = good.read_bytes()
     assert b",END," in kept.rstrip().splitlines()[-1]
     with pytest.raises(ValueError, match="before the last command"):
-        dram.drampower_trace(log, good, end=1)
+        dram.drampower_trace(log, good, end=1, force=True)
     assert good.read_bytes() == kept and st.stats["cycles"] > 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.csv", "log.txt"]
 

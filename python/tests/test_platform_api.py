@@ -202,3 +202,24 @@ def test_the_in_dram_copys_keys_are_refused_where_nothing_copies_in_dram() -> No
     a = platform.run("rowclone-system", "forkbench", rc, params).stats
     b = platform.run("rowclone-system", "forkbench", {**rc, **over}, params).stats
     assert b["time_ns"] > a["time_ns"]
+
+
+def test_workload_parameters_beyond_the_simulated_memory_or_the_work_bound_are_refused_at_once() -> None:
+    """forkbench with S = a million MB ran on for ever (a 1 TB array on a 4 GiB memory): a region or
+    a move larger than the platform's memory is refused naming the parameter, its value and the
+    largest that fits; a run asking for more than a trillion operations (the DRAM generator's
+    bound) naming the parameters it depends on."""
+    import time
+
+    t = time.perf_counter()
+    with pytest.raises(ValueError, match=re.escape(
+            "regions[0] (array): its size of 's_mb * 1MiB' = 1,048,576,000,000 bytes with params.s_mb = 1000000 "
+            "is more than the platform's memory of 4,294,967,296 bytes; params.s_mb can be at most 4096 here")):
+        platform.run("rowclone-system", "forkbench", params={"s_mb": 1_000_000})
+    with pytest.raises(ValueError, match=r"params\.packets = 1000000000000000.*more than the 1,000,000,000,000 a "
+                                         r"run may take"):
+        platform.run("zhao-uma-emc", "tcp-rx", params={"packets": 10**15})
+    with pytest.raises(ValueError, match=r"ops\[0\]: a copy of 'bytes' = 8,589,934,592 bytes with params\.bytes = "
+                                         r"8589934592 is more than the platform's memory"):
+        platform.run("rowclone-system", "bulk-copy", params={"bytes": 8 << 30, "pages": 1})
+    assert time.perf_counter() - t < 10  # refused before the run

@@ -349,3 +349,10 @@ def test_wrong_bytes_fail_the_run_after_its_statistics(monkeypatch: pytest.Monke
     nic = next(d for d in stats["devices"] if d["name"] == "nic")
     assert nic["rx_bytes_wrong"] == 24
     assert "the byte checks failed" in r.stderr and f"24 of {nic['rx_bytes_checked']:,}" in r.stderr
+
+
+def test_a_workload_parameter_beyond_the_platforms_memory_is_refused_at_once() -> None:
+    out = " ".join(cli("platform", "run", "rowclone-system", "forkbench", "--param", "s_mb=1000000",
+                       code=2).replace("│", " ").split())
+    assert "params.s_mb = 1000000 is more than the platform's memory of 4,294,967,296 bytes; params.s_mb can be " \
+           "at most 4096 here" in out, out

@@ -4,6 +4,7 @@ statistics as each system's own call, and refuse a wrong system, workload or par
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import movelab
 import pytest
@@ -32,7 +33,7 @@ def test_every_system_runs_with_its_own_results() -> None:
 
 def test_the_registry_lists_every_system_and_preset() -> None:
     s = {x["name"]: x for x in movelab.systems()}
-    assert set(s) == {"platform", "cluster", "network-io"}
+    assert set(s) == {"platform", "cluster", "network-io", "nic-stream"}
     assert "rowclone-system" in s["platform"]["presets"] and "ixp2350" in s["network-io"]["presets"]
     assert {w["name"] for w in s["network-io"]["workloads"]} == {"udp-rx", "udp-tx"}
 
@@ -77,3 +78,32 @@ def test_the_cli_runs_any_system() -> None:
     assert r.exit_code == 2 and "NAME=VALUE" in r.output
     r = runner.invoke(app, ["systems"])
     assert r.exit_code == 0 and "network-io" in r.stdout and "udp-rx" in r.stdout
+
+
+PRESETS = Path(__file__).resolve().parents[2] / "presets"
+
+
+def test_every_platform_io_and_network_preset_file_is_listed() -> None:
+    """`movelab systems` left out nic-stream and the I/O presets: the listing comes from the presets
+    themselves, and every preset file of a system appears in it, in the API and on the command line."""
+    files = {p.stem for d in ("platforms", "io", "network") for p in (PRESETS / d).glob("*.toml")}
+    assert {"haswell-gen3", "larsen-82598-gen1", "rowclone-system", "ixp2350"} <= files
+    listed = {n for x in movelab.systems() for n in x["presets"]}
+    assert files <= listed, sorted(files - listed)
+    r = CliRunner(env={"COLUMNS": "250"}).invoke(app, ["systems"])
+    assert r.exit_code == 0, r.output
+    words = set(r.stdout.replace("│", " ").split())
+    assert files | {"nic-stream"} <= words, sorted(files - words)
+    js = json.loads(runner.invoke(app, ["systems", "--format", "json"]).stdout)
+    assert {"haswell-gen3", "larsen-82599-gen2"} <= set(next(x for x in js if x["name"] == "nic-stream")["presets"])
+
+
+def test_nic_stream_runs_on_an_io_preset_as_listed() -> None:
+    r = movelab.simulate("larsen-82598-gen1", "nic-stream", params={"count": 2, "bytes": 128})
+    assert r["system"] == "nic-stream" and r["time_ns"] > 0 and r["stats"]["messages_total"] == 2
+    assert r["stats"]["bytes_wrong"] == 0
+    with pytest.raises(ValueError, match=r"params\.cnt: unknown parameter of nic-stream \(known: count, bytes\)"):
+        movelab.simulate("larsen-82598-gen1", "nic-stream", params={"cnt": 1})
+    out = runner.invoke(app, ["run", "haswell-gen3", "nic-stream", "--param", "count=1", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["system"] == "nic-stream"

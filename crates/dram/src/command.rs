@@ -180,6 +180,16 @@ pub struct TransferDst {
 /// (organisation and every timing parameter), so that a log can be checked on its own.
 pub const LOG_MAGIC: &str = "# movelab-command-log v2";
 
+/// The largest cycle a command log may hold: 2^63 - 1. The checker reports the separation of two
+/// commands (which may be negative) as a signed 64-bit number, which a later cycle would overflow;
+/// a log beyond it (a simulated run never gets there: 2^63 cycles at 1 GHz are 292 years) is
+/// refused naming its line, never checked with its numbers saturated.
+pub const MAX_LOG_CYCLE: u64 = i64::MAX as u64;
+
+/// What a cycle beyond [`MAX_LOG_CYCLE`] is told.
+pub(crate) const BEYOND_LOG_CYCLES: &str = "is beyond the largest cycle a command log may hold, \
+     9223372036854775807 (2^63 - 1: the checker's separations between cycles are signed 64-bit)";
+
 impl CommandRecord {
     /// An all-bank REF of `rank` at `cycle`.
     pub fn refresh(cycle: u64, channel: u32, rank: u32) -> CommandRecord {
@@ -218,7 +228,8 @@ impl CommandRecord {
         s
     }
 
-    /// Parses one log line (`lineno` is 1-based, for the error message).
+    /// Parses one log line (`lineno` is 1-based, for the error message). A cycle beyond
+    /// [`MAX_LOG_CYCLE`] is refused.
     pub fn parse_line(line: &str, lineno: usize) -> Result<CommandRecord, LogError> {
         let err = |what: String| LogError::Line { line: lineno, what };
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -250,8 +261,12 @@ impl CommandRecord {
         if (kind == CommandKind::Tr) != dst.is_some() {
             return Err(err("TR takes 12 fields and every other command 8".into()));
         }
+        let cycle = num(0, "cycle")?;
+        if cycle > MAX_LOG_CYCLE {
+            return Err(err(format!("cycle {cycle} {BEYOND_LOG_CYCLES}")));
+        }
         Ok(CommandRecord {
-            cycle: num(0, "cycle")?,
+            cycle,
             kind,
             channel: num32(2, "channel")?,
             rank: num32(3, "rank")?,

@@ -202,11 +202,52 @@ fn parse_idle_refresh(rest: &str, lineno: usize) -> Result<(u32, u32, u64, u64, 
     let num32 = |i: usize, name: &str| -> Result<u32, LogError> {
         u32::try_from(num(i, name)?).map_err(|_| err(format!("{name} '{}' is too large", f[i])))
     };
+    let (first, count, period) = (num(2, "first cycle")?, num(3, "count")?, num(4, "period")?);
+    // The last of the refreshes it stands for, in the log's range of cycles.
+    let last = (first as u128) + (count.saturating_sub(1) as u128) * (period as u128);
+    if last > crate::command::MAX_LOG_CYCLE as u128 {
+        return Err(err(format!(
+            "its last refresh, at cycle {last} (first + (count - 1) x period), {}",
+            crate::command::BEYOND_LOG_CYCLES
+        )));
+    }
     Ok((
         num32(0, "channel")?,
         num32(1, "rank")?,
-        num(2, "first cycle")?,
-        num(3, "count")?,
-        num(4, "period")?,
+        first,
+        count,
+        period,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{CommandRecord, MAX_LOG_CYCLE};
+
+    #[test]
+    fn a_cycle_beyond_the_signed_range_is_refused_naming_the_line() {
+        let ok = format!("{MAX_LOG_CYCLE} RD 0 0 0 0 0 0");
+        assert_eq!(
+            CommandRecord::parse_line(&ok, 3).unwrap().cycle,
+            MAX_LOG_CYCLE
+        );
+        let e = CommandRecord::parse_line("18446744073709551615 RD 0 0 0 0 0 0", 7)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("line 7: cycle 18446744073709551615 is beyond the largest cycle a command log may hold, 9223372036854775807"),
+            "{e}"
+        );
+        // An idle stretch's refreshes: its last one counts.
+        assert!(parse_idle_refresh("0 0 100 3 1000", 9).is_ok());
+        let e = parse_idle_refresh(&format!("0 0 {} 3 1000", MAX_LOG_CYCLE - 1500), 9)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("line 9: its last refresh, at cycle 9223372036854776307")
+                && e.contains("2^63 - 1"),
+            "{e}"
+        );
+    }
 }

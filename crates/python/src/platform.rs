@@ -132,6 +132,7 @@ fn platform_run(
         load_for_run(platform, overrides, "")?
     };
     let w = Workload::load(workload, &self::params(params_json)?).map_err(verr)?;
+    w.check_work().map_err(verr)?;
     let s = detach_interruptible(py, || movelab_platform::run(&cfg, &w))?.map_err(verr)?;
     json(&s)
 }

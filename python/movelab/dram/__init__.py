@@ -230,13 +230,17 @@ def simulate(
     command_log: str | Path | None = None,
     progress: Callable[[int], None] | None = None,
     progress_every: int = 100_000,
+    force: bool = False,
 ) -> SimResult:
     """Runs ``trace`` on the memory system ``config`` describes and returns its stats.
 
     A list or any iterable of items is streamed: it is read as the simulator needs it, so a
     generator of a billion items takes no more memory than one of a thousand. Bad arguments raise
     ``ValueError`` (``TypeError`` for a wrong type, ``FileNotFoundError`` for a missing file)
-    naming the argument."""
+    naming the argument.
+
+    ``command_log``: a file to write every command the controllers send to; an existing file is refused
+    (``FileExistsError`` naming it) unless ``force=True``."""
     if not isinstance(trace_format, str) or trace_format not in TRACE_FORMATS:
         raise ValueError(f"trace_format: {trace_format!r} is not one of: {', '.join(TRACE_FORMATS)}")
     if isinstance(progress_every, bool) or not isinstance(progress_every, int) or not 1 <= progress_every <= U64_MAX:
@@ -246,6 +250,8 @@ def simulate(
         raise TypeError(f"command_log must be a path, not {type(command_log).__name__}")
     if command_log is not None and Path(command_log).is_dir():
         raise ValueError(f"command_log: {command_log} is a directory; give a file name")
+    if command_log is not None:
+        _refuse_existing(Path(command_log), "command_log", force)
     cfg = load_config(config, overrides)
     _refuse_unread(cfg, overrides)
     it = None
@@ -301,9 +307,11 @@ def check_log(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{p}: {str(e).removeprefix('command log: ')}") from None
 
 
-def drampower_trace(log: str | Path, out: str | Path, channel: int = 0, end: int | None = None) -> dict[str, Any]:
+def drampower_trace(log: str | Path, out: str | Path, channel: int = 0, end: int | None = None, *,
+                    force: bool = False) -> dict[str, Any]:
     """Writes the command log ``log`` as a DRAMPower command trace at ``out`` (one channel; ``END`` at
-    ``end``, default the last command's cycle). Returns how many commands it wrote."""
+    ``end``, default the last command's cycle). Returns how many commands it wrote. An existing
+    ``out`` is refused (``FileExistsError`` naming it) unless ``force=True``."""
     p = input_path(log, "command log")
     if not isinstance(out, (str, Path)):
         raise TypeError(f"out must be a path, not {type(out).__name__}")
@@ -319,6 +327,7 @@ def drampower_trace(log: str | Path, out: str | Path, channel: int = 0, end: int
         raise ValueError(f"out: {o} is the command log itself; write the trace to another file")
     if o.is_dir():
         raise ValueError(f"out: {o} is a directory; give the trace's file name")
+    _refuse_existing(o, "out", force)
     # Written beside `out` and renamed onto it when whole: a failed conversion leaves `out` as it was.
     with atomic_path(o) as tmp:
         return json.loads(_native_call(_core.dram_drampower_trace, str(p), str(tmp), channel, end))
@@ -358,16 +367,29 @@ def write_memspec(config: str | Path | dict[str, Any] | Config) -> dict[str, Any
     return json.loads(_native_call(_core.dram_write_memspec, cfg.to_json()))
 
 
+def _refuse_existing(path: Path, what: str, force: bool) -> None:
+    """Raises ``FileExistsError`` naming ``path`` (the argument ``what``) if it exists and ``force``
+    is not set: nothing a user has is overwritten unless asked (as the command line's ``--force``)."""
+    if not isinstance(force, bool):
+        raise TypeError(f"force must be True or False, not {type(force).__name__}")
+    if not force and (path.exists() or path.is_symlink()):
+        raise FileExistsError(f"{what}: {path} exists; pass force=True to overwrite it")
+
+
 def presets() -> dict[str, Any]:
     """Built-in speed bins, parts and configuration presets."""
     return json.loads(_core.dram_presets())
 
 
-def write_trace(generator: dict[str, Any], path: str | Path, fmt: str = "native") -> int:
-    """Writes a generated trace to ``path`` in ``fmt`` (native, ramulator, dramsim3)."""
+def write_trace(generator: dict[str, Any], path: str | Path, fmt: str = "native", *, force: bool = False) -> int:
+    """Writes a generated trace to ``path`` in ``fmt`` (native, ramulator, dramsim3). An existing
+    file is refused (``FileExistsError`` naming it) unless ``force=True``."""
     if not isinstance(fmt, str) or fmt not in TRACE_FORMATS[1:]:
         raise ValueError(f"fmt: {fmt!r} is not one of: {', '.join(TRACE_FORMATS[1:])}")
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, not {type(path).__name__}")
+    if Path(path).is_dir():
+        raise ValueError(f"path: {path} is a directory; give the trace's file name")
+    _refuse_existing(Path(path), "path", force)
     return int(_native_call(_core.dram_write_trace, _dict_json(generator, "generator", unsigned=True), str(path), fmt,
                             what="generator"))

@@ -195,7 +195,7 @@ def drampower_trace_cmd(
     path = output_path(out, force, "--out")
     try:
         with atomic_path(path) as tmp:
-            s = dram.drampower_trace(log, tmp, channel=channel, end=end)
+            s = dram.drampower_trace(log, tmp, channel=channel, end=end, force=True)
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
     console.print(f"wrote {s['commands']:,} {s['standard']} commands of channel {channel} (END at cycle "
@@ -300,7 +300,7 @@ def generate_cmd(
                 spec["hot_fraction"] = hot_fraction
             if hot_bytes is not None:
                 spec["hot_bytes"] = parse_size(hot_bytes, "--hot-bytes")
-            n = dram.write_trace(spec, tmp, fmt.value)
+            n = dram.write_trace(spec, tmp, fmt.value, force=True)
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
     console.print(f"wrote {n:,} requests to {lit(path)}")

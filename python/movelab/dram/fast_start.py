@@ -74,10 +74,9 @@ def _exit_as_the_command_line_does(e: BaseException, argv: list[str]) -> None:
     from typer._click import exceptions as click
 
     if isinstance(e, KeyboardInterrupt):
-        from rich.console import Console
+        from movelab._util import interrupted_exit
 
-        Console(stderr=True).print("movelab: interrupted", highlight=False)
-        sys.exit(130)
+        sys.exit(interrupted_exit(e))
     if isinstance(e, typer.Exit):
         sys.exit(e.exit_code)
     if isinstance(e, EOFError):

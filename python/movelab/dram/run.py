@@ -128,8 +128,10 @@ def run_trace(config: str, trace: Path | None, generate: str | None, count: int,
 
     def sim(progress: Any) -> dram.SimResult:
         def run(log_path: Path | None) -> dram.SimResult:
+            # log_path is atomic_path's fresh temporary file (--force was checked on `log` itself).
             return dram.simulate(config, tr, overrides=overrides, trace_format=trace_format,
-                                 command_log=log_path, progress=progress, progress_every=50_000)
+                                 command_log=log_path, progress=progress, progress_every=50_000,
+                                 force=log_path is not None)
 
         if log is None:
             return run(None)

@@ -355,8 +355,8 @@ def bench_record(
                                               "each buffer of a copy in its own cache state, destination writes "
                                               "costed by the fill probe and the last level's boundary from its sweep "
                                               "(default on; --no-buffer-states also turns off the three rules below "
-                                              "unless they are asked for, and validates with the mixed rule; see "
-                                              "docs/record-replay.md)."),
+                                              "unless they are asked for, and validates with the mixed rule; the "
+                                              "record and replay guide says why)."),
     cold_copies: bool | None = typer.Option(None, "--cold-copies/--no-cold-copies", help="With --buffer-states: a "
                                             "copy of 1-2 KiB (the cold-copy probe's sizes) whose destination is in "
                                             "memory costs the probe's isolated copy into a cold destination instead "

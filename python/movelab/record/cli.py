@@ -96,11 +96,11 @@ def _region(region: int | None, mode: str, distance: str | None) -> int | None:
 
 _REGION_HELP = ("With --cache tracked and the byte distance, the recency granularity in bytes: a line counts as "
                 "touched when any line of its aligned region was (the program's own touches around what it copies). "
-                "Default: the replay's default (docs/record-replay.md); 64 tracks each line alone.")
+                "Default: the replay's, 1024; 64 tracks each line alone.")
 
 _DISTANCE_HELP = ("With --cache tracked, how a line's reuse distance counts the calls between two touches: lines "
                   "(the distinct lines they touched: the LRU stack distance) or bytes (every byte they moved). "
-                  "Default: the replay's default (docs/record-replay.md).")
+                  "Default: the replay's, bytes.")
 
 
 _PROBES_HELP = ("A platform description holding the recording machine's probes: the platform.json movelab bench "
@@ -110,19 +110,19 @@ _PROBES_HELP = ("A platform description holding the recording machine's probes: 
                 "--stream-copies.")
 _BUFFER_STATES_HELP = ("With --cache tracked: each buffer of a copy in its own cache state, a destination's lines in "
                        "the last level or memory costed by the fill probe of --probes, the last level's boundary from "
-                       "its sweep. Off by default (docs/record-replay.md, \"Cache state\").")
+                       "its sweep. Off by default (the record and replay guide, \"Cache state\").")
 _COLD_COPIES_HELP = ("With --buffer-states: a copy of the cold-copy probe's sizes (1-2 KiB) whose destination is in "
                      "memory costs the probe's isolated copy into a cold destination (from --probes) instead of the "
                      "fill probe's per-line figure. Off by default: it brings some programs closer and not others "
-                     "(docs/record-replay.md, \"Isolated copies into cold destinations\").")
+                     "(the record and replay guide, \"Isolated copies into cold destinations\").")
 _STREAMS_HELP = ("With --cold-copies: only isolated copies take the cold-copy probe (with its own last-level "
                  "boundary); a copy that continues its thread's writes to consecutive addresses keeps the fill "
-                 "probe's figure, as the fill probe measures such copies. Off by default (docs/record-replay.md, "
-                 "\"Isolated and streaming copies\").")
+                 "probe's figure, as the fill probe measures such copies. Off by default (the record and replay "
+                 "guide, \"Isolated and streaming copies\").")
 _STREAM_COPIES_HELP = ("With --streams: a 1-2 KiB copy that continues a stream of writes is charged the stream-copy "
                        "probe's extra (from --probes) at its destination's reuse distance, instead of the fill "
-                       "probe's per-line figure. Off by default (docs/record-replay.md, \"Streaming reply "
-                       "copies\").")
+                       "probe's per-line figure. Off by default (the record and replay guide, \"Streaming "
+                       "reply copies\").")
 
 
 def _probe_rules(probes: list[Path] | None, buffer_states: bool, cold_copies: bool, streams: bool,
@@ -294,7 +294,7 @@ def replay_cmd(
     simulated platform under each --mechanism: predicted time in data movement, total time, DRAM
     energy and traffic. With the cpu mechanism, the prediction is compared with the time measured
     inside the recorded calls."""
-    from movelab.record.replay import MECHANISMS, replay
+    from movelab.record.replay import MECHANISMS, check_kinds, replay
     from movelab.record.trace import read
 
     for m in mechanism:
@@ -322,6 +322,7 @@ def replay_cmd(
     rules = _probe_rules(probes, buffer_states, cold_copies, streams, mode, stream_copies)
     try:
         df, meta = read(trace)
+        check_kinds(df, f"trace {trace}")
     except (ValueError, OSError) as e:
         _fail(e)
     df.attrs["movelab"] = meta
@@ -418,7 +419,7 @@ def what_if_cmd(
 ) -> None:
     """Every mechanism side by side on one recording: predicted movement and total time, saving
     against the CPU copy, DRAM energy and traffic, and the size from which each mechanism wins."""
-    from movelab.record.replay import what_if
+    from movelab.record.replay import check_kinds, what_if
     from movelab.record.trace import read
 
     names = ["what-if.csv", "what-if-classes.csv", "what-if.json", "what-if.png"]
@@ -430,6 +431,7 @@ def what_if_cmd(
     rules = _probe_rules(probes, buffer_states, cold_copies, streams, mode, stream_copies)
     try:
         df, meta = read(trace)
+        check_kinds(df, f"trace {trace}")
     except (ValueError, OSError) as e:
         _fail(e)
     df.attrs["movelab"] = meta

@@ -51,6 +51,8 @@ BUFFERS = {"read": ("buf", "user_buf_written"), "pread64": ("buf", "user_buf_wri
            "pwrite64": ("buf", "user_buf_read"), "sendto": ("buff", "user_buf_read")}
 #: Kinds of the kernel's touches of user buffers (no bytes of their own: the sums count them).
 TOUCH_KINDS = ("user_buf_written", "user_buf_read")
+#: Kinds of the page faults (:func:`read_perf`, :func:`cow_or_reuse`); :func:`moved_bytes` says which move bytes.
+FAULT_KINDS = ("page_zero", "page_cow", "page_reuse", "page_zero_map", "page_file", "page_protect")
 EVENTS = ([*FAULTS, SWITCH, *LIFECYCLE] + [f"syscalls:sys_exit_{s}" for s in SYSCALLS]
           + [f"syscalls:sys_enter_{s}" for s in BUFFERS])
 USER_TOP = 1 << 47

@@ -34,8 +34,8 @@ import pandas as pd
 
 from movelab._util import layered, refuse_keys
 from movelab.record import cachestate
-from movelab.record.kernel import TOUCH_KINDS
-from movelab.record.trace import COPY_KINDS, INIT_KINDS, corrected_dur, read
+from movelab.record.kernel import FAULT_KINDS, SYSCALLS, TOUCH_KINDS
+from movelab.record.trace import COPY_KINDS, INIT_KINDS, KINDS, corrected_dur, read
 
 FOLD = (1 << 30) - 1
 #: The largest single operation a replayed call becomes: a call of more bytes (a 2 GiB memcpy, say)
@@ -97,9 +97,35 @@ class Replay:
     notes: list[str] = field(default_factory=list)
 
 
-def movement_events(df: pd.DataFrame) -> pd.DataFrame:
+#: Every kind a recording's row may have (docs/record-replay.md, the tables of kinds): the interposer's
+#: calls, the kernel's page faults, its system calls' byte sums and its touches of user buffers. A
+#: replay runs the copies and initialisations among them and knows the others move nothing of theirs.
+KNOWN_KINDS = (*KINDS.values(), *FAULT_KINDS, *SYSCALLS.values(), *TOUCH_KINDS)
+
+
+def check_kinds(df: pd.DataFrame, where: str = "the trace") -> None:
+    """Raises ``ValueError`` for a row whose ``kind`` is none that a recording has (or is missing),
+    naming ``where``, the row (its index: the row number in a recording as read), the kind and the
+    kinds known: such a row (a recording damaged, or written by another version) was dropped from
+    the replay without a word, and what it moved with it."""
+    kind = df["kind"]
+    bad = (~kind.isin(KNOWN_KINDS) | kind.isna()).to_numpy(dtype=bool)
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad)[0])
+    k = kind.iloc[i]
+    more = int(bad.sum()) - 1
+    what = "no kind" if pd.isna(k) else f"unknown kind {k!r}"
+    raise ValueError(f"{where}: row {df.index[i]}: {what}"
+                     f"{f' (and {more:,} more rows of unknown kinds)' if more else ''}; a recording's kinds are "
+                     f"{', '.join(KNOWN_KINDS)}")
+
+
+def movement_events(df: pd.DataFrame, where: str = "the trace") -> pd.DataFrame:
     """The rows a replay runs: copies and initialisations that move bytes, with ``op`` (copy or
-    init) and ``gap_ns`` (time since the previous recorded call on the thread ended)."""
+    init) and ``gap_ns`` (time since the previous recorded call on the thread ended). A row of a
+    kind no recording has is refused (:func:`check_kinds`), naming ``where`` and the row."""
+    check_kinds(df, where)
     ev = df[df["kind"].isin(COPY_KINDS + INIT_KINDS) & (df["bytes"] > 0)].copy()
     ev["op"] = np.where(ev["kind"].isin(COPY_KINDS), "copy", "init")
     ev["value"] = ev["value"].fillna(0)
@@ -524,7 +550,7 @@ def replay(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system", 
     # into every frame, column and row derived from it, which was half of a replay's time.
     df = df.copy(deep=False)
     df.attrs = {}
-    ev = movement_events(df)
+    ev = movement_events(df, "the trace" if isinstance(trace, pd.DataFrame) else f"trace {trace}")
     if ev.empty:
         raise ValueError("the trace holds no copies or initialisations to replay")
     from movelab import platform as plat
@@ -832,6 +858,7 @@ def what_if(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-system",
         df = trace
     else:
         df, meta = read(trace)
+        check_kinds(df, f"trace {trace}")
         df.attrs["movelab"] = meta
     if mechanisms is not None and (isinstance(mechanisms, str) or not isinstance(mechanisms, Sequence)
                                    or not mechanisms):
@@ -918,7 +945,7 @@ def replay_windows(trace: str | Path | pd.DataFrame, platform: Any = "rowclone-s
     else:
         df, meta = read(trace)
         df.attrs["movelab"] = meta
-    ev = movement_events(df)
+    ev = movement_events(df, "the trace" if isinstance(trace, pd.DataFrame) else f"trace {trace}")
     ev = ev[ev["t_ns"].notna()].sort_values("t_ns", kind="stable")
     if ev.empty:
         raise ValueError("the trace holds no timed copies or initialisations to replay")

@@ -202,7 +202,8 @@ def tables(rows: list[dict[str, Any]]) -> list[Group]:
     if pm:
         t = table("Cross-check: effective bandwidth (Gb/s), movelab beside pcie-model (restated in our code)",
                   "movelab counts the DLLPs its link sends; pcie-model charges 8 B per Ack/UpdateFC limit in symbol "
-                  "times (8x on x8) to the data direction; 'mended': pcie-model with its RX slip fixed. docs/io.md.")
+                  "times (8x on x8) to the data direction; 'mended': pcie-model with its RX slip fixed (the I/O guide "
+                  "in the documentation).")
         for c in ["case", "movelab", "pcie-model", "mended"]:
             t.add_column(c, justify="left" if c == "case" else "right")
         for case in dict.fromkeys(r["case"] for r in pm):

@@ -41,7 +41,7 @@ class _RunByDefault(TyperGroup):
 
 app = typer.Typer(cls=_RunByDefault, no_args_is_help=True,
                   help="Design-space sweeps: every point of a spec on this machine's cores or a Dask cluster, "
-                       "results in Parquet (docs/sweeps.md).")
+                       "results in Parquet (the spec's format: the sweeps guide in the documentation).")
 
 
 def _fail(msg: str) -> NoReturn:

@@ -169,6 +169,51 @@ impl Num {
     }
 }
 
+impl Num {
+    /// The parameters this number refers to, in the order written (each once).
+    fn params_used<'a>(&self, params: &'a BTreeMap<String, u64>) -> Vec<(&'a str, u64)> {
+        let mut out: Vec<(&str, u64)> = Vec::new();
+        if let Num::Expr(s) = self {
+            for tok in s.split(['+', '-', '*']) {
+                if let Some((k, v)) = params.get_key_value(tok.trim()) {
+                    if !out.iter().any(|(n, _)| *n == k.as_str()) {
+                        out.push((k.as_str(), *v));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The most work one run of a workload may ask for: operations, counting a `compute` op as its
+/// instructions and a copy or initialisation as its 64-byte lines, over every repeat and
+/// iteration. The DRAM trace generator's bound (`movelab_dram::generator::MAX_COUNT`, a trillion
+/// requests): a trillion is days of simulation, so a parameter asking for more is a mistake (a
+/// size in bytes given where MB was meant), refused before the run rather than running for ever.
+pub const MAX_WORK: u64 = movelab_dram::generator::MAX_COUNT;
+
+/// `n` with thousands separators.
+fn grouped(n: u128) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `name = value` of each parameter in `used`, joined; "" when none.
+fn param_list(used: &[(&str, u64)]) -> String {
+    used.iter()
+        .map(|(k, v)| format!("params.{k} = {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A named address range. Iteration `i` uses the window starting at `base + (i * stride) mod size`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -623,6 +668,147 @@ impl Workload {
         Ok(())
     }
 
+    /// The work of `ops` run once (see [`MAX_WORK`]), saturating, and the parameters it depends on.
+    fn work<'a>(&'a self, ops: &[OpSpec], used: &mut Vec<(&'a str, u64)>) -> u128 {
+        let note = |n: &Num, used: &mut Vec<(&'a str, u64)>| {
+            for p in n.params_used(&self.params) {
+                if !used.contains(&p) {
+                    used.push(p);
+                }
+            }
+        };
+        let mut total: u128 = 0;
+        for op in ops {
+            let w = match op {
+                OpSpec::Compute { n, .. } => {
+                    note(n, used);
+                    n.eval(&self.params).unwrap_or(0).max(1) as u128
+                }
+                OpSpec::Copy { bytes, .. } | OpSpec::Init { bytes, .. } => {
+                    note(bytes, used);
+                    bytes.eval(&self.params).unwrap_or(0).div_ceil(64).max(1) as u128
+                }
+                OpSpec::Repeat { count, ops } => {
+                    note(count, used);
+                    let c = count.eval(&self.params).unwrap_or(0) as u128;
+                    c.saturating_mul(self.work(ops, used))
+                }
+                _ => 1,
+            };
+            total = total.saturating_add(w);
+        }
+        total
+    }
+
+    /// Refuses a workload whose run asks for more than [`MAX_WORK`], naming the parameters the
+    /// work depends on and their values. Checked where a user's parameters come in (a platform
+    /// run, a core group's workload); a program run for a window of instructions (RowClone's
+    /// applications, `rowclone_apps::ENDLESS` units) is endless on purpose.
+    pub fn check_work(&self) -> Result<(), PlatformError> {
+        let mut used = self.spec.iterations.params_used(&self.params);
+        let once = self.work(&self.spec.ops, &mut used);
+        let work = once.saturating_mul(self.iterations as u128);
+        if work <= MAX_WORK as u128 {
+            return Ok(());
+        }
+        let place = if used.is_empty() {
+            "ops".to_string()
+        } else {
+            param_list(&used)
+        };
+        Err(PlatformError::workload(
+            &self.source,
+            place,
+            format!(
+                "the run would take {} operations ({} iterations of {} each; a compute op counts its \
+                 instructions, a copy or init its 64-byte lines), more than the {} a run may take \
+                 (a trillion is days of simulation); give smaller values",
+                grouped(work),
+                grouped(self.iterations as u128),
+                grouped(once),
+                grouped(MAX_WORK as u128)
+            ),
+        ))
+    }
+
+    /// Refuses a region, or a copy's or initialisation's size, larger than `memory_bytes` (the
+    /// simulated memory the workload runs on), naming the parameters its size depends on, their
+    /// values and, for a single parameter, the largest value that fits.
+    pub fn check_fits(&self, memory_bytes: u64) -> Result<(), PlatformError> {
+        let too_big = |n: &Num, place: String, what: &str| -> Result<(), PlatformError> {
+            let v = n.eval(&self.params).unwrap_or(0);
+            if v <= memory_bytes {
+                return Ok(());
+            }
+            let used = n.params_used(&self.params);
+            let expr = match n {
+                Num::Expr(e) => format!("'{e}' = "),
+                Num::Int(_) => String::new(),
+            };
+            // For one parameter (and a size growing with it): the largest value that fits.
+            let most = match used.as_slice() {
+                [(name, value)] => {
+                    let (mut lo, mut hi) = (0u64, *value);
+                    let fits = |x: u64| {
+                        let mut p = self.params.clone();
+                        p.insert(name.to_string(), x);
+                        n.eval(&p).is_ok_and(|b| b <= memory_bytes)
+                    };
+                    if fits(0) {
+                        while lo < hi {
+                            let mid = lo + (hi - lo).div_ceil(2);
+                            if fits(mid) {
+                                lo = mid;
+                            } else {
+                                hi = mid - 1;
+                            }
+                        }
+                        format!("; params.{name} can be at most {lo} here")
+                    } else {
+                        String::new()
+                    }
+                }
+                _ => String::new(),
+            };
+            let with = if used.is_empty() {
+                String::new()
+            } else {
+                format!(" with {}", param_list(&used))
+            };
+            Err(PlatformError::workload(
+                &self.source,
+                place,
+                format!(
+                    "{what} of {expr}{} bytes{with} is more than the platform's memory of {} bytes{most}",
+                    grouped(v as u128),
+                    grouped(memory_bytes as u128)
+                ),
+            ))
+        };
+        for (i, r) in self.spec.regions.iter().enumerate() {
+            too_big(&r.size, format!("regions[{i}] ({})", r.name), "its size")?;
+        }
+        fn walk(
+            ops: &[OpSpec],
+            place: &str,
+            f: &dyn Fn(&Num, String, &str) -> Result<(), PlatformError>,
+        ) -> Result<(), PlatformError> {
+            for (i, op) in ops.iter().enumerate() {
+                let p = format!("{place}[{i}]");
+                match op {
+                    OpSpec::Copy { bytes, .. } => f(bytes, p, "a copy")?,
+                    OpSpec::Init { bytes, .. } => f(bytes, p, "an init")?,
+                    OpSpec::Repeat { ops, .. } => walk(ops, &format!("{p}.ops"), f)?,
+                    _ => {}
+                }
+            }
+            Ok(())
+        }
+        walk(&self.spec.ops, "ops", &too_big)?;
+        walk(&self.spec.handler, "handler", &too_big)?;
+        walk(&self.spec.poll, "poll", &too_big)
+    }
+
     /// An interrupt handler's copies and initialisations are at most 1 MiB each (a handler is
     /// fed whole when the interrupt is taken).
     fn check_handler_sizes(&self, ops: &[OpSpec], place: &str) -> Result<(), PlatformError> {
@@ -1064,6 +1250,62 @@ ops = [{ kind = "store", at = { region = "a" } }]
             .unwrap_err()
             .to_string();
         assert!(e.contains("no parameter 'nosuch'"), "{e}");
+    }
+
+    #[test]
+    fn a_run_of_more_work_than_the_bound_is_refused_naming_its_parameters() {
+        // tcp-rx with a quadrillion packets: refused at once, naming the parameter and the bound.
+        let e = Workload::load("tcp-rx", &p(&[("packets", 1_000_000_000_000_000)]))
+            .unwrap()
+            .check_work()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("params.packets = 1000000000000000")
+                && e.contains("more than the 1,000,000,000,000 a run may take"),
+            "{e}"
+        );
+        // A compute op counts its instructions, a copy its lines, through repeats.
+        let text = "name='t'\niterations='k'\n[params]\nk=1\nn=1\n[[regions]]\nname='a'\nbase=0\nsize=4096\n\
+                    [[ops]]\nkind='repeat'\ncount=1000\nops=[{kind='compute', n='n'}]\n";
+        let ok = Workload::from_toml_str(text, "t.toml", &p(&[("k", 1_000), ("n", 1_000_000)]))
+            .unwrap()
+            .check_work();
+        assert!(ok.is_ok(), "{:?}", ok.err());
+        let e = Workload::from_toml_str(text, "t.toml", &p(&[("k", 1_000), ("n", 1_000_001)]))
+            .unwrap()
+            .check_work()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "t.toml: params.k = 1000, params.n = 1000001: the run would take 1,000,001,000,000"
+            ) && e.contains("1,000 iterations of 1,000,001,000 each"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_region_or_a_move_larger_than_the_memory_is_refused_naming_its_parameter() {
+        let w = Workload::load("forkbench", &p(&[("s_mb", 1_000_000)])).unwrap();
+        let e = w.check_fits(8 << 30).unwrap_err().to_string();
+        assert!(
+            e.contains("regions[0] (array): its size of 's_mb * 1MiB' = 1,048,576,000,000 bytes with \
+                        params.s_mb = 1000000 is more than the platform's memory of 8,589,934,592 bytes; \
+                        params.s_mb can be at most 8192 here"),
+            "{e}"
+        );
+        assert!(Workload::load("forkbench", &p(&[("s_mb", 8192)]))
+            .unwrap()
+            .check_fits(8 << 30)
+            .is_ok());
+        let w = Workload::load("bulk-copy", &BTreeMap::new()).unwrap();
+        assert!(w.check_fits(8 << 30).is_ok());
+        let e = w.check_fits(4096).unwrap_err().to_string();
+        assert!(
+            e.contains("is more than the platform's memory of 4,096 bytes"),
+            "{e}"
+        );
     }
 
     #[test]

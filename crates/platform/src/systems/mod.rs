@@ -264,6 +264,7 @@ fn run_platform(
         .map(|(k, v)| Ok((k.clone(), uint(workload, k, v)?)))
         .collect::<Result<BTreeMap<_, _>, PlatformError>>()?;
     let w = Workload::load(workload, &ints)?;
+    w.check_work()?;
     let s = platform::run(&cfg, &w)?;
     report("platform", config, workload, s.time_ns, &s)
 }

@@ -815,9 +815,17 @@ impl Platform {
             if spec.workload.is_empty() {
                 out.push(default.clone());
             } else {
-                out.push(Workload::load(&spec.workload, &spec.params).map_err(|e| {
-                    PlatformError::config("platform", format!("cores[{g}].workload"), e.to_string())
-                })?);
+                out.push(
+                    Workload::load(&spec.workload, &spec.params)
+                        .and_then(|w| w.check_work().map(|()| w))
+                        .map_err(|e| {
+                            PlatformError::config(
+                                "platform",
+                                format!("cores[{g}].workload"),
+                                e.to_string(),
+                            )
+                        })?,
+                );
             }
         }
         if out.is_empty() {
@@ -866,6 +874,12 @@ impl Platform {
                 "(run)",
                 "a platform runs one workload; make a new one (Platform::warm_caches_from carries the cache contents over)",
             ));
+        }
+        // A region or a move larger than the simulated memory is a mistake in a parameter (and
+        // would run for as long as its size), refused before the run.
+        let memory = self.sys.mem().spec().org.capacity_bytes();
+        for w in programs {
+            w.check_fits(memory)?;
         }
         self.ran = true;
         let start = self.now;
