@@ -138,7 +138,10 @@ fn presets_name_their_system_and_bad_requests_are_refused_by_name() {
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, "[core\nkind = 1\n").unwrap();
     let e = err(None, bad.to_str().unwrap(), "tcp-rx", Params::new());
-    assert!(e.contains("bad.toml") && !e.contains("name the system"), "{e}");
+    assert!(
+        e.contains("bad.toml") && !e.contains("name the system"),
+        "{e}"
+    );
     let e = err(None, dir.to_str().unwrap(), "tcp-rx", Params::new());
     assert!(e.contains("a directory"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
