@@ -50,14 +50,18 @@ def test_every_help_shows_its_defaults_and_no_stray_dot() -> None:
 @pytest.mark.parametrize("columns", ["80", "240"])
 def test_no_help_points_at_the_repositorys_documentation_files(columns: str) -> None:
     """A wheel's users have no docs folder: no help names a docs/*.md path (at 80 columns a path
-    may wrap, so "docs/" and ".md" are each looked for); it names a guide or states the fact."""
+    may wrap, so "docs/" and ".md" are each looked for); it names a guide or states the fact. Nor a
+    file under the repository's presets/ folder (a wheel's presets are inside the package: help names
+    the command that shows them), outside an output option's default; nor reST markup (``x``)."""
     wide = CliRunner(env={"COLUMNS": columns})
     bad = []
     for path in _commands():
         r = wide.invoke(app, [*path, "--help"])
         assert r.exit_code == 0, (path, r.output)
         text = " ".join(r.output.replace("│", " ").split())
-        bad += [(path, m.group(0)) for m in re.finditer(r"\S*(docs/|\.md\b)\S*", text)]
+        bad += [(path, m.group(0)) for m in re.finditer(r"\S*(docs/|\.md\b|``)\S*", text)]
+        told = re.sub(r"\[default: [^\]]*\]", "", text)
+        bad += [(path, m.group(0)) for m in re.finditer(r"\S*presets/\S*", told)]
     assert not bad, bad
 
 

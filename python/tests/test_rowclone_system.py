@@ -150,3 +150,10 @@ def test_a_bad_platform_override_is_refused_before_any_point_runs(args: list[str
     out = cli("reproduce", *args, "--set", "memory.controller.bulk_write_done=soon", code=2)
     assert "controller.bulk_write_done" in out and "'soon' is not one of" in out, out
     assert "points failed" not in out, out
+
+
+@pytest.mark.parametrize("what", ["rowclone-apps", "rowclone-multicore"])
+def test_an_unknown_app_param_is_refused_before_any_point_runs(what: str) -> None:
+    out = cli("reproduce", what, "--app-param", "nosuch=1", *([] if what == "rowclone-apps" else ["--sample"]), code=2)
+    assert "'nosuch'" in out and "copies" in out and "zeros" in out, out
+    assert "points failed" not in out, out

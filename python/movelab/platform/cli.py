@@ -194,9 +194,9 @@ def run_cmd(
                                            show_default=False),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
-    """Run a workload on a platform and print its statistics. The workload ``nic-stream`` runs an
-    I/O preset (``movelab systems`` lists them) on the cluster: two platforms with its device on
-    one link (``movelab.platform.io.run``): params count, bytes; ``--set nic.kind=idma``."""
+    """Run a workload on a platform and print its statistics. The workload nic-stream runs an
+    I/O preset (movelab systems lists them) on the cluster: two platforms with its device on one
+    link: params count and bytes; --set nic.kind=idma for the integrated DMA engine."""
     overrides, params = parse_set(set_), parse_params(param)
     if workload == "nic-stream":
         _io_run(platform, overrides, params, fmt)

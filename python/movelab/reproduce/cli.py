@@ -416,8 +416,8 @@ def _larsen_idma(fmt: str, small: int, large: int, out: Path | None, force: bool
 @app.command("wun-onload")
 def wun_onload(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
-    set_: list[str] | None = typer.Option(None, "--set", help="Override a network-platform KEY=VALUE "
-                                                              "(presets/network/ixp2350.toml), e.g. host.cpi=8.",
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a network-platform KEY=VALUE (the "
+                                                              "keys movelab network config prints), e.g. host.cpi=8.",
                                           show_default=False),
     payloads: str | None = typer.Option(None, "--payloads", help="UDP payload bytes, 16 to 1472 "
                                                                  "\\[default: 64,128,256,512,1024,1472].",
@@ -461,7 +461,7 @@ def _app_params(items: list[str] | None) -> dict[str, int] | None:
 
 
 _APP_PARAM_HELP = ("Override a parameter of every copy/initialisation-intensive application NAME=INTEGER, "
-                   "e.g. copies=0 (presets/workloads/rowclone-apps/copy-init-app.toml).")
+                   "e.g. copies=0 or zeros=2 (a name they lack is refused, with the names they have).")
 _INSTR_HELP = "Program instructions measured per application (a copy or zeroing counts as one)."
 _WARMUP_HELP = "Program instructions run before measuring (caches filled)."
 
@@ -529,7 +529,8 @@ def rowclone_apps_recorded(
 ) -> None:
     """RowClone (MICRO 2013) section 7.3 with the applications derived from recordings of real programs.
 
-    The same as rowclone-apps --apps recorded (presets/workloads/rowclone-apps/recorded.toml)."""
+    The same as rowclone-apps --apps recorded: each application's parameters derived from a recording
+    of a real program of its kind (movelab bench rowclone-apps derives them again)."""
     check_output_dir(out, FILES["rowclone-apps-recorded"], force)
     _rowclone_apps_recorded(fmt, parse_set(set_), instructions, warmup, out, force)
 

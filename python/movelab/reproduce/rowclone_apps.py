@@ -62,6 +62,16 @@ def check_lengths(instructions: Any, warmup: Any) -> None:
             raise ValueError(f"{what}: {v!r} must be an integer from {lo} to {MAX_INSTRUCTIONS:,}")
 
 
+def app_param_names() -> set[str]:
+    """The parameters of the copy/initialisation-intensive applications' program (the shipped
+    ``workloads/rowclone-apps/copy-init-app.toml``), which ``app_params`` may override."""
+    import tomllib
+
+    from movelab import data
+
+    return set(tomllib.loads(data.file_text("workloads/rowclone-apps/copy-init-app.toml"))["params"])
+
+
 def check_app_params(app_params: Mapping[str, Any] | None) -> dict[str, int] | None:
     """Overrides of the copy/initialisation-intensive applications' parameters: names to integers."""
     if app_params is None:
@@ -69,7 +79,12 @@ def check_app_params(app_params: Mapping[str, Any] | None) -> dict[str, int] | N
     if not isinstance(app_params, Mapping):
         raise TypeError(f"app_params must be a dict of parameter names to integers, not {type(app_params).__name__}")
     out = {}
+    known = app_param_names()
     for k, v in app_params.items():
+        if k not in known:
+            # Refused here, before any point starts, rather than by every point's workload loader.
+            raise ValueError(f"app_params: {k!r}: the copy/initialisation-intensive applications have no such "
+                             f"parameter (they have: {', '.join(sorted(known))})")
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_APP_PARAM:
             raise ValueError(f"app_params: {k} = {v!r} must be an integer from 0 to {MAX_APP_PARAM:,}")
         out[str(k)] = v
