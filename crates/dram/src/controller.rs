@@ -1173,7 +1173,26 @@ impl Controller {
 
     /// [`Controller::tick`] at or after `wake`.
     #[inline(never)]
-    fn tick_woken<'s>(&mut self, now: u64, log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
+    fn tick_woken<'s>(&mut self, now: u64, mut log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
+        // The picked request command on a plain channel, nearly every tick that issues: taken
+        // here, as `tick_at` would take it, so that its end skips the general tests for `wake`. A
+        // pick is only made with lookahead on and no jobs (`next_after_issue_inline`), and the
+        // request's command starts none, so `wake` is the cycle returned; a plain channel has no
+        // CAS pairs (`paired`).
+        if let Some((at, flat)) = self.pick {
+            if self.plain && now == at && now >= self.next_cmd_cycle {
+                if let Some(c) = self.slots[flat as usize].cand {
+                    debug_assert!(self.paired.is_none() && self.lookahead);
+                    debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
+                    debug_assert!(self.wanted_write_mode() == self.write_mode);
+                    self.issue_request(flat as usize, c, now, &mut log);
+                    let next = self.next_after_issue_inline(now);
+                    debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
+                    self.wake = next;
+                    return next;
+                }
+            }
+        }
         let next = self.tick_at(now, log);
         self.wake = if self.lookahead && self.jobs.is_empty() && self.waiting_jobs.is_empty() {
             next
@@ -1207,21 +1226,21 @@ impl Controller {
             if now == at {
                 debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
                 debug_assert!(self.wanted_write_mode() == self.write_mode);
-                if self.plain {
-                    if let Some(c) = self.slots[flat as usize].cand {
-                        self.issue_request(flat as usize, c, now, &mut log);
-                        return self.next_after_issue_inline(now);
+                // A plain channel's picked request command was taken by `tick_woken`; here
+                // only a bank without a candidate (a full pass follows).
+                debug_assert!(!self.plain || self.slots[flat as usize].cand.is_none());
+                if !self.plain {
+                    if let Some(p) = self.bank_command(flat as usize) {
+                        let kind = p.kind;
+                        if self.issue_synced(p, now, &mut log) {
+                            return now + 1;
+                        }
+                        if self.buses.is_some() {
+                            self.issue_on_other_bus(kind, now, &mut log);
+                            self.issue_on_falling_edge(now, &mut log);
+                        }
+                        return self.next_after_issue(now);
                     }
-                } else if let Some(p) = self.bank_command(flat as usize) {
-                    let kind = p.kind;
-                    if self.issue_synced(p, now, &mut log) {
-                        return now + 1;
-                    }
-                    if self.buses.is_some() {
-                        self.issue_on_other_bus(kind, now, &mut log);
-                        self.issue_on_falling_edge(now, &mut log);
-                    }
-                    return self.next_after_issue(now);
                 }
             }
         }
