@@ -1084,11 +1084,20 @@ impl Controller {
     /// every command), which saves a call and its register saves per command.
     #[inline(always)]
     fn next_after_issue_inline(&mut self, now: u64) -> u64 {
+        if !self.jobs.is_empty() || !self.waiting_jobs.is_empty() {
+            return now + 1;
+        }
+        self.next_after_request(now)
+    }
+
+    /// [`Controller::next_after_issue_inline`] when no job is running or waiting, which the
+    /// caller knows: after a picked request command (a pick is only made without jobs, and the
+    /// command starts none).
+    #[inline(always)]
+    fn next_after_request(&mut self, now: u64) -> u64 {
+        debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
         let soon = now + 1;
-        if !self.jobs.is_empty()
-            || !self.waiting_jobs.is_empty()
-            || self.wanted_write_mode() != self.write_mode
-        {
+        if self.wanted_write_mode() != self.write_mode {
             return soon;
         }
         let mut refresh_at = u64::MAX;
@@ -1186,8 +1195,7 @@ impl Controller {
                     debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
                     debug_assert!(self.wanted_write_mode() == self.write_mode);
                     self.issue_request(flat as usize, c, now, &mut log);
-                    let next = self.next_after_issue_inline(now);
-                    debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
+                    let next = self.next_after_request(now);
                     self.wake = next;
                     return next;
                 }
