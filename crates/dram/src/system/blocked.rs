@@ -27,7 +27,10 @@ pub(super) fn blocked_turns(
 ) -> Result<u64, Error> {
     // No bulk operation in flight: no controller holds a bulk line or job, so none finishes
     // work that the bulk engine would hear of, and the engine stays quiet through the turn.
-    while bulk.in_flight() == 0 && bulk.quiet() && !chans[c].can_accept(op) {
+    // Tested once: only finished work the engine hears of could change it (tested again then).
+    let mut bulk_idle = bulk.in_flight() == 0 && bulk.quiet();
+    while bulk_idle && !chans[c].can_accept(op) {
+        debug_assert!(bulk.in_flight() == 0 && bulk.quiet());
         // A full queue (of at least one entry) keeps its channel busy: the general loop would
         // neither end the run nor skip an idle gap here.
         debug_assert!(!chans[c].idle());
@@ -45,6 +48,7 @@ pub(super) fn blocked_turns(
                 for Done { time, tag, op } in ch.done.drain(..) {
                     bulk.on_done(time, tag, op);
                 }
+                bulk_idle = bulk.in_flight() == 0 && bulk.quiet();
             }
         }
         debug_assert!(bulk.quiet(), "work of no bulk operation finished");
