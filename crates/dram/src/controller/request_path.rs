@@ -27,7 +27,10 @@ impl Controller {
         let bank = self.slots[flat].id;
         self.dev.issue_access(kind, bank, c.row, now);
         self.pick = None;
-        self.refresh_locals(kind, bank);
+        // `refresh_locals` for a one-bank access, whose kind it need not test.
+        if self.dev.has_group_rules(kind) {
+            self.refresh_locals_moved(kind, bank);
+        }
         if self.raaimt > 0 {
             self.manage_refresh(kind, bank);
         }
