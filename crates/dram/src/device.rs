@@ -526,7 +526,7 @@ impl ChannelDevices {
             let n = &mut rows[r.level as usize][r.to as usize];
             *n = (*n).max(now + r.lat);
         }
-        if self.has[3][from] && self.ranks > 1 {
+        if self.ranks > 1 && self.has[3][from] {
             for r in 0..self.ranks {
                 if r != b.rank {
                     Self::raise(&mut self.rank_next[r as usize], &self.dense[3][from], now);
