@@ -70,5 +70,4 @@ pub(super) fn blocked_turns(
             return Ok(now);
         }
     }
-    Ok(now)
 }
