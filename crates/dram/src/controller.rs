@@ -292,7 +292,8 @@ pub struct Controller {
     key: Vec<u64>,
     /// The banks with a candidate, one bit each (bank `flat` is bit `flat % 64` of word
     /// `flat / 64`): the banks a pass over many banks visits ([`ready_scan::min_word_active`]).
-    /// Valid, like `loc`, for banks that are not `dirty`.
+    /// Valid, like `loc`, for banks that are not `dirty`. Empty (and not kept) on channels whose
+    /// pass does not read it: at most [`ready_scan::FEW_BANKS`] banks, or the vector pass.
     active: Vec<u64>,
     /// Every bank with a candidate is ready less than [`WAIT_CAP`] cycles after the cycle a pass
     /// starts from (the longest rule is shorter, [`ChannelDevices::reach`]): the scalar passes
@@ -494,7 +495,12 @@ impl Controller {
             loc: vec![u64::MAX; banks],
             hidx: vec![0; banks],
             key: vec![u64::MAX; banks],
-            active: vec![0; banks.div_ceil(64)],
+            // Kept only where a pass reads it (more than FEW_BANKS banks, no vector pass).
+            active: if banks > ready_scan::FEW_BANKS && !ready_scan::has_vector_scan() {
+                vec![0; banks.div_ceil(64)]
+            } else {
+                Vec::new()
+            },
             vector_scan: ready_scan::has_vector_scan(),
             near,
             dirty_list: (0..banks as u32).collect(),
@@ -981,12 +987,16 @@ impl Controller {
                     u64::MAX
                 };
                 self.loc[flat] = self.dev.local_at_bank(c.kind, id);
-                self.active[flat / 64] |= 1 << (flat % 64);
+                if let Some(w) = self.active.get_mut(flat / 64) {
+                    *w |= 1 << (flat % 64);
+                }
             }
             None => {
                 self.loc[flat] = u64::MAX;
                 self.key[flat] = u64::MAX;
-                self.active[flat / 64] &= !(1 << (flat % 64));
+                if let Some(w) = self.active.get_mut(flat / 64) {
+                    *w &= !(1 << (flat % 64));
+                }
             }
         }
     }
@@ -1119,6 +1129,12 @@ impl Controller {
         }
         // The earliest cycle (no earlier than `soon`) and, among the banks ready then, the best
         // FR-FCFS key: the command the tick at that cycle will issue.
+        debug_assert!(
+            self.loc.len() <= ready_scan::FEW_BANKS
+                || self.vector_scan
+                || self.active.len() == self.loc.len().div_ceil(64),
+            "a bitmask pass without its bitmask"
+        );
         let word = if self.loc.len() <= ready_scan::FEW_BANKS {
             if self.near {
                 ready_scan::min_word_few_near(&self.loc, &self.hidx, &self.key, horizons, soon)
