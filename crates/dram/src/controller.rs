@@ -292,7 +292,8 @@ pub struct Controller {
     key: Vec<u64>,
     /// The banks with a candidate, one bit each (bank `flat` is bit `flat % 64` of word
     /// `flat / 64`): the banks a pass over many banks visits ([`ready_scan::min_word_active`]).
-    /// Valid, like `loc`, for banks that are not `dirty`.
+    /// Valid, like `loc`, for banks that are not `dirty`. Empty (and not kept) on channels whose
+    /// pass does not read it: at most [`ready_scan::FEW_BANKS`] banks, or the vector pass.
     active: Vec<u64>,
     /// Every bank with a candidate is ready less than [`WAIT_CAP`] cycles after the cycle a pass
     /// starts from (the longest rule is shorter, [`ChannelDevices::reach`]): the scalar passes
@@ -494,7 +495,12 @@ impl Controller {
             loc: vec![u64::MAX; banks],
             hidx: vec![0; banks],
             key: vec![u64::MAX; banks],
-            active: vec![0; banks.div_ceil(64)],
+            // Kept only where a pass reads it (more than FEW_BANKS banks, no vector pass).
+            active: if banks > ready_scan::FEW_BANKS && !ready_scan::has_vector_scan() {
+                vec![0; banks.div_ceil(64)]
+            } else {
+                Vec::new()
+            },
             vector_scan: ready_scan::has_vector_scan(),
             near,
             dirty_list: (0..banks as u32).collect(),
@@ -981,12 +987,16 @@ impl Controller {
                     u64::MAX
                 };
                 self.loc[flat] = self.dev.local_at_bank(c.kind, id);
-                self.active[flat / 64] |= 1 << (flat % 64);
+                if let Some(w) = self.active.get_mut(flat / 64) {
+                    *w |= 1 << (flat % 64);
+                }
             }
             None => {
                 self.loc[flat] = u64::MAX;
                 self.key[flat] = u64::MAX;
-                self.active[flat / 64] &= !(1 << (flat % 64));
+                if let Some(w) = self.active.get_mut(flat / 64) {
+                    *w &= !(1 << (flat % 64));
+                }
             }
         }
     }
@@ -1084,11 +1094,20 @@ impl Controller {
     /// every command), which saves a call and its register saves per command.
     #[inline(always)]
     fn next_after_issue_inline(&mut self, now: u64) -> u64 {
+        if !self.jobs.is_empty() || !self.waiting_jobs.is_empty() {
+            return now + 1;
+        }
+        self.next_after_request(now)
+    }
+
+    /// [`Controller::next_after_issue_inline`] when no job is running or waiting, which the
+    /// caller knows: after a picked request command (a pick is only made without jobs, and the
+    /// command starts none).
+    #[inline(always)]
+    fn next_after_request(&mut self, now: u64) -> u64 {
+        debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
         let soon = now + 1;
-        if !self.jobs.is_empty()
-            || !self.waiting_jobs.is_empty()
-            || self.wanted_write_mode() != self.write_mode
-        {
+        if self.wanted_write_mode() != self.write_mode {
             return soon;
         }
         let mut refresh_at = u64::MAX;
@@ -1110,6 +1129,12 @@ impl Controller {
         }
         // The earliest cycle (no earlier than `soon`) and, among the banks ready then, the best
         // FR-FCFS key: the command the tick at that cycle will issue.
+        debug_assert!(
+            self.loc.len() <= ready_scan::FEW_BANKS
+                || self.vector_scan
+                || self.active.len() == self.loc.len().div_ceil(64),
+            "a bitmask pass without its bitmask"
+        );
         let word = if self.loc.len() <= ready_scan::FEW_BANKS {
             if self.near {
                 ready_scan::min_word_few_near(&self.loc, &self.hidx, &self.key, horizons, soon)
@@ -1173,7 +1198,25 @@ impl Controller {
 
     /// [`Controller::tick`] at or after `wake`.
     #[inline(never)]
-    fn tick_woken<'s>(&mut self, now: u64, log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
+    fn tick_woken<'s>(&mut self, now: u64, mut log: Option<&mut (dyn CommandSink + 's)>) -> u64 {
+        // The picked request command on a plain channel, nearly every tick that issues: taken
+        // here, as `tick_at` would take it, so that its end skips the general tests for `wake`. A
+        // pick is only made with lookahead on and no jobs (`next_after_issue_inline`), and the
+        // request's command starts none, so `wake` is the cycle returned; a plain channel has no
+        // CAS pairs (`paired`).
+        if let Some((at, flat)) = self.pick {
+            if self.plain && now == at && now >= self.next_cmd_cycle {
+                if let Some(c) = self.slots[flat as usize].cand {
+                    debug_assert!(self.paired.is_none() && self.lookahead);
+                    debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
+                    debug_assert!(self.wanted_write_mode() == self.write_mode);
+                    self.issue_request(flat as usize, c, now, &mut log);
+                    let next = self.next_after_request(now);
+                    self.wake = next;
+                    return next;
+                }
+            }
+        }
         let next = self.tick_at(now, log);
         self.wake = if self.lookahead && self.jobs.is_empty() && self.waiting_jobs.is_empty() {
             next
@@ -1207,21 +1250,21 @@ impl Controller {
             if now == at {
                 debug_assert!(self.jobs.is_empty() && self.waiting_jobs.is_empty());
                 debug_assert!(self.wanted_write_mode() == self.write_mode);
-                if self.plain {
-                    if let Some(c) = self.slots[flat as usize].cand {
-                        self.issue_request(flat as usize, c, now, &mut log);
-                        return self.next_after_issue_inline(now);
+                // A plain channel's picked request command was taken by `tick_woken`; here
+                // only a bank without a candidate (a full pass follows).
+                debug_assert!(!self.plain || self.slots[flat as usize].cand.is_none());
+                if !self.plain {
+                    if let Some(p) = self.bank_command(flat as usize) {
+                        let kind = p.kind;
+                        if self.issue_synced(p, now, &mut log) {
+                            return now + 1;
+                        }
+                        if self.buses.is_some() {
+                            self.issue_on_other_bus(kind, now, &mut log);
+                            self.issue_on_falling_edge(now, &mut log);
+                        }
+                        return self.next_after_issue(now);
                     }
-                } else if let Some(p) = self.bank_command(flat as usize) {
-                    let kind = p.kind;
-                    if self.issue_synced(p, now, &mut log) {
-                        return now + 1;
-                    }
-                    if self.buses.is_some() {
-                        self.issue_on_other_bus(kind, now, &mut log);
-                        self.issue_on_falling_edge(now, &mut log);
-                    }
-                    return self.next_after_issue(now);
                 }
             }
         }

@@ -526,7 +526,7 @@ impl ChannelDevices {
             let n = &mut rows[r.level as usize][r.to as usize];
             *n = (*n).max(now + r.lat);
         }
-        if self.has[3][from] && self.ranks > 1 {
+        if self.ranks > 1 && self.has[3][from] {
             for r in 0..self.ranks {
                 if r != b.rank {
                     Self::raise(&mut self.rank_next[r as usize], &self.dense[3][from], now);
@@ -695,28 +695,23 @@ impl ChannelDevices {
     fn issue_rest(&mut self, kind: CommandKind, b: BankId, row: u32, at: u64, now: u64) {
         let k = kind.index();
         self.apply_rules(k, b, at);
-        if matches!(
-            kind,
-            CommandKind::Act | CommandKind::Actc | CommandKind::Actm
-        ) {
-            for wi in 0..self.windows.len() {
-                if self.windows[wi].0[k] {
-                    let lat = self.windows[wi].2;
-                    let h = &mut self.window_hist[b.rank as usize * self.windows.len() + wi];
-                    // The window only moves when a counted command issues: fold its bound into
-                    // the rank's horizons now rather than on every readiness query.
-                    if let Some(oldest) = h.record(at) {
-                        let t = oldest + lat;
-                        let r = &mut self.rank_next[b.rank as usize];
-                        for &to in &self.window_targets[wi] {
-                            r[to as usize] = r[to as usize].max(t);
+        match kind {
+            CommandKind::Act | CommandKind::Actc | CommandKind::Actm => {
+                for wi in 0..self.windows.len() {
+                    if self.windows[wi].0[k] {
+                        let lat = self.windows[wi].2;
+                        let h = &mut self.window_hist[b.rank as usize * self.windows.len() + wi];
+                        // The window only moves when a counted command issues: fold its bound
+                        // into the rank's horizons now rather than on every readiness query.
+                        if let Some(oldest) = h.record(at) {
+                            let t = oldest + lat;
+                            let r = &mut self.rank_next[b.rank as usize];
+                            for &to in &self.window_targets[wi] {
+                                r[to as usize] = r[to as usize].max(t);
+                            }
                         }
                     }
                 }
-            }
-        }
-        match kind {
-            CommandKind::Act | CommandKind::Actc | CommandKind::Actm => {
                 self.activated_at[b.flat as usize] = now;
                 self.set_open(b, Some(row), now)
             }

@@ -27,7 +27,10 @@ impl Controller {
         let bank = self.slots[flat].id;
         self.dev.issue_access(kind, bank, c.row, now);
         self.pick = None;
-        self.refresh_locals(kind, bank);
+        // `refresh_locals` for a one-bank access, whose kind it need not test.
+        if self.dev.has_group_rules(kind) {
+            self.refresh_locals_moved(kind, bank);
+        }
         if self.raaimt > 0 {
             self.manage_refresh(kind, bank);
         }
@@ -48,28 +51,50 @@ impl Controller {
             });
         }
         let i = c.entry;
+        // The bank's next candidate, set in each arm: where `known_candidate` knows it (a PRE, or
+        // an ACT under `keep_activated_rows`, without CPU bypass or a job owning the bank), the
+        // same value without a second look at the command's kind.
+        let known = !self.bypass && !self.slots[flat].owned;
         match kind {
             CommandKind::Act => {
                 self.slab[i as usize].needed_act = true;
                 if self.keep_activated {
                     self.slots[flat].activated = Some(i);
+                    if known {
+                        let cand = self.column_candidate(flat, i);
+                        debug_assert!(self.known_candidate(flat, kind).is_some());
+                        self.set_candidate(flat, Some(cand));
+                        return;
+                    }
                 }
+                self.clean(flat);
             }
             CommandKind::Pre => {
                 // The row closed: nothing activated waits on it any more.
                 self.slots[flat].activated = None;
                 self.slab[i as usize].needed_pre = true;
+                if known {
+                    let q = if self.write_mode {
+                        &self.wq[flat]
+                    } else {
+                        &self.rq[flat]
+                    };
+                    let cand = q.front().map(|&(_, j)| self.activate_candidate(j));
+                    debug_assert!(self.known_candidate(flat, kind).is_some());
+                    self.set_candidate(flat, cand);
+                } else {
+                    self.clean(flat);
+                }
             }
             _ => {
                 if matches!(kind, CommandKind::Rda | CommandKind::Wra) {
                     self.slots[flat].activated = None;
                 }
                 self.complete_entry(i, now);
+                // A column command's request left the queue: nothing known, recomputed.
+                debug_assert!(self.known_candidate(flat, kind).is_none());
+                self.clean(flat);
             }
-        }
-        match self.known_candidate(flat, kind) {
-            Some(cand) => self.set_candidate(flat, cand),
-            None => self.clean(flat),
         }
     }
 }

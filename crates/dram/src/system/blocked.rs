@@ -27,7 +27,13 @@ pub(super) fn blocked_turns(
 ) -> Result<u64, Error> {
     // No bulk operation in flight: no controller holds a bulk line or job, so none finishes
     // work that the bulk engine would hear of, and the engine stays quiet through the turn.
-    while bulk.in_flight() == 0 && bulk.quiet() && !chans[c].can_accept(op) {
+    // Tested once: only finished work the engine hears of could change it (tested again then).
+    let mut bulk_idle = bulk.in_flight() == 0 && bulk.quiet();
+    if !bulk_idle || chans[c].can_accept(op) {
+        return Ok(now);
+    }
+    loop {
+        debug_assert!(bulk.in_flight() == 0 && bulk.quiet() && !chans[c].can_accept(op));
         // A full queue (of at least one entry) keeps its channel busy: the general loop would
         // neither end the run nor skip an idle gap here.
         debug_assert!(!chans[c].idle());
@@ -36,26 +42,32 @@ pub(super) fn blocked_turns(
             return Err(Error::Interrupted);
         }
         let mut next = u64::MAX;
-        let mut issued = false;
         for ch in chans.iter_mut() {
             let t = ch.tick(now, opts.command_log.as_deref_mut());
             next = next.min(t);
-            issued |= ch.issued_at(now);
             if !ch.done.is_empty() {
                 for Done { time, tag, op } in ch.done.drain(..) {
                     bulk.on_done(time, tag, op);
                 }
+                bulk_idle = bulk.in_flight() == 0 && bulk.quiet();
             }
         }
         debug_assert!(bulk.quiet(), "work of no bulk operation finished");
         // The command may have freed the slot the request waits for: the next cycle is its turn.
-        if issued && chans[c].can_accept(op) {
+        // Only a command of channel `c` at `now` frees one (nothing else leaves a queue here), so
+        // room implies the general loop's "issued this cycle", which is not asked.
+        let room = chans[c].can_accept(op);
+        debug_assert!(!room || chans[c].issued_at(now));
+        if room {
             next = now + 1;
         }
         if next == u64::MAX {
             next = now + 1;
         }
         now = next.max(now + 1);
+        // The general loop's test at the top of the next turn, from what this turn found.
+        if !bulk_idle || room {
+            return Ok(now);
+        }
     }
-    Ok(now)
 }
