@@ -1255,13 +1255,8 @@ impl Controller {
                 debug_assert!(!self.plain || self.slots[flat as usize].cand.is_none());
                 if !self.plain {
                     if let Some(p) = self.bank_command(flat as usize) {
-                        let kind = p.kind;
-                        if self.issue_synced(p, now, &mut log) {
+                        if self.issue_picked(p, now, &mut log) {
                             return now + 1;
-                        }
-                        if self.buses.is_some() {
-                            self.issue_on_other_bus(kind, now, &mut log);
-                            self.issue_on_falling_edge(now, &mut log);
                         }
                         return self.next_after_issue(now);
                     }
@@ -1437,13 +1432,8 @@ impl Controller {
         };
         match picked {
             Some(p) => {
-                let kind = p.kind;
-                if self.issue_synced(p, now, &mut log) {
+                if self.issue_picked(p, now, &mut log) {
                     return now + 1;
-                }
-                if self.buses.is_some() {
-                    self.issue_on_other_bus(kind, now, &mut log);
-                    self.issue_on_falling_edge(now, &mut log);
                 }
                 if self.lookahead {
                     self.next_after_issue(now)
@@ -1701,6 +1691,27 @@ impl Controller {
         } else {
             (CommandKind::Ref, b0, 0)
         }
+    }
+
+    /// Issues the picked command `p` at `now` (through [`Self::issue_synced`]) and, on a channel with
+    /// two command buses, what the other bus and the falling edge can take in the same clock.
+    /// Returns whether a CAS went out instead of `p` (the caller's next tick is the next clock).
+    #[inline(always)]
+    fn issue_picked<'s>(
+        &mut self,
+        p: Pending,
+        now: u64,
+        log: &mut Option<&mut (dyn CommandSink + 's)>,
+    ) -> bool {
+        let kind = p.kind;
+        if self.issue_synced(p, now, log) {
+            return true;
+        }
+        if self.buses.is_some() {
+            self.issue_on_other_bus(kind, now, log);
+            self.issue_on_falling_edge(now, log);
+        }
+        false
     }
 
     /// Issues `p` at `now`, or, when it is a read or write that finds its rank's WCK stopped
