@@ -445,6 +445,24 @@ def staged_dir(out: Path, force: bool, option: str = "--out") -> Iterator[Path]:
             shutil.rmtree(stage, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def progress_bar(label: str, enabled: bool = True) -> Iterator[Any]:
+    """A progress bar on stderr (gone when it closes), fed by a simulator's ``progress(done,
+    total)`` callback, which it yields; ``enabled`` False shows nothing (for JSON output)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True, disable=not enabled) as prog:
+        task = prog.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            prog.update(task, completed=done, total=total)
+            prog.refresh()  # the simulator holds the interpreter between callbacks
+
+        yield update
+
+
 def lit(value: Any) -> str:
     """``value`` as text that rich prints literally (its brackets are not read as markup)."""
     from rich.markup import escape

@@ -223,3 +223,37 @@ def test_workload_parameters_beyond_the_simulated_memory_or_the_work_bound_are_r
                                          r"8589934592 is more than the platform's memory"):
         platform.run("rowclone-system", "bulk-copy", params={"bytes": 8 << 30, "pages": 1})
     assert time.perf_counter() - t < 10  # refused before the run
+
+
+def test_progress_counts_the_operations_fed_up_to_the_planned_total() -> None:
+    """``progress(done, planned)`` rises to the run's whole operation count, which follows the
+    workload's parameters and the cores the workload runs on."""
+    def planned_and_calls(pl: str, params: dict[str, int]) -> tuple[int, list[tuple[int, int]]]:
+        calls: list[tuple[int, int]] = []
+        platform.run(pl, "bulk-zero", params=params, progress=lambda d, t: calls.append((d, t)))
+        assert calls, "no progress was reported"
+        totals = {t for _, t in calls}
+        assert len(totals) == 1
+        done = [d for d, _ in calls]
+        assert done == sorted(done) and done[-1] == calls[0][1]
+        return calls[0][1], calls
+
+    small, calls = planned_and_calls("zhao-uma-emc", {"pages": 64})
+    assert len(calls) > 1  # reported along the way, not only at the end
+    big, _ = planned_and_calls("zhao-uma-emc", {"pages": 128})
+    assert big > small
+    # Every core runs the workload: two cores feed twice the operations.
+    two: list[tuple[int, int]] = []
+    platform.run("zhao-uma-emc", "bulk-zero", {"cores": [{"count": 2, "stride": 0x1000_0000}]}, {"pages": 64},
+                 progress=lambda d, t: two.append((d, t)))
+    assert two[-1] == (2 * small, 2 * small)
+
+
+def test_a_progress_callback_that_raises_stops_the_run_and_a_bad_one_is_refused() -> None:
+    def boom(done: int, planned: int) -> None:
+        raise RuntimeError(f"stopped at {done} of {planned}")
+
+    with pytest.raises(RuntimeError, match="stopped at"):
+        platform.run("zhao-uma-emc", "bulk-zero", params={"pages": 64}, progress=boom)
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        platform.run("zhao-uma-emc", "bulk-zero", params=ZERO16, progress=3)  # type: ignore[arg-type]

@@ -116,8 +116,11 @@ fn platform_presets() -> PyResult<String> {
 /// engine's keys without an engine, a core key no core reads, ...) is refused, naming the key,
 /// unless `unread_ok` (callers that lay their own mechanism settings over a user's, which may
 /// leave some unread on purpose).
+///
+/// `progress(done, planned)`, if given, is called now and then with the operations fed to the
+/// cores so far and the operations the run feeds in all.
 #[pyfunction]
-#[pyo3(signature = (platform, workload, overrides=None, params_json=None, unread_ok=false))]
+#[pyo3(signature = (platform, workload, overrides=None, params_json=None, unread_ok=false, progress=None))]
 fn platform_run(
     py: Python<'_>,
     platform: &str,
@@ -125,6 +128,7 @@ fn platform_run(
     overrides: Option<&str>,
     params_json: Option<&str>,
     unread_ok: bool,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let cfg = if unread_ok {
         load(platform, overrides)?
@@ -133,7 +137,12 @@ fn platform_run(
     };
     let w = Workload::load(workload, &self::params(params_json)?).map_err(verr)?;
     w.check_work().map_err(verr)?;
-    let s = detach_interruptible(py, || movelab_platform::run(&cfg, &w))?.map_err(verr)?;
+    let s = detach_interruptible(py, || {
+        let mut p = movelab_platform::Platform::new(&cfg)?;
+        let planned = p.planned_ops(&w)?;
+        p.run_with_progress(&w, &mut |n| call_progress(&progress, (n, planned)))
+    })?
+    .map_err(verr)?;
     json(&s)
 }
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,22 +144,28 @@ def run(
     workload: str | Path,
     overrides: Mapping[str, Any] | None = None,
     params: Mapping[str, int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> PlatformResult:
     """Runs ``workload`` with ``params`` on ``platform`` with ``overrides``. An override that
     nothing on the platform reads (a copy engine's ``copy.mode`` on a platform without a copy
-    engine) raises ``ValueError`` naming the key: the run would otherwise look as if it took it."""
-    return _run(platform, workload, overrides, params)
+    engine) raises ``ValueError`` naming the key: the run would otherwise look as if it took it.
+    ``progress(done, planned)``, if given, is called now and then with the operations fed to the
+    cores so far and the operations the run feeds in all (an exception it raises stops the run)."""
+    return _run(platform, workload, overrides, params, progress=progress)
 
 
 def _run(platform: PlatformLike, workload: str | Path, overrides: Mapping[str, Any] | None = None,
-         params: Mapping[str, int] | None = None, unread_ok: bool = False) -> PlatformResult:
+         params: Mapping[str, int] | None = None, unread_ok: bool = False,
+         progress: Callable[[int, int], None] | None = None) -> PlatformResult:
     """:func:`run`; with ``unread_ok``, overrides nothing reads are let through, for callers that
     lay their own mechanism settings over a user's (a sweep's cross product, a replay under every
     mechanism), where a copy engine's keys stay unread in the runs without one on purpose."""
+    check_progress(progress, "the operations done and the operations planned")
     name, ov = _source(platform, overrides)
     w = _workload(workload)
     p = _check_params(params)
-    return PlatformResult(stats=json.loads(_native_call(_core.platform_run, name, w, ov, p, unread_ok)))
+    return PlatformResult(stats=json.loads(_native_call(_core.platform_run, name, w, ov, p, unread_ok,
+                                                        progress)))
 
 
 def _in_range(name: str, v: Any, lo: float, hi: float, integer: bool = False) -> None:

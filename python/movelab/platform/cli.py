@@ -12,7 +12,17 @@ from rich.console import Console
 from rich.table import Table
 
 from movelab import platform as plat
-from movelab._util import U64_MAX, TableJson, TomlJson, check_output_dir, echo_json, lit, parse_set, staged_dir
+from movelab._util import (
+    U64_MAX,
+    TableJson,
+    TomlJson,
+    check_output_dir,
+    echo_json,
+    lit,
+    parse_set,
+    progress_bar,
+    staged_dir,
+)
 from movelab._util import fail as _fail
 
 app = typer.Typer(help="Platform simulator: a core, caches, a bus and DRAM, with copy engines and RowClone.",
@@ -202,11 +212,9 @@ def run_cmd(
         _io_run(platform, overrides, params, fmt)
         return
     try:
-        if fmt == "json":
-            res = plat.run(platform, workload, overrides, params)
-        else:
-            with Console(stderr=True).status("simulating"):
-                res = plat.run(platform, workload, overrides, params)
+        # The bar counts the operations fed to the cores (none for JSON).
+        with progress_bar("simulating", fmt != "json") as progress:
+            res = plat.run(platform, workload, overrides, params, progress=progress)
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
     if (note := no_device_note(res.stats)) is not None:

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from movelab._util import TableJson, check_output_dir, given_on_command_line, lit, parse_set, staged_dir
+from movelab._util import TableJson, check_output_dir, given_on_command_line, lit, parse_set, progress_bar, staged_dir
 from movelab._util import fail as _fail
 from movelab.reproduce import write_rows
 
@@ -106,18 +106,10 @@ def _int_list(text: str | None, option: str, most: int, least: int = 1, count: i
 _PLANNING = False
 
 
-@contextmanager
-def _progress(label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr, fed by the simulator's ``progress(done, total)`` callback."""
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True, disable=not enabled or _PLANNING) as prog:
-        task = prog.add_task(label, total=None)
-
-        def update(done: int, total: int) -> None:
-            prog.update(task, completed=done, total=total)
-            prog.refresh()  # the simulator holds the interpreter between callbacks
-
-        yield update
+def _progress(label: str, enabled: bool) -> contextlib.AbstractContextManager[Callable[[int, int], None]]:
+    """A progress bar on stderr, fed by the simulator's ``progress(done, total)`` callback (none
+    while ``reproduce all`` plans its reproductions)."""
+    return progress_bar(label, enabled and not _PLANNING)
 
 
 def _simulate(fmt: str, run: Callable[[Callable[[int, int], None]], Any]) -> Any:

@@ -668,6 +668,28 @@ impl Workload {
         Ok(())
     }
 
+    /// How many operations [`Workload::ops`] yields (every iteration, every repeat expanded),
+    /// saturating at `u64::MAX`: what a run's progress counts towards.
+    pub fn op_count(&self) -> u64 {
+        fn count(ops: &[OpSpec], p: &BTreeMap<String, u64>) -> u128 {
+            ops.iter().fold(0u128, |total, op| {
+                total.saturating_add(match op {
+                    OpSpec::Repeat { count: c, ops } => {
+                        let c = c.eval(p).unwrap_or(0) as u128;
+                        if c == 0 || ops.is_empty() {
+                            0
+                        } else {
+                            c.saturating_mul(count(ops, p))
+                        }
+                    }
+                    _ => 1,
+                })
+            })
+        }
+        let n = count(&self.spec.ops, &self.params).saturating_mul(self.iterations as u128);
+        u64::try_from(n).unwrap_or(u64::MAX)
+    }
+
     /// The work of `ops` run once (see [`MAX_WORK`]), saturating, and the parameters it depends on.
     fn work<'a>(&'a self, ops: &[OpSpec], used: &mut Vec<(&'a str, u64)>) -> u128 {
         let note = |n: &Num, used: &mut Vec<(&'a str, u64)>| {
@@ -1229,6 +1251,11 @@ ops = [{ kind = "store", at = { region = "a" } }]
         );
         let w3 = Workload::from_toml_str(text, "t.toml", &p(&[("k", 0)])).unwrap();
         assert_eq!(w3.ops().count(), 3);
+        // The planned count is the stream's length, whatever the repeat count.
+        for k in [0, 1, 2, 5] {
+            let w = Workload::from_toml_str(text, "t.toml", &p(&[("k", k)])).unwrap();
+            assert_eq!(w.op_count(), w.ops().count() as u64, "k = {k}");
+        }
     }
 
     #[test]
@@ -1313,6 +1340,11 @@ ops = [{ kind = "store", at = { region = "a" } }]
         for n in builtin_workload_names() {
             let w = Workload::load(n, &BTreeMap::new()).unwrap();
             assert!(w.ops().next().is_some(), "{n}");
+            assert_eq!(
+                w.op_count(),
+                w.ops().count() as u64,
+                "{n}: planned operations"
+            );
         }
     }
 

@@ -834,6 +834,16 @@ impl Platform {
         Ok(out)
     }
 
+    /// The operations a run of `workload` feeds to the cores in all (what `progress` of
+    /// [`Platform::run_with_progress`] counts towards; operations a functional warm-up takes
+    /// first are not among those counted), saturating at `u64::MAX`.
+    pub fn planned_ops(&self, workload: &Workload) -> Result<u64, PlatformError> {
+        let programs = self.workloads(workload)?;
+        Ok(self.cores.iter().fold(0u64, |n, c| {
+            n.saturating_add(programs[c.group.min(programs.len() - 1)].op_count())
+        }))
+    }
+
     /// Runs `workload`, calling `progress` with the number of operations done now and then.
     pub fn run_with_progress(
         &mut self,
