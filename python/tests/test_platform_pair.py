@@ -135,3 +135,16 @@ def test_a_frame_too_big_for_the_buffers_names_the_option() -> None:
 def test_a_key_one_side_does_not_read_is_refused_naming_the_side() -> None:
     with pytest.raises(ValueError, match=r"^receiver: overrides: copy\.mode: not read on this platform"):
         platform.pair(messages=1, receiver_overrides={"copy": {"mode": "ASYNC"}})
+
+
+def test_a_pair_asking_for_days_of_work_is_refused_before_it_runs() -> None:
+    """The work bound holds for every run, a pair's too: a per-message gap of 10^12 instructions
+    (bytes meant as MB, say) is refused at once, naming the parameters that make the run long and
+    not the switches beside them."""
+    long = r"params\.messages = 1000, params\.gap = 1000000000000: the run would take"
+    with pytest.raises(ValueError, match=long) as e:
+        platform.pair("larsen-io", "larsen-io", messages=1000, tx_params={"gap": 10**12})
+    assert "write_payload" not in str(e.value) and "rx_post" not in str(e.value)
+    r = CliRunner(env={"COLUMNS": "240"}).invoke(app, ["run", "larsen-io", "pair", "--system", "cluster", "--param",
+                                                      "messages=1000", "--param", "gap=1000000000000"])
+    assert r.exit_code == 2 and "params.gap = 1000000000000" in r.output, r.output

@@ -83,6 +83,9 @@ fn functional_warming_follows_the_mechanism() {
         let ws = programs(&["compile", "gcc"], &params);
         let mut p = Platform::new(&cfg).unwrap();
         p.set_functional_warming(2_000_000);
+        // The applications are endless programs: a run of them stops at work targets (the run
+        // refuses them otherwise).
+        p.set_work_targets(0, vec![1_000_000; 2]).unwrap();
         let run = p.begin(&ws).unwrap();
         let n = p
             .sys

@@ -136,7 +136,6 @@ fn platform_run(
         load_for_run(platform, overrides, "")?
     };
     let w = Workload::load(workload, &self::params(params_json)?).map_err(verr)?;
-    w.check_work().map_err(verr)?;
     let s = detach_interruptible(py, || {
         let mut p = movelab_platform::Platform::new(&cfg)?;
         let planned = p.planned_ops(&w)?;

@@ -885,11 +885,16 @@ impl Platform {
                 "a platform runs one workload; make a new one (Platform::warm_caches_from carries the cache contents over)",
             ));
         }
-        // A region or a move larger than the simulated memory is a mistake in a parameter (and
-        // would run for as long as its size), refused before the run.
+        // A region or a move larger than the simulated memory, or more work than a run may take,
+        // is a mistake in a parameter (and would run for days), refused before the run: here, so
+        // that every run (one platform, a pair, a cluster, an experiment) is bounded. A run with
+        // work targets (`set_work_targets`) stops at them: its programs are endless on purpose.
         let memory = self.sys.mem().spec().org.capacity_bytes();
         for w in programs {
             w.check_fits(memory)?;
+            if self.targets.is_empty() {
+                w.check_work()?;
+            }
         }
         self.ran = true;
         let start = self.now;
