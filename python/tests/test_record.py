@@ -1394,3 +1394,41 @@ def test_a_cache_dir_that_is_a_file_is_named(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("MOVELAB_CACHE_DIR", str(f))
     with pytest.raises(RuntimeError, match=r"from MOVELAB_CACHE_DIR.*Not a directory"):
         _build.library()
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_stopped_record_stops_its_program_and_writes_nothing(tmp_path: Path, sig: str) -> None:
+    """Ctrl-C (SIGINT) or `kill` (SIGTERM) on `movelab record` stops the program it runs (its whole
+    process group, with the same signal) and leaves no recording and no partial file behind."""
+    import os
+    import signal
+    import time
+
+    marker = f"movelab-record-test-{os.getpid()}-{sig}"
+    # The program dies of the signal quietly (its own traceback would be its output, not movelab's).
+    child = [sys.executable, "-c",
+             f"import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); {marker!r}; time.sleep(120)"]
+    p = subprocess.Popen([sys.executable, "-m", "movelab", "record", "--no-kernel", "--out",
+                          str(tmp_path / "r.parquet"), "--", *child],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+
+    def running() -> list[str]:
+        out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+        return [pid for pid in out.split() if int(pid) != p.pid]
+
+    for _ in range(600):  # the interposer's first build compiles it
+        if running() or p.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert p.poll() is None and running(), "the program did not start"
+    time.sleep(0.5)
+    os.kill(p.pid, getattr(signal, sig))
+    _, err = p.communicate(timeout=60)
+    assert p.returncode in (130, 128 + getattr(signal, sig)), err
+    assert "Traceback" not in err
+    for _ in range(50):
+        if not running():
+            break
+        time.sleep(0.1)
+    assert not running(), "the recorded program outlived movelab record"
+    assert list(tmp_path.iterdir()) == []

@@ -114,8 +114,10 @@ def run(cmd: Sequence[str], out: str | Path | None = None, *, min_bytes: int = 0
         except subprocess.TimeoutExpired:
             _stop(proc, signal.SIGKILL)
             raise TimeoutError(f"{argv[0]} ran longer than {timeout_s} s and was stopped") from None
-        except KeyboardInterrupt:
-            _stop(proc, signal.SIGINT)
+        except KeyboardInterrupt as e:
+            # The signal that stopped movelab (Ctrl-C's SIGINT, or SIGTERM/SIGHUP: Terminated) goes
+            # on to the program's process group.
+            _stop(proc, getattr(e, "signum", signal.SIGINT))
             raise
         t1 = time.monotonic_ns()
         heads, frames = [], []
