@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import inspect
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +49,7 @@ class MovelabGroup(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _one_line_summaries(self)
+        _plain_help_when_narrow(self)
 
     def invoke(self, ctx: Any) -> Any:
         argv = [*getattr(ctx, "_protected_args", []), *ctx.args]
@@ -78,6 +80,31 @@ def _one_line_summaries(group: Any) -> None:
             cmd.short_help = " ".join(first.split())
         if hasattr(cmd, "commands"):
             _one_line_summaries(cmd)
+
+
+#: Below this terminal width, help is plain text: the framed option tables leave too narrow a column
+#: for the help and cut long option names and defaults short with an ellipsis.
+PLAIN_HELP_BELOW = 100
+
+
+def _plain_help_when_narrow(cmd: Any) -> None:
+    """Gives ``cmd`` and every command under it help as plain wrapped text on a terminal narrower
+    than :data:`PLAIN_HELP_BELOW` columns (``COLUMNS`` or the terminal's), the framed tables on a
+    wider one. The width is read when help is shown."""
+    framed = cmd.format_help
+
+    def format_help(ctx: Any, formatter: Any) -> None:
+        if shutil.get_terminal_size().columns >= PLAIN_HELP_BELOW:
+            return framed(ctx, formatter)
+        mode, cmd.rich_markup_mode = cmd.rich_markup_mode, None
+        try:
+            return framed(ctx, formatter)
+        finally:
+            cmd.rich_markup_mode = mode
+
+    cmd.format_help = format_help
+    for sub in getattr(cmd, "commands", {}).values():
+        _plain_help_when_narrow(sub)
 
 
 def report(
