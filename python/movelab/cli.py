@@ -19,7 +19,7 @@ import typer
 from typer._click import exceptions as click
 from typer.core import TyperGroup
 
-from movelab._util import TableJson, echo_json, fail, parse_set
+from movelab._util import TableJson, echo_json, fail, parse_set, progress_bar
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -138,19 +138,15 @@ def run_cmd(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="table or json"),
 ) -> None:
     """Run a workload on any simulated system and print its report."""
-    from rich.console import Console
-
     from movelab.platform.cli import parse_params
     from movelab.systems import simulate
 
     overrides = parse_set(set_)
     params = parse_params(param, names=True)
     try:
-        if fmt == "json":
-            r = simulate(config, workload, overrides, params, system)
-        else:
-            with Console(stderr=True).status("simulating"):
-                r = simulate(config, workload, overrides, params, system)
+        # The bar counts the operations fed to the cores (none for JSON).
+        with progress_bar("simulating", fmt != "json") as progress:
+            r = simulate(config, workload, overrides, params, system, progress=progress)
     except (ValueError, TypeError, OSError) as e:
         fail(e)
     if fmt == "json":

@@ -21,11 +21,12 @@ system's own ``stats``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from movelab import _core
+from movelab._util import check_progress
 from movelab.dram import _dict_json, _native_call
 
 __all__ = ["simulate", "systems"]
@@ -80,8 +81,12 @@ def _nic_stream(config: str, workload: str, overrides: Mapping[str, Any] | None,
 
 
 def simulate(config: str | Path, workload: str, overrides: Mapping[str, Any] | None = None,
-             params: Mapping[str, Any] | None = None, system: str | None = None) -> dict[str, Any]:
-    """Runs ``workload`` on ``config`` and returns the report (see the module's help)."""
+             params: Mapping[str, Any] | None = None, system: str | None = None,
+             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Runs ``workload`` on ``config`` and returns the report (see the module's help).
+    ``progress(done, planned)``, if given, is called now and then with the operations fed to the
+    cores so far and in all (the platform and cluster systems; an exception it raises stops the
+    run)."""
     if not isinstance(config, str | Path):
         raise TypeError(f"config must be a preset name or a path, not {type(config).__name__}")
     if not isinstance(workload, str):
@@ -90,6 +95,7 @@ def simulate(config: str | Path, workload: str, overrides: Mapping[str, Any] | N
         raise TypeError(f"system must be a name, not {type(system).__name__}")
     ov = None if overrides is None else _dict_json(overrides, "overrides")
     ps = None if params is None else _dict_json(params, "params")
+    check_progress(progress, "the operations done and the operations planned")
     if system == NIC_STREAM or (system is None and workload == NIC_STREAM):
         return _nic_stream(str(config), workload, overrides, params)
-    return json.loads(_native_call(_core.simulate, str(config), workload, system, ov, ps))
+    return json.loads(_native_call(_core.simulate, str(config), workload, system, ov, ps, progress))

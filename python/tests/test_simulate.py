@@ -107,3 +107,24 @@ def test_nic_stream_runs_on_an_io_preset_as_listed() -> None:
     out = runner.invoke(app, ["run", "haswell-gen3", "nic-stream", "--param", "count=1", "--format", "json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["system"] == "nic-stream"
+
+
+def test_progress_reaches_the_planned_operations_on_the_platform_and_the_cluster() -> None:
+    """``progress(done, planned)`` rises to the run's operation count: the platform's own count
+    (as ``platform.run`` reports it) and, on the cluster, both hosts' programs together."""
+    calls: list[tuple[int, int]] = []
+    movelab.simulate("rowclone-system", "bulk-zero", params={"pages": 64}, progress=lambda d, t: calls.append((d, t)))
+    own: list[tuple[int, int]] = []
+    platform.run("rowclone-system", "bulk-zero", params={"pages": 64}, progress=lambda d, t: own.append((d, t)))
+    assert calls == own and len(calls) > 1 and calls[-1][0] == calls[-1][1]
+
+    def pair(messages: int) -> list[tuple[int, int]]:
+        calls: list[tuple[int, int]] = []
+        movelab.simulate("larsen-io", "pair", params={"messages": messages}, system="cluster",
+                         progress=lambda d, t: calls.append((d, t)))
+        assert calls and all(d <= t for d, t in calls) and calls[-1][0] == calls[-1][1], calls
+        return calls
+
+    assert pair(400)[-1][1] > pair(100)[-1][1]
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        movelab.simulate("rowclone-system", "bulk-zero", progress="yes")  # type: ignore[arg-type]

@@ -1,16 +1,17 @@
 //! Bindings for the one entry point of every simulated system: `simulate` (any system by name, a
 //! report as JSON) and `systems` (the registry: names, presets, workloads).
 use crate::dram::{json, verr};
-use crate::interrupt::detach_interruptible;
+use crate::interrupt::{call_progress, detach_interruptible};
 use crate::platform::overrides;
-use movelab_platform::systems::{simulate as run, Params, SYSTEMS};
+use movelab_platform::systems::{simulate_with_progress as run, Params, SYSTEMS};
 use pyo3::prelude::*;
 
 /// Runs `workload` with `params` (a JSON object) on `config` (a built-in preset or a TOML file) of
 /// `system` (found from the preset's name when None), with `overrides` (a JSON object); the report
-/// as JSON.
+/// as JSON. `progress(done, planned)`, if given, is called now and then with the operations fed
+/// to the cores so far and in all (not by the network system).
 #[pyfunction]
-#[pyo3(signature = (config, workload, system=None, overrides=None, params_json=None))]
+#[pyo3(signature = (config, workload, system=None, overrides=None, params_json=None, progress=None))]
 fn simulate(
     py: Python<'_>,
     config: &str,
@@ -18,6 +19,7 @@ fn simulate(
     system: Option<&str>,
     overrides: Option<&str>,
     params_json: Option<&str>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let over = self::overrides(overrides)?;
     let params: Params = match params_json {
@@ -30,8 +32,17 @@ fn simulate(
                 .ok_or_else(|| verr("params must be an object of numbers and names"))?
         }
     };
-    let r = detach_interruptible(py, || run(system, config, &over, workload, &params))?
-        .map_err(verr)?;
+    let r = detach_interruptible(py, || {
+        run(
+            system,
+            config,
+            &over,
+            workload,
+            &params,
+            &mut |n, planned| call_progress(&progress, (n, planned)),
+        )
+    })?
+    .map_err(verr)?;
     json(&r)
 }
 

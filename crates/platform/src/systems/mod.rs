@@ -34,8 +34,13 @@ pub struct System {
     pub presets: fn() -> Vec<&'static str>,
     /// The workloads it runs, with their parameters (`name=default`).
     pub workloads: fn() -> Vec<(String, String)>,
-    run: fn(&str, &toml::Value, &str, &Params) -> Result<Report, PlatformError>,
+    /// Runs a workload: config, overrides, workload, params and `progress(done, planned)`.
+    run: fn(&str, &toml::Value, &str, &Params, &mut Progress<'_>) -> Result<Report, PlatformError>,
 }
+
+/// A run's progress callback: `(done, planned)`, the operations fed to the cores so far and in
+/// all (the network system, whose runs last a simulated time, does not call it).
+pub type Progress<'a> = dyn FnMut(u64, u64) + 'a;
 
 /// Every system, by name.
 pub const SYSTEMS: &[System] = &[
@@ -119,6 +124,18 @@ pub fn simulate(
     workload: &str,
     params: &Params,
 ) -> Result<Report, PlatformError> {
+    simulate_with_progress(system, config, overrides, workload, params, &mut |_, _| {})
+}
+
+/// [`simulate`], calling `progress(done, planned)` now and then (see [`Progress`]).
+pub fn simulate_with_progress(
+    system: Option<&str>,
+    config: &str,
+    overrides: &toml::Value,
+    workload: &str,
+    params: &Params,
+    progress: &mut Progress<'_>,
+) -> Result<Report, PlatformError> {
     let sys = match system {
         Some(n) => self::system(n)?,
         None if crate::config::io::builtin_io_names().contains(&config) => {
@@ -180,7 +197,7 @@ pub fn simulate(
             }
         }
     }
-    (sys.run)(config, overrides, workload, params)
+    (sys.run)(config, overrides, workload, params, progress)
 }
 
 fn has_overrides(o: &toml::Value) -> bool {
@@ -253,6 +270,7 @@ fn run_platform(
     overrides: &toml::Value,
     workload: &str,
     params: &Params,
+    progress: &mut Progress<'_>,
 ) -> Result<Report, PlatformError> {
     let mut cfg = PlatformConfig::load(config)?;
     if has_overrides(overrides) {
@@ -264,8 +282,9 @@ fn run_platform(
         .map(|(k, v)| Ok((k.clone(), uint(workload, k, v)?)))
         .collect::<Result<BTreeMap<_, _>, PlatformError>>()?;
     let w = Workload::load(workload, &ints)?;
-    w.check_work()?;
-    let s = platform::run(&cfg, &w)?;
+    let mut p = platform::Platform::new(&cfg)?;
+    let planned = p.planned_ops(&w)?;
+    let s = p.run_with_progress(&w, &mut |n| progress(n, planned))?;
     report("platform", config, workload, s.time_ns, &s)
 }
 
@@ -276,6 +295,7 @@ fn run_cluster_pair(
     overrides: &toml::Value,
     workload: &str,
     params: &Params,
+    progress: &mut Progress<'_>,
 ) -> Result<Report, PlatformError> {
     if workload != "pair" {
         return Err(PlatformError::Unknown {
@@ -332,7 +352,12 @@ fn run_cluster_pair(
     for p in &mut ps {
         p.sys.track_values();
     }
-    let s = cluster::run(&mut ps, &progs, &[link], &mut |_| {})?;
+    let planned = ps
+        .iter()
+        .zip(&progs)
+        .map(|(p, w)| p.planned_ops(&w[0]))
+        .sum::<Result<u64, PlatformError>>()?;
+    let s = cluster::run(&mut ps, &progs, &[link], &mut |n| progress(n, planned))?;
     let t = s.hosts.iter().map(|h| h.time_ns).fold(0.0, f64::max);
     report("cluster", config, workload, t, &s)
 }
@@ -345,6 +370,7 @@ fn run_network_io(
     overrides: &toml::Value,
     workload: &str,
     params: &Params,
+    _progress: &mut Progress<'_>,
 ) -> Result<Report, PlatformError> {
     let direction = match workload {
         "udp-rx" => udp_pair::Direction::Rx,
