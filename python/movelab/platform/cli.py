@@ -306,11 +306,9 @@ def compose_cmd(
     names = ["composition.json", "composition.csv", "composition.png"]
     check_output_dir(out, names, force)
     try:
-        if fmt == "json":
-            rows = comp.run(frames, parse_set(set_) or None)
-        else:
-            with Console(stderr=True).status("simulating 10 variants"):
-                rows = comp.run(frames, parse_set(set_) or None)
+        # A bar of the variants run (none for JSON).
+        with progress_bar("simulating the variants", fmt != "json") as progress:
+            rows = comp.run(frames, parse_set(set_) or None, progress=progress)
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
     if out is not None:
