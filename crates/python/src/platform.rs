@@ -137,9 +137,9 @@ fn platform_run(
     };
     let w = Workload::load(workload, &self::params(params_json)?).map_err(verr)?;
     let s = detach_interruptible(py, || {
-        let mut p = movelab_platform::Platform::new(&cfg)?;
-        let planned = p.planned_ops(&w)?;
-        p.run_with_progress(&w, &mut |n| call_progress(&progress, (n, planned)))
+        movelab_platform::systems::platform::run_with_progress(&cfg, &w, &mut |n, planned| {
+            call_progress(&progress, (n, planned))
+        })
     })?
     .map_err(verr)?;
     json(&s)

@@ -282,9 +282,7 @@ fn run_platform(
         .map(|(k, v)| Ok((k.clone(), uint(workload, k, v)?)))
         .collect::<Result<BTreeMap<_, _>, PlatformError>>()?;
     let w = Workload::load(workload, &ints)?;
-    let mut p = platform::Platform::new(&cfg)?;
-    let planned = p.planned_ops(&w)?;
-    let s = p.run_with_progress(&w, &mut |n| progress(n, planned))?;
+    let s = platform::run_with_progress(&cfg, &w, progress)?;
     report("platform", config, workload, s.time_ns, &s)
 }
 

@@ -1594,3 +1594,15 @@ impl Platform {
 pub fn run(cfg: &PlatformConfig, workload: &Workload) -> Result<PlatformStats, PlatformError> {
     Platform::new(cfg)?.run(workload)
 }
+
+/// [`run`], calling `progress(done, planned)` now and then: the operations fed to the cores so
+/// far and in all ([`Platform::planned_ops`]).
+pub fn run_with_progress(
+    cfg: &PlatformConfig,
+    workload: &Workload,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<PlatformStats, PlatformError> {
+    let mut p = Platform::new(cfg)?;
+    let planned = p.planned_ops(workload)?;
+    p.run_with_progress(workload, &mut |n| progress(n, planned))
+}
