@@ -677,7 +677,9 @@ impl ChannelDevices {
     /// [`ChannelDevices::issue`] for a request's own command to one bank (ACT, PRE, RD, WR, RDA,
     /// WRA; nearly every command): the same updates, without the other kinds' cases and the
     /// destination. The caller makes sure `kind` is one of those ([`CommandKind::is_bank_access`]).
-    #[inline]
+    /// Always inlined: a caller that has already branched on the kind passes it as a constant, and
+    /// the branch on it here folds away.
+    #[inline(always)]
     pub fn issue_access(&mut self, kind: CommandKind, b: BankId, row: u32, now: u64) {
         debug_assert!(
             kind.is_bank_access(),
