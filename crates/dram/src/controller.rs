@@ -542,10 +542,14 @@ impl Controller {
     /// Whether the queue for `op` has room.
     #[inline]
     pub fn can_accept(&self, op: Op) -> bool {
-        match op {
-            Op::Read => self.rq_len < self.rq_cap,
-            Op::Write => self.wq_len < self.wq_cap,
-        }
+        // Selected as data, not branched on: the run loop asks it for the trace's next request,
+        // whose direction is random on random traffic.
+        let (len, cap) = if op == Op::Write {
+            (self.wq_len, self.wq_cap)
+        } else {
+            (self.rq_len, self.rq_cap)
+        };
+        len < cap
     }
 
     /// Queues a line request. The caller checked [`Controller::can_accept`].
@@ -592,16 +596,15 @@ impl Controller {
             self.mark_dirty(flat);
             self.wake = 0;
         }
-        match op {
-            Op::Read => {
-                self.rq[flat].push_back(loc.row, idx);
-                self.rq_len += 1;
-            }
-            Op::Write => {
-                self.wq[flat].push_back(loc.row, idx);
-                self.wq_len += 1;
-            }
-        }
+        // The queue picked as data (the trace mixes reads and writes at random, so a branch on
+        // the direction would be mispredicted often).
+        let (q, len) = if op == Op::Write {
+            (&mut self.wq, &mut self.wq_len)
+        } else {
+            (&mut self.rq, &mut self.rq_len)
+        };
+        q[flat].push_back(loc.row, idx);
+        *len += 1;
         if self.wanted_write_mode() != self.write_mode {
             self.wake = 0;
             self.pick = None;
