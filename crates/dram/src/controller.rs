@@ -19,8 +19,9 @@ use crate::scheduler::{self, AnyScheduler, Candidate};
 use crate::spec::{DramSpec, NK, TK_TRD, TK_TRS};
 use crate::stats::{Histogram, RowStats};
 use crate::wck::{uses_wck, WckSync};
-use std::collections::VecDeque;
+use bank_queue::BankQueue;
 
+mod bank_queue;
 mod request_path;
 
 /// Who a queued request or a finished piece of work belongs to.
@@ -219,12 +220,11 @@ pub struct Controller {
     n_refi: u64,
     slab: Vec<Entry>,
     free: Vec<u32>,
-    /// Per bank, the queued reads / writes in arrival order as (row, slab index): the row sits
-    /// inline so that the scan for a row hit touches one small array.
-    /// Double-ended, so that serving the oldest request (what FR-FCFS does whenever a bank has
-    /// no row hit) takes it off the front without shifting the rest.
-    rq: Vec<VecDeque<(u32, u32)>>,
-    wq: Vec<VecDeque<(u32, u32)>>,
+    /// Per bank, the queued reads / writes in arrival order as (row, slab index), with counts
+    /// per row bucket that answer most row-hit searches without reading the queue
+    /// ([`BankQueue`]).
+    rq: Vec<BankQueue>,
+    wq: Vec<BankQueue>,
     rq_len: usize,
     wq_len: usize,
     rq_cap: usize,
@@ -376,25 +376,6 @@ fn issued_kinds(cfg: &ControllerConfig, raaimt: u32) -> [bool; NK] {
     issued
 }
 
-/// The slab index of the oldest request in `q` (a bank's queue of (row, slab index)) for `row`:
-/// the row-hit scan of a bank's candidate, as two plain loops over the queue's halves (the
-/// double-ended queue's own iterator costs about twice the instructions per entry).
-#[inline(always)]
-fn first_on_row(q: &VecDeque<(u32, u32)>, row: u32) -> Option<u32> {
-    let (front, back) = q.as_slices();
-    for &(r, i) in front {
-        if r == row {
-            return Some(i);
-        }
-    }
-    for &(r, i) in back {
-        if r == row {
-            return Some(i);
-        }
-    }
-    None
-}
-
 impl Controller {
     pub fn new(channel: u32, spec: &DramSpec, cfg: &ControllerConfig) -> Controller {
         let raaimt = spec
@@ -441,8 +422,8 @@ impl Controller {
             n_refi,
             slab: Vec::with_capacity((cfg.read_queue + cfg.write_queue).min(1024)),
             free: Vec::new(),
-            rq: vec![VecDeque::new(); banks],
-            wq: vec![VecDeque::new(); banks],
+            rq: vec![BankQueue::new(); banks],
+            wq: vec![BankQueue::new(); banks],
             rq_len: 0,
             wq_len: 0,
             rq_cap: cfg.read_queue,
@@ -561,10 +542,14 @@ impl Controller {
     /// Whether the queue for `op` has room.
     #[inline]
     pub fn can_accept(&self, op: Op) -> bool {
-        match op {
-            Op::Read => self.rq_len < self.rq_cap,
-            Op::Write => self.wq_len < self.wq_cap,
-        }
+        // Selected as data, not branched on: the run loop asks it for the trace's next request,
+        // whose direction is random on random traffic.
+        let (len, cap) = if op == Op::Write {
+            (self.wq_len, self.wq_cap)
+        } else {
+            (self.rq_len, self.rq_cap)
+        };
+        len < cap
     }
 
     /// Queues a line request. The caller checked [`Controller::can_accept`].
@@ -611,16 +596,15 @@ impl Controller {
             self.mark_dirty(flat);
             self.wake = 0;
         }
-        match op {
-            Op::Read => {
-                self.rq[flat].push_back((loc.row, idx));
-                self.rq_len += 1;
-            }
-            Op::Write => {
-                self.wq[flat].push_back((loc.row, idx));
-                self.wq_len += 1;
-            }
-        }
+        // The queue picked as data (the trace mixes reads and writes at random, so a branch on
+        // the direction would be mispredicted often).
+        let (q, len) = if op == Op::Write {
+            (&mut self.wq, &mut self.wq_len)
+        } else {
+            (&mut self.rq, &mut self.rq_len)
+        };
+        q[flat].push_back(loc.row, idx);
+        *len += 1;
         if self.wanted_write_mode() != self.write_mode {
             self.wake = 0;
             self.pick = None;
@@ -816,7 +800,7 @@ impl Controller {
             None => Some(self.activate_candidate(oldest)),
             Some(r) => {
                 let hit = if self.row_hits && !prefer_cpu {
-                    first_on_row(q, r)
+                    q.first_on_row(r)
                 } else if self.row_hits {
                     q.iter().find(|e| e.0 == r && eligible(e.1)).map(|e| e.1)
                 } else {
@@ -1925,11 +1909,7 @@ impl Controller {
         } else {
             &mut self.wq[flat]
         };
-        if q.front().is_some_and(|&(_, j)| j == i) {
-            q.pop_front();
-        } else if let Some(pos) = q.iter().position(|&(_, j)| j == i) {
-            q.remove(pos);
-        }
+        q.remove(i);
         self.free.push(i);
         if self.bypass {
             self.account_share(e.engine);

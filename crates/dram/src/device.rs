@@ -677,7 +677,9 @@ impl ChannelDevices {
     /// [`ChannelDevices::issue`] for a request's own command to one bank (ACT, PRE, RD, WR, RDA,
     /// WRA; nearly every command): the same updates, without the other kinds' cases and the
     /// destination. The caller makes sure `kind` is one of those ([`CommandKind::is_bank_access`]).
-    #[inline]
+    /// Always inlined: a caller that has already branched on the kind passes it as a constant, and
+    /// the branch on it here folds away.
+    #[inline(always)]
     pub fn issue_access(&mut self, kind: CommandKind, b: BankId, row: u32, now: u64) {
         debug_assert!(
             kind.is_bank_access(),
@@ -694,9 +696,12 @@ impl ChannelDevices {
     #[inline(always)]
     fn issue_rest(&mut self, kind: CommandKind, b: BankId, row: u32, at: u64, now: u64) {
         let k = kind.index();
-        self.apply_rules(k, b, at);
+        // The rules first in each arm, after the branch on the kind rather than before it: the
+        // loop's length depends on the kind, and with the kind's branch behind it the CPU can
+        // predict where the loop ends.
         match kind {
             CommandKind::Act | CommandKind::Actc | CommandKind::Actm => {
+                self.apply_rules(k, b, at);
                 for wi in 0..self.windows.len() {
                     if self.windows[wi].0[k] {
                         let lat = self.windows[wi].2;
@@ -715,8 +720,12 @@ impl ChannelDevices {
                 self.activated_at[b.flat as usize] = now;
                 self.set_open(b, Some(row), now)
             }
-            CommandKind::Pre => self.set_open(b, None, now),
+            CommandKind::Pre => {
+                self.apply_rules(k, b, at);
+                self.set_open(b, None, now)
+            }
             CommandKind::Rda | CommandKind::Wra => {
+                self.apply_rules(k, b, at);
                 // The row closes now for scheduling; the bank stays active (background energy)
                 // until the auto-precharge takes effect.
                 let after = if kind == CommandKind::Rda {
@@ -730,7 +739,7 @@ impl ChannelDevices {
                 a.advance(now);
                 a.end_at(at, 1);
             }
-            _ => {}
+            _ => self.apply_rules(k, b, at),
         }
     }
 }

@@ -169,11 +169,30 @@ fn scan_n<const N: usize, const NEAR: bool>(
     horizons: &[u64],
     from: u64,
 ) -> u64 {
-    let mut best = u64::MAX;
+    let mut words = [0u64; N];
     for b in 0..N {
-        best = best.min(word::<NEAR>(local[b], hidx[b], key[b], horizons, from));
+        words[b] = word::<NEAR>(local[b], hidx[b], key[b], horizons, from);
     }
-    best
+    min_tree(&mut words)
+}
+
+/// The smallest of `words` (`u64::MAX` when empty), as a tree of pairwise minima rather than
+/// one running minimum: the same value (a minimum does not depend on the order it is taken in),
+/// with a dependency chain of about log2(N) steps instead of N. The pass after every command
+/// sits on the path from one command to the next, so its latency, not only its instructions,
+/// sets the pace. `words` is overwritten.
+#[inline(always)]
+fn min_tree<const N: usize>(words: &mut [u64; N]) -> u64 {
+    let mut step = 1;
+    while step < N {
+        let mut i = 0;
+        while i + step < N {
+            words[i] = words[i].min(words[i + step]);
+            i += 2 * step;
+        }
+        step *= 2;
+    }
+    words.first().copied().unwrap_or(u64::MAX)
 }
 
 /// [`scan`] over the banks whose bit is set in `active` (bank `b` is bit `b % 64` of word

@@ -22,8 +22,76 @@ impl Controller {
         now: u64,
         log: &mut Option<&mut (dyn CommandSink + 's)>,
     ) {
-        let kind = c.kind;
-        debug_assert!(kind.is_bank_access() && self.plain);
+        // One branch on the kind: each arm issues with the kind as a constant (the device's own
+        // branch on it folds away in the inlined `issue_common`), then sets the bank's next
+        // candidate. The steps and their order are the same in every arm.
+        let i = c.entry;
+        // The bank's next candidate, set in each arm: where `known_candidate` knows it (a PRE, or
+        // an ACT under `keep_activated_rows`, without CPU bypass or a job owning the bank), the
+        // same value without a second look at the command's kind.
+        match c.kind {
+            CommandKind::Act => {
+                let kind = CommandKind::Act;
+                self.issue_common(flat, kind, c, now, log);
+                let known = !self.bypass && !self.slots[flat].owned;
+                self.slab[i as usize].needed_act = true;
+                if self.keep_activated {
+                    self.slots[flat].activated = Some(i);
+                    if known {
+                        let cand = self.column_candidate(flat, i);
+                        debug_assert!(self.known_candidate(flat, kind).is_some());
+                        self.set_candidate(flat, Some(cand));
+                        return;
+                    }
+                }
+                self.clean(flat);
+            }
+            CommandKind::Pre => {
+                let kind = CommandKind::Pre;
+                self.issue_common(flat, kind, c, now, log);
+                let known = !self.bypass && !self.slots[flat].owned;
+                // The row closed: nothing activated waits on it any more.
+                self.slots[flat].activated = None;
+                self.slab[i as usize].needed_pre = true;
+                if known {
+                    let q = if self.write_mode {
+                        &self.wq[flat]
+                    } else {
+                        &self.rq[flat]
+                    };
+                    let cand = q.front().map(|&(_, j)| self.activate_candidate(j));
+                    debug_assert!(self.known_candidate(flat, kind).is_some());
+                    self.set_candidate(flat, cand);
+                } else {
+                    self.clean(flat);
+                }
+            }
+            kind => {
+                self.issue_common(flat, kind, c, now, log);
+                if matches!(kind, CommandKind::Rda | CommandKind::Wra) {
+                    self.slots[flat].activated = None;
+                }
+                self.complete_entry(i, now);
+                // A column command's request left the queue: nothing known, recomputed.
+                debug_assert!(self.known_candidate(flat, kind).is_none());
+                self.clean(flat);
+            }
+        }
+    }
+
+    /// What every arm of [`Controller::issue_request`] does first, for `kind` (the candidate's
+    /// kind, a constant in the arms that know it): the device's update, then the controller's
+    /// bookkeeping and the log, as [`Controller::issue`] orders them.
+    #[inline(always)]
+    fn issue_common<'s>(
+        &mut self,
+        flat: usize,
+        kind: CommandKind,
+        c: BankCand,
+        now: u64,
+        log: &mut Option<&mut (dyn CommandSink + 's)>,
+    ) {
+        debug_assert!(kind.is_bank_access() && self.plain && kind == c.kind);
         let bank = self.slots[flat].id;
         self.dev.issue_access(kind, bank, c.row, now);
         self.pick = None;
@@ -49,52 +117,6 @@ impl Controller {
                 column: c.col,
                 dst: None,
             });
-        }
-        let i = c.entry;
-        // The bank's next candidate, set in each arm: where `known_candidate` knows it (a PRE, or
-        // an ACT under `keep_activated_rows`, without CPU bypass or a job owning the bank), the
-        // same value without a second look at the command's kind.
-        let known = !self.bypass && !self.slots[flat].owned;
-        match kind {
-            CommandKind::Act => {
-                self.slab[i as usize].needed_act = true;
-                if self.keep_activated {
-                    self.slots[flat].activated = Some(i);
-                    if known {
-                        let cand = self.column_candidate(flat, i);
-                        debug_assert!(self.known_candidate(flat, kind).is_some());
-                        self.set_candidate(flat, Some(cand));
-                        return;
-                    }
-                }
-                self.clean(flat);
-            }
-            CommandKind::Pre => {
-                // The row closed: nothing activated waits on it any more.
-                self.slots[flat].activated = None;
-                self.slab[i as usize].needed_pre = true;
-                if known {
-                    let q = if self.write_mode {
-                        &self.wq[flat]
-                    } else {
-                        &self.rq[flat]
-                    };
-                    let cand = q.front().map(|&(_, j)| self.activate_candidate(j));
-                    debug_assert!(self.known_candidate(flat, kind).is_some());
-                    self.set_candidate(flat, cand);
-                } else {
-                    self.clean(flat);
-                }
-            }
-            _ => {
-                if matches!(kind, CommandKind::Rda | CommandKind::Wra) {
-                    self.slots[flat].activated = None;
-                }
-                self.complete_entry(i, now);
-                // A column command's request left the queue: nothing known, recomputed.
-                debug_assert!(self.known_candidate(flat, kind).is_none());
-                self.clean(flat);
-            }
         }
     }
 }
