@@ -450,10 +450,19 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Any]:
     """A progress bar on stderr (gone when it closes), fed by a simulator's ``progress(done,
     total)`` callback, which it yields; ``enabled`` False shows nothing (for JSON output)."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True, disable=not enabled) as prog:
+    # Elapsed and estimated remaining time: a run asking for days says so within seconds.
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"),
+                  TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+                  disable=not enabled) as prog:
         task = prog.add_task(label, total=None)
 
         def update(done: int, total: int) -> None:
