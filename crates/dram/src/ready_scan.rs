@@ -105,8 +105,9 @@ pub fn min_word(local: &[u64], hidx: &[u32], key: &[u64], horizons: &[u64], from
 /// below 8 (one rank: a candidate's kind is an ACT, PRE, RD, WR, RDA or WRA, indices 0-6) and
 /// the banks make whole 8-bank chunks. In profiles of the 5 M-request DDR5 run, most of the
 /// vector pass's samples were on the first use of its four gathers ([`vector::min_word_one_rank`]).
-/// Elsewhere it is [`min_word`].
-#[inline]
+/// Elsewhere it is [`min_word`]. Not inlined: inlined into the controller's tick, it changed how
+/// the compiler laid out the eight-bank pass there (DDR3 +1% instructions).
+#[inline(never)]
 pub fn min_word_vector(
     local: &[u64],
     hidx: &[u32],
