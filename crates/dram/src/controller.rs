@@ -1126,7 +1126,7 @@ impl Controller {
                 ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
             }
         } else if self.vector_scan {
-            ready_scan::min_word(&self.loc, &self.hidx, &self.key, horizons, soon)
+            ready_scan::min_word_vector(&self.loc, &self.hidx, &self.key, horizons, soon)
         } else if self.near {
             ready_scan::min_word_active_near(
                 &self.active,
