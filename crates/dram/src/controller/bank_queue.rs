@@ -113,13 +113,8 @@ mod tests {
     /// against the queue's rows after every step.
     #[test]
     fn first_on_row_matches_a_plain_search() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut g = crate::generator::Xoshiro256StarStar::seed_from_u64(0x2545_f491_4f6c_dd1d);
+        let mut rnd = |m: u64| g.below(m);
         let mut q = BankQueue::new();
         let mut next = 0u32;
         for step in 0..20_000 {
