@@ -31,7 +31,7 @@ $(DEPS_STAMP): pyproject.toml | $(PY)
 # every command's start (about 30 ms). A source edited later is compiled afresh by Python itself.
 $(INSTALL_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release -q
-	$(PY) -m compileall -q python/movelab > /dev/null
+	$(PY) -m compileall -q python/movelab
 	touch $@
 
 # One abi3 wheel (CPython 3.11 and later) in dist/: presets, paper data and example specs are

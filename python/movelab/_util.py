@@ -465,7 +465,7 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Any]:
                   disable=not enabled) as prog:
         task = prog.add_task(label, total=None)
 
-        def update(done: int, total: int) -> None:
+        def update(done: int, total: int | None) -> None:
             prog.update(task, completed=done, total=total)
             prog.refresh()  # the simulator holds the interpreter between callbacks
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from movelab import dram
-from movelab._util import atomic_path, layered, lit, output_path, parse_set, parse_size
+from movelab._util import atomic_path, layered, lit, output_path, parse_set, parse_size, progress_bar
 from movelab._util import fail as _fail
 
 if TYPE_CHECKING:
@@ -143,13 +143,9 @@ def run_trace(config: str, trace: Path | None, generate: str | None, count: int,
             # No progress bar (it would be disabled): rich is not imported.
             res = sim(None)
         else:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=Console(stderr=True), transient=True) as prog:
-                task = prog.add_task("sim", total=count if generate else None)
-                res = sim(lambda n: prog.update(task, completed=n))
+            # The requests done, against the count when it is known (a generated trace).
+            with progress_bar("simulating") as update:
+                res = sim(lambda n: update(n, count if generate else None))
     except (ValueError, TypeError, OSError) as e:
         _fail(e)
     st = res.stats

@@ -353,8 +353,7 @@ fn run_cluster_pair(
     let planned = ps
         .iter()
         .zip(&progs)
-        .map(|(p, w)| p.planned_ops(&w[0]))
-        .sum::<Result<u64, PlatformError>>()?;
+        .fold(0u64, |n, (p, w)| n.saturating_add(p.planned_ops(w)));
     let s = cluster::run(&mut ps, &progs, &[link], &mut |n| progress(n, planned))?;
     let t = s.hosts.iter().map(|h| h.time_ns).fold(0.0, f64::max);
     report("cluster", config, workload, t, &s)

@@ -834,14 +834,17 @@ impl Platform {
         Ok(out)
     }
 
-    /// The operations a run of `workload` feeds to the cores in all (what `progress` of
-    /// [`Platform::run_with_progress`] counts towards; operations a functional warm-up takes
-    /// first are not among those counted), saturating at `u64::MAX`.
-    pub fn planned_ops(&self, workload: &Workload) -> Result<u64, PlatformError> {
-        let programs = self.workloads(workload)?;
-        Ok(self.cores.iter().fold(0u64, |n, c| {
-            n.saturating_add(programs[c.group.min(programs.len() - 1)].op_count())
-        }))
+    /// The operations a run of `programs` (one per core group, as [`Platform::run_programs`]
+    /// takes them) feeds to the cores in all: what its `progress` counts towards (operations a
+    /// functional warm-up takes first are not among those counted), saturating at `u64::MAX`;
+    /// 0 for no program.
+    pub fn planned_ops(&self, programs: &[Workload]) -> u64 {
+        let Some(last) = programs.len().checked_sub(1) else {
+            return 0;
+        };
+        self.cores.iter().fold(0u64, |n, c| {
+            n.saturating_add(programs[c.group.min(last)].op_count())
+        })
     }
 
     /// Runs `workload`, calling `progress` with the number of operations done now and then.
@@ -1603,6 +1606,7 @@ pub fn run_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<PlatformStats, PlatformError> {
     let mut p = Platform::new(cfg)?;
-    let planned = p.planned_ops(workload)?;
-    p.run_with_progress(workload, &mut |n| progress(n, planned))
+    let programs = p.workloads(workload)?;
+    let planned = p.planned_ops(&programs);
+    p.run_programs(programs, &mut |n| progress(n, planned))
 }
