@@ -71,12 +71,13 @@ class MovelabGroup(TyperGroup):
 
 
 def _one_line_summaries(group: Any) -> None:
-    """A command's summary in its group's list is its help's first paragraph; the list keeps the
-    docstring's line breaks, which wrap again at the panel's width and leave lines cut mid-phrase.
-    Each command (at any depth) whose first paragraph spans lines gets it as one line."""
+    """A command's summary in its group's list is its help's first paragraph, whole and on one
+    line: the framed list keeps the docstring's line breaks (which wrap again at the panel's width
+    and leave lines cut mid-phrase), and plain help cuts a summary at the column's width with
+    "...". Each command (at any depth) without a summary of its own gets its first paragraph."""
     for cmd in group.commands.values():
         first = inspect.cleandoc(cmd.help or "").split("\n\n")[0]
-        if cmd.short_help is None and "\n" in first:
+        if cmd.short_help is None and first:
             cmd.short_help = " ".join(first.split())
         if hasattr(cmd, "commands"):
             _one_line_summaries(cmd)

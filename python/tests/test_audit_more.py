@@ -80,6 +80,33 @@ def test_no_help_cuts_an_option_name_or_a_default_short(columns: str) -> None:
     assert ("╭" in plain) == (int(columns) >= 100), plain
 
 
+@pytest.mark.parametrize("columns", ["80", "240"])
+def test_every_group_lists_each_commands_whole_summary(columns: str) -> None:
+    """A group's list of commands gives each one's whole summary (the first paragraph of its
+    help): plain help (below 100 columns) cut a one-line summary at the column's width with "..."
+    ("Write DIRECTORY/index.html: every reproduction and sweep...")."""
+    import inspect
+
+    wide = CliRunner(env={"COLUMNS": columns})
+    cmd = typer.main.get_command(app)
+    cut = []
+    for path in _commands():
+        group = cmd
+        for name in path:
+            group = group.commands[name]
+        if not hasattr(group, "commands"):
+            continue
+        # Whitespace apart: plain help may wrap a line after a hyphen ("page-" / "fault").
+        text = "".join(wide.invoke(app, [*path, "--help"]).output.replace("│", " ").split())
+        for name, sub in group.commands.items():
+            if sub.hidden:
+                continue
+            first = "".join(inspect.cleandoc(sub.short_help or sub.help or "").split("\n\n")[0].split())
+            if first and first not in text:
+                cut.append(([*path, name], first))
+    assert not cut, cut
+
+
 def test_the_replays_defaults_in_help_are_its_own() -> None:
     from movelab.record import cachestate
 
