@@ -98,10 +98,14 @@ def _plain_help_when_narrow(cmd: Any) -> None:
         if shutil.get_terminal_size().columns >= PLAIN_HELP_BELOW:
             return framed(ctx, formatter)
         mode, cmd.rich_markup_mode = cmd.rich_markup_mode, None
+        start = len(formatter.buffer)
         try:
-            return framed(ctx, formatter)
+            framed(ctx, formatter)
         finally:
             cmd.rich_markup_mode = mode
+        # Help text escapes a literal "[" from the framed tables' markup ("\[default: ...]");
+        # plain text has no markup, so the escape is dropped.
+        formatter.buffer[start:] = [part.replace("\\[", "[") for part in formatter.buffer[start:]]
 
     cmd.format_help = format_help
     for sub in getattr(cmd, "commands", {}).values():
