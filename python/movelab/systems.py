@@ -98,4 +98,12 @@ def simulate(config: str | Path, workload: str, overrides: Mapping[str, Any] | N
     check_progress(progress, "the operations done and the operations planned")
     if system == NIC_STREAM or (system is None and workload == NIC_STREAM):
         return _nic_stream(str(config), workload, overrides, params)
-    return json.loads(_native_call(_core.simulate, str(config), workload, system, ov, ps, progress))
+    try:
+        out = _native_call(_core.simulate, str(config), workload, system, ov, ps, progress)
+    except ValueError as e:
+        if system is not None and str(e).startswith("unknown system "):
+            # The native side knows its own systems; nic-stream is run from here.
+            known = [s["name"] for s in json.loads(_core.systems())]
+            raise ValueError(f"unknown system '{system}' (known: {', '.join([*known, NIC_STREAM])})") from None
+        raise
+    return json.loads(out)

@@ -45,7 +45,8 @@ def test_the_registry_lists_every_system_and_preset() -> None:
     (("ixp2350", "udp-rxx"), ("udp-rxx", "udp-rx")),
     (("larsen-io", "pair", None, {"cnt": 1}, "cluster"), ("params.cnt", "messages")),
     (("rowclone-system", "bulk-zero", None, {"pages": -1}), ("params.pages",)),
-    (("ixp2350", "udp-rx", None, None, "nope"), ("nope", "network-io")),
+    # every system is named, nic-stream (run from Python) too
+    (("ixp2350", "udp-rx", None, None, "nope"), ("nope", "network-io", "nic-stream")),
     (("ixp2350", "udp-rx", {"host": {"costs": {"ip_rxx": 5}}}), ("host.costs.ip_rxx",)),
     # the parameter is `payload` (the run's own check named payload_bytes)
     (("ixp2350", "udp-rx", None, {"payload": 0}), ("params.payload", "16..=1472")),
