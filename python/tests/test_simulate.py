@@ -40,7 +40,7 @@ def test_the_registry_lists_every_system_and_preset() -> None:
 
 @pytest.mark.parametrize("args, words", [
     (("nope-preset", "stream"), ("nope-preset", "cluster")),
-    (("larsen-82598-gen1", "stream"), ("retired", "cluster", "larsen-io")),
+    (("larsen-82598-gen1", "stream"), ("retired", "cluster", "larsen-io", "nic-stream")),
     (("larsen-82598-gen1", "stream", None, None, "io-pair"), ("retired", "cluster")),
     (("ixp2350", "udp-rxx"), ("udp-rxx", "udp-rx")),
     (("larsen-io", "pair", None, {"cnt": 1}, "cluster"), ("params.cnt", "messages")),

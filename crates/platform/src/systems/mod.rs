@@ -82,8 +82,9 @@ pub const RETIRED: &[(&str, &str)] = &[(
     "io-pair",
     "the two-host I/O model was retired: two platforms on one Ethernet link run Larsen & Lee's \
      hosts (`--system cluster` with the platform preset larsen-io for descriptor DMA or \
-     larsen-io-idma for the integrated DMA engine, workload pair; from Python \
-     movelab.platform.io.run, which takes an I/O preset and runs it on that cluster)",
+     larsen-io-idma for the integrated DMA engine, workload pair); an I/O preset's own workload \
+     is nic-stream (`movelab run PRESET nic-stream`, from Python movelab.platform.io.run, which \
+     runs the preset's device on that cluster)",
 )];
 
 /// The system named `name`.
