@@ -299,9 +299,9 @@ pub struct Controller {
     /// starts from (the longest rule is shorter, [`ChannelDevices::reach`]): the scalar passes
     /// need no cap on a bank's wait (`ready_scan::min_word_few_near`).
     near: bool,
-    /// This CPU runs the vector pass ([`ready_scan::has_vector_scan`]): channels of many banks
-    /// scan all banks with it instead of the banks in `active`.
-    vector_scan: bool,
+    /// This CPU runs the vector pass (`Some`, [`ready_scan::VectorCpu::detect`], found once):
+    /// channels of many banks scan all banks with it instead of the banks in `active`.
+    vector_scan: Option<ready_scan::VectorCpu>,
     /// The banks whose candidate must be recomputed before the next pass (each once: `dirty`).
     dirty_list: Vec<u32>,
     /// FR-FCFS without CPU bypass, with lookahead: a pass after an issue also picks the command to
@@ -482,7 +482,7 @@ impl Controller {
             } else {
                 Vec::new()
             },
-            vector_scan: ready_scan::has_vector_scan(),
+            vector_scan: ready_scan::VectorCpu::detect(),
             near,
             dirty_list: (0..banks as u32).collect(),
             fast: false,
@@ -1115,7 +1115,7 @@ impl Controller {
         // FR-FCFS key: the command the tick at that cycle will issue.
         debug_assert!(
             self.loc.len() <= ready_scan::FEW_BANKS
-                || self.vector_scan
+                || self.vector_scan.is_some()
                 || self.active.len() == self.loc.len().div_ceil(64),
             "a bitmask pass without its bitmask"
         );
@@ -1125,8 +1125,8 @@ impl Controller {
             } else {
                 ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
             }
-        } else if self.vector_scan {
-            ready_scan::min_word_vector(&self.loc, &self.hidx, &self.key, horizons, soon)
+        } else if let Some(cpu) = self.vector_scan {
+            ready_scan::min_word_vector(cpu, &self.loc, &self.hidx, &self.key, horizons, soon)
         } else if self.near {
             ready_scan::min_word_active_near(
                 &self.active,
