@@ -264,7 +264,11 @@ mod vector {
     /// `b + 8` is within every array of `banks`.
     #[target_feature(enable = "avx512f")]
     #[inline]
-    fn chunk(pass: &Pass, (local, hidx, key): (&[u64], &[u32], &[u64]), b: usize) -> (__m512i, __m256i) {
+    fn chunk(
+        pass: &Pass,
+        (local, hidx, key): (&[u64], &[u32], &[u64]),
+        b: usize,
+    ) -> (__m512i, __m256i) {
         assert!(b + 8 <= local.len() && b + 8 <= hidx.len() && b + 8 <= key.len());
         // SAFETY: `b + 8` is within `local`, `key` (u64) and `hidx` (u32), asserted above: each
         // unaligned load reads 8 elements inside its slice.
@@ -278,7 +282,10 @@ mod vector {
         let h = _mm512_permutexvar_epi64(_mm512_cvtepu32_epi64(i), pass.table);
         let at = _mm512_max_epu64(l, h);
         let wait = _mm512_min_epu64(_mm512_sub_epi64(at, pass.from), pass.cap);
-        (_mm512_or_si512(_mm512_slli_epi64::<{ KEY_BITS }>(wait), k), i)
+        (
+            _mm512_or_si512(_mm512_slli_epi64::<{ KEY_BITS }>(wait), k),
+            i,
+        )
     }
 }
 
