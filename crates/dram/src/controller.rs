@@ -299,9 +299,9 @@ pub struct Controller {
     /// starts from (the longest rule is shorter, [`ChannelDevices::reach`]): the scalar passes
     /// need no cap on a bank's wait (`ready_scan::min_word_few_near`).
     near: bool,
-    /// This CPU runs the vector pass ([`ready_scan::has_vector_scan`]): channels of many banks
-    /// scan all banks with it instead of the banks in `active`.
-    vector_scan: bool,
+    /// This CPU runs the vector pass (`Some`, [`ready_scan::VectorCpu::detect`], found once):
+    /// channels of many banks scan all banks with it instead of the banks in `active`.
+    vector_scan: Option<ready_scan::VectorCpu>,
     /// The banks whose candidate must be recomputed before the next pass (each once: `dirty`).
     dirty_list: Vec<u32>,
     /// FR-FCFS without CPU bypass, with lookahead: a pass after an issue also picks the command to
@@ -482,7 +482,7 @@ impl Controller {
             } else {
                 Vec::new()
             },
-            vector_scan: ready_scan::has_vector_scan(),
+            vector_scan: ready_scan::VectorCpu::detect(),
             near,
             dirty_list: (0..banks as u32).collect(),
             fast: false,
@@ -1019,6 +1019,46 @@ impl Controller {
         self.refresh_locals_moved(kind, b);
     }
 
+    /// [`Controller::refresh_locals_moved`] for a request's own command to one bank (an ACT, PRE,
+    /// RD, WR, RDA or WRA), whose kind the caller knows: the banks of `b`'s group take the later
+    /// of their local part and the group's horizon for their candidate's kind. Inlined into the
+    /// request path (DDR5 runs it after every command), and on groups of four banks (DDR5) over
+    /// a fixed array, without the loop.
+    #[inline(always)]
+    fn group_locals(&mut self, b: BankId) {
+        let first = (b.flat - b.bank) as usize;
+        let end = first + self.dev.banks_per_group() as usize;
+        let group = self.dev.group_horizons(b);
+        let base = b.rank * NK as u32;
+        // Without a branch per bank: a bank with a candidate has `hidx` = its rank's base plus
+        // the candidate's kind; one without has a local part of `u64::MAX`, which the maximum
+        // keeps whatever its (stale) index reads. A dirty bank's part is recomputed anyway.
+        let raise = |l: &mut u64, i: u32| {
+            let h = group
+                .get(i.wrapping_sub(base) as usize)
+                .copied()
+                .unwrap_or(0);
+            *l = (*l).max(h);
+        };
+        let loc = &mut self.loc[first..end];
+        let hidx = &self.hidx[first..end];
+        match (
+            <&mut [u64; 4]>::try_from(&mut *loc),
+            <&[u32; 4]>::try_from(hidx),
+        ) {
+            (Ok(loc), Ok(hidx)) => {
+                for j in 0..4 {
+                    raise(&mut loc[j], hidx[j]);
+                }
+            }
+            _ => {
+                for (l, &i) in loc.iter_mut().zip(hidx) {
+                    raise(l, i);
+                }
+            }
+        }
+    }
+
     /// [`Controller::refresh_locals`] for a command that moves something.
     #[inline(never)]
     fn refresh_locals_moved(&mut self, kind: CommandKind, b: BankId) {
@@ -1028,25 +1068,7 @@ impl Controller {
             | CommandKind::Rd
             | CommandKind::Wr
             | CommandKind::Rda
-            | CommandKind::Wra => {
-                let first = (b.flat - b.bank) as usize;
-                let end = first + self.dev.banks_per_group() as usize;
-                let group = self.dev.group_horizons(b);
-                let base = b.rank * NK as u32;
-                // Without a branch per bank: a bank with a candidate has `hidx` = its rank's base
-                // plus the candidate's kind; one without has a local part of `u64::MAX`, which the
-                // maximum keeps whatever its (stale) index reads. A dirty bank's part is recomputed
-                // anyway.
-                let loc = &mut self.loc[first..end];
-                let hidx = &self.hidx[first..end];
-                for j in 0..loc.len().min(hidx.len()) {
-                    let h = group
-                        .get(hidx[j].wrapping_sub(base) as usize)
-                        .copied()
-                        .unwrap_or(0);
-                    loc[j] = loc[j].max(h);
-                }
-            }
+            | CommandKind::Wra => self.group_locals(b),
             _ => {
                 let per = self.dev.banks_per_rank() as usize;
                 let first = b.rank as usize * per;
@@ -1115,7 +1137,7 @@ impl Controller {
         // FR-FCFS key: the command the tick at that cycle will issue.
         debug_assert!(
             self.loc.len() <= ready_scan::FEW_BANKS
-                || self.vector_scan
+                || self.vector_scan.is_some()
                 || self.active.len() == self.loc.len().div_ceil(64),
             "a bitmask pass without its bitmask"
         );
@@ -1125,8 +1147,8 @@ impl Controller {
             } else {
                 ready_scan::min_word_few(&self.loc, &self.hidx, &self.key, horizons, soon)
             }
-        } else if self.vector_scan {
-            ready_scan::min_word_vector(&self.loc, &self.hidx, &self.key, horizons, soon)
+        } else if let Some(cpu) = self.vector_scan {
+            ready_scan::min_word_vector(cpu, &self.loc, &self.hidx, &self.key, horizons, soon)
         } else if self.near {
             ready_scan::min_word_active_near(
                 &self.active,

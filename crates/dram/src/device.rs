@@ -8,6 +8,8 @@ use crate::command::CommandKind;
 use crate::spec::{DramSpec, Scope, NK, TK_TRD, TK_TRS};
 use std::collections::VecDeque;
 
+mod vector_raise;
+
 /// A bank of this channel: rank, bank group, bank within group, and its flat index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BankId {
@@ -115,6 +117,13 @@ pub struct ChannelDevices {
     /// raises[from]: the bank, bank-group and rank rows of `dense` for `from` as one flat list,
     /// applied in one loop per issue (see [`Raise`]); rebuilt whenever `dense` changes.
     raises: [Vec<Raise>; NK],
+    /// Where the CPU runs AVX-512: per starting kind, `raises` as whole rows for the kinds that
+    /// start more than [`vector_raise::ROW_MIN_RULES`] rules (`None` for the others, and in all
+    /// where no kind does).
+    row_raises: Option<(
+        crate::ready_scan::VectorCpu,
+        Vec<Option<vector_raise::RowRaises>>,
+    )>,
     /// (kinds counted, count, window) per window rule
     windows: Vec<([bool; NK], usize, u64)>,
     /// Per window rule, the kinds whose rank horizon it raises (those it counts, less the ones
@@ -268,12 +277,13 @@ impl ChannelDevices {
                     .collect()
             })
         });
-        ChannelDevices {
+        let mut dev = ChannelDevices {
             banks_per_rank: o.banks_per_rank(),
             banks_per_group: o.banks_per_group,
             groups_per_rank: o.bank_groups,
             ranks: o.ranks,
             raises: compile_raises(&dense),
+            row_raises: None,
             dense,
             has,
             window_hist: (0..o.ranks)
@@ -308,7 +318,23 @@ impl ChannelDevices {
                 .max()
                 .unwrap_or(0),
             half_clock: crate::command_bus::HalfClockBus::new(spec.command_buses.as_ref()),
-        }
+        };
+        dev.compile_row_raises();
+        dev
+    }
+
+    /// `row_raises` from `raises`, where the CPU runs AVX-512.
+    fn compile_row_raises(&mut self) {
+        let rows: Vec<_> = self
+            .raises
+            .iter()
+            .map(|r| {
+                (r.len() > vector_raise::ROW_MIN_RULES).then(|| vector_raise::RowRaises::of(r))
+            })
+            .collect();
+        self.row_raises = crate::ready_scan::VectorCpu::detect()
+            .filter(|_| rows.iter().any(|r| r.is_some()))
+            .map(|cpu| (cpu, rows));
     }
 
     pub fn bank_id(&self, rank: u32, bank_group: u32, bank: u32) -> BankId {
@@ -496,6 +522,7 @@ impl ChannelDevices {
             targets.retain(|&to| issued[to as usize]);
         }
         self.raises = compile_raises(&self.dense);
+        self.compile_row_raises();
     }
 
     /// Whether issuing `kind` moves any bank-group horizon (a group-scoped rule starts at it).
@@ -522,9 +549,20 @@ impl ChannelDevices {
             &mut self.group_next[gi],
             &mut self.rank_next[b.rank as usize],
         ];
-        for r in &self.raises[from] {
-            let n = &mut rows[r.level as usize][r.to as usize];
-            *n = (*n).max(now + r.lat);
+        let row_raises = self.row_raises.as_ref();
+        match row_raises.and_then(|(_, per_kind)| per_kind[from].as_ref()) {
+            #[cfg(target_arch = "x86_64")]
+            Some(r) => {
+                // SAFETY: `row_raises` is `Some` only with a `VectorCpu`, which exists only
+                // where the CPU runs AVX-512F, the only requirement of the function.
+                unsafe { vector_raise::raise_rows(rows, r, now) }
+            }
+            _ => {
+                for r in &self.raises[from] {
+                    let n = &mut rows[r.level as usize][r.to as usize];
+                    *n = (*n).max(now + r.lat);
+                }
+            }
         }
         if self.ranks > 1 && self.has[3][from] {
             for r in 0..self.ranks {
@@ -799,6 +837,40 @@ mod tests {
             issued[CommandKind::Actm.index()] = false;
             dev.drop_unissued_targets(&issued);
             check(&dev);
+        }
+    }
+
+    /// The row path (AVX-512) leaves every horizon as the scalar loop does, for every kind's
+    /// rules of DDR3, DDR4, DDR5 and HBM3 (whatever their count), on random rows and cycles.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn row_raises_match_the_scalar_loop() {
+        use crate::generator::Xoshiro256StarStar;
+        if crate::ready_scan::VectorCpu::detect().is_none() {
+            return;
+        }
+        let mut rng = Xoshiro256StarStar::seed_from_u64(23);
+        for preset in ["ddr3-1600k-bench", "ddr4-2400r", "ddr5-3200an", "hbm3-6400"] {
+            let spec = Config::preset(preset).unwrap().resolve("t").unwrap();
+            let dev = ChannelDevices::new(&spec);
+            for from in 0..NK {
+                let rows = vector_raise::RowRaises::of(&dev.raises[from]);
+                for _ in 0..200 {
+                    let at = 1000 + rng.below(1000);
+                    let start: [[u64; NK]; 3] =
+                        std::array::from_fn(|_| std::array::from_fn(|_| at - 100 + rng.below(400)));
+                    let mut want = start;
+                    for r in &dev.raises[from] {
+                        let n = &mut want[r.level as usize][r.to as usize];
+                        *n = (*n).max(at + r.lat);
+                    }
+                    let mut got = start;
+                    let [b, g, k] = &mut got;
+                    // SAFETY: the CPU runs AVX-512F (tested above).
+                    unsafe { vector_raise::raise_rows([b, g, k], &rows, at) };
+                    assert_eq!(got, want, "{preset}, kind {from}");
+                }
+            }
         }
     }
 

@@ -100,15 +100,28 @@ pub fn min_word(local: &[u64], hidx: &[u32], key: &[u64], horizons: &[u64], from
     scan(local, hidx, key, horizons, from)
 }
 
+/// That this CPU runs AVX-512F, found once (by [`VectorCpu::detect`], the only way to make one)
+/// rather than tested on every pass: a controller keeps it and hands it to [`min_word_vector`].
+#[derive(Debug, Clone, Copy)]
+pub struct VectorCpu(());
+
+impl VectorCpu {
+    /// `Some` where this CPU runs AVX-512F ([`has_vector_scan`]).
+    pub fn detect() -> Option<VectorCpu> {
+        has_vector_scan().then_some(VectorCpu(()))
+    }
+}
+
 /// [`min_word`], the same word, reading each bank's rank horizon from a register instead of
-/// gathering it from memory where it can: on x86-64 with AVX-512, when every bank's index is
-/// below 8 (one rank: a candidate's kind is an ACT, PRE, RD, WR, RDA or WRA, indices 0-6) and
-/// the banks make whole 8-bank chunks. In profiles of the 5 M-request DDR5 run, most of the
-/// vector pass's samples were on the first use of its four gathers ([`vector::min_word_one_rank`]).
-/// Elsewhere it is [`min_word`]. Not inlined: inlined into the controller's tick, it changed how
-/// the compiler laid out the eight-bank pass there (DDR3 +1% instructions).
-#[inline(never)]
+/// gathering it from memory where it can: on x86-64 with AVX-512 (which `cpu` proves), when
+/// every bank's index is below 8 (one rank: a candidate's kind is an ACT, PRE, RD, WR, RDA or
+/// WRA, indices 0-6) and the banks make whole 8-bank chunks. In profiles of the 5 M-request DDR5
+/// run, most of the vector pass's samples were on the first use of its four gathers
+/// ([`vector::min_word_one_rank`]). Elsewhere it is [`min_word`]. One call per pass: the
+/// AVX-512 function (not inlined into a caller without the target feature) does the rest.
+#[inline(always)]
 pub fn min_word_vector(
+    cpu: VectorCpu,
     local: &[u64],
     hidx: &[u32],
     key: &[u64],
@@ -117,16 +130,16 @@ pub fn min_word_vector(
 ) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU runs AVX-512F (detected just above), the only requirement of a
-            // function compiled with that target feature.
-            if let Some(w) = unsafe { vector::min_word_one_rank(local, hidx, key, horizons, from) }
-            {
-                return w;
-            }
-        }
+        let _ = cpu;
+        // SAFETY: a `VectorCpu` exists only where the CPU runs AVX-512F (`VectorCpu::detect`),
+        // the only requirement of a function compiled with that target feature.
+        unsafe { vector::min_word(local, hidx, key, horizons, from) }
     }
-    min_word(local, hidx, key, horizons, from)
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = cpu;
+        min_word(local, hidx, key, horizons, from)
+    }
 }
 
 /// The AVX-512 pass of [`min_word_vector`], written with intrinsics: the compiler's own
@@ -137,13 +150,37 @@ mod vector {
     use super::{KEY_BITS, WAIT_CAP};
     use std::arch::x86_64::*;
 
-    /// [`super::scan`]'s word over `local`, `hidx` and `key`, or `None` when a bank's index
-    /// is 8 or more (a second rank; the caller then scans the general way) or the banks are not
-    /// whole chunks of 8. The horizons beyond `horizons`' end read as `u64::MAX`, as in
-    /// [`super::bank_word`]. The same word: per bank the later of its local part, its horizon
-    /// and `from`, less `from`, capped at [`WAIT_CAP`], shifted above its key; the minimum over
-    /// the banks.
+    /// [`min_word_one_rank`]'s word, or [`super::min_word`]'s where it has none.
     #[target_feature(enable = "avx512f")]
+    #[inline(never)]
+    pub(super) fn min_word(
+        local: &[u64],
+        hidx: &[u32],
+        key: &[u64],
+        horizons: &[u64],
+        from: u64,
+    ) -> u64 {
+        match min_word_one_rank(local, hidx, key, horizons, from) {
+            Some(w) => w,
+            None => super::min_word(local, hidx, key, horizons, from),
+        }
+    }
+
+    /// What a pass reads besides the banks: one rank's 8 horizons, each no earlier than `from`,
+    /// as a table; `from`; the cap.
+    struct Pass {
+        table: __m512i,
+        from: __m512i,
+        cap: __m512i,
+    }
+
+    /// [`super::scan`]'s word over `local`, `hidx` and `key`, or `None` when a bank's index
+    /// is 8 or more (a second rank; the caller then scans the general way), the banks are not
+    /// whole chunks of 8 or there are fewer than 8 horizons. The same word: per bank the later
+    /// of its local part, its horizon and `from`, less `from`, capped at [`WAIT_CAP`], shifted
+    /// above its key; the minimum over the banks.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
     pub(super) fn min_word_one_rank(
         local: &[u64],
         hidx: &[u32],
@@ -152,41 +189,103 @@ mod vector {
         from: u64,
     ) -> Option<u64> {
         let n = local.len();
+        let t: &[u64; 8] = horizons.get(..8)?.try_into().ok()?;
         if !n.is_multiple_of(8) || hidx.len() < n || key.len() < n {
             return None;
         }
         // Read one by one (scalar loads, which take values still in the store buffer), then
         // put together in one register.
-        let t = |i: usize| horizons.get(i).copied().unwrap_or(u64::MAX) as i64;
-        let table = _mm512_set_epi64(t(7), t(6), t(5), t(4), t(3), t(2), t(1), t(0));
-        let from_v = _mm512_set1_epi64(from as i64);
-        let cap = _mm512_set1_epi64(WAIT_CAP as i64);
-        let eight = _mm512_set1_epi64(8);
-        let mut best = _mm512_set1_epi64(-1);
-        let mut far: __mmask8 = 0;
-        for c in 0..n / 8 {
-            let b = c * 8;
-            // SAFETY: `b + 8 <= n`, and `local`, `key` (u64) and `hidx` (u32) hold at least `n`
-            // elements (tested above): each unaligned load reads 8 elements inside its slice.
-            let (l, k, i) = unsafe {
-                (
-                    _mm512_loadu_si512(local.as_ptr().add(b).cast()),
-                    _mm512_loadu_si512(key.as_ptr().add(b).cast()),
-                    _mm256_loadu_si256(hidx.as_ptr().add(b).cast()),
-                )
-            };
-            let i = _mm512_cvtepu32_epi64(i);
-            far |= _mm512_cmpge_epu64_mask(i, eight);
-            let h = _mm512_permutexvar_epi64(i, table);
-            let at = _mm512_max_epu64(_mm512_max_epu64(l, h), from_v);
-            let wait = _mm512_min_epu64(_mm512_sub_epi64(at, from_v), cap);
-            let word = _mm512_or_si512(_mm512_slli_epi64::<{ KEY_BITS }>(wait), k);
-            best = _mm512_min_epu64(best, word);
-        }
-        if far != 0 {
+        let table = _mm512_set_epi64(
+            t[7] as i64,
+            t[6] as i64,
+            t[5] as i64,
+            t[4] as i64,
+            t[3] as i64,
+            t[2] as i64,
+            t[1] as i64,
+            t[0] as i64,
+        );
+        let from = _mm512_set1_epi64(from as i64);
+        // A bank's cycle is the latest of its local part, its horizon and `from`: the horizons
+        // are raised to `from` once here, off each chunk's chain of steps.
+        let pass = Pass {
+            table: _mm512_max_epu64(table, from),
+            from,
+            cap: _mm512_set1_epi64(WAIT_CAP as i64),
+        };
+        let banks = (local, hidx, key);
+        // 32 banks (DDR5's one rank) in one straight run: four chunks without a loop, their
+        // minimum as a tree.
+        let (best, indices) = if n == 32 {
+            chunks::<4>(&pass, banks)
+        } else {
+            let mut best = _mm512_set1_epi64(-1);
+            let mut indices = _mm256_setzero_si256();
+            for c in 0..n / 8 {
+                let (w, i) = chunk(&pass, banks, c * 8);
+                best = _mm512_min_epu64(best, w);
+                indices = _mm256_or_si256(indices, i);
+            }
+            (best, indices)
+        };
+        // An index of 8 or more has a bit above the low three: the OR of all of them shows it.
+        let high = _mm256_andnot_si256(_mm256_set1_epi32(7), indices);
+        if _mm256_testz_si256(high, high) == 0 {
             return None;
         }
         Some(_mm512_reduce_min_epu64(best))
+    }
+
+    /// The words of the `C` chunks of 8 banks from bank 0, their minimum as a tree, and the OR
+    /// of their indices.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn chunks<const C: usize>(pass: &Pass, banks: (&[u64], &[u32], &[u64])) -> (__m512i, __m256i) {
+        let mut words = [_mm512_setzero_si512(); C];
+        let mut indices = _mm256_setzero_si256();
+        for (c, w) in words.iter_mut().enumerate() {
+            let (word, i) = chunk(pass, banks, c * 8);
+            *w = word;
+            indices = _mm256_or_si256(indices, i);
+        }
+        let mut step = 1;
+        while step < C {
+            let mut i = 0;
+            while i + step < C {
+                words[i] = _mm512_min_epu64(words[i], words[i + step]);
+                i += 2 * step;
+            }
+            step *= 2;
+        }
+        (words[0], indices)
+    }
+
+    /// The words of the 8 banks from bank `b`, and their indices. The caller makes sure that
+    /// `b + 8` is within every array of `banks`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn chunk(
+        pass: &Pass,
+        (local, hidx, key): (&[u64], &[u32], &[u64]),
+        b: usize,
+    ) -> (__m512i, __m256i) {
+        assert!(b + 8 <= local.len() && b + 8 <= hidx.len() && b + 8 <= key.len());
+        // SAFETY: `b + 8` is within `local`, `key` (u64) and `hidx` (u32), asserted above: each
+        // unaligned load reads 8 elements inside its slice.
+        let (l, k, i) = unsafe {
+            (
+                _mm512_loadu_si512(local.as_ptr().add(b).cast()),
+                _mm512_loadu_si512(key.as_ptr().add(b).cast()),
+                _mm256_loadu_si256(hidx.as_ptr().add(b).cast()),
+            )
+        };
+        let h = _mm512_permutexvar_epi64(_mm512_cvtepu32_epi64(i), pass.table);
+        let at = _mm512_max_epu64(l, h);
+        let wait = _mm512_min_epu64(_mm512_sub_epi64(at, pass.from), pass.cap);
+        (
+            _mm512_or_si512(_mm512_slli_epi64::<{ KEY_BITS }>(wait), k),
+            i,
+        )
     }
 }
 
@@ -501,7 +600,10 @@ mod tests {
             let words = [
                 scan(&local, &hidx, &key, &horizons, from),
                 min_word(&local, &hidx, &key, &horizons, from),
-                min_word_vector(&local, &hidx, &key, &horizons, from),
+                match VectorCpu::detect() {
+                    Some(cpu) => min_word_vector(cpu, &local, &hidx, &key, &horizons, from),
+                    None => min_word(&local, &hidx, &key, &horizons, from),
+                },
                 min_word_few(&local, &hidx, &key, &horizons, from),
                 min_word_active(&active, &local, &hidx, &key, &horizons, from),
                 // Every bank here is near: ready within 200 cycles of `from`.

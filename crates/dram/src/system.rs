@@ -19,6 +19,7 @@ pub use crate::command::log_header;
 pub use crate::stats::collect::collect_stats;
 
 mod blocked;
+mod lookahead;
 
 /// Options of a run besides the config and the trace.
 #[derive(Default)]
@@ -55,7 +56,7 @@ where
     let mech = BulkMech::of(&cc.bulk);
     let capacity = org.capacity_bytes();
 
-    let mut trace = trace.peekable();
+    let mut trace = lookahead::Lookahead::new(trace);
     let mut now: u64 = 0;
     let mut seq: u64 = 0;
     let mut consumed: u64 = 0;
@@ -93,12 +94,13 @@ where
                 blocked = true;
             }
         }
+        if !blocked {
+            if let Some(e) = trace.error() {
+                return Err(Error::Trace(e.clone()));
+            }
+        }
         let head = if blocked { None } else { trace.peek() };
-        if let Some(peek) = head {
-            let item = match peek {
-                Ok(it) => *it,
-                Err(e) => return Err(Error::Trace(e.clone())),
-            };
+        if let Some(&item) = head {
             if let Some(a) = item.arrival() {
                 crate::trace::check_arrival(a)
                     .map_err(|e| Error::Request(format!("trace item {}: {e}", consumed + 1)))?;
@@ -198,7 +200,7 @@ where
                 if accepted {
                     consumed += 1;
                     last_arrival = item.arrival().unwrap_or(last_arrival);
-                    trace.next();
+                    trace.advance();
                     offer_at = now + 1;
                     until_progress -= 1;
                     if until_progress == 0 {
@@ -209,7 +211,7 @@ where
                     }
                     // Look ahead: a next request whose queue is already full waits for a command
                     // to issue, so there is no point offering it next cycle.
-                    if let Some(Ok(TraceItem::Req(r))) = trace.peek() {
+                    if let Some(TraceItem::Req(r)) = trace.peek() {
                         let l = mapper.map(r.addr);
                         cached_loc = Some((r.addr, l));
                         if !chans[l.channel as usize].can_accept(r.op) {
@@ -266,7 +268,7 @@ where
                 if chans[c].can_accept(op) {
                     next = now + 1;
                 }
-            } else if let Some(Ok(TraceItem::Req(r))) = trace.peek() {
+            } else if let Some(TraceItem::Req(r)) = trace.peek() {
                 let ch = match cached_loc {
                     Some((a, l)) if a == r.addr => l.channel,
                     _ => mapper.map(r.addr).channel,
@@ -295,19 +297,19 @@ where
 
         // 5. Advance to the next cycle at which anything can happen.
         // A blocked frontend retries after the next command issues (only that frees a slot).
-        if trace.peek().is_some() && !blocked {
+        if trace.more() && !blocked {
             next = next.min(offer_at.max(now + 1));
         }
         if let Some(t) = bulk.next_event() {
             next = next.min(t.max(now + 1));
         }
-        let busy = chans.iter().any(|c| !c.idle()) || !bulk.quiet() || trace.peek().is_some();
+        let busy = chans.iter().any(|c| !c.idle()) || !bulk.quiet() || trace.more();
         if !busy {
             break;
         }
         // An idle gap before the next arrival: its refreshes are counted, not visited.
         if !opts.reference_schedule
-            && trace.peek().is_some()
+            && trace.more()
             && offer_at > now
             && bulk.quiet()
             && chans.iter().all(|c| c.idle())
@@ -318,7 +320,7 @@ where
         }
         if next == u64::MAX {
             // Only refresh remains scheduled and nothing else is pending: done.
-            if chans.iter().all(|c| c.idle()) && bulk.quiet() && trace.peek().is_none() {
+            if chans.iter().all(|c| c.idle()) && bulk.quiet() && !trace.more() {
                 break;
             }
             next = now + 1;

@@ -97,7 +97,7 @@ impl Controller {
         self.pick = None;
         // `refresh_locals` for a one-bank access, whose kind it need not test.
         if self.dev.has_group_rules(kind) {
-            self.refresh_locals_moved(kind, bank);
+            self.group_locals(bank);
         }
         if self.raaimt > 0 {
             self.manage_refresh(kind, bank);
