@@ -102,11 +102,17 @@ def test_bench_out_is_checked_before_the_benchmark_runs(tmp_path: Path) -> None:
     assert (tmp_path / "bench-dram.json").read_text() == "keep\n"
 
 
+def _hangup_at_default() -> None:
+    """In the started program: SIGHUP at its default, as from a terminal (a test run under `nohup`
+    would hand it SIGHUP ignored, and the program rightly keeps an ignored hang-up ignored)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _interrupt(args: list[str], tmp_path: Path, after: float = 3.0, sig: int = signal.SIGINT) -> tuple[int, str]:
     """Starts the CLI, sends ``sig`` (SIGINT) ``after`` seconds later, and returns its exit status
     and stderr; it must exit within a few seconds of the signal."""
     p = subprocess.Popen([str(MOVELAB), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path,
-                         text=True, env={**os.environ, "COLUMNS": "200"})
+                         text=True, env={**os.environ, "COLUMNS": "200"}, preexec_fn=_hangup_at_default)
     time.sleep(after)
     assert p.poll() is None, "finished before the signal"
     p.send_signal(sig)
