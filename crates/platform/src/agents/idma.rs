@@ -439,7 +439,7 @@ impl IdmaAgent {
         if self.stats.irq_ns.len() < nic::MAX_TRACES {
             self.stats.irq_ns.push((now + self.message) as f64 / 1000.0);
         }
-        sys.raise_interrupt(now + self.message, self.cfg.irq_core as usize);
+        sys.raise_interrupt(now + self.message, self.cfg.irq_core as usize, 1);
         if give_back {
             self.stats.nic.doorbells += 1;
             let tlp = Tlp {
@@ -524,7 +524,7 @@ impl IdmaAgent {
         if self.stats.irq_ns.len() < nic::MAX_TRACES {
             self.stats.irq_ns.push((now + self.message) as f64 / 1000.0);
         }
-        sys.raise_interrupt(now + self.message, self.cfg.irq_core as usize);
+        sys.raise_interrupt(now + self.message, self.cfg.irq_core as usize, 0);
     }
 
     fn hold(&mut self, dir: Dir, tlp: Tlp) -> u32 {

@@ -721,7 +721,7 @@ impl Microengines {
             if self.cfg.tx_irq {
                 self.stats.interrupts += 1;
                 self.stats.nic.interrupts += 1;
-                sys.raise_interrupt(at + self.message, self.cfg.irq_core as usize);
+                sys.raise_interrupt(at + self.message, self.cfg.irq_core as usize, 0);
             }
         }
         self.dispatch(sys, now);
@@ -1035,7 +1035,7 @@ impl Microengines {
         if self.cfg.rx_irq {
             self.stats.interrupts += 1;
             self.stats.nic.interrupts += 1;
-            sys.raise_interrupt(at + self.message, self.cfg.irq_core as usize);
+            sys.raise_interrupt(at + self.message, self.cfg.irq_core as usize, 1);
         }
     }
 }

@@ -119,6 +119,10 @@ pub struct PcieDeviceAgent {
     tail: u32,
     rx_tail: u32,
     rx_posted: u64,
+    /// RX descriptor write-backs that have reached host memory since the last MSI-X reached
+    /// the root complex: the frames that interrupt announces (the link delivers posted writes
+    /// in order, so every write-back the NIC sent before its MSI-X has landed).
+    rx_unannounced: u32,
     loop_ps: Ps,
     /// The MAC and its Ethernet port.
     mac: MacPort,
@@ -220,6 +224,7 @@ impl PcieDeviceAgent {
             overrun: None,
             rx_tail: 0,
             rx_posted: 0,
+            rx_unannounced: 0,
             loop_ps: ns(io.nic.mac_tx_ns + io.nic.mac_rx_ns),
             mac: MacPort::new(io.nic.mac_gbps, ns(io.nic.mac_tx_ns), ns(io.nic.mac_rx_ns)),
             expect: VecDeque::new(),
@@ -511,6 +516,13 @@ impl PcieDeviceAgent {
         }
     }
 
+    /// Whether `addr` lies in the host's RX descriptor ring.
+    fn in_rx_ring(&self, addr: u64) -> bool {
+        self.cfg
+            .rx_ring
+            .is_some_and(|b| addr >= b && addr - b < u64::from(self.nic.rx_ring) * nic::DESC)
+    }
+
     /// A device write reached the root complex: into memory (cached copies invalidated) or DDIO.
     fn device_write(&mut self, sys: &mut MemorySystem, now: Ps, addr: u64, data: &[u8]) {
         // Byte check: the frame landing in a buffer is the next one the NIC accepted, from the
@@ -568,9 +580,15 @@ impl PcieDeviceAgent {
                 if self.stats.irq_ns.len() < MAX_STORES {
                     self.stats.irq_ns.push(now as f64 / 1000.0);
                 }
-                sys.raise_interrupt(now, self.cfg.irq_core as usize);
+                let frames = std::mem::take(&mut self.rx_unannounced);
+                sys.raise_interrupt(now, self.cfg.irq_core as usize, frames);
             }
-            TlpKind::Write | TlpKind::Write32 => self.device_write(sys, now, tlp.addr, &tlp.data),
+            TlpKind::Write | TlpKind::Write32 => {
+                if tlp.purpose == Purpose::WriteBack && self.in_rx_ring(tlp.addr) {
+                    self.rx_unannounced += (tlp.data.len() as u64 / nic::DESC) as u32;
+                }
+                self.device_write(sys, now, tlp.addr, &tlp.data)
+            }
             // MMIO reads' completions: the core's cost was computed at issue.
             TlpKind::Completion { .. } | TlpKind::Read32 { .. } => {}
         }

@@ -351,6 +351,14 @@ pub struct WorkloadSpec {
     /// regions' bases.
     #[serde(default)]
     pub handler_walk: bool,
+    /// The handler runs once per received frame its interrupt announces and no earlier handler
+    /// took (a receive path that walks every written-back descriptor, as a NAPI poll does), its
+    /// regions moved on by frames handled rather than by interrupts; an interrupt that announces
+    /// none (a transmit completion's) costs its entry and exit alone. While a handler runs, at
+    /// most one interrupt is held (the local APIC keeps one pending per vector). False: the
+    /// handler runs once per interrupt, and every interrupt that came during a handler is taken.
+    #[serde(default)]
+    pub handler_per_frame: bool,
     /// What the core runs instead of `handler` for an interrupt that arrived while an earlier
     /// one's handler ran: a poll loop's next turn (adaptive polling, NAPI: the interrupt stays
     /// off while the loop takes what came meanwhile), without an interrupt's entry and exit.
@@ -548,6 +556,14 @@ impl Workload {
         w.check_handler_sizes(&spec.handler, "handler")?;
         w.check_ops(&spec.poll, "poll")?;
         w.check_handler_sizes(&spec.poll, "poll")?;
+        if spec.handler_per_frame && (spec.handler.is_empty() || !spec.poll.is_empty()) {
+            return Err(PlatformError::workload(
+                src,
+                "handler_per_frame",
+                "a handler run per received frame needs [[handler]] ops and no [[poll]] (it \
+                 already takes every frame that came while it ran)",
+            ));
+        }
         Ok(w)
     }
 
@@ -1415,5 +1431,30 @@ at = { region = "a" }
         let good = format!("{base}[[poll]]\nkind = \"load\"\nat = {{ region = \"a\" }}\n");
         let w = Workload::from_toml_str(&good, "t.toml", &BTreeMap::new()).unwrap();
         assert!(w.poll_handler().is_some());
+    }
+
+    #[test]
+    fn a_handler_per_frame_needs_a_handler_and_no_poll_loop() {
+        let base = "name = \"t\"\niterations = 1\nhandler_per_frame = true\n[[regions]]\nname = \"a\"\nbase = 0x1000\nsize = 4096\n[[ops]]\nkind = \"load\"\nat = { region = \"a\" }\n";
+        let load = "kind = \"load\"\nat = { region = \"a\" }\n";
+        for bad in [
+            base.to_string(),
+            format!("{base}[[handler]]\n{load}[[poll]]\n{load}"),
+        ] {
+            let e = Workload::from_toml_str(&bad, "t.toml", &BTreeMap::new())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("handler_per_frame") && e.contains("t.toml"),
+                "{e}"
+            );
+        }
+        let w = Workload::from_toml_str(
+            &format!("{base}[[handler]]\n{load}"),
+            "t.toml",
+            &BTreeMap::new(),
+        )
+        .unwrap();
+        assert!(w.spec.handler_per_frame && w.handler().is_some());
     }
 }

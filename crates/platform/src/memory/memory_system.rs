@@ -70,8 +70,10 @@ pub enum Ev {
     Agent { agent: AgentId, kind: u16, id: u32 },
     /// A core is woken (a doorbell).
     Poke(u16),
-    /// An interrupt reaches a core.
-    Interrupt(u16),
+    /// An interrupt reaches a core, announcing `frames` received frames (written into host
+    /// memory before it was raised; 0 for an interrupt that announces none, such as a transmit
+    /// completion's).
+    Interrupt { core: u16, frames: u32 },
 }
 
 /// What the memory system tells an agent about its requests.
@@ -737,8 +739,11 @@ impl MemorySystem {
         self.events.push(at, Ev::Poke(core as u16));
     }
 
-    /// An interrupt for core `target`, raised now, reaches it after the delivery latency.
-    pub fn raise_interrupt(&mut self, now: Ps, target: usize) {
+    /// An interrupt for core `target`, raised now, reaches it after the delivery latency. It
+    /// announces `frames` received frames the device wrote into host memory before raising it (a
+    /// handler that runs per received frame, the workload's `handler_per_frame`, runs once for
+    /// each); a device that does not count them, or a transmit completion, announces none.
+    pub fn raise_interrupt(&mut self, now: Ps, target: usize, frames: u32) {
         if target >= self.interrupt_targets {
             self.fatal.get_or_insert(format!(
                 "an interrupt for core {target}, but the platform has {} cores",
@@ -746,8 +751,13 @@ impl MemorySystem {
             ));
             return;
         }
-        self.events
-            .push(now + self.interrupt_delivery, Ev::Interrupt(target as u16));
+        self.events.push(
+            now + self.interrupt_delivery,
+            Ev::Interrupt {
+                core: target as u16,
+                frames,
+            },
+        );
     }
 
     /// An uncached (MMIO-like) load or store: a turn in the address phase, then the uncached

@@ -122,7 +122,7 @@ impl Uncore for Port<'_> {
     }
     fn interrupt(&mut self, now: Ps, target: u32) -> Access {
         *self.raised += 1;
-        self.sys.raise_interrupt(now, target as usize);
+        self.sys.raise_interrupt(now, target as usize, 0);
         Access::At(now + self.sys.cycle_ps(self.core))
     }
 }
@@ -145,8 +145,12 @@ pub struct CoreSlot {
     pub warm_at: Option<Ps>,
     pub target_at: Option<Ps>,
     /// Interrupts that came while a handler ran (masked until its return retires); each is
-    /// taken in turn after it.
+    /// taken in turn after it (for a handler run per received frame, at most one is held).
     held_irqs: u32,
+    /// Received frames its interrupts have announced, and those its handler has run for (a
+    /// handler run per received frame, the workload's `handler_per_frame`).
+    rx_announced: u64,
+    rx_handled: u64,
     /// Whether the run loop must look at its front end (feed it, see whether it drained): set
     /// when it ticked or took an interrupt, the only things that change either. Its front end
     /// is otherwise as the last look left it: wanting no operation, and `drained` as noted.
@@ -365,6 +369,8 @@ impl Platform {
                     next: if t == 0 { 0 } else { Ps::MAX },
                     done_at: None,
                     held_irqs: 0,
+                    rx_announced: 0,
+                    rx_handled: 0,
                     look: true,
                     drained: false,
                     own_misses: (0, 0),
@@ -793,11 +799,26 @@ impl Platform {
             (ic.entry_cycles, ic.exit_cycles)
         };
         self.cores[c].core.begin_interrupt(entry);
-        if let Some(h) = handler {
-            let mut last = 0;
-            for op in h.handler_ops(taken).take(MAX_HANDLER_OPS) {
-                last = self.feed(c, op, last, ring_map);
+        match handler {
+            // Once per frame announced and not yet handled, walking by frames handled.
+            Some(h) if h.spec.handler_per_frame => {
+                let slot = &mut self.cores[c];
+                let frames = slot.rx_handled..slot.rx_announced;
+                slot.rx_handled = slot.rx_announced;
+                for k in frames {
+                    let mut last = 0;
+                    for op in h.handler_ops(k).take(MAX_HANDLER_OPS) {
+                        last = self.feed(c, op, last, ring_map);
+                    }
+                }
             }
+            Some(h) => {
+                let mut last = 0;
+                for op in h.handler_ops(taken).take(MAX_HANDLER_OPS) {
+                    last = self.feed(c, op, last, ring_map);
+                }
+            }
+            None => {}
         }
         self.cores[c].core.end_interrupt(exit);
         self.cores[c].look = true;
@@ -1106,13 +1127,18 @@ impl Platform {
                         }
                     }
                     Ev::Poke(c) => self.sys.poke(c as usize),
-                    Ev::Interrupt(c) => {
+                    Ev::Interrupt { core: c, frames } => {
                         let c = c as usize;
+                        let g = self.cores[c].group.min(programs.len() - 1);
+                        let h = run.handlers[g].as_ref();
+                        self.cores[c].rx_announced += u64::from(frames);
                         if self.cores[c].core.in_handler() {
-                            self.cores[c].held_irqs += 1;
+                            // A handler per frame: the local APIC holds one pending interrupt
+                            // of a vector, so later ones merge into it.
+                            let per_frame = h.is_some_and(|h| h.spec.handler_per_frame);
+                            let held = &mut self.cores[c].held_irqs;
+                            *held = if per_frame { 1 } else { *held + 1 };
                         } else {
-                            let g = self.cores[c].group.min(programs.len() - 1);
-                            let h = run.handlers[g].as_ref();
                             self.take_interrupt(c, h, &run.ring_maps[g], false);
                             self.sys.poke(c);
                         }
