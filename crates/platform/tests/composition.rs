@@ -300,7 +300,9 @@ fn composition_variants_save_alone_and_together() {
     // The receive path runs once per frame received, not once per interrupt: each zeroing and
     // copy it makes is one offload.
     assert_eq!((all.zero_offloads, all.copy_offloads), (16, 16), "{all:?}");
-    assert!(rows.iter().all(|r| r.interrupts < 2 * 16), "{rows:?}");
+    // The handler is slower than the frames: interrupts that come while it runs wait as one
+    // (each taken in turn, they were about two a frame).
+    assert!(rows.iter().all(|r| r.interrupts < r.frames), "{rows:?}");
     assert_eq!((base.zero_offloads, base.copy_offloads), (0, 0));
     assert!(rows.iter().all(|r| r.rx_bytes_wrong == 0 && r.frames == 16));
     // A variant is the preset with agents left out.
@@ -371,9 +373,9 @@ fn composition_runs_longer_than_its_rings() {
             if r.copy_engine { 1000 } else { 0 },
             "{r:?}"
         );
-        // One vector for TX and RX write-backs: at most two interrupts a frame, fewer where an
-        // interrupt came while a handler ran (held, merged) or the vector coalesced.
-        assert!(r.interrupts > 0 && r.interrupts <= 2000, "{r:?}");
+        // One vector for TX and RX write-backs, about two interrupts a frame raised; those that
+        // came while a handler ran waited as one, so fewer were taken than frames.
+        assert!(r.interrupts > 0 && r.interrupts < 1000, "{r:?}");
     }
 }
 

@@ -799,26 +799,23 @@ impl Platform {
             (ic.entry_cycles, ic.exit_cycles)
         };
         self.cores[c].core.begin_interrupt(entry);
-        match handler {
-            // Once per frame announced and not yet handled, walking by frames handled.
-            Some(h) if h.spec.handler_per_frame => {
+        if let Some(h) = handler {
+            // The walk positions the handler runs at: once per frame announced and not yet
+            // handled (walking by frames handled), or once for this interrupt.
+            let runs = if h.spec.handler_per_frame {
                 let slot = &mut self.cores[c];
                 let frames = slot.rx_handled..slot.rx_announced;
                 slot.rx_handled = slot.rx_announced;
-                for k in frames {
-                    let mut last = 0;
-                    for op in h.handler_ops(k).take(MAX_HANDLER_OPS) {
-                        last = self.feed(c, op, last, ring_map);
-                    }
-                }
-            }
-            Some(h) => {
+                frames
+            } else {
+                taken..taken + 1
+            };
+            for k in runs {
                 let mut last = 0;
-                for op in h.handler_ops(taken).take(MAX_HANDLER_OPS) {
+                for op in h.handler_ops(k).take(MAX_HANDLER_OPS) {
                     last = self.feed(c, op, last, ring_map);
                 }
             }
-            None => {}
         }
         self.cores[c].core.end_interrupt(exit);
         self.cores[c].look = true;
